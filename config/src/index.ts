@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { defaults, RATE_CATEGORIES, REGIONS, type RateCategory } from './defaults.ts';
+
+export { defaults, RATE_CATEGORIES, REGIONS, type RateCategory, type Region } from './defaults.ts';
+
+const port = z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int().min(0).max(65535);
+const positiveInt = z.coerce.number({ error: 'must be a positive integer' }).int().min(1);
+const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+const rateLimitEnv = Object.fromEntries(
+  RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, positiveInt.default(defaults.rateLimits[category])]),
+) as Record<`RATE_LIMIT_${string}`, z.ZodDefault<typeof positiveInt>>;
+
+/** The environment variables the appliance reads, with their rules. */
+const EnvSchema = z.object({
+  PORT: port.default(defaults.port),
+  HOST: z.string().min(1).default(defaults.host),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATA_DIR: z.string().min(1).default(defaults.dataDir),
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  REGION: z.enum(REGIONS, { error: `must be one of ${REGIONS.join(', ')}` }).default(defaults.region),
+  EMBEDDED_PG_PORT: port.default(defaults.embeddedPostgresPort),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(defaults.logLevel),
+  JSON_BODY_LIMIT_BYTES: positiveInt.default(defaults.jsonBodyLimitBytes),
+  TRUST_PROXY: flag.default(defaults.trustProxy),
+  SHUTDOWN_GRACE_SECONDS: positiveInt.default(defaults.shutdownGraceSeconds),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(defaults.rateLimitWindowSeconds),
+  SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  ...rateLimitEnv,
+});
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** Unset: the control plane runs its own embedded PostgreSQL under `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  publicBaseUrl: string;
+  region: (typeof REGIONS)[number];
+  embeddedPostgresPort: number;
+  logLevel: string;
+  jsonBodyLimitBytes: number;
+  trustProxy: boolean;
+  shutdownGraceSeconds: number;
+  rateLimitWindowSeconds: number;
+  rateLimits: Record<RateCategory, number>;
+  /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
+  signingSecret: string | undefined;
+}
+
+export class ConfigError extends Error {}
+
+/** Parses the environment once; every problem is reported together on one line. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = EnvSchema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`);
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: resolve(e.DATA_DIR),
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    region: e.REGION,
+    embeddedPostgresPort: e.EMBEDDED_PG_PORT,
+    logLevel: e.LOG_LEVEL,
+    jsonBodyLimitBytes: e.JSON_BODY_LIMIT_BYTES,
+    trustProxy: e.TRUST_PROXY,
+    shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
+    rateLimitWindowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
+    rateLimits: Object.fromEntries(
+      RATE_CATEGORIES.map((category) => [category, (e as Record<string, unknown>)[`RATE_LIMIT_${category.toUpperCase()}`] as number]),
+    ) as Record<RateCategory, number>,
+    signingSecret: e.SIGNING_SECRET,
+  };
+}
+
+/**
+ * The secret that signs URLs and tokens: SIGNING_SECRET when set (replicas must share one),
+ * else generated on first start and kept in the data dir, readable by its owner only.
+ */
+export function resolveSigningSecret(config: AppConfig): string {
+  if (config.signingSecret) return config.signingSecret;
+  const file = join(config.dataDir, 'signing-secret');
+  if (!existsSync(file)) {
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  }
+  return readFileSync(file, 'utf8').trim();
+}

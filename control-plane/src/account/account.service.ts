@@ -1,0 +1,171 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Region } from '@vp/config';
+import type { z } from 'zod';
+import { requireKey, requireRole } from '../auth/access.ts';
+import type { Actor } from '../auth/actor.ts';
+import { AUTH_CHANNEL } from '../auth/authenticator.ts';
+import { Conflict, Invalid, NotFound } from '../http/errors.ts';
+import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
+import type { AccountSummary, Member, StorageUsage, UserProfile } from './account.schemas.ts';
+import { COUNTED_RESOURCES } from './account.schemas.ts';
+import { HANDLE_PATTERN } from './handle.ts';
+import { Membership } from './membership.entity.ts';
+import type { Role } from './roles.ts';
+import { User } from './user.entity.ts';
+import { Workspace } from './workspace.entity.ts';
+
+/** Counts one kind of resource in a workspace; domains that own the resource provide it. */
+export type ResourceCounter = (em: EntityManager, workspaceId: string) => Promise<number>;
+export type ResourceCounters = Partial<Record<(typeof COUNTED_RESOURCES)[number], ResourceCounter>>;
+
+function checkHandle(handle: string): void {
+  if (!HANDLE_PATTERN.test(handle)) {
+    throw Invalid(`"${handle}": handles are 4-32 lowercase letters or digits, with single hyphens between segments`);
+  }
+}
+
+function checkName(name: string): void {
+  if (!name.trim() || name.length > 100) throw Invalid('name: must be 1-100 characters');
+}
+
+/** Announces a key or membership change so every replica drops its cached keys. */
+export async function announceAuthChange(em: EntityManager): Promise<void> {
+  await em.getConnection().execute(`select pg_notify('${AUTH_CHANNEL}', '')`);
+}
+
+/** Users, workspaces and memberships: the identity every other domain scopes its data by. */
+export class AccountService {
+  private readonly em: EntityManager;
+  private readonly region: Region;
+  private readonly counters: ResourceCounters;
+
+  constructor(em: EntityManager, region: Region, counters: ResourceCounters = {}) {
+    this.em = em;
+    this.region = region;
+    this.counters = counters;
+  }
+
+  private async requireHandleFree(handle: string): Promise<void> {
+    checkHandle(handle);
+    if (await this.em.count(Workspace, { handle })) throw Conflict(`Handle "${handle}" is already taken`);
+  }
+
+  /** A user and the personal workspace named after them. */
+  async createUser(username: string, name = username): Promise<{ user: User; workspace: Workspace }> {
+    checkName(name);
+    await this.requireHandleFree(username);
+    const user = this.em.create(User, { username, name });
+    const workspace = this.em.create(Workspace, { handle: username, name, kind: 'personal', region: this.region, owner: user });
+    this.em.create(Membership, { workspace, user, role: 'owner' });
+    await this.em.flush();
+    return { user, workspace };
+  }
+
+  async createTeam(handle: string, ownerUsername: string, name = handle): Promise<Workspace> {
+    checkName(name);
+    await this.requireHandleFree(handle);
+    const owner = await this.findUser(ownerUsername);
+    const workspace = this.em.create(Workspace, { handle, name, kind: 'team', region: this.region, owner });
+    this.em.create(Membership, { workspace, user: owner, role: 'owner' });
+    await this.em.flush();
+    return workspace;
+  }
+
+  async findUser(username: string): Promise<User> {
+    const user = await this.em.findOne(User, { username });
+    if (!user) throw NotFound(`User "${username}" not found`);
+    return user;
+  }
+
+  async findWorkspace(handle: string): Promise<Workspace> {
+    const workspace = await this.em.findOne(Workspace, { handle });
+    if (!workspace) throw NotFound(`Workspace "${handle}" not found`);
+    return workspace;
+  }
+
+  /** Adds a member or changes a member's role; the owner is set at creation and never changed here. */
+  async setMemberRole(workspaceHandle: string, username: string, role: Exclude<Role, 'owner'>): Promise<Membership> {
+    const workspace = await this.findWorkspace(workspaceHandle);
+    if (workspace.kind !== 'team') throw Invalid(`"${workspaceHandle}" is a personal workspace; only team workspaces have members`);
+    const user = await this.findUser(username);
+    if (workspace.owner.id === user.id) throw Conflict(`"${username}" owns "${workspaceHandle}"; the owner's role cannot change`);
+    const membership = (await this.em.findOne(Membership, { workspace, user })) ?? this.em.create(Membership, { workspace, user, role });
+    membership.role = role;
+    await this.em.flush();
+    await announceAuthChange(this.em);
+    return membership;
+  }
+
+  async removeMember(workspaceHandle: string, username: string): Promise<void> {
+    const workspace = await this.findWorkspace(workspaceHandle);
+    const user = await this.findUser(username);
+    if (workspace.owner.id === user.id) throw Conflict(`"${username}" owns "${workspaceHandle}" and cannot be removed`);
+    const membership = await this.em.findOne(Membership, { workspace, user });
+    if (!membership) throw NotFound(`"${username}" is not a member of "${workspaceHandle}"`);
+    await this.em.remove(membership).flush();
+    await announceAuthChange(this.em);
+  }
+
+  async summary(actor: Actor): Promise<z.input<typeof AccountSummary>> {
+    const key = requireKey(actor);
+    const workspace = await this.em.findOneOrFail(Workspace, key.workspaceId, { populate: ['owner'] });
+    const user = await this.em.findOneOrFail(User, key.userId);
+    const teams = await this.em.find(
+      Membership,
+      { user: key.userId, workspace: { kind: 'team' } },
+      { populate: ['workspace'], orderBy: { workspace: { handle: 'asc' } } },
+    );
+    const counts = Object.fromEntries(
+      await Promise.all(COUNTED_RESOURCES.map(async (kind) => [kind, (await this.counters[kind]?.(this.em, workspace.id)) ?? 0])),
+    ) as Record<(typeof COUNTED_RESOURCES)[number], number>;
+    return {
+      username: workspace.handle,
+      name: workspace.name,
+      accountType: workspace.kind,
+      plan: 'enterprise',
+      region: workspace.region,
+      role: key.role,
+      actingUser: { username: user.username, name: user.name },
+      counts,
+      teams: teams.map((m) => ({ handle: m.workspace.handle, name: m.workspace.name, role: m.role })),
+      createdAt: workspace.createdAt.toISOString(),
+    };
+  }
+
+  /** Bytes stored for the key's workspace, summed from the recorded size of each stored object. */
+  async storage(actor: Actor): Promise<z.input<typeof StorageUsage>> {
+    const key = requireKey(actor);
+    const rows = await this.em
+      .getConnection()
+      .execute<Array<{ kind: string; bytes: string }>>(
+        'select kind, sum(bytes)::bigint as bytes from stored_objects where workspace_id = ? group by kind',
+        [key.workspaceId],
+      );
+    const byKind = Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, Number(rows.find((r) => r.kind === kind)?.bytes ?? 0)]));
+    const totalBytes = Object.values(byKind).reduce((a, b) => a + b, 0);
+    const workspace = await this.em.findOneOrFail(Workspace, key.workspaceId);
+    return { region: workspace.region, totalBytes, byKind: byKind as z.input<typeof StorageUsage>['byKind'] };
+  }
+
+  async profile(username: string): Promise<z.input<typeof UserProfile>> {
+    const user = await this.findUser(username);
+    return { username: user.username, name: user.name, createdAt: user.createdAt.toISOString() };
+  }
+
+  async listMembers(actor: Actor, handle: string): Promise<Array<z.input<typeof Member>>> {
+    const workspace = await this.findWorkspace(handle);
+    requireRole(actor, workspace.id, 'viewer');
+    const memberships = await this.em.find(Membership, { workspace }, { populate: ['user'], orderBy: { user: { username: 'asc' } } });
+    return memberships.map((m) => ({ username: m.user.username, name: m.user.name, role: m.role, since: m.createdAt.toISOString() }));
+  }
+
+  async changeMember(actor: Actor, handle: string, username: string, role: Exclude<Role, 'owner'>): Promise<Membership> {
+    requireRole(actor, (await this.findWorkspace(handle)).id, 'admin');
+    return this.setMemberRole(handle, username, role);
+  }
+
+  async dropMember(actor: Actor, handle: string, username: string): Promise<void> {
+    requireRole(actor, (await this.findWorkspace(handle)).id, 'admin');
+    await this.removeMember(handle, username);
+  }
+}

@@ -1,0 +1,109 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Logger } from 'pino';
+import type { Role } from '../account/roles.ts';
+import type { Notifications } from '../db/notifications.ts';
+import { Unauthorized } from '../http/errors.ts';
+import type { KeyActor } from './actor.ts';
+import { API_KEY_PATTERN, hashApiKey } from './key-format.ts';
+
+/** Channel on which any change to a key or a membership is announced to every replica. */
+export const AUTH_CHANNEL = 'vp_auth_changed';
+
+const LOOKUP_SQL = `
+  select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
+         case when w.owner_id = k.user_id then 'owner' else m.role end as role
+  from api_keys k
+  join workspaces w on w.id = k.workspace_id
+  join users u on u.id = k.user_id
+  left join memberships m on m.workspace_id = k.workspace_id and m.user_id = k.user_id
+  where k.key_hash = ?`;
+
+interface LookupRow {
+  id: string;
+  prefix: string;
+  workspace_id: string;
+  handle: string;
+  kind: 'personal' | 'team';
+  user_id: string;
+  username: string;
+  role: Role | null;
+}
+
+interface CacheEntry {
+  actor: KeyActor;
+  expiresAt: number;
+}
+
+/**
+ * Resolves bearer keys to actors. Valid keys are cached per process; any key or membership change
+ * is NOTIFYed on AUTH_CHANNEL and clears the caches of every replica, so revocation is immediate.
+ * The TTL only bounds what a missed notification could cost.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly lastTouched = new Map<string, number>();
+  /** Bumped on every invalidation, so a lookup that started before one does not refill the cache. */
+  private generation = 0;
+
+  private readonly em: EntityManager;
+  private readonly log: Logger;
+  private readonly ttlMs: number;
+  private readonly touchEveryMs: number;
+
+  constructor(em: EntityManager, log: Logger, ttlMs = 60_000, touchEveryMs = 60_000) {
+    this.em = em;
+    this.log = log;
+    this.ttlMs = ttlMs;
+    this.touchEveryMs = touchEveryMs;
+  }
+
+  listen(notifications: Notifications): void {
+    notifications.on(AUTH_CHANNEL, () => this.invalidate());
+    notifications.onReconnect(() => this.invalidate());
+  }
+
+  private invalidate(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  async authenticate(key: string): Promise<KeyActor> {
+    if (!API_KEY_PATTERN.test(key)) throw Unauthorized();
+    const hash = hashApiKey(key);
+    const now = Date.now();
+    const cached = this.cache.get(hash);
+    const actor = cached && cached.expiresAt > now ? cached.actor : await this.lookup(hash, now);
+    this.touch(actor.keyId, now);
+    return actor;
+  }
+
+  private async lookup(hash: string, now: number): Promise<KeyActor> {
+    const generation = this.generation;
+    const rows = await this.em.getConnection().execute<LookupRow[]>(LOOKUP_SQL, [hash]);
+    const row = rows[0];
+    if (!row || !row.role) throw Unauthorized();
+    const actor: KeyActor = {
+      kind: 'key',
+      keyId: row.id,
+      keyPrefix: row.prefix,
+      workspaceId: row.workspace_id,
+      workspaceHandle: row.handle,
+      workspaceKind: row.kind,
+      userId: row.user_id,
+      username: row.username,
+      role: row.role,
+    };
+    if (generation === this.generation) this.cache.set(hash, { actor, expiresAt: now + this.ttlMs });
+    return actor;
+  }
+
+  /** Records last use at most once a minute per key, off the request's path. */
+  private touch(keyId: string, now: number): void {
+    if (now - (this.lastTouched.get(keyId) ?? 0) < this.touchEveryMs) return;
+    this.lastTouched.set(keyId, now);
+    this.em
+      .getConnection()
+      .execute('update api_keys set last_used_at = ? where id = ?', [new Date(now), keyId])
+      .catch((error) => this.log.warn({ err: error }, 'could not record key use'));
+  }
+}

@@ -1,0 +1,9 @@
+import { Membership } from '../account/membership.entity.ts';
+import { User } from '../account/user.entity.ts';
+import { Workspace } from '../account/workspace.entity.ts';
+import { ApiKey } from '../auth/api-key.entity.ts';
+import { StoredObject } from '../storage/stored-object.entity.ts';
+import { BaseSchema } from './base.entity.ts';
+
+/** Every entity the ORM knows; a new domain adds its own here. */
+export const entities = [BaseSchema, User, Workspace, Membership, ApiKey, StoredObject];

@@ -1,0 +1,40 @@
+// `npm run migration:create -- NAME`: diffs the entities against a scratch database migrated to the
+// current head, writes the next migration beside the others and registers it in migrations/index.ts.
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
+import { initORM, migrate } from './orm.ts';
+
+const name = process.argv[2]?.replace(/[^A-Za-z0-9_]/g, '_');
+if (!name) {
+  console.error('usage: npm run migration:create -- NAME');
+  process.exit(2);
+}
+const serverUrl = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const scratch = `vp_migration_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: serverUrl });
+await admin.connect();
+await admin.query(`create database ${scratch}`);
+const dir = new URL('./migrations/', import.meta.url);
+try {
+  const url = new URL(serverUrl);
+  url.pathname = `/${scratch}`;
+  const orm = await initORM(url.toString());
+  await migrate(orm);
+  const result = await orm.migrator.create(new URL('.', dir).pathname, false, false, name);
+  await orm.close();
+  if (!result.fileName) {
+    console.log('entities match the migrations; nothing to write');
+  } else {
+    const className = result.fileName.replace(/\.ts$/, '');
+    const indexFile = new URL('index.ts', dir);
+    const index = readFileSync(indexFile, 'utf8')
+      .replace(/(\n\/\*\*[^\n]*\n)?(export const migrations)/, `import { ${className} } from './${className}.ts';\n$1$2`)
+      .replace(/\];\s*$/, `, { name: '${className}', class: ${className} }];\n`);
+    writeFileSync(indexFile, index);
+    console.log(`wrote control-plane/src/db/migrations/${result.fileName}; review it, then commit`);
+  }
+} finally {
+  await admin.query(`drop database if exists ${scratch} with (force)`);
+  await admin.end();
+}

@@ -1,0 +1,4 @@
+import { Migration20261122000000_foundation } from './Migration20261122000000_foundation.ts';
+
+/** Checked-in migrations in order; `npm run migration:create` appends to this list. */
+export const migrations = [{ name: 'Migration20261122000000_foundation', class: Migration20261122000000_foundation }];

@@ -1,0 +1,44 @@
+import type { RateCategory } from '@vp/config';
+import { z } from 'zod';
+import type { AppContext } from './app-context.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+
+/**
+ * public: no key looked at (health, documents); optional: anonymous allowed, a key adds access;
+ * key: a valid API key is required.
+ */
+export type AuthMode = 'public' | 'optional' | 'key';
+
+type Shape = z.ZodType | undefined;
+type In<S extends Shape> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface RouteInput<P extends Shape, Q extends Shape, B extends Shape> {
+  params: In<P>;
+  query: In<Q>;
+  body: In<B>;
+}
+
+export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shape, B extends Shape = Shape, R extends z.ZodType = z.ZodType> {
+  method: HttpMethod;
+  /** Koa path syntax: `/api/workspaces/:owner/members`. */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  auth: AuthMode;
+  /** Rate-limit category, or null for routes outside the limits (health, documents). */
+  limit: RateCategory | null;
+  request?: { params?: P; query?: Q; body?: B };
+  response: { status: number; description: string; schema: R };
+  /** Error statuses this route can answer, for the OpenAPI document. */
+  errors?: number[];
+  handler: (ctx: AppContext, input: RouteInput<P, Q, B>) => Promise<z.input<R>> | z.input<R>;
+}
+
+/** One definition mounts the route, validates input and output, types the handler and feeds /openapi.json. */
+export function defineRoute<P extends Shape, Q extends Shape, B extends Shape, R extends z.ZodType>(
+  definition: RouteDefinition<P, Q, B, R>,
+): RouteDefinition {
+  return definition as unknown as RouteDefinition;
+}

@@ -1,0 +1,55 @@
+import { NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Middleware } from 'koa';
+import { ZodError } from 'zod';
+import { HttpError } from './errors.ts';
+import type { AppState } from './app-context.ts';
+
+/** Field path and rule for each problem, e.g. `body.role: must be one of viewer, editor, admin, owner`. */
+export function describeZodError(error: ZodError, location: string): string {
+  return error.issues
+    .map((issue) => {
+      const path = [location, ...issue.path.map(String)].filter(Boolean).join('.');
+      return `${path}: ${issue.message}`;
+    })
+    .join('; ');
+}
+
+/** Body-parser failures carry a status and a type; translate the ones a client can cause. */
+function fromParserError(error: { status?: number; type?: string }): HttpError | undefined {
+  if (error.status === 413 || error.type === 'entity.too.large') return new HttpError(413, 'Request body too large');
+  if (error.status === 415) return new HttpError(415, 'Unsupported content type');
+  if (error.status === 400 && (error.type === 'entity.parse.failed' || error.type === undefined)) {
+    return new HttpError(400, 'Malformed JSON body');
+  }
+  return undefined;
+}
+
+function toHttpError(error: unknown): HttpError | undefined {
+  if (error instanceof HttpError) return error;
+  if (error instanceof NotFoundError) return new HttpError(404, 'Not found');
+  if (error instanceof UniqueConstraintViolationException) return new HttpError(409, 'Already exists');
+  if (error && typeof error === 'object' && 'status' in error && 'expose' in error) {
+    return fromParserError(error as { status?: number; type?: string });
+  }
+  return undefined;
+}
+
+/** The one place errors become responses: `{ error }` with the spec's status, never a stack or SQL. */
+export function errorMiddleware(): Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const known = toHttpError(error);
+      if (known) {
+        ctx.status = known.status;
+        ctx.set(known.headers);
+        ctx.body = { error: known.message, ...known.extra };
+        return;
+      }
+      ctx.state.log.error({ err: error }, 'unhandled error');
+      ctx.status = 500;
+      ctx.body = { error: 'Internal server error', requestId: ctx.state.requestId };
+    }
+  };
+}

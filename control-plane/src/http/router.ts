@@ -1,0 +1,68 @@
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import type { z } from 'zod';
+import { ANONYMOUS, type Actor } from '../auth/actor.ts';
+import type { Authenticator } from '../auth/authenticator.ts';
+import { bearerToken } from '../auth/key-format.ts';
+import type { AppContext, AppState } from './app-context.ts';
+import type { RouteDefinition } from './define-route.ts';
+import { describeZodError } from './error-middleware.ts';
+import { HttpError, MethodNotAllowed, NotFound, Unauthorized } from './errors.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+export interface RouterDeps {
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+}
+
+function parseInput(schema: z.ZodType | undefined, value: unknown, location: string): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value ?? (location === 'body' ? undefined : {}));
+  if (!result.success) throw new HttpError(400, describeZodError(result.error, location));
+  return result.data;
+}
+
+async function resolveActor(route: RouteDefinition, ctx: AppContext, authenticator: Authenticator): Promise<Actor> {
+  const key = bearerToken(ctx.get('authorization') || undefined);
+  if (key === undefined) {
+    if (route.auth === 'key') throw Unauthorized('Missing API key: send Authorization: Bearer <API_KEY>');
+    return ANONYMOUS;
+  }
+  return authenticator.authenticate(key);
+}
+
+/** Runs one route: authenticate → rate-limit → validate input → handler → validate output. */
+function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<AppState> {
+  return async (ctx) => {
+    const actor = route.auth === 'public' ? ANONYMOUS : await resolveActor(route, ctx, deps.authenticator);
+    ctx.state.actor = actor;
+    if (route.limit) {
+      const subject = actor.kind === 'key' ? `key:${actor.keyId}` : `ip:${ctx.state.clientAddress}`;
+      await deps.rateLimiter.take(subject, route.limit);
+    }
+    const input = {
+      params: parseInput(route.request?.params, (ctx as unknown as { params: unknown }).params, 'path'),
+      query: parseInput(route.request?.query, ctx.query, 'query'),
+      body: parseInput(route.request?.body, ctx.request.body, 'body'),
+    };
+    const result = await route.handler(ctx, input as never);
+    ctx.status = route.response.status;
+    // Output goes through its schema too, so nothing outside the documented shape (a hash, an internal path) leaks.
+    if (ctx.body === undefined || ctx.body === null) ctx.body = route.response.schema.parse(result);
+  };
+}
+
+export function buildRouter(routes: RouteDefinition[], deps: RouterDeps): Middleware<AppState>[] {
+  const router = new Router<AppState>();
+  for (const route of routes) {
+    router.register(route.path, [route.method], routeMiddleware(route, deps) as never);
+  }
+  /** Unknown path → 404; known path, other method → 405 with Allow. */
+  const fallback: Middleware<AppState> = async (ctx) => {
+    const match = router.match(ctx.path, ctx.method);
+    const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))];
+    if (allowed.length > 0) throw MethodNotAllowed(allowed);
+    throw NotFound(`No route for ${ctx.method} ${ctx.path}`);
+  };
+  return [router.routes() as unknown as Middleware<AppState>, fallback];
+}

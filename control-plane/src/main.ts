@@ -1,0 +1,33 @@
+import { ConfigError, loadConfig } from '@vp/config';
+import { createLogger, startServer } from './server.ts';
+
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(error.message);
+  process.exit(78); // EX_CONFIG
+}
+
+const log = createLogger(config);
+try {
+  const running = await startServer(config, { log });
+  log.info({ url: running.url, docs: `${running.url}/api/docs` }, 'Vision Platform API listening');
+  console.log(`Vision Platform API: ${running.url}/api  (reference: ${running.url}/api/docs)`);
+  const shutdown = (signal: string) => {
+    log.info({ signal }, 'shutting down: draining requests');
+    running.close().then(
+      () => process.exit(0),
+      (error) => {
+        log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+} catch (error) {
+  log.fatal({ err: error }, 'start-up failed');
+  process.exit(1);
+}

@@ -1,0 +1,88 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdirSync } from 'node:fs';
+import { resolveSigningSecret, type AppConfig } from '@vp/config';
+import pino, { type Logger } from 'pino';
+import { createApp } from './app.ts';
+import { Authenticator } from './auth/authenticator.ts';
+import { bootstrapFirstStart } from './bootstrap.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
+import { Notifications } from './db/notifications.ts';
+import { initORM, migrate, type Orm } from './db/orm.ts';
+import type { RouteDefinition } from './http/define-route.ts';
+import { RateLimiter } from './http/rate-limit.ts';
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  orm: Orm;
+  log: Logger;
+  /** Drains requests, closes the pool and stops the embedded database. */
+  close(): Promise<void>;
+}
+
+export function createLogger(config: Pick<AppConfig, 'logLevel'>): Logger {
+  return pino({ level: config.logLevel, base: { service: 'control-plane' }, redact: ['req.headers.authorization', 'key', 'secret'] });
+}
+
+/** Opens the database (embedded unless DATABASE_URL is set) and applies migrations (`applied`: their names). */
+export async function openDatabase(
+  config: AppConfig,
+  log: Logger,
+): Promise<{ orm: Orm; url: string; embedded?: EmbeddedDatabase; applied: string[] }> {
+  const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, log);
+  const url = config.databaseUrl ?? embedded!.url;
+  let orm: Orm | undefined;
+  try {
+    orm = await initORM(url);
+    const applied = await migrate(orm);
+    return { orm, url, embedded, applied };
+  } catch (error) {
+    // Leave nothing running behind a failed start (a temporarily started embedded server included).
+    await orm?.close();
+    await embedded?.stop();
+    throw error;
+  }
+}
+
+/** load config → database → migrate → first-start bootstrap → listen. */
+export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[] } = {}): Promise<RunningServer> {
+  const log = options.log ?? createLogger(config);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o755 });
+  resolveSigningSecret(config);
+  const { orm, url: databaseUrl, embedded } = await openDatabase(config, log);
+  await bootstrapFirstStart(orm, config, log);
+
+  const notifications = new Notifications(databaseUrl, log);
+  const authenticator = new Authenticator(orm.em, log);
+  authenticator.listen(notifications);
+  await notifications.start();
+  const rateLimiter = new RateLimiter(orm.em, { windowSeconds: config.rateLimitWindowSeconds, limits: config.rateLimits });
+  const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
+  pruneTimer.unref();
+
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, routes: options.routes });
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = config.port === 0 ? `http://127.0.0.1:${port}` : config.publicBaseUrl;
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(pruneTimer);
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);
+      await drained;
+      clearTimeout(grace);
+      await notifications.stop();
+      await orm.close();
+      await embedded?.stop();
+    })());
+  return { url, server, orm, log, close };
+}

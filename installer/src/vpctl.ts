@@ -1,0 +1,227 @@
+// vpctl: the operator's command line. Each run loads the appliance's configuration, opens its
+// database (DATABASE_URL, else the embedded PostgreSQL under DATA_DIR: reused when the appliance
+// runs, else started for this one command and stopped again), applies pending migrations, runs one
+// command through the control plane's services and exits. Results go to stdout, everything else
+// (logs, errors, notes) to stderr, so `KEY=$(vpctl keys create ...)` captures just the key.
+import { Command, CommanderError, Option } from 'commander';
+import { ConfigError, loadConfig, type AppConfig } from '@vp/config';
+import pino, { type Logger } from 'pino';
+import { HttpError } from '../../control-plane/src/http/errors.ts';
+import { openDatabase } from '../../control-plane/src/server.ts';
+import { Services } from '../../control-plane/src/services.ts';
+import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
+
+/** Exit statuses: 0 done, 1 the command failed, 2 usage error, 78 invalid configuration (as the server). */
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+const EXIT_CONFIG = 78;
+
+const MEMBER_ROLES = ['viewer', 'editor', 'admin'] as const;
+type MemberRole = (typeof MEMBER_ROLES)[number];
+
+interface CommandContext {
+  services: Services;
+  /** Names of the migrations this run applied. */
+  applied: string[];
+  /** The command's result, for stdout. */
+  print(text: string): void;
+  /** A note for the operator, on stderr. */
+  note(text: string): void;
+}
+
+type Action = (context: CommandContext) => Promise<void>;
+
+function timestamp(date: Date | null | undefined): string {
+  return date ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : 'never';
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column])))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+function keyRows(keys: ApiKey[]): string[][] {
+  return keys.map((key) => [key.prefix, key.workspace.handle, key.user.username, key.name, timestamp(key.createdAt), timestamp(key.lastUsedAt)]);
+}
+
+/** The command tree; parsing only chooses an action, which runs once the database is open. */
+function buildProgram(choose: (action: Action) => void): Command {
+  const program = new Command('vpctl')
+    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, migrations).')
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText(
+      'after',
+      `
+Configuration comes from the same environment as the server: DATABASE_URL, or else the embedded
+PostgreSQL under DATA_DIR (used as it is when the appliance runs, else started for the command).
+Results are printed on stdout; logs and errors on stderr.
+Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configuration.`,
+    );
+
+  const users = program.command('users').description('Manage users');
+  users
+    .command('create')
+    .description('Create a user and their personal workspace (named after the username)')
+    .argument('<username>', 'username: 4-32 lowercase letters or digits, single hyphens between segments')
+    .option('--name <display>', 'display name (default: the username)')
+    .action((username: string, options: { name?: string }) =>
+      choose(async ({ services, print }) => {
+        const { user, workspace } = await services.account.createUser(username, options.name);
+        print(`Created user ${user.username} (${user.name}) with personal workspace ${workspace.handle}`);
+      }),
+    );
+
+  const workspaces = program.command('workspaces').description('Manage team workspaces');
+  workspaces
+    .command('create')
+    .description('Create a team workspace owned by an existing user')
+    .argument('<handle>', 'workspace handle: 4-32 lowercase letters or digits, single hyphens between segments')
+    .requiredOption('--owner <username>', 'the user who owns the workspace (team keys act as this user)')
+    .option('--name <display>', 'display name (default: the handle)')
+    .action((handle: string, options: { owner: string; name?: string }) =>
+      choose(async ({ services, print }) => {
+        const workspace = await services.account.createTeam(handle, options.owner, options.name);
+        print(`Created team workspace ${workspace.handle} (${workspace.name}) owned by ${options.owner}`);
+      }),
+    );
+
+  const members = program.command('members').description('Manage the members of team workspaces');
+  members
+    .command('add')
+    .description("Add a member to a team workspace, or change a member's role")
+    .argument('<workspace>', 'team workspace handle')
+    .argument('<username>', 'the user to add')
+    .addOption(new Option('--role <role>', 'the member role').choices(MEMBER_ROLES).makeOptionMandatory())
+    .action((workspace: string, username: string, options: { role: MemberRole }) =>
+      choose(async ({ services, print }) => {
+        const membership = await services.account.setMemberRole(workspace, username, options.role);
+        print(`${username} is now ${membership.role} of ${workspace}`);
+      }),
+    );
+  members
+    .command('remove')
+    .description('Remove a member from a team workspace (their keys for it stop working at once)')
+    .argument('<workspace>', 'team workspace handle')
+    .argument('<username>', 'the member to remove')
+    .action((workspace: string, username: string) =>
+      choose(async ({ services, print }) => {
+        await services.account.removeMember(workspace, username);
+        print(`Removed ${username} from ${workspace}`);
+      }),
+    );
+
+  const keys = program.command('keys').description('Manage API keys (only the operator can create or revoke keys)');
+  keys
+    .command('create')
+    .description("Create an API key and print it (only the key, on stdout); it is shown this once, only its hash is kept")
+    .requiredOption('--workspace <handle>', 'the workspace the key reaches')
+    .requiredOption('--name <name>', 'a name to recognise the key by (1-100 characters)')
+    .option('--user <username>', "a member whose role the key carries (default: the workspace owner's)")
+    .action((options: { workspace: string; name: string; user?: string }) =>
+      choose(async ({ services, print, note }) => {
+        const { key, record } = await services.apiKeys.create(options.workspace, options.name, options.user);
+        print(key);
+        note(`Created API key ${record.prefix} "${record.name}" for workspace ${options.workspace}; store it now, it is not shown again.`);
+      }),
+    );
+  keys
+    .command('list')
+    .description('List API keys: prefix, workspace, user, name, created, last used (never the keys themselves)')
+    .option('--workspace <handle>', 'only the keys of this workspace')
+    .action((options: { workspace?: string }) =>
+      choose(async ({ services, print }) => {
+        if (options.workspace) await services.account.findWorkspace(options.workspace);
+        const records = await services.apiKeys.listAll(options.workspace);
+        if (records.length === 0) {
+          print(options.workspace ? `No API keys in ${options.workspace}` : 'No API keys');
+          return;
+        }
+        print(table(['PREFIX', 'WORKSPACE', 'USER', 'NAME', 'CREATED', 'LAST USED'], keyRows(records)));
+      }),
+    );
+  keys
+    .command('revoke')
+    .description('Revoke an API key by its display prefix; every running control plane rejects it at once')
+    .argument('<prefix>', 'the 11-character display prefix, e.g. ul_1a2b3c4d')
+    .option('--workspace <handle>', 'the workspace of the key, when two keys share a prefix')
+    .action((prefix: string, options: { workspace?: string }) =>
+      choose(async ({ services, print }) => {
+        const record = await services.apiKeys.revoke(prefix, options.workspace);
+        print(`Revoked API key ${record.prefix} "${record.name}" of workspace ${record.workspace.handle}`);
+      }),
+    );
+
+  program
+    .command('migrate')
+    .description('Apply pending database migrations (every command, and the server at start, does this too)')
+    .action(() =>
+      choose(async ({ applied, print }) => {
+        if (applied.length === 0) print('Database schema is up to date');
+        else print(`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'}:\n${applied.map((name) => `  ${name}`).join('\n')}`);
+      }),
+    );
+
+  return program;
+}
+
+function write(stream: NodeJS.WriteStream, text: string): Promise<void> {
+  return new Promise((resolve) => stream.write(text, () => resolve()));
+}
+
+/** Runs one vpctl invocation and returns its exit status. */
+async function main(argv: string[]): Promise<number> {
+  let action: Action | undefined;
+  try {
+    await buildProgram((chosen) => (action = chosen)).parseAsync(argv);
+  } catch (error) {
+    // Commander has already printed the problem (or the help) on stderr.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    throw error;
+  }
+  if (!action) return EXIT_USAGE;
+
+  let config: AppConfig;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    await write(process.stderr, `vpctl: ${error.message}\n`);
+    return EXIT_CONFIG;
+  }
+  const log: Logger = pino({ level: 'warn', base: { service: 'vpctl' } }, pino.destination({ fd: 2, sync: true }));
+
+  const output: string[] = [];
+  const notes: string[] = [];
+  let status = 0;
+  try {
+    const { orm, embedded, applied } = await openDatabase(config, log);
+    try {
+      const services = new Services(orm.em.fork(), { config });
+      await action({ services, applied, print: (text) => output.push(`${text}\n`), note: (text) => notes.push(`${text}\n`) });
+    } finally {
+      await orm.close();
+      await embedded?.stop();
+    }
+  } catch (error) {
+    output.length = 0;
+    notes.length = 0;
+    if (error instanceof HttpError) {
+      notes.push(`vpctl: ${error.message}\n`);
+    } else {
+      log.error({ err: error }, 'unexpected error');
+      notes.push(`vpctl: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+    status = EXIT_FAILED;
+  }
+  if (output.length) await write(process.stdout, output.join(''));
+  if (notes.length) await write(process.stderr, notes.join(''));
+  return status;
+}
+
+process.exit(await main(process.argv));
