@@ -142,7 +142,8 @@ t.test('a key lookup that straddles an invalidation does not refill the cache', 
   // revocation commits and returns after the announcement has cleared the cache.
   let lookups = 0;
   let release: () => void = () => undefined;
-  const row = { id: 'k1', prefix: 'ul_00000000', workspace_id: 'w1', handle: 'alice', kind: 'personal', user_id: 'u1', username: 'alice', role: 'owner' };
+  const row = { id: 'k1', prefix: 'ul_00000000', workspace_id: 'w1', handle: 'alice', kind: 'personal', user_id: 'u1', username: 'alice', role: 'owner',
+    workspace_name: 'Alice', region: 'us', workspace_created_at: new Date(), user_name: 'Alice', teams: [] };
   const em = {
     getConnection: () => ({
       execute: async (sql: string) => {

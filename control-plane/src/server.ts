@@ -62,7 +62,13 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   pruneTimer.unref();
 
   const app = createApp({ config, orm, log, authenticator, rateLimiter, routes: options.routes });
-  const server = createServer(app.callback());
+  // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
+  const handle = app.callback();
+  const inFlight = new Set<Promise<void>>();
+  const server = createServer((req, res) => {
+    const handled = handle(req, res).finally(() => inFlight.delete(handled));
+    inFlight.add(handled);
+  });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -79,6 +85,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);
       await drained;
+      await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
       await notifications.stop();
       await orm.close();

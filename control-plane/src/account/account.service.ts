@@ -68,6 +68,7 @@ export class AccountService {
     const workspace = this.em.create(Workspace, { handle, name, kind: 'team', region: this.region, owner });
     this.em.create(Membership, { workspace, user: owner, role: 'owner' });
     await this.em.flush();
+    await announceAuthChange(this.em); // the owner's keys now list one more team
     return workspace;
   }
 
@@ -106,30 +107,26 @@ export class AccountService {
     await announceAuthChange(this.em);
   }
 
+  /** The identity part comes cached with the key (see KeyActor.profile): this is the most frequent authenticated call. */
   async summary(actor: Actor): Promise<z.input<typeof AccountSummary>> {
     const key = requireKey(actor);
-    const workspace = await this.em.findOneOrFail(Workspace, key.workspaceId, { populate: ['owner'] });
-    const user = await this.em.findOneOrFail(User, key.userId);
-    const teams = await this.em.find(
-      Membership,
-      { user: key.userId, workspace: { kind: 'team' } },
-      { populate: ['workspace'], orderBy: { workspace: { handle: 'asc' } } },
-    );
-    const counts = Object.fromEntries(
-      await Promise.all(COUNTED_RESOURCES.map(async (kind) => [kind, (await this.counters[kind]?.(this.em, workspace.id)) ?? 0])),
-    ) as Record<(typeof COUNTED_RESOURCES)[number], number>;
     return {
-      username: workspace.handle,
-      name: workspace.name,
-      accountType: workspace.kind,
+      username: key.workspaceHandle,
+      name: key.profile.workspaceName,
+      accountType: key.workspaceKind,
       plan: 'enterprise',
-      region: workspace.region,
+      region: key.profile.region,
       role: key.role,
-      actingUser: { username: user.username, name: user.name },
-      counts,
-      teams: teams.map((m) => ({ handle: m.workspace.handle, name: m.workspace.name, role: m.role })),
-      createdAt: workspace.createdAt.toISOString(),
+      actingUser: { username: key.username, name: key.profile.userName },
+      counts: await this.countResources(key.workspaceId),
+      teams: key.profile.teams,
+      createdAt: key.profile.workspaceCreatedAt,
     };
+  }
+
+  private async countResources(workspaceId: string): Promise<Record<(typeof COUNTED_RESOURCES)[number], number>> {
+    const counted = await Promise.all(COUNTED_RESOURCES.map(async (kind) => [kind, (await this.counters[kind]?.(this.em, workspaceId)) ?? 0]));
+    return Object.fromEntries(counted) as Record<(typeof COUNTED_RESOURCES)[number], number>;
   }
 
   /** Bytes stored for the key's workspace, summed from the recorded size of each stored object. */

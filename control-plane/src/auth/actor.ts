@@ -1,3 +1,4 @@
+import type { Region } from '@vp/config';
 import type { Role } from '../account/roles.ts';
 
 export interface AnonymousActor {
@@ -16,6 +17,17 @@ export interface KeyActor {
   userId: string;
   username: string;
   role: Role;
+  /**
+   * What the account summary shows, loaded with the key and cached with it: every change to these
+   * facts is announced like a key change, so the cache never serves them stale.
+   */
+  profile: {
+    workspaceName: string;
+    region: Region;
+    workspaceCreatedAt: string;
+    userName: string;
+    teams: Array<{ handle: string; name: string; role: Role }>;
+  };
 }
 
 export type Actor = AnonymousActor | KeyActor;

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Region } from '@vp/config';
 import type { Logger } from 'pino';
 import type { Role } from '../account/roles.ts';
 import type { Notifications } from '../db/notifications.ts';
@@ -6,12 +7,16 @@ import { Unauthorized } from '../http/errors.ts';
 import type { KeyActor } from './actor.ts';
 import { API_KEY_PATTERN, hashApiKey } from './key-format.ts';
 
-/** Channel on which any change to a key or a membership is announced to every replica. */
+/** Channel on which any change to a key, a membership or what a key's profile shows is announced to every replica. */
 export const AUTH_CHANNEL = 'vp_auth_changed';
 
 const LOOKUP_SQL = `
   select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
-         case when w.owner_id = k.user_id then 'owner' else m.role end as role
+         case when w.owner_id = k.user_id then 'owner' else m.role end as role,
+         w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
+         coalesce((select json_agg(json_build_object('handle', t.handle, 'name', t.name, 'role', tm.role) order by t.handle)
+           from memberships tm join workspaces t on t.id = tm.workspace_id
+           where tm.user_id = k.user_id and t.kind = 'team'), '[]') as teams
   from api_keys k
   join workspaces w on w.id = k.workspace_id
   join users u on u.id = k.user_id
@@ -27,6 +32,11 @@ interface LookupRow {
   user_id: string;
   username: string;
   role: Role | null;
+  workspace_name: string;
+  region: Region;
+  workspace_created_at: Date;
+  user_name: string;
+  teams: KeyActor['profile']['teams'];
 }
 
 interface CacheEntry {
@@ -92,6 +102,13 @@ export class Authenticator {
       userId: row.user_id,
       username: row.username,
       role: row.role,
+      profile: {
+        workspaceName: row.workspace_name,
+        region: row.region,
+        workspaceCreatedAt: new Date(row.workspace_created_at).toISOString(),
+        userName: row.user_name,
+        teams: row.teams,
+      },
     };
     if (generation === this.generation) this.cache.set(hash, { actor, expiresAt: now + this.ttlMs });
     return actor;

@@ -15,15 +15,31 @@ export interface RateLimitSettings {
   limits: Record<RateCategory, number>;
 }
 
+interface PendingTake {
+  bucket: string;
+  limit: number;
+  resolve: (row: TakeRow) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Counts every take of a batch (a JSON array of [bucket, limit]) in one statement, in the batch's order. */
+const TAKE_MANY_SQL = `
+  select r.* from jsonb_array_elements(?::jsonb) with ordinality as b(take, ord),
+    lateral rate_limit_take(b.take->>0, (b.take->>1)::int, ?) r
+  order by b.ord`;
+
 /**
  * Sliding-window limits shared by every replica: counters live in PostgreSQL (an unlogged table,
- * one round trip per request through `rate_limit_take`), and the database clock is the only clock.
- * The estimate is previous window × its remaining share + current window; rejected requests
- * are not counted, so a client that waits as told gets through.
+ * updated by `rate_limit_take`), and the database clock is the only clock. The estimate is previous
+ * window × its remaining share + current window; rejected requests are not counted, so a client that
+ * waits as told gets through. Concurrent takes are coalesced: while one statement is in flight the
+ * next batch gathers, so a busy replica pays one round trip per batch rather than per request.
  */
 export class RateLimiter {
   private readonly em: EntityManager;
   private readonly settings: RateLimitSettings;
+  private pending: PendingTake[] = [];
+  private inFlight = false;
 
   constructor(em: EntityManager, settings: RateLimitSettings) {
     this.em = em;
@@ -33,9 +49,10 @@ export class RateLimiter {
   async take(subject: string, category: RateCategory): Promise<void> {
     const limit = this.settings.limits[category];
     const windowMs = this.settings.windowSeconds * 1000;
-    const [row] = await this.em
-      .getConnection()
-      .execute<TakeRow[]>('select * from rate_limit_take(?, ?, ?)', [`${category}:${subject}`, limit, windowMs]);
+    const row = await new Promise<TakeRow>((resolve, reject) => {
+      this.pending.push({ bucket: `${category}:${subject}`, limit, resolve, reject });
+      if (!this.inFlight) void this.flush();
+    });
     if (row.allowed) return;
     const waitMs = millisecondsUntilAllowed(row, limit, windowMs);
     const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
@@ -46,6 +63,27 @@ export class RateLimiter {
       { retryAfter, resetAt },
       { 'Retry-After': String(retryAfter), 'X-RateLimit-Reset': resetAt },
     );
+  }
+
+  /**
+   * Sends everything gathered so far as one statement, then whatever gathered meanwhile. Sorted by
+   * bucket so that two replicas' batches lock counter rows in the same order and cannot deadlock.
+   */
+  private async flush(): Promise<void> {
+    this.inFlight = true;
+    while (this.pending.length > 0) {
+      const batch = this.pending.sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
+      this.pending = [];
+      try {
+        const rows = await this.em
+          .getConnection()
+          .execute<TakeRow[]>(TAKE_MANY_SQL, [JSON.stringify(batch.map((take) => [take.bucket, take.limit])), this.settings.windowSeconds * 1000]);
+        batch.forEach((take, i) => take.resolve(rows[i]));
+      } catch (error) {
+        for (const take of batch) take.reject(error);
+      }
+    }
+    this.inFlight = false;
   }
 
   /** Drops windows too old to weigh in any estimate. */
