@@ -13,18 +13,11 @@
  * Exit status 1 when a run had non-2xx responses, errors or timeouts, or anything failed; the
  * PASS/FAIL verdict itself does not change the exit status.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon, { type Result } from 'autocannon';
-import pg from 'pg';
-import { RATE_CATEGORIES } from '@vp/config';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+import { adminQuery, children, databaseUrl, freePort, positiveInt, ROOT, startChild, stopChild, UNTHROTTLED_ENV } from './lib.ts';
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 32);
 const WARMUP_SECONDS = positiveInt('BENCH_WARMUP_SECONDS', 2);
@@ -32,126 +25,6 @@ const WARMUP_SECONDS = positiveInt('BENCH_WARMUP_SECONDS', 2);
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const TARGET_RATIO = 0.2;
 const TARGET_P99_MS = 20;
-/** Per category and window; far above anything one run can send, and within PostgreSQL's integer. */
-const UNTHROTTLED = '1000000000';
-const START_TIMEOUT_MS = 120_000;
-const STOP_TIMEOUT_MS = 15_000;
-
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child processes
-
-interface Child {
-  name: string;
-  proc: ChildProcess;
-  /** Last lines of stdout and stderr, for error messages. */
-  tail: string[];
-  exited: Promise<void>;
-}
-
-const children: Child[] = [];
-
-/** Starts `node <script>` and resolves with the first stdout match of `ready` (group 1). */
-async function startChild(
-  name: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  ready: RegExp,
-): Promise<{ child: Child; match: string }> {
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const child: Child = {
-    name,
-    proc,
-    tail: [],
-    exited: new Promise((resolve) => proc.once('exit', () => resolve())),
-  };
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let started = false;
-    const fail = (reason: string) => {
-      if (started) return;
-      started = true;
-      clearTimeout(timer);
-      reject(new Error(`${name} ${reason}${child.tail.length ? `; its last output:\n  ${child.tail.join('\n  ')}` : ''}`));
-    };
-    const timer = setTimeout(() => fail(`printed no ready line within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
-    const onLine = (line: string) => {
-      if (!line) return;
-      child.tail.push(line);
-      if (child.tail.length > 30) child.tail.shift();
-      const match = started ? null : ready.exec(line);
-      if (match) {
-        started = true;
-        clearTimeout(timer);
-        resolve({ child, match: match[1] });
-      } else if (started) {
-        process.stderr.write(`[${name}] ${line}\n`);
-      }
-    };
-    for (const stream of [proc.stdout!, proc.stderr!]) {
-      let buffered = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        buffered += chunk;
-        const lines = buffered.split('\n');
-        buffered = lines.pop()!;
-        lines.forEach(onLine);
-      });
-    }
-    proc.once('error', (error) => fail(`could not start: ${error.message}`));
-    proc.once('exit', (code, signal) => fail(`exited before it was ready (${signal ?? `code ${code}`})`));
-  });
-}
-
-async function stopChild(child: Child): Promise<void> {
-  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
-  child.proc.kill('SIGTERM');
-  const timer = setTimeout(() => child.proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
-  await child.exited;
-  clearTimeout(timer);
-}
-
-// A last resort if this process dies without running the cleanup below.
-process.once('exit', () => {
-  for (const child of children) if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
-});
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Database
-
-async function adminQuery(sql: string): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-function databaseUrl(name: string): string {
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 // ---------------------------------------------------------------------------------------------
 // Measuring
@@ -249,7 +122,6 @@ async function main(): Promise<void> {
     const pgVersion = String((await adminQuery('show server_version')).rows[0].server_version);
 
     const port = await freePort();
-    const rateLimits = Object.fromEntries(RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, UNTHROTTLED]));
     const { match: apiBase } = await startChild(
       'control-plane',
       [...SERVER_NODE_ARGS, 'control-plane/src/main.ts'],
@@ -261,7 +133,7 @@ async function main(): Promise<void> {
         HOST: '127.0.0.1',
         PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
         LOG_LEVEL: 'warn',
-        ...rateLimits,
+        ...UNTHROTTLED_ENV,
       },
       /^Vision Platform API: (\S+)\/api\b/,
     );

@@ -44,7 +44,7 @@ const leaky = defineRoute({
   handler: () => ({ prefix: `ul_${'a'.repeat(40)}` }),
 });
 
-const server = await startTestServer(t, { routes: [...routes, boom, throwsString, leaky], env: { JSON_BODY_LIMIT_BYTES: '1024' } });
+const server = await startTestServer(t, { routes: [...routes, boom, throwsString, leaky], env: { JSON_BODY_LIMIT_BYTES: '1024', RATE_LIMIT_MUTATION: '100000', RATE_LIMIT_DEFAULT: '100000' } });
 await server.services().account.createUser('alice');
 await server.services().account.createUser('bobby');
 await server.services().account.createTeam('acme-team', 'alice');

@@ -6,6 +6,7 @@ export const defaults = {
   port: 3000, // PORT
   host: '0.0.0.0', // HOST
   dataDir: '.data', // DATA_DIR (relative paths resolve against the working directory)
+  // STORAGE_URL has no default value: unset keeps blobs on disk under DATA_DIR/blobs.
   region: 'us', // REGION: us | eu | ap
   embeddedPostgresPort: 54329, // EMBEDDED_PG_PORT, used only without DATABASE_URL
   logLevel: 'info', // LOG_LEVEL

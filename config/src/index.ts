@@ -32,6 +32,10 @@ const EnvSchema = z.object({
   SHUTDOWN_GRACE_SECONDS: positiveInt.default(defaults.shutdownGraceSeconds),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(defaults.rateLimitWindowSeconds),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  STORAGE_URL: z
+    .string()
+    .regex(/^(file|s3):\/\//, 'must be a file:// or s3:// URL (s3://bucket?endpoint=http://host:9000)')
+    .optional(),
   ...rateLimitEnv,
 });
 
@@ -52,6 +56,8 @@ export interface AppConfig {
   rateLimits: Record<RateCategory, number>;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
+  /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
+  storageUrl: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -82,6 +88,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       RATE_CATEGORIES.map((category) => [category, (e as Record<string, unknown>)[`RATE_LIMIT_${category.toUpperCase()}`] as number]),
     ) as Record<RateCategory, number>,
     signingSecret: e.SIGNING_SECRET,
+    storageUrl: e.STORAGE_URL,
   };
 }
 

@@ -2,6 +2,8 @@ import { accountRoutes } from './account/account.routes.ts';
 import { apiKeyRoutes } from './auth/api-key.routes.ts';
 import { healthRoutes } from './health/health.routes.ts';
 import type { RouteDefinition } from './http/define-route.ts';
+import { fileRoutes } from './storage/files.routes.ts';
+import { uploadRoutes } from './uploads/upload.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
-export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes];
+export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes];

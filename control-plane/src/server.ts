@@ -11,12 +11,18 @@ import { Notifications } from './db/notifications.ts';
 import { initORM, migrate, type Orm } from './db/orm.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { RateLimiter } from './http/rate-limit.ts';
+import { FileUrls } from './storage/file-urls.ts';
+import { UrlSigner } from './storage/signed-url.ts';
+import type { Storage } from './storage/storage.ts';
+import { openBlobStore } from './storage/store-from-config.ts';
+import { UploadService } from './uploads/upload.service.ts';
 
 export interface RunningServer {
   url: string;
   server: Server;
   orm: Orm;
   log: Logger;
+  storage: Storage;
   /** Drains requests, closes the pool and stops the embedded database. */
   close(): Promise<void>;
 }
@@ -49,7 +55,7 @@ export async function openDatabase(
 export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[] } = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o755 });
-  resolveSigningSecret(config);
+  const secret = resolveSigningSecret(config);
   const { orm, url: databaseUrl, embedded } = await openDatabase(config, log);
   await bootstrapFirstStart(orm, config, log);
 
@@ -61,7 +67,17 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
   pruneTimer.unref();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, routes: options.routes });
+  let baseUrl = config.publicBaseUrl;
+  const store = await openBlobStore(config.storageUrl, config.dataDir);
+  const signer = new UrlSigner(secret, () => baseUrl);
+  const storage: Storage = { store, signer, urls: new FileUrls(store, signer) };
+  const sweepTimer = setInterval(
+    () => new UploadService(orm.em.fork(), storage).sweepExpired().catch((error) => log.warn({ err: error }, 'upload sweep failed')),
+    3600_000,
+  );
+  sweepTimer.unref();
+
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, storage, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -76,11 +92,13 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   });
   const { port } = server.address() as AddressInfo;
   const url = config.port === 0 ? `http://127.0.0.1:${port}` : config.publicBaseUrl;
+  baseUrl = url;
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       clearInterval(pruneTimer);
+      clearInterval(sweepTimer);
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);
@@ -89,7 +107,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearTimeout(grace);
       await notifications.stop();
       await orm.close();
+      await store.close();
       await embedded?.stop();
     })());
-  return { url, server, orm, log, close };
+  return { url, server, orm, log, storage, close };
 }

@@ -39,7 +39,7 @@ export async function startTestServer(
     await running.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  return { ...running, databaseUrl, dataDir, services: () => new Services(running.orm.em.fork() as never, { config }) };
+  return { ...running, databaseUrl, dataDir, services: () => new Services(running.orm.em.fork() as never, { config, storage: running.storage }) };
 }
 
 export interface Fetched<T = Record<string, unknown>> {

@@ -2,8 +2,12 @@ import { Membership } from '../account/membership.entity.ts';
 import { User } from '../account/user.entity.ts';
 import { Workspace } from '../account/workspace.entity.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
+import { Dataset } from '../datasets/dataset.entity.ts';
+import { Model } from '../models/model.entity.ts';
+import { Project } from '../projects/project.entity.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
+import { UploadSession } from '../uploads/upload-session.entity.ts';
 import { BaseSchema } from './base.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, User, Workspace, Membership, ApiKey, StoredObject];
+export const entities = [BaseSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, Project, Model, UploadSession];

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { randomBytes } from 'node:crypto';
 
 /** 24-hex identifiers: 4 bytes of seconds then 8 random bytes, so IDs sort by creation time. */
@@ -7,3 +8,5 @@ export function newId(): string {
 }
 
 export const ID_PATTERN = /^[0-9a-f]{24}$/;
+
+export const ObjectId = z.string().regex(ID_PATTERN, 'must be a 24-character hexadecimal id');

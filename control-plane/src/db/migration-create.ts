@@ -30,7 +30,7 @@ try {
     const indexFile = new URL('index.ts', dir);
     const index = readFileSync(indexFile, 'utf8')
       .replace(/(\n\/\*\*[^\n]*\n)?(export const migrations)/, `import { ${className} } from './${className}.ts';\n$1$2`)
-      .replace(/\];\s*$/, `, { name: '${className}', class: ${className} }];\n`);
+      .replace(/\];\s*$/, `  { name: '${className}', class: ${className} },\n];\n`);
     writeFileSync(indexFile, index);
     console.log(`wrote control-plane/src/db/migrations/${result.fileName}; review it, then commit`);
   }

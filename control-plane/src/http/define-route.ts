@@ -30,10 +30,14 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   /** Rate-limit category, or null for routes outside the limits (health, documents). */
   limit: RateCategory | null;
   request?: { params?: P; query?: Q; body?: B };
-  response: { status: number; description: string; schema: R };
+  /** contentType: a non-JSON (streamed) response the handler writes to ctx.body itself; schema then documents it. */
+  response: { status: number; description: string; schema: R; contentType?: string };
+  /** The request body is a raw stream (an upload): no JSON parsing; documented with this content type. */
+  streamedBody?: { contentType: string; description: string };
   /** Error statuses this route can answer, for the OpenAPI document. */
   errors?: number[];
-  handler: (ctx: AppContext, input: RouteInput<P, Q, B>) => Promise<z.input<R>> | z.input<R>;
+  /** Returns the response (JSON routes) or nothing (routes that stream their own body). */
+  handler: (ctx: AppContext, input: RouteInput<P, Q, B>) => Promise<z.input<R> | void> | z.input<R> | void;
 }
 
 /** One definition mounts the route, validates input and output, types the handler and feeds /openapi.json. */

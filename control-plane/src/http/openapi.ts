@@ -50,7 +50,7 @@ function operation(route: RouteDefinition) {
   const responses: Record<string, unknown> = {
     [route.response.status]: {
       description: route.response.description,
-      content: { 'application/json': { schema: jsonSchema(route.response.schema, 'output') } },
+      content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } },
     },
   };
   for (const status of [...errors].sort()) {
@@ -70,6 +70,15 @@ function operation(route: RouteDefinition) {
     parameters: [...parameters(route.request?.params, 'path'), ...parameters(route.request?.query, 'query')],
     ...(route.request?.body
       ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.request.body, 'input') } } } }
+      : {}),
+    ...(route.streamedBody
+      ? {
+          requestBody: {
+            required: true,
+            description: route.streamedBody.description,
+            content: { [route.streamedBody.contentType]: { schema: { type: 'string', format: 'binary' } } },
+          },
+        }
       : {}),
     responses,
   };

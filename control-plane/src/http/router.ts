@@ -13,6 +13,7 @@ import type { RateLimiter } from './rate-limit.ts';
 export interface RouterDeps {
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
+  jsonBody: Middleware<AppState>;
 }
 
 function parseInput(schema: z.ZodType | undefined, value: unknown, location: string): unknown {
@@ -31,7 +32,7 @@ async function resolveActor(route: RouteDefinition, ctx: AppContext, authenticat
   return authenticator.authenticate(key);
 }
 
-/** Runs one route: authenticate → rate-limit → validate input → handler → validate output. */
+/** Runs one route: authenticate → rate-limit → parse and validate input → handler → validate output. */
 function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<AppState> {
   return async (ctx) => {
     const actor = route.auth === 'public' ? ANONYMOUS : await resolveActor(route, ctx, deps.authenticator);
@@ -40,15 +41,18 @@ function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<A
       const subject = actor.kind === 'key' ? `key:${actor.keyId}` : `ip:${ctx.state.clientAddress}`;
       await deps.rateLimiter.take(subject, route.limit);
     }
+    if (route.request?.body) await deps.jsonBody(ctx, async () => undefined);
     const input = {
       params: parseInput(route.request?.params, (ctx as unknown as { params: unknown }).params, 'path'),
       query: parseInput(route.request?.query, ctx.query, 'query'),
       body: parseInput(route.request?.body, ctx.request.body, 'body'),
     };
     const result = await route.handler(ctx, input as never);
+    // Routes that stream (response.contentType set) write status, headers and body themselves.
+    if (route.response.contentType) return;
     ctx.status = route.response.status;
     // Output goes through its schema too, so nothing outside the documented shape (a hash, an internal path) leaks.
-    if (ctx.body === undefined || ctx.body === null) ctx.body = route.response.schema.parse(result);
+    ctx.body = route.response.schema.parse(result);
   };
 }
 

@@ -1,4 +1,8 @@
 import { Migration20261122000000_foundation } from './Migration20261122000000_foundation.ts';
+import { Migration20261122204806_uploads } from './Migration20261122204806_uploads.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
-export const migrations = [{ name: 'Migration20261122000000_foundation', class: Migration20261122000000_foundation }];
+export const migrations = [
+  { name: 'Migration20261122000000_foundation', class: Migration20261122000000_foundation },
+  { name: 'Migration20261122204806_uploads', class: Migration20261122204806_uploads },
+];

@@ -1,0 +1,126 @@
+// Shared by the benchmarks: child processes that are always stopped, free ports, the benchmark database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { RATE_CATEGORIES } from '@vp/config';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const START_TIMEOUT_MS = 120_000;
+const STOP_TIMEOUT_MS = 15_000;
+/** Rate limits per category and window far above anything one run can send, and within PostgreSQL's integer. */
+export const UNTHROTTLED_ENV = Object.fromEntries(RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, '1000000000']));
+
+export function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return value;
+}
+
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  /** Last lines of stdout and stderr, for error messages. */
+  tail: string[];
+  exited: Promise<void>;
+}
+
+export const children: Child[] = [];
+
+/** Starts `node <script>` and resolves with the first stdout match of `ready` (group 1). */
+export async function startChild(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+): Promise<{ child: Child; match: string }> {
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: Child = {
+    name,
+    proc,
+    tail: [],
+    exited: new Promise((resolve) => proc.once('exit', () => resolve())),
+  };
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const fail = (reason: string) => {
+      if (started) return;
+      started = true;
+      clearTimeout(timer);
+      reject(new Error(`${name} ${reason}${child.tail.length ? `; its last output:\n  ${child.tail.join('\n  ')}` : ''}`));
+    };
+    const timer = setTimeout(() => fail(`printed no ready line within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
+    const onLine = (line: string) => {
+      if (!line) return;
+      child.tail.push(line);
+      if (child.tail.length > 30) child.tail.shift();
+      const match = started ? null : ready.exec(line);
+      if (match) {
+        started = true;
+        clearTimeout(timer);
+        resolve({ child, match: match[1] });
+      } else if (started) {
+        process.stderr.write(`[${name}] ${line}\n`);
+      }
+    };
+    for (const stream of [proc.stdout!, proc.stderr!]) {
+      let buffered = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        buffered += chunk;
+        const lines = buffered.split('\n');
+        buffered = lines.pop()!;
+        lines.forEach(onLine);
+      });
+    }
+    proc.once('error', (error) => fail(`could not start: ${error.message}`));
+    proc.once('exit', (code, signal) => fail(`exited before it was ready (${signal ?? `code ${code}`})`));
+  });
+}
+
+export async function stopChild(child: Child): Promise<void> {
+  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+  child.proc.kill('SIGTERM');
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+// A last resort if a benchmark dies without stopping its children.
+process.once('exit', () => {
+  for (const child of children) if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
+});
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+
+/** One statement on the benchmark server, in its default database or in `database`. */
+export async function adminQuery(sql: string, database?: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: database ? databaseUrl(database) : PG_URL });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+export function databaseUrl(name: string): string {
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  BlobExists,
+  type BlobHead,
+  type BlobRead,
+  type BlobStore,
+  type ByteRange,
+  type PutOptions,
+  type StoredBlob,
+} from './blob-store.ts';
+import { CountingHash } from './counting-hash.ts';
+import { clampRange } from './range-check.ts';
+
+const TMP_DIR = '.tmp';
+/**
+ * Content types live in small sidecars under `.meta/<key>.json`, mirroring the object tree (extended
+ * attributes are not on every filesystem), so the objects themselves stay plain files. A sidecar is
+ * renamed into place just after its object is published, never before: a refused create-only put must
+ * not touch the existing object's type. Until then (or if one is missing) the type reads as
+ * application/octet-stream.
+ */
+const META_DIR = '.meta';
+const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+const WRITE_CHUNK_BYTES = 1024 * 1024;
+
+/** Keys are relative `/` paths; anything that could leave the root or hit the store's own folders is refused. */
+function checkKey(key: string): void {
+  const segments = key.split('/');
+  const bad =
+    key === '' ||
+    key.includes('\\') ||
+    key.includes('\0') ||
+    segments.some((segment) => segment === '' || segment === '.' || segment === '..') ||
+    segments[0] === TMP_DIR ||
+    segments[0] === META_DIR;
+  if (bad) throw new Error(`invalid blob key: ${JSON.stringify(key)}`);
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+/** The embedded default: objects are plain files under `root`, made visible by one link or rename. */
+export class DiskBlobStore implements BlobStore {
+  readonly kind = 'disk';
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  async put(key: string, body: Readable, options: PutOptions): Promise<StoredBlob> {
+    checkKey(key);
+    const tmp = join(this.root, TMP_DIR, randomUUID());
+    await mkdir(dirname(tmp), { recursive: true });
+    const counter = new CountingHash(options.expectedBytes);
+    try {
+      await pipeline(body, counter, createWriteStream(tmp, { flags: 'wx', highWaterMark: WRITE_CHUNK_BYTES }));
+      const stored = counter.result();
+      await writeFile(`${tmp}.json`, JSON.stringify({ contentType: options.contentType }));
+      await this.publish(tmp, this.path(key), key, options.createOnly === true);
+      await mkdir(dirname(this.metaPath(key)), { recursive: true });
+      await rename(`${tmp}.json`, this.metaPath(key));
+      return stored;
+    } finally {
+      await Promise.all([rm(tmp, { force: true }), rm(`${tmp}.json`, { force: true })]);
+    }
+  }
+
+  /** Size and bytes come from one open file, so a concurrent overwrite (a rename) cannot mix two versions. */
+  async get(key: string, range?: ByteRange): Promise<BlobRead | undefined> {
+    checkKey(key);
+    let file;
+    try {
+      file = await open(this.path(key));
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+    try {
+      const info = await file.stat();
+      if (!info.isFile()) {
+        await file.close();
+        return undefined;
+      }
+      const served = range && clampRange(range, info.size);
+      const contentType = await this.readMeta(key);
+      return { size: info.size, contentType, range: served, stream: file.createReadStream(served ?? {}) };
+    } catch (error) {
+      await file.close();
+      throw error;
+    }
+  }
+
+  async head(key: string): Promise<BlobHead | undefined> {
+    checkKey(key);
+    try {
+      const info = await stat(this.path(key));
+      // A folder is where keys below it live, not an object.
+      return info.isFile() ? { size: info.size, contentType: await this.readMeta(key) } : undefined;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    checkKey(key);
+    await rm(this.path(key), { force: true });
+    await rm(this.metaPath(key), { force: true });
+  }
+
+  async *list(prefix: string): AsyncIterable<{ key: string; size: number }> {
+    yield* this.walk('', prefix);
+  }
+
+  async directUrl(): Promise<string | undefined> {
+    return undefined;
+  }
+
+  async close(): Promise<void> {}
+
+  private path(key: string): string {
+    return join(this.root, ...key.split('/'));
+  }
+
+  private metaPath(key: string): string {
+    return `${join(this.root, META_DIR, ...key.split('/'))}.json`;
+  }
+
+  /** Link refuses an existing target atomically (create-only); rename replaces it atomically. */
+  private async publish(tmp: string, final: string, key: string, createOnly: boolean): Promise<void> {
+    await mkdir(dirname(final), { recursive: true });
+    if (!createOnly) return rename(tmp, final);
+    try {
+      await link(tmp, final);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new BlobExists(key);
+      throw error;
+    }
+  }
+
+  private async readMeta(key: string): Promise<string> {
+    try {
+      return (JSON.parse(await readFile(this.metaPath(key), 'utf8')) as { contentType: string }).contentType;
+    } catch (error) {
+      if (isMissing(error)) return DEFAULT_CONTENT_TYPE;
+      throw error;
+    }
+  }
+
+  /** Depth-first through the folders that can hold keys under `prefix`, names sorted within each. */
+  private async *walk(dir: string, prefix: string): AsyncIterable<{ key: string; size: number }> {
+    let entries;
+    try {
+      entries = await readdir(join(this.root, dir), { withFileTypes: true });
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw error;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      if (dir === '' && (entry.name === TMP_DIR || entry.name === META_DIR)) continue;
+      const key = dir === '' ? entry.name : `${dir}/${entry.name}`;
+      if (entry.isDirectory()) {
+        if (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix)) yield* this.walk(key, prefix);
+      } else if (entry.isFile() && key.startsWith(prefix)) {
+        const { size } = await stat(join(this.root, key));
+        yield { key, size };
+      }
+    }
+  }
+}

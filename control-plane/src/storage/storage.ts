@@ -1,0 +1,10 @@
+import type { BlobStore } from './blob-store.ts';
+import type { FileUrls } from './file-urls.ts';
+import type { UrlSigner } from './signed-url.ts';
+
+/** The blob store and the URLs that reach it, shared by every request of a process. */
+export interface Storage {
+  store: BlobStore;
+  signer: UrlSigner;
+  urls: FileUrls;
+}

