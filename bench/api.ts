@@ -17,7 +17,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Result } from 'autocannon';
-import { adminQuery, children, databaseUrl, freePort, positiveInt, ROOT, startChild, stopChild, UNTHROTTLED_ENV } from './lib.ts';
+import { adminQuery, children, positiveInt, ROOT, startChild, startControlPlane, stopChild } from './lib.ts';
+
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 32);
 const WARMUP_SECONDS = positiveInt('BENCH_WARMUP_SECONDS', 2);
@@ -121,22 +122,7 @@ async function main(): Promise<void> {
     dbCreated = true;
     const pgVersion = String((await adminQuery('show server_version')).rows[0].server_version);
 
-    const port = await freePort();
-    const { match: apiBase } = await startChild(
-      'control-plane',
-      [...SERVER_NODE_ARGS, 'control-plane/src/main.ts'],
-      {
-        ...process.env,
-        DATABASE_URL: databaseUrl(dbName),
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-        LOG_LEVEL: 'warn',
-        ...UNTHROTTLED_ENV,
-      },
-      /^Vision Platform API: (\S+)\/api\b/,
-    );
+    const { base: apiBase } = await startControlPlane('control-plane', { databaseName: dbName, dataDir, nodeArgs: SERVER_NODE_ARGS });
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const { match: bareBase } = await startChild('bare-koa', ['bench/bare-koa.ts'], { ...process.env, PORT: '0', HOST: '127.0.0.1' }, /^bare koa listening on (\S+)/);
 

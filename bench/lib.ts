@@ -124,3 +124,28 @@ export function databaseUrl(name: string): string {
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/** A real control plane on its own database and data dir, rate limits out of the way; resolves with its base URL. */
+export async function startControlPlane(
+  label: string,
+  options: { databaseName: string; dataDir: string; env?: Record<string, string>; nodeArgs?: string[] },
+): Promise<{ child: Child; base: string }> {
+  const port = await freePort();
+  const { child, match } = await startChild(
+    label,
+    [...(options.nodeArgs ?? []), 'control-plane/src/main.ts'],
+    {
+      ...process.env,
+      ...UNTHROTTLED_ENV,
+      DATABASE_URL: databaseUrl(options.databaseName),
+      DATA_DIR: options.dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      LOG_LEVEL: 'warn',
+      ...options.env,
+    },
+    /^Vision Platform API: (\S+)\/api\b/,
+  );
+  return { child, base: match };
+}

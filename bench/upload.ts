@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { startS3Process } from '../test/helpers/s3-server.ts';
-import { adminQuery, children, databaseUrl, freePort, positiveInt, startChild, stopChild, UNTHROTTLED_ENV } from './lib.ts';
+import { adminQuery, children, positiveInt, startControlPlane, stopChild } from './lib.ts';
 
 const GIB = positiveInt('BENCH_UPLOAD_GIB', 2);
 const TARGET_RATIO = 0.7;
@@ -75,23 +75,11 @@ async function uploadThrough(store: string, storageUrl: string | undefined, dir:
   await adminQuery(`drop database if exists ${dbName} with (force)`);
   await adminQuery(`create database ${dbName}`);
   const dataDir = mkdtempSync(join(dir, `data-${store}-`));
-  const port = await freePort();
-  const { child, match: base } = await startChild(
-    `control-plane (${store})`,
-    ['control-plane/src/main.ts'],
-    {
-      ...process.env,
-      ...UNTHROTTLED_ENV,
-      DATABASE_URL: databaseUrl(dbName),
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      LOG_LEVEL: 'warn',
-      ...(storageUrl ? { STORAGE_URL: storageUrl } : {}),
-    },
-    /^Vision Platform API: (\S+)\/api\b/,
-  );
+  const { child, base } = await startControlPlane(`control-plane (${store})`, {
+    databaseName: dbName,
+    dataDir,
+    env: storageUrl ? { STORAGE_URL: storageUrl } : {},
+  });
   try {
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     // No dataset API yet in this issue: the benchmark writes the row the API would.

@@ -248,6 +248,29 @@ function suite(name: string, storageUrl: () => Promise<string | undefined>) {
   });
 }
 
+t.test('the sweep drops unused expired sessions and files never completed, and keeps the rest', async (t) => {
+  const world = await arrange(t);
+  const { server } = world;
+  const bytes = payload(800, 31);
+  await world.datasetTicket(bytes); // never used
+  const abandoned = await world.datasetTicket(bytes);
+  const completed = await world.datasetTicket(bytes);
+  for (const ticket of [abandoned, completed]) await put(ticket.uploadUrl, ticket.headers, bytes);
+  await call(server, 'POST', '/api/upload/complete', { key: world.keys.alice, body: { sessionId: completed.sessionId } });
+  const em = server.orm.em.fork();
+  const abandonedKey = (await em.findOneOrFail(UploadSession, abandoned.sessionId)).objectKey;
+
+  const uploads = server.services().uploads;
+  t.equal(await uploads.sweepExpired(new Date(Date.now() + 11 * 3600_000)), 0, 'nothing goes before the URLs expire');
+  t.equal(await uploads.sweepExpired(new Date(Date.now() + 13 * 3600_000)), 1, 'an unused expired session goes');
+  t.equal(await server.storage.store.head(abandonedKey).then((head) => head?.size), 800, 'a file PUT but not completed gets a grace period');
+  t.equal(await uploads.sweepExpired(new Date(Date.now() + 37 * 3600_000)), 1, 'then it goes too');
+  t.equal(await server.storage.store.head(abandonedKey), undefined, 'with its file');
+  const left = await server.orm.em.fork().find(UploadSession, {});
+  t.same(left.map((session) => session.id), [completed.sessionId], 'the completed session stays');
+  t.equal((await storageBytes(server, world.keys.alice)).datasetArchives, 800, 'storage counts only the completed file');
+});
+
 suite('disk store', async () => undefined);
 suite('S3 store', async () => (await startS3Server(t)).storageUrl);
 

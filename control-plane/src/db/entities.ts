@@ -8,6 +8,7 @@ import { Project } from '../projects/project.entity.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
 import { UploadSession } from '../uploads/upload-session.entity.ts';
 import { BaseSchema } from './base.entity.ts';
+import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, Project, Model, UploadSession];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, Project, Model, UploadSession];

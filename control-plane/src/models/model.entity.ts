@@ -1,20 +1,16 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import { Workspace } from '../account/workspace.entity.ts';
-import { BaseSchema } from '../db/base.entity.ts';
+import { NamedResourceSchema } from '../db/named-resource.entity.ts';
 import { Project } from '../projects/project.entity.ts';
 
 /** A checkpoint in a project, addressed as /api/models/{owner}/{project}/{slug}; its weights file is a stored blob. */
 export const ModelSchema = defineEntity({
   name: 'Model',
   tableName: 'models',
-  extends: BaseSchema,
+  extends: NamedResourceSchema,
   uniques: [{ properties: ['project', 'slug'] }],
   properties: {
-    /** The project's workspace, kept here so every query can be scoped without a join. */
-    workspace: () => p.manyToOne(Workspace).deleteRule('cascade'),
+    // workspace (from NamedResource) is the project's, kept here so every query can be scoped without a join.
     project: () => p.manyToOne(Project).deleteRule('cascade'),
-    slug: p.string().length(128),
-    name: p.string().length(128),
     fileKey: p.string().length(1024).nullable(),
     fileBytes: p.bigint('number').nullable(),
     fileContentType: p.string().length(255).nullable(),
