@@ -59,7 +59,7 @@ export class DiskBlobStore implements BlobStore {
     checkKey(key);
     const tmp = join(this.root, TMP_DIR, randomUUID());
     await mkdir(dirname(tmp), { recursive: true });
-    const counter = new CountingHash(options.expectedBytes);
+    const counter = new CountingHash(options.expectedBytes, { md5: false });
     try {
       await pipeline(body, counter, createWriteStream(tmp, { flags: 'wx', highWaterMark: WRITE_CHUNK_BYTES }));
       const stored = counter.result();

@@ -68,7 +68,7 @@ export class S3BlobStore implements BlobStore {
   async put(key: string, body: Readable, options: PutOptions): Promise<StoredBlob> {
     // Refuses before streaming a large body for nothing; the conditional write below is what makes it atomic.
     if (options.createOnly && (await this.head(key))) throw new BlobExists(key);
-    const counter = new CountingHash(options.expectedBytes);
+    const counter = new CountingHash(options.expectedBytes, { md5: true });
     // The upload reads the counter: a broken body must break it too.
     body.on('error', (error) => counter.destroy(error));
     const upload = new Upload({

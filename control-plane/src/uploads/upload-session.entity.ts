@@ -26,7 +26,7 @@ export const UploadSessionSchema = defineEntity({
     createOnly: p.boolean(),
     status: p.enum(UPLOAD_STATUSES).default('pending'),
     expiresAt: p.datetime(),
-    /** Hex MD5 of what the PUT stored. */
+    /** Hex MD5 of what the PUT stored: from the store while streaming, or read back once a completion asks. */
     storedMd5: p.string().length(32).nullable(),
     /** The md5 the completing client supplied, so a competing completion with another digest is a conflict. */
     completedMd5: p.string().length(32).nullable(),

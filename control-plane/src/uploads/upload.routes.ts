@@ -30,7 +30,7 @@ export const putUploadFile = defineRoute({
   limit: null,
   request: { params: UploadPath },
   streamedBody: { contentType: '*/*', description: 'The file, exactly totalBytes long' },
-  response: { status: 200, description: 'Stored; md5 is the hex MD5 of what arrived', schema: UploadReceipt },
+  response: { status: 200, description: 'Stored', schema: UploadReceipt },
   errors: [403, 404, 409, 412],
   handler: async (ctx, { params }) => {
     const { services } = ctx.state;
@@ -40,7 +40,7 @@ export const putUploadFile = defineRoute({
       ifNoneMatch: ctx.get('if-none-match') || undefined,
       contentLength: ctx.get('content-length') || undefined,
     });
-    ctx.set('ETag', `"${receipt.md5}"`);
+    if (receipt.md5) ctx.set('ETag', `"${receipt.md5}"`);
     return receipt;
   },
 });

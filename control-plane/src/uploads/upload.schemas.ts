@@ -32,7 +32,11 @@ export const SignedUrlResponse = z.object({
 });
 
 export const UploadPath = z.object({ sessionId: ObjectId });
-export const UploadReceipt = z.object({ success: z.literal(true), size: z.number().int(), md5: z.string() });
+export const UploadReceipt = z.object({
+  success: z.literal(true),
+  size: z.number().int(),
+  md5: z.string().optional().meta({ description: 'Hex MD5, where the store computes it while streaming (S3)' }),
+});
 
 export const CompleteRequest = z.object({
   sessionId: ObjectId,

@@ -8,6 +8,7 @@ import { Dataset } from '../datasets/dataset.entity.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { Model } from '../models/model.entity.ts';
 import { BlobExists, BlobLengthMismatch } from '../storage/blob-store.ts';
+import { md5Of } from '../storage/md5-of.ts';
 import type { Storage } from '../storage/storage.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
 import type { CompleteRequest, CompleteResponse, SignedUrlRequest, SignedUrlResponse, UploadReceipt } from './upload.schemas.ts';
@@ -101,10 +102,10 @@ export class UploadService {
         throw error;
       });
     session.status = 'uploaded';
-    session.storedMd5 = stored.md5;
+    session.storedMd5 = stored.md5 ?? null;
     await this.recordStoredObject(session, stored.size);
     await this.em.flush();
-    return { success: true, size: stored.size, md5: stored.md5 };
+    return { success: true, size: stored.size, ...(stored.md5 ? { md5: stored.md5 } : {}) };
   }
 
   private async recordStoredObject(session: UploadSession, bytes: number): Promise<void> {
@@ -126,6 +127,7 @@ export class UploadService {
       }
       const head = await this.storage.store.head(session.objectKey);
       if (!head) throw Conflict('The uploaded file no longer exists; request a new upload URL');
+      if (request.md5 && !session.storedMd5) session.storedMd5 = (await md5Of(this.storage.store, session.objectKey)) ?? null;
       if (request.md5 && request.md5 !== session.storedMd5) {
         if (session.status === 'completed') return { mismatch: true as const };
         // Not complete yet: drop the file so the same URL can take a correct one.
