@@ -11,6 +11,7 @@ import t, { type Test } from 'tap';
 import { BlobExists, BlobLengthMismatch, BlobRangeNotSatisfiable, type BlobStore } from '../control-plane/src/storage/blob-store.ts';
 import { DiskBlobStore } from '../control-plane/src/storage/disk-store.ts';
 import { md5Of } from '../control-plane/src/storage/md5-of.ts';
+import { partBytesFor } from '../control-plane/src/storage/s3-store.ts';
 import { openBlobStore } from '../control-plane/src/storage/store-from-config.ts';
 import { startS3Server, type TestS3Server } from './helpers/s3-server.ts';
 
@@ -278,4 +279,10 @@ t.test('STORAGE_URL', async (t) => {
   await t.rejects(openBlobStore(wrongSecret, dataDir), /STORAGE_URL: cannot reach bucket/);
   await t.rejects(openBlobStore('s3://bucket', dataDir), /needs a bucket and an endpoint/);
   await t.rejects(openBlobStore(`${server.storageUrl.replace(/&secretAccessKey=[^&]+/, '')}`, dataDir), /both accessKeyId and secretAccessKey/);
+});
+
+t.test('S3 part sizes: the 5 MiB minimum, larger only where 10,000 parts would not hold the object', async (t) => {
+  t.equal(partBytesFor(1), 5 * MiB);
+  t.equal(partBytesFor(2 * 1024 * MiB), 5 * MiB, 'a 2 GiB upload uses the smallest parts, bounding memory');
+  for (const size of [50 * 1024 * MiB, 2 ** 40]) t.ok(Math.ceil(size / partBytesFor(size)) <= 10_000, `${size} bytes fit in S3's part count`);
 });

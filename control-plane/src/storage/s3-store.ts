@@ -33,9 +33,16 @@ export interface S3StoreOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string };
 }
 
-/** Multipart parts held in memory at once: PART_BYTES × (QUEUE_SIZE + 1) bounds a put's memory. */
-const PART_BYTES = 8 * 1024 * 1024;
-const QUEUE_SIZE = 2;
+/** Multipart parts held in memory at once: partBytes × (QUEUE_SIZE + 1) bounds a put's memory. */
+const MIN_PART_BYTES = 5 * 1024 * 1024;
+const QUEUE_SIZE = 1;
+/** S3 allows 10,000 parts; a margin below that keeps the smallest part size that fits the object. */
+const MAX_PARTS = 9000;
+
+/** S3's smallest part (5 MiB) unless the object needs larger ones to stay within the part count. */
+export function partBytesFor(totalBytes: number): number {
+  return Math.max(MIN_PART_BYTES, Math.ceil(totalBytes / MAX_PARTS));
+}
 
 function statusOf(error: unknown): number | undefined {
   return error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
@@ -80,7 +87,7 @@ export class S3BlobStore implements BlobStore {
         ContentType: options.contentType,
         IfNoneMatch: options.createOnly ? '*' : undefined,
       },
-      partSize: PART_BYTES,
+      partSize: partBytesFor(options.expectedBytes),
       queueSize: QUEUE_SIZE,
       // A failed upload (a bad length, a broken body) is aborted, so nothing of it becomes visible.
       leavePartsOnError: false,
