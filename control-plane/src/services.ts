@@ -2,6 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
 import { AccountService, type ResourceCounters } from './account/account.service.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
+import { ClassService } from './datasets/class.service.ts';
+import { DatasetService } from './datasets/dataset.service.ts';
+import { Dataset } from './datasets/dataset.entity.ts';
+import { SplitService } from './datasets/split.service.ts';
+import { ImageIntake } from './images/image-intake.ts';
+import { ImageService } from './images/image.service.ts';
 import type { Storage } from './storage/storage.ts';
 import { UploadService } from './uploads/upload.service.ts';
 
@@ -11,6 +17,11 @@ export interface ServiceDeps {
   storage?: Storage;
   counters?: ResourceCounters;
 }
+
+/** Datasets in trash are not counted. */
+const DEFAULT_COUNTERS: ResourceCounters = {
+  datasets: (em, workspaceId) => em.count(Dataset, { workspace: workspaceId, deletedAt: null }),
+};
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
 export class Services {
@@ -23,7 +34,7 @@ export class Services {
   }
 
   get account(): AccountService {
-    return new AccountService(this.em, this.deps.config.region, this.deps.counters);
+    return new AccountService(this.em, this.deps.config.region, { ...DEFAULT_COUNTERS, ...this.deps.counters });
   }
 
   get apiKeys(): ApiKeyService {
@@ -33,6 +44,27 @@ export class Services {
   get storage(): Storage {
     if (!this.deps.storage) throw new Error('no blob store in this process');
     return this.deps.storage;
+  }
+
+  get datasets(): DatasetService {
+    return new DatasetService(this.em, this.deps.config.region, this.storage);
+  }
+
+  get classes(): ClassService {
+    return new ClassService(this.em);
+  }
+
+  get splits(): SplitService {
+    return new SplitService(this.em);
+  }
+
+  get images(): ImageService {
+    return new ImageService(this.em, this.storage);
+  }
+
+  /** How images get into a dataset (ingest and tests). */
+  get imageIntake(): ImageIntake {
+    return new ImageIntake(this.em, this.storage);
   }
 
   get uploads(): UploadService {

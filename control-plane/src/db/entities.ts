@@ -2,7 +2,10 @@ import { Membership } from '../account/membership.entity.ts';
 import { User } from '../account/user.entity.ts';
 import { Workspace } from '../account/workspace.entity.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
+import { DatasetStar } from '../datasets/dataset-star.entity.ts';
 import { Dataset } from '../datasets/dataset.entity.ts';
+import { Annotation } from '../images/annotation.entity.ts';
+import { Image } from '../images/image.entity.ts';
 import { Model } from '../models/model.entity.ts';
 import { Project } from '../projects/project.entity.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
@@ -11,4 +14,4 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, Project, Model, UploadSession];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, Image, Annotation, Project, Model, UploadSession];

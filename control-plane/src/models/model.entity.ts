@@ -1,5 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { NamedResourceSchema } from '../db/named-resource.entity.ts';
+import { Dataset } from '../datasets/dataset.entity.ts';
+import { TASKS } from '../images/labels.ts';
 import { Project } from '../projects/project.entity.ts';
 
 /** A checkpoint in a project, addressed as /api/models/{owner}/{project}/{slug}; its weights file is a stored blob. */
@@ -11,6 +13,15 @@ export const ModelSchema = defineEntity({
   properties: {
     // workspace (from NamedResource) is the project's, kept here so every query can be scoped without a join.
     project: () => p.manyToOne(Project).deleteRule('cascade'),
+    /** The dataset it was trained on, listed by GET /api/datasets/{owner}/{dataset}/models. */
+    dataset: () => p.manyToOne(Dataset).nullable().deleteRule('set null'),
+    task: p.enum(TASKS).default('detect'),
+    status: p.string().length(32).default('pending'),
+    epochs: p.integer().nullable(),
+    bestEpoch: p.integer().nullable(),
+    metrics: p.json<Record<string, number>>().nullable(),
+    startedAt: p.datetime().nullable(),
+    completedAt: p.datetime().nullable(),
     fileKey: p.string().length(1024).nullable(),
     fileBytes: p.bigint('number').nullable(),
     fileContentType: p.string().length(255).nullable(),

@@ -69,8 +69,10 @@ export class UploadService {
 
   /** The asset's workspace; another workspace's asset is reported missing, never forbidden. */
   private async assetWorkspace(keyWorkspaceId: string, assetType: UploadAssetType, assetId: string): Promise<string> {
-    const entity = assetType === 'datasets' ? Dataset : Model;
-    const found = await this.em.count(entity, { id: assetId, workspace: keyWorkspaceId });
+    const found =
+      assetType === 'datasets'
+        ? await this.em.count(Dataset, { id: assetId, workspace: keyWorkspaceId, deletedAt: null })
+        : await this.em.count(Model, { id: assetId, workspace: keyWorkspaceId });
     if (!found) throw NotFound(`${assetType === 'datasets' ? 'Dataset' : 'Model'} ${assetId} not found`);
     return keyWorkspaceId;
   }

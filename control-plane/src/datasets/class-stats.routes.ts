@@ -1,0 +1,17 @@
+import { defineRoute } from '../http/define-route.ts';
+import { ClassStats } from './class-stats.schemas.ts';
+import { DatasetPath } from './dataset.schemas.ts';
+
+export const classStatsRoute = defineRoute({
+  method: 'GET',
+  path: '/api/datasets/:owner/:dataset/class-stats',
+  tag: 'Datasets',
+  summary: 'Class counts, image and box histograms and heatmaps',
+  description: 'Computed in the database and cached until the dataset changes (cached: true). Datasets over 200,000 images are sampled (sampleSize).',
+  auth: 'optional',
+  limit: 'default',
+  request: { params: DatasetPath },
+  response: { status: 200, description: 'Statistics', schema: ClassStats },
+  errors: [404],
+  handler: (ctx, { params }) => ctx.state.services.datasets.classStats(ctx.state.actor, params.owner, params.dataset),
+});

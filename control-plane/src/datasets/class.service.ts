@@ -1,0 +1,97 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import type { Actor } from '../auth/actor.ts';
+import { pgArray, query } from '../db/sql.ts';
+import { Invalid } from '../http/errors.ts';
+import { classColors } from './class-names.ts';
+import { findDataset } from './dataset-access.ts';
+import { lockDataset, recount } from './dataset-counters.ts';
+import { Dataset } from './dataset.entity.ts';
+import type { ClassesDeleted, ClassesMerged } from './class.schemas.ts';
+
+/**
+ * Merging and deleting classes. Class IDs are positions in the class list, so removing classes shifts
+ * every higher ID down; the annotations, the images' class lists and the counters are rewritten in the
+ * same transaction, under the dataset lock.
+ */
+export class ClassService {
+  private readonly em: EntityManager;
+
+  constructor(em: EntityManager) {
+    this.em = em;
+  }
+
+  async merge(actor: Actor, owner: string, slug: string, body: { sourceClassIds: number[]; targetClassId: number }): Promise<z.input<typeof ClassesMerged>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    return this.em.transactional(async (em) => {
+      const current = await this.locked(em, dataset.id);
+      const sources = checkClassIds(current, body.sourceClassIds, 'sourceClassIds');
+      checkClassIds(current, [body.targetClassId], 'targetClassId');
+      if (sources.includes(body.targetClassId)) throw Invalid('sourceClassIds: must not include targetClassId');
+      await query(em, `update annotations set class_id = ?, label = jsonb_set(label, '{classId}', to_jsonb(?::int)) where dataset_id = ? and class_id = any(?::int[])`, [
+        body.targetClassId,
+        body.targetClassId,
+        dataset.id,
+        pgArray(sources),
+      ]);
+      await this.removeClasses(em, current, sources);
+      const shifted = body.targetClassId - sources.filter((id) => id < body.targetClassId).length;
+      return { success: true as const, classNames: current.classNames, classColors: classColors(current.classNames, current.classColors), summary: { mergedClassIds: sources, targetClassId: shifted } };
+    });
+  }
+
+  async delete(actor: Actor, owner: string, slug: string, body: { classIds: number[] }): Promise<z.input<typeof ClassesDeleted>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    return this.em.transactional(async (em) => {
+      const current = await this.locked(em, dataset.id);
+      const classIds = checkClassIds(current, body.classIds, 'classIds');
+      const deleted = await query(em, 'delete from annotations where dataset_id = ? and class_id = any(?::int[]) returning 1', [dataset.id, pgArray(classIds)]);
+      await this.removeClasses(em, current, classIds);
+      return {
+        success: true as const,
+        classNames: current.classNames,
+        classColors: classColors(current.classNames, current.classColors),
+        summary: { deletedClassIds: classIds, deletedAnnotations: deleted.length },
+      };
+    });
+  }
+
+  private async locked(em: EntityManager, datasetId: string): Promise<Dataset> {
+    await lockDataset(em, datasetId);
+    return em.findOneOrFail(Dataset, datasetId, { refresh: true });
+  }
+
+  /** Drops classes that no annotation uses any more, shifting higher IDs down, and brings images and counters in line. */
+  private async removeClasses(em: EntityManager, dataset: Dataset, removed: number[]): Promise<void> {
+    const lowest = Math.min(...removed);
+    await query(
+      em,
+      `update annotations a set class_id = a.class_id - s.shift, label = jsonb_set(a.label, '{classId}', to_jsonb(a.class_id - s.shift))
+       from (select c.id, (select count(*)::int from unnest(?::int[]) r where r < c.id) as shift from generate_series(?::int, ?::int) c(id)) s
+       where a.dataset_id = ? and a.class_id = s.id and s.shift > 0`,
+      [pgArray(removed), lowest, dataset.classNames.length - 1, dataset.id],
+    );
+    // Only images that had one of the shifted or removed classes change.
+    await query(
+      em,
+      `update images i set class_ids = coalesce(l.class_ids, '{}'), label_count = coalesce(l.n, 0), updated_at = clock_timestamp()
+       from images t left join lateral (select array_agg(distinct a.class_id order by a.class_id) as class_ids, count(*)::int as n from annotations a where a.image_id = t.id) l on true
+       where t.id = i.id and t.dataset_id = ? and exists (select 1 from unnest(t.class_ids) c where c >= ?)`,
+      [dataset.id, lowest],
+    );
+    const drop = new Set(removed);
+    const colors = classColors(dataset.classNames, dataset.classColors);
+    dataset.classNames = dataset.classNames.filter((_, id) => !drop.has(id));
+    dataset.classColors = colors.filter((_, id) => !drop.has(id));
+    await em.flush();
+    await recount(em, dataset.id);
+  }
+}
+
+/** Distinct, in range, sorted. */
+function checkClassIds(dataset: Dataset, ids: number[], field: string): number[] {
+  const unique = [...new Set(ids)].sort((a, b) => a - b);
+  const outside = unique.find((id) => id >= dataset.classNames.length);
+  if (outside !== undefined) throw Invalid(`${field}: class ${outside} does not exist; the dataset has ${dataset.classNames.length} classes`);
+  return unique;
+}

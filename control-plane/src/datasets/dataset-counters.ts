@@ -1,0 +1,76 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import type { Split } from './dataset.entity.ts';
+
+/**
+ * Every write to a dataset's images, labels or classes runs in a transaction that first takes the
+ * dataset's row lock. Writers of one dataset therefore go one at a time, and the counters they adjust
+ * in the same transaction always match the rows.
+ */
+export async function lockDataset(em: EntityManager, datasetId: string): Promise<void> {
+  await query(em, 'select 1 from datasets where id = ? for no key update', [datasetId]);
+}
+
+/** An image as the counters see it. */
+export interface CountedImage {
+  split: Split;
+  labelCount: number;
+  hasError: boolean;
+}
+
+export interface CountDelta {
+  images: number;
+  annotations: number;
+  train: number;
+  val: number;
+  test: number;
+  labeled: number;
+  errors: number;
+}
+
+const zero = (): CountDelta => ({ images: 0, annotations: 0, train: 0, val: 0, test: 0, labeled: 0, errors: 0 });
+
+/** What adding (sign 1) or removing (sign -1) these images does to the counters. */
+export function countDelta(images: CountedImage[], sign: 1 | -1, into: CountDelta = zero()): CountDelta {
+  for (const image of images) {
+    into.images += sign;
+    into.annotations += sign * image.labelCount;
+    into[image.split] += sign;
+    if (image.labelCount > 0) into.labeled += sign;
+    if (image.hasError) into.errors += sign;
+  }
+  return into;
+}
+
+/** A change of images from `before` to `after`, counted as removing one and adding the other. */
+export function changeDelta(before: CountedImage[], after: CountedImage[]): CountDelta {
+  return countDelta(after, 1, countDelta(before, -1));
+}
+
+/** Applies a delta and moves the dataset's revision (caches keyed by it are now stale). Needs the lock. */
+export async function applyDelta(em: EntityManager, datasetId: string, delta: CountDelta): Promise<void> {
+  await query(
+    em,
+    `update datasets set image_count = image_count + ?, annotation_count = annotation_count + ?, train_count = train_count + ?,
+       val_count = val_count + ?, test_count = test_count + ?, labeled_count = labeled_count + ?, error_count = error_count + ?,
+       revision = revision + 1, updated_at = clock_timestamp()
+     where id = ?`,
+    [delta.images, delta.annotations, delta.train, delta.val, delta.test, delta.labeled, delta.errors, datasetId],
+  );
+}
+
+/** Sets every counter from the rows: after class operations, which touch many images at once. Needs the lock. */
+export async function recount(em: EntityManager, datasetId: string): Promise<void> {
+  await query(
+    em,
+    `update datasets d set image_count = c.images, annotation_count = c.annotations, train_count = c.train, val_count = c.val,
+       test_count = c.test, labeled_count = c.labeled, error_count = c.errors, revision = d.revision + 1, updated_at = clock_timestamp()
+     from (select count(*)::int as images, coalesce(sum(label_count), 0)::int as annotations,
+             count(*) filter (where split = 'train')::int as train, count(*) filter (where split = 'val')::int as val,
+             count(*) filter (where split = 'test')::int as test, count(*) filter (where label_count > 0)::int as labeled,
+             count(*) filter (where error is not null)::int as errors
+           from images where dataset_id = ?) c
+     where d.id = ?`,
+    [datasetId, datasetId],
+  );
+}

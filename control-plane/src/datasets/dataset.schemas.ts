@@ -1,0 +1,155 @@
+import { REGIONS } from '@vp/config';
+import { z } from 'zod';
+import { Handle, Slug } from '../account/handle.ts';
+import { ObjectId } from '../db/ids.ts';
+import { limitQuery } from '../http/pagination.ts';
+import { TASKS } from '../images/labels.ts';
+import { MetadataObject } from '../validation/metadata.ts';
+import { DATASET_FORMATS, SPLITS, VISIBILITIES } from './dataset.entity.ts';
+
+export const MAX_CLASS_NAMES = 25_000;
+const Region = z.enum(REGIONS);
+const Timestamp = z.iso.datetime();
+const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
+const Visibility = z.enum(VISIBILITIES, { error: 'must be public or private' });
+const Format = z.enum(DATASET_FORMATS, { error: `must be one of ${DATASET_FORMATS.join(', ')}` });
+const Tags = z.array(z.string().trim().min(1).max(50)).max(50).meta({ description: 'Up to 50 tags of up to 50 characters' });
+const ClassNames = z
+  .array(z.string().trim().min(1).max(256))
+  .max(MAX_CLASS_NAMES)
+  .meta({ description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)' });
+const HexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour like #ff8800');
+const Boolish = z.stringbool();
+
+export const OwnerPath = z.object({ owner: Handle });
+export const DatasetPath = OwnerPath.extend({ dataset: Slug });
+
+export const Splits = z.object({ train: z.number().int(), val: z.number().int(), test: z.number().int(), labeled: z.number().int() });
+
+export const Sample = z.object({
+  id: ObjectId,
+  thumbnailUrl: z.string().nullable(),
+  imageUrl: z.string().optional().meta({ description: 'With includeImageUrls' }),
+  width: z.number().int(),
+  height: z.number().int(),
+});
+
+export const DatasetListItem = z.object({
+  id: ObjectId,
+  owner: Handle,
+  dataset: Slug,
+  name: z.string(),
+  description: z.string(),
+  task: Task,
+  visibility: Visibility,
+  imageCount: z.number().int(),
+  classCount: z.number().int(),
+  classNames: z.array(z.string()),
+  splits: Splits,
+  annotationCount: z.number().int(),
+  starCount: z.number().int(),
+  isStarred: z.boolean(),
+  status: z.string().meta({ description: 'ready; processing while an ingest runs' }),
+  tags: z.array(z.string()),
+  license: z.string().nullable(),
+  iconColor: z.string().nullable(),
+  iconLetter: z.string().nullable(),
+  samples: z.array(Sample).optional().meta({ description: 'Up to 4 recent images, with includeSamples' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const DatasetListQuery = limitQuery(1000, 1000).extend({
+  includeSamples: Boolish.default(true),
+  includeImageUrls: Boolish.default(false),
+});
+export const DatasetList = z.object({ datasets: z.array(DatasetListItem), total: z.number().int(), region: Region });
+
+export const ProcessingProgress = z.object({
+  stage: z.string(),
+  percent: z.number(),
+  processed: z.number().int().optional(),
+  total: z.number().int().optional(),
+  objects: z.number().int().optional(),
+});
+
+export const DatasetDetail = DatasetListItem.omit({ samples: true }).extend({
+  classColors: z.array(z.string()),
+  format: Format,
+  blurFaces: z.boolean(),
+  kptSkeletonId: z.string().nullable(),
+  kptShape: z.tuple([z.number().int(), z.number().int()]).nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  source: z.record(z.string(), z.unknown()).nullable(),
+  versions: z.array(z.object({ version: z.number().int(), description: z.string().nullable(), createdAt: Timestamp })),
+  errorCount: z.number().int(),
+  region: Region,
+  isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }),
+  canEdit: z.boolean(),
+  processingProgress: ProcessingProgress.optional().meta({ description: 'Editors, while an import of 10,000 or more images runs' }),
+});
+export const DatasetRead = z.object({ dataset: DatasetDetail });
+
+export const DatasetCreate = z.object({
+  dataset: Slug,
+  name: z.string().trim().min(1).max(100),
+  description: z.string().max(1000).optional(),
+  task: Task.default('detect'),
+  classNames: ClassNames.optional(),
+  format: Format.default('yolo'),
+  visibility: Visibility.default('private'),
+  blurFaces: z.boolean().default(false),
+  tags: Tags.optional(),
+  license: z.string().max(64).optional(),
+  metadata: MetadataObject.optional(),
+  owner: Handle.optional().meta({ description: "Team handle; must be the key's own workspace (the default)" }),
+});
+export const DatasetCreated = z.object({ id: ObjectId, owner: Handle, dataset: Slug, region: Region });
+
+export const DatasetPatch = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    description: z.string().max(1000),
+    visibility: Visibility,
+    metadata: MetadataObject.meta({ description: 'Replaces the metadata object; {} clears it' }),
+    tags: Tags,
+    classNames: ClassNames.meta({ description: 'The current names in index order (renamed as needed) followed by any new classes; fewer names than now is 400' }),
+    classColors: z.array(HexColor).max(MAX_CLASS_NAMES),
+    format: Format,
+    task: Task,
+    license: z.string().max(64).nullable(),
+    iconColor: z.string().max(32).nullable(),
+    iconLetter: z.string().max(2).nullable(),
+    starred: z.boolean().meta({ description: "Stars or unstars for the key's user; needs only read access" }),
+    blurFaces: z.boolean(),
+    kptSkeletonId: z.string().max(64).nullable(),
+    kptShape: z.tuple([z.number().int().min(1).max(1000), z.union([z.literal(2), z.literal(3)])]).nullable(),
+    initializeClassNames: ClassNames.meta({ description: 'Sets the class list of a dataset with no classes or annotations (else 409)' }),
+  })
+  .partial()
+  .strict();
+export const DatasetPatched = z.object({ success: z.literal(true), dataset: Slug.meta({ description: 'The current URL name' }) });
+export const DatasetDeleted = z.object({ success: z.literal(true), dataset: Slug, deletedAt: Timestamp, daysRemaining: z.number().int() });
+
+export const DatasetModels = z.object({
+  models: z.array(
+    z.object({
+      id: ObjectId,
+      owner: Handle,
+      project: Slug,
+      model: Slug,
+      name: z.string(),
+      status: z.string(),
+      task: Task,
+      epochs: z.number().int().nullable(),
+      bestEpoch: z.number().int().nullable(),
+      metrics: z.record(z.string(), z.number()).nullable(),
+      startedAt: Timestamp.nullable(),
+      completedAt: Timestamp.nullable(),
+      createdAt: Timestamp,
+    }),
+  ),
+  count: z.number().int(),
+});
+
+export const SplitName = z.enum(SPLITS, { error: 'must be train, val or test' });

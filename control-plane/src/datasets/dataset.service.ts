@@ -1,0 +1,275 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Region } from '@vp/config';
+import type { z } from 'zod';
+import { Workspace } from '../account/workspace.entity.ts';
+import { requireKey, requireRole } from '../auth/access.ts';
+import type { Actor } from '../auth/actor.ts';
+import { pgArray, query } from '../db/sql.ts';
+import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
+import { ImageUrls } from '../images/image-urls.ts';
+import { Model } from '../models/model.entity.ts';
+import type { Storage } from '../storage/storage.ts';
+import { checkClassNames, classColors } from './class-names.ts';
+import { classStats } from './class-stats.ts';
+import type { ClassStats } from './class-stats.schemas.ts';
+import { findDataset } from './dataset-access.ts';
+import { lockDataset } from './dataset-counters.ts';
+import { DatasetStar } from './dataset-star.entity.ts';
+import { Dataset } from './dataset.entity.ts';
+import type { DatasetCreate, DatasetCreated, DatasetDeleted, DatasetDetail, DatasetList, DatasetListItem, DatasetModels, DatasetPatch, DatasetPatched, Sample } from './dataset.schemas.ts';
+
+export const TRASH_DAYS = 30;
+const SAMPLES_PER_DATASET = 4;
+
+type ListItem = z.input<typeof DatasetListItem>;
+
+/** Datasets: the records, their access rules and their settings; images and labels are the images domain. */
+export class DatasetService {
+  private readonly em: EntityManager;
+  private readonly region: Region;
+  private readonly storage: Storage;
+
+  constructor(em: EntityManager, region: Region, storage: Storage) {
+    this.em = em;
+    this.region = region;
+    this.storage = storage;
+  }
+
+  /** The owner's public datasets, plus the private ones when the key belongs to that workspace. */
+  async list(actor: Actor, owner: string, query: { limit: number; includeSamples: boolean; includeImageUrls: boolean }): Promise<z.input<typeof DatasetList>> {
+    const workspace = await this.em.findOne(Workspace, { handle: owner });
+    if (!workspace) throw NotFound(`Workspace "${owner}" not found`);
+    const member = actor.kind === 'key' && actor.workspaceId === workspace.id;
+    const where = { workspace, deletedAt: null, ...(member ? {} : { visibility: 'public' as const }) };
+    const [datasets, total] = await this.em.findAndCount(Dataset, where, { limit: query.limit, orderBy: { updatedAt: 'desc', id: 'desc' } });
+    const starred = await this.starredAmong(actor, datasets);
+    const samples = query.includeSamples ? await this.samples(workspace.id, datasets, query.includeImageUrls) : undefined;
+    return {
+      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? { samples: samples.get(dataset.id) ?? [] } : {}) })),
+      total,
+      region: this.region,
+    };
+  }
+
+  async read(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetDetail>> {
+    const { dataset, role } = await findDataset(this.em, actor, owner, slug, 'view');
+    const starred = await this.starredAmong(actor, [dataset]);
+    const canEdit = role === 'editor' || role === 'admin' || role === 'owner';
+    return {
+      ...this.listItem(dataset, owner, starred.has(dataset.id)),
+      classColors: classColors(dataset.classNames, dataset.classColors),
+      format: dataset.format,
+      blurFaces: dataset.blurFaces,
+      kptSkeletonId: dataset.kptSkeletonId ?? null,
+      kptShape: dataset.kptShape ?? null,
+      metadata: dataset.metadata,
+      source: dataset.source ?? null,
+      // Numbered versions arrive with dataset exports; until then a dataset has none.
+      versions: [],
+      errorCount: dataset.errorCount,
+      region: this.region,
+      isOwner: role !== null,
+      canEdit,
+    };
+  }
+
+  async create(actor: Actor, body: z.output<typeof DatasetCreate>): Promise<z.input<typeof DatasetCreated>> {
+    const key = requireKey(actor);
+    if (body.owner && body.owner !== key.workspaceHandle) {
+      throw Forbidden(`This key belongs to "${key.workspaceHandle}"; use a key created in "${body.owner}" to create datasets there`);
+    }
+    requireRole(actor, key.workspaceId, 'editor');
+    const classNames = body.task === 'depth' ? [] : (body.classNames ?? []);
+    if (body.task === 'depth' && body.classNames?.length) throw Invalid('classNames: depth datasets have no classes');
+    checkClassNames(classNames, 'classNames');
+    await this.requireSlugFree(key.workspaceId, body.dataset);
+    const dataset = this.em.create(Dataset, {
+      workspace: key.workspaceId,
+      slug: body.dataset,
+      name: body.name,
+      description: body.description ?? '',
+      task: body.task,
+      format: body.format,
+      visibility: body.visibility,
+      blurFaces: body.blurFaces,
+      tags: body.tags ?? [],
+      license: body.license ?? null,
+      metadata: body.metadata ?? {},
+      classNames,
+      classColors: [],
+    });
+    await this.em.flush();
+    return { id: dataset.id, owner: key.workspaceHandle, dataset: dataset.slug, region: this.region };
+  }
+
+  /** Trashed datasets keep their slug: it is freed only when the trash is emptied. */
+  private async requireSlugFree(workspaceId: string, slug: string): Promise<void> {
+    const taken = await this.em.findOne(Dataset, { workspace: workspaceId, slug }, { fields: ['deletedAt'] });
+    if (taken) throw Conflict(`A dataset named "${slug}" already exists in this workspace${taken.deletedAt ? ' (in trash)' : ''}`);
+  }
+
+  async update(actor: Actor, owner: string, slug: string, patch: z.output<typeof DatasetPatch>): Promise<z.input<typeof DatasetPatched>> {
+    const { starred, ...changes } = patch;
+    const needsEdit = Object.keys(changes).length > 0;
+    if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
+    const { dataset } = await findDataset(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
+    if (starred !== undefined) await this.setStar(requireKey(actor).userId, dataset, starred);
+    if (needsEdit) await this.applyChanges(dataset, changes);
+    return { success: true, dataset: dataset.slug };
+  }
+
+  private async applyChanges(dataset: Dataset, changes: Omit<z.output<typeof DatasetPatch>, 'starred'>): Promise<void> {
+    const { name, classNames, classColors: colors, initializeClassNames, task, ...plain } = changes;
+    await this.em.transactional(async (em) => {
+      // Class lists are checked against annotations under the dataset's row lock, like every label write.
+      await lockDataset(em, dataset.id);
+      await em.refresh(dataset);
+      if (name !== undefined && name !== dataset.name) await this.rename(dataset, name);
+      const nextTask = task ?? dataset.task;
+      if (initializeClassNames !== undefined) {
+        if (dataset.classNames.length > 0 || dataset.annotationCount > 0) {
+          throw Conflict('initializeClassNames: the dataset already has classes or annotations; rename classes with classNames');
+        }
+        checkClassNames(initializeClassNames, 'initializeClassNames');
+        dataset.classNames = initializeClassNames;
+      }
+      if (classNames !== undefined) {
+        if (classNames.length < dataset.classNames.length) {
+          throw Invalid(`classNames: send all ${dataset.classNames.length} current names in index order (renamed as needed), then any new ones; remove classes with classes/delete or classes/merge`);
+        }
+        if (nextTask === 'depth' && classNames.length) throw Invalid('classNames: depth datasets have no classes');
+        checkClassNames(classNames, 'classNames');
+        dataset.classNames = classNames;
+      }
+      if (colors !== undefined) {
+        if (colors.length > dataset.classNames.length) throw Invalid(`classColors: the dataset has ${dataset.classNames.length} classes`);
+        dataset.classColors = colors;
+      }
+      if (task !== undefined && task !== dataset.task) {
+        if (dataset.annotationCount > 0) throw Conflict(`task: the dataset has ${dataset.annotationCount} annotations made for ${dataset.task}; change the task of an unlabeled dataset only`);
+        if (nextTask === 'depth' && dataset.classNames.length) throw Conflict('task: depth datasets have no classes; delete the classes first');
+        dataset.task = task;
+      }
+      Object.assign(dataset, plain);
+      if (classNames || initializeClassNames || task) dataset.revision += 1;
+      await em.flush();
+    });
+  }
+
+  /** Spec: a rename changes the display name and the URL name together. */
+  private async rename(dataset: Dataset, name: string): Promise<void> {
+    const slug = slugify(name);
+    if (!slug) throw Invalid('name: must contain a letter or digit to make a URL name from');
+    if (slug !== dataset.slug) await this.requireSlugFree(dataset.workspace.id, slug);
+    dataset.name = name;
+    dataset.slug = slug;
+  }
+
+  private async setStar(userId: string, dataset: Dataset, starred: boolean): Promise<void> {
+    // Row and counter change in one statement, so concurrent stars keep starCount exact.
+    const sql = starred
+      ? `with added as (insert into dataset_stars (dataset_id, user_id, created_at) values (?, ?, now()) on conflict do nothing returning 1)
+         update datasets set star_count = star_count + (select count(*) from added) where id = ? returning star_count`
+      : `with removed as (delete from dataset_stars where dataset_id = ? and user_id = ? returning 1)
+         update datasets set star_count = star_count - (select count(*) from removed) where id = ? returning star_count`;
+    const [row] = await query<{ star_count: number }>(this.em, sql, [dataset.id, userId, dataset.id]);
+    dataset.starCount = row.star_count;
+  }
+
+  async remove(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetDeleted>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    dataset.deletedAt = new Date();
+    await this.em.flush();
+    return { success: true, dataset: dataset.slug, deletedAt: dataset.deletedAt.toISOString(), daysRemaining: TRASH_DAYS };
+  }
+
+  async models(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetModels>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    const models = await this.em.find(Model, { dataset, workspace: dataset.workspace }, { populate: ['project'], orderBy: { createdAt: 'desc' } });
+    return {
+      models: models.map((model) => ({
+        id: model.id,
+        owner,
+        project: model.project.slug,
+        model: model.slug,
+        name: model.name,
+        status: model.status,
+        task: model.task,
+        epochs: model.epochs ?? null,
+        bestEpoch: model.bestEpoch ?? null,
+        metrics: model.metrics ?? null,
+        startedAt: model.startedAt?.toISOString() ?? null,
+        completedAt: model.completedAt?.toISOString() ?? null,
+        createdAt: model.createdAt.toISOString(),
+      })),
+      count: models.length,
+    };
+  }
+
+  async classStats(actor: Actor, owner: string, slug: string): Promise<z.input<typeof ClassStats>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    return classStats(this.em, dataset);
+  }
+
+  private listItem(dataset: Dataset, owner: string, isStarred: boolean): ListItem {
+    return {
+      id: dataset.id,
+      owner,
+      dataset: dataset.slug,
+      name: dataset.name,
+      description: dataset.description,
+      task: dataset.task,
+      visibility: dataset.visibility,
+      imageCount: dataset.imageCount,
+      classCount: dataset.classNames.length,
+      classNames: dataset.classNames,
+      splits: { train: dataset.trainCount, val: dataset.valCount, test: dataset.testCount, labeled: dataset.labeledCount },
+      annotationCount: dataset.annotationCount,
+      starCount: dataset.starCount,
+      isStarred,
+      status: dataset.status,
+      tags: dataset.tags,
+      license: dataset.license ?? null,
+      iconColor: dataset.iconColor ?? null,
+      iconLetter: dataset.iconLetter ?? null,
+      createdAt: dataset.createdAt.toISOString(),
+      updatedAt: dataset.updatedAt.toISOString(),
+    };
+  }
+
+  private async starredAmong(actor: Actor, datasets: Dataset[]): Promise<Set<string>> {
+    if (actor.kind !== 'key' || datasets.length === 0) return new Set();
+    const stars = await this.em.find(DatasetStar, { user: actor.userId, dataset: { $in: datasets.map((d) => d.id) } });
+    return new Set(stars.map((star) => star.dataset.id));
+  }
+
+  /** The newest few images of each dataset, in one query. */
+  private async samples(workspaceId: string, datasets: Dataset[], withImageUrls: boolean): Promise<Map<string, Array<z.input<typeof Sample>>>> {
+    const bySet = new Map<string, Array<z.input<typeof Sample>>>();
+    if (datasets.length === 0) return bySet;
+    const rows = await query<{ dataset_id: string; id: string; hash: string; ext: string; name: string; width: number; height: number; error: string | null }>(
+      this.em,
+      `select d.id as dataset_id, s.* from unnest(?::text[]) as d(id)
+       cross join lateral (select id, hash, ext, name, width, height, error from images where dataset_id = d.id order by created_at desc, id desc limit ${SAMPLES_PER_DATASET}) s`,
+      [pgArray(datasets.map((d) => d.id))],
+    );
+    const urls = new ImageUrls(this.storage.urls);
+    for (const row of rows) {
+      const ref = { workspaceId, hash: row.hash, ext: row.ext, name: row.name, error: row.error };
+      const sample = { id: row.id, width: row.width, height: row.height, thumbnailUrl: await urls.thumbnail(ref), ...(withImageUrls ? { imageUrl: await urls.image(ref) } : {}) };
+      bySet.set(row.dataset_id, [...(bySet.get(row.dataset_id) ?? []), sample]);
+    }
+    return bySet;
+  }
+}
+
+/** A display name as a URL name: lowercase letters and digits joined by single hyphens, at most 128. */
+export function slugify(name: string): string {
+  return name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 128)
+    .replace(/-+$/, '');
+}

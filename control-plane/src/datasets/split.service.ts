@@ -1,0 +1,41 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import type { Actor } from '../auth/actor.ts';
+import { query } from '../db/sql.ts';
+import { findDataset } from './dataset-access.ts';
+import { lockDataset, recount } from './dataset-counters.ts';
+import { Dataset } from './dataset.entity.ts';
+import type { Redistributed } from './split.schemas.ts';
+
+export class SplitService {
+  private readonly em: EntityManager;
+
+  constructor(em: EntityManager) {
+    this.em = em;
+  }
+
+  /**
+   * Shuffles every image into train/val/test by the given percentages (rounded to whole images). Only
+   * images whose split changes are written.
+   */
+  async redistribute(actor: Actor, owner: string, slug: string, shares: { train: number; val: number; test: number }): Promise<z.input<typeof Redistributed>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    return this.em.transactional(async (em) => {
+      await lockDataset(em, dataset.id);
+      const moved = await query(
+        em,
+        `with ranked as (select id, split, row_number() over (order by random()) as rank, count(*) over () as total from images where dataset_id = ?),
+              target as (select id, split, case when rank <= round(total * ? / 100.0) then 'train' when rank <= round(total * ? / 100.0) then 'val' else 'test' end as next from ranked)
+         update images i set split = t.next, updated_at = clock_timestamp() from target t where i.id = t.id and t.split <> t.next returning 1`,
+        [dataset.id, shares.train, shares.train + shares.val],
+      );
+      await recount(em, dataset.id);
+      const after = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
+      return {
+        success: true as const,
+        splits: { train: after.trainCount, val: after.valCount, test: after.testCount, labeled: after.labeledCount },
+        modified: moved.length,
+      };
+    });
+  }
+}

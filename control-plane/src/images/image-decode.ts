@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import sharp from 'sharp';
+
+export const THUMBNAIL_PX = 256;
+
+export interface DecodedImage {
+  hash: string;
+  ext: string;
+  width: number;
+  height: number;
+  channels: number;
+  bytes: number;
+  /** WebP thumbnail, upright; null when the image could not be decoded. */
+  thumbnail: Buffer | null;
+  /** Why the image could not be decoded, shown as the image's error. */
+  error: string | null;
+}
+
+const EXT_OF_FORMAT: Record<string, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', gif: 'gif', tiff: 'tiff', avif: 'avif', heif: 'heic' };
+
+/** The file's extension, lower-cased, or `bin`: used where the bytes say nothing (undecodable files). */
+function extOfName(filename: string): string {
+  const match = /\.([a-z0-9]{1,15})$/i.exec(filename);
+  return match ? match[1].toLowerCase() : 'bin';
+}
+
+/**
+ * Hash, dimensions and thumbnail of one image. Dimensions are as displayed: EXIF orientations 5-8 turn
+ * the picture a quarter, so width and height swap. A file sharp cannot fully decode (corrupt, truncated,
+ * not an image) still becomes an image record, with its error set.
+ */
+export async function decodeImage(bytes: Buffer, filename: string): Promise<DecodedImage> {
+  const hash = createHash('sha256').update(bytes).digest('hex');
+  try {
+    const meta = await sharp(bytes).metadata();
+    const quarterTurn = (meta.orientation ?? 1) >= 5;
+    const thumbnail = await sharp(bytes, { failOn: 'error' })
+      .rotate()
+      .resize({ width: THUMBNAIL_PX, height: THUMBNAIL_PX, fit: 'inside', withoutEnlargement: true })
+      .webp({ quality: 75 })
+      .toBuffer();
+    return {
+      hash,
+      ext: EXT_OF_FORMAT[meta.format] ?? extOfName(filename),
+      width: (quarterTurn ? meta.height : meta.width) ?? 0,
+      height: (quarterTurn ? meta.width : meta.height) ?? 0,
+      channels: meta.channels ?? 0,
+      bytes: bytes.length,
+      thumbnail,
+      error: null,
+    };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes: bytes.length, thumbnail: null, error: `Could not decode image: ${reason}` };
+  }
+}

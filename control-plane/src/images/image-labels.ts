@@ -1,0 +1,61 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Dataset } from '../datasets/dataset.entity.ts';
+import { pgArray, query } from '../db/sql.ts';
+import { validateLabels, type Label, type LabelShape } from './labels.ts';
+
+/** Rows per INSERT: 10 parameters each, under PostgreSQL's 65,535-parameter limit. */
+const ROWS_PER_INSERT = 2000;
+
+export interface CheckedLabels {
+  labels: Label[];
+  shapes: Array<LabelShape | null>;
+}
+
+/** Validates labels against the dataset as it is now (call under the dataset lock, so classes cannot change meanwhile). */
+export function checkLabels(dataset: Dataset, labels: Label[]): CheckedLabels {
+  return validateLabels(dataset.task, dataset.classNames.length, labels, { kptShape: dataset.kptShape ?? null });
+}
+
+/**
+ * Replaces the labels of images: their annotation rows, and the labelCount and classIds that mirror them
+ * on the image row. Callers hold the dataset lock and adjust the counters.
+ */
+export async function replaceLabels(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
+  if (entries.length === 0) return;
+  await query(em, 'delete from annotations where image_id = any(?::text[])', [pgArray(entries.map((entry) => entry.imageId))]);
+  const rows = entries.flatMap(({ imageId, labels, shapes }) =>
+    labels.map((label, position) => {
+      const shape = shapes[position];
+      return [imageId, position, datasetId, label.classId, JSON.stringify(label), shape?.cx ?? null, shape?.cy ?? null, shape?.w ?? null, shape?.h ?? null, shape?.points ?? 0];
+    }),
+  );
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
+    await query(
+      em,
+      `insert into annotations (image_id, position, dataset_id, class_id, label, cx, cy, w, h, points) values ${chunk.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?)').join(', ')}`,
+      chunk.flat(),
+    );
+  }
+  for (const { imageId, labels } of entries) {
+    const classIds = [...new Set(labels.map((label) => label.classId))].sort((a, b) => a - b);
+    await query(em, 'update images set label_count = ?, class_ids = ?::int[], updated_at = clock_timestamp() where id = ?', [labels.length, pgArray(classIds), imageId]);
+  }
+}
+
+/** Labels of images in position order, keyed by image id; `cap` keeps only the first few of each (list previews). */
+export async function labelsOf(em: EntityManager, imageIds: string[], cap?: number): Promise<Map<string, Label[]>> {
+  const byImage = new Map<string, Label[]>();
+  if (imageIds.length === 0) return byImage;
+  const rows = await query<{ image_id: string; label: Label }>(
+    em,
+    `select image_id, label from annotations where image_id = any(?::text[])${cap === undefined ? '' : ' and position < ?'} order by image_id, position`,
+    cap === undefined ? [pgArray(imageIds)] : [pgArray(imageIds), cap],
+  );
+  for (const row of rows) {
+    const labels = byImage.get(row.image_id);
+    if (labels) labels.push(row.label);
+    else byImage.set(row.image_id, [row.label]);
+  }
+  return byImage;
+}

@@ -1,0 +1,43 @@
+import type { FileUrls } from '../storage/file-urls.ts';
+
+/** Image bytes are stored once per workspace and content hash, so copies share them. */
+export const imageKey = (workspaceId: string, hash: string, ext: string) => `ws/${workspaceId}/images/${hash}.${ext}`;
+export const thumbnailKey = (workspaceId: string, hash: string) => `ws/${workspaceId}/thumbnails/${hash}.webp`;
+
+const URL_HOURS = 1;
+
+export interface StoredImageRef {
+  workspaceId: string;
+  hash: string;
+  ext: string;
+  name: string;
+  /** Images that could not be decoded have no thumbnail. */
+  error: string | null;
+}
+
+/**
+ * Signed image and thumbnail URLs. Expiry is rounded up to the next whole hour, so the same image gets
+ * the same URL for a while and browsers can cache thumbnails across list pages.
+ */
+export class ImageUrls {
+  private readonly urls: FileUrls;
+
+  constructor(urls: FileUrls) {
+    this.urls = urls;
+  }
+
+  private expiresInSeconds(): number {
+    const now = Date.now();
+    const hour = 3600_000;
+    return Math.ceil((Math.ceil(now / hour) * hour + URL_HOURS * hour - now) / 1000);
+  }
+
+  image(ref: StoredImageRef): Promise<string> {
+    return this.urls.download(imageKey(ref.workspaceId, ref.hash, ref.ext), { expiresInSeconds: this.expiresInSeconds(), filename: ref.name });
+  }
+
+  async thumbnail(ref: StoredImageRef): Promise<string | null> {
+    if (ref.error) return null;
+    return this.urls.download(thumbnailKey(ref.workspaceId, ref.hash), { expiresInSeconds: this.expiresInSeconds() });
+  }
+}

@@ -1,0 +1,136 @@
+import { z } from 'zod';
+import { Handle, Slug } from '../account/handle.ts';
+import { SplitName } from '../datasets/dataset.schemas.ts';
+import { ObjectId } from '../db/ids.ts';
+import { offsetQuery } from '../http/pagination.ts';
+import { MetadataObject } from '../validation/metadata.ts';
+import { LabelInput } from './labels.ts';
+
+export const IMAGE_SORTS = ['newest', 'oldest', 'name-asc', 'name-desc', 'height-asc', 'height-desc', 'width-asc', 'width-desc', 'size-asc', 'size-desc', 'labels-asc', 'labels-desc'] as const;
+export type ImageSort = (typeof IMAGE_SORTS)[number];
+/** Labels per image in list previews (includeLabels). */
+export const LABEL_PREVIEW_CAP = 50;
+export const MAX_SELECTED_IDS = 1000;
+export const MAX_URL_IDS = 100;
+
+const Timestamp = z.iso.datetime();
+const Boolish = z.stringbool();
+const ClassIdList = z
+  .string()
+  .regex(/^\d+(,\d+)*$/, 'must be comma-separated class indexes such as 0,3')
+  .transform((list) => [...new Set(list.split(',').map(Number))]);
+
+export const ImagePath = z.object({ imageId: ObjectId });
+
+/** Filters, order and extras of the dataset images list (GET query; the POST form takes them as query too). */
+export const ImageListQuery = offsetQuery(50, 5000).extend({
+  cursor: ObjectId.optional().meta({ description: 'The last image ID of the previous page (nextCursor); pages by keyset in any sort' }),
+  includeTotal: Boolish.default(true),
+  split: SplitName.optional(),
+  hasLabel: Boolish.optional(),
+  hasError: Boolish.optional(),
+  classIds: ClassIdList.optional().meta({ description: 'Comma-separated class indexes; images containing any' }),
+  search: z.string().trim().min(1).max(200).optional().meta({ description: 'Substring of the file name, a class name or custom metadata' }),
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({ description: 'Ranks by relevance instead of sort: an image ID or hash finds that image; text ranks exact and prefix file-name matches first, then by similarity' }),
+  sort: z.enum(IMAGE_SORTS, { error: `must be one of ${IMAGE_SORTS.join(', ')}` }).default('newest'),
+  includeThumbnails: Boolish.default(true),
+  includeImageUrls: Boolish.default(false),
+  includeLabels: Boolish.default(false).meta({ description: `Up to ${LABEL_PREVIEW_CAP} labels per image` }),
+});
+export type ImageListOptions = z.output<typeof ImageListQuery>;
+
+export const ImageListItem = z.object({
+  id: ObjectId,
+  hash: z.string(),
+  ext: z.string(),
+  name: z.string(),
+  thumbnailUrl: z.string().nullable().optional(),
+  imageUrl: z.string().optional(),
+  width: z.number().int(),
+  height: z.number().int(),
+  split: SplitName,
+  labelCount: z.number().int(),
+  classIds: z.array(z.number().int()),
+  bytes: z.number().int(),
+  error: z.string().nullable(),
+  labels: z.array(LabelInput).optional(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const ImageClass = z.object({ classId: z.number().int(), name: z.string(), color: z.string() });
+
+export const ImageList = z.object({
+  images: z.array(ImageListItem),
+  total: z.number().int().nullable().meta({ description: 'Images matching the filters; null with includeTotal=false' }),
+  hasMore: z.boolean(),
+  classes: z.array(ImageClass),
+  errorCount: z.number().int().meta({ description: 'Images of the dataset that could not be processed' }),
+  nextCursor: ObjectId.nullable(),
+});
+
+export const SelectedImagesBody = z.object({ imageIds: z.array(ObjectId).min(1).max(MAX_SELECTED_IDS) });
+
+export const ImageDetail = z.object({
+  id: ObjectId,
+  dataset: z.object({ id: ObjectId, owner: Handle, dataset: Slug, task: z.string() }),
+  metadata: z.record(z.string(), z.unknown()),
+  properties: z.object({
+    filename: z.string(),
+    hash: z.string(),
+    ext: z.string(),
+    width: z.number().int(),
+    height: z.number().int(),
+    channels: z.number().int(),
+    split: SplitName,
+    labelCount: z.number().int(),
+    bytes: z.number().int(),
+    error: z.string().nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+  labels: z.array(LabelInput),
+  classNames: z.array(z.string()),
+  imageUrl: z.string(),
+  thumbnailUrl: z.string().nullable(),
+});
+
+export const ImagePatch = z
+  .strictObject({
+    labels: z.array(LabelInput).meta({ description: 'Replaces every label of the image' }),
+    metadata: MetadataObject.meta({ description: 'Replaces the custom metadata; {} clears it' }),
+  })
+  .partial()
+  .refine((body) => (body.labels === undefined) !== (body.metadata === undefined), 'send either labels or metadata, not both');
+export const ImagePatched = z.object({
+  success: z.literal(true),
+  id: ObjectId,
+  labelCount: z.number().int(),
+  labels: z.array(LabelInput).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export const ImageDeleted = z.object({ success: z.literal(true), id: ObjectId });
+
+export const BulkMoveBody = SelectedImagesBody.extend({
+  split: SplitName,
+  conflictPolicy: z
+    .enum(['skip', 'keep_both', 'replace'], { error: 'must be skip, keep_both or replace' })
+    .optional()
+    .meta({ description: 'What to do with images whose file (same hash) is already in the target split: required once there is such a conflict (else 409)' }),
+});
+export const BulkMoved = z.object({ modifiedCount: z.number().int(), skippedCount: z.number().int(), targetSplit: SplitName });
+export const BulkDeleteBody = SelectedImagesBody;
+export const BulkDeleted = z.object({ deletedCount: z.number().int(), deletedImageIds: z.array(ObjectId) });
+
+export const ImageUrlsBody = z.object({ imageIds: z.array(ObjectId).min(1).max(MAX_URL_IDS) });
+export const ImageUrlsResult = z.object({
+  urls: z.record(z.string(), z.string()),
+  thumbnails: z.record(z.string(), z.string().nullable()),
+  depths: z.record(z.string(), z.string().nullable()).meta({ description: 'Depth map URLs (depth datasets); null where an image has none' }),
+});

@@ -1,0 +1,229 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import type { Actor } from '../auth/actor.ts';
+import { classColors } from '../datasets/class-names.ts';
+import { checkDatasetAccess, findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
+import { applyDelta, changeDelta, countDelta, lockDataset, type CountedImage } from '../datasets/dataset-counters.ts';
+import { Dataset, type Split } from '../datasets/dataset.entity.ts';
+import { pgArray, query } from '../db/sql.ts';
+import { HttpError, Invalid, NotFound } from '../http/errors.ts';
+import type { Storage } from '../storage/storage.ts';
+import { releaseImageBlobs } from './image-blobs.ts';
+import { checkLabels, labelsOf, replaceLabels } from './image-labels.ts';
+import { ImageListQuery, type ImageRow } from './image-list.ts';
+import { searchTextOf } from './image-search.ts';
+import { ImageUrls } from './image-urls.ts';
+import { Image } from './image.entity.ts';
+import type { BulkDeleted, BulkMoved, ImageDeleted, ImageDetail, ImageList, ImageListOptions, ImagePatch, ImagePatched, ImageUrlsResult } from './image.schemas.ts';
+import { LABEL_PREVIEW_CAP } from './image.schemas.ts';
+
+interface StoredRow {
+  id: string;
+  split: Split;
+  label_count: number;
+  error: string | null;
+  hash: string;
+  ext: string;
+}
+
+const counted = (row: StoredRow): CountedImage => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null });
+
+/** Images of datasets: lists, reads, label and metadata edits, split moves, deletes and signed URLs. */
+export class ImageService {
+  private readonly em: EntityManager;
+  private readonly storage: Storage;
+  private readonly urls: ImageUrls;
+
+  constructor(em: EntityManager, storage: Storage) {
+    this.em = em;
+    this.storage = storage;
+    this.urls = new ImageUrls(storage.urls);
+  }
+
+  async list(actor: Actor, owner: string, slug: string, options: ImageListOptions, imageIds?: string[]): Promise<z.input<typeof ImageList>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    const listing = new ImageListQuery(this.em, dataset, options, imageIds);
+    const [rows, total] = await Promise.all([listing.page(), options.includeTotal ? listing.total() : null]);
+    const page = rows.slice(0, options.limit);
+    const hasMore = rows.length > options.limit;
+    const labels = options.includeLabels ? await labelsOf(this.em, page.map((row) => row.id), LABEL_PREVIEW_CAP) : undefined;
+    const colors = classColors(dataset.classNames, dataset.classColors);
+    return {
+      images: await Promise.all(page.map((row) => this.listItem(dataset, row, options, labels))),
+      total,
+      hasMore,
+      classes: dataset.classNames.map((name, classId) => ({ classId, name, color: colors[classId] })),
+      errorCount: dataset.errorCount,
+      nextCursor: hasMore && !options.q ? page[page.length - 1].id : null,
+    };
+  }
+
+  private async listItem(dataset: Dataset, row: ImageRow, options: ImageListOptions, labels?: Map<string, unknown[]>) {
+    const ref = { workspaceId: dataset.workspace.id, hash: row.hash, ext: row.ext, name: row.name, error: row.error };
+    return {
+      id: row.id,
+      hash: row.hash,
+      ext: row.ext,
+      name: row.name,
+      ...(options.includeThumbnails ? { thumbnailUrl: await this.urls.thumbnail(ref) } : {}),
+      ...(options.includeImageUrls ? { imageUrl: await this.urls.image(ref) } : {}),
+      width: row.width,
+      height: row.height,
+      split: row.split,
+      labelCount: row.label_count,
+      classIds: row.class_ids,
+      bytes: Number(row.bytes),
+      error: row.error,
+      ...(labels ? { labels: (labels.get(row.id) ?? []) as never[] } : {}),
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    };
+  }
+
+  /** The image and its dataset, if the actor has the access; an image of a dataset it cannot view is 404. */
+  private async access(actor: Actor, imageId: string, need: DatasetNeed): Promise<{ image: Image; dataset: Dataset }> {
+    const image = await this.em.findOne(Image, imageId, { populate: ['dataset', 'dataset.workspace'] });
+    try {
+      const { dataset } = checkDatasetAccess(actor, image?.dataset ?? null, need, '');
+      return { image: image as Image, dataset };
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 404) throw NotFound(`Image ${imageId} not found`);
+      throw error;
+    }
+  }
+
+  async read(actor: Actor, imageId: string): Promise<z.input<typeof ImageDetail>> {
+    const { image, dataset } = await this.access(actor, imageId, 'view');
+    const labels = await labelsOf(this.em, [image.id]);
+    const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
+    return {
+      id: image.id,
+      dataset: { id: dataset.id, owner: dataset.workspace.handle, dataset: dataset.slug, task: dataset.task },
+      metadata: image.metadata,
+      properties: {
+        filename: image.name,
+        hash: image.hash,
+        ext: image.ext,
+        width: image.width,
+        height: image.height,
+        channels: image.channels,
+        split: image.split,
+        labelCount: image.labelCount,
+        bytes: image.bytes,
+        error: image.error ?? null,
+        createdAt: image.createdAt.toISOString(),
+        updatedAt: image.updatedAt.toISOString(),
+      },
+      labels: labels.get(image.id) ?? [],
+      classNames: dataset.classNames,
+      imageUrl: await this.urls.image(ref),
+      thumbnailUrl: await this.urls.thumbnail(ref),
+    };
+  }
+
+  async update(actor: Actor, imageId: string, patch: z.output<typeof ImagePatch>): Promise<z.input<typeof ImagePatched>> {
+    const { image, dataset } = await this.access(actor, imageId, 'edit');
+    if (patch.metadata) {
+      await query(this.em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ?', [
+        JSON.stringify(patch.metadata),
+        searchTextOf(image.name, patch.metadata),
+        image.id,
+      ]);
+      return { success: true, id: image.id, labelCount: image.labelCount, metadata: patch.metadata };
+    }
+    const labels = patch.labels ?? [];
+    return this.em.transactional(async (em) => {
+      await lockDataset(em, dataset.id);
+      const [before] = await query<StoredRow>(em, 'select id, split, label_count, error, hash, ext from images where id = ?', [image.id]);
+      if (!before) throw NotFound(`Image ${imageId} not found`);
+      const checked = checkLabels(await em.findOneOrFail(Dataset, dataset.id, { refresh: true }), labels);
+      await replaceLabels(em, dataset.id, [{ imageId: image.id, ...checked }]);
+      await applyDelta(em, dataset.id, changeDelta([counted(before)], [{ ...counted(before), labelCount: checked.labels.length }]));
+      return { success: true as const, id: image.id, labelCount: checked.labels.length, labels: checked.labels };
+    });
+  }
+
+  async remove(actor: Actor, imageId: string): Promise<z.input<typeof ImageDeleted>> {
+    const { dataset } = await this.access(actor, imageId, 'edit');
+    await this.deleteRows(dataset, [imageId]);
+    return { success: true, id: imageId };
+  }
+
+  /** The selected images, all of one dataset the actor has `need` access to; unknown IDs are 404. */
+  private async selection(actor: Actor, imageIds: string[], need: DatasetNeed): Promise<Dataset> {
+    const ids = [...new Set(imageIds)];
+    const rows = await query<{ dataset_id: string; n: number }>(this.em, 'select dataset_id, count(*)::int as n from images where id = any(?::text[]) group by dataset_id', [pgArray(ids)]);
+    if (rows.length > 1) throw Invalid('imageIds: the images must all belong to one dataset');
+    const found = rows[0]?.n ?? 0;
+    if (found < ids.length) throw NotFound(`${ids.length - found} of the ${ids.length} images were not found`);
+    const { image } = await this.access(actor, ids[0], need);
+    return image.dataset;
+  }
+
+  async bulkDelete(actor: Actor, imageIds: string[]): Promise<z.input<typeof BulkDeleted>> {
+    const dataset = await this.selection(actor, imageIds, 'edit');
+    const deleted = await this.deleteRows(dataset, [...new Set(imageIds)]);
+    return { deletedCount: deleted.length, deletedImageIds: deleted };
+  }
+
+  /** Deletes image rows (annotations cascade), adjusts the counters, then frees bytes nothing else uses. */
+  private async deleteRows(dataset: Dataset, imageIds: string[]): Promise<string[]> {
+    const removed = await this.em.transactional(async (em) => {
+      await lockDataset(em, dataset.id);
+      const rows = await query<StoredRow>(em, 'delete from images where dataset_id = ? and id = any(?::text[]) returning id, split, label_count, error, hash, ext', [dataset.id, pgArray(imageIds)]);
+      await applyDelta(em, dataset.id, countDelta(rows.map(counted), -1));
+      return rows;
+    });
+    await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, removed);
+    return removed.map((row) => row.id);
+  }
+
+  /**
+   * Moves images to a split. An image whose file (same hash) is already in the target split is a
+   * conflict: 409 until a policy says what to do: skip it, keep both, or replace the copy already there.
+   */
+  async bulkMove(actor: Actor, body: { imageIds: string[]; split: Split; conflictPolicy?: 'skip' | 'keep_both' | 'replace' }): Promise<z.input<typeof BulkMoved>> {
+    const dataset = await this.selection(actor, body.imageIds, 'edit');
+    const ids = [...new Set(body.imageIds)];
+    const { moved, skipped, replaced } = await this.em.transactional(async (em) => {
+      await lockDataset(em, dataset.id);
+      const selected = await query<StoredRow>(em, 'select id, split, label_count, error, hash, ext from images where dataset_id = ? and id = any(?::text[])', [dataset.id, pgArray(ids)]);
+      const moving = selected.filter((row) => row.split !== body.split);
+      const copies = await query<StoredRow>(
+        em,
+        'select id, split, label_count, error, hash, ext from images where dataset_id = ? and split = ? and hash = any(?::text[]) and id <> all(?::text[])',
+        [dataset.id, body.split, pgArray(moving.map((row) => row.hash)), pgArray(ids)],
+      );
+      const conflicted = new Set(copies.map((row) => row.hash));
+      if (conflicted.size && !body.conflictPolicy) {
+        const count = moving.filter((row) => conflicted.has(row.hash)).length;
+        throw new HttpError(409, `${count} of the images are already in ${body.split} (same file); choose conflictPolicy skip, keep_both or replace`, { conflictCount: count });
+      }
+      const toMove = body.conflictPolicy === 'skip' ? moving.filter((row) => !conflicted.has(row.hash)) : moving;
+      let delta = changeDelta(toMove.map(counted), toMove.map((row) => ({ ...counted(row), split: body.split })));
+      if (body.conflictPolicy === 'replace' && copies.length) {
+        await query(em, 'delete from images where id = any(?::text[])', [pgArray(copies.map((row) => row.id))]);
+        delta = countDelta(copies.map(counted), -1, delta);
+      }
+      await query(em, 'update images set split = ?, updated_at = clock_timestamp() where id = any(?::text[])', [body.split, pgArray(toMove.map((row) => row.id))]);
+      await applyDelta(em, dataset.id, delta);
+      return { moved: toMove.length, skipped: moving.length - toMove.length, replaced: body.conflictPolicy === 'replace' ? copies : [] };
+    });
+    await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, replaced);
+    return { modifiedCount: moved, skippedCount: skipped, targetSplit: body.split };
+  }
+
+  async signedUrls(actor: Actor, imageIds: string[]): Promise<z.input<typeof ImageUrlsResult>> {
+    const dataset = await this.selection(actor, imageIds, 'view');
+    const images = await this.em.find(Image, { id: { $in: imageIds }, dataset });
+    const result: z.input<typeof ImageUrlsResult> = { urls: {}, thumbnails: {}, depths: {} };
+    for (const image of images) {
+      const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
+      result.urls[image.id] = await this.urls.image(ref);
+      result.thumbnails[image.id] = await this.urls.thumbnail(ref);
+      // Depth maps are not stored yet: every image answers null.
+      result.depths[image.id] = null;
+    }
+    return result;
+  }
+}
