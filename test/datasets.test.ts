@@ -140,3 +140,31 @@ t.test('update: fields, rename, class names, stars, trash', async (t) => {
   expectError(t, await call(server, 'DELETE', '/api/datasets/alice/road-signs-2', { key: world.bobby }), 403);
   t.same((await call(server, 'GET', '/api/datasets/alice/road-signs-2/models', { key: alice })).body, { models: [], count: 0 });
 });
+
+t.test('team roles: viewers read, editors write; splits redistribute', async (t) => {
+  const world = await startWorld(t);
+  const { server, viewer, editor } = world;
+  const datasetId = await createDataset(world, world.team, { dataset: 'team-set', name: 'Team set', classNames: ['a'] });
+  const images = await Promise.all(Array.from({ length: 20 }, () => shapeImage()));
+  const ids = await server.services().imageIntake.add(datasetId, images.map((image) => ({ bytes: image.bytes, filename: image.filename })));
+
+  t.equal((await call(server, 'GET', '/api/datasets/acme-team/team-set/images', { key: viewer })).status, 200);
+  t.equal((await call(server, 'GET', `/api/images/${ids[0]}`, { key: viewer })).status, 200);
+  expectError(t, await call(server, 'PATCH', `/api/images/${ids[0]}`, { key: viewer, body: { labels: [] } }), 403, 'Permission denied for this operation');
+  expectError(t, await call(server, 'POST', '/api/datasets/acme-team/team-set/splits/redistribute', { key: viewer, body: { train: 80, val: 10, test: 10 } }), 403);
+  expectError(t, await call(server, 'POST', '/api/datasets/acme-team/team-set/classes/delete', { key: viewer, body: { classIds: [0] } }), 403);
+  t.equal((await call(server, 'PATCH', `/api/images/${ids[0]}`, { key: editor, body: { labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2] }] } })).status, 200);
+
+  expectError(t, await call(server, 'POST', '/api/datasets/acme-team/team-set/splits/redistribute', { key: editor, body: { train: 80, val: 10, test: 5 } }), 400, /add up to 100/);
+  const redistributed = await call<{ splits: Record<string, number>; modified: number }>(server, 'POST', '/api/datasets/acme-team/team-set/splits/redistribute', {
+    key: editor,
+    body: { train: 50, val: 25, test: 25 },
+  });
+  t.same(redistributed.body.splits, { train: 10, val: 5, test: 5, labeled: 1 });
+  t.ok(redistributed.body.modified >= 5 && redistributed.body.modified <= 10, 'only images that changed split are counted (all started in train)');
+  const again = await call<{ modified: number; splits: Record<string, number> }>(server, 'POST', '/api/datasets/acme-team/team-set/splits/redistribute', { key: editor, body: { train: 100, val: 0, test: 0 } });
+  t.same(again.body, { success: true, splits: { train: 20, val: 0, test: 0, labeled: 1 }, modified: 10 });
+
+  expectError(t, await call(server, 'POST', '/api/datasets/acme-team/team-set/classes/merge', { key: editor, body: { sourceClassIds: [0], targetClassId: 0 } }), 400, /targetClassId/);
+  expectError(t, await call(server, 'POST', '/api/datasets/acme-team/team-set/classes/delete', { key: editor, body: { classIds: [4] } }), 400, /does not exist/);
+});

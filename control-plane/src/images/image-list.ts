@@ -5,6 +5,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { Invalid } from '../http/errors.ts';
 import type { ImageListOptions, ImageSort } from './image.schemas.ts';
 import { containsPattern } from './image-search.ts';
+import { cachedTotal } from './list-totals.ts';
 
 const ORDER: Record<ImageSort, [column: string, direction: 'asc' | 'desc']> = {
   newest: ['created_at', 'desc'],
@@ -153,9 +154,13 @@ export class ImageListQuery {
     if (!split && !q && !this.imageIds && [hasError, classIds, search].every((value) => value === undefined)) {
       return hasLabel ? dataset.labeledCount : dataset.imageCount - dataset.labeledCount;
     }
-    const where = this.filters();
-    if (q) this.relevance(where, q, []);
-    const [row] = await query<{ total: number }>(this.em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
-    return row.total;
+    const count = async () => {
+      const where = this.filters();
+      if (q) this.relevance(where, q, []);
+      const [row] = await query<{ total: number }>(this.em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
+      return row.total;
+    };
+    if (this.imageIds) return count();
+    return cachedTotal(`${dataset.id}:${dataset.revision}:${JSON.stringify([split, hasLabel, hasError, classIds, search, q])}`, count);
   }
 }

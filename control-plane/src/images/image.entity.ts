@@ -23,6 +23,8 @@ export const ImageSchema = defineEntity({
     { properties: ['dataset', 'split', 'createdAt', 'id'] },
     { properties: ['dataset', 'hash'] },
     { properties: ['workspace', 'hash'] },
+    // Filtered totals (split, labeled, classes) count from this index alone, without visiting the table.
+    { name: 'images_counting', expression: 'create index "images_counting" on "images" ("dataset_id", "split", "label_count") include ("class_ids")' },
     { name: 'images_class_ids_gin', expression: 'create index "images_class_ids_gin" on "images" using gin ("class_ids")' },
     { name: 'images_search_trgm', expression: 'create index "images_search_trgm" on "images" using gin ("search_text" gin_trgm_ops)' },
   ],

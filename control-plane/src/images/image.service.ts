@@ -124,11 +124,16 @@ export class ImageService {
   async update(actor: Actor, imageId: string, patch: z.output<typeof ImagePatch>): Promise<z.input<typeof ImagePatched>> {
     const { image, dataset } = await this.access(actor, imageId, 'edit');
     if (patch.metadata) {
-      await query(this.em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ?', [
-        JSON.stringify(patch.metadata),
-        searchTextOf(image.name, patch.metadata),
-        image.id,
-      ]);
+      await this.em.transactional(async (em) => {
+        await lockDataset(em, dataset.id);
+        await query(em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ?', [
+          JSON.stringify(patch.metadata),
+          searchTextOf(image.name, patch.metadata ?? {}),
+          image.id,
+        ]);
+        // Metadata is searched: filtered totals counted before this change are stale.
+        await applyDelta(em, dataset.id, countDelta([], 1));
+      });
       return { success: true, id: image.id, labelCount: image.labelCount, metadata: patch.metadata };
     }
     const labels = patch.labels ?? [];

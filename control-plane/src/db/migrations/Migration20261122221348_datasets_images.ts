@@ -17,6 +17,7 @@ export class Migration20261122221348_datasets_images extends Migration {
     this.addSql(`create index "images_dataset_id_split_created_at_id_index" on "images" ("dataset_id", "split", "created_at", "id");`);
     this.addSql(`create index "images_dataset_id_hash_index" on "images" ("dataset_id", "hash");`);
     this.addSql(`create index "images_workspace_id_hash_index" on "images" ("workspace_id", "hash");`);
+    this.addSql(`create index "images_counting" on "images" ("dataset_id", "split", "label_count") include ("class_ids");`);
     this.addSql(`create index "images_class_ids_gin" on "images" using gin ("class_ids");`);
     this.addSql(`create index "images_search_trgm" on "images" using gin ("search_text" gin_trgm_ops);`);
 
