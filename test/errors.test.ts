@@ -51,7 +51,7 @@ await server.services().account.createTeam('acme-team', 'alice');
 const { key } = await server.services().apiKeys.create('acme-team', 'owner key');
 
 t.test('an unknown route is 404 with { error }, with or without a key', async (t) => {
-  for (const path of ['/api/nope', '/api/datasets/alice/cats', '/nope', '/api/docs/assets/missing.js', '/api/users/alice/extra']) {
+  for (const path of ['/api/nope', '/api/datasets/alice/cats/whiskers/more', '/nope', '/api/docs/assets/missing.js', '/api/users/alice/extra']) {
     const anonymous = await call(server, 'GET', path);
     expectError(t, anonymous, 404, `No route for GET ${path}`);
     const keyed = await call(server, 'GET', path, { key });

@@ -208,3 +208,16 @@ t.test('images: EXIF orientation and undecodable files', async (t) => {
   t.same((await list(world, '?hasError=true')).body.images.map((i) => i.id), [broken]);
   t.same((await list(world, '?hasError=false')).body.images.map((i) => i.id), [upright]);
 });
+
+t.test('a refused intake stores nothing', async (t) => {
+  const world = await startWorld(t);
+  const datasetId = await createDataset(world, world.alice, { dataset: 'shapes', name: 'Shapes', classNames: ['square'] });
+  const image = await shapeImage();
+  await t.rejects(world.server.services().imageIntake.add(datasetId, [{ bytes: image.bytes, filename: 'a.png', labels: [{ classId: 1, bbox: image.bbox }] }]), /classId: 1 is out of range/);
+  const storage = await call<{ totalBytes: number }>(world.server, 'GET', '/api/storage', { key: world.alice });
+  t.equal(storage.body.totalBytes, 0, 'no stored bytes are counted');
+  const blobs: string[] = [];
+  for await (const entry of world.server.storage.store.list('ws/')) blobs.push(entry.key);
+  t.same(blobs, [], 'and none are in the store');
+  t.equal((await list(world)).body.total, 0);
+});

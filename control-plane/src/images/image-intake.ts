@@ -10,7 +10,7 @@ import { decodeImage, type DecodedImage } from './image-decode.ts';
 import { checkLabels, replaceLabels } from './image-labels.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 import { searchTextOf } from './image-search.ts';
-import { lockImageHashes } from './image-blobs.ts';
+import { lockImageHashes, releaseImageBlobs } from './image-blobs.ts';
 import type { Label } from './labels.ts';
 
 export interface NewImage {
@@ -40,9 +40,21 @@ export class ImageIntake {
   async add(datasetId: string, images: NewImage[]): Promise<string[]> {
     const dataset = await this.em.findOneOrFail(Dataset, datasetId);
     const workspaceId = dataset.workspace.id;
+    // Refused before anything is stored; checked again under the lock, where classes cannot change.
+    for (const image of images) checkLabels(dataset, image.labels ?? []);
     const decoded = await Promise.all(images.map((image) => decodeImage(image.bytes, image.filename)));
     // Bytes go to the store before the transaction, so the dataset lock is never held during uploads.
     await Promise.all(decoded.map((file, i) => this.storeFiles(this.em, workspaceId, file, images[i].bytes)));
+    try {
+      return await this.insertRows(datasetId, workspaceId, images, decoded);
+    } catch (error) {
+      // Nothing was added: bytes no other image uses go again.
+      await releaseImageBlobs(this.em, this.storage, workspaceId, decoded);
+      throw error;
+    }
+  }
+
+  private insertRows(datasetId: string, workspaceId: string, images: NewImage[], decoded: DecodedImage[]): Promise<string[]> {
     return this.em.transactional(async (em) => {
       await lockDataset(em, datasetId);
       const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
