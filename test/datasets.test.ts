@@ -158,7 +158,7 @@ t.test('team roles: viewers read, editors write; splits redistribute', async (t)
   expectError(t, await call(server, 'POST', '/api/datasets/acme-team/team-set/splits/redistribute', { key: editor, body: { train: 80, val: 10, test: 5 } }), 400, /add up to 100/);
   const redistributed = await call<{ splits: Record<string, number>; modified: number }>(server, 'POST', '/api/datasets/acme-team/team-set/splits/redistribute', {
     key: editor,
-    body: { train: 50, val: 25, test: 25 },
+    body: { train: 50, val: 25.5, test: 24.5 },
   });
   t.same(redistributed.body.splits, { train: 10, val: 5, test: 5, labeled: 1 });
   t.ok(redistributed.body.modified >= 5 && redistributed.body.modified <= 10, 'only images that changed split are counted (all started in train)');

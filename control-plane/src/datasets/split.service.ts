@@ -25,7 +25,7 @@ export class SplitService {
       const moved = await query(
         em,
         `with ranked as (select id, split, row_number() over (order by random()) as rank, count(*) over () as total from images where dataset_id = ?),
-              target as (select id, split, case when rank <= round(total * ? / 100.0) then 'train' when rank <= round(total * ? / 100.0) then 'val' else 'test' end as next from ranked)
+              target as (select id, split, case when rank <= round(total * ?::numeric / 100) then 'train' when rank <= round(total * ?::numeric / 100) then 'val' else 'test' end as next from ranked)
          update images i set split = t.next, updated_at = clock_timestamp() from target t where i.id = t.id and t.split <> t.next returning 1`,
         [dataset.id, shares.train, shares.train + shares.val],
       );

@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { classKey } from '../datasets/class-names.ts';
 import type { Dataset } from '../datasets/dataset.entity.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { Invalid } from '../http/errors.ts';
@@ -60,7 +59,7 @@ class Conditions {
 /** Class indexes whose name contains the term, ignoring case. */
 function classesMatching(dataset: Dataset, term: string): number[] {
   const needle = term.toLowerCase();
-  return dataset.classNames.flatMap((name, index) => (classKey(name).toLowerCase().includes(needle) ? [index] : []));
+  return dataset.classNames.flatMap((name, index) => (name.toLowerCase().includes(needle) ? [index] : []));
 }
 
 function textMatch(where: Conditions, dataset: Dataset, term: string): void {
