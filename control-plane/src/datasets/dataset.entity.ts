@@ -49,6 +49,9 @@ export const DatasetSchema = defineEntity({
     revision: p.integer().default(0),
     statsCache: p.json<Record<string, unknown>>().nullable().lazy(),
     statsRevision: p.integer().nullable(),
+    /** The NDJSON export of the current state, and the revision it was written at (reused while unchanged). */
+    exportKey: p.string().length(1024).nullable(),
+    exportRevision: p.integer().nullable(),
     /** Set while the dataset is in trash; its slug stays taken. */
     deletedAt: p.datetime().nullable(),
   },

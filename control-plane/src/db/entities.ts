@@ -4,6 +4,10 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
 import { DatasetStar } from '../datasets/dataset-star.entity.ts';
 import { Dataset } from '../datasets/dataset.entity.ts';
+import { DatasetVersionImage } from '../datasets/dataset-version-image.entity.ts';
+import { DatasetVersion } from '../datasets/dataset-version.entity.ts';
+import { StagedImage } from '../ingest/staged-image.entity.ts';
+import { Job } from '../jobs/job.entity.ts';
 import { Annotation } from '../images/annotation.entity.ts';
 import { Image } from '../images/image.entity.ts';
 import { Model } from '../models/model.entity.ts';
@@ -14,4 +18,4 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, Image, Annotation, Project, Model, UploadSession];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, StagedImage, Project, Model, UploadSession];

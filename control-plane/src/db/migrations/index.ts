@@ -1,10 +1,12 @@
 import { Migration20261122000000_foundation } from './Migration20261122000000_foundation.ts';
 import { Migration20261122204806_uploads } from './Migration20261122204806_uploads.ts';
 import { Migration20261122221348_datasets_images } from './Migration20261122221348_datasets_images.ts';
+import { Migration20261122223030_jobs_versions } from './Migration20261122223030_jobs_versions.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
   { name: 'Migration20261122000000_foundation', class: Migration20261122000000_foundation },
   { name: 'Migration20261122204806_uploads', class: Migration20261122204806_uploads },
   { name: 'Migration20261122221348_datasets_images', class: Migration20261122221348_datasets_images },
+  { name: 'Migration20261122223030_jobs_versions', class: Migration20261122223030_jobs_versions },
 ];
