@@ -14,6 +14,8 @@ export const defaults = {
   trustProxy: false, // TRUST_PROXY: take the client address from X-Forwarded-For
   shutdownGraceSeconds: 10, // SHUTDOWN_GRACE_SECONDS
   rateLimitWindowSeconds: 60, // RATE_LIMIT_WINDOW_SECONDS
+  jobConcurrency: 2, // JOB_CONCURRENCY: background jobs (ingest, exports) one control plane runs at once
+  jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   /** Requests per window and per API key (RATE_LIMIT_<CATEGORY>, e.g. RATE_LIMIT_DEFAULT=100). */
   rateLimits: {
     default: 100,

@@ -31,6 +31,8 @@ const EnvSchema = z.object({
   TRUST_PROXY: flag.default(defaults.trustProxy),
   SHUTDOWN_GRACE_SECONDS: positiveInt.default(defaults.shutdownGraceSeconds),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(defaults.rateLimitWindowSeconds),
+  JOB_CONCURRENCY: positiveInt.default(defaults.jobConcurrency),
+  JOB_LEASE_SECONDS: positiveInt.default(defaults.jobLeaseSeconds),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
@@ -54,6 +56,8 @@ export interface AppConfig {
   shutdownGraceSeconds: number;
   rateLimitWindowSeconds: number;
   rateLimits: Record<RateCategory, number>;
+  jobConcurrency: number;
+  jobLeaseSeconds: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
@@ -87,6 +91,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits: Object.fromEntries(
       RATE_CATEGORIES.map((category) => [category, (e as Record<string, unknown>)[`RATE_LIMIT_${category.toUpperCase()}`] as number]),
     ) as Record<RateCategory, number>,
+    jobConcurrency: e.JOB_CONCURRENCY,
+    jobLeaseSeconds: e.JOB_LEASE_SECONDS,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
   };

@@ -3,12 +3,15 @@ import { apiKeyRoutes } from './auth/api-key.routes.ts';
 import { classRoutes } from './datasets/class.routes.ts';
 import { datasetRoutes } from './datasets/dataset.routes.ts';
 import { splitRoutes } from './datasets/split.routes.ts';
+import { versionRoutes } from './datasets/version.routes.ts';
 import { healthRoutes } from './health/health.routes.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { imageRoutes } from './images/image.routes.ts';
+import { ingestRoutes } from './ingest/ingest.routes.ts';
+import { jobRoutes } from './jobs/job.routes.ts';
 import { fileRoutes } from './storage/files.routes.ts';
 import { uploadRoutes } from './uploads/upload.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...classRoutes, ...splitRoutes, ...imageRoutes];
+  ...datasetRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...ingestRoutes, ...jobRoutes];

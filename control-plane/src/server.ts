@@ -11,6 +11,9 @@ import { Notifications } from './db/notifications.ts';
 import { initORM, migrate, type Orm } from './db/orm.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { RateLimiter } from './http/rate-limit.ts';
+import { IngestJob } from './ingest/ingest.job.ts';
+import { INGEST_JOB } from './ingest/ingest-payload.ts';
+import { JobRunner } from './jobs/job-runner.ts';
 import { FileUrls } from './storage/file-urls.ts';
 import { UrlSigner } from './storage/signed-url.ts';
 import type { Storage } from './storage/storage.ts';
@@ -62,7 +65,6 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const notifications = new Notifications(databaseUrl, log);
   const authenticator = new Authenticator(orm.em, log);
   authenticator.listen(notifications);
-  await notifications.start();
   const rateLimiter = new RateLimiter(orm.em, { windowSeconds: config.rateLimitWindowSeconds, limits: config.rateLimits });
   const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
   pruneTimer.unref();
@@ -76,6 +78,9 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     3600_000,
   );
   sweepTimer.unref();
+  const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
+  jobs.listen(notifications);
+  await notifications.start();
 
   const app = createApp({ config, orm, log, authenticator, rateLimiter, storage, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
@@ -93,6 +98,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const { port } = server.address() as AddressInfo;
   const url = config.port === 0 ? `http://127.0.0.1:${port}` : config.publicBaseUrl;
   baseUrl = url;
+  jobs.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -105,6 +111,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await drained;
       await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
+      // Running jobs stop and go back to the queue, for this process after a restart or another replica.
+      await jobs.stop();
       await notifications.stop();
       await orm.close();
       await store.close();

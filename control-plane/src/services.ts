@@ -6,8 +6,11 @@ import { ClassService } from './datasets/class.service.ts';
 import { DatasetService } from './datasets/dataset.service.ts';
 import { Dataset } from './datasets/dataset.entity.ts';
 import { SplitService } from './datasets/split.service.ts';
+import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
+import { IngestService } from './ingest/ingest.service.ts';
+import { JobService } from './jobs/job.service.ts';
 import type { Storage } from './storage/storage.ts';
 import { UploadService } from './uploads/upload.service.ts';
 
@@ -58,6 +61,10 @@ export class Services {
     return new SplitService(this.em);
   }
 
+  get versions(): VersionService {
+    return new VersionService(this.em, this.storage);
+  }
+
   get images(): ImageService {
     return new ImageService(this.em, this.storage);
   }
@@ -65,6 +72,14 @@ export class Services {
   /** How images get into a dataset (ingest and tests). */
   get imageIntake(): ImageIntake {
     return new ImageIntake(this.em, this.storage);
+  }
+
+  get ingest(): IngestService {
+    return new IngestService(this.em);
+  }
+
+  get jobs(): JobService {
+    return new JobService(this.em);
   }
 
   get uploads(): UploadService {

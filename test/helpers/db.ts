@@ -18,8 +18,9 @@ export function databaseUrl(name: string): string {
   return url.toString();
 }
 
-export async function adminQuery(sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: TEST_PG_URL });
+/** One statement on the test server's default database, or on the database at `url`. */
+export async function adminQuery(sql: string, params: unknown[] = [], url = TEST_PG_URL): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await client.query(sql, params);

@@ -5,6 +5,8 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { INGEST_JOB } from '../ingest/ingest-payload.ts';
+import type { JobProgress } from '../jobs/job.entity.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
 import { ImageUrls } from '../images/image-urls.ts';
 import { Model } from '../models/model.entity.ts';
@@ -16,6 +18,7 @@ import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
 import { DatasetStar } from './dataset-star.entity.ts';
 import { Dataset } from './dataset.entity.ts';
+import { savedVersions } from './version.service.ts';
 import type { DatasetCreate, DatasetCreated, DatasetDeleted, DatasetDetail, DatasetList, DatasetListItem, DatasetModels, DatasetPatch, DatasetPatched, Sample } from './dataset.schemas.ts';
 
 export const TRASH_DAYS = 30;
@@ -55,8 +58,11 @@ export class DatasetService {
     const { dataset, role } = await findDataset(this.em, actor, owner, slug, 'view');
     const starred = await this.starredAmong(actor, [dataset]);
     const canEdit = role === 'editor' || role === 'admin' || role === 'owner';
+    const ingest = await activeIngest(this.em, dataset.id);
     return {
       ...this.listItem(dataset, owner, starred.has(dataset.id)),
+      ...(ingest ? { status: 'processing' } : {}),
+      ...(ingest && canEdit && (ingest.total ?? 0) >= PROGRESS_FROM_IMAGES ? { processingProgress: ingest } : {}),
       classColors: classColors(dataset.classNames, dataset.classColors),
       format: dataset.format,
       blurFaces: dataset.blurFaces,
@@ -64,8 +70,7 @@ export class DatasetService {
       kptShape: dataset.kptShape ?? null,
       metadata: dataset.metadata,
       source: dataset.source ?? null,
-      // Numbered versions arrive with dataset exports; until then a dataset has none.
-      versions: [],
+      versions: await savedVersions(this.em, dataset.id),
       errorCount: dataset.errorCount,
       region: this.region,
       isOwner: role !== null,
@@ -261,6 +266,19 @@ export class DatasetService {
     }
     return bySet;
   }
+}
+
+/** Spec: editors see processingProgress while an import of 10,000 or more images runs. */
+const PROGRESS_FROM_IMAGES = 10_000;
+
+/** The progress of the dataset's queued or running ingest, if any. */
+async function activeIngest(em: EntityManager, datasetId: string): Promise<JobProgress | null> {
+  const [job] = await query<{ progress: JobProgress | null }>(
+    em,
+    `select progress from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') order by created_at limit 1`,
+    [datasetId, INGEST_JOB],
+  );
+  return job ? (job.progress ?? { stage: 'queued', percent: 0 }) : null;
 }
 
 /** A display name as a URL name: lowercase letters and digits joined by single hyphens, at most 128. */

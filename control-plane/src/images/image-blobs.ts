@@ -14,13 +14,22 @@ export async function lockImageHashes(em: EntityManager, workspaceId: string, ha
   }
 }
 
-/** Deletes the stored bytes of images no row of the workspace refers to any more (after their rows are gone). */
+/**
+ * Deletes the stored bytes of images no row of the workspace refers to any more (after their rows are gone).
+ * A saved dataset version of the workspace counts as a user: restoring it needs the bytes.
+ */
 export async function releaseImageBlobs(em: EntityManager, storage: Storage, workspaceId: string, files: Array<{ hash: string; ext: string }>): Promise<void> {
   const unique = new Map(files.map((file) => [`${file.hash}.${file.ext}`, file]));
   for (const file of unique.values()) {
     await em.transactional(async (tx) => {
       await lockImageHashes(tx, workspaceId, [file.hash]);
-      const [used] = await query<{ used: boolean }>(tx, 'select exists (select 1 from images where workspace_id = ? and hash = ?) as used', [workspaceId, file.hash]);
+      const [used] = await query<{ used: boolean }>(
+        tx,
+        `select exists (select 1 from images where workspace_id = ? and hash = ?)
+           or exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id join datasets d on d.id = v.dataset_id
+                      where d.workspace_id = ? and vi.hash = ?) as used`,
+        [workspaceId, file.hash, workspaceId, file.hash],
+      );
       if (used.used) return;
       const keys = [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)];
       await query(tx, 'delete from stored_objects where key = any(?::text[])', [pgArray(keys)]);

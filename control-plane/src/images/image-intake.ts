@@ -1,16 +1,16 @@
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { applyDelta, countDelta, lockDataset } from '../datasets/dataset-counters.ts';
+import { applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { decodeImage, type DecodedImage } from './image-decode.ts';
-import { checkLabels, replaceLabels } from './image-labels.ts';
-import { imageKey, thumbnailKey } from './image-urls.ts';
-import { searchTextOf } from './image-search.ts';
 import { lockImageHashes, releaseImageBlobs } from './image-blobs.ts';
+import { checkLabels, replaceLabels, type CheckedLabels } from './image-labels.ts';
+import { searchTextOf } from './image-search.ts';
+import { imageKey, thumbnailKey } from './image-urls.ts';
 import type { Label } from './labels.ts';
 
 export interface NewImage {
@@ -21,12 +21,78 @@ export interface NewImage {
   metadata?: Record<string, unknown>;
 }
 
+/** A decoded, stored image ready to become a row: what `insertImages` writes. */
+export interface ImageRowInput {
+  file: Omit<DecodedImage, 'thumbnail'>;
+  name: string;
+  split: Split;
+  metadata: Record<string, unknown>;
+  checked: CheckedLabels;
+}
+
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
+/** Image rows per INSERT: 16 parameters each, well under PostgreSQL's parameter limit. */
+const ROWS_PER_INSERT = 500;
+
+async function putOnce(em: EntityManager, storage: Storage, workspaceId: string, key: string, body: Buffer, contentType: string): Promise<void> {
+  if (!(await storage.store.head(key))) {
+    await storage.store.put(key, Readable.from([body]), { contentType, expectedBytes: body.length, createOnly: true }).catch((error: unknown) => {
+      if (!(error instanceof BlobExists)) throw error;
+    });
+  }
+  await query(em, `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'datasetImages', ?, ?) on conflict (key) do nothing`, [
+    newId(),
+    workspaceId,
+    key,
+    body.length,
+  ]);
+}
+
+/** Puts an image and its thumbnail unless already stored (bytes are shared by hash), recorded for storage accounting. */
+export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, bytes: Buffer): Promise<void> {
+  await putOnce(em, storage, workspaceId, imageKey(workspaceId, file.hash, file.ext), bytes, CONTENT_TYPES[file.ext] ?? 'application/octet-stream');
+  if (file.thumbnail) await putOnce(em, storage, workspaceId, thumbnailKey(workspaceId, file.hash), file.thumbnail, 'image/webp');
+}
 
 /**
- * Adds images to a dataset: decodes them, stores bytes and thumbnails (shared by hash within the
- * workspace), then inserts rows, labels and counters in one transaction under the dataset lock. Labels
- * are checked there, against the classes as they are at that moment. Ingest builds on this.
+ * Inserts image rows and their labels; returns the new ids and what they add to the counters. The
+ * caller holds the dataset lock and the hash locks (`lockImageHashes`) and applies the delta.
+ */
+export async function insertImages(em: EntityManager, dataset: Dataset, rows: ImageRowInput[]): Promise<{ ids: string[]; delta: CountDelta }> {
+  const ids = rows.map(() => newId());
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
+    await query(
+      em,
+      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text)
+       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)').join(', ')}`,
+      chunk.flatMap(({ file, name, split, metadata }, i) => [
+        ids[start + i],
+        dataset.workspace.id,
+        dataset.id,
+        file.hash,
+        file.ext,
+        name,
+        file.width,
+        file.height,
+        file.channels,
+        split,
+        file.bytes,
+        file.error,
+        JSON.stringify(metadata),
+        searchTextOf(name, metadata),
+      ]),
+    );
+  }
+  await replaceLabels(em, dataset.id, rows.flatMap(({ checked }, i) => (checked.labels.length ? [{ imageId: ids[i], ...checked }] : [])));
+  const delta = countDelta(rows.map(({ split, file, checked }) => ({ split, labelCount: checked.labels.length, hasError: file.error !== null })), 1);
+  return { ids, delta };
+}
+
+/**
+ * Adds images to a dataset in one step: decodes them, stores bytes and thumbnails, then inserts rows,
+ * labels and counters in one transaction under the dataset lock, where labels are checked against the
+ * classes as they are at that moment. Ingest goes through the same pieces in stages.
  */
 export class ImageIntake {
   private readonly em: EntityManager;
@@ -44,56 +110,29 @@ export class ImageIntake {
     for (const image of images) checkLabels(dataset, image.labels ?? []);
     const decoded = await Promise.all(images.map((image) => decodeImage(image.bytes, image.filename)));
     // Bytes go to the store before the transaction, so the dataset lock is never held during uploads.
-    await Promise.all(decoded.map((file, i) => this.storeFiles(this.em, workspaceId, file, images[i].bytes)));
+    await Promise.all(decoded.map((file, i) => storeImageFiles(this.em, this.storage, workspaceId, file, images[i].bytes)));
     try {
-      return await this.insertRows(datasetId, workspaceId, images, decoded);
+      return await this.em.transactional(async (em) => {
+        await lockDataset(em, datasetId);
+        const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
+        // Under the hash locks a concurrent release cannot delete what the new rows will point at.
+        await lockImageHashes(em, workspaceId, decoded.map((file) => file.hash));
+        await Promise.all(decoded.map((file, i) => storeImageFiles(em, this.storage, workspaceId, file, images[i].bytes)));
+        const rows = images.map((image, i) => ({
+          file: decoded[i],
+          name: image.filename,
+          split: image.split ?? 'train',
+          metadata: image.metadata ?? {},
+          checked: checkLabels(current, image.labels ?? []),
+        }));
+        const { ids, delta } = await insertImages(em, current, rows);
+        await applyDelta(em, datasetId, delta);
+        return ids;
+      });
     } catch (error) {
       // Nothing was added: bytes no other image uses go again.
       await releaseImageBlobs(this.em, this.storage, workspaceId, decoded);
       throw error;
     }
-  }
-
-  private insertRows(datasetId: string, workspaceId: string, images: NewImage[], decoded: DecodedImage[]): Promise<string[]> {
-    return this.em.transactional(async (em) => {
-      await lockDataset(em, datasetId);
-      const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
-      // Under the hash locks a concurrent release cannot delete what the new rows will point at.
-      await lockImageHashes(em, workspaceId, decoded.map((file) => file.hash));
-      await Promise.all(decoded.map((file, i) => this.storeFiles(em, workspaceId, file, images[i].bytes)));
-      const rows = images.map((image, i) => ({ id: newId(), image, file: decoded[i], checked: checkLabels(current, image.labels ?? []) }));
-      for (const { id, image, file } of rows) {
-        const metadata = image.metadata ?? {};
-        await query(
-          em,
-          `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text)
-           values (?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
-          [id, workspaceId, datasetId, file.hash, file.ext, image.filename, file.width, file.height, file.channels, image.split ?? 'train', file.bytes, file.error, JSON.stringify(metadata), searchTextOf(image.filename, metadata)],
-        );
-      }
-      await replaceLabels(em, datasetId, rows.map(({ id, checked }) => ({ imageId: id, ...checked })));
-      const counted = rows.map(({ image, file, checked }) => ({ split: image.split ?? 'train', labelCount: checked.labels.length, hasError: file.error !== null }));
-      await applyDelta(em, datasetId, countDelta(counted, 1));
-      return rows.map((row) => row.id);
-    });
-  }
-
-  /** Puts the image and its thumbnail unless already stored, and records them for storage accounting. */
-  private async storeFiles(em: EntityManager, workspaceId: string, file: DecodedImage, bytes: Buffer): Promise<void> {
-    await this.putOnce(em, workspaceId, imageKey(workspaceId, file.hash, file.ext), bytes, CONTENT_TYPES[file.ext] ?? 'application/octet-stream');
-    if (file.thumbnail) await this.putOnce(em, workspaceId, thumbnailKey(workspaceId, file.hash), file.thumbnail, 'image/webp');
-  }
-
-  private async putOnce(em: EntityManager, workspaceId: string, key: string, body: Buffer, contentType: string): Promise<void> {
-    if (!(await this.storage.store.head(key))) {
-      await this.storage.store.put(key, Readable.from([body]), { contentType, expectedBytes: body.length, createOnly: true }).catch((error: unknown) => {
-        if (!(error instanceof BlobExists)) throw error;
-      });
-    }
-    await query(
-      em,
-      `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'datasetImages', ?, ?) on conflict (key) do nothing`,
-      [newId(), workspaceId, key, body.length],
-    );
   }
 }

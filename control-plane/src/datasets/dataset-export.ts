@@ -1,0 +1,176 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import { imageKey } from '../images/image-urls.ts';
+import type { Label, Task } from '../images/labels.ts';
+import { toNdjsonAnnotations } from '../ingest/formats/ndjson.ts';
+import type { Storage } from '../storage/storage.ts';
+import type { Split } from './dataset.entity.ts';
+
+/** Image URLs in an export stay valid this long; the file itself is rewritten once it is a day old. */
+export const EXPORT_URL_SECONDS = 7 * 24 * 3600;
+/** Images read and written per round: bounded memory whatever the dataset's size. */
+const PAGE_SIZE = 5000;
+
+/** What line 1 of the NDJSON describes: the dataset, or one of its versions. */
+export interface ExportHeader {
+  task: Task;
+  name: string;
+  description: string;
+  classNames: string[];
+  version?: number;
+  kptShape?: [number, number] | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** One image as the export writes it. */
+export interface ExportImage {
+  hash: string;
+  ext: string;
+  name: string;
+  width: number;
+  height: number;
+  split: Split;
+  labels: Label[];
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * A dataset's images with their labels in position order, in the dataset's oldest-first order: what an
+ * export writes and a version keeps. One placeholder, the dataset id; callers add conditions after it.
+ */
+export const IMAGES_WITH_LABELS = `
+  select i.id, i.created_at, i.hash, i.ext, i.name, i.width, i.height, i.channels, i.bytes, i.split, i.error, i.label_count, i.metadata,
+    coalesce(l.labels, '[]'::jsonb) as labels
+  from images i left join lateral (select jsonb_agg(a.label order by a.position) as labels from annotations a where a.image_id = i.id) l on true
+  where i.dataset_id = ?`;
+
+/** The dataset's images as they are now, page by page by keyset. Run it in one snapshot (repeatable read) for a consistent file. */
+export async function* liveImagePages(em: EntityManager, datasetId: string): AsyncGenerator<ExportImage[]> {
+  let after: string | undefined;
+  for (;;) {
+    const rows = await query<ExportImage & { id: string }>(
+      em,
+      `${IMAGES_WITH_LABELS} ${after ? 'and (i.created_at, i.id) > (select created_at, id from images where id = ?)' : ''}
+       order by i.created_at, i.id limit ${PAGE_SIZE}`,
+      after ? [datasetId, after] : [datasetId],
+    );
+    if (rows.length > 0) yield rows;
+    if (rows.length < PAGE_SIZE) return;
+    after = rows[rows.length - 1].id;
+  }
+}
+
+/** An image of a version's manifest: what an export writes, plus what a restore needs. */
+export interface VersionImageRow extends ExportImage {
+  position: number;
+  channels: number;
+  /** bigint: the driver hands it over as text. */
+  bytes: string | number;
+  error: string | null;
+}
+
+/** A version's images from its manifest, page by page in position order. */
+export async function* versionImagePages(em: EntityManager, versionId: string): AsyncGenerator<VersionImageRow[]> {
+  for (let from = 0; ; from += PAGE_SIZE) {
+    const rows = await query<VersionImageRow>(
+      em,
+      `select position, hash, ext, name, width, height, channels, bytes, split, error, labels, metadata from dataset_version_images
+       where version_id = ? and position >= ? order by position limit ${PAGE_SIZE}`,
+      [versionId, from],
+    );
+    if (rows.length > 0) yield rows;
+    if (rows.length < PAGE_SIZE) return;
+  }
+}
+
+/**
+ * File names unique within the export: the client lays images out as images/{split}/{file} and labels
+ * as labels/{split}/{stem}.txt, so a repeated stem (same name in two splits, or a.jpg beside a.png)
+ * gets the image hash's first 8 characters in front. Stems compare ignoring case, for case-insensitive disks.
+ */
+class UniqueNames {
+  private readonly taken = new Set<string>();
+
+  take(name: string, hash: string): string {
+    let candidate = name;
+    for (let n = 1; this.taken.has(stemKey(candidate)); n += 1) {
+      candidate = n === 1 ? `${hash.slice(0, 8)}-${name}` : `${hash.slice(0, 8)}-${n}-${name}`;
+    }
+    this.taken.add(stemKey(candidate));
+    return candidate;
+  }
+}
+
+const stemKey = (name: string) => name.replace(/\.[^.]*$/, '').toLowerCase();
+
+function headerLine(header: ExportHeader): string {
+  return JSON.stringify({
+    type: 'dataset',
+    task: header.task,
+    name: header.name,
+    description: header.description,
+    class_names: Object.fromEntries(header.classNames.map((name, index) => [String(index), name])),
+    ...(header.version !== undefined ? { version: header.version } : {}),
+    ...(header.kptShape ? { kpt_shape: header.kptShape } : {}),
+    created_at: header.createdAt.toISOString(),
+    updated_at: header.updatedAt.toISOString(),
+  });
+}
+
+/**
+ * Writes a dataset's NDJSON (line 1 the dataset, then one line per image with a signed URL valid
+ * EXPORT_URL_SECONDS) and stores it under `key`, overwriting what was there. Images are read page by
+ * page and the file is written to a temporary file first: the blob store needs the exact length up front.
+ * Returns the file's size in bytes.
+ */
+export async function writeExport(
+  storage: Storage,
+  key: string,
+  workspaceId: string,
+  header: ExportHeader,
+  pages: AsyncIterable<ExportImage[]>,
+): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'vp-export-'));
+  const path = join(dir, 'export.ndjson');
+  try {
+    await pipeline(ndjsonChunks(storage, workspaceId, header, pages), createWriteStream(path));
+    const { size } = await stat(path);
+    await storage.store.put(key, createReadStream(path), { contentType: 'application/x-ndjson', expectedBytes: size });
+    return size;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The file's text, one chunk per page (pipeline waits for the disk between chunks). */
+async function* ndjsonChunks(storage: Storage, workspaceId: string, header: ExportHeader, pages: AsyncIterable<ExportImage[]>): AsyncGenerator<string> {
+  yield `${headerLine(header)}\n`;
+  const names = new UniqueNames();
+  for await (const page of pages) {
+    const lines = await Promise.all(page.map((image) => imageLine(storage, workspaceId, header.task, names.take(image.name, image.hash), image)));
+    yield lines.join('');
+  }
+}
+
+async function imageLine(storage: Storage, workspaceId: string, task: Task, file: string, image: ExportImage): Promise<string> {
+  const url = await storage.urls.download(imageKey(workspaceId, image.hash, image.ext), { expiresInSeconds: EXPORT_URL_SECONDS, filename: file });
+  const annotations = toNdjsonAnnotations(task, image.labels);
+  const line = {
+    type: 'image',
+    file,
+    url,
+    width: image.width,
+    height: image.height,
+    split: image.split,
+    ...(annotations ? { annotations } : {}),
+    ...(Object.keys(image.metadata).length > 0 ? { metadata: image.metadata } : {}),
+    hash: image.hash,
+  };
+  return `${JSON.stringify(line)}\n`;
+}

@@ -1,0 +1,180 @@
+import { IsolationLevel } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import type { Actor } from '../auth/actor.ts';
+import { newId } from '../db/ids.ts';
+import { query } from '../db/sql.ts';
+import { NotFound } from '../http/errors.ts';
+import { releaseImageBlobs } from '../images/image-blobs.ts';
+import type { Storage } from '../storage/storage.ts';
+import { findDataset } from './dataset-access.ts';
+import { lockDataset } from './dataset-counters.ts';
+import { liveImagePages, versionImagePages, writeExport, type ExportHeader } from './dataset-export.ts';
+import { DatasetVersion } from './dataset-version.entity.ts';
+import { Dataset } from './dataset.entity.ts';
+import { restoreVersion } from './version-restore.ts';
+import { fieldsOf, fingerprintOf, snapshotImages, versionFields } from './version-snapshot.ts';
+import type { ExportRead, Restored, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
+
+/** Signed URLs of an export file: the client fetches it right away; its image URLs last days. */
+const FILE_URL_SECONDS = 3600;
+/** An export file younger than this is reused; its image URLs (7 days) then have 6 days or more left. */
+const FRESH = `f.updated_at > now() - interval '1 day'`;
+
+// One key per dataset (and per version), overwritten when rewritten, so the signed URL's path stays put:
+// the ultralytics client caches a converted dataset by its URLs without their query strings.
+const currentKey = (dataset: Dataset) => `ws/${dataset.workspace.id}/datasets/${dataset.id}/export/${dataset.slug}.ndjson`;
+const versionKey = (dataset: Dataset, version: number) => `ws/${dataset.workspace.id}/datasets/${dataset.id}/versions/${version}/${dataset.slug}-v${version}.ndjson`;
+
+/** The dataset's saved versions, oldest first, as the dataset read lists them. */
+export async function savedVersions(em: EntityManager, datasetId: string): Promise<Array<{ version: number; description: string | null; createdAt: string }>> {
+  const versions = await em.find(DatasetVersion, { dataset: datasetId }, { fields: ['version', 'description', 'createdAt'], orderBy: { version: 'asc' } });
+  return versions.map((v) => ({ version: v.version, description: v.description ?? null, createdAt: v.createdAt.toISOString() }));
+}
+
+/**
+ * Dataset exports and numbered versions: the NDJSON of the current state or of a version, saving an
+ * immutable version (a manifest of the images, sharing their bytes), describing one, and restoring
+ * the dataset from one.
+ */
+export class VersionService {
+  private readonly em: EntityManager;
+  private readonly storage: Storage;
+
+  constructor(em: EntityManager, storage: Storage) {
+    this.em = em;
+    this.storage = storage;
+  }
+
+  async export(actor: Actor, owner: string, slug: string, v: number | undefined): Promise<z.input<typeof ExportRead>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    if (v === undefined) return this.currentExport(dataset);
+    const version = await this.findVersion(dataset, v);
+    return { downloadUrl: await this.versionExport(dataset, version), version: version.version };
+  }
+
+  /**
+   * Reuses the file written at the dataset's current revision while it is under a day old and no newer
+   * than the dataset's last change (name and description move updatedAt, not the revision).
+   */
+  private async currentExport(dataset: Dataset): Promise<z.input<typeof ExportRead>> {
+    const [stored] = await query<{ export_key: string | null; fresh: boolean | null }>(
+      this.em,
+      `select d.export_key, d.export_revision = d.revision and ${FRESH} and f.updated_at >= d.updated_at as fresh
+       from datasets d left join stored_objects f on f.key = d.export_key where d.id = ?`,
+      [dataset.id],
+    );
+    if (stored.fresh && stored.export_key) return { downloadUrl: await this.fileUrl(stored.export_key), cached: true };
+    // One snapshot for the header and every page; its start time is what the file shows.
+    const written = await this.em.transactional(
+      async (em) => {
+        const current = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
+        const [{ as_of }] = await query<{ as_of: string }>(em, 'select now()::text as as_of');
+        const key = currentKey(current);
+        const header: ExportHeader = { ...versionFields(current), createdAt: current.createdAt, updatedAt: current.updatedAt };
+        const bytes = await writeExport(this.storage, key, current.workspace.id, header, liveImagePages(em, current.id));
+        return { key, bytes, asOf: as_of, revision: current.revision };
+      },
+      { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+    );
+    await this.recordFile(dataset, written.key, written.bytes, written.asOf);
+    await query(this.em, 'update datasets set export_key = ?, export_revision = ? where id = ?', [written.key, written.revision, dataset.id]);
+    // A rename moved the key: the file under the old name is no longer handed out.
+    if (stored.export_key && stored.export_key !== written.key) await this.deleteFile(stored.export_key);
+    return { downloadUrl: await this.fileUrl(written.key), cached: false };
+  }
+
+  /** A version's content never changes, so its file is rewritten only to renew the image URLs in it. */
+  private async versionExport(dataset: Dataset, version: DatasetVersion): Promise<string> {
+    const key = version.ndjsonKey ?? versionKey(dataset, version.version);
+    const [stored] = await query<{ fresh: boolean }>(this.em, `select exists (select 1 from stored_objects f where f.key = ? and ${FRESH}) as fresh`, [key]);
+    if (!version.ndjsonKey || !stored.fresh) {
+      const header: ExportHeader = { ...fieldsOf(version), version: version.version, createdAt: dataset.createdAt, updatedAt: version.createdAt };
+      const bytes = await writeExport(this.storage, key, dataset.workspace.id, header, versionImagePages(this.em, version.id));
+      await this.recordFile(dataset, key, bytes);
+      await query(this.em, 'update dataset_versions set ndjson_key = ?, ndjson_bytes = ? where id = ?', [key, bytes, version.id]);
+    }
+    return this.fileUrl(key);
+  }
+
+  /**
+   * Saves the dataset as the next numbered version, or answers the saved version with the same content
+   * (reused). Numbering and the snapshot run under the dataset lock: concurrent saves take turns.
+   */
+  async create(actor: Actor, owner: string, slug: string, body: z.output<typeof VersionCreate>): Promise<z.input<typeof VersionCreated>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    const { version, reused } = await this.em.transactional(async (em) => {
+      await lockDataset(em, dataset.id);
+      const current = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
+      const fingerprint = await fingerprintOf(em, current);
+      const same = await em.findOne(DatasetVersion, { dataset: current, fingerprint });
+      if (same) {
+        if (body.description !== undefined) same.description = body.description;
+        await em.flush();
+        return { version: same, reused: true };
+      }
+      const [{ next }] = await query<{ next: number }>(em, 'select coalesce(max(version), 0) + 1 as next from dataset_versions where dataset_id = ?', [current.id]);
+      const saved = em.create(DatasetVersion, {
+        dataset: current,
+        version: next,
+        description: body.description ?? null,
+        fingerprint,
+        task: current.task,
+        classNames: current.classNames,
+        fields: { ...versionFields(current) },
+        imageCount: current.imageCount,
+        annotationCount: current.annotationCount,
+      });
+      await em.flush();
+      await snapshotImages(em, saved.id, current.id);
+      return { version: saved, reused: false };
+    });
+    const downloadUrl = body.download ? await this.versionExport(dataset, version) : undefined;
+    return { version: version.version, reused, ...(downloadUrl ? { downloadUrl } : {}) };
+  }
+
+  async describe(actor: Actor, owner: string, slug: string, body: z.output<typeof VersionPatch>): Promise<z.input<typeof VersionPatched>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    const version = await this.findVersion(dataset, body.version);
+    version.description = body.description;
+    await this.em.flush();
+    return { ok: true };
+  }
+
+  /** Rebuilds images, labels and classes from the version in one transaction; bytes only the replaced images used are freed after. */
+  async restore(actor: Actor, owner: string, slug: string, body: { version: number }): Promise<z.input<typeof Restored>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    const version = await this.findVersion(dataset, body.version);
+    const dropped = await this.em.transactional(async (em) => {
+      await lockDataset(em, dataset.id);
+      return restoreVersion(em, await em.findOneOrFail(Dataset, dataset.id, { refresh: true }), version);
+    });
+    await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, dropped);
+    return { version: version.version, imageCount: version.imageCount };
+  }
+
+  private async findVersion(dataset: Dataset, version: number): Promise<DatasetVersion> {
+    const found = await this.em.findOne(DatasetVersion, { dataset, version });
+    if (!found) throw NotFound(`Version ${version} of dataset ${dataset.workspace.handle}/${dataset.slug} not found`);
+    return found;
+  }
+
+  private fileUrl(key: string): Promise<string> {
+    return this.storage.urls.download(key, { expiresInSeconds: FILE_URL_SECONDS, filename: key.slice(key.lastIndexOf('/') + 1) });
+  }
+
+  /** Export files count in the workspace's storage; updatedAt is when the file's content was taken (default: now). */
+  private async recordFile(dataset: Dataset, key: string, bytes: number, takenAt?: string): Promise<void> {
+    await query(
+      this.em,
+      `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), coalesce(?::timestamptz, now()), ?, 'datasetArchives', ?, ?)
+       on conflict (key) do update set bytes = excluded.bytes, updated_at = excluded.updated_at`,
+      [newId(), takenAt ?? null, dataset.workspace.id, key, bytes],
+    );
+  }
+
+  private async deleteFile(key: string): Promise<void> {
+    await query(this.em, 'delete from stored_objects where key = ?', [key]);
+    await this.storage.store.delete(key);
+  }
+}

@@ -1,0 +1,179 @@
+// The ultralytics NDJSON dataset format: a dataset header line, then one image record per line. The platform's
+// NDJSON export writes annotations with toNdjsonAnnotations and ingest reads them back with fromNdjsonAnnotations.
+import { createReadStream } from 'node:fs';
+import { basename } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Label, Task } from '../../images/labels.ts';
+import {
+  checkRow,
+  indexClassNames,
+  kptShapeOrNull,
+  labelFromRow,
+  LabelError,
+  namesFromListOrMap,
+  sourceClassId,
+  splitFromName,
+  taskOrNull,
+  type IngestPlan,
+  type PlanItem,
+  type RowKind,
+  type Skipped,
+} from './plan.ts';
+
+/** How each task's labels are written: the annotations key and one row per label. */
+const WRITERS: Partial<Record<Task, { key: string; row: (label: Label) => unknown }>> = {
+  detect: { key: 'boxes', row: (label) => [label.classId, ...(label.bbox ?? [])] },
+  segment: { key: 'segments', row: (label) => [label.classId, ...(label.segments ?? [])] },
+  pose: { key: 'pose', row: (label) => [label.classId, ...(label.bbox ?? []), ...(label.keypoints ?? [])] },
+  obb: { key: 'obb', row: (label) => [label.classId, ...(label.obb ?? [])] },
+  classify: { key: 'classification', row: (label) => label.classId },
+};
+
+/**
+ * The NDJSON `annotations` of an image; undefined when it has no labels, or for semantic and depth datasets,
+ * which the format cannot express.
+ */
+export function toNdjsonAnnotations(task: Task, labels: Label[]): Record<string, unknown[]> | undefined {
+  const writer = WRITERS[task];
+  return writer && labels.length > 0 ? { [writer.key]: labels.map(writer.row) } : undefined;
+}
+
+const ROW_KINDS: Record<string, RowKind> = { boxes: 'box', segments: 'polygon', pose: 'pose', obb: 'obb' };
+
+/** `[xc, yc, w, h, angle]` (radians) as the 4 corners, in the order of ultralytics' xywhr2xyxyxyxy. */
+function obbCorners([xc, yc, w, h, angle]: number[]): number[] {
+  const [ax, ay] = [(w / 2) * Math.cos(angle), (w / 2) * Math.sin(angle)]; // half the width, along the box
+  const [bx, by] = [(-h / 2) * Math.sin(angle), (h / 2) * Math.cos(angle)]; // half the height, across it
+  return [xc + ax + bx, yc + ay + by, xc + ax - bx, yc + ay - by, xc - ax - bx, yc - ay - by, xc - ax + bx, yc - ay + by];
+}
+
+/** A row of numbers checked for its kind; obb rows in the angle form come back as corners. */
+function readRow(kind: RowKind, row: unknown, kptShape: [number, number] | null, classCount: number | null): number[] {
+  if (!Array.isArray(row) || !row.every((value) => typeof value === 'number')) throw new LabelError('must be a list of numbers');
+  const values = kind === 'obb' && row.length === 6 ? [row[0], ...obbCorners(row.slice(1))] : row;
+  checkRow(kind, values, kptShape, classCount);
+  return values;
+}
+
+/** Prefixes a label problem with where it was found. */
+function at<T>(where: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof LabelError) throw new LabelError(`${where}: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * The labels of an NDJSON `annotations` object (source class indexes); a LabelError names the first problem.
+ * Like the ultralytics client, only the first key is read. With kptShape, pose rows must match it.
+ */
+export function fromNdjsonAnnotations(annotations: unknown, options: { kptShape?: [number, number] | null; classCount?: number | null } = {}): Label[] {
+  if (annotations === undefined || annotations === null) return [];
+  if (typeof annotations !== 'object' || Array.isArray(annotations)) throw new LabelError('annotations must be an object');
+  const [first] = Object.entries(annotations);
+  if (!first) return [];
+  const [key, rows] = first;
+  if (!Array.isArray(rows)) throw new LabelError(`annotations.${key} must be a list`);
+  const classCount = options.classCount ?? null;
+  if (key === 'classification') return rows.map((value, index) => ({ classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)) }));
+  const kind = ROW_KINDS[key];
+  if (!kind) throw new LabelError(`annotations.${key}: unknown kind; expected boxes, segments, pose, obb or classification`);
+  return rows.map((row, index) => labelFromRow(kind, at(`annotations.${key}[${index}]`, () => readRow(kind, row, options.kptShape ?? null, classCount))));
+}
+
+/** The task a label's geometry implies, for files whose header names none. */
+function taskOfLabel(label: Label): Task {
+  if (label.keypoints) return 'pose';
+  if (label.segments) return 'segment';
+  if (label.obb) return 'obb';
+  return label.bbox ? 'detect' : 'classify';
+}
+
+interface Header {
+  task: Task | null;
+  classNames: string[] | null;
+  kptShape: [number, number] | null;
+}
+
+/** The dataset record's task, class_names and kpt_shape; a field that is present but unusable is reported. */
+function readHeader(record: Record<string, unknown>, path: string, line: number, skipped: Skipped[]): Header {
+  const header: Header = { task: taskOrNull(record.task), classNames: namesFromListOrMap(record.class_names), kptShape: kptShapeOrNull(record.kpt_shape) };
+  const problems = [
+    record.task !== undefined && !header.task && `unknown task ${JSON.stringify(record.task)}`,
+    record.class_names !== undefined && !header.classNames && 'class_names must be a {"0": name} map or a list',
+    record.kpt_shape !== undefined && !header.kptShape && 'kpt_shape must be [keypoints, 2 or 3]',
+  ];
+  for (const problem of problems) if (problem) skipped.push({ path, reason: `line ${line}: ${problem}; ignored` });
+  return header;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** One image record as a plan item, or why the line is skipped. */
+function readImage(record: Record<string, unknown>, header: Header, line: number): PlanItem | string {
+  if (record.type !== undefined && record.type !== 'image') return `unknown record type ${JSON.stringify(record.type)}`;
+  if (typeof record.file !== 'string' || record.file === '') return '"file" is required';
+  const split = typeof record.split === 'string' ? splitFromName(record.split) : undefined;
+  if (!split) return '"split" must be train, val or test';
+  if (record.metadata !== undefined && !isObject(record.metadata)) return '"metadata" must be an object';
+
+  const item: PlanItem = { path: record.file, split, labels: [] };
+  if (typeof record.url === 'string') item.url = record.url;
+  if (record.metadata) item.metadata = record.metadata;
+  try {
+    item.labels = fromNdjsonAnnotations(record.annotations, { kptShape: header.kptShape, classCount: header.classNames?.length ?? null });
+  } catch (error) {
+    if (!(error instanceof LabelError)) throw error;
+    item.labelError = `line ${line}: ${error.message}`;
+  }
+  return item;
+}
+
+/** Plans an NDJSON dataset file, read line by line so a large file is never held whole. */
+export async function planNdjson(file: string): Promise<IngestPlan> {
+  const name = basename(file);
+  const header: Header = { task: null, classNames: null, kptShape: null };
+  const items: PlanItem[] = [];
+  const skipped: Skipped[] = [];
+  const lineOf = new Map<string, number>();
+  let line = 0;
+  // The first non-empty line is the only place for the dataset record.
+  let headerLine: number | undefined;
+  for await (const text of createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+    line += 1;
+    if (text.trim() === '') continue;
+    headerLine ??= line;
+    let record: unknown;
+    try {
+      record = JSON.parse(text);
+    } catch {
+      skipped.push({ path: name, reason: `line ${line}: not valid JSON` });
+      continue;
+    }
+    if (!isObject(record)) {
+      skipped.push({ path: name, reason: `line ${line}: not a JSON object` });
+      continue;
+    }
+    if (record.type === 'dataset') {
+      if (line === headerLine) Object.assign(header, readHeader(record, name, line, skipped));
+      else skipped.push({ path: name, reason: `line ${line}: a dataset record belongs on the first line` });
+      continue;
+    }
+    const item = readImage(record, header, line);
+    if (typeof item === 'string') skipped.push({ path: typeof record.file === 'string' ? record.file : name, reason: `line ${line}: ${item}` });
+    else if (lineOf.has(item.path)) skipped.push({ path: item.path, reason: `line ${line}: the same file as line ${lineOf.get(item.path)}` });
+    else {
+      lineOf.set(item.path, line);
+      items.push(item);
+    }
+  }
+
+  const firstLabel = items.find((item) => item.labels.length > 0)?.labels[0];
+  const task = header.task ?? (firstLabel ? taskOfLabel(firstLabel) : null);
+  // Without a kpt_shape, keypoints are read as x, y, v triples (the ultralytics default).
+  const keypoints = firstLabel?.keypoints?.length ?? 0;
+  const kptShape = header.kptShape ?? (task === 'pose' && keypoints > 0 && keypoints % 3 === 0 ? [keypoints / 3, 3] : null);
+  return { format: 'ndjson', task, classNames: header.classNames ?? indexClassNames(items), kptShape, items, skipped };
+}

@@ -1,0 +1,134 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { addDelta, applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
+import { Dataset, type Split } from '../datasets/dataset.entity.ts';
+import { pgArray, query } from '../db/sql.ts';
+import { HttpError } from '../http/errors.ts';
+import { lockImageHashes } from '../images/image-blobs.ts';
+import { checkLabels } from '../images/image-labels.ts';
+import { insertImages, type ImageRowInput } from '../images/image-intake.ts';
+import type { Label } from '../images/labels.ts';
+import { JobFailure } from '../jobs/job-runner.ts';
+import { resolveClasses } from './class-resolution.ts';
+import type { IngestPlan } from './formats/plan.ts';
+import type { IngestPayload } from './ingest-payload.ts';
+
+const STAGED_PER_READ = 500;
+/** Per-image problems kept on the job's result; the counts cover all of them. */
+export const MAX_REPORTED_ERRORS = 100;
+
+interface StagedRow {
+  entry_path: string;
+  hash: string;
+  ext: string;
+  name: string;
+  width: number;
+  height: number;
+  channels: number;
+  bytes: string | number;
+  error: string | null;
+  split: Split;
+  labels: Label[];
+  metadata: Record<string, unknown>;
+}
+
+export interface CommitOutcome {
+  imagesAdded: number;
+  imagesSkipped: number;
+  imagesReplaced: number;
+  imagesWithErrors: number;
+  labelsAdded: number;
+  labelErrors: number;
+  classesAdded: string[];
+  errors: string[];
+  /** Images the replace policy deleted: their bytes may now be unused. */
+  replaced: Array<{ hash: string; ext: string }>;
+}
+
+/**
+ * Moves the staged images into the dataset in one transaction under the dataset lock: classes are
+ * resolved, duplicates (same hash in the same split) handled by the conflict policy, labels mapped and
+ * checked, counters adjusted and the staging rows removed. Until this commits the dataset is unchanged.
+ */
+export async function commitIngest(em: EntityManager, jobId: string, plan: IngestPlan, payload: IngestPayload): Promise<CommitOutcome> {
+  const labelProblems = new Map(plan.items.flatMap((item) => (item.labelError ? [[item.path, item.labelError] as const] : [])));
+  return em.transactional(async (tx) => {
+    await lockDataset(tx, payload.datasetId);
+    const dataset = await tx.findOneOrFail(Dataset, payload.datasetId, { refresh: true });
+    if (dataset.deletedAt) throw new JobFailure('The dataset was deleted while the ingest ran');
+    const firstIngest = dataset.imageCount === 0 && dataset.annotationCount === 0;
+    if (firstIngest && plan.task && plan.task !== dataset.task) dataset.task = plan.task;
+    if (plan.kptShape && !dataset.kptShape && dataset.task === 'pose') dataset.kptShape = plan.kptShape;
+    const classes = dataset.task === 'depth' ? { target: plan.classNames.map(() => null), classNames: [], added: [] } : resolveClasses(dataset, plan.classNames, payload.classMapping);
+    dataset.classNames = classes.classNames;
+    await tx.flush();
+
+    const outcome: CommitOutcome = { imagesAdded: 0, imagesSkipped: 0, imagesReplaced: 0, imagesWithErrors: 0, labelsAdded: 0, labelErrors: 0, classesAdded: classes.added, errors: [], replaced: [] };
+    const report = (message: string) => {
+      if (outcome.errors.length < MAX_REPORTED_ERRORS) outcome.errors.push(message);
+    };
+    for (const [path, problem] of labelProblems) {
+      outcome.labelErrors += 1;
+      report(`${path}: ${problem}`);
+    }
+    const added = new Set<string>();
+    let delta: CountDelta = countDelta([], 1);
+    for (let offset = 0; ; offset += STAGED_PER_READ) {
+      const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [jobId, STAGED_PER_READ, offset]);
+      if (staged.length === 0) break;
+      await lockImageHashes(tx, dataset.workspace.id, staged.map((row) => row.hash));
+      const existing = await query<{ id: string; hash: string; split: Split; label_count: number; error: string | null; ext: string }>(
+        tx,
+        'select id, hash, split, label_count, error, ext from images where dataset_id = ? and hash = any(?::text[])',
+        [dataset.id, pgArray([...new Set(staged.map((row) => row.hash))])],
+      );
+      const rows: ImageRowInput[] = [];
+      const doomed: typeof existing = [];
+      for (const row of staged) {
+        const split = payload.targetSplit ?? row.split;
+        const key = `${row.hash}:${split}`;
+        const copies = existing.filter((image) => `${image.hash}:${image.split}` === key);
+        // A second copy within this ingest is always skipped; one already in the dataset follows the policy.
+        if (added.has(key) || (copies.length && payload.conflictPolicy === 'skip')) {
+          outcome.imagesSkipped += 1;
+          continue;
+        }
+        if (payload.conflictPolicy === 'replace') doomed.push(...copies);
+        added.add(key);
+        const labels = row.labels.flatMap((label) => {
+          const classId = classes.target[label.classId];
+          return classId === null || classId === undefined ? [] : [{ ...label, classId }];
+        });
+        let checked = { labels: [] as Label[], shapes: [] as ReturnType<typeof checkLabels>['shapes'] };
+        try {
+          checked = checkLabels(dataset, labels);
+        } catch (error) {
+          if (!(error instanceof HttpError)) throw error;
+          outcome.labelErrors += 1;
+          report(`${row.entry_path}: ${error.message}`);
+        }
+        if (row.error) {
+          outcome.imagesWithErrors += 1;
+          report(`${row.entry_path}: ${row.error}`);
+        }
+        outcome.labelsAdded += checked.labels.length;
+        const metadata = { ...payload.imageMetadata[row.entry_path], ...row.metadata };
+        rows.push({ file: { ...row, bytes: Number(row.bytes) }, name: row.name, split, metadata, checked });
+      }
+      if (doomed.length) {
+        await query(tx, 'delete from images where id = any(?::text[])', [pgArray(doomed.map((image) => image.id))]);
+        delta = countDelta(doomed.map((image) => ({ split: image.split, labelCount: image.label_count, hasError: image.error !== null })), -1, delta);
+        outcome.imagesReplaced += doomed.length;
+        outcome.replaced.push(...doomed);
+      }
+      const inserted = await insertImages(tx, dataset, rows);
+      outcome.imagesAdded += rows.length;
+      delta = addDelta(delta, inserted.delta);
+    }
+    await applyDelta(tx, dataset.id, delta);
+    dataset.source = { format: plan.format, filename: payload.source.filename, jobId, ingestedAt: new Date().toISOString() };
+    await tx.flush();
+    await query(tx, 'delete from ingest_staged_images where job_id = ?', [jobId]);
+    return outcome;
+  });
+}
+

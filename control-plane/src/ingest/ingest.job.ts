@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { query } from '../db/sql.ts';
+import { releaseImageBlobs } from '../images/image-blobs.ts';
+import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
+import type { Storage } from '../storage/storage.ts';
+import { ArchiveError, archiveKindOf, extractArchive } from './archive/extract.ts';
+import { planArchive } from './formats/detect.ts';
+import { planNdjson } from './formats/ndjson.ts';
+import type { IngestPlan } from './formats/plan.ts';
+import { commitIngest } from './ingest-commit.ts';
+import type { IngestPayload } from './ingest-payload.ts';
+import { fetchSource } from './ingest-source.ts';
+import { stageImages } from './ingest-staging.ts';
+
+/**
+ * An ingest: fetch the file → extract (archives) → plan (format detection, labels) → stage every image
+ * (decoded and stored, the dataset untouched) → commit all at once. A failed or cancelled ingest leaves
+ * the dataset as it was: staged rows are dropped and bytes nothing uses are deleted.
+ */
+export class IngestJob implements JobHandler {
+  private readonly storage: Storage;
+  private readonly workRoot: string;
+
+  constructor(storage: Storage, workRoot = tmpdir()) {
+    this.storage = storage;
+    this.workRoot = workRoot;
+  }
+
+  async run(context: JobContext): Promise<Record<string, unknown>> {
+    const payload = context.payload as unknown as IngestPayload;
+    const work = await mkdtemp(join(this.workRoot, `vp-ingest-${context.id}-`));
+    try {
+      context.progress({ stage: 'downloading', percent: 0 });
+      const file = join(work, 'source');
+      await fetchSource(payload.source, this.storage, file, context.signal);
+      const { plan, root } = await this.plan(context, payload, file, join(work, 'files'));
+      context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
+      const staging = await stageImages(context, this.storage, plan, root);
+      context.signal.throwIfAborted();
+      context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
+      const outcome = await commitIngest(context.em, context.id, plan, payload);
+      await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
+      const { replaced: _replaced, ...counts } = outcome;
+      return {
+        format: plan.format,
+        task: plan.task,
+        ...counts,
+        entriesSkipped: plan.skipped.length + staging.skipped.length,
+        skippedReasons: tally([...plan.skipped, ...staging.skipped].map((entry) => entry.reason)),
+        skippedEntries: [...plan.skipped, ...staging.skipped].slice(0, 100),
+      };
+    } catch (error) {
+      if (error instanceof ArchiveError) throw new JobFailure(error.message);
+      throw error;
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async plan(context: JobContext, payload: IngestPayload, file: string, filesDir: string): Promise<{ plan: IngestPlan; root?: string }> {
+    const kind = archiveKindOf(payload.source.filename);
+    if (!kind) throw new JobFailure(`${payload.source.filename}: not a .zip, .tar, .tar.gz, .tgz or .ndjson file`);
+    context.progress({ stage: 'extracting', percent: 5 });
+    if (kind === 'ndjson') return { plan: nonEmpty(await planNdjson(file), payload) };
+    const extracted = await extractArchive(file, kind, filesDir, { signal: context.signal });
+    await rm(file, { force: true });
+    context.progress({ stage: 'planning', percent: 12 });
+    const plan = await planArchive(extracted.root, extracted.files);
+    plan.skipped.push(...extracted.skipped);
+    return { plan: nonEmpty(plan, payload), root: extracted.root };
+  }
+
+  /** Drops what the attempt staged and deletes the bytes no image, version or other job uses. */
+  async discard(context: JobContext): Promise<void> {
+    const staged = await query<{ hash: string; ext: string }>(context.em, 'delete from ingest_staged_images where job_id = ? returning hash, ext', [context.id]);
+    await releaseImageBlobs(context.em, this.storage, context.workspaceId, staged);
+  }
+}
+
+function nonEmpty(plan: IngestPlan, payload: IngestPayload): IngestPlan {
+  if (plan.items.length === 0) throw new JobFailure(`No images found in ${payload.source.filename}`);
+  return plan;
+}
+
+function tally(reasons: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const reason of reasons) {
+    const kind = reason.split(':')[0];
+    counts[kind] = (counts[kind] ?? 0) + 1;
+  }
+  return counts;
+}
+

@@ -1,0 +1,33 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import { Job } from './job.entity.ts';
+
+/** NOTIFY channel that wakes every replica's runner when work is queued. */
+export const JOBS_CHANNEL = 'vp_jobs';
+/** NOTIFY channel carrying the id of a running job to cancel, so whichever replica runs it stops at once. */
+export const JOB_CANCEL_CHANNEL = 'vp_job_cancel';
+
+export interface NewJob {
+  kind: string;
+  workspaceId: string;
+  subjectId?: string;
+  payload: Record<string, unknown>;
+  priority?: number;
+  maxAttempts?: number;
+}
+
+/** Queues a job (flushed with the caller's unit of work) and wakes the runners once it commits. */
+export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
+  const created = em.create(Job, {
+    workspace: job.workspaceId,
+    kind: job.kind,
+    subjectId: job.subjectId ?? null,
+    payload: job.payload,
+    priority: job.priority ?? 0,
+    maxAttempts: job.maxAttempts ?? 3,
+  });
+  await em.flush();
+  // Delivered at commit, so a runner never wakes for a job it cannot see yet.
+  await query(em, `select pg_notify('${JOBS_CHANNEL}', ?)`, [job.kind]);
+  return created;
+}

@@ -1,0 +1,63 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import { requireKey, requireRole } from '../auth/access.ts';
+import type { Actor } from '../auth/actor.ts';
+import { query } from '../db/sql.ts';
+import { Conflict, NotFound } from '../http/errors.ts';
+import { JOB_CANCEL_CHANNEL } from './job-queue.ts';
+import { Job } from './job.entity.ts';
+import type { JobCancelled, JobView } from './job.schemas.ts';
+
+/** Reading and cancelling background jobs; a key sees the jobs of its own workspace only. */
+export class JobService {
+  private readonly em: EntityManager;
+
+  constructor(em: EntityManager) {
+    this.em = em;
+  }
+
+  private async find(actor: Actor, jobId: string): Promise<Job> {
+    const key = requireKey(actor);
+    const job = await this.em.findOne(Job, { id: jobId, workspace: key.workspaceId });
+    if (!job) throw NotFound(`Job ${jobId} not found`);
+    return job;
+  }
+
+  async read(actor: Actor, jobId: string): Promise<z.input<typeof JobView>> {
+    return view(await this.find(actor, jobId));
+  }
+
+  /** A queued job is cancelled at once; a running one is asked to stop and ends as cancelled, its work undone. */
+  async cancel(actor: Actor, jobId: string): Promise<z.input<typeof JobCancelled>> {
+    const job = await this.find(actor, jobId);
+    requireRole(actor, job.workspace.id, 'editor');
+    const [row] = await query<{ status: Job['status'] }>(
+      this.em,
+      `update jobs set cancel_requested = true, updated_at = now(),
+         status = case when status = 'queued' then 'cancelled' else status end,
+         finished_at = case when status = 'queued' then now() else finished_at end,
+         error = case when status = 'queued' then 'Cancelled' else error end
+       where id = ? and status in ('queued', 'running') returning status`,
+      [job.id],
+    );
+    if (!row) throw Conflict(`The job is already ${job.status}`);
+    if (row.status === 'running') await query(this.em, `select pg_notify('${JOB_CANCEL_CHANNEL}', ?)`, [job.id]);
+    return { success: true, status: row.status };
+  }
+}
+
+export function view(job: Job): z.input<typeof JobView> {
+  return {
+    id: job.id,
+    kind: job.kind,
+    status: job.status,
+    datasetId: job.subjectId ?? null,
+    progress: job.progress ?? null,
+    result: job.result ?? null,
+    error: job.error ?? null,
+    attempts: job.attempts,
+    createdAt: job.createdAt.toISOString(),
+    startedAt: job.startedAt?.toISOString() ?? null,
+    finishedAt: job.finishedAt?.toISOString() ?? null,
+  };
+}

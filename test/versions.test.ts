@@ -1,0 +1,239 @@
+// Dataset exports and versions: the NDJSON of the current state (and its cache), numbered versions
+// (reuse by content, descriptions, their own NDJSON), restore from a version, and the image bytes that
+// versions keep alive.
+import t from 'tap';
+import { expectError } from './helpers/expect.ts';
+import { shapeImage } from './helpers/images.ts';
+import { call } from './helpers/server.ts';
+import { createDataset, startWorld, type World } from './helpers/world.ts';
+
+interface NdjsonImage {
+  type: 'image';
+  file: string;
+  url: string;
+  width: number;
+  height: number;
+  split: string;
+  annotations?: Record<string, unknown[]>;
+  metadata?: Record<string, unknown>;
+  hash: string;
+}
+interface Ndjson {
+  header: Record<string, unknown>;
+  images: NdjsonImage[];
+}
+
+const PATH = '/api/datasets/acme-team/parts';
+const round = (box: number[]) => box.map((v) => Math.round(v * 1e5) / 1e5);
+
+/** acme-team/parts: four images, oldest first; "same.png" twice (val, then train), labels on two. */
+async function partsDataset(world: World) {
+  const datasetId = await createDataset(world, world.editor, { dataset: 'parts', name: 'Parts', classNames: ['bolt', 'nut', 'washer'] });
+  const files = { a: await shapeImage({ name: 'a.png' }), b: await shapeImage({ name: 'same.png' }), c: await shapeImage({ name: 'c.png', format: 'jpeg' }), d: await shapeImage({ name: 'same.png' }) };
+  const ids = await world.server.services().imageIntake.add(datasetId, [
+    { bytes: files.a.bytes, filename: 'a.png', split: 'train', labels: [{ classId: 0, bbox: files.a.bbox }], metadata: { camera: 'north' } },
+    { bytes: files.b.bytes, filename: 'same.png', split: 'val', labels: [{ classId: 1, bbox: files.b.bbox }, { classId: 2, bbox: files.b.bbox }] },
+    { bytes: files.c.bytes, filename: 'c.png', split: 'test' },
+    { bytes: files.d.bytes, filename: 'same.png', split: 'train' },
+  ]);
+  return { datasetId, files, ids: { a: ids[0], b: ids[1], c: ids[2], d: ids[3] } };
+}
+
+async function fetchNdjson(url: string): Promise<Ndjson> {
+  const response = await fetch(url);
+  if (response.status !== 200) throw new Error(`NDJSON download: ${response.status}`);
+  const [header, ...images] = (await response.text()).trimEnd().split('\n').map((line) => JSON.parse(line));
+  return { header, images };
+}
+
+/** GET export as `key`; null for an anonymous call. */
+const exportOf = (world: World, query = '', key: string | null = world.editor) =>
+  call<{ downloadUrl: string; cached?: boolean; version?: number }>(world.server, 'GET', `${PATH}/export${query}`, { key: key ?? undefined });
+const saveVersion = (world: World, body?: Record<string, unknown>, key = world.editor) =>
+  call<{ version: number; reused: boolean; downloadUrl?: string }>(world.server, 'POST', `${PATH}/export`, { key, body: body ?? {} });
+const readDataset = async (world: World) => (await call<{ dataset: Record<string, any> }>(world.server, 'GET', PATH, { key: world.editor })).body.dataset;
+const setLabels = (world: World, imageId: string, labels: unknown[]) => call(world.server, 'PATCH', `/api/images/${imageId}`, { key: world.editor, body: { labels } });
+
+/** What must survive a version round trip, per image line (the signed URL aside). */
+const content = (ndjson: Ndjson) => ndjson.images.map(({ url: _url, ...rest }) => rest);
+
+t.test('export of the current state: header, image lines, bytes, cache', async (t) => {
+  const world = await startWorld(t);
+  const { ids, files } = await partsDataset(world);
+  const first = await exportOf(world, '', world.viewer);
+  t.equal(first.status, 200);
+  t.equal(first.body.cached, false);
+  const path = new URL(first.body.downloadUrl).pathname;
+  t.match(path, /\/parts\.ndjson$/, 'the file name ends in .ndjson');
+
+  const { header, images } = await fetchNdjson(first.body.downloadUrl);
+  t.match(header, { type: 'dataset', task: 'detect', name: 'Parts', description: '', class_names: { 0: 'bolt', 1: 'nut', 2: 'washer' } });
+  t.notOk('version' in header, 'the current state has no version number');
+  t.ok(Date.parse(header.created_at as string) && Date.parse(header.updated_at as string));
+  t.same(
+    images.map(({ file, split, width, height }) => ({ file, split, width, height })),
+    [
+      { file: 'a.png', split: 'train', width: 64, height: 48 },
+      { file: 'same.png', split: 'val', width: 64, height: 48 },
+      { file: 'c.png', split: 'test', width: 64, height: 48 },
+      { file: `${images[3].hash.slice(0, 8)}-same.png`, split: 'train', width: 64, height: 48 },
+    ],
+    'oldest first; a repeated name gets the hash prefix',
+  );
+  t.same(images[0].annotations, { boxes: [[0, ...round(files.a.bbox)]] });
+  t.same(images[1].annotations, { boxes: [[1, ...round(files.b.bbox)], [2, ...round(files.b.bbox)]] });
+  t.notOk('annotations' in images[2], 'no labels, no annotations');
+  t.same(images[0].metadata, { camera: 'north' });
+  t.notOk('metadata' in images[1], 'empty metadata is left out');
+  t.ok(images.every((image) => image.type === 'image' && /^[0-9a-f]{64}$/.test(image.hash)));
+  const bytes = Buffer.from(await (await fetch(images[2].url)).arrayBuffer());
+  t.same(bytes, files.c.bytes, 'the image URL serves the stored bytes');
+
+  const again = await exportOf(world);
+  t.equal(again.body.cached, true, 'nothing changed: the file is reused');
+  t.equal(new URL(again.body.downloadUrl).pathname, path, 'same path, only the query changes');
+
+  await setLabels(world, ids.c, [{ classId: 2, bbox: [0.5, 0.5, 0.2, 0.2] }]);
+  const changed = await exportOf(world);
+  t.equal(changed.body.cached, false, 'a label edit writes a new file');
+  t.equal(new URL(changed.body.downloadUrl).pathname, path);
+  t.same((await fetchNdjson(changed.body.downloadUrl)).images[2].annotations, { boxes: [[2, 0.5, 0.5, 0.2, 0.2]] });
+
+  await call(world.server, 'PATCH', PATH, { key: world.editor, body: { description: 'Bolts and nuts' } });
+  const described = await exportOf(world);
+  t.equal(described.body.cached, false, 'a new description is a change too');
+  t.equal((await fetchNdjson(described.body.downloadUrl)).header.description, 'Bolts and nuts');
+});
+
+/** The dataset's image IDs, oldest first. */
+async function imageIds(world: World): Promise<string[]> {
+  const listing = await call<{ images: Array<{ id: string }> }>(world.server, 'GET', `${PATH}/images?sort=oldest`, { key: world.editor });
+  return listing.body.images.map((image) => image.id);
+}
+
+t.test('versions: numbered, reused while unchanged, described, exported as saved', async (t) => {
+  const world = await startWorld(t);
+  const { ids, files } = await partsDataset(world);
+  const first = await saveVersion(world, { description: 'first cut' });
+  t.equal(first.status, 200);
+  t.match(first.body, { version: 1, reused: false });
+  const v1 = await fetchNdjson(first.body.downloadUrl!);
+  t.match(v1.header, { type: 'dataset', version: 1, name: 'Parts', class_names: { 0: 'bolt', 1: 'nut', 2: 'washer' } });
+  t.same(content(v1), content(await fetchNdjson((await exportOf(world)).body.downloadUrl)), 'version 1 holds the current content');
+
+  const same = await saveVersion(world, { description: 'still the first', download: false });
+  t.same(same.body, { version: 1, reused: true }, 'unchanged content reuses the version; download false leaves out the URL');
+  t.match((await readDataset(world)).versions, [{ version: 1, description: 'still the first' }], 'a sent description updates the reused version');
+  t.match((await saveVersion(world)).body, { version: 1, reused: true });
+  t.equal((await readDataset(world)).versions[0].description, 'still the first', 'no description sent, none changed');
+
+  await setLabels(world, ids.c, [{ classId: 0, bbox: [0.5, 0.5, 0.25, 0.25] }]);
+  const second = await saveVersion(world);
+  t.match(second.body, { version: 2, reused: false });
+  t.match((await readDataset(world)).versions, [{ version: 1 }, { version: 2, description: null }]);
+
+  const old = await exportOf(world, '?v=1');
+  t.same(Object.keys(old.body).sort(), ['downloadUrl', 'version']);
+  t.equal(old.body.version, 1);
+  t.match(new URL(old.body.downloadUrl).pathname, /parts-v1\.ndjson$/);
+  const oldFile = await fetchNdjson(old.body.downloadUrl);
+  t.same(content(oldFile), content(v1), 'v=1 is version 1, whatever changed since');
+  t.same(Buffer.from(await (await fetch(oldFile.images[0].url)).arrayBuffer()), files.a.bytes);
+  t.equal(new URL((await exportOf(world, '?v=1')).body.downloadUrl).pathname, new URL(old.body.downloadUrl).pathname, 'a version keeps its path');
+  t.same((await fetchNdjson((await exportOf(world, '?v=2')).body.downloadUrl)).images[2].annotations, { boxes: [[0, 0.5, 0.5, 0.25, 0.25]] });
+
+  const patched = await call(world.server, 'PATCH', `${PATH}/export`, { key: world.editor, body: { version: 2, description: 'labeled c' } });
+  t.same(patched.body, { ok: true });
+  t.match((await readDataset(world)).versions, [{ version: 1 }, { version: 2, description: 'labeled c' }]);
+
+  expectError(t, await exportOf(world, '?v=3'), 404, 'Version 3 of dataset acme-team/parts not found');
+  expectError(t, await call(world.server, 'PATCH', `${PATH}/export`, { key: world.editor, body: { version: 7, description: 'x' } }), 404);
+  expectError(t, await call(world.server, 'POST', `${PATH}/restore`, { key: world.editor, body: { version: 7 } }), 404);
+  expectError(t, await exportOf(world, '?v=0'), 400, /v/);
+  expectError(t, await call(world.server, 'PATCH', `${PATH}/export`, { key: world.editor, body: { version: 1 } }), 400, /description/);
+  expectError(t, await saveVersion(world, { description: 'x'.repeat(1001) }), 400, /description/);
+  expectError(t, await saveVersion(world, { tag: 'v1' }), 400);
+});
+
+t.test('two saves at once take different numbers, or the same version', async (t) => {
+  const world = await startWorld(t);
+  const { ids } = await partsDataset(world);
+  const [one, two] = await Promise.all([saveVersion(world, { download: false }), saveVersion(world, { download: false })]);
+  t.same([one.body.version, two.body.version], [1, 1], 'same content: both answer version 1');
+  t.same([one.body.reused, two.body.reused].sort(), [false, true]);
+  await setLabels(world, ids.c, [{ classId: 1, bbox: [0.5, 0.5, 0.1, 0.1] }]);
+  t.match((await saveVersion(world, { download: false })).body, { version: 2, reused: false });
+});
+
+t.test('restore rebuilds images, labels and classes, with the bytes of deleted images', async (t) => {
+  const world = await startWorld(t);
+  const { ids, files } = await partsDataset(world);
+  const saved = await saveVersion(world, { description: 'before cleanup' });
+  const v1 = await fetchNdjson(saved.body.downloadUrl!);
+  const before = await readDataset(world);
+
+  const merged = await call(world.server, 'POST', `${PATH}/classes/merge`, { key: world.editor, body: { sourceClassIds: [1], targetClassId: 0 } });
+  t.equal(merged.status, 200);
+  t.equal((await call(world.server, 'DELETE', `/api/images/${ids.a}`, { key: world.editor })).status, 200);
+  await setLabels(world, ids.c, [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2] }]);
+  t.match(await readDataset(world), { imageCount: 3, classNames: ['bolt', 'washer'] });
+  t.equal((await fetch(v1.images[0].url)).status, 200, 'bytes of a deleted image stay while a version uses them');
+
+  const restored = await call(world.server, 'POST', `${PATH}/restore`, { key: world.editor, body: { version: 1 } });
+  t.same(restored.body, { version: 1, imageCount: 4 });
+  const after = await readDataset(world);
+  t.same(after.classNames, ['bolt', 'nut', 'washer'], 'class names as saved');
+  t.same(after.classColors, before.classColors, 'each class keeps its colour');
+  t.match(after, { imageCount: 4, annotationCount: 3, splits: { train: 2, val: 1, test: 1, labeled: 2 } });
+
+  const now = await fetchNdjson((await exportOf(world)).body.downloadUrl);
+  t.same(content(now), content(v1), 'images, splits, labels and metadata as the version keeps them');
+  const newIds = await imageIds(world);
+  t.equal(newIds.length, 4);
+  t.notOk(newIds.some((id) => Object.values(ids).includes(id)), 'restored images are new rows');
+  const image = await call<{ labels: unknown[]; imageUrl: string; metadata: unknown }>(world.server, 'GET', `/api/images/${newIds[0]}`, { key: world.editor });
+  t.same(image.body.labels, [{ classId: 0, bbox: round(files.a.bbox) }]);
+  t.same(image.body.metadata, { camera: 'north' });
+  t.same(Buffer.from(await (await fetch(image.body.imageUrl)).arrayBuffer()), files.a.bytes, 'the deleted image is served again, bytes never copied');
+  const search = await call<{ images: Array<{ id: string }> }>(world.server, 'GET', `${PATH}/images?search=north`, { key: world.editor });
+  t.same(search.body.images.map((i) => i.id), [newIds[0]], 'metadata is searchable again');
+
+  t.match((await saveVersion(world, { download: false })).body, { version: 1, reused: true }, 'the restored dataset is version 1 again');
+});
+
+t.test('bytes only a version uses are kept; bytes nothing uses are freed', async (t) => {
+  const world = await startWorld(t);
+  const datasetId = await createDataset(world, world.alice, { dataset: 'loose', name: 'Loose' });
+  const [kept, dropped] = [await shapeImage(), await shapeImage()];
+  const [keptId, droppedId] = await world.server.services().imageIntake.add(datasetId, [
+    { bytes: kept.bytes, filename: kept.filename },
+    { bytes: dropped.bytes, filename: dropped.filename },
+  ]);
+  const urlOf = async (id: string) => (await call<{ imageUrl: string }>(world.server, 'GET', `/api/images/${id}`, { key: world.alice })).body.imageUrl;
+  const keptUrl = await urlOf(keptId);
+  const droppedUrl = await urlOf(droppedId);
+  await call(world.server, 'DELETE', `/api/images/${droppedId}`, { key: world.alice });
+  t.match((await call(world.server, 'POST', '/api/datasets/alice/loose/export', { key: world.alice, body: { download: false } })).body, { version: 1 });
+  await call(world.server, 'DELETE', `/api/images/${keptId}`, { key: world.alice });
+  t.equal((await fetch(keptUrl)).status, 200, 'in version 1: kept');
+  t.equal((await fetch(droppedUrl)).status, 404, 'in no version: freed');
+});
+
+t.test('access: viewers read, editors save, strangers see nothing of private datasets', async (t) => {
+  const world = await startWorld(t);
+  await partsDataset(world);
+  expectError(t, await saveVersion(world, {}, world.viewer), 403);
+  expectError(t, await call(world.server, 'PATCH', `${PATH}/export`, { key: world.viewer, body: { version: 1, description: 'x' } }), 403);
+  expectError(t, await call(world.server, 'POST', `${PATH}/restore`, { key: world.viewer, body: { version: 1 } }), 403);
+  expectError(t, await call(world.server, 'POST', `${PATH}/export`, { body: {} }), 401);
+  expectError(t, await exportOf(world, '', world.bobby), 404, 'Dataset acme-team/parts not found');
+  expectError(t, await exportOf(world, '', null), 404);
+  expectError(t, await saveVersion(world, {}, world.bobby), 404);
+  expectError(t, await call(world.server, 'GET', '/api/datasets/acme-team/nothing/export', { key: world.editor }), 404);
+
+  await call(world.server, 'PATCH', PATH, { key: world.editor, body: { visibility: 'public' } });
+  const anonymous = await exportOf(world, '', null);
+  t.equal(anonymous.status, 200, 'a public dataset exports anonymously');
+  t.equal((await fetchNdjson(anonymous.body.downloadUrl)).images.length, 4);
+  expectError(t, await saveVersion(world, {}, world.bobby), 403, 'Permission denied for this operation');
+});
