@@ -1,7 +1,12 @@
 // The Images API: reads, label and metadata edits, deletes, split moves, signed URLs and the list's
 // filters, sorts and pages, on images drawn with sharp whose labels are known exactly.
+import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import t from 'tap';
+import { query } from '../control-plane/src/db/sql.ts';
+import { sweepOrphanImageBlobs } from '../control-plane/src/images/image-blobs.ts';
+import { decodeImage } from '../control-plane/src/images/image-decode.ts';
+import { storeImageFiles } from '../control-plane/src/images/image-intake.ts';
 import { expectError } from './helpers/expect.ts';
 import { shapeImage } from './helpers/images.ts';
 import { call } from './helpers/server.ts';
@@ -220,4 +225,29 @@ t.test('a refused intake stores nothing', async (t) => {
   for await (const entry of world.server.storage.store.list('ws/')) blobs.push(entry.key);
   t.same(blobs, [], 'and none are in the store');
   t.equal((await list(world)).body.total, 0);
+});
+
+t.test('the hourly sweep deletes image bytes nothing refers to, and only those', async (t) => {
+  const world = await startWorld(t);
+  const datasetId = await createDataset(world, world.alice, { dataset: 'shapes', name: 'Shapes' });
+  const kept = await shapeImage();
+  await world.server.services().imageIntake.add(datasetId, [{ bytes: kept.bytes, filename: 'kept.png' }]);
+  // Bytes stored by a process that died before recording their use.
+  const lost = await shapeImage();
+  const services = world.server.services();
+  const [workspace] = await query<{ workspace_id: string }>(services.em, 'select workspace_id from datasets where id = ?', [datasetId]);
+  await storeImageFiles(services.em, services.storage, workspace.workspace_id, await decodeImage(lost.bytes, 'lost.png'), lost.bytes);
+  const keys = async () => {
+    const found: string[] = [];
+    for await (const entry of world.server.storage.store.list('ws/')) found.push(entry.key);
+    return found.sort();
+  };
+  t.equal((await keys()).length, 4, 'two images, two thumbnails');
+  t.equal(await sweepOrphanImageBlobs(services.em, services.storage), 0, 'young bytes are left alone');
+  await query(services.em, `update stored_objects set created_at = now() - interval '2 days'`);
+  t.equal(await sweepOrphanImageBlobs(services.em, services.storage), 1);
+  const left = await keys();
+  t.equal(left.length, 2);
+  t.ok(left.every((key) => key.includes(createHash('sha256').update(kept.bytes).digest('hex'))), 'what is left belongs to the image in the dataset');
+  t.equal((await list(world)).body.total, 1);
 });

@@ -14,6 +14,8 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobRunner } from './jobs/job-runner.ts';
+import { sweepOrphanImageBlobs } from './images/image-blobs.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { FileUrls } from './storage/file-urls.ts';
 import { UrlSigner } from './storage/signed-url.ts';
 import type { Storage } from './storage/storage.ts';
@@ -73,10 +75,10 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const store = await openBlobStore(config.storageUrl, config.dataDir);
   const signer = new UrlSigner(secret, () => baseUrl);
   const storage: Storage = { store, signer, urls: new FileUrls(store, signer) };
-  const sweepTimer = setInterval(
-    () => new UploadService(orm.em.fork(), storage).sweepExpired().catch((error) => log.warn({ err: error }, 'upload sweep failed')),
-    3600_000,
-  );
+  const sweepTimer = setInterval(() => {
+    new UploadService(orm.em.fork(), storage).sweepExpired().catch((error) => log.warn({ err: error }, 'upload sweep failed'));
+    sweepOrphanImageBlobs(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'image sweep failed'));
+  }, 3600_000);
   sweepTimer.unref();
   const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);

@@ -50,20 +50,31 @@ export const IMAGES_WITH_LABELS = `
   from images i left join lateral (select jsonb_agg(a.label order by a.position) as labels from annotations a where a.image_id = i.id) l on true
   where i.dataset_id = ?`;
 
-/** The dataset's images as they are now, page by page by keyset. Run it in one snapshot (repeatable read) for a consistent file. */
-export async function* liveImagePages(em: EntityManager, datasetId: string): AsyncGenerator<ExportImage[]> {
-  let after: string | undefined;
-  for (;;) {
-    const rows = await query<ExportImage & { id: string }>(
-      em,
-      `${IMAGES_WITH_LABELS} ${after ? 'and (i.created_at, i.id) > (select created_at, id from images where id = ?)' : ''}
-       order by i.created_at, i.id limit ${PAGE_SIZE}`,
-      after ? [datasetId, after] : [datasetId],
-    );
-    if (rows.length > 0) yield rows;
-    if (rows.length < PAGE_SIZE) return;
-    after = rows[rows.length - 1].id;
+/**
+ * Pages by keyset, asking for the next page before handing out this one: the database reads while the
+ * caller signs and writes.
+ */
+async function* keysetPages<T>(fetchAfter: (last: T | undefined) => Promise<T[]>): AsyncGenerator<T[]> {
+  let page = await fetchAfter(undefined);
+  while (page.length > 0) {
+    const next = page.length === PAGE_SIZE ? fetchAfter(page[page.length - 1]) : Promise.resolve([]);
+    // Handled here too, so a caller that stops early never leaves a rejection unhandled.
+    next.catch(() => undefined);
+    yield page;
+    page = await next;
   }
+}
+
+/** The dataset's images as they are now, oldest first. Run it in one snapshot (repeatable read) for a consistent file. */
+export function liveImagePages(em: EntityManager, datasetId: string): AsyncGenerator<ExportImage[]> {
+  return keysetPages<ExportImage & { id: string }>((last) =>
+    query(
+      em,
+      `${IMAGES_WITH_LABELS} ${last ? 'and (i.created_at, i.id) > (select created_at, id from images where id = ?)' : ''}
+       order by i.created_at, i.id limit ${PAGE_SIZE}`,
+      last ? [datasetId, last.id] : [datasetId],
+    ),
+  );
 }
 
 /** An image of a version's manifest: what an export writes, plus what a restore needs. */
@@ -75,18 +86,16 @@ export interface VersionImageRow extends ExportImage {
   error: string | null;
 }
 
-/** A version's images from its manifest, page by page in position order. */
-export async function* versionImagePages(em: EntityManager, versionId: string): AsyncGenerator<VersionImageRow[]> {
-  for (let from = 0; ; from += PAGE_SIZE) {
-    const rows = await query<VersionImageRow>(
+/** A version's images from its manifest, in position order. */
+export function versionImagePages(em: EntityManager, versionId: string): AsyncGenerator<VersionImageRow[]> {
+  return keysetPages<VersionImageRow>((last) =>
+    query(
       em,
       `select position, hash, ext, name, width, height, channels, bytes, split, error, labels, metadata from dataset_version_images
-       where version_id = ? and position >= ? order by position limit ${PAGE_SIZE}`,
-      [versionId, from],
-    );
-    if (rows.length > 0) yield rows;
-    if (rows.length < PAGE_SIZE) return;
-  }
+       where version_id = ? and position > ? order by position limit ${PAGE_SIZE}`,
+      [versionId, last?.position ?? -1],
+    ),
+  );
 }
 
 /**

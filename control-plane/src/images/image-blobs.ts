@@ -3,37 +3,78 @@ import { pgArray, query } from '../db/sql.ts';
 import type { Storage } from '../storage/storage.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 
+/** Hashes released per transaction: one statement locks them, one finds the unused ones. */
+const RELEASE_BATCH = 500;
+
 /**
  * Transaction-scoped locks on (workspace, hash), taken in a fixed order. Adding an image holds them while
  * it checks the bytes are stored and inserts the row; releasing holds them while it checks nothing
  * refers to the bytes and deletes them. So a release never deletes bytes a new row points at.
  */
 export async function lockImageHashes(em: EntityManager, workspaceId: string, hashes: string[]): Promise<void> {
-  for (const hash of [...new Set(hashes)].sort()) {
-    await query(em, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [`image:${workspaceId}:${hash}`]);
-  }
+  const keys = [...new Set(hashes)].sort().map((hash) => `image:${workspaceId}:${hash}`);
+  if (keys.length) await query(em, 'select count(pg_advisory_xact_lock(hashtextextended(k, 0))) from (select unnest(?::text[]) as k order by 1) locks', [pgArray(keys)]);
 }
 
 /**
- * Deletes the stored bytes of images no row of the workspace refers to any more (after their rows are gone).
- * A saved dataset version of the workspace counts as a user: restoring it needs the bytes.
+ * Deletes the stored bytes of images nothing in the workspace refers to any more: no image row, no
+ * saved dataset version (restoring one needs the bytes) and no ingest that has them staged.
  */
 export async function releaseImageBlobs(em: EntityManager, storage: Storage, workspaceId: string, files: Array<{ hash: string; ext: string }>): Promise<void> {
-  const unique = new Map(files.map((file) => [`${file.hash}.${file.ext}`, file]));
-  for (const file of unique.values()) {
+  const unique = [...new Map(files.map((file) => [`${file.hash}.${file.ext}`, file])).values()];
+  for (let start = 0; start < unique.length; start += RELEASE_BATCH) {
+    const batch = unique.slice(start, start + RELEASE_BATCH);
     await em.transactional(async (tx) => {
-      await lockImageHashes(tx, workspaceId, [file.hash]);
-      const [used] = await query<{ used: boolean }>(
-        tx,
-        `select exists (select 1 from images where workspace_id = ? and hash = ?)
-           or exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id join datasets d on d.id = v.dataset_id
-                      where d.workspace_id = ? and vi.hash = ?) as used`,
-        [workspaceId, file.hash, workspaceId, file.hash],
+      await lockImageHashes(tx, workspaceId, batch.map((file) => file.hash));
+      const unused = new Set(
+        (
+          await query<{ hash: string }>(
+            tx,
+            `select h as hash from unnest(?::text[]) h
+             where not exists (select 1 from images where workspace_id = ? and hash = h)
+               and not exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id join datasets d on d.id = v.dataset_id
+                               where d.workspace_id = ? and vi.hash = h)
+               and not exists (select 1 from ingest_staged_images s join jobs j on j.id = s.job_id where j.workspace_id = ? and s.hash = h)`,
+            [pgArray(batch.map((file) => file.hash)), workspaceId, workspaceId, workspaceId],
+          )
+        ).map((row) => row.hash),
       );
-      if (used.used) return;
-      const keys = [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)];
+      const keys = batch.filter((file) => unused.has(file.hash)).flatMap((file) => [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)]);
+      if (keys.length === 0) return;
       await query(tx, 'delete from stored_objects where key = any(?::text[])', [pgArray(keys)]);
       for (const key of keys) await storage.store.delete(key);
     });
   }
+}
+
+/** Stored bytes younger than this may belong to an ingest or intake still on its way to its rows. */
+const ORPHAN_AGE_HOURS = 24;
+
+/**
+ * The safety net behind every cleanup that a crash can interrupt: staged rows of jobs that have ended,
+ * and image bytes stored over a day ago that nothing refers to (a process died between storing them and
+ * recording their use), are removed. Runs hourly; safe on several replicas at once (hash locks).
+ */
+export async function sweepOrphanImageBlobs(em: EntityManager, storage: Storage): Promise<number> {
+  const leftovers = await query<{ workspace_id: string; hash: string; ext: string }>(
+    em,
+    `delete from ingest_staged_images s using jobs j where j.id = s.job_id and j.status in ('completed', 'failed', 'cancelled')
+     returning j.workspace_id, s.hash, s.ext`,
+  );
+  const candidates = await query<{ workspace_id: string; hash: string; ext: string }>(
+    em,
+    `select o.workspace_id, m[1] as hash, m[2] as ext
+     from stored_objects o, regexp_match(o.key, '/images/([0-9a-f]{64})\\.([a-z0-9]+)$') m
+     where m is not null and o.kind = 'datasetImages' and o.created_at < now() - make_interval(hours => ?)
+       and not exists (select 1 from images i where i.workspace_id = o.workspace_id and i.hash = m[1])`,
+    [ORPHAN_AGE_HOURS],
+  );
+  const byWorkspace = new Map<string, Array<{ hash: string; ext: string }>>();
+  for (const row of [...leftovers, ...candidates]) {
+    const files = byWorkspace.get(row.workspace_id);
+    if (files) files.push(row);
+    else byWorkspace.set(row.workspace_id, [row]);
+  }
+  for (const [workspaceId, files] of byWorkspace) await releaseImageBlobs(em, storage, workspaceId, files);
+  return candidates.length;
 }

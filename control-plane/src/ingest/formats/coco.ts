@@ -76,7 +76,11 @@ function splitFromWords(name: string): Split | undefined {
 function imageResolver(images: string[]): (fileName: string, jsonDir: string) => string | undefined {
   const exact = new Set(images);
   const byBasename = new Map<string, string[]>();
-  for (const image of images) byBasename.set(posix.basename(image), [...(byBasename.get(posix.basename(image)) ?? []), image]);
+  for (const image of images) {
+    const group = byBasename.get(posix.basename(image));
+    if (group) group.push(image);
+    else byBasename.set(posix.basename(image), [image]);
+  }
   return (fileName, jsonDir) => {
     const name = fileName.replaceAll('\\', '/');
     const found = [posix.join(jsonDir, name), posix.join(jsonDir, 'images', name), posix.normalize(name)].find((path) => exact.has(path));
@@ -107,32 +111,35 @@ function collect(files: CocoFile[], images: string[], skipped: Skipped[]): Map<s
     const split = splitFromWords(posix.basename(file.path, '.json')) ?? splitFromWords(posix.basename(dir));
     // null: the record was reported already, so its annotations are dropped quietly.
     const byId = new Map<unknown, Entry | null>();
-    file.images.forEach((raw, index) => {
+    for (const [index, raw] of file.images.entries()) {
       const record = ImageRecord.safeParse(raw);
-      const at = `images[${index}]`;
-      if (!record.success) return skipped.push({ path: file.path, reason: `${at}.${issue(record.error)}` });
+      if (!record.success) {
+        skipped.push({ path: file.path, reason: `images[${index}].${issue(record.error)}` });
+        continue;
+      }
       const { id, file_name, width, height } = record.data;
       const path = resolve(file_name, dir);
-      const claimed = path === undefined ? undefined : entries.get(path);
-      if (path === undefined || claimed) {
+      const claimedBy = path === undefined ? undefined : entries.get(path)?.json;
+      if (path === undefined || claimedBy) {
         byId.set(id, null);
-        const why = path === undefined ? 'is not in the archive' : `is already annotated by ${claimed!.json}`;
-        return skipped.push({ path: file.path, reason: `${at}: "${file_name}" ${why}` });
+        const why = claimedBy ? `is already annotated by ${claimedBy}` : 'is not in the archive';
+        skipped.push({ path: file.path, reason: `images[${index}]: "${file_name}" ${why}` });
+        continue;
       }
       const entry: Entry = { json: file.path, split: split ?? splitFromPath(path), width, height, annotations: [] };
       entries.set(path, entry);
       byId.set(id, entry);
-    });
-    file.annotations.forEach((raw, index) => {
+    }
+    for (const [index, raw] of file.annotations.entries()) {
       const imageId = (raw as { image_id?: unknown } | null)?.image_id;
       const entry = byId.get(imageId);
-      if (entry === undefined) return skipped.push({ path: file.path, reason: `annotations[${index}]: image_id ${JSON.stringify(imageId)} is not in images` });
-      if (!entry || entry.error) return;
+      if (entry === undefined) skipped.push({ path: file.path, reason: `annotations[${index}]: image_id ${JSON.stringify(imageId)} is not in images` });
+      if (!entry || entry.error) continue;
       const parsed = Annotation.safeParse(raw);
       if (!parsed.success) entry.error = `${file.path} annotations[${index}].${issue(parsed.error)}`;
       // Crowd regions are not instances (ultralytics' converter drops them too); their masks are RLE anyway.
       else if (!parsed.data.iscrowd) entry.annotations.push({ index, annotation: parsed.data });
-    });
+    }
   }
   return entries;
 }

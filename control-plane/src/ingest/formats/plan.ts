@@ -2,7 +2,7 @@
 // names), before the ingest job maps classes, decodes images and stores them. Plus the small rules that
 // every format reader shares: image extensions, split folder names, class indexes and class name lists.
 import { posix } from 'node:path';
-import { SPLITS, type Split } from '../../datasets/dataset.entity.ts';
+import type { Split } from '../../datasets/dataset.entity.ts';
 import { TASKS, type Label, type Task } from '../../images/labels.ts';
 
 export interface PlanItem {
@@ -63,7 +63,6 @@ export function splitFromPath(path: string): Split | undefined {
   return undefined;
 }
 
-export const isSplit = (value: unknown): value is Split => (SPLITS as readonly unknown[]).includes(value);
 export const taskOrNull = (value: unknown): Task | null => ((TASKS as readonly unknown[]).includes(value) ? (value as Task) : null);
 
 /** A source class index: a non-negative integer, below classCount when the source names its classes. */

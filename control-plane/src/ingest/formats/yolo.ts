@@ -36,7 +36,7 @@ export interface DatasetYaml {
 const depth = (path: string) => path.split('/').length;
 const byDepth = (a: string, b: string) => depth(a) - depth(b) || a.localeCompare(b);
 
-export const isDatasetYaml = (path: string) => DATASET_YAML_NAMES.includes(posix.basename(path).toLowerCase());
+const isDatasetYaml = (path: string) => DATASET_YAML_NAMES.includes(posix.basename(path).toLowerCase());
 
 /** The shallowest usable data.yaml / dataset.yaml; the others, and unusable ones, are reported as skipped. */
 export async function readDatasetYaml(root: string, paths: string[]): Promise<{ yaml: DatasetYaml | null; skipped: Skipped[] }> {
@@ -50,7 +50,8 @@ export async function readDatasetYaml(root: string, paths: string[]): Promise<{ 
     try {
       yaml = datasetYaml(path, parseYaml(await readFile(join(root, path), 'utf8')));
     } catch (error) {
-      skipped.push({ path, reason: `not a usable dataset YAML: ${(error as Error).message}` });
+      // The yaml parser appends a source excerpt on further lines; the first says what is wrong.
+      skipped.push({ path, reason: `not a usable dataset YAML: ${(error as Error).message.split('\n')[0]}` });
     }
   }
   return { yaml, skipped };
