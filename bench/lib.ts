@@ -1,5 +1,6 @@
 // Shared by the benchmarks: child processes that are always stopped, free ports, the benchmark database.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -149,3 +150,27 @@ export async function startControlPlane(
   );
   return { child, base: match };
 }
+
+/** Resident memory of a process now, from /proc. */
+export function rssBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
+  return line ? Number(line[1]) * 1024 : 0;
+}
+
+/**
+ * Streams the file to the signed URL with exactly the returned headers, from curl: a separate, lean client,
+ * so the figure is the control plane's and not a Node client's sharing its CPU.
+ */
+export function putFile(url: string, headers: Record<string, string>, path: string): Promise<void> {
+  const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+  return new Promise((resolve, reject) => {
+    const curl = spawn('curl', ['-sS', '--fail-with-body', '-H', 'Expect:', ...headerArgs, '-T', path, '-o', '/dev/null', url], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    curl.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    curl.once('error', (error) => reject(new Error(`curl could not start (${error.message}); install curl`)));
+    curl.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`curl PUT failed (${code}): ${stderr.trim()}`))));
+  });
+}
+

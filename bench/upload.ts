@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { startS3Process } from '../test/helpers/s3-server.ts';
-import { adminQuery, children, positiveInt, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, children, positiveInt, putFile, rssBytes, startControlPlane, stopChild } from './lib.ts';
 
 const GIB = positiveInt('BENCH_UPLOAD_GIB', 2);
 /** Each figure is the median of this many runs: this disk's speed swings from run to run. */
@@ -59,28 +59,6 @@ const settle = () => command('sync', []);
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
-}
-
-function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
-  return line ? Number(line[1]) * 1024 : 0;
-}
-
-/**
- * Streams the file to the signed URL with exactly the returned headers, from curl: a separate, lean client,
- * so the figure is the control plane's and not a Node client's sharing its CPU.
- */
-function putFile(url: string, headers: Record<string, string>, path: string): Promise<void> {
-  const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
-  return new Promise((resolve, reject) => {
-    const curl = spawn('curl', ['-sS', '--fail-with-body', '-H', 'Expect:', ...headerArgs, '-T', path, '-o', '/dev/null', url], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    curl.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    curl.once('error', (error) => reject(new Error(`curl could not start (${error.message}); install curl`)));
-    curl.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`curl PUT failed (${code}): ${stderr.trim()}`))));
-  });
 }
 
 /** A control plane on one store, ready to take uploads; its RSS is sampled from the moment it is up. */

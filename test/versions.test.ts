@@ -124,7 +124,9 @@ t.test('versions: numbered, reused while unchanged, described, exported as saved
   const same = await saveVersion(world, { description: 'still the first', download: false });
   t.same(same.body, { version: 1, reused: true }, 'unchanged content reuses the version; download false leaves out the URL');
   t.match((await readDataset(world)).versions, [{ version: 1, description: 'still the first' }], 'a sent description updates the reused version');
-  t.match((await saveVersion(world)).body, { version: 1, reused: true });
+  const bare = await call<{ version: number; reused: boolean; downloadUrl?: string }>(world.server, 'POST', `${PATH}/export`, { key: world.editor });
+  t.match(bare.body, { version: 1, reused: true }, 'the body is optional');
+  t.ok(bare.body.downloadUrl, 'download defaults to true');
   t.equal((await readDataset(world)).versions[0].description, 'still the first', 'no description sent, none changed');
 
   await setLabels(world, ids.c, [{ classId: 0, bbox: [0.5, 0.5, 0.25, 0.25] }]);
@@ -236,4 +238,82 @@ t.test('access: viewers read, editors save, strangers see nothing of private dat
   t.equal(anonymous.status, 200, 'a public dataset exports anonymously');
   t.equal((await fetchNdjson(anonymous.body.downloadUrl)).images.length, 4);
   expectError(t, await saveVersion(world, {}, world.bobby), 403, 'Permission denied for this operation');
+});
+
+interface Comparison {
+  summary?: { added: number; removed: number; modified: number; moved: number; labelsAdded: number; labelsRemoved: number; header: Record<string, unknown> };
+  items: Array<{ hash: string; name: string; change: string; base?: { split: string; labelCount: number }; head?: { split: string; labelCount: number } }>;
+  nextCursor?: string;
+}
+
+t.test('compare: what changed between two versions, page by page, and one image per version', async (t) => {
+  const world = await startWorld(t);
+  const { ids, files } = await partsDataset(world);
+  await saveVersion(world, { download: false });
+  const hashOf = async (id: string) => (await call<{ properties: { hash: string } }>(world.server, 'GET', `/api/images/${id}`, { key: world.editor })).body.properties.hash;
+  const [a, c, d] = [await hashOf(ids.a), await hashOf(ids.c), await hashOf(ids.d)];
+  await call(world.server, 'DELETE', `/api/images/${ids.a}`, { key: world.editor });
+  await setLabels(world, ids.c, [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2] }]);
+  await call(world.server, 'PATCH', '/api/images/bulk', { key: world.editor, body: { imageIds: [ids.d], split: 'val' } });
+  await call(world.server, 'PATCH', PATH, { key: world.editor, body: { description: 'Bolts', classNames: ['bolt', 'nut', 'washer', 'screw'] } });
+  const e = await shapeImage({ name: 'e.png' });
+  const datasetId = (await readDataset(world)).id;
+  await world.server.services().imageIntake.add(datasetId, [{ bytes: e.bytes, filename: 'e.png', split: 'train', labels: [{ classId: 3, bbox: e.bbox }] }]);
+  await saveVersion(world, { download: false });
+
+  const compare = (query: string, key: string | undefined = world.editor) => call<Comparison>(world.server, 'GET', `${PATH}/versions/compare?${query}`, { key });
+  const forward = await compare('base=1&head=2');
+  t.equal(forward.status, 200);
+  t.same(forward.body.summary, {
+    added: 1,
+    removed: 1,
+    modified: 1,
+    moved: 1,
+    labelsAdded: 2,
+    labelsRemoved: 1,
+    header: { classChanges: { added: ['screw'], removed: [] }, fields: { description: { base: '', head: 'Bolts' } } },
+  });
+  const byChange = Object.fromEntries(forward.body.items.map((item) => [item.change, item]));
+  t.same(byChange.removed, { hash: a, name: 'a.png', change: 'removed', base: { split: 'train', labelCount: 1 } });
+  t.same(byChange.modified, { hash: c, name: 'c.png', change: 'modified', base: { split: 'test', labelCount: 0 }, head: { split: 'test', labelCount: 1 } });
+  t.same(byChange.moved, { hash: d, name: 'same.png', change: 'moved', base: { split: 'train', labelCount: 0 }, head: { split: 'val', labelCount: 0 } });
+  t.match(byChange.added, { name: 'e.png', change: 'added', head: { split: 'train', labelCount: 1 } });
+  t.same(forward.body.items.map((item) => item.hash), forward.body.items.map((item) => item.hash).sort(), 'ordered by hash');
+  t.notOk('nextCursor' in forward.body);
+
+  const backward = await compare('base=2&head=1');
+  t.match(backward.body.summary, { added: 1, removed: 1, labelsAdded: 1, labelsRemoved: 2, header: { classChanges: { added: [], removed: ['screw'] } } });
+  t.equal(backward.body.items.find((item) => item.hash === a)?.change, 'added', 'swapping base and head reports a removed image as added');
+
+  const image = await compare(`base=1&head=2&hash=${c}`);
+  t.match(image.body, { versions: [{ version: 1, split: 'test', labels: [] }, { version: 2, split: 'test', labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2] }] }] });
+  const served = await fetch((image.body as unknown as { versions: Array<{ imageUrl: string }> }).versions[0].imageUrl);
+  t.same(Buffer.from(await served.arrayBuffer()), files.c.bytes);
+  expectError(t, await compare(`base=1&head=2&hash=${'0'.repeat(64)}`), 404);
+  expectError(t, await compare('base=1&head=9'), 404, 'Version 9 of dataset acme-team/parts not found');
+  expectError(t, await compare('base=1&head=2&cursor=abc'), 400, /cursor/);
+  expectError(t, await compare('base=1'), 400, /head/);
+  expectError(t, await compare('base=1&head=2', world.bobby), 404);
+});
+
+t.test('compare pages 100 items at a time', async (t) => {
+  const world = await startWorld(t);
+  const datasetId = await createDataset(world, world.alice, { dataset: 'many', name: 'Many' });
+  await call(world.server, 'POST', '/api/datasets/alice/many/export', { key: world.alice, body: { download: false } });
+  const images = await Promise.all(Array.from({ length: 130 }, () => shapeImage()));
+  await world.server.services().imageIntake.add(datasetId, images.map((image) => ({ bytes: image.bytes, filename: image.filename })));
+  await call(world.server, 'POST', '/api/datasets/alice/many/export', { key: world.alice, body: { download: false } });
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await call<Comparison>(world.server, 'GET', `/api/datasets/alice/many/versions/compare?base=1&head=2${cursor ? `&cursor=${cursor}` : ''}`, { key: world.alice });
+    t.equal(Boolean(page.body.summary), pages === 0, 'the summary comes with the first page only');
+    seen.push(...page.body.items.map((item) => item.hash));
+    cursor = page.body.nextCursor;
+    pages += 1;
+  } while (cursor);
+  t.equal(pages, 2);
+  t.equal(seen.length, 130);
+  t.equal(new Set(seen).size, 130, 'every added image once');
 });

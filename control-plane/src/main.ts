@@ -1,3 +1,4 @@
+import './threadpool.ts';
 import { ConfigError, loadConfig } from '@vp/config';
 import { createLogger, startServer } from './server.ts';
 

@@ -1,6 +1,6 @@
 import { defineRoute } from '../http/define-route.ts';
 import { DatasetPath } from './dataset.schemas.ts';
-import { ExportQuery, ExportRead, Restored, RestoreBody, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
+import { CompareQuery, CompareRead, ExportQuery, ExportRead, Restored, RestoreBody, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
 
 export const readExport = defineRoute({
   method: 'GET',
@@ -60,4 +60,20 @@ export const restoreVersion = defineRoute({
   handler: (ctx, { params, body }) => ctx.state.services.versions.restore(ctx.state.actor, params.owner, params.dataset, body),
 });
 
-export const versionRoutes = [readExport, createVersion, describeVersion, restoreVersion];
+export const compareVersions = defineRoute({
+  method: 'GET',
+  path: '/api/datasets/:owner/:dataset/versions/compare',
+  tag: 'Datasets',
+  summary: 'What changed from one saved version to another, image by image (100 per page)',
+  description:
+    'Images are matched by content hash: added, removed, modified (other labels or metadata) or moved (other split). ' +
+    'The first page carries a summary with class changes and differing dataset fields. With hash: that image as each version keeps it.',
+  auth: 'optional',
+  limit: 'default',
+  request: { params: DatasetPath, query: CompareQuery },
+  response: { status: 200, description: 'Differences, or the image per version', schema: CompareRead },
+  errors: [404],
+  handler: (ctx, { params, query }) => ctx.state.services.versions.compare(ctx.state.actor, params.owner, params.dataset, query),
+});
+
+export const versionRoutes = [readExport, createVersion, describeVersion, restoreVersion, compareVersions];

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LabelInput } from '../images/labels.ts';
+import { SplitName } from './dataset.schemas.ts';
 
 const VersionNumber = z.number().int().min(1).meta({ description: 'A saved version, numbered from 1' });
 const Description = z.string().max(1000);
@@ -20,7 +22,9 @@ export const VersionCreate = z
     description: Description.optional(),
     download: z.boolean().default(true).meta({ description: 'false leaves out downloadUrl (no file is written)' }),
   })
-  .strict();
+  .strict()
+  // The whole body is optional: no body saves a version and answers its download URL.
+  .prefault({});
 export const VersionCreated = z.object({
   version: VersionNumber,
   downloadUrl: DownloadUrl.optional(),
@@ -32,3 +36,47 @@ export const VersionPatched = z.object({ ok: z.literal(true) });
 
 export const RestoreBody = z.object({ version: VersionNumber }).strict();
 export const Restored = z.object({ version: VersionNumber, imageCount: z.number().int() });
+
+const ImageHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be an image hash (64 hexadecimal characters)');
+
+export const CompareQuery = z.object({
+  base: z.coerce.number().int().min(1).meta({ description: 'The version compared from' }),
+  head: z.coerce.number().int().min(1).meta({ description: 'The version compared to; swapping the two swaps added and removed' }),
+  cursor: z
+    .string()
+    .regex(/^[0-9a-f]{64}:\d{1,6}$/, 'must be the nextCursor of the previous page')
+    .optional()
+    .meta({ description: 'nextCursor of the previous page' }),
+  hash: ImageHash.optional().meta({ description: 'Answer that image as each of the two versions keeps it, instead of the differences' }),
+});
+
+const CompareSide = z.object({ split: SplitName, labelCount: z.number().int() });
+export const CompareItem = z.object({
+  hash: z.string(),
+  name: z.string(),
+  change: z.enum(['added', 'removed', 'modified', 'moved']).meta({ description: 'modified: same file, other labels or metadata; moved: same file, other split' }),
+  base: CompareSide.optional().meta({ description: 'The image in base; absent when added' }),
+  head: CompareSide.optional().meta({ description: 'The image in head; absent when removed' }),
+});
+const FieldChange = z.object({ base: z.unknown(), head: z.unknown() });
+export const CompareSummary = z.object({
+  added: z.number().int(),
+  removed: z.number().int(),
+  modified: z.number().int(),
+  moved: z.number().int(),
+  labelsAdded: z.number().int(),
+  labelsRemoved: z.number().int(),
+  header: z.object({
+    classChanges: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }),
+    fields: z.record(z.string(), FieldChange).meta({ description: 'Dataset fields (name, description, task, kptShape) that differ' }),
+  }),
+});
+export const VersionCompare = z.object({
+  summary: CompareSummary.optional().meta({ description: 'First page only' }),
+  items: z.array(CompareItem).meta({ description: 'Up to 100 changed images, by hash' }),
+  nextCursor: z.string().optional().meta({ description: 'Present when more items follow' }),
+});
+export const CompareImage = z.object({
+  versions: z.array(z.object({ version: VersionNumber, split: SplitName, labels: z.array(LabelInput), imageUrl: z.string() })),
+});
+export const CompareRead = z.union([VersionCompare, CompareImage]);

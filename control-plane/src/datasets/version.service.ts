@@ -12,9 +12,10 @@ import { lockDataset } from './dataset-counters.ts';
 import { liveImagePages, versionImagePages, writeExport, type ExportHeader } from './dataset-export.ts';
 import { DatasetVersion } from './dataset-version.entity.ts';
 import { Dataset } from './dataset.entity.ts';
+import { compareVersions, imageInVersions } from './version-compare.ts';
 import { restoreVersion } from './version-restore.ts';
 import { fieldsOf, fingerprintOf, snapshotImages, versionFields } from './version-snapshot.ts';
-import type { ExportRead, Restored, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
+import type { CompareQuery, CompareRead, ExportRead, Restored, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
 
 /** Signed URLs of an export file: the client fetches it right away; its image URLs last days. */
 const FILE_URL_SECONDS = 3600;
@@ -151,6 +152,17 @@ export class VersionService {
     });
     await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, dropped);
     return { version: version.version, imageCount: version.imageCount };
+  }
+
+  /** The differences between two versions page by page, or one image (hash) as each of them keeps it. */
+  async compare(actor: Actor, owner: string, slug: string, options: z.output<typeof CompareQuery>): Promise<z.input<typeof CompareRead>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    const base = await this.findVersion(dataset, options.base);
+    const head = await this.findVersion(dataset, options.head);
+    if (options.hash === undefined) return compareVersions(this.em, base, head, options.cursor);
+    const image = await imageInVersions(this.em, this.storage.urls, dataset.workspace.id, base.id === head.id ? [base] : [base, head], options.hash);
+    if (image.versions.length === 0) throw NotFound(`Image ${options.hash} is in neither version`);
+    return image;
   }
 
   private async findVersion(dataset: Dataset, version: number): Promise<DatasetVersion> {

@@ -3,12 +3,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
+import { pgArray, query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { decodeImage, type DecodedImage } from './image-decode.ts';
 import { lockImageHashes, releaseImageBlobs } from './image-blobs.ts';
-import { checkLabels, replaceLabels, type CheckedLabels } from './image-labels.ts';
+import { checkLabels, classIdsOf, insertAnnotations, type CheckedLabels } from './image-labels.ts';
 import { searchTextOf } from './image-search.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 import type { Label } from './labels.ts';
@@ -31,27 +31,28 @@ export interface ImageRowInput {
 }
 
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
-/** Image rows per INSERT: 16 parameters each, well under PostgreSQL's parameter limit. */
+/** Image rows per INSERT: 18 parameters each, well under PostgreSQL's parameter limit. */
 const ROWS_PER_INSERT = 500;
 
-async function putOnce(em: EntityManager, storage: Storage, workspaceId: string, key: string, body: Buffer, contentType: string): Promise<void> {
-  if (!(await storage.store.head(key))) {
-    await storage.store.put(key, Readable.from([body]), { contentType, expectedBytes: body.length, createOnly: true }).catch((error: unknown) => {
+/**
+ * Puts an image and its thumbnail unless already stored (bytes are shared by hash). Their storage records
+ * are written first, so bytes a crash leaves behind are always known to the hourly sweep.
+ */
+export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, bytes: Buffer): Promise<void> {
+  const blobs = [{ key: imageKey(workspaceId, file.hash, file.ext), body: bytes, contentType: CONTENT_TYPES[file.ext] ?? 'application/octet-stream' }];
+  if (file.thumbnail) blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
+  await query(
+    em,
+    `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes)
+     values ${blobs.map(() => "(?, now(), now(), ?, 'datasetImages', ?, ?)").join(', ')} on conflict (key) do nothing`,
+    blobs.flatMap((blob) => [newId(), workspaceId, blob.key, blob.body.length]),
+  );
+  for (const blob of blobs) {
+    // Create-only: bytes already there (the same file added before) are left as they are.
+    await storage.store.put(blob.key, Readable.from([blob.body]), { contentType: blob.contentType, expectedBytes: blob.body.length, createOnly: true }).catch((error: unknown) => {
       if (!(error instanceof BlobExists)) throw error;
     });
   }
-  await query(em, `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'datasetImages', ?, ?) on conflict (key) do nothing`, [
-    newId(),
-    workspaceId,
-    key,
-    body.length,
-  ]);
-}
-
-/** Puts an image and its thumbnail unless already stored (bytes are shared by hash), recorded for storage accounting. */
-export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, bytes: Buffer): Promise<void> {
-  await putOnce(em, storage, workspaceId, imageKey(workspaceId, file.hash, file.ext), bytes, CONTENT_TYPES[file.ext] ?? 'application/octet-stream');
-  if (file.thumbnail) await putOnce(em, storage, workspaceId, thumbnailKey(workspaceId, file.hash), file.thumbnail, 'image/webp');
 }
 
 /**
@@ -64,9 +65,9 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
     const chunk = rows.slice(start, start + ROWS_PER_INSERT);
     await query(
       em,
-      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text)
-       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)').join(', ')}`,
-      chunk.flatMap(({ file, name, split, metadata }, i) => [
+      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids)
+       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int[])').join(', ')}`,
+      chunk.flatMap(({ file, name, split, metadata, checked }, i) => [
         ids[start + i],
         dataset.workspace.id,
         dataset.id,
@@ -81,10 +82,12 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
         file.error,
         JSON.stringify(metadata),
         searchTextOf(name, metadata),
+        checked.labels.length,
+        pgArray(classIdsOf(checked.labels)),
       ]),
     );
   }
-  await replaceLabels(em, dataset.id, rows.flatMap(({ checked }, i) => (checked.labels.length ? [{ imageId: ids[i], ...checked }] : [])));
+  await insertAnnotations(em, dataset.id, rows.map(({ checked }, i) => ({ imageId: ids[i], ...checked })));
   const delta = countDelta(rows.map(({ split, file, checked }) => ({ split, labelCount: checked.labels.length, hasError: file.error !== null })), 1);
   return { ids, delta };
 }

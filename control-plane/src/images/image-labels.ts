@@ -16,13 +16,13 @@ export function checkLabels(dataset: Dataset, labels: Label[]): CheckedLabels {
   return validateLabels(dataset.task, dataset.classNames.length, labels, { kptShape: dataset.kptShape ?? null });
 }
 
-/**
- * Replaces the labels of images: their annotation rows, and the labelCount and classIds that mirror them
- * on the image row. Callers hold the dataset lock and adjust the counters.
- */
-export async function replaceLabels(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
-  if (entries.length === 0) return;
-  await query(em, 'delete from annotations where image_id = any(?::text[])', [pgArray(entries.map((entry) => entry.imageId))]);
+/** The sorted, distinct class IDs of a label list: what images.class_ids holds. */
+export function classIdsOf(labels: Label[]): number[] {
+  return [...new Set(labels.map((label) => label.classId))].sort((a, b) => a - b);
+}
+
+/** Inserts annotation rows for images that have none yet (new images, or after their rows were deleted). */
+export async function insertAnnotations(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
   const rows = entries.flatMap(({ imageId, labels, shapes }) =>
     labels.map((label, position) => {
       const shape = shapes[position];
@@ -37,10 +37,23 @@ export async function replaceLabels(em: EntityManager, datasetId: string, entrie
       chunk.flat(),
     );
   }
-  for (const { imageId, labels } of entries) {
-    const classIds = [...new Set(labels.map((label) => label.classId))].sort((a, b) => a - b);
-    await query(em, 'update images set label_count = ?, class_ids = ?::int[], updated_at = clock_timestamp() where id = ?', [labels.length, pgArray(classIds), imageId]);
-  }
+}
+
+/**
+ * Replaces the labels of images: their annotation rows, and the labelCount and classIds that mirror them
+ * on the image row (one statement for all). Callers hold the dataset lock and adjust the counters.
+ */
+export async function replaceLabels(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
+  if (entries.length === 0) return;
+  const imageIds = entries.map((entry) => entry.imageId);
+  await query(em, 'delete from annotations where image_id = any(?::text[])', [pgArray(imageIds)]);
+  await insertAnnotations(em, datasetId, entries);
+  await query(
+    em,
+    `update images i set label_count = v.n, class_ids = v.ids::int[], updated_at = clock_timestamp()
+     from (select unnest(?::text[]) as id, unnest(?::int[]) as n, unnest(?::text[]) as ids) v where i.id = v.id`,
+    [pgArray(imageIds), pgArray(entries.map((entry) => entry.labels.length)), pgArray(entries.map((entry) => `{${classIdsOf(entry.labels).join(',')}}`))],
+  );
 }
 
 /** Labels of images in position order, keyed by image id; `cap` keeps only the first few of each (list previews). */

@@ -46,7 +46,7 @@ async function readItem(item: PlanItem, root: string | undefined, signal: AbortS
 }
 
 /**
- * Decodes and stores every image of the plan, a few at a time (sharp uses the cores), and records each
+ * Decodes and stores every image of the plan, a few at a time, and records each
  * as a staged row. Items staged by an earlier attempt of the same job are skipped: a restarted job
  * resumes. The dataset itself is not touched here.
  */
@@ -81,7 +81,8 @@ export async function stageImages(context: JobContext, storage: Storage, plan: I
       context.progress({ stage: 'processing', percent: 15 + Math.floor((80 * processed) / Math.max(total, 1)), processed, total });
     }
   };
-  const workers = Array.from({ length: Math.min(availableParallelism(), Math.max(todo.length, 1)) }, () =>
+  // Twice the cores: while one image waits on the store or the database, another is being decoded.
+  const workers = Array.from({ length: Math.min(2 * availableParallelism(), Math.max(todo.length, 1)) }, () =>
     worker().catch((error: unknown) => {
       failed = true; // the other workers stop at their next item
       throw error;

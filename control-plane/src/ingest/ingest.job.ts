@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
@@ -31,17 +32,28 @@ export class IngestJob implements JobHandler {
   async run(context: JobContext): Promise<Record<string, unknown>> {
     const payload = context.payload as unknown as IngestPayload;
     const work = await mkdtemp(join(this.workRoot, `vp-ingest-${context.id}-`));
+    // Seconds per stage, reported with the result: where an ingest spends its time.
+    const seconds: Record<string, number> = {};
+    let mark = performance.now();
+    const lap = (stage: string) => {
+      seconds[stage] = Math.round(performance.now() - mark) / 1000;
+      mark = performance.now();
+    };
     try {
       context.progress({ stage: 'downloading', percent: 0 });
       const file = join(work, 'source');
       await fetchSource(payload.source, this.storage, file, context.signal);
+      lap('download');
       const { plan, root } = await this.plan(context, payload, file, join(work, 'files'));
+      lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
       const staging = await stageImages(context, this.storage, plan, root);
+      lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
       const outcome = await commitIngest(context.em, context.id, plan, payload);
       await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
+      lap('commit');
       const { replaced: _replaced, ...counts } = outcome;
       return {
         format: plan.format,
@@ -50,6 +62,7 @@ export class IngestJob implements JobHandler {
         entriesSkipped: plan.skipped.length + staging.skipped.length,
         skippedReasons: tally([...plan.skipped, ...staging.skipped].map((entry) => entry.reason)),
         skippedEntries: [...plan.skipped, ...staging.skipped].slice(0, 100),
+        seconds,
       };
     } catch (error) {
       if (error instanceof ArchiveError) throw new JobFailure(error.message);

@@ -1,0 +1,182 @@
+/**
+ * `npm run bench:ingest`: a generated ZIP of BENCH_IMAGES (10,000) 640×480 JPEGs with YOLO boxes goes
+ * through the upload API and an ingest job of a real control plane; printed: images/s from the ingest
+ * request to the job's completion, and the control plane's peak RSS. In the same run, the ceiling: a
+ * bare loop that decodes and thumbnails the same images with sharp, as many at a time as there are
+ * cores. Then the NDJSON export of BENCH_EXPORT_IMAGES (100,000) images seeded in SQL, timed cold.
+ *
+ * Targets (issue 5): ingest ≥ 60% of the ceiling's images/s; peak RSS < 400 MB; export < 5 s.
+ * Environment: BENCH_IMAGES, BENCH_EXPORT_IMAGES, TEST_PG_URL, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`). Everything is stopped and dropped at the
+ * end; exit status 1 when something failed (the verdicts do not change it).
+ */
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import sharp from 'sharp';
+import yazl from 'yazl';
+import { adminQuery, children, positiveInt, putFile, rssBytes, startControlPlane, stopChild } from './lib.ts';
+
+const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
+const EXPORT_IMAGES = positiveInt('BENCH_EXPORT_IMAGES', 100_000);
+const TARGET_RATIO = 0.6;
+const TARGET_RSS_MB = 400;
+const TARGET_EXPORT_S = 5;
+const MB = 1e6;
+
+const database = `vp_bench_ingest_${process.pid}`;
+const work = mkdtempSync(join(tmpdir(), 'vp-bench-ingest-'));
+
+/** Runs `task` over 0..count-1, `width` at a time. */
+async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < count) await task(next++);
+  }));
+}
+
+/** Picture i: a noisy background (so JPEGs are realistic in size) with one box, and its YOLO line. */
+async function picture(i: number): Promise<{ jpeg: Buffer; label: string }> {
+  const [w, h] = [80 + (i % 200), 60 + ((i * 7) % 150)];
+  const [left, top] = [(i * 37) % (640 - w), (i * 53) % (480 - h)];
+  const noise = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toBuffer();
+  const box = await sharp({ create: { width: w, height: h, channels: 3, background: { r: (i * 13) % 255, g: 40, b: 90 } } }).png().toBuffer();
+  const jpeg = await sharp(noise).composite([{ input: box, left, top }]).jpeg({ quality: 85 }).toBuffer();
+  const line = [i % 5, (left + w / 2) / 640, (top + h / 2) / 480, w / 640, h / 480].map((v, k) => (k ? v.toFixed(6) : String(v))).join(' ');
+  return { jpeg, label: `${line}\n` };
+}
+
+async function buildZip(path: string): Promise<Buffer[]> {
+  const zip = new yazl.ZipFile();
+  const done = new Promise<void>((resolve, reject) => zip.outputStream.pipe(createWriteStream(path)).on('close', resolve).on('error', reject));
+  zip.addBuffer(Buffer.from('names: [a, b, c, d, e]\n'), 'data.yaml');
+  const jpegs: Buffer[] = new Array(IMAGES);
+  await pool(IMAGES, availableParallelism(), async (i) => {
+    const { jpeg, label } = await picture(i);
+    jpegs[i] = jpeg;
+    const split = i % 10 < 8 ? 'train' : 'val';
+    zip.addBuffer(jpeg, `images/${split}/${i}.jpg`, { compress: false });
+    zip.addBuffer(Buffer.from(label), `labels/${split}/${i}.txt`);
+    if (i % 1000 === 999) process.stderr.write(`  generated ${i + 1}\n`);
+  });
+  zip.end();
+  await done;
+  return jpegs;
+}
+
+/** The ceiling: decode and thumbnail every image with sharp, on all cores, nothing else. */
+async function ceiling(jpegs: Buffer[]): Promise<number> {
+  const started = performance.now();
+  await pool(jpegs.length, availableParallelism(), async (i) => {
+    await sharp(jpegs[i]).metadata();
+    await sharp(jpegs[i]).rotate().resize({ width: 256, height: 256, fit: 'inside' }).webp({ quality: 75 }).toBuffer();
+  });
+  return jpegs.length / ((performance.now() - started) / 1000);
+}
+
+async function api<T>(base: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = (await response.json()) as T;
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function main(): Promise<void> {
+  process.stderr.write(`generating ${IMAGES} JPEGs into a ZIP…\n`);
+  const zipPath = join(work, 'bench.zip');
+  const jpegs = await buildZip(zipPath);
+  const size = statSync(zipPath).size;
+  process.stderr.write(`ceiling: decode + thumbnail with sharp…\n`);
+  const ceilingRate = await ceiling(jpegs);
+  jpegs.length = 0;
+
+  await adminQuery(`create database ${database}`);
+  const dataDir = join(work, 'data');
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const { child, base } = await startControlPlane('control-plane', { databaseName: database, dataDir, nodeArgs });
+  try {
+    const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
+    const { username: owner } = await api<{ username: string }>(base, key, 'GET', '/api/account/summary');
+    const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'bench', name: 'Bench' });
+    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(base, key, 'POST', '/api/upload/signed-url', {
+      assetType: 'datasets', assetId: id, filename: 'bench.zip', contentType: 'application/zip', totalBytes: size,
+    });
+    await putFile(ticket.uploadUrl, ticket.headers, zipPath);
+    const pid = child.proc.pid!;
+    let peak = rssBytes(pid);
+    const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
+    const started = performance.now();
+    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, { sessionId: ticket.sessionId });
+    let job: { status: string; error: string | null; result: Record<string, unknown> | null; progress: { percent: number } | null };
+    let shown = -1;
+    for (;;) {
+      ({ job } = await api<{ job: typeof job }>(base, key, 'GET', `/api/jobs/${jobId}`));
+      if (!['queued', 'running'].includes(job.status)) break;
+      const percent = job.progress?.percent ?? 0;
+      if (percent >= shown + 10) process.stderr.write(`  ingest ${(shown = percent)}%\n`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    clearInterval(sampler);
+    if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
+    const rate = IMAGES / seconds;
+
+    process.stderr.write(`seeding ${EXPORT_IMAGES} images for the export…\n`);
+    const exportSeconds = await timeExport(base, key, owner);
+
+    console.log(`\nbench:ingest — ${IMAGES} JPEGs 640×480 (${(size / MB).toFixed(0)} MB ZIP), ${cpus().length} cores\n`);
+    console.log(`ceiling (sharp decode + thumbnail, ${availableParallelism()} at a time): ${ceilingRate.toFixed(1)} images/s`);
+    console.log(`ingest (request → job completed):                 ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${((100 * rate) / ceilingRate).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${rate >= TARGET_RATIO * ceilingRate ? 'PASS' : 'FAIL'}`);
+    console.log(`job result: ${JSON.stringify({ imagesAdded: job.result?.imagesAdded, labelsAdded: job.result?.labelsAdded, labelErrors: job.result?.labelErrors, seconds: job.result?.seconds })}`);
+    console.log(`control-plane peak RSS during the ingest: ${(peak / MB).toFixed(0)} MB (target < ${TARGET_RSS_MB} MB) ${peak / MB < TARGET_RSS_MB ? 'PASS' : 'FAIL'}`);
+    console.log(`NDJSON export of ${EXPORT_IMAGES} images, cold: ${exportSeconds.toFixed(2)} s (target < ${TARGET_EXPORT_S} s) ${exportSeconds < TARGET_EXPORT_S ? 'PASS' : 'FAIL'}`);
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** Seeds a second dataset in SQL (3 boxes an image), then times GET .../export until its file is downloaded. */
+async function timeExport(base: string, key: string, owner: string): Promise<number> {
+  const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'exported', name: 'Exported', classNames: ['a', 'b', 'c'] });
+  const workspace = (await adminQuery(`select workspace_id from datasets where id = '${id}'`, database)).rows[0].workspace_id as string;
+  const seconds = (Math.floor(Date.now() / 1000) - EXPORT_IMAGES).toString(16).padStart(8, '0');
+  const image = `'${seconds}' || lpad(to_hex(g), 16, '0')`;
+  await adminQuery(
+    `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, split, label_count, class_ids, bytes)
+     select ${image}, now() - (${EXPORT_IMAGES} - g) * interval '1 second', now(), '${workspace}', '${id}', md5(g::text) || md5((g + 1)::text), 'jpg',
+       'img-' || g || '.jpg', 640, 480, case when g % 10 < 8 then 'train' else 'val' end, 3, '{0,1,2}', 50000
+     from generate_series(1::bigint, ${EXPORT_IMAGES}) g`,
+    database,
+  );
+  await adminQuery(
+    `insert into annotations (image_id, position, dataset_id, class_id, label, cx, cy, w, h, points)
+     select ${image}, p, '${id}', p, jsonb_build_object('classId', p, 'bbox', jsonb_build_array(0.5, 0.5, 0.1 + p * 0.1, 0.2)), 0.5, 0.5, 0.1 + p * 0.1, 0.2, 2
+     from generate_series(1::bigint, ${EXPORT_IMAGES}) g cross join generate_series(0, 2) p`,
+    database,
+  );
+  await adminQuery(
+    `update datasets set image_count = ${EXPORT_IMAGES}, annotation_count = ${3 * EXPORT_IMAGES}, train_count = ${0.8 * EXPORT_IMAGES}, val_count = ${0.2 * EXPORT_IMAGES}, labeled_count = ${EXPORT_IMAGES}, revision = revision + 1 where id = '${id}'`,
+    database,
+  );
+  await adminQuery('vacuum analyze images', database);
+  await adminQuery('vacuum analyze annotations', database);
+  const started = performance.now();
+  const { downloadUrl, cached } = await api<{ downloadUrl: string; cached: boolean }>(base, key, 'GET', `/api/datasets/${owner}/exported/export`);
+  if (cached) throw new Error('the first export of a dataset answered from cache');
+  const file = await fetch(downloadUrl);
+  const lines = (await file.text()).split('\n').filter(Boolean).length;
+  const elapsed = (performance.now() - started) / 1000;
+  if (lines !== EXPORT_IMAGES + 1) throw new Error(`the export has ${lines} lines, expected ${EXPORT_IMAGES + 1}`);
+  return elapsed;
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+} finally {
+  for (const child of children) await stopChild(child);
+  await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+}
