@@ -82,21 +82,36 @@ function asArchiveError(kind: ArchiveKind, error: unknown): unknown {
   return new ArchiveError(`the ${FORMAT_NAMES[kind]} archive is corrupt or truncated: ${error.message}`);
 }
 
+/** ZIP entries extracted at the same time. */
+const ZIP_WRITES_AT_ONCE = 8;
+
 async function extractZip(file: string, extraction: Extraction): Promise<void> {
   // Names are decoded here, not by yauzl, which fails the whole archive on an unsafe name rather than skip it.
   const zip = await yauzl.openPromise(file, { lazyEntries: true, validateEntrySizes: true, strictFileNames: false, decodeStrings: false });
+  // A ZIP is read at random: several entries stream at once, so many small files are not written one by one.
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
   try {
     extraction.checkEntryCount(zip.entryCount); // the central directory says how many; refuse before reading any
     for await (const entry of zip.eachEntry()) {
+      if (failure) break;
       extraction.countEntry();
       const name = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false);
       const path = extraction.target(name, zipEntryType(entry, name));
+      if (path === null) continue;
       // Declared sizes are checked before the entry is opened; the bytes are counted again as they stream.
-      if (path !== null) await extraction.write(path, entry.uncompressedSize, () => zip.openReadStreamPromise(entry));
+      const write: Promise<void> = extraction
+        .write(path, entry.uncompressedSize, () => zip.openReadStreamPromise(entry))
+        .catch((error: unknown) => void (failure ??= { error }))
+        .finally(() => inFlight.delete(write));
+      inFlight.add(write);
+      if (inFlight.size >= ZIP_WRITES_AT_ONCE) await Promise.race(inFlight);
     }
   } finally {
+    await Promise.all(inFlight);
     zip.close();
   }
+  if (failure) throw failure.error;
 }
 
 function zipEntryType(entry: ZipEntry, name: string): EntryType {
@@ -224,11 +239,14 @@ class Extraction {
     this.checkSize(path, declared, this.bytes + declared);
     const file = resolve(this.root, path);
     if (!file.startsWith(this.root + sep)) throw new Error(`entry path escapes the extraction root: ${path}`); // normalizeEntryPath failed
-    await mkdir(dirname(file), { recursive: true });
+    // Opened before anything is awaited: a ZIP reader closes its file once no entry is open and none is left.
+    const source = open();
+    // Listed in archive order, whichever entry finishes first.
     const written = { path, size: 0 };
-    // `wx` never follows or replaces an existing file or symlink, whatever was in destDir before.
-    await pipeline(await open(), (chunks) => this.counted(written, chunks), createWriteStream(file, { flags: 'wx' }), { signal: this.signal });
     this.files.push(written);
+    await mkdir(dirname(file), { recursive: true });
+    // `wx` never follows or replaces an existing file or symlink, whatever was in destDir before.
+    await pipeline(await source, (chunks) => this.counted(written, chunks), createWriteStream(file, { flags: 'wx' }), { signal: this.signal });
     this.options.onProgress?.({ entries: this.entries, bytes: this.bytes });
   }
 
