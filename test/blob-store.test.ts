@@ -2,7 +2,7 @@
 // all-or-nothing writes, create-only, ranges, listing, deletes, and the presigned URLs of S3.
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -198,6 +198,11 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
 }
 
 function s3Only(t: Test, store: BlobStore, s3: TestS3Server) {
+  t.test('s3: objects are not local files', async (t) => {
+    await put(store, 'local/file', Buffer.from('x'));
+    t.equal(store.localPath('local/file'), undefined);
+  });
+
   t.test('s3: the refused and broken multipart uploads above were aborted', async (t) => {
     const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3 });
     t.teardown(() => client.destroy());
@@ -235,6 +240,12 @@ function diskOnly(t: Test, store: DiskBlobStore) {
   t.test('disk: no direct URLs (the control plane serves the bytes)', async (t) => {
     await put(store, 'direct/file', Buffer.from('x'));
     t.equal(await (store as BlobStore).directUrl('direct/file', { method: 'GET', expiresInSeconds: 60 }), undefined);
+  });
+
+  t.test('disk: an object is a local file that readers can use in place', async (t) => {
+    await put(store, 'local/archive.zip', Buffer.from('zip bytes'));
+    t.equal(readFileSync(store.localPath('local/archive.zip'), 'utf8'), 'zip bytes');
+    t.throws(() => store.localPath('../outside'));
   });
 
   t.test('disk: keys that could leave the root or reach its own folders are refused', async (t) => {

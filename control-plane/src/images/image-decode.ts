@@ -3,6 +3,9 @@ import sharp from 'sharp';
 
 export const THUMBNAIL_PX = 256;
 
+// Every image is decoded once: sharp's operation cache would only hold memory (tens of MB per process).
+sharp.cache(false);
+
 export interface DecodedImage {
   hash: string;
   ext: string;

@@ -23,13 +23,18 @@ function byteLimit(limit: number, what: string): Transform {
   });
 }
 
-/** Streams the source to a local file (never into memory). */
-export async function fetchSource(source: IngestSource, storage: Storage, file: string, signal: AbortSignal): Promise<void> {
+/**
+ * A local file holding the source: an upload on the disk store is used where it lies; anything else is
+ * streamed to `file` (never into memory). Returns the path to read.
+ */
+export async function fetchSource(source: IngestSource, storage: Storage, file: string, signal: AbortSignal): Promise<string> {
   if (source.kind === 'upload') {
+    const local = storage.store.localPath(source.objectKey);
+    if (local && (await storage.store.head(source.objectKey))) return local;
     const blob = await storage.store.get(source.objectKey);
     if (!blob) throw new JobFailure('The uploaded file no longer exists; upload it again');
     await pipeline(blob.stream, createWriteStream(file), { signal });
-    return;
+    return file;
   }
   // The timeout covers waiting for the response headers only; the body may take as long as it needs.
   const connect = new AbortController();
@@ -43,6 +48,7 @@ export async function fetchSource(source: IngestSource, storage: Storage, file: 
     .finally(() => clearTimeout(timer));
   if (!response.ok || !response.body) throw new JobFailure(`Could not download ${source.url}: HTTP ${response.status}`);
   await pipeline(Readable.fromWeb(response.body as never), byteLimit(MAX_SOURCE_BYTES, 'The file at sourceUrl'), createWriteStream(file), { signal });
+  return file;
 }
 
 /** The file name a URL names (for its kind), without the query string. */

@@ -41,8 +41,7 @@ export class IngestJob implements JobHandler {
     };
     try {
       context.progress({ stage: 'downloading', percent: 0 });
-      const file = join(work, 'source');
-      await fetchSource(payload.source, this.storage, file, context.signal);
+      const file = await fetchSource(payload.source, this.storage, join(work, 'source'), context.signal);
       lap('download');
       const { plan, root } = await this.plan(context, payload, file, join(work, 'files'));
       lap('extract');
@@ -78,7 +77,6 @@ export class IngestJob implements JobHandler {
     context.progress({ stage: 'extracting', percent: 5 });
     if (kind === 'ndjson') return { plan: nonEmpty(await planNdjson(file), payload) };
     const extracted = await extractArchive(file, kind, filesDir, { signal: context.signal });
-    await rm(file, { force: true });
     context.progress({ stage: 'planning', percent: 12 });
     const plan = await planArchive(extracted.root, extracted.files);
     plan.skipped.push(...extracted.skipped);

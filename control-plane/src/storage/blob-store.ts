@@ -60,6 +60,11 @@ export interface BlobStore {
    * plane serves the bytes itself (disk) through its own signed /files URLs.
    */
   directUrl(key: string, options: SignOptions): Promise<string | undefined>;
+  /**
+   * The file that holds the object, where the store keeps objects as local files (disk): readers that
+   * need a file (archive extraction) use it in place instead of copying it. Never written through.
+   */
+  localPath(key: string): string | undefined;
   close(): Promise<void>;
 }
 

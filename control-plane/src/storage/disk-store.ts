@@ -120,6 +120,11 @@ export class DiskBlobStore implements BlobStore {
     yield* this.walk('', prefix);
   }
 
+  localPath(key: string): string {
+    checkKey(key);
+    return this.path(key);
+  }
+
   async directUrl(): Promise<string | undefined> {
     return undefined;
   }

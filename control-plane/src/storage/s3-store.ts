@@ -143,6 +143,10 @@ export class S3BlobStore implements BlobStore {
     } while (ContinuationToken);
   }
 
+  localPath(): undefined {
+    return undefined;
+  }
+
   async directUrl(key: string, options: SignOptions): Promise<string> {
     const command = new GetObjectCommand({
       Bucket: this.bucket,
