@@ -35,13 +35,20 @@ async function pool(count: number, width: number, task: (index: number) => Promi
   }));
 }
 
-/** Picture i: a noisy background (so JPEGs are realistic in size) with one box, and its YOLO line. */
+/** A few noisy backgrounds (so JPEGs have realistic sizes), made once. */
+const backgrounds = Promise.all(
+  Array.from({ length: 8 }, (_, k) =>
+    sharp({ create: { width: 640, height: 480, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 96 + 8 * k, sigma: 40 } } }).raw().toBuffer(),
+  ),
+);
+
+/** Picture i: a noisy background with one box, and its YOLO line. */
 async function picture(i: number): Promise<{ jpeg: Buffer; label: string }> {
   const [w, h] = [80 + (i % 200), 60 + ((i * 7) % 150)];
   const [left, top] = [(i * 37) % (640 - w), (i * 53) % (480 - h)];
-  const noise = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toBuffer();
-  const box = await sharp({ create: { width: w, height: h, channels: 3, background: { r: (i * 13) % 255, g: 40, b: 90 } } }).png().toBuffer();
-  const jpeg = await sharp(noise).composite([{ input: box, left, top }]).jpeg({ quality: 85 }).toBuffer();
+  const background = (await backgrounds)[i % 8];
+  const box = { create: { width: w, height: h, channels: 3 as const, background: { r: (i * 13) % 255, g: 40, b: 90 } } };
+  const jpeg = await sharp(background, { raw: { width: 640, height: 480, channels: 3 } }).composite([{ input: box, left, top }]).jpeg({ quality: 85 }).toBuffer();
   const line = [i % 5, (left + w / 2) / 640, (top + h / 2) / 480, w / 640, h / 480].map((v, k) => (k ? v.toFixed(6) : String(v))).join(' ');
   return { jpeg, label: `${line}\n` };
 }

@@ -6,14 +6,17 @@ import { imageKey, thumbnailKey } from './image-urls.ts';
 /** Hashes released per transaction: one statement locks them, one finds the unused ones. */
 const RELEASE_BATCH = 500;
 
+/** One advisory lock per workspace guards its image bytes: shared by writers, exclusive for a release. */
+const bytesLock = (workspaceId: string) => `image-bytes:${workspaceId}`;
+
 /**
- * Transaction-scoped locks on (workspace, hash), taken in a fixed order. Adding an image holds them while
- * it checks the bytes are stored and inserts the row; releasing holds them while it checks nothing
- * refers to the bytes and deletes them. So a release never deletes bytes a new row points at.
+ * Keeps the workspace's image bytes from being released until the transaction ends. Writers take it
+ * (shared, so they never wait for each other) while they check their bytes are stored and insert the
+ * rows that use them; a release takes it exclusively while it checks nothing uses the bytes and deletes
+ * them. So a release never deletes bytes a new row points at, however many images a transaction adds.
  */
-export async function lockImageHashes(em: EntityManager, workspaceId: string, hashes: string[]): Promise<void> {
-  const keys = [...new Set(hashes)].sort().map((hash) => `image:${workspaceId}:${hash}`);
-  if (keys.length) await query(em, 'select count(pg_advisory_xact_lock(hashtextextended(k, 0))) from (select unnest(?::text[]) as k order by 1) locks', [pgArray(keys)]);
+export async function keepImageBytes(em: EntityManager, workspaceId: string): Promise<void> {
+  await query(em, 'select pg_advisory_xact_lock_shared(hashtextextended(?, 0))', [bytesLock(workspaceId)]);
 }
 
 /**
@@ -25,7 +28,7 @@ export async function releaseImageBlobs(em: EntityManager, storage: Storage, wor
   for (let start = 0; start < unique.length; start += RELEASE_BATCH) {
     const batch = unique.slice(start, start + RELEASE_BATCH);
     await em.transactional(async (tx) => {
-      await lockImageHashes(tx, workspaceId, batch.map((file) => file.hash));
+      await query(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [bytesLock(workspaceId)]);
       const unused = new Set(
         (
           await query<{ hash: string }>(

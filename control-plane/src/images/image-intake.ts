@@ -7,7 +7,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { decodeImage, type DecodedImage } from './image-decode.ts';
-import { lockImageHashes, releaseImageBlobs } from './image-blobs.ts';
+import { keepImageBytes, releaseImageBlobs } from './image-blobs.ts';
 import { checkLabels, classIdsOf, insertAnnotations, type CheckedLabels } from './image-labels.ts';
 import { searchTextOf } from './image-search.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
@@ -57,7 +57,7 @@ export async function storeImageFiles(em: EntityManager, storage: Storage, works
 
 /**
  * Inserts image rows and their labels; returns the new ids and what they add to the counters. The
- * caller holds the dataset lock and the hash locks (`lockImageHashes`) and applies the delta.
+ * caller holds the dataset lock and `keepImageBytes`, and applies the delta.
  */
 export async function insertImages(em: EntityManager, dataset: Dataset, rows: ImageRowInput[]): Promise<{ ids: string[]; delta: CountDelta }> {
   const ids = rows.map(() => newId());
@@ -119,7 +119,7 @@ export class ImageIntake {
         await lockDataset(em, datasetId);
         const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
         // Under the hash locks a concurrent release cannot delete what the new rows will point at.
-        await lockImageHashes(em, workspaceId, decoded.map((file) => file.hash));
+        await keepImageBytes(em, workspaceId);
         await Promise.all(decoded.map((file, i) => storeImageFiles(em, this.storage, workspaceId, file, images[i].bytes)));
         const rows = images.map((image, i) => ({
           file: decoded[i],

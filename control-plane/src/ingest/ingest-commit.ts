@@ -1,14 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { addDelta, applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
+import { resolveClasses } from '../datasets/class-resolution.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { HttpError } from '../http/errors.ts';
-import { lockImageHashes } from '../images/image-blobs.ts';
+import { keepImageBytes } from '../images/image-blobs.ts';
 import { checkLabels } from '../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../images/image-intake.ts';
 import type { Label } from '../images/labels.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
-import { resolveClasses } from './class-resolution.ts';
 import type { IngestPlan } from './formats/plan.ts';
 import type { IngestPayload } from './ingest-payload.ts';
 
@@ -58,7 +58,10 @@ export async function commitIngest(em: EntityManager, jobId: string, plan: Inges
     const firstIngest = dataset.imageCount === 0 && dataset.annotationCount === 0;
     if (firstIngest && plan.task && plan.task !== dataset.task) dataset.task = plan.task;
     if (plan.kptShape && !dataset.kptShape && dataset.task === 'pose') dataset.kptShape = plan.kptShape;
-    const classes = dataset.task === 'depth' ? { target: plan.classNames.map(() => null), classNames: [], added: [] } : resolveClasses(dataset, plan.classNames, payload.classMapping);
+    const classes =
+      dataset.task === 'depth'
+        ? { target: plan.classNames.map(() => null), classNames: [], added: [] }
+        : resolveClasses(dataset, plan.classNames, payload.classMapping, { unmatched: 'add', fail: (message) => new JobFailure(message) });
     dataset.classNames = classes.classNames;
     await tx.flush();
 
@@ -70,12 +73,21 @@ export async function commitIngest(em: EntityManager, jobId: string, plan: Inges
       outcome.labelErrors += 1;
       report(`${path}: ${problem}`);
     }
+    // Staged bytes count as used, but a release between storing them and staging their row could have
+    // taken them: under the bytes lock, make sure every staged image still has its bytes (keys as imageKey makes them).
+    await keepImageBytes(tx, dataset.workspace.id);
+    const [lost] = await query<{ path: string }>(
+      tx,
+      `select s.entry_path as path from ingest_staged_images s
+       where s.job_id = ? and not exists (select 1 from stored_objects o where o.key = 'ws/' || ? || '/images/' || s.hash || '.' || s.ext) limit 1`,
+      [jobId, dataset.workspace.id],
+    );
+    if (lost) throw new JobFailure(`The stored bytes of ${lost.path} were deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
     const added = new Set<string>();
     let delta: CountDelta = countDelta([], 1);
     for (let offset = 0; ; offset += STAGED_PER_READ) {
       const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [jobId, STAGED_PER_READ, offset]);
       if (staged.length === 0) break;
-      await lockImageHashes(tx, dataset.workspace.id, staged.map((row) => row.hash));
       const existing = await query<{ id: string; hash: string; split: Split; label_count: number; error: string | null; ext: string }>(
         tx,
         'select id, hash, split, label_count, error, ext from images where dataset_id = ? and hash = any(?::text[])',
