@@ -317,3 +317,16 @@ t.test('compare pages 100 items at a time', async (t) => {
   t.equal(seen.length, 130);
   t.equal(new Set(seen).size, 130, 'every added image once');
 });
+
+t.test('full comparisons are limited per user and dataset; single-image ones are not', async (t) => {
+  const world = await startWorld(t, { RATE_LIMIT_COMPARE: '2' });
+  await partsDataset(world);
+  await saveVersion(world, { download: false });
+  const compare = (query: string, key = world.editor) => call(world.server, 'GET', `${PATH}/versions/compare?${query}`, { key });
+  t.equal((await compare('base=1&head=1')).status, 200);
+  t.equal((await compare('base=1&head=1')).status, 200);
+  expectError(t, await compare('base=1&head=1'), 429, /compare/, ['retryAfter', 'resetAt']);
+  const listing = await call<{ images: Array<{ hash: string }> }>(world.server, 'GET', `${PATH}/images`, { key: world.editor });
+  t.equal((await compare(`base=1&head=1&hash=${listing.body.images[0].hash}`)).status, 200, 'with hash the extra limit does not apply');
+  t.equal((await compare('base=1&head=1', world.viewer)).status, 200, 'another user has a count of their own');
+});

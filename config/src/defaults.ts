@@ -27,6 +27,8 @@ export const defaults = {
     mutation: 10,
     hydrate: 20,
     clustering: 10,
+    /** Version comparisons without `hash`, per user and dataset (on top of Default). */
+    compare: 10,
   },
 } as const;
 

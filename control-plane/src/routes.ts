@@ -1,6 +1,8 @@
 import { accountRoutes } from './account/account.routes.ts';
 import { apiKeyRoutes } from './auth/api-key.routes.ts';
+import { adoptRoutes } from './datasets/adopt.routes.ts';
 import { classRoutes } from './datasets/class.routes.ts';
+import { cloneRoutes } from './datasets/clone.routes.ts';
 import { datasetRoutes } from './datasets/dataset.routes.ts';
 import { splitRoutes } from './datasets/split.routes.ts';
 import { versionRoutes } from './datasets/version.routes.ts';
@@ -14,4 +16,4 @@ import { uploadRoutes } from './uploads/upload.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...ingestRoutes, ...jobRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes];

@@ -2,7 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
 import { AccountService, type ResourceCounters } from './account/account.service.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
+import { AdoptService } from './datasets/adopt.service.ts';
 import { ClassService } from './datasets/class.service.ts';
+import { CloneService } from './datasets/clone.service.ts';
 import { DatasetService } from './datasets/dataset.service.ts';
 import { Dataset } from './datasets/dataset.entity.ts';
 import { SplitService } from './datasets/split.service.ts';
@@ -11,6 +13,7 @@ import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobService } from './jobs/job.service.ts';
+import type { RateLimiter } from './http/rate-limit.ts';
 import type { Storage } from './storage/storage.ts';
 import { UploadService } from './uploads/upload.service.ts';
 
@@ -19,6 +22,8 @@ export interface ServiceDeps {
   /** Absent where no file is touched (vpctl, first-start bootstrap). */
   storage?: Storage;
   counters?: ResourceCounters;
+  /** For limits a service applies itself (version comparisons per user and dataset). */
+  rateLimiter?: RateLimiter;
 }
 
 /** Datasets in trash are not counted. */
@@ -53,6 +58,14 @@ export class Services {
     return new DatasetService(this.em, this.deps.config.region, this.storage);
   }
 
+  get clones(): CloneService {
+    return new CloneService(this.em, this.deps.config.region, this.storage);
+  }
+
+  get adoptions(): AdoptService {
+    return new AdoptService(this.em, this.storage);
+  }
+
   get classes(): ClassService {
     return new ClassService(this.em);
   }
@@ -62,7 +75,7 @@ export class Services {
   }
 
   get versions(): VersionService {
-    return new VersionService(this.em, this.storage);
+    return new VersionService(this.em, this.storage, this.deps.rateLimiter);
   }
 
   get images(): ImageService {

@@ -2,6 +2,9 @@ import { z } from 'zod';
 
 const ClassId = z.number().int().min(0);
 
+/** Source class name → class index, class name (existing or new) or null to drop its labels: ingest and adopt. */
+export const ClassMapping = z.record(z.string().min(1).max(256), z.union([ClassId, z.string().min(1).max(256), z.null()]));
+
 export const ClassMergeBody = z.object({
   sourceClassIds: z.array(ClassId).min(1).max(25_000),
   targetClassId: ClassId,

@@ -16,6 +16,7 @@ import { classStats } from './class-stats.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
+import { requireSlugFree } from './dataset-slugs.ts';
 import { DatasetStar } from './dataset-star.entity.ts';
 import { Dataset } from './dataset.entity.ts';
 import { savedVersions } from './version.service.ts';
@@ -87,7 +88,7 @@ export class DatasetService {
     const classNames = body.task === 'depth' ? [] : (body.classNames ?? []);
     if (body.task === 'depth' && body.classNames?.length) throw Invalid('classNames: depth datasets have no classes');
     checkClassNames(classNames, 'classNames');
-    await this.requireSlugFree(key.workspaceId, body.dataset);
+    await requireSlugFree(this.em, key.workspaceId, body.dataset);
     const dataset = this.em.create(Dataset, {
       workspace: key.workspaceId,
       slug: body.dataset,
@@ -105,12 +106,6 @@ export class DatasetService {
     });
     await this.em.flush();
     return { id: dataset.id, owner: key.workspaceHandle, dataset: dataset.slug, region: this.region };
-  }
-
-  /** Trashed datasets keep their slug: it is freed only when the trash is emptied. */
-  private async requireSlugFree(workspaceId: string, slug: string): Promise<void> {
-    const taken = await this.em.findOne(Dataset, { workspace: workspaceId, slug }, { fields: ['deletedAt'] });
-    if (taken) throw Conflict(`A dataset named "${slug}" already exists in this workspace${taken.deletedAt ? ' (in trash)' : ''}`);
   }
 
   async update(actor: Actor, owner: string, slug: string, patch: z.output<typeof DatasetPatch>): Promise<z.input<typeof DatasetPatched>> {
@@ -165,7 +160,7 @@ export class DatasetService {
   private async rename(dataset: Dataset, name: string): Promise<void> {
     const slug = slugify(name);
     if (!slug) throw Invalid('name: must contain a letter or digit to make a URL name from');
-    if (slug !== dataset.slug) await this.requireSlugFree(dataset.workspace.id, slug);
+    if (slug !== dataset.slug) await requireSlugFree(this.em, dataset.workspace.id, slug);
     dataset.name = name;
     dataset.slug = slug;
   }

@@ -6,6 +6,7 @@ import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { NotFound } from '../http/errors.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
 import type { Storage } from '../storage/storage.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
@@ -41,10 +42,12 @@ export async function savedVersions(em: EntityManager, datasetId: string): Promi
 export class VersionService {
   private readonly em: EntityManager;
   private readonly storage: Storage;
+  private readonly rateLimiter?: RateLimiter;
 
-  constructor(em: EntityManager, storage: Storage) {
+  constructor(em: EntityManager, storage: Storage, rateLimiter?: RateLimiter) {
     this.em = em;
     this.storage = storage;
+    this.rateLimiter = rateLimiter;
   }
 
   async export(actor: Actor, owner: string, slug: string, v: number | undefined): Promise<z.input<typeof ExportRead>> {
@@ -159,7 +162,11 @@ export class VersionService {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
     const base = await this.findVersion(dataset, options.base);
     const head = await this.findVersion(dataset, options.head);
-    if (options.hash === undefined) return compareVersions(this.em, base, head, options.cursor);
+    if (options.hash === undefined) {
+      // Spec: full comparisons are also limited per user and dataset (anonymous callers share one count).
+      await this.rateLimiter?.take(`${actor.kind === 'key' ? actor.userId : 'anonymous'}:${dataset.id}`, 'compare');
+      return compareVersions(this.em, base, head, options.cursor);
+    }
     const image = await imageInVersions(this.em, this.storage.urls, dataset.workspace.id, base.id === head.id ? [base] : [base, head], options.hash);
     if (image.versions.length === 0) throw NotFound(`Image ${options.hash} is in neither version`);
     return image;

@@ -7,6 +7,9 @@ export function newId(): string {
   return seconds + randomBytes(8).toString('hex');
 }
 
+/** newId() in SQL, for set-based inserts: the same seconds prefix, then 8 bytes hashed from a random UUID. */
+export const NEW_ID_SQL = `lpad(to_hex(floor(extract(epoch from clock_timestamp()))::bigint), 8, '0') || left(md5(gen_random_uuid()::text), 16)`;
+
 export const ID_PATTERN = /^[0-9a-f]{24}$/;
 
 export const ObjectId = z.string().regex(ID_PATTERN, 'must be a 24-character hexadecimal id');

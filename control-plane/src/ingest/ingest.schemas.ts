@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ClassMapping } from '../datasets/class.schemas.ts';
 import { SplitName } from '../datasets/dataset.schemas.ts';
 import { ObjectId } from '../db/ids.ts';
 import { MAX_METADATA_CHARS, MetadataObject } from '../validation/metadata.ts';
@@ -35,9 +36,7 @@ export const IngestBody = z
       .enum(CONFLICT_POLICIES, { error: 'must be skip, keep_both or replace' })
       .default('skip')
       .meta({ description: 'For an image whose file (same hash) is already in its split: skip it (default), add it again, or replace the copy there' }),
-    classMapping: z
-      .record(z.string().min(1).max(256), z.union([z.number().int().min(0), z.string().min(1).max(256), z.null()]))
-      .optional()
+    classMapping: ClassMapping.optional()
       .meta({ description: 'Incoming class name → dataset class index, existing or new class name, or null to drop its labels' }),
     imageMetadata: z
       .record(z.string().min(1).max(MAX_ARCHIVE_PATH), MetadataObject)
