@@ -1,6 +1,6 @@
 // Ingest plans: what an extracted archive (YOLO, COCO, classify folders, raw images) or an NDJSON file holds,
 // with source class indexes and names, splits, label problems per image and the files left out.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -21,7 +21,7 @@ async function writeTree(t: Test, files: Record<string, string>): Promise<string
 
 async function plan(t: Test, files: Record<string, string>) {
   const root = await writeTree(t, files);
-  return planArchive(root, Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) })));
+  return planArchive((path) => readFile(join(root, path)), Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) })));
 }
 
 const json = (value: unknown) => JSON.stringify(value);

@@ -1,13 +1,13 @@
-import { readFile, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { decodeImage } from '../images/image-decode.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
-import type { IngestPlan, PlanItem } from './formats/plan.ts';
+import type { ArchiveFiles } from './archive/extract.ts';
+import type { IngestPlan, PlanItem, ReadFile } from './formats/plan.ts';
 
 /** Larger single images are skipped with a reason (not decoded). */
 export const MAX_IMAGE_BYTES = 512 * 2 ** 20;
@@ -25,7 +25,7 @@ interface StagedRow {
   file: Awaited<ReturnType<typeof decodeImage>>;
 }
 
-async function readItem(item: PlanItem, root: string | undefined, signal: AbortSignal): Promise<Buffer | string> {
+async function readItem(item: PlanItem, read: ReadFile | undefined, size: number | undefined, signal: AbortSignal): Promise<Buffer | string> {
   if (item.url) {
     let response: Response;
     try {
@@ -40,9 +40,8 @@ async function readItem(item: PlanItem, root: string | undefined, signal: AbortS
     const bytes = Buffer.from(await response.arrayBuffer());
     return bytes.length > MAX_IMAGE_BYTES ? `larger than ${MAX_IMAGE_BYTES} bytes` : bytes;
   }
-  const path = join(root!, item.path);
-  if ((await stat(path)).size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
-  return readFile(path);
+  if ((size ?? 0) > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
+  return read!(item.path);
 }
 
 /**
@@ -50,11 +49,12 @@ async function readItem(item: PlanItem, root: string | undefined, signal: AbortS
  * as a staged row. Items staged by an earlier attempt of the same job are skipped: a restarted job
  * resumes. The dataset itself is not touched here.
  */
-export async function stageImages(context: JobContext, storage: Storage, plan: IngestPlan, root: string | undefined): Promise<StagingOutcome> {
+export async function stageImages(context: JobContext, storage: Storage, plan: IngestPlan, archive?: ArchiveFiles): Promise<StagingOutcome> {
   const { em, signal } = context;
   const done = new Set((await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [context.id])).map((row) => row.entry_path));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
   const skipped: StagingOutcome['skipped'] = [];
+  const sizes = new Map(archive?.files.map((file) => [file.path, file.size]));
   const total = plan.items.length;
   let processed = done.size;
   let pending: StagedRow[] = [];
@@ -69,7 +69,7 @@ export async function stageImages(context: JobContext, storage: Storage, plan: I
     while (next < todo.length && !failed) {
       signal.throwIfAborted();
       const { item, position } = todo[next++];
-      const bytes = await readItem(item, root, signal);
+      const bytes = await readItem(item, archive?.read, sizes.get(item.path), signal);
       if (typeof bytes === 'string') skipped.push({ path: item.path, reason: bytes });
       else {
         const file = await decodeImage(bytes, basename(item.path));

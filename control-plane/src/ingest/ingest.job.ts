@@ -6,7 +6,7 @@ import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
-import { ArchiveError, archiveKindOf, extractArchive } from './archive/extract.ts';
+import { ArchiveError, archiveKindOf, openArchive, type ArchiveFiles } from './archive/extract.ts';
 import { planArchive } from './formats/detect.ts';
 import { planNdjson } from './formats/ndjson.ts';
 import type { IngestPlan } from './formats/plan.ts';
@@ -39,14 +39,17 @@ export class IngestJob implements JobHandler {
       seconds[stage] = Math.round(performance.now() - mark) / 1000;
       mark = performance.now();
     };
+    let archive: ArchiveFiles | undefined;
     try {
       context.progress({ stage: 'downloading', percent: 0 });
       const file = await fetchSource(payload.source, this.storage, join(work, 'source'), context.signal);
       lap('download');
-      const { plan, root } = await this.plan(context, payload, file, join(work, 'files'));
+      const opened = await this.plan(context, payload, file, join(work, 'files'));
+      const { plan } = opened;
+      archive = opened.archive;
       lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
-      const staging = await stageImages(context, this.storage, plan, root);
+      const staging = await stageImages(context, this.storage, plan, archive);
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
@@ -67,20 +70,27 @@ export class IngestJob implements JobHandler {
       if (error instanceof ArchiveError) throw new JobFailure(error.message);
       throw error;
     } finally {
+      await archive?.close();
       await rm(work, { recursive: true, force: true });
     }
   }
 
-  private async plan(context: JobContext, payload: IngestPayload, file: string, filesDir: string): Promise<{ plan: IngestPlan; root?: string }> {
+  /** The plan, and the archive its images are read from (none for NDJSON: its images are fetched by URL). */
+  private async plan(context: JobContext, payload: IngestPayload, file: string, filesDir: string): Promise<{ plan: IngestPlan; archive?: ArchiveFiles }> {
     const kind = archiveKindOf(payload.source.filename);
     if (!kind) throw new JobFailure(`${payload.source.filename}: not a .zip, .tar, .tar.gz, .tgz or .ndjson file`);
     context.progress({ stage: 'extracting', percent: 5 });
     if (kind === 'ndjson') return { plan: nonEmpty(await planNdjson(file), payload) };
-    const extracted = await extractArchive(file, kind, filesDir, { signal: context.signal });
-    context.progress({ stage: 'planning', percent: 12 });
-    const plan = await planArchive(extracted.root, extracted.files);
-    plan.skipped.push(...extracted.skipped);
-    return { plan: nonEmpty(plan, payload), root: extracted.root };
+    const archive = await openArchive(file, kind, filesDir, { signal: context.signal });
+    try {
+      context.progress({ stage: 'planning', percent: 12 });
+      const plan = await planArchive(archive.read, archive.files);
+      plan.skipped.push(...archive.skipped);
+      return { plan: nonEmpty(plan, payload), archive };
+    } catch (error) {
+      await archive.close();
+      throw error;
+    }
   }
 
   /** Drops what the attempt staged and deletes the bytes no image, version or other job uses. */

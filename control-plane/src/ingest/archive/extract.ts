@@ -1,8 +1,10 @@
-// Extracts an untrusted dataset archive (ZIP, TAR, TAR.GZ) into a fresh directory, streaming: every entry
-// path goes through normalizeEntryPath, only regular files are written, and bytes are counted as they stream
-// so that neither a bomb nor a header lying about sizes gets past the limits.
+// Opens an untrusted dataset archive (ZIP, TAR, TAR.GZ) for reading by path. A ZIP is read in place (its
+// central directory says where each entry is); a TAR has no index, so it is extracted into a fresh directory,
+// streaming. Either way every entry path goes through normalizeEntryPath, only regular files are listed, and
+// sizes are checked against the limits, declared ones first and then the bytes themselves, so that neither a
+// bomb nor a header lying about sizes gets past them.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
@@ -20,16 +22,19 @@ export interface ExtractLimits {
   maxRatio: number;
 }
 
-export interface Extracted {
-  root: string;
+/** The regular files of an archive, readable by their normalized path, and the entries that were skipped. */
+export interface ArchiveFiles {
   files: Array<{ path: string; size: number }>;
   skipped: Array<{ path: string; reason: string }>;
+  /** The whole file (an ArchiveError when its bytes turn out bad: corrupt, or not the size its header says). */
+  read(path: string): Promise<Buffer>;
+  close(): Promise<void>;
 }
 
 export interface ExtractOptions {
   limits?: Partial<ExtractLimits>;
   signal?: AbortSignal;
-  /** Called after each extracted file with the entries seen and the bytes written so far. */
+  /** Called after each file listed with the entries seen and the bytes (written, or declared for a ZIP) so far. */
   onProgress?: (progress: { entries: number; bytes: number }) => void;
 }
 
@@ -59,18 +64,20 @@ export function archiveKindOf(filename: string): ArchiveKind | 'ndjson' | null {
   return null;
 }
 
-export async function extractArchive(file: string, kind: ArchiveKind, destDir: string, options: ExtractOptions = {}): Promise<Extracted> {
+/** Opens `file` for reading; TAR and TAR.GZ entries are extracted under `workDir` (which the caller removes). */
+export async function openArchive(file: string, kind: ArchiveKind, workDir: string, options: ExtractOptions = {}): Promise<ArchiveFiles> {
   options.signal?.throwIfAborted();
-  const root = resolve(destDir);
-  await mkdir(root, { recursive: true });
+  const root = resolve(workDir);
   const extraction = new Extraction(root, { ...DEFAULT_LIMITS, ...options.limits }, (await stat(file)).size, options);
   try {
-    await (kind === 'zip' ? extractZip(file, extraction) : extractTar(file, kind === 'tgz', extraction));
+    if (kind === 'zip') return await indexZip(file, extraction);
+    await mkdir(root, { recursive: true });
+    await extractTar(file, kind === 'tgz', extraction);
   } catch (error) {
     if (options.signal?.aborted) throw options.signal.reason; // streams fail with their own AbortError
     throw asArchiveError(kind, error);
   }
-  return { root, files: extraction.files, skipped: extraction.skipped };
+  return { files: extraction.files, skipped: extraction.skipped, read: (path) => readFile(extraction.fileOf(path)), close: async () => undefined };
 }
 
 /**
@@ -82,36 +89,39 @@ function asArchiveError(kind: ArchiveKind, error: unknown): unknown {
   return new ArchiveError(`the ${FORMAT_NAMES[kind]} archive is corrupt or truncated: ${error.message}`);
 }
 
-/** ZIP entries extracted at the same time. */
-const ZIP_WRITES_AT_ONCE = 8;
-
-async function extractZip(file: string, extraction: Extraction): Promise<void> {
+/** Lists a ZIP's files from its central directory, limits checked on the declared sizes; reads them in place. */
+async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFiles> {
   // Names are decoded here, not by yauzl, which fails the whole archive on an unsafe name rather than skip it.
-  const zip = await yauzl.openPromise(file, { lazyEntries: true, validateEntrySizes: true, strictFileNames: false, decodeStrings: false });
-  // A ZIP is read at random: several entries stream at once, so many small files are not written one by one.
-  const inFlight = new Set<Promise<void>>();
-  let failure: { error: unknown } | undefined;
+  const zip = await yauzl.openPromise(file, { lazyEntries: true, autoClose: false, validateEntrySizes: true, strictFileNames: false, decodeStrings: false });
+  const entries = new Map<string, ZipEntry>();
   try {
     extraction.checkEntryCount(zip.entryCount); // the central directory says how many; refuse before reading any
     for await (const entry of zip.eachEntry()) {
-      if (failure) break;
       extraction.countEntry();
       const name = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false);
       const path = extraction.target(name, zipEntryType(entry, name));
       if (path === null) continue;
-      // Declared sizes are checked before the entry is opened; the bytes are counted again as they stream.
-      const write: Promise<void> = extraction
-        .write(path, entry.uncompressedSize, () => zip.openReadStreamPromise(entry))
-        .catch((error: unknown) => void (failure ??= { error }))
-        .finally(() => inFlight.delete(write));
-      inFlight.add(write);
-      if (inFlight.size >= ZIP_WRITES_AT_ONCE) await Promise.race(inFlight);
+      extraction.register(path, entry.uncompressedSize);
+      entries.set(path, entry);
     }
-  } finally {
-    await Promise.all(inFlight);
+  } catch (error) {
     zip.close();
+    throw error;
   }
-  if (failure) throw failure.error;
+  const read = async (path: string): Promise<Buffer> => {
+    extraction.signal?.throwIfAborted();
+    const entry = entries.get(path);
+    if (!entry) throw new Error(`no file "${path}" in the archive`);
+    const chunks: Buffer[] = [];
+    try {
+      // yauzl (validateEntrySizes) fails the stream when the bytes differ from the declared, checked size.
+      for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
+    } catch (error) {
+      throw asArchiveError('zip', error);
+    }
+    return Buffer.concat(chunks);
+  };
+  return { files: extraction.files, skipped: extraction.skipped, read, close: async () => zip.close() };
 }
 
 function zipEntryType(entry: ZipEntry, name: string): EntryType {
@@ -149,7 +159,7 @@ async function extractTar(file: string, gzipped: boolean, extraction: Extraction
       extraction.countEntry();
       const path = extraction.target(entry.header.name, tarEntryType(entry.header.type));
       if (path === null) entry.resume(); // drain it, or the next entry never comes
-      else await extraction.write(path, entry.header.size, () => entry as AsyncIterable<Buffer>); // streamx types chunks as unknown
+      else await extraction.write(path, entry.header.size, entry as AsyncIterable<Buffer>); // streamx types chunks as unknown
     }
   } catch (error) {
     throw inputError ?? error;
@@ -175,8 +185,8 @@ function tarEntryType(type: TarHeader['type'] | null): EntryType {
 
 /** The state of one extraction: the limits, what was written and skipped, and which paths are taken. */
 class Extraction {
-  readonly files: Extracted['files'] = [];
-  readonly skipped: Extracted['skipped'] = [];
+  readonly files: ArchiveFiles['files'] = [];
+  readonly skipped: ArchiveFiles['skipped'] = [];
   /** Every file path written and every folder created for one, so that no entry overwrites or nests in a file. */
   private readonly taken = new Map<string, 'file' | 'folder'>();
   private entries = 0;
@@ -234,19 +244,30 @@ class Extraction {
     return null;
   }
 
-  /** Streams an entry of `declared` bytes to `path`, checking the limits first against the declared size, then per chunk. */
-  async write(path: string, declared: number, open: () => Promise<AsyncIterable<Buffer>> | AsyncIterable<Buffer>): Promise<void> {
-    this.checkSize(path, declared, this.bytes + declared);
+  /** Lists a file read in place (ZIP), checking the limits against its declared size. */
+  register(path: string, declared: number): void {
+    this.bytes += declared;
+    this.checkSize(path, declared, this.bytes);
+    this.files.push({ path, size: declared });
+    this.options.onProgress?.({ entries: this.entries, bytes: this.bytes });
+  }
+
+  /** Where an extracted file is on disk. */
+  fileOf(path: string): string {
     const file = resolve(this.root, path);
     if (!file.startsWith(this.root + sep)) throw new Error(`entry path escapes the extraction root: ${path}`); // normalizeEntryPath failed
-    // Opened before anything is awaited: a ZIP reader closes its file once no entry is open and none is left.
-    const source = open();
-    // Listed in archive order, whichever entry finishes first.
+    return file;
+  }
+
+  /** Streams an entry of `declared` bytes to `path`, checking the limits first against the declared size, then per chunk. */
+  async write(path: string, declared: number, entry: AsyncIterable<Buffer>): Promise<void> {
+    this.checkSize(path, declared, this.bytes + declared);
+    const file = this.fileOf(path);
     const written = { path, size: 0 };
-    this.files.push(written);
     await mkdir(dirname(file), { recursive: true });
     // `wx` never follows or replaces an existing file or symlink, whatever was in destDir before.
-    await pipeline(await source, (chunks) => this.counted(written, chunks), createWriteStream(file, { flags: 'wx' }), { signal: this.signal });
+    await pipeline(entry, (chunks) => this.counted(written, chunks), createWriteStream(file, { flags: 'wx' }), { signal: this.signal });
+    this.files.push(written);
     this.options.onProgress?.({ entries: this.entries, bytes: this.bytes });
   }
 

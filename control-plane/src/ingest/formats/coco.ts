@@ -1,11 +1,10 @@
 // COCO archives: one or more JSON files with `images`, `annotations` and `categories`, pixel coordinates
 // normalized here with the image sizes the JSON records.
-import { readFile } from 'node:fs/promises';
-import { join, posix } from 'node:path';
+import { posix } from 'node:path';
 import { z } from 'zod';
 import type { Split } from '../../datasets/dataset.entity.ts';
 import type { Label, Task } from '../../images/labels.ts';
-import { LabelError, splitFromName, splitFromPath, type IngestPlan, type PlanItem, type Skipped } from './plan.ts';
+import { LabelError, splitFromName, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type Skipped } from './plan.ts';
 
 const CocoShape = z.object({ images: z.array(z.unknown()), annotations: z.array(z.unknown()), categories: z.array(z.unknown()) });
 const Category = z.object({ id: z.number(), name: z.string(), keypoints: z.array(z.string()).optional() });
@@ -41,13 +40,13 @@ const issue = (error: z.ZodError) => {
 };
 
 /** The .json files that are COCO annotation files; the others are reported as skipped with what they lack. */
-export async function readCocoFiles(root: string, paths: string[]): Promise<{ files: CocoFile[]; skipped: Skipped[] }> {
+export async function readCocoFiles(read: ReadFile, paths: string[]): Promise<{ files: CocoFile[]; skipped: Skipped[] }> {
   const files: CocoFile[] = [];
   const skipped: Skipped[] = [];
   for (const path of paths) {
     let doc: unknown;
     try {
-      doc = JSON.parse(await readFile(join(root, path), 'utf8'));
+      doc = JSON.parse((await read(path)).toString('utf8'));
     } catch (error) {
       skipped.push({ path, reason: `not readable JSON: ${(error as Error).message}` });
       continue;

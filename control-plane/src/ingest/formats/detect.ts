@@ -2,7 +2,7 @@
 import { posix } from 'node:path';
 import { planClassifyFolders } from './classify-folders.ts';
 import { planCoco, readCocoFiles } from './coco.ts';
-import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type Skipped } from './plan.ts';
+import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type Skipped } from './plan.ts';
 import { hasYoloLabels, planYolo, readDatasetYaml } from './yolo.ts';
 
 export { planNdjson } from './ndjson.ts';
@@ -22,29 +22,29 @@ function planRaw(images: string[]): IngestPlan {
 }
 
 /**
- * Plans an extracted archive. `files` are the archive's regular files, paths relative to `root`. Whatever the
+ * Plans an archive. `files` are its regular files, read through `read` by path. Whatever the
  * plan neither adds nor read as labels or metadata is listed in `skipped`, sorted by path.
  */
-export async function planArchive(root: string, files: Array<{ path: string; size: number }>): Promise<IngestPlan> {
+export async function planArchive(read: ReadFile, files: Array<{ path: string; size: number }>): Promise<IngestPlan> {
   const paths = files.map((file) => normalizePath(file.path)).sort();
   const reported: Skipped[] = paths.filter(isHidden).map((path) => ({ path, reason: 'a hidden or system file' }));
   const visible = paths.filter((path) => !isHidden(path));
   const images = visible.filter(isImagePath);
   const withExtension = (extension: string) => visible.filter((path) => extensionOf(path) === extension);
 
-  const coco = await readCocoFiles(root, withExtension('json'));
+  const coco = await readCocoFiles(read, withExtension('json'));
   reported.push(...coco.skipped);
   if (coco.files.length > 0) return withRest(planCoco(coco.files, images), coco.files.map((file) => file.path), reported, visible);
 
-  const { yaml, skipped } = await readDatasetYaml(root, visible);
+  const { yaml, skipped } = await readDatasetYaml(read, visible);
   reported.push(...skipped);
-  const read = yaml ? [yaml.path] : [];
+  const used = yaml ? [yaml.path] : [];
   const texts = withExtension('txt');
   const yolo = yaml !== null || hasYoloLabels(images, texts);
   // A yaml naming another task, or label files, rule the folder layout out: class-named folders are common there.
   const classify = yaml?.task === 'classify' || !yolo ? planClassifyFolders(images) : null;
-  if (classify) return withRest(classify, read, reported, visible);
-  if (yolo) return withRest(await planYolo(root, images, texts, yaml), [...read, ...texts], reported, visible);
+  if (classify) return withRest(classify, used, reported, visible);
+  if (yolo) return withRest(await planYolo(read, images, texts, yaml), [...used, ...texts], reported, visible);
   return withRest(planRaw(images), [], reported, visible);
 }
 

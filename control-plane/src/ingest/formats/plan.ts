@@ -8,7 +8,7 @@ import { TASKS, type Label, type Task } from '../../images/labels.ts';
 export interface PlanItem {
   /** Normalized archive-relative path of the image (or the NDJSON `file` value). */
   path: string;
-  /** For NDJSON: where to fetch the image (its `url`); archives: undefined (the file is at root/path). */
+  /** For NDJSON: where to fetch the image (its `url`); archives: undefined (the file is read by its path). */
   url?: string;
   /** From split folders / NDJSON split; undefined when the layout has none. */
   split?: Split;
@@ -19,6 +19,9 @@ export interface PlanItem {
   /** A label problem for this image, counted and reported; the image is still added (labels dropped). */
   labelError?: string;
 }
+
+/** Reads one of the archive's files by its normalized path (in place for a ZIP, from disk for a TAR). */
+export type ReadFile = (path: string) => Promise<Buffer>;
 
 export interface IngestPlan {
   format: 'yolo' | 'coco' | 'ndjson' | 'classify-folders' | 'raw';

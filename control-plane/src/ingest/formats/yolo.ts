@@ -1,8 +1,7 @@
 // YOLO archives: a data.yaml (names, kpt_shape, task, split folders) and one label .txt per image, in the
 // ultralytics layouts `images/<split>/x.jpg` ↔ `labels/<split>/x.txt`, `<split>/images/x.jpg` ↔
 // `<split>/labels/x.txt`, or flat `x.jpg` + `x.txt`.
-import { readFile } from 'node:fs/promises';
-import { join, posix } from 'node:path';
+import { posix } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { Split } from '../../datasets/dataset.entity.ts';
 import type { Task } from '../../images/labels.ts';
@@ -17,6 +16,7 @@ import {
   taskOrNull,
   type IngestPlan,
   type PlanItem,
+  type ReadFile,
   type RowKind,
   type Skipped,
 } from './plan.ts';
@@ -39,7 +39,7 @@ const byDepth = (a: string, b: string) => depth(a) - depth(b) || a.localeCompare
 const isDatasetYaml = (path: string) => DATASET_YAML_NAMES.includes(posix.basename(path).toLowerCase());
 
 /** The shallowest usable data.yaml / dataset.yaml; the others, and unusable ones, are reported as skipped. */
-export async function readDatasetYaml(root: string, paths: string[]): Promise<{ yaml: DatasetYaml | null; skipped: Skipped[] }> {
+export async function readDatasetYaml(read: ReadFile, paths: string[]): Promise<{ yaml: DatasetYaml | null; skipped: Skipped[] }> {
   let yaml: DatasetYaml | null = null;
   const skipped: Skipped[] = [];
   for (const path of paths.filter(isDatasetYaml).sort(byDepth)) {
@@ -48,7 +48,7 @@ export async function readDatasetYaml(root: string, paths: string[]): Promise<{ 
       continue;
     }
     try {
-      yaml = datasetYaml(path, parseYaml(await readFile(join(root, path), 'utf8')));
+      yaml = datasetYaml(path, parseYaml((await read(path)).toString('utf8')));
     } catch (error) {
       // The yaml parser appends a source excerpt on further lines; the first says what is wrong.
       skipped.push({ path, reason: `not a usable dataset YAML: ${(error as Error).message.split('\n')[0]}` });
@@ -158,25 +158,25 @@ async function forEachConcurrently<T>(items: T[], limit: number, work: (item: T)
 }
 
 /** Class names from a darknet-style classes.txt (one per line), which flat layouts often carry instead of a yaml. */
-async function readClassesTxt(root: string, texts: string[]): Promise<{ path: string; names: string[] } | null> {
+async function readClassesTxt(read: ReadFile, texts: string[]): Promise<{ path: string; names: string[] } | null> {
   const [path] = texts.filter((text) => posix.basename(text) === 'classes.txt').sort(byDepth);
   if (!path) return null;
-  const names = (await readFile(join(root, path), 'utf8')).split(/\r?\n/).map((name) => name.trim());
+  const names = (await read(path)).toString('utf8').split(/\r?\n/).map((name) => name.trim());
   while (names.at(-1) === '') names.pop();
   return { path, names };
 }
 
-export async function planYolo(root: string, images: string[], texts: string[], yaml: DatasetYaml | null): Promise<IngestPlan> {
+export async function planYolo(read: ReadFile, images: string[], texts: string[], yaml: DatasetYaml | null): Promise<IngestPlan> {
   const textSet = new Set(texts);
   const labelPaths = new Map(images.map((image) => [image, labelPathOf(image, textSet)]));
-  const classesTxt = yaml?.names ? null : await readClassesTxt(root, texts);
+  const classesTxt = yaml?.names ? null : await readClassesTxt(read, texts);
   const names = yaml?.names ?? classesTxt?.names ?? null;
   const kptShape = yaml?.kptShape ?? null;
 
   const files = new Map<string, LabelFile>();
   const used = [...new Set(labelPaths.values())].filter((path) => path !== undefined);
   await forEachConcurrently(used, 16, async (path) => {
-    files.set(path, parseLabelFile(await readFile(join(root, path), 'utf8'), path, names?.length ?? null, kptShape));
+    files.set(path, parseLabelFile((await read(path)).toString('utf8'), path, names?.length ?? null, kptShape));
   });
 
   const rows = [...files.values()].flatMap((file) => ('rows' in file ? file.rows : []));
