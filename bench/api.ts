@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Result } from 'autocannon';
-import { adminQuery, children, positiveInt, ROOT, startChild, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, children, positiveInt, ROOT, runBenchmark, startChild, startControlPlane, stopChild } from './lib.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 32);
@@ -179,9 +179,4 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(`bench:api failed: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
-}
+await runBenchmark('bench:api', main);

@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { adminQuery, children, positiveInt, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, positiveInt, runBenchmark, startControlPlane, stopChild } from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 100_000);
 const SAMPLES = positiveInt('BENCH_SAMPLES', 30);
@@ -171,14 +171,8 @@ async function main(): Promise<void> {
   }
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(error instanceof Error ? error.message : error);
-  process.exitCode = 1;
-} finally {
-  for (const child of children) await stopChild(child);
+await runBenchmark('bench:images', main, async () => {
   if (process.env.BENCH_KEEP_DB) console.error(`kept database ${database} (BENCH_KEEP_DB)`);
   else await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
   rmSync(dataDir, { recursive: true, force: true });
-}
+});

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import yazl from 'yazl';
-import { adminQuery, children, positiveInt, putFile, rssBytes, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, positiveInt, putFile, rssBytes, runBenchmark, startControlPlane, stopChild } from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
 const EXPORT_IMAGES = positiveInt('BENCH_EXPORT_IMAGES', 100_000);
@@ -180,13 +180,7 @@ async function timeExport(base: string, key: string, owner: string): Promise<num
   return elapsed;
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(error instanceof Error ? error.message : error);
-  process.exitCode = 1;
-} finally {
-  for (const child of children) await stopChild(child);
+await runBenchmark('bench:ingest', main, async () => {
   await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
   rmSync(work, { recursive: true, force: true });
-}
+});

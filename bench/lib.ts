@@ -174,3 +174,19 @@ export function putFile(url: string, headers: Record<string, string>, path: stri
   });
 }
 
+
+/**
+ * Runs a benchmark's main: a failure is printed and sets exit status 1; child processes are always
+ * stopped and `cleanup` (dropping databases, removing folders) always runs.
+ */
+export async function runBenchmark(name: string, main: () => Promise<void>, cleanup: () => Promise<unknown> | void = () => undefined): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    console.error(`${name} failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  } finally {
+    for (const child of children) await stopChild(child);
+    await cleanup();
+  }
+}

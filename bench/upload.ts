@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { startS3Process } from '../test/helpers/s3-server.ts';
-import { adminQuery, children, positiveInt, putFile, rssBytes, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, children, positiveInt, putFile, rssBytes, runBenchmark, startControlPlane, stopChild } from './lib.ts';
 
 const GIB = positiveInt('BENCH_UPLOAD_GIB', 2);
 /** Each figure is the median of this many runs: this disk's speed swings from run to run. */
@@ -184,9 +184,4 @@ async function main(): Promise<void> {
   }
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(`bench:upload failed: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
-}
+await runBenchmark('bench:upload', main);

@@ -221,3 +221,20 @@ t.test('request validation', async (t) => {
   const [jobs] = await query<{ n: number }>(world.server.services().em, 'select count(*)::int as n from jobs');
   t.equal(jobs.n, 0, 'refused requests queued nothing');
 });
+
+t.test('a dataset shows a running ingest: status processing, and progress for editors of large imports', async (t) => {
+  const world = await startWorld(t);
+  const datasetId = await createDataset(world, world.team, { dataset: 'big', name: 'Big', visibility: 'public' });
+  const read = async (key?: string) => (await call<{ dataset: Record<string, any> }>(world.server, 'GET', '/api/datasets/acme-team/big', { key })).body.dataset;
+  t.equal((await read(world.editor)).status, 'ready');
+  // A job as a runner leaves it midway through an import of 12,000 images.
+  await query(world.server.services().em, `insert into jobs (id, created_at, updated_at, workspace_id, kind, subject_id, status, payload, progress, attempts, max_attempts, cancel_requested, priority)
+    select 'eeeeeeeeeeeeeeeeeeeeeeee', now(), now(), workspace_id, 'ingest', id, 'running', '{}', '{"stage":"processing","percent":40,"processed":4000,"total":12000}', 1, 3, false, 0 from datasets where id = ?`, [datasetId]);
+  t.match(await read(world.editor), { status: 'processing', processingProgress: { stage: 'processing', percent: 40, processed: 4000, total: 12000 } });
+  const viewer = await read(world.viewer);
+  t.equal(viewer.status, 'processing');
+  t.notOk('processingProgress' in viewer, 'viewers see the status, not the progress');
+  t.notOk('processingProgress' in (await read()), 'nor do anonymous readers of a public dataset');
+  await query(world.server.services().em, `update jobs set progress = '{"stage":"processing","percent":40,"processed":40,"total":120}' where id = 'eeeeeeeeeeeeeeeeeeeeeeee'`);
+  t.notOk('processingProgress' in (await read(world.editor)), 'small imports show no progress');
+});
