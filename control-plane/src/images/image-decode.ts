@@ -5,6 +5,9 @@ export const THUMBNAIL_PX = 256;
 
 // Every image is decoded once: sharp's operation cache would only hold memory (tens of MB per process).
 sharp.cache(false);
+// Callers decode several images at once (one per core and more); one libvips thread each keeps the
+// threads, and the malloc arenas that come with them, from multiplying.
+sharp.concurrency(1);
 
 export interface DecodedImage {
   hash: string;

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BlobStore } from './blob-store.ts';
 import { DiskBlobStore } from './disk-store.ts';
-import { S3BlobStore, type S3StoreOptions } from './s3-store.ts';
+import type { S3StoreOptions } from './s3-store.ts';
 
 /**
  * The blob store STORAGE_URL names: unset → `<dataDir>/blobs`; `file:///abs/path` → that folder;
@@ -15,6 +15,8 @@ export async function openBlobStore(storageUrl: string | undefined, dataDir: str
   if (url.protocol === 'file:') return new DiskBlobStore(fileURLToPath(url));
   if (url.protocol !== 's3:') throw new Error(`STORAGE_URL must be a file:// or s3:// URL, not ${url.protocol}//`);
   const options = s3Options(url);
+  // Loaded only when used: the AWS SDK adds tens of MB to every process that imports it.
+  const { S3BlobStore } = await import('./s3-store.ts');
   const store = new S3BlobStore(options);
   try {
     await store.checkAccess();

@@ -112,14 +112,16 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     extraction.signal?.throwIfAborted();
     const entry = entries.get(path);
     if (!entry) throw new Error(`no file "${path}" in the archive`);
-    const chunks: Buffer[] = [];
+    // One buffer of the declared (checked) size; yauzl (validateEntrySizes) fails the stream when the
+    // bytes differ from it, so they always fit.
+    const bytes = Buffer.allocUnsafe(entry.uncompressedSize);
+    let filled = 0;
     try {
-      // yauzl (validateEntrySizes) fails the stream when the bytes differ from the declared, checked size.
-      for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
+      for await (const chunk of await zip.openReadStreamPromise(entry)) filled += (chunk as Buffer).copy(bytes, filled);
     } catch (error) {
       throw asArchiveError('zip', error);
     }
-    return Buffer.concat(chunks);
+    return bytes;
   };
   return { files: extraction.files, skipped: extraction.skipped, read, close: async () => zip.close() };
 }
