@@ -11,11 +11,14 @@ import { Job } from '../jobs/job.entity.ts';
 import { Annotation } from '../images/annotation.entity.ts';
 import { Image } from '../images/image.entity.ts';
 import { Model } from '../models/model.entity.ts';
+import { ProjectStar } from '../projects/project-star.entity.ts';
 import { Project } from '../projects/project.entity.ts';
+import { ModelStar } from '../models/model-star.entity.ts';
+import { Workflow } from '../agents/workflow.entity.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
 import { UploadSession } from '../uploads/upload-session.entity.ts';
 import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, StagedImage, Project, Model, UploadSession];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession];

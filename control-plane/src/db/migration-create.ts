@@ -29,7 +29,7 @@ try {
     const className = result.fileName.replace(/\.ts$/, '');
     // The diff does not see the hand-written rate-limit function and would recreate it in every down().
     const file = new URL(result.fileName, dir);
-    writeFileSync(file, readFileSync(file, 'utf8').replace(/\n\s*this\.addSql\(`create or replace function "rate_limit_take"[\s\S]*?\$\$;`\);/, ''));
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/\n\s*this\.addSql\(`create or replace function "rate_limit_take"[\s\S]*?`\);/, ''));
     const indexFile = new URL('index.ts', dir);
     const index = readFileSync(indexFile, 'utf8')
       .replace(/(\n\/\*\*[^\n]*\n)?(export const migrations)/, `import { ${className} } from './${className}.ts';\n$1$2`)

@@ -10,6 +10,7 @@ export const ModelSchema = defineEntity({
   tableName: 'models',
   extends: NamedResourceSchema,
   uniques: [{ properties: ['project', 'slug'] }],
+  indexes: [{ properties: ['deletedAt'] }, { properties: ['fileKey'] }],
   properties: {
     // workspace (from NamedResource) is the project's, kept here so every query can be scoped without a join.
     project: () => p.manyToOne(Project).deleteRule('cascade'),
@@ -22,6 +23,27 @@ export const ModelSchema = defineEntity({
     metrics: p.json<Record<string, number>>().nullable(),
     startedAt: p.datetime().nullable(),
     completedAt: p.datetime().nullable(),
+    description: p.text().default(''),
+    metadata: p.json<Record<string, unknown>>().default('{}'),
+    trainArgs: p.json<Record<string, unknown>>().nullable(),
+    trainResults: p.json<Record<string, unknown>>().nullable(),
+    classNames: p.json<string[]>().nullable(),
+    computeCost: p.json<Record<string, unknown>>().nullable(),
+    bestFitness: p.double().nullable(),
+    version: p.string().length(50).nullable(),
+    color: p.string().length(32).nullable(),
+    license: p.string().length(64).nullable(),
+    /** The training dataset's URL name as the trainer reported it (the dataset relation may be gone). */
+    datasetSlug: p.string().length(128).nullable(),
+    trainingError: p.text().nullable(),
+    /** Per-image validation rows recorded by training (GET ...?analysis=1). */
+    analysis: p.json<Array<Record<string, unknown>>>().nullable().lazy(),
+    starCount: p.integer().default(0),
+    /** Set while the model is in trash. */
+    deletedAt: p.datetime().nullable(),
+    /** In trash because its project was: restoring the project restores it. */
+    trashedWithProject: p.boolean().default(false),
+    /** Shared by clones (weights are shared by content): deleted only when no model refers to it. */
     fileKey: p.string().length(1024).nullable(),
     fileBytes: p.bigint('number').nullable(),
     fileContentType: p.string().length(255).nullable(),

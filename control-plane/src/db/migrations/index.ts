@@ -2,6 +2,7 @@ import { Migration20261122000000_foundation } from './Migration20261122000000_fo
 import { Migration20261122204806_uploads } from './Migration20261122204806_uploads.ts';
 import { Migration20261122221348_datasets_images } from './Migration20261122221348_datasets_images.ts';
 import { Migration20261122223030_jobs_versions } from './Migration20261122223030_jobs_versions.ts';
+import { Migration20261122232242_projects_models_workflows } from './Migration20261122232242_projects_models_workflows.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -9,4 +10,5 @@ export const migrations = [
   { name: 'Migration20261122204806_uploads', class: Migration20261122204806_uploads },
   { name: 'Migration20261122221348_datasets_images', class: Migration20261122221348_datasets_images },
   { name: 'Migration20261122223030_jobs_versions', class: Migration20261122223030_jobs_versions },
+  { name: 'Migration20261122232242_projects_models_workflows', class: Migration20261122232242_projects_models_workflows },
 ];
