@@ -1,4 +1,5 @@
 import { accountRoutes } from './account/account.routes.ts';
+import { workflowRoutes } from './agents/workflow.routes.ts';
 import { apiKeyRoutes } from './auth/api-key.routes.ts';
 import { adoptRoutes } from './datasets/adopt.routes.ts';
 import { classRoutes } from './datasets/class.routes.ts';
@@ -11,9 +12,12 @@ import type { RouteDefinition } from './http/define-route.ts';
 import { imageRoutes } from './images/image.routes.ts';
 import { ingestRoutes } from './ingest/ingest.routes.ts';
 import { jobRoutes } from './jobs/job.routes.ts';
+import { modelRoutes } from './models/model.routes.ts';
+import { projectRoutes } from './projects/project.routes.ts';
 import { fileRoutes } from './storage/files.routes.ts';
+import { trashRoutes } from './trash/trash.routes.ts';
 import { uploadRoutes } from './uploads/upload.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes];

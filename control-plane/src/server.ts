@@ -15,11 +15,13 @@ import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobRunner } from './jobs/job-runner.ts';
 import { sweepOrphanImageBlobs } from './images/image-blobs.ts';
+import { sweepOrphanFiles } from './storage/orphan-files.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { FileUrls } from './storage/file-urls.ts';
 import { UrlSigner } from './storage/signed-url.ts';
 import type { Storage } from './storage/storage.ts';
 import { openBlobStore } from './storage/store-from-config.ts';
+import { scheduleTrashPurge } from './trash/trash-purge.ts';
 import { UploadService } from './uploads/upload.service.ts';
 
 export interface RunningServer {
@@ -78,8 +80,10 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const sweepTimer = setInterval(() => {
     new UploadService(orm.em.fork(), storage).sweepExpired().catch((error) => log.warn({ err: error }, 'upload sweep failed'));
     sweepOrphanImageBlobs(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'image sweep failed'));
+    sweepOrphanFiles(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'file sweep failed'));
   }, 3600_000);
   sweepTimer.unref();
+  const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
   await notifications.start();
@@ -107,6 +111,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     (closing ??= (async () => {
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
+      await purgeTask.destroy();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);

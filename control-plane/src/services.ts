@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
 import { AccountService, type ResourceCounters } from './account/account.service.ts';
+import { WorkflowService } from './agents/workflow.service.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
 import { AdoptService } from './datasets/adopt.service.ts';
 import { ClassService } from './datasets/class.service.ts';
@@ -13,8 +14,13 @@ import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobService } from './jobs/job.service.ts';
+import { Model } from './models/model.entity.ts';
+import { ModelService } from './models/model.service.ts';
+import { Project } from './projects/project.entity.ts';
+import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { Storage } from './storage/storage.ts';
+import { TrashService } from './trash/trash.service.ts';
 import { UploadService } from './uploads/upload.service.ts';
 
 export interface ServiceDeps {
@@ -26,9 +32,11 @@ export interface ServiceDeps {
   rateLimiter?: RateLimiter;
 }
 
-/** Datasets in trash are not counted. */
+/** Resources in trash are not counted. */
 const DEFAULT_COUNTERS: ResourceCounters = {
   datasets: (em, workspaceId) => em.count(Dataset, { workspace: workspaceId, deletedAt: null }),
+  projects: (em, workspaceId) => em.count(Project, { workspace: workspaceId, deletedAt: null }),
+  models: (em, workspaceId) => em.count(Model, { workspace: workspaceId, deletedAt: null }),
 };
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -97,5 +105,21 @@ export class Services {
 
   get uploads(): UploadService {
     return new UploadService(this.em, this.storage);
+  }
+
+  get projects(): ProjectService {
+    return new ProjectService(this.em, this.deps.config.region);
+  }
+
+  get models(): ModelService {
+    return new ModelService(this.em, this.deps.config.region, this.storage);
+  }
+
+  get trash(): TrashService {
+    return new TrashService(this.em, this.deps.config.region, this.storage);
+  }
+
+  get workflows(): WorkflowService {
+    return new WorkflowService(this.em, this.deps.config.region);
   }
 }

@@ -1,32 +1,20 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { roleAtLeast, type Role } from '../account/roles.ts';
-import { requireKey } from '../auth/access.ts';
+import type { Role } from '../account/roles.ts';
 import type { Actor } from '../auth/actor.ts';
-import { roleIn } from '../auth/access.ts';
-import { Forbidden, NotFound } from '../http/errors.ts';
+import { requireAccess, type AccessNeed } from '../auth/resource-access.ts';
 import { Dataset } from './dataset.entity.ts';
 
-/** view: public, or a key of the workspace (any role) · edit: a key of the workspace with editor or above. */
-export type DatasetNeed = 'view' | 'edit';
+export type DatasetNeed = AccessNeed;
 
 export interface DatasetAccess {
   dataset: Dataset;
   role: Role | null;
 }
 
-/**
- * The access rule of every dataset and image endpoint. A private dataset the actor cannot view is
- * reported missing (404), never forbidden, so names of other workspaces' datasets do not leak; a visible
- * dataset the actor may not change is 403. Datasets in trash are gone for every endpoint.
- */
+/** The access rule of every dataset and image endpoint (see requireAccess): invisible or trashed is 404, visible but not editable 403. */
 export function checkDatasetAccess(actor: Actor, dataset: Dataset | null, need: DatasetNeed, label: string): DatasetAccess {
-  const role = dataset ? roleIn(actor, dataset.workspace.id) : null;
-  if (!dataset || dataset.deletedAt || (dataset.visibility !== 'public' && !role)) throw NotFound(`Dataset ${label} not found`);
-  if (need === 'edit') {
-    requireKey(actor);
-    if (!role || !roleAtLeast(role, 'editor')) throw Forbidden();
-  }
-  return { dataset, role };
+  const { resource, role } = requireAccess(actor, dataset, need, `Dataset ${label} not found`);
+  return { dataset: resource, role };
 }
 
 export async function findDataset(em: EntityManager, actor: Actor, owner: string, slug: string, need: DatasetNeed): Promise<DatasetAccess> {

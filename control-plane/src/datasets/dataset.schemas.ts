@@ -8,12 +8,12 @@ import { MetadataObject } from '../validation/metadata.ts';
 import { DATASET_FORMATS, SPLITS, VISIBILITIES } from './dataset.entity.ts';
 
 export const MAX_CLASS_NAMES = 25_000;
-const Region = z.enum(REGIONS);
-const Timestamp = z.iso.datetime();
-const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
-const Visibility = z.enum(VISIBILITIES, { error: 'must be public or private' });
+export const Region = z.enum(REGIONS);
+export const Timestamp = z.iso.datetime();
+export const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
+export const Visibility = z.enum(VISIBILITIES, { error: 'must be public or private' });
 const Format = z.enum(DATASET_FORMATS, { error: `must be one of ${DATASET_FORMATS.join(', ')}` });
-const Tags = z.array(z.string().trim().min(1).max(50)).max(50).meta({ description: 'Up to 50 tags of up to 50 characters' });
+export const Tags = z.array(z.string().trim().min(1).max(50)).max(50).meta({ description: 'Up to 50 tags of up to 50 characters' });
 const ClassNames = z
   .array(z.string().trim().min(1).max(256))
   .max(MAX_CLASS_NAMES)

@@ -4,7 +4,9 @@ import type { z } from 'zod';
 import { Workspace } from '../account/workspace.entity.ts';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
+import { renamedSlug } from '../db/slugs.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { DATASET_STARS, setStar, starredAmong } from '../db/stars.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { JobProgress } from '../jobs/job.entity.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
@@ -16,8 +18,7 @@ import { classStats } from './class-stats.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
-import { requireSlugFree } from './dataset-slugs.ts';
-import { DatasetStar } from './dataset-star.entity.ts';
+import { datasetSlugScope, requireSlugFree } from './dataset-slugs.ts';
 import { Dataset } from './dataset.entity.ts';
 import { savedVersions } from './version.service.ts';
 import type { DatasetCreate, DatasetCreated, DatasetDeleted, DatasetDetail, DatasetList, DatasetListItem, DatasetModels, DatasetPatch, DatasetPatched, Sample } from './dataset.schemas.ts';
@@ -46,7 +47,7 @@ export class DatasetService {
     const member = actor.kind === 'key' && actor.workspaceId === workspace.id;
     const where = { workspace, deletedAt: null, ...(member ? {} : { visibility: 'public' as const }) };
     const [datasets, total] = await this.em.findAndCount(Dataset, where, { limit: query.limit, orderBy: { updatedAt: 'desc', id: 'desc' } });
-    const starred = await this.starredAmong(actor, datasets);
+    const starred = await starredAmong(this.em, DATASET_STARS, actor, datasets.map((d) => d.id));
     const samples = query.includeSamples ? await this.samples(workspace.id, datasets, query.includeImageUrls) : undefined;
     return {
       datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? { samples: samples.get(dataset.id) ?? [] } : {}) })),
@@ -57,7 +58,7 @@ export class DatasetService {
 
   async read(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetDetail>> {
     const { dataset, role } = await findDataset(this.em, actor, owner, slug, 'view');
-    const starred = await this.starredAmong(actor, [dataset]);
+    const starred = await starredAmong(this.em, DATASET_STARS, actor, [dataset.id]);
     const canEdit = role === 'editor' || role === 'admin' || role === 'owner';
     const ingest = await activeIngest(this.em, dataset.id);
     return {
@@ -113,7 +114,7 @@ export class DatasetService {
     const needsEdit = Object.keys(changes).length > 0;
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { dataset } = await findDataset(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
-    if (starred !== undefined) await this.setStar(requireKey(actor).userId, dataset, starred);
+    if (starred !== undefined) dataset.starCount = await setStar(this.em, DATASET_STARS, dataset.id, requireKey(actor).userId, starred);
     if (needsEdit) await this.applyChanges(dataset, changes);
     return { success: true, dataset: dataset.slug };
   }
@@ -158,22 +159,8 @@ export class DatasetService {
 
   /** Spec: a rename changes the display name and the URL name together. */
   private async rename(dataset: Dataset, name: string): Promise<void> {
-    const slug = slugify(name);
-    if (!slug) throw Invalid('name: must contain a letter or digit to make a URL name from');
-    if (slug !== dataset.slug) await requireSlugFree(this.em, dataset.workspace.id, slug);
+    dataset.slug = await renamedSlug(this.em, datasetSlugScope(dataset.workspace.id), name, dataset.slug);
     dataset.name = name;
-    dataset.slug = slug;
-  }
-
-  private async setStar(userId: string, dataset: Dataset, starred: boolean): Promise<void> {
-    // Row and counter change in one statement, so concurrent stars keep starCount exact.
-    const sql = starred
-      ? `with added as (insert into dataset_stars (dataset_id, user_id, created_at) values (?, ?, now()) on conflict do nothing returning 1)
-         update datasets set star_count = star_count + (select count(*) from added) where id = ? returning star_count`
-      : `with removed as (delete from dataset_stars where dataset_id = ? and user_id = ? returning 1)
-         update datasets set star_count = star_count - (select count(*) from removed) where id = ? returning star_count`;
-    const [row] = await query<{ star_count: number }>(this.em, sql, [dataset.id, userId, dataset.id]);
-    dataset.starCount = row.star_count;
   }
 
   async remove(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetDeleted>> {
@@ -185,7 +172,7 @@ export class DatasetService {
 
   async models(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetModels>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
-    const models = await this.em.find(Model, { dataset, workspace: dataset.workspace }, { populate: ['project'], orderBy: { createdAt: 'desc' } });
+    const models = await this.em.find(Model, { dataset, workspace: dataset.workspace, deletedAt: null }, { populate: ['project'], orderBy: { createdAt: 'desc' } });
     return {
       models: models.map((model) => ({
         id: model.id,
@@ -237,12 +224,6 @@ export class DatasetService {
     };
   }
 
-  private async starredAmong(actor: Actor, datasets: Dataset[]): Promise<Set<string>> {
-    if (actor.kind !== 'key' || datasets.length === 0) return new Set();
-    const stars = await this.em.find(DatasetStar, { user: actor.userId, dataset: { $in: datasets.map((d) => d.id) } });
-    return new Set(stars.map((star) => star.dataset.id));
-  }
-
   /** The newest few images of each dataset, in one query. */
   private async samples(workspaceId: string, datasets: Dataset[], withImageUrls: boolean): Promise<Map<string, Array<z.input<typeof Sample>>>> {
     const bySet = new Map<string, Array<z.input<typeof Sample>>>();
@@ -274,15 +255,4 @@ async function activeIngest(em: EntityManager, datasetId: string): Promise<JobPr
     [datasetId, INGEST_JOB],
   );
   return job ? (job.progress ?? { stage: 'queued', percent: 0 }) : null;
-}
-
-/** A display name as a URL name: lowercase letters and digits joined by single hyphens, at most 128. */
-export function slugify(name: string): string {
-  return name
-    .normalize('NFKD')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 128)
-    .replace(/-+$/, '');
 }

@@ -72,7 +72,7 @@ export class UploadService {
     const found =
       assetType === 'datasets'
         ? await this.em.count(Dataset, { id: assetId, workspace: keyWorkspaceId, deletedAt: null })
-        : await this.em.count(Model, { id: assetId, workspace: keyWorkspaceId });
+        : await this.em.count(Model, { id: assetId, workspace: keyWorkspaceId, deletedAt: null });
     if (!found) throw NotFound(`${assetType === 'datasets' ? 'Dataset' : 'Model'} ${assetId} not found`);
     return keyWorkspaceId;
   }
@@ -145,9 +145,9 @@ export class UploadService {
         session.completedAt ??= new Date();
         return { mismatch: false as const, file };
       }
-      const replaced = await this.attachToModel(em, session, head.size, request.checksum);
+      await this.attachToModel(em, session, head.size, request.checksum);
       em.remove(session);
-      return { mismatch: false as const, file, discard: replaced };
+      return { mismatch: false as const, file };
     });
     // Files are deleted only once the database no longer points at them.
     if (outcome.discard) await this.storage.store.delete(outcome.discard);
@@ -155,11 +155,13 @@ export class UploadService {
     return { success: true, file: outcome.file };
   }
 
-  /** The model's weights become this file; returns the key of a file it had before, to delete. */
-  private async attachToModel(em: EntityManager, session: UploadSession, bytes: number, checksum: string | undefined): Promise<string | undefined> {
+  /**
+   * The model's weights become this file. The file it had before is left to the hourly sweep of
+   * unreferenced files: clones may share it, and the sweep deletes it only once no model refers to it.
+   */
+  private async attachToModel(em: EntityManager, session: UploadSession, bytes: number, checksum: string | undefined): Promise<void> {
     const model = await em.findOne(Model, { id: session.assetId, workspace: session.workspace });
     if (!model) throw NotFound(`Model ${session.assetId} not found`);
-    const previous = model.fileKey;
     Object.assign(model, {
       fileKey: session.objectKey,
       fileBytes: bytes,
@@ -167,9 +169,6 @@ export class UploadService {
       fileMd5: session.storedMd5,
       fileChecksum: checksum ?? null,
     });
-    if (!previous || previous === session.objectKey) return undefined;
-    await em.nativeDelete(StoredObject, { key: previous });
-    return previous;
   }
 
   /**

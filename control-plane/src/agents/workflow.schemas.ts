@@ -1,0 +1,95 @@
+import { REGIONS } from '@vp/config';
+import { z } from 'zod';
+import { Handle } from '../account/handle.ts';
+import { ObjectId } from '../db/ids.ts';
+import { SOURCE_BLOCK_TYPES } from './workflow-graph.ts';
+
+export const MAX_WORKFLOWS_LISTED = 100;
+export const MAX_NODES = 500;
+export const MAX_EDGES = 2000;
+export const MAX_GRAPH_CHARS = 500_000;
+
+const Region = z.enum(REGIONS);
+const Timestamp = z.iso.datetime();
+const GraphId = z.string().min(1).max(128);
+const BlockType = z.string().max(64);
+
+const Owner = Handle.optional().meta({
+  description:
+    "Workspace to act on: the key's own workspace (the default) or a team workspace where the key's acting user is a member; " +
+    'that membership role decides what is allowed. Any other workspace is 404. With id, the agent is found in its own workspace, ' +
+    'which must be one of those (and equal owner when given), else 404.',
+});
+
+const Node = z.object({
+  id: GraphId,
+  type: BlockType.meta({ description: `Free text; ${SOURCE_BLOCK_TYPES.join(' and ')} blocks are expected to have no input` }),
+  position: z.object({ x: z.number(), y: z.number() }),
+  data: z.object({
+    label: z.string().max(256),
+    type: BlockType,
+    config: z.record(z.string(), z.unknown()).default({}).meta({ description: 'Block settings; free JSON object' }),
+  }),
+});
+const Edge = z.object({ id: GraphId, source: GraphId, target: GraphId });
+
+export const Graph = z
+  .object({
+    nodes: z.array(Node).max(MAX_NODES),
+    edges: z.array(Edge).max(MAX_EDGES),
+    templateId: z.string().max(128).nullable().optional(),
+  })
+  .refine((graph) => JSON.stringify(graph).length <= MAX_GRAPH_CHARS, `is longer than ${MAX_GRAPH_CHARS} characters serialized`)
+  .meta({
+    description:
+      `Up to ${MAX_NODES} nodes and ${MAX_EDGES} edges, ${MAX_GRAPH_CHARS} characters serialized. ` +
+      'Refused (400): duplicate node or edge ids, an edge to or from a missing node, a block with more than one input, a cycle.',
+  });
+
+export const WorkflowListItem = z.object({
+  id: ObjectId,
+  username: Handle.meta({ description: 'Handle of the owning workspace' }),
+  name: z.string(),
+  version: z.number().int(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export const WorkflowDetail = WorkflowListItem.extend({ graph: Graph });
+
+export const WorkflowListQuery = z.object({
+  owner: Owner,
+  id: ObjectId.optional().meta({ description: 'Read this one agent, with its graph, as { workflow }; search is then ignored' }),
+  search: z.string().trim().max(200).optional().meta({ description: 'Name contains this text (case ignored)' }),
+});
+export const WorkflowList = z.object({
+  workflows: z.array(WorkflowListItem).meta({ description: `Up to ${MAX_WORKFLOWS_LISTED}, most recently updated first` }),
+  total: z.number().int().meta({ description: 'Agents matching, including any beyond the first 100' }),
+  region: Region,
+});
+export const WorkflowRead = z.object({ workflow: WorkflowDetail });
+export const WorkflowListOrRead = z.union([WorkflowList, WorkflowRead]);
+
+export const OwnerQuery = z.object({ owner: Owner });
+
+export const WorkflowSave = z
+  .object({
+    id: ObjectId.optional().meta({ description: 'The agent to update; leave out to create' }),
+    name: z.string().trim().min(1).max(128),
+    graph: Graph,
+    version: z.number().int().min(0).meta({ description: '0 creates; an update sends the version last returned for this agent' }),
+  })
+  .superRefine((body, ctx) => {
+    if (body.version === 0 && body.id) ctx.addIssue({ code: 'custom', path: ['id'], message: 'version 0 creates a new agent; leave out id' });
+    if (body.version > 0 && !body.id) ctx.addIssue({ code: 'custom', path: ['id'], message: 'required to update an agent (version above 0)' });
+  });
+
+export const GraphProblem = z.object({ nodeId: z.string().optional(), edgeId: z.string().optional(), message: z.string() });
+export const WorkflowSaved = z.object({
+  id: ObjectId,
+  version: z.number().int(),
+  errors: z.array(GraphProblem).meta({ description: 'Problems the canvas would flag; the agent is saved regardless' }),
+  region: Region,
+});
+
+export const WorkflowDeleteQuery = OwnerQuery.extend({ id: ObjectId });
+export const WorkflowDeleted = z.object({ success: z.literal(true), id: ObjectId });

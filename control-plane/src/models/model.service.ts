@@ -1,0 +1,168 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Region } from '@vp/config';
+import type { z } from 'zod';
+import { requireKey } from '../auth/access.ts';
+import type { Actor } from '../auth/actor.ts';
+import { requireEditorOfOwn } from '../auth/resource-access.ts';
+import { TRASH_DAYS } from '../datasets/dataset.service.ts';
+import { copySlug, firstFreeSlug, numberedSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
+import { MODEL_STARS, setStar, starredAmong } from '../db/stars.ts';
+import { Conflict, Invalid } from '../http/errors.ts';
+import { findProject, holdProject } from '../projects/project-access.ts';
+import type { Storage } from '../storage/storage.ts';
+import { findModel, modelSlugScope } from './model-access.ts';
+import { copyModel } from './model-copy.ts';
+import { modelDetail, modelSummary, weightsName } from './model-view.ts';
+import { Model } from './model.entity.ts';
+import type {
+  ModelClone,
+  ModelCreate,
+  ModelCreated,
+  ModelDeleted,
+  ModelFiles,
+  ModelList,
+  ModelPatch,
+  ModelPatched,
+  ModelRead,
+  ModelTraining,
+} from './model.schemas.ts';
+import { readableSlug } from './readable-slug.ts';
+
+/** Download URLs of weights are short-lived. */
+const DOWNLOAD_URL_SECONDS = 15 * 60;
+
+type Address = { owner: string; project: string; model: string };
+
+/** Models: records in a project, their weights file and their settings; a model is as visible as its project. */
+export class ModelService {
+  private readonly em: EntityManager;
+  private readonly region: Region;
+  private readonly storage: Storage;
+
+  constructor(em: EntityManager, region: Region, storage: Storage) {
+    this.em = em;
+    this.region = region;
+    this.storage = storage;
+  }
+
+  async list(actor: Actor, owner: string, projectSlug: string, options: { limit: number }): Promise<z.input<typeof ModelList>> {
+    const { project } = await findProject(this.em, actor, owner, projectSlug, 'view');
+    const [models, total] = await this.em.findAndCount(Model, { project, deletedAt: null }, { limit: options.limit, orderBy: { createdAt: 'desc', id: 'desc' } });
+    return { models: models.map((model) => ({ ...modelSummary(model), owner, project: project.slug })), total, region: this.region };
+  }
+
+  async read(actor: Actor, at: Address, options: { analysis?: number }): Promise<z.input<typeof ModelRead>> {
+    const { model, role } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    if (options.analysis === 1) {
+      await this.em.populate(model, ['analysis']);
+      return { analysis: model.analysis ?? [] };
+    }
+    const starred = await starredAmong(this.em, MODEL_STARS, actor, [model.id]);
+    return { model: modelDetail(model, at.owner, starred.has(model.id)), isOwner: role !== null };
+  }
+
+  /** An untrained record in a project of the key's workspace; weights arrive later through the upload API. */
+  async create(actor: Actor, body: z.output<typeof ModelCreate>): Promise<z.input<typeof ModelCreated>> {
+    const key = requireEditorOfOwn(actor, body.owner, 'create models');
+    return this.em.transactional(async (em) => {
+      const project = await holdProject(em, key.workspaceId, { slug: body.project }, `${key.workspaceHandle}/${body.project}`);
+      const scope = modelSlugScope(project.id);
+      if (body.model) await requireSlugFree(em, scope, body.model);
+      const slug = body.model ?? (await firstFreeSlug(em, scope, numberedSlug(readableSlug())));
+      const model = em.create(Model, {
+        workspace: key.workspaceId,
+        project,
+        slug,
+        name: body.name ?? slug,
+        description: body.description ?? '',
+        task: body.task,
+        metadata: body.metadata ?? {},
+        trainArgs: body.trainArgs ?? null,
+        metrics: body.metrics ?? null,
+        epochs: body.epochs ?? null,
+        version: body.version ?? null,
+      });
+      await em.flush();
+      return { id: model.id, owner: key.workspaceHandle, project: project.slug, model: model.slug, region: this.region };
+    });
+  }
+
+  async update(actor: Actor, at: Address, patch: z.output<typeof ModelPatch>): Promise<z.input<typeof ModelPatched>> {
+    const { starred, projectId, name, ...plain } = patch;
+    if (projectId !== undefined) {
+      if (Object.keys(patch).length > 1) throw Invalid('projectId: moves the model and is sent alone');
+      return this.move(actor, at, projectId);
+    }
+    const needsEdit = name !== undefined || Object.keys(plain).length > 0;
+    if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, needsEdit ? 'edit' : 'view');
+    if (starred !== undefined) await setStar(this.em, MODEL_STARS, model.id, requireKey(actor).userId, starred);
+    if (needsEdit) {
+      if (name !== undefined && name !== model.name) {
+        model.slug = await renamedSlug(this.em, modelSlugScope(model.project.id), name, model.slug);
+        model.name = name;
+      }
+      Object.assign(model, plain);
+      await this.em.flush();
+    }
+    return { success: true, model: model.slug };
+  }
+
+  /** To another project of the same owner, under a numbered URL name when its own is taken there. */
+  private async move(actor: Actor, at: Address, projectId: string): Promise<z.input<typeof ModelPatched>> {
+    const { model: found } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
+    return this.em.transactional(async (em) => {
+      // Locked, so a training start cannot slip in between the status check and the move.
+      const model = await em.findOneOrFail(Model, found.id, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (model.status === 'training') throw Conflict('The model is training; move it once training has finished or been cancelled');
+      const target = await holdProject(em, model.workspace.id, { id: projectId }, `${projectId} of ${at.owner}`);
+      if (target.id === model.project.id) return { success: true, model: model.slug, projectId, renamed: false };
+      const slug = await firstFreeSlug(em, modelSlugScope(target.id), numberedSlug(model.slug));
+      const renamed = slug !== model.slug;
+      Object.assign(model, { project: target, slug });
+      await em.flush();
+      return { success: true, model: slug, projectId: target.id, renamed };
+    });
+  }
+
+  async remove(actor: Actor, at: Address): Promise<z.input<typeof ModelDeleted>> {
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
+    // Deployments using this model (pending replacements included) are deleted for good here once deployments exist.
+    const deletedAt = new Date();
+    Object.assign(model, { deletedAt, trashedWithProject: false });
+    await this.em.flush();
+    return { success: true, model: model.slug, deletedAt: deletedAt.toISOString(), daysRemaining: TRASH_DAYS };
+  }
+
+  /** The weights file with a short-lived download URL; empty until weights are uploaded. */
+  async files(actor: Actor, at: Address): Promise<z.input<typeof ModelFiles>> {
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    if (!model.fileKey) return { files: [] };
+    const name = weightsName(model);
+    const downloadUrl = await this.storage.urls.download(model.fileKey, { expiresInSeconds: DOWNLOAD_URL_SECONDS, filename: name });
+    return { files: [{ name, size: model.fileBytes ?? 0, downloadUrl }] };
+  }
+
+  /** Copies a model the key can view into an existing project of the key's workspace, sharing its weights. */
+  async clone(actor: Actor, at: Address, body: z.output<typeof ModelClone>): Promise<z.input<typeof ModelCreated>> {
+    const { model: source } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    const key = requireEditorOfOwn(actor, body.owner, 'clone into that workspace');
+    return this.em.transactional(async (em) => {
+      const project = await holdProject(em, key.workspaceId, { slug: body.project }, `${key.workspaceHandle}/${body.project}`);
+      const scope = modelSlugScope(project.id);
+      if (body.model) await requireSlugFree(em, scope, body.model);
+      const copies = copySlug(source.slug);
+      const slug = body.model ?? (await firstFreeSlug(em, scope, (n) => (n === 1 ? source.slug : copies(n - 1))));
+      const clone = copyModel(em, source, project, { slug, name: body.name, description: body.description });
+      await em.flush();
+      return { id: clone.id, owner: key.workspaceHandle, project: project.slug, model: clone.slug, region: this.region };
+    });
+  }
+
+  async training(actor: Actor, at: Address): Promise<z.input<typeof ModelTraining>> {
+    await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    // Training jobs arrive with the training issue; until then no model has one.
+    return { job: null };
+  }
+}

@@ -1,0 +1,70 @@
+import { REGIONS } from '@vp/config';
+import { z } from 'zod';
+import { Handle, Slug } from '../account/handle.ts';
+import { ObjectId } from '../db/ids.ts';
+import { pageQuery } from '../http/pagination.ts';
+import { TRASH_TYPES } from './trash-erase.ts';
+
+const Count = z.number().int().min(0);
+const TrashType = z.enum(TRASH_TYPES, { error: `must be one of ${TRASH_TYPES.join(', ')}` });
+
+export const TrashListQuery = pageQuery(50, 200)
+  .extend({
+    type: z.enum(['all', ...TRASH_TYPES], { error: `must be one of all, ${TRASH_TYPES.join(', ')}` }).default('all'),
+    id: ObjectId.optional().meta({ description: 'With type project or model: that item alone, with the resources its restore or deletion affects' }),
+  })
+  .refine((query) => !query.id || query.type === 'project' || query.type === 'model', { message: 'needs type project or model', path: ['id'] });
+
+export const TrashItem = z.object({
+  id: ObjectId,
+  type: TrashType,
+  owner: Handle,
+  slug: Slug,
+  name: z.string(),
+  project: Slug.optional().meta({ description: "Models: their project's URL name" }),
+  modelCount: Count.optional().meta({ description: 'Projects: their models, all deleted with the project when it is deleted permanently' }),
+  deletedAt: z.iso.datetime(),
+  daysRemaining: Count.meta({ description: 'Days until it is purged automatically' }),
+});
+
+export const TrashResources = z.object({
+  models: z.array(
+    z.object({
+      id: ObjectId,
+      model: Slug,
+      name: z.string(),
+      trashedWithProject: z.boolean().meta({ description: 'Restored when the project is; a model trashed on its own before stays in trash' }),
+    }),
+  ),
+  deployments: z.array(z.object({ id: ObjectId, deployment: Slug, name: z.string() })).meta({ description: 'Deployments of these models (deleted with them, never restored)' }),
+});
+
+export const TrashList = z.object({
+  items: z.array(TrashItem),
+  total: Count,
+  page: z.number().int().min(1),
+  limit: z.number().int().min(1),
+  totalPages: z.number().int().min(1),
+  summary: z.object({ projects: Count, datasets: Count, models: Count, total: Count }).meta({ description: 'Items in trash by type, whatever the filter' }),
+  resources: TrashResources.optional().meta({ description: 'With id' }),
+  region: z.enum(REGIONS),
+});
+
+export const TrashTarget = z.strictObject({ id: ObjectId, type: TrashType });
+
+export const TrashRestored = z.object({
+  success: z.literal(true),
+  id: ObjectId,
+  type: TrashType,
+  restoredModels: Count.optional().meta({ description: 'Projects: the models that went to trash with the project' }),
+});
+
+export const TrashDeleteBody = z.union([TrashTarget, z.strictObject({ all: z.literal(true) })], {
+  error: 'send id and type, or all: true',
+});
+
+export const TrashDeleted = z.object({
+  deletedCount: Count.meta({ description: 'Trash items deleted' }),
+  cascadedModels: Count.meta({ description: 'Models deleted with their projects' }),
+  survivingDeployments: z.array(z.object({ id: ObjectId, deployment: Slug })).meta({ description: 'Deployments left running (none: deployments go with their models)' }),
+});
