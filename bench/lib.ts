@@ -144,6 +144,8 @@ export async function startControlPlane(
       HOST: '127.0.0.1',
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       LOG_LEVEL: 'warn',
+      // As `npm start` and the container image run it (see README, Memory).
+      MALLOC_ARENA_MAX: '2',
       ...options.env,
     },
     /^Vision Platform API: (\S+)\/api\b/,
