@@ -8,6 +8,7 @@ import { datasetRoutes } from './datasets/dataset.routes.ts';
 import { splitRoutes } from './datasets/split.routes.ts';
 import { versionRoutes } from './datasets/version.routes.ts';
 import { healthRoutes } from './health/health.routes.ts';
+import { hostRoutes } from './hosts/host.routes.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { imageRoutes } from './images/image.routes.ts';
 import { ingestRoutes } from './ingest/ingest.routes.ts';
@@ -20,4 +21,4 @@ import { uploadRoutes } from './uploads/upload.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes];

@@ -12,6 +12,7 @@ import { SplitService } from './datasets/split.service.ts';
 import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
+import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobService } from './jobs/job.service.ts';
 import { Model } from './models/model.entity.ts';
@@ -93,6 +94,10 @@ export class Services {
   /** How images get into a dataset (ingest and tests). */
   get imageIntake(): ImageIntake {
     return new ImageIntake(this.em, this.storage);
+  }
+
+  get hosts(): HostService {
+    return new HostService(this.em, this.deps.config.publicBaseUrl);
   }
 
   get ingest(): IngestService {

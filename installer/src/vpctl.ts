@@ -10,6 +10,8 @@ import { HttpError } from '../../control-plane/src/http/errors.ts';
 import { openDatabase } from '../../control-plane/src/server.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
+import { hardwareSummary } from '../../control-plane/src/hosts/hardware-summary.ts';
+import type { Host } from '../../control-plane/src/hosts/host.entity.ts';
 
 /** Exit statuses: 0 done, 1 the command failed, 2 usage error, 78 invalid configuration (as the server). */
 const EXIT_FAILED = 1;
@@ -49,10 +51,20 @@ function keyRows(keys: ApiKey[]): string[][] {
   return keys.map((key) => [key.prefix, key.workspace.handle, key.user.username, key.name, timestamp(key.createdAt), timestamp(key.lastUsedAt)]);
 }
 
+function hostRows(hosts: Host[]): string[][] {
+  return hosts.map((host) => [host.name, host.workspace?.handle ?? '(pool)', host.state, timestamp(host.lastHeartbeatAt), hardwareSummary(host.hardware ?? null) ?? 'not reported']);
+}
+
+/** The token goes to stdout alone, so `TOKEN=$(vpctl hosts connect ...)` captures it; the how-to goes to stderr. */
+function printEnrollment(print: (text: string) => void, note: (text: string) => void, enrollment: { enrollmentToken: string; expiresAt: string; command: string }): void {
+  print(enrollment.enrollmentToken);
+  note(`Single use, expires ${enrollment.expiresAt.replace(/\.\d{3}Z$/, 'Z')}; it is not shown again. On the host run:\n  ${enrollment.command}`);
+}
+
 /** The command tree; parsing only chooses an action, which runs once the database is open. */
 function buildProgram(choose: (action: Action) => void): Command {
   const program = new Command('vpctl')
-    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, migrations).')
+    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, migrations).')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
@@ -154,6 +166,53 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
       choose(async ({ services, print }) => {
         const record = await services.apiKeys.revoke(prefix, options.workspace);
         print(`Revoked API key ${record.prefix} "${record.name}" of workspace ${record.workspace.handle}`);
+      }),
+    );
+
+  const hosts = program.command('hosts').description('Manage GPU hosts and their worker keys');
+  hosts
+    .command('connect')
+    .description('Connect a host and print its one-time enrollment token (single use, 10 minutes) for `vp-worker enroll`')
+    .argument('<name>', 'host name: 1-63 lowercase letters, digits or hyphens, unique within its workspace or the pool')
+    .option('--workspace <handle>', 'make the host private to this workspace (default: the appliance-wide pool)')
+    .action((name: string, options: { workspace?: string }) =>
+      choose(async ({ services, print, note }) => {
+        const enrollment = await services.hosts.connect(name, options.workspace);
+        note(`Connected host ${name} ${options.workspace ? `to workspace ${options.workspace}` : 'to the appliance-wide pool'}.`);
+        printEnrollment(print, note, enrollment);
+      }),
+    );
+  hosts
+    .command('rotate')
+    .description("Print a new enrollment token for a host; its current worker key works until the new token is enrolled, then is revoked")
+    .argument('<name>', 'the host')
+    .option('--workspace <handle>', 'the workspace of the host, when several hosts share the name')
+    .action((name: string, options: { workspace?: string }) =>
+      choose(async ({ services, print, note }) => printEnrollment(print, note, await services.hosts.rotate(name, options.workspace))),
+    );
+  hosts
+    .command('disconnect')
+    .description('Revoke a host’s worker key at once and remove the host')
+    .argument('<name>', 'the host')
+    .option('--workspace <handle>', 'the workspace of the host, when several hosts share the name')
+    .action((name: string, options: { workspace?: string }) =>
+      choose(async ({ services, print }) => {
+        const host = await services.hosts.disconnect(name, options.workspace);
+        print(`Disconnected host ${host.name}${host.workspace ? ` of workspace ${host.workspace.handle}` : ''}; its worker key is revoked`);
+      }),
+    );
+  hosts
+    .command('list')
+    .description('List hosts: name, workspace, state, last heartbeat, hardware summary')
+    .option('--workspace <handle>', 'only the hosts private to this workspace')
+    .action((options: { workspace?: string }) =>
+      choose(async ({ services, print }) => {
+        const records = await services.hosts.listAll(options.workspace);
+        if (records.length === 0) {
+          print(options.workspace ? `No hosts in ${options.workspace}` : 'No hosts');
+          return;
+        }
+        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE'], hostRows(records)));
       }),
     );
 

@@ -15,10 +15,13 @@ import { ProjectStar } from '../projects/project-star.entity.ts';
 import { Project } from '../projects/project.entity.ts';
 import { ModelStar } from '../models/model-star.entity.ts';
 import { Workflow } from '../agents/workflow.entity.ts';
+import { EnrollmentToken } from '../hosts/enrollment-token.entity.ts';
+import { Host } from '../hosts/host.entity.ts';
+import { WorkerKey } from '../hosts/worker-key.entity.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
 import { UploadSession } from '../uploads/upload-session.entity.ts';
 import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey];

@@ -9,6 +9,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Resource not found',
   405: 'Method not allowed',
   409: 'Conflict with current state',
+  410: 'Gone: used or expired',
   412: 'Precondition failed',
   413: 'Payload too large',
   422: 'Unprocessable',

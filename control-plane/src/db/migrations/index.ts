@@ -3,6 +3,7 @@ import { Migration20261122204806_uploads } from './Migration20261122204806_uploa
 import { Migration20261122221348_datasets_images } from './Migration20261122221348_datasets_images.ts';
 import { Migration20261122223030_jobs_versions } from './Migration20261122223030_jobs_versions.ts';
 import { Migration20261122232242_projects_models_workflows } from './Migration20261122232242_projects_models_workflows.ts';
+import { Migration20261122235521_hosts_worker_keys } from './Migration20261122235521_hosts_worker_keys.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -11,4 +12,5 @@ export const migrations = [
   { name: 'Migration20261122221348_datasets_images', class: Migration20261122221348_datasets_images },
   { name: 'Migration20261122223030_jobs_versions', class: Migration20261122223030_jobs_versions },
   { name: 'Migration20261122232242_projects_models_workflows', class: Migration20261122232242_projects_models_workflows },
+  { name: 'Migration20261122235521_hosts_worker_keys', class: Migration20261122235521_hosts_worker_keys },
 ];

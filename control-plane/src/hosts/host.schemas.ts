@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { HOST_STATES } from './host.entity.ts';
+
+export const HOST_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export const HostName = z
+  .string()
+  .regex(HOST_NAME_PATTERN, 'must be 1-63 lowercase letters, digits or hyphens, not starting or ending with a hyphen')
+  .meta({ description: 'Host name, unique within its workspace', example: 'gpu-01' });
+
+export const HostPath = z.object({ name: HostName });
+export const HostCreate = z.object({ name: HostName });
+
+export const HostListItem = z.object({
+  name: z.string(),
+  state: z.enum(HOST_STATES),
+  lastHeartbeatAt: z.iso.datetime().nullable(),
+  hardware: z.string().nullable().meta({ description: 'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first' }),
+  createdAt: z.iso.datetime(),
+});
+export const HostList = z.object({ hosts: z.array(HostListItem), total: z.number().int() });
+
+export const HostEnrollment = z.object({
+  host: z.string().meta({ description: 'Host name' }),
+  enrollmentToken: z.string().meta({ description: 'One-time token (vpe_ and 32 hex digits); shown only in this response' }),
+  expiresAt: z.iso.datetime(),
+  command: z.string().meta({ description: 'What to run on the host', example: 'vp-worker enroll --server https://vp.example.com --token vpe_…' }),
+});
+
+export const HostDisconnected = z.object({ name: z.string(), disconnected: z.literal(true) });
+
+export const EnrollRequest = z.object({
+  token: z.string().meta({ description: 'The enrollment token' }),
+  hostname: z.string().max(255).optional().meta({ description: "The machine's own hostname, kept for operators" }),
+});
+export const EnrollResponse = z.object({
+  hostId: z.string(),
+  name: z.string(),
+  workerKey: z.string().meta({ description: 'The worker key (vpw_ and 48 hex digits); shown only in this response, kept hashed' }),
+});

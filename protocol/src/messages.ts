@@ -1,0 +1,166 @@
+// The WebSocket protocol between the control plane and worker agents: one JSON object per frame, its kind
+// in `type`. Both sides parse every frame with parseMessage, so a malformed or hostile frame is refused with
+// a reason (to log, and to answer with `error`) instead of throwing inside a socket handler.
+import { z } from 'zod';
+
+/** Bumped on any change that an older peer would misread; the handshake refuses a mismatch. */
+export const PROTOCOL_VERSION = 1;
+/** The largest frame either side accepts; senders batch and split below it. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+export const MAX_LOG_LINES_PER_MESSAGE = 1000;
+export const MAX_LOG_LINE_BYTES = 16 * 1024;
+export const MAX_ENV_ENTRIES = 256;
+export const MAX_GPUS_PER_HOST = 64;
+
+const text = (max: number) => z.string().max(max);
+/** Job and host IDs travel into logs, labels and SQL parameters: keep them short and plain. */
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'must be 1-128 letters, digits, _ . : -');
+const count = z.int().min(0);
+const gpuIndex = z.int().min(0).max(MAX_GPUS_PER_HOST - 1);
+const distinct = (indexes: number[]) => new Set(indexes).size === indexes.length;
+const gpuIndexes = z.array(gpuIndex).max(MAX_GPUS_PER_HOST).refine(distinct, 'must not repeat a GPU index');
+
+export const Gpu = z.strictObject({
+  /** The index nvidia-smi and CUDA_VISIBLE_DEVICES use on this host. */
+  index: gpuIndex,
+  model: text(256),
+  /** The spec's GPU type ID (rtx-4090, h100-sxm, ...), or a slug of an unrecognised NVIDIA model. */
+  typeId: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a lowercase hyphenated type ID'),
+  memoryMiB: count,
+  driverVersion: text(64).nullable(),
+});
+export type Gpu = z.infer<typeof Gpu>;
+
+export const Hardware = z
+  .strictObject({
+    cpu: z.strictObject({ model: text(256), cores: z.int().min(1).max(65_536) }),
+    memoryBytes: count,
+    /** Free space on the filesystem that holds the agent's work dir. */
+    diskFreeBytes: count,
+    gpus: z.array(Gpu).max(MAX_GPUS_PER_HOST),
+    /** A host without NVIDIA GPUs still offers its CPUs and memory to CPU jobs. */
+    cpuOnly: z.boolean(),
+  })
+  .refine((hardware) => hardware.cpuOnly === (hardware.gpus.length === 0), {
+    message: 'cpuOnly must be true exactly when gpus is empty',
+    path: ['cpuOnly'],
+  });
+export type Hardware = z.infer<typeof Hardware>;
+
+export const JobSpec = z.strictObject({
+  /** Absent: the agent's configured trainer image (docker runtime) or no image at all (process runtime). */
+  image: text(512).min(1).optional(),
+  command: z.array(text(16 * 1024)).min(1).max(1024),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/), text(32 * 1024))
+    .refine((env) => Object.keys(env).length <= MAX_ENV_ENTRIES, `at most ${MAX_ENV_ENTRIES} entries`),
+  /** Relative to the agent's work dir, so the server can never point a job at the rest of the host. */
+  workDir: z
+    .string()
+    .min(1)
+    .max(1024)
+    .refine((path) => !path.startsWith('/') && !path.split('/').includes('..'), 'must be a relative path without ..'),
+  gpus: z
+    .strictObject({ count: z.int().min(0).max(MAX_GPUS_PER_HOST), indexes: gpuIndexes.optional() })
+    .refine((gpus) => gpus.indexes === undefined || gpus.indexes.length === gpus.count, 'indexes must list count GPUs'),
+  memoryBytes: z.int().min(1).optional(),
+  cpus: z.number().positive().max(65_536).optional(),
+  shmBytes: z.int().min(1).optional(),
+  timeoutSeconds: z.int().min(1).max(30 * 24 * 3600).optional(),
+});
+export type JobSpec = z.infer<typeof JobSpec>;
+
+const logLine = z.string().refine((line) => Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES, `each line at most ${MAX_LOG_LINE_BYTES} bytes`);
+
+/** Agent → control plane. */
+export const AgentMessage = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('hello'),
+    protocolVersion: z.literal(PROTOCOL_VERSION),
+    agentVersion: text(64).min(1),
+    /** Absent on the first connection; afterwards the id from `welcome`, kept on disk so a restart reuses the host. */
+    hostId: id.optional(),
+    hardware: Hardware,
+    /** What still runs after a reconnect, so the server neither loses nor re-assigns those jobs. */
+    runningJobs: z.array(z.strictObject({ jobId: id, attempt: z.int().min(1) })).max(1024),
+  }),
+  z.strictObject({
+    type: z.literal('heartbeat'),
+    at: z.iso.datetime({ offset: true }),
+    freeGpus: gpuIndexes.optional(),
+  }),
+  z.strictObject({ type: z.literal('job.accepted'), jobId: id }),
+  z.strictObject({
+    type: z.literal('job.log'),
+    jobId: id,
+    stream: z.enum(['stdout', 'stderr']),
+    lines: z.array(logLine).min(1).max(MAX_LOG_LINES_PER_MESSAGE),
+  }),
+  /** progress: the fraction done, 0 to 1. */
+  z.strictObject({ type: z.literal('job.progress'), jobId: id, progress: z.number().min(0).max(1) }),
+  z.strictObject({
+    type: z.literal('job.finished'),
+    jobId: id,
+    outcome: z.enum(['completed', 'failed', 'cancelled']),
+    exitCode: z.int().optional(),
+    error: text(4096).optional(),
+  }),
+]);
+export type AgentMessage = z.infer<typeof AgentMessage>;
+
+/** Control plane → agent. */
+export const ServerMessage = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('welcome'),
+    protocolVersion: z.literal(PROTOCOL_VERSION),
+    hostId: id,
+    heartbeatSeconds: z.int().min(1).max(3600),
+  }),
+  z.strictObject({ type: z.literal('job.assign'), jobId: id, attempt: z.int().min(1), spec: JobSpec }),
+  z.strictObject({ type: z.literal('job.cancel'), jobId: id, reason: text(1024) }),
+  z.strictObject({ type: z.literal('error'), message: text(4096) }),
+]);
+export type ServerMessage = z.infer<typeof ServerMessage>;
+
+export type Direction = 'toServer' | 'toAgent';
+export type ParseResult<M> = { ok: true; message: M } | { ok: false; error: string };
+
+const schemas = { toServer: AgentMessage, toAgent: ServerMessage } as const;
+const typesOf = (union: typeof AgentMessage | typeof ServerMessage) => new Set<string>(union.options.map((option) => option.shape.type.value));
+const knownTypes = { toServer: typesOf(AgentMessage), toAgent: typesOf(ServerMessage) };
+
+/** Parses one frame; never throws. The error is short and safe to log or send back in an `error` message. */
+export function parseMessage(raw: string | Buffer, direction: 'toServer'): ParseResult<AgentMessage>;
+export function parseMessage(raw: string | Buffer, direction: 'toAgent'): ParseResult<ServerMessage>;
+export function parseMessage(raw: string | Buffer, direction: Direction): ParseResult<AgentMessage | ServerMessage>;
+export function parseMessage(raw: string | Buffer, direction: Direction): ParseResult<AgentMessage | ServerMessage> {
+  // A string's UTF-8 size is at least its length, so a huge string is refused before it is measured.
+  const bytes = typeof raw === 'string' ? (raw.length > MAX_MESSAGE_BYTES ? raw.length : Buffer.byteLength(raw)) : raw.length;
+  if (bytes > MAX_MESSAGE_BYTES) return refuse(`message of ${bytes}+ bytes exceeds the ${MAX_MESSAGE_BYTES}-byte limit`);
+  let value: unknown;
+  try {
+    value = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
+  } catch {
+    return refuse('message is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse('message must be a JSON object');
+  const { type, protocolVersion } = value as Record<string, unknown>;
+  if (typeof type !== 'string') return refuse('message has no string "type"');
+  if (!knownTypes[direction].has(type)) return refuse(`unknown message type ${JSON.stringify(type.slice(0, 64))}`);
+  if ((type === 'hello' || type === 'welcome') && protocolVersion !== PROTOCOL_VERSION) {
+    return refuse(`protocol version ${JSON.stringify(protocolVersion) ?? 'missing'} is not supported; expected ${PROTOCOL_VERSION}`);
+  }
+  const parsed = schemas[direction].safeParse(value);
+  if (parsed.success) return { ok: true, message: parsed.data };
+  const problems = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(message)'}: ${issue.message}`);
+  return refuse(`invalid ${type}: ${problems.join('; ')}`.slice(0, 500));
+}
+
+const refuse = (error: string): { ok: false; error: string } => ({ ok: false, error });
+
+/** Serialises a message; a frame the peer would refuse for its size is a sender bug, so it throws. */
+export function encodeMessage(message: AgentMessage | ServerMessage): string {
+  const frame = JSON.stringify(message);
+  if (Buffer.byteLength(frame) > MAX_MESSAGE_BYTES) throw new RangeError(`${message.type} message exceeds ${MAX_MESSAGE_BYTES} bytes; split it`);
+  return frame;
+}

@@ -1,0 +1,100 @@
+// The agent's settings: a JSON file (written by `vp-worker enroll`, edited by the operator) with environment
+// variables on top, validated once with every problem reported together.
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+export const RUNTIMES = ['docker', 'process'] as const;
+
+/** Each setting's key in the config file and the environment variable that overrides it. */
+const ENV_OVERRIDES = {
+  server: 'VP_WORKER_SERVER',
+  workerKey: 'VP_WORKER_KEY',
+  workDir: 'VP_WORKER_WORK_DIR',
+  runtime: 'VP_WORKER_RUNTIME',
+  trainerImage: 'VP_WORKER_TRAINER_IMAGE',
+  maxConcurrentJobs: 'VP_WORKER_MAX_CONCURRENT_JOBS',
+} as const;
+type Setting = keyof typeof ENV_OVERRIDES;
+
+// Not strict: enroll may keep more in the same file (the host's id, say) than the agent's settings.
+const SettingsSchema = z.object({
+  server: z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) or ws(s) URL' }),
+  workerKey: z.string({ error: 'is missing; run `vp-worker enroll --server URL --token T` first' }).min(1, 'must not be empty'),
+  workDir: z.string().min(1).default(join(homedir(), '.local', 'share', 'vp-worker')),
+  runtime: z.enum(RUNTIMES, { error: `must be one of ${RUNTIMES.join(', ')}` }).default('docker'),
+  trainerImage: z.string().min(1).optional(),
+  maxConcurrentJobs: z.coerce.number({ error: 'must be a positive integer' }).int().min(1).optional(),
+});
+
+export interface WorkerConfig {
+  /** The control plane's base URL; `enroll` writes it. */
+  server: string;
+  /** This host's worker key; `enroll` writes it. */
+  workerKey: string;
+  /** Absolute; jobs' work dirs live under it. */
+  workDir: string;
+  runtime: (typeof RUNTIMES)[number];
+  /** The image of jobs that name none (docker runtime). */
+  trainerImage: string | undefined;
+  /** Unset: no limit on the agent's side; the server assigns one job per free GPU, or one on a CPU-only host. */
+  maxConcurrentJobs: number | undefined;
+  /** Where these settings were read from. */
+  configFile: string;
+}
+
+export class WorkerConfigError extends Error {}
+
+/** VP_WORKER_CONFIG, else `~/.config/vp-worker/config.json` (XDG_CONFIG_HOME respected, as `enroll` does). */
+export function configPath(env: Record<string, string | undefined> = process.env): string {
+  return resolve(env.VP_WORKER_CONFIG || join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'vp-worker', 'config.json'));
+}
+
+function readConfigFile(file: string, required: boolean): Record<string, unknown> {
+  if (!existsSync(file)) {
+    if (required) throw new WorkerConfigError(`Invalid configuration: ${file} (from VP_WORKER_CONFIG) does not exist`);
+    return {};
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new WorkerConfigError(`Invalid configuration: ${file} is not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new WorkerConfigError(`Invalid configuration: ${file} must hold a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Reads the file, applies the environment over it; problems name the variable or file key they came from. */
+export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
+  const configFile = configPath(env);
+  const input = readConfigFile(configFile, Boolean(env.VP_WORKER_CONFIG));
+  const source: Partial<Record<Setting, string>> = {};
+  for (const [setting, variable] of Object.entries(ENV_OVERRIDES) as [Setting, string][]) {
+    const value = env[variable];
+    if (value === undefined || value === '') continue;
+    input[setting] = value;
+    source[setting] = variable;
+  }
+  const parsed = SettingsSchema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const setting = issue.path[0] as Setting;
+      return `${source[setting] ?? `${setting} (in ${configFile})`} ${issue.message}`;
+    });
+    throw new WorkerConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  const settings = parsed.data;
+  return {
+    server: settings.server.replace(/\/+$/, ''),
+    workerKey: settings.workerKey,
+    workDir: resolve(settings.workDir),
+    runtime: settings.runtime,
+    trainerImage: settings.trainerImage,
+    maxConcurrentJobs: settings.maxConcurrentJobs,
+    configFile,
+  };
+}

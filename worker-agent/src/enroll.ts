@@ -1,0 +1,46 @@
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname } from 'node:path';
+
+export interface Enrolled {
+  hostId: string;
+  name: string;
+}
+
+/**
+ * Exchanges a one-time enrollment token for the host's worker key and saves it in the agent's config
+ * file: `server` and `workerKey` (the settings config.ts reads) and the host's id and name (so a
+ * restart reuses the host's record). Other settings already in the file are kept. The file holds a
+ * secret: mode 0600 in a 0700 directory, written via a temporary file and a rename so a crash never
+ * leaves half a config.
+ */
+export async function enroll(options: { server: string; token: string; configPath: string }): Promise<Enrolled> {
+  const server = options.server.replace(/\/+$/, '');
+  const response = await fetch(`${server}/api/hosts/enroll`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: options.token, hostname: hostname() }),
+  });
+  const body = (await response.json().catch(() => ({}))) as { hostId?: string; name?: string; workerKey?: string; error?: string };
+  if (!response.ok || !body.workerKey || !body.hostId || !body.name) {
+    throw new Error(`enrollment refused (${response.status}): ${body.error ?? 'unexpected response'}`);
+  }
+
+  const dir = dirname(options.configPath);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const config = { ...readExisting(options.configPath), server, workerKey: body.workerKey, hostId: body.hostId, hostName: body.name };
+  const temporary = `${options.configPath}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(temporary, 0o600); // an existing file's mode is not changed by writeFileSync
+  renameSync(temporary, options.configPath);
+  return { hostId: body.hostId, name: body.name };
+}
+
+function readExisting(path: string): Record<string, unknown> {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new Error(`cannot read ${path}: ${(error as Error).message}`);
+  }
+}
