@@ -33,6 +33,7 @@ const EnvSchema = z.object({
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(defaults.rateLimitWindowSeconds),
   JOB_CONCURRENCY: positiveInt.default(defaults.jobConcurrency),
   JOB_LEASE_SECONDS: positiveInt.default(defaults.jobLeaseSeconds),
+  WORKER_HEARTBEAT_SECONDS: positiveInt.max(3600).default(defaults.workerHeartbeatSeconds),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
@@ -58,6 +59,7 @@ export interface AppConfig {
   rateLimits: Record<RateCategory, number>;
   jobConcurrency: number;
   jobLeaseSeconds: number;
+  workerHeartbeatSeconds: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
@@ -93,6 +95,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ) as Record<RateCategory, number>,
     jobConcurrency: e.JOB_CONCURRENCY,
     jobLeaseSeconds: e.JOB_LEASE_SECONDS,
+    workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
   };

@@ -23,6 +23,7 @@ import type { Storage } from './storage/storage.ts';
 import { openBlobStore } from './storage/store-from-config.ts';
 import { scheduleTrashPurge } from './trash/trash-purge.ts';
 import { UploadService } from './uploads/upload.service.ts';
+import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
   url: string;
@@ -86,6 +87,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
+  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds });
+  workers.listen(notifications);
   await notifications.start();
 
   const app = createApp({ config, orm, log, authenticator, rateLimiter, storage, routes: options.routes });
@@ -97,6 +100,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     inFlight.add(handled);
   });
   server.keepAliveTimeout = 65_000;
+  workers.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -112,6 +116,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       await purgeTask.destroy();
+      // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
+      await workers.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);

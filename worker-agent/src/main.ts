@@ -1,11 +1,23 @@
-// vp-worker: the agent's command line. For now only `enroll`; running the agent comes with the socket work.
+// vp-worker: the agent's command line: `enroll` once, then `run` (as a service) to connect and work.
 import { parseArgs } from 'node:util';
-import { configPath as defaultConfigPath } from './config.ts';
+import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
+import { WorkerConnection } from './connection.ts';
 import { enroll } from './enroll.ts';
+import { jsonLinesLogger } from './log.ts';
 
-const USAGE = 'usage: vp-worker enroll --server URL --token TOKEN [--config PATH]  (default: VP_WORKER_CONFIG, else ~/.config/vp-worker/config.json)';
+const USAGE = [
+  'usage: vp-worker enroll --server URL --token TOKEN [--config PATH]',
+  '       vp-worker run [--config PATH]',
+  '(config default: VP_WORKER_CONFIG, else ~/.config/vp-worker/config.json)',
+].join('\n');
 
-/** Exit statuses: 0 done, 1 failed, 2 usage error. */
+/**
+ * Exit statuses: 0 done, 1 failed, 2 usage error, 3 the control plane refused the worker key. A refused key is
+ * permanent until the host is re-enrolled, so a service manager should not restart on 3
+ * (systemd: RestartPreventExitStatus=3).
+ */
+const EXIT_KEY_REFUSED = 3;
+
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -23,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  if (positionals.length === 1 && positionals[0] === 'run' && !values.server && !values.token) return run(values.config);
   if (positionals.length !== 1 || positionals[0] !== 'enroll' || !values.server || !values.token) {
     console.error(USAGE);
     return 2;
@@ -35,6 +48,31 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     console.error(`vp-worker: ${(error as Error).message}`);
     return 1;
+  }
+}
+
+/** Connects to the control plane until SIGINT or SIGTERM (a clean close) or until the key is refused. */
+async function run(configFile: string | undefined): Promise<number> {
+  const log = jsonLinesLogger();
+  let connection: WorkerConnection;
+  try {
+    connection = new WorkerConnection(loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env), log);
+  } catch (error) {
+    console.error(`vp-worker: ${(error as Error).message}`);
+    return 1;
+  }
+  const stop = (signal: string) => {
+    log('info', 'stopping', { signal });
+    void connection.stop();
+  };
+  process.once('SIGINT', stop).once('SIGTERM', stop);
+  try {
+    return (await connection.run()) === 'unauthorized' ? EXIT_KEY_REFUSED : 0;
+  } catch (error) {
+    log('error', 'the agent failed', { error: (error as Error).message });
+    return 1;
+  } finally {
+    process.off('SIGINT', stop).off('SIGTERM', stop);
   }
 }
 

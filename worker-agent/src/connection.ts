@@ -1,0 +1,229 @@
+// The agent's socket to the control plane: hello → welcome → heartbeats, reconnecting with backoff whenever the
+// socket drops, until stop() or until the server refuses the worker key.
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import WebSocket from 'ws';
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
+import type { WorkerConfig } from './config.ts';
+import { readHardware } from './hardware.ts';
+import type { Logger } from './log.ts';
+
+const AGENT_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface ConnectionTiming {
+  /** The first reconnect waits up to this long; each failure doubles it... */
+  backoffBaseMs: number;
+  /** ...up to this. */
+  backoffCapMs: number;
+  /** A server that accepts the socket but never answers hello is treated as down. */
+  welcomeTimeoutMs: number;
+}
+
+export const DEFAULT_TIMING: ConnectionTiming = { backoffBaseMs: 1000, backoffCapMs: 30_000, welcomeTimeoutMs: 10_000 };
+
+export type Welcome = Extract<ServerMessage, { type: 'welcome' }>;
+export type ConnectionState = 'connecting' | 'handshaking' | 'ready' | 'waiting' | 'stopped' | 'unauthorized';
+/** Why run() ended: stop() was called, or the server refused the worker key (revoked, rotated or wrong). */
+export type ConnectionOutcome = 'stopped' | 'unauthorized';
+
+/**
+ * Full jitter (a uniformly random wait up to the exponential bound): after a control-plane restart, hosts
+ * reconnect spread out instead of all at once.
+ */
+export function backoffDelay(attempt: number, timing: ConnectionTiming, random: () => number = Math.random): number {
+  return Math.floor(random() * Math.min(timing.backoffCapMs, timing.backoffBaseMs * 2 ** attempt));
+}
+
+/** The socket URL under the configured server's base URL: http → ws, https → wss. */
+export function connectUrl(server: string): string {
+  const url = new URL(`${server}/api/workers/connect`);
+  url.protocol = url.protocol.replace(/^http/, 'ws');
+  return url.href;
+}
+
+export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: [ConnectionState] }> {
+  readonly #config: WorkerConfig;
+  readonly #log: Logger;
+  readonly #timing: ConnectionTiming;
+  #state: ConnectionState = 'connecting';
+  #socket: WebSocket | undefined;
+  #hardware: Hardware | undefined;
+  /** From the last welcome, so a reconnect's hello names the host record it had. */
+  #hostId: string | undefined;
+  /** Failed attempts since the last welcome; sets the backoff. */
+  #attempt = 0;
+  #stopping = false;
+  #unauthorized = false;
+  #timers = new Set<NodeJS.Timeout>();
+  #done: Promise<ConnectionOutcome> | undefined;
+  #finish: ((outcome: ConnectionOutcome) => void) | undefined;
+
+  constructor(config: WorkerConfig, log: Logger, timing: Partial<ConnectionTiming> = {}) {
+    super();
+    this.#config = config;
+    this.#log = log;
+    this.#timing = { ...DEFAULT_TIMING, ...timing };
+  }
+
+  get state(): ConnectionState {
+    return this.#state;
+  }
+
+  /** Connects and keeps connecting; resolves once stop() has closed the socket or the key was refused. */
+  run(): Promise<ConnectionOutcome> {
+    this.#done ??= new Promise<ConnectionOutcome>((resolve, reject) => {
+      this.#finish = resolve;
+      // Hardware is read once: it does not change while the agent runs, and every hello re-sends it.
+      readHardware(this.#config.workDir).then((hardware) => {
+        this.#hardware = hardware;
+        if (this.#stopping) this.#end('stopped');
+        else this.#connect();
+      }, reject);
+    });
+    return this.#done;
+  }
+
+  /** Closes the socket (or cancels the pending reconnect) and resolves like run(). */
+  stop(): Promise<ConnectionOutcome> {
+    const done = this.run();
+    this.#stopping = true;
+    this.#clearTimers();
+    const socket = this.#socket;
+    if (socket?.readyState === WebSocket.OPEN) socket.close(1000, 'agent stopping');
+    else if (socket?.readyState === WebSocket.CONNECTING) socket.terminate();
+    else if (this.#hardware && socket === undefined) this.#end('stopped');
+    // Otherwise the socket is already closing (its close event ends the run) or hardware is still being read.
+    return done;
+  }
+
+  #connect(): void {
+    this.#setState('connecting');
+    const socket = new WebSocket(connectUrl(this.#config.server), {
+      headers: { authorization: `Bearer ${this.#config.workerKey}` },
+      maxPayload: MAX_MESSAGE_BYTES,
+      handshakeTimeout: this.#timing.welcomeTimeoutMs,
+    });
+    this.#socket = socket;
+    let refusedStatus: number | undefined;
+
+    socket.on('unexpected-response', (_request, response) => {
+      refusedStatus = response.statusCode;
+      response.resume();
+      // A refused key stays refused: retrying would only hammer the server until an operator re-enrolls the host.
+      if (refusedStatus === 401) this.#unauthorized = true;
+      socket.terminate();
+    });
+    socket.on('error', (error) => {
+      if (refusedStatus === undefined) this.#log('warn', 'control plane connection failed', { error: error.message });
+    });
+    socket.on('open', () => {
+      this.#setState('handshaking');
+      this.#after(this.#timing.welcomeTimeoutMs, () => {
+        this.#log('warn', 'no welcome from the control plane; reconnecting', { timeoutMs: this.#timing.welcomeTimeoutMs });
+        socket.terminate();
+      });
+      // runningJobs: once the agent runs jobs, list them here so a reconnect re-reports them and the server
+      // neither loses nor re-assigns them.
+      this.#send({ type: 'hello', protocolVersion: PROTOCOL_VERSION, agentVersion: AGENT_VERSION, hostId: this.#hostId, hardware: this.#hardware!, runningJobs: [] });
+    });
+    socket.on('message', (data, isBinary) => this.#receive(socket, isBinary ? null : (data as Buffer)));
+    socket.on('close', (code, reason) => {
+      this.#clearTimers();
+      this.#socket = undefined;
+      if (this.#unauthorized) {
+        this.#log('error', 'the control plane refused the worker key (revoked, rotated or wrong); re-enroll this host with `vp-worker enroll`', { status: refusedStatus });
+        this.#end('unauthorized');
+      } else if (this.#stopping) {
+        this.#end('stopped');
+      } else {
+        this.#reconnect(refusedStatus === undefined ? { code, reason: reason.toString() } : { status: refusedStatus });
+      }
+    });
+  }
+
+  /** `data` is null for a binary frame, which the protocol never uses. */
+  #receive(socket: WebSocket, data: Buffer | null): void {
+    const parsed = data === null ? { ok: false as const, error: 'binary frames are not part of the protocol' } : parseMessage(data, 'toAgent');
+    if (!parsed.ok) {
+      this.#log('warn', 'ignored an invalid message from the control plane', { error: parsed.error });
+      return;
+    }
+    const message = parsed.message;
+    switch (message.type) {
+      case 'welcome':
+        if (this.#state !== 'handshaking') {
+          this.#log('warn', 'ignored a repeated welcome');
+          return;
+        }
+        this.#welcome(socket, message);
+        return;
+      case 'error':
+        this.#log('error', 'the control plane reported an error', { message: message.message });
+        return;
+      case 'job.assign':
+      case 'job.cancel':
+        // Jobs arrive with the scheduler; until then the agent runs none and says so in its log.
+        this.#log('warn', `ignored ${message.type}: this agent does not run jobs yet`, { jobId: message.jobId });
+        return;
+    }
+  }
+
+  #welcome(socket: WebSocket, welcome: Welcome): void {
+    this.#clearTimers();
+    this.#attempt = 0;
+    this.#hostId = welcome.hostId;
+    this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, heartbeatSeconds: welcome.heartbeatSeconds });
+    // A ping rides along each heartbeat: a peer that has not answered the previous one is gone without a TCP
+    // close (a cable pulled, a NAT entry dropped), so the socket is dropped and reconnected.
+    let answered = true;
+    socket.on('pong', () => (answered = true));
+    const timer = setInterval(() => {
+      if (!answered) {
+        this.#log('warn', 'the control plane stopped answering pings; reconnecting');
+        socket.terminate();
+        return;
+      }
+      answered = false;
+      socket.ping();
+      this.#send({ type: 'heartbeat', at: new Date().toISOString() });
+    }, welcome.heartbeatSeconds * 1000);
+    this.#timers.add(timer);
+    this.#setState('ready');
+    this.emit('welcome', welcome);
+  }
+
+  #reconnect(why: Record<string, unknown>): void {
+    const delayMs = backoffDelay(this.#attempt++, this.#timing);
+    this.#log('warn', 'disconnected from the control plane; reconnecting', { ...why, delayMs });
+    this.#setState('waiting');
+    this.#after(delayMs, () => this.#connect());
+  }
+
+  #send(message: AgentMessage): void {
+    this.#socket?.send(encodeMessage(message));
+  }
+
+  #after(ms: number, fn: () => void): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      fn();
+    }, ms);
+    this.#timers.add(timer);
+  }
+
+  #clearTimers(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #end(outcome: ConnectionOutcome): void {
+    this.#setState(outcome);
+    this.#finish?.(outcome);
+  }
+
+  #setState(state: ConnectionState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.emit('state', state);
+  }
+}
