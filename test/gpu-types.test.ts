@@ -1,7 +1,7 @@
 // GPU type IDs from the model names nvidia-smi reports (through systeminformation), and from lspci's names
 // when nvidia-smi is missing: the IDs the scheduler and GET /api/training/gpu-availability key on.
 import t from 'tap';
-import { KNOWN_GPU_TYPE_IDS, gpuTypeId } from '../worker-agent/src/gpu-types.ts';
+import { KNOWN_GPU_TYPE_IDS, gpuTypeId } from '../protocol/src/gpu-types.ts';
 import { nvidiaGpus } from '../worker-agent/src/hardware.ts';
 
 t.test('model names map to the spec-style type IDs', async (t) => {

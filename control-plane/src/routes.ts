@@ -16,9 +16,10 @@ import { jobRoutes } from './jobs/job.routes.ts';
 import { modelRoutes } from './models/model.routes.ts';
 import { projectRoutes } from './projects/project.routes.ts';
 import { fileRoutes } from './storage/files.routes.ts';
+import { trainingRoutes } from './training/training.routes.ts';
 import { trashRoutes } from './trash/trash.routes.ts';
 import { uploadRoutes } from './uploads/upload.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes];

@@ -21,6 +21,7 @@ import { Project } from './projects/project.entity.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { Storage } from './storage/storage.ts';
+import { GpuAvailabilityService } from './training/gpu-availability.service.ts';
 import { TrashService } from './trash/trash.service.ts';
 import { UploadService } from './uploads/upload.service.ts';
 
@@ -118,6 +119,10 @@ export class Services {
 
   get models(): ModelService {
     return new ModelService(this.em, this.deps.config.region, this.storage);
+  }
+
+  get gpuAvailability(): GpuAvailabilityService {
+    return new GpuAvailabilityService(this.em, this.deps.config.region);
   }
 
   get trash(): TrashService {

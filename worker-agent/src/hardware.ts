@@ -3,7 +3,7 @@ import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import si, { type Systeminformation } from 'systeminformation';
 import { Hardware, type Gpu } from '@vp/protocol';
-import { gpuTypeId } from './gpu-types.ts';
+import { gpuTypeId } from '@vp/protocol';
 
 type Controller = Systeminformation.GraphicsControllerData;
 

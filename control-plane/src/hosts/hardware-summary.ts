@@ -5,10 +5,10 @@
 export function hardwareSummary(hardware: Record<string, unknown> | null): string | null {
   if (!hardware) return null;
   const parts: string[] = [];
-  const gpus = Array.isArray(hardware.gpus) ? (hardware.gpus as Array<{ type?: unknown; model?: unknown }>) : [];
+  const gpus = Array.isArray(hardware.gpus) ? (hardware.gpus as Array<{ typeId?: unknown; model?: unknown }>) : [];
   const counts = new Map<string, number>();
   for (const gpu of gpus) {
-    const label = String(gpu.type ?? gpu.model ?? 'gpu');
+    const label = String(gpu.typeId ?? gpu.model ?? 'gpu');
     counts.set(label, (counts.get(label) ?? 0) + 1);
   }
   for (const [label, count] of counts) parts.push(`${count}x ${label}`);

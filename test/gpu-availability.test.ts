@@ -1,0 +1,71 @@
+// GET /api/training/gpu-availability: stock by GPU type ID from connected hosts, the pool for anyone,
+// plus the key's workspace's private hosts with managed=true.
+import type { Gpu, Hardware } from '@vp/protocol';
+import t from 'tap';
+import { KNOWN_GPU_TYPE_IDS } from '../protocol/src/gpu-types.ts';
+import { Workspace } from '../control-plane/src/account/workspace.entity.ts';
+import { Host } from '../control-plane/src/hosts/host.entity.ts';
+import type { HostState } from '../control-plane/src/hosts/host.entity.ts';
+import { call, startTestServer } from './helpers/server.ts';
+
+const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000' } });
+await server.services().account.createUser('gina');
+await server.services().account.createTeam('gpu-team', 'gina');
+await server.services().account.createTeam('other-team', 'gina');
+const key = (await server.services().apiKeys.create('gpu-team', 'ci')).key;
+
+const gpu = (index: number, typeId: string, memoryMiB: number): Gpu => ({ index, model: typeId, typeId, memoryMiB, driverVersion: '550.54' });
+const hardware = (gpus: Gpu[]): Hardware => ({
+  cpu: { model: 'Test CPU', cores: 16 },
+  memoryBytes: 64 * 2 ** 30,
+  diskFreeBytes: 100 * 2 ** 30,
+  gpus,
+  cpuOnly: gpus.length === 0,
+});
+
+const em = server.orm.em.fork();
+const workspace = (handle: string) => em.findOneOrFail(Workspace, { handle });
+const addHost = async (name: string, state: HostState, hw: Hardware | null, handle?: string) =>
+  em.create(Host, { name, state, hardware: hw as Record<string, unknown> | null, workspace: handle ? await workspace(handle) : null });
+await addHost('pool-a', 'connected', hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'rtx-4090', 24_564), gpu(2, 'l40s', 46_068)]));
+await addHost('pool-b', 'connected', hardware([gpu(0, 'h100-sxm', 81_559), gpu(1, 'gh200-480gb', 97_871)]));
+await addHost('pool-cpu', 'connected', hardware([]));
+await addHost('pool-off', 'disconnected', hardware([gpu(0, 'b200', 183_359)]));
+await addHost('pool-new', 'enrolling', null);
+await addHost('mine', 'connected', hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'a100-80gb-sxm', 81_920)]), 'gpu-team');
+await addHost('theirs', 'connected', hardware([gpu(0, 'b300', 270_000)]), 'other-team');
+await em.flush();
+
+type Availability = { gpus: Record<string, { status: string; total: number; free: number; memoryGb: number | null }>; cpu: { status: string; hosts: number }; updatedAt: string; region: string };
+const unavailable = { status: 'unavailable', total: 0, free: 0, memoryGb: null };
+
+t.test('anonymous callers see connected pool hosts only, with every known type listed', async (t) => {
+  const { status, body } = await call<Availability>(server, 'GET', '/api/training/gpu-availability');
+  t.equal(status, 200);
+  t.same(Object.keys(body.gpus).sort(), [...KNOWN_GPU_TYPE_IDS, 'gh200-480gb'].sort(), 'known IDs plus the reported unknown one');
+  t.same(body.gpus['rtx-4090'], { status: 'available', total: 2, free: 2, memoryGb: 24 });
+  t.same(body.gpus.l40s, { status: 'available', total: 1, free: 1, memoryGb: 45 });
+  t.same(body.gpus['h100-sxm'], { status: 'available', total: 1, free: 1, memoryGb: 80 });
+  t.same(body.gpus['gh200-480gb'], { status: 'available', total: 1, free: 1, memoryGb: 96 });
+  t.same(body.gpus.b200, unavailable, 'a disconnected host does not count');
+  t.same(body.gpus['a100-80gb-sxm'], unavailable, 'private hosts are not counted without managed');
+  t.same(body.gpus.b300, unavailable);
+  t.same(body.cpu, { status: 'available', hosts: 1 });
+  t.equal(body.region, 'us');
+  t.ok(Date.parse(body.updatedAt));
+  // A key alone does not add private hosts.
+  const keyed = await call<Availability>(server, 'GET', '/api/training/gpu-availability', { key });
+  t.same(keyed.body.gpus['a100-80gb-sxm'], unavailable);
+});
+
+t.test('managed=true needs a key and adds the key workspace private hosts only', async (t) => {
+  const anonymous = await call(server, 'GET', '/api/training/gpu-availability?managed=true');
+  t.equal(anonymous.status, 401);
+  const { status, body } = await call<Availability>(server, 'GET', '/api/training/gpu-availability?managed=true', { key });
+  t.equal(status, 200);
+  t.same(body.gpus['rtx-4090'], { status: 'available', total: 3, free: 3, memoryGb: 24 });
+  t.same(body.gpus['a100-80gb-sxm'], { status: 'available', total: 1, free: 1, memoryGb: 80 });
+  t.same(body.gpus.b300, unavailable, "another workspace's hosts never count");
+  t.same(body.cpu, { status: 'available', hosts: 1 });
+  t.equal((await call(server, 'GET', '/api/training/gpu-availability?managed=maybe')).status, 400);
+});

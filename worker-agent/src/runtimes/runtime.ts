@@ -1,0 +1,115 @@
+// The job runtime interface the agent drives, whatever runs the job (a plain process now, Docker later),
+// and the log batcher every runtime feeds its output through.
+import { StringDecoder } from 'node:string_decoder';
+import { MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_MESSAGE, MAX_MESSAGE_BYTES, type JobSpec } from '@vp/protocol';
+
+export type LogStream = 'stdout' | 'stderr';
+export type LogSink = (batch: { stream: LogStream; lines: string[] }) => void;
+
+export interface JobOutcome {
+  outcome: 'completed' | 'failed' | 'cancelled';
+  exitCode?: number;
+  error?: string;
+}
+
+export interface RunningJob {
+  readonly jobId: string;
+  /** Resolves once the job has ended and its last log lines have reached the sink. */
+  wait(): Promise<JobOutcome>;
+  /** Ends the job (outcome 'cancelled'); resolves when it has ended. Does nothing once it has. */
+  stop(reason: string): Promise<void>;
+}
+
+export interface JobRuntime {
+  start(job: { jobId: string; spec: JobSpec }, sink: LogSink): Promise<RunningJob>;
+}
+
+const FLUSH_INTERVAL_MS = 1000;
+/** Room left in a job.log message for its envelope (type, jobId, stream). */
+const BATCH_BYTES = MAX_MESSAGE_BYTES - 4096;
+const TRUNCATED = '…[truncated]';
+
+/** Cuts a line to the protocol's per-line limit, on a character boundary, marking that it was cut. */
+export function truncateLine(line: string): string {
+  if (Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES) return line;
+  const room = MAX_LOG_LINE_BYTES - Buffer.byteLength(TRUNCATED);
+  let cut = line.slice(0, room);
+  while (Buffer.byteLength(cut) > room) cut = cut.slice(0, -1);
+  return cut + TRUNCATED;
+}
+
+interface StreamState {
+  decoder: StringDecoder;
+  /** The line not yet ended by a newline, kept no longer than needed to know it must be truncated. */
+  partial: string;
+  lines: string[];
+  bytes: number;
+}
+
+/**
+ * Splits output chunks into lines and hands them to the sink in batches: every second, or sooner when a batch
+ * reaches the protocol's line count or message size. Writing never waits on the sink, so the job is never slowed.
+ */
+export class LogBatcher {
+  readonly #sink: LogSink;
+  readonly #streams: Record<LogStream, StreamState> = { stdout: LogBatcher.#state(), stderr: LogBatcher.#state() };
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(sink: LogSink) {
+    this.#sink = sink;
+  }
+
+  static #state(): StreamState {
+    return { decoder: new StringDecoder('utf8'), partial: '', lines: [], bytes: 0 };
+  }
+
+  write(stream: LogStream, chunk: Buffer): void {
+    const state = this.#streams[stream];
+    const parts = state.decoder.write(chunk).split('\n');
+    const last = parts.pop() as string;
+    for (const part of parts) {
+      this.#add(stream, state.partial + part);
+      state.partial = '';
+    }
+    state.partial = (state.partial + last).slice(0, MAX_LOG_LINE_BYTES + 1);
+  }
+
+  /** Delivers everything still held, a last line without a newline included; the batcher is done after. */
+  end(): void {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const state = this.#streams[stream];
+      const rest = state.partial + state.decoder.end();
+      state.partial = '';
+      if (rest !== '') this.#add(stream, rest);
+      this.#flush(stream);
+    }
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #add(stream: LogStream, raw: string): void {
+    const line = truncateLine(raw.endsWith('\r') ? raw.slice(0, -1) : raw);
+    const bytes = Buffer.byteLength(JSON.stringify(line)) + 1;
+    const state = this.#streams[stream];
+    if (state.bytes + bytes > BATCH_BYTES) this.#flush(stream);
+    state.lines.push(line);
+    state.bytes += bytes;
+    if (state.lines.length >= MAX_LOG_LINES_PER_MESSAGE) this.#flush(stream);
+    else this.#timer ??= setTimeout(() => this.#flushAll(), FLUSH_INTERVAL_MS);
+  }
+
+  #flushAll(): void {
+    this.#timer = undefined;
+    this.#flush('stdout');
+    this.#flush('stderr');
+  }
+
+  #flush(stream: LogStream): void {
+    const state = this.#streams[stream];
+    if (state.lines.length === 0) return;
+    const lines = state.lines;
+    state.lines = [];
+    state.bytes = 0;
+    this.#sink({ stream, lines });
+  }
+}
