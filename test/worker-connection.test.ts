@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { Hardware, PROTOCOL_VERSION } from '@vp/protocol';
+import { CLOSE, Hardware, PROTOCOL_VERSION } from '@vp/protocol';
 import type { WorkerConfig } from '../worker-agent/src/config.ts';
 import { WorkerConnection, backoffDelay, connectUrl, DEFAULT_TIMING, type ConnectionTiming } from '../worker-agent/src/connection.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
@@ -132,6 +132,34 @@ t.test('a dropped socket is reconnected, and the new hello names the host from t
   t.equal(hellos.length, 2);
   t.equal(hellos[1].socket, 1, 'on a new socket');
   t.equal(hellos[1].message.hostId, 'h-1');
+});
+
+for (const [code, outcome] of [
+  [CLOSE.revoked, 'unauthorized'],
+  [CLOSE.unsupportedVersion, 'unsupported'],
+  [CLOSE.replaced, 'replaced'],
+] as const) {
+  t.test(`close code ${code} ends the agent (${outcome}) instead of reconnecting`, async (t) => {
+    const server = await fakeControlPlane(t);
+    const { connection, done, logs } = connect(t, server.url, { backoffBaseMs: 20, backoffCapMs: 50 });
+    await once(connection, 'welcome');
+    server.sockets[0].close(code, 'from the test');
+    t.equal(await done, outcome);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    t.equal(server.attempts(), 1, 'no reconnect');
+    t.ok(logs.some((entry) => entry.level === 'error'), 'the reason is logged as an error');
+  });
+}
+
+t.test('other closes (a restart: 1001; too many bad messages: 4002) are reconnected', async (t) => {
+  const server = await fakeControlPlane(t);
+  const { connection } = connect(t, server.url, { backoffBaseMs: 20, backoffCapMs: 50 });
+  await once(connection, 'welcome');
+  server.sockets[0].close(CLOSE.shuttingDown, 'restart');
+  await once(connection, 'welcome');
+  server.sockets[1].close(CLOSE.tooManyInvalidMessages, 'bad');
+  await once(connection, 'welcome');
+  t.equal(server.attempts(), 3);
 });
 
 t.test('while the server refuses, attempts back off under the cap, then connect', async (t) => {

@@ -5,7 +5,7 @@ import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Hardware, type ServerMessage 
 import t, { type Test } from 'tap';
 import { WebSocket } from 'ws';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
-import { CLOSE } from '../control-plane/src/workers/close-codes.ts';
+import { CLOSE } from '../protocol/src/close-codes.ts';
 import { MAX_INVALID_MESSAGES } from '../control-plane/src/workers/worker-session.ts';
 import { WORKER_SOCKET_PATH } from '../control-plane/src/workers/worker-socket.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';

@@ -1,2 +1,3 @@
 export * from './messages.ts';
 export * from './gpu-types.ts';
+export * from './close-codes.ts';

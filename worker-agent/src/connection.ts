@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
-import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
+import { CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
 import { readHardware } from './hardware.ts';
 import type { Logger } from './log.ts';
@@ -22,9 +22,25 @@ export interface ConnectionTiming {
 export const DEFAULT_TIMING: ConnectionTiming = { backoffBaseMs: 1000, backoffCapMs: 30_000, welcomeTimeoutMs: 10_000 };
 
 export type Welcome = Extract<ServerMessage, { type: 'welcome' }>;
-export type ConnectionState = 'connecting' | 'handshaking' | 'ready' | 'waiting' | 'stopped' | 'unauthorized';
-/** Why run() ended: stop() was called, or the server refused the worker key (revoked, rotated or wrong). */
-export type ConnectionOutcome = 'stopped' | 'unauthorized';
+/**
+ * Why run() ended: stop() was called; the server refused the worker key (revoked, rotated or wrong); it
+ * does not speak this agent's protocol version; or another agent took over this host with the same key.
+ * Each but the first is permanent: reconnecting would not change it.
+ */
+export type ConnectionOutcome = 'stopped' | 'unauthorized' | 'unsupported' | 'replaced';
+export type ConnectionState = 'connecting' | 'handshaking' | 'ready' | 'waiting' | ConnectionOutcome;
+
+/** Close codes after which the agent stops instead of reconnecting, and what each means for it. */
+const PERMANENT_CLOSES: Partial<Record<number, Exclude<ConnectionOutcome, 'stopped'>>> = {
+  [CLOSE.revoked]: 'unauthorized',
+  [CLOSE.unsupportedVersion]: 'unsupported',
+  [CLOSE.replaced]: 'replaced',
+};
+const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> = {
+  unauthorized: 'the control plane refused the worker key (revoked, rotated or wrong); re-enroll this host with `vp-worker enroll`',
+  unsupported: 'the control plane does not speak this agent\'s protocol version; upgrade the agent',
+  replaced: 'another agent connected with this host\'s key and took over; run one agent per host',
+};
 
 /**
  * Full jitter (a uniformly random wait up to the exponential bound): after a control-plane restart, hosts
@@ -130,9 +146,10 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     socket.on('close', (code, reason) => {
       this.#clearTimers();
       this.#socket = undefined;
-      if (this.#unauthorized) {
-        this.#log('error', 'the control plane refused the worker key (revoked, rotated or wrong); re-enroll this host with `vp-worker enroll`', { status: refusedStatus });
-        this.#end('unauthorized');
+      const permanent = this.#unauthorized ? 'unauthorized' : PERMANENT_CLOSES[code];
+      if (permanent && !this.#stopping) {
+        this.#log('error', PERMANENT_MESSAGES[permanent], { status: refusedStatus, code, reason: reason.toString() });
+        this.#end(permanent);
       } else if (this.#stopping) {
         this.#end('stopped');
       } else {

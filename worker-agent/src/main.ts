@@ -1,7 +1,7 @@
 // vp-worker: the agent's command line: `enroll` once, then `run` (as a service) to connect and work.
 import { parseArgs } from 'node:util';
 import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
-import { WorkerConnection } from './connection.ts';
+import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
 import { enroll } from './enroll.ts';
 import { jsonLinesLogger } from './log.ts';
 
@@ -12,11 +12,12 @@ const USAGE = [
 ].join('\n');
 
 /**
- * Exit statuses: 0 done, 1 failed, 2 usage error, 3 the control plane refused the worker key. A refused key is
- * permanent until the host is re-enrolled, so a service manager should not restart on 3
- * (systemd: RestartPreventExitStatus=3).
+ * Exit statuses: 0 done, 1 failed, 2 usage error, 3 the control plane refused the worker key, 4 it does not
+ * speak this agent's protocol version, 5 another agent took over this host's key. 3-5 are permanent until an
+ * operator acts (re-enroll, upgrade, stop the other agent), so a service manager should not restart on them
+ * (systemd: RestartPreventExitStatus=3 4 5).
  */
-const EXIT_KEY_REFUSED = 3;
+const EXIT_STATUS: Record<ConnectionOutcome, number> = { stopped: 0, unauthorized: 3, unsupported: 4, replaced: 5 };
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -67,7 +68,7 @@ async function run(configFile: string | undefined): Promise<number> {
   };
   process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
-    return (await connection.run()) === 'unauthorized' ? EXIT_KEY_REFUSED : 0;
+    return EXIT_STATUS[await connection.run()];
   } catch (error) {
     log('error', 'the agent failed', { error: (error as Error).message });
     return 1;

@@ -3,7 +3,7 @@ import { PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type 
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
-import { CLOSE } from './close-codes.ts';
+import { CLOSE } from '@vp/protocol';
 import { markConnected, markDisconnected, recordHeartbeat } from './host-presence.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 

@@ -7,7 +7,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { WORKER_KEYS_CHANNEL, findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
-import { CLOSE } from './close-codes.ts';
+import { CLOSE } from '@vp/protocol';
 import { WorkerConnections } from './worker-connections.ts';
 import { WorkerSession } from './worker-session.ts';
 

@@ -1,4 +1,4 @@
-// WebSocket close codes the control plane uses on a worker socket (4000-4999 is the application range),
+// WebSocket close codes the control plane uses on a worker socket (shared: the agent acts on them) (4000-4999 is the application range),
 // so an agent can tell a permanent refusal (version, revoked key) from a reason to reconnect.
 export const CLOSE = {
   /** The server is shutting down (standard "going away"); reconnect, another replica or this one after restart. */
