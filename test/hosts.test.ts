@@ -88,8 +88,8 @@ t.test('vpctl connect, then a real vp-worker enroll writes a 0600 config holding
 
   const listed = await vpctl('hosts', 'list');
   t.equal(listed.code, 0, listed.stderr);
-  t.match(listed.stdout, /^NAME\s+WORKSPACE\s+STATE\s+LAST HEARTBEAT\s+HARDWARE\n/);
-  t.match(listed.stdout, /gpu-01\s+\(pool\)\s+disconnected\s+never\s+not reported/);
+  t.match(listed.stdout, /^NAME\s+WORKSPACE\s+STATE\s+LAST HEARTBEAT\s+HARDWARE\s+RUNNING JOBS\n/);
+  t.match(listed.stdout, /gpu-01\s+\(pool\)\s+disconnected\s+never\s+not reported\s+-\n/);
   t.match(await vpctl('hosts', 'connect', 'gpu-01'), { code: 1, stderr: /already exists/ }, 'one name per scope');
 });
 

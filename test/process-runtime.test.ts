@@ -1,6 +1,7 @@
 // The process runtime against real child processes (node -e scripts): outcomes, logs, environment, work dirs,
-// stopping (a process group, SIGKILL after the grace) and timeouts.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+// stopping (a process group, SIGKILL after the grace), timeouts, and recover() after the agent died mid-job.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -24,7 +25,7 @@ function collector() {
 
 async function run(jobSpec: JobSpec, runtime = new ProcessRuntime({ workRoot })) {
   const logs = collector();
-  const job = await runtime.start({ jobId: 'j1', spec: jobSpec }, logs.sink);
+  const job = await runtime.start({ jobId: 'j1', attempt: 1, spec: jobSpec }, logs.sink);
   return { ...logs, job, outcome: await job.wait() };
 }
 
@@ -100,7 +101,7 @@ t.test('the job runs in its work dir, created under the work root; ../ is refuse
 
 t.test('stop() cancels a long-running job quickly', async (t) => {
   const logs = collector();
-  const job = await new ProcessRuntime({ workRoot }).start({ jobId: 'j1', spec: spec('console.log("up"); setInterval(() => {}, 1000)') }, logs.sink);
+  const job = await new ProcessRuntime({ workRoot }).start({ jobId: 'j1', attempt: 1, spec: spec('console.log("up"); setInterval(() => {}, 1000)') }, logs.sink);
   await firstLine(logs);
   const started = Date.now();
   await job.stop('user asked');
@@ -112,7 +113,7 @@ t.test('stop() cancels a long-running job quickly', async (t) => {
 t.test('a job ignoring SIGTERM is killed after the grace period', async (t) => {
   const logs = collector();
   const script = 'process.on("SIGTERM", () => {}); console.log("up"); setInterval(() => {}, 1000)';
-  const job = await new ProcessRuntime({ workRoot, stopGraceMs: 300 }).start({ jobId: 'j1', spec: spec(script) }, logs.sink);
+  const job = await new ProcessRuntime({ workRoot, stopGraceMs: 300 }).start({ jobId: 'j1', attempt: 1, spec: spec(script) }, logs.sink);
   await firstLine(logs);
   const started = Date.now();
   await job.stop('user asked');
@@ -125,7 +126,7 @@ t.test('stopping kills the grandchildren too (process group)', async (t) => {
   const script = `const c = require("node:child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
     console.log(c.pid); setInterval(() => {}, 1000)`;
   const logs = collector();
-  const job = await new ProcessRuntime({ workRoot }).start({ jobId: 'j1', spec: spec(script) }, logs.sink);
+  const job = await new ProcessRuntime({ workRoot }).start({ jobId: 'j1', attempt: 1, spec: spec(script) }, logs.sink);
   const grandchild = Number(await firstLine(logs));
   t.ok(isAlive(grandchild));
   await job.stop('bye');
@@ -144,4 +145,56 @@ t.test('a missing command fails with a message', async (t) => {
   const { outcome } = await run({ ...spec(''), command: ['vp-no-such-command-xyz'] });
   t.equal(outcome.outcome, 'failed');
   t.match(outcome.error, /ENOENT/);
+});
+
+t.test('a job that ends leaves no record behind; the agent state dir is no work dir', async (t) => {
+  await run(spec('console.log("hi")'));
+  t.same(readdirSync(join(workRoot, '.vp-jobs')), []);
+  await t.rejects(run(spec('', { workDir: '.vp-jobs/x' })), /outside the work root/);
+});
+
+t.test('recover() after an agent died mid-job stops the job group and reports the job failed', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  // Leader and grandchild both ignore SIGTERM, so only the SIGKILL after the grace ends them.
+  const script = `process.on("SIGTERM", () => {});
+    const c = require("node:child_process").spawn(process.execPath, ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: "ignore" });
+    console.log(process.pid + " " + c.pid); setInterval(() => {}, 1000)`;
+  const logs = collector();
+  // The first agent: started the job, then went away without stopping it.
+  await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-lost', attempt: 2, spec: spec(script) }, logs.sink);
+  const [leader, grandchild] = (await firstLine(logs)).split(' ').map(Number) as [number, number];
+  const record = JSON.parse(readFileSync(join(root, '.vp-jobs', 'j-lost.json'), 'utf8'));
+  t.match(record, { jobId: 'j-lost', attempt: 2, pid: leader, startTime: /^\d+$/ });
+
+  const started = Date.now();
+  const recovered = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover();
+  t.ok(Date.now() - started >= 250, 'waited the grace before SIGKILL');
+  t.same(recovered.map(({ jobId, attempt }) => ({ jobId, attempt })), [{ jobId: 'j-lost', attempt: 2 }]);
+  t.same(await recovered[0]?.job.wait(), { outcome: 'failed', error: 'the agent restarted while the job ran; its process was stopped' });
+  for (let i = 0; i < 40 && (isAlive(leader) || isAlive(grandchild)); i++) await new Promise((r) => setTimeout(r, 50));
+  t.notOk(isAlive(leader), 'the job is gone');
+  t.notOk(isAlive(grandchild), 'so is what it started');
+  t.same(readdirSync(join(root, '.vp-jobs')), [], 'the record is gone');
+  t.same(await new ProcessRuntime({ workRoot: root }).recover(), [], 'and is not reported twice');
+});
+
+t.test('recover() leaves alone a process that got the recorded pid later', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+  const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
+  t.teardown(() => {
+    stranger.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+  });
+  mkdirSync(join(root, '.vp-jobs'));
+  writeFileSync(join(root, '.vp-jobs', 'j-old.json'), JSON.stringify({ jobId: 'j-old', attempt: 1, pid: stranger.pid, startTime: '1' }));
+  const [recovered] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover();
+  t.same(await recovered?.job.wait(), { outcome: 'failed', error: 'the agent restarted while the job ran; its outcome is unknown' });
+  t.ok(isAlive(stranger.pid as number), 'the other process still runs');
+});
+
+t.test('recover() with nothing recorded finds nothing', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  t.same(await new ProcessRuntime({ workRoot: root }).recover(), []);
 });

@@ -44,9 +44,19 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     runtime: 'process',
     trainerImage: 'vp-trainer:2',
     maxConcurrentJobs: 4,
+    processVenv: '/opt/vp-trainer',
+    hostId: 'h-1',
+    hostName: 'gpu-01',
+  });
+  t.match(loadWorkerConfig(env), {
+    server: 'http://10.0.0.5:3000',
+    workDir: '/srv/vp-worker',
+    runtime: 'process',
+    trainerImage: 'vp-trainer:2',
+    maxConcurrentJobs: 4,
+    processVenv: '/opt/vp-trainer',
     hostId: 'h-1',
   });
-  t.match(loadWorkerConfig(env), { server: 'http://10.0.0.5:3000', workDir: '/srv/vp-worker', runtime: 'process', trainerImage: 'vp-trainer:2', maxConcurrentJobs: 4 });
 });
 
 t.test('environment variables override the file', async (t) => {
@@ -58,6 +68,7 @@ t.test('environment variables override the file', async (t) => {
     VP_WORKER_RUNTIME: 'process',
     VP_WORKER_TRAINER_IMAGE: 'trainer:3',
     VP_WORKER_MAX_CONCURRENT_JOBS: '8',
+    VP_WORKER_PROCESS_VENV: 'relative/venv',
   };
   t.match(loadWorkerConfig(env), {
     server: 'wss://new.example/ws',
@@ -66,6 +77,7 @@ t.test('environment variables override the file', async (t) => {
     runtime: 'process',
     trainerImage: 'trainer:3',
     maxConcurrentJobs: 8,
+    processVenv: join(process.cwd(), 'relative/venv'),
   });
   t.equal(loadWorkerConfig({ ...env, VP_WORKER_KEY: '' }).workerKey, 'old', 'an empty variable does not override');
 });

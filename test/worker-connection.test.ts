@@ -82,6 +82,8 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   runtime: 'process',
   trainerImage: undefined,
   maxConcurrentJobs: undefined,
+  processVenv: undefined,
+  hostId: undefined,
   configFile: join(dir, 'config.json'),
 });
 

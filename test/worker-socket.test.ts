@@ -1,80 +1,27 @@
 // The worker agents' WebSocket endpoint, driven by a plain `ws` client: key checked before the upgrade,
 // hello → welcome marks the host connected, heartbeats, refusals that never take the server down,
 // one socket per host, revocation and shutdown closing sockets at once.
-import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Hardware, type ServerMessage } from '@vp/protocol';
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type ServerMessage } from '@vp/protocol';
 import t, { type Test } from 'tap';
-import { WebSocket } from 'ws';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { CLOSE } from '../protocol/src/close-codes.ts';
 import { MAX_INVALID_MESSAGES } from '../control-plane/src/workers/worker-session.ts';
-import { WORKER_SOCKET_PATH } from '../control-plane/src/workers/worker-socket.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
+import { WorkerClient, enrollHost, helloFrame, testHardware } from './helpers/worker-client.ts';
 
 const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '7' } });
 
-const hardware: Hardware = {
-  cpu: { model: 'Test CPU', cores: 8 },
-  memoryBytes: 64 * 2 ** 30,
-  diskFreeBytes: 500 * 2 ** 30,
-  gpus: [{ index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' }],
-  cpuOnly: false,
-};
 await server.services().account.createUser('wanda');
 await server.services().account.createTeam('ws-team', 'wanda');
 const apiKey = (await server.services().apiKeys.create('ws-team', 'team ci')).key;
 
-const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, agentVersion: '0.1.0', hardware, runningJobs: [] };
-
-async function enroll(name: string): Promise<{ hostId: string; workerKey: string }> {
-  const { enrollmentToken } = await server.services().hosts.connect(name);
-  const enrolled = await call<{ hostId: string; workerKey: string }>(server, 'POST', '/api/hosts/enroll', { body: { token: enrollmentToken } });
-  return enrolled.body;
-}
-
+const hardware = testHardware;
+const hello = helloFrame();
+const enroll = (name: string) => enrollHost(server, name);
 const findHost = (id: string) => server.orm.em.fork().findOneOrFail(Host, { id }) as Promise<Host>;
 
-/** A client socket that records what the server sends and how it ends. */
-class Client {
-  readonly ws: WebSocket;
-  private readonly inbox: ServerMessage[] = [];
-  private waiting: Array<() => void> = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  /** Resolves to 101 once open, or the refused upgrade's HTTP status. */
-  readonly upgraded: Promise<number>;
-
-  constructor(key: string | undefined, options: { path?: string; target?: TestServer } = {}) {
-    const url = `${(options.target ?? server).url.replace(/^http/, 'ws')}${options.path ?? WORKER_SOCKET_PATH}`;
-    this.ws = new WebSocket(url, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
-    this.ws.on('message', (data) => {
-      this.inbox.push(JSON.parse(String(data)) as ServerMessage);
-      this.waiting.forEach((wake) => wake());
-      this.waiting = [];
-    });
-    this.upgraded = new Promise((resolve) => {
-      this.ws.once('open', () => resolve(101));
-      this.ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-      this.ws.once('error', () => resolve(0));
-    });
-    this.closed = new Promise((resolve) => this.ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-  }
-
-  send(message: unknown): void {
-    this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
-  }
-
-  async next(): Promise<ServerMessage> {
-    while (this.inbox.length === 0) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    return this.inbox.shift()!;
-  }
-
-  /** Connects and completes the handshake. */
-  static async welcomed(key: string, target?: TestServer): Promise<{ client: Client; welcome: ServerMessage }> {
-    const client = new Client(key, { target });
-    if ((await client.upgraded) !== 101) throw new Error('worker socket refused');
-    client.send(hello);
-    return { client, welcome: await client.next() };
-  }
-}
+const openClient = (key: string | undefined, options: { path?: string; target?: TestServer } = {}) => new WorkerClient(options.target ?? server, key, options);
+const welcomed = (key: string, target?: TestServer) => WorkerClient.welcomed(target ?? server, key);
 
 async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -87,7 +34,7 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
 /** The server still accepts and serves a worker after whatever the test did. */
 async function serverStillWorks(t: Test, key: string): Promise<void> {
   t.equal((await call(server, 'GET', '/api/health')).status, 200, 'HTTP still served');
-  const { client, welcome } = await Client.welcomed(key);
+  const { client, welcome } = await welcomed(key);
   t.equal(welcome.type, 'welcome', 'a new worker connection still works');
   client.ws.close();
   await client.closed;
@@ -96,7 +43,7 @@ async function serverStillWorks(t: Test, key: string): Promise<void> {
 t.test('hello → welcome marks the host connected with its hardware; heartbeats move lastHeartbeatAt', async (t) => {
   const { hostId, workerKey } = await enroll('ws-01');
   t.equal((await findHost(hostId)).state, 'disconnected');
-  const { client, welcome } = await Client.welcomed(workerKey);
+  const { client, welcome } = await welcomed(workerKey);
   t.same(welcome, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId, heartbeatSeconds: 7 });
   const connected = await findHost(hostId);
   t.equal(connected.state, 'connected');
@@ -114,30 +61,30 @@ t.test('hello → welcome marks the host connected with its hardware; heartbeats
 
 t.test('the key is checked before the upgrade: no key, API key, revoked key, wrong path are refused', async (t) => {
   const { workerKey } = await enroll('ws-02');
-  t.equal(await new Client(undefined).upgraded, 401, 'no key');
-  t.equal(await new Client('vpw_' + '0'.repeat(48)).upgraded, 401, 'unknown worker key');
-  t.equal(await new Client(apiKey).upgraded, 401, 'an API key');
-  t.equal(await new Client(workerKey, { path: '/api/workers/other' }).upgraded, 404, 'another path');
-  t.equal(await new Client(workerKey, { path: '/api/health' }).upgraded, 404, 'an HTTP route');
+  t.equal(await openClient(undefined).upgraded, 401, 'no key');
+  t.equal(await openClient('vpw_' + '0'.repeat(48)).upgraded, 401, 'unknown worker key');
+  t.equal(await openClient(apiKey).upgraded, 401, 'an API key');
+  t.equal(await openClient(workerKey, { path: '/api/workers/other' }).upgraded, 404, 'another path');
+  t.equal(await openClient(workerKey, { path: '/api/health' }).upgraded, 404, 'an HTTP route');
 
   // Rotation: once the new token is enrolled the old key is revoked, and its open socket is closed.
-  const { client } = await Client.welcomed(workerKey);
+  const { client } = await welcomed(workerKey);
   const { enrollmentToken } = await server.services().hosts.rotate('ws-02');
   const rotated = await call<{ workerKey: string }>(server, 'POST', '/api/hosts/enroll', { body: { token: enrollmentToken } });
   t.match(await client.closed, { code: CLOSE.revoked }, 'the socket of the revoked key is closed');
-  t.equal(await new Client(workerKey).upgraded, 401, 'the revoked key');
+  t.equal(await openClient(workerKey).upgraded, 401, 'the revoked key');
   await serverStillWorks(t, rotated.body.workerKey);
 });
 
 t.test('a hello of another protocol version, or another message first, is answered and closed', async (t) => {
   const { workerKey } = await enroll('ws-03');
-  const old = new Client(workerKey);
+  const old = openClient(workerKey);
   await old.upgraded;
   old.send({ ...hello, protocolVersion: PROTOCOL_VERSION + 1 });
   t.match(await old.next(), { type: 'error', message: /protocol version 2 is not supported/ });
   t.match(await old.closed, { code: CLOSE.unsupportedVersion });
 
-  const early = new Client(workerKey);
+  const early = openClient(workerKey);
   await early.upgraded;
   early.send({ type: 'heartbeat', at: new Date().toISOString() });
   t.match(await early.next(), { type: 'error', message: 'expected hello, got heartbeat' });
@@ -147,7 +94,7 @@ t.test('a hello of another protocol version, or another message first, is answer
 
 t.test('malformed and unknown messages get error replies; too many close the socket; the server stays up', async (t) => {
   const { workerKey } = await enroll('ws-04');
-  const { client } = await Client.welcomed(workerKey);
+  const { client } = await welcomed(workerKey);
   client.send('{not json');
   t.same(await client.next(), { type: 'error', message: 'message is not valid JSON' });
   client.send({ type: 'job.steal', jobId: 'x' });
@@ -155,7 +102,7 @@ t.test('malformed and unknown messages get error replies; too many close the soc
   client.send({ type: 'heartbeat', at: 'yesterday' });
   t.match(await client.next(), { type: 'error', message: /^invalid heartbeat: at/ });
   client.send({ type: 'job.accepted', jobId: 'job-1' });
-  t.same(await client.next(), { type: 'error', message: 'job.accepted is not supported yet' }, 'valid but not handled yet: not counted');
+  t.same(await client.next(), { type: 'job.cancel', jobId: 'job-1', reason: 'the job is not assigned to this host' }, 'a valid message about a job that is not its own: told to stop it, not counted');
   client.send({ type: 'heartbeat', at: new Date().toISOString() });
   for (let sent = 3; sent < MAX_INVALID_MESSAGES; sent++) client.send('[]');
   t.match(await client.closed, { code: CLOSE.tooManyInvalidMessages });
@@ -164,7 +111,7 @@ t.test('malformed and unknown messages get error replies; too many close the soc
 
 t.test('a frame over the protocol limit closes that connection only', async (t) => {
   const { workerKey } = await enroll('ws-05');
-  const { client } = await Client.welcomed(workerKey);
+  const { client } = await welcomed(workerKey);
   client.send('x'.repeat(MAX_MESSAGE_BYTES + 1));
   t.match(await client.closed, { code: 1009 }, 'message too big');
   await serverStillWorks(t, workerKey);
@@ -172,8 +119,8 @@ t.test('a frame over the protocol limit closes that connection only', async (t) 
 
 t.test('a second connection with the same key replaces the first; the host stays connected', async (t) => {
   const { hostId, workerKey } = await enroll('ws-06');
-  const first = await Client.welcomed(workerKey);
-  const second = await Client.welcomed(workerKey);
+  const first = await welcomed(workerKey);
+  const second = await welcomed(workerKey);
   t.match(await first.client.closed, { code: CLOSE.replaced, reason: 'replaced by a newer connection' });
   t.equal(second.welcome.type, 'welcome');
   await new Promise((resolve) => setTimeout(resolve, 200));
@@ -184,18 +131,18 @@ t.test('a second connection with the same key replaces the first; the host stays
 
 t.test('disconnecting the host closes its socket at once', async (t) => {
   const { workerKey } = await enroll('ws-07');
-  const { client } = await Client.welcomed(workerKey);
+  const { client } = await welcomed(workerKey);
   const started = Date.now();
   await server.services().hosts.disconnect('ws-07');
   t.match(await client.closed, { code: CLOSE.revoked });
   t.ok(Date.now() - started < 2000, 'closed within 2 s');
-  t.equal(await new Client(workerKey).upgraded, 401, 'the key no longer connects');
+  t.equal(await openClient(workerKey).upgraded, 401, 'the key no longer connects');
 });
 
 t.test('closing the server closes worker sockets (1001) and marks their hosts disconnected first', async (t) => {
   const other = await startTestServer(t, { databaseUrl: server.databaseUrl });
   const { hostId, workerKey } = await enroll('ws-08');
-  const { client } = await Client.welcomed(workerKey, other);
+  const { client } = await welcomed(workerKey, other);
   t.equal((await findHost(hostId)).state, 'connected');
   await other.close();
   t.match(await client.closed, { code: CLOSE.shuttingDown });
@@ -206,7 +153,7 @@ t.test('closing the server closes worker sockets (1001) and marks their hosts di
 t.test('GET /api/hosts lists a connected private host with its last heartbeat', async (t) => {
   const created = await call<{ enrollmentToken: string }>(server, 'POST', '/api/hosts', { key: apiKey, body: { name: 'ws-09' } });
   const { workerKey } = (await call<{ workerKey: string }>(server, 'POST', '/api/hosts/enroll', { body: { token: created.body.enrollmentToken } })).body;
-  const { client } = await Client.welcomed(workerKey);
+  const { client } = await welcomed(workerKey);
   const listed = await call<{ hosts: unknown[] }>(server, 'GET', '/api/hosts', { key: apiKey });
   t.match(listed.body.hosts, [{ name: 'ws-09', state: 'connected', lastHeartbeatAt: /^\d{4}-/ }]);
   client.ws.close();

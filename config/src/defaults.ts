@@ -17,6 +17,7 @@ export const defaults = {
   jobConcurrency: 2, // JOB_CONCURRENCY: background jobs (ingest, exports) one control plane runs at once
   jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)
+  hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
   /** Requests per window and per API key (RATE_LIMIT_<CATEGORY>, e.g. RATE_LIMIT_DEFAULT=100). */
   rateLimits: {
     default: 100,

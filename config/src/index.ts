@@ -34,6 +34,7 @@ const EnvSchema = z.object({
   JOB_CONCURRENCY: positiveInt.default(defaults.jobConcurrency),
   JOB_LEASE_SECONDS: positiveInt.default(defaults.jobLeaseSeconds),
   WORKER_HEARTBEAT_SECONDS: positiveInt.max(3600).default(defaults.workerHeartbeatSeconds),
+  HOST_LOST_GRACE_SECONDS: positiveInt.default(defaults.hostLostGraceSeconds),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
@@ -60,6 +61,8 @@ export interface AppConfig {
   jobConcurrency: number;
   jobLeaseSeconds: number;
   workerHeartbeatSeconds: number;
+  /** A worker host silent this long (no heartbeat) loses its jobs: requeued when restartable, else failed. */
+  hostLostGraceSeconds: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
@@ -96,6 +99,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     jobConcurrency: e.JOB_CONCURRENCY,
     jobLeaseSeconds: e.JOB_LEASE_SECONDS,
     workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,
+    hostLostGraceSeconds: e.HOST_LOST_GRACE_SECONDS,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
   };

@@ -23,6 +23,8 @@ import type { Storage } from './storage/storage.ts';
 import { openBlobStore } from './storage/store-from-config.ts';
 import { scheduleTrashPurge } from './trash/trash-purge.ts';
 import { UploadService } from './uploads/upload.service.ts';
+import { HOST_COMMAND_JOB, hostCommandJob } from './scheduler/host-job-kinds.ts';
+import { HostScheduler } from './scheduler/host-scheduler.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -87,7 +89,9 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
-  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds });
+  const scheduler = new HostScheduler(orm, { [HOST_COMMAND_JOB]: hostCommandJob }, { log, graceSeconds: config.hostLostGraceSeconds });
+  scheduler.listen(notifications);
+  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler });
   workers.listen(notifications);
   await notifications.start();
 
@@ -109,6 +113,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const url = config.port === 0 ? `http://127.0.0.1:${port}` : config.publicBaseUrl;
   baseUrl = url;
   jobs.start();
+  scheduler.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -116,6 +121,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       await purgeTask.destroy();
+      scheduler.stop();
       // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
       await workers.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));

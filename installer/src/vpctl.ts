@@ -51,8 +51,15 @@ function keyRows(keys: ApiKey[]): string[][] {
   return keys.map((key) => [key.prefix, key.workspace.handle, key.user.username, key.name, timestamp(key.createdAt), timestamp(key.lastUsedAt)]);
 }
 
-function hostRows(hosts: Host[]): string[][] {
-  return hosts.map((host) => [host.name, host.workspace?.handle ?? '(pool)', host.state, timestamp(host.lastHeartbeatAt), hardwareSummary(host.hardware ?? null) ?? 'not reported']);
+function hostRows(hosts: Host[], running: Map<string, string[]>): string[][] {
+  return hosts.map((host) => [
+    host.name,
+    host.workspace?.handle ?? '(pool)',
+    host.state,
+    timestamp(host.lastHeartbeatAt),
+    hardwareSummary(host.hardware ?? null) ?? 'not reported',
+    (running.get(host.id) ?? []).join(',') || '-',
+  ]);
 }
 
 /** The token goes to stdout alone, so `TOKEN=$(vpctl hosts connect ...)` captures it; the how-to goes to stderr. */
@@ -203,7 +210,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     );
   hosts
     .command('list')
-    .description('List hosts: name, workspace, state, last heartbeat, hardware summary')
+    .description('List hosts: name, workspace, state, last heartbeat, hardware summary, running jobs')
     .option('--workspace <handle>', 'only the hosts private to this workspace')
     .action((options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
@@ -212,7 +219,8 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
           print(options.workspace ? `No hosts in ${options.workspace}` : 'No hosts');
           return;
         }
-        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE'], hostRows(records)));
+        const running = await services.hosts.runningJobIds(records);
+        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'RUNNING JOBS'], hostRows(records, running)));
       }),
     );
 

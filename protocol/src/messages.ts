@@ -81,8 +81,13 @@ export const AgentMessage = z.discriminatedUnion('type', [
     /** Absent on the first connection; afterwards the id from `welcome`, kept on disk so a restart reuses the host. */
     hostId: id.optional(),
     hardware: Hardware,
-    /** What still runs after a reconnect, so the server neither loses nor re-assigns those jobs. */
-    runningJobs: z.array(z.strictObject({ jobId: id, attempt: z.int().min(1) })).max(1024),
+    /** The agent's own cap on jobs at once; absent: one per free GPU, or one on a CPU-only host. */
+    maxConcurrentJobs: z.int().min(1).max(1024).optional(),
+    /**
+     * The jobs the agent knows of: still running, or ended while the socket was down (their job.finished
+     * follows the welcome). After a reconnect this is how the server neither loses nor re-assigns them.
+     */
+    runningJobs: z.array(z.strictObject({ jobId: id, attempt: z.int().min(1), gpuIndexes: gpuIndexes.optional() })).max(1024),
   }),
   z.strictObject({
     type: z.literal('heartbeat'),

@@ -15,6 +15,8 @@ const ENV_OVERRIDES = {
   runtime: 'VP_WORKER_RUNTIME',
   trainerImage: 'VP_WORKER_TRAINER_IMAGE',
   maxConcurrentJobs: 'VP_WORKER_MAX_CONCURRENT_JOBS',
+  processVenv: 'VP_WORKER_PROCESS_VENV',
+  hostId: 'VP_WORKER_HOST_ID',
 } as const;
 type Setting = keyof typeof ENV_OVERRIDES;
 
@@ -26,6 +28,8 @@ const SettingsSchema = z.object({
   runtime: z.enum(RUNTIMES, { error: `must be one of ${RUNTIMES.join(', ')}` }).default('docker'),
   trainerImage: z.string().min(1).optional(),
   maxConcurrentJobs: z.coerce.number({ error: 'must be a positive integer' }).int().min(1).optional(),
+  processVenv: z.string().min(1).optional(),
+  hostId: z.string().min(1).optional(),
 });
 
 export interface WorkerConfig {
@@ -40,6 +44,10 @@ export interface WorkerConfig {
   trainerImage: string | undefined;
   /** Unset: no limit on the agent's side; the server assigns one job per free GPU, or one on a CPU-only host. */
   maxConcurrentJobs: number | undefined;
+  /** Process runtime: a Python virtual environment (the trainer's) whose bin/ comes first on the jobs' PATH. */
+  processVenv: string | undefined;
+  /** Written by `enroll`; labels this agent's containers so a restart adopts only its own. */
+  hostId: string | undefined;
   /** Where these settings were read from. */
   configFile: string;
 }
@@ -95,6 +103,8 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     runtime: settings.runtime,
     trainerImage: settings.trainerImage,
     maxConcurrentJobs: settings.maxConcurrentJobs,
+    processVenv: settings.processVenv && resolve(settings.processVenv),
+    hostId: settings.hostId,
     configFile,
   };
 }

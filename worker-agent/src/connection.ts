@@ -22,6 +22,15 @@ export interface ConnectionTiming {
 export const DEFAULT_TIMING: ConnectionTiming = { backoffBaseMs: 1000, backoffCapMs: 30_000, welcomeTimeoutMs: 10_000 };
 
 export type Welcome = Extract<ServerMessage, { type: 'welcome' }>;
+
+/** The agent's jobs as the connection sees them (JobManager): reported in hello, fed assignments and cancels. */
+export interface ConnectionJobs {
+  known(): Array<{ jobId: string; attempt: number; gpuIndexes: number[] }>;
+  assign(message: Extract<ServerMessage, { type: 'job.assign' }>): Promise<void>;
+  cancel(message: Extract<ServerMessage, { type: 'job.cancel' }>): void;
+  /** After each welcome: deliver what was held while disconnected. */
+  connected(): void;
+}
 /**
  * Why run() ended: stop() was called; the server refused the worker key (revoked, rotated or wrong); it
  * does not speak this agent's protocol version; or another agent took over this host with the same key.
@@ -61,6 +70,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   readonly #config: WorkerConfig;
   readonly #log: Logger;
   readonly #timing: ConnectionTiming;
+  #jobs: ConnectionJobs | undefined;
   #state: ConnectionState = 'connecting';
   #socket: WebSocket | undefined;
   #hardware: Hardware | undefined;
@@ -83,6 +93,18 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
 
   get state(): ConnectionState {
     return this.#state;
+  }
+
+  /** Set before run(): without jobs the agent reports none and ignores assignments. */
+  setJobs(jobs: ConnectionJobs): void {
+    this.#jobs = jobs;
+  }
+
+  /** Sends now when the socket is ready (welcomed); false otherwise, and the caller keeps the message. */
+  send(message: AgentMessage): boolean {
+    if (this.#state !== 'ready' || this.#socket?.readyState !== WebSocket.OPEN) return false;
+    this.#send(message);
+    return true;
   }
 
   /** Connects and keeps connecting; resolves once stop() has closed the socket or the key was refused. */
@@ -138,9 +160,15 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
         this.#log('warn', 'no welcome from the control plane; reconnecting', { timeoutMs: this.#timing.welcomeTimeoutMs });
         socket.terminate();
       });
-      // runningJobs: once the agent runs jobs, list them here so a reconnect re-reports them and the server
-      // neither loses nor re-assigns them.
-      this.#send({ type: 'hello', protocolVersion: PROTOCOL_VERSION, agentVersion: AGENT_VERSION, hostId: this.#hostId, hardware: this.#hardware!, runningJobs: [] });
+      this.#send({
+        type: 'hello',
+        protocolVersion: PROTOCOL_VERSION,
+        agentVersion: AGENT_VERSION,
+        hostId: this.#hostId,
+        hardware: this.#hardware!,
+        maxConcurrentJobs: this.#config.maxConcurrentJobs,
+        runningJobs: this.#jobs?.known() ?? [],
+      });
     });
     socket.on('message', (data, isBinary) => this.#receive(socket, isBinary ? null : (data as Buffer)));
     socket.on('close', (code, reason) => {
@@ -178,9 +206,11 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
         this.#log('error', 'the control plane reported an error', { message: message.message });
         return;
       case 'job.assign':
+        if (this.#jobs) void this.#jobs.assign(message);
+        else this.#log('warn', 'ignored job.assign: this agent runs no jobs', { jobId: message.jobId });
+        return;
       case 'job.cancel':
-        // Jobs arrive with the scheduler; until then the agent runs none and says so in its log.
-        this.#log('warn', `ignored ${message.type}: this agent does not run jobs yet`, { jobId: message.jobId });
+        this.#jobs?.cancel(message);
         return;
     }
   }
@@ -206,6 +236,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     }, welcome.heartbeatSeconds * 1000);
     this.#timers.add(timer);
     this.#setState('ready');
+    this.#jobs?.connected();
     this.emit('welcome', welcome);
   }
 

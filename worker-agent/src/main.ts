@@ -3,7 +3,9 @@ import { parseArgs } from 'node:util';
 import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
 import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
 import { enroll } from './enroll.ts';
+import { JobManager } from './job-manager.ts';
 import { jsonLinesLogger } from './log.ts';
+import { runtimeFromConfig } from './runtime-from-config.ts';
 
 const USAGE = [
   'usage: vp-worker enroll --server URL --token TOKEN [--config PATH]',
@@ -52,12 +54,21 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Connects to the control plane until SIGINT or SIGTERM (a clean close) or until the key is refused. */
+/**
+ * Recovers what an earlier agent process left running, then connects to the control plane and runs what it
+ * assigns, until SIGINT or SIGTERM (a clean close; Docker jobs keep running, to be adopted after a restart) or
+ * until the key is refused (then every job is stopped: the host is no longer this platform's).
+ */
 async function run(configFile: string | undefined): Promise<number> {
   const log = jsonLinesLogger();
   let connection: WorkerConnection;
+  let jobs: JobManager;
   try {
-    connection = new WorkerConnection(loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env), log);
+    const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
+    connection = new WorkerConnection(config, log);
+    jobs = new JobManager(runtimeFromConfig(config), log, (message) => connection.send(message));
+    connection.setJobs(jobs);
+    await jobs.recover();
   } catch (error) {
     console.error(`vp-worker: ${(error as Error).message}`);
     return 1;
@@ -68,7 +79,9 @@ async function run(configFile: string | undefined): Promise<number> {
   };
   process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
-    return EXIT_STATUS[await connection.run()];
+    const outcome = await connection.run();
+    if (outcome === 'unauthorized' || outcome === 'replaced') await jobs.stopAll(`the agent stopped: ${outcome}`);
+    return EXIT_STATUS[outcome];
   } catch (error) {
     log('error', 'the agent failed', { error: (error as Error).message });
     return 1;

@@ -7,6 +7,7 @@ import { Dataset } from '../datasets/dataset.entity.ts';
 import { DatasetVersionImage } from '../datasets/dataset-version-image.entity.ts';
 import { DatasetVersion } from '../datasets/dataset-version.entity.ts';
 import { StagedImage } from '../ingest/staged-image.entity.ts';
+import { JobLogLine } from '../jobs/job-log.entity.ts';
 import { Job } from '../jobs/job.entity.ts';
 import { Annotation } from '../images/annotation.entity.ts';
 import { Image } from '../images/image.entity.ts';
@@ -24,4 +25,4 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey];

@@ -1,5 +1,4 @@
 import { defineRoute } from '../http/define-route.ts';
-import { hostListItem } from './host.service.ts';
 import { EnrollRequest, EnrollResponse, HostCreate, HostDisconnected, HostEnrollment, HostList, HostPath } from './host.schemas.ts';
 
 const ADMIN_ONLY = 'Workspace owner or admin keys only (other roles: 403); only the private hosts of the key’s workspace are reachable (others: 404).';
@@ -9,13 +8,13 @@ export const listHosts = defineRoute({
   path: '/api/hosts',
   tag: 'Hosts',
   summary: "The workspace's private GPU hosts",
-  description: `${ADMIN_ONLY} Name, state (enrolling, disconnected, connected), last heartbeat, hardware summary and creation date. Worker keys are never listed.`,
+  description: `${ADMIN_ONLY} Name, state (enrolling, disconnected, connected), last heartbeat, hardware summary, the ids of the jobs it runs now (read them at \`/api/jobs/{id}\`) and creation date. Worker keys are never listed.`,
   auth: 'key',
   limit: 'default',
   response: { status: 200, description: 'Hosts by name', schema: HostList },
   errors: [403],
   handler: async (ctx) => {
-    const hosts = (await ctx.state.services.hosts.listForActor(ctx.state.actor)).map(hostListItem);
+    const hosts = await ctx.state.services.hosts.listForActor(ctx.state.actor);
     return { hosts, total: hosts.length };
   },
 });

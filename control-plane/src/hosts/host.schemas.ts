@@ -14,6 +14,7 @@ export const HostCreate = z.object({ name: HostName });
 export const HostListItem = z.object({
   name: z.string(),
   state: z.enum(HOST_STATES),
+  runningJobs: z.array(z.string()).meta({ description: 'Ids of the jobs the host runs now' }),
   lastHeartbeatAt: z.iso.datetime().nullable(),
   hardware: z.string().nullable().meta({ description: 'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first' }),
   createdAt: z.iso.datetime(),

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
+import { pgArray, query } from '../db/sql.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
@@ -15,10 +16,11 @@ import { announceWorkerKeyChange } from './worker-key-lookup.ts';
 
 export const ENROLLMENT_TTL_MS = 10 * 60_000;
 
-export function hostListItem(host: Host): z.input<typeof HostListItem> {
+export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof HostListItem> {
   return {
     name: host.name,
     state: host.state,
+    runningJobs,
     lastHeartbeatAt: host.lastHeartbeatAt?.toISOString() ?? null,
     hardware: hardwareSummary(host.hardware ?? null),
     createdAt: host.createdAt.toISOString(),
@@ -57,8 +59,22 @@ export class HostService {
     return this.em.find(Host, where, { populate: ['workspace'], orderBy: { name: 'asc', createdAt: 'asc' } });
   }
 
-  async listForActor(actor: Actor): Promise<Host[]> {
-    return this.em.find(Host, { workspace: this.adminWorkspace(actor) }, { orderBy: { name: 'asc' } });
+  async listForActor(actor: Actor): Promise<Array<z.input<typeof HostListItem>>> {
+    const hosts = await this.em.find(Host, { workspace: this.adminWorkspace(actor) }, { orderBy: { name: 'asc' } });
+    const running = await this.runningJobIds(hosts);
+    return hosts.map((host) => hostListItem(host, running.get(host.id) ?? []));
+  }
+
+  /** The ids of the jobs each host runs now, oldest first. */
+  async runningJobIds(hosts: Host[]): Promise<Map<string, string[]>> {
+    const rows = await query<{ host_id: string; id: string }>(
+      this.em,
+      `select host_id, id from jobs where host_id = any(?::text[]) and status = 'running' order by started_at, id`,
+      [pgArray(hosts.map((host) => host.id))],
+    );
+    const byHost = new Map<string, string[]>();
+    for (const row of rows) byHost.set(row.host_id, [...(byHost.get(row.host_id) ?? []), row.id]);
+    return byHost;
   }
 
   async rotate(name: string, workspaceHandle?: string): Promise<z.input<typeof HostEnrollment>> {
@@ -129,8 +145,17 @@ export class HostService {
 
   /** Removes the host with its keys and tokens (foreign keys cascade) and tells every replica's socket layer. */
   private async remove(host: Host): Promise<Host> {
-    // Cancelling the host's queued and running jobs goes here, once jobs are assigned to hosts.
-    await this.em.remove(host).flush();
+    await this.em.transactional(async (em) => {
+      // Its jobs end here; closing the socket (below) makes the agent stop them. Ended jobs keep no host.
+      await query(
+        em,
+        `update jobs set status = 'cancelled', cancel_requested = true, error = 'Cancelled: the host running it was disconnected',
+           finished_at = now(), lease_expires_at = null, gpu_indexes = null, updated_at = now()
+         where host_id = ? and status = 'running'`,
+        [host.id],
+      );
+      await em.nativeDelete(Host, { id: host.id });
+    });
     await announceWorkerKeyChange(this.em, host.id);
     return host;
   }

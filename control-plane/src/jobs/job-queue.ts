@@ -14,6 +14,16 @@ export interface NewJob {
   payload: Record<string, unknown>;
   priority?: number;
   maxAttempts?: number;
+  /** Set for a job that runs on a worker host (the scheduler assigns it) rather than in a control plane. */
+  host?: HostRequirements;
+}
+
+export interface HostRequirements {
+  /** A GPU type ID (h100-sxm, …); null: any type. Ignored with gpuCount 0 (a CPU job). */
+  gpuType: string | null;
+  gpuCount: number;
+  /** Requeue rather than fail when its host is lost mid-run. */
+  restartable?: boolean;
 }
 
 /** Queues a job (flushed with the caller's unit of work) and wakes the runners once it commits. */
@@ -25,6 +35,12 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
     payload: job.payload,
     priority: job.priority ?? 0,
     maxAttempts: job.maxAttempts ?? 3,
+    ...(job.host && {
+      placement: 'host' as const,
+      gpuType: job.host.gpuCount > 0 ? job.host.gpuType : null,
+      gpuCount: job.host.gpuCount,
+      restartable: job.host.restartable ?? false,
+    }),
   });
   await em.flush();
   // Delivered at commit, so a runner never wakes for a job it cannot see yet.

@@ -36,7 +36,8 @@ export class JobFailure extends Error {}
 const PROGRESS_WRITE_MS = 1000;
 const POLL_MS = 5000;
 
-interface ClaimedJob {
+/** The columns a job is run from, as SQL returns them. */
+export interface JobRow {
   id: string;
   kind: string;
   workspace_id: string;
@@ -128,8 +129,8 @@ export class JobRunner {
     );
   }
 
-  private async claim(em: EntityManager): Promise<ClaimedJob | undefined> {
-    const [job] = await query<ClaimedJob>(
+  private async claim(em: EntityManager): Promise<JobRow | undefined> {
+    const [job] = await query<JobRow>(
       em,
       `update jobs j set status = 'running', lease_owner = ?, lease_expires_at = now() + make_interval(secs => ?), attempts = j.attempts + 1,
          started_at = coalesce(j.started_at, now()), updated_at = now()
@@ -142,7 +143,7 @@ export class JobRunner {
     return job;
   }
 
-  private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
+  private async execute(job: JobRow, controller: AbortController): Promise<void> {
     const em = this.orm.em.fork() as EntityManager;
     const log = this.log.child({ jobId: job.id, kind: job.kind });
     let pending: JobProgress | undefined;

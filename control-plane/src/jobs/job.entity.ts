@@ -1,9 +1,12 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { Workspace } from '../account/workspace.entity.ts';
 import { BaseSchema } from '../db/base.entity.ts';
+import { Host } from '../hosts/host.entity.ts';
 
 export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
+/** control-plane: a JobRunner in some replica runs it; host: the scheduler assigns it to a worker host. */
+export const JOB_PLACEMENTS = ['control-plane', 'host'] as const;
 
 /** Where a long job stands, for status reads and progress bars. */
 export interface JobProgress {
@@ -22,7 +25,12 @@ export const JobSchema = defineEntity({
   name: 'Job',
   tableName: 'jobs',
   extends: BaseSchema,
-  indexes: [{ properties: ['status', 'priority', 'createdAt'] }, { properties: ['subjectId', 'status'] }, { properties: ['workspace', 'createdAt'] }],
+  indexes: [
+    { properties: ['status', 'priority', 'createdAt'] },
+    { properties: ['subjectId', 'status'] },
+    { properties: ['workspace', 'createdAt'] },
+    { properties: ['host', 'status'] },
+  ],
   properties: {
     workspace: () => p.manyToOne(Workspace).deleteRule('cascade'),
     kind: p.string().length(64),
@@ -41,6 +49,19 @@ export const JobSchema = defineEntity({
     leaseOwner: p.string().length(64).nullable(),
     leaseExpiresAt: p.datetime().nullable(),
     cancelRequested: p.boolean().default(false),
+    placement: p.enum(JOB_PLACEMENTS).default('control-plane'),
+    /** Host jobs: the GPU type they need (null: any type; ignored when gpuCount is 0, a CPU job). */
+    gpuType: p.string().length(64).nullable(),
+    gpuCount: p.integer().default(0),
+    /** Host jobs: safe to run again from the start (or from their own checkpoint) when their host is lost. */
+    restartable: p.boolean().default(false),
+    /** The host running the current attempt, and the GPU indexes it holds there. */
+    host: () => p.manyToOne(Host).nullable().deleteRule('set null'),
+    gpuIndexes: p.json<number[]>().nullable(),
+    /** When the host confirmed it started the current attempt; null while the assignment is in flight. */
+    acceptedAt: p.datetime().nullable(),
+    /** Log lines kept (job_logs), counted so one chatty job cannot fill the database. */
+    logLines: p.integer().default(0),
     startedAt: p.datetime().nullable(),
     finishedAt: p.datetime().nullable(),
   },

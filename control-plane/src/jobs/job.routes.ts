@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/define-route.ts';
-import { JobCancelled, JobPath, JobRead } from './job.schemas.ts';
+import { JobCancelled, JobLogQuery, JobLogs, JobPath, JobRead } from './job.schemas.ts';
 
 export const readJob = defineRoute({
   method: 'GET',
@@ -31,4 +31,20 @@ export const cancelJob = defineRoute({
   handler: (ctx, { params }) => ctx.state.services.jobs.cancel(ctx.state.actor, params.jobId),
 });
 
-export const jobRoutes = [readJob, cancelJob];
+export const readJobLogs = defineRoute({
+  method: 'GET',
+  path: '/api/jobs/:jobId/logs',
+  tag: 'Jobs',
+  summary: "A worker job's output (stdout and stderr lines, in order)",
+  description:
+    'Lines stream in from the worker host while the job runs; read on with after=nextAfter until status has ended and no line is left. ' +
+    'At most 100,000 lines are kept per job (a last line says when more were dropped). Control-plane jobs (ingest) have none. Jobs of other workspaces are 404.',
+  auth: 'key',
+  limit: 'default',
+  request: { params: JobPath, query: JobLogQuery },
+  response: { status: 200, description: 'A page of lines', schema: JobLogs },
+  errors: [404],
+  handler: (ctx, { params, query }) => ctx.state.services.jobs.logs(ctx.state.actor, params.jobId, query),
+});
+
+export const jobRoutes = [readJob, readJobLogs, cancelJob];

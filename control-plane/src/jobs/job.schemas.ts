@@ -21,3 +21,20 @@ export const JobView = z.object({
 });
 export const JobRead = z.object({ job: JobView });
 export const JobCancelled = z.object({ success: z.literal(true), status: z.enum(JOB_STATUSES) });
+
+export const JobLogQuery = z.object({
+  after: z.coerce.number().int().min(0).default(0).meta({ description: 'Return lines after this seq (the previous page\'s nextAfter); 0 for the first' }),
+  limit: z.coerce.number().int().min(1).max(5000).default(1000),
+});
+export const JobLogs = z.object({
+  lines: z.array(
+    z.object({
+      seq: z.number().int().meta({ description: 'Increasing within the job; pass the last one as after to read on' }),
+      stream: z.enum(['stdout', 'stderr']),
+      line: z.string(),
+      at: z.iso.datetime(),
+    }),
+  ),
+  nextAfter: z.number().int().meta({ description: 'The after value for the next call (unchanged when no new line arrived)' }),
+  status: z.enum(JOB_STATUSES).meta({ description: 'The job\'s status now: poll until it is completed, failed or cancelled and no line is left' }),
+});

@@ -6,7 +6,7 @@ import { query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import { JOB_CANCEL_CHANNEL } from './job-queue.ts';
 import { Job } from './job.entity.ts';
-import type { JobCancelled, JobView } from './job.schemas.ts';
+import type { JobCancelled, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
 
 /** Reading and cancelling background jobs; a key sees the jobs of its own workspace only. */
 export class JobService {
@@ -25,6 +25,18 @@ export class JobService {
 
   async read(actor: Actor, jobId: string): Promise<z.input<typeof JobView>> {
     return view(await this.find(actor, jobId));
+  }
+
+  /** A host job's output in arrival order, a page at a time (any member of the job's workspace). */
+  async logs(actor: Actor, jobId: string, page: z.output<typeof JobLogQuery>): Promise<z.input<typeof JobLogs>> {
+    const job = await this.find(actor, jobId);
+    const rows = await query<{ seq: string; stream: 'stdout' | 'stderr'; line: string; at: string | Date }>(
+      this.em,
+      'select seq, stream, line, at from job_logs where job_id = ? and seq > ? order by seq limit ?',
+      [job.id, page.after, page.limit],
+    );
+    const lines = rows.map((row) => ({ seq: Number(row.seq), stream: row.stream, line: row.line, at: new Date(row.at).toISOString() }));
+    return { lines, nextAfter: lines.at(-1)?.seq ?? page.after, status: job.status };
   }
 
   /** A queued job is cancelled at once; a running one is asked to stop and ends as cancelled, its work undone. */

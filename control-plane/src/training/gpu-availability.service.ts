@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
 import type { Actor } from '../auth/actor.ts';
 import { Unauthorized } from '../http/errors.ts';
+import { pgArray, query } from '../db/sql.ts';
 import { Host } from '../hosts/host.entity.ts';
 import type { GpuAvailability, GpuStock, STOCK_STATUSES } from './gpu-availability.schemas.ts';
 
@@ -27,31 +28,51 @@ export class GpuAvailabilityService {
   async read(actor: Actor, managed: boolean): Promise<z.input<typeof GpuAvailability>> {
     if (managed && actor.kind !== 'key') throw Unauthorized('managed=true needs an API key');
     const scopes = managed && actor.kind === 'key' ? [{ workspace: null }, { workspace: actor.workspaceId }] : [{ workspace: null }];
-    const hosts = await this.em.find(Host, { state: 'connected', $or: scopes }, { fields: ['hardware'] });
+    const hosts = await this.em.find(Host, { state: 'connected', $or: scopes }, { fields: ['id', 'hardware'] });
+    const held = await this.heldSlots(hosts.map((host) => host.id));
 
     const gpus: Record<string, Stock> = {};
     for (const typeId of KNOWN_GPU_TYPE_IDS) gpus[typeId] = none();
     let cpuHosts = 0;
+    let cpuFree = 0;
     for (const host of hosts) {
       const hardware = host.hardware as Hardware | null;
       if (!hardware) continue;
-      if (hardware.cpuOnly) cpuHosts++;
+      const busy = held.get(host.id);
+      if (hardware.cpuOnly) {
+        cpuHosts++;
+        if (!busy?.cpu) cpuFree++;
+      }
       for (const gpu of hardware.gpus) {
         const stock = (gpus[gpu.typeId] ??= none());
         stock.total++;
+        if (!busy?.gpus.has(gpu.index)) stock.free++;
         stock.memoryGb = Math.max(stock.memoryGb ?? 0, Math.round(gpu.memoryMiB / 1024));
       }
     }
-    for (const stock of Object.values(gpus)) {
-      // No scheduler yet: every GPU counts as free; GPUs that running jobs hold will be subtracted here.
-      stock.free = stock.total;
-      stock.status = status(stock.total, stock.free);
-    }
+    for (const stock of Object.values(gpus)) stock.status = status(stock.total, stock.free);
     return {
       gpus,
-      cpu: { status: status(cpuHosts, cpuHosts), hosts: cpuHosts },
+      cpu: { status: status(cpuHosts, cpuFree), hosts: cpuHosts },
       updatedAt: new Date().toISOString(),
       region: this.region,
     };
+  }
+
+  /** Per host: the GPU indexes its running jobs hold, and whether a CPU job holds its CPU slot. */
+  private async heldSlots(hostIds: string[]): Promise<Map<string, { gpus: Set<number>; cpu: boolean }>> {
+    const rows = await query<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>(
+      this.em,
+      `select host_id, gpu_indexes, gpu_count from jobs where host_id = any(?::text[]) and status = 'running'`,
+      [pgArray(hostIds)],
+    );
+    const held = new Map<string, { gpus: Set<number>; cpu: boolean }>();
+    for (const row of rows) {
+      const slots = held.get(row.host_id) ?? { gpus: new Set<number>(), cpu: false };
+      for (const index of row.gpu_indexes ?? []) slots.gpus.add(index);
+      if (row.gpu_count === 0) slots.cpu = true;
+      held.set(row.host_id, slots);
+    }
+    return held;
   }
 }

@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
+import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
+import { appendLogs, markAccepted, markFinished, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
+import { reconcileHost } from '../scheduler/reconcile.ts';
 import { markConnected, markDisconnected, recordHeartbeat } from './host-presence.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
@@ -17,17 +20,20 @@ export interface SessionContext {
   em(): EntityManager;
   log: Logger;
   heartbeatSeconds: number;
+  scheduler: HostScheduler;
   /** Forgets the session once its socket closed; true when it was still its host's current socket. */
   release(session: WorkerSession): boolean;
 }
 
 /**
- * One authenticated worker socket: handshake, heartbeats, refusals. Messages are handled one at a
+ * One authenticated worker socket: handshake (squaring the host's running jobs with the database), heartbeats
+ * (which renew its jobs' leases), job reports handed to the scheduler's store, refusals. Messages are handled one at a
  * time in arrival order (a chain of promises), so the host row's writes land in the order the agent
  * meant them, the last one (disconnected) included. Nothing here throws into the socket's handlers.
  */
 export class WorkerSession implements WorkerConnection {
   readonly hostId: string;
+  readonly workspaceId: string | null;
   /** Settles once the socket closed and its last write landed (shutdown waits for it before closing the pool). */
   readonly finished: Promise<void>;
   private readonly socket: WebSocket;
@@ -39,9 +45,12 @@ export class WorkerSession implements WorkerConnection {
   private welcomed = false;
   private invalidMessages = 0;
   private lastHeartbeatWrite = 0;
+  /** Set once welcomed: this socket as the scheduler sees it. */
+  private local: LocalHost | undefined;
 
   constructor(socket: WebSocket, identity: WorkerIdentity, key: string, context: SessionContext) {
     this.hostId = identity.hostId;
+    this.workspaceId = identity.workspaceId;
     this.socket = socket;
     this.key = key;
     this.context = context;
@@ -54,6 +63,7 @@ export class WorkerSession implements WorkerConnection {
       socket.on('close', (code, reason) => {
         clearTimeout(this.helloTimer);
         this.log.info({ code, reason: reason.toString() }, 'worker disconnected');
+        if (this.local) this.context.scheduler.detach(this.hostId, this.local);
         if (this.context.release(this)) this.enqueue(() => markDisconnected(this.context.em(), this.hostId));
         void this.chain.then(resolve);
       });
@@ -98,11 +108,24 @@ export class WorkerSession implements WorkerConnection {
         return this.refuse('hello was already received');
       case 'heartbeat':
         return this.heartbeat();
-      default:
-        // The scheduler hooks in here: job.accepted / job.log / job.progress / job.finished update the job's
-        // attempt, and welcome()'s hello.runningJobs reconciles what the agent still runs after a reconnect.
-        this.log.warn({ type: message.type }, 'worker message not supported yet');
-        this.send({ type: 'error', message: `${message.type} is not supported yet` });
+      case 'job.accepted': {
+        const accepted = await markAccepted(this.context.em(), this.hostId, message.jobId);
+        if (!accepted) return this.cancel(message.jobId, 'the job is not assigned to this host');
+        if (accepted.cancelRequested) return this.cancel(message.jobId, 'cancelled by a user');
+        return;
+      }
+      case 'job.log':
+        await appendLogs(this.context.em(), this.hostId, message.jobId, message.stream, message.lines);
+        return;
+      case 'job.progress':
+        return recordProgress(this.context.em(), this.hostId, message.jobId, message.progress);
+      case 'job.finished': {
+        const ended = await markFinished(this.context.em(), this.hostId, message);
+        if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
+        else await this.context.scheduler.ended([ended]);
+        this.context.scheduler.wake(this.hostId);
+        return;
+      }
     }
   }
 
@@ -115,7 +138,24 @@ export class WorkerSession implements WorkerConnection {
     this.welcomed = true;
     this.lastHeartbeatWrite = now.getTime();
     this.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds });
-    this.log.info({ agentVersion: hello.agentVersion, gpus: hello.hardware.gpus.length }, 'worker connected');
+    this.log.info({ agentVersion: hello.agentVersion, gpus: hello.hardware.gpus.length, runningJobs: hello.runningJobs.length }, 'worker connected');
+    const { scheduler } = this.context;
+    const reconciled = await reconcileHost(this.context.em(), this.hostId, hello.runningJobs, scheduler.graceSeconds);
+    for (const jobId of reconciled.cancel) this.cancel(jobId, 'the job is no longer assigned to this host');
+    await scheduler.ended(reconciled.released);
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    this.local = {
+      hostId: this.hostId,
+      workspaceId: this.workspaceId,
+      hardware: hello.hardware,
+      maxConcurrentJobs: hello.maxConcurrentJobs,
+      send: (message) => this.send(message),
+    };
+    scheduler.attach(this.local);
+  }
+
+  private cancel(jobId: string, reason: string): void {
+    this.send({ type: 'job.cancel', jobId, reason });
   }
 
   /** The server's clock is recorded, not the agent's `at`: hosts' clocks may drift, liveness is judged here. */
@@ -124,6 +164,7 @@ export class WorkerSession implements WorkerConnection {
     if (now - this.lastHeartbeatWrite < HEARTBEAT_WRITE_INTERVAL_MS) return;
     this.lastHeartbeatWrite = now;
     await recordHeartbeat(this.context.em(), this.hostId, new Date(now));
+    await renewHostLeases(this.context.em(), this.hostId, this.context.scheduler.graceSeconds);
   }
 
   /** Answers with the reason and keeps the socket, up to MAX_INVALID_MESSAGES refusals. */

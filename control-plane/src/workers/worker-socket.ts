@@ -8,6 +8,7 @@ import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { WORKER_KEYS_CHANNEL, findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
+import type { HostScheduler } from '../scheduler/host-scheduler.ts';
 import { WorkerConnections } from './worker-connections.ts';
 import { WorkerSession } from './worker-session.ts';
 
@@ -29,11 +30,13 @@ export class WorkerGateway {
   private readonly orm: Orm;
   private readonly log: Logger;
   private readonly heartbeatSeconds: number;
+  private readonly scheduler: HostScheduler;
 
-  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number }) {
+  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number; scheduler: HostScheduler }) {
     this.orm = orm;
     this.log = log.child({ component: 'worker-socket' });
     this.heartbeatSeconds = options.heartbeatSeconds;
+    this.scheduler = options.scheduler;
   }
 
   /** Register before `notifications.start()`, which LISTENs on the channels known then. */
@@ -85,6 +88,7 @@ export class WorkerGateway {
       em: () => this.orm.em.fork() as EntityManager,
       log: this.log,
       heartbeatSeconds: this.heartbeatSeconds,
+      scheduler: this.scheduler,
       release: (closed) => this.connections.release(closed),
     });
     this.sessions.add(session);

@@ -1,10 +1,11 @@
 // Runs a job as a plain child process on the host: no image, no isolation. memoryBytes, cpus and shmBytes are
 // ignored here; only the Docker runtime can enforce them. GPUs are chosen with CUDA_VISIBLE_DEVICES.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, realpath } from 'node:fs/promises';
-import { isAbsolute, relative, resolve } from 'node:path';
-import type { JobSpec } from '@vp/protocol';
-import { LogBatcher, type JobOutcome, type JobRuntime, type LogSink, type RunningJob } from './runtime.ts';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LogBatcher, type JobAssignment, type JobOutcome, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { processStartTime, ProcessRecords } from './process-records.ts';
+import { after, endedJob, prepareWorkDir } from './shared.ts';
 
 export interface ProcessRuntimeOptions {
   /** Absolute; each job runs in `<workRoot>/<spec.workDir>`. */
@@ -19,56 +20,77 @@ export class ProcessRuntime implements JobRuntime {
   readonly #workRoot: string;
   readonly #environment: Record<string, string>;
   readonly #stopGraceMs: number;
+  readonly #records: ProcessRecords;
 
   constructor(options: ProcessRuntimeOptions) {
     this.#workRoot = resolve(options.workRoot);
     this.#environment = options.environment ?? agentEnvironment();
     this.#stopGraceMs = options.stopGraceMs ?? 10_000;
+    this.#records = new ProcessRecords(this.#workRoot);
   }
 
-  async start(job: { jobId: string; spec: JobSpec }, sink: LogSink): Promise<RunningJob> {
-    const cwd = await this.#prepareWorkDir(job.spec.workDir);
-    const env = { ...this.#environment, ...job.spec.env };
+  async start({ jobId, attempt, spec }: JobAssignment, sink: LogSink): Promise<RunningJob> {
+    const cwd = await prepareWorkDir(this.#workRoot, spec.workDir);
+    const env = { ...this.#environment, ...spec.env };
     // Without indexes the job keeps whatever the configured environment says.
-    if (job.spec.gpus.count === 0) env.CUDA_VISIBLE_DEVICES = '';
-    else if (job.spec.gpus.indexes) env.CUDA_VISIBLE_DEVICES = job.spec.gpus.indexes.join(',');
-    const [command, ...args] = job.spec.command as [string, ...string[]];
+    if (spec.gpus.count === 0) env.CUDA_VISIBLE_DEVICES = '';
+    else if (spec.gpus.indexes) env.CUDA_VISIBLE_DEVICES = spec.gpus.indexes.join(',');
+    const [command, ...args] = spec.command as [string, ...string[]];
     // detached: the job leads its own process group, so stopping it reaches everything it started.
     const child = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    return new ProcessJob(job.jobId, child, new LogBatcher(sink), this.#stopGraceMs, job.spec.timeoutSeconds);
+    const pid = child.pid;
+    if (pid !== undefined) this.#records.write({ jobId, attempt, pid, startTime: processStartTime(pid) });
+    const forget = () => this.#records.forget(jobId);
+    return new ProcessJob(jobId, child, new LogBatcher(sink), this.#stopGraceMs, spec.timeoutSeconds, forget);
   }
 
-  /** Creates the job's directory, refusing one that resolves (through `..` or a symlink) outside the work root. */
-  async #prepareWorkDir(workDir: string): Promise<string> {
-    const dir = resolve(this.#workRoot, workDir);
-    if (!isInside(this.#workRoot, dir)) throw new Error(`work dir ${workDir} is outside the work root`);
-    await mkdir(dir, { recursive: true });
-    const [root, real] = await Promise.all([realpath(this.#workRoot), realpath(dir)]);
-    if (!isInside(root, real)) throw new Error(`work dir ${workDir} is outside the work root`);
-    return real;
+  /**
+   * An earlier agent's children cannot be re-attached (their pipes closed with it), so each job it left running is
+   * stopped and reported failed. Best effort against a recorded pid given to another process since: a live process
+   * at that pid with another start time is left alone; when the job's leader is gone, signalling its group reaches
+   * only what is left of the job, as Linux gives no new process a pid still in use as a process group id. Without
+   * /proc (not Linux) the pid is trusted.
+   */
+  async recover(): Promise<RecoveredJob[]> {
+    const records = await this.#records.list();
+    return Promise.all(
+      records.map(async ({ jobId, attempt, pid, startTime }) => {
+        const now = processStartTime(pid);
+        const reused = now !== undefined && startTime !== undefined && now !== startTime;
+        const stopped = !reused && (await stopGroup(pid, this.#stopGraceMs));
+        await this.#records.forget(jobId);
+        const error = `the agent restarted while the job ran; ${stopped ? 'its process was stopped' : 'its outcome is unknown'}`;
+        return { jobId, attempt, job: endedJob(jobId, { outcome: 'failed', error }) };
+      }),
+    );
   }
 }
 
-function isInside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
-}
-
-function agentEnvironment(): Record<string, string> {
+/** The agent's own environment less its VP_WORKER_* settings (the worker key): what a job may see of it. */
+export function agentEnvironment(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('VP_WORKER_')),
   );
 }
 
-/** setTimeout caps delays at about 24.8 days; a job's timeout may be 30. Returns a cancel function. */
-function after(ms: number, run: () => void): () => void {
-  const MAX_DELAY = 2 ** 31 - 1;
-  let timer: NodeJS.Timeout;
-  const arm = (left: number) => {
-    timer = setTimeout(() => (left > MAX_DELAY ? arm(left - MAX_DELAY) : run()), Math.min(left, MAX_DELAY));
-  };
-  arm(ms);
-  return () => clearTimeout(timer);
+/** Signals a whole process group; false when no process is left in it. */
+function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
+}
+
+/** SIGTERM, then SIGKILL if the group outlives the grace period; false when nothing was left to stop. */
+async function stopGroup(pid: number, graceMs: number): Promise<boolean> {
+  if (!signalGroup(pid, 'SIGTERM')) return false;
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && signalGroup(pid, 0)) await sleep(50);
+  signalGroup(pid, 'SIGKILL');
+  return true;
 }
 
 class ProcessJob implements RunningJob {
@@ -82,7 +104,15 @@ class ProcessJob implements RunningJob {
   #cancelTimeout: () => void = () => {};
   #killTimer: NodeJS.Timeout | undefined;
 
-  constructor(jobId: string, child: ChildProcess, logs: LogBatcher, stopGraceMs: number, timeoutSeconds: number | undefined) {
+  constructor(
+    jobId: string,
+    child: ChildProcess,
+    logs: LogBatcher,
+    stopGraceMs: number,
+    timeoutSeconds: number | undefined,
+    /** Drops the job's record once it has ended, before wait() resolves. */
+    forget: () => Promise<void>,
+  ) {
     this.jobId = jobId;
     this.#child = child;
     this.#stopGraceMs = stopGraceMs;
@@ -97,7 +127,10 @@ class ProcessJob implements RunningJob {
         this.#cancelTimeout();
         clearTimeout(this.#killTimer);
         logs.end();
-        resolveOutcome(this.#stopped ?? outcome);
+        // A record left behind is harmless: recover() finds its process gone or its pid taken by another.
+        void forget()
+          .catch(() => {})
+          .then(() => resolveOutcome(this.#stopped ?? outcome));
       };
       let spawnError: Error | undefined;
       child.on('error', (error) => (spawnError ??= error));
@@ -135,11 +168,6 @@ class ProcessJob implements RunningJob {
   }
 
   #signalGroup(signal: NodeJS.Signals): void {
-    if (this.#child.pid === undefined) return;
-    try {
-      process.kill(-this.#child.pid, signal);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
-    }
+    if (this.#child.pid !== undefined) signalGroup(this.#child.pid, signal);
   }
 }

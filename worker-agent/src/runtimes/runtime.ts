@@ -1,4 +1,4 @@
-// The job runtime interface the agent drives, whatever runs the job (a plain process now, Docker later),
+// The job runtime interface the agent drives, whatever runs the job (a Docker container or a plain process),
 // and the log batcher every runtime feeds its output through.
 import { StringDecoder } from 'node:string_decoder';
 import { MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_MESSAGE, MAX_MESSAGE_BYTES, type JobSpec } from '@vp/protocol';
@@ -20,8 +20,29 @@ export interface RunningJob {
   stop(reason: string): Promise<void>;
 }
 
+/** What the agent hands a runtime: the job's id, which attempt the server assigned, and its spec. */
+export interface JobAssignment {
+  jobId: string;
+  attempt: number;
+  spec: JobSpec;
+}
+
+/** A job a previous agent process left behind, found again by recover(). */
+export interface RecoveredJob {
+  jobId: string;
+  attempt: number;
+  /** Still running and re-attached (its logs from now on go to the sink), or already ended (wait() resolves at once). */
+  job: RunningJob;
+}
+
 export interface JobRuntime {
-  start(job: { jobId: string; spec: JobSpec }, sink: LogSink): Promise<RunningJob>;
+  start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob>;
+  /**
+   * Called once when the agent starts, before it connects: the jobs an earlier agent process started and did
+   * not see end. A runtime that can re-attach (Docker) adopts running ones; one that cannot stops them, so a job
+   * never runs twice. Ended ones are reported with their outcome and their leftovers removed.
+   */
+  recover(sink: (jobId: string) => LogSink): Promise<RecoveredJob[]>;
 }
 
 const FLUSH_INTERVAL_MS = 1000;

@@ -4,6 +4,7 @@ import { Migration20261122221348_datasets_images } from './Migration202611222213
 import { Migration20261122223030_jobs_versions } from './Migration20261122223030_jobs_versions.ts';
 import { Migration20261122232242_projects_models_workflows } from './Migration20261122232242_projects_models_workflows.ts';
 import { Migration20261122235521_hosts_worker_keys } from './Migration20261122235521_hosts_worker_keys.ts';
+import { Migration20261123004101_host_jobs } from './Migration20261123004101_host_jobs.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   { name: 'Migration20261122223030_jobs_versions', class: Migration20261122223030_jobs_versions },
   { name: 'Migration20261122232242_projects_models_workflows', class: Migration20261122232242_projects_models_workflows },
   { name: 'Migration20261122235521_hosts_worker_keys', class: Migration20261122235521_hosts_worker_keys },
+  { name: 'Migration20261123004101_host_jobs', class: Migration20261123004101_host_jobs },
 ];

@@ -1,0 +1,219 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Hardware, JobSpec, ServerMessage } from '@vp/protocol';
+import type { Logger } from 'pino';
+import type { Notifications } from '../db/notifications.ts';
+import type { Orm } from '../db/orm.ts';
+import { pgArray, query } from '../db/sql.ts';
+import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL } from '../jobs/job-queue.ts';
+import { JobFailure, type JobRow } from '../jobs/job-runner.ts';
+import type { HostJobAttempt, HostJobKind, HostJobOutcome } from './host-job-kinds.ts';
+import { releaseExpiredJobs, type EndedJob } from './host-job-store.ts';
+import { placeJobs, type QueuedJob } from './placement.ts';
+
+/** A worker host whose socket this process holds. */
+export interface LocalHost {
+  hostId: string;
+  /** Null for the appliance-wide pool, which takes every workspace's jobs; else only this workspace's. */
+  workspaceId: string | null;
+  hardware: Hardware;
+  maxConcurrentJobs: number | undefined;
+  send(message: ServerMessage): void;
+}
+
+const POLL_MS = 5000;
+/** Queued jobs looked at per dispatch; more than one host could take at once. */
+const QUEUE_WINDOW = 200;
+
+interface QueuedRow extends JobRow {
+  gpu_type: string | null;
+  gpu_count: number;
+}
+
+/**
+ * Assigns queued host jobs to the worker hosts connected to this process. State lives in PostgreSQL, so any
+ * number of replicas run one each: a job queued through any replica wakes them all (NOTIFY), each offers it to
+ * its own hosts, and FOR UPDATE SKIP LOCKED lets exactly one take it. Jobs whose host stopped heartbeating for
+ * the grace period are released by whichever replica looks first.
+ */
+export class HostScheduler {
+  private readonly hosts = new Map<string, LocalHost>();
+  private readonly dispatching = new Map<string, { again: boolean }>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly orm: Orm;
+  private readonly kinds: Record<string, HostJobKind>;
+  private readonly log: Logger;
+  readonly graceSeconds: number;
+
+  constructor(orm: Orm, kinds: Record<string, HostJobKind>, options: { log: Logger; graceSeconds: number }) {
+    this.orm = orm;
+    this.kinds = kinds;
+    this.log = options.log.child({ component: 'scheduler' });
+    this.graceSeconds = options.graceSeconds;
+  }
+
+  em(): EntityManager {
+    return this.orm.em.fork() as EntityManager;
+  }
+
+  listen(notifications: Notifications): void {
+    notifications.on(JOBS_CHANNEL, () => this.wakeAll());
+    notifications.on(JOB_CANCEL_CHANNEL, (jobId) => void this.forwardCancel(jobId).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')));
+    notifications.onReconnect(() => this.wakeAll());
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.tick(), POLL_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+
+  attach(host: LocalHost): void {
+    this.hosts.set(host.hostId, host);
+    this.wake(host.hostId);
+  }
+
+  detach(hostId: string, host: LocalHost): void {
+    if (this.hosts.get(hostId) === host) this.hosts.delete(hostId);
+  }
+
+  wake(hostId: string): void {
+    if (this.stopped || !this.hosts.has(hostId)) return;
+    const running = this.dispatching.get(hostId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: false };
+    this.dispatching.set(hostId, state);
+    void (async () => {
+      do {
+        state.again = false;
+        const host = this.hosts.get(hostId);
+        if (!host) break;
+        await this.dispatch(host).catch((error) => this.log.warn({ err: error, hostId }, 'dispatching jobs failed'));
+      } while (state.again && !this.stopped);
+      this.dispatching.delete(hostId);
+    })();
+  }
+
+  /** The kind's bookkeeping once a job ended for good (released or finished); requeued jobs are skipped. */
+  async ended(jobs: EndedJob[]): Promise<void> {
+    for (const job of jobs) {
+      const kind = this.kinds[job.kind];
+      if (job.status === 'queued' || !kind?.ended) continue;
+      const em = this.em();
+      const [row] = await query<QueuedRow & { host_id: string | null }>(
+        em,
+        'select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, host_id from jobs where id = ?',
+        [job.id],
+      );
+      if (!row) continue;
+      await em.transactional((tx) => kind.ended!(tx, attemptOf(row, row.host_id ?? '', []), job.status as HostJobOutcome));
+    }
+  }
+
+  private wakeAll(): void {
+    for (const hostId of this.hosts.keys()) this.wake(hostId);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      const released = await releaseExpiredJobs(this.em(), this.graceSeconds);
+      for (const job of released) this.log.warn({ jobId: job.id, status: job.status }, 'released a job whose host was lost');
+      await this.ended(released);
+    } catch (error) {
+      this.log.warn({ err: error }, 'releasing lost jobs failed');
+    }
+    this.wakeAll();
+  }
+
+  private async forwardCancel(jobId: string): Promise<void> {
+    const [row] = await query<{ host_id: string | null }>(this.em(), `select host_id from jobs where id = ? and placement = 'host' and status = 'running'`, [jobId]);
+    const host = row?.host_id ? this.hosts.get(row.host_id) : undefined;
+    host?.send({ type: 'job.cancel', jobId, reason: 'cancelled by a user' });
+  }
+
+  /** Takes what fits on the host in one transaction, then sends the assignments once they are committed. */
+  private async dispatch(host: LocalHost): Promise<void> {
+    const kinds = Object.keys(this.kinds);
+    const assignments = await this.em().transactional(async (em) => {
+      const busy = await query<{ gpu_indexes: number[] | null; gpu_count: number }>(
+        em,
+        `select gpu_indexes, gpu_count from jobs where host_id = ? and status = 'running'`,
+        [host.hostId],
+      );
+      const queue = await query<QueuedRow>(
+        em,
+        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count from jobs
+         where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
+         order by priority desc, created_at, id limit ${QUEUE_WINDOW} for update skip locked`,
+        [pgArray(kinds), host.workspaceId, host.workspaceId],
+      );
+      const placements = placeJobs(
+        {
+          gpus: host.hardware.gpus,
+          busyGpuIndexes: new Set(busy.flatMap((job) => job.gpu_indexes ?? [])),
+          runningJobs: busy.length,
+          cpuSlotBusy: busy.some((job) => job.gpu_count === 0),
+          maxConcurrentJobs: host.maxConcurrentJobs,
+        },
+        queue.map((row): QueuedJob => ({ id: row.id, gpuType: row.gpu_type, gpuCount: row.gpu_count })),
+      );
+      const rows = new Map(queue.map((row) => [row.id, row]));
+      const messages: ServerMessage[] = [];
+      for (const placement of placements) {
+        const row = rows.get(placement.jobId)!;
+        const attempt = attemptOf({ ...row, attempts: row.attempts + 1 }, host.hostId, placement.gpuIndexes);
+        const spec = await this.spec(em, attempt);
+        if (typeof spec === 'string') {
+          await query(em, `update jobs set status = 'failed', error = ?, finished_at = now(), updated_at = now() where id = ?`, [spec, row.id]);
+          continue;
+        }
+        await query(
+          em,
+          `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, attempts = attempts + 1, accepted_at = null,
+             lease_expires_at = now() + make_interval(secs => ?), started_at = coalesce(started_at, now()),
+             progress = '{"stage":"assigned","percent":0}'::jsonb, updated_at = now() where id = ?`,
+          [host.hostId, JSON.stringify(placement.gpuIndexes), this.graceSeconds, row.id],
+        );
+        messages.push({ type: 'job.assign', jobId: row.id, attempt: attempt.attempt, spec });
+      }
+      return messages;
+    });
+    // A host that dropped meanwhile never gets these; when it reconnects without them they are requeued.
+    for (const message of assignments) {
+      this.log.info({ jobId: message.type === 'job.assign' ? message.jobId : undefined, hostId: host.hostId }, 'job assigned');
+      host.send(message);
+    }
+  }
+
+  /** The attempt's spec with the assigned GPUs, or the reason it cannot run. */
+  private async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec | string> {
+    try {
+      const spec = await this.kinds[attempt.kind].spec(em, attempt);
+      return { ...spec, gpus: { count: attempt.gpuIndexes.length, indexes: attempt.gpuIndexes } };
+    } catch (error) {
+      if (error instanceof JobFailure) return error.message;
+      this.log.error({ err: error, jobId: attempt.id }, 'building a job spec failed');
+      return 'The job could not be prepared because of an internal error; see the control-plane log';
+    }
+  }
+}
+
+function attemptOf(row: QueuedRow, hostId: string, gpuIndexes: number[]): HostJobAttempt {
+  return {
+    id: row.id,
+    kind: row.kind,
+    workspaceId: row.workspace_id,
+    subjectId: row.subject_id,
+    payload: row.payload,
+    attempt: row.attempts,
+    hostId,
+    gpuIndexes,
+  };
+}

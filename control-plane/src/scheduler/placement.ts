@@ -1,0 +1,62 @@
+// Which queued jobs one host takes now: a pure function of its capacity and the queue, so the rule is tested
+// without sockets or a database.
+
+export interface HostCapacity {
+  gpus: ReadonlyArray<{ index: number; typeId: string }>;
+  /** GPU indexes held by the host's running jobs. */
+  busyGpuIndexes: ReadonlySet<number>;
+  /** Jobs the host runs now, GPU and CPU together. */
+  runningJobs: number;
+  /** Whether a CPU job (no GPU) runs there now: each host offers one CPU slot. */
+  cpuSlotBusy: boolean;
+  /** The agent's own cap; undefined: no cap beyond GPUs and the CPU slot. */
+  maxConcurrentJobs: number | undefined;
+}
+
+export interface QueuedJob {
+  id: string;
+  /** null: any GPU type. Ignored when gpuCount is 0. */
+  gpuType: string | null;
+  gpuCount: number;
+}
+
+export interface Placement {
+  jobId: string;
+  /** Empty for a CPU job. */
+  gpuIndexes: number[];
+}
+
+/**
+ * Walks the queue in its order (priority, then age) and takes every job that fits. A job this host could run
+ * but not yet (its GPUs are busy) stops later jobs needing the same kind of slot from overtaking it, so a big
+ * job is not starved by a stream of small ones; jobs this host can never run are left to other hosts.
+ */
+export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): Placement[] {
+  const free = capacity.gpus.filter((gpu) => !capacity.busyGpuIndexes.has(gpu.index));
+  let cpuSlotBusy = capacity.cpuSlotBusy;
+  let running = capacity.runningJobs;
+  let gpuQueueBlocked = false;
+  const placements: Placement[] = [];
+  for (const job of queue) {
+    if (capacity.maxConcurrentJobs !== undefined && running >= capacity.maxConcurrentJobs) break;
+    if (job.gpuCount === 0) {
+      if (cpuSlotBusy) continue;
+      cpuSlotBusy = true;
+      placements.push({ jobId: job.id, gpuIndexes: [] });
+      running++;
+      continue;
+    }
+    const matches = (gpu: { typeId: string }) => job.gpuType === null || gpu.typeId === job.gpuType;
+    if (capacity.gpus.filter(matches).length < job.gpuCount) continue;
+    if (gpuQueueBlocked) continue;
+    const chosen = free.filter(matches).slice(0, job.gpuCount);
+    if (chosen.length < job.gpuCount) {
+      gpuQueueBlocked = true;
+      continue;
+    }
+    for (const gpu of chosen) free.splice(free.indexOf(gpu), 1);
+    placements.push({ jobId: job.id, gpuIndexes: chosen.map((gpu) => gpu.index).sort((a, b) => a - b) });
+    running++;
+  }
+  return placements;
+}

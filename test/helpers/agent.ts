@@ -1,0 +1,78 @@
+// Real processes for end-to-end tests: `vp-worker` agents, and a control plane that a test can kill outright.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface Spawned {
+  child: ChildProcess;
+  /** Everything it wrote to stderr so far (the agent logs JSON lines there). */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+function start(t: Teardown, args: string[], env: Record<string, string>): Spawned {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  return { child, output: () => output, exited };
+}
+
+/** `vp-worker enroll`; resolves once the config holds the key. */
+export async function enrollAgent(t: Teardown, server: string, token: string, config: string): Promise<void> {
+  const enroll = start(t, ['worker-agent/bin/vp-worker.js', 'enroll', '--server', server, '--token', token, '--config', config], {});
+  const code = await enroll.exited;
+  if (code !== 0) throw new Error(`vp-worker enroll exited with ${code}: ${enroll.output()}`);
+}
+
+/** `vp-worker run` with the given config file and VP_WORKER_* overrides. */
+export function runAgent(t: Teardown, config: string, env: Record<string, string>): Spawned {
+  return start(t, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], env);
+}
+
+/** A control plane as its own process (`node control-plane/src/main.ts`), ready once /api/health answers. */
+export async function runControlPlane(t: Teardown, env: Record<string, string>): Promise<Spawned & { url: string }> {
+  const spawned = start(t, ['control-plane/src/main.ts'], { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env });
+  const url = `http://127.0.0.1:${env.PORT}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (spawned.child.exitCode !== null) throw new Error(`the control plane exited: ${spawned.output()}`);
+    try {
+      if ((await fetch(`${url}/api/health`)).ok) return { ...spawned, url };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`the control plane did not start: ${spawned.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** A port nothing listens on now. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** `vpctl ARGS` against the given database; resolves with its exit status and output. */
+export async function vpctl(t: Teardown, env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; output: string }> {
+  const run = start(t, ['installer/src/vpctl.ts', ...args], env);
+  const code = await run.exited;
+  return { code, output: run.output() };
+}

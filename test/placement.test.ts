@@ -1,0 +1,43 @@
+// placeJobs: which queued jobs one host takes now, from its GPUs, what runs there and the agent's cap.
+import t from 'tap';
+import { placeJobs, type HostCapacity } from '../control-plane/src/scheduler/placement.ts';
+
+const host = (overrides: Partial<HostCapacity> = {}): HostCapacity => ({
+  gpus: [
+    { index: 0, typeId: 'a100-80gb-sxm' },
+    { index: 1, typeId: 'a100-80gb-sxm' },
+    { index: 2, typeId: 'l40s' },
+  ],
+  busyGpuIndexes: new Set(),
+  runningJobs: 0,
+  cpuSlotBusy: false,
+  maxConcurrentJobs: undefined,
+  ...overrides,
+});
+
+t.test('GPUs of the asked type, lowest free indexes first; any type when none is asked', async (t) => {
+  t.same(placeJobs(host({ busyGpuIndexes: new Set([0]) }), [{ id: 'a', gpuType: 'a100-80gb-sxm', gpuCount: 1 }, { id: 'b', gpuType: null, gpuCount: 1 }]), [
+    { jobId: 'a', gpuIndexes: [1] },
+    { jobId: 'b', gpuIndexes: [2] },
+  ]);
+});
+
+t.test('a job the host can never run is left for others; one it can run later blocks later GPU jobs', async (t) => {
+  const queue = [
+    { id: 'never', gpuType: 'h200-sxm', gpuCount: 1 },
+    { id: 'too-big', gpuType: null, gpuCount: 4 },
+    { id: 'later', gpuType: 'a100-80gb-sxm', gpuCount: 2 },
+    { id: 'small', gpuType: 'l40s', gpuCount: 1 },
+    { id: 'cpu', gpuType: null, gpuCount: 0 },
+  ];
+  t.same(placeJobs(host({ busyGpuIndexes: new Set([1]), runningJobs: 1 }), queue), [{ jobId: 'cpu', gpuIndexes: [] }], 'only the CPU slot is used');
+  t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['later', 'small', 'cpu']);
+});
+
+t.test('the agent cap and the single CPU slot', async (t) => {
+  const cpuJobs = [{ id: 'c1', gpuType: null, gpuCount: 0 }, { id: 'c2', gpuType: 'cpu', gpuCount: 0 }];
+  t.same(placeJobs(host(), cpuJobs).map((placement) => placement.jobId), ['c1']);
+  t.same(placeJobs(host({ cpuSlotBusy: true }), cpuJobs), []);
+  const gpuJobs = [1, 2, 3].map((n) => ({ id: `g${n}`, gpuType: null, gpuCount: 1 }));
+  t.same(placeJobs(host({ maxConcurrentJobs: 2, runningJobs: 1 }), gpuJobs).map((placement) => placement.jobId), ['g1']);
+});

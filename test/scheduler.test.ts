@@ -1,0 +1,241 @@
+// The host-job scheduler against scripted worker agents (plain sockets with made-up GPUs): per-GPU slots,
+// priority then FIFO, GPU type and workspace matching, logs, cancel, a lost host, reconnect reconciliation
+// and two control-plane replicas sharing one database.
+import type { Gpu, Hardware } from '@vp/protocol';
+import t from 'tap';
+import { CLOSE } from '../protocol/src/close-codes.ts';
+import { call, startTestServer } from './helpers/server.ts';
+import { eventually, queueCommand, readJob } from './helpers/host-jobs.ts';
+import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
+
+const env = { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1', HOST_LOST_GRACE_SECONDS: '2' };
+const server = await startTestServer(t, { env });
+const account = server.services().account;
+await account.createUser('samuel');
+
+const gpu = (index: number, typeId = 'rtx-4090'): Gpu => ({ index, model: typeId, typeId, memoryMiB: 24_564, driverVersion: '550.54' });
+const hardware = (gpus: Gpu[]): Hardware => ({ cpu: { model: 'Test CPU', cores: 8 }, memoryBytes: 2 ** 34, diskFreeBytes: 2 ** 36, gpus, cpuOnly: gpus.length === 0 });
+
+let teams = 0;
+/** A fresh team with a key, so each test's jobs meet only its own private hosts. */
+async function team(): Promise<{ handle: string; key: string }> {
+  const handle = `sched-${++teams}`;
+  await account.createTeam(handle, 'samuel');
+  return { handle, key: (await server.services().apiKeys.create(handle, 'ci')).key };
+}
+
+async function host(handle: string, name: string, gpus: Gpu[], target: { url: string; services: typeof server.services } = server, hello: Record<string, unknown> = {}) {
+  const { hostId, workerKey } = await enrollHost(target, name, handle);
+  const { client } = await WorkerClient.welcomed(target, workerKey, { hardware: hardware(gpus), ...hello });
+  t.teardown(() => client.ws.terminate());
+  return { hostId, workerKey, client: client.beat() };
+}
+
+const status = async (jobId: string) => (await readJob(server, jobId)).status;
+
+t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the next job', async (t) => {
+  const { handle } = await team();
+  const jobs = [];
+  for (let n = 0; n < 3; n++) jobs.push(await queueCommand(server, handle, { command: ['train'] }, { gpuType: 'rtx-4090', gpuCount: 1 }));
+  const { client } = await host(handle, 'two-gpus', [gpu(0), gpu(1)]);
+  const first = await client.nextOf('job.assign');
+  const second = await client.nextOf('job.assign');
+  t.same([first.jobId, second.jobId], jobs.slice(0, 2), 'oldest first');
+  t.same([first.spec.gpus, second.spec.gpus].map((gpus) => gpus.indexes).sort(), [[0], [1]], 'each job sees its own GPU');
+  t.equal(first.attempt, 1);
+  t.ok(await client.quiet(600), 'the third waits: no GPU is free');
+  t.equal(await status(jobs[2]), 'queued');
+
+  client.send({ type: 'job.accepted', jobId: first.jobId });
+  client.send({ type: 'job.finished', jobId: first.jobId, outcome: 'completed', exitCode: 0 });
+  const third = await client.nextOf('job.assign');
+  t.equal(third.jobId, jobs[2]);
+  t.same(third.spec.gpus, first.spec.gpus, 'it gets the freed GPU');
+  const done = await readJob(server, first.jobId);
+  t.match(done, { status: 'completed', result: { exitCode: 0 }, error: null });
+  t.ok(done.finishedAt);
+});
+
+t.test('priority first, then the order jobs were queued; a job needing more GPUs is not overtaken', async (t) => {
+  const { handle } = await team();
+  const low = await queueCommand(server, handle, { command: ['low'] }, { gpuCount: 1, priority: -1 });
+  const older = await queueCommand(server, handle, { command: ['older'] }, { gpuCount: 1 });
+  const urgent = await queueCommand(server, handle, { command: ['urgent'] }, { gpuCount: 1, priority: 5 });
+  const { client } = await host(handle, 'one-gpu', [gpu(0)]);
+  const order = [];
+  for (let n = 0; n < 3; n++) {
+    const assigned = await client.nextOf('job.assign');
+    order.push(assigned.jobId);
+    client.send({ type: 'job.finished', jobId: assigned.jobId, outcome: 'completed', exitCode: 0 });
+  }
+  t.same(order, [urgent, older, low]);
+  client.ws.close();
+  await client.closed;
+
+  const { client: pair } = await host(handle, 'two-gpus', [gpu(0), gpu(1)]);
+  const single = await queueCommand(server, handle, { command: ['one'] }, { gpuCount: 1 });
+  t.equal((await pair.nextOf('job.assign')).jobId, single);
+  const big = await queueCommand(server, handle, { command: ['big'] }, { gpuCount: 2 });
+  const small = await queueCommand(server, handle, { command: ['small'] }, { gpuCount: 1 });
+  t.ok(await pair.quiet(600), 'the 1-GPU job does not jump the 2-GPU job waiting for both GPUs');
+  pair.send({ type: 'job.finished', jobId: single, outcome: 'completed' });
+  const both = await pair.nextOf('job.assign');
+  t.equal(both.jobId, big);
+  t.same(both.spec.gpus, { count: 2, indexes: [0, 1] });
+  t.equal(await status(small), 'queued');
+});
+
+t.test('GPU type, CPU jobs and workspaces: a host takes only what it can run and is allowed to', async (t) => {
+  const { handle } = await team();
+  const other = await team();
+  const h100 = await queueCommand(server, handle, { command: ['h100'] }, { gpuType: 'h100-sxm', gpuCount: 1 });
+  const foreign = await queueCommand(server, other.handle, { command: ['theirs'] }, { gpuCount: 1 });
+  const cpu = await queueCommand(server, handle, { command: ['cpu'] }, { gpuType: 'cpu', gpuCount: 0 });
+  const cpu2 = await queueCommand(server, handle, { command: ['cpu2'] }, { gpuCount: 0 });
+  const { client } = await host(handle, 'rtx', [gpu(0)]);
+  const assigned = await client.nextOf('job.assign');
+  t.equal(assigned.jobId, cpu, 'the CPU job runs in the host’s CPU slot');
+  t.same(assigned.spec.gpus, { count: 0, indexes: [] });
+  t.ok(await client.quiet(600), 'no H100 here, no other workspace’s job, one CPU job at a time');
+  t.same([await status(h100), await status(foreign), await status(cpu2)], ['queued', 'queued', 'queued']);
+
+  const { client: cpuOnly } = await host(handle, 'cpu-box', []);
+  t.equal((await cpuOnly.nextOf('job.assign')).jobId, cpu2, 'a CPU-only host takes CPU jobs');
+  const { client: h100Host } = await host(handle, 'h100', [gpu(0, 'h100-sxm')]);
+  t.equal((await h100Host.nextOf('job.assign')).jobId, h100);
+  t.ok(await h100Host.quiet(300), 'the other workspace’s job stays with its own hosts');
+  const { client: theirs } = await host(other.handle, 'theirs', [gpu(0)]);
+  t.equal((await theirs.nextOf('job.assign')).jobId, foreign);
+});
+
+t.test('logs stream into the job in order and are read page by page by its workspace only', async (t) => {
+  const { handle, key } = await team();
+  const stranger = await team();
+  const jobId = await queueCommand(server, handle, { command: ['echo'] });
+  const { client } = await host(handle, 'logger', []);
+  await client.nextOf('job.assign');
+  client.send({ type: 'job.accepted', jobId });
+  client.send({ type: 'job.log', jobId, stream: 'stdout', lines: ['epoch 1', 'epoch 2'] });
+  client.send({ type: 'job.log', jobId, stream: 'stderr', lines: ['warning: slow'] });
+  client.send({ type: 'job.progress', jobId, progress: 0.5 });
+  client.send({ type: 'job.log', jobId, stream: 'stdout', lines: ['epoch 3'] });
+  await eventually(async () => (await readJob(server, jobId)).logLines === 4, 'the lines to land');
+  t.match((await readJob(server, jobId)).progress, { stage: 'running', percent: 50 });
+
+  const first = await call<{ lines: Array<{ seq: number; stream: string; line: string }>; nextAfter: number; status: string }>(server, 'GET', `/api/jobs/${jobId}/logs?limit=3`, { key });
+  t.equal(first.status, 200);
+  t.same(first.body.lines.map((line) => [line.stream, line.line]), [['stdout', 'epoch 1'], ['stdout', 'epoch 2'], ['stderr', 'warning: slow']]);
+  t.equal(first.body.status, 'running');
+  const rest = await call<{ lines: Array<{ line: string }>; nextAfter: number }>(server, 'GET', `/api/jobs/${jobId}/logs?after=${first.body.nextAfter}`, { key });
+  t.same(rest.body.lines.map((line) => line.line), ['epoch 3']);
+  const none = await call<{ lines: unknown[]; nextAfter: number }>(server, 'GET', `/api/jobs/${jobId}/logs?after=${rest.body.nextAfter}`, { key });
+  t.same(none.body, { lines: [], nextAfter: rest.body.nextAfter, status: 'running' });
+  t.equal((await call(server, 'GET', `/api/jobs/${jobId}/logs`, { key: stranger.key })).status, 404, 'another workspace: 404');
+  t.equal((await call(server, 'GET', `/api/jobs/${jobId}/logs?limit=0`, { key })).status, 400);
+});
+
+t.test('cancelling a running job reaches its host; the host’s report ends it as cancelled', async (t) => {
+  const { handle, key } = await team();
+  const jobId = await queueCommand(server, handle, { command: ['sleep'] });
+  const { client } = await host(handle, 'canceller', []);
+  await client.nextOf('job.assign');
+  client.send({ type: 'job.accepted', jobId });
+  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  const cancelled = await call(server, 'DELETE', `/api/jobs/${jobId}`, { key });
+  t.same(cancelled.body, { success: true, status: 'running' }, 'asked to stop');
+  t.match(await client.nextOf('job.cancel'), { jobId, reason: 'cancelled by a user' });
+  client.send({ type: 'job.finished', jobId, outcome: 'failed', exitCode: 143, error: 'killed' });
+  await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');
+  t.equal((await readJob(server, jobId)).error, 'Cancelled');
+  t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 409, 'ended: 409');
+});
+
+t.test('a host silent past the grace period loses its jobs: restartable ones go to another host, others fail', async (t) => {
+  const { handle } = await team();
+  const plain = await queueCommand(server, handle, { command: ['plain'] });
+  const { client } = await host(handle, 'doomed', []);
+  t.equal((await client.nextOf('job.assign')).jobId, plain);
+  client.send({ type: 'job.accepted', jobId: plain });
+  const restartable = await queueCommand(server, handle, { command: ['again'] }, { gpuCount: 1, restartable: true });
+  const { client: gpuHost } = await host(handle, 'doomed-gpu', [gpu(0)]);
+  t.equal((await gpuHost.nextOf('job.assign')).jobId, restartable);
+  gpuHost.send({ type: 'job.accepted', jobId: restartable });
+  await eventually(async () => (await readJob(server, restartable)).acceptedAt, 'acceptance');
+  client.ws.terminate();
+  gpuHost.ws.terminate();
+
+  await eventually(async () => (await status(plain)) === 'failed', 'the plain job to fail');
+  t.match((await readJob(server, plain)).error, /host running the job was lost \(no heartbeat for 2 s\)/);
+  await eventually(async () => (await status(restartable)) === 'queued', 'the restartable job to be requeued');
+  const { client: rescue } = await host(handle, 'rescue', [gpu(0)]);
+  const again = await rescue.nextOf('job.assign');
+  t.equal(again.jobId, restartable);
+  t.equal(again.attempt, 2, 'a second attempt');
+});
+
+t.test('after a reconnect: jobs the host still runs stay its own, jobs it lost are released, strangers are stopped', async (t) => {
+  const { handle } = await team();
+  const kept = await queueCommand(server, handle, { command: ['kept'] }, { gpuCount: 1 });
+  const lost = await queueCommand(server, handle, { command: ['lost'] }, { gpuCount: 1 });
+  const { client, workerKey, hostId } = await host(handle, 'flaky', [gpu(0), gpu(1)]);
+  const assigned = [await client.nextOf('job.assign'), await client.nextOf('job.assign')];
+  for (const message of assigned) client.send({ type: 'job.accepted', jobId: message.jobId });
+  await eventually(async () => (await readJob(server, lost)).acceptedAt, 'acceptance');
+  client.ws.terminate();
+  await client.closed;
+
+  const keptAttempt = assigned.find((message) => message.jobId === kept)!;
+  const { client: back } = await WorkerClient.welcomed(server, workerKey, {
+    hardware: hardware([gpu(0), gpu(1)]),
+    runningJobs: [{ jobId: kept, attempt: keptAttempt.attempt, gpuIndexes: keptAttempt.spec.gpus.indexes }, { jobId: 'stray-job', attempt: 1 }],
+  });
+  t.teardown(() => back.ws.terminate());
+  back.beat();
+  t.match(await back.nextOf('job.cancel'), { jobId: 'stray-job' }, 'an unknown job is stopped');
+  t.match(await readJob(server, kept), { status: 'running', host: { id: hostId } });
+  t.match(await readJob(server, lost), { status: 'failed', error: 'The host restarted without the job' });
+  back.send({ type: 'job.finished', jobId: kept, outcome: 'completed', exitCode: 0 });
+  await eventually(async () => (await status(kept)) === 'completed', 'the kept job to complete');
+});
+
+t.test('an assignment the host never confirmed goes back to the queue without using up an attempt', async (t) => {
+  const { handle } = await team();
+  const jobId = await queueCommand(server, handle, { command: ['x'] });
+  const { client, workerKey } = await host(handle, 'deaf', []);
+  t.equal((await client.nextOf('job.assign')).attempt, 1);
+  client.ws.terminate();
+  await client.closed;
+  const { client: back } = await WorkerClient.welcomed(server, workerKey, { hardware: hardware([]) });
+  t.teardown(() => back.ws.terminate());
+  back.beat();
+  const again = await back.nextOf('job.assign');
+  t.same([again.jobId, again.attempt], [jobId, 1]);
+});
+
+t.test('two replicas: a job queued through one reaches a host connected to the other, and so does its cancel', async (t) => {
+  const replica = await startTestServer(t, { env, databaseUrl: server.databaseUrl });
+  const { handle, key } = await team();
+  const { client } = await host(handle, 'far-away', [gpu(0)], replica);
+  const jobId = await queueCommand(server, handle, { command: ['remote'] }, { gpuCount: 1 });
+  t.equal((await client.nextOf('job.assign')).jobId, jobId, 'assigned on the other replica');
+  client.send({ type: 'job.accepted', jobId });
+  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 200);
+  t.match(await client.nextOf('job.cancel'), { jobId });
+  const availability = await call<{ gpus: Record<string, { total: number; free: number }> }>(server, 'GET', '/api/training/gpu-availability?managed=true', { key });
+  t.match(availability.body.gpus['rtx-4090'], { total: 1, free: 0 }, 'the busy GPU is not offered');
+  client.send({ type: 'job.finished', jobId, outcome: 'cancelled' });
+  await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');
+});
+
+t.test('disconnecting a host cancels its running jobs and closes its socket', async (t) => {
+  const { handle } = await team();
+  const jobId = await queueCommand(server, handle, { command: ['x'] });
+  const { client } = await host(handle, 'retired', []);
+  await client.nextOf('job.assign');
+  client.send({ type: 'job.accepted', jobId });
+  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  await server.services().hosts.disconnect('retired', handle);
+  t.match(await client.closed, { code: CLOSE.revoked });
+  t.match(await readJob(server, jobId), { status: 'cancelled', error: 'Cancelled: the host running it was disconnected' });
+});

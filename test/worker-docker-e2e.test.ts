@@ -1,0 +1,53 @@
+// A real vp-worker agent on the Docker runtime (a real engine, a locally built image): a job runs in a
+// container with its logs streamed; cancel stops the container; the agent killed mid-job is restarted and
+// adopts the still-running container, so the job finishes once and is recorded.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { enrollAgent, runAgent } from './helpers/agent.ts';
+import { dockerForTests } from './helpers/docker.ts';
+import { eventually, queueCommand, readJob } from './helpers/host-jobs.ts';
+import { call, startTestServer } from './helpers/server.ts';
+
+const { docker, image } = await dockerForTests();
+const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000', WORKER_HEARTBEAT_SECONDS: '1', HOST_LOST_GRACE_SECONDS: '30' } });
+await server.services().account.createUser('dora');
+await server.services().account.createTeam('docker-team', 'dora');
+const key = (await server.services().apiKeys.create('docker-team', 'ci')).key;
+const dir = mkdtempSync(join(tmpdir(), 'vp-docker-agent-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const config = join(dir, 'config.json');
+const { enrollmentToken } = await server.services().hosts.connect('docker-host', 'docker-team');
+await enrollAgent(t, server.url, enrollmentToken, config);
+const startAgent = () => runAgent(t, config, { VP_WORKER_RUNTIME: 'docker', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_TRAINER_IMAGE: image });
+
+const containersOf = async (jobId: string) => docker.listContainers({ all: true, filters: { label: [`vp.job-id=${jobId}`] } });
+const lines = async (jobId: string) => (await call<{ lines: Array<{ line: string }> }>(server, 'GET', `/api/jobs/${jobId}/logs`, { key })).body.lines.map((line) => line.line);
+const shell = (workDir: string, script: string) => ({ command: ['sh', '-c', script], workDir });
+
+t.test('a job runs in a container of the trainer image; cancel stops it; the agent killed mid-job adopts it after a restart', async (t) => {
+  let agent = startAgent();
+  const quick = await queueCommand(server, 'docker-team', shell('jobs/quick', 'echo "in $(pwd)"; echo oops >&2'));
+  await eventually(async () => (await readJob(server, quick)).status === 'completed', `the job to complete; agent log:\n${agent.output()}`, 60_000);
+  t.same(await lines(quick), [`in ${join(dir, 'work', 'jobs/quick')}`, 'oops'], 'stdout and stderr, the work dir mounted at its host path');
+  t.same(await containersOf(quick), [], 'its container is removed');
+
+  const endless = await queueCommand(server, 'docker-team', shell('jobs/endless', 'while true; do echo tick; sleep 0.2; done'));
+  await eventually(async () => (await readJob(server, endless)).logLines > 2, 'output');
+  t.equal((await containersOf(endless)).length, 1, 'one container runs it');
+  t.equal((await call(server, 'DELETE', `/api/jobs/${endless}`, { key })).status, 200);
+  await eventually(async () => (await readJob(server, endless)).status === 'cancelled', 'cancelled', 30_000);
+  await eventually(async () => (await containersOf(endless)).length === 0 && true, 'the container to be removed');
+
+  const survivor = await queueCommand(server, 'docker-team', shell('jobs/survivor', 'echo start; sleep 4; echo done'));
+  await eventually(async () => (await lines(survivor)).includes('start'), 'the job to start', 30_000);
+  agent.child.kill('SIGKILL');
+  await agent.exited;
+  t.equal((await containersOf(survivor))[0]?.State, 'running', 'the container outlives its agent');
+  agent = startAgent();
+  await eventually(async () => (await readJob(server, survivor)).status !== 'running' && true, `the job to end; agent log:\n${agent.output()}`, 60_000);
+  t.match(await readJob(server, survivor), { status: 'completed', attempts: 1 });
+  t.same(await lines(survivor), ['start', 'done'], 'ran once; output after the restart arrived too');
+  t.same(await containersOf(survivor), []);
+});

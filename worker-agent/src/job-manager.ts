@@ -1,0 +1,138 @@
+// The agent's jobs: starts what the control plane assigns on the runtime, streams their output back, reports
+// how they ended, and keeps that report (and output) while the socket is down so nothing is lost on a reconnect.
+import type { AgentMessage, ServerMessage } from '@vp/protocol';
+import type { Logger } from './log.ts';
+import type { JobOutcome, JobRuntime, LogSink, RunningJob } from './runtimes/runtime.ts';
+
+/** Output lines held while disconnected; beyond this they are dropped (the agent's log says how many). */
+export const MAX_HELD_LOG_LINES = 20_000;
+
+type Assign = Extract<ServerMessage, { type: 'job.assign' }>;
+type Cancel = Extract<ServerMessage, { type: 'job.cancel' }>;
+
+interface Tracked {
+  attempt: number;
+  gpuIndexes: number[];
+  /** Undefined while the runtime is starting it. */
+  job?: RunningJob;
+  /** A cancel that arrived while it was starting. */
+  cancelReason?: string;
+}
+
+export class JobManager {
+  readonly #runtime: JobRuntime;
+  readonly #log: Logger;
+  /** Delivers a message now; false when the socket is not ready (the message is then kept and sent later). */
+  readonly #deliver: (message: AgentMessage) => boolean;
+  /** Every job the control plane should hear of: running, or ended with its report not yet delivered. */
+  readonly #jobs = new Map<string, Tracked>();
+  #held: AgentMessage[] = [];
+  #heldLines = 0;
+  #droppedLines = 0;
+
+  constructor(runtime: JobRuntime, log: Logger, deliver: (message: AgentMessage) => boolean) {
+    this.#runtime = runtime;
+    this.#log = log;
+    this.#deliver = deliver;
+  }
+
+  /** Before the first connection: adopts (or reports as ended) what an earlier agent process left running. */
+  async recover(): Promise<void> {
+    for (const { jobId, attempt, job } of await this.#runtime.recover((id) => this.#sink(id))) {
+      this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
+      this.#jobs.set(jobId, { attempt, gpuIndexes: [], job });
+      this.#watch(jobId, job);
+    }
+  }
+
+  /** For hello: what this agent knows of, so the server neither loses nor re-assigns it. */
+  known(): Array<{ jobId: string; attempt: number; gpuIndexes: number[] }> {
+    return [...this.#jobs].map(([jobId, tracked]) => ({ jobId, attempt: tracked.attempt, gpuIndexes: tracked.gpuIndexes }));
+  }
+
+  get running(): number {
+    return this.#jobs.size;
+  }
+
+  /** After a welcome: sends what was held while the socket was down, in order. */
+  connected(): void {
+    const held = this.#held;
+    this.#held = [];
+    this.#heldLines = 0;
+    if (this.#droppedLines > 0) this.#log('warn', 'output lines were dropped while disconnected', { lines: this.#droppedLines });
+    this.#droppedLines = 0;
+    for (const message of held) this.#send(message);
+  }
+
+  async assign(message: Assign): Promise<void> {
+    const { jobId, attempt, spec } = message;
+    if (this.#jobs.has(jobId)) {
+      this.#log('warn', 'ignored a repeated assignment', { jobId, attempt });
+      return;
+    }
+    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [] };
+    this.#jobs.set(jobId, tracked);
+    let job: RunningJob;
+    try {
+      job = await this.#runtime.start({ jobId, attempt, spec }, this.#sink(jobId));
+    } catch (error) {
+      this.#log('error', 'a job could not start', { jobId, error: (error as Error).message });
+      this.#report(jobId, { outcome: 'failed', error: `the job could not start: ${(error as Error).message}` });
+      return;
+    }
+    tracked.job = job;
+    this.#send({ type: 'job.accepted', jobId });
+    this.#log('info', 'job started', { jobId, attempt });
+    this.#watch(jobId, job);
+    if (tracked.cancelReason !== undefined) void job.stop(tracked.cancelReason);
+  }
+
+  cancel(message: Cancel): void {
+    const tracked = this.#jobs.get(message.jobId);
+    if (!tracked) {
+      // Unknown here (its assignment was lost): saying it ended lets the server close it at once.
+      this.#send({ type: 'job.finished', jobId: message.jobId, outcome: 'cancelled', error: message.reason });
+      return;
+    }
+    this.#log('info', 'cancelling a job', { jobId: message.jobId, reason: message.reason });
+    if (tracked.job) void tracked.job.stop(message.reason);
+    else tracked.cancelReason = message.reason;
+  }
+
+  /** Stops every job (the host was disconnected or its key revoked) and waits until they have ended. */
+  async stopAll(reason: string): Promise<void> {
+    await Promise.all([...this.#jobs.values()].map((tracked) => tracked.job?.stop(reason)));
+  }
+
+  #watch(jobId: string, job: RunningJob): void {
+    job.wait().then(
+      (outcome) => this.#report(jobId, outcome),
+      (error: unknown) => this.#report(jobId, { outcome: 'failed', error: `the runtime lost the job: ${(error as Error).message}` }),
+    );
+  }
+
+  #report(jobId: string, outcome: JobOutcome): void {
+    this.#log('info', 'job ended', { jobId, ...outcome });
+    // The job stays known (listed in hello) until this report is delivered.
+    this.#send({ type: 'job.finished', jobId, ...outcome, ...(outcome.error && { error: outcome.error.slice(0, 4096) }) });
+  }
+
+  #sink(jobId: string): LogSink {
+    return ({ stream, lines }) => this.#send({ type: 'job.log', jobId, stream, lines });
+  }
+
+  #send(message: AgentMessage): void {
+    if (this.#held.length === 0 && this.#deliver(message)) {
+      if (message.type === 'job.finished') this.#jobs.delete(message.jobId);
+      return;
+    }
+    if (message.type === 'job.log') {
+      if (this.#heldLines + message.lines.length > MAX_HELD_LOG_LINES) {
+        this.#droppedLines += message.lines.length;
+        return;
+      }
+      this.#heldLines += message.lines.length;
+    }
+    this.#held.push(message);
+  }
+}

@@ -1,0 +1,107 @@
+// One job's container, from the moment it runs until its outcome is known, its output delivered and it is removed.
+import type Docker from 'dockerode';
+import { finished, type Readable } from 'node:stream';
+import type { JobOutcome, LogBatcher, RunningJob } from './runtime.ts';
+import { after } from './shared.ts';
+
+/** The last output follows the exit; an output stream that never ends (a daemon bug) must not hold the job open. */
+const OUTPUT_DRAIN_MS = 5000;
+
+/** The HTTP status of a failed Docker API call; undefined when Docker was not reached. */
+export function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+/** The outcome of a container that is no longer running, as Docker recorded it. */
+export function outcomeOf(info: Docker.ContainerInspectInfo): JobOutcome {
+  const { Status, ExitCode: exitCode, OOMKilled } = info.State;
+  if (Status === 'created') return { outcome: 'failed', error: 'the agent stopped before the job started' };
+  if (exitCode === 0) return { outcome: 'completed' };
+  if (OOMKilled) {
+    const limit = info.HostConfig.Memory ? ` (its limit is ${info.HostConfig.Memory} bytes)` : '';
+    return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}` };
+  }
+  return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}` };
+}
+
+/** Removes a container, its anonymous volumes too; one that cannot be removed now is found by the next recover(). */
+export async function removeContainer(container: Docker.Container): Promise<void> {
+  await container.remove({ force: true, v: true }).catch(() => {});
+}
+
+/** The container's output stream, already feeding `logs`; the job watches it only for its end. */
+export interface JobOutput {
+  output: Readable;
+  logs: LogBatcher;
+}
+
+export class DockerJob implements RunningJob {
+  readonly jobId: string;
+  readonly #container: Docker.Container;
+  readonly #graceSeconds: number;
+  readonly #done: Promise<JobOutcome>;
+  /** Set when the agent ends the job; decides the outcome whatever the exit status. */
+  #stopped: JobOutcome | undefined;
+  #ended = false;
+  #cancelTimeout: () => void = () => {};
+
+  /** `timeoutAt` (epoch ms) fails the job as timed out if it is still running then. */
+  constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, stopGraceMs: number, timeoutAt?: number) {
+    this.jobId = jobId;
+    this.#container = container;
+    // Docker counts the grace period in whole seconds.
+    this.#graceSeconds = Math.ceil(stopGraceMs / 1000);
+    if (timeoutAt !== undefined) {
+      // If Docker cannot be reached to stop it, waiting on the container fails too and says so.
+      this.#cancelTimeout = after(timeoutAt - Date.now(), () => void this.#end({ outcome: 'failed', error: 'timed out' }).catch(() => {}));
+    }
+    this.#done = this.#watch(output, logs);
+  }
+
+  wait(): Promise<JobOutcome> {
+    return this.#done;
+  }
+
+  async stop(reason: string): Promise<void> {
+    await this.#end({ outcome: 'cancelled', error: reason });
+  }
+
+  async #watch(output: Readable, logs: LogBatcher): Promise<JobOutcome> {
+    let exit: JobOutcome;
+    try {
+      await this.#container.wait();
+      await drained(output);
+      exit = outcomeOf(await this.#container.inspect());
+    } catch (error) {
+      exit = { outcome: 'failed', error: `lost track of the job's container: ${(error as Error).message}` };
+    }
+    this.#ended = true;
+    this.#cancelTimeout();
+    output.destroy();
+    logs.end();
+    await removeContainer(this.#container);
+    return this.#stopped ?? exit;
+  }
+
+  /** docker stop: SIGTERM (through the container's init to the job), SIGKILL after the grace; the first stop's outcome stands. */
+  async #end(outcome: JobOutcome): Promise<void> {
+    if (!this.#ended && this.#stopped === undefined) {
+      this.#stopped = outcome;
+      await this.#container.stop({ t: this.#graceSeconds }).catch((error: unknown) => {
+        // 304: it had already stopped; 404: it is already gone. Either way wait() has the rest.
+        if (statusOf(error) !== 304 && statusOf(error) !== 404) throw error;
+      });
+    }
+    await this.#done;
+  }
+}
+
+function drained(output: Readable): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, OUTPUT_DRAIN_MS);
+    finished(output, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,183 @@
+// Runs each job in a Docker container. The job's work dir is bind-mounted at the same path inside the container
+// (and is its working dir), so any path a job prints or writes into its files means the same on the host. The
+// job's command is the container's Cmd, run without a shell; an image's ENTRYPOINT (NVIDIA's images set one up,
+// then exec their arguments) still comes first. Docker's init is PID 1, so the job gets the SIGTERM of a stop
+// (a process that is PID 1 ignores it) and its orphans are reaped. Containers carry labels naming the job, the
+// attempt and this agent, which is how recover() finds them after the agent restarts.
+import Docker from 'dockerode';
+import { Writable, type Readable } from 'node:stream';
+import { resolve } from 'node:path';
+import { LogBatcher, type JobAssignment, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
+import { endedJob, prepareWorkDir } from './shared.ts';
+
+export interface DockerRuntimeOptions {
+  /** Absolute; each job's `<workRoot>/<spec.workDir>` is mounted into its container. */
+  workRoot: string;
+  /** This agent's identity (its host id), in every container's `vp.host` label: recover() takes back only its own. */
+  host: string;
+  /** The agent's trainer image, for a job whose spec names none. */
+  defaultImage?: string;
+  /** How long stop() waits after SIGTERM before SIGKILL, rounded up to whole seconds (Docker's unit). */
+  stopGraceMs?: number;
+  /** The Docker engine's socket. Default: DOCKER_HOST, else /var/run/docker.sock. */
+  socketPath?: string;
+}
+
+const LABELS = {
+  managed: 'vp.managed',
+  host: 'vp.host',
+  jobId: 'vp.job-id',
+  attempt: 'vp.attempt',
+  /** Present when the job has a timeout, so a recovered job keeps it. */
+  timeoutSeconds: 'vp.timeout-seconds',
+} as const;
+
+/**
+ * One name per job attempt, so a repeated start of the same attempt meets Docker's name conflict instead of
+ * running a twin. Job ids may hold ':' (not allowed in names): it becomes `_x`, and `_` becomes `__`, so no
+ * two ids share a name.
+ */
+export function containerName(jobId: string, attempt: number): string {
+  return `vp-job-${jobId.replaceAll('_', '__').replaceAll(':', '_x')}-${attempt}`;
+}
+
+/** What Docker is asked to create for a job; `workDir` is the job's absolute work dir on the host. */
+export function containerOptions(
+  { jobId, attempt, spec }: JobAssignment,
+  { image, workDir, host }: { image: string; workDir: string; host: string },
+): Docker.ContainerCreateOptions {
+  const env: Record<string, string> = { ...spec.env };
+  // The NVIDIA runtime exposes what this names (images often bake in "all"); 'void' exposes nothing. With a count
+  // but no indexes Docker picks the GPUs and sets it.
+  if (spec.gpus.count === 0) env.NVIDIA_VISIBLE_DEVICES = 'void';
+  else if (spec.gpus.indexes) env.NVIDIA_VISIBLE_DEVICES = spec.gpus.indexes.join(',');
+  const gpus = spec.gpus.indexes ? { DeviceIDs: spec.gpus.indexes.map(String) } : { Count: spec.gpus.count };
+  const labels: Record<string, string> = { [LABELS.managed]: 'true', [LABELS.host]: host, [LABELS.jobId]: jobId, [LABELS.attempt]: String(attempt) };
+  if (spec.timeoutSeconds !== undefined) labels[LABELS.timeoutSeconds] = String(spec.timeoutSeconds);
+  return {
+    name: containerName(jobId, attempt),
+    Image: image,
+    Cmd: spec.command,
+    Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
+    WorkingDir: workDir,
+    Labels: labels,
+    HostConfig: {
+      Init: true,
+      Mounts: [{ Type: 'bind', Source: workDir, Target: workDir }],
+      DeviceRequests: spec.gpus.count > 0 ? [{ Driver: 'nvidia', ...gpus, Capabilities: [['gpu']] }] : undefined,
+      Memory: spec.memoryBytes,
+      // Swap counts against the limit too, so a job over it is stopped rather than left crawling on swap.
+      MemorySwap: spec.memoryBytes,
+      NanoCpus: spec.cpus === undefined ? undefined : Math.round(spec.cpus * 1e9),
+      ShmSize: spec.shmBytes,
+    },
+  };
+}
+
+export class DockerRuntime implements JobRuntime {
+  readonly #docker: Docker;
+  readonly #workRoot: string;
+  readonly #host: string;
+  readonly #defaultImage: string | undefined;
+  readonly #stopGraceMs: number;
+
+  constructor(options: DockerRuntimeOptions) {
+    this.#docker = new Docker(options.socketPath === undefined ? undefined : { socketPath: options.socketPath });
+    this.#workRoot = resolve(options.workRoot);
+    this.#host = options.host;
+    this.#defaultImage = options.defaultImage;
+    this.#stopGraceMs = options.stopGraceMs ?? 10_000;
+  }
+
+  /** Rejects, with nothing left running, when the job cannot start: no image, an image that cannot be pulled, a bad work dir. */
+  async start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob> {
+    const { jobId, attempt, spec } = assignment;
+    const image = spec.image ?? this.#defaultImage;
+    if (image === undefined) throw new Error('the job names no image and this agent has no trainer image configured');
+    const workDir = await prepareWorkDir(this.#workRoot, spec.workDir);
+    await this.#ensureImage(image);
+    const container = await this.#docker.createContainer(containerOptions(assignment, { image, workDir, host: this.#host })).catch((error: unknown) => {
+      if (statusOf(error) === 409) throw new Error(`job ${jobId} attempt ${attempt} already has a container (${containerName(jobId, attempt)})`);
+      throw error;
+    });
+    try {
+      // Attached before it starts, so no output is missed; the stream holds what comes until it is read. It is the
+      // HTTP response, which dockerode's types call a ReadWriteStream.
+      const output = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+      await container.start().catch((error: unknown) => {
+        output.destroy();
+        throw error;
+      });
+      const deadline = spec.timeoutSeconds === undefined ? undefined : Date.now() + spec.timeoutSeconds * 1000;
+      return new DockerJob(jobId, container, this.#follow(output, sink), this.#stopGraceMs, deadline);
+    } catch (error) {
+      await removeContainer(container);
+      throw error;
+    }
+  }
+
+  /**
+   * This agent's containers: running ones are adopted (their output from now on goes to the sink, their timeout
+   * still counts from their start), ended ones are reported with the outcome Docker recorded and removed.
+   */
+  async recover(sinkFor: (jobId: string) => LogSink): Promise<RecoveredJob[]> {
+    const found = await this.#docker.listContainers({
+      all: true,
+      filters: { label: [`${LABELS.managed}=true`, `${LABELS.host}=${this.#host}`] },
+    });
+    return Promise.all(
+      found.map(async ({ Id, Labels }) => {
+        const jobId = Labels[LABELS.jobId] as string;
+        return { jobId, attempt: Number(Labels[LABELS.attempt]), job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor) };
+      }),
+    );
+  }
+
+  async #adopt(jobId: string, container: Docker.Container, sinkFor: (jobId: string) => LogSink): Promise<RunningJob> {
+    const info = await container.inspect().catch((error: unknown) => {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    });
+    if (info === undefined) return endedJob(jobId, { outcome: 'failed', error: "the job's container was removed while the agent was away" });
+    if (!info.State.Running) {
+      await removeContainer(container);
+      return endedJob(jobId, outcomeOf(info));
+    }
+    // Logs rather than attach: attaching to a container that has just exited would wait for it to start again.
+    const output = (await container.logs({ follow: true, stdout: true, stderr: true, since: Date.now() / 1000 })) as Readable;
+    const timeout = info.Config.Labels[LABELS.timeoutSeconds];
+    const deadline = timeout === undefined ? undefined : Date.parse(info.State.StartedAt) + Number(timeout) * 1000;
+    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), this.#stopGraceMs, deadline);
+  }
+
+  /** Present locally: used as it is. Otherwise pulled, which fails on a host that cannot reach the registry. */
+  async #ensureImage(image: string): Promise<void> {
+    try {
+      await this.#docker.getImage(image).inspect();
+      return;
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+    try {
+      const progress = await this.#docker.pull(image);
+      await new Promise<void>((done, fail) => this.#docker.modem.followProgress(progress, (error) => (error ? fail(error) : done())));
+    } catch (error) {
+      throw new Error(`image ${image} is not on this host and could not be pulled: ${(error as Error).message}`);
+    }
+  }
+
+  /** Splits Docker's multiplexed output into the job's stdout and stderr lines. */
+  #follow(output: Readable, sink: LogSink): JobOutput {
+    const logs = new LogBatcher(sink);
+    const to = (stream: LogStream) =>
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logs.write(stream, chunk);
+          done();
+        },
+      });
+    this.#docker.modem.demuxStream(output, to('stdout'), to('stderr'));
+    return { output, logs };
+  }
+}

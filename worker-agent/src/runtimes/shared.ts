@@ -1,0 +1,42 @@
+// What the Docker and process runtimes both need: the job's work dir under the work root, long timers, and a job
+// that has already ended (what recover() reports when there is nothing left to watch).
+import { mkdir, realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import type { JobOutcome, RunningJob } from './runtime.ts';
+
+/** Under the work root, the agent's own bookkeeping; no job's work dir may be in it. */
+export const AGENT_STATE_DIR = '.vp-jobs';
+
+/**
+ * Creates `<workRoot>/<workDir>` and returns its real path, refusing one that resolves (through `..` or a symlink)
+ * outside the work root, the work root itself, or the agent's state dir.
+ */
+export async function prepareWorkDir(workRoot: string, workDir: string): Promise<string> {
+  const dir = resolve(workRoot, workDir);
+  if (!isJobDir(workRoot, dir)) throw new Error(`work dir ${workDir} is outside the work root`);
+  await mkdir(dir, { recursive: true });
+  const [root, real] = await Promise.all([realpath(workRoot), realpath(dir)]);
+  if (!isJobDir(root, real)) throw new Error(`work dir ${workDir} is outside the work root`);
+  return real;
+}
+
+function isJobDir(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && rel.split('/')[0] !== AGENT_STATE_DIR;
+}
+
+/** setTimeout caps delays at about 24.8 days; a job's timeout may be 30. Returns a cancel function. */
+export function after(ms: number, run: () => void): () => void {
+  const MAX_DELAY = 2 ** 31 - 1;
+  let timer: NodeJS.Timeout;
+  const arm = (left: number) => {
+    timer = setTimeout(() => (left > MAX_DELAY ? arm(left - MAX_DELAY) : run()), Math.min(left, MAX_DELAY));
+  };
+  arm(Math.max(0, ms));
+  return () => clearTimeout(timer);
+}
+
+/** A job that ended before anyone could watch it: wait() gives its outcome, stop() has nothing to do. */
+export function endedJob(jobId: string, outcome: JobOutcome): RunningJob {
+  return { jobId, wait: () => Promise.resolve(outcome), stop: () => Promise.resolve() };
+}
