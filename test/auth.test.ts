@@ -286,7 +286,7 @@ t.test('a team key acts as the team owner', async (t) => {
 t.test('a personal key authenticates as the personal account', async (t) => {
   const summary = await call<Record<string, unknown>>(server, 'GET', '/api/account/summary', { key: keys.alice });
   t.equal(summary.status, 200);
-  t.same(Object.keys(summary.body).sort(), ['accountType', 'actingUser', 'counts', 'createdAt', 'name', 'plan', 'region', 'role', 'teams', 'username']);
+  t.same(Object.keys(summary.body).sort(), ['accountType', 'actingUser', 'counts', 'createdAt', 'creditsCents', 'name', 'plan', 'region', 'role', 'teams', 'username']);
   t.match(summary.body, {
     username: 'alice',
     name: 'Alice',

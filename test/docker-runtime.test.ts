@@ -100,7 +100,7 @@ t.test('limits, labels, name, mount and environment are set as the spec says (se
   const { job, assigned, container } = await startUp(jobSpec);
   const info = await container.inspect();
   t.equal(info.State.Running, true);
-  t.match(info.HostConfig, { Memory: 64 * MiB, MemorySwap: 64 * MiB, NanoCpus: 500_000_000, ShmSize: 32 * MiB, Init: true });
+  t.match(info.HostConfig, { Memory: 64 * MiB, MemorySwap: 64 * MiB, NanoCpus: 500_000_000, ShmSize: 32 * MiB, Init: true, NetworkMode: 'host' });
   t.same(info.Config.Labels, { 'vp.managed': 'true', 'vp.host': host, 'vp.job-id': assigned.jobId, 'vp.attempt': '1', 'vp.timeout-seconds': '600' });
   t.equal(info.Name, `/vp-job-${assigned.jobId}-1`);
   t.equal(info.Config.WorkingDir, join(workRoot, 'job'));

@@ -18,6 +18,50 @@ export const defaults = {
   jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)
   hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
+  trainingCancelGraceSeconds: 60, // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it
+  billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
+  trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
+  /**
+   * Cents per GPU-hour by GPU type ID (`cpu`: a job without GPUs, per job-hour). GPU_PRICES_CENTS_PER_HOUR,
+   * a JSON object such as '{"rtx-4090":69,"my-gpu":40}', is merged over this table.
+   */
+  gpuPricesCentsPerHour: {
+    b300: 599,
+    b200: 499,
+    'h200-nvl': 349,
+    'h200-sxm': 399,
+    'h100-nvl': 299,
+    'h100-pcie': 239,
+    'h100-sxm': 269,
+    'a100-80gb-pcie': 139,
+    'a100-40gb-pcie': 119,
+    'a100-80gb-sxm': 149,
+    'a100-40gb-sxm': 129,
+    'v100-32gb': 49,
+    'v100-16gb': 39,
+    a40: 44,
+    a30: 39,
+    a10g: 49,
+    a10: 45,
+    l40s: 86,
+    l40: 79,
+    l4: 44,
+    t4: 29,
+    'rtx-pro-6000': 179,
+    'rtx-pro-4000': 39,
+    'rtx-6000-ada': 77,
+    'rtx-5000-ada': 59,
+    'rtx-4500-ada': 34,
+    'rtx-4000-ada': 26,
+    'rtx-2000-ada': 24,
+    'rtx-a6000': 49,
+    'rtx-a5000': 27,
+    'rtx-a4000': 25,
+    'rtx-5090': 89,
+    'rtx-4090': 59,
+    'rtx-3090': 43,
+    cpu: 5,
+  } as Readonly<Record<string, number>>,
   /** Requests per window and per API key (RATE_LIMIT_<CATEGORY>, e.g. RATE_LIMIT_DEFAULT=100). */
   rateLimits: {
     default: 100,

@@ -14,6 +14,26 @@ const rateLimitEnv = Object.fromEntries(
   RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, positiveInt.default(defaults.rateLimits[category])]),
 ) as Record<`RATE_LIMIT_${string}`, z.ZodDefault<typeof positiveInt>>;
 
+const PRICE_TABLE_RULE = 'must be a JSON object of GPU type ID to whole cents per GPU-hour, e.g. {"rtx-4090":69,"cpu":5}';
+/** GPU_PRICES_CENTS_PER_HOUR: JSON, merged over the default price table. */
+const gpuPrices = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `is not valid JSON; ${PRICE_TABLE_RULE}` });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.record(
+      z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/),
+      z.number({ error: 'must be a whole number of cents per GPU-hour' }).int('must be a whole number of cents per GPU-hour').min(0, 'must not be negative').max(10_000_000),
+      { error: (issue) => (issue.code === 'invalid_key' ? 'is not a GPU type ID (1-64 lowercase letters, digits or hyphens)' : issue.code === 'invalid_type' ? PRICE_TABLE_RULE : undefined) },
+    ),
+  );
+
 /** The environment variables the appliance reads, with their rules. */
 const EnvSchema = z.object({
   PORT: port.default(defaults.port),
@@ -35,6 +55,10 @@ const EnvSchema = z.object({
   JOB_LEASE_SECONDS: positiveInt.default(defaults.jobLeaseSeconds),
   WORKER_HEARTBEAT_SECONDS: positiveInt.max(3600).default(defaults.workerHeartbeatSeconds),
   HOST_LOST_GRACE_SECONDS: positiveInt.default(defaults.hostLostGraceSeconds),
+  TRAINING_CANCEL_GRACE_SECONDS: positiveInt.default(defaults.trainingCancelGraceSeconds),
+  BILLING_ENABLED: flag.default(defaults.billingEnabled),
+  GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
+  TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
@@ -63,6 +87,14 @@ export interface AppConfig {
   workerHeartbeatSeconds: number;
   /** A worker host silent this long (no heartbeat) loses its jobs: requeued when restartable, else failed. */
   hostLostGraceSeconds: number;
+  /** A cancelled training's trainer stops at its next epoch end; after this many seconds its host stops it. */
+  trainingCancelGraceSeconds: number;
+  /** Credits are checked before training and jobs charged to the workspace; false: estimates only, nothing refused, charges recorded at 0. */
+  billingEnabled: boolean;
+  /** Cents per GPU-hour by GPU type ID (`cpu` for jobs without GPUs): the defaults with GPU_PRICES_CENTS_PER_HOUR merged over them. */
+  gpuPricesCentsPerHour: Record<string, number>;
+  /** Seconds one epoch is estimated to take until charges of the GPU type give a measured average. */
+  trainingSecondsPerEpochEstimate: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
@@ -100,6 +132,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     jobLeaseSeconds: e.JOB_LEASE_SECONDS,
     workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,
     hostLostGraceSeconds: e.HOST_LOST_GRACE_SECONDS,
+    trainingCancelGraceSeconds: e.TRAINING_CANCEL_GRACE_SECONDS,
+    billingEnabled: e.BILLING_ENABLED,
+    gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },
+    trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
   };

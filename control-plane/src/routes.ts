@@ -1,6 +1,7 @@
 import { accountRoutes } from './account/account.routes.ts';
 import { workflowRoutes } from './agents/workflow.routes.ts';
 import { apiKeyRoutes } from './auth/api-key.routes.ts';
+import { billingRoutes } from './billing/billing.routes.ts';
 import { adoptRoutes } from './datasets/adopt.routes.ts';
 import { classRoutes } from './datasets/class.routes.ts';
 import { cloneRoutes } from './datasets/clone.routes.ts';
@@ -19,7 +20,8 @@ import { fileRoutes } from './storage/files.routes.ts';
 import { trainingRoutes } from './training/training.routes.ts';
 import { trashRoutes } from './trash/trash.routes.ts';
 import { uploadRoutes } from './uploads/upload.routes.ts';
+import { webhookRoutes } from './webhooks/webhook.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...webhookRoutes];

@@ -25,6 +25,8 @@ import { scheduleTrashPurge } from './trash/trash-purge.ts';
 import { UploadService } from './uploads/upload.service.ts';
 import { HOST_COMMAND_JOB, hostCommandJob } from './scheduler/host-job-kinds.ts';
 import { HostScheduler } from './scheduler/host-scheduler.ts';
+import { TRAINING_JOB } from './training/training-payload.ts';
+import { TrainingJob } from './training/training.job.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -89,7 +91,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
-  const scheduler = new HostScheduler(orm, { [HOST_COMMAND_JOB]: hostCommandJob }, { log, graceSeconds: config.hostLostGraceSeconds });
+  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, signer.baseUrl) };
+  const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds });
   scheduler.listen(notifications);
   const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler });
   workers.listen(notifications);

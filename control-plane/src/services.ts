@@ -3,6 +3,7 @@ import type { AppConfig } from '@vp/config';
 import { AccountService, type ResourceCounters } from './account/account.service.ts';
 import { WorkflowService } from './agents/workflow.service.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
+import { BillingService } from './billing/billing.service.ts';
 import { AdoptService } from './datasets/adopt.service.ts';
 import { ClassService } from './datasets/class.service.ts';
 import { CloneService } from './datasets/clone.service.ts';
@@ -22,8 +23,11 @@ import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { Storage } from './storage/storage.ts';
 import { GpuAvailabilityService } from './training/gpu-availability.service.ts';
+import { TrainingService } from './training/training.service.ts';
 import { TrashService } from './trash/trash.service.ts';
 import { UploadService } from './uploads/upload.service.ts';
+import { CheckpointService } from './webhooks/checkpoint.service.ts';
+import { TrainingEventsService } from './webhooks/training-events.service.ts';
 
 export interface ServiceDeps {
   config: AppConfig;
@@ -127,6 +131,22 @@ export class Services {
 
   get trash(): TrashService {
     return new TrashService(this.em, this.deps.config.region, this.storage);
+  }
+
+  get billing(): BillingService {
+    return new BillingService(this.em, this.deps.config);
+  }
+
+  get training(): TrainingService {
+    return new TrainingService(this.em, this.billing, this.versions);
+  }
+
+  get trainingEvents(): TrainingEventsService {
+    return new TrainingEventsService(this.em, this.uploads, this.storage.signer.baseUrl());
+  }
+
+  get checkpoints(): CheckpointService {
+    return new CheckpointService(this.em, this.storage);
   }
 
   get workflows(): WorkflowService {

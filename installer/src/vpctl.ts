@@ -6,7 +6,8 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
-import { HttpError } from '../../control-plane/src/http/errors.ts';
+import { HttpError, Invalid } from '../../control-plane/src/http/errors.ts';
+import { formatCents } from '../../control-plane/src/billing/billing.service.ts';
 import { openDatabase } from '../../control-plane/src/server.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
@@ -68,10 +69,18 @@ function printEnrollment(print: (text: string) => void, note: (text: string) => 
   note(`Single use, expires ${enrollment.expiresAt.replace(/\.\d{3}Z$/, 'Z')}; it is not shown again. On the host run:\n  ${enrollment.command}`);
 }
 
+/** Dollars as typed ("25", "12.50", "-3.5") to whole cents; anything else is refused. */
+function dollarsToCents(amount: string): number {
+  const match = /^(-?)(\d{1,10})(?:\.(\d{1,2}))?$/.exec(amount.trim());
+  if (!match) throw Invalid(`"${amount}": the amount is US dollars with at most 2 decimals, e.g. 25 or 12.50 (negative for a correction)`);
+  const cents = Number(match[2]) * 100 + Number((match[3] ?? '').padEnd(2, '0'));
+  return match[1] ? -cents : cents;
+}
+
 /** The command tree; parsing only chooses an action, which runs once the database is open. */
 function buildProgram(choose: (action: Action) => void): Command {
   const program = new Command('vpctl')
-    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, migrations).')
+    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, credits, migrations).')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
@@ -221,6 +230,49 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
         }
         const running = await services.hosts.runningJobIds(records);
         print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'RUNNING JOBS'], hostRows(records, running)));
+      }),
+    );
+
+  const credits = program.command('credits').description("Manage workspaces' credit (what training jobs are charged to)");
+  credits
+    .command('grant')
+    .description('Add credit to a workspace; a negative amount is a correction (an adjustment) and needs --note')
+    .argument('<workspace>', 'workspace handle (personal or team)')
+    .argument('<amount>', 'US dollars, e.g. 25 or 12.50; negative (e.g. -5) to take credit back')
+    .option('--note <text>', 'why: shown as the transaction description (default "Credit grant")')
+    .action((workspace: string, amount: string, options: { note?: string }) =>
+      choose(async ({ services, print }) => {
+        const granted = await services.billing.grant(workspace, dollarsToCents(amount), options.note);
+        const what = granted.kind === 'grant' ? `Granted ${formatCents(granted.amountCents)} to ${workspace}` : `Adjusted ${workspace} by ${formatCents(granted.amountCents)}`;
+        print(`${what}; balance ${formatCents(granted.balanceCents)}`);
+      }),
+    );
+  credits
+    .command('balance')
+    .description("Print a workspace's credit balance")
+    .argument('<workspace>', 'workspace handle')
+    .action((workspace: string) =>
+      choose(async ({ services, print }) => {
+        const { balanceCents } = await services.billing.statement(workspace, 1);
+        print(`${workspace}: ${formatCents(balanceCents)}${services.billing.enabled ? '' : ' (billing is off: BILLING_ENABLED=false)'}`);
+      }),
+    );
+  credits
+    .command('list')
+    .description("List a workspace's credit transactions, newest first: when, kind, amount, job, description")
+    .argument('<workspace>', 'workspace handle')
+    .option('--limit <count>', 'how many (1-200)', '20')
+    .action((workspace: string, options: { limit: string }) =>
+      choose(async ({ services, print }) => {
+        const limit = Number(options.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw Invalid('--limit: must be a whole number from 1 to 200');
+        const { balanceCents, transactions } = await services.billing.statement(workspace, limit);
+        if (transactions.length === 0) print(`No credit transactions in ${workspace}`);
+        else {
+          const rows = transactions.map((tx) => [tx.createdAt.replace(/\.\d{3}Z$/, 'Z'), tx.kind, formatCents(tx.amountCents), tx.jobId ?? '-', tx.description]);
+          print(table(['CREATED', 'KIND', 'AMOUNT', 'JOB', 'DESCRIPTION'], rows));
+        }
+        print(`Balance: ${formatCents(balanceCents)}`);
       }),
     );
 

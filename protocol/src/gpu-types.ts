@@ -49,6 +49,52 @@ const RULES: ReadonlyArray<readonly [id: string, matches: (name: string, memoryG
 /** The type IDs gpuTypeId can return for recognised models, most capable first. */
 export const KNOWN_GPU_TYPE_IDS: readonly string[] = RULES.map(([typeId]) => typeId);
 
+/**
+ * Memory of one GPU of each known type, in GB as the vendor states it (the training estimate's gpuMemoryGb).
+ * Types not listed (slugs of unrecognised models) have none: null.
+ */
+export const GPU_MEMORY_GB: Readonly<Record<string, number>> = {
+  b300: 288,
+  b200: 192,
+  'h200-nvl': 141,
+  'h200-sxm': 141,
+  'h100-nvl': 94,
+  'h100-pcie': 80,
+  'h100-sxm': 80,
+  'a100-80gb-pcie': 80,
+  'a100-40gb-pcie': 40,
+  'a100-80gb-sxm': 80,
+  'a100-40gb-sxm': 40,
+  'v100-32gb': 32,
+  'v100-16gb': 16,
+  a40: 48,
+  a30: 24,
+  a10g: 24,
+  a10: 24,
+  l40s: 48,
+  l40: 48,
+  l4: 24,
+  t4: 16,
+  'rtx-pro-6000': 96,
+  'rtx-pro-4000': 24,
+  'rtx-6000-ada': 48,
+  'rtx-5000-ada': 32,
+  'rtx-4500-ada': 24,
+  'rtx-4000-ada': 20,
+  'rtx-2000-ada': 16,
+  'rtx-a6000': 48,
+  'rtx-a5000': 24,
+  'rtx-a4000': 16,
+  'rtx-5090': 32,
+  'rtx-4090': 24,
+  'rtx-3090': 24,
+};
+
+/** GB of memory per GPU of a type ID; null for CPU and for types not in the table. */
+export function gpuMemoryGb(typeId: string): number | null {
+  return Object.hasOwn(GPU_MEMORY_GB, typeId) ? GPU_MEMORY_GB[typeId] : null;
+}
+
 const NVIDIA_NAME = /\b(nvidia|geforce|quadro|tesla|titan|rtx|gtx)\b/i;
 
 /**

@@ -20,6 +20,7 @@ export const AccountSummary = z.object({
   actingUser: z.object({ username: Handle, name: z.string() }).meta({ description: 'Whose permissions the key carries' }),
   counts: z.object(Object.fromEntries(COUNTED_RESOURCES.map((kind) => [kind, z.number().int()])) as Record<(typeof COUNTED_RESOURCES)[number], z.ZodNumber>),
   teams: z.array(z.object({ handle: Handle, name: z.string(), role: Role })).meta({ description: 'Team workspaces the acting user belongs to' }),
+  creditsCents: z.number().int().meta({ description: "The workspace's credit balance in US cents, as GET /api/billing/balance reports it" }),
   createdAt: Timestamp,
 });
 

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { AUTH_CHANNEL } from '../auth/authenticator.ts';
+import { workspaceBalanceCents } from '../billing/billing.service.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
 import type { AccountSummary, Member, StorageUsage, UserProfile } from './account.schemas.ts';
@@ -119,6 +120,7 @@ export class AccountService {
       role: key.role,
       actingUser: { username: key.username, name: key.profile.userName },
       counts: await this.countResources(key.workspaceId),
+      creditsCents: await workspaceBalanceCents(this.em, key.workspaceId),
       teams: key.profile.teams,
       createdAt: key.profile.workspaceCreatedAt,
     };

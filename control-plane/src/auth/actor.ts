@@ -1,5 +1,6 @@
 import type { Region } from '@vp/config';
 import type { Role } from '../account/roles.ts';
+import type { JobScope } from './api-key.entity.ts';
 
 export interface AnonymousActor {
   kind: 'anonymous';
@@ -17,6 +18,8 @@ export interface KeyActor {
   userId: string;
   username: string;
   role: Role;
+  /** Set for a key minted for one training job (see JobScope); null for a user's key. */
+  jobScope: JobScope | null;
   /**
    * What the account summary shows, loaded with the key and cached with it: every change to these
    * facts is announced like a key change, so the cache never serves them stale.

@@ -56,12 +56,12 @@ export class ApiKeyService {
   /** Owner only ("Workspace owner access required" for other roles). */
   async listForActor(actor: Actor): Promise<Array<z.input<typeof ApiKeyListItem>>> {
     const key = requireRole(actor, actor.kind === 'key' ? actor.workspaceId : '', 'owner');
-    const records = await this.em.find(ApiKey, { workspace: key.workspaceId }, { orderBy: { createdAt: 'asc' } });
+    const records = await this.em.find(ApiKey, { workspace: key.workspaceId, jobScope: null }, { orderBy: { createdAt: 'asc' } });
     return records.map(listItem);
   }
 
   async listAll(workspaceHandle?: string): Promise<ApiKey[]> {
-    return this.em.find(ApiKey, workspaceHandle ? { workspace: { handle: workspaceHandle } } : {}, {
+    return this.em.find(ApiKey, workspaceHandle ? { workspace: { handle: workspaceHandle }, jobScope: null } : { jobScope: null }, {
       populate: ['workspace', 'user'],
       orderBy: { createdAt: 'asc' },
     });

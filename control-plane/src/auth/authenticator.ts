@@ -5,6 +5,7 @@ import type { Role } from '../account/roles.ts';
 import type { Notifications } from '../db/notifications.ts';
 import { Unauthorized } from '../http/errors.ts';
 import type { KeyActor } from './actor.ts';
+import type { JobScope } from './api-key.entity.ts';
 import { API_KEY_PATTERN, hashApiKey } from './key-format.ts';
 
 /** Channel on which any change to a key, a membership or what a key's profile shows is announced to every replica. */
@@ -13,7 +14,7 @@ export const AUTH_CHANNEL = 'vp_auth_changed';
 const LOOKUP_SQL = `
   select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
          case when w.owner_id = k.user_id then 'owner' else m.role end as role,
-         w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
+         k.job_scope, w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
          coalesce((select json_agg(json_build_object('handle', t.handle, 'name', t.name, 'role', tm.role) order by t.handle)
            from memberships tm join workspaces t on t.id = tm.workspace_id
            where tm.user_id = k.user_id and t.kind = 'team'), '[]') as teams
@@ -21,7 +22,7 @@ const LOOKUP_SQL = `
   join workspaces w on w.id = k.workspace_id
   join users u on u.id = k.user_id
   left join memberships m on m.workspace_id = k.workspace_id and m.user_id = k.user_id
-  where k.key_hash = ?`;
+  where k.key_hash = ? and (k.expires_at is null or k.expires_at > now())`;
 
 interface LookupRow {
   id: string;
@@ -32,6 +33,7 @@ interface LookupRow {
   user_id: string;
   username: string;
   role: Role | null;
+  job_scope: JobScope | null;
   workspace_name: string;
   region: Region;
   workspace_created_at: Date;
@@ -102,6 +104,7 @@ export class Authenticator {
       userId: row.user_id,
       username: row.username,
       role: row.role,
+      jobScope: row.job_scope,
       profile: {
         workspaceName: row.workspace_name,
         region: row.region,

@@ -8,6 +8,7 @@ export type AccessNeed = 'view' | 'edit';
 
 /** What the access rule looks at: the owning workspace, the visibility, and whether it is in trash. */
 export interface Guarded {
+  id: string;
   workspace: { id: string };
   visibility: 'public' | 'private';
   deletedAt?: Date | null;
@@ -22,6 +23,8 @@ export interface Guarded {
 export function requireAccess<T extends Guarded>(actor: Actor, resource: T | null, need: AccessNeed, missing: string): { resource: T; role: Role | null } {
   const role = resource ? roleIn(actor, resource.workspace.id) : null;
   if (!resource || resource.deletedAt || (resource.visibility !== 'public' && !role)) throw NotFound(missing);
+  // A training job's key reaches only what its job reads and writes.
+  if (actor.kind === 'key' && actor.jobScope && !actor.jobScope.resourceIds.includes(resource.id)) throw NotFound(missing);
   if (need === 'edit') {
     requireKey(actor);
     if (!role || !roleAtLeast(role, 'editor')) throw Forbidden();

@@ -12,6 +12,7 @@ export const readExport = defineRoute({
     'The current state reuses the file written earlier (cached) while nothing changed and it is under a day old. ' +
     'Public datasets can be read anonymously.',
   auth: 'optional',
+  jobKeys: true,
   limit: 'default',
   request: { params: DatasetPath, query: ExportQuery },
   response: { status: 200, description: 'The download URL', schema: ExportRead },

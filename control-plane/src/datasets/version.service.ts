@@ -52,6 +52,8 @@ export class VersionService {
 
   async export(actor: Actor, owner: string, slug: string, v: number | undefined): Promise<z.input<typeof ExportRead>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    // A training job that captured a version reads that version, whatever its trainer asks for.
+    v ??= actor.kind === 'key' ? actor.jobScope?.datasetVersion : undefined;
     if (v === undefined) return this.currentExport(dataset);
     const version = await this.findVersion(dataset, v);
     return { downloadUrl: await this.versionExport(dataset, version), version: version.version };

@@ -1,4 +1,6 @@
 import { Membership } from '../account/membership.entity.ts';
+import { CreditBalance } from '../billing/credit-balance.entity.ts';
+import { CreditTransaction } from '../billing/credit-transaction.entity.ts';
 import { User } from '../account/user.entity.ts';
 import { Workspace } from '../account/workspace.entity.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
@@ -8,6 +10,7 @@ import { DatasetVersionImage } from '../datasets/dataset-version-image.entity.ts
 import { DatasetVersion } from '../datasets/dataset-version.entity.ts';
 import { StagedImage } from '../ingest/staged-image.entity.ts';
 import { JobLogLine } from '../jobs/job-log.entity.ts';
+import { ConsoleChunk, TrainingEpoch, TrainingRun } from '../training/training-run.entity.ts';
 import { Job } from '../jobs/job.entity.ts';
 import { Annotation } from '../images/annotation.entity.ts';
 import { Image } from '../images/image.entity.ts';
@@ -25,4 +28,4 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey, CreditTransaction, CreditBalance, TrainingRun, TrainingEpoch, ConsoleChunk];

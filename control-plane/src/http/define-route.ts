@@ -27,10 +27,15 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   summary: string;
   description?: string;
   auth: AuthMode;
+  /** A training job's key (see JobScope) may call this route; it is 403 on every other. */
+  jobKeys?: boolean;
   /** Rate-limit category, or null for routes outside the limits (health, documents). */
   limit: RateCategory | null;
   request?: { params?: P; query?: Q; body?: B };
-  /** contentType: a non-JSON (streamed) response the handler writes to ctx.body itself; schema then documents it. */
+  /**
+   * contentType: a non-JSON (streamed) response the handler writes to ctx.body itself; schema then documents it.
+   * 'none': no body at all (a redirect); the handler sets status and headers.
+   */
   response: { status: number; description: string; schema: R; contentType?: string };
   /** The request body is a raw stream (an upload): no JSON parsing; documented with this content type. */
   streamedBody?: { contentType: string; description: string };

@@ -51,7 +51,9 @@ function operation(route: RouteDefinition) {
   const responses: Record<string, unknown> = {
     [route.response.status]: {
       description: route.response.description,
-      content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } },
+      ...(route.response.contentType === 'none'
+        ? {}
+        : { content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } } }),
     },
   };
   for (const status of [...errors].sort()) {

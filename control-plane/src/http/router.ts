@@ -7,7 +7,7 @@ import { bearerToken } from '../auth/key-format.ts';
 import type { AppContext, AppState } from './app-context.ts';
 import type { RouteDefinition } from './define-route.ts';
 import { describeZodError } from './error-middleware.ts';
-import { HttpError, MethodNotAllowed, NotFound, Unauthorized } from './errors.ts';
+import { Forbidden, HttpError, MethodNotAllowed, NotFound, Unauthorized } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 export interface RouterDeps {
@@ -37,6 +37,7 @@ function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<A
   return async (ctx) => {
     const actor = route.auth === 'public' ? ANONYMOUS : await resolveActor(route, ctx, deps.authenticator);
     ctx.state.actor = actor;
+    if (actor.kind === 'key' && actor.jobScope && !route.jobKeys) throw Forbidden('This key belongs to a training job and reaches only what that job needs');
     if (route.limit) {
       const subject = actor.kind === 'key' ? `key:${actor.keyId}` : `ip:${ctx.state.clientAddress}`;
       await deps.rateLimiter.take(subject, route.limit);

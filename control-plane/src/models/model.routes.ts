@@ -13,7 +13,6 @@ import {
   ModelPath,
   ModelRead,
   ModelReadQuery,
-  ModelTraining,
 } from './model.schemas.ts';
 
 export const listModels = defineRoute({
@@ -99,6 +98,7 @@ export const modelFiles = defineRoute({
   summary: 'The weights file with a download URL valid for 15 minutes',
   description: 'Empty until weights are uploaded. The download is named `<model>` plus the uploaded extension (`.pt` by default).',
   auth: 'key',
+  jobKeys: true,
   limit: 'download',
   request: { params: ModelPath },
   response: { status: 200, description: 'Files', schema: ModelFiles },
@@ -123,18 +123,5 @@ export const cloneModel = defineRoute({
   handler: (ctx, { params, body }) => ctx.state.services.models.clone(ctx.state.actor, params, body),
 });
 
-export const modelTraining = defineRoute({
-  method: 'GET',
-  path: '/api/models/:owner/:project/:model/training',
-  tag: 'Models',
-  summary: "The model's training job, or null if never trained",
-  description: 'Models of public projects can be read anonymously.',
-  auth: 'optional',
-  limit: 'default',
-  request: { params: ModelPath },
-  response: { status: 200, description: 'The job', schema: ModelTraining },
-  errors: [404],
-  handler: (ctx, { params }) => ctx.state.services.models.training(ctx.state.actor, params),
-});
 
-export const modelRoutes = [listModels, createModel, readModel, updateModel, deleteModel, modelFiles, cloneModel, modelTraining];
+export const modelRoutes = [listModels, createModel, readModel, updateModel, deleteModel, modelFiles, cloneModel];

@@ -122,10 +122,3 @@ export const ModelClone = z.object({
   description: z.string().max(1000).optional(),
 });
 
-export const ModelTraining = z.object({
-  job: z.null().meta({
-    description:
-      'The training job, null if never trained. Once training exists: status, epoch progress, timing, compute details, ' +
-      'train args, epoch metrics and safe error details.',
-  }),
-});

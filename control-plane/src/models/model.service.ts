@@ -25,7 +25,6 @@ import type {
   ModelPatch,
   ModelPatched,
   ModelRead,
-  ModelTraining,
 } from './model.schemas.ts';
 import { readableSlug } from './readable-slug.ts';
 
@@ -160,9 +159,5 @@ export class ModelService {
     });
   }
 
-  async training(actor: Actor, at: Address): Promise<z.input<typeof ModelTraining>> {
-    await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
-    // Training jobs arrive with the training issue; until then no model has one.
-    return { job: null };
-  }
+
 }

@@ -19,6 +19,8 @@ export type HostJobOutcome = 'completed' | 'failed' | 'cancelled';
 export interface HostJobKind {
   /** The command for this attempt, built when it is assigned (a JobFailure fails the job instead). */
   spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec>;
+  /** Set when the job stops by itself on a cancel (a trainer told through its webhooks): its host stops it only after this. */
+  readonly cancelGraceSeconds?: number;
   /** After the job ended for good (not when it is requeued), in its own transaction. */
   ended?(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void>;
 }

@@ -93,7 +93,7 @@ export async function appendLogs(em: EntityManager, hostId: string, jobId: strin
   });
 }
 
-/** The host reported the job's end. Null: it was not this host's running job (already released, say). */
+/** The host reported the job's end (cancelled whatever the exit, once a user asked: a trainer stops cleanly). Null: it was not this host's running job (already released, say). */
 export async function markFinished(
   em: EntityManager,
   hostId: string,
@@ -101,14 +101,13 @@ export async function markFinished(
 ): Promise<EndedJob | null> {
   const [row] = await query<EndedJob>(
     em,
-    `update jobs set status = case when cancel_requested and ? <> 'completed' then 'cancelled' else ? end,
-       error = case when ? = 'completed' then null when cancel_requested then 'Cancelled' else ? end,
+    `update jobs set status = case when cancel_requested then 'cancelled' else ? end,
+       error = case when cancel_requested then 'Cancelled' when ? = 'completed' then null else ? end,
        result = case when ?::int is null then result else coalesce(result, '{}'::jsonb) || jsonb_build_object('exitCode', ?::int) end,
        progress = case when ? = 'completed' then jsonb_build_object('stage', 'done', 'percent', 100) else progress end,
        finished_at = now(), lease_expires_at = null, gpu_indexes = null, updated_at = now()
      where id = ? and host_id = ? and status = 'running' returning id, kind, status`,
     [
-      finished.outcome,
       finished.outcome,
       finished.outcome,
       finished.error ?? `The job ${finished.outcome}`,

@@ -132,10 +132,21 @@ export class HostScheduler {
     this.wakeAll();
   }
 
-  private async forwardCancel(jobId: string): Promise<void> {
-    const [row] = await query<{ host_id: string | null }>(this.em(), `select host_id from jobs where id = ? and placement = 'host' and status = 'running'`, [jobId]);
+  /** Tells the job's host to stop it, when that host is connected here; after the kind's grace when it has one. */
+  private async forwardCancel(jobId: string, graceOver = false): Promise<void> {
+    const [row] = await query<{ host_id: string | null; kind: string }>(
+      this.em(),
+      `select host_id, kind from jobs where id = ? and placement = 'host' and status = 'running'`,
+      [jobId],
+    );
     const host = row?.host_id ? this.hosts.get(row.host_id) : undefined;
-    host?.send({ type: 'job.cancel', jobId, reason: 'cancelled by a user' });
+    if (!host) return;
+    const grace = this.kinds[row!.kind]?.cancelGraceSeconds;
+    if (grace && !graceOver) {
+      setTimeout(() => void this.forwardCancel(jobId, true).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')), grace * 1000).unref();
+      return;
+    }
+    host.send({ type: 'job.cancel', jobId, reason: 'cancelled by a user' });
   }
 
   /** Takes what fits on the host in one transaction, then sends the assignments once they are committed. */

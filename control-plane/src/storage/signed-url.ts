@@ -21,8 +21,8 @@ export const BAD_SIGNATURE = 'Invalid or expired signed URL';
  */
 export class UrlSigner {
   private readonly key: Buffer;
-  /** Read at signing time: a server on port 0 learns its address only once it listens. */
-  private readonly baseUrl: () => string;
+  /** The appliance's own URL, read when used: a server on port 0 learns its address only once it listens. */
+  readonly baseUrl: () => string;
 
   constructor(secret: string, baseUrl: () => string) {
     this.key = createHmac('sha256', secret).update('signed-url').digest();

@@ -1,5 +1,8 @@
+// /api/training/* and the model's own training resource, /api/models/{owner}/{project}/{model}/training.
 import { defineRoute } from '../http/define-route.ts';
+import { ModelPath } from '../models/model.schemas.ts';
 import { GpuAvailability, GpuAvailabilityQuery } from './gpu-availability.schemas.ts';
+import { ModelTraining, TrainingCancelled, TrainingStart, TrainingStarted } from './training.schemas.ts';
 
 export const gpuAvailability = defineRoute({
   method: 'GET',
@@ -19,4 +22,57 @@ export const gpuAvailability = defineRoute({
   handler: (ctx, { query }) => ctx.state.services.gpuAvailability.read(ctx.state.actor, query.managed),
 });
 
-export const trainingRoutes = [gpuAvailability];
+export const startTraining = defineRoute({
+  method: 'POST',
+  path: '/api/training/start',
+  tag: 'Training',
+  summary: 'Train a model on a worker host with the ultralytics trainer (editor or above)',
+  description:
+    'The job waits for a free GPU of gpuType on a connected host (the pool or the workspace’s own), then runs plain `yolo train` ' +
+    'there with a key minted for this job alone, reporting through /api/webhooks/*. trainArgs.data is ul://owner/datasets/slug; ' +
+    'trainArgs.model a model YAML (from scratch) or ul://owner/project/model (fine-tune; nothing is downloaded from the internet). ' +
+    'project, name, device and resume are set by the platform. 402 when the workspace’s credit cannot cover the estimate ' +
+    '(epochs × seconds per epoch, measured from earlier runs of the type, × price per GPU-hour); 503 when no connected host has ' +
+    'that GPU type at all (busy ones just queue the job); 409 while the model trains. gpuType cpu runs on any host’s CPU slot.',
+  auth: 'key',
+  limit: 'training',
+  request: { body: TrainingStart },
+  response: { status: 200, description: 'Queued', schema: TrainingStarted },
+  errors: [402, 403, 404, 409, 503],
+  handler: (ctx, { body }) => ctx.state.services.training.start(ctx.state.actor, body),
+});
+
+export const readTraining = defineRoute({
+  method: 'GET',
+  path: '/api/models/:owner/:project/:model/training',
+  tag: 'Training',
+  summary: "The model's training job, or null if never trained",
+  description:
+    'The newest training: status (queued, starting, running, completed, failed, cancelled), epoch progress, timing with an ETA, compute ' +
+    '(GPU type, host, device, attempts), train args, every epoch’s metrics, the estimate and a safe error. Runs started on your own machine ' +
+    '(`yolo train project=owner/project`) show too, with source own-compute. Models of public projects can be read anonymously.',
+  auth: 'optional',
+  limit: 'default',
+  request: { params: ModelPath },
+  response: { status: 200, description: 'The job', schema: ModelTraining },
+  errors: [404],
+  handler: (ctx, { params }) => ctx.state.services.training.read(ctx.state.actor, params),
+});
+
+export const cancelTraining = defineRoute({
+  method: 'DELETE',
+  path: '/api/models/:owner/:project/:model/training',
+  tag: 'Training',
+  summary: 'Cancel the model’s training (editor or above)',
+  description:
+    'A queued job is cancelled at once (status cancelled). A running trainer is told in its next webhook answer, stops after its epoch and ' +
+    'uploads what it has (status cancelling); its host stops it after TRAINING_CANCEL_GRACE_SECONDS if it has not. 409 when no training is active.',
+  auth: 'key',
+  limit: 'training',
+  request: { params: ModelPath },
+  response: { status: 200, description: 'Cancelled or cancelling', schema: TrainingCancelled },
+  errors: [403, 404, 409],
+  handler: (ctx, { params }) => ctx.state.services.training.cancel(ctx.state.actor, params),
+});
+
+export const trainingRoutes = [gpuAvailability, startTraining, readTraining, cancelTraining];

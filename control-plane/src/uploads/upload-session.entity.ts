@@ -20,7 +20,8 @@ export const UploadSessionSchema = defineEntity({
     assetId: p.string().length(24),
     filename: p.string().length(256),
     contentType: p.string().length(255),
-    totalBytes: p.bigint('number'),
+    /** Null for a training checkpoint, whose size the trainer does not announce: the PUT's Content-Length decides. */
+    totalBytes: p.bigint('number').nullable(),
     objectKey: p.string().length(1024),
     /** A second PUT is refused with 412 (dataset archives). */
     createOnly: p.boolean(),

@@ -91,11 +91,12 @@ export class UploadService {
       throw Invalid(`Content-Type must be ${session.contentType}, as declared for this upload`);
     }
     if (session.createOnly && headers.ifNoneMatch?.trim() !== '*') throw Invalid('Missing header If-None-Match: * (returned with the upload URL)');
-    if (headers.contentLength !== undefined && Number(headers.contentLength) !== session.totalBytes) {
+    const expectedBytes = session.totalBytes ?? announcedSize(headers.contentLength);
+    if (headers.contentLength !== undefined && Number(headers.contentLength) !== expectedBytes) {
       throw Invalid(`Content-Length ${headers.contentLength} differs from the declared totalBytes ${session.totalBytes}`);
     }
     const stored = await this.storage.store
-      .put(session.objectKey, body, { contentType: session.contentType, expectedBytes: session.totalBytes, createOnly: session.createOnly })
+      .put(session.objectKey, body, { contentType: session.contentType, expectedBytes, createOnly: session.createOnly })
       .catch((error: unknown) => {
         if (error instanceof BlobExists) throw createOnlyRefusal();
         if (error instanceof BlobLengthMismatch) {
@@ -159,6 +160,20 @@ export class UploadService {
    * The model's weights become this file. The file it had before is left to the hourly sweep of
    * unreferenced files: clones may share it, and the sweep deletes it only once no model refers to it.
    */
+  /**
+   * A training checkpoint PUT to its URL becomes the model's weights (checkpoint_saved, training_complete).
+   * Returns the file's key, or null when no file arrived for that session.
+   */
+  async promoteCheckpoint(em: EntityManager, sessionId: string, modelId: string): Promise<string | null> {
+    const session = await em.findOne(UploadSession, { id: sessionId, assetType: 'models', assetId: modelId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!session || session.status !== 'uploaded') return null;
+    const head = await this.storage.store.head(session.objectKey);
+    if (!head) return null;
+    await this.attachToModel(em, session, head.size, undefined);
+    em.remove(session);
+    return session.objectKey;
+  }
+
   private async attachToModel(em: EntityManager, session: UploadSession, bytes: number, checksum: string | undefined): Promise<void> {
     const model = await em.findOne(Model, { id: session.assetId, workspace: session.workspace });
     if (!model) throw NotFound(`Model ${session.assetId} not found`);
@@ -193,6 +208,17 @@ export class UploadService {
     await this.em.flush();
     return stale.length;
   }
+}
+
+/** Largest checkpoint accepted when the uploader announced no size. */
+const MAX_CHECKPOINT_BYTES = 4 * 2 ** 30;
+
+/** The size a PUT announces (Content-Length), required when the session did not fix one. */
+function announcedSize(contentLength: string | undefined): number {
+  const bytes = Number(contentLength);
+  if (contentLength === undefined || !Number.isSafeInteger(bytes) || bytes < 0) throw new HttpError(411, 'Content-Length is required for this upload');
+  if (bytes > MAX_CHECKPOINT_BYTES) throw new HttpError(413, `A checkpoint may have at most ${MAX_CHECKPOINT_BYTES} bytes`);
+  return bytes;
 }
 
 function createOnlyRefusal(): HttpError {

@@ -5,6 +5,8 @@ import { Migration20261122223030_jobs_versions } from './Migration20261122223030
 import { Migration20261122232242_projects_models_workflows } from './Migration20261122232242_projects_models_workflows.ts';
 import { Migration20261122235521_hosts_worker_keys } from './Migration20261122235521_hosts_worker_keys.ts';
 import { Migration20261123004101_host_jobs } from './Migration20261123004101_host_jobs.ts';
+import { Migration20261123005518_credits } from './Migration20261123005518_credits.ts';
+import { Migration20261123010011_training_runs_job_keys } from './Migration20261123010011_training_runs_job_keys.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -15,4 +17,6 @@ export const migrations = [
   { name: 'Migration20261122232242_projects_models_workflows', class: Migration20261122232242_projects_models_workflows },
   { name: 'Migration20261122235521_hosts_worker_keys', class: Migration20261122235521_hosts_worker_keys },
   { name: 'Migration20261123004101_host_jobs', class: Migration20261123004101_host_jobs },
+  { name: 'Migration20261123005518_credits', class: Migration20261123005518_credits },
+  { name: 'Migration20261123010011_training_runs_job_keys', class: Migration20261123010011_training_runs_job_keys },
 ];

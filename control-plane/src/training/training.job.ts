@@ -1,0 +1,94 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppConfig } from '@vp/config';
+import type { JobSpec } from '@vp/protocol';
+import { BillingService } from '../billing/billing.service.ts';
+import { Dataset } from '../datasets/dataset.entity.ts';
+import { query } from '../db/sql.ts';
+import { JobFailure } from '../jobs/job-runner.ts';
+import { Model } from '../models/model.entity.ts';
+import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
+import { mintJobKey, revokeJobKeys } from './job-keys.ts';
+import { trainCommand } from './train-args.ts';
+import type { TrainingPayload } from './training-payload.ts';
+
+/** Room for the data loader's workers in the container (Docker's default of 64 MB stalls them). */
+const SHM_BYTES = 2 * 2 ** 30;
+
+/**
+ * A training job on a worker host: each attempt runs plain `yolo train` with a key minted for it, reporting
+ * through the webhooks; when the job ends its key dies, the model and run get their final state, and the run
+ * time is charged.
+ */
+export class TrainingJob implements HostJobKind {
+  /** A cancelled trainer stops at its next epoch end and uploads what it has; only after this is it stopped. */
+  readonly cancelGraceSeconds: number;
+  private readonly config: AppConfig;
+  private readonly baseUrl: () => string;
+
+  constructor(config: AppConfig, baseUrl: () => string) {
+    this.config = config;
+    this.baseUrl = baseUrl;
+    this.cancelGraceSeconds = config.trainingCancelGraceSeconds;
+  }
+
+  async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec> {
+    const payload = attempt.payload as unknown as TrainingPayload;
+    const model = await em.findOne(Model, { id: payload.modelId, deletedAt: null }, { populate: ['project', 'workspace'] });
+    if (!model) throw new JobFailure('The model was deleted before training started');
+    const dataset = await em.findOne(Dataset, { id: payload.datasetId, deletedAt: null });
+    if (!dataset) throw new JobFailure('The dataset was deleted before training started');
+    const weights = payload.weightsModelId ? await em.findOne(Model, { id: payload.weightsModelId, deletedAt: null }) : null;
+    if (payload.weightsModelId && !weights?.fileKey) throw new JobFailure(`The base weights ${payload.trainArgs.model} are gone`);
+    const key = await mintJobKey(em, {
+      workspaceId: attempt.workspaceId,
+      userId: payload.userId,
+      scope: {
+        jobId: attempt.id,
+        modelId: model.id,
+        resourceIds: [model.id, model.project.id, dataset.id, ...(weights ? [weights.id, weights.project.id] : [])],
+        ...(payload.datasetVersion !== undefined && { datasetVersion: payload.datasetVersion }),
+      },
+    });
+    const gpuCount = attempt.gpuIndexes.length;
+    return {
+      command: trainCommand(payload.trainArgs, { owner: model.workspace.handle, project: model.project.slug, model: model.slug, gpuCount }),
+      env: { ULTRALYTICS_PLATFORM_URL: this.baseUrl(), ULTRALYTICS_API_KEY: key, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' },
+      workDir: `training/${attempt.id}/${attempt.attempt}`,
+      gpus: { count: gpuCount },
+      shmBytes: SHM_BYTES,
+    };
+  }
+
+  async ended(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void> {
+    const payload = attempt.payload as unknown as TrainingPayload;
+    await revokeJobKeys(em, attempt.id);
+    const [job] = await query<{ error: string | null; seconds: number | null }>(
+      em,
+      'select error, extract(epoch from finished_at - started_at)::float8 as seconds from jobs where id = ?',
+      [attempt.id],
+    );
+    const runs = await query<{ epochs_done: number }>(
+      em,
+      `update training_runs set status = case when status = 'running' then ? else status end, completed_at = coalesce(completed_at, now()), updated_at = now()
+       where job_id = ? returning epochs_done`,
+      [outcome, attempt.id],
+    );
+    // A trainer that exited without reporting its end (or never started reporting) leaves the model to this.
+    const modelError = outcome === 'completed' ? 'The trainer exited without reporting its results' : (job?.error ?? null);
+    await query(
+      em,
+      `update models set status = ?, training_error = ?, completed_at = now(), updated_at = now() where id = ? and status = 'training'`,
+      [outcome === 'completed' ? 'failed' : outcome, outcome === 'cancelled' ? null : modelError, payload.modelId],
+    );
+    const model = await em.findOne(Model, { id: payload.modelId }, { populate: ['project', 'workspace'] });
+    await new BillingService(em, this.config).chargeJob({
+      workspaceId: attempt.workspaceId,
+      jobId: attempt.id,
+      gpuType: payload.gpuType,
+      gpuCount: payload.gpuType === 'cpu' ? 0 : 1,
+      seconds: Math.max(0, job?.seconds ?? 0),
+      epochs: Math.max(0, ...runs.map((run) => run.epochs_done)),
+      description: `Training ${model ? `${model.workspace.handle}/${model.project.slug}/${model.slug}` : payload.modelId}`,
+    });
+  }
+}

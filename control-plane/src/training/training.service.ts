@@ -1,0 +1,147 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
+import type { z } from 'zod';
+import { requireKey, requireRole } from '../auth/access.ts';
+import type { Actor } from '../auth/actor.ts';
+import type { BillingService } from '../billing/billing.service.ts';
+import type { VersionService } from '../datasets/version.service.ts';
+import { query } from '../db/sql.ts';
+import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
+import { enqueueJob } from '../jobs/job-queue.ts';
+import { JOB_CANCEL_CHANNEL } from '../jobs/job-queue.ts';
+import { Job } from '../jobs/job.entity.ts';
+import { findModel } from '../models/model-access.ts';
+import { Model } from '../models/model.entity.ts';
+import { resolveDatasetReference, resolveModelReference } from '../models/references.ts';
+import { MODEL_YAML, type TrainArgs } from './train-args.ts';
+import { TRAINING_JOB, type TrainingPayload } from './training-payload.ts';
+import { someHostOffers } from './training-capacity.ts';
+import { trainingView } from './training-view.ts';
+import { TrainingRun } from './training-run.entity.ts';
+import type { ModelTraining, TrainingCancelled, TrainingStart, TrainingStarted } from './training.schemas.ts';
+
+type Address = { owner: string; project: string; model: string };
+
+/** Starting, reading and cancelling a model's training: a job the scheduler runs on a worker host. */
+export class TrainingService {
+  private readonly em: EntityManager;
+  private readonly billing: BillingService;
+  private readonly versions: VersionService;
+
+  constructor(em: EntityManager, billing: BillingService, versions: VersionService) {
+    this.em = em;
+    this.billing = billing;
+    this.versions = versions;
+  }
+
+  async start(actor: Actor, body: z.output<typeof TrainingStart>): Promise<z.input<typeof TrainingStarted>> {
+    const key = requireKey(actor);
+    const model = await this.em.findOne(Model, { id: body.modelId, workspace: key.workspaceId, deletedAt: null }, { populate: ['project', 'workspace'] });
+    if (!model) throw NotFound(`Model ${body.modelId} not found`);
+    requireRole(actor, key.workspaceId, 'editor');
+    if (await this.activeJob(model.id)) throw Conflict('The model is already training; cancel it first');
+    const gpuType = body.gpuType;
+    if (gpuType !== 'cpu' && !KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability) or cpu`);
+    const { dataset, weights } = await this.resolveInputs(actor, body.trainArgs);
+    if (!(await someHostOffers(this.em, key.workspaceId, gpuType))) {
+      throw new HttpError(503, gpuType === 'cpu' ? 'No worker host is connected' : `No connected worker host has a ${gpuType} GPU; see GET /api/training/gpu-availability`);
+    }
+    const gpuCount = gpuType === 'cpu' ? 0 : 1;
+    const estimate = await this.billing.estimate({ workspaceId: key.workspaceId, gpuType, gpuCount, epochs: body.trainArgs.epochs });
+    const balanceCents = await this.billing.requireCredit(key.workspaceId, estimate.estimatedCostCents);
+    const datasetVersion = body.captureDatasetVersion
+      ? (await this.versions.create(actor, dataset.workspace.handle, dataset.slug, { description: `Trained by ${model.project.slug}/${model.slug}`, download: false })).version
+      : undefined;
+
+    const payload: TrainingPayload = {
+      modelId: model.id,
+      userId: key.userId,
+      datasetId: dataset.id,
+      datasetVersion,
+      weightsModelId: weights?.id,
+      trainArgs: body.trainArgs,
+      gpuType,
+      estimatedCostCents: estimate.estimatedCostCents,
+    };
+    const job = await this.em.transactional(async (em) => {
+      await em.nativeUpdate(Model, { id: model.id }, { status: 'training', trainArgs: body.trainArgs, dataset, datasetSlug: dataset.slug, trainingError: null, completedAt: null });
+      return enqueueJob(em, {
+        kind: TRAINING_JOB,
+        workspaceId: key.workspaceId,
+        subjectId: model.id,
+        payload: { ...payload },
+        host: { gpuType: gpuCount > 0 ? gpuType : null, gpuCount, restartable: true },
+      });
+    });
+    return {
+      modelId: model.id,
+      jobId: job.id,
+      status: 'starting',
+      gpuType,
+      estimatedCost: { pricePerHour: estimate.pricePerHour, gpuMemoryGb: estimate.gpuMemoryGb },
+      billing: { estimatedCostCents: estimate.estimatedCostCents, estimatedCostDisplay: estimate.estimatedCostDisplay, balanceCents },
+      ...(datasetVersion !== undefined && { datasetVersion }),
+    };
+  }
+
+  /** data must be a dataset on the appliance; model a bundled YAML or weights on the appliance (nothing is downloaded). */
+  private async resolveInputs(actor: Actor, args: TrainArgs) {
+    if (!args.data.startsWith('ul://')) throw Invalid('trainArgs.data must be a dataset on this appliance: ul://owner/datasets/slug');
+    const dataset = await resolveDatasetReference(this.em, actor, args.data);
+    await this.em.populate(dataset, ['workspace']);
+    if (args.model.startsWith('ul://')) {
+      const weights = await resolveModelReference(this.em, actor, args.model);
+      if (!weights.fileKey) throw Invalid(`${args.model} has no weights yet`);
+      return { dataset, weights };
+    }
+    if (!MODEL_YAML.test(args.model)) {
+      throw Invalid('trainArgs.model must be a model YAML (yolo11n.yaml: from scratch) or ul://owner/project/model: this appliance downloads nothing, so upload pretrained weights (yolo11n.pt) to a project first');
+    }
+    return { dataset, weights: undefined };
+  }
+
+  async read(actor: Actor, at: Address): Promise<z.input<typeof ModelTraining>> {
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    const job = await this.em.findOne(Job, { subjectId: model.id, kind: TRAINING_JOB }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['host'] });
+    const run = await this.em.findOne(TrainingRun, job ? { model, job } : { model }, { orderBy: { id: 'desc' } });
+    if (!job && !run) return { job: null };
+    const epochs = run ? await query<{ epoch: number; metrics: Record<string, unknown>; fitness: number | null; best_fitness: number | null; at: string | Date }>(
+      this.em,
+      'select epoch, metrics, fitness, best_fitness, at from training_epochs where run_id = ? order by epoch',
+      [run.id],
+    ) : [];
+    return { job: trainingView(job, run, epochs) };
+  }
+
+  /** A queued job is cancelled at once; a running trainer is told in its next webhook answer and stopped after a grace. */
+  async cancel(actor: Actor, at: Address): Promise<z.input<typeof TrainingCancelled>> {
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
+    const job = await this.activeJob(model.id);
+    if (job) {
+      const [row] = await query<{ status: string }>(
+        this.em,
+        `update jobs set cancel_requested = true, updated_at = now(),
+           status = case when status = 'queued' then 'cancelled' else status end,
+           finished_at = case when status = 'queued' then now() else finished_at end,
+           error = case when status = 'queued' then 'Cancelled' else error end
+         where id = ? and status in ('queued', 'running') returning status`,
+        [job.id],
+      );
+      if (!row) throw Conflict('The training is no longer active');
+      if (row.status === 'cancelled') {
+        await this.em.nativeUpdate(Model, { id: model.id, status: 'training' }, { status: 'cancelled', completedAt: new Date() });
+        return { success: true, status: 'cancelled' };
+      }
+      await query(this.em, `select pg_notify('${JOB_CANCEL_CHANNEL}', ?)`, [job.id]);
+      return { success: true, status: 'cancelling' };
+    }
+    // A run on the user's own machine: its trainer hears it in the next answer.
+    const cancelled = await this.em.nativeUpdate(TrainingRun, { model, status: 'running', job: null, cancelRequested: false }, { cancelRequested: true });
+    if (cancelled === 0) throw Conflict('The model has no active training');
+    return { success: true, status: 'cancelling' };
+  }
+
+  private activeJob(modelId: string): Promise<Job | null> {
+    return this.em.findOne(Job, { subjectId: modelId, kind: TRAINING_JOB, status: { $in: ['queued', 'running'] } });
+  }
+}

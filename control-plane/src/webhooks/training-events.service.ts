@@ -1,0 +1,183 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import { requireKey } from '../auth/access.ts';
+import type { Actor, KeyActor } from '../auth/actor.ts';
+import { query } from '../db/sql.ts';
+import { NotFound } from '../http/errors.ts';
+import type { Model } from '../models/model.entity.ts';
+import { ConsoleChunk, TrainingEpoch, TrainingRun } from '../training/training-run.entity.ts';
+import type { UploadService } from '../uploads/upload.service.ts';
+import { headlineMetrics, numberOrNull } from './final-metrics.ts';
+import { modelFor, modelForNewRun } from './run-identity.ts';
+import type { MetricsAnswer, MetricsEnvelope } from './webhook.schemas.ts';
+
+type Envelope = z.output<typeof MetricsEnvelope>;
+type Answer = z.input<typeof MetricsAnswer>;
+type Data = Record<string, unknown>;
+
+const record = (value: unknown): Data => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Data) : {});
+const int = (value: unknown): number | null => (typeof value === 'number' && Number.isInteger(value) ? value : null);
+/** At most this many per-image validation rows are kept (the client sends up to 5,000). */
+const MAX_ANALYSIS_ROWS = 5000;
+
+/**
+ * POST /api/webhooks/training/metrics: what a `yolo train` process reports, from a worker host (job key) or a
+ * user's own machine (their key). Events land on the run and the model; every answer carries `cancelled`, which
+ * is how a user's cancel reaches the trainer.
+ */
+export class TrainingEventsService {
+  private readonly em: EntityManager;
+  private readonly uploads: UploadService;
+  private readonly publicBaseUrl: string;
+
+  constructor(em: EntityManager, uploads: UploadService, publicBaseUrl: string) {
+    this.em = em;
+    this.uploads = uploads;
+    this.publicBaseUrl = publicBaseUrl;
+  }
+
+  async receive(actor: Actor, envelope: Envelope): Promise<Answer> {
+    const key = requireKey(actor);
+    return this.em.transactional(async (em) => {
+      if (envelope.event === 'training_started') return this.started(em, key, envelope);
+      const model = await modelFor(em, key, envelope);
+      const run = await this.currentRun(em, model, int(envelope.data.runId));
+      await this.apply(em, envelope, model, run);
+      await em.flush();
+      return { success: true, modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
+    });
+  }
+
+  private async started(em: EntityManager, key: KeyActor, envelope: Envelope): Promise<Answer> {
+    const model = await modelForNewRun(em, key, envelope);
+    const data = envelope.data;
+    const run = em.create(TrainingRun, {
+      workspace: key.workspaceId,
+      model,
+      job: key.jobScope?.jobId ?? null,
+      epochs: int(data.epochs),
+      device: typeof data.device === 'string' ? data.device.slice(0, 128) : null,
+      trainArgs: record(data.trainArgs),
+      environment: record(data.environment),
+    });
+    Object.assign(model, { status: 'training', startedAt: new Date(), completedAt: null, trainingError: null, trainArgs: record(data.trainArgs) });
+    if (run.epochs !== null) model.epochs = run.epochs;
+    await em.flush();
+    if (key.jobScope) await this.jobProgress(em, key.jobScope.jobId, 0, run.epochs);
+    const owner = model.workspace.handle;
+    return {
+      success: true,
+      modelId: model.id,
+      runId: run.id,
+      modelSlug: model.slug,
+      modelUrl: `${this.publicBaseUrl}/${owner}/${model.project.slug}/${model.slug}`,
+      cancelled: await this.cancelled(em, run),
+    };
+  }
+
+  /** The run an event belongs to: its runId, else the model's newest. */
+  private async currentRun(em: EntityManager, model: Model, runId: number | null): Promise<TrainingRun> {
+    const run = runId
+      ? await em.findOne(TrainingRun, { id: runId, model })
+      : await em.findOne(TrainingRun, { model }, { orderBy: { id: 'desc' } });
+    if (!run) throw NotFound(runId ? `Run ${runId} of model ${model.id} not found` : `Model ${model.id} has no training run; send training_started first`);
+    return run;
+  }
+
+  private async apply(em: EntityManager, envelope: Envelope, model: Model, run: TrainingRun): Promise<void> {
+    const data = envelope.data;
+    switch (envelope.event) {
+      case 'epoch_end':
+        return this.epochEnd(em, data, model, run);
+      case 'console_output': {
+        const chunkId = int(data.chunkId) ?? 0;
+        await query(
+          em,
+          `insert into training_console (run_id, chunk_id, content, line_count, at) values (?, ?, ?, ?, now()) on conflict (run_id, chunk_id) do nothing`,
+          [run.id, chunkId, String(data.content ?? '').slice(0, 1_000_000), int(data.lineCount) ?? 0],
+        );
+        return;
+      }
+      case 'checkpoint_saved':
+        return this.checkpoint(em, String(data.modelPath ?? ''), model, run);
+      case 'training_complete':
+        return this.complete(em, data, model, run);
+      case 'training_failed':
+        run.status = 'failed';
+        run.error = String(data.error ?? 'Training failed').slice(0, 10_000);
+        run.completedAt = new Date();
+        Object.assign(model, { status: 'failed', trainingError: run.error, completedAt: run.completedAt });
+        return;
+      case 'training_progress':
+      case 'system_metrics':
+        // Liveness only: the run's updatedAt moves.
+        run.updatedAt = new Date();
+        return;
+    }
+  }
+
+  private async epochEnd(em: EntityManager, data: Data, model: Model, run: TrainingRun): Promise<void> {
+    const epoch = int(data.epoch);
+    // After the last epoch the trainer validates its best weights and reports that as one more epoch_end; the
+    // final metrics come with training_complete, so it is not an epoch of its own.
+    if (epoch === null || epoch < 0 || (run.epochs != null && epoch >= run.epochs)) return;
+    const metrics = record(data.metrics);
+    await query(
+      em,
+      `insert into training_epochs (run_id, epoch, metrics, system, fitness, best_fitness, at) values (?, ?, ?::jsonb, ?::jsonb, ?, ?, now())
+       on conflict (run_id, epoch) do update set metrics = excluded.metrics, system = excluded.system, fitness = excluded.fitness, best_fitness = excluded.best_fitness`,
+      [run.id, epoch, JSON.stringify(metrics), JSON.stringify(record(data.system)), numberOrNull(data.fitness), numberOrNull(data.best_fitness)],
+    );
+    run.epochsDone = Math.max(run.epochsDone, epoch + 1);
+    if (data.modelInfo) run.modelInfo = record(data.modelInfo);
+    model.metrics = headlineMetrics(metrics) ?? model.metrics ?? null;
+    if (run.job) await this.jobProgress(em, run.job.id, run.epochsDone, run.epochs);
+  }
+
+  /** The uploaded checkpoint (gcsPath = its upload session) becomes the model's weights and the run's resume point. */
+  private async checkpoint(em: EntityManager, sessionId: string, model: Model, run: TrainingRun): Promise<void> {
+    if (!/^[0-9a-f]{24}$/.test(sessionId)) return;
+    const key = await this.uploads.promoteCheckpoint(em, sessionId, model.id);
+    if (!key) return;
+    run.checkpointKey = key;
+    run.checkpointAt = new Date();
+  }
+
+  private async complete(em: EntityManager, data: Data, model: Model, run: TrainingRun): Promise<void> {
+    const results = record(data.results);
+    if (typeof results.modelPath === 'string') await this.checkpoint(em, results.modelPath, model, run);
+    const cancelled = await this.cancelled(em, run);
+    const now = new Date();
+    Object.assign(run, { status: cancelled ? 'cancelled' : 'completed', completedAt: now });
+    const validation = record(results.validation);
+    const rows = Array.isArray(validation.rows) ? validation.rows.slice(0, MAX_ANALYSIS_ROWS) : [];
+    const { validation: _rows, ...summary } = results;
+    Object.assign(model, {
+      status: cancelled ? 'cancelled' : 'completed',
+      completedAt: now,
+      metrics: headlineMetrics(record(results.metrics)) ?? model.metrics ?? null,
+      bestEpoch: int(results.bestEpoch),
+      bestFitness: numberOrNull(results.bestFitness),
+      classNames: Array.isArray(data.classNames) ? data.classNames.map(String) : model.classNames,
+      trainResults: { ...summary, plots: Array.isArray(data.plots) ? data.plots : [], extremes: validation.extremes ?? null, runId: run.id },
+      analysis: rows.map((row) => (Array.isArray(row) ? { image: row[0], tp: row[1], fp: row[2], fn: row[3] } : record(row))),
+    });
+  }
+
+  private async cancelled(em: EntityManager, run: TrainingRun): Promise<boolean> {
+    if (run.cancelRequested) return true;
+    if (!run.job) return false;
+    const [job] = await query<{ cancel_requested: boolean }>(em, 'select cancel_requested from jobs where id = ?', [run.job.id]);
+    return job?.cancel_requested ?? false;
+  }
+
+  private async jobProgress(em: EntityManager, jobId: string, done: number, epochs: number | null | undefined): Promise<void> {
+    const percent = epochs ? Math.round((1000 * done) / epochs) / 10 : 0;
+    await query(
+      em,
+      `update jobs set progress = jsonb_build_object('stage', 'training', 'percent', ?::numeric, 'processed', ?::int, 'total', ?::int), updated_at = now()
+       where id = ? and status = 'running'`,
+      [percent, done, epochs ?? 0, jobId],
+    );
+  }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Create/refresh the trainer venv at $1 on top of Debian's python3 + python3-torch/torchvision (the apt
+# packages in apt-packages.txt must already be installed), and make ultralytics fully offline.
+# Shared by build-trainer-env.sh (host) and build-trainer-image.sh (run inside the image's chroot).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+venv=${1:?usage: setup-env.sh VENV_DIR}
+cfg=$venv/yolo-config
+log() { printf '[trainer-setup] %s\n' "$*"; }
+
+# Offline defaults. ultralytics reads these at import time; they are also written to
+# $venv/trainer.env and, as setdefault()s, to a .pth file so the venv's python is offline by default.
+# YOLO_OFFLINE: skips its DNS "is online" probe, so pip-update check, telemetry and downloads never run.
+# YOLO_AUTOINSTALL=false: never pip-install a missing optional requirement at runtime.
+# MPLCONFIGDIR: a writable matplotlib cache, pre-built below so plots don't rescan fonts per job.
+export YOLO_CONFIG_DIR=$cfg YOLO_OFFLINE=1 YOLO_AUTOINSTALL=false MPLCONFIGDIR=$cfg/matplotlib
+mkdir -p "$cfg/Ultralytics" "$MPLCONFIGDIR"
+
+# --system-site-packages: torch/torchvision/numpy come from Debian (a matching CPU pair); PyPI's
+# torchvision is a CUDA build that would drag in a different torch.
+if [ ! -x "$venv/bin/python" ]; then
+  log "creating venv $venv (Debian /usr/bin/python3, system site-packages)"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+pip=("$venv/bin/python" -m pip install --no-input --disable-pip-version-check -c "$here/constraints.txt")
+log "pip: ultralytics runtime deps"
+"${pip[@]}" -r "$here/requirements.txt"
+# --no-deps: ultralytics' metadata wants opencv-python (GUI build) and GPU/cloud extras; the
+# constraints pin keeps the version exact.
+log "pip: ultralytics (no deps)"
+"${pip[@]}" --no-deps ultralytics ultralytics-thop
+
+"$venv/bin/python" - <<'EOF'
+import torch, torchvision, cv2, ultralytics
+assert torch.__file__.startswith("/usr/lib/python3/"), f"torch is not Debian's: {torch.__file__}"
+print(f"[trainer-setup] torch {torch.__version__}, torchvision {torchvision.__version__}, "
+      f"opencv {cv2.__version__}, ultralytics {ultralytics.__version__}")
+EOF
+
+printf 'YOLO_CONFIG_DIR=%s\nYOLO_OFFLINE=1\nYOLO_AUTOINSTALL=false\nMPLCONFIGDIR=%s\n' "$cfg" "$MPLCONFIGDIR" >"$venv/trainer.env"
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+"$venv/bin/python" - "$venv/trainer.env" "$site/vp_trainer_offline.pth" <<'EOF'
+import sys
+env = dict(l.strip().split("=", 1) for l in open(sys.argv[1]) if "=" in l)
+open(sys.argv[2], "w").write("import os; " + "; ".join(f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()) + "\n")
+EOF
+
+log "ultralytics settings in $cfg/Ultralytics (sync/telemetry and integrations off)"
+"$venv/bin/yolo" settings sync=False clearml=False comet=False dvc=False mlflow=False raytune=False \
+  tensorboard=False wandb=False vscode_msg=False openvino_msg=False \
+  runs_dir="$cfg/runs" weights_dir="$cfg/weights" datasets_dir="$cfg/datasets" >/dev/null
+# check_font() downloads Arial.ttf / Arial.Unicode.ttf into the config dir unless present there.
+for f in Arial.ttf Arial.Unicode.ttf; do
+  cp /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf "$cfg/Ultralytics/$f"
+done
+"$venv/bin/python" -c 'import matplotlib.font_manager'
+log "ready: $venv (env: $venv/trainer.env)"

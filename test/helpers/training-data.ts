@@ -1,0 +1,65 @@
+// A small, learnable detection dataset drawn with sharp: red squares (class 0) and blue discs (class 1) at
+// known places on a plain background, 160 px, with exact YOLO boxes. Seeded, so every run draws the same.
+import sharp from 'sharp';
+import type { Test } from 'tap';
+import { ingestArchive, zipOf } from './archives.ts';
+import { call } from './server.ts';
+import type { World } from './world.ts';
+
+const SIZE = 160;
+
+/** A tiny deterministic generator (mulberry32). */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One picture with one or two shapes that never overlap, and its YOLO label lines. */
+async function picture(next: () => number): Promise<{ bytes: Buffer; label: string }> {
+  const shapes: string[] = [];
+  const lines: string[] = [];
+  const count = 1 + Math.floor(next() * 2);
+  for (let n = 0; n < count; n++) {
+    const cls = Math.floor(next() * 2);
+    const side = 36 + Math.floor(next() * 28);
+    // Shape n lives in its own half of the picture (left or right), so shapes never touch.
+    const left = n * 80 + Math.floor(next() * (80 - side));
+    const top = Math.floor(next() * (SIZE - side));
+    shapes.push(
+      cls === 0
+        ? `<rect x="${left}" y="${top}" width="${side}" height="${side}" fill="#e02020"/>`
+        : `<circle cx="${left + side / 2}" cy="${top + side / 2}" r="${side / 2}" fill="#2040e0"/>`,
+    );
+    const f = (value: number) => (value / SIZE).toFixed(6);
+    lines.push(`${cls} ${f(left + side / 2)} ${f(top + side / 2)} ${f(side)} ${f(side)}`);
+  }
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${SIZE}" height="${SIZE}"><rect width="100%" height="100%" fill="#d8d8c8"/>${shapes.join('')}</svg>`;
+  return { bytes: await sharp(Buffer.from(svg)).jpeg({ quality: 92 }).toBuffer(), label: lines.join('\n') + '\n' };
+}
+
+/** A YOLO-layout ZIP (data.yaml, images/ and labels/ per split) of `train` + `val` pictures. */
+export async function shapesDataset(train = 64, val = 16, seed = 7): Promise<Buffer> {
+  const next = random(seed);
+  const files: Record<string, Buffer | string> = { 'data.yaml': 'names:\n  0: square\n  1: disc\n' };
+  for (const [split, count] of [['train', train], ['val', val]] as const) {
+    for (let index = 0; index < count; index++) {
+      const { bytes, label } = await picture(next);
+      files[`images/${split}/${split}-${index}.jpg`] = bytes;
+      files[`labels/${split}/${split}-${index}.txt`] = label;
+    }
+  }
+  return zipOf(files);
+}
+
+/** Creates a detect dataset in the key's workspace and ingests the shapes into it. */
+export async function createShapesDataset(t: Test, world: World, key: string, owner: string, slug: string, counts = { train: 64, val: 16 }): Promise<string> {
+  const created = await call<{ id: string }>(world.server, 'POST', '/api/datasets', { key, body: { dataset: slug, name: slug, task: 'detect' } });
+  if (created.status !== 201) throw new Error(`create dataset: ${created.status} ${JSON.stringify(created.body)}`);
+  const job = await ingestArchive(t, world, key, owner, slug, created.body.id, 'shapes.zip', await shapesDataset(counts.train, counts.val));
+  if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
+  return created.body.id;
+}

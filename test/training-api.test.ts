@@ -1,0 +1,127 @@
+// The training API and the trainer's webhooks against a scripted worker host (no trainer runs here; the real one
+// runs in training-e2e): validation, 503 and 402, the command a host receives, the job key's scope and death,
+// cancellation through the webhook answers, bring-your-own-compute naming, tenant isolation.
+import type { Gpu, ServerMessage } from '@vp/protocol';
+import t from 'tap';
+import { eventually } from './helpers/host-jobs.ts';
+import { call } from './helpers/server.ts';
+import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
+import { createDataset, startWorld } from './helpers/world.ts';
+
+const world = await startWorld(t, { RATE_LIMIT_TRAINING: '1000', WORKER_HEARTBEAT_SECONDS: '1', TRAINING_CANCEL_GRACE_SECONDS: '1' });
+const { server, alice, bobby } = world;
+await createDataset(world, alice, { dataset: 'shapes', name: 'Shapes', classNames: ['square', 'disc'] });
+await createDataset(world, alice, { dataset: 'other', name: 'Other' });
+await createDataset(world, bobby, { dataset: 'secret', name: 'Secret' });
+await call(server, 'POST', '/api/projects', { key: alice, body: { project: 'detector', name: 'Detector' } });
+const modelId = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model: 'm1' } })).body.id;
+
+const args = (overrides: Record<string, unknown> = {}) => ({ model: 'yolo11n.yaml', data: 'ul://alice/datasets/shapes', epochs: 5, imgsz: 160, ...overrides });
+const start = (body: Record<string, unknown>, key = alice) => call<Record<string, any>>(server, 'POST', '/api/training/start', { key, body: { modelId, gpuType: 'rtx-4090', ...body } });
+const metrics = (key: string, body: Record<string, unknown>) => call<Record<string, any>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
+const head = (key: string, path: string) => fetch(`${server.url}${path}`, { method: 'HEAD', redirect: 'manual', headers: { authorization: `Bearer ${key}` } });
+/** The scripted host outlives the test that connects it. */
+const keepUntilEnd = (fn: () => void) => t.teardown(fn);
+const gpu: Gpu = { index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' };
+
+t.test('refused before anything is queued: bad arguments 400, another workspace 404, no host 503, no credit 402', async (t) => {
+  const refusals: Array<[Record<string, unknown>, number, RegExp]> = [
+    [{ trainArgs: { model: 'yolo11n.yaml', data: 'ul://alice/datasets/shapes' } }, 400, /epochs/],
+    [{ trainArgs: args({ data: 'coco8.yaml' }) }, 400, /ul:\/\/owner\/datasets\/slug/],
+    [{ trainArgs: args({ model: 'yolo11n.pt' }) }, 400, /downloads nothing/],
+    [{ trainArgs: args({ project: 'elsewhere' }) }, 400, /set by the platform/],
+    [{ trainArgs: args(), gpuType: 'tpu-9000' }, 400, /not a GPU type ID/],
+    [{ trainArgs: args({ data: 'ul://bobby/datasets/secret' }) }, 404, /not found/],
+    [{ trainArgs: args({ model: 'ul://alice/detector/m1' }) }, 400, /has no weights/],
+    [{ trainArgs: args() }, 503, /No connected worker host has a rtx-4090 GPU/],
+  ];
+  for (const [body, status, error] of refusals) {
+    const response = await start(body);
+    t.equal(response.status, status, JSON.stringify(body));
+    t.match(response.body.error, error);
+  }
+  t.equal((await start({ trainArgs: args() }, bobby)).status, 404, "another workspace's model");
+  const { workerKey } = await enrollHost(server, 'gpu-box');
+  const { client } = await WorkerClient.welcomed(server, workerKey, { hardware: { cpu: { model: 'x', cores: 8 }, memoryBytes: 2 ** 34, diskFreeBytes: 2 ** 36, gpus: [gpu], cpuOnly: false } });
+  keepUntilEnd(() => client.ws.terminate());
+  client.beat();
+  hostClient = client;
+  const poor = await start({ trainArgs: args() });
+  t.equal(poor.status, 402);
+  t.match(poor.body.error, /Insufficient credit/);
+  const model = await call<{ model: { status: string } }>(server, 'GET', '/api/models/alice/detector/m1', { key: alice });
+  t.equal(model.body.model.status, 'pending', 'nothing changed');
+  t.same((await call(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice })).body, { job: null });
+});
+
+let hostClient: WorkerClient;
+let jobKey = '';
+let jobId = '';
+
+t.test('started: the host gets plain `yolo train` with a job key; the key reaches only its job', async (t) => {
+  await server.services().billing.grant('alice', 10_000, 'test');
+  const started = await start({ trainArgs: args({ batch: 8, cos_lr: true }) });
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  t.match(started.body, { modelId, status: 'starting', gpuType: 'rtx-4090', estimatedCost: { gpuMemoryGb: 24 }, billing: { balanceCents: 10_000 } });
+  jobId = started.body.jobId;
+  t.equal((await start({ trainArgs: args() })).status, 409, 'already training');
+  const assign = (await hostClient.nextOf('job.assign')) as Extract<ServerMessage, { type: 'job.assign' }>;
+  const command = assign.spec.command;
+  t.same(command.slice(0, 5), ['yolo', 'train', 'model=yolo11n.yaml', 'data=ul://alice/datasets/shapes', 'epochs=5']);
+  t.same(command.slice(5, -4).sort(), ['batch=8', 'cos_lr=True', 'imgsz=160'], 'the other arguments as given');
+  t.same(command.slice(-4), ['project=alice/detector', 'name=m1', 'exist_ok=True', 'device=0'], 'where it reports, on its own GPU');
+  t.same(assign.spec.gpus, { count: 1, indexes: [0] });
+  t.equal(assign.spec.env.ULTRALYTICS_PLATFORM_URL, server.url);
+  jobKey = assign.spec.env.ULTRALYTICS_API_KEY;
+  t.match(jobKey, /^ul_[0-9a-f]{40}$/);
+  hostClient.send({ type: 'job.accepted', jobId });
+
+  t.equal((await call(server, 'GET', '/api/account/summary', { key: jobKey })).status, 403, 'no account access');
+  t.equal((await call(server, 'GET', '/api/datasets/alice', { key: jobKey })).status, 403, 'no listing');
+  t.equal((await call(server, 'GET', '/api/datasets/alice/shapes/export', { key: jobKey })).status, 200, 'its dataset');
+  const redirect = await head(jobKey, '/api/webhooks/datasets/alice/shapes/export');
+  t.equal(redirect.status, 302);
+  t.match(new URL(redirect.headers.get('location')!).pathname, /\.ndjson$/);
+  t.equal((await head(jobKey, '/api/webhooks/datasets/alice/other/export')).status, 404, 'another dataset of the same workspace');
+  t.equal((await head(jobKey, '/api/webhooks/models/alice/detector/m1/download')).status, 404, 'no weights yet');
+  const listed = await call<{ keys: Array<{ name: string }> }>(server, 'GET', '/api/api-keys', { key: alice });
+  t.notOk(JSON.stringify(listed.body).includes('training job'), 'job keys are not listed');
+});
+
+t.test('events from the job key land on its model; a cancel is answered cancelled: true and reaches the host after the grace', async (t) => {
+  const startedEvent = await metrics(jobKey, { event: 'training_started', project: 'alice/elsewhere', name: 'other', data: { epochs: 5, device: '0', trainArgs: { epochs: '5' } } });
+  t.equal(startedEvent.status, 200);
+  t.match(startedEvent.body, { modelId, modelSlug: 'm1', cancelled: false });
+  const runId = startedEvent.body.runId;
+  t.type(runId, 'number');
+  const epoch = await metrics(jobKey, { event: 'epoch_end', modelId, data: { epoch: 0, metrics: { 'train/box_loss': 1.5, 'metrics/mAP50(B)': 0.25 }, fitness: 0.1, best_fitness: 0.1 } });
+  t.match(epoch.body, { cancelled: false });
+  const reading = await call<{ job: Record<string, any> }>(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice });
+  t.match(reading.body.job, { id: jobId, status: 'running', progress: { epoch: 1, epochs: 5, percent: 20 }, compute: { gpuType: 'rtx-4090', host: 'gpu-box' } });
+  t.same(reading.body.job.epochMetrics.map((row: { epoch: number }) => row.epoch), [0]);
+  t.equal((await call<{ model: { metrics: Record<string, number> } }>(server, 'GET', '/api/models/alice/detector/m1', { key: alice })).body.model.metrics.mAP50, 0.25);
+  t.equal((await call(server, 'GET', '/api/models/alice/detector/m1/training', { key: bobby })).status, 404, 'another workspace');
+
+  t.same((await call(server, 'DELETE', '/api/models/alice/detector/m1/training', { key: alice })).body, { success: true, status: 'cancelling' });
+  t.match((await metrics(jobKey, { event: 'epoch_end', modelId, data: { epoch: 1, metrics: {} } })).body, { cancelled: true }, 'the trainer hears it');
+  t.match(await hostClient.nextOf('job.cancel'), { jobId }, 'the host is told to stop it after the grace');
+  hostClient.send({ type: 'job.finished', jobId, outcome: 'completed', exitCode: 0 });
+  await eventually(async () => (await call<{ job: { status: string } }>(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice })).body.job.status === 'cancelled', 'cancelled');
+  t.equal((await metrics(jobKey, { event: 'console_output', modelId, data: { chunkId: 1, content: 'late' } })).status, 401, 'the job key died with the job');
+  t.equal((await call<{ model: { status: string } }>(server, 'GET', '/api/models/alice/detector/m1', { key: alice })).body.model.status, 'cancelled');
+});
+
+t.test('bring your own compute: training_started by project and name creates them; a trained name gets the next free one', async (t) => {
+  const first = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
+  t.match(first.body, { modelSlug: 'train', cancelled: false });
+  await metrics(alice, { event: 'training_complete', modelId: first.body.modelId, data: { runId: first.body.runId, results: { metrics: { 'metrics/mAP50(B)': 0.5 }, bestEpoch: 0, bestFitness: 0.4 }, classNames: ['a'] } });
+  const second = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
+  t.equal(second.body.modelSlug, 'train-2');
+  t.not(second.body.modelId, first.body.modelId);
+  const reading = await call<{ model: { status: string; metrics: Record<string, number>; bestFitness: number } }>(server, 'GET', '/api/models/alice/my-laptop/train', { key: alice });
+  t.match(reading.body.model, { status: 'completed', metrics: { mAP50: 0.5 }, bestFitness: 0.4 });
+  t.equal((await metrics(alice, { event: 'training_started', project: 'bobby/x', name: 'y', data: {} })).status, 403, "another workspace's project");
+  t.equal((await metrics(bobby, { event: 'epoch_end', modelId: first.body.modelId, data: { epoch: 0 } })).status, 404, "another workspace's model");
+  t.same((await call(server, 'DELETE', '/api/models/alice/my-laptop/train-2/training', { key: alice })).body, { success: true, status: 'cancelling' });
+  t.match((await metrics(alice, { event: 'epoch_end', modelId: second.body.modelId, data: { epoch: 0, metrics: {} } })).body, { cancelled: true }, 'a run on your own machine hears a cancel too');
+});

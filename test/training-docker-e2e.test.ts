@@ -1,0 +1,62 @@
+// Real training through the Docker runtime: a worker agent runs the job in a container of the locally built
+// trainer image (vp/trainer:latest, installer/trainer/build-trainer-image.sh), and it completes with weights.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { enrollAgent, runAgent } from './helpers/agent.ts';
+import { dockerForTests } from './helpers/docker.ts';
+import { eventually } from './helpers/host-jobs.ts';
+import { call } from './helpers/server.ts';
+import { createShapesDataset } from './helpers/training-data.ts';
+import { startWorld } from './helpers/world.ts';
+
+const IMAGE = 'vp/trainer:latest';
+const { docker } = await dockerForTests();
+await docker
+  .getImage(IMAGE)
+  .inspect()
+  .catch(() => {
+    throw new Error(`no trainer image ${IMAGE}: run installer/trainer/build-trainer-image.sh as root (.ci/run does)`);
+  });
+
+const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_TRAINING: '1000' });
+const { server, alice } = world;
+await server.services().billing.grant('alice', 100_000, 'CI credit');
+await createShapesDataset(t, world, alice, 'alice', 'shapes', { train: 32, val: 8 });
+await call(server, 'POST', '/api/projects', { key: alice, body: { project: 'boxed', name: 'Boxed' } });
+const modelId = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'boxed', model: 'in-docker' } })).body.id;
+
+t.test('a training job runs in a trainer container and completes with weights', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vp-train-docker-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const config = join(dir, 'agent.json');
+  const { enrollmentToken } = await server.services().hosts.connect('docker-trainer');
+  await enrollAgent(t, server.url, enrollmentToken, config);
+  const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'docker', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_TRAINER_IMAGE: IMAGE });
+
+  await eventually(async () => (await call<{ cpu: { hosts: number } }>(server, 'GET', '/api/training/gpu-availability')).body.cpu.hosts === 1, `the host to connect: ${agent.output()}`);
+  const started = await call<{ jobId: string }>(server, 'POST', '/api/training/start', {
+    key: alice,
+    body: { modelId, gpuType: 'cpu', trainArgs: { model: 'yolo11n.yaml', data: 'ul://alice/datasets/shapes', epochs: 2, imgsz: 160, batch: 16, workers: 0, plots: false } },
+  });
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  const ended = await eventually(
+    async () => {
+      const job = (await call<{ job: { status: string; progress: { epoch: number } } | null }>(server, 'GET', '/api/models/alice/boxed/in-docker/training', { key: alice })).body.job;
+      return job !== null && ['completed', 'failed', 'cancelled'].includes(job.status) ? job : undefined;
+    },
+    `training to end; agent log:\n${agent.output().slice(-3000)}`,
+    300_000,
+  );
+  if (ended.status !== 'completed') {
+    const logs = await call<{ lines: Array<{ line: string }> }>(server, 'GET', `/api/jobs/${started.body.jobId}/logs?limit=5000`, { key: alice });
+    t.comment(logs.body.lines.slice(-40).map((line) => line.line).join('\n'));
+  }
+  t.match(ended, { status: 'completed', progress: { epoch: 2 } });
+  const files = await call<{ files: Array<{ size: number }> }>(server, 'GET', '/api/models/alice/boxed/in-docker/files', { key: alice });
+  t.ok((files.body.files[0]?.size ?? 0) > 1_000_000, 'weights uploaded from the container');
+  const containers = () => docker.listContainers({ all: true, filters: { label: [`vp.job-id=${started.body.jobId}`] } });
+  await eventually(async () => (await containers()).length === 0, 'the container to be removed');
+  t.pass('the container is removed');
+});

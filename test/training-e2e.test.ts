@@ -1,0 +1,152 @@
+// Real training on CPU with the real ultralytics trainer: a worker agent (process runtime, the trainer venv)
+// runs `yolo train` for a job started through the API; the trainer reports through the webhooks with its job key.
+// Also: cancel during an epoch, and a bring-your-own-compute run of plain `yolo train` on this machine.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { enrollAgent, runAgent } from './helpers/agent.ts';
+import { eventually } from './helpers/host-jobs.ts';
+import { call } from './helpers/server.ts';
+import { createShapesDataset } from './helpers/training-data.ts';
+import { startWorld } from './helpers/world.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const VENV = join(ROOT, '.venv-trainer');
+if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh (.ci/run does)`);
+
+const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', TRAINING_CANCEL_GRACE_SECONDS: '20', RATE_LIMIT_TRAINING: '1000' });
+const { server, alice } = world;
+await server.services().billing.grant('alice', 100_000, 'CI credit');
+await createShapesDataset(t, world, alice, 'alice', 'shapes');
+if ((await call(server, 'POST', '/api/projects', { key: alice, body: { project: 'detector', name: 'Detector' } })).status !== 201) throw new Error('project not created');
+
+const dir = mkdtempSync(join(tmpdir(), 'vp-train-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const config = join(dir, 'agent.json');
+const { enrollmentToken } = await server.services().hosts.connect('trainer-host');
+await enrollAgent(t, server.url, enrollmentToken, config);
+const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_PROCESS_VENV: VENV });
+await eventually(async () => (await call<{ gpus: unknown; cpu: { hosts: number } }>(server, 'GET', '/api/training/gpu-availability')).body.cpu.hosts === 1, 'the host to connect');
+
+interface Training {
+  job: {
+    id: string;
+    status: string;
+    progress: { epoch: number; epochs: number | null; percent: number };
+    epochMetrics: Array<{ epoch: number; metrics: Record<string, unknown> }>;
+    error: string | null;
+    compute: { host: string | null; device: string | null; jobStatus: string | null };
+  } | null;
+}
+const training = async (model: string) => (await call<Training>(server, 'GET', `/api/models/alice/detector/${model}/training`, { key: alice })).body.job;
+const newModel = async (model: string) => (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model } })).body.id;
+/** The end of a job's output, for a failure's diagnosis. */
+const jobLog = async (jobId: string) =>
+  (await call<{ lines: Array<{ line: string }> }>(server, 'GET', `/api/jobs/${jobId}/logs?limit=5000`, { key: alice })).body.lines.map((line) => line.line).slice(-60).join('\n');
+const trainArgs = (epochs: number) => ({ model: 'yolo11n.yaml', data: 'ul://alice/datasets/shapes', epochs, imgsz: 160, batch: 16, workers: 0, plots: false });
+
+t.test('start → queued → running with per-epoch progress → completed with weights and metrics; the job key dies with the job', async (t) => {
+  const modelId = await newModel('shapes-3ep');
+  const started = await call<{ status: string; gpuType: string; billing: { estimatedCostCents: number; balanceCents: number }; jobId: string }>(
+    server,
+    'POST',
+    '/api/training/start',
+    { key: alice, body: { modelId, trainArgs: trainArgs(3), gpuType: 'cpu' } },
+  );
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  t.match(started.body, { status: 'starting', gpuType: 'cpu', billing: { balanceCents: 100_000 } });
+
+  const seen = new Set<string>();
+  const progress: number[] = [];
+  await eventually(
+    async () => {
+      const job = await training('shapes-3ep');
+      if (job) seen.add(job.status);
+      if (job?.status === 'running') progress.push(job.progress.epoch);
+      return job && ['completed', 'failed', 'cancelled'].includes(job.status) && job;
+    },
+    `training to end; agent log:\n${agent.output().slice(-4000)}`,
+    240_000,
+  );
+  const job = (await training('shapes-3ep'))!;
+  if (job.status !== 'completed') t.comment(await jobLog(started.body.jobId));
+  t.equal(job.status, 'completed', job.error ?? '');
+  t.ok(seen.has('running'), 'seen running');
+  t.ok(progress.some((epoch) => epoch > 0 && epoch < 3), `an epoch in between was reported (${[...new Set(progress)]})`);
+  t.same(job.progress, { epoch: 3, epochs: 3, percent: 100 });
+  t.same(job.epochMetrics.map((row) => row.epoch), [0, 1, 2]);
+  t.ok('train/box_loss' in job.epochMetrics[0].metrics, 'losses per epoch');
+  t.match(job.compute, { host: 'trainer-host', device: 'cpu' });
+
+  const model = await call<{ model: { status: string; metrics: Record<string, number> | null; bestEpoch: number | null; classNames: string[] | null; weights: unknown } }>(server, 'GET', '/api/models/alice/detector/shapes-3ep', { key: alice });
+  t.match(model.body.model, { status: 'completed', classNames: ['square', 'disc'] });
+  t.match(Object.keys(model.body.model.metrics ?? {}).sort(), ['mAP50', 'mAP50-95', 'precision', 'recall']);
+  t.type(model.body.model.bestEpoch, 'number');
+
+  const files = await call<{ files: Array<{ name: string; size: number; downloadUrl: string }> }>(server, 'GET', '/api/models/alice/detector/shapes-3ep/files', { key: alice });
+  t.equal(files.body.files.length, 1);
+  const weights = Buffer.from(await (await fetch(files.body.files[0].downloadUrl)).arrayBuffer());
+  const path = join(dir, 'best.pt');
+  writeFileSync(path, weights);
+  const loaded = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    const python = spawn(join(VENV, 'bin/python'), ['-c', `from ultralytics import YOLO; m = YOLO(${JSON.stringify(path)}); print(sorted(m.names.values()))`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    python.stdout.on('data', (chunk) => (out += chunk));
+    python.stderr.on('data', (chunk) => (out += chunk));
+    python.on('close', (code) => resolve({ code, out }));
+  });
+  t.equal(loaded.code, 0, loaded.out);
+  t.match(loaded.out, "['disc', 'square']", 'the weights load in ultralytics with the class names');
+
+  const jobRead = await call<{ job: { status: string } }>(server, 'GET', `/api/jobs/${started.body.jobId}`, { key: alice });
+  t.equal(jobRead.body.job.status, 'completed');
+  const logs = await call<{ lines: Array<{ line: string }> }>(server, 'GET', `/api/jobs/${started.body.jobId}/logs?limit=5000`, { key: alice });
+  t.ok(logs.body.lines.some((line) => /Platform/.test(line.line)), 'the trainer output reached the job log');
+  const keys = await server.services().em.getConnection().execute(`select count(*)::int as n from api_keys where job_scope->>'jobId' = ?`, [started.body.jobId]);
+  t.equal(keys[0].n, 0, 'the job key is gone');
+  const balance = await call<{ balanceCents: number }>(server, 'GET', '/api/billing/balance', { key: alice });
+  t.ok(balance.body.balanceCents <= 100_000, 'run time was charged');
+});
+
+t.test('cancel during an epoch: the trainer stops and the training ends cancelled', async (t) => {
+  await newModel('long-run');
+  const modelId = (await call<{ model: { id: string } }>(server, 'GET', '/api/models/alice/detector/long-run', { key: alice })).body.model.id;
+  const started = await call(server, 'POST', '/api/training/start', { key: alice, body: { modelId, trainArgs: trainArgs(100), gpuType: 'cpu' } });
+  t.equal(started.status, 200);
+  await eventually(async () => ((await training('long-run'))?.progress.epoch ?? 0) >= 1, 'the first epoch', 240_000);
+  const cancelled = await call(server, 'DELETE', '/api/models/alice/detector/long-run/training', { key: alice });
+  t.same(cancelled.body, { success: true, status: 'cancelling' });
+  await eventually(async () => (await training('long-run'))?.compute.jobStatus === 'cancelled' && true, 'the job to end cancelled', 120_000);
+  const job = (await training('long-run'))!;
+  t.ok(job.progress.epoch < 100, `stopped after ${job.progress.epoch} epochs`);
+  t.equal((await call(server, 'DELETE', '/api/models/alice/detector/long-run/training', { key: alice })).status, 409, 'no longer active');
+  const model = await call<{ model: { status: string } }>(server, 'GET', '/api/models/alice/detector/long-run', { key: alice });
+  t.equal(model.body.model.status, 'cancelled');
+});
+
+t.test('bring your own compute: plain `yolo train` on this machine with a user key is tracked as a model', async (t) => {
+  const work = join(dir, 'byo');
+  mkdirSync(work, { recursive: true });
+  // A machine of its own: its own ultralytics settings, with runs and datasets in its working directory; offline.
+  const env = { ...process.env, ULTRALYTICS_PLATFORM_URL: server.url, ULTRALYTICS_API_KEY: alice, YOLO_OFFLINE: '1', YOLO_CONFIG_DIR: join(work, 'config') };
+  const yolo = (args: string[]) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(join(VENV, 'bin/yolo'), args, { cwd: work, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      child.stderr.on('data', (chunk) => (out += chunk));
+      child.on('close', (code) => resolve({ code, out }));
+    });
+  t.equal((await yolo(['settings', `runs_dir=${join(work, 'runs')}`, `datasets_dir=${join(work, 'datasets')}`, `weights_dir=${join(work, 'weights')}`])).code, 0);
+  const run = await yolo(['train', 'model=yolo11n.yaml', 'data=ul://alice/datasets/shapes', 'epochs=1', 'imgsz=160', 'batch=16', 'workers=0', 'plots=False', 'device=cpu', 'project=alice/own-compute', 'name=laptop']);
+  if (run.code !== 0) t.comment(run.out.slice(-3000));
+  t.equal(run.code, 0, 'yolo train exited with 0');
+  const model = await call<{ model: { status: string; weights: { size: number } | null } }>(server, 'GET', '/api/models/alice/own-compute/laptop', { key: alice });
+  t.equal(model.status, 200, 'the project and model were created');
+  t.match(model.body.model, { status: 'completed', weights: { size: Number } });
+  const job = (await call<Training>(server, 'GET', '/api/models/alice/own-compute/laptop/training', { key: alice })).body.job;
+  t.match(job, { status: 'completed', progress: { epoch: 1, epochs: 1 } });
+});
