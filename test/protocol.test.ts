@@ -157,6 +157,11 @@ t.test('a bad JobSpec refuses the whole job.assign', async (t) => {
     [{ cpus: 0 }, /spec.cpus/],
     [{ timeoutSeconds: 1.5 }, /spec.timeoutSeconds/],
     [{ privileged: true }, /spec: Unrecognized key/],
+    [{ inputs: [{ url: 'http://cp/files/x', path: '../outside' }] }, /spec.inputs.0.path: must be a relative path/],
+    [{ inputs: [{ url: 'file:///etc/passwd', path: 'in' }] }, /spec.inputs.0.url/],
+    [{ checkpoint: { under: '/', file: 'last.pt', everySeconds: 5 } }, /spec.checkpoint.under/],
+    [{ checkpoint: { under: 'runs', file: '../last.pt', everySeconds: 5 } }, /spec.checkpoint.file/],
+    [{ checkpoint: { under: 'runs', file: 'last.pt', everySeconds: 0 } }, /spec.checkpoint.everySeconds/],
   ];
   for (const [patch, reason] of cases) refuses(t, assign(patch), 'toAgent', reason);
   const withoutCommand: Record<string, unknown> = { ...spec };

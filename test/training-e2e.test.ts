@@ -1,8 +1,9 @@
 // Real training on CPU with the real ultralytics trainer: a worker agent (process runtime, the trainer venv)
 // runs `yolo train` for a job started through the API; the trainer reports through the webhooks with its job key.
-// Also: cancel during an epoch, and a bring-your-own-compute run of plain `yolo train` on this machine.
+// Also: cancel during an epoch, a bring-your-own-compute run of plain `yolo train` on this machine, and a host lost
+// mid-training: the job resumes on another host from its last checkpoint.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +18,14 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VENV = join(ROOT, '.venv-trainer');
 if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh (.ci/run does)`);
 
-const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', TRAINING_CANCEL_GRACE_SECONDS: '20', RATE_LIMIT_TRAINING: '1000' });
+const world = await startWorld(t, {
+  WORKER_HEARTBEAT_SECONDS: '1',
+  TRAINING_CANCEL_GRACE_SECONDS: '20',
+  RATE_LIMIT_TRAINING: '1000',
+  // A host silent 4 s is lost; checkpoints every second, so a resumed job loses at most the epoch in progress.
+  HOST_LOST_GRACE_SECONDS: '4',
+  TRAINING_CHECKPOINT_SECONDS: '1',
+});
 const { server, alice } = world;
 await server.services().billing.grant('alice', 100_000, 'CI credit');
 await createShapesDataset(t, world, alice, 'alice', 'shapes');
@@ -38,7 +46,7 @@ interface Training {
     progress: { epoch: number; epochs: number | null; percent: number };
     epochMetrics: Array<{ epoch: number; metrics: Record<string, unknown> }>;
     error: string | null;
-    compute: { host: string | null; device: string | null; jobStatus: string | null };
+    compute: { host: string | null; device: string | null; jobStatus: string | null; attempts: number };
   } | null;
 }
 const training = async (model: string) => (await call<Training>(server, 'GET', `/api/models/alice/detector/${model}/training`, { key: alice })).body.job;
@@ -105,8 +113,9 @@ t.test('start → queued → running with per-epoch progress → completed with 
   t.equal(jobRead.body.job.status, 'completed');
   const logs = await call<{ lines: Array<{ line: string }> }>(server, 'GET', `/api/jobs/${started.body.jobId}/logs?limit=5000`, { key: alice });
   t.ok(logs.body.lines.some((line) => /Platform/.test(line.line)), 'the trainer output reached the job log');
-  const keys = await server.services().em.getConnection().execute(`select count(*)::int as n from api_keys where job_scope->>'jobId' = ?`, [started.body.jobId]);
-  t.equal(keys[0].n, 0, 'the job key is gone');
+  const jobKeys = async () => (await server.services().em.getConnection().execute(`select count(*)::int as n from api_keys where job_scope->>'jobId' = ?`, [started.body.jobId]))[0].n as number;
+  await eventually(async () => (await jobKeys()) === 0, 'the job key to be deleted as the job ends', 5000);
+  t.pass('the job key is gone');
   const balance = await call<{ balanceCents: number }>(server, 'GET', '/api/billing/balance', { key: alice });
   t.ok(balance.body.balanceCents <= 100_000, 'run time was charged');
 });
@@ -149,4 +158,41 @@ t.test('bring your own compute: plain `yolo train` on this machine with a user k
   t.match(model.body.model, { status: 'completed', weights: { size: Number } });
   const job = (await call<Training>(server, 'GET', '/api/models/alice/own-compute/laptop/training', { key: alice })).body.job;
   t.match(job, { status: 'completed', progress: { epoch: 1, epochs: 1 } });
+});
+
+t.test('the host is lost mid-training: the job is requeued and resumes on another host from its last checkpoint', async (t) => {
+  const modelId = await newModel('survivor');
+  const started = await call<{ jobId: string }>(server, 'POST', '/api/training/start', { key: alice, body: { modelId, trainArgs: trainArgs(8), gpuType: 'cpu' } });
+  t.equal(started.status, 200);
+  const jobId = started.body.jobId;
+  const db = server.services().em.getConnection();
+  const checkpointed = async () =>
+    (await db.execute(`select resume_key, epochs_done from training_runs where job_id = ? and resume_key is not null order by id desc limit 1`, [jobId]))[0] as { epochs_done: number } | undefined;
+  await eventually(async () => ((await checkpointed())?.epochs_done ?? 0) >= 2 && true, 'two epochs and an uploaded checkpoint', 240_000);
+
+  // The machine dies: its agent and the trainer it started go at once, without a word to the control plane.
+  const record = JSON.parse(readFileSync(join(dir, 'work', '.vp-jobs', `${jobId}.json`), 'utf8')) as { pid: number };
+  agent.child.kill('SIGKILL');
+  process.kill(-record.pid, 'SIGKILL');
+  const lostAfter = (await checkpointed())!.epochs_done;
+
+  const spareConfig = join(dir, 'spare.json');
+  const { enrollmentToken: spareToken } = await server.services().hosts.connect('spare-host');
+  await enrollAgent(t, server.url, spareToken, spareConfig);
+  const spare = runAgent(t, spareConfig, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'spare-work'), VP_WORKER_PROCESS_VENV: VENV });
+  const ended = await eventually(
+    async () => {
+      const job = await training('survivor');
+      return job && ['completed', 'failed', 'cancelled'].includes(job.status) ? job : undefined;
+    },
+    `the resumed training to end; spare agent log:\n${spare.output().slice(-3000)}`,
+    300_000,
+  );
+  if (ended.status !== 'completed') t.comment(await jobLog(jobId));
+  t.match(ended, { status: 'completed', progress: { epoch: 8, epochs: 8 }, compute: { host: 'spare-host', attempts: 2 } });
+  const [resumed] = (await db.execute(`select min(e.epoch)::int as first from training_epochs e where e.run_id = (select max(id) from training_runs where job_id = ?)`, [jobId])) as Array<{ first: number }>;
+  t.ok(resumed.first >= 1 && resumed.first <= lostAfter, `the second attempt went on from epoch ${resumed.first} (${lostAfter} were done), not from 0`);
+  t.same(ended.epochMetrics.map((row) => row.epoch), [0, 1, 2, 3, 4, 5, 6, 7], 'every epoch is recorded once');
+  const files = await call<{ files: unknown[] }>(server, 'GET', '/api/models/alice/detector/survivor/files', { key: alice });
+  t.equal(files.body.files.length, 1, 'weights from the resumed run');
 });

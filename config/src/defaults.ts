@@ -18,6 +18,7 @@ export const defaults = {
   jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)
   hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
+  trainingCheckpointSeconds: 300, // TRAINING_CHECKPOINT_SECONDS: how often a host uploads a training's last.pt (what a requeued job resumes from)
   trainingCancelGraceSeconds: 60, // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges

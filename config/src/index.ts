@@ -56,6 +56,7 @@ const EnvSchema = z.object({
   WORKER_HEARTBEAT_SECONDS: positiveInt.max(3600).default(defaults.workerHeartbeatSeconds),
   HOST_LOST_GRACE_SECONDS: positiveInt.default(defaults.hostLostGraceSeconds),
   TRAINING_CANCEL_GRACE_SECONDS: positiveInt.default(defaults.trainingCancelGraceSeconds),
+  TRAINING_CHECKPOINT_SECONDS: positiveInt.max(86_400).default(defaults.trainingCheckpointSeconds),
   BILLING_ENABLED: flag.default(defaults.billingEnabled),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
   TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
@@ -89,6 +90,8 @@ export interface AppConfig {
   hostLostGraceSeconds: number;
   /** A cancelled training's trainer stops at its next epoch end; after this many seconds its host stops it. */
   trainingCancelGraceSeconds: number;
+  /** How often a worker host uploads a running training's last.pt; a job requeued after a lost host resumes from it. */
+  trainingCheckpointSeconds: number;
   /** Credits are checked before training and jobs charged to the workspace; false: estimates only, nothing refused, charges recorded at 0. */
   billingEnabled: boolean;
   /** Cents per GPU-hour by GPU type ID (`cpu` for jobs without GPUs): the defaults with GPU_PRICES_CENTS_PER_HOUR merged over them. */
@@ -133,6 +136,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,
     hostLostGraceSeconds: e.HOST_LOST_GRACE_SECONDS,
     trainingCancelGraceSeconds: e.TRAINING_CANCEL_GRACE_SECONDS,
+    trainingCheckpointSeconds: e.TRAINING_CHECKPOINT_SECONDS,
     billingEnabled: e.BILLING_ENABLED,
     gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,

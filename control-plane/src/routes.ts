@@ -21,7 +21,8 @@ import { trainingRoutes } from './training/training.routes.ts';
 import { trashRoutes } from './trash/trash.routes.ts';
 import { uploadRoutes } from './uploads/upload.routes.ts';
 import { webhookRoutes } from './webhooks/webhook.routes.ts';
+import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...webhookRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...webhookRoutes, ...workerRoutes];

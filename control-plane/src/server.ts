@@ -91,7 +91,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
-  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, signer.baseUrl) };
+  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage) };
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds });
   scheduler.listen(notifications);
   const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler });

@@ -28,6 +28,7 @@ import { TrashService } from './trash/trash.service.ts';
 import { UploadService } from './uploads/upload.service.ts';
 import { CheckpointService } from './webhooks/checkpoint.service.ts';
 import { TrainingEventsService } from './webhooks/training-events.service.ts';
+import { JobCheckpointService } from './workers/job-checkpoint.service.ts';
 
 export interface ServiceDeps {
   config: AppConfig;
@@ -143,6 +144,10 @@ export class Services {
 
   get trainingEvents(): TrainingEventsService {
     return new TrainingEventsService(this.em, this.uploads, this.storage.signer.baseUrl());
+  }
+
+  get jobCheckpoints(): JobCheckpointService {
+    return new JobCheckpointService(this.em, this.storage);
   }
 
   get checkpoints(): CheckpointService {

@@ -45,10 +45,12 @@ env = dict(l.strip().split("=", 1) for l in open(sys.argv[1]) if "=" in l)
 open(sys.argv[2], "w").write("import os; " + "; ".join(f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()) + "\n")
 EOF
 
+# runs_dir is relative: each job's runs (and its last.pt, which its host uploads as the resume point) land in the
+# job's own working directory; datasets stay cached in the environment.
 log "ultralytics settings in $cfg/Ultralytics (sync/telemetry and integrations off)"
 "$venv/bin/yolo" settings sync=False clearml=False comet=False dvc=False mlflow=False raytune=False \
   tensorboard=False wandb=False vscode_msg=False openvino_msg=False \
-  runs_dir="$cfg/runs" weights_dir="$cfg/weights" datasets_dir="$cfg/datasets" >/dev/null
+  runs_dir=runs weights_dir="$cfg/weights" datasets_dir="$cfg/datasets" >/dev/null
 # check_font() downloads Arial.ttf / Arial.Unicode.ttf into the config dir unless present there.
 for f in Arial.ttf Arial.Unicode.ttf; do
   cp /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf "$cfg/Ultralytics/$f"

@@ -47,6 +47,13 @@ export const Hardware = z
   });
 export type Hardware = z.infer<typeof Hardware>;
 
+/** A path inside the work dir: relative, no `..`. */
+const relativePath = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((path) => !path.startsWith('/') && !path.split('/').includes('..'), 'must be a relative path without ..');
+
 export const JobSpec = z.strictObject({
   /** Absent: the agent's configured trainer image (docker runtime) or no image at all (process runtime). */
   image: text(512).min(1).optional(),
@@ -55,11 +62,7 @@ export const JobSpec = z.strictObject({
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/), text(32 * 1024))
     .refine((env) => Object.keys(env).length <= MAX_ENV_ENTRIES, `at most ${MAX_ENV_ENTRIES} entries`),
   /** Relative to the agent's work dir, so the server can never point a job at the rest of the host. */
-  workDir: z
-    .string()
-    .min(1)
-    .max(1024)
-    .refine((path) => !path.startsWith('/') && !path.split('/').includes('..'), 'must be a relative path without ..'),
+  workDir: relativePath,
   gpus: z
     .strictObject({ count: z.int().min(0).max(MAX_GPUS_PER_HOST), indexes: gpuIndexes.optional() })
     .refine((gpus) => gpus.indexes === undefined || gpus.indexes.length === gpus.count, 'indexes must list count GPUs'),
@@ -67,6 +70,13 @@ export const JobSpec = z.strictObject({
   cpus: z.number().positive().max(65_536).optional(),
   shmBytes: z.int().min(1).optional(),
   timeoutSeconds: z.int().min(1).max(30 * 24 * 3600).optional(),
+  /** Files the agent downloads into the work dir before the job starts (a checkpoint to resume from). */
+  inputs: z.array(z.strictObject({ url: z.url({ protocol: /^https?$/ }).max(8192), path: relativePath })).max(16).optional(),
+  /**
+   * A file the job keeps rewriting (a trainer's last.pt) that the agent uploads whenever it changed, at most every
+   * everySeconds: the newest file of that name under `under` in the work dir. A requeued job resumes from it.
+   */
+  checkpoint: z.strictObject({ under: relativePath, file: z.string().regex(/^[\w.-]{1,128}$/), everySeconds: z.int().min(1).max(86_400) }).optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 

@@ -1,6 +1,7 @@
 // The agent's jobs: starts what the control plane assigns on the runtime, streams their output back, reports
 // how they ended, and keeps that report (and output) while the socket is down so nothing is lost on a reconnect.
 import type { AgentMessage, ServerMessage } from '@vp/protocol';
+import { fetchInputs, watchCheckpoint, type JobFilesOptions } from './job-files.ts';
 import type { Logger } from './log.ts';
 import type { JobOutcome, JobRuntime, LogSink, RunningJob } from './runtimes/runtime.ts';
 
@@ -17,6 +18,8 @@ interface Tracked {
   job?: RunningJob;
   /** A cancel that arrived while it was starting. */
   cancelReason?: string;
+  /** Stops its checkpoint uploads. */
+  stopWatching?: () => void;
 }
 
 export class JobManager {
@@ -29,11 +32,14 @@ export class JobManager {
   #held: AgentMessage[] = [];
   #heldLines = 0;
   #droppedLines = 0;
+  /** Where inputs come from and checkpoints go; absent: jobs with inputs or checkpoints fail (tests of the runtime alone). */
+  readonly #files: JobFilesOptions | undefined;
 
-  constructor(runtime: JobRuntime, log: Logger, deliver: (message: AgentMessage) => boolean) {
+  constructor(runtime: JobRuntime, log: Logger, deliver: (message: AgentMessage) => boolean, files?: JobFilesOptions) {
     this.#runtime = runtime;
     this.#log = log;
     this.#deliver = deliver;
+    this.#files = files;
   }
 
   /** Before the first connection: adopts (or reports as ended) what an earlier agent process left running. */
@@ -74,6 +80,8 @@ export class JobManager {
     this.#jobs.set(jobId, tracked);
     let job: RunningJob;
     try {
+      if ((spec.inputs?.length || spec.checkpoint) && !this.#files) throw new Error('this agent takes no job files');
+      if (this.#files) await fetchInputs(this.#files, spec);
       job = await this.#runtime.start({ jobId, attempt, spec }, this.#sink(jobId));
     } catch (error) {
       this.#log('error', 'a job could not start', { jobId, error: (error as Error).message });
@@ -81,6 +89,7 @@ export class JobManager {
       return;
     }
     tracked.job = job;
+    if (this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec });
     this.#send({ type: 'job.accepted', jobId });
     this.#log('info', 'job started', { jobId, attempt });
     this.#watch(jobId, job);
@@ -112,6 +121,7 @@ export class JobManager {
   }
 
   #report(jobId: string, outcome: JobOutcome): void {
+    this.#jobs.get(jobId)?.stopWatching?.();
     this.#log('info', 'job ended', { jobId, ...outcome });
     // The job stays known (listed in hello) until this report is delivered.
     this.#send({ type: 'job.finished', jobId, ...outcome, ...(outcome.error && { error: outcome.error.slice(0, 4096) }) });

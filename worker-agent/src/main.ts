@@ -66,7 +66,8 @@ async function run(configFile: string | undefined): Promise<number> {
   try {
     const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
     connection = new WorkerConnection(config, log);
-    jobs = new JobManager(runtimeFromConfig(config), log, (message) => connection.send(message));
+    const files = { server: config.server.replace(/^ws/, 'http'), workerKey: config.workerKey, workRoot: config.workDir, log };
+    jobs = new JobManager(runtimeFromConfig(config), log, (message) => connection.send(message), files);
     connection.setJobs(jobs);
     await jobs.recover();
   } catch (error) {

@@ -5,6 +5,7 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { JOBS_CHANNEL, RELEASE_LOST_JOBS } from '../jobs/job-queue.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
@@ -146,15 +147,11 @@ export class HostService {
   /** Removes the host with its keys and tokens (foreign keys cascade) and tells every replica's socket layer. */
   private async remove(host: Host): Promise<Host> {
     await this.em.transactional(async (em) => {
-      // Its jobs end here; closing the socket (below) makes the agent stop them. Ended jobs keep no host.
-      await query(
-        em,
-        `update jobs set status = 'cancelled', cancel_requested = true, error = 'Cancelled: the host running it was disconnected',
-           finished_at = now(), lease_expires_at = null, gpu_indexes = null, updated_at = now()
-         where host_id = ? and status = 'running'`,
-        [host.id],
-      );
+      // Its jobs are cancelled and their leases end now: the scheduler releases them as cancelled (running each kind's
+      // bookkeeping) at once; closing the socket (below) makes the agent stop them.
+      await query(em, `update jobs set cancel_requested = true, lease_expires_at = now(), updated_at = now() where host_id = ? and status = 'running'`, [host.id]);
       await em.nativeDelete(Host, { id: host.id });
+      await query(em, `select pg_notify('${JOBS_CHANNEL}', '${RELEASE_LOST_JOBS}')`);
     });
     await announceWorkerKeyChange(this.em, host.id);
     return host;

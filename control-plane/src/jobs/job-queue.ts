@@ -4,6 +4,8 @@ import { Job } from './job.entity.ts';
 
 /** NOTIFY channel that wakes every replica's runner when work is queued. */
 export const JOBS_CHANNEL = 'vp_jobs';
+/** JOBS_CHANNEL payload asking schedulers to release host jobs whose lease ended now (a host was disconnected). */
+export const RELEASE_LOST_JOBS = 'release-lost';
 /** NOTIFY channel carrying the id of a running job to cancel, so whichever replica runs it stops at once. */
 export const JOB_CANCEL_CHANNEL = 'vp_job_cancel';
 

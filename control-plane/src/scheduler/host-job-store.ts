@@ -45,7 +45,7 @@ export async function releaseLostJobs(em: EntityManager, where: string, params: 
 
 /** Host jobs whose lease (renewed by their host's heartbeats) ran out: the host has been gone too long. */
 export function releaseExpiredJobs(em: EntityManager, graceSeconds: number): Promise<EndedJob[]> {
-  return releaseLostJobs(em, 'j.lease_expires_at < now()', [], `The host running the job was lost (no heartbeat for ${graceSeconds} s)`);
+  return releaseLostJobs(em, 'j.lease_expires_at <= now()', [], `The host running the job was lost (no heartbeat for ${graceSeconds} s)`);
 }
 
 export async function renewHostLeases(em: EntityManager, hostId: string, graceSeconds: number): Promise<void> {

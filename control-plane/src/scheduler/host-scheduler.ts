@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { pgArray, query } from '../db/sql.ts';
-import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL } from '../jobs/job-queue.ts';
+import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, RELEASE_LOST_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure, type JobRow } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from './host-job-kinds.ts';
 import { releaseExpiredJobs, type EndedJob } from './host-job-store.ts';
@@ -57,7 +57,7 @@ export class HostScheduler {
   }
 
   listen(notifications: Notifications): void {
-    notifications.on(JOBS_CHANNEL, () => this.wakeAll());
+    notifications.on(JOBS_CHANNEL, (payload) => (payload === RELEASE_LOST_JOBS ? void this.tick() : this.wakeAll()));
     notifications.on(JOB_CANCEL_CHANNEL, (jobId) => void this.forwardCancel(jobId).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')));
     notifications.onReconnect(() => this.wakeAll());
   }

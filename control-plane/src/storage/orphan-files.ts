@@ -19,7 +19,7 @@ export async function sweepOrphanFiles(em: EntityManager, storage: Storage): Pro
      where o.kind in ('datasetArchives', 'modelFiles') and o.updated_at < now() - make_interval(hours => ?)
        and not exists (select 1 from models m where m.file_key = o.key)
        and not exists (select 1 from upload_sessions u where u.object_key = o.key)
-       and not exists (select 1 from training_runs r where r.checkpoint_key = o.key)
+       and not exists (select 1 from training_runs r where r.checkpoint_key = o.key or r.resume_key = o.key)
        and not exists (select 1 from datasets d where d.export_key = o.key)
        and not exists (select 1 from dataset_versions v where v.ndjson_key = o.key)
      limit 1000`,

@@ -25,6 +25,16 @@ export type TrainArgs = z.output<typeof TrainArgs>;
 /** A model YAML the ultralytics package ships (yolo11n.yaml, yolov8s-seg.yaml): no download needed. */
 export const MODEL_YAML = /^[A-Za-z0-9._-]+\.ya?ml$/;
 
+interface Target {
+  owner: string;
+  project: string;
+  model: string;
+  gpuCount: number;
+}
+
+/** The job's GPUs as its container sees them (0..n-1), or cpu. */
+const deviceOf = (gpuCount: number) => (gpuCount === 0 ? 'cpu' : Array.from({ length: gpuCount }, (_, index) => index).join(','));
+
 const format = (value: unknown): string =>
   Array.isArray(value) ? `[${value.map(format).join(',')}]` : value === null ? 'None' : typeof value === 'boolean' ? (value ? 'True' : 'False') : String(value);
 
@@ -32,9 +42,17 @@ const format = (value: unknown): string =>
  * `yolo train k=v ...`: the caller's arguments, with where it reports (project owner/project, name = the model)
  * and the device: the job's GPUs as the container sees them (0..n-1), or cpu.
  */
-export function trainCommand(args: TrainArgs, target: { owner: string; project: string; model: string; gpuCount: number }): string[] {
-  const device = target.gpuCount === 0 ? 'cpu' : Array.from({ length: target.gpuCount }, (_, index) => index).join(',');
+export function trainCommand(args: TrainArgs, target: Target): string[] {
+  const device = deviceOf(target.gpuCount);
   const fixed: Record<string, unknown> = { project: `${target.owner}/${target.project}`, name: target.model, exist_ok: true, device };
   const { model, data, epochs, ...rest } = args;
   return ['yolo', 'train', ...Object.entries({ model, data, epochs, ...rest, ...fixed }).map(([name, value]) => `${name}=${format(value)}`)];
+}
+
+/**
+ * `yolo train resume model=<checkpoint>`: the checkpoint carries every argument (and where it reports); the data
+ * reference, this host's device and a save dir in this work dir are given again.
+ */
+export function resumeCommand(args: TrainArgs, target: Target, checkpoint: string): string[] {
+  return ['yolo', 'train', 'resume', `model=${checkpoint}`, `data=${args.data}`, `device=${deviceOf(target.gpuCount)}`, `save_dir=runs/${target.model}`];
 }

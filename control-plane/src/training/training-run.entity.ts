@@ -33,6 +33,8 @@ export const TrainingRunSchema = defineEntity({
     /** The last checkpoint promoted for this run (a blob key): where a requeued job resumes from. */
     checkpointKey: p.string().length(1024).nullable(),
     checkpointAt: p.datetime().nullable(),
+    /** The trainer's last.pt as its host last uploaded it (every TRAINING_CHECKPOINT_SECONDS): a requeued job resumes from it. */
+    resumeKey: p.string().length(1024).nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
     completedAt: p.datetime().nullable(),

@@ -8,9 +8,12 @@ import { JobFailure } from '../jobs/job-runner.ts';
 import { Model } from '../models/model.entity.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { mintJobKey, revokeJobKeys } from './job-keys.ts';
-import { trainCommand } from './train-args.ts';
+import type { Storage } from '../storage/storage.ts';
+import { resumeCommand, trainCommand } from './train-args.ts';
 import type { TrainingPayload } from './training-payload.ts';
 
+/** Where a resumed attempt finds the checkpoint it continues from, in its work dir. */
+const RESUME_FILE = 'resume/last.pt';
 /** Room for the data loader's workers in the container (Docker's default of 64 MB stalls them). */
 const SHM_BYTES = 2 * 2 ** 30;
 
@@ -23,11 +26,11 @@ export class TrainingJob implements HostJobKind {
   /** A cancelled trainer stops at its next epoch end and uploads what it has; only after this is it stopped. */
   readonly cancelGraceSeconds: number;
   private readonly config: AppConfig;
-  private readonly baseUrl: () => string;
+  private readonly storage: Storage;
 
-  constructor(config: AppConfig, baseUrl: () => string) {
+  constructor(config: AppConfig, storage: Storage) {
     this.config = config;
-    this.baseUrl = baseUrl;
+    this.storage = storage;
     this.cancelGraceSeconds = config.trainingCancelGraceSeconds;
   }
 
@@ -50,12 +53,22 @@ export class TrainingJob implements HostJobKind {
       },
     });
     const gpuCount = attempt.gpuIndexes.length;
+    // An earlier attempt's host was lost after uploading a checkpoint: this one continues from there.
+    const [resume] = await query<{ resume_key: string }>(
+      em,
+      'select resume_key from training_runs where job_id = ? and resume_key is not null order by id desc limit 1',
+      [attempt.id],
+    );
+    const target = { owner: model.workspace.handle, project: model.project.slug, model: model.slug, gpuCount };
     return {
-      command: trainCommand(payload.trainArgs, { owner: model.workspace.handle, project: model.project.slug, model: model.slug, gpuCount }),
-      env: { ULTRALYTICS_PLATFORM_URL: this.baseUrl(), ULTRALYTICS_API_KEY: key, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' },
+      command: resume ? resumeCommand(payload.trainArgs, target, RESUME_FILE) : trainCommand(payload.trainArgs, target),
+      env: { ULTRALYTICS_PLATFORM_URL: this.storage.signer.baseUrl(), ULTRALYTICS_API_KEY: key, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' },
       workDir: `training/${attempt.id}/${attempt.attempt}`,
       gpus: { count: gpuCount },
       shmBytes: SHM_BYTES,
+      // ultralytics rewrites runs/<task>/<owner>/<project>/<model>/weights/last.pt after every epoch.
+      checkpoint: { under: 'runs', file: 'last.pt', everySeconds: this.config.trainingCheckpointSeconds },
+      ...(resume && { inputs: [{ url: await this.storage.urls.download(resume.resume_key, { expiresInSeconds: 24 * 3600, filename: 'last.pt' }), path: RESUME_FILE }] }),
     };
   }
 

@@ -16,7 +16,7 @@ import { resolveDatasetReference, resolveModelReference } from '../models/refere
 import { MODEL_YAML, type TrainArgs } from './train-args.ts';
 import { TRAINING_JOB, type TrainingPayload } from './training-payload.ts';
 import { someHostOffers } from './training-capacity.ts';
-import { trainingView } from './training-view.ts';
+import { trainingView, type EpochRow } from './training-view.ts';
 import { TrainingRun } from './training-run.entity.ts';
 import type { ModelTraining, TrainingCancelled, TrainingStart, TrainingStarted } from './training.schemas.ts';
 
@@ -105,11 +105,15 @@ export class TrainingService {
     const job = await this.em.findOne(Job, { subjectId: model.id, kind: TRAINING_JOB }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['host'] });
     const run = await this.em.findOne(TrainingRun, job ? { model, job } : { model }, { orderBy: { id: 'desc' } });
     if (!job && !run) return { job: null };
-    const epochs = run ? await query<{ epoch: number; metrics: Record<string, unknown>; fitness: number | null; best_fitness: number | null; at: string | Date }>(
-      this.em,
-      'select epoch, metrics, fitness, best_fitness, at from training_epochs where run_id = ? order by epoch',
-      [run.id],
-    ) : [];
+    // A job resumed on another host has a run per attempt: its epochs are theirs together, the newest report winning.
+    const epochs = run
+      ? await query<EpochRow>(
+          this.em,
+          `select distinct on (e.epoch) e.epoch, e.metrics, e.fitness, e.best_fitness, e.at from training_epochs e
+           where e.run_id in (select id from training_runs where ${job ? 'job_id = ?' : 'id = ?'}) order by e.epoch, e.run_id desc`,
+          [job ? job.id : run.id],
+        )
+      : [];
     return { job: trainingView(job, run, epochs) };
   }
 

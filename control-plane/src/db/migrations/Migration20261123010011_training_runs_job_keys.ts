@@ -5,7 +5,7 @@ export class Migration20261123010011_training_runs_job_keys extends Migration {
   override name = 'Migration20261123010011_training_runs_job_keys';
 
   override up(): void | Promise<void> {
-    this.addSql(`create table "training_runs" ("id" bigserial primary key, "workspace_id" varchar(24) not null, "model_id" varchar(24) not null, "job_id" varchar(24) null, "status" text not null default 'running', "epochs" int null, "epochs_done" int not null default 0, "device" varchar(128) null, "train_args" jsonb null, "environment" jsonb null, "model_info" jsonb null, "error" text null, "cancel_requested" boolean not null default false, "checkpoint_key" varchar(1024) null, "checkpoint_at" timestamptz null, "created_at" timestamptz not null, "updated_at" timestamptz not null, "completed_at" timestamptz null);`);
+    this.addSql(`create table "training_runs" ("id" bigserial primary key, "workspace_id" varchar(24) not null, "model_id" varchar(24) not null, "job_id" varchar(24) null, "status" text not null default 'running', "epochs" int null, "epochs_done" int not null default 0, "device" varchar(128) null, "train_args" jsonb null, "environment" jsonb null, "model_info" jsonb null, "error" text null, "cancel_requested" boolean not null default false, "checkpoint_key" varchar(1024) null, "checkpoint_at" timestamptz null, "resume_key" varchar(1024) null, "created_at" timestamptz not null, "updated_at" timestamptz not null, "completed_at" timestamptz null);`);
     this.addSql(`create index "training_runs_model_id_created_at_index" on "training_runs" ("model_id", "created_at");`);
     this.addSql(`create index "training_runs_job_id_index" on "training_runs" ("job_id");`);
 
