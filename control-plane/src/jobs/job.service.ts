@@ -4,7 +4,8 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
-import { JOB_CANCEL_CHANNEL } from './job-queue.ts';
+import { TRAINING_JOB } from '../training/training-payload.ts';
+import { requestCancel, settleQueuedTraining } from './job-cancel.ts';
 import { Job } from './job.entity.ts';
 import type { JobCancelled, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
 
@@ -43,18 +44,10 @@ export class JobService {
   async cancel(actor: Actor, jobId: string): Promise<z.input<typeof JobCancelled>> {
     const job = await this.find(actor, jobId);
     requireRole(actor, job.workspace.id, 'editor');
-    const [row] = await query<{ status: Job['status'] }>(
-      this.em,
-      `update jobs set cancel_requested = true, updated_at = now(),
-         status = case when status = 'queued' then 'cancelled' else status end,
-         finished_at = case when status = 'queued' then now() else finished_at end,
-         error = case when status = 'queued' then 'Cancelled' else error end
-       where id = ? and status in ('queued', 'running') returning status`,
-      [job.id],
-    );
-    if (!row) throw Conflict(`The job is already ${job.status}`);
-    if (row.status === 'running') await query(this.em, `select pg_notify('${JOB_CANCEL_CHANNEL}', ?)`, [job.id]);
-    return { success: true, status: row.status };
+    const status = await requestCancel(this.em, job.id);
+    if (!status) throw Conflict(`The job is already ${job.status}`);
+    if (status === 'cancelled' && job.kind === TRAINING_JOB && job.subjectId) await settleQueuedTraining(this.em, job.subjectId);
+    return { success: true, status };
   }
 }
 

@@ -8,7 +8,7 @@ import type { VersionService } from '../datasets/version.service.ts';
 import { query } from '../db/sql.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
-import { JOB_CANCEL_CHANNEL } from '../jobs/job-queue.ts';
+import { requestCancel, settleQueuedTraining } from '../jobs/job-cancel.ts';
 import { Job } from '../jobs/job.entity.ts';
 import { findModel } from '../models/model-access.ts';
 import { Model } from '../models/model.entity.ts';
@@ -122,21 +122,12 @@ export class TrainingService {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
     const job = await this.activeJob(model.id);
     if (job) {
-      const [row] = await query<{ status: string }>(
-        this.em,
-        `update jobs set cancel_requested = true, updated_at = now(),
-           status = case when status = 'queued' then 'cancelled' else status end,
-           finished_at = case when status = 'queued' then now() else finished_at end,
-           error = case when status = 'queued' then 'Cancelled' else error end
-         where id = ? and status in ('queued', 'running') returning status`,
-        [job.id],
-      );
-      if (!row) throw Conflict('The training is no longer active');
-      if (row.status === 'cancelled') {
-        await this.em.nativeUpdate(Model, { id: model.id, status: 'training' }, { status: 'cancelled', completedAt: new Date() });
+      const status = await requestCancel(this.em, job.id);
+      if (!status) throw Conflict('The training is no longer active');
+      if (status === 'cancelled') {
+        await settleQueuedTraining(this.em, model.id);
         return { success: true, status: 'cancelled' };
       }
-      await query(this.em, `select pg_notify('${JOB_CANCEL_CHANNEL}', ?)`, [job.id]);
       return { success: true, status: 'cancelling' };
     }
     // A run on the user's own machine: its trainer hears it in the next answer.
