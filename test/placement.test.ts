@@ -8,6 +8,7 @@ const host = (overrides: Partial<HostCapacity> = {}): HostCapacity => ({
     { index: 1, typeId: 'a100-80gb-sxm' },
     { index: 2, typeId: 'l40s' },
   ],
+  memoryBytes: 64 * 2 ** 30,
   busyGpuIndexes: new Set(),
   runningJobs: 0,
   cpuSlotBusy: false,
@@ -40,4 +41,12 @@ t.test('the agent cap and the single CPU slot', async (t) => {
   t.same(placeJobs(host({ cpuSlotBusy: true }), cpuJobs), []);
   const gpuJobs = [1, 2, 3].map((n) => ({ id: `g${n}`, gpuType: null, gpuCount: 1 }));
   t.same(placeJobs(host({ maxConcurrentJobs: 2, runningJobs: 1 }), gpuJobs).map((placement) => placement.jobId), ['g1']);
+});
+
+t.test('a job needing more memory than the host has is left to other hosts', async (t) => {
+  const queue = [
+    { id: 'huge', gpuType: null, gpuCount: 1, memoryBytes: 512 * 2 ** 30 },
+    { id: 'fits', gpuType: null, gpuCount: 1, memoryBytes: 32 * 2 ** 30 },
+  ];
+  t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['fits']);
 });

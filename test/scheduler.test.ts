@@ -101,9 +101,11 @@ t.test('GPU type, CPU jobs and workspaces: a host takes only what it can run and
 
   const { client: cpuOnly } = await host(handle, 'cpu-box', []);
   t.equal((await cpuOnly.nextOf('job.assign')).jobId, cpu2, 'a CPU-only host takes CPU jobs');
+  const tooBig = await queueCommand(server, handle, { command: ['big-memory'] }, { gpuType: 'h100-sxm', gpuCount: 1, memoryBytes: 2 ** 40 });
   const { client: h100Host } = await host(handle, 'h100', [gpu(0, 'h100-sxm')]);
   t.equal((await h100Host.nextOf('job.assign')).jobId, h100);
   t.ok(await h100Host.quiet(300), 'the other workspace’s job stays with its own hosts');
+  t.equal(await status(tooBig), 'queued', 'a job needing more memory than the host has waits for a bigger host');
   const { client: theirs } = await host(other.handle, 'theirs', [gpu(0)]);
   t.equal((await theirs.nextOf('job.assign')).jobId, foreign);
 });

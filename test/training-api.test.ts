@@ -96,7 +96,11 @@ t.test('events from the job key land on its model; a cancel is answered cancelle
   t.type(runId, 'number');
   const epoch = await metrics(jobKey, { event: 'epoch_end', modelId, data: { epoch: 0, metrics: { 'train/box_loss': 1.5, 'metrics/mAP50(B)': 0.25 }, fitness: 0.1, best_fitness: 0.1 } });
   t.match(epoch.body, { cancelled: false });
+  for (const chunkId of [1795000000001, 1795000000001]) {
+    t.equal((await metrics(jobKey, { event: 'console_output', modelId, data: { chunkId, content: '10:00:01 Epoch 1/5\n10:00:02 loss 1.5\n', lineCount: 2 } })).status, 200);
+  }
   const reading = await call<{ job: Record<string, any> }>(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice });
+  t.same(reading.body.job.console, ['10:00:01 Epoch 1/5', '10:00:02 loss 1.5'], 'console lines, a retried chunk kept once');
   t.match(reading.body.job, { id: jobId, status: 'running', progress: { epoch: 1, epochs: 5, percent: 20 }, compute: { gpuType: 'rtx-4090', host: 'gpu-box' } });
   t.same(reading.body.job.epochMetrics.map((row: { epoch: number }) => row.epoch), [0]);
   t.equal((await call<{ model: { metrics: Record<string, number> } }>(server, 'GET', '/api/models/alice/detector/m1', { key: alice })).body.model.metrics.mAP50, 0.25);

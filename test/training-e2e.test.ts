@@ -44,7 +44,8 @@ interface Training {
     id: string;
     status: string;
     progress: { epoch: number; epochs: number | null; percent: number };
-    epochMetrics: Array<{ epoch: number; metrics: Record<string, unknown> }>;
+    epochMetrics: Array<{ epoch: number; metrics: Record<string, unknown>; system: Record<string, unknown> | null }>;
+    console: string[];
     error: string | null;
     compute: { host: string | null; device: string | null; jobStatus: string | null; attempts: number };
   } | null;
@@ -87,6 +88,8 @@ t.test('start → queued → running with per-epoch progress → completed with 
   t.same(job.progress, { epoch: 3, epochs: 3, percent: 100 });
   t.same(job.epochMetrics.map((row) => row.epoch), [0, 1, 2]);
   t.ok('train/box_loss' in job.epochMetrics[0].metrics, 'losses per epoch');
+  t.ok(job.epochMetrics[0].system && 'cpu' in job.epochMetrics[0].system, 'system stats per epoch');
+  t.ok(job.console.some((line) => /Epoch|epochs/.test(line)), 'the console output streamed by the trainer');
   t.match(job.compute, { host: 'trainer-host', device: 'cpu' });
 
   const model = await call<{ model: { status: string; metrics: Record<string, number> | null; bestEpoch: number | null; classNames: string[] | null; weights: unknown } }>(server, 'GET', '/api/models/alice/detector/shapes-3ep', { key: alice });

@@ -24,6 +24,8 @@ export interface HostRequirements {
   /** A GPU type ID (h100-sxm, …); null: any type. Ignored with gpuCount 0 (a CPU job). */
   gpuType: string | null;
   gpuCount: number;
+  /** Host memory the job needs (only hosts with at least this much take it). */
+  memoryBytes?: number;
   /** Requeue rather than fail when its host is lost mid-run. */
   restartable?: boolean;
 }
@@ -41,6 +43,7 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
       placement: 'host' as const,
       gpuType: job.host.gpuCount > 0 ? job.host.gpuType : null,
       gpuCount: job.host.gpuCount,
+      memoryBytes: job.host.memoryBytes ?? null,
       restartable: job.host.restartable ?? false,
     }),
   });

@@ -53,6 +53,8 @@ export const JobSchema = defineEntity({
     /** Host jobs: the GPU type they need (null: any type; ignored when gpuCount is 0, a CPU job). */
     gpuType: p.string().length(64).nullable(),
     gpuCount: p.integer().default(0),
+    /** Host jobs: the host memory they need; hosts with less never take them. */
+    memoryBytes: p.bigint('number').nullable(),
     /** Host jobs: safe to run again from the start (or from their own checkpoint) when their host is lost. */
     restartable: p.boolean().default(false),
     /** The host running the current attempt, and the GPU indexes it holds there. */

@@ -27,6 +27,7 @@ const QUEUE_WINDOW = 200;
 interface QueuedRow extends JobRow {
   gpu_type: string | null;
   gpu_count: number;
+  memory_bytes: string | null;
 }
 
 /**
@@ -109,7 +110,7 @@ export class HostScheduler {
       const em = this.em();
       const [row] = await query<QueuedRow & { host_id: string | null }>(
         em,
-        'select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, host_id from jobs where id = ?',
+        'select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, host_id from jobs where id = ?',
         [job.id],
       );
       if (!row) continue;
@@ -160,7 +161,7 @@ export class HostScheduler {
       );
       const queue = await query<QueuedRow>(
         em,
-        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count from jobs
+        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes from jobs
          where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
          order by priority desc, created_at, id limit ${QUEUE_WINDOW} for update skip locked`,
         [pgArray(kinds), host.workspaceId, host.workspaceId],
@@ -168,12 +169,13 @@ export class HostScheduler {
       const placements = placeJobs(
         {
           gpus: host.hardware.gpus,
+          memoryBytes: host.hardware.memoryBytes,
           busyGpuIndexes: new Set(busy.flatMap((job) => job.gpu_indexes ?? [])),
           runningJobs: busy.length,
           cpuSlotBusy: busy.some((job) => job.gpu_count === 0),
           maxConcurrentJobs: host.maxConcurrentJobs,
         },
-        queue.map((row): QueuedJob => ({ id: row.id, gpuType: row.gpu_type, gpuCount: row.gpu_count })),
+        queue.map((row): QueuedJob => ({ id: row.id, gpuType: row.gpu_type, gpuCount: row.gpu_count, memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes) })),
       );
       const rows = new Map(queue.map((row) => [row.id, row]));
       const messages: ServerMessage[] = [];

@@ -3,6 +3,8 @@
 
 export interface HostCapacity {
   gpus: ReadonlyArray<{ index: number; typeId: string }>;
+  /** The host's memory, for jobs that need a minimum. */
+  memoryBytes: number;
   /** GPU indexes held by the host's running jobs. */
   busyGpuIndexes: ReadonlySet<number>;
   /** Jobs the host runs now, GPU and CPU together. */
@@ -18,6 +20,8 @@ export interface QueuedJob {
   /** null: any GPU type. Ignored when gpuCount is 0. */
   gpuType: string | null;
   gpuCount: number;
+  /** The host memory it needs, if it said. */
+  memoryBytes?: number | null;
 }
 
 export interface Placement {
@@ -29,7 +33,8 @@ export interface Placement {
 /**
  * Walks the queue in its order (priority, then age) and takes every job that fits. A job this host could run
  * but not yet (its GPUs are busy) stops later jobs needing the same kind of slot from overtaking it, so a big
- * job is not starved by a stream of small ones; jobs this host can never run are left to other hosts.
+ * job is not starved by a stream of small ones; jobs this host can never run (GPU type or count, memory) are left
+ * to other hosts.
  */
 export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): Placement[] {
   const free = capacity.gpus.filter((gpu) => !capacity.busyGpuIndexes.has(gpu.index));
@@ -39,6 +44,7 @@ export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): 
   const placements: Placement[] = [];
   for (const job of queue) {
     if (capacity.maxConcurrentJobs !== undefined && running >= capacity.maxConcurrentJobs) break;
+    if (job.memoryBytes && job.memoryBytes > capacity.memoryBytes) continue;
     if (job.gpuCount === 0) {
       if (cpuSlotBusy) continue;
       cpuSlotBusy = true;

@@ -7,6 +7,7 @@ import type { TrainingJobView, TRAINING_STATUSES } from './training.schemas.ts';
 export interface EpochRow {
   epoch: number;
   metrics: Record<string, unknown>;
+  system: Record<string, unknown> | null;
   fitness: number | null;
   best_fitness: number | null;
   at: string | Date;
@@ -23,7 +24,7 @@ function statusOf(job: Job | null, run: TrainingRun | null): Status {
 }
 
 /** GET .../training: the platform job (and its newest run), or a run on the user's own machine. */
-export function trainingView(job: Job | null, run: TrainingRun | null, epochs: EpochRow[]): z.input<typeof TrainingJobView> {
+export function trainingView(job: Job | null, run: TrainingRun | null, epochs: EpochRow[], console: string[]): z.input<typeof TrainingJobView> {
   const payload = job?.payload as TrainingPayload | undefined;
   const started = run?.createdAt ?? job?.startedAt ?? null;
   const ended = job?.finishedAt ?? run?.completedAt ?? null;
@@ -56,7 +57,15 @@ export function trainingView(job: Job | null, run: TrainingRun | null, epochs: E
       jobStatus: job?.status ?? null,
     },
     trainArgs: (payload?.trainArgs as Record<string, unknown> | undefined) ?? run?.trainArgs ?? null,
-    epochMetrics: epochs.map((row) => ({ epoch: row.epoch, metrics: row.metrics, fitness: row.fitness, bestFitness: row.best_fitness, at: new Date(row.at).toISOString() })),
+    epochMetrics: epochs.map((row) => ({
+      epoch: row.epoch,
+      metrics: row.metrics,
+      system: row.system,
+      fitness: row.fitness,
+      bestFitness: row.best_fitness,
+      at: new Date(row.at).toISOString(),
+    })),
+    console,
     datasetVersion: payload?.datasetVersion ?? null,
     estimatedCostCents: payload?.estimatedCostCents ?? null,
     error: job?.error ?? run?.error ?? null,

@@ -24,11 +24,14 @@ export const TrainingStarted = z.object({
   datasetVersion: z.number().int().optional().meta({ description: 'With captureDatasetVersion: the version trained on' }),
 });
 
+export const CONSOLE_TAIL_LINES = 200;
+
 export const TRAINING_STATUSES = ['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'] as const;
 
 export const EpochRecord = z.object({
   epoch: z.number().int().meta({ description: '0-based' }),
   metrics: z.record(z.string(), z.unknown()),
+  system: z.record(z.string(), z.unknown()).nullable().meta({ description: 'Host stats at the epoch end: cpu, ram, disk, network, per-GPU usage, memory, temperature and power' }),
   fitness: z.number().nullable(),
   bestFitness: z.number().nullable(),
   at: z.iso.datetime(),
@@ -58,6 +61,7 @@ export const TrainingJobView = z.object({
   }),
   trainArgs: z.record(z.string(), z.unknown()).nullable(),
   epochMetrics: z.array(EpochRecord),
+  console: z.array(z.string()).meta({ description: `The trainer's last console lines (at most ${CONSOLE_TAIL_LINES}), as it streamed them` }),
   datasetVersion: z.number().int().nullable(),
   estimatedCostCents: z.number().int().nullable(),
   error: z.string().nullable().meta({ description: 'Why it failed, without internals' }),

@@ -18,7 +18,7 @@ import { TRAINING_JOB, type TrainingPayload } from './training-payload.ts';
 import { someHostOffers } from './training-capacity.ts';
 import { trainingView, type EpochRow } from './training-view.ts';
 import { TrainingRun } from './training-run.entity.ts';
-import type { ModelTraining, TrainingCancelled, TrainingStart, TrainingStarted } from './training.schemas.ts';
+import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type TrainingStart, type TrainingStarted } from './training.schemas.ts';
 
 type Address = { owner: string; project: string; model: string };
 
@@ -105,16 +105,22 @@ export class TrainingService {
     const job = await this.em.findOne(Job, { subjectId: model.id, kind: TRAINING_JOB }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['host'] });
     const run = await this.em.findOne(TrainingRun, job ? { model, job } : { model }, { orderBy: { id: 'desc' } });
     if (!job && !run) return { job: null };
+    if (!run) return { job: trainingView(job, null, [], []) };
     // A job resumed on another host has a run per attempt: its epochs are theirs together, the newest report winning.
-    const epochs = run
-      ? await query<EpochRow>(
-          this.em,
-          `select distinct on (e.epoch) e.epoch, e.metrics, e.fitness, e.best_fitness, e.at from training_epochs e
-           where e.run_id in (select id from training_runs where ${job ? 'job_id = ?' : 'id = ?'}) order by e.epoch, e.run_id desc`,
-          [job ? job.id : run.id],
-        )
-      : [];
-    return { job: trainingView(job, run, epochs) };
+    const runs = job ? 'select id from training_runs where job_id = ?' : 'select ?::bigint';
+    const epochs = await query<EpochRow>(
+      this.em,
+      `select distinct on (e.epoch) e.epoch, e.metrics, e.system, e.fitness, e.best_fitness, e.at from training_epochs e
+       where e.run_id in (${runs}) order by e.epoch, e.run_id desc`,
+      [job ? job.id : run.id],
+    );
+    return { job: trainingView(job, run, epochs, await this.consoleTail(run.id)) };
+  }
+
+  /** The run's last console lines, from its newest chunks. */
+  private async consoleTail(runId: number): Promise<string[]> {
+    const chunks = await query<{ content: string }>(this.em, 'select content from training_console where run_id = ? order by chunk_id desc limit 50', [runId]);
+    return chunks.reverse().flatMap((chunk) => chunk.content.split('\n')).filter((line) => line !== '').slice(-CONSOLE_TAIL_LINES);
   }
 
   /** A queued job is cancelled at once; a running trainer is told in its next webhook answer and stopped after a grace. */
