@@ -120,7 +120,13 @@ t.test('events from the job key land on its model; a cancel is answered cancelle
 t.test('bring your own compute: training_started by project and name creates them; a trained name gets the next free one', async (t) => {
   const first = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
   t.match(first.body, { modelSlug: 'train', cancelled: false });
-  await metrics(alice, { event: 'training_complete', modelId: first.body.modelId, data: { runId: first.body.runId, results: { metrics: { 'metrics/mAP50(B)': 0.5 }, bestEpoch: 0, bestFitness: 0.4 }, classNames: ['a'] } });
+  const validation = { population: 2, rows: [['img-1', 2, 0, 1], ['img-2', 0, 1, 0]], extremes: { worst: ['img-2'], best: ['img-1'] } };
+  const plots = [{ type: 'pr_curve', x: [0, 1], y: [[1, 0]], ap: [0.5] }];
+  await metrics(alice, { event: 'training_complete', modelId: first.body.modelId, data: { runId: first.body.runId, results: { metrics: { 'metrics/mAP50(B)': 0.5 }, bestEpoch: 0, bestFitness: 0.4, validation }, classNames: ['a'], plots } });
+  const analysis = await call<{ analysis: unknown[] }>(server, 'GET', '/api/models/alice/my-laptop/train?analysis=1', { key: alice });
+  t.same(analysis.body.analysis, [{ image: 'img-1', tp: 2, fp: 0, fn: 1 }, { image: 'img-2', tp: 0, fp: 1, fn: 0 }], 'per-image validation rows');
+  const results = await call<{ model: { trainResults: { plots: unknown[]; extremes: unknown; bestEpoch: number } } }>(server, 'GET', '/api/models/alice/my-laptop/train', { key: alice });
+  t.match(results.body.model.trainResults, { plots, extremes: validation.extremes, bestEpoch: 0 }, 'plots and results');
   const second = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
   t.equal(second.body.modelSlug, 'train-2');
   t.not(second.body.modelId, first.body.modelId);
