@@ -25,13 +25,15 @@ const hardware = (gpus: Gpu[]): Hardware => ({
 
 const em = server.orm.em.fork();
 const workspace = (handle: string) => em.findOneOrFail(Workspace, { handle });
-const addHost = async (name: string, state: HostState, hw: Hardware | null, handle?: string) =>
-  em.create(Host, { name, state, hardware: hw as Record<string, unknown> | null, workspace: handle ? await workspace(handle) : null });
+const addHost = async (name: string, state: HostState, hw: Hardware | null, handle?: string, lastHeartbeatAt = new Date()) =>
+  em.create(Host, { name, state, hardware: hw as Record<string, unknown> | null, workspace: handle ? await workspace(handle) : null, lastHeartbeatAt });
 await addHost('pool-a', 'connected', hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'rtx-4090', 24_564), gpu(2, 'l40s', 46_068)]));
 await addHost('pool-b', 'connected', hardware([gpu(0, 'h100-sxm', 81_559), gpu(1, 'gh200-480gb', 97_871)]));
 await addHost('pool-cpu', 'connected', hardware([]));
 await addHost('pool-off', 'disconnected', hardware([gpu(0, 'b200', 183_359)]));
 await addHost('pool-new', 'enrolling', null);
+// Marked connected by a replica that died: silent past the grace period, so not offered.
+await addHost('pool-stale', 'connected', hardware([gpu(0, 'b200', 183_359)]), undefined, new Date(Date.now() - 3600_000));
 await addHost('mine', 'connected', hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'a100-80gb-sxm', 81_920)]), 'gpu-team');
 await addHost('theirs', 'connected', hardware([gpu(0, 'b300', 270_000)]), 'other-team');
 await em.flush();
@@ -47,7 +49,7 @@ t.test('anonymous callers see connected pool hosts only, with every known type l
   t.same(body.gpus.l40s, { status: 'available', total: 1, free: 1, memoryGb: 45 });
   t.same(body.gpus['h100-sxm'], { status: 'available', total: 1, free: 1, memoryGb: 80 });
   t.same(body.gpus['gh200-480gb'], { status: 'available', total: 1, free: 1, memoryGb: 96 });
-  t.same(body.gpus.b200, unavailable, 'a disconnected host does not count');
+  t.same(body.gpus.b200, unavailable, 'a disconnected host, or one silent past the grace period, does not count');
   t.same(body.gpus['a100-80gb-sxm'], unavailable, 'private hosts are not counted without managed');
   t.same(body.gpus.b300, unavailable);
   t.same(body.cpu, { status: 'available', hosts: 1 });

@@ -127,7 +127,7 @@ export class Services {
   }
 
   get gpuAvailability(): GpuAvailabilityService {
-    return new GpuAvailabilityService(this.em, this.deps.config.region);
+    return new GpuAvailabilityService(this.em, this.deps.config.region, this.deps.config.hostLostGraceSeconds);
   }
 
   get trash(): TrashService {
@@ -139,7 +139,7 @@ export class Services {
   }
 
   get training(): TrainingService {
-    return new TrainingService(this.em, this.billing, this.versions);
+    return new TrainingService(this.em, this.billing, this.versions, this.deps.config.hostLostGraceSeconds);
   }
 
   get trainingEvents(): TrainingEventsService {

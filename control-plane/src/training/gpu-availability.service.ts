@@ -15,20 +15,24 @@ const status = (total: number, free: number): (typeof STOCK_STATUSES)[number] =>
   free > 0 ? 'available' : total > 0 ? 'busy' : 'unavailable';
 const none = (): Stock => ({ status: 'unavailable', total: 0, free: 0, memoryGb: null });
 
-/** Stock of each GPU type (and of CPU-only hosts) on connected hosts: the pool, plus a workspace's own when managed. */
+/** Stock of each GPU type (and of CPU-only hosts) on live connected hosts: the pool, plus a workspace's own when managed. */
 export class GpuAvailabilityService {
   private readonly em: EntityManager;
   private readonly region: Region;
+  private readonly graceSeconds: number;
 
-  constructor(em: EntityManager, region: Region) {
+  constructor(em: EntityManager, region: Region, graceSeconds: number) {
     this.em = em;
     this.region = region;
+    this.graceSeconds = graceSeconds;
   }
 
   async read(actor: Actor, managed: boolean): Promise<z.input<typeof GpuAvailability>> {
     if (managed && actor.kind !== 'key') throw Unauthorized('managed=true needs an API key');
     const scopes = managed && actor.kind === 'key' ? [{ workspace: null }, { workspace: actor.workspaceId }] : [{ workspace: null }];
-    const hosts = await this.em.find(Host, { state: 'connected', $or: scopes }, { fields: ['id', 'hardware'] });
+    // A host whose replica died stays marked connected: one silent past the grace period is not counted.
+    const alive = new Date(Date.now() - this.graceSeconds * 1000);
+    const hosts = await this.em.find(Host, { state: 'connected', lastHeartbeatAt: { $gt: alive }, $or: scopes }, { fields: ['id', 'hardware'] });
     const held = await this.heldSlots(hosts.map((host) => host.id));
 
     const gpus: Record<string, Stock> = {};

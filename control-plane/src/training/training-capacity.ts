@@ -2,17 +2,18 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 
 /**
- * Whether a connected host the workspace may use (the pool or its own) has a GPU of the type, or, for cpu,
+ * Whether a live connected host (heard from within the grace period) the workspace may use (the pool or its own) has a GPU of the type, or, for cpu,
  * whether any such host is connected. Busy GPUs count: a job for them waits in the queue.
  */
-export async function someHostOffers(em: EntityManager, workspaceId: string, gpuType: string): Promise<boolean> {
+export async function someHostOffers(em: EntityManager, workspaceId: string, gpuType: string, graceSeconds: number): Promise<boolean> {
   const [row] = await query<{ found: boolean }>(
     em,
     `select exists (
-       select 1 from hosts h where h.state = 'connected' and (h.workspace_id is null or h.workspace_id = ?)
+       select 1 from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)
+         and (h.workspace_id is null or h.workspace_id = ?)
          and (? = 'cpu' or exists (select 1 from jsonb_array_elements(coalesce(h.hardware->'gpus', '[]'::jsonb)) g where g->>'typeId' = ?))
      ) as found`,
-    [workspaceId, gpuType, gpuType],
+    [graceSeconds, workspaceId, gpuType, gpuType],
   );
   return row.found;
 }

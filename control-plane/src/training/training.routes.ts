@@ -10,7 +10,7 @@ export const gpuAvailability = defineRoute({
   tag: 'Training',
   summary: 'Stock status of each GPU type on connected hosts, keyed by GPU type ID',
   description:
-    'Counts GPUs of connected hosts in the appliance-wide pool; `managed=true` (needs a key, else 401) adds the hosts ' +
+    'Counts GPUs of connected hosts (heard from within HOST_LOST_GRACE_SECONDS) in the appliance-wide pool, less those running jobs hold; `managed=true` (needs a key, else 401) adds the hosts ' +
     "private to the key's workspace. Every known GPU type ID is listed, unavailable when none is connected, plus any " +
     'other type a host reports. status: available when free > 0, busy when GPUs exist but none is free, unavailable ' +
     'otherwise. `cpu` counts connected CPU-only hosts, which run jobs with gpuType `cpu`.',

@@ -27,11 +27,14 @@ export class TrainingService {
   private readonly em: EntityManager;
   private readonly billing: BillingService;
   private readonly versions: VersionService;
+  /** Hosts silent longer than this (HOST_LOST_GRACE_SECONDS) do not count as offering capacity. */
+  private readonly graceSeconds: number;
 
-  constructor(em: EntityManager, billing: BillingService, versions: VersionService) {
+  constructor(em: EntityManager, billing: BillingService, versions: VersionService, graceSeconds: number) {
     this.em = em;
     this.billing = billing;
     this.versions = versions;
+    this.graceSeconds = graceSeconds;
   }
 
   async start(actor: Actor, body: z.output<typeof TrainingStart>): Promise<z.input<typeof TrainingStarted>> {
@@ -43,7 +46,7 @@ export class TrainingService {
     const gpuType = body.gpuType;
     if (gpuType !== 'cpu' && !KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability) or cpu`);
     const { dataset, weights } = await this.resolveInputs(actor, body.trainArgs);
-    if (!(await someHostOffers(this.em, key.workspaceId, gpuType))) {
+    if (!(await someHostOffers(this.em, key.workspaceId, gpuType, this.graceSeconds))) {
       throw new HttpError(503, gpuType === 'cpu' ? 'No worker host is connected' : `No connected worker host has a ${gpuType} GPU; see GET /api/training/gpu-availability`);
     }
     const gpuCount = gpuType === 'cpu' ? 0 : 1;
