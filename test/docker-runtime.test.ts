@@ -166,7 +166,8 @@ t.test('GPUs are requested from the NVIDIA driver by index, and NVIDIA_VISIBLE_D
 });
 
 t.test('recover() after the agent was killed adopts running containers and reports ended ones', async (t) => {
-  const ticking = assignment(spec('i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'));
+  const checkpoint = { under: 'runs', file: 'last.pt', everySeconds: 5 };
+  const ticking = assignment(spec('i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done', { checkpoint }));
   // Ends after its agent is gone, so nobody sees it end.
   const exiting = assignment(spec('sleep 1; exit 4'));
   const timed = assignment(spec('sleep 60', { timeoutSeconds: 3 }));
@@ -199,6 +200,8 @@ t.test('recover() after the agent was killed adopts running containers and repor
     return logs.sink;
   });
   const byId = new Map(recovered.map((found) => [found.jobId, found]));
+  t.same(byId.get(ticking.jobId)?.files, { workDir: ticking.spec.workDir, checkpoint }, 'an adopted job keeps what its checkpoint uploads need');
+  t.equal(byId.get(timed.jobId)?.files, undefined, 'a job without a checkpoint has none');
   t.same([...byId.keys()].sort(), [ticking.jobId, exiting.jobId, timed.jobId].sort());
   t.ok(recovered.every((found) => found.attempt === 1));
 

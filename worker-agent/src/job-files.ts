@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { JobSpec } from '@vp/protocol';
 import type { Logger } from './log.ts';
+import type { JobFiles } from './runtimes/runtime.ts';
 import { prepareWorkDir } from './runtimes/shared.ts';
 
 export interface JobFilesOptions {
@@ -46,7 +47,7 @@ async function newest(dir: string, name: string, depth = 8): Promise<{ path: str
  * Uploads the job's checkpoint whenever it changed, at most every `everySeconds`, to the control plane (worker-key
  * auth). Returns a function that stops watching. Failures are logged and retried at the next tick.
  */
-export function watchCheckpoint(options: JobFilesOptions, job: { jobId: string; attempt: number; spec: JobSpec }): () => void {
+export function watchCheckpoint(options: JobFilesOptions, job: { jobId: string; attempt: number; spec: JobFiles }): () => void {
   const checkpoint = job.spec.checkpoint;
   if (!checkpoint) return () => {};
   const root = resolve(options.workRoot, job.spec.workDir, checkpoint.under);

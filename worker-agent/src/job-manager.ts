@@ -44,9 +44,12 @@ export class JobManager {
 
   /** Before the first connection: adopts (or reports as ended) what an earlier agent process left running. */
   async recover(): Promise<void> {
-    for (const { jobId, attempt, job } of await this.#runtime.recover((id) => this.#sink(id))) {
+    for (const { jobId, attempt, job, files } of await this.#runtime.recover((id) => this.#sink(id))) {
       this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
-      this.#jobs.set(jobId, { attempt, gpuIndexes: [], job });
+      const tracked: Tracked = { attempt, gpuIndexes: [], job };
+      // An adopted trainer keeps uploading its checkpoint, so a later host loss still resumes from a recent one.
+      if (files && this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec: files });
+      this.#jobs.set(jobId, tracked);
       this.#watch(jobId, job);
     }
   }

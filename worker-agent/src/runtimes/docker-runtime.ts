@@ -7,7 +7,7 @@
 import Docker from 'dockerode';
 import { Writable, type Readable } from 'node:stream';
 import { resolve } from 'node:path';
-import { LogBatcher, type JobAssignment, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { LogBatcher, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
 import { DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
 import { endedJob, prepareWorkDir } from './shared.ts';
 
@@ -31,6 +31,8 @@ const LABELS = {
   attempt: 'vp.attempt',
   /** Present when the job has a timeout, so a recovered job keeps it. */
   timeoutSeconds: 'vp.timeout-seconds',
+  /** Present when the job keeps a checkpoint (JSON of JobFiles), so a recovered job's uploads go on. */
+  files: 'vp.job-files',
 } as const;
 
 /**
@@ -55,6 +57,7 @@ export function containerOptions(
   const gpus = spec.gpus.indexes ? { DeviceIDs: spec.gpus.indexes.map(String) } : { Count: spec.gpus.count };
   const labels: Record<string, string> = { [LABELS.managed]: 'true', [LABELS.host]: host, [LABELS.jobId]: jobId, [LABELS.attempt]: String(attempt) };
   if (spec.timeoutSeconds !== undefined) labels[LABELS.timeoutSeconds] = String(spec.timeoutSeconds);
+  if (spec.checkpoint) labels[LABELS.files] = JSON.stringify({ workDir: spec.workDir, checkpoint: spec.checkpoint } satisfies JobFiles);
   return {
     name: containerName(jobId, attempt),
     Image: image,
@@ -132,7 +135,8 @@ export class DockerRuntime implements JobRuntime {
     return Promise.all(
       found.map(async ({ Id, Labels }) => {
         const jobId = Labels[LABELS.jobId] as string;
-        return { jobId, attempt: Number(Labels[LABELS.attempt]), job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor) };
+        const files = Labels[LABELS.files] ? (JSON.parse(Labels[LABELS.files]) as JobFiles) : undefined;
+        return { jobId, attempt: Number(Labels[LABELS.attempt]), job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor), ...(files && { files }) };
       }),
     );
   }

@@ -33,7 +33,12 @@ export interface RecoveredJob {
   attempt: number;
   /** Still running and re-attached (its logs from now on go to the sink), or already ended (wait() resolves at once). */
   job: RunningJob;
+  /** For an adopted job that keeps a checkpoint: where, so its uploads go on after the restart. */
+  files?: JobFiles;
 }
+
+/** The part of a job's spec its checkpoint uploads need. */
+export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint'>;
 
 export interface JobRuntime {
   start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob>;
