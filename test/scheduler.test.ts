@@ -47,12 +47,15 @@ t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the ne
   t.equal(await status(jobs[2]), 'queued');
 
   client.send({ type: 'job.accepted', jobId: first.jobId });
+  await eventually(async () => (await readJob(server, first.jobId)).acceptedAt, 'acceptance');
+  await new Promise((resolve) => setTimeout(resolve, 300));
   client.send({ type: 'job.finished', jobId: first.jobId, outcome: 'completed', exitCode: 0 });
   const third = await client.nextOf('job.assign');
   t.equal(third.jobId, jobs[2]);
   t.same(third.spec.gpus, first.spec.gpus, 'it gets the freed GPU');
   const done = await readJob(server, first.jobId);
   t.match(done, { status: 'completed', result: { exitCode: 0 }, error: null });
+  t.ok(Number(done.runSeconds) >= 0.3 && Number(done.runSeconds) < 5, `its run time from acceptance to end is recorded (${done.runSeconds} s)`);
   t.ok(done.finishedAt);
 });
 
@@ -166,7 +169,11 @@ t.test('a host silent past the grace period loses its jobs: restartable ones go 
   client.ws.terminate();
   gpuHost.ws.terminate();
 
+  const silentSince = Date.now();
   await eventually(async () => (await status(plain)) === 'failed', 'the plain job to fail');
+  const lostAfter = (Date.now() - silentSince) / 1000;
+  const runSeconds = Number((await readJob(server, plain)).runSeconds);
+  t.ok(runSeconds < lostAfter, `a lost host's job is counted until the host was last heard from (${runSeconds} s), not until it was released (${lostAfter} s later)`);
   t.match((await readJob(server, plain)).error, /host running the job was lost \(no heartbeat for 2 s\)/);
   await eventually(async () => (await status(restartable)) === 'queued', 'the restartable job to be requeued');
   const { client: rescue } = await host(handle, 'rescue', [gpu(0)]);

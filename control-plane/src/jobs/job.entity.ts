@@ -62,6 +62,8 @@ export const JobSchema = defineEntity({
     gpuIndexes: p.json<number[]>().nullable(),
     /** When the host confirmed it started the current attempt; null while the assignment is in flight. */
     acceptedAt: p.datetime().nullable(),
+    /** Host jobs: seconds their attempts ran on hosts (acceptance to end, summed): what a training is charged for. */
+    runSeconds: p.double().default(0),
     /** Log lines kept (job_logs), counted so one chatty job cannot fill the database. */
     logLines: p.integer().default(0),
     startedAt: p.datetime().nullable(),

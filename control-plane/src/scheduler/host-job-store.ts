@@ -5,6 +5,12 @@ import { pgArray, query } from '../db/sql.ts';
 import { JOBS_CHANNEL } from '../jobs/job-queue.ts';
 import type { HostJobOutcome } from './host-job-kinds.ts';
 
+/** The seconds the current attempt ran on its host, from the host's confirmation (none before it) to now. */
+const RAN_SINCE_ACCEPTED = 'coalesce(greatest(extract(epoch from now() - j.accepted_at), 0), 0)';
+/** The same for an attempt whose host was lost: only until the host was last heard from, not through the grace period. */
+const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
+  coalesce((select h.last_heartbeat_at from hosts h where h.id = j.host_id), now())) - j.accepted_at), 0), 0)`;
+
 /** Log lines kept per job; later ones are dropped (one marker line says so). */
 export const MAX_JOB_LOG_LINES = 100_000;
 
@@ -34,6 +40,7 @@ export async function releaseLostJobs(em: EntityManager, where: string, params: 
        finished_at = case when d.next = 'queued' then null else now() end,
        progress = case when d.next = 'queued' then '{"stage":"queued","percent":0}'::jsonb else j.progress end,
        host_id = case when d.next = 'queued' then null else j.host_id end,
+       run_seconds = j.run_seconds + ${RAN_UNTIL_LAST_HEARD},
        gpu_indexes = null, accepted_at = null, lease_expires_at = null, updated_at = now()
      from decided d where j.id = d.id
      returning j.id, j.kind, j.status`,
@@ -105,6 +112,7 @@ export async function markFinished(
        error = case when cancel_requested then 'Cancelled' when ? = 'completed' then null else ? end,
        result = case when ?::int is null then result else coalesce(result, '{}'::jsonb) || jsonb_build_object('exitCode', ?::int) end,
        progress = case when ? = 'completed' then jsonb_build_object('stage', 'done', 'percent', 100) else progress end,
+       run_seconds = run_seconds + ${RAN_SINCE_ACCEPTED.replaceAll('j.', '')},
        finished_at = now(), lease_expires_at = null, gpu_indexes = null, updated_at = now()
      where id = ? and host_id = ? and status = 'running' returning id, kind, status`,
     [

@@ -77,7 +77,7 @@ export class TrainingJob implements HostJobKind {
     await revokeJobKeys(em, attempt.id);
     const [job] = await query<{ error: string | null; seconds: number | null }>(
       em,
-      'select error, extract(epoch from finished_at - started_at)::float8 as seconds from jobs where id = ?',
+      'select error, run_seconds as seconds from jobs where id = ?',
       [attempt.id],
     );
     const runs = await query<{ epochs_done: number }>(
