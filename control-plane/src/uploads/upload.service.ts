@@ -10,6 +10,7 @@ import { Model } from '../models/model.entity.ts';
 import { BlobExists, BlobLengthMismatch } from '../storage/blob-store.ts';
 import { md5Of } from '../storage/md5-of.ts';
 import type { Storage } from '../storage/storage.ts';
+import { announcedSize } from '../storage/announced-size.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
 import type { CompleteRequest, CompleteResponse, SignedUrlRequest, SignedUrlResponse, UploadReceipt } from './upload.schemas.ts';
 import { UploadSession, type UploadAssetType } from './upload-session.entity.ts';
@@ -208,17 +209,6 @@ export class UploadService {
     await this.em.flush();
     return stale.length;
   }
-}
-
-/** Largest checkpoint accepted when the uploader announced no size. */
-const MAX_CHECKPOINT_BYTES = 4 * 2 ** 30;
-
-/** The size a PUT announces (Content-Length), required when the session did not fix one. */
-function announcedSize(contentLength: string | undefined): number {
-  const bytes = Number(contentLength);
-  if (contentLength === undefined || !Number.isSafeInteger(bytes) || bytes < 0) throw new HttpError(411, 'Content-Length is required for this upload');
-  if (bytes > MAX_CHECKPOINT_BYTES) throw new HttpError(413, `A checkpoint may have at most ${MAX_CHECKPOINT_BYTES} bytes`);
-  return bytes;
 }
 
 function createOnlyRefusal(): HttpError {

@@ -3,12 +3,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { bearerToken } from '../auth/key-format.ts';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
-import { Conflict, HttpError, NotFound, Unauthorized } from '../http/errors.ts';
+import { Conflict, NotFound, Unauthorized } from '../http/errors.ts';
+import { announcedSize } from '../storage/announced-size.ts';
 import { findWorkerByKey } from '../hosts/worker-key-lookup.ts';
 import type { Storage } from '../storage/storage.ts';
-
-/** The largest checkpoint a host may upload. */
-const MAX_CHECKPOINT_BYTES = 4 * 2 ** 30;
 
 /**
  * PUT /api/workers/jobs/{id}/checkpoint: a worker host's upload of a running training's last.pt (worker-key auth;
@@ -36,9 +34,7 @@ export class JobCheckpointService {
     if (job.attempts !== attempt) throw Conflict(`Attempt ${attempt} is no longer the job's current attempt`);
     const [run] = await query<{ id: string }>(this.em, 'select id from training_runs where job_id = ? order by id desc limit 1', [jobId]);
     if (!run) throw Conflict('The trainer has not reported its start yet');
-    const bytes = Number(contentLength);
-    if (contentLength === undefined || !Number.isSafeInteger(bytes) || bytes < 0) throw new HttpError(411, 'Content-Length is required');
-    if (bytes > MAX_CHECKPOINT_BYTES) throw new HttpError(413, `A checkpoint may have at most ${MAX_CHECKPOINT_BYTES} bytes`);
+    const bytes = announcedSize(contentLength);
     const key = `ws/${job.workspace_id}/models/${job.subject_id}/checkpoints/job-${jobId}/last.pt`;
     const stored = await this.storage.store.put(key, body, { contentType: 'application/octet-stream', expectedBytes: bytes, createOnly: false });
     await query(
