@@ -137,3 +137,25 @@ t.test('bring your own compute: training_started by project and name creates the
   t.same((await call(server, 'DELETE', '/api/models/alice/my-laptop/train-2/training', { key: alice })).body, { success: true, status: 'cancelling' });
   t.match((await metrics(alice, { event: 'epoch_end', modelId: second.body.modelId, data: { epoch: 0, metrics: {} } })).body, { cancelled: true }, 'a run on your own machine hears a cancel too');
 });
+
+t.test('a training cancelled while it waits for a GPU, through /api/jobs, leaves its model cancelled', async (t) => {
+  const busyId = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model: 'busy' } })).body.id;
+  const waitingId = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model: 'waiting' } })).body.id;
+  const busy = await start({ modelId: busyId, trainArgs: args() });
+  t.equal(busy.status, 200);
+  const assigned = await hostClient.nextOf('job.assign');
+  t.equal(assigned.jobId, busy.body.jobId, 'the only GPU is taken');
+  const waiting = await start({ modelId: waitingId, trainArgs: args() });
+  t.equal(waiting.status, 200);
+  t.same((await call(server, 'DELETE', `/api/jobs/${waiting.body.jobId}`, { key: alice })).body, { success: true, status: 'cancelled' });
+  await eventually(
+    async () => (await call<{ model: { status: string } }>(server, 'GET', '/api/models/alice/detector/waiting', { key: alice })).body.model.status === 'cancelled',
+    'the waiting model to be cancelled',
+  );
+  t.pass('the model of the cancelled job is cancelled, not left training');
+  hostClient.send({ type: 'job.finished', jobId: busy.body.jobId, outcome: 'failed', exitCode: 1, error: 'exited with status 1' });
+  await eventually(
+    async () => (await call<{ model: { status: string; trainingError: string | null } }>(server, 'GET', '/api/models/alice/detector/busy', { key: alice })).body.model.status === 'failed',
+    'the failed training to fail its model',
+  );
+});

@@ -124,7 +124,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       await purgeTask.destroy();
-      scheduler.stop();
+      await scheduler.stop();
       // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
       await workers.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));

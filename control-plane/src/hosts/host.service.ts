@@ -5,7 +5,7 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { pgArray, query } from '../db/sql.ts';
-import { JOBS_CHANNEL, RELEASE_LOST_JOBS } from '../jobs/job-queue.ts';
+import { JOBS_CHANNEL, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
@@ -151,7 +151,7 @@ export class HostService {
       // bookkeeping) at once; closing the socket (below) makes the agent stop them.
       await query(em, `update jobs set cancel_requested = true, lease_expires_at = now(), updated_at = now() where host_id = ? and status = 'running'`, [host.id]);
       await em.nativeDelete(Host, { id: host.id });
-      await query(em, `select pg_notify('${JOBS_CHANNEL}', '${RELEASE_LOST_JOBS}')`);
+      await query(em, `select pg_notify('${JOBS_CHANNEL}', '${SETTLE_JOBS}')`);
     });
     await announceWorkerKeyChange(this.em, host.id);
     return host;

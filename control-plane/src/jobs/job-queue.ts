@@ -4,8 +4,11 @@ import { Job } from './job.entity.ts';
 
 /** NOTIFY channel that wakes every replica's runner when work is queued. */
 export const JOBS_CHANNEL = 'vp_jobs';
-/** JOBS_CHANNEL payload asking schedulers to release host jobs whose lease ended now (a host was disconnected). */
-export const RELEASE_LOST_JOBS = 'release-lost';
+/**
+ * JOBS_CHANNEL payload asking schedulers to release host jobs whose lease ended now (a host was disconnected) and to
+ * settle host jobs that ended (their kind's bookkeeping).
+ */
+export const SETTLE_JOBS = 'settle';
 /** NOTIFY channel carrying the id of a running job to cancel, so whichever replica runs it stops at once. */
 export const JOB_CANCEL_CHANNEL = 'vp_job_cancel';
 

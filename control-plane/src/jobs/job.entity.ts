@@ -64,6 +64,9 @@ export const JobSchema = defineEntity({
     acceptedAt: p.datetime().nullable(),
     /** Host jobs: seconds their attempts ran on hosts (acceptance to end, summed): what a training is charged for. */
     runSeconds: p.double().default(0),
+    /** Host jobs: ended (for good), their kind's bookkeeping not yet done; set in the statement that ends them, so a
+     * replica dying in between only delays it. */
+    settlePending: p.boolean().default(false),
     /** Log lines kept (job_logs), counted so one chatty job cannot fill the database. */
     logLines: p.integer().default(0),
     startedAt: p.datetime().nullable(),

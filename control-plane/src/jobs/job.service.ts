@@ -4,8 +4,7 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
-import { TRAINING_JOB } from '../training/training-payload.ts';
-import { requestCancel, settleQueuedTraining } from './job-cancel.ts';
+import { requestCancel } from './job-cancel.ts';
 import { Job } from './job.entity.ts';
 import type { JobCancelled, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
 
@@ -46,7 +45,6 @@ export class JobService {
     requireRole(actor, job.workspace.id, 'editor');
     const status = await requestCancel(this.em, job.id);
     if (!status) throw Conflict(`The job is already ${job.status}`);
-    if (status === 'cancelled' && job.kind === TRAINING_JOB && job.subjectId) await settleQueuedTraining(this.em, job.subjectId);
     return { success: true, status };
   }
 }

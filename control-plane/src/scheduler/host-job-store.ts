@@ -40,6 +40,7 @@ export async function releaseLostJobs(em: EntityManager, where: string, params: 
        finished_at = case when d.next = 'queued' then null else now() end,
        progress = case when d.next = 'queued' then '{"stage":"queued","percent":0}'::jsonb else j.progress end,
        host_id = case when d.next = 'queued' then null else j.host_id end,
+       settle_pending = d.next <> 'queued',
        run_seconds = j.run_seconds + ${RAN_UNTIL_LAST_HEARD},
        gpu_indexes = null, accepted_at = null, lease_expires_at = null, updated_at = now()
      from decided d where j.id = d.id
@@ -113,7 +114,7 @@ export async function markFinished(
        result = case when ?::int is null then result else coalesce(result, '{}'::jsonb) || jsonb_build_object('exitCode', ?::int) end,
        progress = case when ? = 'completed' then jsonb_build_object('stage', 'done', 'percent', 100) else progress end,
        run_seconds = run_seconds + ${RAN_SINCE_ACCEPTED.replaceAll('j.', '')},
-       finished_at = now(), lease_expires_at = null, gpu_indexes = null, updated_at = now()
+       finished_at = now(), lease_expires_at = null, gpu_indexes = null, settle_pending = true, updated_at = now()
      where id = ? and host_id = ? and status = 'running' returning id, kind, status`,
     [
       finished.outcome,

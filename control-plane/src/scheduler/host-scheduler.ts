@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { pgArray, query } from '../db/sql.ts';
-import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, RELEASE_LOST_JOBS } from '../jobs/job-queue.ts';
+import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure, type JobRow } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from './host-job-kinds.ts';
-import { releaseExpiredJobs, type EndedJob } from './host-job-store.ts';
+import { releaseExpiredJobs } from './host-job-store.ts';
 import { placeJobs, type QueuedJob } from './placement.ts';
 
 /** A worker host whose socket this process holds. */
@@ -21,6 +21,8 @@ export interface LocalHost {
 }
 
 const POLL_MS = 5000;
+/** Ended jobs settled in one go before giving the event loop back. */
+const SETTLE_BATCH = 100;
 /** Queued jobs looked at per dispatch; more than one host could take at once. */
 const QUEUE_WINDOW = 200;
 
@@ -40,6 +42,8 @@ export class HostScheduler {
   private readonly hosts = new Map<string, LocalHost>();
   private readonly dispatching = new Map<string, { again: boolean }>();
   private timer: NodeJS.Timeout | undefined;
+  private settling: Promise<void> | undefined;
+  private settleAgain = false;
   private stopped = false;
   private readonly orm: Orm;
   private readonly kinds: Record<string, HostJobKind>;
@@ -58,7 +62,7 @@ export class HostScheduler {
   }
 
   listen(notifications: Notifications): void {
-    notifications.on(JOBS_CHANNEL, (payload) => (payload === RELEASE_LOST_JOBS ? void this.tick() : this.wakeAll()));
+    notifications.on(JOBS_CHANNEL, (payload) => (payload === SETTLE_JOBS ? void this.tick() : this.wakeAll()));
     notifications.on(JOB_CANCEL_CHANNEL, (jobId) => void this.forwardCancel(jobId).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')));
     notifications.onReconnect(() => this.wakeAll());
   }
@@ -68,9 +72,11 @@ export class HostScheduler {
     this.timer.unref();
   }
 
-  stop(): void {
+  /** Stops taking work and waits for bookkeeping in progress (before the pool closes). */
+  async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    await this.settling;
   }
 
   attach(host: LocalHost): void {
@@ -102,19 +108,53 @@ export class HostScheduler {
     })();
   }
 
-  /** The kind's bookkeeping once a job ended for good (released or finished); requeued jobs are skipped. */
-  async ended(jobs: EndedJob[]): Promise<void> {
-    for (const job of jobs) {
-      const kind = this.kinds[job.kind];
-      if (job.status === 'queued' || !kind?.ended) continue;
-      const em = this.em();
-      const [row] = await query<QueuedRow & { host_id: string | null }>(
-        em,
-        'select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, host_id from jobs where id = ?',
-        [job.id],
-      );
-      if (!row) continue;
-      await em.transactional((tx) => kind.ended!(tx, attemptOf(row, row.host_id ?? '', []), job.status as HostJobOutcome));
+  /** Settles ended jobs now rather than at the next tick (a host reported an end; a queued job was cancelled). */
+  settleSoon(): void {
+    if (this.stopped) return;
+    if (this.settling) {
+      this.settleAgain = true;
+      return;
+    }
+    this.settling = (async () => {
+      do {
+        this.settleAgain = false;
+        await this.settle().catch((error) => this.log.warn({ err: error }, 'settling ended jobs failed'));
+      } while (this.settleAgain && !this.stopped);
+      this.settling = undefined;
+    })();
+  }
+
+  /**
+   * Runs each ended job's kind bookkeeping (`ended`) once, in the transaction that clears its settle_pending flag:
+   * whichever replica takes the row does it, and a replica dying half way leaves it for the next. A job whose
+   * bookkeeping throws goes to the back of the line, so it cannot hold up the others.
+   */
+  private async settle(): Promise<void> {
+    for (let done = 0; done < SETTLE_BATCH && !this.stopped; done++) {
+      let failed: string | undefined;
+      const settled = await this.em().transactional(async (em) => {
+        const [row] = await query<QueuedRow & { host_id: string | null; status: HostJobOutcome }>(
+          em,
+          `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, host_id, status from jobs
+           where settle_pending and kind = any(?::text[]) order by updated_at limit 1 for update skip locked`,
+          [pgArray(Object.keys(this.kinds))],
+        );
+        if (!row) return false;
+        try {
+          await this.kinds[row.kind].ended?.(em, attemptOf(row, row.host_id ?? '', []), row.status);
+        } catch (error) {
+          this.log.error({ err: error, jobId: row.id }, 'the bookkeeping of an ended job failed; retried later');
+          failed = row.id;
+          throw error;
+        }
+        await query(em, 'update jobs set settle_pending = false where id = ?', [row.id]);
+        return true;
+      }).catch((error: unknown) => {
+        if (!failed) this.log.warn({ err: error }, 'settling an ended job failed');
+        return false;
+      });
+      if (failed) await query(this.em(), 'update jobs set updated_at = now() where id = ?', [failed]);
+      if (!settled) return;
     }
   }
 
@@ -126,10 +166,10 @@ export class HostScheduler {
     try {
       const released = await releaseExpiredJobs(this.em(), this.graceSeconds);
       for (const job of released) this.log.warn({ jobId: job.id, status: job.status }, 'released a job whose host was lost');
-      await this.ended(released);
     } catch (error) {
       this.log.warn({ err: error }, 'releasing lost jobs failed');
     }
+    this.settleSoon();
     this.wakeAll();
   }
 

@@ -8,7 +8,7 @@ import type { VersionService } from '../datasets/version.service.ts';
 import { query } from '../db/sql.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
-import { requestCancel, settleQueuedTraining } from '../jobs/job-cancel.ts';
+import { requestCancel } from '../jobs/job-cancel.ts';
 import { Job } from '../jobs/job.entity.ts';
 import { findModel } from '../models/model-access.ts';
 import { Model } from '../models/model.entity.ts';
@@ -133,10 +133,7 @@ export class TrainingService {
     if (job) {
       const status = await requestCancel(this.em, job.id);
       if (!status) throw Conflict('The training is no longer active');
-      if (status === 'cancelled') {
-        await settleQueuedTraining(this.em, model.id);
-        return { success: true, status: 'cancelled' };
-      }
+      if (status === 'cancelled') return { success: true, status: 'cancelled' };
       return { success: true, status: 'cancelling' };
     }
     // A run on the user's own machine: its trainer hears it in the next answer.

@@ -122,7 +122,7 @@ export class WorkerSession implements WorkerConnection {
       case 'job.finished': {
         const ended = await markFinished(this.context.em(), this.hostId, message);
         if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
-        else await this.context.scheduler.ended([ended]);
+        else this.context.scheduler.settleSoon();
         this.context.scheduler.wake(this.hostId);
         return;
       }
@@ -142,7 +142,7 @@ export class WorkerSession implements WorkerConnection {
     const { scheduler } = this.context;
     const reconciled = await reconcileHost(this.context.em(), this.hostId, hello.runningJobs, scheduler.graceSeconds);
     for (const jobId of reconciled.cancel) this.cancel(jobId, 'the job is no longer assigned to this host');
-    await scheduler.ended(reconciled.released);
+    if (reconciled.released.length > 0) scheduler.settleSoon();
     if (this.socket.readyState !== WebSocket.OPEN) return;
     this.local = {
       hostId: this.hostId,

@@ -7,8 +7,7 @@ import { Migration20261122235521_hosts_worker_keys } from './Migration2026112223
 import { Migration20261123004101_host_jobs } from './Migration20261123004101_host_jobs.ts';
 import { Migration20261123005518_credits } from './Migration20261123005518_credits.ts';
 import { Migration20261123010011_training_runs_job_keys } from './Migration20261123010011_training_runs_job_keys.ts';
-import { Migration20261123013707_job_memory } from './Migration20261123013707_job_memory.ts';
-import { Migration20261123020958_job_run_seconds } from './Migration20261123020958_job_run_seconds.ts';
+import { Migration20261123013707_host_job_accounting } from './Migration20261123013707_host_job_accounting.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -21,6 +20,5 @@ export const migrations = [
   { name: 'Migration20261123004101_host_jobs', class: Migration20261123004101_host_jobs },
   { name: 'Migration20261123005518_credits', class: Migration20261123005518_credits },
   { name: 'Migration20261123010011_training_runs_job_keys', class: Migration20261123010011_training_runs_job_keys },
-  { name: 'Migration20261123013707_job_memory', class: Migration20261123013707_job_memory },
-  { name: 'Migration20261123020958_job_run_seconds', class: Migration20261123020958_job_run_seconds },
+  { name: 'Migration20261123013707_host_job_accounting', class: Migration20261123013707_host_job_accounting },
 ];
