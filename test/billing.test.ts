@@ -2,13 +2,13 @@
 // API and the account summary, estimates learn seconds per epoch from charges, charges are idempotent and
 // concurrency-safe, 402 maps through the error middleware, billing can be switched off, and price overrides
 // from the environment are validated.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '@vp/config';
 import { GPU_MEMORY_GB, KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
 import t from 'tap';
+import { runNode } from './helpers/run-node.ts';
 import { z } from 'zod';
 import { requireKey } from '../control-plane/src/auth/access.ts';
 import { newId } from '../control-plane/src/db/ids.ts';
@@ -17,25 +17,8 @@ import { HttpError } from '../control-plane/src/http/errors.ts';
 import { routes } from '../control-plane/src/routes.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-function run(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** Asks requireCredit for the key's workspace, so the 402 goes through the real error middleware. */
 const creditProbe = defineRoute({
@@ -78,7 +61,7 @@ const server = await startTestServer(t, { routes: [...routes, creditProbe], env:
 const world = await populate(server);
 const dataDir = mkdtempSync(join(tmpdir(), 'vp-billing-'));
 t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-const vpctl = (...args: string[]) => run(['installer/src/vpctl.ts', ...args], { DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir });
+const vpctl = (...args: string[]) => runNode(['installer/src/vpctl.ts', ...args], { DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir });
 const billing = () => server.services().billing;
 
 type Balance = { balanceCents: number; balanceDisplay: string; currency: string; billingEnabled: boolean };
@@ -307,7 +290,7 @@ t.test('billing off: estimates shown, nothing refused, charges recorded at 0', a
   const list = (await call<TxList>(off, 'GET', '/api/billing/transactions', { key: keys.alice })).body;
   t.match(list.transactions, [{ kind: 'charge', amountCents: 0, metadata: { gpuType: 'rtx-4090', seconds: 7200, epochs: 10, priceCentsPerHour: 59, billed: false } }]);
   t.match(await service.estimate({ workspaceId: keys.ids.alice, gpuType: 'rtx-4090', gpuCount: 1, epochs: 10 }), { secondsPerEpoch: 720, measured: true }, 'still measured');
-  t.match(await run(['installer/src/vpctl.ts', 'credits', 'balance', 'alice'], { DATABASE_URL: off.databaseUrl, DATA_DIR: dataDir, BILLING_ENABLED: 'false' }), {
+  t.match(await runNode(['installer/src/vpctl.ts', 'credits', 'balance', 'alice'], { DATABASE_URL: off.databaseUrl, DATA_DIR: dataDir, BILLING_ENABLED: 'false' }), {
     code: 0,
     stdout: 'alice: $0.00 (billing is off: BILLING_ENABLED=false)\n',
   });
@@ -336,7 +319,7 @@ t.test('price overrides are validated: bad JSON or values are a clear configurat
   t.equal(config.trainingSecondsPerEpochEstimate, 90);
   t.equal(loadConfig({}).billingEnabled, true, 'billing is on by default');
 
-  t.match(await run(['installer/src/vpctl.ts', 'credits', 'balance', 'alice'], { GPU_PRICES_CENTS_PER_HOUR: 'nope', DATA_DIR: dataDir }), {
+  t.match(await runNode(['installer/src/vpctl.ts', 'credits', 'balance', 'alice'], { GPU_PRICES_CENTS_PER_HOUR: 'nope', DATA_DIR: dataDir }), {
     code: 78,
     stderr: /vpctl: Invalid configuration: GPU_PRICES_CENTS_PER_HOUR is not valid JSON/,
   });

@@ -1,33 +1,17 @@
 // vpctl round trip: a separate vpctl process changes the database of a running control plane, and
 // the server sees it at once (keys it had cached included, through LISTEN/NOTIFY).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { runNode } from './helpers/run-node.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const KEY = /^ul_[0-9a-f]{40}$/;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs a vpctl command against `databaseUrl` (`entry` picks the source or the npm bin link). */
-function run(entry: string, args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [entry, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Runs a vpctl command (`entry` picks the source or the npm bin link). */
+const run = (entry: string, args: string[], env: Record<string, string>) => runNode([entry, ...args], env);
 
 function cli(t: { teardown(fn: () => unknown): void }, server: TestServer) {
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-cli-'));

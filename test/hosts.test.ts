@@ -1,6 +1,5 @@
 // Hosts and worker keys: vpctl and the API connect hosts, a real `vp-worker enroll` process exchanges
 // the one-time token for a worker key, and worker keys and API keys never pass for each other.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,28 +7,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import t from 'tap';
 import { WORKER_KEYS_CHANNEL, findWorkerByKey } from '../control-plane/src/hosts/worker-key-lookup.ts';
+import { runNode } from './helpers/run-node.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const TOKEN = /^vpe_[0-9a-f]{32}$/;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 function tempDir(t: { teardown(fn: () => unknown): void }, prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -39,8 +22,8 @@ function tempDir(t: { teardown(fn: () => unknown): void }, prefix: string): stri
 
 const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000' } });
 const dataDir = tempDir(t, 'vp-hosts-');
-const vpctl = (...args: string[]) => run(['installer/src/vpctl.ts', ...args], { DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir, PUBLIC_BASE_URL: server.url });
-const vpWorker = (...args: string[]) => run(['worker-agent/bin/vp-worker.js', ...args]);
+const vpctl = (...args: string[]) => runNode(['installer/src/vpctl.ts', ...args], { DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir, PUBLIC_BASE_URL: server.url });
+const vpWorker = (...args: string[]) => runNode(['worker-agent/bin/vp-worker.js', ...args]);
 const lookup = (key: string) => findWorkerByKey(server.orm.em.fork() as unknown as EntityManager, key);
 const enrollOverHttp = (token: string) => call<{ hostId: string; name: string; workerKey: string; error?: string }>(server, 'POST', '/api/hosts/enroll', { body: { token } });
 

@@ -70,9 +70,3 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** `vpctl ARGS` against the given database; resolves with its exit status and output. */
-export async function vpctl(t: Teardown, env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; output: string }> {
-  const run = start(t, ['installer/src/vpctl.ts', ...args], env);
-  const code = await run.exited;
-  return { code, output: run.output() };
-}
