@@ -151,7 +151,7 @@ export class Services {
   }
 
   get checkpoints(): CheckpointService {
-    return new CheckpointService(this.em, this.storage);
+    return new CheckpointService(this.em, this.uploads);
   }
 
   get workflows(): WorkflowService {

@@ -74,7 +74,8 @@ export class JobRunner {
   }
 
   listen(notifications: Notifications): void {
-    notifications.on(JOBS_CHANNEL, () => this.wake());
+    // The payload is the queued job's kind: work for worker hosts is not this runner's.
+    notifications.on(JOBS_CHANNEL, (kind) => kind in this.handlers && this.wake());
     notifications.on(JOB_CANCEL_CHANNEL, (jobId) => this.running.get(jobId)?.controller.abort('cancelled'));
     notifications.onReconnect(() => this.wake());
   }

@@ -11,6 +11,9 @@ const RAN_SINCE_ACCEPTED = 'coalesce(greatest(extract(epoch from now() - j.accep
 const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
   coalesce((select h.last_heartbeat_at from hosts h where h.id = j.host_id), now())) - j.accepted_at), 0), 0)`;
 
+/** JOBS_CHANNEL payload when lost host jobs went back to the queue. */
+export const REQUEUED_HOST_JOBS = 'requeued';
+
 /** Log lines kept per job; later ones are dropped (one marker line says so). */
 export const MAX_JOB_LOG_LINES = 100_000;
 
@@ -47,7 +50,7 @@ export async function releaseLostJobs(em: EntityManager, where: string, params: 
      returning j.id, j.kind, j.status`,
     [...params, reason],
   );
-  if (released.some((job) => job.status === 'queued')) await query(em, `select pg_notify('${JOBS_CHANNEL}', 'host')`);
+  if (released.some((job) => job.status === 'queued')) await query(em, `select pg_notify('${JOBS_CHANNEL}', '${REQUEUED_HOST_JOBS}')`);
   return released;
 }
 

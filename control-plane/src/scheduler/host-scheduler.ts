@@ -7,7 +7,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure, type JobRow } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from './host-job-kinds.ts';
-import { releaseExpiredJobs } from './host-job-store.ts';
+import { REQUEUED_HOST_JOBS, releaseExpiredJobs } from './host-job-store.ts';
 import { placeJobs, type QueuedJob } from './placement.ts';
 
 /** A worker host whose socket this process holds. */
@@ -62,7 +62,11 @@ export class HostScheduler {
   }
 
   listen(notifications: Notifications): void {
-    notifications.on(JOBS_CHANNEL, (payload) => (payload === SETTLE_JOBS ? void this.tick() : this.wakeAll()));
+    // The payload is the queued job's kind: jobs the control planes run (ingest) need no dispatch.
+    notifications.on(JOBS_CHANNEL, (payload) => {
+      if (payload === SETTLE_JOBS) void this.tick();
+      else if (payload === REQUEUED_HOST_JOBS || payload in this.kinds) this.wakeAll();
+    });
     notifications.on(JOB_CANCEL_CHANNEL, (jobId) => void this.forwardCancel(jobId).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')));
     notifications.onReconnect(() => this.wakeAll());
   }

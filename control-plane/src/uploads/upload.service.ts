@@ -46,26 +46,45 @@ export class UploadService {
     const workspaceId = await this.assetWorkspace(key.workspaceId, request.assetType, request.assetId);
     requireRole(actor, workspaceId, 'editor');
     const createOnly = request.assetType === 'datasets';
-    const expiresAt = new Date(Date.now() + UPLOAD_URL_HOURS * 3600_000);
-    const session = this.em.create(UploadSession, {
-      workspace: workspaceId,
+    const { session, uploadUrl, expiresAt } = await this.open({
+      workspaceId,
       assetType: request.assetType,
       assetId: request.assetId,
       filename: request.filename,
       contentType: request.contentType.toLowerCase(),
       totalBytes: request.totalBytes,
-      objectKey: '',
       createOnly,
-      expiresAt,
+      folder: 'uploads',
     });
-    session.objectKey = `ws/${workspaceId}/${request.assetType}/${request.assetId}/uploads/${session.id}/${request.filename}`;
-    await this.em.flush();
     return {
       sessionId: session.id,
-      uploadUrl: this.storage.urls.own('PUT', uploadPath(session.id), expiresAt),
+      uploadUrl,
       expiresAt: expiresAt.toISOString(),
       headers: { 'Content-Type': session.contentType, ...(createOnly ? { 'If-None-Match': '*' } : {}) },
     };
+  }
+
+  /**
+   * A new session and its signed PUT URL. The file goes under `ws/<workspace>/<assetType>/<asset>/<folder>/<session>/`:
+   * `uploads` for the API's uploads, `checkpoints` for a trainer's.
+   */
+  async open(input: {
+    workspaceId: string;
+    assetType: UploadAssetType;
+    assetId: string;
+    filename: string;
+    contentType: string;
+    /** Null: the PUT's Content-Length decides (a trainer's checkpoint). */
+    totalBytes: number | null;
+    createOnly: boolean;
+    folder: 'uploads' | 'checkpoints';
+  }): Promise<{ session: UploadSession; uploadUrl: string; expiresAt: Date }> {
+    const expiresAt = new Date(Date.now() + UPLOAD_URL_HOURS * 3600_000);
+    const { workspaceId, folder, ...fields } = input;
+    const session = this.em.create(UploadSession, { ...fields, workspace: workspaceId, objectKey: '', expiresAt });
+    session.objectKey = `ws/${workspaceId}/${input.assetType}/${input.assetId}/${folder}/${session.id}/${input.filename}`;
+    await this.em.flush();
+    return { session, uploadUrl: this.storage.urls.own('PUT', uploadPath(session.id), expiresAt), expiresAt };
   }
 
   /** The asset's workspace; another workspace's asset is reported missing, never forbidden. */
