@@ -135,6 +135,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearTimeout(grace);
       // Running jobs stop and go back to the queue, for this process after a restart or another replica.
       await jobs.stop();
+      authenticator.close();
       await notifications.stop();
       await orm.close();
       await store.close();

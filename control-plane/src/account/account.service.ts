@@ -3,7 +3,7 @@ import type { Region } from '@vp/config';
 import type { z } from 'zod';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { AUTH_CHANNEL } from '../auth/authenticator.ts';
+import { announceAuthChange } from '../auth/authenticator.ts';
 import { workspaceBalanceCents } from '../billing/billing.service.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
@@ -27,11 +27,6 @@ function checkHandle(handle: string): void {
 
 function checkName(name: string): void {
   if (!name.trim() || name.length > 100) throw Invalid('name: must be 1-100 characters');
-}
-
-/** Announces a key or membership change so every replica drops its cached keys. */
-export async function announceAuthChange(em: EntityManager): Promise<void> {
-  await em.getConnection().execute(`select pg_notify('${AUTH_CHANNEL}', '')`);
 }
 
 /** Users, workspaces and memberships: the identity every other domain scopes its data by. */

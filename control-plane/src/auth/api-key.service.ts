@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { announceAuthChange } from '../account/account.service.ts';
+import { announceAuthChange } from './authenticator.ts';
 import { Membership } from '../account/membership.entity.ts';
 import { User } from '../account/user.entity.ts';
 import { Workspace } from '../account/workspace.entity.ts';

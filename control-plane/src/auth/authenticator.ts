@@ -1,8 +1,10 @@
+import { EventEmitter } from 'node:events';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Region } from '@vp/config';
 import type { Logger } from 'pino';
 import type { Role } from '../account/roles.ts';
 import type { Notifications } from '../db/notifications.ts';
+import { query } from '../db/sql.ts';
 import { Unauthorized } from '../http/errors.ts';
 import type { KeyActor } from './actor.ts';
 import type { JobScope } from './api-key.entity.ts';
@@ -10,6 +12,21 @@ import { API_KEY_PATTERN, hashApiKey } from './key-format.ts';
 
 /** Channel on which any change to a key, a membership or what a key's profile shows is announced to every replica. */
 export const AUTH_CHANNEL = 'vp_auth_changed';
+
+/**
+ * The same announcement inside this process, delivered at once: the NOTIFY reaches this replica's listener only after
+ * a round trip, and the next request of the client that made the change must not find the old key in the cache.
+ */
+const localAuthChanges = new EventEmitter().setMaxListeners(0);
+
+/**
+ * Tells every replica through AUTH_CHANNEL (inside a transaction, at its commit) and this process's authenticators at
+ * once. A key cached again before that commit is dropped again when the NOTIFY arrives.
+ */
+export async function announceAuthChange(em: EntityManager): Promise<void> {
+  await query(em, `select pg_notify('${AUTH_CHANNEL}', '')`);
+  localAuthChanges.emit('change');
+}
 
 const LOOKUP_SQL = `
   select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
@@ -72,12 +89,18 @@ export class Authenticator {
   listen(notifications: Notifications): void {
     notifications.on(AUTH_CHANNEL, () => this.invalidate());
     notifications.onReconnect(() => this.invalidate());
+    localAuthChanges.on('change', this.invalidate);
   }
 
-  private invalidate(): void {
+  /** Stops hearing this process's announcements (the server is closing). */
+  close(): void {
+    localAuthChanges.off('change', this.invalidate);
+  }
+
+  private readonly invalidate = (): void => {
     this.generation++;
     this.cache.clear();
-  }
+  };
 
   async authenticate(key: string): Promise<KeyActor> {
     if (!API_KEY_PATTERN.test(key)) throw Unauthorized();

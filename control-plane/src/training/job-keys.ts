@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey, type JobScope } from '../auth/api-key.entity.ts';
-import { AUTH_CHANNEL } from '../auth/authenticator.ts';
+import { announceAuthChange } from '../auth/authenticator.ts';
 import { displayPrefix, generateApiKey, hashApiKey } from '../auth/key-format.ts';
 import { query } from '../db/sql.ts';
 
@@ -30,5 +30,5 @@ export async function mintJobKey(em: EntityManager, input: { workspaceId: string
 /** Deletes the job's keys and tells every replica, so a cached key stops at once. */
 export async function revokeJobKeys(em: EntityManager, jobId: string): Promise<void> {
   const removed = await query(em, `delete from api_keys where job_scope->>'jobId' = ? returning id`, [jobId]);
-  if (removed.length > 0) await query(em, `select pg_notify('${AUTH_CHANNEL}', ?)`, [jobId]);
+  if (removed.length > 0) await announceAuthChange(em);
 }
