@@ -20,6 +20,9 @@ export const defaults = {
   hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
   trainingCheckpointSeconds: 300, // TRAINING_CHECKPOINT_SECONDS: how often a host uploads a training's last.pt (what a requeued job resumes from)
   trainingCancelGraceSeconds: 60, // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it
+  // OUTBOUND_ALLOWED_NETWORKS: comma-separated CIDRs, addresses or host names that downloads from user-given URLs
+  // (sourceUrl, NDJSON image URLs) may reach although not public, e.g. an on-premises file server. Empty: public only.
+  outboundAllowedNetworks: '',
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
   /**

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { defaults, RATE_CATEGORIES, REGIONS, type RateCategory } from './defaults.ts';
@@ -34,6 +35,23 @@ const gpuPrices = z
     ),
   );
 
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
+/** One OUTBOUND_ALLOWED_NETWORKS entry: a CIDR, a single address or a host name. */
+function isNetworkOrHost(entry: string): boolean {
+  const [address, bits, extra] = entry.split('/');
+  const family = isIP(address);
+  if (bits === undefined) return family !== 0 || HOST_NAME.test(entry);
+  return extra === undefined && family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+/** OUTBOUND_ALLOWED_NETWORKS: comma-separated CIDRs, addresses and host names. */
+const outboundAllowed = z
+  .string()
+  .default(defaults.outboundAllowedNetworks)
+  .transform((text) => text.split(',').map((entry) => entry.trim()).filter(Boolean))
+  .refine((entries) => entries.every(isNetworkOrHost), {
+    error: (issue) => `must be comma-separated CIDRs (10.20.0.0/16), addresses or host names; not: ${(issue.input as string[]).filter((entry) => !isNetworkOrHost(entry)).join(', ')}`,
+  });
+
 /** The environment variables the appliance reads, with their rules. */
 const EnvSchema = z.object({
   PORT: port.default(defaults.port),
@@ -65,6 +83,7 @@ const EnvSchema = z.object({
     .string()
     .regex(/^(file|s3):\/\//, 'must be a file:// or s3:// URL (s3://bucket?endpoint=http://host:9000)')
     .optional(),
+  OUTBOUND_ALLOWED_NETWORKS: outboundAllowed,
   ...rateLimitEnv,
 });
 
@@ -102,6 +121,11 @@ export interface AppConfig {
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
   storageUrl: string | undefined;
+  /**
+   * Networks (CIDRs, addresses) and host names that downloads from user-given URLs may reach although they
+   * are not public (loopback, private, link-local, ...): sources on the premises. Empty: public addresses only.
+   */
+  outboundAllowedNetworks: string[];
 }
 
 export class ConfigError extends Error {}
@@ -142,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
+    outboundAllowedNetworks: e.OUTBOUND_ALLOWED_NETWORKS,
   };
 }
 
