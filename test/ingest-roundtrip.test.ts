@@ -42,7 +42,8 @@ const LABELS: Record<string, (i: number) => Array<Record<string, unknown>>> = {
 
 for (const task of Object.keys(LABELS)) {
   t.test(`NDJSON round trip: ${task}`, async (t) => {
-    const world = await startWorld(t);
+    // The export and its image URLs are served by the test's own server, on loopback: allowed here.
+    const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' });
     const sourceId = await createDataset(world, world.alice, { dataset: 'source', name: 'Source', task, classNames: ['alpha', 'beta'] });
     if (task === 'pose') await call(world.server, 'PATCH', '/api/datasets/alice/source', { key: world.alice, body: { kptShape: [3, 3] } });
     const images = await Promise.all([0, 1, 2].map((i) => shapeImage({ width: 40 + i, height: 30 })));

@@ -138,6 +138,9 @@ t.test('a bad archive fails the job and leaves the dataset and the store as they
   t.equal(staged.n, 0, 'nothing left staged');
 });
 
+/** The test's file server listens on loopback, which downloads reach only when the operator allows it. */
+const LOCAL_SOURCES = { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' };
+
 /** An HTTP server whose one file is held back until `release()`: a download that is in flight on demand. */
 async function heldFile(t: Test, body: Buffer) {
   let release!: () => void;
@@ -155,7 +158,7 @@ async function heldFile(t: Test, body: Buffer) {
 }
 
 t.test('sourceUrl, cancellation and a restart in the middle', async (t) => {
-  const world = await startWorld(t);
+  const world = await startWorld(t, LOCAL_SOURCES);
   const datasetId = await createDataset(world, world.alice, { dataset: 'remote', name: 'Remote' });
   const { zip } = await yoloZip(3);
 
@@ -184,7 +187,7 @@ t.test('sourceUrl, cancellation and a restart in the middle', async (t) => {
   await sql(`insert into jobs (id, created_at, updated_at, workspace_id, kind, subject_id, status, payload, attempts, max_attempts, lease_owner, lease_expires_at, cancel_requested, priority)
                    select 'ffffffffffffffffffffffff', now(), now(), workspace_id, 'ingest', id, 'running', '{}', 3, 3, 'crashed', now() - interval '1 second', false, 0 from datasets where id = $1`, [datasetId]);
   const fetchesBefore = held.requests();
-  const successor = await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { RATE_LIMIT_DEFAULT: '1000000', STORAGE_URL: `file://${world.server.dataDir}/blobs` } });
+  const successor = await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { RATE_LIMIT_DEFAULT: '1000000', STORAGE_URL: `file://${world.server.dataDir}/blobs`, ...LOCAL_SOURCES } });
   held.release();
   const resumed = await waitForJob(t, { ...world, server: successor }, world.alice, second.body.jobId);
   t.match(resumed, { status: 'completed', result: { imagesAdded: 3 } });

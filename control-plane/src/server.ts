@@ -14,6 +14,7 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobRunner } from './jobs/job-runner.ts';
+import { OutboundPolicy } from './net/outbound-policy.ts';
 import { sweepOrphanImageBlobs } from './images/image-blobs.ts';
 import { sweepOrphanFiles } from './storage/orphan-files.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -89,7 +90,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   }, 3600_000);
   sweepTimer.unref();
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
-  const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
+  const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage, new OutboundPolicy(config.outboundAllowedNetworks)) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
   const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage) };
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds });

@@ -24,6 +24,15 @@ export interface DecodedImage {
 
 const EXT_OF_FORMAT: Record<string, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', gif: 'gif', tiff: 'tiff', avif: 'avif', heif: 'heic' };
 
+/** Whether the bytes are an image of a format kept here, by their header (a bad file of such a format counts). */
+export async function isKnownImageFormat(bytes: Buffer): Promise<boolean> {
+  try {
+    return Object.hasOwn(EXT_OF_FORMAT, (await sharp(bytes).metadata()).format);
+  } catch {
+    return false;
+  }
+}
+
 /** The file's extension, lower-cased, or `bin`: used where the bytes say nothing (undecodable files). */
 function extOfName(filename: string): string {
   const match = /\.([a-z0-9]{1,15})$/i.exec(filename);

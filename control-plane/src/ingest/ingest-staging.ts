@@ -5,9 +5,11 @@ import { query } from '../db/sql.ts';
 import { decodeImage } from '../images/image-decode.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
+import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { ArchiveFiles } from './archive/extract.ts';
 import type { IngestPlan, PlanItem, ReadFile } from './formats/plan.ts';
+import { fetchImage } from './ingest-image-url.ts';
 
 /** Larger single images are skipped with a reason (not decoded). */
 export const MAX_IMAGE_BYTES = 512 * 2 ** 20;
@@ -25,21 +27,8 @@ interface StagedRow {
   file: Awaited<ReturnType<typeof decodeImage>>;
 }
 
-async function readItem(item: PlanItem, read: ReadFile | undefined, size: number | undefined, signal: AbortSignal): Promise<Buffer | string> {
-  if (item.url) {
-    let response: Response;
-    try {
-      response = await fetch(item.url, { signal });
-    } catch (error) {
-      signal.throwIfAborted();
-      return `download failed: ${error instanceof Error ? error.message : String(error)}`;
-    }
-    if (!response.ok) return `download failed: HTTP ${response.status}`;
-    const length = Number(response.headers.get('content-length') ?? 0);
-    if (length > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
-    const bytes = Buffer.from(await response.arrayBuffer());
-    return bytes.length > MAX_IMAGE_BYTES ? `larger than ${MAX_IMAGE_BYTES} bytes` : bytes;
-  }
+async function readItem(item: PlanItem, read: ReadFile | undefined, size: number | undefined, signal: AbortSignal, policy: OutboundPolicy): Promise<Buffer | string> {
+  if (item.url) return fetchImage(item.url, { policy, signal, maxBytes: MAX_IMAGE_BYTES });
   if ((size ?? 0) > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
   return read!(item.path);
 }
@@ -49,7 +38,7 @@ async function readItem(item: PlanItem, read: ReadFile | undefined, size: number
  * as a staged row. Items staged by an earlier attempt of the same job are skipped: a restarted job
  * resumes. The dataset itself is not touched here.
  */
-export async function stageImages(context: JobContext, storage: Storage, plan: IngestPlan, archive?: ArchiveFiles): Promise<StagingOutcome> {
+export async function stageImages(context: JobContext, storage: Storage, policy: OutboundPolicy, plan: IngestPlan, archive?: ArchiveFiles): Promise<StagingOutcome> {
   const { em, signal } = context;
   const done = new Set((await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [context.id])).map((row) => row.entry_path));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
@@ -69,7 +58,7 @@ export async function stageImages(context: JobContext, storage: Storage, plan: I
     while (next < todo.length && !failed) {
       signal.throwIfAborted();
       const { item, position } = todo[next++];
-      const bytes = await readItem(item, archive?.read, sizes.get(item.path), signal);
+      const bytes = await readItem(item, archive?.read, sizes.get(item.path), signal, policy);
       if (typeof bytes === 'string') skipped.push({ path: item.path, reason: bytes });
       else {
         const file = await decodeImage(bytes, basename(item.path));

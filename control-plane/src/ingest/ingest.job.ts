@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
+import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
 import { ArchiveError, archiveKindOf, openArchive, type ArchiveFiles } from './archive/extract.ts';
 import { planArchive } from './formats/detect.ts';
@@ -22,10 +23,13 @@ import { stageImages } from './ingest-staging.ts';
  */
 export class IngestJob implements JobHandler {
   private readonly storage: Storage;
+  private readonly outbound: OutboundPolicy;
   private readonly workRoot: string;
 
-  constructor(storage: Storage, workRoot = tmpdir()) {
+  /** `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from. */
+  constructor(storage: Storage, outbound: OutboundPolicy, workRoot = tmpdir()) {
     this.storage = storage;
+    this.outbound = outbound;
     this.workRoot = workRoot;
   }
 
@@ -42,14 +46,14 @@ export class IngestJob implements JobHandler {
     let archive: ArchiveFiles | undefined;
     try {
       context.progress({ stage: 'downloading', percent: 0 });
-      const file = await fetchSource(payload.source, this.storage, join(work, 'source'), context.signal);
+      const file = await fetchSource(payload.source, this.storage, this.outbound, join(work, 'source'), context.signal);
       lap('download');
       const opened = await this.plan(context, payload, file, join(work, 'files'));
       const { plan } = opened;
       archive = opened.archive;
       lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
-      const staging = await stageImages(context, this.storage, plan, archive);
+      const staging = await stageImages(context, this.storage, this.outbound, plan, archive);
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
