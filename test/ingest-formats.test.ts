@@ -293,6 +293,26 @@ t.test('COCO segment: one label per polygon, normalized; RLE is a label error fo
   ]);
 });
 
+t.test('COCO JSON read record by record: layout and spacing as JSON allows, malformed files skipped with where', async (t) => {
+  const spaced = `\uFEFF {\n "info" : {"note": "a \\"quoted\\" ]} text"} ,\r\n "images" : [ ${json(cocoImages[0])} ] , "categories":[${json(cocoCategories[0])}],
+    "annotations": [ ${json({ image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] })} ] }\n`;
+  const result = await plan(t, {
+    'a.json': spaced,
+    'b.json': '{"images": [], "annotations": [{"image_id": 1,}], "categories": []}',
+    'c.json': '{"images": [] "annotations": [], "categories": []}',
+    'd.json': '[1, 2]',
+    'e.json': '{"images": [], "annotations": [], "categories": []} trailing',
+    '000001.jpg': '',
+  });
+  t.strictSame(result.items, [{ path: '000001.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3] }] }]);
+  t.match(result.skipped, [
+    { path: 'b.json', reason: /^not readable JSON: annotations\[0\]: / },
+    { path: 'c.json', reason: 'not readable JSON: expected "," or "}" at byte 14' },
+    { path: 'd.json', reason: 'not readable JSON: expected a JSON object at byte 0' },
+    { path: 'e.json', reason: 'not readable JSON: unexpected text after the JSON object at byte 52' },
+  ]);
+});
+
 t.test('COCO pose: keypoints normalized with visibility kept, kpt_shape from the category', async (t) => {
   const result = await plan(t, {
     'person_keypoints.json': json({
@@ -448,4 +468,9 @@ t.test('NDJSON annotations round-trip: fromNdjsonAnnotations(toNdjsonAnnotations
   t.equal(toNdjsonAnnotations('detect', []), undefined, 'no labels: no annotations');
   t.equal(toNdjsonAnnotations('depth', []), undefined);
   t.strictSame(fromNdjsonAnnotations(undefined), []);
+});
+
+t.test('NDJSON annotations: only the known kinds, at most 10,000 labels', async (t) => {
+  t.throws(() => fromNdjsonAnnotations({ constructor: [[0, 0.5, 0.5, 0.1, 0.1]] }), { message: 'annotations."constructor": unknown kind; expected boxes, segments, pose, obb or classification' });
+  t.throws(() => fromNdjsonAnnotations({ classification: Array(10_001).fill(0) }), { message: 'annotations.classification: 10001 labels; an image has at most 10000' });
 });

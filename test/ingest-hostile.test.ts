@@ -13,7 +13,7 @@ import { createDataset, startWorld, type World } from './helpers/world.ts';
 
 const json = (value: unknown) => JSON.stringify(value);
 
-async function datasetState(world: World, slug: string) {
+async function datasetState(t: Test, world: World, slug: string) {
   const read = await call<{ dataset: Record<string, any> }>(world.server, 'GET', `/api/datasets/alice/${slug}`, { key: world.alice });
   t.equal(read.status, 200, 'the control plane answers');
   const { imageCount, annotationCount, classNames } = read.body.dataset;
@@ -74,12 +74,14 @@ function bigCoco(megabytes: number, perImage: number): { stream: Readable; annot
   return { stream: Readable.from(chunks()), annotations: () => annotations };
 }
 
+const MEGABYTES = 200;
+
 // First in this file: the peak memory of the process is measured from here.
 t.test('a COCO annotations file of 200 MB is read record by record: bounded memory, a small result', async (t) => {
   const world = await startWorld(t);
   const datasetId = await createDataset(world, world.alice, { dataset: 'big', name: 'Big' });
   const image = await shapeImage({ name: 'a.png' });
-  const coco = bigCoco(200, 10_005);
+  const coco = bigCoco(MEGABYTES, 10_005);
   const zip = await zipOfStream({ 'a.png': image.bytes, 'annotations/instances_train2017.json': coco.stream });
   t.ok(zip.length < 64 * 2 ** 20, `the archive is ${Math.round(zip.length / 2 ** 20)} MB`);
   const sessionId = await uploadArchive(world, world.alice, datasetId, 'big.zip', zip);
@@ -95,9 +97,9 @@ t.test('a COCO annotations file of 200 MB is read record by record: bounded memo
   t.equal(job.result?.skippedReasons['its image_id is not an image of this file found in the archive'], skippedAnnotations, 'annotations of images not in the archive are counted');
   t.equal(job.result?.skippedReasons['its file_name is not in the archive'], 1000);
   t.ok(json(job.result).length < 10_000, `the result is small (${json(job.result).length} characters)`);
-  // JSON.parse of the whole file took over 4 GB here, and took the process down at 360 MB.
-  t.ok(grownMB < 1024, `the process grew by ${Math.round(grownMB)} MB at most while ingesting`);
-  t.match(await datasetState(world, 'big'), { imageCount: 1, annotationCount: 0, classNames: ['thing'] });
+  // The file's bytes are held while it is read, little more; JSON.parse of the whole file took 900 MB here.
+  t.ok(grownMB < 2 * MEGABYTES, `the process grew by ${Math.round(grownMB)} MB at most while ingesting a ${MEGABYTES} MB file`);
+  t.match(await datasetState(t, world, 'big'), { imageCount: 1, annotationCount: 0, classNames: ['thing'] });
 });
 
 /** Uploads `bytes` as `filename` and waits for its ingest job. */
@@ -111,7 +113,7 @@ t.test('class indexes in the hundreds of millions: a clear reason, the control p
   const images = Object.fromEntries(await Promise.all(names.map(async (name) => [`images/${name}.png`, (await shapeImage()).bytes] as const)));
   // The images are in the dataset already: the ingests below add no image, whatever their labels say.
   t.equal((await ingest(t, world, datasetId, 'plain.zip', await zipOf(images))).status, 'completed');
-  const before = await datasetState(world, 'target');
+  const before = await datasetState(t, world, 'target');
 
   const yolo = await ingest(
     t,
@@ -144,7 +146,7 @@ t.test('class indexes in the hundreds of millions: a clear reason, the control p
     const failed = await ingest(t, world, datasetId, 'yaml.zip', await zipOf({ ...images, 'data.yaml': yaml, 'labels/a.txt': '0 0.5 0.5 0.1 0.1\n' }));
     t.match(failed, { status: 'failed', error: /^data\.yaml: .*300000000.* a dataset has at most 25000 classes$/ }, yaml);
   }
-  t.strictSame(await datasetState(world, 'target'), before, 'the dataset is as it was');
+  t.strictSame(await datasetState(t, world, 'target'), before, 'the dataset is as it was');
 });
 
 t.test('NUL and broken Unicode in names: refused with a reason the user can read, never an internal error', async (t) => {
@@ -173,7 +175,7 @@ t.test('NUL and broken Unicode in names: refused with a reason the user can read
     status: 'failed',
     error: /class_names: the name of class 0 contains broken Unicode/,
   });
-  t.match(await datasetState(world, 'target'), { imageCount: 0, classNames: [] });
+  t.match(await datasetState(t, world, 'target'), { imageCount: 0, classNames: [] });
 
   // Item-level: the record is skipped with its reason, the rest goes in.
   const lines = [

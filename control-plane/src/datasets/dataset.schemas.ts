@@ -8,6 +8,7 @@ import { MetadataObject } from '../validation/metadata.ts';
 import { DATASET_FORMATS, SPLITS, VISIBILITIES } from './dataset.entity.ts';
 
 export const MAX_CLASS_NAMES = 25_000;
+export const MAX_CLASS_NAME = 256;
 export const Region = z.enum(REGIONS);
 export const Timestamp = z.iso.datetime();
 export const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
@@ -15,7 +16,7 @@ export const Visibility = z.enum(VISIBILITIES, { error: 'must be public or priva
 const Format = z.enum(DATASET_FORMATS, { error: `must be one of ${DATASET_FORMATS.join(', ')}` });
 export const Tags = z.array(z.string().trim().min(1).max(50)).max(50).meta({ description: 'Up to 50 tags of up to 50 characters' });
 const ClassNames = z
-  .array(z.string().trim().min(1).max(256))
+  .array(z.string().trim().min(1).max(MAX_CLASS_NAME))
   .max(MAX_CLASS_NAMES)
   .meta({ description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)' });
 const HexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour like #ff8800');

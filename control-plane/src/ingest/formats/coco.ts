@@ -5,13 +5,12 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import type { Split } from '../../datasets/dataset.entity.ts';
-import type { Label, Task } from '../../images/labels.ts';
+import { MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
+import { MAX_LABELS_PER_IMAGE, type Label, type Task } from '../../images/labels.ts';
 import { forEachElement, JsonScanError, type Element } from './json-elements.ts';
 import {
   DatasetFileError,
   LabelError,
-  MAX_CLASS_NAMES,
-  MAX_LABELS_PER_IMAGE,
   PlanBudget,
   checkClassNames,
   splitFromName,
@@ -19,9 +18,9 @@ import {
   textProblem,
   type IngestPlan,
   type PlanItem,
+  type SizedReader,
 } from './plan.ts';
 import { Skips } from './skips.ts';
-import type { SizedReader } from './yolo.ts';
 
 /** A larger image, annotation or category record is skipped unread (the largest in COCO 2017 are a few KB). */
 export const MAX_RECORD_BYTES = 4 * 2 ** 20;

@@ -2,9 +2,9 @@
 import { posix } from 'node:path';
 import { planClassifyFolders } from './classify-folders.ts';
 import { planCoco, readCoco } from './coco.ts';
-import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadFile } from './plan.ts';
+import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type SizedReader } from './plan.ts';
 import { Skips } from './skips.ts';
-import { datasetYamlPaths, hasYoloLabels, planYolo, readDatasetYaml, type SizedReader } from './yolo.ts';
+import { datasetYamlPaths, hasYoloLabels, planYolo, readDatasetYaml } from './yolo.ts';
 
 export { planNdjson } from './ndjson.ts';
 

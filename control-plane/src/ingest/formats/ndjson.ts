@@ -2,7 +2,7 @@
 // NDJSON export writes annotations with toNdjsonAnnotations and ingest reads them back with fromNdjsonAnnotations.
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
-import type { Label, Task } from '../../images/labels.ts';
+import { MAX_LABELS_PER_IMAGE, type Label, type Task } from '../../images/labels.ts';
 import { MetadataObject } from '../../validation/metadata.ts';
 import { MAX_ARCHIVE_PATH } from '../archive/safe-path.ts';
 import {
@@ -13,7 +13,6 @@ import {
   kptShapeOrNull,
   labelFromRow,
   LabelError,
-  MAX_LABELS_PER_IMAGE,
   namesFromListOrMap,
   PlanBudget,
   sourceClassId,
@@ -47,7 +46,13 @@ export function toNdjsonAnnotations(task: Task, labels: Label[]): Record<string,
   return writer && labels.length > 0 ? { [writer.key]: labels.map(writer.row) } : undefined;
 }
 
-const ROW_KINDS: Record<string, RowKind> = { boxes: 'box', segments: 'polygon', pose: 'pose', obb: 'obb' };
+// A Map: a key from the file like "constructor" must not find a property of Object.prototype.
+const ROW_KINDS = new Map<string, RowKind>([
+  ['boxes', 'box'],
+  ['segments', 'polygon'],
+  ['pose', 'pose'],
+  ['obb', 'obb'],
+]);
 
 /** `[xc, yc, w, h, angle]` (radians) as the 4 corners, in the order of ultralytics' xywhr2xyxyxyxy. */
 function obbCorners([xc, yc, w, h, angle]: number[]): number[] {
@@ -84,12 +89,12 @@ export function fromNdjsonAnnotations(annotations: unknown, options: { kptShape?
   const [first] = Object.entries(annotations);
   if (!first) return [];
   const [key, rows] = first;
-  if (!Array.isArray(rows)) throw new LabelError(`annotations.${excerpt(key)} must be a list`);
+  const kind = ROW_KINDS.get(key);
+  if (!kind && key !== 'classification') throw new LabelError(`annotations.${excerpt(key)}: unknown kind; expected boxes, segments, pose, obb or classification`);
+  if (!Array.isArray(rows)) throw new LabelError(`annotations.${key} must be a list`);
   if (rows.length > MAX_LABELS_PER_IMAGE) throw new LabelError(`annotations.${key}: ${rows.length} labels; an image has at most ${MAX_LABELS_PER_IMAGE}`);
   const classCount = options.classCount ?? null;
-  if (key === 'classification') return rows.map((value, index) => ({ classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)) }));
-  const kind = ROW_KINDS[key];
-  if (!kind) throw new LabelError(`annotations.${excerpt(key)}: unknown kind; expected boxes, segments, pose, obb or classification`);
+  if (!kind) return rows.map((value, index) => ({ classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)) }));
   return rows.map((row, index) => labelFromRow(kind, at(`annotations.${key}[${index}]`, () => readRow(kind, row, options.kptShape ?? null, classCount))));
 }
 

@@ -4,11 +4,9 @@
 // the bounds on what a file may make the process hold.
 import { posix } from 'node:path';
 import type { Split } from '../../datasets/dataset.entity.ts';
-import { MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
-import { MAX_LABELS_PER_IMAGE, TASKS, type Label, type Task } from '../../images/labels.ts';
+import { MAX_CLASS_NAME, MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
+import { TASKS, type Label, type Task } from '../../images/labels.ts';
 import type { Skips } from './skips.ts';
-
-export { MAX_CLASS_NAMES, MAX_LABELS_PER_IMAGE };
 
 export interface PlanItem {
   /** Normalized archive-relative path of the image (or the NDJSON `file` value). */
@@ -27,6 +25,12 @@ export interface PlanItem {
 
 /** Reads one of the archive's files by its normalized path (in place for a ZIP, from disk for a TAR). */
 export type ReadFile = (path: string) => Promise<Buffer>;
+
+/** An archive's files read through `read`, with their sizes to check before reading. */
+export interface SizedReader {
+  read: ReadFile;
+  sizeOf(path: string): number;
+}
 
 export interface IngestPlan {
   format: 'yolo' | 'coco' | 'ndjson' | 'classify-folders' | 'raw';
@@ -91,10 +95,7 @@ export function excerpt(value: unknown, max = 40): string {
   return text.length > max ? `${text.slice(0, max).toWellFormed()}…` : text;
 }
 
-/** The longest class name, as for class names sent to the API. */
-export const MAX_CLASS_NAME = 256;
-
-/** Class names from a file, checked like the API checks them; a DatasetFileError names the first bad one. */
+/** Class names from a file, bounded like the API bounds them; a DatasetFileError names the first bad one. */
 export function checkClassNames(names: string[], where: string): string[] {
   if (names.length > MAX_CLASS_NAMES) throw new DatasetFileError(`${where}: ${names.length} classes; a dataset has at most ${MAX_CLASS_NAMES}`);
   for (const [index, name] of names.entries()) {

@@ -4,7 +4,8 @@
 import { posix } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { Split } from '../../datasets/dataset.entity.ts';
-import type { Task } from '../../images/labels.ts';
+import { MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
+import { MAX_LABELS_PER_IMAGE, type Task } from '../../images/labels.ts';
 import {
   checkClassNames,
   checkRow,
@@ -14,16 +15,14 @@ import {
   kptShapeOrNull,
   labelFromRow,
   LabelError,
-  MAX_CLASS_NAMES,
-  MAX_LABELS_PER_IMAGE,
   namesFromListOrMap,
   PlanBudget,
   splitFromPath,
   taskOrNull,
   type IngestPlan,
   type PlanItem,
-  type ReadFile,
   type RowKind,
+  type SizedReader,
 } from './plan.ts';
 import { Skips } from './skips.ts';
 
@@ -37,12 +36,6 @@ export const MAX_LABEL_FILE_BYTES = 16 * 2 ** 20;
 const MAX_YAML_ALIASES = 100;
 /** Folders read per split entry list: each is matched against every image. */
 const MAX_SPLIT_FOLDERS = 50;
-
-/** An archive's files read through `read`, with their sizes to check before reading. */
-export interface SizedReader {
-  read: ReadFile;
-  sizeOf(path: string): number;
-}
 
 export interface DatasetYaml {
   path: string;
@@ -58,6 +51,7 @@ const byDepth = (a: string, b: string) => depth(a) - depth(b) || a.localeCompare
 
 const isDatasetYaml = (path: string) => DATASET_YAML_NAMES.includes(posix.basename(path).toLowerCase());
 
+/** The paths of an archive that may be its dataset YAML, the shallowest first. */
 export const datasetYamlPaths = (paths: string[]) => paths.filter(isDatasetYaml).sort(byDepth);
 
 /**
