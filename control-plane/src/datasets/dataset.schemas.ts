@@ -9,6 +9,7 @@ import { DATASET_FORMATS, SPLITS, VISIBILITIES } from './dataset.entity.ts';
 
 export const MAX_CLASS_NAMES = 25_000;
 export const MAX_CLASS_NAME = 256;
+export const MAX_KEYPOINTS = 1000;
 export const Region = z.enum(REGIONS);
 export const Timestamp = z.iso.datetime();
 export const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
@@ -124,7 +125,7 @@ export const DatasetPatch = z
     starred: z.boolean().meta({ description: "Stars or unstars for the key's user; needs only read access" }),
     blurFaces: z.boolean(),
     kptSkeletonId: z.string().max(64).nullable(),
-    kptShape: z.tuple([z.number().int().min(1).max(1000), z.union([z.literal(2), z.literal(3)])]).nullable(),
+    kptShape: z.tuple([z.number().int().min(1).max(MAX_KEYPOINTS), z.union([z.literal(2), z.literal(3)])]).nullable(),
     initializeClassNames: ClassNames.meta({ description: 'Sets the class list of a dataset with no classes or annotations (else 409)' }),
   })
   .partial()

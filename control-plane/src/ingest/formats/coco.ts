@@ -13,6 +13,7 @@ import {
   LabelError,
   PlanBudget,
   checkClassNames,
+  kptShapeOrNull,
   splitFromName,
   splitFromPath,
   textProblem,
@@ -146,7 +147,7 @@ class CocoFileReader {
     }
     const parsed = schema.safeParse(element.parse());
     if (parsed.success) return parsed.data;
-    // The reason names the field, the place which record: entries with the same problem group.
+    // The reason names the field and `at` the record, so that records with the same problem group.
     this.skipped.add(this.path, issue('record', parsed.error), `${element.key}[${element.index}]`);
     return null;
   }
@@ -293,7 +294,7 @@ export function planCoco(source: CocoSource, images: string[]): IngestPlan {
   const classIds = new Map(sorted.map((category, index) => [category.id, index]));
   const classNames = checkClassNames(sorted.map((category) => category.name), 'COCO categories');
   const task = taskOf(source.entries.values());
-  const kptShape: [number, number] | null = task === 'pose' ? [keypointCount(sorted, source.entries.values()), 3] : null;
+  const kptShape = task === 'pose' ? kptShapeOrNull([keypointCount(sorted, source.entries.values()), 3]) : null;
   const items = images.map((path): PlanItem => {
     const entry = source.entries.get(path);
     const split = entry ? entry.split : splitFromPath(path);

@@ -125,7 +125,7 @@ function readHeader(record: Record<string, unknown>, path: string, line: number,
   const problems = [
     record.task !== undefined && !header.task && 'unknown task; ignored',
     record.class_names !== undefined && !header.classNames && 'class_names must be a {"0": name} map or a list; ignored',
-    record.kpt_shape !== undefined && !header.kptShape && 'kpt_shape must be [keypoints, 2 or 3]; ignored',
+    record.kpt_shape !== undefined && !header.kptShape && 'kpt_shape must be [keypoints (1-1000), 2 or 3]; ignored',
   ];
   for (const problem of problems) if (problem) skipped.add(path, problem, `line ${line}`);
   return header;
@@ -250,6 +250,6 @@ export async function planNdjson(file: string, name = basename(file)): Promise<I
   const task = header.task ?? (firstLabel ? taskOfLabel(firstLabel) : null);
   // Without a kpt_shape, keypoints are read as x, y, v triples (the ultralytics default).
   const keypoints = firstLabel?.keypoints?.length ?? 0;
-  const kptShape = header.kptShape ?? (task === 'pose' && keypoints > 0 && keypoints % 3 === 0 ? [keypoints / 3, 3] : null);
+  const kptShape = header.kptShape ?? (task === 'pose' && keypoints % 3 === 0 ? kptShapeOrNull([keypoints / 3, 3]) : null);
   return { format: 'ndjson', task, classNames: header.classNames ?? indexClassNames(items), kptShape, items, skipped };
 }

@@ -4,7 +4,7 @@
 // the bounds on what a file may make the process hold.
 import { posix } from 'node:path';
 import type { Split } from '../../datasets/dataset.entity.ts';
-import { MAX_CLASS_NAME, MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
+import { MAX_CLASS_NAME, MAX_CLASS_NAMES, MAX_KEYPOINTS } from '../../datasets/dataset.schemas.ts';
 import { TASKS, type Label, type Task } from '../../images/labels.ts';
 import type { Skips } from './skips.ts';
 
@@ -185,11 +185,14 @@ export function namesFromListOrMap(value: unknown, where: string): string[] | nu
   return checkClassNames(names, where);
 }
 
-/** `[keypoints, dims]` with dims 2 or 3, as in a YOLO data.yaml or NDJSON header; null when absent or malformed. */
+/**
+ * `[keypoints, dims]` with 1 to 1,000 keypoints (as a dataset may have) and dims 2 or 3, as in a YOLO data.yaml
+ * or NDJSON header; null when absent or malformed.
+ */
 export function kptShapeOrNull(value: unknown): [number, number] | null {
   if (!Array.isArray(value) || value.length !== 2) return null;
   const [count, dims] = value;
-  return Number.isInteger(count) && count > 0 && (dims === 2 || dims === 3) ? [count, dims] : null;
+  return Number.isInteger(count) && count > 0 && count <= MAX_KEYPOINTS && (dims === 2 || dims === 3) ? [count, dims] : null;
 }
 
 /** When the source names no classes: the indexes as names, "0" up to the highest class index its labels use. */

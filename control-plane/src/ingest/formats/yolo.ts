@@ -91,7 +91,7 @@ function datasetYaml(path: string, doc: unknown): DatasetYaml {
   const names = fields.names === undefined ? ncNames : namesFromListOrMap(fields.names, `${path}: names`);
   if (fields.names !== undefined && !names) throw new Error('names must be a list or a {index: name} map');
   const kptShape = kptShapeOrNull(fields.kpt_shape);
-  if (fields.kpt_shape !== undefined && !kptShape) throw new Error('kpt_shape must be [keypoints, 2 or 3]');
+  if (fields.kpt_shape !== undefined && !kptShape) throw new Error('kpt_shape must be [keypoints (1-1000), 2 or 3]');
   const task = taskOrNull(fields.task);
   if (fields.task !== undefined && !task) throw new Error(`unknown task ${JSON.stringify(fields.task)}`);
 
