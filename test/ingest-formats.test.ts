@@ -7,6 +7,7 @@ import t, { type Test } from 'tap';
 import type { Label, Task } from '../control-plane/src/images/labels.ts';
 import { planArchive, planNdjson } from '../control-plane/src/ingest/formats/detect.ts';
 import { fromNdjsonAnnotations, toNdjsonAnnotations } from '../control-plane/src/ingest/formats/ndjson.ts';
+import type { IngestPlan } from '../control-plane/src/ingest/formats/plan.ts';
 
 /** Writes the files (images as empty placeholders: nothing here decodes them) into a fresh temp folder. */
 async function writeTree(t: Test, files: Record<string, string>): Promise<string> {
@@ -19,9 +20,12 @@ async function writeTree(t: Test, files: Record<string, string>): Promise<string
   return root;
 }
 
+/** A plan with its skipped entries listed as the job reports them (grouped by reason; every one, in these small cases). */
+const listed = (plan: IngestPlan) => ({ ...plan, skipped: plan.skipped.summary().skippedEntries });
+
 async function plan(t: Test, files: Record<string, string>) {
   const root = await writeTree(t, files);
-  return planArchive((path) => readFile(join(root, path)), Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) })));
+  return listed(await planArchive((path) => readFile(join(root, path)), Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) }))));
 }
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -55,8 +59,8 @@ t.test('YOLO detect: data.yaml names, images/<split> ↔ labels/<split>, backgro
       { path: 'images/val/b.png', labels: [], split: 'val' },
     ],
     skipped: [
-      { path: 'README.md', reason: 'not an image, nor a label or metadata file of this format' },
       { path: 'labels/test/orphan.txt', reason: 'a label file without a matching image' },
+      { path: 'README.md', reason: 'not an image, nor a label or metadata file of this format' },
     ],
   });
 });
@@ -249,8 +253,8 @@ t.test('COCO detect: sparse category ids, pixel boxes normalized, basename match
       { path: 'images/val2017/000002.jpg', labels: [{ classId: 0, bbox: [0.125, 0.125, 0.25, 0.25] }], split: 'val' },
     ],
     skipped: [
-      { path: 'annotations/instances_val2017.json', reason: 'images[2]: "missing.jpg" is not in the archive' },
-      { path: 'annotations/instances_val2017.json', reason: 'annotations[3]: image_id 99 is not in images' },
+      { path: 'annotations/instances_val2017.json', reason: 'its file_name is not in the archive', at: 'images[2] "missing.jpg"' },
+      { path: 'annotations/instances_val2017.json', reason: 'its image_id is not an image of this file found in the archive', at: 'annotations[3]' },
       { path: 'notes.json', reason: 'not a COCO annotation file (needs images, annotations and categories arrays)' },
     ],
   });
@@ -286,6 +290,26 @@ t.test('COCO segment: one label per polygon, normalized; RLE is a label error fo
       split: 'train',
       labelError: 'coco/train.json annotations[2]: RLE segmentation is not supported, use polygons',
     },
+  ]);
+});
+
+t.test('COCO JSON read record by record: layout and spacing as JSON allows, malformed files skipped with where', async (t) => {
+  const spaced = `\uFEFF {\n "info" : {"note": "a \\"quoted\\" ]} text"} ,\r\n "images" : [ ${json(cocoImages[0])} ] , "categories":[${json(cocoCategories[0])}],
+    "annotations": [ ${json({ image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] })} ] }\n`;
+  const result = await plan(t, {
+    'a.json': spaced,
+    'b.json': '{"images": [], "annotations": [{"image_id": 1,}], "categories": []}',
+    'c.json': '{"images": [] "annotations": [], "categories": []}',
+    'd.json': '[1, 2]',
+    'e.json': '{"images": [], "annotations": [], "categories": []} trailing',
+    '000001.jpg': '',
+  });
+  t.strictSame(result.items, [{ path: '000001.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3] }] }]);
+  t.match(result.skipped, [
+    { path: 'b.json', reason: /^not readable JSON: annotations\[0\]: / },
+    { path: 'c.json', reason: 'not readable JSON: expected "," or "}" at byte 14' },
+    { path: 'd.json', reason: 'not readable JSON: expected a JSON object at byte 0' },
+    { path: 'e.json', reason: 'not readable JSON: unexpected text after the JSON object at byte 52' },
   ]);
 });
 
@@ -378,7 +402,7 @@ t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad line
     json({ type: 'image', split: 'train' }),
     image('boxes.jpg', {}),
   ]);
-  const result = await planNdjson(file);
+  const result = listed(await planNdjson(file));
   t.equal(result.format, 'ndjson');
   t.equal(result.task, 'detect', 'the header task wins');
   t.strictSame(result.classNames, ['person', 'car']);
@@ -410,16 +434,16 @@ t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad line
     ],
   );
   t.strictSame(result.skipped, [
-    { path: 'set.ndjson', reason: 'line 10: not valid JSON' },
-    { path: 'no-split.jpg', reason: 'line 11: "split" must be train, val or test' },
-    { path: 'set.ndjson', reason: 'line 12: "file" is required' },
-    { path: 'boxes.jpg', reason: 'line 13: the same file as line 2' },
+    { path: 'set.ndjson', reason: 'not valid JSON', at: 'line 10' },
+    { path: 'no-split.jpg', reason: '"split" must be train, val or test', at: 'line 11' },
+    { path: 'set.ndjson', reason: '"file" is required', at: 'line 12' },
+    { path: 'boxes.jpg', reason: 'the same file as an earlier line', at: 'line 13 (first on line 2)' },
   ]);
 });
 
 t.test('NDJSON without a header: task from the labels, class names from the indexes', async (t) => {
   const file = await writeNdjson(t, [json({ file: 'a.jpg', split: 'valid', annotations: { segments: [[2, 0.1, 0.1, 0.5, 0.1, 0.5, 0.5]] } })]);
-  const result = await planNdjson(file);
+  const result = listed(await planNdjson(file));
   t.strictSame(result, {
     format: 'ndjson',
     task: 'segment',
@@ -444,4 +468,9 @@ t.test('NDJSON annotations round-trip: fromNdjsonAnnotations(toNdjsonAnnotations
   t.equal(toNdjsonAnnotations('detect', []), undefined, 'no labels: no annotations');
   t.equal(toNdjsonAnnotations('depth', []), undefined);
   t.strictSame(fromNdjsonAnnotations(undefined), []);
+});
+
+t.test('NDJSON annotations: only the known kinds, at most 10,000 labels', async (t) => {
+  t.throws(() => fromNdjsonAnnotations({ constructor: [[0, 0.5, 0.5, 0.1, 0.1]] }), { message: 'annotations."constructor": unknown kind; expected boxes, segments, pose, obb or classification' });
+  t.throws(() => fromNdjsonAnnotations({ classification: Array(10_001).fill(0) }), { message: 'annotations.classification: 10001 labels; an image has at most 10000' });
 });

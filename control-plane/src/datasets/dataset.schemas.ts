@@ -8,6 +8,8 @@ import { MetadataObject } from '../validation/metadata.ts';
 import { DATASET_FORMATS, SPLITS, VISIBILITIES } from './dataset.entity.ts';
 
 export const MAX_CLASS_NAMES = 25_000;
+export const MAX_CLASS_NAME = 256;
+export const MAX_KEYPOINTS = 1000;
 export const Region = z.enum(REGIONS);
 export const Timestamp = z.iso.datetime();
 export const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
@@ -15,7 +17,7 @@ export const Visibility = z.enum(VISIBILITIES, { error: 'must be public or priva
 const Format = z.enum(DATASET_FORMATS, { error: `must be one of ${DATASET_FORMATS.join(', ')}` });
 export const Tags = z.array(z.string().trim().min(1).max(50)).max(50).meta({ description: 'Up to 50 tags of up to 50 characters' });
 const ClassNames = z
-  .array(z.string().trim().min(1).max(256))
+  .array(z.string().trim().min(1).max(MAX_CLASS_NAME))
   .max(MAX_CLASS_NAMES)
   .meta({ description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)' });
 const HexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour like #ff8800');
@@ -123,7 +125,7 @@ export const DatasetPatch = z
     starred: z.boolean().meta({ description: "Stars or unstars for the key's user; needs only read access" }),
     blurFaces: z.boolean(),
     kptSkeletonId: z.string().max(64).nullable(),
-    kptShape: z.tuple([z.number().int().min(1).max(1000), z.union([z.literal(2), z.literal(3)])]).nullable(),
+    kptShape: z.tuple([z.number().int().min(1).max(MAX_KEYPOINTS), z.union([z.literal(2), z.literal(3)])]).nullable(),
     initializeClassNames: ClassNames.meta({ description: 'Sets the class list of a dataset with no classes or annotations (else 409)' }),
   })
   .partial()

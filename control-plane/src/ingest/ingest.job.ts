@@ -10,7 +10,7 @@ import type { Storage } from '../storage/storage.ts';
 import { ArchiveError, archiveKindOf, openArchive, type ArchiveFiles } from './archive/extract.ts';
 import { planArchive } from './formats/detect.ts';
 import { planNdjson } from './formats/ndjson.ts';
-import type { IngestPlan } from './formats/plan.ts';
+import { DatasetFileError, type IngestPlan } from './formats/plan.ts';
 import { commitIngest } from './ingest-commit.ts';
 import type { IngestPayload } from './ingest-payload.ts';
 import { fetchSource } from './ingest-source.ts';
@@ -61,17 +61,10 @@ export class IngestJob implements JobHandler {
       await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
       lap('commit');
       const { replaced: _replaced, ...counts } = outcome;
-      return {
-        format: plan.format,
-        task: plan.task,
-        ...counts,
-        entriesSkipped: plan.skipped.length + staging.skipped.length,
-        skippedReasons: tally([...plan.skipped, ...staging.skipped].map((entry) => entry.reason)),
-        skippedEntries: [...plan.skipped, ...staging.skipped].slice(0, 100),
-        seconds,
-      };
+      plan.skipped.addAll(staging.skipped);
+      return { format: plan.format, task: plan.task, ...counts, ...plan.skipped.summary(), seconds };
     } catch (error) {
-      if (error instanceof ArchiveError) throw new JobFailure(error.message);
+      if (error instanceof ArchiveError || error instanceof DatasetFileError) throw new JobFailure(error.message);
       throw error;
     } finally {
       await archive?.close();
@@ -84,12 +77,12 @@ export class IngestJob implements JobHandler {
     const kind = archiveKindOf(payload.source.filename);
     if (!kind) throw new JobFailure(`${payload.source.filename}: not a .zip, .tar, .tar.gz, .tgz or .ndjson file`);
     context.progress({ stage: 'extracting', percent: 5 });
-    if (kind === 'ndjson') return { plan: nonEmpty(await planNdjson(file), payload) };
+    if (kind === 'ndjson') return { plan: nonEmpty(await planNdjson(file, payload.source.filename), payload) };
     const archive = await openArchive(file, kind, filesDir, { signal: context.signal });
     try {
       context.progress({ stage: 'planning', percent: 12 });
       const plan = await planArchive(archive.read, archive.files);
-      plan.skipped.push(...archive.skipped);
+      plan.skipped.addAll(archive.skipped);
       return { plan: nonEmpty(plan, payload), archive };
     } catch (error) {
       await archive.close();
@@ -107,14 +100,5 @@ export class IngestJob implements JobHandler {
 function nonEmpty(plan: IngestPlan, payload: IngestPayload): IngestPlan {
   if (plan.items.length === 0) throw new JobFailure(`No images found in ${payload.source.filename}`);
   return plan;
-}
-
-function tally(reasons: string[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const reason of reasons) {
-    const kind = reason.split(':')[0];
-    counts[kind] = (counts[kind] ?? 0) + 1;
-  }
-  return counts;
 }
 

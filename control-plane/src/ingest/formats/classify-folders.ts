@@ -1,5 +1,6 @@
 // Classification archives in the ultralytics layout: a folder per class, optionally below split folders.
 import { splitFromName, type IngestPlan, type PlanItem } from './plan.ts';
+import { Skips } from './skips.ts';
 
 // A split folder, or the folders of a YOLO/raw layout, are never class folders.
 const isClassFolder = (name: string) => !splitFromName(name) && name !== 'images' && name !== 'labels';
@@ -33,5 +34,5 @@ export function planClassifyFolders(images: string[]): IngestPlan | null {
   const classNames = [...new Set(placed.map(({ className }) => className))].sort();
   const classIds = new Map(classNames.map((name, index) => [name, index]));
   const items = placed.map(({ item, className }) => ({ ...item, labels: [{ classId: classIds.get(className)! }] }));
-  return { format: 'classify-folders', task: 'classify', classNames, kptShape: null, items, skipped: [] };
+  return { format: 'classify-folders', task: 'classify', classNames, kptShape: null, items, skipped: new Skips() };
 }

@@ -1,13 +1,33 @@
 // COCO archives: one or more JSON files with `images`, `annotations` and `categories`, pixel coordinates
-// normalized here with the image sizes the JSON records.
+// normalized here with the image sizes the JSON records. A file is read one record at a time (COCO 2017
+// train is 450 MB of JSON): what is kept is its categories and, for the images found in the archive, their
+// record and annotations, each bounded.
 import { posix } from 'node:path';
 import { z } from 'zod';
 import type { Split } from '../../datasets/dataset.entity.ts';
-import type { Label, Task } from '../../images/labels.ts';
-import { LabelError, splitFromName, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type Skipped } from './plan.ts';
+import { MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
+import { MAX_LABELS_PER_IMAGE, type Label, type Task } from '../../images/labels.ts';
+import { forEachElement, JsonScanError, type Element } from './json-elements.ts';
+import {
+  DatasetFileError,
+  LabelError,
+  PlanBudget,
+  checkClassNames,
+  kptShapeOrNull,
+  splitFromName,
+  splitFromPath,
+  textProblem,
+  type IngestPlan,
+  type PlanItem,
+  type SizedReader,
+} from './plan.ts';
+import { Skips } from './skips.ts';
 
-const CocoShape = z.object({ images: z.array(z.unknown()), annotations: z.array(z.unknown()), categories: z.array(z.unknown()) });
+/** A larger image, annotation or category record is skipped unread (the largest in COCO 2017 are a few KB). */
+export const MAX_RECORD_BYTES = 4 * 2 ** 20;
+
 const Category = z.object({ id: z.number(), name: z.string(), keypoints: z.array(z.string()).optional() });
+type Category = z.output<typeof Category>;
 const ImageRecord = z.object({
   id: z.union([z.number(), z.string()]),
   file_name: z.string().min(1),
@@ -18,7 +38,8 @@ const Annotation = z.object({
   image_id: z.union([z.number(), z.string()]),
   category_id: z.number(),
   bbox: z.array(z.number()).length(4).optional(),
-  segmentation: z.union([z.array(z.array(z.number())), z.object({ counts: z.unknown(), size: z.unknown() })]).optional(),
+  // RLE is kept as a marker only: its runs are never used, only reported.
+  segmentation: z.union([z.array(z.array(z.number())), z.object({ counts: z.unknown(), size: z.unknown() }).transform(() => 'rle' as const)]).optional(),
   keypoints: z
     .array(z.number())
     .refine((values) => values.length % 3 === 0, 'must be x, y, v triples')
@@ -27,40 +48,28 @@ const Annotation = z.object({
 });
 type Annotation = z.output<typeof Annotation>;
 
-export interface CocoFile {
-  path: string;
-  images: unknown[];
-  annotations: unknown[];
-  categories: Array<z.output<typeof Category>>;
-}
-
-const issue = (error: z.ZodError) => {
+/** The first problem zod found, as `where.field: problem`. */
+const issue = (where: string, error: z.ZodError) => {
   const [first] = error.issues;
-  return first.path.length > 0 ? `${first.path.join('.')}: ${first.message}` : first.message;
+  return first.path.length > 0 ? `${where}.${first.path.join('.')}: ${first.message}` : `${where}: ${first.message}`;
 };
 
-/** The .json files that are COCO annotation files; the others are reported as skipped with what they lack. */
-export async function readCocoFiles(read: ReadFile, paths: string[]): Promise<{ files: CocoFile[]; skipped: Skipped[] }> {
-  const files: CocoFile[] = [];
-  const skipped: Skipped[] = [];
-  for (const path of paths) {
-    let doc: unknown;
-    try {
-      doc = JSON.parse((await read(path)).toString('utf8'));
-    } catch (error) {
-      skipped.push({ path, reason: `not readable JSON: ${(error as Error).message}` });
-      continue;
-    }
-    const shape = CocoShape.safeParse(doc);
-    if (!shape.success) {
-      skipped.push({ path, reason: 'not a COCO annotation file (needs images, annotations and categories arrays)' });
-      continue;
-    }
-    const categories = z.array(Category).safeParse(shape.data.categories);
-    if (!categories.success) skipped.push({ path, reason: `COCO categories.${issue(categories.error)}` });
-    else files.push({ path, ...shape.data, categories: categories.data });
-  }
-  return { files, skipped };
+/** An image claimed by a COCO file, with its annotations in that file (or the first one that is malformed). */
+interface Entry {
+  json: string;
+  split: Split | undefined;
+  width?: number;
+  height?: number;
+  annotations: Array<{ index: number; annotation: Annotation }>;
+  error?: string;
+}
+
+/** What the COCO files of an archive say: their categories (first file by path wins an id) and images. */
+export interface CocoSource {
+  files: string[];
+  categories: Map<number, Category>;
+  /** By archive path; an image listed by several files takes the first file by path only, so two label sets never mix. */
+  entries: Map<string, Entry>;
 }
 
 /** A split named by a word of a COCO file or folder name: `instances_val2017` → val. */
@@ -88,66 +97,147 @@ function imageResolver(images: string[]): (fileName: string, jsonDir: string) =>
   };
 }
 
-/** An image claimed by a COCO file, with its annotations in that file (or the first one that is malformed). */
-interface Entry {
-  json: string;
-  split: Split | undefined;
-  width?: number;
-  height?: number;
-  annotations: Array<{ index: number; annotation: Annotation }>;
-  error?: string;
+/** Memory an annotation holds, roughly in bytes: its numbers and the arrays around them. */
+function annotationBytes({ bbox, segmentation, keypoints }: Annotation): number {
+  const polygons = Array.isArray(segmentation) ? segmentation : [];
+  return 8 * (16 + (bbox?.length ?? 0) + (keypoints?.length ?? 0) + polygons.reduce((sum, polygon) => sum + 4 + polygon.length, 0));
+}
+
+const FIRST_PASS = new Set(['images', 'categories']);
+const SECOND_PASS = new Set(['annotations']);
+const NOT_COCO = 'not a COCO annotation file (needs images, annotations and categories arrays)';
+
+/** One COCO file: categories and images on a first pass over its bytes, annotations on a second. */
+class CocoFileReader {
+  readonly skipped = new Skips();
+  readonly categories: Category[] = [];
+  readonly entries = new Map<string, Entry>();
+  /** Set when the file cannot be used: why, for its skipped entry. */
+  problem: string | null = null;
+  private readonly byId = new Map<unknown, Entry>();
+  private readonly path: string;
+  private readonly source: CocoSource;
+  private readonly resolve: ReturnType<typeof imageResolver>;
+  private readonly budget: PlanBudget;
+  private readonly dir: string;
+  private readonly split: Split | undefined;
+
+  constructor(path: string, source: CocoSource, resolve: ReturnType<typeof imageResolver>, budget: PlanBudget) {
+    [this.path, this.source, this.resolve, this.budget] = [path, source, resolve, budget];
+    this.dir = posix.dirname(path) === '.' ? '' : posix.dirname(path);
+    this.split = splitFromWords(posix.basename(path, '.json')) ?? splitFromWords(posix.basename(this.dir));
+  }
+
+  async read(text: Buffer): Promise<void> {
+    try {
+      const arrays = await forEachElement(text, FIRST_PASS, (element) => (element.key === 'images' ? this.image(element) : this.category(element)));
+      if (!['images', 'annotations', 'categories'].every((key) => arrays.has(key))) this.problem = NOT_COCO;
+      if (this.problem) return;
+      await forEachElement(text, SECOND_PASS, (element) => this.annotation(element));
+    } catch (error) {
+      if (!(error instanceof JsonScanError)) throw error;
+      this.problem = `not readable JSON: ${error.message}`;
+    }
+  }
+
+  private record<T>(element: Element, schema: z.ZodType<T>): T | null {
+    if (element.bytes > MAX_RECORD_BYTES) {
+      this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, `${element.key}[${element.index}]`);
+      return null;
+    }
+    const parsed = schema.safeParse(element.parse());
+    if (parsed.success) return parsed.data;
+    // The reason names the field and `at` the record, so that records with the same problem group.
+    this.skipped.add(this.path, issue('record', parsed.error), `${element.key}[${element.index}]`);
+    return null;
+  }
+
+  private category(element: Element): void {
+    if (this.problem) return;
+    const parsed = element.bytes > MAX_RECORD_BYTES ? null : Category.safeParse(element.parse());
+    if (!parsed?.success) {
+      const where = `COCO categories.${element.index}`;
+      this.problem = parsed ? issue(where, parsed.error) : `${where}: larger than ${MAX_RECORD_BYTES} bytes`;
+      return;
+    }
+    if (this.categories.length === MAX_CLASS_NAMES) throw new DatasetFileError(`${this.path}: more than ${MAX_CLASS_NAMES} categories; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+    const problem = textProblem(parsed.data.name);
+    if (problem) throw new DatasetFileError(`${this.path}: categories[${element.index}].name ${problem}`);
+    this.categories.push(parsed.data);
+  }
+
+  private image(element: Element): void {
+    const record = this.record(element, ImageRecord);
+    if (!record) return;
+    const at = `images[${element.index}]`;
+    const problem = textProblem(record.file_name);
+    if (problem) return this.skipped.add(this.path, `file_name ${problem}`, at);
+    const path = this.resolve(record.file_name, this.dir);
+    if (path === undefined) return this.skipped.add(this.path, 'its file_name is not in the archive', `${at} ${JSON.stringify(record.file_name)}`);
+    const claimedBy = (this.source.entries.get(path) ?? this.entries.get(path))?.json;
+    if (claimedBy) return this.skipped.add(this.path, 'its image is already annotated by an earlier record or file', `${at} ${JSON.stringify(record.file_name)}, by ${claimedBy}`);
+    const entry: Entry = { json: this.path, split: this.split ?? splitFromPath(path), width: record.width, height: record.height, annotations: [] };
+    this.entries.set(path, entry);
+    this.byId.set(record.id, entry);
+  }
+
+  private annotation(element: Element): void {
+    const at = `annotations[${element.index}]`;
+    if (element.bytes > MAX_RECORD_BYTES) return this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, at);
+    const raw = element.parse();
+    const imageId = (raw as { image_id?: unknown } | null)?.image_id;
+    const entry = this.byId.get(imageId);
+    if (!entry) return this.skipped.add(this.path, 'its image_id is not an image of this file found in the archive', at);
+    if (entry.error) return;
+    const parsed = Annotation.safeParse(raw);
+    if (!parsed.success) entry.error = issue(`${this.path} ${at}`, parsed.error);
+    else if (entry.annotations.length === MAX_LABELS_PER_IMAGE) {
+      entry.error = `${this.path}: more than ${MAX_LABELS_PER_IMAGE} annotations for this image; an image has at most ${MAX_LABELS_PER_IMAGE}`;
+      entry.annotations = [];
+    }
+    // Crowd regions are not instances (ultralytics' converter drops them too); their masks are RLE anyway.
+    else if (!parsed.data.iscrowd) {
+      this.budget.spend(annotationBytes(parsed.data));
+      entry.annotations.push({ index: element.index, annotation: parsed.data });
+    }
+  }
 }
 
 /**
- * Collects each image's record and annotations. An image listed by several files (instances_ and
- * person_keypoints_ of the same set) takes the first file by path only, so two label sets never mix.
+ * Reads the .json files that are COCO annotation files, in path order; the others are reported as skipped
+ * with what they lack. Null when none is. Too many categories, or a category name that cannot be stored,
+ * fail the ingest (a DatasetFileError).
  */
-function collect(files: CocoFile[], images: string[], skipped: Skipped[]): Map<string, Entry> {
+export async function readCoco(files: SizedReader, paths: string[], images: string[], skipped: Skips): Promise<CocoSource | null> {
+  const source: CocoSource = { files: [], categories: new Map(), entries: new Map() };
   const resolve = imageResolver(images);
-  const entries = new Map<string, Entry>();
-  for (const file of [...files].sort((a, b) => a.path.localeCompare(b.path))) {
-    const dir = posix.dirname(file.path) === '.' ? '' : posix.dirname(file.path);
-    const split = splitFromWords(posix.basename(file.path, '.json')) ?? splitFromWords(posix.basename(dir));
-    // null: the record was reported already, so its annotations are dropped quietly.
-    const byId = new Map<unknown, Entry | null>();
-    for (const [index, raw] of file.images.entries()) {
-      const record = ImageRecord.safeParse(raw);
-      if (!record.success) {
-        skipped.push({ path: file.path, reason: `images[${index}].${issue(record.error)}` });
-        continue;
-      }
-      const { id, file_name, width, height } = record.data;
-      const path = resolve(file_name, dir);
-      const claimedBy = path === undefined ? undefined : entries.get(path)?.json;
-      if (path === undefined || claimedBy) {
-        byId.set(id, null);
-        const why = claimedBy ? `is already annotated by ${claimedBy}` : 'is not in the archive';
-        skipped.push({ path: file.path, reason: `images[${index}]: "${file_name}" ${why}` });
-        continue;
-      }
-      const entry: Entry = { json: file.path, split: split ?? splitFromPath(path), width, height, annotations: [] };
-      entries.set(path, entry);
-      byId.set(id, entry);
+  const budget = new PlanBudget();
+  for (const path of [...paths].sort()) {
+    const file = new CocoFileReader(path, source, resolve, budget);
+    await file.read(await files.read(path));
+    if (file.problem) {
+      skipped.add(path, file.problem);
+      continue;
     }
-    for (const [index, raw] of file.annotations.entries()) {
-      const imageId = (raw as { image_id?: unknown } | null)?.image_id;
-      const entry = byId.get(imageId);
-      if (entry === undefined) skipped.push({ path: file.path, reason: `annotations[${index}]: image_id ${JSON.stringify(imageId)} is not in images` });
-      if (!entry || entry.error) continue;
-      const parsed = Annotation.safeParse(raw);
-      if (!parsed.success) entry.error = `${file.path} annotations[${index}].${issue(parsed.error)}`;
-      // Crowd regions are not instances (ultralytics' converter drops them too); their masks are RLE anyway.
-      else if (!parsed.data.iscrowd) entry.annotations.push({ index, annotation: parsed.data });
-    }
+    skipped.merge(file.skipped);
+    source.files.push(path);
+    for (const category of file.categories) if (!source.categories.has(category.id)) source.categories.set(category.id, category);
+    if (source.categories.size > MAX_CLASS_NAMES) throw new DatasetFileError(`The COCO files name more than ${MAX_CLASS_NAMES} categories; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+    for (const [image, entry] of file.entries) source.entries.set(image, entry);
   }
-  return entries;
+  return source.files.length > 0 ? source : null;
 }
 
 function taskOf(entries: Iterable<Entry>): Task | null {
-  const annotations = [...entries].flatMap((entry) => entry.annotations.map(({ annotation }) => annotation));
-  if (annotations.some((annotation) => annotation.keypoints?.length)) return 'pose';
-  if (annotations.some((annotation) => Array.isArray(annotation.segmentation) && annotation.segmentation.length > 0)) return 'segment';
-  return annotations.length > 0 ? 'detect' : null;
+  let task: Task | null = null;
+  for (const entry of entries) {
+    for (const { annotation } of entry.annotations) {
+      if (annotation.keypoints?.length) return 'pose';
+      if (Array.isArray(annotation.segmentation) && annotation.segmentation.length > 0) task = 'segment';
+      task ??= 'detect';
+    }
+  }
+  return task;
 }
 
 /** Pixel x, y (and for keypoints v, kept as is) values normalized by the image size. */
@@ -188,7 +278,7 @@ function entryLabels(entry: Entry, task: Task, classIds: Map<number, number>): P
 }
 
 /** The keypoint count of a pose source: the first category's keypoint names, else the first annotation's triples. */
-function keypointCount(categories: Array<z.output<typeof Category>>, entries: Iterable<Entry>): number {
+function keypointCount(categories: Category[], entries: Iterable<Entry>): number {
   const named = categories.find((category) => category.keypoints?.length)?.keypoints?.length;
   if (named) return named;
   for (const entry of entries) {
@@ -198,25 +288,23 @@ function keypointCount(categories: Array<z.output<typeof Category>>, entries: It
 }
 
 /** Every image of the archive: those a COCO file lists with its labels, the others unlabeled. */
-export function planCoco(files: CocoFile[], images: string[]): IngestPlan {
+export function planCoco(source: CocoSource, images: string[]): IngestPlan {
   // Category ids may be sparse and unordered: source class indexes follow the ids in ascending order.
-  const categories = new Map<number, z.output<typeof Category>>();
-  for (const category of files.flatMap((file) => file.categories)) if (!categories.has(category.id)) categories.set(category.id, category);
-  const sorted = [...categories.values()].sort((a, b) => a.id - b.id);
+  const sorted = [...source.categories.values()].sort((a, b) => a.id - b.id);
   const classIds = new Map(sorted.map((category, index) => [category.id, index]));
-
-  const skipped: Skipped[] = [];
-  const entries = collect(files, images, skipped);
-  const task = taskOf(entries.values());
+  const classNames = checkClassNames(sorted.map((category) => category.name), 'COCO categories');
+  const task = taskOf(source.entries.values());
+  const kptShape = task === 'pose' ? kptShapeOrNull([keypointCount(sorted, source.entries.values()), 3]) : null;
   const items = images.map((path): PlanItem => {
-    const entry = entries.get(path);
+    const entry = source.entries.get(path);
     const split = entry ? entry.split : splitFromPath(path);
     const { labels, labelError } = entry && task ? entryLabels(entry, task, classIds) : { labels: [], labelError: entry?.error };
+    // The annotations are labels now: the plan holds one copy.
+    if (entry) entry.annotations = [];
     const item: PlanItem = { path, labels };
     if (split) item.split = split;
     if (labelError) item.labelError = labelError;
     return item;
   });
-  const kptShape: [number, number] | null = task === 'pose' ? [keypointCount(sorted, entries.values()), 3] : null;
-  return { format: 'coco', task, classNames: sorted.map((category) => category.name), kptShape, items, skipped };
+  return { format: 'coco', task, classNames, kptShape, items, skipped: new Skips() };
 }

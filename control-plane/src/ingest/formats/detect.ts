@@ -1,9 +1,10 @@
 // Which format an extracted archive is in, and its plan: COCO, then YOLO, then classify folders, else raw images.
 import { posix } from 'node:path';
 import { planClassifyFolders } from './classify-folders.ts';
-import { planCoco, readCocoFiles } from './coco.ts';
-import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type Skipped } from './plan.ts';
-import { hasYoloLabels, planYolo, readDatasetYaml } from './yolo.ts';
+import { planCoco, readCoco } from './coco.ts';
+import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type SizedReader } from './plan.ts';
+import { Skips } from './skips.ts';
+import { datasetYamlPaths, hasYoloLabels, planYolo, readDatasetYaml } from './yolo.ts';
 
 export { planNdjson } from './ndjson.ts';
 
@@ -18,40 +19,44 @@ function planRaw(images: string[]): IngestPlan {
     const split = splitFromPath(path);
     return split ? { path, split, labels: [] } : { path, labels: [] };
   });
-  return { format: 'raw', task: null, classNames: [], kptShape: null, items, skipped: [] };
+  return { format: 'raw', task: null, classNames: [], kptShape: null, items, skipped: new Skips() };
 }
 
 /**
- * Plans an archive. `files` are its regular files, read through `read` by path. Whatever the
- * plan neither adds nor read as labels or metadata is listed in `skipped`, sorted by path.
+ * Plans an archive. `files` are its regular files, read through `read` by path. Whatever the plan neither
+ * adds nor read as labels or metadata is counted in `skipped`. A DatasetFileError when the dataset as a
+ * whole cannot be ingested (class names no dataset could have, labels too large to hold).
  */
 export async function planArchive(read: ReadFile, files: Array<{ path: string; size: number }>): Promise<IngestPlan> {
-  const paths = files.map((file) => normalizePath(file.path)).sort();
-  const reported: Skipped[] = paths.filter(isHidden).map((path) => ({ path, reason: 'a hidden or system file' }));
+  const sizes = new Map(files.map((file) => [normalizePath(file.path), file.size]));
+  const reader: SizedReader = { read, sizeOf: (path) => sizes.get(path) ?? 0 };
+  const paths = [...sizes.keys()].sort();
+  const reported = new Skips();
+  for (const path of paths.filter(isHidden)) reported.add(path, 'a hidden or system file');
   const visible = paths.filter((path) => !isHidden(path));
   const images = visible.filter(isImagePath);
   const withExtension = (extension: string) => visible.filter((path) => extensionOf(path) === extension);
 
-  const coco = await readCocoFiles(read, withExtension('json'));
-  reported.push(...coco.skipped);
-  if (coco.files.length > 0) return withRest(planCoco(coco.files, images), coco.files.map((file) => file.path), reported, visible);
+  // Every .json is read as COCO (and used or reported), every dataset YAML is used or reported.
+  const jsons = withExtension('json');
+  const coco = await readCoco(reader, jsons, images, reported);
+  if (coco) return withRest(planCoco(coco, images), jsons, reported, visible);
 
-  const { yaml, skipped } = await readDatasetYaml(read, visible);
-  reported.push(...skipped);
-  const used = yaml ? [yaml.path] : [];
+  const yaml = await readDatasetYaml(reader, visible, reported);
+  const examined = [...jsons, ...datasetYamlPaths(visible)];
   const texts = withExtension('txt');
   const yolo = yaml !== null || hasYoloLabels(images, texts);
   // A yaml naming another task, or label files, rule the folder layout out: class-named folders are common there.
   const classify = yaml?.task === 'classify' || !yolo ? planClassifyFolders(images) : null;
-  if (classify) return withRest(classify, used, reported, visible);
-  if (yolo) return withRest(await planYolo(read, images, texts, yaml), [...used, ...texts], reported, visible);
-  return withRest(planRaw(images), [], reported, visible);
+  if (classify) return withRest(classify, examined, reported, visible);
+  if (yolo) return withRest(await planYolo(reader, images, texts, yaml), [...examined, ...texts], reported, visible);
+  return withRest(planRaw(images), examined, reported, visible);
 }
 
-/** Adds the problems found while detecting, and every file the plan did not account for, to its skipped list. */
-function withRest(plan: IngestPlan, read: string[], reported: Skipped[], paths: string[]): IngestPlan {
-  const skipped = [...reported, ...plan.skipped];
-  const accounted = new Set([...read, ...plan.items.map((item) => item.path), ...skipped.map((entry) => entry.path)]);
-  for (const path of paths) if (!accounted.has(path)) skipped.push({ path, reason: 'not an image, nor a label or metadata file of this format' });
-  return { ...plan, skipped: skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
+/** Adds the problems found while detecting, and every file the plan neither read nor added, to its skipped entries. */
+function withRest(plan: IngestPlan, examined: string[], reported: Skips, paths: string[]): IngestPlan {
+  reported.merge(plan.skipped);
+  const accounted = new Set([...examined, ...plan.items.map((item) => item.path)]);
+  for (const path of paths) if (!accounted.has(path)) reported.add(path, 'not an image, nor a label or metadata file of this format');
+  return { ...plan, skipped: reported };
 }

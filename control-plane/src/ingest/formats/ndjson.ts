@@ -2,23 +2,31 @@
 // NDJSON export writes annotations with toNdjsonAnnotations and ingest reads them back with fromNdjsonAnnotations.
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
-import { createInterface } from 'node:readline';
-import type { Label, Task } from '../../images/labels.ts';
+import { MAX_LABELS_PER_IMAGE, type Label, type Task } from '../../images/labels.ts';
+import { MetadataObject } from '../../validation/metadata.ts';
+import { MAX_ARCHIVE_PATH } from '../archive/safe-path.ts';
 import {
   checkRow,
+  excerpt,
   indexClassNames,
+  jsonTextProblem,
   kptShapeOrNull,
   labelFromRow,
   LabelError,
   namesFromListOrMap,
+  PlanBudget,
   sourceClassId,
   splitFromName,
   taskOrNull,
+  textProblem,
   type IngestPlan,
   type PlanItem,
   type RowKind,
-  type Skipped,
 } from './plan.ts';
+import { Skips } from './skips.ts';
+
+/** A longer line is skipped unread: a record is its metadata (500,000 characters at most) and up to 10,000 labels. */
+export const MAX_LINE_BYTES = 16 * 2 ** 20;
 
 /** How each task's labels are written: the annotations key and one row per label. */
 const WRITERS: Partial<Record<Task, { key: string; row: (label: Label) => unknown }>> = {
@@ -38,7 +46,13 @@ export function toNdjsonAnnotations(task: Task, labels: Label[]): Record<string,
   return writer && labels.length > 0 ? { [writer.key]: labels.map(writer.row) } : undefined;
 }
 
-const ROW_KINDS: Record<string, RowKind> = { boxes: 'box', segments: 'polygon', pose: 'pose', obb: 'obb' };
+// A Map: a key from the file like "constructor" must not find a property of Object.prototype.
+const ROW_KINDS = new Map<string, RowKind>([
+  ['boxes', 'box'],
+  ['segments', 'polygon'],
+  ['pose', 'pose'],
+  ['obb', 'obb'],
+]);
 
 /** `[xc, yc, w, h, angle]` (radians) as the 4 corners, in the order of ultralytics' xywhr2xyxyxyxy. */
 function obbCorners([xc, yc, w, h, angle]: number[]): number[] {
@@ -75,11 +89,12 @@ export function fromNdjsonAnnotations(annotations: unknown, options: { kptShape?
   const [first] = Object.entries(annotations);
   if (!first) return [];
   const [key, rows] = first;
+  const kind = ROW_KINDS.get(key);
+  if (!kind && key !== 'classification') throw new LabelError(`annotations.${excerpt(key)}: unknown kind; expected boxes, segments, pose, obb or classification`);
   if (!Array.isArray(rows)) throw new LabelError(`annotations.${key} must be a list`);
+  if (rows.length > MAX_LABELS_PER_IMAGE) throw new LabelError(`annotations.${key}: ${rows.length} labels; an image has at most ${MAX_LABELS_PER_IMAGE}`);
   const classCount = options.classCount ?? null;
-  if (key === 'classification') return rows.map((value, index) => ({ classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)) }));
-  const kind = ROW_KINDS[key];
-  if (!kind) throw new LabelError(`annotations.${key}: unknown kind; expected boxes, segments, pose, obb or classification`);
+  if (!kind) return rows.map((value, index) => ({ classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)) }));
   return rows.map((row, index) => labelFromRow(kind, at(`annotations.${key}[${index}]`, () => readRow(kind, row, options.kptShape ?? null, classCount))));
 }
 
@@ -97,31 +112,53 @@ interface Header {
   kptShape: [number, number] | null;
 }
 
-/** The dataset record's task, class_names and kpt_shape; a field that is present but unusable is reported. */
-function readHeader(record: Record<string, unknown>, path: string, line: number, skipped: Skipped[]): Header {
-  const header: Header = { task: taskOrNull(record.task), classNames: namesFromListOrMap(record.class_names), kptShape: kptShapeOrNull(record.kpt_shape) };
+/**
+ * The dataset record's task, class_names and kpt_shape; a field that is present but unusable is reported, and
+ * class names that no dataset could have fail the ingest (a DatasetFileError).
+ */
+function readHeader(record: Record<string, unknown>, path: string, line: number, skipped: Skips): Header {
+  const header: Header = {
+    task: taskOrNull(record.task),
+    classNames: namesFromListOrMap(record.class_names, `${path} line ${line}: class_names`),
+    kptShape: kptShapeOrNull(record.kpt_shape),
+  };
   const problems = [
-    record.task !== undefined && !header.task && `unknown task ${JSON.stringify(record.task)}`,
-    record.class_names !== undefined && !header.classNames && 'class_names must be a {"0": name} map or a list',
-    record.kpt_shape !== undefined && !header.kptShape && 'kpt_shape must be [keypoints, 2 or 3]',
+    record.task !== undefined && !header.task && 'unknown task; ignored',
+    record.class_names !== undefined && !header.classNames && 'class_names must be a {"0": name} map or a list; ignored',
+    record.kpt_shape !== undefined && !header.kptShape && 'kpt_shape must be [keypoints (1-1000), 2 or 3]; ignored',
   ];
-  for (const problem of problems) if (problem) skipped.push({ path, reason: `line ${line}: ${problem}; ignored` });
+  for (const problem of problems) if (problem) skipped.add(path, problem, `line ${line}`);
   return header;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
-/** One image record as a plan item, or why the line is skipped. */
+/** Why a record's metadata cannot be stored; null when it can. */
+function metadataProblem(metadata: unknown): string | null {
+  // Depth first: the size check serializes it.
+  const problem = jsonTextProblem(metadata);
+  if (problem) return `"metadata": ${problem}`;
+  const parsed = MetadataObject.safeParse(metadata);
+  return parsed.success ? null : `"metadata" ${parsed.error.issues[0].message}`;
+}
+
+/** One image record as a plan item, or why the line is skipped (the same words for the same problem). */
 function readImage(record: Record<string, unknown>, header: Header, line: number): PlanItem | string {
-  if (record.type !== undefined && record.type !== 'image') return `unknown record type ${JSON.stringify(record.type)}`;
+  if (record.type !== undefined && record.type !== 'image') return 'unknown record type';
   if (typeof record.file !== 'string' || record.file === '') return '"file" is required';
+  if (record.file.length > MAX_ARCHIVE_PATH) return `"file" is longer than ${MAX_ARCHIVE_PATH} characters`;
+  const fileProblem = textProblem(record.file);
+  if (fileProblem) return `"file" ${fileProblem}`;
   const split = typeof record.split === 'string' ? splitFromName(record.split) : undefined;
   if (!split) return '"split" must be train, val or test';
-  if (record.metadata !== undefined && !isObject(record.metadata)) return '"metadata" must be an object';
+  if (record.metadata !== undefined) {
+    const problem = isObject(record.metadata) ? metadataProblem(record.metadata) : '"metadata" must be an object';
+    if (problem) return problem;
+  }
 
   const item: PlanItem = { path: record.file, split, labels: [] };
   if (typeof record.url === 'string') item.url = record.url;
-  if (record.metadata) item.metadata = record.metadata;
+  if (isObject(record.metadata)) item.metadata = record.metadata;
   try {
     item.labels = fromNdjsonAnnotations(record.annotations, { kptShape: header.kptShape, classCount: header.classNames?.length ?? null });
   } catch (error) {
@@ -131,40 +168,79 @@ function readImage(record: Record<string, unknown>, header: Header, line: number
   return item;
 }
 
-/** Plans an NDJSON dataset file, read line by line so a large file is never held whole. */
-export async function planNdjson(file: string): Promise<IngestPlan> {
-  const name = basename(file);
+/**
+ * The lines of a file (without the line break), read in chunks; a line longer than `maxBytes` comes as null
+ * and its bytes are dropped as they arrive, so no line, however long, is held whole.
+ */
+async function* linesOf(file: string, maxBytes: number): AsyncGenerator<string | null> {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let tooLong = false;
+  const append = (piece: Buffer) => {
+    if (tooLong || piece.length === 0) return;
+    size += piece.length;
+    if (size > maxBytes) [tooLong, parts] = [true, []];
+    else parts.push(piece);
+  };
+  const take = (): string | null => {
+    const text = tooLong ? null : Buffer.concat(parts, size).toString('utf8').replace(/\r$/, '');
+    [parts, size, tooLong] = [[], 0, false];
+    return text;
+  };
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let end = chunk.indexOf(0x0a); end >= 0; end = chunk.indexOf(0x0a, start)) {
+      append(chunk.subarray(start, end));
+      yield take();
+      start = end + 1;
+    }
+    append(chunk.subarray(start));
+  }
+  if (size > 0) yield take();
+}
+
+/** Plans an NDJSON dataset file, read line by line so a large file is never held whole; `name` is what reports call it. */
+export async function planNdjson(file: string, name = basename(file)): Promise<IngestPlan> {
   const header: Header = { task: null, classNames: null, kptShape: null };
   const items: PlanItem[] = [];
-  const skipped: Skipped[] = [];
+  const skipped = new Skips();
+  const budget = new PlanBudget();
   const lineOf = new Map<string, number>();
   let line = 0;
   // The first non-empty line is the only place for the dataset record.
   let headerLine: number | undefined;
-  for await (const text of createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+  for await (const text of linesOf(file, MAX_LINE_BYTES)) {
     line += 1;
+    const at = `line ${line}`;
+    if (text === null) {
+      headerLine ??= line;
+      skipped.add(name, `longer than ${MAX_LINE_BYTES} bytes`, at);
+      continue;
+    }
     if (text.trim() === '') continue;
     headerLine ??= line;
     let record: unknown;
     try {
-      record = JSON.parse(text);
+      record = JSON.parse(line === 1 ? text.replace(/^\uFEFF/, '') : text);
     } catch {
-      skipped.push({ path: name, reason: `line ${line}: not valid JSON` });
+      skipped.add(name, 'not valid JSON', at);
       continue;
     }
     if (!isObject(record)) {
-      skipped.push({ path: name, reason: `line ${line}: not a JSON object` });
+      skipped.add(name, 'not a JSON object', at);
       continue;
     }
     if (record.type === 'dataset') {
       if (line === headerLine) Object.assign(header, readHeader(record, name, line, skipped));
-      else skipped.push({ path: name, reason: `line ${line}: a dataset record belongs on the first line` });
+      else skipped.add(name, 'a dataset record belongs on the first line', at);
       continue;
     }
     const item = readImage(record, header, line);
-    if (typeof item === 'string') skipped.push({ path: typeof record.file === 'string' ? record.file : name, reason: `line ${line}: ${item}` });
-    else if (lineOf.has(item.path)) skipped.push({ path: item.path, reason: `line ${line}: the same file as line ${lineOf.get(item.path)}` });
+    if (typeof item === 'string') skipped.add(typeof record.file === 'string' ? record.file : name, item, at);
+    else if (lineOf.has(item.path)) skipped.add(item.path, 'the same file as an earlier line', `${at} (first on line ${lineOf.get(item.path)})`);
     else {
+      budget.spendLabels(item.labels);
+      if (item.metadata) budget.spend(2 * JSON.stringify(item.metadata).length);
       lineOf.set(item.path, line);
       items.push(item);
     }
@@ -174,6 +250,6 @@ export async function planNdjson(file: string): Promise<IngestPlan> {
   const task = header.task ?? (firstLabel ? taskOfLabel(firstLabel) : null);
   // Without a kpt_shape, keypoints are read as x, y, v triples (the ultralytics default).
   const keypoints = firstLabel?.keypoints?.length ?? 0;
-  const kptShape = header.kptShape ?? (task === 'pose' && keypoints > 0 && keypoints % 3 === 0 ? [keypoints / 3, 3] : null);
+  const kptShape = header.kptShape ?? (task === 'pose' && keypoints % 3 === 0 ? kptShapeOrNull([keypoints / 3, 3]) : null);
   return { format: 'ndjson', task, classNames: header.classNames ?? indexClassNames(items), kptShape, items, skipped };
 }

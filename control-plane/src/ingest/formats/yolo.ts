@@ -4,25 +4,38 @@
 import { posix } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { Split } from '../../datasets/dataset.entity.ts';
-import type { Task } from '../../images/labels.ts';
+import { MAX_CLASS_NAMES } from '../../datasets/dataset.schemas.ts';
+import { MAX_LABELS_PER_IMAGE, type Task } from '../../images/labels.ts';
 import {
+  checkClassNames,
   checkRow,
+  DatasetFileError,
+  excerpt,
   indexClassNames,
   kptShapeOrNull,
   labelFromRow,
   LabelError,
   namesFromListOrMap,
+  PlanBudget,
   splitFromPath,
   taskOrNull,
   type IngestPlan,
   type PlanItem,
-  type ReadFile,
   type RowKind,
-  type Skipped,
+  type SizedReader,
 } from './plan.ts';
+import { Skips } from './skips.ts';
 
 const DATASET_YAML_NAMES = ['data.yaml', 'data.yml', 'dataset.yaml', 'dataset.yml'];
 const YAML_SPLITS: Split[] = ['train', 'val', 'test'];
+/** Larger dataset YAMLs and classes.txt files are not read: 25,000 class names fit many times over. */
+export const MAX_YAML_BYTES = 2 ** 20;
+/** Larger label files are a label error of their image: 10,000 polygons of 100 points fit. */
+export const MAX_LABEL_FILE_BYTES = 16 * 2 ** 20;
+/** Aliases a YAML may use (`*a`); a few nested ones already expand to billions of nodes. */
+const MAX_YAML_ALIASES = 100;
+/** Folders read per split entry list: each is matched against every image. */
+const MAX_SPLIT_FOLDERS = 50;
 
 export interface DatasetYaml {
   path: string;
@@ -38,35 +51,47 @@ const byDepth = (a: string, b: string) => depth(a) - depth(b) || a.localeCompare
 
 const isDatasetYaml = (path: string) => DATASET_YAML_NAMES.includes(posix.basename(path).toLowerCase());
 
-/** The shallowest usable data.yaml / dataset.yaml; the others, and unusable ones, are reported as skipped. */
-export async function readDatasetYaml(read: ReadFile, paths: string[]): Promise<{ yaml: DatasetYaml | null; skipped: Skipped[] }> {
+/** The paths of an archive that may be its dataset YAML, the shallowest first. */
+export const datasetYamlPaths = (paths: string[]) => paths.filter(isDatasetYaml).sort(byDepth);
+
+/**
+ * The shallowest usable data.yaml / dataset.yaml; the others, and unusable ones, are reported as skipped.
+ * Class names no dataset could have fail the ingest (a DatasetFileError).
+ */
+export async function readDatasetYaml(files: SizedReader, paths: string[], skipped: Skips): Promise<DatasetYaml | null> {
   let yaml: DatasetYaml | null = null;
-  const skipped: Skipped[] = [];
-  for (const path of paths.filter(isDatasetYaml).sort(byDepth)) {
+  for (const path of datasetYamlPaths(paths)) {
     if (yaml) {
-      skipped.push({ path, reason: `another dataset YAML is used: ${yaml.path}` });
+      skipped.add(path, 'another dataset YAML is used');
+      continue;
+    }
+    if (files.sizeOf(path) > MAX_YAML_BYTES) {
+      skipped.add(path, `not a usable dataset YAML: larger than ${MAX_YAML_BYTES} bytes`);
       continue;
     }
     try {
-      yaml = datasetYaml(path, parseYaml((await read(path)).toString('utf8')));
+      const text = (await files.read(path)).toString('utf8');
+      yaml = datasetYaml(path, parseYaml(text, { maxAliasCount: MAX_YAML_ALIASES }));
     } catch (error) {
+      if (error instanceof DatasetFileError) throw error;
       // The yaml parser appends a source excerpt on further lines; the first says what is wrong.
-      skipped.push({ path, reason: `not a usable dataset YAML: ${(error as Error).message.split('\n')[0]}` });
+      skipped.add(path, `not a usable dataset YAML: ${(error as Error).message.split('\n')[0]}`);
     }
   }
-  return { yaml, skipped };
+  return yaml;
 }
 
 function datasetYaml(path: string, doc: unknown): DatasetYaml {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new Error('not a mapping');
   const fields = doc as Record<string, unknown>;
   const { nc } = fields;
+  if (typeof nc === 'number' && nc > MAX_CLASS_NAMES) throw new DatasetFileError(`${path}: nc is ${nc}; a dataset has at most ${MAX_CLASS_NAMES} classes`);
   // Without names, nc still gives the class count; the classes are then named by their index.
   const ncNames = typeof nc === 'number' && Number.isInteger(nc) && nc > 0 ? Array.from({ length: nc }, (_, index) => String(index)) : null;
-  const names = fields.names === undefined ? ncNames : namesFromListOrMap(fields.names);
+  const names = fields.names === undefined ? ncNames : namesFromListOrMap(fields.names, `${path}: names`);
   if (fields.names !== undefined && !names) throw new Error('names must be a list or a {index: name} map');
   const kptShape = kptShapeOrNull(fields.kpt_shape);
-  if (fields.kpt_shape !== undefined && !kptShape) throw new Error('kpt_shape must be [keypoints, 2 or 3]');
+  if (fields.kpt_shape !== undefined && !kptShape) throw new Error('kpt_shape must be [keypoints (1-1000), 2 or 3]');
   const task = taskOrNull(fields.task);
   if (fields.task !== undefined && !task) throw new Error(`unknown task ${JSON.stringify(fields.task)}`);
 
@@ -76,7 +101,7 @@ function datasetYaml(path: string, doc: unknown): DatasetYaml {
   const base = typeof fields.path === 'string' && !fields.path.startsWith('/') ? fields.path : '';
   const splitFolders = YAML_SPLITS.flatMap((split) => {
     const value = fields[split];
-    const entries = (Array.isArray(value) ? value : [value]).filter((entry): entry is string => typeof entry === 'string');
+    const entries = (Array.isArray(value) ? value : [value]).filter((entry): entry is string => typeof entry === 'string').slice(0, MAX_SPLIT_FOLDERS);
     return entries.map((entry) => ({
       split,
       candidates: [...new Set([posix.join(dir, base, entry), posix.join(dir, entry), posix.join(dir, entry.replace(/^(\.\.\/)+/, ''))])]
@@ -124,6 +149,7 @@ function parseLabelFile(text: string, path: string, classCount: number | null, k
   const rows: number[][] = [];
   for (const [index, line] of text.split(/\r?\n/).entries()) {
     if (line.trim() === '') continue;
+    if (rows.length === MAX_LABELS_PER_IMAGE) return { error: `${path}: more than ${MAX_LABELS_PER_IMAGE} labels; an image has at most ${MAX_LABELS_PER_IMAGE}` };
     try {
       rows.push(parseLine(line, classCount, kptShape));
     } catch (error) {
@@ -140,7 +166,7 @@ function parseLine(line: string, classCount: number | null, kptShape: [number, n
     .trim()
     .split(/\s+/)
     .map((token) => {
-      if (!NUMBER.test(token)) throw new LabelError(`"${token}" is not a number`);
+      if (!NUMBER.test(token)) throw new LabelError(`${excerpt(token)} is not a number`);
       return Number(token);
     });
   // Nine numbers may still turn out to be obb corners: planYolo decides once it has seen every line.
@@ -158,25 +184,34 @@ async function forEachConcurrently<T>(items: T[], limit: number, work: (item: T)
 }
 
 /** Class names from a darknet-style classes.txt (one per line), which flat layouts often carry instead of a yaml. */
-async function readClassesTxt(read: ReadFile, texts: string[]): Promise<{ path: string; names: string[] } | null> {
+async function readClassesTxt(files: SizedReader, texts: string[]): Promise<{ path: string; names: string[] } | null> {
   const [path] = texts.filter((text) => posix.basename(text) === 'classes.txt').sort(byDepth);
   if (!path) return null;
-  const names = (await read(path)).toString('utf8').split(/\r?\n/).map((name) => name.trim());
+  if (files.sizeOf(path) > MAX_YAML_BYTES) throw new DatasetFileError(`${path}: larger than ${MAX_YAML_BYTES} bytes`);
+  const names = (await files.read(path)).toString('utf8').split(/\r?\n/).map((name) => name.trim());
   while (names.at(-1) === '') names.pop();
-  return { path, names };
+  return { path, names: checkClassNames(names, path) };
 }
 
-export async function planYolo(read: ReadFile, images: string[], texts: string[], yaml: DatasetYaml | null): Promise<IngestPlan> {
+export async function planYolo(reader: SizedReader, images: string[], texts: string[], yaml: DatasetYaml | null): Promise<IngestPlan> {
   const textSet = new Set(texts);
   const labelPaths = new Map(images.map((image) => [image, labelPathOf(image, textSet)]));
-  const classesTxt = yaml?.names ? null : await readClassesTxt(read, texts);
+  const classesTxt = yaml?.names ? null : await readClassesTxt(reader, texts);
   const names = yaml?.names ?? classesTxt?.names ?? null;
   const kptShape = yaml?.kptShape ?? null;
 
   const files = new Map<string, LabelFile>();
+  const budget = new PlanBudget();
   const used = [...new Set(labelPaths.values())].filter((path) => path !== undefined);
   await forEachConcurrently(used, 16, async (path) => {
-    files.set(path, parseLabelFile((await read(path)).toString('utf8'), path, names?.length ?? null, kptShape));
+    if (reader.sizeOf(path) > MAX_LABEL_FILE_BYTES) {
+      files.set(path, { error: `${path}: larger than ${MAX_LABEL_FILE_BYTES} bytes` });
+      return;
+    }
+    const file = parseLabelFile((await reader.read(path)).toString('utf8'), path, names?.length ?? null, kptShape);
+    // Rows are numbers, as labels are: counted like them.
+    if ('rows' in file) budget.spend(file.rows.reduce((bytes, row) => bytes + 8 * (8 + row.length), 0));
+    files.set(path, file);
   });
 
   const rows = [...files.values()].flatMap((file) => ('rows' in file ? file.rows : []));
@@ -198,8 +233,7 @@ export async function planYolo(read: ReadFile, images: string[], texts: string[]
   });
 
   const usedSet = new Set<string>(used);
-  const skipped = texts
-    .filter((text) => !usedSet.has(text) && text !== classesTxt?.path)
-    .map((path) => ({ path, reason: 'a label file without a matching image' }));
+  const skipped = new Skips();
+  for (const text of texts) if (!usedSet.has(text) && text !== classesTxt?.path) skipped.add(text, 'a label file without a matching image');
   return { format: 'yolo', task: yaml?.task ?? inferred, classNames: names ?? indexClassNames(items), kptShape, items, skipped };
 }
