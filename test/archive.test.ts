@@ -325,6 +325,29 @@ t.test('a ZIP whose header understates the size is stopped while streaming', asy
   t.ok(written <= 1000, 'no more than the limit written');
 });
 
+t.test('localFile: a ZIP entry is extracted into the work folder when asked for, a TAR file is where it was extracted', async (t) => {
+  const data = randomBytes(100_000);
+  for (const [kind, archive] of [['zip', await zipOf([{ name: 'images/a.bin', data }])], ['tar', await tarOf([{ header: { name: 'images/a.bin' }, data }])]] as const) {
+    const dir = join(work, `run-${++runs}`);
+    await mkdir(dir);
+    await writeFile(join(dir, 'archive'), archive);
+    const opened = await openArchive(join(dir, 'archive'), kind, join(dir, 'out'));
+    const file = await opened.localFile('images/a.bin');
+    t.equal(file, join(dir, 'out', 'images/a.bin'), `${kind}: in the work folder`);
+    t.ok((await readFile(file)).equals(data), `${kind}: byte for byte`);
+    await opened.close();
+  }
+  // Bytes that differ from the declared size fail as they do for read().
+  const lying = await zipOf([{ name: 'big.bin', data: Buffer.alloc(2 * MiB) }]);
+  lying.writeUInt32LE(100, centralHeaders(lying)[0] + 24);
+  const dir = join(work, `run-${++runs}`);
+  await mkdir(dir);
+  await writeFile(join(dir, 'archive.zip'), lying);
+  const opened = await openArchive(join(dir, 'archive.zip'), 'zip', join(dir, 'out'));
+  await refuses(t, opened.localFile('big.bin'), /^the ZIP archive is corrupt or truncated: too many bytes in the stream/);
+  await opened.close();
+});
+
 t.test('corrupt, truncated and mislabeled archives', async (t) => {
   const zip = await zipOf([{ name: 'a.bin', data: randomBytes(50_000) }]);
   await refuses(t, (await extract(zip.subarray(0, zip.length / 2), 'zip')).run, /^the ZIP archive is corrupt or truncated: /);

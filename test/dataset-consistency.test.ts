@@ -4,21 +4,9 @@
 import t from 'tap';
 import { checkDatasetInvariants } from './helpers/dataset-invariants.ts';
 import { shapeImage } from './helpers/images.ts';
+import { seededRandom } from './helpers/random.ts';
 import { call } from './helpers/server.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
-
-/** Small deterministic PRNG (mulberry32), so a failing walk can be replayed from its seed. */
-function random(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = state;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(items: T[]) => items[Math.floor(next() * items.length)] };
-}
 
 const SPLITS = ['train', 'val', 'test'] as const;
 
@@ -31,7 +19,7 @@ t.test('random walk: every count and class ID consistent with an independent mod
   const world = await startWorld(t);
   const { server, alice } = world;
   const seed = Number(process.env.WALK_SEED ?? 20261122);
-  const rng = random(seed);
+  const rng = seededRandom(seed);
   t.comment(`seed ${seed}`);
   let classNames = Array.from({ length: 8 }, (_, i) => `class-${i}`);
   const datasetId = await createDataset(world, alice, { dataset: 'walk', name: 'Walk', classNames });
@@ -115,7 +103,7 @@ t.test('concurrent writes keep the counters exact', async (t) => {
   const { server, alice } = world;
   const datasetId = await createDataset(world, alice, { dataset: 'busy', name: 'Busy', classNames: ['a', 'b', 'c'] });
   const imageIds = await seedImages(world, datasetId, 30);
-  const rng = random(7);
+  const rng = seededRandom(7);
   const writes = Array.from({ length: 60 }, (_, i) => {
     const id = imageIds[i % imageIds.length];
     switch (i % 6) {

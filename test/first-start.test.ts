@@ -1,7 +1,7 @@
 // The real entry point (`npm start` runs `node control-plane/src/main.ts`) on its very first start:
 // user `admin` and one owner key in <DATA_DIR>/initial-api-key (mode 0600), logged as a path only;
 // with DATABASE_URL on an empty database, and with the embedded PostgreSQL default.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,25 +9,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import { createEmptyDatabase } from './helpers/db.ts';
+import { startMain, type Teardown } from './helpers/main-process.ts';
 import { call } from './helpers/server.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const URL_LINE = /^Vision Platform API: (http:\/\/\S+)\/api\b/m;
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
-
-interface Started {
-  child: ChildProcess;
-  url: string;
-  /** Milliseconds from spawn to the printed URL. */
-  startMs: number;
-  /** Everything the process wrote on stdout and stderr so far. */
-  output(): string;
-  /** SIGTERM and the exit code (null when it died of a signal). */
-  stop(): Promise<number | null>;
-}
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -54,48 +39,6 @@ function tmpDataDir(t: Teardown): string {
   chmodSync(dir, 0o755);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-/** Starts main.ts with exactly `env` (plus PATH/HOME) and waits for the line with the base URL. */
-async function startMain(t: Teardown, env: Record<string, string>, timeoutMs = 30_000): Promise<Started> {
-  const started = Date.now();
-  const child = spawn(process.execPath, ['control-plane/src/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    return exited;
-  };
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
-  });
-
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no base URL after ${timeoutMs} ms:\n${output}`)), timeoutMs);
-    const check = () => {
-      const match = URL_LINE.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout!.on('data', check);
-    exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${code} before listening:\n${output}`));
-    });
-  });
-  return { child, url, startMs: Date.now() - started, output: () => output, stop };
 }
 
 async function countRows(databaseUrl: string): Promise<{ users: number; keys: number }> {

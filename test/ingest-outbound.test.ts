@@ -1,6 +1,7 @@
 // Ingest downloads (sourceUrl, NDJSON image URLs) as an editor sees them: URLs into the appliance's own
 // network are refused with a reason before any connection, nothing a local service answers is stored or
 // served back, and an operator opts networks in with OUTBOUND_ALLOWED_NETWORKS.
+import sharp from 'sharp';
 import t from 'tap';
 import { ingestArchive, waitForJob, zipOf, type JobView } from './helpers/archives.ts';
 import { startHttpSource } from './helpers/http-source.ts';
@@ -47,7 +48,7 @@ t.test('NDJSON image URLs into the local network are skipped with a reason; the 
     { file: 'good.png', url: `${allowed.origin}/good.png` },
   ]);
   const job = await ingestArchive(t, world, world.alice, 'alice', 'remote', datasetId, 'set.ndjson', set);
-  t.match(job, { status: 'completed', result: { imagesAdded: 1, entriesSkipped: 5, skippedReasons: { 'download refused': 5 } } });
+  t.match(job, { status: 'completed', result: { imagesAdded: 1, entriesSkipped: 5, skippedReasons: { 'download refused: 127.0.0.1 is not a public address (loopback)': 2 } } });
   t.same(skippedByPath(job), {
     'loopback.png': 'download refused: 127.0.0.1 is not a public address (loopback)',
     'hex.png': 'download refused: 127.0.0.1 is not a public address (loopback)',
@@ -76,12 +77,29 @@ t.test('with the network allowed, a URL body that is not an image is skipped, ne
     { file: 'good.png', url: `${source.origin}/good.png` },
   ]);
   const job = await ingestArchive(t, world, world.alice, 'alice', 'remote', datasetId, 'set.ndjson', set);
-  t.match(job, { status: 'completed', result: { imagesAdded: 1, skippedReasons: { 'not an image': 1, 'download failed': 1 } } });
+  t.match(job, { status: 'completed', result: { imagesAdded: 1, skippedReasons: { 'not an image': 1, 'download failed: HTTP 404': 1 } } });
   t.same(skippedByPath(job), { 'page.png': 'not an image', 'missing.png': 'download failed: HTTP 404' });
   t.notMatch(JSON.stringify(job), SECRET, 'no response body is quoted');
   const served = await servedImages(world, 'remote');
   t.same(served.map((image) => image.name), ['good.png']);
   t.notOk(served.some((image) => image.bytes.includes(SECRET)), 'nothing serves the internal page back');
+});
+
+t.test('an NDJSON URL image over the in-memory size is written to disk as it downloads and stored byte for byte', async (t) => {
+  const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' });
+  const noise = await sharp({ create: { width: 2600, height: 2600, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png({ compressionLevel: 1 }).toBuffer();
+  t.ok(noise.length > 16 * 2 ** 20, `the photo is ${(noise.length / 2 ** 20).toFixed(1)} MiB`);
+  // Chunked, with no Content-Length: the size is known only once it has all come.
+  const source = await startHttpSource(t, '127.0.0.1', (_req, res) => {
+    for (let at = 0; at < noise.length; at += 2 ** 20) res.write(noise.subarray(at, at + 2 ** 20));
+    res.end();
+  });
+  const datasetId = await createDataset(world, world.alice, { dataset: 'remote', name: 'Remote' });
+  const job = await ingestArchive(t, world, world.alice, 'alice', 'remote', datasetId, 'set.ndjson', ndjson([{ file: 'large.png', url: `${source.origin}/large.png` }]));
+  t.match(job, { status: 'completed', result: { imagesAdded: 1, imagesWithErrors: 0 } });
+  const served = await servedImages(world, 'remote');
+  t.match(served, [{ name: 'large.png', error: null }]);
+  t.ok(served[0].bytes.equals(noise), 'the stored file is the download, byte for byte');
 });
 
 t.test('sourceUrl on loopback: refused by default, fetched once the operator allows the network', async (t) => {

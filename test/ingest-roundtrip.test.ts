@@ -1,11 +1,9 @@
 // Data in and out: a dataset exported to NDJSON and ingested into a new dataset comes back image for
 // image (hash, split, labels to 5 decimals, classes, metadata), for every task with labels; and each
 // archive format and layout ingests with exact labels (TAR, TGZ, COCO, classify folders, raw).
-import { createGzip } from 'node:zlib';
 import sharp from 'sharp';
 import t, { type Test } from 'tap';
-import tar from 'tar-stream';
-import { ingestArchive, waitForJob, zipOf } from './helpers/archives.ts';
+import { ingestArchive, tarOf, waitForJob, zipOf } from './helpers/archives.ts';
 import { checkDatasetInvariants } from './helpers/dataset-invariants.ts';
 import { shapeImage } from './helpers/images.ts';
 import { call } from './helpers/server.ts';
@@ -75,16 +73,6 @@ async function yoloTree() {
       { split: 'val', labels: [{ class: 'cat', bbox: b.bbox.map((v) => Math.round(Number(v.toFixed(6)) * 1e5) / 1e5) }] },
     ],
   };
-}
-
-async function tarOf(files: Record<string, Buffer | string>, gzip: boolean): Promise<Buffer> {
-  const pack = tar.pack();
-  for (const [name, content] of Object.entries(files)) pack.entry({ name }, Buffer.isBuffer(content) ? content : Buffer.from(content));
-  pack.finalize();
-  const stream = gzip ? pack.pipe(createGzip()) : pack;
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
 
 async function ingestInto(t: Test, world: World, slug: string, filename: string, bytes: Buffer, body: Record<string, unknown> = {}) {

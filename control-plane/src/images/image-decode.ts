@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
+import { createReadStream } from 'node:fs';
+import sharp, { type Metadata } from 'sharp';
+import { ByteBudget } from './byte-budget.ts';
 
 export const THUMBNAIL_PX = 256;
 
@@ -8,6 +10,19 @@ sharp.cache(false);
 // Callers decode several images at once (one per core and more); one libvips thread each keeps the
 // threads, and the malloc arenas that come with them, from multiplying.
 sharp.concurrency(1);
+
+/**
+ * The memory this process lets image decoding take at once, and the most one image may need. Decoding can
+ * take far more than the file's size (a 1 KB AVIF of 8000×8000 px takes 1.1 GB, a 50 KB PNG of
+ * 4,000,000×1 px 460 MB, both under libvips' pixel limit): every decode first waits for its estimate
+ * (`decodeMemoryOf`) to be free, and an image whose estimate is over the whole is not decoded.
+ */
+const MiB = 2 ** 20;
+const DECODE_MEMORY_BYTES = 256 * MiB;
+const decoding = new ByteBudget(DECODE_MEMORY_BYTES);
+
+/** An image file: its bytes, or a local file (one too large to hold in memory) and its size. */
+export type ImageFile = Buffer | { path: string; bytes: number };
 
 export interface DecodedImage {
   hash: string;
@@ -24,13 +39,33 @@ export interface DecodedImage {
 
 const EXT_OF_FORMAT: Record<string, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', gif: 'gif', tiff: 'tiff', avif: 'avif', heif: 'heic' };
 
-/** Whether the bytes are an image of a format kept here, by their header (a bad file of such a format counts). */
-export async function isKnownImageFormat(bytes: Buffer): Promise<boolean> {
+/** Whether the file is an image of a format kept here, by its header (a bad file of such a format counts). */
+export async function isKnownImageFormat(file: ImageFile): Promise<boolean> {
   try {
-    return Object.hasOwn(EXT_OF_FORMAT, (await sharp(bytes).metadata()).format);
+    return Object.hasOwn(EXT_OF_FORMAT, (await sharp(Buffer.isBuffer(file) ? file : file.path).metadata()).format);
   } catch {
     return false;
   }
+}
+
+const SAMPLE_BYTES: Record<string, number> = { uchar: 1, char: 1, ushort: 2, short: 2, uint: 4, int: 4, float: 4, complex: 8, double: 8, dpcomplex: 16 };
+
+/** Rows libvips holds while it shrinks an image that it reads from top to bottom (measured: up to about 1,700). */
+const STREAMED_ROWS = 2048;
+
+/**
+ * What decoding an image into its thumbnail takes, from its header: measured with sharp 0.35 on the worst
+ * cases (wide, tall, 16-bit, tiny compressed files), rounded up. Baseline JPEG, non-interlaced PNG and WebP
+ * are read a band of rows at a time; the other formats (progressive JPEG, interlaced PNG, GIF, TIFF, SVG)
+ * whole, and AVIF/HEIF several times over.
+ */
+function decodeMemoryOf(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive'>): number {
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  const pixelBytes = Math.max(meta.channels ?? 4, 4) * (SAMPLE_BYTES[meta.depth ?? ''] ?? 8);
+  const streamed = ['jpeg', 'png', 'webp'].includes(meta.format) && !meta.isProgressive;
+  if (streamed) return width * pixelBytes * Math.min(4 * height + 16, STREAMED_ROWS);
+  return width * height * pixelBytes * (meta.format === 'heif' ? 5 : 2);
 }
 
 /** The file's extension, lower-cased, or `bin`: used where the bytes say nothing (undecodable files). */
@@ -39,33 +74,50 @@ function extOfName(filename: string): string {
   return match ? match[1].toLowerCase() : 'bin';
 }
 
+export const sizeOf = (file: ImageFile): number => (Buffer.isBuffer(file) ? file.length : file.bytes);
+
+async function sha256Of(file: ImageFile): Promise<string> {
+  const hash = createHash('sha256');
+  if (Buffer.isBuffer(file)) hash.update(file);
+  else for await (const chunk of createReadStream(file.path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
 /**
  * Hash, dimensions and thumbnail of one image. Dimensions are as displayed: EXIF orientations 5-8 turn
  * the picture a quarter, so width and height swap. A file sharp cannot fully decode (corrupt, truncated,
- * not an image) still becomes an image record, with its error set.
+ * not an image, too large to decode) still becomes an image record, with its error set.
  */
-export async function decodeImage(bytes: Buffer, filename: string): Promise<DecodedImage> {
-  const hash = createHash('sha256').update(bytes).digest('hex');
+export async function decodeImage(file: ImageFile, filename: string): Promise<DecodedImage> {
+  const hash = await sha256Of(file);
+  const bytes = sizeOf(file);
+  const input = Buffer.isBuffer(file) ? file : file.path;
   try {
-    const meta = await sharp(bytes).metadata();
+    const meta = await sharp(input).metadata();
+    const memory = decodeMemoryOf(meta);
+    if (memory > DECODE_MEMORY_BYTES) {
+      throw new Error(`${meta.width}×${meta.height} px ${meta.format} would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB`);
+    }
     const quarterTurn = (meta.orientation ?? 1) >= 5;
-    const thumbnail = await sharp(bytes, { failOn: 'error' })
-      .rotate()
-      .resize({ width: THUMBNAIL_PX, height: THUMBNAIL_PX, fit: 'inside', withoutEnlargement: true })
-      .webp({ quality: 75 })
-      .toBuffer();
+    const thumbnail = await decoding.with(memory, () =>
+      sharp(input, { failOn: 'error' })
+        .rotate()
+        .resize({ width: THUMBNAIL_PX, height: THUMBNAIL_PX, fit: 'inside', withoutEnlargement: true })
+        .webp({ quality: 75 })
+        .toBuffer(),
+    );
     return {
       hash,
       ext: EXT_OF_FORMAT[meta.format] ?? extOfName(filename),
       width: (quarterTurn ? meta.height : meta.width) ?? 0,
       height: (quarterTurn ? meta.width : meta.height) ?? 0,
       channels: meta.channels ?? 0,
-      bytes: bytes.length,
+      bytes,
       thumbnail,
       error: null,
     };
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes: bytes.length, thumbnail: null, error: `Could not decode image: ${reason}` };
+    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes, thumbnail: null, error: `Could not decode image: ${reason}` };
   }
 }

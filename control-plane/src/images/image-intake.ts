@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
@@ -6,7 +7,7 @@ import { newId } from '../db/ids.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
-import { decodeImage, type DecodedImage } from './image-decode.ts';
+import { decodeImage, sizeOf, type DecodedImage, type ImageFile } from './image-decode.ts';
 import { keepImageBytes, releaseImageBlobs } from './image-blobs.ts';
 import { checkLabels, classIdsOf, insertAnnotations, type CheckedLabels } from './image-labels.ts';
 import { searchTextOf } from './image-search.ts';
@@ -36,20 +37,23 @@ const ROWS_PER_INSERT = 500;
 
 /**
  * Puts an image and its thumbnail unless already stored (bytes are shared by hash). Their storage records
- * are written first, so bytes a crash leaves behind are always known to the hourly sweep.
+ * are written first, so bytes a crash leaves behind are always known to the hourly sweep. A file on disk is
+ * streamed, never read whole.
  */
-export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, bytes: Buffer): Promise<void> {
-  const blobs = [{ key: imageKey(workspaceId, file.hash, file.ext), body: bytes, contentType: CONTENT_TYPES[file.ext] ?? 'application/octet-stream' }];
+export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, body: ImageFile): Promise<void> {
+  const blobs = [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: CONTENT_TYPES[file.ext] ?? 'application/octet-stream' }];
   if (file.thumbnail) blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
   await query(
     em,
     `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes)
      values ${blobs.map(() => "(?, now(), now(), ?, 'datasetImages', ?, ?)").join(', ')} on conflict (key) do nothing`,
-    blobs.flatMap((blob) => [newId(), workspaceId, blob.key, blob.body.length]),
+    blobs.flatMap((blob) => [newId(), workspaceId, blob.key, sizeOf(blob.body)]),
   );
   for (const blob of blobs) {
+    const stream = Buffer.isBuffer(blob.body) ? Readable.from([blob.body]) : createReadStream(blob.body.path);
     // Create-only: bytes already there (the same file added before) are left as they are.
-    await storage.store.put(blob.key, Readable.from([blob.body]), { contentType: blob.contentType, expectedBytes: blob.body.length, createOnly: true }).catch((error: unknown) => {
+    await storage.store.put(blob.key, stream, { contentType: blob.contentType, expectedBytes: sizeOf(blob.body), createOnly: true }).catch((error: unknown) => {
+      stream.destroy();
       if (!(error instanceof BlobExists)) throw error;
     });
   }

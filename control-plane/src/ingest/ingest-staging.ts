@@ -1,18 +1,32 @@
 import { availableParallelism } from 'node:os';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import { decodeImage } from '../images/image-decode.ts';
+import { ByteBudget } from '../images/byte-budget.ts';
+import { decodeImage, type ImageFile } from '../images/image-decode.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { ArchiveFiles } from './archive/extract.ts';
-import type { IngestPlan, PlanItem, ReadFile } from './formats/plan.ts';
+import type { IngestPlan, PlanItem } from './formats/plan.ts';
 import { fetchImage } from './ingest-image-url.ts';
 
+const MiB = 2 ** 20;
 /** Larger single images are skipped with a reason (not decoded). */
-export const MAX_IMAGE_BYTES = 512 * 2 ** 20;
+export const MAX_IMAGE_BYTES = 512 * MiB;
+/**
+ * Archive files up to this size are read into memory; larger ones are decoded and stored from a local file
+ * (where a TAR was extracted; a ZIP entry is extracted for it), never read whole.
+ */
+const IN_MEMORY_IMAGE_BYTES = 16 * MiB;
+/**
+ * Image files one ingest holds in memory at once, whatever the archive holds and however many workers run;
+ * what decoding them takes is bounded apart, per process (image-decode.ts).
+ */
+const IMAGE_BUFFER_BYTES = 64 * MiB;
+/** An undecodable file larger than this is skipped rather than kept as an image with an error: it is junk, not a broken photo. */
+const MAX_UNDECODABLE_BYTES = 4 * MiB;
 const STAGED_PER_INSERT = 100;
 
 export interface StagingOutcome {
@@ -27,18 +41,28 @@ interface StagedRow {
   file: Awaited<ReturnType<typeof decodeImage>>;
 }
 
-async function readItem(item: PlanItem, read: ReadFile | undefined, size: number | undefined, signal: AbortSignal, policy: OutboundPolicy): Promise<Buffer | string> {
-  if (item.url) return fetchImage(item.url, { policy, signal, maxBytes: MAX_IMAGE_BYTES });
-  if ((size ?? 0) > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
-  return read!(item.path);
+async function readItem(item: PlanItem, archive: ArchiveFiles | undefined, size: number, signal: AbortSignal, policy: OutboundPolicy, spillFile: string): Promise<ImageFile | string> {
+  if (item.url) return fetchImage(item.url, { policy, signal, maxBytes: MAX_IMAGE_BYTES, inMemoryBytes: IN_MEMORY_IMAGE_BYTES, spillFile });
+  if (!archive) return 'no "url" to download it from'; // an NDJSON record without one
+  if (size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
+  if (size > IN_MEMORY_IMAGE_BYTES) return { path: await archive.localFile(item.path), bytes: size };
+  return archive.read(item.path);
 }
 
 /**
- * Decodes and stores every image of the plan, a few at a time, and records each
- * as a staged row. Items staged by an earlier attempt of the same job are skipped: a restarted job
- * resumes. The dataset itself is not touched here.
+ * The bytes of the ingest's in-memory budget an item holds while it is staged: an archive file read into
+ * memory. A URL's image is not counted: fetchImage holds at most IN_MEMORY_IMAGE_BYTES of it (larger ones
+ * go to a file), one per worker.
  */
-export async function stageImages(context: JobContext, storage: Storage, policy: OutboundPolicy, plan: IngestPlan, archive?: ArchiveFiles): Promise<StagingOutcome> {
+const inMemoryBytes = (item: PlanItem, size: number): number => (item.url || size > IN_MEMORY_IMAGE_BYTES ? 0 : size);
+
+/**
+ * Decodes and stores every image of the plan, a few at a time, and records each as a staged row. Memory
+ * stays bounded whatever the archive holds: at most IMAGE_BUFFER_BYTES of files in memory, larger files
+ * read from disk, decoding within the process's budget (image-decode.ts). Items staged by an earlier
+ * attempt of the same job are skipped: a restarted job resumes. The dataset itself is not touched here.
+ */
+export async function stageImages(context: JobContext, storage: Storage, policy: OutboundPolicy, spillDir: string, plan: IngestPlan, archive?: ArchiveFiles): Promise<StagingOutcome> {
   const { em, signal } = context;
   const done = new Set((await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [context.id])).map((row) => row.entry_path));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
@@ -52,20 +76,27 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
     pending = [];
     if (rows.length) await insertStaged(em, context.id, rows);
   };
+  const inMemoryFiles = new ByteBudget(IMAGE_BUFFER_BYTES);
+  /** Reads, decodes and stores one item, or says why it is skipped. */
+  const stage = async (item: PlanItem, position: number, size: number): Promise<void> => {
+    const bytes = await readItem(item, archive, size, signal, policy, join(spillDir, `url-${position}`));
+    if (typeof bytes === 'string') return void skipped.push({ path: item.path, reason: bytes });
+    const file = await decodeImage(bytes, basename(item.path));
+    if (file.error && file.bytes > MAX_UNDECODABLE_BYTES) {
+      return void skipped.push({ path: item.path, reason: `undecodable and larger than ${MAX_UNDECODABLE_BYTES / MiB} MiB: ${file.error}` });
+    }
+    await storeImageFiles(em, storage, context.workspaceId, file, bytes);
+    pending.push({ item, position, file });
+  };
   let next = 0;
   let failed = false;
   const worker = async () => {
     while (next < todo.length && !failed) {
       signal.throwIfAborted();
       const { item, position } = todo[next++];
-      const bytes = await readItem(item, archive?.read, sizes.get(item.path), signal, policy);
-      if (typeof bytes === 'string') skipped.push({ path: item.path, reason: bytes });
-      else {
-        const file = await decodeImage(bytes, basename(item.path));
-        await storeImageFiles(em, storage, context.workspaceId, file, bytes);
-        pending.push({ item, position, file });
-        if (pending.length >= STAGED_PER_INSERT) await flush();
-      }
+      const size = sizes.get(item.path) ?? 0;
+      await inMemoryFiles.with(inMemoryBytes(item, size), () => stage(item, position, size));
+      if (pending.length >= STAGED_PER_INSERT) await flush();
       processed += 1;
       context.progress({ stage: 'processing', percent: 15 + Math.floor((80 * processed) / Math.max(total, 1)), processed, total });
     }

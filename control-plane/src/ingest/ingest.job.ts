@@ -53,7 +53,7 @@ export class IngestJob implements JobHandler {
       archive = opened.archive;
       lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
-      const staging = await stageImages(context, this.storage, this.outbound, plan, archive);
+      const staging = await stageImages(context, this.storage, this.outbound, work, plan, archive);
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });

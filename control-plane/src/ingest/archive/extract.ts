@@ -1,8 +1,8 @@
 // Opens an untrusted dataset archive (ZIP, TAR, TAR.GZ) for reading by path. A ZIP is read in place (its
-// central directory says where each entry is); a TAR has no index, so it is extracted into a fresh directory,
-// streaming. Either way every entry path goes through normalizeEntryPath, only regular files are listed, and
-// sizes are checked against the limits, declared ones first and then the bytes themselves, so that neither a
-// bomb nor a header lying about sizes gets past them.
+// central directory says where each entry is; an entry too large for memory is extracted when asked for); a
+// TAR has no index, so it is extracted into a fresh directory, streaming. Either way every entry path goes
+// through normalizeEntryPath, only regular files are listed, and sizes are checked against the limits, declared
+// ones first and then the bytes themselves, so that neither a bomb nor a header lying about sizes gets past them.
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
@@ -28,6 +28,11 @@ export interface ArchiveFiles {
   skipped: Array<{ path: string; reason: string }>;
   /** The whole file (an ArchiveError when its bytes turn out bad: corrupt, or not the size its header says). */
   read(path: string): Promise<Buffer>;
+  /**
+   * A local file holding it, for a file too large to read into memory: a TAR's is where it was extracted; a
+   * ZIP entry is extracted now, streaming, into the work folder (errors as for `read`).
+   */
+  localFile(path: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -77,7 +82,13 @@ export async function openArchive(file: string, kind: ArchiveKind, workDir: stri
     if (options.signal?.aborted) throw options.signal.reason; // streams fail with their own AbortError
     throw asArchiveError(kind, error);
   }
-  return { files: extraction.files, skipped: extraction.skipped, read: (path) => readFile(extraction.fileOf(path)), close: async () => undefined };
+  return {
+    files: extraction.files,
+    skipped: extraction.skipped,
+    read: (path) => readFile(extraction.fileOf(path)),
+    localFile: async (path) => extraction.fileOf(path),
+    close: async () => undefined,
+  };
 }
 
 /**
@@ -108,12 +119,16 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     zip.close();
     throw error;
   }
-  const read = async (path: string): Promise<Buffer> => {
+  const entryOf = (path: string): ZipEntry => {
     extraction.signal?.throwIfAborted();
     const entry = entries.get(path);
     if (!entry) throw new Error(`no file "${path}" in the archive`);
-    // One buffer of the declared (checked) size; yauzl (validateEntrySizes) fails the stream when the
-    // bytes differ from it, so they always fit.
+    return entry;
+  };
+  // yauzl (validateEntrySizes) fails an entry's stream when its bytes differ from the declared (checked) size.
+  const read = async (path: string): Promise<Buffer> => {
+    const entry = entryOf(path);
+    // One buffer of the declared size: the bytes always fit.
     const bytes = Buffer.allocUnsafe(entry.uncompressedSize);
     let filled = 0;
     try {
@@ -123,7 +138,19 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     }
     return bytes;
   };
-  return { files: extraction.files, skipped: extraction.skipped, read, close: async () => zip.close() };
+  const localFile = async (path: string): Promise<string> => {
+    const entry = entryOf(path);
+    const file = extraction.fileOf(path);
+    await mkdir(dirname(file), { recursive: true });
+    try {
+      await pipeline(await zip.openReadStreamPromise(entry), createWriteStream(file, { flags: 'wx' }), { signal: extraction.signal });
+    } catch (error) {
+      if (extraction.signal?.aborted) throw extraction.signal.reason;
+      throw asArchiveError('zip', error);
+    }
+    return file;
+  };
+  return { files: extraction.files, skipped: extraction.skipped, read, localFile, close: async () => zip.close() };
 }
 
 function zipEntryType(entry: ZipEntry, name: string): EntryType {
