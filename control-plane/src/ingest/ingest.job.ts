@@ -53,7 +53,7 @@ export class IngestJob implements JobHandler {
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
-      const outcome = await commitIngest(context.em, context.id, plan, payload);
+      const outcome = await commitIngest(context, plan, payload);
       await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
       lap('commit');
       const { replaced: _replaced, ...counts } = outcome;
