@@ -39,7 +39,8 @@ const LOOKUP_SQL = `
   join workspaces w on w.id = k.workspace_id
   join users u on u.id = k.user_id
   left join memberships m on m.workspace_id = k.workspace_id and m.user_id = k.user_id
-  where k.key_hash = ? and (k.expires_at is null or k.expires_at > now())`;
+  where k.key_hash = ? and (k.expires_at is null or k.expires_at > now())
+    and (k.job_scope is null or exists (select 1 from jobs j where j.id = k.job_scope->>'jobId' and j.status = 'running'))`;
 
 interface LookupRow {
   id: string;
@@ -66,7 +67,8 @@ interface CacheEntry {
 /**
  * Resolves bearer keys to actors. Valid keys are cached per process; any key or membership change
  * is NOTIFYed on AUTH_CHANNEL and clears the caches of every replica, so revocation is immediate.
- * The TTL only bounds what a missed notification could cost.
+ * The TTL only bounds what a missed notification could cost. A job key works only while its job runs
+ * (an attempt its host lost is refused until the host takes it back or the next attempt gets a key of its own).
  */
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
