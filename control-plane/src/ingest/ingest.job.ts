@@ -1,7 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
@@ -14,6 +15,7 @@ import { commitIngest } from './ingest-commit.ts';
 import type { IngestPayload } from './ingest-payload.ts';
 import { fetchSource } from './ingest-source.ts';
 import { stageImages } from './ingest-staging.ts';
+import { makeWorkDir, sweepWorkDirs } from './ingest-workdir.ts';
 
 /**
  * An ingest: fetch the file → extract (archives) → plan (format detection, labels) → stage every image
@@ -31,7 +33,7 @@ export class IngestJob implements JobHandler {
 
   async run(context: JobContext): Promise<Record<string, unknown>> {
     const payload = context.payload as unknown as IngestPayload;
-    const work = await mkdtemp(join(this.workRoot, `vp-ingest-${context.id}-`));
+    const work = await makeWorkDir(this.workRoot, context.id, context.attempt);
     // Seconds per stage, reported with the result: where an ingest spends its time.
     const seconds: Record<string, number> = {};
     let mark = performance.now();
@@ -91,6 +93,11 @@ export class IngestJob implements JobHandler {
       await archive.close();
       throw error;
     }
+  }
+
+  /** Deletes the work folders of attempts whose process died (see sweepWorkDirs). */
+  sweepWorkDirs(em: EntityManager): Promise<number> {
+    return sweepWorkDirs(em, this.workRoot);
   }
 
   /** Drops what the attempt staged and deletes the bytes no image, version or other job uses. */
