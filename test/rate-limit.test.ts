@@ -2,6 +2,7 @@
 // (two app instances on one PostgreSQL), 429 bodies and headers, and recovery after the advertised wait.
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
+import { generateApiKey } from '../control-plane/src/auth/key-format.ts';
 import { expectError } from './helpers/expect.ts';
 import { call, startTestServer, type Fetched, type TestServer } from './helpers/server.ts';
 
@@ -85,6 +86,26 @@ t.test('anonymous callers are limited per client address; health is never limite
   t.equal((await call(a, 'GET', '/api/users/alice', { ...from('10.1.1.1'), key })).status, 200, 'a key counts apart from its address');
   for (let i = 0; i < 6; i++) t.equal((await call(b, 'GET', '/api/health', from('10.1.1.1'))).status, 200, 'health is not limited');
   t.equal((await call(b, 'GET', '/openapi.json', from('10.1.1.1'))).status, 200, 'the document is not limited');
+});
+
+t.test('failed authentications are limited per client address across replicas; valid keys elsewhere are not locked out', async (t) => {
+  const [a, b] = await twoReplicas(t, { AUTH_FAILURE_LIMIT: '3', TRUST_PROXY: 'true', RATE_LIMIT_DEFAULT: '1000' });
+  await a.services().account.createUser('alice', 'Alice');
+  const working = (await a.services().apiKeys.create('alice', 'in use')).key;
+  const fresh = (await a.services().apiKeys.create('alice', 'not used yet')).key;
+  const from = (address: string, key: string) => ({ key, headers: { 'x-forwarded-for': address } });
+  const wrong = generateApiKey;
+
+  t.equal((await call(a, 'GET', '/api/account/summary', from('10.3.3.3', working))).status, 200, 'a client at work from the address');
+  for (const replica of [a, b, a]) expectError(t, await call(replica, 'GET', '/api/account/summary', from('10.3.3.3', wrong())), 401, /Invalid API key/);
+  const refused = expectRateLimited(t, await call(b, 'GET', '/api/account/summary', from('10.3.3.3', wrong())), 'failed authentications', 60);
+  expectRateLimited(t, await call(b, 'GET', '/api/account/summary', from('10.3.3.3', 'not-even-a-key')), 'failed authentications', 60);
+  const valid = await call(b, 'GET', '/api/account/summary', from('10.3.3.3', fresh));
+  expectRateLimited(t, valid, 'failed authentications', 60);
+  t.ok(Date.parse((valid.body as { resetAt: string }).resetAt) <= refused.resetAt + 1000, 'refusals do not push the reset out');
+  t.equal((await call(a, 'GET', '/api/account/summary', from('10.3.3.3', working))).status, 200, 'the key already working from there carries on');
+  t.equal((await call(b, 'GET', '/api/account/summary', from('10.4.4.4', fresh))).status, 200, 'another address is not affected');
+  expectError(t, await call(b, 'GET', '/api/account/summary', from('10.4.4.4', wrong())), 401, /Invalid API key/);
 });
 
 t.test('each category limit comes from configuration', async (t) => {

@@ -72,9 +72,11 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   await bootstrapFirstStart(orm, config, log);
 
   const notifications = new Notifications(databaseUrl, log);
-  const authenticator = new Authenticator(orm.em, log);
-  authenticator.listen(notifications);
   const rateLimiter = new RateLimiter(orm.em, { windowSeconds: config.rateLimitWindowSeconds, limits: config.rateLimits });
+  const authenticator = new Authenticator(orm.em, log, {
+    failures: { limiter: rateLimiter, perWindow: config.authFailureLimit, windowSeconds: config.rateLimitWindowSeconds },
+  });
+  authenticator.listen(notifications);
   const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
   pruneTimer.unref();
 
