@@ -118,3 +118,15 @@ t.test('each category limit comes from configuration', async (t) => {
   t.equal((await call(a, 'GET', '/api/account/summary', { key })).status, 200);
   expectRateLimited(t, await call(a, 'GET', '/api/storage', { key }), 'default', 60);
 });
+
+t.test("the trainer's webhook has a category of its own: events past RATE_LIMIT_METRICS are refused, other calls go on", async (t) => {
+  const a = await startTestServer(t, { env: { RATE_LIMIT_METRICS: '2' } });
+  await a.services().account.createUser('erin', 'Erin');
+  const key = (await a.services().apiKeys.create('erin', 'laptop')).key;
+  const post = (body: Record<string, unknown>) => call<{ modelId: string }>(a, 'POST', '/api/webhooks/training/metrics', { key, body });
+  const started = await post({ event: 'training_started', project: 'erin/laptop', name: 'run', data: { epochs: 3 } });
+  t.equal(started.status, 200);
+  t.equal((await post({ event: 'epoch_end', modelId: started.body.modelId, data: { epoch: 0, metrics: {} } })).status, 200);
+  expectRateLimited(t, await post({ event: 'epoch_end', modelId: started.body.modelId, data: { epoch: 1, metrics: {} } }), 'metrics', 60);
+  t.equal((await call(a, 'GET', '/api/account/summary', { key })).status, 200, 'the Default category counts apart');
+});

@@ -77,6 +77,8 @@ export const defaults = {
     clustering: 10,
     /** Version comparisons without `hash`, per user and dataset (on top of Default). */
     compare: 10,
+    /** Trainer events (POST /api/webhooks/training/metrics): about two per epoch and one per 5 s of console. */
+    metrics: 600,
   },
 } as const;
 
