@@ -70,6 +70,19 @@ t.test('an admin adds, changes and removes members; the owner stays fixed', asyn
   t.same(after.body.members.map((m) => m.username), ['alice', 'bobby']);
 });
 
+t.test("a removed member's keys are deleted with the membership: added back, the old key stays refused", async (t) => {
+  const path = '/api/workspaces/acme-team/members/carol';
+  t.equal((await call(server, 'PUT', path, { key: teamOwner, body: { role: 'editor' } })).status, 200);
+  const carolKey = (await server.services().apiKeys.create('acme-team', 'carol as editor', 'carol')).key;
+  t.equal((await call(server, 'GET', '/api/account/summary', { key: carolKey })).status, 200);
+  t.equal((await call(server, 'DELETE', path, { key: teamOwner })).status, 200);
+  expectError(t, await call(server, 'GET', '/api/account/summary', { key: carolKey }), 401);
+  t.notOk((await server.services().apiKeys.listAll('acme-team')).some((record) => record.name === 'carol as editor'), 'the key is gone from the list');
+  t.equal((await call(server, 'PUT', path, { key: teamOwner, body: { role: 'editor' } })).status, 200);
+  expectError(t, await call(server, 'GET', '/api/account/summary', { key: carolKey }), 401, /Invalid API key/);
+  t.equal((await call(server, 'DELETE', path, { key: teamOwner })).status, 200);
+});
+
 t.test('user lookup is public and 404s for unknown users', async (t) => {
   t.match((await call(server, 'GET', '/api/users/carol')).body, { username: 'carol', name: 'CAROL' });
   expectError(t, await call(server, 'GET', '/api/users/nobody-here'), 404);

@@ -197,6 +197,31 @@ t.test('sourceUrl, cancellation and a restart in the middle', async (t) => {
   t.match(given, { status: 'failed', error: /interrupted 3 times/ }, 'a job that kept losing its process fails');
 });
 
+t.test('a job cancelled while its process is dead is never run again: it ends cancelled, the dataset unchanged', async (t) => {
+  const world = await startWorld(t);
+  await createDataset(world, world.alice, { dataset: 'doomed', name: 'Doomed' });
+  const held = await heldFile(t, (await yoloZip(3)).zip);
+  const started = await call<{ jobId: string }>(world.server, 'POST', '/api/datasets/alice/doomed/ingest', { key: world.alice, body: { sourceUrl: held.url } });
+  const jobId = started.body.jobId;
+  await waitForJob(t, world, world.alice, jobId, { until: (job) => job.status === 'running' });
+  await world.server.close();
+  // As a kill -9 leaves it: running, its lease held by a process that is gone.
+  const sql = async (text: string, params: unknown[] = []) => (await adminQuery(text, params, world.server.databaseUrl)).rows;
+  await sql(`update jobs set status = 'running', lease_owner = 'crashed', lease_expires_at = now() + interval '1 hour', attempts = 1 where id = $1`, [jobId]);
+  const { startTestServer } = await import('./helpers/server.ts');
+  const successor = await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { RATE_LIMIT_DEFAULT: '1000000', STORAGE_URL: `file://${world.server.dataDir}/blobs` } });
+  const after = { ...world, server: successor };
+  const cancel = await call(successor, 'DELETE', `/api/jobs/${jobId}`, { key: world.alice });
+  t.same(cancel.body, { success: true, status: 'running' }, 'the cancel is accepted while the dead holder still has the lease');
+  const fetchesBefore = held.requests();
+  held.release();
+  await sql(`update jobs set lease_expires_at = now() - interval '1 second' where id = $1`, [jobId]);
+  const ended = await waitForJob(t, after, world.alice, jobId);
+  t.match(ended, { status: 'cancelled', error: 'Cancelled' }, 'the runner that reaches it after the lease ends it cancelled');
+  t.equal(held.requests(), fetchesBefore, 'it was not run again (the file was not fetched)');
+  t.equal((await datasetState(after, world.alice, 'doomed')).imageCount, 0, 'nothing was committed');
+});
+
 t.test('request validation', async (t) => {
   const world = await startWorld(t);
   const datasetId = await createDataset(world, world.alice, { dataset: 'target', name: 'Target' });

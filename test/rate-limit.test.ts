@@ -2,6 +2,7 @@
 // (two app instances on one PostgreSQL), 429 bodies and headers, and recovery after the advertised wait.
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
+import { generateApiKey } from '../control-plane/src/auth/key-format.ts';
 import { expectError } from './helpers/expect.ts';
 import { call, startTestServer, type Fetched, type TestServer } from './helpers/server.ts';
 
@@ -87,6 +88,26 @@ t.test('anonymous callers are limited per client address; health is never limite
   t.equal((await call(b, 'GET', '/openapi.json', from('10.1.1.1'))).status, 200, 'the document is not limited');
 });
 
+t.test('failed authentications are limited per client address across replicas; valid keys elsewhere are not locked out', async (t) => {
+  const [a, b] = await twoReplicas(t, { AUTH_FAILURE_LIMIT: '3', TRUST_PROXY: 'true', RATE_LIMIT_DEFAULT: '1000' });
+  await a.services().account.createUser('alice', 'Alice');
+  const working = (await a.services().apiKeys.create('alice', 'in use')).key;
+  const fresh = (await a.services().apiKeys.create('alice', 'not used yet')).key;
+  const from = (address: string, key: string) => ({ key, headers: { 'x-forwarded-for': address } });
+  const wrong = generateApiKey;
+
+  t.equal((await call(a, 'GET', '/api/account/summary', from('10.3.3.3', working))).status, 200, 'a client at work from the address');
+  for (const replica of [a, b, a]) expectError(t, await call(replica, 'GET', '/api/account/summary', from('10.3.3.3', wrong())), 401, /Invalid API key/);
+  const refused = expectRateLimited(t, await call(b, 'GET', '/api/account/summary', from('10.3.3.3', wrong())), 'failed authentications', 60);
+  expectRateLimited(t, await call(b, 'GET', '/api/account/summary', from('10.3.3.3', 'not-even-a-key')), 'failed authentications', 60);
+  const valid = await call(b, 'GET', '/api/account/summary', from('10.3.3.3', fresh));
+  expectRateLimited(t, valid, 'failed authentications', 60);
+  t.ok(Date.parse((valid.body as { resetAt: string }).resetAt) <= refused.resetAt + 1000, 'refusals do not push the reset out');
+  t.equal((await call(a, 'GET', '/api/account/summary', from('10.3.3.3', working))).status, 200, 'the key already working from there carries on');
+  t.equal((await call(b, 'GET', '/api/account/summary', from('10.4.4.4', fresh))).status, 200, 'another address is not affected');
+  expectError(t, await call(b, 'GET', '/api/account/summary', from('10.4.4.4', wrong())), 401, /Invalid API key/);
+});
+
 t.test('each category limit comes from configuration', async (t) => {
   const a = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '2', RATE_LIMIT_MUTATION: '1' } });
   await a.services().account.createUser('dave', 'Dave');
@@ -96,4 +117,16 @@ t.test('each category limit comes from configuration', async (t) => {
   t.equal((await call(a, 'GET', '/api/storage', { key })).status, 200);
   t.equal((await call(a, 'GET', '/api/account/summary', { key })).status, 200);
   expectRateLimited(t, await call(a, 'GET', '/api/storage', { key }), 'default', 60);
+});
+
+t.test("the trainer's webhook has a category of its own: events past RATE_LIMIT_METRICS are refused, other calls go on", async (t) => {
+  const a = await startTestServer(t, { env: { RATE_LIMIT_METRICS: '2' } });
+  await a.services().account.createUser('erin', 'Erin');
+  const key = (await a.services().apiKeys.create('erin', 'laptop')).key;
+  const post = (body: Record<string, unknown>) => call<{ modelId: string }>(a, 'POST', '/api/webhooks/training/metrics', { key, body });
+  const started = await post({ event: 'training_started', project: 'erin/laptop', name: 'run', data: { epochs: 3 } });
+  t.equal(started.status, 200);
+  t.equal((await post({ event: 'epoch_end', modelId: started.body.modelId, data: { epoch: 0, metrics: {} } })).status, 200);
+  expectRateLimited(t, await post({ event: 'epoch_end', modelId: started.body.modelId, data: { epoch: 1, metrics: {} } }), 'metrics', 60);
+  t.equal((await call(a, 'GET', '/api/account/summary', { key })).status, 200, 'the Default category counts apart');
 });

@@ -42,6 +42,7 @@ t.test('refused before anything is queued: bad arguments 400, another workspace 
   }
   t.equal((await start({ trainArgs: args() }, bobby)).status, 404, "another workspace's model");
   const { workerKey } = await enrollHost(server, 'gpu-box');
+  hostKey = workerKey;
   const { client } = await WorkerClient.welcomed(server, workerKey, { hardware: { cpu: { model: 'x', cores: 8 }, memoryBytes: 2 ** 34, diskFreeBytes: 2 ** 36, gpus: [gpu], cpuOnly: false } });
   keepUntilEnd(() => client.ws.terminate());
   client.beat();
@@ -55,6 +56,7 @@ t.test('refused before anything is queued: bad arguments 400, another workspace 
 });
 
 let hostClient: WorkerClient;
+let hostKey = '';
 let jobKey = '';
 let jobId = '';
 
@@ -158,4 +160,26 @@ t.test('a training cancelled while it waits for a GPU, through /api/jobs, leaves
     async () => (await call<{ model: { status: string; trainingError: string | null } }>(server, 'GET', '/api/models/alice/detector/busy', { key: alice })).body.model.status === 'failed',
     'the failed training to fail its model',
   );
+});
+
+t.test('a job key works while its attempt runs and is refused as soon as the host loses the attempt', async (t) => {
+  const lostId = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model: 'lost' } })).body.id;
+  const started = await start({ modelId: lostId, trainArgs: args() });
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  const assign = await hostClient.nextOf('job.assign');
+  t.equal(assign.jobId, started.body.jobId);
+  const key = assign.spec.env.ULTRALYTICS_API_KEY;
+  hostClient.send({ type: 'job.accepted', jobId: assign.jobId });
+  const report = () => metrics(key, { event: 'console_output', modelId: lostId, data: { chunkId: 1795000000100, content: 'epoch 1\n', lineCount: 1 } });
+  t.equal((await metrics(key, { event: 'training_started', project: 'alice/detector', name: 'lost', data: { epochs: 5 } })).status, 200);
+  t.equal((await report()).status, 200, 'the key works while its attempt runs');
+  // The host comes back without the job (its agent restarted), and without a GPU, so nothing takes the job again yet.
+  hostClient.ws.terminate();
+  await hostClient.closed;
+  const { client: back } = await WorkerClient.welcomed(server, hostKey, { hardware: { cpu: { model: 'x', cores: 8 }, memoryBytes: 2 ** 34, diskFreeBytes: 2 ** 36, gpus: [], cpuOnly: true } });
+  keepUntilEnd(() => back.ws.terminate());
+  await eventually(async () => (await call<{ job: { status: string } }>(server, 'GET', `/api/jobs/${assign.jobId}`, { key: alice })).body.job.status === 'queued', 'the attempt to be released');
+  const refused = await report();
+  t.equal(refused.status, 401, 'the released attempt\'s key is refused at once, although it was cached');
+  t.same(refused.body, { error: 'Invalid API key' });
 });

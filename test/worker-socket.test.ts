@@ -2,10 +2,13 @@
 // hello → welcome marks the host connected, heartbeats, refusals that never take the server down,
 // one socket per host, revocation and shutdown closing sockets at once.
 import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type ServerMessage } from '@vp/protocol';
+import type { Socket } from 'node:net';
+import pg from 'pg';
 import t, { type Test } from 'tap';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { CLOSE } from '../protocol/src/close-codes.ts';
-import { MAX_INVALID_MESSAGES } from '../control-plane/src/workers/worker-session.ts';
+import { MAX_INVALID_MESSAGES, MAX_PENDING_BYTES } from '../control-plane/src/workers/worker-session.ts';
+import { queueCommand, readJob } from './helpers/host-jobs.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
 import { WorkerClient, enrollHost, helloFrame, testHardware } from './helpers/worker-client.ts';
 
@@ -156,6 +159,45 @@ t.test('GET /api/hosts lists a connected private host with its last heartbeat', 
   const { client } = await welcomed(workerKey);
   const listed = await call<{ hosts: unknown[] }>(server, 'GET', '/api/hosts', { key: apiKey });
   t.match(listed.body.hosts, [{ name: 'ws-09', state: 'connected', lastHeartbeatAt: /^\d{4}-/ }]);
+  client.ws.close();
+  await client.closed;
+});
+
+t.test('an agent flooding 1 MiB log frames is read only as fast as they are stored; the server keeps answering', async (t) => {
+  const jobId = await queueCommand(server, 'ws-team', { command: ['chatty'] });
+  const { workerKey } = await enrollHost(server, 'ws-10', 'ws-team');
+  let serverSide: Socket | undefined;
+  const capture = (_req: unknown, socket: Socket) => (serverSide = socket);
+  server.server.on('upgrade', capture);
+  const { client } = await welcomed(workerKey);
+  server.server.off('upgrade', capture);
+  t.equal((await client.nextOf('job.assign')).jobId, jobId);
+  client.send({ type: 'job.accepted', jobId });
+  await eventually(async () => (await readJob(server, jobId)).acceptedAt !== null, 'acceptance');
+
+  // Storing stalls (the job row is locked), as a slow database would; the agent sends 32 MiB meanwhile.
+  const blocker = new pg.Client({ connectionString: server.databaseUrl });
+  await blocker.connect();
+  t.teardown(() => blocker.end());
+  await blocker.query('begin');
+  await blocker.query('select 1 from jobs where id = $1 for update', [jobId]);
+  const frames = 32;
+  const lines = Array.from({ length: 64 }, () => 'x'.repeat(16_000));
+  const frame = JSON.stringify({ type: 'job.log', jobId, stream: 'stdout', lines });
+  t.ok(Buffer.byteLength(frame) <= MAX_MESSAGE_BYTES, 'each frame is within the protocol limit');
+  for (let n = 0; n < frames; n++) client.send(frame);
+  const flood = frames * Buffer.byteLength(frame);
+  await eventually(async () => serverSide!.isPaused() || serverSide!.bytesRead >= flood, 'the server to stop reading or to have read everything', 15_000);
+  t.ok(serverSide!.isPaused(), 'the server stopped reading that socket');
+  t.ok(serverSide!.bytesRead < MAX_PENDING_BYTES + 4 * MAX_MESSAGE_BYTES, `it holds about MAX_PENDING_BYTES, not the flood (${serverSide!.bytesRead} of ${flood} bytes read)`);
+  t.equal((await call(server, 'GET', '/api/hosts', { key: apiKey })).status, 200, 'the API still answers');
+
+  await blocker.query('commit');
+  const stored = frames * lines.length;
+  await eventually(async () => (await readJob(server, jobId)).logLines === stored, 'every line to be stored', 60_000);
+  t.ok(serverSide!.bytesRead >= flood, 'reading resumed once the frames were stored');
+  client.send({ type: 'job.finished', jobId, outcome: 'completed', exitCode: 0 });
+  await eventually(async () => (await readJob(server, jobId)).status === 'completed', 'the job to end');
   client.ws.close();
   await client.closed;
 });

@@ -14,6 +14,7 @@ export const defaults = {
   trustProxy: false, // TRUST_PROXY: take the client address from X-Forwarded-For
   shutdownGraceSeconds: 10, // SHUTDOWN_GRACE_SECONDS
   rateLimitWindowSeconds: 60, // RATE_LIMIT_WINDOW_SECONDS
+  authFailureLimit: 20, // AUTH_FAILURE_LIMIT: invalid API keys per window and client address before it gets 429
   jobConcurrency: 2, // JOB_CONCURRENCY: background jobs (ingest, exports) one control plane runs at once
   jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)
@@ -79,6 +80,8 @@ export const defaults = {
     clustering: 10,
     /** Version comparisons without `hash`, per user and dataset (on top of Default). */
     compare: 10,
+    /** Trainer events (POST /api/webhooks/training/metrics): about two per epoch and one per 5 s of console. */
+    metrics: 600,
   },
 } as const;
 

@@ -69,6 +69,7 @@ const EnvSchema = z.object({
   TRUST_PROXY: flag.default(defaults.trustProxy),
   SHUTDOWN_GRACE_SECONDS: positiveInt.default(defaults.shutdownGraceSeconds),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(defaults.rateLimitWindowSeconds),
+  AUTH_FAILURE_LIMIT: positiveInt.default(defaults.authFailureLimit),
   JOB_CONCURRENCY: positiveInt.default(defaults.jobConcurrency),
   JOB_LEASE_SECONDS: positiveInt.default(defaults.jobLeaseSeconds),
   WORKER_HEARTBEAT_SECONDS: positiveInt.max(3600).default(defaults.workerHeartbeatSeconds),
@@ -102,6 +103,8 @@ export interface AppConfig {
   shutdownGraceSeconds: number;
   rateLimitWindowSeconds: number;
   rateLimits: Record<RateCategory, number>;
+  /** Invalid API keys a client address may present per rate-limit window; then 429 for keys not verified recently. */
+  authFailureLimit: number;
   jobConcurrency: number;
   jobLeaseSeconds: number;
   workerHeartbeatSeconds: number;
@@ -155,6 +158,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits: Object.fromEntries(
       RATE_CATEGORIES.map((category) => [category, (e as Record<string, unknown>)[`RATE_LIMIT_${category.toUpperCase()}`] as number]),
     ) as Record<RateCategory, number>,
+    authFailureLimit: e.AUTH_FAILURE_LIMIT,
     jobConcurrency: e.JOB_CONCURRENCY,
     jobLeaseSeconds: e.JOB_LEASE_SECONDS,
     workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,

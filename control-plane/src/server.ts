@@ -73,9 +73,11 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   await bootstrapFirstStart(orm, config, log);
 
   const notifications = new Notifications(databaseUrl, log);
-  const authenticator = new Authenticator(orm.em, log);
-  authenticator.listen(notifications);
   const rateLimiter = new RateLimiter(orm.em, { windowSeconds: config.rateLimitWindowSeconds, limits: config.rateLimits });
+  const authenticator = new Authenticator(orm.em, log, {
+    failures: { limiter: rateLimiter, perWindow: config.authFailureLimit, windowSeconds: config.rateLimitWindowSeconds },
+  });
+  authenticator.listen(notifications);
   const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
   pruneTimer.unref();
 
@@ -83,14 +85,23 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const store = await openBlobStore(config.storageUrl, config.dataDir);
   const signer = new UrlSigner(secret, () => baseUrl);
   const storage: Storage = { store, signer, urls: new FileUrls(store, signer) };
+  const ingest = new IngestJob(storage, new OutboundPolicy(config.outboundAllowedNetworks));
+  // What a process killed mid-ingest or mid-upload left on disk: at start (most likely after such a crash) and hourly.
+  const sweepLeftovers = () =>
+    Promise.all([
+      ingest.sweepWorkDirs(orm.em.fork() as EntityManager).catch((error) => log.warn({ err: error }, 'ingest work folder sweep failed')),
+      store.sweepInterrupted().catch((error) => log.warn({ err: error }, 'temp file sweep failed')),
+    ]);
+  await sweepLeftovers();
   const sweepTimer = setInterval(() => {
     new UploadService(orm.em.fork(), storage).sweepExpired().catch((error) => log.warn({ err: error }, 'upload sweep failed'));
     sweepOrphanImageBlobs(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'image sweep failed'));
     sweepOrphanFiles(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'file sweep failed'));
+    void sweepLeftovers();
   }, 3600_000);
   sweepTimer.unref();
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
-  const jobs = new JobRunner(orm, { [INGEST_JOB]: new IngestJob(storage, new OutboundPolicy(config.outboundAllowedNetworks)) }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
+  const jobs = new JobRunner(orm, { [INGEST_JOB]: ingest }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
   jobs.listen(notifications);
   const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage) };
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds });

@@ -3,6 +3,7 @@ import type { Region } from '@vp/config';
 import type { z } from 'zod';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
+import { ApiKey } from '../auth/api-key.entity.ts';
 import { announceAuthChange } from '../auth/authenticator.ts';
 import { workspaceBalanceCents } from '../billing/billing.service.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
@@ -99,8 +100,13 @@ export class AccountService {
     if (workspace.owner.id === user.id) throw Conflict(`"${username}" owns "${workspaceHandle}" and cannot be removed`);
     const membership = await this.em.findOne(Membership, { workspace, user });
     if (!membership) throw NotFound(`"${username}" is not a member of "${workspaceHandle}"`);
-    await this.em.remove(membership).flush();
-    await announceAuthChange(this.em);
+    await this.em.transactional(async (tx) => {
+      // The member's keys go with the membership: added back later, they get new keys rather than the old ones working again.
+      await tx.nativeDelete(ApiKey, { workspace, user });
+      tx.remove(membership);
+      await tx.flush();
+      await announceAuthChange(tx);
+    });
   }
 
   /** The identity part comes cached with the key (see KeyActor.profile): this is the most frequent authenticated call. */

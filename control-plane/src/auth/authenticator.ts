@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import type { Role } from '../account/roles.ts';
 import type { Notifications } from '../db/notifications.ts';
 import { query } from '../db/sql.ts';
-import { Unauthorized } from '../http/errors.ts';
+import { Unauthorized, type HttpError } from '../http/errors.ts';
+import { tooManyRequests, type RateLimiter, type RateWait } from '../http/rate-limit.ts';
 import type { KeyActor } from './actor.ts';
 import type { JobScope } from './api-key.entity.ts';
 import { API_KEY_PATTERN, hashApiKey } from './key-format.ts';
@@ -39,7 +40,8 @@ const LOOKUP_SQL = `
   join workspaces w on w.id = k.workspace_id
   join users u on u.id = k.user_id
   left join memberships m on m.workspace_id = k.workspace_id and m.user_id = k.user_id
-  where k.key_hash = ? and (k.expires_at is null or k.expires_at > now())`;
+  where k.key_hash = ? and (k.expires_at is null or k.expires_at > now())
+    and (k.job_scope is null or exists (select 1 from jobs j where j.id = k.job_scope->>'jobId' and j.status = 'running'))`;
 
 interface LookupRow {
   id: string;
@@ -63,10 +65,25 @@ interface CacheEntry {
   expiresAt: number;
 }
 
+/** Failed authentications allowed per client address in the rate-limit window, counted in PostgreSQL (every replica together). */
+export interface FailedAuthLimit {
+  limiter: RateLimiter;
+  perWindow: number;
+  windowSeconds: number;
+}
+
+function tooManyFailures(limit: FailedAuthLimit, wait: RateWait): HttpError {
+  return tooManyRequests(`Too many failed authentications from this address (${limit.perWindow} per ${limit.windowSeconds} s)`, wait);
+}
+
+/** Addresses remembered as over their failures at once; beyond this the oldest are forgotten (their next failure is counted again). */
+const MAX_BLOCKED_ADDRESSES = 10_000;
+
 /**
  * Resolves bearer keys to actors. Valid keys are cached per process; any key or membership change
  * is NOTIFYed on AUTH_CHANNEL and clears the caches of every replica, so revocation is immediate.
- * The TTL only bounds what a missed notification could cost.
+ * The TTL only bounds what a missed notification could cost. A job key works only while its job runs
+ * (an attempt its host lost is refused until the host takes it back or the next attempt gets a key of its own).
  */
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
@@ -74,16 +91,21 @@ export class Authenticator {
   /** Bumped on every invalidation, so a lookup that started before one does not refill the cache. */
   private generation = 0;
 
+  /** Addresses over their failed authentications, until when (this process's clock): their unknown keys are not looked up meanwhile. */
+  private readonly blocked = new Map<string, number>();
+
   private readonly em: EntityManager;
   private readonly log: Logger;
   private readonly ttlMs: number;
   private readonly touchEveryMs: number;
+  private readonly failures: FailedAuthLimit | undefined;
 
-  constructor(em: EntityManager, log: Logger, ttlMs = 60_000, touchEveryMs = 60_000) {
+  constructor(em: EntityManager, log: Logger, options: { ttlMs?: number; touchEveryMs?: number; failures?: FailedAuthLimit } = {}) {
     this.em = em;
     this.log = log;
-    this.ttlMs = ttlMs;
-    this.touchEveryMs = touchEveryMs;
+    this.ttlMs = options.ttlMs ?? 60_000;
+    this.touchEveryMs = options.touchEveryMs ?? 60_000;
+    this.failures = options.failures;
   }
 
   listen(notifications: Notifications): void {
@@ -102,21 +124,59 @@ export class Authenticator {
     this.cache.clear();
   };
 
-  async authenticate(key: string): Promise<KeyActor> {
-    if (!API_KEY_PATTERN.test(key)) throw Unauthorized();
-    const hash = hashApiKey(key);
+  /**
+   * The key's actor. With a failure limit, `clientAddress` is charged one failure for each key that is not valid, and
+   * once over the limit gets 429 for every key this process has not verified in the last minute (cached): the address
+   * learns nothing more about which keys are valid until the window allows it again, while clients that were
+   * already working from it (behind the same NAT or proxy) are not locked out.
+   */
+  async authenticate(key: string, clientAddress?: string): Promise<KeyActor> {
+    const hash = API_KEY_PATTERN.test(key) ? hashApiKey(key) : undefined;
     const now = Date.now();
-    const cached = this.cache.get(hash);
-    const actor = cached && cached.expiresAt > now ? cached.actor : await this.lookup(hash, now);
+    const cached = hash === undefined ? undefined : this.cache.get(hash);
+    const actor = cached && cached.expiresAt > now ? cached.actor : await this.verify(hash, now, clientAddress);
     this.touch(actor.keyId, now);
     return actor;
   }
 
-  private async lookup(hash: string, now: number): Promise<KeyActor> {
+  private async verify(hash: string | undefined, now: number, clientAddress: string | undefined): Promise<KeyActor> {
+    const limit = clientAddress ? this.failures : undefined;
+    if (limit) this.refuseIfBlocked(limit, clientAddress!, now);
+    const actor = hash === undefined ? undefined : await this.lookup(hash, now);
+    if (actor) return actor;
+    if (limit) await this.countFailure(limit, clientAddress!);
+    throw Unauthorized();
+  }
+
+  /** 429 without a lookup while the address is known to be over its failures. */
+  private refuseIfBlocked(limit: FailedAuthLimit, clientAddress: string, now: number): void {
+    const until = this.blocked.get(clientAddress);
+    if (until === undefined) return;
+    if (until > now) throw tooManyFailures(limit, { waitMs: until - now, nowMs: now });
+    this.blocked.delete(clientAddress);
+  }
+
+  /** Charges the address one failure; 429, remembered until its wait is over, when it had none left. */
+  private async countFailure(limit: FailedAuthLimit, clientAddress: string): Promise<void> {
+    const refused = await limit.limiter.count(`auth-failures:ip:${clientAddress}`, limit.perWindow);
+    if (!refused) return;
+    this.block(clientAddress, Date.now() + refused.waitMs);
+    throw tooManyFailures(limit, refused);
+  }
+
+  private block(clientAddress: string, until: number): void {
+    if (this.blocked.size >= MAX_BLOCKED_ADDRESSES) {
+      for (const [address, expiry] of this.blocked) if (expiry <= Date.now()) this.blocked.delete(address);
+      if (this.blocked.size >= MAX_BLOCKED_ADDRESSES) this.blocked.delete(this.blocked.keys().next().value!);
+    }
+    this.blocked.set(clientAddress, until);
+  }
+
+  private async lookup(hash: string, now: number): Promise<KeyActor | undefined> {
     const generation = this.generation;
     const rows = await this.em.getConnection().execute<LookupRow[]>(LOOKUP_SQL, [hash]);
     const row = rows[0];
-    if (!row || !row.role) throw Unauthorized();
+    if (!row || !row.role) return undefined;
     const actor: KeyActor = {
       kind: 'key',
       keyId: row.id,

@@ -48,21 +48,18 @@ export class RateLimiter {
 
   async take(subject: string, category: RateCategory): Promise<void> {
     const limit = this.settings.limits[category];
-    const windowMs = this.settings.windowSeconds * 1000;
+    const refused = await this.count(`${category}:${subject}`, limit);
+    if (refused) throw tooManyRequests(`Rate limit exceeded for ${category} requests (${limit} per ${this.settings.windowSeconds} s)`, refused);
+  }
+
+  /** Counts one hit in `bucket` when it has room for it; when it has none, how long until it has (nothing counted). */
+  async count(bucket: string, limit: number): Promise<RateWait | undefined> {
     const row = await new Promise<TakeRow>((resolve, reject) => {
-      this.pending.push({ bucket: `${category}:${subject}`, limit, resolve, reject });
+      this.pending.push({ bucket, limit, resolve, reject });
       if (!this.inFlight) void this.flush();
     });
-    if (row.allowed) return;
-    const waitMs = millisecondsUntilAllowed(row, limit, windowMs);
-    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
-    const resetAt = new Date(Number(row.now_ms) + waitMs).toISOString();
-    throw new HttpError(
-      429,
-      `Rate limit exceeded for ${category} requests (${limit} per ${this.settings.windowSeconds} s); retry in ${retryAfter} s`,
-      { retryAfter, resetAt },
-      { 'Retry-After': String(retryAfter), 'X-RateLimit-Reset': resetAt },
-    );
+    if (row.allowed) return undefined;
+    return { waitMs: millisecondsUntilAllowed(row, limit, this.settings.windowSeconds * 1000), nowMs: Number(row.now_ms) };
   }
 
   /**
@@ -92,6 +89,19 @@ export class RateLimiter {
       .getConnection()
       .execute('delete from rate_limit_windows where window_start_ms < ?', [Date.now() - 3 * this.settings.windowSeconds * 1000]);
   }
+}
+
+/** How long a refused caller waits, from `nowMs` (the clock that counted). */
+export interface RateWait {
+  waitMs: number;
+  nowMs: number;
+}
+
+/** The 429 of a limit: `<reason>; retry in N s`, with retryAfter and resetAt in the body and the headers. */
+export function tooManyRequests(reason: string, wait: RateWait): HttpError {
+  const retryAfter = Math.max(1, Math.ceil(wait.waitMs / 1000));
+  const resetAt = new Date(wait.nowMs + wait.waitMs).toISOString();
+  return new HttpError(429, `${reason}; retry in ${retryAfter} s`, { retryAfter, resetAt }, { 'Retry-After': String(retryAfter), 'X-RateLimit-Reset': resetAt });
 }
 
 /** When one more request fits: prev × (1 − elapsed) + current + 1 ≤ limit, possibly in the next window. */

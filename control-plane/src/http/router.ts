@@ -29,7 +29,7 @@ async function resolveActor(route: RouteDefinition, ctx: AppContext, authenticat
     if (route.auth === 'key') throw Unauthorized('Missing API key: send Authorization: Bearer <API_KEY>');
     return ANONYMOUS;
   }
-  return authenticator.authenticate(key);
+  return authenticator.authenticate(key, ctx.state.clientAddress);
 }
 
 /** Runs one route: authenticate → rate-limit → parse and validate input → handler → validate output. */

@@ -8,7 +8,7 @@ import { keepImageBytes } from '../images/image-blobs.ts';
 import { checkLabels } from '../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../images/image-intake.ts';
 import type { Label } from '../images/labels.ts';
-import { JobFailure } from '../jobs/job-runner.ts';
+import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
 import type { IngestPlan } from './formats/plan.ts';
 import type { IngestPayload } from './ingest-payload.ts';
 
@@ -47,11 +47,14 @@ export interface CommitOutcome {
 /**
  * Moves the staged images into the dataset in one transaction under the dataset lock: classes are
  * resolved, duplicates (same hash in the same split) handled by the conflict policy, labels mapped and
- * checked, counters adjusted and the staging rows removed. Until this commits the dataset is unchanged.
+ * checked, counters adjusted and the staging rows removed. Until this commits the dataset is unchanged; it
+ * commits only while the job is still this attempt's and not cancelled.
  */
-export async function commitIngest(em: EntityManager, jobId: string, plan: IngestPlan, payload: IngestPayload): Promise<CommitOutcome> {
+export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmHeld'>, plan: IngestPlan, payload: IngestPayload): Promise<CommitOutcome> {
+  const jobId = job.id;
   const labelProblems = new Map(plan.items.flatMap((item) => (item.labelError ? [[item.path, item.labelError] as const] : [])));
-  return em.transactional(async (tx) => {
+  return job.em.transactional(async (tx) => {
+    await job.confirmHeld(tx);
     await lockDataset(tx, payload.datasetId);
     const dataset = await tx.findOneOrFail(Dataset, payload.datasetId, { refresh: true });
     if (dataset.deletedAt) throw new JobFailure('The dataset was deleted while the ingest ran');

@@ -1,7 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
@@ -15,6 +16,7 @@ import { commitIngest } from './ingest-commit.ts';
 import type { IngestPayload } from './ingest-payload.ts';
 import { fetchSource } from './ingest-source.ts';
 import { stageImages } from './ingest-staging.ts';
+import { makeWorkDir, sweepWorkDirs } from './ingest-workdir.ts';
 
 /**
  * An ingest: fetch the file → extract (archives) → plan (format detection, labels) → stage every image
@@ -35,7 +37,7 @@ export class IngestJob implements JobHandler {
 
   async run(context: JobContext): Promise<Record<string, unknown>> {
     const payload = context.payload as unknown as IngestPayload;
-    const work = await mkdtemp(join(this.workRoot, `vp-ingest-${context.id}-`));
+    const work = await makeWorkDir(this.workRoot, context.id, context.attempt);
     // Seconds per stage, reported with the result: where an ingest spends its time.
     const seconds: Record<string, number> = {};
     let mark = performance.now();
@@ -57,7 +59,7 @@ export class IngestJob implements JobHandler {
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
-      const outcome = await commitIngest(context.em, context.id, plan, payload);
+      const outcome = await commitIngest(context, plan, payload);
       await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
       lap('commit');
       const { replaced: _replaced, ...counts } = outcome;
@@ -88,6 +90,11 @@ export class IngestJob implements JobHandler {
       await archive.close();
       throw error;
     }
+  }
+
+  /** Deletes the work folders of attempts whose process died (see sweepWorkDirs). */
+  sweepWorkDirs(em: EntityManager): Promise<number> {
+    return sweepWorkDirs(em, this.workRoot);
   }
 
   /** Drops what the attempt staged and deletes the bytes no image, version or other job uses. */

@@ -21,6 +21,12 @@ export interface JobContext {
   log: Logger;
   /** Records progress; writes at most every PROGRESS_WRITE_MS, and always the last value before the job ends. */
   progress(progress: JobProgress): void;
+  /**
+   * Locks the job's row in `tx` and throws unless this attempt still holds the job and nobody asked to cancel it:
+   * the first statement of the transaction that makes the job's work visible, so a cancel or a takeover either
+   * waits for that commit or wins over it.
+   */
+  confirmHeld(tx: EntityManager): Promise<void>;
 }
 
 /** Runs one kind of job; the object `run` resolves with is stored as the job's result. */
@@ -44,6 +50,11 @@ export interface JobRow {
   subject_id: string | null;
   payload: Record<string, unknown>;
   attempts: number;
+}
+
+interface ClaimedJob extends JobRow {
+  /** Asked to stop while its last process was dying: it is not run again, only cleaned up. */
+  cancel_requested: boolean;
 }
 
 /**
@@ -111,6 +122,7 @@ export class JobRunner {
       const job = await this.claim(em);
       if (!job) return;
       const controller = new AbortController();
+      if (job.cancel_requested) controller.abort('cancelled');
       const done = this.execute(job, controller).finally(() => {
         this.running.delete(job.id);
         this.wake();
@@ -119,32 +131,33 @@ export class JobRunner {
     }
   }
 
-  /** Jobs whose lease lapsed on their last allowed attempt: their processes kept dying, so they fail. */
+  /** Jobs whose lease lapsed on their last allowed attempt: their processes kept dying, so they fail (cancelled ones end cancelled, through claim). */
   private async failExhausted(em: EntityManager): Promise<void> {
     await query(
       em,
       `update jobs set status = 'failed', error = 'The job was interrupted ' || attempts || ' times (its process stopped) and was given up',
          finished_at = now(), lease_owner = null, lease_expires_at = null, updated_at = now()
-       where status = 'running' and lease_expires_at < now() and attempts >= max_attempts and kind = any(?::text[])`,
+       where status = 'running' and lease_expires_at < now() and attempts >= max_attempts and not cancel_requested and kind = any(?::text[])`,
       [`{${Object.keys(this.handlers).join(',')}}`],
     );
   }
 
-  private async claim(em: EntityManager): Promise<JobRow | undefined> {
-    const [job] = await query<JobRow>(
+  /** A queued job, or one whose process died (its lease lapsed): to run again, or only to clean up when it was cancelled meanwhile. */
+  private async claim(em: EntityManager): Promise<ClaimedJob | undefined> {
+    const [job] = await query<ClaimedJob>(
       em,
       `update jobs j set status = 'running', lease_owner = ?, lease_expires_at = now() + make_interval(secs => ?), attempts = j.attempts + 1,
          started_at = coalesce(j.started_at, now()), updated_at = now()
        where j.id = (select id from jobs where kind = any(?::text[])
-                       and (status = 'queued' or (status = 'running' and lease_expires_at < now() and attempts < max_attempts))
+                       and (status = 'queued' or (status = 'running' and lease_expires_at < now() and (attempts < max_attempts or cancel_requested)))
                      order by priority desc, created_at, id for update skip locked limit 1)
-       returning j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts`,
+       returning j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.cancel_requested`,
       [this.owner, this.leaseSeconds, `{${Object.keys(this.handlers).join(',')}}`],
     );
     return job;
   }
 
-  private async execute(job: JobRow, controller: AbortController): Promise<void> {
+  private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
     const em = this.orm.em.fork() as EntityManager;
     const log = this.log.child({ jobId: job.id, kind: job.kind });
     let pending: JobProgress | undefined;
@@ -169,10 +182,22 @@ export class JobRunner {
         pending = progress;
         if (Date.now() - lastWrite >= PROGRESS_WRITE_MS) writeProgress().catch((error) => log.warn({ err: error }, 'progress write failed'));
       },
+      confirmHeld: async (tx) => {
+        const [row] = await query<{ cancel_requested: boolean }>(
+          tx,
+          `select cancel_requested from jobs where id = ? and lease_owner = ? and status = 'running' for update`,
+          [job.id, this.owner],
+        );
+        if (!row) controller.abort('lease lost');
+        else if (row.cancel_requested) controller.abort('cancelled');
+        controller.signal.throwIfAborted();
+      },
     };
     const renewTimer = setInterval(() => this.renew(job.id, controller).catch((error) => log.warn({ err: error }, 'lease renewal failed')), (this.leaseSeconds * 1000) / 3);
     const handler = this.handlers[job.kind];
     try {
+      // A job cancelled while its process was dying is only cleaned up (below), never run again.
+      controller.signal.throwIfAborted();
       const result = await handler.run(context);
       await writeProgress();
       await this.finish(job.id, 'completed', { result });

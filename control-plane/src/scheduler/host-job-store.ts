@@ -1,6 +1,7 @@
 // The scheduler's SQL over the jobs table: a host job's life after it is queued. Every statement is guarded by
 // the job's host and status, so a message from a host that no longer holds the job changes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { announceAuthChange } from '../auth/authenticator.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { JOBS_CHANNEL } from '../jobs/job-queue.ts';
 import type { HostJobOutcome } from './host-job-kinds.ts';
@@ -51,6 +52,8 @@ export async function releaseLostJobs(em: EntityManager, where: string, params: 
     [...params, reason],
   );
   if (released.some((job) => job.status === 'queued')) await query(em, `select pg_notify('${JOBS_CHANNEL}', '${REQUEUED_HOST_JOBS}')`);
+  // A job key works only while its job runs: every replica's key cache must drop the released attempts' keys now.
+  if (released.length > 0) await announceAuthChange(em);
   return released;
 }
 

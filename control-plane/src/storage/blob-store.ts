@@ -65,6 +65,8 @@ export interface BlobStore {
    * need a file (archive extraction) use it in place instead of copying it. Never written through.
    */
   localPath(key: string): string | undefined;
+  /** Deletes what writes left behind when their process died mid-put (kill -9); returns how many files. */
+  sweepInterrupted(): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -27,6 +27,11 @@ const TMP_DIR = '.tmp';
 const META_DIR = '.meta';
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 const WRITE_CHUNK_BYTES = 1024 * 1024;
+/**
+ * A temp file not written to for this long belongs to a put whose process died: every chunk a put receives
+ * touches its file, and no upload stalls a day (replicas sharing the folder cannot see each other's puts).
+ */
+const INTERRUPTED_AFTER_MS = 24 * 3600_000;
 
 /** Keys are relative `/` paths; anything that could leave the root or hit the store's own folders is refused. */
 function checkKey(key: string): void {
@@ -50,6 +55,8 @@ function isMissing(error: unknown): boolean {
 export class DiskBlobStore implements BlobStore {
   readonly kind = 'disk';
   readonly root: string;
+  /** Temp files of this process's puts in progress, never swept whatever their age. */
+  private readonly writing = new Set<string>();
 
   constructor(root: string) {
     this.root = root;
@@ -60,6 +67,7 @@ export class DiskBlobStore implements BlobStore {
     const tmp = join(this.root, TMP_DIR, randomUUID());
     await mkdir(dirname(tmp), { recursive: true });
     const counter = new CountingHash(options.expectedBytes, { md5: false });
+    this.writing.add(tmp);
     try {
       await pipeline(body, counter, createWriteStream(tmp, { flags: 'wx', highWaterMark: WRITE_CHUNK_BYTES }));
       const stored = counter.result();
@@ -70,6 +78,7 @@ export class DiskBlobStore implements BlobStore {
       return stored;
     } finally {
       await Promise.all([rm(tmp, { force: true }), rm(`${tmp}.json`, { force: true })]);
+      this.writing.delete(tmp);
     }
   }
 
@@ -123,6 +132,28 @@ export class DiskBlobStore implements BlobStore {
   localPath(key: string): string {
     checkKey(key);
     return this.path(key);
+  }
+
+  /** Temp files (and their content-type sidecars) of puts that stopped without cleaning up, see INTERRUPTED_AFTER_MS. */
+  async sweepInterrupted(): Promise<number> {
+    const dir = join(this.root, TMP_DIR);
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if (isMissing(error)) return 0;
+      throw error;
+    }
+    let deleted = 0;
+    for (const name of names) {
+      const path = join(dir, name);
+      if (this.writing.has(path.replace(/\.json$/, ''))) continue;
+      const info = await stat(path).catch((error: unknown) => (isMissing(error) ? undefined : Promise.reject(error)));
+      if (!info?.isFile() || Date.now() - info.mtimeMs < INTERRUPTED_AFTER_MS) continue;
+      await rm(path, { force: true });
+      deleted++;
+    }
+    return deleted;
   }
 
   async directUrl(): Promise<string | undefined> {

@@ -156,6 +156,11 @@ export class S3BlobStore implements BlobStore {
     return getSignedUrl(this.client, command, { expiresIn: options.expiresInSeconds });
   }
 
+  /** A put cut off mid-way shows no object; the parts of its multipart upload are the bucket's lifecycle rule's to abort. */
+  async sweepInterrupted(): Promise<number> {
+    return 0;
+  }
+
   async close(): Promise<void> {
     this.client.destroy();
   }

@@ -19,10 +19,12 @@ export const trainingMetrics = defineRoute({
     'creating the project, and the model under the next free name when that one already trained), epoch_end, console_output, ' +
     'checkpoint_saved (modelPath = gcsPath of an upload makes it the weights), training_complete (final metrics, bestEpoch, bestFitness, classNames, ' +
     'plots, per-image validation rows), training_failed, training_progress and system_metrics. Every answer has cancelled: true once a user ' +
-    'cancelled the training; the trainer then stops after its epoch.',
+    'cancelled the training; the trainer then stops after its epoch. Rate category Metrics (RATE_LIMIT_METRICS, 600 per minute per key): ' +
+    'a trainer posts about two events per epoch (epoch_end, a console chunk of 5 lines) and a console chunk every 5 s, and drops an event ' +
+    'it is refused, so the limit sits far above any real training (epochs would have to last under 0.2 s) while bounding a runaway client.',
   auth: 'key',
   jobKeys: true,
-  limit: null,
+  limit: 'metrics',
   request: { body: MetricsEnvelope },
   response: { status: 200, description: 'Recorded', schema: MetricsAnswer },
   errors: [403, 404],

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type ServerMessage } from '@vp/protocol';
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
@@ -15,6 +15,12 @@ export const HELLO_TIMEOUT_MS = 10_000;
 export const MAX_INVALID_MESSAGES = 5;
 /** Heartbeats closer together than this are accepted but not written, so a chatty agent cannot load the database. */
 const HEARTBEAT_WRITE_INTERVAL_MS = 1000;
+/**
+ * Bytes of received frames a session holds before it stops reading its socket until they are handled: an agent
+ * that sends faster than its messages are stored (a flood of 1 MiB log frames) waits on TCP instead of growing
+ * this process's memory.
+ */
+export const MAX_PENDING_BYTES = 4 * MAX_MESSAGE_BYTES;
 
 export interface SessionContext {
   em(): EntityManager;
@@ -42,6 +48,8 @@ export class WorkerSession implements WorkerConnection {
   private readonly log: Logger;
   private readonly helloTimer: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
+  /** Bytes of frames received and not yet handled (see MAX_PENDING_BYTES). */
+  private pendingBytes = 0;
   private welcomed = false;
   private invalidMessages = 0;
   private lastHeartbeatWrite = 0;
@@ -56,7 +64,7 @@ export class WorkerSession implements WorkerConnection {
     this.context = context;
     this.log = context.log.child({ hostId: identity.hostId, host: identity.hostName, keyPrefix: identity.keyPrefix });
     this.helloTimer = setTimeout(() => this.close(CLOSE.handshakeFailed, `no hello within ${HELLO_TIMEOUT_MS / 1000} s`), HELLO_TIMEOUT_MS);
-    socket.on('message', (data) => this.enqueue(() => this.receive(toBuffer(data))));
+    socket.on('message', (data) => this.arrive(toBuffer(data)));
     // ws reports protocol violations (an oversized frame among them) here, then closes the socket itself.
     socket.on('error', (error) => this.log.warn({ err: error }, 'worker socket error'));
     this.finished = new Promise((resolve) => {
@@ -88,6 +96,20 @@ export class WorkerSession implements WorkerConnection {
     } catch (error) {
       this.log.error({ err: error }, 'could not verify a worker key');
     }
+  }
+
+  /** Queues a frame; past MAX_PENDING_BYTES the socket is not read again until the queue has drained below it. */
+  private arrive(frame: Buffer): void {
+    this.pendingBytes += frame.length;
+    if (this.pendingBytes > MAX_PENDING_BYTES) this.socket.pause();
+    this.enqueue(async () => {
+      try {
+        await this.receive(frame);
+      } finally {
+        this.pendingBytes -= frame.length;
+        if (this.socket.isPaused && this.pendingBytes <= MAX_PENDING_BYTES) this.socket.resume();
+      }
+    });
   }
 
   private enqueue(task: () => Promise<void> | void): void {
