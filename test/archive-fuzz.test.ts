@@ -39,6 +39,8 @@ const main = await startMain(t, {
   MALLOC_ARENA_MAX: '2',
   RATE_LIMIT_DEFAULT: '1000000',
   RATE_LIMIT_UPLOAD: '1000000',
+  // The NDJSON cases link to this test's own file server on loopback.
+  OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32',
 });
 t.teardown(async () => {
   await main.stop();
@@ -150,7 +152,9 @@ t.test(`the review's finding: ${ZERO_ENTRY_MIB} MiB zero-filled entries under th
   const storedBefore = (await api<{ byKind: Record<string, number> }>('GET', '/api/storage')).body.byKind.datasetImages ?? 0;
 
   const job = await ingestCase(t, 'finding', 'zeros.zip', zip, 300);
-  t.match(job, { status: 'completed', result: { imagesAdded: 1, skippedReasons: { 'undecodable and larger than 4 MiB': 4 } } });
+  t.match(job, { status: 'completed', result: { imagesAdded: 1 } });
+  const undecodable = Object.entries(job.result!.skippedReasons as Record<string, number>).filter(([reason]) => reason.startsWith('undecodable and larger than 4 MiB'));
+  t.equal(undecodable.reduce((sum, [, count]) => sum + count, 0), 4, 'the four blobs are skipped as undecodable junk');
   const storedAfter = (await api<{ byKind: Record<string, number> }>('GET', '/api/storage')).body.byKind.datasetImages ?? 0;
   t.ok(storedAfter - storedBefore < MiB, `only the real image was stored (${storedAfter - storedBefore} bytes)`);
   t.match(await snapshot('finding'), { imageCount: 1, errorCount: 0 });

@@ -107,7 +107,7 @@ const ingest = (t: Test, world: World, datasetId: string, filename: string, byte
   ingestArchive(t, world, world.alice, 'alice', 'target', datasetId, filename, Buffer.from(bytes));
 
 t.test('class indexes in the hundreds of millions: a clear reason, the control plane stays up, the dataset unchanged', async (t) => {
-  const world = await startWorld(t);
+  const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' });
   const datasetId = await createDataset(world, world.alice, { dataset: 'target', name: 'Target' });
   const names = ['a', 'b', 'c', 'd'];
   const images = Object.fromEntries(await Promise.all(names.map(async (name) => [`images/${name}.png`, (await shapeImage()).bytes] as const)));
@@ -150,7 +150,7 @@ t.test('class indexes in the hundreds of millions: a clear reason, the control p
 });
 
 t.test('NUL and broken Unicode in names: refused with a reason the user can read, never an internal error', async (t) => {
-  const world = await startWorld(t);
+  const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' });
   const datasetId = await createDataset(world, world.alice, { dataset: 'target', name: 'Target' });
   const image = await shapeImage();
   const server = await fileServer(t, { 'a.png': image.bytes });
@@ -205,7 +205,7 @@ t.test('NUL and broken Unicode in names: refused with a reason the user can read
 });
 
 t.test('5,000 bad NDJSON lines: skippedReasons grouped by reason with counts, a few examples, a small result', async (t) => {
-  const world = await startWorld(t);
+  const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' });
   const datasetId = await createDataset(world, world.alice, { dataset: 'target', name: 'Target' });
   const image = await shapeImage();
   const server = await fileServer(t, { 'a.png': image.bytes });

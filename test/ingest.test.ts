@@ -198,7 +198,7 @@ t.test('sourceUrl, cancellation and a restart in the middle', async (t) => {
 });
 
 t.test('a job cancelled while its process is dead is never run again: it ends cancelled, the dataset unchanged', async (t) => {
-  const world = await startWorld(t);
+  const world = await startWorld(t, LOCAL_SOURCES);
   await createDataset(world, world.alice, { dataset: 'doomed', name: 'Doomed' });
   const held = await heldFile(t, (await yoloZip(3)).zip);
   const started = await call<{ jobId: string }>(world.server, 'POST', '/api/datasets/alice/doomed/ingest', { key: world.alice, body: { sourceUrl: held.url } });
@@ -209,7 +209,7 @@ t.test('a job cancelled while its process is dead is never run again: it ends ca
   const sql = async (text: string, params: unknown[] = []) => (await adminQuery(text, params, world.server.databaseUrl)).rows;
   await sql(`update jobs set status = 'running', lease_owner = 'crashed', lease_expires_at = now() + interval '1 hour', attempts = 1 where id = $1`, [jobId]);
   const { startTestServer } = await import('./helpers/server.ts');
-  const successor = await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { RATE_LIMIT_DEFAULT: '1000000', STORAGE_URL: `file://${world.server.dataDir}/blobs` } });
+  const successor = await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { ...LOCAL_SOURCES, RATE_LIMIT_DEFAULT: '1000000', STORAGE_URL: `file://${world.server.dataDir}/blobs` } });
   const after = { ...world, server: successor };
   const cancel = await call(successor, 'DELETE', `/api/jobs/${jobId}`, { key: world.alice });
   t.same(cancel.body, { success: true, status: 'running' }, 'the cancel is accepted while the dead holder still has the lease');
