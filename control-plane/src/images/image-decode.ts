@@ -30,6 +30,19 @@ function extOfName(filename: string): string {
   return match ? match[1].toLowerCase() : 'bin';
 }
 
+/** sharp's message for a failed decode (libvips wording, or "Unknown error"), in words the uploader can act on. */
+const UNREADABLE: Array<[RegExp, string]> = [
+  [/unsupported image format/i, 'the file is not an image in a supported format (such as JPEG, PNG or WebP)'],
+  [/buffer is empty/i, 'the file is empty'],
+  [/pixel limit/i, 'the image has too many pixels (more than 268 million)'],
+];
+
+function unreadableReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const known = UNREADABLE.find(([pattern]) => pattern.test(message));
+  return known ? known[1] : 'the image data is damaged or incomplete (for example cut off while copying)';
+}
+
 /**
  * Hash, dimensions and thumbnail of one image. Dimensions are as displayed: EXIF orientations 5-8 turn
  * the picture a quarter, so width and height swap. A file sharp cannot fully decode (corrupt, truncated,
@@ -56,7 +69,6 @@ export async function decodeImage(bytes: Buffer, filename: string): Promise<Deco
       error: null,
     };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes: bytes.length, thumbnail: null, error: `Could not decode image: ${reason}` };
+    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes: bytes.length, thumbnail: null, error: `Could not decode image: ${unreadableReason(error)}` };
   }
 }

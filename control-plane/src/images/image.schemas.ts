@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Handle, Slug } from '../account/handle.ts';
+import { ClassId } from '../datasets/class.schemas.ts';
 import { SplitName } from '../datasets/dataset.schemas.ts';
 import { ObjectId } from '../db/ids.ts';
 import { offsetQuery } from '../http/pagination.ts';
@@ -18,7 +19,8 @@ const Boolish = z.stringbool();
 const ClassIdList = z
   .string()
   .regex(/^\d+(,\d+)*$/, 'must be comma-separated class indexes such as 0,3')
-  .transform((list) => [...new Set(list.split(',').map(Number))]);
+  .transform((list) => [...new Set(list.split(',').map(Number))])
+  .pipe(z.array(ClassId));
 
 export const ImagePath = z.object({ imageId: ObjectId });
 
