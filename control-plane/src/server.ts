@@ -9,6 +9,7 @@ import { bootstrapFirstStart } from './bootstrap.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { Notifications } from './db/notifications.ts';
 import { initORM, migrate, type Orm } from './db/orm.ts';
+import { answerClientError } from './http/client-error.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { IngestJob } from './ingest/ingest.job.ts';
@@ -119,6 +120,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     inFlight.add(handled);
   });
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
   workers.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -2,6 +2,7 @@ import { REGIONS } from '@vp/config';
 import { z } from 'zod';
 import { Handle } from '../account/handle.ts';
 import { ObjectId } from '../db/ids.ts';
+import { int } from '../validation/integers.ts';
 import { SOURCE_BLOCK_TYPES } from './workflow-graph.ts';
 
 export const MAX_WORKFLOWS_LISTED = 100;
@@ -76,7 +77,7 @@ export const WorkflowSave = z
     id: ObjectId.optional().meta({ description: 'The agent to update; leave out to create' }),
     name: z.string().trim().min(1).max(128),
     graph: Graph,
-    version: z.number().int().min(0).meta({ description: '0 creates; an update sends the version last returned for this agent' }),
+    version: int().min(0).meta({ description: '0 creates; an update sends the version last returned for this agent' }),
   })
   .superRefine((body, ctx) => {
     if (body.version === 0 && body.id) ctx.addIssue({ code: 'custom', path: ['id'], message: 'version 0 creates a new agent; leave out id' });

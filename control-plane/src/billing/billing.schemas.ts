@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ObjectId } from '../db/ids.ts';
 import { limitQuery } from '../http/pagination.ts';
+import { queryInt } from '../validation/integers.ts';
 import { CREDIT_KINDS } from './credit-transaction.entity.ts';
 
 const Cents = z.number().int();
@@ -37,7 +38,7 @@ export const CreditTransactionView = z.object({
 export const TransactionListQuery = limitQuery(50, 200)
   .extend({
     cursor: ObjectId.optional().meta({ description: 'nextCursor of the previous page: the transactions older than that one' }),
-    offset: z.coerce.number().int().min(0).optional().meta({ description: 'Skip this many of the newest transactions (instead of cursor)' }),
+    offset: queryInt().min(0).optional().meta({ description: 'Skip this many of the newest transactions (instead of cursor)' }),
     includeTotal: z.stringbool().default(true).meta({ description: 'Count all transactions (total); false skips the count' }),
   })
   .refine((query) => query.cursor === undefined || query.offset === undefined, { message: 'use cursor or offset, not both', path: ['offset'] });

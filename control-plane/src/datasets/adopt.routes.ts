@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/define-route.ts';
-import { AdoptBody, Adopted } from './adopt.schemas.ts';
+import { AdoptBody, Adopted, AdoptUnmatched } from './adopt.schemas.ts';
 import { DatasetPath } from './dataset.schemas.ts';
 
 export const adoptImages = defineRoute({
@@ -23,7 +23,8 @@ export const adoptImages = defineRoute({
   limit: 'default',
   request: { params: DatasetPath, body: AdoptBody },
   response: { status: 200, description: 'How many images were adopted and skipped', schema: Adopted },
-  errors: [403, 404, 409, 422],
+  errors: [403, 404, 409],
+  errorBodies: { 422: AdoptUnmatched },
   handler: (ctx, { params, body }) => ctx.state.services.adoptions.adopt(ctx.state.actor, params.owner, params.dataset, body),
 });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ObjectId } from '../db/ids.ts';
+import { ErrorBody } from '../http/openapi.ts';
 import { MAX_SELECTED_IDS } from '../images/image.schemas.ts';
 import { ClassMapping } from './class.schemas.ts';
 
@@ -15,3 +16,5 @@ export const Adopted = z.object({
   adopted: z.number().int().meta({ description: 'Images added to the dataset' }),
   skipped: z.number().int().meta({ description: 'Images whose file (same hash) was already in the destination split' }),
 });
+
+export const AdoptUnmatched = ErrorBody.extend({ unmatchedClasses: z.array(z.string()).meta({ description: 'Source class names neither mapped nor matched' }) });

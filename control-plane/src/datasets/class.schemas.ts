@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { int } from '../validation/integers.ts';
 
-const ClassId = z.number().int().min(0);
+/** A class index: a position in the dataset's class names. */
+export const ClassId = int().min(0);
 
 /** Source class name → class index, class name (existing or new) or null to drop its labels: ingest and adopt. */
 export const ClassMapping = z.record(z.string().min(1).max(256), z.union([ClassId, z.string().min(1).max(256), z.null()]));

@@ -80,7 +80,8 @@ export const DatasetDetail = DatasetListItem.omit({ samples: true }).extend({
   format: Format,
   blurFaces: z.boolean(),
   kptSkeletonId: z.string().nullable(),
-  kptShape: z.tuple([z.number().int(), z.number().int()]).nullable(),
+  // An array of length 2 rather than a tuple, whose prefixItems schemathesis misreads in responses.
+  kptShape: z.array(z.number().int()).length(2).nullable().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]' }),
   metadata: z.record(z.string(), z.unknown()),
   source: z.record(z.string(), z.unknown()).nullable(),
   versions: z.array(z.object({ version: z.number().int(), description: z.string().nullable(), createdAt: Timestamp })),

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { LabelInput } from '../images/labels.ts';
+import { int, queryInt } from '../validation/integers.ts';
 import { SplitName } from './dataset.schemas.ts';
 
-const VersionNumber = z.number().int().min(1).meta({ description: 'A saved version, numbered from 1' });
+const VersionNumber = int().min(1).meta({ description: 'A saved version, numbered from 1' });
 const Description = z.string().max(1000);
 const DownloadUrl = z.string().meta({ description: 'Signed URL of the NDJSON file; its path stays the same across calls, only the query changes' });
 
 export const ExportQuery = z.object({
-  v: z.coerce.number().int().min(1).optional().meta({ description: 'A saved version (1-indexed); omit for the current state' }),
+  v: queryInt().min(1).optional().meta({ description: 'A saved version (1-indexed); omit for the current state' }),
 });
 
 export const CurrentExport = z.object({
@@ -40,8 +41,8 @@ export const Restored = z.object({ version: VersionNumber, imageCount: z.number(
 const ImageHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be an image hash (64 hexadecimal characters)');
 
 export const CompareQuery = z.object({
-  base: z.coerce.number().int().min(1).meta({ description: 'The version compared from' }),
-  head: z.coerce.number().int().min(1).meta({ description: 'The version compared to; swapping the two swaps added and removed' }),
+  base: queryInt().min(1).meta({ description: 'The version compared from' }),
+  head: queryInt().min(1).meta({ description: 'The version compared to; swapping the two swaps added and removed' }),
   cursor: z
     .string()
     .regex(/^[0-9a-f]{64}:\d{1,6}$/, 'must be the nextCursor of the previous page')

@@ -41,6 +41,8 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   streamedBody?: { contentType: string; description: string };
   /** Error statuses this route can answer, for the OpenAPI document. */
   errors?: number[];
+  /** Error statuses whose body carries fields besides `error` (HttpError's extra), with that body's schema. */
+  errorBodies?: Record<number, z.ZodType>;
   /** Returns the response (JSON routes) or nothing (routes that stream their own body). */
   handler: (ctx: AppContext, input: RouteInput<P, Q, B>) => Promise<z.input<R> | void> | z.input<R> | void;
 }

@@ -20,6 +20,10 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 export const ErrorBody = z.object({ error: z.string() });
+/** What the error middleware answers for an unexpected failure. */
+export const ServerErrorBody = ErrorBody.extend({
+  requestId: z.string().meta({ description: 'Also in the X-Request-Id header; the server log has the details under it' }),
+});
 export const RateLimitBody = z
   .object({ error: z.string(), retryAfter: z.number().int(), resetAt: z.iso.datetime() });
 
@@ -44,7 +48,7 @@ function parameters(schema: z.ZodType | undefined, location: 'path' | 'query') {
 }
 
 function operation(route: RouteDefinition) {
-  const errors = new Set<number>([...(route.errors ?? []), 500]);
+  const errors = new Set<number>([...(route.errors ?? []), ...Object.keys(route.errorBodies ?? {}).map(Number), 500]);
   if (route.request?.params || route.request?.query || route.request?.body) errors.add(400);
   if (route.auth === 'key') errors.add(401);
   if (route.limit) errors.add(429);
@@ -57,10 +61,11 @@ function operation(route: RouteDefinition) {
     },
   };
   for (const status of [...errors].sort()) {
-    const ref = status === 429 ? 'RateLimitError' : 'Error';
+    const ref = status === 429 ? 'RateLimitError' : status === 500 ? 'ServerError' : 'Error';
+    const body = route.errorBodies?.[status];
     responses[status] = {
       description: STATUS_TEXT[status] ?? 'Error',
-      content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } },
+      content: { 'application/json': { schema: body ? jsonSchema(body, 'output') : { $ref: `#/components/schemas/${ref}` } } },
     };
   }
   return {
@@ -115,7 +120,7 @@ export function buildOpenApi(routes: RouteDefinition[], version: string): Record
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key: ul_ followed by 40 hex digits' } },
-      schemas: { Error: jsonSchema(ErrorBody, 'output'), RateLimitError: jsonSchema(RateLimitBody, 'output') },
+      schemas: { Error: jsonSchema(ErrorBody, 'output'), RateLimitError: jsonSchema(RateLimitBody, 'output'), ServerError: jsonSchema(ServerErrorBody, 'output') },
     },
   };
 }

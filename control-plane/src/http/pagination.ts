@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { queryInt } from '../validation/integers.ts';
 import { Invalid } from './errors.ts';
 
 /**
@@ -8,10 +9,10 @@ import { Invalid } from './errors.ts';
  * mistakes a short page for the end of the list.
  */
 export const limitQuery = (defaultLimit: number, max: number) =>
-  z.object({ limit: z.coerce.number().int().min(1).max(max).default(defaultLimit).meta({ description: `1-${max}` }) });
+  z.object({ limit: queryInt().min(1).max(max).default(defaultLimit).meta({ description: `1-${max}` }) });
 
 export const offsetQuery = (defaultLimit: number, max: number) =>
-  limitQuery(defaultLimit, max).extend({ offset: z.coerce.number().int().min(0).default(0) });
+  limitQuery(defaultLimit, max).extend({ offset: queryInt().min(0).default(0) });
 
 export const cursorQuery = (defaultLimit: number, max: number) =>
   limitQuery(defaultLimit, max).extend({
@@ -20,7 +21,7 @@ export const cursorQuery = (defaultLimit: number, max: number) =>
   });
 
 export const pageQuery = (defaultLimit: number, max: number) =>
-  limitQuery(defaultLimit, max).extend({ page: z.coerce.number().int().min(1).default(1) });
+  limitQuery(defaultLimit, max).extend({ page: queryInt().min(1).default(1) });
 
 export const tokenQuery = (defaultLimit: number, max: number) =>
   limitQuery(defaultLimit, max).extend({ pageToken: z.string().max(2000).optional() });

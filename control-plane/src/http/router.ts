@@ -4,10 +4,11 @@ import type { z } from 'zod';
 import { ANONYMOUS, type Actor } from '../auth/actor.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
 import { bearerToken } from '../auth/key-format.ts';
+import { storableJsonProblem } from '../validation/storable-json.ts';
 import type { AppContext, AppState } from './app-context.ts';
 import type { RouteDefinition } from './define-route.ts';
 import { describeZodError } from './error-middleware.ts';
-import { Forbidden, HttpError, MethodNotAllowed, NotFound, Unauthorized } from './errors.ts';
+import { Forbidden, HttpError, Invalid, MethodNotAllowed, NotFound, Unauthorized } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 export interface RouterDeps {
@@ -16,8 +17,17 @@ export interface RouterDeps {
   jsonBody: Middleware<AppState>;
 }
 
+/**
+ * Deepest nesting any request input may have: far beyond a real document, well inside what recursive code
+ * (JSON.stringify, zod, the database driver) can walk. Free-form objects have tighter bounds of their own.
+ */
+const MAX_INPUT_DEPTH = 64;
+
 function parseInput(schema: z.ZodType | undefined, value: unknown, location: string): unknown {
   if (!schema) return undefined;
+  // Before the schema: text PostgreSQL cannot store (NUL, lone surrogates), in any field or key, is a 400 here.
+  const problem = storableJsonProblem(value, MAX_INPUT_DEPTH);
+  if (problem) throw Invalid(`${[location, ...problem.path].join('.')}: ${problem.message}`);
   const result = schema.safeParse(value ?? (location === 'body' ? undefined : {}));
   if (!result.success) throw new HttpError(400, describeZodError(result.error, location));
   return result.data;

@@ -83,6 +83,23 @@ async function sha256Of(file: ImageFile): Promise<string> {
   return hash.digest('hex');
 }
 
+/** An image whose decoding would take more memory than this process allows: refused from its header. */
+class TooLargeToDecode extends Error {}
+
+/** sharp's message for a failed decode (libvips wording, or "Unknown error"), in words the uploader can act on. */
+const UNREADABLE: Array<[RegExp, string]> = [
+  [/unsupported image format/i, 'the file is not an image in a supported format (such as JPEG, PNG or WebP)'],
+  [/buffer is empty/i, 'the file is empty'],
+  [/pixel limit/i, 'the image has too many pixels (more than 268 million)'],
+];
+
+function unreadableReason(error: unknown): string {
+  if (error instanceof TooLargeToDecode) return error.message;
+  const message = error instanceof Error ? error.message : String(error);
+  const known = UNREADABLE.find(([pattern]) => pattern.test(message));
+  return known ? known[1] : 'the image data is damaged or incomplete (for example cut off while copying)';
+}
+
 /**
  * Hash, dimensions and thumbnail of one image. Dimensions are as displayed: EXIF orientations 5-8 turn
  * the picture a quarter, so width and height swap. A file sharp cannot fully decode (corrupt, truncated,
@@ -96,7 +113,7 @@ export async function decodeImage(file: ImageFile, filename: string): Promise<De
     const meta = await sharp(input).metadata();
     const memory = decodeMemoryOf(meta);
     if (memory > DECODE_MEMORY_BYTES) {
-      throw new Error(`${meta.width}×${meta.height} px ${meta.format} would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB`);
+      throw new TooLargeToDecode(`${meta.width}×${meta.height} px ${meta.format} would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB`);
     }
     const quarterTurn = (meta.orientation ?? 1) >= 5;
     const thumbnail = await decoding.with(memory, () =>
@@ -117,7 +134,6 @@ export async function decodeImage(file: ImageFile, filename: string): Promise<De
       error: null,
     };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes, thumbnail: null, error: `Could not decode image: ${reason}` };
+    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes, thumbnail: null, error: `Could not decode image: ${unreadableReason(error)}` };
   }
 }

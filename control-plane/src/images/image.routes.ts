@@ -4,6 +4,7 @@ import {
   BulkDeleteBody,
   BulkDeleted,
   BulkMoveBody,
+  BulkMoveConflict,
   BulkMoved,
   ImageDeleted,
   ImageDetail,
@@ -102,7 +103,8 @@ export const moveImages = defineRoute({
   limit: 'default',
   request: { body: BulkMoveBody },
   response: { status: 200, description: 'Moved', schema: BulkMoved },
-  errors: [403, 404, 409],
+  errors: [403, 404],
+  errorBodies: { 409: BulkMoveConflict },
   handler: (ctx, { body }) => ctx.state.services.images.bulkMove(ctx.state.actor, body),
 });
 

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { Handle, Slug } from '../account/handle.ts';
+import { ClassId } from '../datasets/class.schemas.ts';
 import { SplitName } from '../datasets/dataset.schemas.ts';
 import { ObjectId } from '../db/ids.ts';
+import { ErrorBody } from '../http/openapi.ts';
 import { offsetQuery } from '../http/pagination.ts';
 import { MetadataObject } from '../validation/metadata.ts';
 import { LabelInput } from './labels.ts';
@@ -18,7 +20,8 @@ const Boolish = z.stringbool();
 const ClassIdList = z
   .string()
   .regex(/^\d+(,\d+)*$/, 'must be comma-separated class indexes such as 0,3')
-  .transform((list) => [...new Set(list.split(',').map(Number))]);
+  .transform((list) => [...new Set(list.split(',').map(Number))])
+  .pipe(z.array(ClassId));
 
 export const ImagePath = z.object({ imageId: ObjectId });
 
@@ -125,6 +128,9 @@ export const BulkMoveBody = SelectedImagesBody.extend({
     .meta({ description: 'What to do with images whose file (same hash) is already in the target split: required once there is such a conflict (else 409)' }),
 });
 export const BulkMoved = z.object({ modifiedCount: z.number().int(), skippedCount: z.number().int(), targetSplit: SplitName });
+export const BulkMoveConflict = ErrorBody.extend({
+  conflictCount: z.number().int().optional().meta({ description: 'Images whose file is already in the target split; absent for other conflicts' }),
+});
 export const BulkDeleteBody = SelectedImagesBody;
 export const BulkDeleted = z.object({ deletedCount: z.number().int(), deletedImageIds: z.array(ObjectId) });
 

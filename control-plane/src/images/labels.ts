@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { ClassId } from '../datasets/class.schemas.ts';
 import { Invalid } from '../http/errors.ts';
+import { int } from '../validation/integers.ts';
 
 export const TASKS = ['detect', 'segment', 'semantic', 'depth', 'classify', 'pose', 'obb'] as const;
 export type Task = (typeof TASKS)[number];
@@ -7,20 +9,21 @@ export const MAX_LABELS_PER_IMAGE = 10_000;
 
 // z.number() refuses NaN and ±Infinity; ranges and lengths are checked in validateLabels, which can name the rule.
 const Numbers = (description: string) => z.array(z.number()).meta({ description });
-const PositiveInt = z.number().int().positive();
+const PositiveInt = int().positive();
 
 /** One label in request bodies: shapes and types only; the per-task rules are validateLabels'. */
 export const LabelInput = z
   .strictObject({
-    classId: z.number().int().nonnegative().meta({ description: 'Index into the dataset class names' }),
+    classId: ClassId.meta({ description: 'Index into the dataset class names' }),
     bbox: Numbers('[x_center, y_center, width, height], normalized 0-1').optional(),
     segments: Numbers('Polygon vertices [x1, y1, x2, y2, ...], normalized 0-1; at least 3 points').optional(),
     keypoints: Numbers('Pairs [x1, y1, ...] or triples [x1, y1, v1, ...] (v 0, 1 or 2), one layout per image').optional(),
     obb: Numbers('Oriented box corners [x1, y1, x2, y2, x3, y3, x4, y4], normalized 0-1').optional(),
     mask: z
       .strictObject({
-        size: z.tuple([PositiveInt, PositiveInt]).meta({ description: '[height, width] in pixels' }),
-        counts: z.array(z.number().int().nonnegative()).meta({ description: 'Run lengths; they add up to height × width' }),
+        // Two of one kind: an array of length 2 rather than a tuple, whose prefixItems schemathesis misreads in responses.
+        size: z.array(PositiveInt).length(2).meta({ description: '[height, width] in pixels' }),
+        counts: z.array(int().nonnegative()).meta({ description: 'Run lengths; they add up to height × width' }),
       })
       .optional()
       .meta({ description: 'Run-length encoded mask (semantic datasets)' }),

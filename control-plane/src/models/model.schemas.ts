@@ -4,6 +4,7 @@ import { OwnerPath, Region, Task, Timestamp } from '../datasets/dataset.schemas.
 import { ObjectId } from '../db/ids.ts';
 import { limitQuery } from '../http/pagination.ts';
 import { MetadataObject } from '../validation/metadata.ts';
+import { int, queryInt } from '../validation/integers.ts';
 
 /** Statuses a model record can be given; 'training' blocks moving it between projects. */
 export const MODEL_STATUSES = ['pending', 'training', 'completed', 'failed', 'cancelled'] as const;
@@ -57,7 +58,7 @@ export const ModelDetail = ModelSummary.extend({
 });
 
 export const ModelReadQuery = z.object({
-  analysis: z.coerce.number().int().optional().meta({ description: '1 returns the per-image validation analysis instead of the model' }),
+  analysis: queryInt().optional().meta({ description: '1 returns the per-image validation analysis instead of the model' }),
 });
 export const ModelRead = z.union([
   z.object({ model: ModelDetail, isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }) }),
@@ -75,7 +76,7 @@ export const ModelCreate = z
     metadata: MetadataObject.optional(),
     trainArgs: JsonObject.optional(),
     metrics: Metrics.optional(),
-    epochs: z.number().int().min(0).optional(),
+    epochs: int().min(0).optional(),
     version: z.string().max(50).optional(),
   })
   .refine((body) => body.name === undefined || body.model !== undefined, { path: ['name'], message: 'send name together with model' });
@@ -92,8 +93,8 @@ export const ModelPatch = z
     datasetSlug: Slug.nullable(),
     trainArgs: JsonObject.nullable(),
     trainResults: JsonObject.nullable(),
-    epochs: z.number().int().min(0).nullable(),
-    bestEpoch: z.number().int().min(0).nullable(),
+    epochs: int().min(0).nullable(),
+    bestEpoch: int().min(0).nullable(),
     bestFitness: z.number().nullable(),
     version: z.string().max(50).nullable(),
     trainingError: z.string().max(10_000).nullable(),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ObjectId } from '../db/ids.ts';
 import { defineRoute } from '../http/define-route.ts';
+import { queryInt } from '../validation/integers.ts';
 
 export const putJobCheckpoint = defineRoute({
   method: 'PUT',
@@ -12,7 +13,7 @@ export const putJobCheckpoint = defineRoute({
     'each upload replaces the previous one. A job requeued after its host was lost resumes from it.',
   auth: 'public',
   limit: null,
-  request: { params: z.object({ jobId: ObjectId }), query: z.object({ attempt: z.coerce.number().int().min(1) }) },
+  request: { params: z.object({ jobId: ObjectId }), query: z.object({ attempt: queryInt().min(1) }) },
   streamedBody: { contentType: 'application/octet-stream', description: 'The checkpoint, Content-Length bytes' },
   response: { status: 200, description: 'Stored', schema: z.object({ success: z.literal(true), size: z.number().int() }) },
   errors: [401, 404, 409, 411, 413],
