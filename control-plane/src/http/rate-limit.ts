@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateCategory } from '@vp/config';
+import { Batcher } from '../db/batcher.ts';
 import { HttpError } from './errors.ts';
 
 interface TakeRow {
@@ -15,11 +16,9 @@ export interface RateLimitSettings {
   limits: Record<RateCategory, number>;
 }
 
-interface PendingTake {
+interface Take {
   bucket: string;
   limit: number;
-  resolve: (row: TakeRow) => void;
-  reject: (error: unknown) => void;
 }
 
 /** Counts every take of a batch (a JSON array of [bucket, limit]) in one statement, in the batch's order. */
@@ -32,14 +31,13 @@ const TAKE_MANY_SQL = `
  * Sliding-window limits shared by every replica: counters live in PostgreSQL (an unlogged table,
  * updated by `rate_limit_take`), and the database clock is the only clock. The estimate is previous
  * window × its remaining share + current window; rejected requests are not counted, so a client that
- * waits as told gets through. Concurrent takes are coalesced: while one statement is in flight the
- * next batch gathers, so a busy replica pays one round trip per batch rather than per request.
+ * waits as told gets through. Concurrent takes are coalesced (see Batcher): a busy replica pays one
+ * round trip per batch rather than per request, and every take is still counted before it is answered.
  */
 export class RateLimiter {
   private readonly em: EntityManager;
   private readonly settings: RateLimitSettings;
-  private pending: PendingTake[] = [];
-  private inFlight = false;
+  private readonly takes = new Batcher<Take, TakeRow>((batch) => this.takeMany(batch));
 
   constructor(em: EntityManager, settings: RateLimitSettings) {
     this.em = em;
@@ -54,33 +52,23 @@ export class RateLimiter {
 
   /** Counts one hit in `bucket` when it has room for it; when it has none, how long until it has (nothing counted). */
   async count(bucket: string, limit: number): Promise<RateWait | undefined> {
-    const row = await new Promise<TakeRow>((resolve, reject) => {
-      this.pending.push({ bucket, limit, resolve, reject });
-      if (!this.inFlight) void this.flush();
-    });
+    const row = await this.takes.submit({ bucket, limit });
     if (row.allowed) return undefined;
     return { waitMs: millisecondsUntilAllowed(row, limit, this.settings.windowSeconds * 1000), nowMs: Number(row.now_ms) };
   }
 
   /**
-   * Sends everything gathered so far as one statement, then whatever gathered meanwhile. Sorted by
-   * bucket so that two replicas' batches lock counter rows in the same order and cannot deadlock.
+   * Counts a batch in one statement, sorted by bucket so that two replicas' batches lock counter rows in
+   * the same order and cannot deadlock; answers in the batch's own order.
    */
-  private async flush(): Promise<void> {
-    this.inFlight = true;
-    while (this.pending.length > 0) {
-      const batch = this.pending.sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
-      this.pending = [];
-      try {
-        const rows = await this.em
-          .getConnection()
-          .execute<TakeRow[]>(TAKE_MANY_SQL, [JSON.stringify(batch.map((take) => [take.bucket, take.limit])), this.settings.windowSeconds * 1000]);
-        batch.forEach((take, i) => take.resolve(rows[i]));
-      } catch (error) {
-        for (const take of batch) take.reject(error);
-      }
-    }
-    this.inFlight = false;
+  private async takeMany(batch: Take[]): Promise<TakeRow[]> {
+    const order = batch.map((_, i) => i).sort((a, b) => (batch[a].bucket < batch[b].bucket ? -1 : batch[a].bucket > batch[b].bucket ? 1 : 0));
+    const rows = await this.em
+      .getConnection()
+      .execute<TakeRow[]>(TAKE_MANY_SQL, [JSON.stringify(order.map((i) => [batch[i].bucket, batch[i].limit])), this.settings.windowSeconds * 1000]);
+    const answers: TakeRow[] = new Array(batch.length);
+    order.forEach((i, position) => (answers[i] = rows[position]));
+    return answers;
   }
 
   /** Drops windows too old to weigh in any estimate. */
