@@ -21,10 +21,15 @@ interface Take {
   limit: number;
 }
 
-/** Counts every take of a batch (a JSON array of [bucket, limit]) in one statement, in the batch's order. */
+/** How one bucket's takes of a batch went: the first `allowed` of them pass. */
+interface BucketRow extends Omit<TakeRow, 'allowed'> {
+  allowed: number;
+}
+
+/** Counts every bucket of a batch (a JSON array of [bucket, limit, takes]) in one statement, in the batch's order. */
 const TAKE_MANY_SQL = `
   select r.* from jsonb_array_elements(?::jsonb) with ordinality as b(take, ord),
-    lateral rate_limit_take(b.take->>0, (b.take->>1)::int, ?) r
+    lateral rate_limit_take(b.take->>0, (b.take->>1)::int, ?, (b.take->>2)::int) r
   order by b.ord`;
 
 /**
@@ -32,7 +37,8 @@ const TAKE_MANY_SQL = `
  * updated by `rate_limit_take`), and the database clock is the only clock. The estimate is previous
  * window × its remaining share + current window; rejected requests are not counted, so a client that
  * waits as told gets through. Concurrent takes are coalesced (see Batcher): a busy replica pays one
- * round trip per batch rather than per request, and every take is still counted before it is answered.
+ * round trip per batch and one counter update per bucket in it rather than per request, and every take is
+ * still counted before it is answered, so no replica admits more than the limit.
  */
 export class RateLimiter {
   private readonly em: EntityManager;
@@ -58,16 +64,21 @@ export class RateLimiter {
   }
 
   /**
-   * Counts a batch in one statement, sorted by bucket so that two replicas' batches lock counter rows in
-   * the same order and cannot deadlock; answers in the batch's own order.
+   * Counts a batch in one statement, a bucket's takes together, the buckets sorted so that two replicas' batches
+   * lock counter rows in the same order and cannot deadlock; answers in the batch's own order.
    */
   private async takeMany(batch: Take[]): Promise<TakeRow[]> {
-    const order = batch.map((_, i) => i).sort((a, b) => (batch[a].bucket < batch[b].bucket ? -1 : batch[a].bucket > batch[b].bucket ? 1 : 0));
+    const byBucket = new Map<string, number[]>();
+    batch.forEach((take, i) => (byBucket.get(take.bucket) ?? byBucket.set(take.bucket, []).get(take.bucket)!).push(i));
+    const buckets = [...byBucket.keys()].sort();
     const rows = await this.em
       .getConnection()
-      .execute<TakeRow[]>(TAKE_MANY_SQL, [JSON.stringify(order.map((i) => [batch[i].bucket, batch[i].limit])), this.settings.windowSeconds * 1000]);
+      .execute<BucketRow[]>(TAKE_MANY_SQL, [
+        JSON.stringify(buckets.map((bucket) => [bucket, batch[byBucket.get(bucket)![0]].limit, byBucket.get(bucket)!.length])),
+        this.settings.windowSeconds * 1000,
+      ]);
     const answers: TakeRow[] = new Array(batch.length);
-    order.forEach((i, position) => (answers[i] = rows[position]));
+    buckets.forEach((bucket, b) => byBucket.get(bucket)!.forEach((i, nth) => (answers[i] = { ...rows[b], allowed: nth < rows[b].allowed })));
     return answers;
   }
 
