@@ -44,9 +44,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));
   app.use(async (ctx, next) => {
-    const em = deps.orm.em.fork();
-    ctx.state.em = em as AppState['em'];
-    ctx.state.services = new Services(ctx.state.em, deps);
+    const services = new Services(() => deps.orm.em.fork() as AppState['em'], deps);
+    ctx.state.services = services;
+    Object.defineProperty(ctx.state, 'em', { get: () => services.em, enumerable: true });
     await next();
   });
   if (deps.summaryFigures) app.use(forgetFiguresOnWrite(deps.summaryFigures));

@@ -40,12 +40,19 @@ export interface ServiceDeps {
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
 export class Services {
-  readonly em: EntityManager;
   private readonly deps: ServiceDeps;
+  private forked: EntityManager | undefined;
+  private readonly fork: (() => EntityManager) | undefined;
 
-  constructor(em: EntityManager, deps: ServiceDeps) {
-    this.em = em;
+  /** `em`, or a function that forks one on first use: a request that reads no entity pays nothing for it. */
+  constructor(em: EntityManager | (() => EntityManager), deps: ServiceDeps) {
+    if (typeof em === 'function') this.fork = em;
+    else this.forked = em;
     this.deps = deps;
+  }
+
+  get em(): EntityManager {
+    return (this.forked ??= this.fork!());
   }
 
   get account(): AccountService {
