@@ -56,7 +56,7 @@ export class Services {
   }
 
   get account(): AccountService {
-    return new AccountService(this.em, this.deps.config.region, this.deps.summaryFigures);
+    return new AccountService(() => this.em, this.deps.config.region, this.deps.summaryFigures);
   }
 
   get apiKeys(): ApiKeyService {

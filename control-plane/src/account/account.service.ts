@@ -27,15 +27,22 @@ function checkName(name: string): void {
 
 /** Users, workspaces and memberships: the identity every other domain scopes its data by. */
 export class AccountService {
-  private readonly em: EntityManager;
+  private readonly getEm: () => EntityManager;
   private readonly region: Region;
-  private readonly figures: SummaryFigures;
+  private figures: SummaryFigures | undefined;
 
-  /** `figures`: the process's, cached and shared by concurrent requests; else uncached ones of its own. */
-  constructor(em: EntityManager, region: Region, figures = new SummaryFigures(em)) {
-    this.em = em;
+  /**
+   * `em` is asked for on first use: the summary, the most frequent call, needs none when `figures` is given (the
+   * process's, cached and shared by concurrent requests); without, it reads through uncached ones of its own.
+   */
+  constructor(em: () => EntityManager, region: Region, figures?: SummaryFigures) {
+    this.getEm = em;
     this.region = region;
     this.figures = figures;
+  }
+
+  private get em(): EntityManager {
+    return this.getEm();
   }
 
   private async requireHandleFree(handle: string): Promise<void> {
@@ -111,7 +118,7 @@ export class AccountService {
    */
   async summary(actor: Actor): Promise<z.input<typeof AccountSummary>> {
     const key = requireKey(actor);
-    const { counts, creditsCents } = await this.figures.read(key.workspaceId);
+    const { counts, creditsCents } = await (this.figures ??= new SummaryFigures(this.em)).read(key.workspaceId);
     return {
       username: key.workspaceHandle,
       name: key.profile.workspaceName,
