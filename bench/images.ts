@@ -174,7 +174,7 @@ async function main(): Promise<void> {
     recordResult(
       'images',
       [
-        figure(`${IMAGES} images: slowest of ${lists.length} list queries, p95 (${worst.query})`, worst, worst.p95),
+        figure(`slowest of ${lists.length} list queries, p95: ${worst.query}`, worst, worst.p95),
         figure('class-stats cold, max', stat('class-stats cold'), stat('class-stats cold').max),
         figure('class-stats cached, p95', stat('class-stats cached'), stat('class-stats cached').p95),
       ],
