@@ -10,14 +10,14 @@
  * Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_WARMUP_SECONDS (2), TEST_PG_URL,
  * BENCH_SERVER_NODE_ARGS (extra node flags for the control plane, e.g. `--cpu-prof --cpu-prof-dir=DIR`).
  * Targets (issue 2): authenticated ≥ 20% of the ceiling's requests/s and authenticated p99 < 20 ms.
- * Exit status 1 when a run had non-2xx responses, errors or timeouts, or anything failed; the
- * PASS/FAIL verdict itself does not change the exit status.
+ * Figures go to a JSON file (see recordResult). Exit status 1 when a run had non-2xx responses, errors
+ * or timeouts, or anything failed; the PASS/FAIL verdict itself does not change the exit status.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Result } from 'autocannon';
-import { adminQuery, children, positiveInt, ROOT, runBenchmark, startChild, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, children, positiveInt, recordResult, runBenchmark, startChild, startControlPlane, stopChild } from './lib.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 32);
@@ -135,29 +135,29 @@ async function main(): Promise<void> {
     const authenticated = await measure('GET /api/account/summary (key)', summaryUrl, auth);
     const { ratio, ratioPass, p99Pass } = report(ceiling, authenticated);
 
-    const results = {
-      timestamp: new Date().toISOString(),
-      connections: CONNECTIONS,
-      durationSeconds: SECONDS,
-      warmupSeconds: WARMUP_SECONDS,
-      environment: {
-        node: process.versions.node,
+    recordResult(
+      'api',
+      [
+        {
+          figure: 'GET /api/account/summary, requests/s',
+          value: authenticated.requestsPerSecond,
+          unit: 'req/s',
+          ceiling: ceiling.requestsPerSecond,
+          ratio,
+          target: `ratio >= ${TARGET_RATIO * 100}%`,
+          pass: ratioPass,
+        },
+        { figure: 'GET /api/account/summary, p99', value: authenticated.p99Ms, unit: 'ms', ceiling: ceiling.p99Ms, target: `< ${TARGET_P99_MS} ms`, pass: p99Pass },
+      ],
+      {
+        connections: CONNECTIONS,
+        durationSeconds: SECONDS,
+        warmupSeconds: WARMUP_SECONDS,
         postgres: pgVersion,
-        cpus: cpus().length,
-        cpuModel: cpus()[0]?.model,
-        memoryBytes: totalmem(),
+        ceiling: { ...ceiling, responseBytes: bareBytes },
+        authenticated: { ...authenticated, responseBytes: summaryBytes },
       },
-      ceiling: { ...ceiling, responseBytes: bareBytes },
-      authenticated: { ...authenticated, responseBytes: summaryBytes },
-      ratio,
-      targets: { minRatio: TARGET_RATIO, maxP99Ms: TARGET_P99_MS },
-      pass: { ratio: ratioPass, p99: p99Pass, all: ratioPass && p99Pass },
-    };
-    const dir = join(ROOT, 'bench', 'results');
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `api-${results.timestamp.replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    console.log(`\nfigures written to ${file}`);
+    );
     if ([ceiling, authenticated].some((f) => f.non2xx || f.errors || f.timeouts)) process.exitCode = 1;
   } finally {
     await Promise.all(children.map(stopChild));

@@ -7,7 +7,7 @@
  *
  * Targets (issue 5): ingest ≥ 60% of the ceiling's images/s; peak RSS < 400 MB; export < 5 s.
  * Environment: BENCH_IMAGES, BENCH_EXPORT_IMAGES, TEST_PG_URL, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`). Everything is stopped and dropped at the
- * end; exit status 1 when something failed (the verdicts do not change it).
+ * end; exit status 1 when something failed (the verdicts do not change it). Figures go to a JSON file (see recordResult).
  */
 import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import yazl from 'yazl';
-import { adminQuery, positiveInt, putFile, rssBytes, runBenchmark, startControlPlane, stopChild } from './lib.ts';
+import { adminQuery, positiveInt, putFile, recordResult, rssBytes, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
 const EXPORT_IMAGES = positiveInt('BENCH_EXPORT_IMAGES', 100_000);
@@ -134,12 +134,19 @@ async function main(): Promise<void> {
     process.stderr.write(`seeding ${EXPORT_IMAGES} images for the export…\n`);
     const exportSeconds = await timeExport(base, key, owner);
 
+    const ratio = rate / ceilingRate;
+    const peakMb = peak / MB;
+    const ingest: Figure = { figure: `ingest of ${IMAGES} JPEGs`, value: rate, unit: 'images/s', ceiling: ceilingRate, ratio, target: `ratio >= ${TARGET_RATIO * 100}%`, pass: ratio >= TARGET_RATIO };
+    const rss: Figure = { figure: 'ingest, control-plane peak RSS', value: peakMb, unit: 'MB', target: `< ${TARGET_RSS_MB} MB`, pass: peakMb < TARGET_RSS_MB };
+    const exported: Figure = { figure: `NDJSON export of ${EXPORT_IMAGES} images`, value: exportSeconds, unit: 's', target: `< ${TARGET_EXPORT_S} s`, pass: exportSeconds < TARGET_EXPORT_S };
+    const verdict = (figure: Figure) => (figure.pass ? 'PASS' : 'FAIL');
     console.log(`\nbench:ingest — ${IMAGES} JPEGs 640×480 (${(size / MB).toFixed(0)} MB ZIP), ${cpus().length} cores\n`);
     console.log(`ceiling (sharp decode + thumbnail, ${availableParallelism()} at a time): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`);
-    console.log(`ingest (request → job completed):                 ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${((100 * rate) / ceilingRate).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${rate >= TARGET_RATIO * ceilingRate ? 'PASS' : 'FAIL'}`);
+    console.log(`ingest (request → job completed):                 ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${verdict(ingest)}`);
     console.log(`job result: ${JSON.stringify({ imagesAdded: job.result?.imagesAdded, labelsAdded: job.result?.labelsAdded, labelErrors: job.result?.labelErrors, seconds: job.result?.seconds })}`);
-    console.log(`control-plane peak RSS during the ingest: ${(peak / MB).toFixed(0)} MB (target < ${TARGET_RSS_MB} MB) ${peak / MB < TARGET_RSS_MB ? 'PASS' : 'FAIL'}`);
-    console.log(`NDJSON export of ${EXPORT_IMAGES} images, cold: ${exportSeconds.toFixed(2)} s (target < ${TARGET_EXPORT_S} s) ${exportSeconds < TARGET_EXPORT_S ? 'PASS' : 'FAIL'}`);
+    console.log(`control-plane peak RSS during the ingest: ${peakMb.toFixed(0)} MB (target < ${TARGET_RSS_MB} MB) ${verdict(rss)}`);
+    console.log(`NDJSON export of ${EXPORT_IMAGES} images, cold: ${exportSeconds.toFixed(2)} s (target < ${TARGET_EXPORT_S} s) ${verdict(exported)}`);
+    recordResult('ingest', [ingest, rss, exported], { zipBytes: size, seconds, ceilingBefore, ceilingAfter, jobResult: job.result });
   } finally {
     await stopChild(child);
   }

@@ -1,6 +1,8 @@
 // Shared by the benchmarks: child processes that are always stopped, free ports, the benchmark database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -176,6 +178,49 @@ export function putFile(url: string, headers: Record<string, string>, path: stri
   });
 }
 
+
+/** One measured figure against its target: a row of the table `npm run bench` prints. */
+export interface Figure {
+  figure: string;
+  value: number;
+  unit: string;
+  /** The same quantity for the ceiling, measured in the same run. */
+  ceiling?: number;
+  /** value ÷ ceiling (or, where a benchmark says so, the median of its rounds' ratios). */
+  ratio?: number;
+  /** In words, e.g. `ratio >= 20%`; absent for a figure shown for information. */
+  target?: string;
+  pass?: boolean;
+}
+
+/** What a benchmark run leaves: its figures and whatever else it measured. */
+export interface BenchResult {
+  benchmark: string;
+  timestamp: string;
+  environment: { node: string; cpus: number; cpuModel?: string; memoryBytes: number };
+  figures: Figure[];
+  details: Record<string, unknown>;
+}
+
+/**
+ * Writes a benchmark's figures as JSON to BENCH_RESULT_FILE (set by `npm run bench`), else to
+ * bench/results/<benchmark>-<timestamp>.json; returns the path.
+ */
+export function recordResult(benchmark: string, figures: Figure[], details: Record<string, unknown> = {}): string {
+  const timestamp = new Date().toISOString();
+  const result: BenchResult = {
+    benchmark,
+    timestamp,
+    environment: { node: process.versions.node, cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryBytes: totalmem() },
+    figures,
+    details,
+  };
+  const file = process.env.BENCH_RESULT_FILE || join(ROOT, 'bench', 'results', `${benchmark}-${timestamp.replace(/[:.]/g, '-')}.json`);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`\nfigures written to ${file}`);
+  return file;
+}
 
 /**
  * Runs a benchmark's main: a failure is printed and sets exit status 1; child processes are always

@@ -21,6 +21,7 @@
  * BENCH_ROUNDS (3) times, the three trainings in a rotating order (one 5-epoch run here swings by ±15%); medians are printed.
  * Environment: BENCH_EPOCHS, BENCH_ROUNDS, BENCH_MATERIALIZE_IMAGES, TEST_PG_URL, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
  * Everything is stopped and removed at the end; exit status 1 only when something broke (a FAIL verdict does not).
+ * Figures go to a JSON file (see recordResult).
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ import { enrollAgent, runAgent, type Spawned } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
-import { adminQuery, positiveInt, ROOT, runBenchmark, startControlPlane } from './lib.ts';
+import { adminQuery, positiveInt, recordResult, ROOT, runBenchmark, startControlPlane } from './lib.ts';
 
 const EPOCHS = positiveInt('BENCH_EPOCHS', 5);
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
@@ -343,6 +344,23 @@ async function main(): Promise<void> {
   for (const [i, m] of materializations.entries()) {
     console.log(`  round ${i + 1}: ${s(m.seconds)} = export ${s(m.export)}${i ? ' (cached)' : ' (cold)'} + NDJSON download ${s(m.ndjson)} + images ${s(m.seconds - m.export - m.ndjson)}; CPU: converter ${s(m.cpu)}, control plane ${s(m.controlPlaneCpu)}`);
   }
+  recordResult(
+    'train',
+    [
+      {
+        // ratio: the median of the rounds' platform ÷ standalone, as the overhead is computed.
+        figure: `${EPOCHS}-epoch CPU training via the platform`,
+        value: median(runs.platform.map((r) => r.total)),
+        unit: 's',
+        ceiling: median(runs.standalone.map((r) => r.total)),
+        ratio: 1 + overhead,
+        target: `overhead < ${TARGET_OVERHEAD * 100}%`,
+        pass: overhead < TARGET_OVERHEAD,
+      },
+      { figure: `ul:// dataset materialization, ${materializations[0].images} images`, value: rate, unit: 'images/s', target: `>= ${TARGET_RATE} images/s`, pass: rate >= TARGET_RATE },
+    ],
+    { epochs: EPOCHS, rounds: ROUNDS, overheads, callbacks, runs, materializations, versions: { ultralytics: versions[0], torch: versions[1] } },
+  );
 }
 
 await runBenchmark('bench:train', main, async () => {

@@ -130,3 +130,16 @@ t.test("the trainer's webhook has a category of its own: events past RATE_LIMIT_
   expectRateLimited(t, await post({ event: 'epoch_end', modelId: started.body.modelId, data: { epoch: 1, metrics: {} } }), 'metrics', 60);
   t.equal((await call(a, 'GET', '/api/account/summary', { key })).status, 200, 'the Default category counts apart');
 });
+
+t.test('a burst from one key on two replicas at once gets exactly the limit through', async (t) => {
+  // An hour's window, so that the burst does not straddle two windows (which would weigh the first one in).
+  const env = { RATE_LIMIT_WINDOW_SECONDS: '3600', RATE_LIMIT_DEFAULT: '20' };
+  const [a, b] = await twoReplicas(t, env);
+  await a.services().account.createUser('erin', 'Erin');
+  const key = (await a.services().apiKeys.create('erin', 'erin')).key;
+  // Concurrent requests of one key reach each replica's counter together, as one batch or a few.
+  const statuses = await Promise.all(Array.from({ length: 60 }, (_, i) => call(i % 2 ? a : b, 'GET', '/api/storage', { key }).then((r) => r.status)));
+  t.equal(statuses.filter((status) => status === 200).length, 20, '20 allowed');
+  t.equal(statuses.filter((status) => status === 429).length, 40, 'the rest refused');
+  expectRateLimited(t, await call(a, 'GET', '/api/storage', { key }), 'default', 3600);
+});

@@ -2,6 +2,7 @@ import type { Orm } from './db/orm.ts';
 import type { AppConfig } from '@vp/config';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { forgetFiguresOnWrite } from './account/summary-figures.ts';
 import type { Authenticator } from './auth/authenticator.ts';
 import type { AppState } from './http/app-context.ts';
 import type { RouteDefinition } from './http/define-route.ts';
@@ -31,7 +32,10 @@ export function openApiDocument(routes: RouteDefinition[] = allRoutes): string {
   return stableStringify(buildOpenApi(routes, API_VERSION));
 }
 
-/** The Koa middleware order, nothing else: context → errors → docs → ORM fork → routes (which parse their own bodies). */
+/**
+ * The Koa middleware order, nothing else: context → errors → docs → ORM fork → (summary figures after writes) →
+ * routes (which parse their own bodies).
+ */
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
   const routes = deps.routes ?? allRoutes;
@@ -40,11 +44,12 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));
   app.use(async (ctx, next) => {
-    const em = deps.orm.em.fork();
-    ctx.state.em = em as AppState['em'];
-    ctx.state.services = new Services(ctx.state.em, deps);
+    const services = new Services(() => deps.orm.em.fork() as AppState['em'], deps);
+    ctx.state.services = services;
+    Object.defineProperty(ctx.state, 'em', { get: () => services.em, enumerable: true });
     await next();
   });
+  if (deps.summaryFigures) app.use(forgetFiguresOnWrite(deps.summaryFigures));
   for (const middleware of buildRouter(routes, { ...deps, jsonBody: jsonBody(deps.config.jsonBodyLimitBytes) })) app.use(middleware);
   return app;
 }

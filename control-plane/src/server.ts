@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { resolveSigningSecret, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
 import { createApp } from './app.ts';
+import { SummaryFigures } from './account/summary-figures.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { bootstrapFirstStart } from './bootstrap.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
@@ -79,6 +80,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     failures: { limiter: rateLimiter, perWindow: config.authFailureLimit, windowSeconds: config.rateLimitWindowSeconds },
   });
   authenticator.listen(notifications);
+  const summaryFigures = new SummaryFigures(orm.em);
+  summaryFigures.listen(notifications);
   const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
   pruneTimer.unref();
 
@@ -111,7 +114,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, storage, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
-import { AccountService, type ResourceCounters } from './account/account.service.ts';
+import { AccountService } from './account/account.service.ts';
+import type { SummaryFigures } from './account/summary-figures.ts';
 import { WorkflowService } from './agents/workflow.service.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
 import { BillingService } from './billing/billing.service.ts';
@@ -8,7 +9,6 @@ import { AdoptService } from './datasets/adopt.service.ts';
 import { ClassService } from './datasets/class.service.ts';
 import { CloneService } from './datasets/clone.service.ts';
 import { DatasetService } from './datasets/dataset.service.ts';
-import { Dataset } from './datasets/dataset.entity.ts';
 import { SplitService } from './datasets/split.service.ts';
 import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
@@ -16,9 +16,7 @@ import { ImageService } from './images/image.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobService } from './jobs/job.service.ts';
-import { Model } from './models/model.entity.ts';
 import { ModelService } from './models/model.service.ts';
-import { Project } from './projects/project.entity.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { Storage } from './storage/storage.ts';
@@ -34,30 +32,31 @@ export interface ServiceDeps {
   config: AppConfig;
   /** Absent where no file is touched (vpctl, first-start bootstrap). */
   storage?: Storage;
-  counters?: ResourceCounters;
+  /** The process's cache of the account summary's figures; absent outside the server (read uncached then). */
+  summaryFigures?: SummaryFigures;
   /** For limits a service applies itself (version comparisons per user and dataset). */
   rateLimiter?: RateLimiter;
 }
 
-/** Resources in trash are not counted. */
-const DEFAULT_COUNTERS: ResourceCounters = {
-  datasets: (em, workspaceId) => em.count(Dataset, { workspace: workspaceId, deletedAt: null }),
-  projects: (em, workspaceId) => em.count(Project, { workspace: workspaceId, deletedAt: null }),
-  models: (em, workspaceId) => em.count(Model, { workspace: workspaceId, deletedAt: null }),
-};
-
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
 export class Services {
-  readonly em: EntityManager;
   private readonly deps: ServiceDeps;
+  private forked: EntityManager | undefined;
+  private readonly fork: (() => EntityManager) | undefined;
 
-  constructor(em: EntityManager, deps: ServiceDeps) {
-    this.em = em;
+  /** `em`, or a function that forks one on first use: a request that reads no entity pays nothing for it. */
+  constructor(em: EntityManager | (() => EntityManager), deps: ServiceDeps) {
+    if (typeof em === 'function') this.fork = em;
+    else this.forked = em;
     this.deps = deps;
   }
 
+  get em(): EntityManager {
+    return (this.forked ??= this.fork!());
+  }
+
   get account(): AccountService {
-    return new AccountService(this.em, this.deps.config.region, { ...DEFAULT_COUNTERS, ...this.deps.counters });
+    return new AccountService(() => this.em, this.deps.config.region, this.deps.summaryFigures);
   }
 
   get apiKeys(): ApiKeyService {

@@ -5,20 +5,15 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
 import { announceAuthChange } from '../auth/authenticator.ts';
-import { workspaceBalanceCents } from '../billing/billing.service.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
 import type { AccountSummary, Member, StorageUsage, UserProfile } from './account.schemas.ts';
-import { COUNTED_RESOURCES } from './account.schemas.ts';
 import { HANDLE_PATTERN } from './handle.ts';
 import { Membership } from './membership.entity.ts';
 import type { Role } from './roles.ts';
+import { SummaryFigures } from './summary-figures.ts';
 import { User } from './user.entity.ts';
 import { Workspace } from './workspace.entity.ts';
-
-/** Counts one kind of resource in a workspace; domains that own the resource provide it. */
-export type ResourceCounter = (em: EntityManager, workspaceId: string) => Promise<number>;
-export type ResourceCounters = Partial<Record<(typeof COUNTED_RESOURCES)[number], ResourceCounter>>;
 
 function checkHandle(handle: string): void {
   if (!HANDLE_PATTERN.test(handle)) {
@@ -32,14 +27,22 @@ function checkName(name: string): void {
 
 /** Users, workspaces and memberships: the identity every other domain scopes its data by. */
 export class AccountService {
-  private readonly em: EntityManager;
+  private readonly getEm: () => EntityManager;
   private readonly region: Region;
-  private readonly counters: ResourceCounters;
+  private figures: SummaryFigures | undefined;
 
-  constructor(em: EntityManager, region: Region, counters: ResourceCounters = {}) {
-    this.em = em;
+  /**
+   * `em` is asked for on first use: the summary, the most frequent call, needs none when `figures` is given (the
+   * process's, cached and shared by concurrent requests); without, it reads through uncached ones of its own.
+   */
+  constructor(em: () => EntityManager, region: Region, figures?: SummaryFigures) {
+    this.getEm = em;
     this.region = region;
-    this.counters = counters;
+    this.figures = figures;
+  }
+
+  private get em(): EntityManager {
+    return this.getEm();
   }
 
   private async requireHandleFree(handle: string): Promise<void> {
@@ -109,9 +112,13 @@ export class AccountService {
     });
   }
 
-  /** The identity part comes cached with the key (see KeyActor.profile): this is the most frequent authenticated call. */
+  /**
+   * The most frequent authenticated call: the identity part comes cached with the key (see KeyActor.profile), the
+   * counts and credit from kept counters (see SummaryFigures).
+   */
   async summary(actor: Actor): Promise<z.input<typeof AccountSummary>> {
     const key = requireKey(actor);
+    const { counts, creditsCents } = await (this.figures ??= new SummaryFigures(this.em)).read(key.workspaceId);
     return {
       username: key.workspaceHandle,
       name: key.profile.workspaceName,
@@ -120,16 +127,11 @@ export class AccountService {
       region: key.profile.region,
       role: key.role,
       actingUser: { username: key.username, name: key.profile.userName },
-      counts: await this.countResources(key.workspaceId),
-      creditsCents: await workspaceBalanceCents(this.em, key.workspaceId),
+      counts,
+      creditsCents,
       teams: key.profile.teams,
       createdAt: key.profile.workspaceCreatedAt,
     };
-  }
-
-  private async countResources(workspaceId: string): Promise<Record<(typeof COUNTED_RESOURCES)[number], number>> {
-    const counted = await Promise.all(COUNTED_RESOURCES.map(async (kind) => [kind, (await this.counters[kind]?.(this.em, workspaceId)) ?? 0]));
-    return Object.fromEntries(counted) as Record<(typeof COUNTED_RESOURCES)[number], number>;
   }
 
   /** Bytes stored for the key's workspace, summed from the recorded size of each stored object. */

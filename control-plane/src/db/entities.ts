@@ -1,4 +1,5 @@
 import { Membership } from '../account/membership.entity.ts';
+import { ResourceCount } from '../account/resource-count.entity.ts';
 import { CreditBalance } from '../billing/credit-balance.entity.ts';
 import { CreditTransaction } from '../billing/credit-transaction.entity.ts';
 import { User } from '../account/user.entity.ts';
@@ -28,4 +29,4 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey, CreditTransaction, CreditBalance, TrainingRun, TrainingEpoch, ConsoleChunk];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey, CreditTransaction, CreditBalance, ResourceCount, TrainingRun, TrainingEpoch, ConsoleChunk];

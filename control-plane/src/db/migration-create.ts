@@ -1,13 +1,15 @@
-// `npm run migration:create -- NAME`: diffs the entities against a scratch database migrated to the
-// current head, writes the next migration beside the others and registers it in migrations/index.ts.
+// `npm run migration:create -- NAME [--blank]`: diffs the entities against a scratch database migrated to the
+// current head, writes the next migration beside the others and registers it in migrations/index.ts. With
+// --blank it writes an empty one, for hand-written SQL the diff does not see (functions, triggers).
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { initORM, migrate } from './orm.ts';
 
-const name = process.argv[2]?.replace(/[^A-Za-z0-9_]/g, '_');
+const blank = process.argv.includes('--blank');
+const name = process.argv.slice(2).find((arg) => arg !== '--blank')?.replace(/[^A-Za-z0-9_]/g, '_');
 if (!name) {
-  console.error('usage: npm run migration:create -- NAME');
+  console.error('usage: npm run migration:create -- NAME [--blank]');
   process.exit(2);
 }
 const serverUrl = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -21,7 +23,7 @@ try {
   url.pathname = `/${scratch}`;
   const orm = await initORM(url.toString());
   await migrate(orm);
-  const result = await orm.migrator.create(new URL('.', dir).pathname, false, false, name);
+  const result = await orm.migrator.create(new URL('.', dir).pathname, blank, false, name);
   await orm.close();
   if (!result.fileName) {
     console.log('entities match the migrations; nothing to write');

@@ -14,6 +14,7 @@ export class Notifications {
   private readonly reconnectHandlers: Array<() => void> = [];
   private stopped = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  private connections = 0;
 
   private readonly databaseUrl: string;
   private readonly log: Logger;
@@ -32,6 +33,14 @@ export class Notifications {
     this.reconnectHandlers.push(handler);
   }
 
+  /**
+   * Which connection is listening now (a new number after each reconnect), undefined while none is: for caches
+   * that may serve only what they learned on the current connection, since a message can be lost in between.
+   */
+  get session(): number | undefined {
+    return this.client ? this.connections : undefined;
+  }
+
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.databaseUrl });
     client.on('notification', (message) => {
@@ -41,6 +50,7 @@ export class Notifications {
     client.on('end', () => this.scheduleReconnect());
     await client.connect();
     for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
+    this.connections++;
     this.client = client;
   }
 
@@ -62,6 +72,8 @@ export class Notifications {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
-    await this.client?.end().catch(() => undefined);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
   }
 }

@@ -13,8 +13,8 @@ export async function initORM(databaseUrl: string, overrides: Partial<Options> =
     extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
     migrations: { migrationsList: migrations, tableName: 'schema_migrations', snapshot: false, silent: true },
-    // Hand-written SQL (rate-limit counters and their function) is not mirrored by entities.
-    schemaGenerator: { ignoreRoutines: true, skipTables: ['rate_limit_windows'] },
+    // Hand-written SQL (rate-limit counters and their function, the resource-count triggers) is not mirrored by entities.
+    schemaGenerator: { ignoreRoutines: true, ignoreTriggers: true, skipTables: ['rate_limit_windows'] },
     pool: { min: 0, max: 10 },
     debug: false,
     ...overrides,

@@ -7,7 +7,7 @@ import type { Services } from '../services.ts';
 export interface AppState {
   requestId: string;
   log: Logger;
-  /** The request's own fork of the ORM EntityManager. */
+  /** The request's own fork of the ORM EntityManager, made on first use (see Services.em). */
   em: EntityManager;
   actor: Actor;
   clientAddress: string;

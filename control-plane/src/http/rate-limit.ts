@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateCategory } from '@vp/config';
+import { Batcher } from '../db/batcher.ts';
 import { HttpError } from './errors.ts';
 
 interface TakeRow {
@@ -15,31 +16,34 @@ export interface RateLimitSettings {
   limits: Record<RateCategory, number>;
 }
 
-interface PendingTake {
+interface Take {
   bucket: string;
   limit: number;
-  resolve: (row: TakeRow) => void;
-  reject: (error: unknown) => void;
 }
 
-/** Counts every take of a batch (a JSON array of [bucket, limit]) in one statement, in the batch's order. */
+/** How one bucket's takes of a batch went: the first `allowed` of them pass. */
+interface BucketRow extends Omit<TakeRow, 'allowed'> {
+  allowed: number;
+}
+
+/** Counts every bucket of a batch (a JSON array of [bucket, limit, takes]) in one statement, in the batch's order. */
 const TAKE_MANY_SQL = `
   select r.* from jsonb_array_elements(?::jsonb) with ordinality as b(take, ord),
-    lateral rate_limit_take(b.take->>0, (b.take->>1)::int, ?) r
+    lateral rate_limit_take(b.take->>0, (b.take->>1)::int, ?, (b.take->>2)::int) r
   order by b.ord`;
 
 /**
  * Sliding-window limits shared by every replica: counters live in PostgreSQL (an unlogged table,
  * updated by `rate_limit_take`), and the database clock is the only clock. The estimate is previous
  * window × its remaining share + current window; rejected requests are not counted, so a client that
- * waits as told gets through. Concurrent takes are coalesced: while one statement is in flight the
- * next batch gathers, so a busy replica pays one round trip per batch rather than per request.
+ * waits as told gets through. Concurrent takes are coalesced (see Batcher): a busy replica pays one
+ * round trip per batch and one counter update per bucket in it rather than per request, and every take is
+ * still counted before it is answered, so no replica admits more than the limit.
  */
 export class RateLimiter {
   private readonly em: EntityManager;
   private readonly settings: RateLimitSettings;
-  private pending: PendingTake[] = [];
-  private inFlight = false;
+  private readonly takes = new Batcher<Take, TakeRow>((batch) => this.takeMany(batch));
 
   constructor(em: EntityManager, settings: RateLimitSettings) {
     this.em = em;
@@ -54,33 +58,28 @@ export class RateLimiter {
 
   /** Counts one hit in `bucket` when it has room for it; when it has none, how long until it has (nothing counted). */
   async count(bucket: string, limit: number): Promise<RateWait | undefined> {
-    const row = await new Promise<TakeRow>((resolve, reject) => {
-      this.pending.push({ bucket, limit, resolve, reject });
-      if (!this.inFlight) void this.flush();
-    });
+    const row = await this.takes.submit({ bucket, limit });
     if (row.allowed) return undefined;
     return { waitMs: millisecondsUntilAllowed(row, limit, this.settings.windowSeconds * 1000), nowMs: Number(row.now_ms) };
   }
 
   /**
-   * Sends everything gathered so far as one statement, then whatever gathered meanwhile. Sorted by
-   * bucket so that two replicas' batches lock counter rows in the same order and cannot deadlock.
+   * Counts a batch in one statement, a bucket's takes together, the buckets sorted so that two replicas' batches
+   * lock counter rows in the same order and cannot deadlock; answers in the batch's own order.
    */
-  private async flush(): Promise<void> {
-    this.inFlight = true;
-    while (this.pending.length > 0) {
-      const batch = this.pending.sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
-      this.pending = [];
-      try {
-        const rows = await this.em
-          .getConnection()
-          .execute<TakeRow[]>(TAKE_MANY_SQL, [JSON.stringify(batch.map((take) => [take.bucket, take.limit])), this.settings.windowSeconds * 1000]);
-        batch.forEach((take, i) => take.resolve(rows[i]));
-      } catch (error) {
-        for (const take of batch) take.reject(error);
-      }
-    }
-    this.inFlight = false;
+  private async takeMany(batch: Take[]): Promise<TakeRow[]> {
+    const byBucket = new Map<string, number[]>();
+    batch.forEach((take, i) => (byBucket.get(take.bucket) ?? byBucket.set(take.bucket, []).get(take.bucket)!).push(i));
+    const buckets = [...byBucket.keys()].sort();
+    const rows = await this.em
+      .getConnection()
+      .execute<BucketRow[]>(TAKE_MANY_SQL, [
+        JSON.stringify(buckets.map((bucket) => [bucket, batch[byBucket.get(bucket)![0]].limit, byBucket.get(bucket)!.length])),
+        this.settings.windowSeconds * 1000,
+      ]);
+    const answers: TakeRow[] = new Array(batch.length);
+    buckets.forEach((bucket, b) => byBucket.get(bucket)!.forEach((i, nth) => (answers[i] = { ...rows[b], allowed: nth < rows[b].allowed })));
+    return answers;
   }
 
   /** Drops windows too old to weigh in any estimate. */

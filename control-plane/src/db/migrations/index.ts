@@ -8,6 +8,8 @@ import { Migration20261123004101_host_jobs } from './Migration20261123004101_hos
 import { Migration20261123005518_credits } from './Migration20261123005518_credits.ts';
 import { Migration20261123010011_training_runs_job_keys } from './Migration20261123010011_training_runs_job_keys.ts';
 import { Migration20261123013707_host_job_accounting } from './Migration20261123013707_host_job_accounting.ts';
+import { Migration20261124004210_resource_counts } from './Migration20261124004210_resource_counts.ts';
+import { Migration20261124011321_rate_limit_take_count } from './Migration20261124011321_rate_limit_take_count.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -21,4 +23,6 @@ export const migrations = [
   { name: 'Migration20261123005518_credits', class: Migration20261123005518_credits },
   { name: 'Migration20261123010011_training_runs_job_keys', class: Migration20261123010011_training_runs_job_keys },
   { name: 'Migration20261123013707_host_job_accounting', class: Migration20261123013707_host_job_accounting },
+  { name: 'Migration20261124004210_resource_counts', class: Migration20261124004210_resource_counts },
+  { name: 'Migration20261124011321_rate_limit_take_count', class: Migration20261124011321_rate_limit_take_count },
 ];

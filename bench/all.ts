@@ -1,0 +1,90 @@
+/**
+ * `npm run bench [-- NAME...]`: every benchmark (or the named ones: api, upload, images, ingest, train), one after
+ * the other, then one table of their figures: benchmark, figure, value, the ceiling measured in the same run, ratio,
+ * target and verdict. Each runs as `node bench/NAME.ts` with its progress on stderr; its own report goes to
+ * bench/results/run-<time>/NAME.log and its figures to NAME.json there (see recordResult), from which the table is
+ * made. Exit status 1 when a target fails or a benchmark breaks (no figures), so a regression shows the day it lands.
+ * Each benchmark's settings (BENCH_SECONDS, BENCH_IMAGES, …) pass through.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BenchResult, Figure } from './lib.ts';
+import { ROOT } from './lib.ts';
+
+const BENCHMARKS = ['api', 'upload', 'images', 'ingest', 'train'];
+
+interface Outcome {
+  benchmark: string;
+  figures: Figure[];
+  /** Why there are no figures: the benchmark broke. */
+  error?: string;
+}
+
+function runOne(benchmark: string, dir: string): Promise<Outcome> {
+  const resultFile = join(dir, `${benchmark}.json`);
+  const logFile = join(dir, `${benchmark}.log`);
+  process.stderr.write(`\n== bench:${benchmark} (report: ${logFile})\n`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join('bench', `${benchmark}.ts`)], {
+      cwd: ROOT,
+      env: { ...process.env, BENCH_RESULT_FILE: resultFile },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    child.stdout.pipe(createWriteStream(logFile));
+    child.once('error', (error) => resolve({ benchmark, figures: [], error: `could not start: ${error.message}` }));
+    child.once('exit', (code, signal) => {
+      if (existsSync(resultFile)) {
+        const result = JSON.parse(readFileSync(resultFile, 'utf8')) as BenchResult;
+        resolve({ benchmark, figures: result.figures, error: code === 0 ? undefined : `exited ${signal ?? code} after its figures (see its report)` });
+      } else {
+        resolve({ benchmark, figures: [], error: `no figures: exited ${signal ?? code} (see the lines above)` });
+      }
+    });
+  });
+}
+
+const number = (value: number) => (Number.isInteger(value) || Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 10 ? value.toFixed(1) : value.toFixed(2));
+
+/** One row per figure, and one per benchmark that broke; every broken benchmark and failed target is FAIL. */
+function table(outcomes: Outcome[]): { lines: string[]; failed: number } {
+  const header = ['benchmark', 'figure', 'value', 'ceiling', 'ratio', 'target', 'verdict'];
+  const rows: string[][] = [];
+  let failed = 0;
+  for (const { benchmark, figures, error } of outcomes) {
+    for (const f of figures) {
+      if (f.pass === false) failed++;
+      rows.push([
+        benchmark,
+        f.figure,
+        `${number(f.value)} ${f.unit}`,
+        f.ceiling === undefined ? '-' : `${number(f.ceiling)} ${f.unit}`,
+        f.ratio === undefined ? '-' : `${(100 * f.ratio).toFixed(1)}%`,
+        f.target ?? '-',
+        f.pass === undefined ? '-' : f.pass ? 'PASS' : 'FAIL',
+      ]);
+    }
+    if (error) {
+      failed++;
+      rows.push([benchmark, error, '-', '-', '-', '-', 'FAIL']);
+    }
+  }
+  const widths = header.map((_, i) => Math.max(header[i].length, ...rows.map((row) => row[i].length)));
+  const line = (cells: string[]) => cells.map((cell, i) => (i >= 2 && i <= 4 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
+  return { lines: [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)], failed };
+}
+
+const chosen = process.argv.slice(2);
+const unknown = chosen.filter((name) => !BENCHMARKS.includes(name));
+if (unknown.length) {
+  console.error(`unknown benchmark ${unknown.join(', ')}; choose from ${BENCHMARKS.join(', ')}`);
+  process.exit(2);
+}
+const dir = join(ROOT, 'bench', 'results', `run-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+mkdirSync(dir, { recursive: true });
+const outcomes: Outcome[] = [];
+for (const benchmark of chosen.length ? chosen : BENCHMARKS) outcomes.push(await runOne(benchmark, dir));
+const { lines, failed } = table(outcomes);
+console.log(`\n${lines.join('\n')}\n`);
+console.log(failed ? `${failed} FAIL (figures and reports in ${dir})` : `ALL PASS (figures and reports in ${dir})`);
+process.exitCode = failed ? 1 : 0;
