@@ -15,6 +15,7 @@ import type { RouteDefinition } from './http/define-route.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
+import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobRunner } from './jobs/job-runner.ts';
 import { OutboundPolicy } from './net/outbound-policy.ts';
 import { sweepOrphanImageBlobs } from './images/image-blobs.ts';
@@ -105,16 +106,17 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   }, 3600_000);
   sweepTimer.unref();
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
-  const jobs = new JobRunner(orm, { [INGEST_JOB]: ingest }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds });
-  jobs.listen(notifications);
   const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage) };
-  const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds });
+  const lifecycle = new JobLifecycle(hostJobs, log);
+  const jobs = new JobRunner(orm, { [INGEST_JOB]: ingest }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
+  jobs.listen(notifications);
+  const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
   scheduler.listen(notifications);
   const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler });
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();

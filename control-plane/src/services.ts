@@ -15,6 +15,7 @@ import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
+import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobService } from './jobs/job.service.ts';
 import { ModelService } from './models/model.service.ts';
 import { ProjectService } from './projects/project.service.ts';
@@ -36,6 +37,8 @@ export interface ServiceDeps {
   summaryFigures?: SummaryFigures;
   /** For limits a service applies itself (version comparisons per user and dataset). */
   rateLimiter?: RateLimiter;
+  /** Job status changes, settled with this process's host job kinds; absent (vpctl): a running control plane settles them. */
+  lifecycle?: JobLifecycle;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -49,6 +52,10 @@ export class Services {
     if (typeof em === 'function') this.fork = em;
     else this.forked = em;
     this.deps = deps;
+  }
+
+  get lifecycle(): JobLifecycle {
+    return this.deps.lifecycle ?? new JobLifecycle();
   }
 
   get em(): EntityManager {
@@ -102,7 +109,7 @@ export class Services {
   }
 
   get hosts(): HostService {
-    return new HostService(this.em, this.deps.config.publicBaseUrl);
+    return new HostService(this.em, this.deps.config.publicBaseUrl, this.lifecycle);
   }
 
   get ingest(): IngestService {
@@ -110,7 +117,7 @@ export class Services {
   }
 
   get jobs(): JobService {
-    return new JobService(this.em);
+    return new JobService(this.em, this.lifecycle);
   }
 
   get uploads(): UploadService {
@@ -138,7 +145,7 @@ export class Services {
   }
 
   get training(): TrainingService {
-    return new TrainingService(this.em, this.billing, this.versions, this.deps.config.hostLostGraceSeconds);
+    return new TrainingService(this.em, this.billing, this.versions, { graceSeconds: this.deps.config.hostLostGraceSeconds, lifecycle: this.lifecycle });
   }
 
   get trainingEvents(): TrainingEventsService {

@@ -5,7 +5,7 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { pgArray, query } from '../db/sql.ts';
-import { JOBS_CHANNEL, SETTLE_JOBS } from '../jobs/job-queue.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
@@ -40,10 +40,12 @@ export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof 
 export class HostService {
   private readonly em: EntityManager;
   private readonly publicBaseUrl: string;
+  private readonly lifecycle: JobLifecycle;
 
-  constructor(em: EntityManager, publicBaseUrl: string) {
+  constructor(em: EntityManager, publicBaseUrl: string, lifecycle: JobLifecycle) {
     this.em = em;
     this.publicBaseUrl = publicBaseUrl;
+    this.lifecycle = lifecycle;
   }
 
   async connect(name: string, workspaceHandle?: string): Promise<z.input<typeof HostEnrollment>> {
@@ -147,11 +149,9 @@ export class HostService {
   /** Removes the host with its keys and tokens (foreign keys cascade) and tells every replica's socket layer. */
   private async remove(host: Host): Promise<Host> {
     await this.em.transactional(async (em) => {
-      // Its jobs are cancelled and their leases end now: the scheduler releases them as cancelled (running each kind's
-      // bookkeeping) at once; closing the socket (below) makes the agent stop them.
-      await query(em, `update jobs set cancel_requested = true, lease_expires_at = now(), updated_at = now() where host_id = ? and status = 'running'`, [host.id]);
+      // Its jobs end as cancelled now; closing the socket (below, through the key's revocation) makes the agent stop them.
+      await this.lifecycle.cancelOnHost(em, host.id);
       await em.nativeDelete(Host, { id: host.id });
-      await query(em, `select pg_notify('${JOBS_CHANNEL}', '${SETTLE_JOBS}')`);
     });
     await announceWorkerKeyChange(this.em, host.id);
     return host;

@@ -1,3 +1,4 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { Job } from './job.entity.ts';
@@ -9,6 +10,8 @@ export const JOBS_CHANNEL = 'vp_jobs';
  * settle host jobs that ended (their kind's bookkeeping).
  */
 export const SETTLE_JOBS = 'settle';
+/** JOBS_CHANNEL payload when lost host jobs went back to the queue. */
+export const REQUEUED_HOST_JOBS = 'requeued';
 /** NOTIFY channel carrying the id of a running job to cancel, so whichever replica runs it stops at once. */
 export const JOB_CANCEL_CHANNEL = 'vp_job_cancel';
 
@@ -19,6 +22,8 @@ export interface NewJob {
   payload: Record<string, unknown>;
   priority?: number;
   maxAttempts?: number;
+  /** At most one queued or running job of this kind per subject (a model's training): enqueueJob throws ActiveJobExists. */
+  exclusive?: boolean;
   /** Set for a job that runs on a worker host (the scheduler assigns it) rather than in a control plane. */
   host?: HostRequirements;
 }
@@ -33,8 +38,15 @@ export interface HostRequirements {
   restartable?: boolean;
 }
 
+/** An exclusive job's subject already has an active job of its kind (two starts raced past their checks). */
+export class ActiveJobExists extends Error {}
+
+/** The partial unique index that keeps exclusive jobs one per subject (migration job_lifecycle). */
+const ONE_ACTIVE_PER_SUBJECT = 'jobs_one_active_per_subject';
+
 /** Queues a job (flushed with the caller's unit of work) and wakes the runners once it commits. */
 export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
+  if (job.exclusive && !job.subjectId) throw new Error('an exclusive job needs a subject');
   const created = em.create(Job, {
     workspace: job.workspaceId,
     kind: job.kind,
@@ -42,6 +54,7 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
     payload: job.payload,
     priority: job.priority ?? 0,
     maxAttempts: job.maxAttempts ?? 3,
+    exclusive: job.exclusive ?? false,
     ...(job.host && {
       placement: 'host' as const,
       gpuType: job.host.gpuCount > 0 ? job.host.gpuType : null,
@@ -50,7 +63,10 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
       restartable: job.host.restartable ?? false,
     }),
   });
-  await em.flush();
+  await em.flush().catch((error: unknown) => {
+    if (error instanceof UniqueConstraintViolationException && error.message.includes(ONE_ACTIVE_PER_SUBJECT)) throw new ActiveJobExists(error.message);
+    throw error;
+  });
   // Delivered at commit, so a runner never wakes for a job it cannot see yet.
   await query(em, `select pg_notify('${JOBS_CHANNEL}', ?)`, [job.kind]);
   return created;

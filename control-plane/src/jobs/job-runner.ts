@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
+import { pgArray, query } from '../db/sql.ts';
+import type { ClaimedJob, JobLifecycle } from './job-lifecycle.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL } from './job-queue.ts';
 import type { JobProgress } from './job.entity.ts';
 
@@ -42,21 +43,6 @@ export class JobFailure extends Error {}
 const PROGRESS_WRITE_MS = 1000;
 const POLL_MS = 5000;
 
-/** The columns a job is run from, as SQL returns them. */
-export interface JobRow {
-  id: string;
-  kind: string;
-  workspace_id: string;
-  subject_id: string | null;
-  payload: Record<string, unknown>;
-  attempts: number;
-}
-
-interface ClaimedJob extends JobRow {
-  /** Asked to stop while its last process was dying: it is not run again, only cleaned up. */
-  cancel_requested: boolean;
-}
-
 /**
  * Takes queued jobs from PostgreSQL and runs them, at most `concurrency` at a time per process. Any
  * number of replicas can run one: a job is taken with FOR UPDATE SKIP LOCKED and held by a lease the
@@ -69,6 +55,7 @@ export class JobRunner {
   private readonly log: Logger;
   private readonly concurrency: number;
   private readonly leaseSeconds: number;
+  private readonly lifecycle: JobLifecycle;
   private readonly owner = `${hostname()}:${process.pid}:${newId().slice(16)}`;
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private pollTimer: NodeJS.Timeout | undefined;
@@ -76,8 +63,13 @@ export class JobRunner {
   private filling: Promise<void> | undefined;
   private refill = false;
 
-  constructor(orm: Orm, handlers: Record<string, JobHandler>, options: { log: Logger; concurrency: number; leaseSeconds: number }) {
+  constructor(
+    orm: Orm,
+    handlers: Record<string, JobHandler>,
+    options: { log: Logger; concurrency: number; leaseSeconds: number; lifecycle: JobLifecycle },
+  ) {
     this.orm = orm;
+    this.lifecycle = options.lifecycle;
     this.handlers = handlers;
     this.log = options.log;
     this.concurrency = options.concurrency;
@@ -117,9 +109,10 @@ export class JobRunner {
 
   private async fill(): Promise<void> {
     const em = this.orm.em.fork() as EntityManager;
-    await this.failExhausted(em);
+    const kinds = pgArray(Object.keys(this.handlers));
+    await this.lifecycle.failExhausted(em, kinds);
     while (!this.stopped && this.running.size < this.concurrency) {
-      const job = await this.claim(em);
+      const job = await this.lifecycle.claim(em, this.owner, this.leaseSeconds, kinds);
       if (!job) return;
       const controller = new AbortController();
       if (job.cancel_requested) controller.abort('cancelled');
@@ -131,36 +124,11 @@ export class JobRunner {
     }
   }
 
-  /** Jobs whose lease lapsed on their last allowed attempt: their processes kept dying, so they fail (cancelled ones end cancelled, through claim). */
-  private async failExhausted(em: EntityManager): Promise<void> {
-    await query(
-      em,
-      `update jobs set status = 'failed', error = 'The job was interrupted ' || attempts || ' times (its process stopped) and was given up',
-         finished_at = now(), lease_owner = null, lease_expires_at = null, updated_at = now()
-       where status = 'running' and lease_expires_at < now() and attempts >= max_attempts and not cancel_requested and kind = any(?::text[])`,
-      [`{${Object.keys(this.handlers).join(',')}}`],
-    );
-  }
-
-  /** A queued job, or one whose process died (its lease lapsed): to run again, or only to clean up when it was cancelled meanwhile. */
-  private async claim(em: EntityManager): Promise<ClaimedJob | undefined> {
-    const [job] = await query<ClaimedJob>(
-      em,
-      `update jobs j set status = 'running', lease_owner = ?, lease_expires_at = now() + make_interval(secs => ?), attempts = j.attempts + 1,
-         started_at = coalesce(j.started_at, now()), updated_at = now()
-       where j.id = (select id from jobs where kind = any(?::text[])
-                       and (status = 'queued' or (status = 'running' and lease_expires_at < now() and (attempts < max_attempts or cancel_requested)))
-                     order by priority desc, created_at, id for update skip locked limit 1)
-       returning j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.cancel_requested`,
-      [this.owner, this.leaseSeconds, `{${Object.keys(this.handlers).join(',')}}`],
-    );
-    return job;
-  }
-
   private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
     const em = this.orm.em.fork() as EntityManager;
     const log = this.log.child({ jobId: job.id, kind: job.kind });
     let pending: JobProgress | undefined;
+    let latest: JobProgress | undefined;
     let lastWrite = 0;
     const writeProgress = async () => {
       if (!pending) return;
@@ -180,6 +148,7 @@ export class JobRunner {
       log,
       progress: (progress) => {
         pending = progress;
+        latest = progress;
         if (Date.now() - lastWrite >= PROGRESS_WRITE_MS) writeProgress().catch((error) => log.warn({ err: error }, 'progress write failed'));
       },
       confirmHeld: async (tx) => {
@@ -199,8 +168,7 @@ export class JobRunner {
       // A job cancelled while its process was dying is only cleaned up (below), never run again.
       controller.signal.throwIfAborted();
       const result = await handler.run(context);
-      await writeProgress();
-      await this.finish(job.id, 'completed', { result });
+      await this.lifecycle.finishHeld(em, job.id, this.owner, 'completed', { result, progress: { ...latest, stage: 'done', percent: 100 } });
       log.info('job completed');
     } catch (error) {
       await writeProgress().catch(() => undefined);
@@ -208,13 +176,13 @@ export class JobRunner {
       if (controller.signal.reason === 'lease lost') return;
       if (this.stopped && controller.signal.reason === 'shutdown') {
         // Another process (or this one after a restart) resumes it: give it back now rather than when the lease lapses.
-        await query(em, `update jobs set status = 'queued', lease_owner = null, lease_expires_at = null, attempts = attempts - 1, updated_at = now() where id = ? and lease_owner = ?`, [job.id, this.owner]);
+        await this.lifecycle.giveBack(em, job.id, this.owner);
         return;
       }
       const cancelled = controller.signal.aborted && controller.signal.reason === 'cancelled';
       if (!cancelled && !(error instanceof JobFailure)) log.error({ err: error }, 'job failed');
       await handler.discard?.(context).catch((discardError: unknown) => log.error({ err: discardError }, 'cleaning up a failed job failed'));
-      await this.finish(job.id, cancelled ? 'cancelled' : 'failed', { error: cancelled ? 'Cancelled' : failureMessage(error) });
+      await this.lifecycle.finishHeld(em, job.id, this.owner, cancelled ? 'cancelled' : 'failed', { error: cancelled ? 'Cancelled' : failureMessage(error) });
     } finally {
       clearInterval(renewTimer);
     }
@@ -229,15 +197,6 @@ export class JobRunner {
     );
     if (!row) controller.abort('lease lost');
     else if (row.cancel_requested) controller.abort('cancelled');
-  }
-
-  private async finish(jobId: string, status: 'completed' | 'failed' | 'cancelled', outcome: { result?: Record<string, unknown>; error?: string }): Promise<void> {
-    await query(
-      this.orm.em.fork() as EntityManager,
-      `update jobs set status = ?, result = ?::jsonb, error = ?, finished_at = now(), lease_owner = null, lease_expires_at = null, updated_at = now()
-       where id = ? and lease_owner = ?`,
-      [status, outcome.result ? JSON.stringify(outcome.result) : null, outcome.error ?? null, jobId, this.owner],
-    );
   }
 
   /** Aborts running handlers (their jobs go back to the queue) and waits for them. */

@@ -19,7 +19,8 @@ export interface JobProgress {
 /**
  * A durable background job. A process takes a queued job by setting a lease (owner and expiry) and keeps
  * renewing it while it works; a job whose lease ran out (its process died) is taken again, up to
- * maxAttempts. Cancellation is a request the running handler sees at its next checkpoint.
+ * maxAttempts. Cancellation is a request the running handler sees at its next checkpoint. Its status changes only
+ * through jobs/job-lifecycle.ts.
  */
 export const JobSchema = defineEntity({
   name: 'Job',
@@ -44,6 +45,8 @@ export const JobSchema = defineEntity({
     result: p.json<Record<string, unknown>>().nullable(),
     /** Why it failed, in words a user can act on. */
     error: p.text().nullable(),
+    /** At most one active job of its kind per subject (a partial unique index, jobs_one_active_per_subject). */
+    exclusive: p.boolean().default(false),
     attempts: p.integer().default(0),
     maxAttempts: p.integer().default(3),
     leaseOwner: p.string().length(64).nullable(),

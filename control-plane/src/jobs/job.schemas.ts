@@ -6,9 +6,10 @@ export const JobPath = z.object({ jobId: ObjectId });
 
 export const JobView = z.object({
   id: ObjectId,
-  kind: z.string().meta({ description: 'What the job does: ingest, …' }),
+  kind: z.string().meta({ description: 'What the job does: ingest (of a dataset), training (of a model), …' }),
   status: z.enum(JOB_STATUSES),
-  datasetId: ObjectId.nullable().meta({ description: 'The dataset the job works on, if any' }),
+  datasetId: ObjectId.nullable().meta({ description: 'The dataset the job works on (ingest); null for jobs about something else' }),
+  modelId: ObjectId.nullable().meta({ description: 'The model the job works on (training); null for jobs about something else' }),
   progress: z
     .object({ stage: z.string(), percent: z.number(), processed: z.number().int().optional(), total: z.number().int().optional() })
     .nullable(),

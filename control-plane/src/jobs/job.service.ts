@@ -4,16 +4,20 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
-import { requestCancel } from './job-cancel.ts';
+import { INGEST_JOB } from '../ingest/ingest-payload.ts';
+import { TRAINING_JOB } from '../training/training-payload.ts';
+import type { JobLifecycle } from './job-lifecycle.ts';
 import { Job } from './job.entity.ts';
 import type { JobCancelled, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
 
 /** Reading and cancelling background jobs; a key sees the jobs of its own workspace only. */
 export class JobService {
   private readonly em: EntityManager;
+  private readonly lifecycle: JobLifecycle;
 
-  constructor(em: EntityManager) {
+  constructor(em: EntityManager, lifecycle: JobLifecycle) {
     this.em = em;
+    this.lifecycle = lifecycle;
   }
 
   private async find(actor: Actor, jobId: string): Promise<Job> {
@@ -43,7 +47,7 @@ export class JobService {
   async cancel(actor: Actor, jobId: string): Promise<z.input<typeof JobCancelled>> {
     const job = await this.find(actor, jobId);
     requireRole(actor, job.workspace.id, 'editor');
-    const status = await requestCancel(this.em, job.id);
+    const status = await this.lifecycle.requestCancel(this.em, job.id);
     if (!status) throw Conflict(`The job is already ${job.status}`);
     return { success: true, status };
   }
@@ -54,7 +58,8 @@ export function view(job: Job): z.input<typeof JobView> {
     id: job.id,
     kind: job.kind,
     status: job.status,
-    datasetId: job.subjectId ?? null,
+    datasetId: job.kind === INGEST_JOB ? (job.subjectId ?? null) : null,
+    modelId: job.kind === TRAINING_JOB ? (job.subjectId ?? null) : null,
     progress: job.progress ?? null,
     result: job.result ?? null,
     error: job.error ?? null,

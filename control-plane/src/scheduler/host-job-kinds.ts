@@ -21,7 +21,12 @@ export interface HostJobKind {
   spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec>;
   /** Set when the job stops by itself on a cancel (a trainer told through its webhooks): its host stops it only after this. */
   readonly cancelGraceSeconds?: number;
-  /** After the job ended for good (not when it is requeued), in its own transaction. */
+  /**
+   * SQL true (on the job, alias j) when the job's own reports say its work completed, though its host never said it
+   * ended: a lost attempt of it is then completed rather than run again.
+   */
+  readonly completedWhen?: string;
+  /** After the job ended for good (not when it is requeued), in the transaction that ended it (its subject's status, keys, charges). */
   ended?(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void>;
 }
 

@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { pgArray, query } from '../db/sql.ts';
-import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, SETTLE_JOBS } from '../jobs/job-queue.ts';
-import { JobFailure, type JobRow } from '../jobs/job-runner.ts';
-import type { HostJobAttempt, HostJobKind, HostJobOutcome } from './host-job-kinds.ts';
-import { REQUEUED_HOST_JOBS, releaseExpiredJobs } from './host-job-store.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from '../jobs/job-queue.ts';
+import { JobFailure } from '../jobs/job-runner.ts';
+import type { HostJobAttempt, HostJobKind } from './host-job-kinds.ts';
 import { placeJobs, type QueuedJob } from './placement.ts';
 
 /** A worker host whose socket this process holds. */
@@ -26,7 +26,14 @@ const SETTLE_BATCH = 100;
 /** Queued jobs looked at per dispatch; more than one host could take at once. */
 const QUEUE_WINDOW = 200;
 
-interface QueuedRow extends JobRow {
+/** A queued job's columns, as SQL returns them. */
+interface QueuedRow {
+  id: string;
+  kind: string;
+  workspace_id: string;
+  subject_id: string | null;
+  payload: Record<string, unknown>;
+  attempts: number;
   gpu_type: string | null;
   gpu_count: number;
   memory_bytes: string | null;
@@ -49,12 +56,15 @@ export class HostScheduler {
   private readonly kinds: Record<string, HostJobKind>;
   private readonly log: Logger;
   readonly graceSeconds: number;
+  /** Every status change of the jobs it schedules, settled with its kinds' bookkeeping. */
+  readonly lifecycle: JobLifecycle;
 
-  constructor(orm: Orm, kinds: Record<string, HostJobKind>, options: { log: Logger; graceSeconds: number }) {
+  constructor(orm: Orm, kinds: Record<string, HostJobKind>, options: { log: Logger; graceSeconds: number; lifecycle: JobLifecycle }) {
     this.orm = orm;
     this.kinds = kinds;
     this.log = options.log.child({ component: 'scheduler' });
     this.graceSeconds = options.graceSeconds;
+    this.lifecycle = options.lifecycle;
   }
 
   em(): EntityManager {
@@ -112,8 +122,8 @@ export class HostScheduler {
     })();
   }
 
-  /** Settles ended jobs now rather than at the next tick (a host reported an end; a queued job was cancelled). */
-  settleSoon(): void {
+  /** Retries owed bookkeeping now (a replica that could not settle a job asked, or a tick); one pass at a time. */
+  private settleSoon(): void {
     if (this.stopped) return;
     if (this.settling) {
       this.settleAgain = true;
@@ -128,37 +138,10 @@ export class HostScheduler {
     })();
   }
 
-  /**
-   * Runs each ended job's kind bookkeeping (`ended`) once, in the transaction that clears its settle_pending flag:
-   * whichever replica takes the row does it, and a replica dying half way leaves it for the next. A job whose
-   * bookkeeping throws goes to the back of the line, so it cannot hold up the others.
-   */
+  /** Settles ended jobs whose bookkeeping is still owed (it failed, or was left by a process that does not run it). */
   private async settle(): Promise<void> {
     for (let done = 0; done < SETTLE_BATCH && !this.stopped; done++) {
-      let failed: string | undefined;
-      const settled = await this.em().transactional(async (em) => {
-        const [row] = await query<QueuedRow & { host_id: string | null; status: HostJobOutcome }>(
-          em,
-          `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, host_id, status from jobs
-           where settle_pending and kind = any(?::text[]) order by updated_at limit 1 for update skip locked`,
-          [pgArray(Object.keys(this.kinds))],
-        );
-        if (!row) return false;
-        try {
-          await this.kinds[row.kind].ended?.(em, attemptOf(row, row.host_id ?? '', []), row.status);
-        } catch (error) {
-          this.log.error({ err: error, jobId: row.id }, 'the bookkeeping of an ended job failed; retried later');
-          failed = row.id;
-          throw error;
-        }
-        await query(em, 'update jobs set settle_pending = false where id = ?', [row.id]);
-        return true;
-      }).catch((error: unknown) => {
-        if (!failed) this.log.warn({ err: error }, 'settling an ended job failed');
-        return false;
-      });
-      if (failed) await query(this.em(), 'update jobs set updated_at = now() where id = ?', [failed]);
-      if (!settled) return;
+      if (!(await this.lifecycle.settleNext(this.em()))) return;
     }
   }
 
@@ -168,7 +151,7 @@ export class HostScheduler {
 
   private async tick(): Promise<void> {
     try {
-      const released = await releaseExpiredJobs(this.em(), this.graceSeconds);
+      const released = await this.lifecycle.releaseExpired(this.em(), this.graceSeconds);
       for (const job of released) this.log.warn({ jobId: job.id, status: job.status }, 'released a job whose host was lost');
     } catch (error) {
       this.log.warn({ err: error }, 'releasing lost jobs failed');
@@ -228,16 +211,10 @@ export class HostScheduler {
         const attempt = attemptOf({ ...row, attempts: row.attempts + 1 }, host.hostId, placement.gpuIndexes);
         const spec = await this.spec(em, attempt);
         if (typeof spec === 'string') {
-          await query(em, `update jobs set status = 'failed', error = ?, finished_at = now(), updated_at = now() where id = ?`, [spec, row.id]);
+          await this.lifecycle.failUnprepared(em, row.id, spec);
           continue;
         }
-        await query(
-          em,
-          `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, attempts = attempts + 1, accepted_at = null,
-             lease_expires_at = now() + make_interval(secs => ?), started_at = coalesce(started_at, now()),
-             progress = '{"stage":"assigned","percent":0}'::jsonb, updated_at = now() where id = ?`,
-          [host.hostId, JSON.stringify(placement.gpuIndexes), this.graceSeconds, row.id],
-        );
+        await this.lifecycle.assign(em, row.id, host.hostId, placement.gpuIndexes, this.graceSeconds);
         messages.push({ type: 'job.assign', jobId: row.id, attempt: attempt.attempt, spec });
       }
       return messages;

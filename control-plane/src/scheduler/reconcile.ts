@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgArray, query } from '../db/sql.ts';
-import { releaseLostJobs, type EndedJob } from './host-job-store.ts';
+import { renewHostLeases } from './host-job-store.ts';
+import type { ChangedJob, JobLifecycle } from '../jobs/job-lifecycle.ts';
 
 export interface ReportedJob {
   jobId: string;
@@ -12,7 +13,7 @@ export interface Reconciled {
   /** Jobs the host must stop: no longer its to run, or cancelled while it was away. */
   cancel: string[];
   /** Jobs the database gave up on because the host came back without them. */
-  released: EndedJob[];
+  released: ChangedJob[];
 }
 
 /**
@@ -21,10 +22,16 @@ export interface Reconciled {
  * else took yet (same attempt, back in the queue) is taken back rather than run twice; anything else it runs
  * is stopped.
  */
-export async function reconcileHost(em: EntityManager, hostId: string, reported: ReportedJob[], graceSeconds: number): Promise<Reconciled> {
+export async function reconcileHost(
+  em: EntityManager,
+  lifecycle: JobLifecycle,
+  hostId: string,
+  reported: ReportedJob[],
+  graceSeconds: number,
+): Promise<Reconciled> {
   return em.transactional(async (tx) => {
     const ids = reported.map((job) => job.jobId);
-    const released = await releaseLostJobs(tx, 'j.host_id = ? and not (j.id = any(?::text[]))', [hostId, pgArray(ids)], 'The host restarted without the job');
+    const released = await lifecycle.release(tx, 'j.host_id = ? and not (j.id = any(?::text[]))', [hostId, pgArray(ids)], 'The host restarted without the job');
     const known = await query<{ id: string; attempts: number; status: string; host_id: string | null; cancel_requested: boolean }>(
       tx,
       `select id, attempts, status, host_id, cancel_requested from jobs where id = any(?::text[]) and placement = 'host' for update`,
@@ -38,17 +45,12 @@ export async function reconcileHost(em: EntityManager, hostId: string, reported:
       const reclaimable = row?.status === 'queued' && row.attempts === job.attempt && !row.cancel_requested;
       if (ours && !row.cancel_requested) continue;
       if (reclaimable) {
-        await query(
-          tx,
-          `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, accepted_at = now(), finished_at = null,
-             lease_expires_at = now() + make_interval(secs => ?), progress = '{"stage":"running"}'::jsonb, updated_at = now() where id = ?`,
-          [hostId, JSON.stringify(job.gpuIndexes ?? []), graceSeconds, job.jobId],
-        );
+        await lifecycle.reclaim(tx, job.jobId, hostId, job.gpuIndexes ?? [], graceSeconds);
         continue;
       }
       cancel.push(job.jobId);
     }
-    await query(tx, `update jobs set lease_expires_at = now() + make_interval(secs => ?) where host_id = ? and status = 'running'`, [graceSeconds, hostId]);
+    await renewHostLeases(tx, hostId, graceSeconds);
     return { cancel, released };
   });
 }

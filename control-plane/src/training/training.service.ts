@@ -7,8 +7,8 @@ import type { BillingService } from '../billing/billing.service.ts';
 import type { VersionService } from '../datasets/version.service.ts';
 import { query } from '../db/sql.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
-import { enqueueJob } from '../jobs/job-queue.ts';
-import { requestCancel } from '../jobs/job-cancel.ts';
+import { ActiveJobExists, enqueueJob } from '../jobs/job-queue.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { Job } from '../jobs/job.entity.ts';
 import { findModel } from '../models/model-access.ts';
 import { Model } from '../models/model.entity.ts';
@@ -22,6 +22,8 @@ import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type Tr
 
 type Address = { owner: string; project: string; model: string };
 
+const ALREADY_TRAINING = () => Conflict('The model is already training; cancel it first');
+
 /** Starting, reading and cancelling a model's training: a job the scheduler runs on a worker host. */
 export class TrainingService {
   private readonly em: EntityManager;
@@ -29,12 +31,14 @@ export class TrainingService {
   private readonly versions: VersionService;
   /** Hosts silent longer than this (HOST_LOST_GRACE_SECONDS) do not count as offering capacity. */
   private readonly graceSeconds: number;
+  private readonly lifecycle: JobLifecycle;
 
-  constructor(em: EntityManager, billing: BillingService, versions: VersionService, graceSeconds: number) {
+  constructor(em: EntityManager, billing: BillingService, versions: VersionService, options: { graceSeconds: number; lifecycle: JobLifecycle }) {
     this.em = em;
     this.billing = billing;
     this.versions = versions;
-    this.graceSeconds = graceSeconds;
+    this.graceSeconds = options.graceSeconds;
+    this.lifecycle = options.lifecycle;
   }
 
   async start(actor: Actor, body: z.output<typeof TrainingStart>): Promise<z.input<typeof TrainingStarted>> {
@@ -42,7 +46,7 @@ export class TrainingService {
     const model = await this.em.findOne(Model, { id: body.modelId, workspace: key.workspaceId, deletedAt: null }, { populate: ['project', 'workspace'] });
     if (!model) throw NotFound(`Model ${body.modelId} not found`);
     requireRole(actor, key.workspaceId, 'editor');
-    if (await this.activeJob(model.id)) throw Conflict('The model is already training; cancel it first');
+    if (await this.activeJob(model.id)) throw ALREADY_TRAINING();
     const gpuType = body.gpuType;
     if (gpuType !== 'cpu' && !KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability) or cpu`);
     const { dataset, weights } = await this.resolveInputs(actor, body.trainArgs);
@@ -66,16 +70,23 @@ export class TrainingService {
       gpuType,
       estimatedCostCents: estimate.estimatedCostCents,
     };
-    const job = await this.em.transactional(async (em) => {
-      await em.nativeUpdate(Model, { id: model.id }, { status: 'training', trainArgs: body.trainArgs, dataset, datasetSlug: dataset.slug, trainingError: null, completedAt: null });
-      return enqueueJob(em, {
-        kind: TRAINING_JOB,
-        workspaceId: key.workspaceId,
-        subjectId: model.id,
-        payload: { ...payload },
-        host: { gpuType: gpuCount > 0 ? gpuType : null, gpuCount, restartable: true },
+    const job = await this.em
+      .transactional(async (em) => {
+        await em.nativeUpdate(Model, { id: model.id }, { status: 'training', trainArgs: body.trainArgs, dataset, datasetSlug: dataset.slug, trainingError: null, completedAt: null });
+        return enqueueJob(em, {
+          kind: TRAINING_JOB,
+          workspaceId: key.workspaceId,
+          subjectId: model.id,
+          exclusive: true,
+          payload: { ...payload },
+          host: { gpuType: gpuCount > 0 ? gpuType : null, gpuCount, restartable: true },
+        });
+      })
+      .catch((error: unknown) => {
+        // Another start won the race past the check above.
+        if (error instanceof ActiveJobExists) throw ALREADY_TRAINING();
+        throw error;
       });
-    });
     return {
       modelId: model.id,
       jobId: job.id,
@@ -131,7 +142,7 @@ export class TrainingService {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
     const job = await this.activeJob(model.id);
     if (job) {
-      const status = await requestCancel(this.em, job.id);
+      const status = await this.lifecycle.requestCancel(this.em, job.id);
       if (!status) throw Conflict('The training is no longer active');
       if (status === 'cancelled') return { success: true, status: 'cancelled' };
       return { success: true, status: 'cancelling' };

@@ -5,7 +5,7 @@ import { WebSocket, type RawData } from 'ws';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
-import { appendLogs, markAccepted, markFinished, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
+import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
 import { markConnected, markDisconnected, recordHeartbeat } from './host-presence.ts';
 import type { WorkerConnection } from './worker-connections.ts';
@@ -142,9 +142,8 @@ export class WorkerSession implements WorkerConnection {
       case 'job.progress':
         return recordProgress(this.context.em(), this.hostId, message.jobId, message.progress);
       case 'job.finished': {
-        const ended = await markFinished(this.context.em(), this.hostId, message);
+        const ended = await this.context.scheduler.lifecycle.finishReported(this.context.em(), this.hostId, message);
         if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
-        else this.context.scheduler.settleSoon();
         this.context.scheduler.wake(this.hostId);
         return;
       }
@@ -162,9 +161,8 @@ export class WorkerSession implements WorkerConnection {
     this.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds });
     this.log.info({ agentVersion: hello.agentVersion, gpus: hello.hardware.gpus.length, runningJobs: hello.runningJobs.length }, 'worker connected');
     const { scheduler } = this.context;
-    const reconciled = await reconcileHost(this.context.em(), this.hostId, hello.runningJobs, scheduler.graceSeconds);
+    const reconciled = await reconcileHost(this.context.em(), scheduler.lifecycle, this.hostId, hello.runningJobs, scheduler.graceSeconds);
     for (const jobId of reconciled.cancel) this.cancel(jobId, 'the job is no longer assigned to this host');
-    if (reconciled.released.length > 0) scheduler.settleSoon();
     if (this.socket.readyState !== WebSocket.OPEN) return;
     this.local = {
       hostId: this.hostId,
