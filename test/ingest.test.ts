@@ -49,6 +49,8 @@ t.test('YOLO zip: classes, splits, exact labels, metadata; conflict policies on 
   const job = await ingestArchive(t, world, world.alice, 'alice', 'shapes', datasetId, 'shapes.zip', zip, { imageMetadata: { 'images/train/img0.png': { camera: 'north' } } });
   t.equal(job.status, 'completed', JSON.stringify(job.error));
   t.match(job.result, { format: 'yolo', imagesAdded: 6, imagesSkipped: 0, labelErrors: 0, classesAdded: ['square', 'circle'] });
+  t.match(job.progress, { stage: 'done', percent: 100, total: 6 }, 'a finished ingest reads done, not its last stage');
+  t.match(job, { datasetId, modelId: null });
   t.match(await datasetState(world, world.alice, 'shapes'), { classNames: ['square', 'circle'], imageCount: 6, annotationCount: 7, splits: { train: 4, val: 2, test: 0, labeled: 6 }, status: 'ready' });
   const images = await imagesByName(world, world.alice, 'shapes');
   for (const [name, want] of expected) {
