@@ -19,14 +19,18 @@ const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
 /** What every status-changing statement returns: enough to settle the job and tell what became of it. */
 const CHANGED = 'j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.host_id, j.status, j.settle_pending';
 
-/** A job whose status a statement changed. */
-export interface ChangedJob {
+/** The columns a job is run from, as SQL returns them. */
+export interface JobColumns {
   id: string;
   kind: string;
   workspace_id: string;
   subject_id: string | null;
   payload: Record<string, unknown>;
   attempts: number;
+}
+
+/** A job whose status a statement changed. */
+export interface ChangedJob extends JobColumns {
   host_id: string | null;
   status: JobStatus;
   settle_pending: boolean;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { pgArray, query } from '../db/sql.ts';
-import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import type { JobColumns, JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind } from './host-job-kinds.ts';
@@ -26,14 +26,7 @@ const SETTLE_BATCH = 100;
 /** Queued jobs looked at per dispatch; more than one host could take at once. */
 const QUEUE_WINDOW = 200;
 
-/** A queued job's columns, as SQL returns them. */
-interface QueuedRow {
-  id: string;
-  kind: string;
-  workspace_id: string;
-  subject_id: string | null;
-  payload: Record<string, unknown>;
-  attempts: number;
+interface QueuedRow extends JobColumns {
   gpu_type: string | null;
   gpu_count: number;
   memory_bytes: string | null;
