@@ -149,6 +149,8 @@ export class HostService {
   /** Removes the host with its keys and tokens (foreign keys cascade) and tells every replica's socket layer. */
   private async remove(host: Host): Promise<Host> {
     await this.em.transactional(async (em) => {
+      // The host row first, as a session's writes take it (then its jobs): never the other way round, so no deadlock.
+      await query(em, 'select id from hosts where id = ? for update', [host.id]);
       // Its jobs end as cancelled now; closing the socket (below, through the key's revocation) makes the agent stop them.
       await this.lifecycle.cancelOnHost(em, host.id);
       await em.nativeDelete(Host, { id: host.id });
