@@ -49,7 +49,7 @@ export class SessionReplaced extends Error {
 }
 
 /**
- * Runs `work` in a transaction that holds the host row (FOR SHARE) while `session` is its current one, so a takeover
+ * Runs `work` in a transaction that holds the host row (FOR KEY SHARE) while `session` is its current one, so a takeover
  * waits for it to commit; throws SessionReplaced, without running it, once another session has the host.
  */
 export async function asCurrentSession<T>(em: EntityManager, session: HostSession, work: (tx: EntityManager) => Promise<T>): Promise<T> {
@@ -59,9 +59,12 @@ export async function asCurrentSession<T>(em: EntityManager, session: HostSessio
   });
 }
 
-/** In a transaction, also holds the host row (FOR SHARE) until it ends, so no takeover lands in between. */
+/**
+ * In a transaction, also holds the host row until it ends, so no takeover (FOR UPDATE) lands in between. KEY SHARE:
+ * the weakest lock that still keeps the takeover out, so other updates of the row (a heartbeat) do not wait.
+ */
 export async function isCurrentSession(em: EntityManager, session: HostSession): Promise<boolean> {
-  const rows = await query(em, 'select 1 from hosts where id = ? and session_id = ? for share', [session.hostId, session.sessionId]);
+  const rows = await query(em, 'select 1 from hosts where id = ? and session_id = ? for key share', [session.hostId, session.sessionId]);
   return rows.length > 0;
 }
 

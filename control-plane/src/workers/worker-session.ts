@@ -2,13 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { MAX_MESSAGE_BYTES, commonVersion, encodeMessage, helloVersions, parseMessage, type AgentMessage, type ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
+import { newId } from '../db/ids.ts';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
 import { appendLogs, markAccepted, markFinished, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
 import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
-import { newId } from '../db/ids.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
 export const HELLO_TIMEOUT_MS = 10_000;
@@ -238,8 +238,10 @@ export class WorkerSession implements WorkerConnection {
     if (this.invalidMessages >= MAX_INVALID_MESSAGES) this.close(CLOSE.tooManyInvalidMessages, 'too many invalid messages');
   }
 
-  /** The reason goes in an `error` message: a close reason is limited to 123 bytes. */
-  /** A hello of no version in common is refused with its own close code, since reconnecting cannot help. */
+  /**
+   * The reason goes in an `error` message: a close reason is limited to 123 bytes. A hello of no version in common is
+   * refused with its own close code, since reconnecting cannot help.
+   */
   private failHandshake(reason: string, otherVersion = false): void {
     this.log.warn({ reason }, 'worker handshake failed');
     this.send({ type: 'error', message: reason });
