@@ -1,9 +1,10 @@
 // vpctl round trip: a separate vpctl process changes the database of a running control plane, and
 // the server sees it at once (keys it had cached included, through LISTEN/NOTIFY).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { enrollAgent } from './helpers/agent.ts';
 import { runNode } from './helpers/run-node.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
 
@@ -13,10 +14,10 @@ const KEY = /^ul_[0-9a-f]{40}$/;
 /** Runs a vpctl command (`entry` picks the source or the npm bin link). */
 const run = (entry: string, args: string[], env: Record<string, string>) => runNode([entry, ...args], env);
 
-function cli(t: { teardown(fn: () => unknown): void }, server: TestServer) {
+function cli(t: { teardown(fn: () => unknown): void }, server: TestServer, settings: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-cli-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const env = { DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const env = { DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'info', ...settings };
   return (...args: string[]) => run('installer/src/vpctl.ts', args, env);
 }
 
@@ -150,4 +151,33 @@ t.test('usage errors exit 2 before touching the database', async (t) => {
   const config = await run('installer/src/vpctl.ts', ['migrate'], { ...env, REGION: 'mars' });
   t.equal(config.code, 78, 'invalid configuration');
   t.match(config.stderr, /^vpctl: Invalid configuration: REGION/);
+});
+
+t.test('hosts connect prints a command with the appliance’s address: PUBLIC_BASE_URL, else HOST and PORT, never localhost', async (t) => {
+  const server = await startTestServer(t);
+  let hosts = 0;
+  /** The --server and --token of the command `vpctl hosts connect` prints on stderr under `settings`. */
+  const printed = async (settings: Record<string, string>) => {
+    const result = await cli(t, server, settings)('hosts', 'connect', `gpu-${++hosts}`);
+    t.equal(result.code, 0, result.stderr);
+    const token = result.stdout.trim();
+    const command = /\n {2}vp-worker enroll --server (\S+) --token (\S+)\n/.exec(result.stderr);
+    t.equal(command?.[2], token, 'the command carries the token printed on stdout');
+    return { server: command?.[1], token };
+  };
+  t.equal((await printed({ PUBLIC_BASE_URL: 'https://vision.example.internal/' })).server, 'https://vision.example.internal');
+  t.equal((await printed({ HOST: '192.0.2.10', PORT: '8080' })).server, 'http://192.0.2.10:8080');
+  t.equal((await printed({ HOST: 'fd00::10' })).server, 'http://[fd00::10]:3000');
+  t.equal((await printed({ HOST: 'vision.corp.internal', PORT: '80' })).server, 'http://vision.corp.internal:80');
+  t.equal((await printed({ HOST: '0.0.0.0', PORT: '8080' })).server, `http://${hostname()}:8080`, 'listening everywhere: this machine’s name');
+  t.equal((await printed({})).server, `http://${hostname()}:3000`, 'the defaults');
+
+  // The command as printed, run on a "host": it reaches the appliance and enrolls.
+  const { port } = new URL(server.url);
+  const enrollment = await printed({ HOST: '127.0.0.1', PORT: port });
+  t.equal(enrollment.server, server.url);
+  const dir = mkdtempSync(join(tmpdir(), 'vp-cli-host-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  await enrollAgent(t, enrollment.server!, enrollment.token, join(dir, 'config.json'));
+  t.match(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')), { server: server.url, hostName: `gpu-${hosts}` });
 });

@@ -134,7 +134,7 @@ t.test('API: owner and admin manage private hosts of their workspace only', asyn
   const created = await call<{ host: string; enrollmentToken: string; command: string }>(server, 'POST', '/api/hosts', { key: keys.admin, body: { name: 'team-box' } });
   t.equal(created.status, 201);
   t.match(created.body, { host: 'team-box', enrollmentToken: TOKEN, expiresAt: String });
-  t.equal(created.body.command, `vp-worker enroll --server http://localhost:0 --token ${created.body.enrollmentToken}`);
+  t.equal(created.body.command, `vp-worker enroll --server ${server.url} --token ${created.body.enrollmentToken}`, 'the address the server is reached at');
   t.match(await call(server, 'POST', '/api/hosts', { key: keys.team, body: { name: 'team-box' } }), { status: 409 });
   t.match(await call(server, 'POST', '/api/hosts', { key: keys.team, body: { name: '-bad' } }), { status: 400 });
 

@@ -6,7 +6,9 @@ import {
   MAX_LOG_LINES_PER_MESSAGE,
   MAX_MESSAGE_BYTES,
   PROTOCOL_VERSION,
+  commonVersion,
   encodeMessage,
+  helloVersionFields,
   parseMessage,
   type AgentMessage,
   type Direction,
@@ -47,6 +49,7 @@ const agentMessages: AgentMessage[] = [
   { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0 },
   { type: 'job.finished', jobId: 'j-1', outcome: 'failed', exitCode: 137, error: 'out of memory' },
   { type: 'job.finished', jobId: 'j-1', outcome: 'cancelled' },
+  { type: 'hello', protocolVersion: PROTOCOL_VERSION + 1, protocolVersions: { min: PROTOCOL_VERSION, max: PROTOCOL_VERSION + 1 }, agentVersion: '0.2.0', hardware, runningJobs: [] },
 ];
 const serverMessages: ServerMessage[] = [
   { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId: 'h-42', heartbeatSeconds: 10 },
@@ -121,12 +124,36 @@ t.test('log batches are limited in lines and in bytes per line', async (t) => {
   refuses(t, JSON.stringify({ type: 'job.log', jobId: 'j-1', stream: 'stdin', lines: ['a'] }), 'toServer', /stream/);
 });
 
-t.test('hello and welcome must speak this protocol version', async (t) => {
+t.test('a hello is accepted when its versions overlap the control plane’s; the refusal names both ranges', async (t) => {
   const hello = { ...agentMessages[0] } as Record<string, unknown>;
-  refuses(t, JSON.stringify({ ...hello, protocolVersion: 2 }), 'toServer', /^protocol version 2 is not supported; expected 1$/);
-  refuses(t, JSON.stringify({ ...hello, protocolVersion: '1' }), 'toServer', /protocol version "1" is not supported/);
-  refuses(t, JSON.stringify({ ...hello, protocolVersion: undefined }), 'toServer', /protocol version missing is not supported/);
-  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: 0 }), 'toAgent', /protocol version 0 is not supported/);
+  const parse = (patch: Record<string, unknown>) => parseMessage(JSON.stringify({ ...hello, ...patch }), 'toServer');
+  t.ok(parse({ protocolVersion: 2, protocolVersions: { min: 1, max: 2 } }).ok, 'an agent speaking 1..2');
+  t.same(parse({ protocolVersion: 2 }), { ok: false, error: 'no common protocol version: the agent speaks 2..2, the control plane 1..1', unsupportedVersion: true });
+  t.same(parse({ protocolVersion: 3, protocolVersions: { min: 2, max: 3 } }), {
+    ok: false,
+    error: 'no common protocol version: the agent speaks 2..3, the control plane 1..1',
+    unsupportedVersion: true,
+  });
+  t.match(parse({ protocolVersion: '1' }), { ok: false, error: /^protocol version "1" is not supported; the control plane speaks 1..1$/, unsupportedVersion: true });
+  t.match(parse({ protocolVersion: undefined }), { ok: false, error: /protocol version missing is not supported/, unsupportedVersion: true });
+  t.match(parse({ protocolVersions: { min: 2, max: 1 } }), { ok: false, unsupportedVersion: true }, 'an empty range');
+  refuses(t, JSON.stringify({ ...hello, protocolVersions: { min: 1, max: 2 } }), 'toServer', /^invalid hello: protocolVersion: must be the highest of protocolVersions$/);
+  refuses(t, JSON.stringify({ ...hello, protocolVersions: { min: 1, max: 1, extra: 1 } }), 'toServer', /^invalid hello: protocolVersions: Unrecognized key/);
+  t.notOk('unsupportedVersion' in parseMessage('{"type":"heartbeat"}', 'toServer'), 'other refusals are not about versions');
+});
+
+t.test('a welcome must name a version this side speaks', async (t) => {
+  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: 0 }), 'toAgent', /^protocol version 0 chosen by the control plane is not supported; this agent speaks 1..1$/);
+  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: 2 }), 'toAgent', /protocol version 2 chosen/);
+});
+
+t.test('the version chosen is the highest both ranges include; a hello carries a range only when it is more than one version', async (t) => {
+  t.equal(commonVersion({ min: 1, max: 2 }, { min: 1, max: 1 }), 1);
+  t.equal(commonVersion({ min: 1, max: 3 }, { min: 2, max: 5 }), 3);
+  t.equal(commonVersion({ min: 3, max: 4 }, { min: 1, max: 2 }), null);
+  t.equal(commonVersion({ min: 1, max: 1 }, { min: 2, max: 3 }), null);
+  t.same(helloVersionFields({ min: 1, max: 1 }), { protocolVersion: 1 }, 'as agents before ranges sent it');
+  t.same(helloVersionFields({ min: 1, max: 2 }), { protocolVersion: 2, protocolVersions: { min: 1, max: 2 } });
 });
 
 t.test('hello carries schema-valid hardware', async (t) => {

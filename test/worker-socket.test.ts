@@ -79,13 +79,25 @@ t.test('the key is checked before the upgrade: no key, API key, revoked key, wro
   await serverStillWorks(t, rotated.body.workerKey);
 });
 
-t.test('a hello of another protocol version, or another message first, is answered and closed', async (t) => {
+t.test('protocol versions: a hello whose range overlaps the server’s is welcomed with the highest common version', async (t) => {
+  const { hostId, workerKey } = await enroll('ws-11');
+  const { client, welcome } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: 2, protocolVersions: { min: 1, max: 2 } });
+  t.same(welcome, { type: 'welcome', protocolVersion: 1, hostId, heartbeatSeconds: 7 }, 'an agent speaking 1..2 gets 1');
+  client.ws.close();
+  await client.closed;
+  const { client: today, welcome: todays } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: 1 });
+  t.match(todays, { type: 'welcome', protocolVersion: 1 }, 'an agent of before ranges (protocolVersion 1 alone) still works');
+  today.ws.close();
+  await today.closed;
+});
+
+t.test('a hello of no common protocol version, or another message first, is answered and closed', async (t) => {
   const { workerKey } = await enroll('ws-03');
-  const old = openClient(workerKey);
-  await old.upgraded;
-  old.send({ ...hello, protocolVersion: PROTOCOL_VERSION + 1 });
-  t.match(await old.next(), { type: 'error', message: /protocol version 2 is not supported/ });
-  t.match(await old.closed, { code: CLOSE.unsupportedVersion });
+  const newer = openClient(workerKey);
+  await newer.upgraded;
+  newer.send({ ...hello, protocolVersion: PROTOCOL_VERSION + 1 });
+  t.same(await newer.next(), { type: 'error', message: 'no common protocol version: the agent speaks 2..2, the control plane 1..1' }, 'the message names both ranges');
+  t.match(await newer.closed, { code: CLOSE.unsupportedVersion, reason: 'unsupported protocol version' });
 
   const early = openClient(workerKey);
   await early.upgraded;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { defaults, RATE_CATEGORIES, REGIONS, type RateCategory } from './defaults.ts';
@@ -94,6 +95,7 @@ export interface AppConfig {
   /** Unset: the control plane runs its own embedded PostgreSQL under `dataDir`. */
   databaseUrl: string | undefined;
   dataDir: string;
+  /** Where hosts and clients reach the appliance: PUBLIC_BASE_URL, else this machine's address (defaultBaseUrl). */
   publicBaseUrl: string;
   region: (typeof REGIONS)[number];
   embeddedPostgresPort: number;
@@ -133,6 +135,18 @@ export interface AppConfig {
 
 export class ConfigError extends Error {}
 
+/** HOST values that listen on every interface, and so name no address a client could use. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
+
+/**
+ * The appliance's address when PUBLIC_BASE_URL is unset: the address it listens on (HOST, PORT), or this machine's
+ * hostname when HOST is a wildcard. Never "localhost", which on a worker host or a client's machine is that machine.
+ */
+function defaultBaseUrl(host: string, port: number): string {
+  const name = WILDCARD_HOSTS.has(host) ? hostname() : host;
+  return `http://${isIP(name) === 6 ? `[${name}]` : name}:${port}`;
+}
+
 /** Parses the environment once; every problem is reported together on one line. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
@@ -147,7 +161,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     dataDir: resolve(e.DATA_DIR),
-    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? defaultBaseUrl(e.HOST, e.PORT)).replace(/\/+$/, ''),
     region: e.REGION,
     embeddedPostgresPort: e.EMBEDDED_PG_PORT,
     logLevel: e.LOG_LEVEL,

@@ -109,7 +109,8 @@ export class Services {
   }
 
   get hosts(): HostService {
-    return new HostService(this.em, this.deps.config.publicBaseUrl, this.lifecycle);
+    // In the server the address it serves at (PORT=0 resolved); vpctl has the configured one only.
+    return new HostService(this.em, this.deps.storage?.signer.baseUrl() ?? this.deps.config.publicBaseUrl, this.lifecycle);
   }
 
   get ingest(): IngestService {

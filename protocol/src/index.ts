@@ -1,3 +1,4 @@
+export * from './versions.ts';
 export * from './messages.ts';
 export * from './gpu-types.ts';
 export * from './close-codes.ts';

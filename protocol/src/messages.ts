@@ -2,9 +2,8 @@
 // in `type`. Both sides parse every frame with parseMessage, so a malformed or hostile frame is refused with
 // a reason (to log, and to answer with `error`) instead of throwing inside a socket handler.
 import { z } from 'zod';
+import { MAX_PROTOCOL_VERSION_NUMBER, SUPPORTED_VERSIONS, commonVersion, describeVersions, helloVersions } from './versions.ts';
 
-/** Bumped on any change that an older peer would misread; the handshake refuses a mismatch. */
-export const PROTOCOL_VERSION = 1;
 /** The largest frame either side accepts; senders batch and split below it. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 export const MAX_LOG_LINES_PER_MESSAGE = 1000;
@@ -17,6 +16,7 @@ const text = (max: number) => z.string().max(max);
 const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'must be 1-128 letters, digits, _ . : -');
 const count = z.int().min(0);
 const gpuIndex = z.int().min(0).max(MAX_GPUS_PER_HOST - 1);
+const version = z.int().min(1).max(MAX_PROTOCOL_VERSION_NUMBER);
 const distinct = (indexes: number[]) => new Set(indexes).size === indexes.length;
 const gpuIndexes = z.array(gpuIndex).max(MAX_GPUS_PER_HOST).refine(distinct, 'must not repeat a GPU index');
 
@@ -84,21 +84,32 @@ const logLine = z.string().refine((line) => Buffer.byteLength(line) <= MAX_LOG_L
 
 /** Agent → control plane. */
 export const AgentMessage = z.discriminatedUnion('type', [
-  z.strictObject({
-    type: z.literal('hello'),
-    protocolVersion: z.literal(PROTOCOL_VERSION),
-    agentVersion: text(64).min(1),
-    /** Absent on the first connection; afterwards the id from `welcome`, kept on disk so a restart reuses the host. */
-    hostId: id.optional(),
-    hardware: Hardware,
-    /** The agent's own cap on jobs at once; absent: one per free GPU, or one on a CPU-only host. */
-    maxConcurrentJobs: z.int().min(1).max(1024).optional(),
-    /**
-     * The jobs the agent knows of: still running, or ended while the socket was down (their job.finished
-     * follows the welcome). After a reconnect this is how the server neither loses nor re-assigns them.
-     */
-    runningJobs: z.array(z.strictObject({ jobId: id, attempt: z.int().min(1), gpuIndexes: gpuIndexes.optional() })).max(1024),
-  }),
+  z
+    .strictObject({
+      type: z.literal('hello'),
+      /** The agent's highest version (an agent before ranges sends only this: the one version it speaks). */
+      protocolVersion: version,
+      /**
+       * The versions the agent speaks, when more than one; the control plane answers with the highest it speaks too. A
+       * hello must read the same in every version of its range.
+       */
+      protocolVersions: z.strictObject({ min: version, max: version }).refine((range) => range.min <= range.max, 'min must not exceed max').optional(),
+      agentVersion: text(64).min(1),
+      /** Absent on the first connection; afterwards the id from `welcome`, kept on disk so a restart reuses the host. */
+      hostId: id.optional(),
+      hardware: Hardware,
+      /** The agent's own cap on jobs at once; absent: one per free GPU, or one on a CPU-only host. */
+      maxConcurrentJobs: z.int().min(1).max(1024).optional(),
+      /**
+       * The jobs the agent knows of: still running, or ended while the socket was down (their job.finished
+       * follows the welcome). After a reconnect this is how the server neither loses nor re-assigns them.
+       */
+      runningJobs: z.array(z.strictObject({ jobId: id, attempt: z.int().min(1), gpuIndexes: gpuIndexes.optional() })).max(1024),
+    })
+    .refine((hello) => hello.protocolVersions === undefined || hello.protocolVersions.max === hello.protocolVersion, {
+      message: 'must be the highest of protocolVersions',
+      path: ['protocolVersion'],
+    }),
   z.strictObject({
     type: z.literal('heartbeat'),
     at: z.iso.datetime({ offset: true }),
@@ -127,7 +138,8 @@ export type AgentMessage = z.infer<typeof AgentMessage>;
 export const ServerMessage = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('welcome'),
-    protocolVersion: z.literal(PROTOCOL_VERSION),
+    /** The version chosen for this connection: the highest both sides speak. */
+    protocolVersion: version,
     hostId: id,
     heartbeatSeconds: z.int().min(1).max(3600),
   }),
@@ -138,7 +150,8 @@ export const ServerMessage = z.discriminatedUnion('type', [
 export type ServerMessage = z.infer<typeof ServerMessage>;
 
 export type Direction = 'toServer' | 'toAgent';
-export type ParseResult<M> = { ok: true; message: M } | { ok: false; error: string };
+/** unsupportedVersion: a hello or welcome of no version this side speaks (reconnecting will not help). */
+export type ParseResult<M> = { ok: true; message: M } | { ok: false; error: string; unsupportedVersion?: true };
 
 const schemas = { toServer: AgentMessage, toAgent: ServerMessage } as const;
 const typesOf = (union: typeof AgentMessage | typeof ServerMessage) => new Set<string>(union.options.map((option) => option.shape.type.value));
@@ -162,9 +175,8 @@ export function parseMessage(raw: string | Buffer, direction: Direction): ParseR
   const { type, protocolVersion } = value as Record<string, unknown>;
   if (typeof type !== 'string') return refuse('message has no string "type"');
   if (!knownTypes[direction].has(type)) return refuse(`unknown message type ${JSON.stringify(type.slice(0, 64))}`);
-  if ((type === 'hello' || type === 'welcome') && protocolVersion !== PROTOCOL_VERSION) {
-    return refuse(`protocol version ${JSON.stringify(protocolVersion) ?? 'missing'} is not supported; expected ${PROTOCOL_VERSION}`);
-  }
+  const versionProblem = type === 'hello' ? helloVersionProblem(value) : type === 'welcome' ? welcomeVersionProblem(protocolVersion) : undefined;
+  if (versionProblem) return { ok: false, error: versionProblem, unsupportedVersion: true };
   const parsed = schemas[direction].safeParse(value);
   if (parsed.success) return { ok: true, message: parsed.data };
   const problems = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(message)'}: ${issue.message}`);
@@ -172,6 +184,20 @@ export function parseMessage(raw: string | Buffer, direction: Direction): ParseR
 }
 
 const refuse = (error: string): { ok: false; error: string } => ({ ok: false, error });
+
+/** Checked before the schema: a hello of versions this side does not speak gets a refusal that says so. */
+function helloVersionProblem(hello: { protocolVersion?: unknown; protocolVersions?: unknown }): string | undefined {
+  const range = helloVersions(hello);
+  const ours = describeVersions(SUPPORTED_VERSIONS);
+  if (!range) return `protocol version ${JSON.stringify(hello.protocolVersions ?? hello.protocolVersion) ?? 'missing'} is not supported; the control plane speaks ${ours}`;
+  if (commonVersion(range) === null) return `no common protocol version: the agent speaks ${describeVersions(range)}, the control plane ${ours}`;
+  return undefined;
+}
+
+function welcomeVersionProblem(chosen: unknown): string | undefined {
+  if (Number.isInteger(chosen) && commonVersion({ min: chosen as number, max: chosen as number }) !== null) return undefined;
+  return `protocol version ${JSON.stringify(chosen) ?? 'missing'} chosen by the control plane is not supported; this agent speaks ${describeVersions(SUPPORTED_VERSIONS)}`;
+}
 
 /** Serialises a message; a frame the peer would refuse for its size is a sender bug, so it throws. */
 export function encodeMessage(message: AgentMessage | ServerMessage): string {

@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
-import { CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
+import { CLOSE, MAX_MESSAGE_BYTES, encodeMessage, helloVersionFields, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
 import { readHardware } from './hardware.ts';
 import type { Logger } from './log.ts';
@@ -162,7 +162,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       });
       this.#send({
         type: 'hello',
-        protocolVersion: PROTOCOL_VERSION,
+        ...helloVersionFields(),
         agentVersion: AGENT_VERSION,
         hostId: this.#hostId,
         hardware: this.#hardware!,
@@ -219,7 +219,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     this.#clearTimers();
     this.#attempt = 0;
     this.#hostId = welcome.hostId;
-    this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, heartbeatSeconds: welcome.heartbeatSeconds });
+    this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, protocolVersion: welcome.protocolVersion, heartbeatSeconds: welcome.heartbeatSeconds });
     // A ping rides along each heartbeat: a peer that has not answered the previous one is gone without a TCP
     // close (a cable pulled, a NAT entry dropped), so the socket is dropped and reconnected.
     let answered = true;

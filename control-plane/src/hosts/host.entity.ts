@@ -27,6 +27,11 @@ export const HostSchema = defineEntity({
     lastHeartbeatAt: p.datetime().nullable(),
     /** The agent's last hardware report; its shape is the worker protocol's. */
     hardware: p.json<Record<string, unknown>>().nullable(),
+    /** The worker socket that is the host now (the newest hello, on any replica); null while none is. */
+    sessionId: p.string().length(24).nullable(),
+    /** The control-plane process holding that socket. */
+    sessionReplica: p.string().length(24).nullable(),
+    sessionStartedAt: p.datetime().nullable(),
   },
 });
 export class Host extends HostSchema.class {}

@@ -17,6 +17,8 @@ export interface LocalHost {
   workspaceId: string | null;
   hardware: Hardware;
   maxConcurrentJobs: number | undefined;
+  /** Whether this socket is still the host's current session, holding it so until `tx` ends (no takeover in between). */
+  holdsHost(tx: EntityManager): Promise<boolean>;
   send(message: ServerMessage): void;
 }
 
@@ -174,6 +176,8 @@ export class HostScheduler {
   private async dispatch(host: LocalHost): Promise<void> {
     const kinds = Object.keys(this.kinds);
     const assignments = await this.em().transactional(async (em) => {
+      // A socket another session took the host over from gets nothing: its agent is not the host any more.
+      if (!(await host.holdsHost(em))) return [];
       const busy = await query<{ gpu_indexes: number[] | null; gpu_count: number }>(
         em,
         `select gpu_indexes, gpu_count from jobs where host_id = ? and status = 'running'`,

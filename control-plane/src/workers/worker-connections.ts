@@ -4,31 +4,35 @@ export interface WorkerConnection {
   close(code: number, reason: string): void;
   /** Closes the socket unless the key it was opened with still belongs to its host. */
   verifyKey(): Promise<void>;
+  /** Closes the socket (CLOSE.replaced) when another session, on any replica, has taken its host over. */
+  verifySession(): Promise<void>;
 }
 
-/** This process's worker sockets: at most one per host, the newest wins. */
-export class WorkerConnections {
-  private readonly byHost = new Map<string, WorkerConnection>();
+/**
+ * This process's open worker sockets by host, until they have closed. A host may briefly have several (an agent
+ * reconnecting before its old socket dropped, two agents on one key): which one is the host is decided in the
+ * database (host-sessions.ts), and the others are closed when the takeover is announced.
+ */
+export class WorkerConnections<C extends WorkerConnection = WorkerConnection> {
+  private readonly byHost = new Map<string, Set<C>>();
 
-  /** Registers `connection` as its host's socket and returns the one it replaces, if any. */
-  claim(connection: WorkerConnection): WorkerConnection | undefined {
-    const previous = this.byHost.get(connection.hostId);
-    this.byHost.set(connection.hostId, connection);
-    return previous === connection ? undefined : previous;
+  add(connection: C): void {
+    const sockets = this.byHost.get(connection.hostId) ?? new Set();
+    sockets.add(connection);
+    this.byHost.set(connection.hostId, sockets);
   }
 
-  /** Forgets `connection`; false when a newer one has already taken its host over. */
-  release(connection: WorkerConnection): boolean {
-    if (this.byHost.get(connection.hostId) !== connection) return false;
-    this.byHost.delete(connection.hostId);
-    return true;
+  delete(connection: C): void {
+    const sockets = this.byHost.get(connection.hostId);
+    sockets?.delete(connection);
+    if (sockets?.size === 0) this.byHost.delete(connection.hostId);
   }
 
-  get(hostId: string): WorkerConnection | undefined {
-    return this.byHost.get(hostId);
+  ofHost(hostId: string): C[] {
+    return [...(this.byHost.get(hostId) ?? [])];
   }
 
-  all(): WorkerConnection[] {
-    return [...this.byHost.values()];
+  all(): C[] {
+    return [...this.byHost.values()].flatMap((sockets) => [...sockets]);
   }
 }

@@ -1,13 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, encodeMessage, parseMessage, type AgentMessage, type ServerMessage } from '@vp/protocol';
+import { MAX_MESSAGE_BYTES, commonVersion, encodeMessage, helloVersions, parseMessage, type AgentMessage, type ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
+import { newId } from '../db/ids.ts';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
 import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
-import { markConnected, markDisconnected, recordHeartbeat } from './host-presence.ts';
+import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
 export const HELLO_TIMEOUT_MS = 10_000;
@@ -27,15 +28,17 @@ export interface SessionContext {
   log: Logger;
   heartbeatSeconds: number;
   scheduler: HostScheduler;
-  /** Forgets the session once its socket closed; true when it was still its host's current socket. */
-  release(session: WorkerSession): boolean;
+  /** This process as the host sessions record it. */
+  replica: string;
 }
 
 /**
- * One authenticated worker socket: handshake (squaring the host's running jobs with the database), heartbeats
- * (which renew its jobs' leases), job reports handed to the scheduler's store, refusals. Messages are handled one at a
- * time in arrival order (a chain of promises), so the host row's writes land in the order the agent
- * meant them, the last one (disconnected) included. Nothing here throws into the socket's handlers.
+ * One authenticated worker socket: handshake (taking the host over and squaring its running jobs with the database),
+ * heartbeats (which renew its jobs' leases), job reports handed to the scheduler's store, refusals. Messages are
+ * handled one at a time in arrival order (a chain of promises), so the host row's writes land in the order the agent
+ * meant them, the last one (disconnected) included. Each write happens only while this socket is the host's current
+ * session: once a newer hello took the host over, on any replica, the socket is closed with CLOSE.replaced and
+ * changes nothing more. Nothing here throws into the socket's handlers.
  */
 export class WorkerSession implements WorkerConnection {
   readonly hostId: string;
@@ -47,6 +50,7 @@ export class WorkerSession implements WorkerConnection {
   private readonly context: SessionContext;
   private readonly log: Logger;
   private readonly helloTimer: NodeJS.Timeout;
+  private readonly session: HostSession;
   private chain: Promise<void> = Promise.resolve();
   /** Bytes of frames received and not yet handled (see MAX_PENDING_BYTES). */
   private pendingBytes = 0;
@@ -62,7 +66,8 @@ export class WorkerSession implements WorkerConnection {
     this.socket = socket;
     this.key = key;
     this.context = context;
-    this.log = context.log.child({ hostId: identity.hostId, host: identity.hostName, keyPrefix: identity.keyPrefix });
+    this.session = { hostId: identity.hostId, sessionId: newId(), replica: context.replica };
+    this.log = context.log.child({ hostId: identity.hostId, host: identity.hostName, keyPrefix: identity.keyPrefix, sessionId: this.session.sessionId });
     this.helloTimer = setTimeout(() => this.close(CLOSE.handshakeFailed, `no hello within ${HELLO_TIMEOUT_MS / 1000} s`), HELLO_TIMEOUT_MS);
     socket.on('message', (data) => this.arrive(toBuffer(data)));
     // ws reports protocol violations (an oversized frame among them) here, then closes the socket itself.
@@ -72,7 +77,8 @@ export class WorkerSession implements WorkerConnection {
         clearTimeout(this.helloTimer);
         this.log.info({ code, reason: reason.toString() }, 'worker disconnected');
         if (this.local) this.context.scheduler.detach(this.hostId, this.local);
-        if (this.context.release(this)) this.enqueue(() => markDisconnected(this.context.em(), this.hostId));
+        // Changes nothing when this socket never took the host over, or another has since.
+        this.enqueue(() => endSession(this.context.em(), this.session));
         void this.chain.then(resolve);
       });
     });
@@ -98,6 +104,21 @@ export class WorkerSession implements WorkerConnection {
     }
   }
 
+  async verifySession(): Promise<void> {
+    // Before its welcome a socket has not taken the host over yet: the session it would replace is still the host.
+    if (!this.welcomed) return;
+    try {
+      if (!(await isCurrentSession(this.context.em(), this.session))) this.replaced();
+    } catch (error) {
+      this.log.error({ err: error }, 'could not verify a host session');
+    }
+  }
+
+  private replaced(): void {
+    this.log.info('another connection took this host over; closing its socket');
+    this.close(CLOSE.replaced, 'replaced by a newer connection');
+  }
+
   /** Queues a frame; past MAX_PENDING_BYTES the socket is not read again until the queue has drained below it. */
   private arrive(frame: Buffer): void {
     this.pendingBytes += frame.length;
@@ -113,13 +134,16 @@ export class WorkerSession implements WorkerConnection {
   }
 
   private enqueue(task: () => Promise<void> | void): void {
-    this.chain = this.chain.then(task).catch((error: unknown) => this.log.error({ err: error }, 'worker message handling failed'));
+    this.chain = this.chain.then(task).catch((error: unknown) => {
+      if (error instanceof SessionReplaced) this.replaced();
+      else this.log.error({ err: error }, 'worker message handling failed');
+    });
   }
 
   private async receive(frame: Buffer): Promise<void> {
     if (this.socket.readyState !== WebSocket.OPEN) return;
     const parsed = parseMessage(frame, 'toServer');
-    if (!parsed.ok) return this.welcomed ? this.refuse(parsed.error) : this.failHandshake(parsed.error, isOtherProtocolVersion(frame));
+    if (!parsed.ok) return this.welcomed ? this.refuse(parsed.error) : this.failHandshake(parsed.error, parsed.unsupportedVersion);
     const message = parsed.message;
     if (!this.welcomed) {
       if (message.type !== 'hello') return this.failHandshake(`expected hello, got ${message.type}`);
@@ -131,18 +155,18 @@ export class WorkerSession implements WorkerConnection {
       case 'heartbeat':
         return this.heartbeat();
       case 'job.accepted': {
-        const accepted = await markAccepted(this.context.em(), this.hostId, message.jobId);
+        const accepted = await this.asCurrent((tx) => markAccepted(tx, this.hostId, message.jobId));
         if (!accepted) return this.cancel(message.jobId, 'the job is not assigned to this host');
         if (accepted.cancelRequested) return this.cancel(message.jobId, 'cancelled by a user');
         return;
       }
       case 'job.log':
-        await appendLogs(this.context.em(), this.hostId, message.jobId, message.stream, message.lines);
+        await this.asCurrent((tx) => appendLogs(tx, this.hostId, message.jobId, message.stream, message.lines));
         return;
       case 'job.progress':
-        return recordProgress(this.context.em(), this.hostId, message.jobId, message.progress);
+        return this.asCurrent((tx) => recordProgress(tx, this.hostId, message.jobId, message.progress));
       case 'job.finished': {
-        const ended = await this.context.scheduler.lifecycle.finishReported(this.context.em(), this.hostId, message);
+        const ended = await this.asCurrent((tx) => this.context.scheduler.lifecycle.finishReported(tx, this.hostId, message));
         if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
         this.context.scheduler.wake(this.hostId);
         return;
@@ -154,14 +178,24 @@ export class WorkerSession implements WorkerConnection {
     clearTimeout(this.helloTimer);
     // The key decides which host this is; a stale id on the agent's disk is worth a note, not a refusal.
     if (hello.hostId !== undefined && hello.hostId !== this.hostId) this.log.warn({ claimedHostId: hello.hostId }, 'hello names another host id than its key');
-    const now = new Date();
-    if (!(await markConnected(this.context.em(), this.hostId, hello.hardware, now))) return this.close(CLOSE.revoked, 'host no longer exists');
-    this.welcomed = true;
-    this.lastHeartbeatWrite = now.getTime();
-    this.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds });
-    this.log.info({ agentVersion: hello.agentVersion, gpus: hello.hardware.gpus.length, runningJobs: hello.runningJobs.length }, 'worker connected');
     const { scheduler } = this.context;
-    const reconciled = await reconcileHost(this.context.em(), scheduler.lifecycle, this.hostId, hello.runningJobs, scheduler.graceSeconds);
+    // The newest hello is the host: it takes the host over and its running jobs are the truth about the host's jobs
+    // (the older socket's included), in one transaction, so two hellos of one host cannot interleave.
+    const connected = await this.context.em().transactional(async (tx) => {
+      const takeover = await takeOverHost(tx, this.session, hello.hardware);
+      return takeover && { ...takeover, reconciled: await reconcileHost(tx, scheduler.lifecycle, this.hostId, hello.runningJobs, scheduler.graceSeconds) };
+    });
+    if (!connected) return this.close(CLOSE.revoked, 'host no longer exists');
+    this.welcomed = true;
+    this.lastHeartbeatWrite = Date.now();
+    // parseMessage refused a hello without a version in common.
+    const protocolVersion = commonVersion(helloVersions(hello)!)!;
+    this.send({ type: 'welcome', protocolVersion, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds });
+    this.log.info(
+      { agentVersion: hello.agentVersion, protocolVersion, gpus: hello.hardware.gpus.length, runningJobs: hello.runningJobs.length, replaced: connected.replaced },
+      'worker connected',
+    );
+    const { reconciled } = connected;
     for (const jobId of reconciled.cancel) this.cancel(jobId, 'the job is no longer assigned to this host');
     if (this.socket.readyState !== WebSocket.OPEN) return;
     this.local = {
@@ -169,6 +203,7 @@ export class WorkerSession implements WorkerConnection {
       workspaceId: this.workspaceId,
       hardware: hello.hardware,
       maxConcurrentJobs: hello.maxConcurrentJobs,
+      holdsHost: (tx) => isCurrentSession(tx, this.session),
       send: (message) => this.send(message),
     };
     scheduler.attach(this.local);
@@ -178,13 +213,19 @@ export class WorkerSession implements WorkerConnection {
     this.send({ type: 'job.cancel', jobId, reason });
   }
 
-  /** The server's clock is recorded, not the agent's `at`: hosts' clocks may drift, liveness is judged here. */
   private async heartbeat(): Promise<void> {
     const now = Date.now();
     if (now - this.lastHeartbeatWrite < HEARTBEAT_WRITE_INTERVAL_MS) return;
     this.lastHeartbeatWrite = now;
-    await recordHeartbeat(this.context.em(), this.hostId, new Date(now));
-    await renewHostLeases(this.context.em(), this.hostId, this.context.scheduler.graceSeconds);
+    await this.asCurrent(async (tx) => {
+      await recordHeartbeat(tx, this.hostId);
+      await renewHostLeases(tx, this.hostId, this.context.scheduler.graceSeconds);
+    });
+  }
+
+  /** `work` in a transaction, while this socket is the host's current session; else SessionReplaced (which closes it). */
+  private asCurrent<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
+    return asCurrentSession(this.context.em(), this.session, work);
   }
 
   /** Answers with the reason and keeps the socket, up to MAX_INVALID_MESSAGES refusals. */
@@ -195,7 +236,10 @@ export class WorkerSession implements WorkerConnection {
     if (this.invalidMessages >= MAX_INVALID_MESSAGES) this.close(CLOSE.tooManyInvalidMessages, 'too many invalid messages');
   }
 
-  /** The reason goes in an `error` message: a close reason is limited to 123 bytes. */
+  /**
+   * The reason goes in an `error` message: a close reason is limited to 123 bytes. A hello of no version in common is
+   * refused with its own close code, since reconnecting cannot help.
+   */
   private failHandshake(reason: string, otherVersion = false): void {
     this.log.warn({ reason }, 'worker handshake failed');
     this.send({ type: 'error', message: reason });
@@ -211,14 +255,4 @@ export class WorkerSession implements WorkerConnection {
 function toBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   return Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-}
-
-/** A hello from another protocol version: refused with its own close code, since reconnecting cannot help. */
-function isOtherProtocolVersion(frame: Buffer): boolean {
-  try {
-    const value = JSON.parse(frame.toString('utf8')) as { type?: unknown; protocolVersion?: unknown } | null;
-    return value?.type === 'hello' && value.protocolVersion !== PROTOCOL_VERSION;
-  } catch {
-    return false;
-  }
 }

@@ -6,9 +6,11 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
+import { newId } from '../db/ids.ts';
 import { WORKER_KEYS_CHANNEL, findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler } from '../scheduler/host-scheduler.ts';
+import { HOST_SESSIONS_CHANNEL } from './host-sessions.ts';
 import { WorkerConnections } from './worker-connections.ts';
 import { WorkerSession } from './worker-session.ts';
 
@@ -19,13 +21,14 @@ const CLOSE_GRACE_MS = 3000;
 /**
  * The worker agents' WebSocket endpoint on the control plane's HTTP server. The worker key is checked
  * before the upgrade completes, so a refused client never gets a socket; a revoked key (announced on
- * WORKER_KEYS_CHANNEL by any replica) closes its host's socket at once.
+ * WORKER_KEYS_CHANNEL by any replica) closes its host's socket at once, and so does a newer session of the
+ * same host on any replica (HOST_SESSIONS_CHANNEL), with CLOSE.replaced.
  */
 export class WorkerGateway {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
-  private readonly connections = new WorkerConnections();
-  /** Every open session, replaced ones included until their socket has closed. */
-  private readonly sessions = new Set<WorkerSession>();
+  private readonly connections = new WorkerConnections<WorkerSession>();
+  /** This process as the host sessions record it. */
+  private readonly replica = newId();
   private closing = false;
   private readonly orm: Orm;
   private readonly log: Logger;
@@ -41,9 +44,15 @@ export class WorkerGateway {
 
   /** Register before `notifications.start()`, which LISTENs on the channels known then. */
   listen(notifications: Notifications): void {
-    notifications.on(WORKER_KEYS_CHANNEL, (hostId) => void this.connections.get(hostId)?.verifyKey());
-    // Revocations may have been missed while the LISTEN connection was down.
-    notifications.onReconnect(() => this.connections.all().forEach((connection) => void connection.verifyKey()));
+    notifications.on(WORKER_KEYS_CHANNEL, (hostId) => this.connections.ofHost(hostId).forEach((connection) => void connection.verifyKey()));
+    notifications.on(HOST_SESSIONS_CHANNEL, (hostId) => this.connections.ofHost(hostId).forEach((connection) => void connection.verifySession()));
+    // Revocations and takeovers may have been missed while the LISTEN connection was down.
+    notifications.onReconnect(() =>
+      this.connections.all().forEach((connection) => {
+        void connection.verifyKey();
+        void connection.verifySession();
+      }),
+    );
   }
 
   attach(server: Server): void {
@@ -53,7 +62,7 @@ export class WorkerGateway {
   /** Closes every worker socket (1001) and waits for their last writes; call before the pool closes. */
   async close(): Promise<void> {
     this.closing = true;
-    const sessions = [...this.sessions];
+    const sessions = this.connections.all();
     for (const session of sessions) session.close(CLOSE.shuttingDown, 'server shutting down');
     const grace = setTimeout(() => sessions.forEach((session) => session.terminate()), CLOSE_GRACE_MS);
     await Promise.all(sessions.map((session) => session.finished));
@@ -89,11 +98,10 @@ export class WorkerGateway {
       log: this.log,
       heartbeatSeconds: this.heartbeatSeconds,
       scheduler: this.scheduler,
-      release: (closed) => this.connections.release(closed),
+      replica: this.replica,
     });
-    this.sessions.add(session);
-    void session.finished.then(() => this.sessions.delete(session));
-    this.connections.claim(session)?.close(CLOSE.replaced, 'replaced by a newer connection');
+    this.connections.add(session);
+    void session.finished.then(() => this.connections.delete(session));
   }
 }
 

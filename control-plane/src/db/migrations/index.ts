@@ -11,6 +11,7 @@ import { Migration20261123013707_host_job_accounting } from './Migration20261123
 import { Migration20261124004210_resource_counts } from './Migration20261124004210_resource_counts.ts';
 import { Migration20261124011321_rate_limit_take_count } from './Migration20261124011321_rate_limit_take_count.ts';
 import { Migration20261124030000_job_lifecycle } from './Migration20261124030000_job_lifecycle.ts';
+import { Migration20261124040000_host_sessions } from './Migration20261124040000_host_sessions.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   { name: 'Migration20261124004210_resource_counts', class: Migration20261124004210_resource_counts },
   { name: 'Migration20261124011321_rate_limit_take_count', class: Migration20261124011321_rate_limit_take_count },
   { name: 'Migration20261124030000_job_lifecycle', class: Migration20261124030000_job_lifecycle },
+  { name: 'Migration20261124040000_host_sessions', class: Migration20261124040000_host_sessions },
 ];

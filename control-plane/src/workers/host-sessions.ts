@@ -1,0 +1,84 @@
+// The host row's record of its worker socket, shared by every replica: which session (socket) is the host now,
+// on which replica, since when; state, last heartbeat and hardware. The newest hello takes the host over, and
+// every write a session makes is checked against it in the same transaction, so a socket that was taken over
+// (on this replica or another) changes nothing, even before its replica has closed it.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Hardware } from '@vp/protocol';
+import { query } from '../db/sql.ts';
+
+/** Announced with the host id when a new session took a host over: the replica holding the older socket closes it. */
+export const HOST_SESSIONS_CHANNEL = 'vp_host_sessions';
+
+export interface HostSession {
+  hostId: string;
+  /** Unique per socket. */
+  sessionId: string;
+  /** The control-plane process holding the socket. */
+  replica: string;
+}
+
+/**
+ * Makes `session` its host's current one (connected, with this hardware) and announces the takeover; run in the
+ * transaction that squares the host's jobs with its hello, so the newest session's view is the one that lands.
+ * The host row stays locked until commit: a concurrent hello of the same host waits, then takes over in turn.
+ * Null when the host no longer exists; else the session it replaced, if any.
+ */
+export async function takeOverHost(
+  tx: EntityManager,
+  session: HostSession,
+  hardware: Hardware,
+): Promise<{ replaced: { sessionId: string; replica: string | null } | null } | null> {
+  const [row] = await query<{ previous_id: string | null; previous_replica: string | null }>(
+    tx,
+    `with old as (select id, session_id, session_replica from hosts where id = ? for update)
+     update hosts h set state = 'connected', hardware = ?::jsonb, last_heartbeat_at = now(),
+       session_id = ?, session_replica = ?, session_started_at = now(), updated_at = now()
+     from old where h.id = old.id returning old.session_id as previous_id, old.session_replica as previous_replica`,
+    [session.hostId, JSON.stringify(hardware), session.sessionId, session.replica],
+  );
+  if (!row) return null;
+  await query(tx, 'select pg_notify(?, ?)', [HOST_SESSIONS_CHANNEL, session.hostId]);
+  return { replaced: row.previous_id ? { sessionId: row.previous_id, replica: row.previous_replica } : null };
+}
+
+/** Thrown instead of writing for a session whose host another session has taken over. */
+export class SessionReplaced extends Error {
+  constructor(session: HostSession) {
+    super(`session ${session.sessionId} of host ${session.hostId} was replaced`);
+  }
+}
+
+/**
+ * Runs `work` in a transaction that holds the host row (FOR KEY SHARE) while `session` is its current one, so a takeover
+ * waits for it to commit; throws SessionReplaced, without running it, once another session has the host.
+ */
+export async function asCurrentSession<T>(em: EntityManager, session: HostSession, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return em.transactional(async (tx) => {
+    if (!(await isCurrentSession(tx, session))) throw new SessionReplaced(session);
+    return work(tx);
+  });
+}
+
+/**
+ * In a transaction, also holds the host row until it ends, so no takeover (FOR UPDATE) lands in between. KEY SHARE:
+ * the weakest lock that still keeps the takeover out, so other updates of the row (a heartbeat) do not wait.
+ */
+export async function isCurrentSession(em: EntityManager, session: HostSession): Promise<boolean> {
+  const rows = await query(em, 'select 1 from hosts where id = ? and session_id = ? for key share', [session.hostId, session.sessionId]);
+  return rows.length > 0;
+}
+
+/** The server's clock, not the agent's `at`: hosts' clocks may drift, liveness is judged here. */
+export async function recordHeartbeat(em: EntityManager, hostId: string): Promise<void> {
+  await query(em, 'update hosts set last_heartbeat_at = now() where id = ?', [hostId]);
+}
+
+/** The session's socket closed: the host is disconnected, unless a newer session has it already. */
+export async function endSession(em: EntityManager, session: HostSession): Promise<void> {
+  await query(
+    em,
+    `update hosts set state = 'disconnected', session_id = null, session_replica = null, session_started_at = null, updated_at = now()
+     where id = ? and session_id = ?`,
+    [session.hostId, session.sessionId],
+  );
+}
