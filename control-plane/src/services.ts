@@ -138,7 +138,7 @@ export class Services {
   }
 
   get training(): TrainingService {
-    return new TrainingService(this.em, this.billing, this.versions, this.deps.config.hostLostGraceSeconds);
+    return new TrainingService(this.em, this.billing, this.versions, this.deps.config.hostLostGraceSeconds, this.deps.config.trainingCancelGraceSeconds);
   }
 
   get trainingEvents(): TrainingEventsService {
