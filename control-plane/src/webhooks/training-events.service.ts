@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { requireKey } from '../auth/access.ts';
@@ -78,11 +79,15 @@ export class TrainingEventsService {
     };
   }
 
-  /** The run an event belongs to: its runId, else the model's newest. */
+  /**
+   * The run an event belongs to: its runId, else the model's newest. Locked first, so the silence sweep skips a
+   * run that is reporting, and every writer takes the run before its model (no deadlock with the sweep).
+   */
   private async currentRun(em: EntityManager, model: Model, runId: number | null): Promise<TrainingRun> {
+    const lockMode = LockMode.PESSIMISTIC_WRITE;
     const run = runId
-      ? await em.findOne(TrainingRun, { id: runId, model })
-      : await em.findOne(TrainingRun, { model }, { orderBy: { id: 'desc' } });
+      ? await em.findOne(TrainingRun, { id: runId, model }, { lockMode })
+      : await em.findOne(TrainingRun, { model }, { orderBy: { id: 'desc' }, lockMode });
     if (!run) throw NotFound(runId ? `Run ${runId} of model ${model.id} not found` : `Model ${model.id} has no training run; send training_started first`);
     return run;
   }
