@@ -21,7 +21,7 @@ export const defaults = {
   hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
   trainingCheckpointSeconds: 300, // TRAINING_CHECKPOINT_SECONDS: how often a host uploads a training's last.pt (what a requeued job resumes from)
   // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it; a cancelled
-  // run on a user's own machine that reports nothing this long ends cancelled (the trainer posts its console every 5 s)
+  // run on a user's own machine that reports nothing this long ends cancelled (a live trainer posts within 5 s of a batch)
   trainingCancelGraceSeconds: 60,
   // TRAINING_RUN_SILENCE_SECONDS: a run on a user's own machine that reports nothing this long is failed (its machine
   // stopped). 24 h: ultralytics 8.4 posts a console chunk within 5 s of every batch, so it is silent at most one batch

@@ -55,8 +55,8 @@ export async function expireSilentRuns(em: EntityManager, limits: RunSilenceLimi
 }
 
 /**
- * Sweeps every quarter of the shorter limit (at least every second, at most every minute), so a run ends within
- * a quarter limit after it expired. Every replica runs one; they never end a run twice (see expireSilentRuns).
+ * Sweeps every quarter of the shorter limit, kept between 1 s and 1 min (15 s with the defaults): a run ends at most
+ * that long after its limit. Every replica runs one; they never end a run twice (see expireSilentRuns).
  */
 export function scheduleRunExpiry(fork: () => EntityManager, limits: RunSilenceLimits, log: Logger): { stop(): Promise<void> } {
   const everyMs = 1000 * Math.min(60, Math.max(1, Math.floor(Math.min(limits.silenceSeconds, limits.cancelGraceSeconds) / 4)));
