@@ -132,12 +132,13 @@ t.test('bring your own compute: training_started by project and name creates the
   const second = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
   t.equal(second.body.modelSlug, 'train-2');
   t.not(second.body.modelId, first.body.modelId);
+  // At once: a run silent past TRAINING_CANCEL_GRACE_SECONDS (1 s here) would be cancelled outright, not told.
+  t.same((await call(server, 'DELETE', '/api/models/alice/my-laptop/train-2/training', { key: alice })).body, { success: true, status: 'cancelling' });
+  t.match((await metrics(alice, { event: 'epoch_end', modelId: second.body.modelId, data: { epoch: 0, metrics: {} } })).body, { cancelled: true }, 'a run on your own machine hears a cancel too');
   const reading = await call<{ model: { status: string; metrics: Record<string, number>; bestFitness: number } }>(server, 'GET', '/api/models/alice/my-laptop/train', { key: alice });
   t.match(reading.body.model, { status: 'completed', metrics: { mAP50: 0.5 }, bestFitness: 0.4 });
   t.equal((await metrics(alice, { event: 'training_started', project: 'bobby/x', name: 'y', data: {} })).status, 403, "another workspace's project");
   t.equal((await metrics(bobby, { event: 'epoch_end', modelId: first.body.modelId, data: { epoch: 0 } })).status, 404, "another workspace's model");
-  t.same((await call(server, 'DELETE', '/api/models/alice/my-laptop/train-2/training', { key: alice })).body, { success: true, status: 'cancelling' });
-  t.match((await metrics(alice, { event: 'epoch_end', modelId: second.body.modelId, data: { epoch: 0, metrics: {} } })).body, { cancelled: true }, 'a run on your own machine hears a cancel too');
 });
 
 t.test('a training cancelled while it waits for a GPU, through /api/jobs, leaves its model cancelled', async (t) => {

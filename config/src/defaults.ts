@@ -20,7 +20,15 @@ export const defaults = {
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)
   hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
   trainingCheckpointSeconds: 300, // TRAINING_CHECKPOINT_SECONDS: how often a host uploads a training's last.pt (what a requeued job resumes from)
-  trainingCancelGraceSeconds: 60, // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it
+  // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it; a cancelled
+  // run on a user's own machine that reports nothing this long ends cancelled (a live trainer posts within 5 s of a batch)
+  trainingCancelGraceSeconds: 60,
+  // TRAINING_RUN_SILENCE_SECONDS: a run on a user's own machine that reports nothing this long is failed (its machine
+  // stopped). 24 h: ultralytics 8.4 posts a console chunk within 5 s of every batch, so it is silent at most one batch
+  // (~10 s for 16 images at 640 px on 2 CPU cores), but a client that reports only at epoch ends is silent a whole
+  // epoch: yolo11n at 640 px trains ~0.6 s per image on 2 CPU cores, so 24 h holds an epoch of ~140,000 images (more
+  // than COCO's 118,000). A user who knows a run is dead cancels it, which ends it within the cancel grace.
+  trainingRunSilenceSeconds: 86_400,
   // OUTBOUND_ALLOWED_NETWORKS: comma-separated CIDRs, addresses or host names that downloads from user-given URLs
   // (sourceUrl, NDJSON image URLs) may reach although not public, e.g. an on-premises file server. Empty: public only.
   outboundAllowedNetworks: '',

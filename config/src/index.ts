@@ -77,6 +77,7 @@ const EnvSchema = z.object({
   HOST_LOST_GRACE_SECONDS: positiveInt.default(defaults.hostLostGraceSeconds),
   TRAINING_CANCEL_GRACE_SECONDS: positiveInt.default(defaults.trainingCancelGraceSeconds),
   TRAINING_CHECKPOINT_SECONDS: positiveInt.max(86_400).default(defaults.trainingCheckpointSeconds),
+  TRAINING_RUN_SILENCE_SECONDS: positiveInt.default(defaults.trainingRunSilenceSeconds),
   BILLING_ENABLED: flag.default(defaults.billingEnabled),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
   TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
@@ -112,8 +113,13 @@ export interface AppConfig {
   workerHeartbeatSeconds: number;
   /** A worker host silent this long (no heartbeat) loses its jobs: requeued when restartable, else failed. */
   hostLostGraceSeconds: number;
-  /** A cancelled training's trainer stops at its next epoch end; after this many seconds its host stops it. */
+  /**
+   * A cancelled training's trainer stops at its next epoch end; after this many seconds its host stops it. A cancelled
+   * run on a user's own machine that reports nothing for this long ends cancelled (nobody is listening).
+   */
   trainingCancelGraceSeconds: number;
+  /** A run on a user's own machine that reports nothing for this long is failed: its trainer or machine stopped. */
+  trainingRunSilenceSeconds: number;
   /** How often a worker host uploads a running training's last.pt; a job requeued after a lost host resumes from it. */
   trainingCheckpointSeconds: number;
   /** Credits are checked before training and jobs charged to the workspace; false: estimates only, nothing refused, charges recorded at 0. */
@@ -179,6 +185,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     hostLostGraceSeconds: e.HOST_LOST_GRACE_SECONDS,
     trainingCancelGraceSeconds: e.TRAINING_CANCEL_GRACE_SECONDS,
     trainingCheckpointSeconds: e.TRAINING_CHECKPOINT_SECONDS,
+    trainingRunSilenceSeconds: e.TRAINING_RUN_SILENCE_SECONDS,
     billingEnabled: e.BILLING_ENABLED,
     gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,

@@ -29,6 +29,7 @@ import { scheduleTrashPurge } from './trash/trash-purge.ts';
 import { UploadService } from './uploads/upload.service.ts';
 import { HOST_COMMAND_JOB, hostCommandJob } from './scheduler/host-job-kinds.ts';
 import { HostScheduler } from './scheduler/host-scheduler.ts';
+import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
@@ -106,6 +107,11 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   }, 3600_000);
   sweepTimer.unref();
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
+  const runExpiry = scheduleRunExpiry(
+    () => orm.em.fork() as EntityManager,
+    { silenceSeconds: config.trainingRunSilenceSeconds, cancelGraceSeconds: config.trainingCancelGraceSeconds },
+    log,
+  );
   const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage) };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: ingest }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
@@ -143,6 +149,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       await purgeTask.destroy();
+      await runExpiry.stop();
       await scheduler.stop();
       // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
       await workers.close();

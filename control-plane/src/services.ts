@@ -146,7 +146,11 @@ export class Services {
   }
 
   get training(): TrainingService {
-    return new TrainingService(this.em, this.billing, this.versions, { graceSeconds: this.deps.config.hostLostGraceSeconds, lifecycle: this.lifecycle });
+    return new TrainingService(this.em, this.billing, this.versions, {
+      graceSeconds: this.deps.config.hostLostGraceSeconds,
+      cancelGraceSeconds: this.deps.config.trainingCancelGraceSeconds,
+      lifecycle: this.lifecycle,
+    });
   }
 
   get trainingEvents(): TrainingEventsService {

@@ -13,7 +13,16 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
 export const TrainingRunSchema = defineEntity({
   name: 'TrainingRun',
   tableName: 'training_runs',
-  indexes: [{ properties: ['model', 'createdAt'] }, { properties: ['job'] }],
+  indexes: [
+    { properties: ['model', 'createdAt'] },
+    { properties: ['job'] },
+    // The silence sweep's look-up: runs on users' own machines still running, by their last report.
+    {
+      name: 'training_runs_own_compute_last_report_at_index',
+      expression:
+        'create index "training_runs_own_compute_last_report_at_index" on "training_runs" ("last_report_at") where "status" = \'running\' and "job_id" is null',
+    },
+  ],
   properties: {
     id: p.bigint('number').primary().autoincrement(),
     workspace: () => p.manyToOne(Workspace).deleteRule('cascade'),
@@ -37,6 +46,11 @@ export const TrainingRunSchema = defineEntity({
     resumeKey: p.string().length(1024).nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    /**
+     * When the trainer last posted any event: what the silence sweep measures (updatedAt also moves when the
+     * platform changes the run, and not on console chunks, which touch only their own table).
+     */
+    lastReportAt: p.datetime().onCreate(() => new Date()),
     completedAt: p.datetime().nullable(),
   },
 });

@@ -8,6 +8,7 @@ import { JobFailure } from '../jobs/job-runner.ts';
 import { Model } from '../models/model.entity.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { mintJobKey, revokeJobKeys } from './job-keys.ts';
+import { endJobModel, endJobRuns } from './run-status.ts';
 import type { Storage } from '../storage/storage.ts';
 import { resumeCommand, trainCommand } from './train-args.ts';
 import type { TrainingPayload } from './training-payload.ts';
@@ -82,19 +83,11 @@ export class TrainingJob implements HostJobKind {
       'select error, run_seconds as seconds from jobs where id = ?',
       [attempt.id],
     );
-    const runs = await query<{ epochs_done: number }>(
-      em,
-      `update training_runs set status = case when status = 'running' then ? else status end, completed_at = coalesce(completed_at, now()), updated_at = now()
-       where job_id = ? returning epochs_done`,
-      [outcome, attempt.id],
-    );
+    await endJobRuns(em, attempt.id, outcome);
     // A trainer that exited without reporting its end (or never started reporting) leaves the model to this.
     const modelError = outcome === 'completed' ? 'The trainer exited without reporting its results' : (job?.error ?? null);
-    await query(
-      em,
-      `update models set status = ?, training_error = ?, completed_at = now(), updated_at = now() where id = ? and status = 'training'`,
-      [outcome === 'completed' ? 'failed' : outcome, outcome === 'cancelled' ? null : modelError, payload.modelId],
-    );
+    await endJobModel(em, payload.modelId, { outcome: outcome === 'completed' ? 'failed' : outcome, error: outcome === 'cancelled' ? null : modelError });
+    const [epochs] = await query<{ done: number }>(em, 'select coalesce(max(epochs_done), 0)::int as done from training_runs where job_id = ?', [attempt.id]);
     const model = await em.findOne(Model, { id: payload.modelId }, { populate: ['project', 'workspace'] });
     await new BillingService(em, this.config).chargeJob({
       workspaceId: attempt.workspaceId,
@@ -102,7 +95,7 @@ export class TrainingJob implements HostJobKind {
       gpuType: payload.gpuType,
       gpuCount: payload.gpuType === 'cpu' ? 0 : 1,
       seconds: Math.max(0, job?.seconds ?? 0),
-      epochs: Math.max(0, ...runs.map((run) => run.epochs_done)),
+      epochs: epochs?.done ?? 0,
       description: `Training ${model ? `${model.workspace.handle}/${model.project.slug}/${model.slug}` : payload.modelId}`,
     });
   }

@@ -66,7 +66,9 @@ export const cancelTraining = defineRoute({
   summary: 'Cancel the model’s training (editor or above)',
   description:
     'A queued job is cancelled at once (status cancelled). A running trainer is told in its next webhook answer, stops after its epoch and ' +
-    'uploads what it has (status cancelling); its host stops it after TRAINING_CANCEL_GRACE_SECONDS if it has not. 409 when no training is active.',
+    'uploads what it has (status cancelling); its host stops it after TRAINING_CANCEL_GRACE_SECONDS if it has not. A run on your own machine ' +
+    'that has reported nothing for TRAINING_CANCEL_GRACE_SECONDS is not listening (crashed, interrupted, its machine gone) and ends at once ' +
+    '(status cancelled); one that falls silent after the request ends cancelled that long after its last report. 409 when no training is active.',
   auth: 'key',
   limit: 'training',
   request: { params: ModelPath },

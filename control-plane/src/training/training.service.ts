@@ -17,6 +17,7 @@ import { MODEL_YAML, type TrainArgs } from './train-args.ts';
 import { TRAINING_JOB, type TrainingPayload } from './training-payload.ts';
 import { someHostOffers } from './training-capacity.ts';
 import { trainingView, type EpochRow } from './training-view.ts';
+import { endRun } from './run-status.ts';
 import { TrainingRun } from './training-run.entity.ts';
 import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type TrainingStart, type TrainingStarted } from './training.schemas.ts';
 
@@ -31,13 +32,21 @@ export class TrainingService {
   private readonly versions: VersionService;
   /** Hosts silent longer than this (HOST_LOST_GRACE_SECONDS) do not count as offering capacity. */
   private readonly graceSeconds: number;
+  /** A cancelled run on the user's own machine silent this long (TRAINING_CANCEL_GRACE_SECONDS) is not listening. */
+  private readonly cancelGraceSeconds: number;
   private readonly lifecycle: JobLifecycle;
 
-  constructor(em: EntityManager, billing: BillingService, versions: VersionService, options: { graceSeconds: number; lifecycle: JobLifecycle }) {
+  constructor(
+    em: EntityManager,
+    billing: BillingService,
+    versions: VersionService,
+    options: { graceSeconds: number; cancelGraceSeconds: number; lifecycle: JobLifecycle },
+  ) {
     this.em = em;
     this.billing = billing;
     this.versions = versions;
     this.graceSeconds = options.graceSeconds;
+    this.cancelGraceSeconds = options.cancelGraceSeconds;
     this.lifecycle = options.lifecycle;
   }
 
@@ -147,10 +156,30 @@ export class TrainingService {
       if (status === 'cancelled') return { success: true, status: 'cancelled' };
       return { success: true, status: 'cancelling' };
     }
-    // A run on the user's own machine: its trainer hears it in the next answer.
-    const cancelled = await this.em.nativeUpdate(TrainingRun, { model, status: 'running', job: null, cancelRequested: false }, { cancelRequested: true });
-    if (cancelled === 0) throw Conflict('The model has no active training');
-    return { success: true, status: 'cancelling' };
+    return this.cancelOwnCompute(model.id);
+  }
+
+  /**
+   * A run on the user's own machine: its trainer hears the cancel in its next epoch_end answer, stops and reports
+   * its partial results. One already silent past the cancel grace is not listening (it crashed, was interrupted or
+   * lost its machine) and ends cancelled now; one that goes silent after the request is ended by the silence sweep.
+   */
+  private async cancelOwnCompute(modelId: string): Promise<z.input<typeof TrainingCancelled>> {
+    return this.em.transactional(async (em) => {
+      const runs = await query<{ id: number; silent: boolean }>(
+        em,
+        `update training_runs set cancel_requested = true, updated_at = now() where model_id = ? and status = 'running' and job_id is null
+         returning id, last_report_at < now() - make_interval(secs => ?) as silent`,
+        [modelId, this.cancelGraceSeconds],
+      );
+      if (runs.length === 0) throw Conflict('The model has no active training');
+      let listening = false;
+      for (const run of runs) {
+        if (!run.silent) listening = true;
+        else await endRun(em, run.id, { outcome: 'cancelled', error: null });
+      }
+      return { success: true, status: listening ? 'cancelling' : 'cancelled' };
+    });
   }
 
   private activeJob(modelId: string): Promise<Job | null> {

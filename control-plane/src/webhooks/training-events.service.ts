@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { requireKey } from '../auth/access.ts';
@@ -5,7 +6,8 @@ import type { Actor, KeyActor } from '../auth/actor.ts';
 import { query } from '../db/sql.ts';
 import { NotFound } from '../http/errors.ts';
 import type { Model } from '../models/model.entity.ts';
-import { ConsoleChunk, TrainingEpoch, TrainingRun } from '../training/training-run.entity.ts';
+import { endReportedRun, endRun } from '../training/run-status.ts';
+import { TrainingRun } from '../training/training-run.entity.ts';
 import type { UploadService } from '../uploads/upload.service.ts';
 import { headlineMetrics, numberOrNull } from './final-metrics.ts';
 import { modelFor, modelForNewRun } from './run-identity.ts';
@@ -42,6 +44,8 @@ export class TrainingEventsService {
       if (envelope.event === 'training_started') return this.started(em, key, envelope);
       const model = await modelFor(em, key, envelope);
       const run = await this.currentRun(em, model, int(envelope.data.runId));
+      // Any event shows the trainer alive: the silence sweep measures from here.
+      run.lastReportAt = new Date();
       await this.apply(em, envelope, model, run);
       await em.flush();
       return { success: true, modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
@@ -75,11 +79,15 @@ export class TrainingEventsService {
     };
   }
 
-  /** The run an event belongs to: its runId, else the model's newest. */
+  /**
+   * The run an event belongs to: its runId, else the model's newest. Locked first, so the silence sweep skips a
+   * run that is reporting, and every writer takes the run before its model (no deadlock with the sweep).
+   */
   private async currentRun(em: EntityManager, model: Model, runId: number | null): Promise<TrainingRun> {
+    const lockMode = LockMode.PESSIMISTIC_WRITE;
     const run = runId
-      ? await em.findOne(TrainingRun, { id: runId, model })
-      : await em.findOne(TrainingRun, { model }, { orderBy: { id: 'desc' } });
+      ? await em.findOne(TrainingRun, { id: runId, model }, { lockMode })
+      : await em.findOne(TrainingRun, { model }, { orderBy: { id: 'desc' }, lockMode });
     if (!run) throw NotFound(runId ? `Run ${runId} of model ${model.id} not found` : `Model ${model.id} has no training run; send training_started first`);
     return run;
   }
@@ -103,15 +111,12 @@ export class TrainingEventsService {
       case 'training_complete':
         return this.complete(em, data, model, run);
       case 'training_failed':
-        run.status = 'failed';
-        run.error = String(data.error ?? 'Training failed').slice(0, 10_000);
-        run.completedAt = new Date();
-        Object.assign(model, { status: 'failed', trainingError: run.error, completedAt: run.completedAt });
+        // A run already ended (cancelled, or taken for dead) keeps that end.
+        await endRun(em, run.id, { outcome: 'failed', error: String(data.error ?? 'Training failed').slice(0, 10_000) });
         return;
       case 'training_progress':
       case 'system_metrics':
-        // Liveness only: the run's updatedAt moves.
-        run.updatedAt = new Date();
+        // Liveness only: lastReportAt moved above.
         return;
     }
   }
@@ -146,15 +151,12 @@ export class TrainingEventsService {
   private async complete(em: EntityManager, data: Data, model: Model, run: TrainingRun): Promise<void> {
     const results = record(data.results);
     if (typeof results.modelPath === 'string') await this.checkpoint(em, results.modelPath, model, run);
-    const cancelled = await this.cancelled(em, run);
-    const now = new Date();
-    Object.assign(run, { status: cancelled ? 'cancelled' : 'completed', completedAt: now });
+    const onModel = await endReportedRun(em, run.id, (await this.cancelled(em, run)) ? 'cancelled' : 'completed');
+    if (!onModel) return;
     const validation = record(results.validation);
     const rows = Array.isArray(validation.rows) ? validation.rows.slice(0, MAX_ANALYSIS_ROWS) : [];
     const { validation: _rows, ...summary } = results;
     Object.assign(model, {
-      status: cancelled ? 'cancelled' : 'completed',
-      completedAt: now,
       metrics: headlineMetrics(record(results.metrics)) ?? model.metrics ?? null,
       bestEpoch: int(results.bestEpoch),
       bestFitness: numberOrNull(results.bestFitness),

@@ -12,6 +12,7 @@ import { Migration20261124004210_resource_counts } from './Migration202611240042
 import { Migration20261124011321_rate_limit_take_count } from './Migration20261124011321_rate_limit_take_count.ts';
 import { Migration20261124030000_job_lifecycle } from './Migration20261124030000_job_lifecycle.ts';
 import { Migration20261124040000_host_sessions } from './Migration20261124040000_host_sessions.ts';
+import { Migration20261124050000_training_run_last_report } from './Migration20261124050000_training_run_last_report.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   { name: 'Migration20261124011321_rate_limit_take_count', class: Migration20261124011321_rate_limit_take_count },
   { name: 'Migration20261124030000_job_lifecycle', class: Migration20261124030000_job_lifecycle },
   { name: 'Migration20261124040000_host_sessions', class: Migration20261124040000_host_sessions },
+  { name: 'Migration20261124050000_training_run_last_report', class: Migration20261124050000_training_run_last_report },
 ];

@@ -1,0 +1,81 @@
+// How a training run ends, and its model with it: the only writer of a run's terminal status. Every change is a
+// guarded UPDATE in the caller's transaction, so a webhook, the silence sweep of any replica, a cancel and a job's
+// end racing for one run cannot both win: whichever updates first ends it, the others find it ended.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import { TRAINING_JOB } from './training-payload.ts';
+import type { RunStatus } from './training-run.entity.ts';
+
+export type RunOutcome = Exclude<RunStatus, 'running'>;
+
+export interface RunEnd {
+  outcome: RunOutcome;
+  /** Why it failed (shown on the run and as the model's trainingError); null for the other outcomes. */
+  error: string | null;
+}
+
+/**
+ * A model follows a run only while that run is its training: no newer run on the model and no other active
+ * training job for it, so a run that ends late never overwrites a training started since.
+ */
+const MODEL_ON_RUN = `m.id = ? and not exists (select 1 from training_runs newer where newer.model_id = m.id and newer.id > ?)
+  and not exists (select 1 from jobs j where j.subject_id = m.id and j.kind = '${TRAINING_JOB}' and j.status in ('queued', 'running') and j.id is distinct from ?)`;
+
+interface EndedRow {
+  id: number;
+  model_id: string;
+  job_id: string | null;
+}
+
+// completed_at stays when the status does not change (a trainer repeating its training_complete).
+async function setRun(em: EntityManager, runId: number, end: RunEnd, from: readonly RunStatus[]): Promise<EndedRow | undefined> {
+  const [row] = await query<EndedRow>(
+    em,
+    `update training_runs set status = ?, error = ?, completed_at = case when status = ? then completed_at else now() end, updated_at = now()
+     where id = ? and status in (${from.map(() => '?').join(', ')}) returning id, model_id, job_id`,
+    [end.outcome, end.error, end.outcome, runId, ...from],
+  );
+  return row;
+}
+
+async function setModelOfRun(em: EntityManager, run: EndedRow, end: RunEnd, onlyWhileTraining: boolean): Promise<boolean> {
+  const updated = await query(
+    em,
+    `update models m set status = ?, training_error = ?, completed_at = case when m.status = ? then m.completed_at else now() end, updated_at = now()
+     where ${MODEL_ON_RUN} ${onlyWhileTraining ? "and m.status = 'training'" : ''} returning m.id`,
+    [end.outcome, end.error, end.outcome, run.model_id, run.id, run.job_id],
+  );
+  return updated.length > 0;
+}
+
+/** A running run ends (a run already ended never changes), and its model with it when still training on it. */
+export async function endRun(em: EntityManager, runId: number, end: RunEnd): Promise<boolean> {
+  const run = await setRun(em, runId, end, ['running']);
+  if (!run) return false;
+  await setModelOfRun(em, run, end, true);
+  return true;
+}
+
+/**
+ * The trainer's own training_complete: its last word on the run, so it also ends a run that was taken for dead
+ * (failed after its silence) — a trainer that was only slow still lands its weights and results, and its model
+ * shows them when no training began on it since. A run that was cancelled stays cancelled (the trainer sends its
+ * partial results after a cancel; `outcome` is then 'cancelled'). Answers whether the model is on this run, i.e.
+ * whether the results belong on the model.
+ */
+export async function endReportedRun(em: EntityManager, runId: number, outcome: 'completed' | 'cancelled'): Promise<boolean> {
+  const end = { outcome, error: null };
+  const run = await setRun(em, runId, end, outcome === 'completed' ? ['running', 'failed', 'completed'] : ['running', 'failed', 'cancelled']);
+  if (!run) return false;
+  return setModelOfRun(em, run, end, false);
+}
+
+/** A training job ended: its runs still running take its outcome (the model is ended by endJobModel). */
+export async function endJobRuns(em: EntityManager, jobId: string, outcome: RunOutcome): Promise<void> {
+  await query(em, `update training_runs set status = ?, completed_at = now(), updated_at = now() where job_id = ? and status = 'running'`, [outcome, jobId]);
+}
+
+/** A training job ended: its model, if still training (no run reported the end), takes `end`. */
+export async function endJobModel(em: EntityManager, modelId: string, end: RunEnd): Promise<void> {
+  await query(em, `update models set status = ?, training_error = ?, completed_at = now(), updated_at = now() where id = ? and status = 'training'`, [end.outcome, end.error, modelId]);
+}
