@@ -52,6 +52,9 @@ export class DockerJob implements RunningJob {
   #stopped: JobOutcome | undefined;
   #ended = false;
   #cancelTimeout: () => void = () => {};
+  readonly #output: Readable;
+  /** Ends the wait on the container when the agent detaches from it. */
+  readonly #detach = new AbortController();
 
   /** `timeoutAt` (epoch ms) fails the job as timed out if it is still running then. */
   constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, options: { stopGraceMs: number; cause: CauseContext; timeoutAt?: number }) {
@@ -59,6 +62,7 @@ export class DockerJob implements RunningJob {
     this.jobId = jobId;
     this.#container = container;
     this.#cause = options.cause;
+    this.#output = output;
     // Docker counts the grace period in whole seconds.
     this.#graceSeconds = Math.ceil(stopGraceMs / 1000);
     if (timeoutAt !== undefined) {
@@ -76,6 +80,13 @@ export class DockerJob implements RunningJob {
     await this.#end({ outcome: 'cancelled', error: reason });
   }
 
+  /** The agent stops and leaves the container running, for the next agent to adopt: nothing of it is waited on. */
+  detach(): void {
+    this.#cancelTimeout();
+    this.#detach.abort();
+    this.#output.destroy();
+  }
+
   /** Until its end is reported the ended container stays, so an agent restarted meanwhile still finds its outcome. */
   async release(): Promise<void> {
     await removeContainer(this.#container);
@@ -85,10 +96,11 @@ export class DockerJob implements RunningJob {
     let info: Docker.ContainerInspectInfo | undefined;
     let lost: string | undefined;
     try {
-      await this.#container.wait();
+      await this.#container.wait({ abortSignal: this.#detach.signal });
       await drained(output);
       info = await this.#container.inspect();
     } catch (error) {
+      if (this.#detach.signal.aborted) return new Promise<JobOutcome>(() => {});
       lost = `lost track of the job's container: ${(error as Error).message}`;
     }
     this.#ended = true;

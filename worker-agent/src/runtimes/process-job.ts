@@ -131,7 +131,8 @@ export class ProcessJob implements RunningJob {
   async #deliver(final: boolean): Promise<void> {
     let moved = false;
     for (const stream of ['stdout', 'stderr'] as const) moved = (await this.#read(stream, final)) || moved;
-    if (!moved) return;
+    // Detached meanwhile: what was read is left for the next agent, which reads it again from the recorded offset.
+    if (!moved || this.#detached) return;
     this.#options.logs.flush();
     this.#options.state.writeDelivered(this.#offsets);
   }
