@@ -65,6 +65,7 @@ t.test("a trainer that fails: the training shows the trainer's own error line, w
   const jobId = await start('no-such-yaml', trainArgs(1, 'yolo99z.yaml'));
   const job = await ended('no-such-yaml', 'the training to fail');
   t.equal(job.status, 'failed');
+  t.comment(`the error shown: ${job.error}`);
   t.match(job.error, /^exited with status 1: FileNotFoundError: .*yolo99z\.yaml.* does not exist/, 'the cause, not only the exit status');
   t.notMatch(job.error, /(^|[\s'"(=])\/\w/, 'no absolute path');
   t.notMatch(job.error, dir, 'nothing of the host');

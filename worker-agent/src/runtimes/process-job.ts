@@ -27,7 +27,6 @@ export interface ProcessJobOptions {
 export class ProcessJob implements RunningJob {
   readonly jobId: string;
   readonly #options: ProcessJobOptions;
-  readonly #pid: number;
   readonly #offsets: Offsets;
   readonly #done: Promise<JobOutcome>;
   /** Set when the agent ends the job; decides the outcome whatever the exit status. */
@@ -44,7 +43,6 @@ export class ProcessJob implements RunningJob {
     const { record, state } = options;
     this.jobId = record.jobId;
     this.#options = options;
-    this.#pid = record.pid;
     this.#offsets = state.delivered();
     if (record.timeoutSeconds !== undefined) {
       const deadline = record.startedAt + record.timeoutSeconds * 1000;
@@ -173,6 +171,7 @@ export class ProcessJob implements RunningJob {
 
   /** Only while the supervisor runs: once it is gone, its pid (the group's id) may be another's. */
   #signalGroup(name: NodeJS.Signals): void {
-    if (isRunning(this.#pid, this.#options.record.startTime)) signal(-this.#pid, name);
+    const { pid, startTime } = this.#options.record;
+    if (isRunning(pid, startTime)) signal(-pid, name);
   }
 }
