@@ -269,6 +269,18 @@ t.test('an adopted job can be stopped: SIGTERM to its group, SIGKILL after the g
   t.notOk(isAlive(grandchild), 'so is what it started');
 });
 
+t.test("an adopted job's timeout still counts from its start", async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const started = Date.now();
+  const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-slow', attempt: 1, spec: spec('setInterval(() => {}, 1000)', { timeoutSeconds: 2 }) }, () => {});
+  first.detach?.();
+  const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
+  t.same(await adopted?.job.wait(), { outcome: 'failed', error: 'timed out' });
+  const took = Date.now() - started;
+  t.ok(took >= 1900 && took < 5000, `ended ${took} ms after its start`);
+});
+
 t.test('recover(): a job whose supervisor is gone without an exit status is failed, and a process that got its pid later is left alone', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
   const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
