@@ -256,7 +256,7 @@ t.test('an adopted job can be stopped: SIGTERM to its group, SIGKILL after the g
   // The first agent started the job and went away (it stops following it, as at SIGTERM).
   const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-lost', attempt: 2, spec: spec(script) }, logs.sink);
   const [leader, grandchild] = (await firstLine(logs)).split(' ').map(Number) as [number, number];
-  first.detach?.();
+  first.detach();
 
   const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
   t.equal(adopted?.jobId, 'j-lost');
@@ -274,7 +274,7 @@ t.test("an adopted job's timeout still counts from its start", async (t) => {
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   const started = Date.now();
   const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-slow', attempt: 1, spec: spec('setInterval(() => {}, 1000)', { timeoutSeconds: 2 }) }, () => {});
-  first.detach?.();
+  first.detach();
   const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
   t.same(await adopted?.job.wait(), { outcome: 'failed', error: 'timed out' });
   const took = Date.now() - started;

@@ -40,6 +40,8 @@ export class JobManager {
   /** Where inputs come from and checkpoints go; absent: jobs with inputs or checkpoints fail (tests of the runtime alone). */
   readonly #files: JobFilesOptions | undefined;
   readonly #retention: WorkDirRetention | undefined;
+  /** The agent is stopping: a job that finishes starting now is left to the next agent at once. */
+  #detached = false;
 
   constructor(
     runtime: JobRuntime,
@@ -109,6 +111,7 @@ export class JobManager {
       return;
     }
     tracked.job = job;
+    if (this.#detached) return job.detach();
     if (this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec });
     this.#send({ type: 'job.accepted', jobId });
     this.#log('info', 'job started', { jobId, attempt });
@@ -135,9 +138,10 @@ export class JobManager {
 
   /** The agent is stopping, its jobs go on: stop following them (a restarted agent adopts them) and their uploads. */
   detachAll(): void {
+    this.#detached = true;
     for (const tracked of this.#jobs.values()) {
       tracked.stopWatching?.();
-      tracked.job?.detach?.();
+      tracked.job?.detach();
     }
   }
 

@@ -87,8 +87,6 @@ async function run(configFile: string | undefined): Promise<number> {
   try {
     const outcome = await connection.run();
     if (outcome === 'unauthorized' || outcome === 'replaced') await jobs.stopAll(`the agent stopped: ${outcome}`);
-    // Again: a job that finished starting after the signal is left to the next agent too.
-    else jobs.detachAll();
     return EXIT_STATUS[outcome];
   } catch (error) {
     log('error', 'the agent failed', { error: (error as Error).message });

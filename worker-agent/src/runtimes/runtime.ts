@@ -23,9 +23,9 @@ export interface RunningJob {
   release(): Promise<void>;
   /**
    * The agent is stopping and leaves the job running for the next agent to adopt: stop following it (and sending
-   * its output), so nothing is read that could not be delivered. Runtimes whose jobs run on without it need none.
+   * its output), so nothing is read that could not be delivered, and hold nothing that keeps the agent's process up.
    */
-  detach?(): void;
+  detach(): void;
 }
 
 /** What the agent hands a runtime: the job's id, which attempt the server assigned, and its spec. */

@@ -38,9 +38,9 @@ export function after(ms: number, run: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-/** A job that ended before anyone could watch it: wait() gives its outcome, stop() has nothing to do, release() removes what is left. */
+/** A job that ended before anyone could watch it: wait() gives its outcome, stop() and detach() have nothing to do, release() removes what is left. */
 export function endedJob(jobId: string, outcome: JobOutcome, release: () => Promise<void> = () => Promise.resolve()): RunningJob {
-  return { jobId, wait: () => Promise.resolve(outcome), stop: () => Promise.resolve(), release };
+  return { jobId, wait: () => Promise.resolve(outcome), stop: () => Promise.resolve(), release, detach: () => {} };
 }
 
 /** Through a temporary file and a rename, so a reader never sees half of it. Synchronous: on disk when it returns. */
