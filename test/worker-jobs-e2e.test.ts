@@ -146,7 +146,8 @@ t.test("finished jobs' work dirs: kept for VP_WORKER_KEEP_WORK_DIRS_HOURS, remov
   // A restart with a keep time that is already over sweeps it at start.
   agent.child.kill('SIGTERM');
   await agent.exited;
-  agent = host.start({ VP_WORKER_KEEP_WORK_DIRS_HOURS: '0.0001' });
+  // 36 ms: over before this agent is even up.
+  agent = host.start({ VP_WORKER_KEEP_WORK_DIRS_HOURS: '0.00001' });
   await eventually(async () => !existsSync(join(host.workRoot, 'training/kept')), `the old work dir to be swept; agent log:\n${agent.output()}`);
   t.ok(existsSync(host.workRoot), 'the work root stays');
 
