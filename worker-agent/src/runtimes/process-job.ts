@@ -35,6 +35,8 @@ export class ProcessJob implements RunningJob {
   #cancelTimeout: () => void = () => {};
   #killTimer: NodeJS.Timeout | undefined;
   #detached = false;
+  /** Reused for every read: the log batcher decodes what it is given before the next read. */
+  readonly #buffer = Buffer.allocUnsafe(READ_BYTES);
   /** Set when something happened that the follow loop should look at now rather than at its next poll. */
   #nudged = false;
   #nudge: () => void = () => (this.#nudged = true);
@@ -140,11 +142,10 @@ export class ProcessJob implements RunningJob {
     if (!file) return false;
     const start = this.#offsets[stream];
     try {
-      const buffer = Buffer.alloc(READ_BYTES);
       for (;;) {
-        const { bytesRead } = await file.read(buffer, 0, READ_BYTES, this.#offsets[stream]);
+        const { bytesRead } = await file.read(this.#buffer, 0, READ_BYTES, this.#offsets[stream]);
         if (bytesRead === 0) break;
-        const chunk = buffer.subarray(0, bytesRead);
+        const chunk = this.#buffer.subarray(0, bytesRead);
         const lines = chunk.lastIndexOf(0x0a) + 1;
         const end = final || (lines === 0 && bytesRead > MAX_PENDING_LINE_BYTES) ? bytesRead : lines;
         if (end === 0) break;
