@@ -46,7 +46,9 @@ function collector() {
 async function run(jobSpec: JobSpec, from = runtime()) {
   const logs = collector();
   const job = await from.start(assignment(jobSpec), logs.sink);
-  return { ...logs, job, outcome: await job.wait() };
+  const outcome = await job.wait();
+  await job.release();
+  return { ...logs, job, outcome };
 }
 
 async function until(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
@@ -70,19 +72,24 @@ async function isGone(jobId: string, attempt = 1): Promise<boolean> {
   return docker.getContainer(containerName(jobId, attempt)).inspect().then(() => false, (error: { statusCode?: number }) => error.statusCode === 404);
 }
 
-t.test('exit 0 completes; stdout and stderr arrive apart, in order; the container is removed', async (t) => {
+t.test('exit 0 completes; stdout and stderr arrive apart, in order; the container is removed once the end is reported', async (t) => {
   const logs = collector();
   const assigned = assignment(spec('echo out 1; echo err 1 >&2; echo out 2; printf partial'));
-  const outcome = await (await runtime().start(assigned, logs.sink)).wait();
+  const job = await runtime().start(assigned, logs.sink);
+  const outcome = await job.wait();
   t.same(outcome, { outcome: 'completed' });
   t.same(logs.lines('stdout'), ['out 1', 'out 2', 'partial']);
   t.same(logs.lines('stderr'), ['err 1']);
+  t.notOk(await isGone(assigned.jobId), 'kept until its end is reported, so a restarted agent could still report it');
+  await job.release();
   t.ok(await isGone(assigned.jobId));
 });
 
-t.test('a non-zero exit fails with the exit code', async (t) => {
+t.test("a non-zero exit fails with the exit code and the output's last error line", async (t) => {
   const { outcome } = await run(spec('exit 3'));
   t.same(outcome, { outcome: 'failed', exitCode: 3, error: 'exited with status 3' });
+  const said = await run(spec('echo "ValueError: no $(pwd)/data.yaml" >&2; echo bye; exit 2'));
+  t.same(said.outcome, { outcome: 'failed', exitCode: 2, error: 'exited with status 2: ValueError: no data.yaml' });
 });
 
 t.test('the work dir is mounted at its host path and is the working dir; paths outside the work root are refused', async (t) => {
@@ -101,7 +108,14 @@ t.test('limits, labels, name, mount and environment are set as the spec says (se
   const info = await container.inspect();
   t.equal(info.State.Running, true);
   t.match(info.HostConfig, { Memory: 64 * MiB, MemorySwap: 64 * MiB, NanoCpus: 500_000_000, ShmSize: 32 * MiB, Init: true, NetworkMode: 'host' });
-  t.same(info.Config.Labels, { 'vp.managed': 'true', 'vp.host': host, 'vp.job-id': assigned.jobId, 'vp.attempt': '1', 'vp.timeout-seconds': '600' });
+  t.same(info.Config.Labels, {
+    'vp.managed': 'true',
+    'vp.host': host,
+    'vp.job-id': assigned.jobId,
+    'vp.attempt': '1',
+    'vp.timeout-seconds': '600',
+    'vp.job-files': JSON.stringify({ workDir: 'job' }),
+  });
   t.equal(info.Name, `/vp-job-${assigned.jobId}-1`);
   t.equal(info.Config.WorkingDir, join(workRoot, 'job'));
   t.same(info.Config.Cmd, jobSpec.command);
@@ -109,6 +123,7 @@ t.test('limits, labels, name, mount and environment are set as the spec says (se
   t.match(info.Mounts, [{ Type: 'bind', Source: join(workRoot, 'job'), Destination: join(workRoot, 'job') }]);
   await t.rejects(runtime().start(assigned, () => {}), /already has a container/);
   await job.stop('done looking');
+  await job.release();
 });
 
 t.test('stop() cancels: the job gets SIGTERM, the container is stopped and removed', async (t) => {
@@ -117,6 +132,7 @@ t.test('stop() cancels: the job gets SIGTERM, the container is stopped and remov
   await job.stop('user asked');
   t.ok(Date.now() - started < 5000, 'well within the grace: the job ended on SIGTERM');
   t.same(await job.wait(), { outcome: 'cancelled', error: 'user asked' });
+  await job.release();
   t.ok(await isGone(assigned.jobId));
   await job.stop('again'); // nothing to do once it has ended
 });
@@ -128,6 +144,7 @@ t.test('a job ignoring SIGTERM is killed after the grace period', async (t) => {
   const took = Date.now() - started;
   t.ok(took >= 900 && took < 5000, `took ${took} ms`);
   t.equal((await job.wait()).outcome, 'cancelled');
+  await job.release();
 });
 
 t.test('a timeout fails the job with "timed out"', async (t) => {
@@ -169,7 +186,7 @@ t.test('recover() after the agent was killed adopts running containers and repor
   const checkpoint = { under: 'runs', file: 'last.pt', everySeconds: 5 };
   const ticking = assignment(spec('i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done', { checkpoint }));
   // Ends after its agent is gone, so nobody sees it end.
-  const exiting = assignment(spec('sleep 1; exit 4'));
+  const exiting = assignment(spec('sleep 1; echo "RuntimeError: no $(pwd)/data.yaml" >&2; exit 4'));
   const timed = assignment(spec('sleep 60', { timeoutSeconds: 3 }));
   // An agent in a process of its own, killed once its jobs run, as a crash or a reboot of the agent would.
   const runtimeModule = new URL('../worker-agent/src/runtimes/docker-runtime.ts', import.meta.url).href;
@@ -201,20 +218,23 @@ t.test('recover() after the agent was killed adopts running containers and repor
   });
   const byId = new Map(recovered.map((found) => [found.jobId, found]));
   t.same(byId.get(ticking.jobId)?.files, { workDir: ticking.spec.workDir, checkpoint }, 'an adopted job keeps what its checkpoint uploads need');
-  t.equal(byId.get(timed.jobId)?.files, undefined, 'a job without a checkpoint has none');
+  t.same(byId.get(timed.jobId)?.files, { workDir: timed.spec.workDir }, 'a job without a checkpoint: its work dir');
   t.same([...byId.keys()].sort(), [ticking.jobId, exiting.jobId, timed.jobId].sort());
   t.ok(recovered.every((found) => found.attempt === 1));
 
-  t.same(await byId.get(exiting.jobId)?.job.wait(), { outcome: 'failed', exitCode: 4, error: 'exited with status 4' });
-  t.ok(await isGone(exiting.jobId), 'the ended container is removed');
+  t.same(await byId.get(exiting.jobId)?.job.wait(), { outcome: 'failed', exitCode: 4, error: 'exited with status 4: RuntimeError: no data.yaml' }, 'the cause from the output Docker kept');
+  await byId.get(exiting.jobId)?.job.release();
+  t.ok(await isGone(exiting.jobId), 'the ended container is removed once its end is reported');
 
   const tickLogs = sinks.get(ticking.jobId) as ReturnType<typeof collector>;
   await until(() => tickLogs.lines('stdout').some((line) => line.startsWith('tick ')), 'ticks from the adopted job');
   const tickJob = byId.get(ticking.jobId)?.job;
   await tickJob?.stop('stopped after recovery');
   t.same(await tickJob?.wait(), { outcome: 'cancelled', error: 'stopped after recovery' });
+  await tickJob?.release();
   t.ok(await isGone(ticking.jobId));
 
   t.same(await byId.get(timed.jobId)?.job.wait(), { outcome: 'failed', error: 'timed out' }, 'the timeout still counts from its start');
+  await byId.get(timed.jobId)?.job.release();
   t.ok(await isGone(timed.jobId));
 });

@@ -1,7 +1,8 @@
 // The process runtime against real child processes (node -e scripts): outcomes, logs, environment, work dirs,
-// stopping (a process group, SIGKILL after the grace), timeouts, and recover() after the agent died mid-job.
+// stopping (a process group, SIGKILL after the grace), timeouts, failure causes, and recover() after the agent died
+// mid-job: the job runs on and is adopted.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -147,13 +148,104 @@ t.test('a missing command fails with a message', async (t) => {
   t.match(outcome.error, /ENOENT/);
 });
 
-t.test('a job that ends leaves no record behind; the agent state dir is no work dir', async (t) => {
-  await run(spec('console.log("hi")'));
-  t.same(readdirSync(join(workRoot, '.vp-jobs')), []);
+t.test("a non-zero exit says why: its output's last error line, without keys or host paths", async (t) => {
+  const key = 'ul_' + '5'.repeat(40);
+  const script = `console.log("Traceback (most recent call last):");
+    console.error('  File "/opt/venv/lib/python3.11/site-packages/ultralytics/utils/checks.py", line 814, in check_file');
+    console.error("\\x1b[31mFileNotFoundError: '" + process.cwd() + "/runs/yolo99z.yaml' does not exist (key " + process.env.ULTRALYTICS_API_KEY + ")\\x1b[0m");
+    console.log("Sentry: nothing sent");
+    process.exit(1)`;
+  const { outcome } = await run(spec(script, { env: { ULTRALYTICS_API_KEY: key } }));
+  t.same(outcome, { outcome: 'failed', exitCode: 1, error: "exited with status 1: FileNotFoundError: 'runs/yolo99z.yaml' does not exist (key [redacted])" });
+  const plain = await run(spec('console.error("out of luck at /srv/data/x.bin"); process.exit(2)'));
+  t.equal(plain.outcome.error, 'exited with status 2: out of luck at x.bin', 'else the last line, its outside path cut to its name');
+});
+
+t.test("a job's state stays until its end is released; the agent state dir is no work dir", async (t) => {
+  const { job } = await run(spec('console.log("hi")'));
+  t.same(readdirSync(join(workRoot, '.vp-jobs', 'process')), ['j1']);
+  await job.release();
+  t.same(readdirSync(join(workRoot, '.vp-jobs', 'process')), []);
   await t.rejects(run(spec('', { workDir: '.vp-jobs/x' })), /outside the work root/);
 });
 
-t.test('recover() after an agent died mid-job stops the job group and reports the job failed', async (t) => {
+/** Waits for a path to exist. */
+async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`still waiting after ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A job that prints `<name> 1`, then waits for a file `go` in its work dir, then prints `<name> 2` and `<name> 3` and exits with `code`. */
+const gated = (name: string, code: number) =>
+  spec(
+    `const fs = require("node:fs"); console.log("${name} 1");
+     const wait = setInterval(() => { if (!fs.existsSync("go")) return; clearInterval(wait); console.log("${name} 2"); console.error("${name} 3"); process.exit(${code}); }, 20)`,
+    { workDir: `gated/${name}` },
+  );
+
+t.test('an agent killed mid-job: the jobs run on; a new agent adopts them, sends only the output not yet sent, and reports how they really ended', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const runtimeModule = new URL('../worker-agent/src/runtimes/process-runtime.ts', import.meta.url).href;
+  const assignments = [
+    { jobId: 'j-done', attempt: 2, spec: gated('done', 0) },
+    { jobId: 'j-failed', attempt: 1, spec: gated('failed', 3) },
+    { jobId: 'j-running', attempt: 1, spec: gated('running', 0) },
+  ];
+  // The first agent, in a process of its own: it starts the jobs and prints each batch of output it sends.
+  const agent = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const { ProcessRuntime } = await import(${JSON.stringify(runtimeModule)});
+       const runtime = new ProcessRuntime({ workRoot: ${JSON.stringify(root)} });
+       for (const assigned of ${JSON.stringify(assignments)}) await runtime.start(assigned, (batch) => console.log(JSON.stringify(batch)));
+       setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let sent = '';
+  agent.stdout.on('data', (chunk: Buffer) => (sent += chunk));
+  await until(() => ['done 1', 'failed 1', 'running 1'].every((line) => sent.includes(line)), 'the first lines to be sent');
+  agent.kill('SIGKILL');
+  await new Promise((resolve) => agent.once('close', resolve));
+
+  // Two jobs end while no agent runs; the third still runs when the next agent starts.
+  const exitFile = (jobId: string) => join(root, '.vp-jobs', 'process', jobId, 'exit.json');
+  writeFileSync(join(root, 'gated', 'done', 'go'), '');
+  writeFileSync(join(root, 'gated', 'failed', 'go'), '');
+  await until(() => existsSync(exitFile('j-done')) && existsSync(exitFile('j-failed')), 'the two jobs to end');
+  t.notOk(existsSync(exitFile('j-running')), 'the third runs on');
+
+  const sinks = new Map<string, ReturnType<typeof collector>>();
+  const recovered = await new ProcessRuntime({ workRoot: root }).recover((jobId) => {
+    const logs = collector();
+    sinks.set(jobId, logs);
+    return logs.sink;
+  });
+  const byId = new Map(recovered.map((found) => [found.jobId, found]));
+  t.same([...byId.keys()].sort(), ['j-done', 'j-failed', 'j-running']);
+  t.equal(byId.get('j-done')?.attempt, 2);
+  t.same(byId.get('j-done')?.files, { workDir: 'gated/done' }, 'its work dir, for the sweep after it');
+
+  t.same(await byId.get('j-done')?.job.wait(), { outcome: 'completed' });
+  t.same([...sinks.get('j-done')!.lines('stdout'), ...sinks.get('j-done')!.lines('stderr')], ['done 2', 'done 3'], 'only what was not sent before');
+  t.same(await byId.get('j-failed')?.job.wait(), { outcome: 'failed', exitCode: 3, error: 'exited with status 3: failed 3' });
+
+  const running = byId.get('j-running')!;
+  writeFileSync(join(root, 'gated', 'running', 'go'), '');
+  t.same(await running.job.wait(), { outcome: 'completed' }, 'the adopted job is followed to its end');
+  t.same(sinks.get('j-running')!.lines('stdout'), ['running 2']);
+
+  for (const { job } of recovered) await job.release();
+  t.same(await new ProcessRuntime({ workRoot: root }).recover(() => () => {}), [], 'once released, nothing is reported twice');
+});
+
+t.test('an adopted job can be stopped: SIGTERM to its group, SIGKILL after the grace', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   // Leader and grandchild both ignore SIGTERM, so only the SIGKILL after the grace ends them.
@@ -161,40 +253,57 @@ t.test('recover() after an agent died mid-job stops the job group and reports th
     const c = require("node:child_process").spawn(process.execPath, ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: "ignore" });
     console.log(process.pid + " " + c.pid); setInterval(() => {}, 1000)`;
   const logs = collector();
-  // The first agent: started the job, then went away without stopping it.
-  await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-lost', attempt: 2, spec: spec(script) }, logs.sink);
+  // The first agent started the job and went away (it stops following it, as at SIGTERM).
+  const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-lost', attempt: 2, spec: spec(script) }, logs.sink);
   const [leader, grandchild] = (await firstLine(logs)).split(' ').map(Number) as [number, number];
-  const record = JSON.parse(readFileSync(join(root, '.vp-jobs', 'j-lost.json'), 'utf8'));
-  t.match(record, { jobId: 'j-lost', attempt: 2, pid: leader, startTime: /^\d+$/ });
+  first.detach();
 
+  const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
+  t.equal(adopted?.jobId, 'j-lost');
   const started = Date.now();
-  const recovered = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover();
+  await adopted?.job.stop('stopped after recovery');
   t.ok(Date.now() - started >= 250, 'waited the grace before SIGKILL');
-  t.same(recovered.map(({ jobId, attempt }) => ({ jobId, attempt })), [{ jobId: 'j-lost', attempt: 2 }]);
-  t.same(await recovered[0]?.job.wait(), { outcome: 'failed', error: 'the agent restarted while the job ran; its process was stopped' });
+  t.same(await adopted?.job.wait(), { outcome: 'cancelled', error: 'stopped after recovery' });
   for (let i = 0; i < 40 && (isAlive(leader) || isAlive(grandchild)); i++) await new Promise((r) => setTimeout(r, 50));
   t.notOk(isAlive(leader), 'the job is gone');
   t.notOk(isAlive(grandchild), 'so is what it started');
-  t.same(readdirSync(join(root, '.vp-jobs')), [], 'the record is gone');
-  t.same(await new ProcessRuntime({ workRoot: root }).recover(), [], 'and is not reported twice');
 });
 
-t.test('recover() leaves alone a process that got the recorded pid later', async (t) => {
+t.test("an adopted job's timeout still counts from its start", async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const started = Date.now();
+  const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-slow', attempt: 1, spec: spec('setInterval(() => {}, 1000)', { timeoutSeconds: 2 }) }, () => {});
+  first.detach();
+  const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
+  t.same(await adopted?.job.wait(), { outcome: 'failed', error: 'timed out' });
+  const took = Date.now() - started;
+  t.ok(took >= 1900 && took < 5000, `ended ${took} ms after its start`);
+});
+
+t.test('recover(): a job whose supervisor is gone without an exit status is failed, and a process that got its pid later is left alone', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
   const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
   t.teardown(() => {
     stranger.kill('SIGKILL');
     rmSync(root, { recursive: true, force: true });
   });
-  mkdirSync(join(root, '.vp-jobs'));
-  writeFileSync(join(root, '.vp-jobs', 'j-old.json'), JSON.stringify({ jobId: 'j-old', attempt: 1, pid: stranger.pid, startTime: '1' }));
-  const [recovered] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover();
-  t.same(await recovered?.job.wait(), { outcome: 'failed', error: 'the agent restarted while the job ran; its outcome is unknown' });
+  for (const jobId of ['j-old', 'j-stopping']) {
+    const dir = join(root, '.vp-jobs', 'process', jobId);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'job.json'), JSON.stringify({ jobId, attempt: 1, pid: stranger.pid, startTime: '1', startedAt: Date.now(), files: { workDir: 'old' } }));
+  }
+  // The earlier agent had begun to stop this one: the new one carries the stop on, but signals no stranger.
+  writeFileSync(join(root, '.vp-jobs', 'process', 'j-stopping', 'stop.json'), JSON.stringify({ outcome: 'cancelled', error: 'by a user' }));
+  const byId = new Map((await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {})).map((found) => [found.jobId, found.job]));
+  t.same(await byId.get('j-old')?.wait(), { outcome: 'failed', error: 'the process that watched the job ended without recording how the job ended' });
+  t.same(await byId.get('j-stopping')?.wait(), { outcome: 'cancelled', error: 'by a user' });
+  await new Promise((r) => setTimeout(r, 500));
   t.ok(isAlive(stranger.pid as number), 'the other process still runs');
 });
 
 t.test('recover() with nothing recorded finds nothing', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  t.same(await new ProcessRuntime({ workRoot: root }).recover(), []);
+  t.same(await new ProcessRuntime({ workRoot: root }).recover(() => () => {}), []);
 });

@@ -1,7 +1,9 @@
 // The worker protocol: every message kind round-trips through encodeMessage and parseMessage; malformed,
-// oversized, unknown, wrong-version and schema-violating frames are refused with a reason, never thrown.
+// oversized, unknown, wrong-version and schema-violating frames are refused with a reason, never thrown; and the
+// agent's HTTP routes.
 import t from 'tap';
 import {
+  AGENT_ROUTES,
   MAX_LOG_LINE_BYTES,
   MAX_LOG_LINES_PER_MESSAGE,
   MAX_MESSAGE_BYTES,
@@ -10,6 +12,7 @@ import {
   encodeMessage,
   helloVersionFields,
   parseMessage,
+  routePath,
   type AgentMessage,
   type Direction,
   type JobSpec,
@@ -194,4 +197,11 @@ t.test('a bad JobSpec refuses the whole job.assign', async (t) => {
   const withoutCommand: Record<string, unknown> = { ...spec };
   delete withoutCommand.command;
   refuses(t, JSON.stringify({ type: 'job.assign', jobId: 'j-1', attempt: 1, spec: withoutCommand }), 'toAgent', /spec.command/);
+});
+
+t.test("the agent's HTTP routes: one definition, parameters filled in encoded", async (t) => {
+  t.same(AGENT_ROUTES, { enroll: '/api/hosts/enroll', connect: '/api/workers/connect', checkpoint: '/api/workers/jobs/:jobId/checkpoint' });
+  t.equal(routePath(AGENT_ROUTES.checkpoint, { jobId: 'a/b c' }), '/api/workers/jobs/a%2Fb%20c/checkpoint');
+  t.equal(routePath(AGENT_ROUTES.enroll), '/api/hosts/enroll');
+  t.throws(() => routePath(AGENT_ROUTES.checkpoint), /no value for :jobId/);
 });

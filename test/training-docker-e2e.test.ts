@@ -1,5 +1,6 @@
 // Real training through the Docker runtime: a worker agent runs the job in a container of the locally built
-// trainer image (vp/trainer:latest, installer/trainer/build-trainer-image.sh), and it completes with weights.
+// trainer image (vp/trainer:latest, installer/trainer/build-trainer-image.sh), and it completes with weights; a
+// trainer that fails in its container shows its own error line.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,17 +26,18 @@ const { server, alice } = world;
 await server.services().billing.grant('alice', 100_000, 'CI credit');
 await createShapesDataset(t, world, alice, 'alice', 'shapes', { train: 32, val: 8 });
 await call(server, 'POST', '/api/projects', { key: alice, body: { project: 'boxed', name: 'Boxed' } });
-const modelId = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'boxed', model: 'in-docker' } })).body.id;
+const newModel = async (model: string) => (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'boxed', model } })).body.id;
+
+const dir = mkdtempSync(join(tmpdir(), 'vp-train-docker-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const config = join(dir, 'agent.json');
+const { enrollmentToken } = await server.services().hosts.connect('docker-trainer');
+await enrollAgent(t, server.url, enrollmentToken, config);
+const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'docker', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_TRAINER_IMAGE: IMAGE });
+await eventually(async () => (await call<{ cpu: { hosts: number } }>(server, 'GET', '/api/training/gpu-availability')).body.cpu.hosts === 1, `the host to connect: ${agent.output()}`);
 
 t.test('a training job runs in a trainer container and completes with weights', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vp-train-docker-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const config = join(dir, 'agent.json');
-  const { enrollmentToken } = await server.services().hosts.connect('docker-trainer');
-  await enrollAgent(t, server.url, enrollmentToken, config);
-  const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'docker', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_TRAINER_IMAGE: IMAGE });
-
-  await eventually(async () => (await call<{ cpu: { hosts: number } }>(server, 'GET', '/api/training/gpu-availability')).body.cpu.hosts === 1, `the host to connect: ${agent.output()}`);
+  const modelId = await newModel('in-docker');
   const started = await call<{ jobId: string }>(server, 'POST', '/api/training/start', {
     key: alice,
     body: { modelId, gpuType: 'cpu', trainArgs: { model: 'yolo11n.yaml', data: 'ul://alice/datasets/shapes', epochs: 2, imgsz: 160, batch: 16, workers: 0, plots: false } },
@@ -59,4 +61,24 @@ t.test('a training job runs in a trainer container and completes with weights', 
   const containers = () => docker.listContainers({ all: true, filters: { label: [`vp.job-id=${started.body.jobId}`] } });
   await eventually(async () => (await containers()).length === 0, 'the container to be removed');
   t.pass('the container is removed');
+});
+
+t.test("a trainer that fails in its container: the training shows the trainer's own error line, without paths", async (t) => {
+  const modelId = await newModel('no-such-yaml');
+  const started = await call(server, 'POST', '/api/training/start', {
+    key: alice,
+    body: { modelId, gpuType: 'cpu', trainArgs: { model: 'yolo99z.yaml', data: 'ul://alice/datasets/shapes', epochs: 1, imgsz: 160 } },
+  });
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  const job = await eventually(
+    async () => {
+      const read = (await call<{ job: { status: string; error: string | null } | null }>(server, 'GET', '/api/models/alice/boxed/no-such-yaml/training', { key: alice })).body.job;
+      return read !== null && ['completed', 'failed', 'cancelled'].includes(read.status) ? read : undefined;
+    },
+    `training to end; agent log:\n${agent.output().slice(-3000)}`,
+    120_000,
+  );
+  t.equal(job.status, 'failed');
+  t.match(job.error, /^exited with status 1: FileNotFoundError: .*yolo99z\.yaml.* does not exist/);
+  t.notMatch(job.error, /(^|[\s'"(=])\/\w/, 'no absolute path');
 });

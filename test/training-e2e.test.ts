@@ -174,7 +174,7 @@ t.test('the host is lost mid-training: the job is requeued and resumes on anothe
   await eventually(async () => ((await checkpointed())?.epochs_done ?? 0) >= 2 && true, 'two epochs and an uploaded checkpoint', 240_000);
 
   // The machine dies: its agent and the trainer it started go at once, without a word to the control plane.
-  const record = JSON.parse(readFileSync(join(dir, 'work', '.vp-jobs', `${jobId}.json`), 'utf8')) as { pid: number };
+  const record = JSON.parse(readFileSync(join(dir, 'work', '.vp-jobs', 'process', jobId, 'job.json'), 'utf8')) as { pid: number };
   agent.child.kill('SIGKILL');
   process.kill(-record.pid, 'SIGKILL');
   const lostAfter = (await checkpointed())!.epochs_done;

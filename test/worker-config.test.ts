@@ -32,6 +32,7 @@ t.test('the file enroll writes is enough; the rest has defaults', async (t) => {
     runtime: 'docker',
     trainerImage: undefined,
     maxConcurrentJobs: undefined,
+    keepWorkDirsHours: 24,
     configFile: env.VP_WORKER_CONFIG,
   });
 });
@@ -46,6 +47,7 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     maxConcurrentJobs: 4,
     processVenv: '/opt/vp-trainer',
     hostId: 'h-1',
+    keepWorkDirsHours: 0,
     hostName: 'gpu-01',
   });
   t.match(loadWorkerConfig(env), {
@@ -56,6 +58,7 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     maxConcurrentJobs: 4,
     processVenv: '/opt/vp-trainer',
     hostId: 'h-1',
+    keepWorkDirsHours: 0,
   });
 });
 
@@ -69,6 +72,7 @@ t.test('environment variables override the file', async (t) => {
     VP_WORKER_TRAINER_IMAGE: 'trainer:3',
     VP_WORKER_MAX_CONCURRENT_JOBS: '8',
     VP_WORKER_PROCESS_VENV: 'relative/venv',
+    VP_WORKER_KEEP_WORK_DIRS_HOURS: '0.5',
   };
   t.match(loadWorkerConfig(env), {
     server: 'wss://new.example/ws',
@@ -78,6 +82,7 @@ t.test('environment variables override the file', async (t) => {
     trainerImage: 'trainer:3',
     maxConcurrentJobs: 8,
     processVenv: join(process.cwd(), 'relative/venv'),
+    keepWorkDirsHours: 0.5,
   });
   t.equal(loadWorkerConfig({ ...env, VP_WORKER_KEY: '' }).workerKey, 'old', 'an empty variable does not override');
 });
@@ -99,6 +104,8 @@ t.test('every problem is reported together, named by where it came from', async 
   t.match(message, /workerKey \(in .*\) is missing; run `vp-worker enroll --server URL --token T` first/);
   t.match(message, /runtime \(in .*\) must be one of docker, process/);
   t.match(message, /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer/);
+  t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: '-1' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be 0 or more/);
+  t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: 'a day' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be a number of hours, 0 or more/);
   t.match(loadError({ ...env, VP_WORKER_MAX_CONCURRENT_JOBS: '0' }), /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer$/);
   t.match(loadError({ ...withFile(t, { server: 'https://x.example', workerKey: '' }) }), /workerKey \(in .*\) must not be empty/);
 });

@@ -84,6 +84,7 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   maxConcurrentJobs: undefined,
   processVenv: undefined,
   hostId: undefined,
+  keepWorkDirsHours: 24,
   configFile: join(dir, 'config.json'),
 });
 

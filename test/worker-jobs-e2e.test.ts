@@ -1,6 +1,7 @@
 // Real vp-worker agents (process runtime) running jobs for a real control plane: assignment, streamed logs,
-// completion, cancel, disconnect, the agent killed mid-job, and the control plane killed mid-job.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// completion, failure causes, cancel, disconnect, the agent stopped or killed mid-job (the job runs on and is
+// adopted), the control plane killed mid-job, and finished jobs' work dirs removed after their keep time.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -27,7 +28,7 @@ async function enrolledHost(target: { url: string; services: TestServer['service
   await enrollAgent(t, target.url, enrollmentToken, config);
   const workRoot = join(dir, 'work');
   const agentEnv = { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: workRoot };
-  return { handle, key, name: `host-${hosts}`, workRoot, start: () => runAgent(t, config, agentEnv) };
+  return { handle, key, name: `host-${hosts}`, workRoot, start: (extra: Record<string, string> = {}) => runAgent(t, config, { ...agentEnv, ...extra }) };
 }
 
 /** A node script as a job; it writes its pid to `pid` in its work dir, so the test can see whether it still runs. */
@@ -56,9 +57,13 @@ t.test('connect, assigned, logs streamed, completed', async (t) => {
   t.match(job, { error: null, attempts: 1, host: { name: host.name }, progress: { stage: 'done', percent: 100 } });
   t.same(await logLines(jobId, host.key), ['stdout: hello from the job', `stdout: ${join(host.workRoot, 'jobs/hello')}`, 'stderr: a warning']);
 
-  const failing = await queueCommand(server, host.handle, script('jobs/fail', `console.error('bad input'); process.exit(3)`));
+  const failing = await queueCommand(
+    server,
+    host.handle,
+    script('jobs/fail', `console.error('ValueError: bad input in ' + process.cwd() + '/data.yaml'); console.log('cleaning up'); process.exit(3)`),
+  );
   await eventually(async () => (await readJob(server, failing)).status === 'failed', 'the failing job to fail');
-  t.match(await readJob(server, failing), { error: 'exited with status 3', result: { exitCode: 3 } });
+  t.match(await readJob(server, failing), { error: 'exited with status 3: ValueError: bad input in data.yaml', result: { exitCode: 3 } }, 'the cause, without the host path');
 });
 
 t.test('cancel mid-run stops the process', async (t) => {
@@ -89,20 +94,72 @@ t.test('disconnecting the host cancels its job, stops the process and the agent 
   t.match(await readJob(server, jobId), { error: 'Cancelled' });
 });
 
-t.test('the agent killed mid-job: after its restart the job is cleanly failed, never run twice', async (t) => {
+/** A job that prints `before`, waits for a file `go` in its work dir, then prints `after` and exits 0. */
+const gated = (workDir: string) =>
+  script(workDir, `console.log('before'); const wait = setInterval(() => { if (!require('fs').existsSync('go')) return; clearInterval(wait); console.log('after'); }, 50)`);
+
+t.test('the agent stopped (SIGTERM) mid-job: the job runs on and ends meanwhile; the restarted agent reports it completed, once', async (t) => {
   const host = await enrolledHost();
   const agent = host.start();
-  const jobId = await queueCommand(server, host.handle, script('jobs/orphan', `console.log('started'); setInterval(() => {}, 1000)`));
-  await eventually(async () => (await readJob(server, jobId)).logLines >= 1, 'the job to start');
+  const jobId = await queueCommand(server, host.handle, gated('jobs/outlives'));
+  await eventually(async () => (await logLines(jobId, host.key)).includes('stdout: before'), `the job to start; agent log:\n${agent.output()}`);
+  const pid = pidOf(host.workRoot, 'jobs/outlives');
+  agent.child.kill('SIGTERM');
+  t.equal(await agent.exited, 0, 'the agent stops cleanly');
+  t.ok(alive(pid), 'the job outlives its agent');
+
+  writeFileSync(join(host.workRoot, 'jobs/outlives/go'), '');
+  await eventually(async () => !alive(pid), 'the job to end while no agent runs');
+  t.match(await readJob(server, jobId), { status: 'running', attempts: 1 }, 'the control plane still waits for it');
+
+  const again = host.start();
+  await eventually(async () => (await readJob(server, jobId)).status === 'completed', `the job to be reported; agent log:\n${again.output()}`);
+  t.match(await readJob(server, jobId), { status: 'completed', error: null, attempts: 1 });
+  t.same(await logLines(jobId, host.key), ['stdout: before', 'stdout: after'], 'it ran once; its output from both sides of the restart, each line once');
+  t.equal(again.output().match(/"job ended"/g)?.length, 1, 'reported once');
+});
+
+t.test('the agent killed mid-job: the restarted agent adopts the running job and follows it to its end', async (t) => {
+  const host = await enrolledHost();
+  const agent = host.start();
+  const jobId = await queueCommand(server, host.handle, gated('jobs/orphan'));
+  await eventually(async () => (await logLines(jobId, host.key)).includes('stdout: before'), 'the job to start');
   const pid = pidOf(host.workRoot, 'jobs/orphan');
   agent.child.kill('SIGKILL');
   await agent.exited;
-  t.ok(alive(pid), 'the job outlives its agent');
   const again = host.start();
-  await eventually(async () => (await readJob(server, jobId)).status === 'failed', `the job to fail; agent log:\n${again.output()}`);
-  t.notOk(alive(pid), 'the restarted agent stopped the orphan');
-  t.match((await readJob(server, jobId)).error, /agent restarted/);
-  t.same(await logLines(jobId, host.key), ['stdout: started'], 'it ran once');
+  await eventually(async () => again.output().includes('recovered a job'), `the restarted agent to adopt the job; agent log:\n${again.output()}`);
+  t.ok(alive(pid), 'the job still runs');
+  writeFileSync(join(host.workRoot, 'jobs/orphan/go'), '');
+  await eventually(async () => (await readJob(server, jobId)).status === 'completed', `the job to complete; agent log:\n${again.output()}`);
+  t.match(await readJob(server, jobId), { attempts: 1 });
+  t.same(await logLines(jobId, host.key), ['stdout: before', 'stdout: after'], 'it ran once');
+});
+
+t.test("finished jobs' work dirs: kept for VP_WORKER_KEEP_WORK_DIRS_HOURS, removed once that is over (0: at once)", async (t) => {
+  const host = await enrolledHost();
+  let agent = host.start();
+  const kept = await queueCommand(server, host.handle, script('training/kept/1', `console.log('done')`));
+  await eventually(async () => (await readJob(server, kept)).status === 'completed', `the job to complete; agent log:\n${agent.output()}`);
+  t.ok(existsSync(join(host.workRoot, 'training/kept/1/pid')), 'kept by default (24 hours)');
+
+  // A restart with a keep time that is already over sweeps it at start.
+  agent.child.kill('SIGTERM');
+  await agent.exited;
+  // 36 ms: over before this agent is even up.
+  agent = host.start({ VP_WORKER_KEEP_WORK_DIRS_HOURS: '0.00001' });
+  await eventually(async () => !existsSync(join(host.workRoot, 'training/kept')), `the old work dir to be swept; agent log:\n${agent.output()}`);
+  t.ok(existsSync(host.workRoot), 'the work root stays');
+
+  agent.child.kill('SIGTERM');
+  await agent.exited;
+  agent = host.start({ VP_WORKER_KEEP_WORK_DIRS_HOURS: '0' });
+  const removed = await queueCommand(server, host.handle, gated('jobs/removed'));
+  await eventually(async () => (await logLines(removed, host.key)).includes('stdout: before'), 'the job to start');
+  t.ok(existsSync(join(host.workRoot, 'jobs/removed/pid')), 'a running job keeps its work dir');
+  writeFileSync(join(host.workRoot, 'jobs/removed/go'), '');
+  await eventually(async () => (await readJob(server, removed)).status === 'completed', 'the job to complete');
+  await eventually(async () => !existsSync(join(host.workRoot, 'jobs/removed')), 'its work dir to be removed at once');
 });
 
 t.test('the control plane killed mid-job: the agent reconnects and the job finishes and is recorded', async (t) => {

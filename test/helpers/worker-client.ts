@@ -1,8 +1,7 @@
 // A scripted worker agent: a plain `ws` client speaking the protocol by hand, so tests can send exactly the
 // frames they mean (fake GPUs, malformed messages) to a real control plane.
-import { PROTOCOL_VERSION, type Hardware, type ServerMessage } from '@vp/protocol';
+import { AGENT_ROUTES, PROTOCOL_VERSION, type Hardware, type ServerMessage } from '@vp/protocol';
 import { WebSocket } from 'ws';
-import { WORKER_SOCKET_PATH } from '../../control-plane/src/workers/worker-socket.ts';
 import { call } from './server.ts';
 
 export const testHardware: Hardware = {
@@ -42,7 +41,7 @@ export class WorkerClient {
   readonly upgraded: Promise<number>;
 
   constructor(target: { url: string }, key: string | undefined, options: { path?: string } = {}) {
-    const url = `${target.url.replace(/^http/, 'ws')}${options.path ?? WORKER_SOCKET_PATH}`;
+    const url = `${target.url.replace(/^http/, 'ws')}${options.path ?? AGENT_ROUTES.connect}`;
     this.ws = new WebSocket(url, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
     this.ws.on('message', (data) => {
       this.inbox.push(JSON.parse(String(data)) as ServerMessage);

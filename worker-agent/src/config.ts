@@ -17,6 +17,7 @@ const ENV_OVERRIDES = {
   maxConcurrentJobs: 'VP_WORKER_MAX_CONCURRENT_JOBS',
   processVenv: 'VP_WORKER_PROCESS_VENV',
   hostId: 'VP_WORKER_HOST_ID',
+  keepWorkDirsHours: 'VP_WORKER_KEEP_WORK_DIRS_HOURS',
 } as const;
 type Setting = keyof typeof ENV_OVERRIDES;
 
@@ -30,6 +31,7 @@ const SettingsSchema = z.object({
   maxConcurrentJobs: z.coerce.number({ error: 'must be a positive integer' }).int().min(1).optional(),
   processVenv: z.string().min(1).optional(),
   hostId: z.string().min(1).optional(),
+  keepWorkDirsHours: z.coerce.number({ error: 'must be a number of hours, 0 or more' }).min(0, 'must be 0 or more').default(24),
 });
 
 export interface WorkerConfig {
@@ -48,6 +50,8 @@ export interface WorkerConfig {
   processVenv: string | undefined;
   /** Written by `enroll`; labels this agent's containers so a restart adopts only its own. */
   hostId: string | undefined;
+  /** How long a finished job's work dir is kept after its end was reported; 0: removed at once. */
+  keepWorkDirsHours: number;
   /** Where these settings were read from. */
   configFile: string;
 }
@@ -105,6 +109,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     maxConcurrentJobs: settings.maxConcurrentJobs,
     processVenv: settings.processVenv && resolve(settings.processVenv),
     hostId: settings.hostId,
+    keepWorkDirsHours: settings.keepWorkDirsHours,
     configFile,
   };
 }

@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
-import { CLOSE, MAX_MESSAGE_BYTES, encodeMessage, helloVersionFields, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
+import { AGENT_ROUTES, CLOSE, MAX_MESSAGE_BYTES, encodeMessage, helloVersionFields, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
 import { readHardware } from './hardware.ts';
 import type { Logger } from './log.ts';
@@ -61,7 +61,7 @@ export function backoffDelay(attempt: number, timing: ConnectionTiming, random: 
 
 /** The socket URL under the configured server's base URL: http → ws, https → wss. */
 export function connectUrl(server: string): string {
-  const url = new URL(`${server}/api/workers/connect`);
+  const url = new URL(`${server}${AGENT_ROUTES.connect}`);
   url.protocol = url.protocol.replace(/^http/, 'ws');
   return url.href;
 }

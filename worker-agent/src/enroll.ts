@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import { AGENT_ROUTES } from '@vp/protocol';
 
 export interface Enrolled {
   hostId: string;
@@ -16,7 +17,7 @@ export interface Enrolled {
  */
 export async function enroll(options: { server: string; token: string; configPath: string }): Promise<Enrolled> {
   const server = options.server.replace(/\/+$/, '');
-  const response = await fetch(`${server}/api/hosts/enroll`, {
+  const response = await fetch(`${server}${AGENT_ROUTES.enroll}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ token: options.token, hostname: hostname() }),

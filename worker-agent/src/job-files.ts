@@ -5,7 +5,7 @@ import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { JobSpec } from '@vp/protocol';
+import { AGENT_ROUTES, routePath, type JobSpec } from '@vp/protocol';
 import type { Logger } from './log.ts';
 import type { JobFiles } from './runtimes/runtime.ts';
 import { prepareWorkDir } from './runtimes/shared.ts';
@@ -63,7 +63,7 @@ export function watchCheckpoint(options: JobFilesOptions, job: { jobId: string; 
       await new Promise((settle) => setTimeout(settle, 500));
       const now = await stat(file.path);
       if (now.mtimeMs !== file.mtimeMs || now.size !== file.size) return;
-      const response = await fetch(`${options.server}/api/workers/jobs/${job.jobId}/checkpoint?attempt=${job.attempt}`, {
+      const response = await fetch(`${options.server}${routePath(AGENT_ROUTES.checkpoint, { jobId: job.jobId })}?attempt=${job.attempt}`, {
         method: 'PUT',
         headers: { authorization: `Bearer ${options.workerKey}`, 'content-type': 'application/octet-stream', 'content-length': String(file.size) },
         body: Readable.toWeb(createReadStream(file.path)) as never,

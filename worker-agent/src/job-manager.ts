@@ -1,9 +1,12 @@
 // The agent's jobs: starts what the control plane assigns on the runtime, streams their output back, reports
 // how they ended, and keeps that report (and output) while the socket is down so nothing is lost on a reconnect.
+// Only once the report has gone out does the runtime drop what would let a restarted agent report it again, and
+// the job's work dir start its keep time.
 import type { AgentMessage, ServerMessage } from '@vp/protocol';
 import { fetchInputs, watchCheckpoint, type JobFilesOptions } from './job-files.ts';
 import type { Logger } from './log.ts';
 import type { JobOutcome, JobRuntime, LogSink, RunningJob } from './runtimes/runtime.ts';
+import type { WorkDirRetention } from './work-dir-retention.ts';
 
 /** Output lines held while disconnected; beyond this they are dropped (the agent's log says how many). */
 export const MAX_HELD_LOG_LINES = 20_000;
@@ -14,6 +17,8 @@ type Cancel = Extract<ServerMessage, { type: 'job.cancel' }>;
 interface Tracked {
   attempt: number;
   gpuIndexes: number[];
+  /** Relative to the work root; unknown for a job an older agent started. */
+  workDir?: string;
   /** Undefined while the runtime is starting it. */
   job?: RunningJob;
   /** A cancel that arrived while it was starting. */
@@ -34,19 +39,28 @@ export class JobManager {
   #droppedLines = 0;
   /** Where inputs come from and checkpoints go; absent: jobs with inputs or checkpoints fail (tests of the runtime alone). */
   readonly #files: JobFilesOptions | undefined;
+  readonly #retention: WorkDirRetention | undefined;
+  /** The agent is stopping: a job that finishes starting now is left to the next agent at once. */
+  #detached = false;
 
-  constructor(runtime: JobRuntime, log: Logger, deliver: (message: AgentMessage) => boolean, files?: JobFilesOptions) {
+  constructor(
+    runtime: JobRuntime,
+    log: Logger,
+    deliver: (message: AgentMessage) => boolean,
+    options: { files?: JobFilesOptions; retention?: WorkDirRetention } = {},
+  ) {
     this.#runtime = runtime;
     this.#log = log;
     this.#deliver = deliver;
-    this.#files = files;
+    this.#files = options.files;
+    this.#retention = options.retention;
   }
 
   /** Before the first connection: adopts (or reports as ended) what an earlier agent process left running. */
   async recover(): Promise<void> {
     for (const { jobId, attempt, job, files } of await this.#runtime.recover((id) => this.#sink(id))) {
       this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
-      const tracked: Tracked = { attempt, gpuIndexes: [], job };
+      const tracked: Tracked = { attempt, gpuIndexes: [], job, workDir: files?.workDir };
       // An adopted trainer keeps uploading its checkpoint, so a later host loss still resumes from a recent one.
       if (files && this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec: files });
       this.#jobs.set(jobId, tracked);
@@ -61,6 +75,11 @@ export class JobManager {
 
   get running(): number {
     return this.#jobs.size;
+  }
+
+  /** The work dirs of the jobs known here: never swept. */
+  workDirs(): string[] {
+    return [...this.#jobs.values()].flatMap((tracked) => (tracked.workDir === undefined ? [] : [tracked.workDir]));
   }
 
   /** After a welcome: sends what was held while the socket was down, in order. */
@@ -79,7 +98,7 @@ export class JobManager {
       this.#log('warn', 'ignored a repeated assignment', { jobId, attempt });
       return;
     }
-    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [] };
+    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [], workDir: spec.workDir };
     this.#jobs.set(jobId, tracked);
     let job: RunningJob;
     try {
@@ -92,6 +111,7 @@ export class JobManager {
       return;
     }
     tracked.job = job;
+    if (this.#detached) return job.detach();
     if (this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec });
     this.#send({ type: 'job.accepted', jobId });
     this.#log('info', 'job started', { jobId, attempt });
@@ -116,6 +136,15 @@ export class JobManager {
     await Promise.all([...this.#jobs.values()].map((tracked) => tracked.job?.stop(reason)));
   }
 
+  /** The agent is stopping, its jobs go on: stop following them (a restarted agent adopts them) and their uploads. */
+  detachAll(): void {
+    this.#detached = true;
+    for (const tracked of this.#jobs.values()) {
+      tracked.stopWatching?.();
+      tracked.job?.detach();
+    }
+  }
+
   #watch(jobId: string, job: RunningJob): void {
     job.wait().then(
       (outcome) => this.#report(jobId, outcome),
@@ -136,7 +165,7 @@ export class JobManager {
 
   #send(message: AgentMessage): void {
     if (this.#held.length === 0 && this.#deliver(message)) {
-      if (message.type === 'job.finished') this.#jobs.delete(message.jobId);
+      if (message.type === 'job.finished') this.#reported(message.jobId);
       return;
     }
     if (message.type === 'job.log') {
@@ -147,5 +176,17 @@ export class JobManager {
       this.#heldLines += message.lines.length;
     }
     this.#held.push(message);
+  }
+
+  /** Its end went out: the runtime's leftovers of it go, and its work dir's keep time starts. */
+  #reported(jobId: string): void {
+    const tracked = this.#jobs.get(jobId);
+    this.#jobs.delete(jobId);
+    if (!tracked) return;
+    const forget = async () => {
+      await tracked.job?.release();
+      if (tracked.workDir !== undefined) await this.#retention?.ended(tracked.workDir);
+    };
+    forget().catch((error: unknown) => this.#log('warn', 'could not clean up after a job', { jobId, error: (error as Error).message }));
   }
 }

@@ -6,6 +6,7 @@ import { enroll } from './enroll.ts';
 import { JobManager } from './job-manager.ts';
 import { jsonLinesLogger } from './log.ts';
 import { runtimeFromConfig } from './runtime-from-config.ts';
+import { WorkDirRetention } from './work-dir-retention.ts';
 
 const USAGE = [
   'usage: vp-worker enroll --server URL --token TOKEN [--config PATH]',
@@ -56,8 +57,8 @@ async function main(argv: string[]): Promise<number> {
 
 /**
  * Recovers what an earlier agent process left running, then connects to the control plane and runs what it
- * assigns, until SIGINT or SIGTERM (a clean close; Docker jobs keep running, to be adopted after a restart) or
- * until the key is refused (then every job is stopped: the host is no longer this platform's).
+ * assigns, until SIGINT or SIGTERM (a clean close; jobs keep running, to be adopted after a restart, whatever the
+ * runtime) or until the key is refused (then every job is stopped: the host is no longer this platform's).
  */
 async function run(configFile: string | undefined): Promise<number> {
   const log = jsonLinesLogger();
@@ -67,15 +68,19 @@ async function run(configFile: string | undefined): Promise<number> {
     const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
     connection = new WorkerConnection(config, log);
     const files = { server: config.server.replace(/^ws/, 'http'), workerKey: config.workerKey, workRoot: config.workDir, log };
-    jobs = new JobManager(runtimeFromConfig(config), log, (message) => connection.send(message), files);
+    const retention = new WorkDirRetention({ workRoot: config.workDir, keepMs: config.keepWorkDirsHours * 3_600_000, log, inUse: () => jobs.workDirs() });
+    jobs = new JobManager(runtimeFromConfig(config), log, (message) => connection.send(message), { files, retention });
     connection.setJobs(jobs);
     await jobs.recover();
+    retention.start();
   } catch (error) {
     console.error(`vp-worker: ${(error as Error).message}`);
     return 1;
   }
   const stop = (signal: string) => {
     log('info', 'stopping', { signal });
+    // First, so no output is read that the closing socket could not take: the next agent sends it.
+    jobs.detachAll();
     void connection.stop();
   };
   process.once('SIGINT', stop).once('SIGTERM', stop);

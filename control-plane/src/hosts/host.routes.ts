@@ -1,3 +1,4 @@
+import { AGENT_ROUTES } from '@vp/protocol';
 import { defineRoute } from '../http/define-route.ts';
 import { EnrollRequest, EnrollResponse, HostCreate, HostDisconnected, HostEnrollment, HostList, HostPath } from './host.schemas.ts';
 
@@ -37,7 +38,7 @@ export const connectHost = defineRoute({
 
 export const enrollHost = defineRoute({
   method: 'POST',
-  path: '/api/hosts/enroll',
+  path: AGENT_ROUTES.enroll,
   tag: 'Hosts',
   summary: "Exchange an enrollment token for the host's worker key (called by vp-worker enroll)",
   description:

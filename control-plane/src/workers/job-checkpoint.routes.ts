@@ -1,3 +1,4 @@
+import { AGENT_ROUTES } from '@vp/protocol';
 import { z } from 'zod';
 import { ObjectId } from '../db/ids.ts';
 import { defineRoute } from '../http/define-route.ts';
@@ -5,7 +6,7 @@ import { queryInt } from '../validation/integers.ts';
 
 export const putJobCheckpoint = defineRoute({
   method: 'PUT',
-  path: '/api/workers/jobs/:jobId/checkpoint',
+  path: AGENT_ROUTES.checkpoint,
   tag: 'Workers',
   summary: "A worker host uploads a running training's last.pt (worker key)",
   description:

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { MAX_MESSAGE_BYTES } from '@vp/protocol';
+import { AGENT_ROUTES, MAX_MESSAGE_BYTES } from '@vp/protocol';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Notifications } from '../db/notifications.ts';
@@ -14,7 +14,6 @@ import { HOST_SESSIONS_CHANNEL } from './host-sessions.ts';
 import { WorkerConnections } from './worker-connections.ts';
 import { WorkerSession } from './worker-session.ts';
 
-export const WORKER_SOCKET_PATH = '/api/workers/connect';
 /** How long shutdown waits for agents to answer the closing handshake before dropping their sockets. */
 const CLOSE_GRACE_MS = 3000;
 
@@ -74,7 +73,7 @@ export class WorkerGateway {
     // A client that goes away during the key lookup must not take the process down with an unhandled error.
     const onError = () => socket.destroy();
     socket.on('error', onError);
-    if (new URL(req.url ?? '/', 'http://localhost').pathname !== WORKER_SOCKET_PATH) return reject(socket, 404, 'Not Found');
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== AGENT_ROUTES.connect) return reject(socket, 404, 'Not Found');
     if (this.closing) return reject(socket, 503, 'Service Unavailable');
     const key = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!key) return reject(socket, 401, 'Unauthorized');

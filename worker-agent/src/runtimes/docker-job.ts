@@ -1,6 +1,7 @@
 // One job's container, from the moment it runs until its outcome is known, its output delivered and it is removed.
 import type Docker from 'dockerode';
 import { finished, type Readable } from 'node:stream';
+import { failureCause, type CauseContext } from './failure-cause.ts';
 import type { JobOutcome, LogBatcher, RunningJob } from './runtime.ts';
 import { after } from './shared.ts';
 
@@ -12,8 +13,8 @@ export function statusOf(error: unknown): number | undefined {
   return (error as { statusCode?: number }).statusCode;
 }
 
-/** The outcome of a container that is no longer running, as Docker recorded it. */
-export function outcomeOf(info: Docker.ContainerInspectInfo): JobOutcome {
+/** The outcome of a container that is no longer running, as Docker recorded it; `cause` is what its output says went wrong. */
+export function outcomeOf(info: Docker.ContainerInspectInfo, cause?: string): JobOutcome {
   const { Status, ExitCode: exitCode, OOMKilled } = info.State;
   if (Status === 'created') return { outcome: 'failed', error: 'the agent stopped before the job started' };
   if (exitCode === 0) return { outcome: 'completed' };
@@ -21,7 +22,13 @@ export function outcomeOf(info: Docker.ContainerInspectInfo): JobOutcome {
     const limit = info.HostConfig.Memory ? ` (its limit is ${info.HostConfig.Memory} bytes)` : '';
     return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}` };
   }
-  return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}` };
+  return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}${cause === undefined ? '' : `: ${cause}`}` };
+}
+
+/** What failure-cause.ts needs of a container: the job's environment (from its config) and its work dir (mounted at its host path). */
+export function causeContext(info: Docker.ContainerInspectInfo): CauseContext {
+  const env = Object.fromEntries(info.Config.Env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  return { env, workDirs: [info.Config.WorkingDir] };
 }
 
 /** Removes a container, its anonymous volumes too; one that cannot be removed now is found by the next recover(). */
@@ -39,16 +46,23 @@ export class DockerJob implements RunningJob {
   readonly jobId: string;
   readonly #container: Docker.Container;
   readonly #graceSeconds: number;
+  readonly #cause: CauseContext;
   readonly #done: Promise<JobOutcome>;
   /** Set when the agent ends the job; decides the outcome whatever the exit status. */
   #stopped: JobOutcome | undefined;
   #ended = false;
   #cancelTimeout: () => void = () => {};
+  readonly #output: Readable;
+  /** Ends the wait on the container when the agent detaches from it. */
+  readonly #detach = new AbortController();
 
   /** `timeoutAt` (epoch ms) fails the job as timed out if it is still running then. */
-  constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, stopGraceMs: number, timeoutAt?: number) {
+  constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, options: { stopGraceMs: number; cause: CauseContext; timeoutAt?: number }) {
+    const { stopGraceMs, timeoutAt } = options;
     this.jobId = jobId;
     this.#container = container;
+    this.#cause = options.cause;
+    this.#output = output;
     // Docker counts the grace period in whole seconds.
     this.#graceSeconds = Math.ceil(stopGraceMs / 1000);
     if (timeoutAt !== undefined) {
@@ -66,21 +80,35 @@ export class DockerJob implements RunningJob {
     await this.#end({ outcome: 'cancelled', error: reason });
   }
 
+  /** The agent stops and leaves the container running, for the next agent to adopt: nothing of it is waited on. */
+  detach(): void {
+    this.#cancelTimeout();
+    this.#detach.abort();
+    this.#output.destroy();
+  }
+
+  /** Until its end is reported the ended container stays, so an agent restarted meanwhile still finds its outcome. */
+  async release(): Promise<void> {
+    await removeContainer(this.#container);
+  }
+
   async #watch(output: Readable, logs: LogBatcher): Promise<JobOutcome> {
-    let exit: JobOutcome;
+    let info: Docker.ContainerInspectInfo | undefined;
+    let lost: string | undefined;
     try {
-      await this.#container.wait();
+      await this.#container.wait({ abortSignal: this.#detach.signal });
       await drained(output);
-      exit = outcomeOf(await this.#container.inspect());
+      info = await this.#container.inspect();
     } catch (error) {
-      exit = { outcome: 'failed', error: `lost track of the job's container: ${(error as Error).message}` };
+      if (this.#detach.signal.aborted) return new Promise<JobOutcome>(() => {});
+      lost = `lost track of the job's container: ${(error as Error).message}`;
     }
     this.#ended = true;
     this.#cancelTimeout();
     output.destroy();
     logs.end();
-    await removeContainer(this.#container);
-    return this.#stopped ?? exit;
+    if (this.#stopped) return this.#stopped;
+    return info ? outcomeOf(info, failureCause(logs.tail, this.#cause)) : { outcome: 'failed', error: lost };
   }
 
   /** docker stop: SIGTERM (through the container's init to the job), SIGKILL after the grace; the first stop's outcome stands. */

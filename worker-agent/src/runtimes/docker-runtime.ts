@@ -5,10 +5,12 @@
 // (a process that is PID 1 ignores it) and its orphans are reaped. Containers carry labels naming the job, the
 // attempt and this agent, which is how recover() finds them after the agent restarts.
 import Docker from 'dockerode';
-import { Writable, type Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { resolve } from 'node:path';
-import { LogBatcher, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
-import { DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
+import { failureCause } from './failure-cause.ts';
+import { LogBatcher, TAIL_LINES, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { causeContext, DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
 import { endedJob, prepareWorkDir } from './shared.ts';
 
 export interface DockerRuntimeOptions {
@@ -31,7 +33,7 @@ const LABELS = {
   attempt: 'vp.attempt',
   /** Present when the job has a timeout, so a recovered job keeps it. */
   timeoutSeconds: 'vp.timeout-seconds',
-  /** Present when the job keeps a checkpoint (JSON of JobFiles), so a recovered job's uploads go on. */
+  /** The job's work dir and checkpoint (JSON of JobFiles): a recovered job's uploads go on, its work dir is cleaned after. */
   files: 'vp.job-files',
 } as const;
 
@@ -57,7 +59,7 @@ export function containerOptions(
   const gpus = spec.gpus.indexes ? { DeviceIDs: spec.gpus.indexes.map(String) } : { Count: spec.gpus.count };
   const labels: Record<string, string> = { [LABELS.managed]: 'true', [LABELS.host]: host, [LABELS.jobId]: jobId, [LABELS.attempt]: String(attempt) };
   if (spec.timeoutSeconds !== undefined) labels[LABELS.timeoutSeconds] = String(spec.timeoutSeconds);
-  if (spec.checkpoint) labels[LABELS.files] = JSON.stringify({ workDir: spec.workDir, checkpoint: spec.checkpoint } satisfies JobFiles);
+  labels[LABELS.files] = JSON.stringify({ workDir: spec.workDir, checkpoint: spec.checkpoint } satisfies JobFiles);
   return {
     name: containerName(jobId, attempt),
     Image: image,
@@ -116,7 +118,8 @@ export class DockerRuntime implements JobRuntime {
         throw error;
       });
       const deadline = spec.timeoutSeconds === undefined ? undefined : Date.now() + spec.timeoutSeconds * 1000;
-      return new DockerJob(jobId, container, this.#follow(output, sink), this.#stopGraceMs, deadline);
+      const cause = { env: spec.env, workDirs: [workDir] };
+      return new DockerJob(jobId, container, this.#follow(output, sink), { stopGraceMs: this.#stopGraceMs, cause, timeoutAt: deadline });
     } catch (error) {
       await removeContainer(container);
       throw error;
@@ -125,7 +128,8 @@ export class DockerRuntime implements JobRuntime {
 
   /**
    * This agent's containers: running ones are adopted (their output from now on goes to the sink, their timeout
-   * still counts from their start), ended ones are reported with the outcome Docker recorded and removed.
+   * still counts from their start), ended ones are reported with the outcome Docker recorded (and the failure cause
+   * in the output it kept), and removed once that is reported.
    */
   async recover(sinkFor: (jobId: string) => LogSink): Promise<RecoveredJob[]> {
     const found = await this.#docker.listContainers({
@@ -147,15 +151,24 @@ export class DockerRuntime implements JobRuntime {
       throw error;
     });
     if (info === undefined) return endedJob(jobId, { outcome: 'failed', error: "the job's container was removed while the agent was away" });
-    if (!info.State.Running) {
-      await removeContainer(container);
-      return endedJob(jobId, outcomeOf(info));
-    }
+    // Kept until its end is reported (release()), like a container this agent saw end.
+    if (!info.State.Running) return endedJob(jobId, outcomeOf(info, await this.#recordedCause(container, info)), () => removeContainer(container));
     // Logs rather than attach: attaching to a container that has just exited would wait for it to start again.
     const output = (await container.logs({ follow: true, stdout: true, stderr: true, since: Date.now() / 1000 })) as Readable;
     const timeout = info.Config.Labels[LABELS.timeoutSeconds];
     const deadline = timeout === undefined ? undefined : Date.parse(info.State.StartedAt) + Number(timeout) * 1000;
-    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), this.#stopGraceMs, deadline);
+    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), { stopGraceMs: this.#stopGraceMs, cause: causeContext(info), timeoutAt: deadline });
+  }
+
+  /** For a container that ended while the agent was away: the failure cause in the end of the output Docker kept. */
+  async #recordedCause(container: Docker.Container, info: Docker.ContainerInspectInfo): Promise<string | undefined> {
+    if (info.State.ExitCode === 0) return undefined;
+    const recorded = await container.logs({ stdout: true, stderr: true, tail: TAIL_LINES, follow: false }).catch(() => undefined);
+    if (!recorded) return undefined;
+    const { output, logs } = this.#follow(Readable.from([recorded]), () => {});
+    await finished(output);
+    logs.end();
+    return failureCause(logs.tail, causeContext(info));
   }
 
   /** Present locally: used as it is. Otherwise pulled, which fails on a host that cannot reach the registry. */

@@ -1,11 +1,17 @@
 // Runs a job as a plain child process on the host: no image, no isolation. memoryBytes, cpus and shmBytes are
-// ignored here; only the Docker runtime can enforce them. GPUs are chosen with CUDA_VISIBLE_DEVICES.
-import { spawn, type ChildProcess } from 'node:child_process';
+// ignored here; only the Docker runtime can enforce them. GPUs are chosen with CUDA_VISIBLE_DEVICES. Each job runs
+// under a small supervisor (job-supervisor.ts) that sends its output to files and records its exit status, so the
+// job outlives the agent: an agent stopped (or killed) mid-job adopts it again when it starts, like Docker's.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { LogBatcher, type JobAssignment, type JobOutcome, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob } from './runtime.ts';
-import { processStartTime, ProcessRecords } from './process-records.ts';
-import { after, endedJob, prepareWorkDir } from './shared.ts';
+import { fileURLToPath } from 'node:url';
+import { ProcessJob } from './process-job.ts';
+import { ProcessJobState, processStartTime, type ProcessJobRecord } from './process-job-state.ts';
+import { LogBatcher, type JobAssignment, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { prepareWorkDir } from './shared.ts';
+
+const SUPERVISOR = fileURLToPath(new URL('./job-supervisor.ts', import.meta.url));
 
 export interface ProcessRuntimeOptions {
   /** Absolute; each job runs in `<workRoot>/<spec.workDir>`. */
@@ -20,13 +26,11 @@ export class ProcessRuntime implements JobRuntime {
   readonly #workRoot: string;
   readonly #environment: Record<string, string>;
   readonly #stopGraceMs: number;
-  readonly #records: ProcessRecords;
 
   constructor(options: ProcessRuntimeOptions) {
     this.#workRoot = resolve(options.workRoot);
     this.#environment = options.environment ?? agentEnvironment();
     this.#stopGraceMs = options.stopGraceMs ?? 10_000;
-    this.#records = new ProcessRecords(this.#workRoot);
   }
 
   async start({ jobId, attempt, spec }: JobAssignment, sink: LogSink): Promise<RunningJob> {
@@ -35,34 +39,37 @@ export class ProcessRuntime implements JobRuntime {
     // Without indexes the job keeps whatever the configured environment says.
     if (spec.gpus.count === 0) env.CUDA_VISIBLE_DEVICES = '';
     else if (spec.gpus.indexes) env.CUDA_VISIBLE_DEVICES = spec.gpus.indexes.join(',');
-    const [command, ...args] = spec.command as [string, ...string[]];
-    // detached: the job leads its own process group, so stopping it reaches everything it started.
-    const child = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    const pid = child.pid;
-    if (pid !== undefined) this.#records.write({ jobId, attempt, pid, startTime: processStartTime(pid) });
-    const forget = () => this.#records.forget(jobId);
-    return new ProcessJob(jobId, child, new LogBatcher(sink), this.#stopGraceMs, spec.timeoutSeconds, forget);
+    const state = await ProcessJobState.create(this.#workRoot, jobId);
+    // detached: the supervisor leads a process group of its own, the job's, so stopping it reaches everything the
+    // job started; and nothing of the agent's (its terminal's Ctrl-C) reaches the job.
+    const supervisor = spawn(process.execPath, [SUPERVISOR, state.dir, ...spec.command], { cwd, env, detached: true, stdio: 'ignore' });
+    const pid = supervisor.pid;
+    if (pid === undefined) {
+      const error = await new Promise<Error>((fail) => supervisor.once('error', fail));
+      await state.remove();
+      throw error;
+    }
+    // The agent does not wait for it to exit before it may exit itself (SIGTERM: the job goes on).
+    supervisor.unref();
+    const supervisorExited = new Promise<void>((exited) => supervisor.once('exit', () => exited()));
+    const record: ProcessJobRecord = { jobId, attempt, pid, startTime: processStartTime(pid), startedAt: Date.now(), files: { workDir: spec.workDir, checkpoint: spec.checkpoint } };
+    if (spec.timeoutSeconds !== undefined) record.timeoutSeconds = spec.timeoutSeconds;
+    state.writeRecord(record);
+    return new ProcessJob({ state, record, logs: new LogBatcher(sink), stopGraceMs: this.#stopGraceMs, cause: { env, workDirs: [resolve(this.#workRoot, spec.workDir), cwd] }, supervisorExited });
   }
 
   /**
-   * An earlier agent's children cannot be re-attached (their pipes closed with it), so each job it left running is
-   * stopped and reported failed. Best effort against a recorded pid given to another process since: a live process
-   * at that pid with another start time is left alone; when the job's leader is gone, signalling its group reaches
-   * only what is left of the job, as Linux gives no new process a pid still in use as a process group id. Without
-   * /proc (not Linux) the pid is trusted.
+   * The jobs an earlier agent process started and did not report the end of. Running ones are adopted: their output
+   * goes on from where the earlier agent left it, their timeout counts from their start, a stop it began is carried
+   * through. Ended ones are reported with the exit status their supervisor recorded and the output not yet sent.
    */
-  async recover(): Promise<RecoveredJob[]> {
-    const records = await this.#records.list();
-    return Promise.all(
-      records.map(async ({ jobId, attempt, pid, startTime }) => {
-        const now = processStartTime(pid);
-        const reused = now !== undefined && startTime !== undefined && now !== startTime;
-        const stopped = !reused && (await stopGroup(pid, this.#stopGraceMs));
-        await this.#records.forget(jobId);
-        const error = `the agent restarted while the job ran; ${stopped ? 'its process was stopped' : 'its outcome is unknown'}`;
-        return { jobId, attempt, job: endedJob(jobId, { outcome: 'failed', error }) };
-      }),
-    );
+  async recover(sinkFor: (jobId: string) => LogSink): Promise<RecoveredJob[]> {
+    return (await ProcessJobState.list(this.#workRoot)).map(({ state, record }) => {
+      const { jobId, attempt, pid, files } = record;
+      const cause = { env: jobEnvironment(pid), workDirs: [resolve(this.#workRoot, files.workDir)] };
+      const job = new ProcessJob({ state, record, logs: new LogBatcher(sinkFor(jobId)), stopGraceMs: this.#stopGraceMs, cause });
+      return { jobId, attempt, job, files };
+    });
   }
 }
 
@@ -73,101 +80,12 @@ export function agentEnvironment(): Record<string, string> {
   );
 }
 
-/** Signals a whole process group; false when no process is left in it. */
-function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
+/** A running supervisor's environment (the job's), which is not kept on disk as it holds the job's keys; empty once it has ended. */
+function jobEnvironment(pid: number): Record<string, string> {
   try {
-    process.kill(-pid, signal);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
-    throw error;
-  }
-}
-
-/** SIGTERM, then SIGKILL if the group outlives the grace period; false when nothing was left to stop. */
-async function stopGroup(pid: number, graceMs: number): Promise<boolean> {
-  if (!signalGroup(pid, 'SIGTERM')) return false;
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && signalGroup(pid, 0)) await sleep(50);
-  signalGroup(pid, 'SIGKILL');
-  return true;
-}
-
-class ProcessJob implements RunningJob {
-  readonly jobId: string;
-  readonly #child: ChildProcess;
-  readonly #stopGraceMs: number;
-  readonly #done: Promise<JobOutcome>;
-  /** Set when the agent ends the job; decides the outcome whatever the exit status. */
-  #stopped: JobOutcome | undefined;
-  #exited = false;
-  #cancelTimeout: () => void = () => {};
-  #killTimer: NodeJS.Timeout | undefined;
-
-  constructor(
-    jobId: string,
-    child: ChildProcess,
-    logs: LogBatcher,
-    stopGraceMs: number,
-    timeoutSeconds: number | undefined,
-    /** Drops the job's record once it has ended, before wait() resolves. */
-    forget: () => Promise<void>,
-  ) {
-    this.jobId = jobId;
-    this.#child = child;
-    this.#stopGraceMs = stopGraceMs;
-    child.stdout?.on('data', (chunk: Buffer) => logs.write('stdout', chunk));
-    child.stderr?.on('data', (chunk: Buffer) => logs.write('stderr', chunk));
-    if (timeoutSeconds !== undefined) {
-      this.#cancelTimeout = after(timeoutSeconds * 1000, () => void this.#end({ outcome: 'failed', error: 'timed out' }));
-    }
-    this.#done = new Promise((resolveOutcome) => {
-      const finish = (outcome: JobOutcome) => {
-        this.#exited = true;
-        this.#cancelTimeout();
-        clearTimeout(this.#killTimer);
-        logs.end();
-        // A record left behind is harmless: recover() finds its process gone or its pid taken by another.
-        void forget()
-          .catch(() => {})
-          .then(() => resolveOutcome(this.#stopped ?? outcome));
-      };
-      let spawnError: Error | undefined;
-      child.on('error', (error) => (spawnError ??= error));
-      // What the job left behind goes with it; that also closes any pipe a straggler held open.
-      child.once('exit', () => {
-        this.#exited = true;
-        this.#signalGroup('SIGKILL');
-      });
-      child.once('close', (code, signal) => {
-        // A spawn failure (command not found) never had a process; 'close' still follows its 'error'.
-        if (child.pid === undefined) finish({ outcome: 'failed', error: spawnError?.message ?? 'the job did not start' });
-        else if (code === 0) finish({ outcome: 'completed' });
-        else if (code !== null) finish({ outcome: 'failed', exitCode: code, error: `exited with status ${code}` });
-        else finish({ outcome: 'failed', error: `killed by ${signal}` });
-      });
-    });
-  }
-
-  wait(): Promise<JobOutcome> {
-    return this.#done;
-  }
-
-  async stop(reason: string): Promise<void> {
-    await this.#end({ outcome: 'cancelled', error: reason });
-  }
-
-  /** SIGTERM to the whole group, SIGKILL after the grace period; the first stop's outcome stands. */
-  async #end(outcome: JobOutcome): Promise<void> {
-    if (!this.#exited && this.#stopped === undefined) {
-      this.#stopped = outcome;
-      this.#signalGroup('SIGTERM');
-      this.#killTimer = setTimeout(() => this.#signalGroup('SIGKILL'), this.#stopGraceMs);
-    }
-    await this.#done;
-  }
-
-  #signalGroup(signal: NodeJS.Signals): void {
-    if (this.#child.pid !== undefined) signalGroup(this.#child.pid, signal);
+    const pairs = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((pair) => pair.includes('='));
+    return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  } catch {
+    return {};
   }
 }

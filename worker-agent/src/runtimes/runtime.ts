@@ -9,6 +9,7 @@ export type LogSink = (batch: { stream: LogStream; lines: string[] }) => void;
 export interface JobOutcome {
   outcome: 'completed' | 'failed' | 'cancelled';
   exitCode?: number;
+  /** Why it failed; after a non-zero exit, with the last error line of its output (failure-cause.ts). */
   error?: string;
 }
 
@@ -18,6 +19,13 @@ export interface RunningJob {
   wait(): Promise<JobOutcome>;
   /** Ends the job (outcome 'cancelled'); resolves when it has ended. Does nothing once it has. */
   stop(reason: string): Promise<void>;
+  /** Its end has been reported: what the runtime kept so a restarted agent could still report it can go. */
+  release(): Promise<void>;
+  /**
+   * The agent is stopping and leaves the job running for the next agent to adopt: stop following it (and sending
+   * its output), so nothing is read that could not be delivered, and hold nothing that keeps the agent's process up.
+   */
+  detach(): void;
 }
 
 /** What the agent hands a runtime: the job's id, which attempt the server assigned, and its spec. */
@@ -33,7 +41,7 @@ export interface RecoveredJob {
   attempt: number;
   /** Still running and re-attached (its logs from now on go to the sink), or already ended (wait() resolves at once). */
   job: RunningJob;
-  /** For an adopted job that keeps a checkpoint: where, so its uploads go on after the restart. */
+  /** Its work dir (and checkpoint, so uploads go on after the restart), when the runtime recorded them. */
   files?: JobFiles;
 }
 
@@ -43,14 +51,18 @@ export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint'>;
 export interface JobRuntime {
   start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob>;
   /**
-   * Called once when the agent starts, before it connects: the jobs an earlier agent process started and did
-   * not see end. A runtime that can re-attach (Docker) adopts running ones; one that cannot stops them, so a job
-   * never runs twice. Ended ones are reported with their outcome and their leftovers removed.
+   * Called once when the agent starts, before it connects: the jobs an earlier agent process started and did not
+   * report the end of. Both runtimes re-attach to running ones (Docker through its containers, the process runtime
+   * through each job's supervisor, its output files and its recorded exit status), so a job never runs twice and its
+   * outcome is never lost. Ended ones are reported with their real outcome (and, for the process runtime, the
+   * output not yet sent).
    */
   recover(sink: (jobId: string) => LogSink): Promise<RecoveredJob[]>;
 }
 
 const FLUSH_INTERVAL_MS = 1000;
+/** Output lines kept to tell why a job failed (failure-cause.ts). */
+export const TAIL_LINES = 200;
 /** Room left in a job.log message for its envelope (type, jobId, stream). */
 const BATCH_BYTES = MAX_MESSAGE_BYTES - 4096;
 const TRUNCATED = '…[truncated]';
@@ -80,6 +92,8 @@ export class LogBatcher {
   readonly #sink: LogSink;
   readonly #streams: Record<LogStream, StreamState> = { stdout: LogBatcher.#state(), stderr: LogBatcher.#state() };
   #timer: NodeJS.Timeout | undefined;
+  /** The last TAIL_LINES lines of both streams, in the order they came. */
+  readonly #tail: string[] = [];
 
   constructor(sink: LogSink) {
     this.#sink = sink;
@@ -100,6 +114,16 @@ export class LogBatcher {
     state.partial = (state.partial + last).slice(0, MAX_LOG_LINE_BYTES + 1);
   }
 
+  get tail(): readonly string[] {
+    return this.#tail;
+  }
+
+  /** Delivers the complete lines held now, without waiting for the timer. */
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#flushAll();
+  }
+
   /** Delivers everything still held, a last line without a newline included; the batcher is done after. */
   end(): void {
     for (const stream of ['stdout', 'stderr'] as const) {
@@ -117,6 +141,8 @@ export class LogBatcher {
     const line = truncateLine(raw.endsWith('\r') ? raw.slice(0, -1) : raw);
     const bytes = Buffer.byteLength(JSON.stringify(line)) + 1;
     const state = this.#streams[stream];
+    this.#tail.push(line);
+    if (this.#tail.length > TAIL_LINES) this.#tail.shift();
     if (state.bytes + bytes > BATCH_BYTES) this.#flush(stream);
     state.lines.push(line);
     state.bytes += bytes;

@@ -1,5 +1,6 @@
 // What the Docker and process runtimes both need: the job's work dir under the work root, long timers, and a job
 // that has already ended (what recover() reports when there is nothing left to watch).
+import { renameSync, writeFileSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { JobOutcome, RunningJob } from './runtime.ts';
@@ -20,7 +21,8 @@ export async function prepareWorkDir(workRoot: string, workDir: string): Promise
   return real;
 }
 
-function isJobDir(root: string, path: string): boolean {
+/** Inside the work root, not the root itself, not in the agent's state dir. */
+export function isJobDir(root: string, path: string): boolean {
   const rel = relative(root, path);
   return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && rel.split('/')[0] !== AGENT_STATE_DIR;
 }
@@ -36,7 +38,14 @@ export function after(ms: number, run: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-/** A job that ended before anyone could watch it: wait() gives its outcome, stop() has nothing to do. */
-export function endedJob(jobId: string, outcome: JobOutcome): RunningJob {
-  return { jobId, wait: () => Promise.resolve(outcome), stop: () => Promise.resolve() };
+/** A job that ended before anyone could watch it: wait() gives its outcome, stop() and detach() have nothing to do, release() removes what is left. */
+export function endedJob(jobId: string, outcome: JobOutcome, release: () => Promise<void> = () => Promise.resolve()): RunningJob {
+  return { jobId, wait: () => Promise.resolve(outcome), stop: () => Promise.resolve(), release, detach: () => {} };
+}
+
+/** Through a temporary file and a rename, so a reader never sees half of it. Synchronous: on disk when it returns. */
+export function writeJsonAtomically(file: string, value: unknown): void {
+  const temporary = `${file}.tmp`;
+  writeFileSync(temporary, JSON.stringify(value));
+  renameSync(temporary, file);
 }

@@ -1,0 +1,90 @@
+// Finished jobs' work dirs (a trainer's runs, downloaded inputs) are kept a while after the job's end was reported,
+// to look into, then removed. Each one is noted under the agent's state dir with when its job ended; a sweep at the
+// agent's start and every SWEEP_INTERVAL_MS removes those older than the keep time. Only dirs noted here are ever
+// removed, and never one a job still runs in (or under, or above).
+import { mkdir, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { Logger } from './log.ts';
+import { AGENT_STATE_DIR, isJobDir, writeJsonAtomically } from './runtimes/shared.ts';
+
+export const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
+
+interface EndedNote {
+  workDir: string;
+  endedAt: number;
+}
+
+export interface WorkDirRetentionOptions {
+  workRoot: string;
+  /** How long a finished job's work dir is kept; 0 removes it as soon as the job's end is reported. */
+  keepMs: number;
+  log: Logger;
+  /** The work dirs (relative to the work root) of the jobs the agent runs now. */
+  inUse: () => Iterable<string>;
+}
+
+export class WorkDirRetention {
+  readonly #options: WorkDirRetentionOptions;
+  readonly #notes: string;
+
+  constructor(options: WorkDirRetentionOptions) {
+    this.#options = { ...options, workRoot: resolve(options.workRoot) };
+    this.#notes = join(this.#options.workRoot, AGENT_STATE_DIR, 'ended-work-dirs');
+  }
+
+  /** A job's end was reported: its work dir's keep time starts now (again, if an earlier job used it too). */
+  async ended(workDir: string, now = Date.now()): Promise<void> {
+    await mkdir(this.#notes, { recursive: true });
+    writeJsonAtomically(this.#note(workDir), { workDir, endedAt: now } satisfies EndedNote);
+    if (this.#options.keepMs === 0) await this.sweep(now);
+  }
+
+  /** Removes the noted work dirs whose keep time is over and that no running job uses. */
+  async sweep(now = Date.now()): Promise<void> {
+    const { workRoot, keepMs, log } = this.#options;
+    const names = await readdir(this.#notes).catch(() => []);
+    const busy = [...this.#options.inUse()].map((dir) => resolve(workRoot, dir));
+    for (const name of names) {
+      const file = join(this.#notes, name);
+      const note = (await readFile(file, 'utf8').then(JSON.parse, () => undefined)) as EndedNote | undefined;
+      if (note !== undefined && now - note.endedAt < keepMs) continue;
+      const dir = note && resolve(workRoot, note.workDir);
+      if (dir && busy.some((other) => overlaps(dir, other))) continue;
+      try {
+        if (dir && isJobDir(workRoot, dir)) {
+          await rm(dir, { recursive: true, force: true });
+          await removeEmptyParents(workRoot, dir);
+          log('info', 'removed a finished job\'s work dir', { workDir: note.workDir });
+        }
+        await rm(file, { force: true });
+      } catch (error) {
+        log('warn', 'could not remove a finished job\'s work dir', { workDir: note?.workDir, error: (error as Error).message });
+      }
+    }
+  }
+
+  /** Sweeps now and every SWEEP_INTERVAL_MS; returns a function that stops it. */
+  start(): () => void {
+    const sweep = () => void this.sweep().catch((error: unknown) => this.#options.log('warn', 'work dir sweep failed', { error: (error as Error).message }));
+    sweep();
+    const timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref();
+    return () => clearInterval(timer);
+  }
+
+  #note(workDir: string): string {
+    return join(this.#notes, `${encodeURIComponent(workDir)}.json`);
+  }
+}
+
+/** One is the other, or inside it. */
+function overlaps(a: string, b: string): boolean {
+  return a === b || a.startsWith(b + sep) || b.startsWith(a + sep);
+}
+
+/** A job's dir `training/<job>/<attempt>` leaves `training/<job>` behind; empty parents go too, up to the work root. */
+async function removeEmptyParents(workRoot: string, dir: string): Promise<void> {
+  for (let parent = dirname(dir); relative(workRoot, parent) !== '' && !relative(workRoot, parent).startsWith('..'); parent = dirname(parent)) {
+    const removed = await rmdir(parent).then(() => true, () => false);
+    if (!removed) return;
+  }
+}
