@@ -10,6 +10,7 @@ import { Migration20261123010011_training_runs_job_keys } from './Migration20261
 import { Migration20261123013707_host_job_accounting } from './Migration20261123013707_host_job_accounting.ts';
 import { Migration20261124004210_resource_counts } from './Migration20261124004210_resource_counts.ts';
 import { Migration20261124011321_rate_limit_take_count } from './Migration20261124011321_rate_limit_take_count.ts';
+import { Migration20261124060000_user_follows } from './Migration20261124060000_user_follows.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -25,4 +26,5 @@ export const migrations = [
   { name: 'Migration20261123013707_host_job_accounting', class: Migration20261123013707_host_job_accounting },
   { name: 'Migration20261124004210_resource_counts', class: Migration20261124004210_resource_counts },
   { name: 'Migration20261124011321_rate_limit_take_count', class: Migration20261124011321_rate_limit_take_count },
+  { name: 'Migration20261124060000_user_follows', class: Migration20261124060000_user_follows },
 ];
