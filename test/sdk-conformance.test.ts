@@ -41,6 +41,9 @@ async function seed(world: World) {
   const doomed = await createProject(world, world.alice, { project: 'doomed', name: 'doomed' });
   await createModel(world, world.alice, { project: 'doomed', model: 'doomed-model' });
 
+  const grantCents = 2500;
+  await world.server.services().billing.grant(OWNER, grantCents, 'conformance');
+
   // Another workspace's public dataset, for explore.
   await createDataset(world, world.team, { dataset: 'public-shapes', name: 'public shapes', visibility: 'public' });
   return {
@@ -55,6 +58,7 @@ async function seed(world: World) {
     doomedProject: 'doomed',
     doomedProjectId: doomed,
     publicDataset: { owner: 'acme-team', dataset: 'public-shapes' },
+    grantCents,
     archive: (await shapesDataset(1, 1, 11)).toString('base64'),
   };
 }

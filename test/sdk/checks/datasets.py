@@ -25,8 +25,10 @@ def list_datasets(context: Context):
 @check("datasets.retrieve")
 def retrieve(context: Context):
     answer = context.client.datasets.retrieve(context.owner, context.seeded["dataset"])
-    expect(answer["imageCount"] == context.seeded["imageCount"], "all ingested images are counted")
-    expect(len(answer.get("versions") or []) >= 1, "the exported version is listed")
+    dataset = answer["dataset"]
+    expect(dataset["imageCount"] == context.seeded["imageCount"], "all ingested images are counted")
+    versions = dataset.get("versions") or []
+    expect(len(versions) == 2 and all(version["imageCount"] == context.seeded["imageCount"] for version in versions), "both versions, with their image counts")
     return answer
 
 
