@@ -13,7 +13,7 @@ import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
 import { ImageUrls } from '../images/image-urls.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
-import { checkClassNames, classColors } from './class-names.ts';
+import { checkClassNames, classColors, colorMap } from './class-names.ts';
 import { classStats } from './class-stats.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import { findDataset } from './dataset-access.ts';
@@ -50,7 +50,7 @@ export class DatasetService {
     const starred = await starredAmong(this.em, DATASET_STARS, actor, datasets.map((d) => d.id));
     const samples = query.includeSamples ? await this.samples(workspace.id, datasets, query.includeImageUrls) : undefined;
     return {
-      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? { samples: samples.get(dataset.id) ?? [] } : {}) })),
+      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? withSampleImages(samples.get(dataset.id) ?? []) : {}) })),
       total,
       region: this.region,
     };
@@ -65,13 +65,13 @@ export class DatasetService {
       ...this.listItem(dataset, owner, starred.has(dataset.id)),
       ...(ingest ? { status: 'processing' } : {}),
       ...(ingest && canEdit && (ingest.total ?? 0) >= PROGRESS_FROM_IMAGES ? { processingProgress: ingest } : {}),
-      classColors: classColors(dataset.classNames, dataset.classColors),
+      classColors: colorMap(classColors(dataset.classNames, dataset.classColors)),
       format: dataset.format,
       blurFaces: dataset.blurFaces,
       kptSkeletonId: dataset.kptSkeletonId ?? null,
       kptShape: dataset.kptShape ?? null,
       metadata: dataset.metadata,
-      source: dataset.source ?? null,
+      ...(dataset.source ? { source: { provider: 'local' as const, ...dataset.source } } : {}),
       versions: await savedVersions(this.em, dataset.id),
       errorCount: dataset.errorCount,
       region: this.region,
@@ -142,10 +142,7 @@ export class DatasetService {
         checkClassNames(classNames, 'classNames');
         dataset.classNames = classNames;
       }
-      if (colors !== undefined) {
-        if (colors.length > dataset.classNames.length) throw Invalid(`classColors: the dataset has ${dataset.classNames.length} classes`);
-        dataset.classColors = colors;
-      }
+      if (colors !== undefined) dataset.classColors = changedColors(dataset, colors);
       if (task !== undefined && task !== dataset.task) {
         if (dataset.annotationCount > 0) throw Conflict(`task: the dataset has ${dataset.annotationCount} annotations made for ${dataset.task}; change the task of an unlabeled dataset only`);
         if (nextTask === 'depth' && dataset.classNames.length) throw Conflict('task: depth datasets have no classes; delete the classes first');
@@ -216,9 +213,9 @@ export class DatasetService {
       isStarred,
       status: dataset.status,
       tags: dataset.tags,
-      license: dataset.license ?? null,
-      iconColor: dataset.iconColor ?? null,
-      iconLetter: dataset.iconLetter ?? null,
+      ...(dataset.license ? { license: dataset.license } : {}),
+      ...(dataset.iconColor ? { iconColor: dataset.iconColor } : {}),
+      ...(dataset.iconLetter ? { iconLetter: dataset.iconLetter } : {}),
       createdAt: dataset.createdAt.toISOString(),
       updatedAt: dataset.updatedAt.toISOString(),
     };
@@ -242,6 +239,27 @@ export class DatasetService {
     }
     return bySet;
   }
+}
+
+/** The samples again as sampleImages, the hosted service's shape (url: the thumbnail), leaving out images without one. */
+function withSampleImages(samples: Array<z.input<typeof Sample>>) {
+  const sampleImages = samples.flatMap(({ thumbnailUrl, imageUrl, width, height }) => (thumbnailUrl ? [{ url: thumbnailUrl, ...(imageUrl ? { imageUrl } : {}), width, height }] : []));
+  return { samples, sampleImages };
+}
+
+/** New class colours from a full list in class order, or from index → colour for the classes to change. */
+function changedColors(dataset: Dataset, colors: string[] | Record<string, string>): string[] {
+  const count = dataset.classNames.length;
+  if (Array.isArray(colors)) {
+    if (colors.length > count) throw Invalid(`classColors: the dataset has ${count} classes`);
+    return colors;
+  }
+  const next = classColors(dataset.classNames, dataset.classColors);
+  for (const [index, color] of Object.entries(colors)) {
+    if (Number(index) >= count) throw Invalid(`classColors.${index}: the dataset has ${count} classes`);
+    next[Number(index)] = color;
+  }
+  return next;
 }
 
 /** Spec: editors see processingProgress while an import of 10,000 or more images runs. */
