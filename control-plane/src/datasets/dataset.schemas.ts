@@ -100,7 +100,7 @@ export const DatasetDetail = DatasetListItem.omit({ samples: true, sampleImages:
   blurFaces: z.boolean(),
   kptSkeletonId: z.string().nullable(),
   // An array of length 2 rather than a tuple, whose prefixItems schemathesis misreads in responses.
-  kptShape: z.array(z.number().int()).length(2).nullable().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]' }),
+  kptShape: z.array(z.number().int()).length(2).optional().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]; pose datasets only' }),
   metadata: z.record(z.string(), z.unknown()),
   source: z
     .object({ provider: z.literal('local') })

@@ -69,7 +69,7 @@ export class DatasetService {
       format: dataset.format,
       blurFaces: dataset.blurFaces,
       kptSkeletonId: dataset.kptSkeletonId ?? null,
-      kptShape: dataset.kptShape ?? null,
+      ...(dataset.kptShape ? { kptShape: dataset.kptShape } : {}),
       metadata: dataset.metadata,
       ...(dataset.source ? { source: { provider: 'local' as const, ...dataset.source } } : {}),
       versions: await savedVersions(this.em, dataset.id),
