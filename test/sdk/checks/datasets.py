@@ -88,12 +88,12 @@ def redistribute_splits(context: Context):
 def adopt_images(context: Context):
     source = _image_ids(context, context.seeded["dataset"])
     labelled = [image for image in context.client.datasets.images(context.owner, context.seeded["dataset"], include_labels="true")["images"] if image.get("labelCount")]
-    target = context.client.datasets.create(dataset="sdk-adopter", name="adopter", task="detect", owner=context.owner)["dataset"]
+    target = context.client.datasets.create(dataset="sdk-adopter", name="adopter", task="detect", class_names=["square", "disc"], owner=context.owner)["dataset"]
     answer = context.client.datasets.adopt_images(context.owner, target, image_ids=source, release=False)
     adopted = context.client.datasets.images(context.owner, target, include_labels="true")["images"]
     expect(sum(1 for image in adopted if image.get("labelCount")) == len(labelled), "release false keeps the labels")
-    splits = {image["id"]: image.get("split") for image in context.client.datasets.images(context.owner, context.seeded["dataset"])["images"]}
-    expect(all(splits.get(image["id"]) == image.get("split") for image in adopted), "release false keeps the splits")
+    splits = {image["name"]: image["split"] for image in context.client.datasets.images(context.owner, context.seeded["dataset"])["images"]}
+    expect(len(adopted) == len(splits) and all(splits[image["name"]] == image["split"] for image in adopted), "release false keeps the splits")
     return answer
 
 
