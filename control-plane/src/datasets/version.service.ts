@@ -187,7 +187,7 @@ export class VersionService {
       return compareVersions(this.em, base, head, options.cursor);
     }
     const image = await imageInVersions(this.em, this.storage.urls, dataset.workspace.id, base.id === head.id ? [base] : [base, head], options.hash);
-    if (image.versions.length === 0) throw NotFound(`Image ${options.hash} is in neither version`);
+    if (image.versions.every((version) => version === null)) throw NotFound(`Image ${options.hash} is in neither version`);
     return image;
   }
 
