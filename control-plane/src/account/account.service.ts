@@ -5,10 +5,10 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
 import { announceAuthChange } from '../auth/authenticator.ts';
+import { query } from '../db/sql.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
 import type { AccountSummary, FollowedProfile, FollowResult, Member, StorageUsage, UserProfile } from './account.schemas.ts';
-import { query } from '../db/sql.ts';
 import { HANDLE_PATTERN } from './handle.ts';
 import { Membership } from './membership.entity.ts';
 import type { Role } from './roles.ts';
@@ -146,7 +146,7 @@ export class AccountService {
     const stored = (kind: string) => rows.find((row) => row.kind === kind);
     const byKind = Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, Number(stored(kind)?.bytes ?? 0)])) as z.input<typeof StorageUsage>['byKind'];
     const totalBytes = Object.values(byKind).reduce((a, b) => a + b, 0);
-    const latest = rows.map((row) => new Date(row.latest).getTime()).sort().at(-1);
+    const latest = rows.length ? Math.max(...rows.map((row) => new Date(row.latest).getTime())) : undefined;
     const { counts } = await (this.figures ??= new SummaryFigures(this.em)).read(key.workspaceId);
     return {
       username: key.workspaceHandle,

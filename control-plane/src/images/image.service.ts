@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
-import { classColors } from '../datasets/class-names.ts';
+import { classColors, colorMap } from '../datasets/class-names.ts';
 import { checkDatasetAccess, findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
 import { applyDelta, changeDelta, countDelta, lockDataset, type CountedImage } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
@@ -58,7 +58,7 @@ export class ImageService {
       ...(total === null ? {} : { total }),
       hasMore,
       classes: dataset.classNames,
-      classColors: Object.fromEntries(colors.map((color, classId) => [String(classId), color])),
+      classColors: colorMap(colors),
       errorCount: dataset.errorCount,
       ...(hasMore && !options.q ? { nextCursor: page[page.length - 1].id } : {}),
     };
