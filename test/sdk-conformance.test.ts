@@ -63,11 +63,13 @@ async function seed(world: World) {
   };
 }
 
-function drive(url: string, key: string, seeded: unknown): Promise<{ results: Result[]; stderr: string }> {
+/** The driver's report: the SDK's operations as it enumerated them, and a result per operation it got to. */
+function drive(url: string, key: string, seeded: unknown): Promise<{ operations: string[]; results: Result[]; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = execFile(PYTHON, [DRIVER], { timeout: 240_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error && !stdout) return reject(new Error(`${error.message}\n${stderr}`));
-      resolve({ results: stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Result), stderr });
+      const [header, ...lines] = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      resolve({ operations: (header?.operations as string[] | undefined) ?? [], results: lines as unknown as Result[], stderr });
     });
     child.stdin!.end(JSON.stringify({ url, key, seeded }));
   });
@@ -80,7 +82,7 @@ t.test('every SDK operation answers as the SDK types it, except the listed featu
   }
   const world = await startWorld(t);
   const seeded = await seed(world);
-  const { results, stderr } = await drive(world.server.url, world.alice, seeded);
+  const { operations, results, stderr } = await drive(world.server.url, world.alice, seeded);
   if (stderr) t.comment(stderr);
   const passed = results.filter((result) => result.ok).length;
   t.comment(`${passed} of ${results.length} SDK operations pass; ${Object.keys(EXPECTED_FAILURES).length} listed as expected failures`);
@@ -89,7 +91,7 @@ t.test('every SDK operation answers as the SDK types it, except the listed featu
     if (reason === undefined) t.ok(result.ok, result.operation, { error: result.error ?? undefined });
     else t.notOk(result.ok, `${result.operation} fails as listed (${reason}): remove it from expected-failures.json once it passes`);
   }
-  const operations = new Set(results.map((result) => result.operation));
-  t.strictSame(Object.keys(EXPECTED_FAILURES).filter((operation) => !operations.has(operation)), [], 'every listed operation is an SDK operation');
-  t.ok(results.length >= 95, 'every operation of the SDK is reported');
+  t.ok(operations.length > 0, 'the SDK operations were enumerated');
+  t.strictSame(operations.filter((operation) => !results.some((result) => result.operation === operation)), [], 'every SDK operation has a result');
+  t.strictSame(Object.keys(EXPECTED_FAILURES).filter((operation) => !operations.includes(operation)), [], 'every listed operation is an SDK operation');
 });

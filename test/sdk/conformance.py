@@ -1,8 +1,9 @@
 """Drives the real ultralytics-platform SDK against a running appliance, one check per SDK operation.
 
-Reads {"url", "key", "seeded": {...}} as JSON on standard input; prints one JSON line per SDK operation,
-{"operation", "ok", "error"}: ok when its check ran and the answer fits the SDK's own response type.
-An operation without a check is reported with ok false and error "no check".
+Reads {"url", "key", "seeded": {...}} as JSON on standard input. Prints first {"operations": [...]}, every public
+method of every resource of the client, then one JSON line per operation, {"operation", "ok", "error"}: ok when its
+check ran and the answer fits the SDK's own response type. An operation without a check is reported with ok false
+and error "no check".
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def main() -> None:
         importlib.import_module(f"checks.{group}")
     with Platform(api_key=given["key"], base_url=given["url"], max_retries=0) as client:
         every = operations(client)
+        print(json.dumps({"operations": sorted(every)}), flush=True)
         context = Context(client=client, seeded=given["seeded"])
         for operation in CHECKS:
             if operation not in every:
