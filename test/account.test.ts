@@ -29,9 +29,16 @@ t.test('storage sums the recorded sizes by kind, for the key workspace only', as
   await store('alice', 'exports', 5_000_000_000, 'a/3');
   await store('bobby', 'modelFiles', 777, 'b/1');
   const mine = await call(server, 'GET', '/api/storage', { key: alice });
-  t.same(mine.body, { region: 'us', totalBytes: 5_000_003_500, byKind: { datasetImages: 3500, datasetArchives: 0, modelFiles: 0, exports: 5_000_000_000 } });
+  t.match(mine.body, {
+    username: 'alice',
+    region: 'us',
+    totalBytes: 5_000_003_500,
+    byKind: { datasetImages: 3500, datasetArchives: 0, modelFiles: 0, exports: 5_000_000_000 },
+    usage: { storage: { current: 5_000_003_500, limit: 0, percent: 0 } },
+    breakdown: { byCategory: { datasets: { bytes: 3500 }, models: { bytes: 0 }, exports: { bytes: 5_000_000_000, count: 1 } }, topItems: [] },
+  });
   const theirs = await call(server, 'GET', '/api/storage', { key: bobby });
-  t.same(theirs.body, { region: 'us', totalBytes: 777, byKind: { datasetImages: 0, datasetArchives: 0, modelFiles: 777, exports: 0 } });
+  t.match(theirs.body, { region: 'us', totalBytes: 777, byKind: { datasetImages: 0, datasetArchives: 0, modelFiles: 777, exports: 0 }, breakdown: { byCategory: { models: { bytes: 777 } } } });
 });
 
 t.test('the summary lists the acting user teams with their roles', async (t) => {
@@ -42,7 +49,9 @@ t.test('the summary lists the acting user teams with their roles', async (t) => 
 });
 
 t.test('the summary shows team changes at once, although the key is cached', async (t) => {
-  const teams = async () => ((await call(server, 'GET', '/api/account/summary', { key: bobby })).body as { teams: unknown[] }).teams;
+  const summary = async () => (await call<{ teams: Array<Record<string, unknown>> }>(server, 'GET', '/api/account/summary', { key: bobby })).body;
+  t.match((await summary()).teams, [{ username: 'acme-team', userId: /^[0-9a-f]{24}$/, plan: 'enterprise', region: 'us' }], 'the team entries the hosted service client reads');
+  const teams = async () => (await summary()).teams.map(({ handle, name, role }) => ({ handle, name, role }));
   t.same(await teams(), [{ handle: 'acme-team', name: 'Acme', role: 'admin' }]);
   await server.services().account.createTeam('bobby-team', 'bobby', 'Bobby Team');
   t.same(await teams(), [{ handle: 'acme-team', name: 'Acme', role: 'admin' }, { handle: 'bobby-team', name: 'Bobby Team', role: 'owner' }]);

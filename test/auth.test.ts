@@ -228,7 +228,7 @@ t.test('the owner lists the workspace keys; the list never holds a key or its ha
   const summary = await call(server, 'GET', '/api/account/summary', { key: keys.team });
   t.equal(summary.status, 200);
   const { key: unused } = await server.services().apiKeys.create('acme-team', 'never used');
-  const list = await call<{ keys: Array<{ prefix: string; name: string; createdAt: string; lastUsedAt: string | null }>; total: number }>(
+  const list = await call<{ keys: Array<{ keyId: string; keyPrefix: string; prefix: string; name: string; createdAt: string; lastUsedAt: string | null }>; total: number }>(
     server,
     'GET',
     '/api/api-keys',
@@ -249,7 +249,9 @@ t.test('the owner lists the workspace keys; the list never holds a key or its ha
   );
   t.equal(list.body.total, 5);
   for (const item of list.body.keys) {
-    t.same(Object.keys(item).sort(), ['createdAt', 'lastUsedAt', 'name', 'prefix']);
+    t.same(Object.keys(item).sort(), ['createdAt', 'keyId', 'keyPrefix', 'lastUsedAt', 'name', 'prefix']);
+    t.equal(item.keyPrefix, item.prefix, 'keyPrefix: the display prefix, as the hosted service names it');
+    t.match(item.keyId, /^[0-9a-f]{24}$/, 'keyId: the record id, not the key');
     t.ok(!Number.isNaN(Date.parse(item.createdAt)));
   }
   t.equal(list.body.keys[4].lastUsedAt, null, 'an unused key has no last use');
@@ -295,10 +297,10 @@ t.test('a personal key authenticates as the personal account', async (t) => {
     actingUser: { username: 'alice', name: 'Alice' },
     counts: { projects: 0, datasets: 0, models: 0 },
   });
-  t.same(summary.body.teams, [{ handle: 'acme-team', name: 'Acme Vision', role: 'owner' }]);
+  t.match(summary.body.teams, [{ handle: 'acme-team', username: 'acme-team', name: 'Acme Vision', role: 'owner', plan: 'enterprise' }]);
   const vicky = await call(server, 'GET', '/api/account/summary', { key: keys.viewer });
   t.same(vicky.body.actingUser, { username: 'vicky', name: 'Vicky' });
-  t.same(vicky.body.teams, [{ handle: 'acme-team', name: 'Acme Vision', role: 'viewer' }]);
+  t.match(vicky.body.teams, [{ handle: 'acme-team', name: 'Acme Vision', role: 'viewer' }]);
 });
 
 t.test('anonymous callers reach public content only', async (t) => {

@@ -164,6 +164,19 @@ t.test('adopt without release or classMapping: unlabeled train images, also from
   await checkDatasetInvariants(t, world.server, labeled.id);
 });
 
+t.test('copy with an explicit release false: labels and splits are kept, the sources keep their images', async (t) => {
+  const world = await startWorld(t);
+  const own = await shapesDataset(world, world.alice, 'alice', { dataset: 'shapes', name: 'Shapes' });
+  const into = await target(world, { dataset: 'into', name: 'Into', classNames: CLASSES });
+  t.same((await adopt(world, into.path, { imageIds: [own.ids.alpha, own.ids.bravo, own.ids.charlie], release: false })).body, { adopted: 3, skipped: 0 });
+  t.same(
+    (await images(world, into.path, world.alice)).map((image) => [image.name, image.split, image.labelCount]).sort(),
+    [['alpha.png', 'train', 1], ['bravo.png', 'val', 3], ['charlie.png', 'test', 0]],
+  );
+  t.match(await read(world, own.path, world.alice), { imageCount: 3, annotationCount: 4 }, 'a copy leaves the source as it was');
+  await checkDatasetInvariants(t, world.server, into.id);
+});
+
 t.test('move with release: sources lose the images, the destination gains them', async (t) => {
   const world = await startWorld(t);
   const first = await shapesDataset(world, world.alice, 'alice', { dataset: 'first', name: 'First' });

@@ -29,7 +29,12 @@ t.test('create: defaults, limits and conflicts', async (t) => {
     starCount: 0,
     region: 'us',
   });
-  t.equal((read.body.dataset.classColors as string[]).length, 2);
+  t.same(Object.keys(read.body.dataset.classColors as Record<string, string>), ['0', '1'], 'a colour per class index');
+  const before = read.body.dataset.classColors as Record<string, string>;
+  t.equal((await call(server, 'PATCH', '/api/datasets/alice/shapes', { key: alice, body: { classColors: { 1: '#123456' } } })).status, 200, 'colours by class index');
+  const recolored = await call<{ dataset: { classColors: Record<string, string> } }>(server, 'GET', '/api/datasets/alice/shapes', { key: alice });
+  t.same(recolored.body.dataset.classColors, { 0: before['0'], 1: '#123456' }, 'only the class named changes colour');
+  expectError(t, await call(server, 'PATCH', '/api/datasets/alice/shapes', { key: alice, body: { classColors: { 2: '#123456' } } }), 400, /classColors.2: the dataset has 2 classes/);
 
   expectError(t, await call(server, 'POST', '/api/datasets', { key: alice, body: { dataset: 'shapes', name: 'Again' } }), 409, /already exists/);
   expectError(t, await call(server, 'POST', '/api/datasets', { key: alice, body: { dataset: 'Bad Slug', name: 'x' } }), 400, /dataset/);

@@ -32,7 +32,8 @@ interface Listing {
   hasMore: boolean;
   nextCursor: string | null;
   errorCount: number;
-  classes: Array<{ classId: number; name: string }>;
+  classes: string[];
+  classColors: Record<string, string>;
 }
 
 async function shapesDataset(world: World) {
@@ -59,7 +60,8 @@ t.test('list: filters, sorts, totals, extras', async (t) => {
   t.equal(all.status, 200);
   t.same(all.body.images.map((i) => i.name), ['charlie.png', 'bravo.png', 'alpha.png'], 'newest first');
   t.match(all.body, { total: 3, hasMore: false, nextCursor: null, errorCount: 0 });
-  t.same(all.body.classes.map((c) => c.name), ['square', 'circle', 'traffic light']);
+  t.same(all.body.classes, ['square', 'circle', 'traffic light'], 'class names in index order');
+  t.same(Object.keys(all.body.classColors), ['0', '1', '2'], 'a colour for every class index');
   t.match(all.body.images[1], { id: bravo, width: 40, height: 80, split: 'val', labelCount: 2, classIds: [1, 2], error: null });
   t.ok(all.body.images[0].thumbnailUrl);
   t.notOk(all.body.images[0].imageUrl);
@@ -84,7 +86,7 @@ t.test('list: filters, sorts, totals, extras', async (t) => {
   t.same(await names(`?q=${bravo}`), ['bravo.png'], 'q: an image ID');
   t.same(await names('?q=alpha.png'), ['alpha.png']);
   t.equal((await list(world, '?split=val&hasLabel=true')).body.total, 1);
-  t.equal((await list(world, '?includeTotal=false')).body.total, null);
+  t.notOk('total' in (await list(world, '?includeTotal=false')).body, 'no total with includeTotal=false');
   const extras = await list(world, '?includeImageUrls=true&includeThumbnails=false&includeLabels=true&sort=oldest');
   t.notOk('thumbnailUrl' in extras.body.images[0]);
   t.same(extras.body.images[1].labels?.length, 2);
@@ -145,7 +147,7 @@ t.test('read, label edits, metadata, delete', async (t) => {
   t.match(await counts(), { annotationCount: 3, splits: { labeled: 2 } });
 
   const deleted = await call(world.server, 'DELETE', `/api/images/${bravo}`, { key: world.alice });
-  t.same(deleted.body, { success: true, id: bravo });
+  t.same(deleted.body, { success: true, id: bravo, deletedImageId: bravo, deletedCount: 1 });
   expectError(t, await call(world.server, 'GET', `/api/images/${bravo}`, { key: world.alice }), 404);
   expectError(t, await call(world.server, 'DELETE', `/api/images/${bravo}`, { key: world.alice }), 404);
   t.match(await counts(), { imageCount: 2, annotationCount: 1, splits: { train: 1, val: 0, test: 1, labeled: 1 } });
@@ -169,20 +171,21 @@ t.test('bulk moves with conflicts, bulk delete, signed URLs', async (t) => {
   expectError(t, await move({ imageIds: [trainCopy, lone], split: 'val' }), 409, /already in val/, ['conflictCount']);
   const splits = async () => (await call<{ dataset: { splits: Record<string, number> } }>(world.server, 'GET', '/api/datasets/alice/shapes', { key: world.alice })).body.dataset.splits;
   t.same(await splits(), { train: 2, val: 1, test: 0, labeled: 0 }, 'a refused move moved nothing');
-  t.same((await move({ imageIds: [trainCopy, lone], split: 'val', conflictPolicy: 'skip' })).body, { modifiedCount: 1, skippedCount: 1, targetSplit: 'val' });
+  t.same((await move({ imageIds: [trainCopy, lone], split: 'val', conflictPolicy: 'skip' })).body, { success: true, modifiedCount: 1, skippedCount: 1, targetSplit: 'val' });
   t.same(await splits(), { train: 1, val: 2, test: 0, labeled: 0 });
-  t.same((await move({ imageIds: [trainCopy], split: 'val', conflictPolicy: 'replace' })).body, { modifiedCount: 1, skippedCount: 0, targetSplit: 'val' });
+  t.same((await move({ imageIds: [trainCopy], split: 'val', conflictPolicy: 'replace' })).body, { success: true, modifiedCount: 1, skippedCount: 0, targetSplit: 'val' });
   expectError(t, await call(world.server, 'GET', `/api/images/${valCopy}`, { key: world.alice }), 404);
   t.same(await splits(), { train: 0, val: 2, test: 0, labeled: 0 });
-  t.same((await move({ imageIds: [lone], split: 'test', conflictPolicy: 'keep_both' })).body, { modifiedCount: 1, skippedCount: 0, targetSplit: 'test' });
+  t.same((await move({ imageIds: [lone], split: 'test', conflictPolicy: 'keep_both' })).body, { success: true, modifiedCount: 1, skippedCount: 0, targetSplit: 'test' });
   expectError(t, await move({ imageIds: ['0'.repeat(24)], split: 'val' }), 404);
   expectError(t, await move({ imageIds: [lone], split: 'holdout' }), 400);
 
   const otherSet = await createDataset(world, world.alice, { dataset: 'other', name: 'Other' });
   const [foreign] = await intake.add(otherSet, [{ bytes: (await shapeImage()).bytes, filename: 'f.png' }]);
   expectError(t, await call(world.server, 'POST', '/api/images/urls', { key: world.alice, body: { imageIds: [lone, foreign] } }), 400, /one dataset/);
-  const urls = await call<{ urls: Record<string, string>; thumbnails: Record<string, string>; depths: Record<string, null> }>(world.server, 'POST', '/api/images/urls', { key: world.alice, body: { imageIds: [lone, trainCopy] } });
+  const urls = await call<{ urls: Record<string, string>; thumbnails: Record<string, string>; depths: Record<string, unknown> }>(world.server, 'POST', '/api/images/urls', { key: world.alice, body: { imageIds: [lone, trainCopy] } });
   t.same(Object.keys(urls.body.urls).sort(), [lone, trainCopy].sort());
+  t.same(urls.body.depths, {}, 'images without a depth map have no depths entry (not null)');
   const thumb = await sharp(Buffer.from(await (await fetch(urls.body.thumbnails[lone])).arrayBuffer())).metadata();
   t.equal(thumb.format, 'webp');
   expectError(t, await call(world.server, 'POST', '/api/images/urls', { key: world.alice, body: { imageIds: Array(101).fill(lone) } }), 400);

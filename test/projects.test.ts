@@ -164,11 +164,12 @@ t.test('delete: the project and its models go to trash together', async (t) => {
   t.equal((await call(server, 'DELETE', '/api/models/alice/detector/alone', { key: alice })).status, 200);
 
   expectError(t, await call(server, 'DELETE', '/api/projects/alice/detector', { key: world.bobby }), 404);
-  const deleted = await call<{ cascadedModels: Array<{ id: string; model: string }> }>(server, 'DELETE', '/api/projects/alice/detector', { key: alice });
+  const deleted = await call<{ cascadedModels: number; trashedModels: Array<{ id: string; model: string }> }>(server, 'DELETE', '/api/projects/alice/detector', { key: alice });
   t.equal(deleted.status, 200);
   t.match(deleted.body, { success: true, project: 'detector', daysRemaining: 30, deletedAt: /^\d{4}-/ });
+  t.equal(deleted.body.cascadedModels, 2, 'cascadedModels counts the models');
   t.same(
-    deleted.body.cascadedModels.sort((a, b) => a.model.localeCompare(b.model)),
+    deleted.body.trashedModels.sort((a, b) => a.model.localeCompare(b.model)),
     [{ id: first.id, model: 'first' }, { id: second.id, model: 'second' }],
     'models already in trash are not cascaded',
   );

@@ -33,8 +33,8 @@ interface TrashPage {
   page: number;
   limit: number;
   totalPages: number;
-  summary: { projects: number; datasets: number; models: number; total: number };
-  resources?: { models: Array<{ id: string; model: string; trashedWithProject: boolean }>; deployments: unknown[] };
+  summary: { projects: number; datasets: number; models: number; total: number; totalItems: number; byType: Record<string, { count: number }> };
+  resources?: Array<{ id: string; type: string; name: string; slug: string; trashedWithProject?: boolean }>;
   region: string;
 }
 
@@ -98,7 +98,7 @@ async function blobKeys(server: TestServer, prefix = 'ws/'): Promise<string[]> {
 
 const listTrash = (world: World, key: string, search = '') => call<TrashPage>(world.server, 'GET', `/api/trash${search}`, { key });
 const restore = (world: World, key: string, body: unknown) => call<{ success: boolean; restoredModels?: number }>(world.server, 'POST', '/api/trash', { key, body });
-const erase = (world: World, key: string, body: unknown) => call<{ deletedCount: number; cascadedModels: number; survivingDeployments: unknown[] }>(world.server, 'DELETE', '/api/trash', { key, body });
+const erase = (world: World, key: string, body: unknown) => call<{ success: true; deletedCount: number; cascadedModels: number; survivingDeployments: number }>(world.server, 'DELETE', '/api/trash', { key, body });
 
 t.test('list: newest first, summary, type filter, pages, preview, workspaces', async (t) => {
   const world = await startWorld(t);
@@ -115,7 +115,7 @@ t.test('list: newest first, summary, type filter, pages, preview, workspaces', a
   const all = await listTrash(world, alice);
   t.equal(all.status, 200);
   t.same(all.body.items.map((item) => `${item.type}:${item.slug}`), ['dataset:new-set', 'project:gone', 'dataset:mid-set', 'model:lonely', 'dataset:old-set']);
-  t.same(all.body.summary, { projects: 1, datasets: 3, models: 1, total: 5 }, 'models trashed with their project are counted under it');
+  t.match(all.body.summary, { projects: 1, datasets: 3, models: 1, total: 5, totalItems: 5, byType: { projects: { count: 1 }, datasets: { count: 3 }, models: { count: 1 } } }, 'models trashed with their project are counted under it');
   t.match(all.body, { total: 5, page: 1, limit: 50, totalPages: 1, region: 'us' });
   const bySlug = Object.fromEntries(all.body.items.map((item) => [item.slug, item]));
   t.match(bySlug['new-set'], { owner: 'alice', daysRemaining: 30 });
@@ -135,14 +135,12 @@ t.test('list: newest first, summary, type filter, pages, preview, workspaces', a
 
   const preview = await listTrash(world, alice, `?type=project&id=${gone.id}`);
   t.same(preview.body.items.map((item) => item.slug), ['gone']);
-  t.same(preview.body.resources, {
-    models: [
-      { id: gone.models.m1, model: 'm1', name: 'm1', trashedWithProject: true },
-      { id: gone.models.m2, model: 'm2', name: 'm2', trashedWithProject: true },
-    ],
-    deployments: [],
-  });
-  t.match((await listTrash(world, alice, `?type=model&id=${kept.models.lonely}`)).body.resources, { models: [{ model: 'lonely', trashedWithProject: false }], deployments: [] });
+  t.same(preview.body.resources, [
+    { id: gone.id, type: 'project', name: 'gone', slug: 'gone' },
+    { id: gone.models.m1, type: 'model', name: 'm1', slug: 'm1', trashedWithProject: true },
+    { id: gone.models.m2, type: 'model', name: 'm2', slug: 'm2', trashedWithProject: true },
+  ]);
+  t.match((await listTrash(world, alice, `?type=model&id=${kept.models.lonely}`)).body.resources, [{ type: 'model', slug: 'lonely', trashedWithProject: false }]);
   expectError(t, await listTrash(world, alice, `?type=model&id=${gone.models.m1}`), 404, /listed/);
   expectError(t, await listTrash(world, alice, `?type=model&id=${kept.models.active}`), 404);
   expectError(t, await listTrash(world, alice, `?type=dataset&id=${gone.id}`), 400, /query\.id: needs type project or model/);
@@ -157,7 +155,7 @@ t.test('list: newest first, summary, type filter, pages, preview, workspaces', a
   await trashDataset(world, world.editor, 'acme-team', 'team-set');
   const team = await listTrash(world, world.viewer);
   t.same(team.body.items.map((item) => `${item.owner}/${item.slug}`), ['acme-team/team-set'], 'a viewer reads the team trash');
-  t.same((await listTrash(world, world.bobby)).body.summary, { projects: 0, datasets: 0, models: 0, total: 0 });
+  t.match((await listTrash(world, world.bobby)).body.summary, { projects: 0, datasets: 0, models: 0, total: 0, totalItems: 0 });
   expectError(t, await listTrash(world, world.bobby, `?type=project&id=${gone.id}`), 404);
 });
 
@@ -226,7 +224,7 @@ t.test('permanent delete: one item, all, the files nothing uses any more, slug r
   expectError(t, await call(server, 'POST', '/api/datasets', { key: alice, body: { dataset: 'shapes', name: 'Again' } }), 409, /in trash/);
   expectError(t, await erase(world, world.bobby, { id: shapesId, type: 'dataset' }), 404);
   expectError(t, await erase(world, world.viewer, { id: shapesId, type: 'dataset' }), 403);
-  t.same((await erase(world, alice, { id: shapesId, type: 'dataset' })).body, { deletedCount: 1, cascadedModels: 0, survivingDeployments: [] });
+  t.same((await erase(world, alice, { id: shapesId, type: 'dataset' })).body, { success: true, deletedCount: 1, cascadedModels: 0, survivingDeployments: 0 });
   expectError(t, await erase(world, alice, { id: shapesId, type: 'dataset' }), 404, /in this workspace's trash/); // deleted for good
   t.same(await blobKeys(server, `ws/${aliceWs}/datasets/${shapesId}/`), [], 'its files are gone');
   const sharedHash = createHash('sha256').update(shared.bytes).digest('hex');
@@ -244,7 +242,7 @@ t.test('permanent delete: one item, all, the files nothing uses any more, slug r
   await sql(server, `insert into upload_sessions (id, created_at, updated_at, workspace_id, asset_type, asset_id, filename, content_type, total_bytes, object_key, create_only, status, expires_at)
     values ('0123456789abcdef01234567', now(), now(), ?, 'models', ?, 'next.pt', 'application/octet-stream', 1, ?, false, 'uploaded', now() + interval '1 hour')`, [aliceWs, original.models.tuned, pending]);
   await trashProject(server, original.id);
-  t.same((await erase(world, alice, { id: original.id, type: 'project' })).body, { deletedCount: 1, cascadedModels: 2, survivingDeployments: [] });
+  t.same((await erase(world, alice, { id: original.id, type: 'project' })).body, { success: true, deletedCount: 1, cascadedModels: 2, survivingDeployments: 0 });
   t.same(await blobKeys(server, `ws/${aliceWs}/models/`), [original.keys.base], 'only the weights the clone uses are left');
   t.same(await sql(server, 'select count(*)::int as n from upload_sessions'), [{ n: 0 }]);
   const modelBytes = (await call<{ byKind: Record<string, number> }>(server, 'GET', '/api/storage', { key: alice })).body.byKind.modelFiles;
@@ -261,11 +259,11 @@ t.test('permanent delete: one item, all, the files nothing uses any more, slug r
   expectError(t, await erase(world, alice, { all: false }), 400, 'body: send id and type, or all: true');
   expectError(t, await erase(world, alice, { all: true, id: otherId, type: 'dataset' }), 400);
   expectError(t, await erase(world, alice, {}), 400);
-  t.same((await erase(world, alice, { all: true })).body, { deletedCount: 2, cascadedModels: 0, survivingDeployments: [] });
+  t.same((await erase(world, alice, { all: true })).body, { success: true, deletedCount: 2, cascadedModels: 0, survivingDeployments: 0 });
   t.same(await blobKeys(server, `ws/${aliceWs}/`), [], 'no file is left, the bytes the two datasets shared included');
   t.equal((await call<{ totalBytes: number }>(server, 'GET', '/api/storage', { key: alice })).body.totalBytes, 0);
   t.equal((await listTrash(world, alice)).body.summary.total, 0);
-  t.same((await erase(world, alice, { all: true })).body, { deletedCount: 0, cascadedModels: 0, survivingDeployments: [] }, 'an empty trash empties');
+  t.same((await erase(world, alice, { all: true })).body, { success: true, deletedCount: 0, cascadedModels: 0, survivingDeployments: 0 }, 'an empty trash empties');
 
   // In a team: an editor deletes one item, emptying it all needs an admin or the owner.
   const teamSet = await createDataset(world, world.editor, { dataset: 'team-set', name: 'T', owner: 'acme-team' });
@@ -351,7 +349,7 @@ t.test('through the project and model DELETE routes: trash, restore, delete for 
 
   t.equal((await call(server, 'DELETE', '/api/projects/alice/detector', { key: alice })).status, 200);
   expectError(t, await call(server, 'POST', '/api/projects', { key: alice, body: { project: 'detector', name: 'Again' } }), 409);
-  t.same((await erase(world, alice, { id: projectId, type: 'project' })).body, { deletedCount: 1, cascadedModels: 2, survivingDeployments: [] });
+  t.same((await erase(world, alice, { id: projectId, type: 'project' })).body, { success: true, deletedCount: 1, cascadedModels: 2, survivingDeployments: 0 });
   t.same(await blobKeys(server, `ws/${aliceWs}/models/`), [], 'both weights are gone');
   t.equal((await call(server, 'POST', '/api/projects', { key: alice, body: { project: 'detector', name: 'Again' } })).status, 201, 'the URL name is free again');
 });

@@ -271,12 +271,19 @@ t.test('compare: what changed between two versions, page by page, and one image 
     moved: 1,
     labelsAdded: 2,
     labelsRemoved: 1,
-    header: { classChanges: { added: ['screw'], removed: [] }, fields: { description: { base: '', head: 'Bolts' } } },
+    header: {
+      classChanges: { added: ['screw'], removed: [] },
+      classesAdded: ['screw'],
+      classesRemoved: [],
+      classesRenamed: [],
+      fields: { description: { base: '', head: 'Bolts' } },
+      changed: ['description'],
+    },
   });
   const byChange = Object.fromEntries(forward.body.items.map((item) => [item.change, item]));
-  t.same(byChange.removed, { hash: a, name: 'a.png', change: 'removed', base: { split: 'train', labelCount: 1 } });
-  t.same(byChange.modified, { hash: c, name: 'c.png', change: 'modified', base: { split: 'test', labelCount: 0 }, head: { split: 'test', labelCount: 1 } });
-  t.same(byChange.moved, { hash: d, name: 'same.png', change: 'moved', base: { split: 'train', labelCount: 0 }, head: { split: 'val', labelCount: 0 } });
+  t.same(byChange.removed, { hash: a, name: 'a.png', ext: 'png', change: 'removed', fields: [], labelsAdded: 0, labelsRemoved: 1, base: { split: 'train', labelCount: 1 } });
+  t.same(byChange.modified, { hash: c, name: 'c.png', ext: 'jpg', change: 'modified', fields: ['labels'], labelsAdded: 1, labelsRemoved: 0, base: { split: 'test', labelCount: 0 }, head: { split: 'test', labelCount: 1 } });
+  t.same(byChange.moved, { hash: d, name: 'same.png', ext: 'png', change: 'moved', fields: [], labelsAdded: 0, labelsRemoved: 0, base: { split: 'train', labelCount: 0 }, head: { split: 'val', labelCount: 0 } });
   t.match(byChange.added, { name: 'e.png', change: 'added', head: { split: 'train', labelCount: 1 } });
   t.same(forward.body.items.map((item) => item.hash), forward.body.items.map((item) => item.hash).sort(), 'ordered by hash');
   t.notOk('nextCursor' in forward.body);
@@ -286,9 +293,16 @@ t.test('compare: what changed between two versions, page by page, and one image 
   t.equal(backward.body.items.find((item) => item.hash === a)?.change, 'added', 'swapping base and head reports a removed image as added');
 
   const image = await compare(`base=1&head=2&hash=${c}`);
-  t.match(image.body, { versions: [{ version: 1, split: 'test', labels: [] }, { version: 2, split: 'test', labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2] }] }] });
-  const served = await fetch((image.body as unknown as { versions: Array<{ imageUrl: string }> }).versions[0].imageUrl);
+  t.match(image.body, {
+    versions: [
+      { version: 1, task: 'detect', images: [{ split: 'test', name: 'c.png', labels: [], labelCount: 0 }] },
+      { version: 2, task: 'detect', classNames: ['bolt', 'nut', 'washer', 'screw'], images: [{ split: 'test', labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2] }], labelCount: 1 }] },
+    ],
+  });
+  const served = await fetch((image.body as unknown as { versions: Array<{ images: Array<{ imageUrl: string }> }> }).versions[0].images[0].imageUrl);
   t.same(Buffer.from(await served.arrayBuffer()), files.c.bytes);
+  const onlyInHead = await compare(`base=1&head=2&hash=${byChange.added.hash}`);
+  t.match(onlyInHead.body, { versions: [null, { version: 2, images: [{ name: 'e.png' }] }] }, 'null for the version without the image');
   expectError(t, await compare(`base=1&head=2&hash=${'0'.repeat(64)}`), 404);
   expectError(t, await compare('base=1&head=9'), 404, 'Version 9 of dataset acme-team/parts not found');
   expectError(t, await compare('base=1&head=2&cursor=abc'), 400, /cursor/);

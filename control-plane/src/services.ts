@@ -13,6 +13,7 @@ import { SplitService } from './datasets/split.service.ts';
 import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
+import { ExploreService } from './explore/explore.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
@@ -135,6 +136,10 @@ export class Services {
 
   get gpuAvailability(): GpuAvailabilityService {
     return new GpuAvailabilityService(this.em, this.deps.config.region, this.deps.config.hostLostGraceSeconds);
+  }
+
+  get explore(): ExploreService {
+    return new ExploreService(this.em, this.storage);
   }
 
   get trash(): TrashService {

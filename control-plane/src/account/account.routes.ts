@@ -5,9 +5,14 @@ import {
   MemberList,
   MemberPath,
   MemberRoleBody,
+  StorageQuery,
   StorageUsage,
   UserPath,
   UserProfile,
+  ProfileQuery,
+  FollowedProfile,
+  FollowBody,
+  FollowResult,
   WorkspacePath,
 } from './account.schemas.ts';
 
@@ -29,8 +34,9 @@ export const storageUsage = defineRoute({
   summary: "Bytes stored by the calling key's workspace, by kind",
   auth: 'key',
   limit: 'default',
+  request: { query: StorageQuery },
   response: { status: 200, description: 'Storage use', schema: StorageUsage },
-  handler: (ctx) => ctx.state.services.account.storage(ctx.state.actor),
+  handler: (ctx, { query }) => ctx.state.services.account.storage(ctx.state.actor, query.details === 'true'),
 });
 
 export const userLookup = defineRoute({
@@ -44,6 +50,32 @@ export const userLookup = defineRoute({
   response: { status: 200, description: 'Public profile', schema: UserProfile },
   errors: [404],
   handler: (ctx, { params }) => ctx.state.services.account.profile(params.username),
+});
+
+export const profileByQuery = defineRoute({
+  method: 'GET',
+  path: '/api/users',
+  tag: 'Account',
+  summary: "A user's profile with follower count, as the hosted service's client reads it",
+  auth: 'optional',
+  limit: 'default',
+  request: { query: ProfileQuery },
+  response: { status: 200, description: 'Profile', schema: FollowedProfile },
+  errors: [404],
+  handler: (ctx, { query }) => ctx.state.services.account.followedProfile(ctx.state.actor, query.username),
+});
+
+export const follow = defineRoute({
+  method: 'PATCH',
+  path: '/api/users',
+  tag: 'Account',
+  summary: "Follow or stop following a user, as the calling key's user",
+  auth: 'key',
+  limit: 'mutation',
+  request: { body: FollowBody },
+  response: { status: 200, description: 'Whether followed now, and the follower count', schema: FollowResult },
+  errors: [400, 404],
+  handler: (ctx, { body }) => ctx.state.services.account.follow(ctx.state.actor, body.username, body.followed),
 });
 
 export const listMembers = defineRoute({
@@ -95,4 +127,4 @@ export const removeMember = defineRoute({
   },
 });
 
-export const accountRoutes = [accountSummary, storageUsage, userLookup, listMembers, setMemberRole, removeMember];
+export const accountRoutes = [accountSummary, storageUsage, userLookup, profileByQuery, follow, listMembers, setMemberRole, removeMember];

@@ -5,9 +5,10 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
 import { announceAuthChange } from '../auth/authenticator.ts';
+import { query } from '../db/sql.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
-import type { AccountSummary, Member, StorageUsage, UserProfile } from './account.schemas.ts';
+import type { AccountSummary, FollowedProfile, FollowResult, Member, StorageUsage, UserProfile } from './account.schemas.ts';
 import { HANDLE_PATTERN } from './handle.ts';
 import { Membership } from './membership.entity.ts';
 import type { Role } from './roles.ts';
@@ -129,29 +130,90 @@ export class AccountService {
       actingUser: { username: key.username, name: key.profile.userName },
       counts,
       creditsCents,
-      teams: key.profile.teams,
+      teams: key.profile.teams.map(({ id, ...team }) => ({ userId: id, username: team.handle, plan: 'enterprise' as const, ...team })),
       createdAt: key.profile.workspaceCreatedAt,
     };
   }
 
   /** Bytes stored for the key's workspace, summed from the recorded size of each stored object. */
-  async storage(actor: Actor): Promise<z.input<typeof StorageUsage>> {
+  async storage(actor: Actor, details: boolean): Promise<z.input<typeof StorageUsage>> {
     const key = requireKey(actor);
-    const rows = await this.em
-      .getConnection()
-      .execute<Array<{ kind: string; bytes: string }>>(
-        'select kind, sum(bytes)::bigint as bytes from stored_objects where workspace_id = ? group by kind',
-        [key.workspaceId],
-      );
-    const byKind = Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, Number(rows.find((r) => r.kind === kind)?.bytes ?? 0)]));
+    const rows = await query<{ kind: string; bytes: string; objects: string; latest: Date }>(
+      this.em,
+      'select kind, sum(bytes)::bigint as bytes, count(*) as objects, max(updated_at) as latest from stored_objects where workspace_id = ? group by kind',
+      [key.workspaceId],
+    );
+    const stored = (kind: string) => rows.find((row) => row.kind === kind);
+    const byKind = Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, Number(stored(kind)?.bytes ?? 0)])) as z.input<typeof StorageUsage>['byKind'];
     const totalBytes = Object.values(byKind).reduce((a, b) => a + b, 0);
-    const workspace = await this.em.findOneOrFail(Workspace, key.workspaceId);
-    return { region: workspace.region, totalBytes, byKind: byKind as z.input<typeof StorageUsage>['byKind'] };
+    const latest = rows.length ? Math.max(...rows.map((row) => new Date(row.latest).getTime())) : undefined;
+    const { counts } = await (this.figures ??= new SummaryFigures(this.em)).read(key.workspaceId);
+    return {
+      username: key.workspaceHandle,
+      region: key.profile.region,
+      tier: 'enterprise',
+      usage: { storage: { current: totalBytes, limit: 0, percent: 0 } },
+      updatedAt: latest === undefined ? null : new Date(latest).toISOString(),
+      breakdown: {
+        byCategory: {
+          datasets: { bytes: byKind.datasetImages + byKind.datasetArchives, count: counts.datasets },
+          models: { bytes: byKind.modelFiles, count: counts.models },
+          exports: { bytes: byKind.exports, count: Number(stored('exports')?.objects ?? 0) },
+        },
+        topItems: details ? await this.largestItems(key.workspaceId) : [],
+      },
+      totalBytes,
+      byKind,
+    };
+  }
+
+  /** The ten largest live datasets (their images' bytes) and models (their weights) of a workspace. */
+  private async largestItems(workspaceId: string): Promise<z.input<typeof StorageUsage>['breakdown']['topItems']> {
+    const rows = await query<{ id: string; name: string; slug: string; bytes: string; type: 'dataset' | 'model'; parent_name: string | null; parent_slug: string | null }>(
+      this.em,
+      `(select d.id, d.name, d.slug, coalesce(sum(i.bytes), 0)::bigint as bytes, 'dataset' as type, null as parent_name, null as parent_slug
+          from datasets d left join images i on i.dataset_id = d.id
+         where d.workspace_id = ? and d.deleted_at is null group by d.id)
+       union all
+       (select m.id, m.name, m.slug, m.file_bytes as bytes, 'model' as type, p.name as parent_name, p.slug as parent_slug
+          from models m join projects p on p.id = m.project_id
+         where p.workspace_id = ? and m.deleted_at is null and m.file_bytes is not null)
+       order by bytes desc, id limit 10`,
+      [workspaceId, workspaceId],
+    );
+    return rows.map((row) => ({
+      _id: row.id,
+      name: row.name,
+      slug: row.slug,
+      sizeBytes: Number(row.bytes),
+      type: row.type,
+      ...(row.parent_name === null ? {} : { parentName: row.parent_name, parentSlug: row.parent_slug ?? '' }),
+    }));
   }
 
   async profile(username: string): Promise<z.input<typeof UserProfile>> {
     const user = await this.findUser(username);
     return { username: user.username, name: user.name, createdAt: user.createdAt.toISOString() };
+  }
+
+  async followedProfile(actor: Actor, username: string): Promise<z.input<typeof FollowedProfile>> {
+    const user = await this.findUser(username);
+    const [figures] = await query<{ followers: string; followed: boolean }>(
+      this.em,
+      'select count(*) as followers, coalesce(bool_or(follower_id = ?), false) as followed from user_follows where followed_id = ?',
+      [actor.kind === 'key' ? actor.userId : null, user.id],
+    );
+    return { user: { username: user.username, fullName: user.name, accountType: 'personal', followerCount: Number(figures!.followers), isFollowed: figures!.followed } };
+  }
+
+  async follow(actor: Actor, username: string, followed: boolean): Promise<z.input<typeof FollowResult>> {
+    const key = requireKey(actor);
+    const user = await this.findUser(username);
+    if (user.id === key.userId) throw Invalid('You cannot follow yourself');
+    if (followed) await query(this.em, 'insert into user_follows (follower_id, followed_id) values (?, ?) on conflict do nothing', [key.userId, user.id]);
+    else await query(this.em, 'delete from user_follows where follower_id = ? and followed_id = ?', [key.userId, user.id]);
+    const [count] = await query<{ followers: string }>(this.em, 'select count(*) as followers from user_follows where followed_id = ?', [user.id]);
+    return { followed, followerCount: Number(count!.followers) };
   }
 
   async listMembers(actor: Actor, handle: string): Promise<Array<z.input<typeof Member>>> {

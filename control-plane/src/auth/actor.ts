@@ -29,7 +29,7 @@ export interface KeyActor {
     region: Region;
     workspaceCreatedAt: string;
     userName: string;
-    teams: Array<{ handle: string; name: string; role: Role }>;
+    teams: Array<{ id: string; handle: string; name: string; region: Region; role: Role }>;
   };
 }
 

@@ -18,6 +18,8 @@ export interface CreatedKey {
 
 function listItem(record: ApiKey): z.input<typeof ApiKeyListItem> {
   return {
+    keyId: record.id,
+    keyPrefix: record.prefix,
     prefix: record.prefix,
     name: record.name,
     createdAt: record.createdAt.toISOString(),

@@ -33,7 +33,7 @@ const LOOKUP_SQL = `
   select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
          case when w.owner_id = k.user_id then 'owner' else m.role end as role,
          k.job_scope, w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
-         coalesce((select json_agg(json_build_object('handle', t.handle, 'name', t.name, 'role', tm.role) order by t.handle)
+         coalesce((select json_agg(json_build_object('id', t.id, 'handle', t.handle, 'name', t.name, 'region', t.region, 'role', tm.role) order by t.handle)
            from memberships tm join workspaces t on t.id = tm.workspace_id
            where tm.user_id = k.user_id and t.kind = 'team'), '[]') as teams
   from api_keys k

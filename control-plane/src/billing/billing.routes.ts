@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/define-route.ts';
-import { BillingBalance, PriceList, TransactionList, TransactionListQuery } from './billing.schemas.ts';
+import { BillingBalance, PriceList, TransactionList, TransactionListQuery, UsageSummary } from './billing.schemas.ts';
 
 const SCOPE = "The key's own workspace; any member role (viewer and up) reads it.";
 const CREDIT =
@@ -37,6 +37,19 @@ export const listTransactions = defineRoute({
   handler: (ctx, { query }) => ctx.state.services.billing.transactionsFor(ctx.state.actor, query),
 });
 
+export const usageSummary = defineRoute({
+  method: 'GET',
+  path: '/api/billing/usage-summary',
+  tag: 'Billing',
+  summary: "The workspace's plan, storage use and training credit, as the hosted service's client reads them",
+  description: SCOPE,
+  auth: 'key',
+  limit: 'default',
+  response: { status: 200, description: 'Usage summary', schema: UsageSummary },
+  errors: [403],
+  handler: (ctx) => ctx.state.services.billing.usageSummaryFor(ctx.state.actor),
+});
+
 export const listPrices = defineRoute({
   method: 'GET',
   path: '/api/billing/prices',
@@ -52,4 +65,4 @@ export const listPrices = defineRoute({
   handler: (ctx) => ctx.state.services.billing.prices(),
 });
 
-export const billingRoutes = [readBalance, listTransactions, listPrices];
+export const billingRoutes = [readBalance, listTransactions, usageSummary, listPrices];

@@ -8,7 +8,7 @@ import type { Actor } from '../auth/actor.ts';
 import { ID_PATTERN, newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { Invalid, NotFound, PaymentRequired } from '../http/errors.ts';
-import type { BillingBalance, CreditTransactionView, PriceList, TransactionList, TransactionListQuery } from './billing.schemas.ts';
+import type { BillingBalance, CreditTransactionView, PriceList, TransactionList, TransactionListQuery, UsageSummary } from './billing.schemas.ts';
 import type { ChargeMetadata, CreditKind } from './credit-transaction.entity.ts';
 
 export type BillingConfig = Pick<AppConfig, 'billingEnabled' | 'gpuPricesCentsPerHour' | 'trainingSecondsPerEpochEstimate'>;
@@ -90,10 +90,20 @@ interface TransactionRow {
   id: string;
   kind: CreditKind;
   amount_cents: string;
+  balance_after: string;
   description: string;
   job_id: string | null;
   metadata: Record<string, unknown>;
   created_at: string | Date;
+}
+
+const HOSTED_TYPES = { grant: 'adjustment', adjustment: 'adjustment', charge: 'training', refund: 'refund' } as const satisfies Record<CreditKind, string>;
+
+/** A date alone as the bound `to` takes its whole day. */
+function upperBound(to: string): Date {
+  const bound = new Date(to);
+  if (/^\d{4}-\d{2}-\d{2}$/.test(to)) bound.setUTCDate(bound.getUTCDate() + 1);
+  return bound;
 }
 
 function view(row: TransactionRow): z.input<typeof CreditTransactionView> {
@@ -102,7 +112,11 @@ function view(row: TransactionRow): z.input<typeof CreditTransactionView> {
     id: row.id,
     kind: row.kind,
     amountCents,
+    type: HOSTED_TYPES[row.kind],
     amountDisplay: formatCents(amountCents),
+    balanceAfter: Number(row.balance_after),
+    ...(typeof row.metadata?.gpuType === 'string' ? { gpuType: row.metadata.gpuType } : {}),
+    ...(row.job_id === null ? {} : { runId: row.job_id }),
     description: row.description,
     jobId: row.job_id,
     metadata: row.metadata ?? {},
@@ -289,9 +303,20 @@ export class BillingService {
   /** Newest first, after a cursor (keyset on created_at, id) or from an offset. */
   async transactions(
     workspaceId: string,
-    page: { limit: number; cursor?: string; offset?: number; includeTotal?: boolean },
+    page: { limit: number; cursor?: string; offset?: number; includeTotal?: boolean; from?: string; to?: string },
   ): Promise<z.input<typeof TransactionList>> {
-    const params: unknown[] = [workspaceId];
+    // The date range bounds both the page and the total; the cursor only the page.
+    let range = '';
+    const rangeParams: unknown[] = [];
+    if (page.from) {
+      range += ' and created_at >= ?';
+      rangeParams.push(new Date(page.from));
+    }
+    if (page.to) {
+      range += ' and created_at < ?';
+      rangeParams.push(upperBound(page.to));
+    }
+    const params: unknown[] = [workspaceId, ...rangeParams];
     let after = '';
     if (page.cursor) {
       const [known] = await query(this.em, 'select 1 from credit_transactions where id = ? and workspace_id = ?', [page.cursor, workspaceId]);
@@ -301,15 +326,18 @@ export class BillingService {
     }
     const rows = await query<TransactionRow>(
       this.em,
-      `select id, kind, amount_cents, description, job_id, metadata, created_at from credit_transactions
-        where workspace_id = ? ${after} order by created_at desc, id desc limit ? offset ?`,
+      `with ledger as (
+         select id, kind, amount_cents, description, job_id, metadata, created_at,
+                sum(amount_cents) over (order by created_at, id) as balance_after
+           from credit_transactions where workspace_id = ?)
+       select * from ledger where true ${range} ${after} order by created_at desc, id desc limit ? offset ?`,
       [...params, page.limit + 1, page.offset ?? 0],
     );
     const transactions = rows.slice(0, page.limit).map(view);
     const hasMore = rows.length > page.limit;
     let total: number | undefined;
     if (page.includeTotal !== false) {
-      const [count] = await query<{ count: string }>(this.em, 'select count(*) as count from credit_transactions where workspace_id = ?', [workspaceId]);
+      const [count] = await query<{ count: string }>(this.em, `select count(*) as count from credit_transactions where workspace_id = ? ${range}`, [workspaceId, ...rangeParams]);
       total = Number(count.count);
     }
     return { transactions, ...(total === undefined ? {} : { total }), hasMore, nextCursor: hasMore ? (transactions.at(-1)?.id ?? null) : null };
@@ -321,6 +349,20 @@ export class BillingService {
     if (!workspace) throw NotFound(`Workspace "${workspaceHandle}" not found`);
     const { transactions } = await this.transactions(workspace.id, { limit, includeTotal: false });
     return { balanceCents: await this.balanceCents(workspace.id), transactions };
+  }
+
+  async usageSummaryFor(actor: Actor): Promise<z.input<typeof UsageSummary>> {
+    const key = requireKey(actor);
+    requireRole(actor, key.workspaceId, 'viewer');
+    const [stored] = await query<{ bytes: string }>(this.em, 'select coalesce(sum(bytes), 0)::bigint as bytes from stored_objects where workspace_id = ?', [key.workspaceId]);
+    const balance = await this.balanceCents(key.workspaceId);
+    return {
+      plan: { planId: 'enterprise', name: 'Enterprise (on-premise)', status: 'active', cancelAtPeriodEnd: false },
+      metrics: [{ metricId: 'storage_bytes', kind: 'GAUGE', period: 'NONE', limit: 0, used: Number(stored!.bytes), remaining: 0, overageAllowed: true }],
+      trainingCredit: { monthlyGrant: 0, balanceAvailable: balance },
+      features: { privateProjects: true, teams: true, enterpriseLicense: true },
+      creditsCents: balance,
+    };
   }
 
   prices(): z.input<typeof PriceList> {

@@ -69,7 +69,7 @@ export class AdoptService {
         const adoption = await this.plan(tx, actor, label, dataset.id, imageIds, body);
         files = adoption.copies;
         await holdImageBytes(tx, this.storage, to, files);
-        return this.apply(tx, adoption, body.release);
+        return this.apply(tx, adoption, body.release === true);
       });
       return { adopted, skipped: imageIds.length - adopted };
     } catch (error) {
@@ -88,10 +88,11 @@ export class AdoptService {
       (await em.find(Dataset, { id: { $in: [targetId, ...sourceIds] } }, { populate: ['workspace'], refresh: true })).map((dataset) => [dataset.id, dataset]),
     );
     const target = checkDatasetAccess(actor, datasets.get(targetId) ?? null, 'edit', label).dataset;
-    const preserve = body.release || body.classMapping !== undefined;
+    // Spec: setting release (true or false) or classMapping preserves labels and splits.
+    const preserve = body.release !== undefined || body.classMapping !== undefined;
     const preserved = new Set<string>();
     for (const id of sourceIds) {
-      const editable = sourceEditable(actor, datasets.get(id) ?? null, selected.filter((image) => image.dataset_id === id).length, body.release);
+      const editable = sourceEditable(actor, datasets.get(id) ?? null, selected.filter((image) => image.dataset_id === id).length, body.release === true);
       if (editable && preserve) preserved.add(id);
     }
     await requireIdle(em, [...datasets.values()]);

@@ -17,6 +17,11 @@ export function checkClassNames(names: string[], field: string): void {
 // A fixed palette so a class keeps its colour across reads and replicas.
 const PALETTE = ['#042aff', '#0bdbeb', '#f3f3f3', '#00dfb7', '#111f68', '#ff6fdd', '#ff444f', '#cced00', '#00f344', '#bd00ff', '#00b4ff', '#dd00ba', '#00ffff', '#26c000', '#01ffb3', '#7d24ff', '#7b0068', '#ff1b6c', '#fc6d2f', '#a2ff0b'];
 
+/** Class index (as a string) → colour: how the hosted service's client reads classColors. */
+export function colorMap(colors: string[]): Record<string, string> {
+  return Object.fromEntries(colors.map((color, index) => [String(index), color]));
+}
+
 /** Colours aligned with the class names: the stored one where set, else the palette's. */
 export function classColors(names: string[], stored: string[]): string[] {
   return names.map((_, index) => stored[index] ?? PALETTE[index % PALETTE.length]);

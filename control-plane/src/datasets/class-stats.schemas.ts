@@ -25,6 +25,8 @@ export const ClassStats = z.object({
     objectsPerImageHistogram: histogram('Annotations per image, unlabeled images included'),
     bboxWidthHistogram: histogram('Width of the enclosing box, normalized 0-1: always 20 bins of 0.05'),
     bboxHeightHistogram: histogram('Height of the enclosing box, normalized 0-1: always 20 bins of 0.05'),
+    bboxWidthNormHistogram: histogram('bboxWidthHistogram again, under the name the hosted service gives the normalized one'),
+    bboxHeightNormHistogram: histogram('bboxHeightHistogram again, under the name the hosted service gives the normalized one'),
     formatDistribution: z.record(z.string(), Count).meta({ description: 'Images per file format (jpg, png, ...)' }),
   }),
   locationHeatmap: z

@@ -102,7 +102,15 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
     [dataset.id],
   );
   if (!row) throw new Error(`dataset ${dataset.id} not found`);
-  if (row.cache) return { ...row.cache, cached: true };
+  if (row.cache) {
+    // Caches written before the normalized histograms had their own names lack them: the same histograms.
+    const { imageStats } = row.cache;
+    const normalized = {
+      bboxWidthNormHistogram: imageStats.bboxWidthNormHistogram ?? imageStats.bboxWidthHistogram,
+      bboxHeightNormHistogram: imageStats.bboxHeightNormHistogram ?? imageStats.bboxHeightHistogram,
+    };
+    return { ...row.cache, imageStats: { ...imageStats, ...normalized }, cached: true };
+  }
 
   const sampled = row.image_count > sampleAbove;
   const threshold = Math.ceil((HASH_RANGE * sampleAbove) / Math.max(row.image_count, 1));
@@ -144,6 +152,8 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
     points = binning;
   }
 
+  const widths = unitHistogram(counts(annotationGroups, 'w'));
+  const heights = unitHistogram(counts(annotationGroups, 'h'));
   const result: Result = {
     classes,
     imageStats: {
@@ -152,8 +162,10 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
       pointsHistogram: histogram(points, pointBins),
       fileSizeHistogram: histogram(ranges.bytes, counts(imageGroups, 'b')),
       objectsPerImageHistogram: histogram(ranges.labels, counts(imageGroups, 'l')),
-      bboxWidthHistogram: unitHistogram(counts(annotationGroups, 'w')),
-      bboxHeightHistogram: unitHistogram(counts(annotationGroups, 'h')),
+      bboxWidthHistogram: widths,
+      bboxHeightHistogram: heights,
+      bboxWidthNormHistogram: widths,
+      bboxHeightNormHistogram: heights,
       formatDistribution,
     },
     locationHeatmap: grid(counts(annotationGroups, 'c')),

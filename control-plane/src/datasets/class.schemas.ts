@@ -16,14 +16,19 @@ export const ClassDeleteBody = z.object({ classIds: z.array(ClassId).min(1).max(
 const ClassListAfter = {
   success: z.literal(true),
   classNames: z.array(z.string()).meta({ description: 'The class list after the change; IDs are positions in it' }),
-  classColors: z.array(z.string()),
+  classColors: z.record(z.string(), z.string()).meta({ description: 'Class index → hex colour, for every class after the change' }),
 };
+const Merged = { mergedClassIds: z.array(z.number().int()), targetClassId: z.number().int().meta({ description: "The target's ID after the sources were removed" }) };
+const Deleted = { deletedClassIds: z.array(z.number().int()), deletedAnnotations: z.number().int() };
+/** The summary's fields are also at the top level, where the hosted service's client reads them. */
 export const ClassesMerged = z.object({
   ...ClassListAfter,
-  summary: z.object({ mergedClassIds: z.array(z.number().int()), targetClassId: z.number().int().meta({ description: "The target's ID after the sources were removed" }) }),
+  ...Merged,
+  summary: z.object(Merged),
 });
 export const ClassesDeleted = z.object({
   ...ClassListAfter,
-  summary: z.object({ deletedClassIds: z.array(z.number().int()), deletedAnnotations: z.number().int() }),
+  ...Deleted,
+  summary: z.object(Deleted),
 });
 

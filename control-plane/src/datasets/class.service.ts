@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { Invalid } from '../http/errors.ts';
-import { classColors } from './class-names.ts';
+import { classColors, colorMap } from './class-names.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset, recount } from './dataset-counters.ts';
 import { Dataset } from './dataset.entity.ts';
@@ -36,7 +36,8 @@ export class ClassService {
       ]);
       await this.removeClasses(em, current, sources);
       const shifted = body.targetClassId - sources.filter((id) => id < body.targetClassId).length;
-      return { success: true as const, classNames: current.classNames, classColors: classColors(current.classNames, current.classColors), summary: { mergedClassIds: sources, targetClassId: shifted } };
+      const summary = { mergedClassIds: sources, targetClassId: shifted };
+      return { success: true as const, classNames: current.classNames, classColors: colorMap(classColors(current.classNames, current.classColors)), ...summary, summary };
     });
   }
 
@@ -47,12 +48,8 @@ export class ClassService {
       const classIds = checkClassIds(current, body.classIds, 'classIds');
       const deleted = await query(em, 'delete from annotations where dataset_id = ? and class_id = any(?::int[]) returning 1', [dataset.id, pgArray(classIds)]);
       await this.removeClasses(em, current, classIds);
-      return {
-        success: true as const,
-        classNames: current.classNames,
-        classColors: classColors(current.classNames, current.classColors),
-        summary: { deletedClassIds: classIds, deletedAnnotations: deleted.length },
-      };
+      const summary = { deletedClassIds: classIds, deletedAnnotations: deleted.length };
+      return { success: true as const, classNames: current.classNames, classColors: colorMap(classColors(current.classNames, current.classColors)), ...summary, summary };
     });
   }
 

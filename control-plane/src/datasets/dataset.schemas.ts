@@ -35,6 +35,13 @@ export const Sample = z.object({
   width: z.number().int(),
   height: z.number().int(),
 });
+/** A sample as the hosted service's client reads it (sampleImages): url is the thumbnail. */
+export const SampleImage = z.object({
+  url: z.string().meta({ description: 'Thumbnail URL' }),
+  imageUrl: z.string().optional().meta({ description: 'With includeImageUrls' }),
+  width: z.number().int(),
+  height: z.number().int(),
+});
 
 export const DatasetListItem = z.object({
   id: ObjectId,
@@ -53,10 +60,11 @@ export const DatasetListItem = z.object({
   isStarred: z.boolean(),
   status: z.string().meta({ description: 'ready; processing while an ingest runs' }),
   tags: z.array(z.string()),
-  license: z.string().nullable(),
-  iconColor: z.string().nullable(),
-  iconLetter: z.string().nullable(),
+  license: z.string().optional().meta({ description: 'Absent when none is set' }),
+  iconColor: z.string().optional().meta({ description: 'Absent when none is set' }),
+  iconLetter: z.string().optional().meta({ description: 'Absent when none is set' }),
   samples: z.array(Sample).optional().meta({ description: 'Up to 4 recent images, with includeSamples' }),
+  sampleImages: z.array(SampleImage).optional().meta({ description: 'The same samples as the hosted service names them (images that could not be processed left out), with includeSamples' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -75,16 +83,31 @@ export const ProcessingProgress = z.object({
   objects: z.number().int().optional(),
 });
 
-export const DatasetDetail = DatasetListItem.omit({ samples: true }).extend({
-  classColors: z.array(z.string()),
+const VersionSplits = z.object({ train: z.number().int(), val: z.number().int(), test: z.number().int(), labeled: z.number().int() });
+export const VersionEntry = z.object({
+  version: z.number().int(),
+  description: z.string().optional().meta({ description: 'Absent when none was given' }),
+  imageCount: z.number().int(),
+  classCount: z.number().int(),
+  annotationCount: z.number().int(),
+  splits: VersionSplits.meta({ description: 'Images per split in the version; labeled: images with at least one label' }),
+  createdAt: Timestamp,
+});
+
+export const DatasetDetail = DatasetListItem.omit({ samples: true, sampleImages: true }).extend({
+  classColors: z.record(z.string(), z.string()).meta({ description: 'Class index → hex colour, for every class' }),
   format: Format,
   blurFaces: z.boolean(),
   kptSkeletonId: z.string().nullable(),
   // An array of length 2 rather than a tuple, whose prefixItems schemathesis misreads in responses.
-  kptShape: z.array(z.number().int()).length(2).nullable().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]' }),
+  kptShape: z.array(z.number().int()).length(2).optional().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]; pose datasets only' }),
   metadata: z.record(z.string(), z.unknown()),
-  source: z.record(z.string(), z.unknown()).nullable(),
-  versions: z.array(z.object({ version: z.number().int(), description: z.string().nullable(), createdAt: Timestamp })),
+  source: z
+    .object({ provider: z.literal('local') })
+    .catchall(z.unknown())
+    .optional()
+    .meta({ description: 'Where the images came from: provider local (uploaded or fetched by this appliance), format, filename, jobId, ingestedAt; absent before the first ingest' }),
+  versions: z.array(VersionEntry).meta({ description: 'Saved versions, oldest first, with their counts' }),
   errorCount: z.number().int(),
   region: Region,
   isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }),
@@ -117,7 +140,9 @@ export const DatasetPatch = z
     metadata: MetadataObject.meta({ description: 'Replaces the metadata object; {} clears it' }),
     tags: Tags,
     classNames: ClassNames.meta({ description: 'The current names in index order (renamed as needed) followed by any new classes; fewer names than now is 400' }),
-    classColors: z.array(HexColor).max(MAX_CLASS_NAMES),
+    classColors: z
+      .union([z.array(HexColor).max(MAX_CLASS_NAMES), z.record(z.string().regex(/^\d+$/, 'keys must be class indexes'), HexColor)])
+      .meta({ description: 'Colours in class order, or class index → colour for just the classes to change' }),
     format: Format,
     task: Task,
     license: z.string().max(64).nullable(),

@@ -5,15 +5,15 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { renamedSlug } from '../db/slugs.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { query } from '../db/sql.ts';
 import { DATASET_STARS, setStar, starredAmong } from '../db/stars.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { JobProgress } from '../jobs/job.entity.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
-import { ImageUrls } from '../images/image-urls.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
-import { checkClassNames, classColors } from './class-names.ts';
+import { checkClassNames, classColors, colorMap } from './class-names.ts';
+import { datasetSamples, sampleImagesOf } from './dataset-samples.ts';
 import { classStats } from './class-stats.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import { findDataset } from './dataset-access.ts';
@@ -21,10 +21,9 @@ import { lockDataset } from './dataset-counters.ts';
 import { datasetSlugScope, requireSlugFree } from './dataset-slugs.ts';
 import { Dataset } from './dataset.entity.ts';
 import { savedVersions } from './version.service.ts';
-import type { DatasetCreate, DatasetCreated, DatasetDeleted, DatasetDetail, DatasetList, DatasetListItem, DatasetModels, DatasetPatch, DatasetPatched, Sample } from './dataset.schemas.ts';
+import type { DatasetCreate, DatasetCreated, DatasetDeleted, DatasetDetail, DatasetList, DatasetListItem, DatasetModels, DatasetPatch, DatasetPatched } from './dataset.schemas.ts';
 
 export const TRASH_DAYS = 30;
-const SAMPLES_PER_DATASET = 4;
 
 type ListItem = z.input<typeof DatasetListItem>;
 
@@ -48,9 +47,9 @@ export class DatasetService {
     const where = { workspace, deletedAt: null, ...(member ? {} : { visibility: 'public' as const }) };
     const [datasets, total] = await this.em.findAndCount(Dataset, where, { limit: query.limit, orderBy: { updatedAt: 'desc', id: 'desc' } });
     const starred = await starredAmong(this.em, DATASET_STARS, actor, datasets.map((d) => d.id));
-    const samples = query.includeSamples ? await this.samples(workspace.id, datasets, query.includeImageUrls) : undefined;
+    const samples = query.includeSamples ? await datasetSamples(this.em, this.storage.urls, datasets.map((d) => ({ id: d.id, workspaceId: workspace.id })), query.includeImageUrls) : undefined;
     return {
-      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? { samples: samples.get(dataset.id) ?? [] } : {}) })),
+      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? { samples: samples.get(dataset.id) ?? [], sampleImages: sampleImagesOf(samples.get(dataset.id) ?? []) } : {}) })),
       total,
       region: this.region,
     };
@@ -65,13 +64,13 @@ export class DatasetService {
       ...this.listItem(dataset, owner, starred.has(dataset.id)),
       ...(ingest ? { status: 'processing' } : {}),
       ...(ingest && canEdit && (ingest.total ?? 0) >= PROGRESS_FROM_IMAGES ? { processingProgress: ingest } : {}),
-      classColors: classColors(dataset.classNames, dataset.classColors),
+      classColors: colorMap(classColors(dataset.classNames, dataset.classColors)),
       format: dataset.format,
       blurFaces: dataset.blurFaces,
       kptSkeletonId: dataset.kptSkeletonId ?? null,
-      kptShape: dataset.kptShape ?? null,
+      ...(dataset.kptShape ? { kptShape: dataset.kptShape } : {}),
       metadata: dataset.metadata,
-      source: dataset.source ?? null,
+      ...(dataset.source ? { source: { provider: 'local' as const, ...dataset.source } } : {}),
       versions: await savedVersions(this.em, dataset.id),
       errorCount: dataset.errorCount,
       region: this.region,
@@ -142,10 +141,7 @@ export class DatasetService {
         checkClassNames(classNames, 'classNames');
         dataset.classNames = classNames;
       }
-      if (colors !== undefined) {
-        if (colors.length > dataset.classNames.length) throw Invalid(`classColors: the dataset has ${dataset.classNames.length} classes`);
-        dataset.classColors = colors;
-      }
+      if (colors !== undefined) dataset.classColors = changedColors(dataset, colors);
       if (task !== undefined && task !== dataset.task) {
         if (dataset.annotationCount > 0) throw Conflict(`task: the dataset has ${dataset.annotationCount} annotations made for ${dataset.task}; change the task of an unlabeled dataset only`);
         if (nextTask === 'depth' && dataset.classNames.length) throw Conflict('task: depth datasets have no classes; delete the classes first');
@@ -216,32 +212,28 @@ export class DatasetService {
       isStarred,
       status: dataset.status,
       tags: dataset.tags,
-      license: dataset.license ?? null,
-      iconColor: dataset.iconColor ?? null,
-      iconLetter: dataset.iconLetter ?? null,
+      ...(dataset.license ? { license: dataset.license } : {}),
+      ...(dataset.iconColor ? { iconColor: dataset.iconColor } : {}),
+      ...(dataset.iconLetter ? { iconLetter: dataset.iconLetter } : {}),
       createdAt: dataset.createdAt.toISOString(),
       updatedAt: dataset.updatedAt.toISOString(),
     };
   }
+}
 
-  /** The newest few images of each dataset, in one query. */
-  private async samples(workspaceId: string, datasets: Dataset[], withImageUrls: boolean): Promise<Map<string, Array<z.input<typeof Sample>>>> {
-    const bySet = new Map<string, Array<z.input<typeof Sample>>>();
-    if (datasets.length === 0) return bySet;
-    const rows = await query<{ dataset_id: string; id: string; hash: string; ext: string; name: string; width: number; height: number; error: string | null }>(
-      this.em,
-      `select d.id as dataset_id, s.* from unnest(?::text[]) as d(id)
-       cross join lateral (select id, hash, ext, name, width, height, error from images where dataset_id = d.id order by created_at desc, id desc limit ${SAMPLES_PER_DATASET}) s`,
-      [pgArray(datasets.map((d) => d.id))],
-    );
-    const urls = new ImageUrls(this.storage.urls);
-    for (const row of rows) {
-      const ref = { workspaceId, hash: row.hash, ext: row.ext, name: row.name, error: row.error };
-      const sample = { id: row.id, width: row.width, height: row.height, thumbnailUrl: await urls.thumbnail(ref), ...(withImageUrls ? { imageUrl: await urls.image(ref) } : {}) };
-      bySet.set(row.dataset_id, [...(bySet.get(row.dataset_id) ?? []), sample]);
-    }
-    return bySet;
+/** New class colours from a full list in class order, or from index → colour for the classes to change. */
+function changedColors(dataset: Dataset, colors: string[] | Record<string, string>): string[] {
+  const count = dataset.classNames.length;
+  if (Array.isArray(colors)) {
+    if (colors.length > count) throw Invalid(`classColors: the dataset has ${count} classes`);
+    return colors;
   }
+  const next = classColors(dataset.classNames, dataset.classColors);
+  for (const [index, color] of Object.entries(colors)) {
+    if (Number(index) >= count) throw Invalid(`classColors.${index}: the dataset has ${count} classes`);
+    next[Number(index)] = color;
+  }
+  return next;
 }
 
 /** Spec: editors see processingProgress while an import of 10,000 or more images runs. */

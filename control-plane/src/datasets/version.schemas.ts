@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LabelInput } from '../images/labels.ts';
 import { int, queryInt } from '../validation/integers.ts';
-import { SplitName } from './dataset.schemas.ts';
+import { SplitName, Task } from './dataset.schemas.ts';
 
 const VersionNumber = int().min(1).meta({ description: 'A saved version, numbered from 1' });
 const Description = z.string().max(1000);
@@ -55,6 +55,10 @@ const CompareSide = z.object({ split: SplitName, labelCount: z.number().int() })
 export const CompareItem = z.object({
   hash: z.string(),
   name: z.string(),
+  ext: z.string(),
+  fields: z.array(z.enum(['labels', 'metadata', 'name', 'error'])).meta({ description: 'What differs for a modified or moved image; empty for added and removed' }),
+  labelsAdded: z.number().int(),
+  labelsRemoved: z.number().int(),
   change: z.enum(['added', 'removed', 'modified', 'moved']).meta({ description: 'modified: same file, other labels or metadata; moved: same file, other split' }),
   base: CompareSide.optional().meta({ description: 'The image in base; absent when added' }),
   head: CompareSide.optional().meta({ description: 'The image in head; absent when removed' }),
@@ -69,7 +73,11 @@ export const CompareSummary = z.object({
   labelsRemoved: z.number().int(),
   header: z.object({
     classChanges: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }),
+    classesAdded: z.array(z.string()).meta({ description: 'classChanges.added, as the hosted service names it' }),
+    classesRemoved: z.array(z.string()).meta({ description: 'classChanges.removed, as the hosted service names it' }),
+    classesRenamed: z.array(z.object({ from: z.string(), to: z.string() })).meta({ description: 'A class at the same index under a name the other version does not have' }),
     fields: z.record(z.string(), FieldChange).meta({ description: 'Dataset fields (name, description, task, kptShape) that differ' }),
+    changed: z.array(z.string()).meta({ description: 'The names of those fields' }),
   }),
 });
 export const VersionCompare = z.object({
@@ -78,6 +86,33 @@ export const VersionCompare = z.object({
   nextCursor: z.string().optional().meta({ description: 'Present when more items follow' }),
 });
 export const CompareImage = z.object({
-  versions: z.array(z.object({ version: VersionNumber, split: SplitName, labels: z.array(LabelInput), imageUrl: z.string() })),
+  versions: z
+    .array(
+      z
+        .object({
+          version: VersionNumber,
+          task: Task,
+          kptShape: z.array(z.number().int()).optional(),
+          classNames: z.array(z.string()).meta({ description: "The version's classes: a label's classId indexes them" }),
+          images: z
+            .array(
+              z.object({
+                split: SplitName,
+                name: z.string(),
+                ext: z.string(),
+                width: z.number().int(),
+                height: z.number().int(),
+                labels: z.array(LabelInput),
+                labelCount: z.number().int(),
+                metadata: z.record(z.string(), z.unknown()),
+                imageUrl: z.string().meta({ description: 'Signed URL of the bytes' }),
+                thumbnailUrl: z.string().optional(),
+              }),
+            )
+            .meta({ description: 'Each copy of the file in the version (usually one)' }),
+        })
+        .nullable(),
+    )
+    .meta({ description: 'base then head (one entry when they are the same version); null where that version does not hold the image' }),
 });
 export const CompareRead = z.union([VersionCompare, CompareImage]);

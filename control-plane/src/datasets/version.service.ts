@@ -17,6 +17,7 @@ import { compareVersions, imageInVersions } from './version-compare.ts';
 import { restoreVersion } from './version-restore.ts';
 import { fieldsOf, fingerprintOf, snapshotImages, versionFields } from './version-snapshot.ts';
 import type { CompareQuery, CompareRead, ExportRead, Restored, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
+import type { VersionEntry } from './dataset.schemas.ts';
 
 /** Signed URLs of an export file: the client fetches it right away; its image URLs last days. */
 const FILE_URL_SECONDS = 3600;
@@ -29,9 +30,25 @@ const currentKey = (dataset: Dataset) => `ws/${dataset.workspace.id}/datasets/${
 const versionKey = (dataset: Dataset, version: number) => `ws/${dataset.workspace.id}/datasets/${dataset.id}/versions/${version}/${dataset.slug}-v${version}.ndjson`;
 
 /** The dataset's saved versions, oldest first, as the dataset read lists them. */
-export async function savedVersions(em: EntityManager, datasetId: string): Promise<Array<{ version: number; description: string | null; createdAt: string }>> {
-  const versions = await em.find(DatasetVersion, { dataset: datasetId }, { fields: ['version', 'description', 'createdAt'], orderBy: { version: 'asc' } });
-  return versions.map((v) => ({ version: v.version, description: v.description ?? null, createdAt: v.createdAt.toISOString() }));
+export async function savedVersions(em: EntityManager, datasetId: string): Promise<Array<z.input<typeof VersionEntry>>> {
+  const rows = await query<{ version: number; description: string | null; class_count: number; image_count: number; annotation_count: number; created_at: Date; train: string; val: string; test: string; labeled: string }>(
+    em,
+    `select v.version, v.description, jsonb_array_length(v.class_names) as class_count, v.image_count, v.annotation_count, v.created_at,
+            count(*) filter (where vi.split = 'train') as train, count(*) filter (where vi.split = 'val') as val,
+            count(*) filter (where vi.split = 'test') as test, count(*) filter (where vi.label_count > 0) as labeled
+       from dataset_versions v left join dataset_version_images vi on vi.version_id = v.id
+      where v.dataset_id = ? group by v.id order by v.version`,
+    [datasetId],
+  );
+  return rows.map((row) => ({
+    version: row.version,
+    ...(row.description === null ? {} : { description: row.description }),
+    imageCount: row.image_count,
+    classCount: row.class_count,
+    annotationCount: row.annotation_count,
+    splits: { train: Number(row.train), val: Number(row.val), test: Number(row.test), labeled: Number(row.labeled) },
+    createdAt: new Date(row.created_at).toISOString(),
+  }));
 }
 
 /**
@@ -170,7 +187,7 @@ export class VersionService {
       return compareVersions(this.em, base, head, options.cursor);
     }
     const image = await imageInVersions(this.em, this.storage.urls, dataset.workspace.id, base.id === head.id ? [base] : [base, head], options.hash);
-    if (image.versions.length === 0) throw NotFound(`Image ${options.hash} is in neither version`);
+    if (image.versions.every((version) => version === null)) throw NotFound(`Image ${options.hash} is in neither version`);
     return image;
   }
 

@@ -53,7 +53,7 @@ export const ImageListItem = z.object({
   hash: z.string(),
   ext: z.string(),
   name: z.string(),
-  thumbnailUrl: z.string().nullable().optional(),
+  thumbnailUrl: z.string().optional().meta({ description: 'With includeThumbnails; absent for an image that could not be processed' }),
   imageUrl: z.string().optional(),
   width: z.number().int(),
   height: z.number().int(),
@@ -67,15 +67,14 @@ export const ImageListItem = z.object({
   updatedAt: Timestamp,
 });
 
-export const ImageClass = z.object({ classId: z.number().int(), name: z.string(), color: z.string() });
-
 export const ImageList = z.object({
   images: z.array(ImageListItem),
-  total: z.number().int().nullable().meta({ description: 'Images matching the filters; null with includeTotal=false' }),
+  total: z.number().int().optional().meta({ description: 'Images matching the filters; absent with includeTotal=false' }),
   hasMore: z.boolean(),
-  classes: z.array(ImageClass),
+  classes: z.array(z.string()).meta({ description: "The dataset's class names in index order (a label's classId indexes it)" }),
+  classColors: z.record(z.string(), z.string()).meta({ description: 'Class index → hex colour, for every class' }),
   errorCount: z.number().int().meta({ description: 'Images of the dataset that could not be processed' }),
-  nextCursor: ObjectId.nullable(),
+  nextCursor: ObjectId.optional().meta({ description: 'The last image ID of this page, when there are more (not with q)' }),
 });
 
 export const SelectedImagesBody = z.object({ imageIds: z.array(ObjectId).min(1).max(MAX_SELECTED_IDS) });
@@ -85,9 +84,15 @@ export const ImageDetail = z.object({
   dataset: z.object({ id: ObjectId, owner: Handle, dataset: Slug, task: z.string() }),
   metadata: z.record(z.string(), z.unknown()),
   properties: z.object({
+    id: ObjectId,
+    datasetId: ObjectId,
     filename: z.string(),
     hash: z.string(),
     ext: z.string(),
+    extension: z.string().meta({ description: 'ext again, under the name the hosted service uses' }),
+    annotationCount: z.number().int().meta({ description: 'labelCount again, under the name the hosted service uses' }),
+    classIds: z.array(z.number().int()).meta({ description: 'The classes its labels use' }),
+    retainedByVersion: z.boolean().meta({ description: 'A saved version of the dataset holds this file, so its bytes outlive the image' }),
     width: z.number().int(),
     height: z.number().int(),
     channels: z.number().int(),
@@ -101,7 +106,7 @@ export const ImageDetail = z.object({
   labels: z.array(LabelInput),
   classNames: z.array(z.string()),
   imageUrl: z.string(),
-  thumbnailUrl: z.string().nullable(),
+  thumbnailUrl: z.string().optional().meta({ description: 'Absent for an image that could not be processed' }),
 });
 
 export const ImagePatch = z
@@ -111,14 +116,22 @@ export const ImagePatch = z
   })
   .partial()
   .refine((body) => (body.labels === undefined) !== (body.metadata === undefined), 'send either labels or metadata, not both');
-export const ImagePatched = z.object({
+export const ImagePatched = z
+  .object({
+    success: z.literal(true),
+    id: ObjectId,
+    labelCount: z.number().int(),
+    labels: z.array(LabelInput).optional().meta({ description: 'A labels update: the labels saved' }),
+    metadata: z.record(z.string(), z.unknown()).optional().meta({ description: 'A metadata update: the metadata saved' }),
+    updatedAt: Timestamp.optional().meta({ description: 'A metadata update: when it was saved' }),
+  })
+  .meta({ description: 'A labels update answers success, labels, labelCount; a metadata update answers metadata and updatedAt too' });
+export const ImageDeleted = z.object({
   success: z.literal(true),
   id: ObjectId,
-  labelCount: z.number().int(),
-  labels: z.array(LabelInput).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  deletedImageId: ObjectId.meta({ description: 'id again, under the name the hosted service uses' }),
+  deletedCount: z.literal(1),
 });
-export const ImageDeleted = z.object({ success: z.literal(true), id: ObjectId });
 
 export const BulkMoveBody = SelectedImagesBody.extend({
   split: SplitName,
@@ -127,16 +140,18 @@ export const BulkMoveBody = SelectedImagesBody.extend({
     .optional()
     .meta({ description: 'What to do with images whose file (same hash) is already in the target split: required once there is such a conflict (else 409)' }),
 });
-export const BulkMoved = z.object({ modifiedCount: z.number().int(), skippedCount: z.number().int(), targetSplit: SplitName });
+export const BulkMoved = z.object({ success: z.literal(true), modifiedCount: z.number().int(), skippedCount: z.number().int(), targetSplit: SplitName });
 export const BulkMoveConflict = ErrorBody.extend({
   conflictCount: z.number().int().optional().meta({ description: 'Images whose file is already in the target split; absent for other conflicts' }),
 });
 export const BulkDeleteBody = SelectedImagesBody;
-export const BulkDeleted = z.object({ deletedCount: z.number().int(), deletedImageIds: z.array(ObjectId) });
+export const BulkDeleted = z.object({ success: z.literal(true), deletedCount: z.number().int(), deletedImageIds: z.array(ObjectId) });
 
 export const ImageUrlsBody = z.object({ imageIds: z.array(ObjectId).min(1).max(MAX_URL_IDS) });
 export const ImageUrlsResult = z.object({
   urls: z.record(z.string(), z.string()),
-  thumbnails: z.record(z.string(), z.string().nullable()),
-  depths: z.record(z.string(), z.string().nullable()).meta({ description: 'Depth map URLs (depth datasets); null where an image has none' }),
+  thumbnails: z.record(z.string(), z.string()).meta({ description: 'Absent for an image that could not be processed' }),
+  depths: z
+    .record(z.string(), z.object({ previewUrl: z.string() }))
+    .meta({ description: 'Depth map previews (depth datasets), only for images that have one: the others are absent' }),
 });

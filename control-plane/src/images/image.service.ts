@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
-import { classColors } from '../datasets/class-names.ts';
+import { classColors, colorMap } from '../datasets/class-names.ts';
 import { checkDatasetAccess, findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
 import { applyDelta, changeDelta, countDelta, lockDataset, type CountedImage } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
@@ -29,6 +29,11 @@ interface StoredRow {
 const counted = (row: StoredRow): CountedImage => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null });
 
 /** Images of datasets: lists, reads, label and metadata edits, split moves, deletes and signed URLs. */
+/** `{ [name]: value }`, or nothing for a null value: optional answer fields are absent rather than null. */
+function present<K extends string, V>(name: K, value: V | null): { [P in K]?: V } {
+  return (value === null ? {} : { [name]: value }) as { [P in K]?: V };
+}
+
 export class ImageService {
   private readonly em: EntityManager;
   private readonly storage: Storage;
@@ -50,11 +55,12 @@ export class ImageService {
     const colors = classColors(dataset.classNames, dataset.classColors);
     return {
       images: await Promise.all(page.map((row) => this.listItem(dataset, row, options, labels))),
-      total,
+      ...(total === null ? {} : { total }),
       hasMore,
-      classes: dataset.classNames.map((name, classId) => ({ classId, name, color: colors[classId] })),
+      classes: dataset.classNames,
+      classColors: colorMap(colors),
       errorCount: dataset.errorCount,
-      nextCursor: hasMore && !options.q ? page[page.length - 1].id : null,
+      ...(hasMore && !options.q ? { nextCursor: page[page.length - 1].id } : {}),
     };
   }
 
@@ -65,7 +71,7 @@ export class ImageService {
       hash: row.hash,
       ext: row.ext,
       name: row.name,
-      ...(options.includeThumbnails ? { thumbnailUrl: await this.urls.thumbnail(ref) } : {}),
+      ...(options.includeThumbnails ? present('thumbnailUrl', await this.urls.thumbnail(ref)) : {}),
       ...(options.includeImageUrls ? { imageUrl: await this.urls.image(ref) } : {}),
       width: row.width,
       height: row.height,
@@ -96,14 +102,25 @@ export class ImageService {
     const { image, dataset } = await this.access(actor, imageId, 'view');
     const labels = await labelsOf(this.em, [image.id]);
     const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
+    const [retained] = await query<{ retained: boolean }>(
+      this.em,
+      'select exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id where v.dataset_id = ? and vi.hash = ?) as retained',
+      [dataset.id, image.hash],
+    );
     return {
       id: image.id,
       dataset: { id: dataset.id, owner: dataset.workspace.handle, dataset: dataset.slug, task: dataset.task },
       metadata: image.metadata,
       properties: {
+        id: image.id,
+        datasetId: dataset.id,
         filename: image.name,
         hash: image.hash,
         ext: image.ext,
+        extension: image.ext,
+        annotationCount: image.labelCount,
+        classIds: image.classIds,
+        retainedByVersion: retained!.retained,
         width: image.width,
         height: image.height,
         channels: image.channels,
@@ -117,24 +134,25 @@ export class ImageService {
       labels: labels.get(image.id) ?? [],
       classNames: dataset.classNames,
       imageUrl: await this.urls.image(ref),
-      thumbnailUrl: await this.urls.thumbnail(ref),
+      ...present('thumbnailUrl', await this.urls.thumbnail(ref)),
     };
   }
 
   async update(actor: Actor, imageId: string, patch: z.output<typeof ImagePatch>): Promise<z.input<typeof ImagePatched>> {
     const { image, dataset } = await this.access(actor, imageId, 'edit');
     if (patch.metadata) {
-      await this.em.transactional(async (em) => {
+      const [saved] = await this.em.transactional(async (em) => {
         await lockDataset(em, dataset.id);
-        await query(em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ?', [
+        const updated = await query<{ updated_at: Date }>(em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ? returning updated_at', [
           JSON.stringify(patch.metadata),
           searchTextOf(image.name, patch.metadata ?? {}),
           image.id,
         ]);
         // Metadata is searched: filtered totals counted before this change are stale.
         await applyDelta(em, dataset.id, countDelta([], 1));
+        return updated;
       });
-      return { success: true, id: image.id, labelCount: image.labelCount, metadata: patch.metadata };
+      return { success: true, id: image.id, labelCount: image.labelCount, metadata: patch.metadata, updatedAt: new Date(saved!.updated_at).toISOString() };
     }
     const labels = patch.labels ?? [];
     return this.em.transactional(async (em) => {
@@ -151,7 +169,7 @@ export class ImageService {
   async remove(actor: Actor, imageId: string): Promise<z.input<typeof ImageDeleted>> {
     const { dataset } = await this.access(actor, imageId, 'edit');
     await this.deleteRows(dataset, [imageId]);
-    return { success: true, id: imageId };
+    return { success: true, id: imageId, deletedImageId: imageId, deletedCount: 1 };
   }
 
   /** The selected images, all of one dataset the actor has `need` access to; unknown IDs are 404. */
@@ -168,7 +186,7 @@ export class ImageService {
   async bulkDelete(actor: Actor, imageIds: string[]): Promise<z.input<typeof BulkDeleted>> {
     const dataset = await this.selection(actor, imageIds, 'edit');
     const deleted = await this.deleteRows(dataset, [...new Set(imageIds)]);
-    return { deletedCount: deleted.length, deletedImageIds: deleted };
+    return { success: true, deletedCount: deleted.length, deletedImageIds: deleted };
   }
 
   /** Deletes image rows (annotations cascade), adjusts the counters, then frees bytes nothing else uses. */
@@ -215,7 +233,7 @@ export class ImageService {
       return { moved: toMove.length, skipped: moving.length - toMove.length, replaced: body.conflictPolicy === 'replace' ? copies : [] };
     });
     await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, replaced);
-    return { modifiedCount: moved, skippedCount: skipped, targetSplit: body.split };
+    return { success: true, modifiedCount: moved, skippedCount: skipped, targetSplit: body.split };
   }
 
   async signedUrls(actor: Actor, imageIds: string[]): Promise<z.input<typeof ImageUrlsResult>> {
@@ -225,9 +243,9 @@ export class ImageService {
     for (const image of images) {
       const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
       result.urls[image.id] = await this.urls.image(ref);
-      result.thumbnails[image.id] = await this.urls.thumbnail(ref);
-      // Depth maps are not stored yet: every image answers null.
-      result.depths[image.id] = null;
+      const thumbnail = await this.urls.thumbnail(ref);
+      if (thumbnail !== null) result.thumbnails[image.id] = thumbnail;
+      // Depth maps are not stored yet: no image has a depths entry.
     }
     return result;
   }

@@ -18,13 +18,14 @@ export const ProjectListItem = z.object({
   description: z.string(),
   visibility: Visibility,
   tags: z.array(z.string()),
-  license: z.string().nullable(),
+  license: z.string().optional().meta({ description: 'Absent when none is set' }),
   archived: z.boolean(),
-  iconColor: z.string().nullable(),
-  iconLetter: z.string().nullable(),
+  iconColor: z.string().optional().meta({ description: 'Absent when none is set' }),
+  iconLetter: z.string().optional().meta({ description: 'Absent when none is set' }),
   modelCount: z.number().int(),
   starCount: z.number().int(),
   starred: z.boolean().meta({ description: "Whether the key's user starred it" }),
+  isStarred: z.boolean().meta({ description: 'starred again, under the name the hosted service uses' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -37,7 +38,16 @@ export const ProjectReadQuery = z.object({
 });
 export const ProjectRead = z.object({
   project: ProjectListItem.extend({ metadata: z.record(z.string(), z.unknown()), viewPreferences: z.record(z.string(), z.unknown()), region: Region }),
-  models: z.array(ModelSummary),
+  models: z.array(
+    ModelSummary.extend({
+      metrics: ModelSummary.shape.metrics.unwrap().optional().meta({ description: 'Absent until the model has metrics' }),
+      epochs: z.number().int().optional().meta({ description: 'Epochs the training was set to run; absent before training' }),
+      epochCount: z.number().int().meta({ description: 'Epochs that training has reported' }),
+      hasWeights: z.boolean(),
+      file: z.object({ size: z.number().int() }).optional().meta({ description: 'The weights file, once uploaded' }),
+      trainArgs: ModelSummary.shape.trainArgs.unwrap().optional().meta({ description: 'Absent before training' }),
+    }),
+  ),
   isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }),
 });
 
@@ -75,7 +85,8 @@ export const ProjectDeleted = z.object({
   success: z.literal(true),
   project: Slug,
   deletedAt: Timestamp,
-  cascadedModels: z.array(z.object({ id: ObjectId, model: Slug })).meta({ description: 'The models moved to trash with the project' }),
+  cascadedModels: z.number().int().meta({ description: 'How many models went to trash with the project' }),
+  trashedModels: z.array(z.object({ id: ObjectId, model: Slug })).meta({ description: 'Those models' }),
   daysRemaining: z.number().int(),
 });
 

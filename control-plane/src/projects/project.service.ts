@@ -67,7 +67,7 @@ export class ProjectService {
         viewPreferences: project.viewPreferences,
         region: this.region,
       },
-      models: models.map(modelSummary),
+      models: await this.modelEntries(models),
       isOwner: role !== null,
     };
   }
@@ -136,7 +136,7 @@ export class ProjectService {
       // Deployments of these models are deleted for good here once deployments exist (a teardown that does not finish answers 502).
       return models;
     });
-    return { success: true, project: project.slug, deletedAt: deletedAt.toISOString(), cascadedModels: cascaded, daysRemaining: TRASH_DAYS };
+    return { success: true, project: project.slug, deletedAt: deletedAt.toISOString(), cascadedModels: cascaded.length, trashedModels: cascaded, daysRemaining: TRASH_DAYS };
   }
 
   /** Copies a project the key can view, with its completed models, into the key's workspace; weights are shared, not copied. */
@@ -178,6 +178,28 @@ export class ProjectService {
     return new Map(rows.map((row) => [row.project_id, Number(row.count)]));
   }
 
+  /** The project's models as its read lists them: optional fields absent rather than null, with epochs reported and weights. */
+  private async modelEntries(models: Model[]): Promise<z.input<typeof ProjectRead>['models']> {
+    const reported = await query<{ model_id: string; epochs: string }>(
+      this.em,
+      'select r.model_id, count(distinct e.epoch) as epochs from training_runs r join training_epochs e on e.run_id = r.id where r.model_id = any(?::text[]) group by r.model_id',
+      [pgArray(models.map((model) => model.id))],
+    );
+    const epochCounts = new Map(reported.map((row) => [row.model_id, Number(row.epochs)]));
+    return models.map((model) => {
+      const { metrics, epochs, trainArgs, ...summary } = modelSummary(model);
+      return {
+        ...summary,
+        ...(metrics ? { metrics } : {}),
+        ...(epochs === null ? {} : { epochs }),
+        ...(trainArgs ? { trainArgs } : {}),
+        epochCount: epochCounts.get(model.id) ?? 0,
+        hasWeights: summary.weights !== null,
+        ...(summary.weights ? { file: { size: summary.weights.size } } : {}),
+      };
+    });
+  }
+
   private listItem(project: Project, owner: string, starred: boolean, modelCount: number): z.input<typeof ProjectListItem> {
     return {
       id: project.id,
@@ -187,13 +209,14 @@ export class ProjectService {
       description: project.description,
       visibility: project.visibility,
       tags: project.tags,
-      license: project.license ?? null,
+      ...(project.license ? { license: project.license } : {}),
       archived: project.archived,
-      iconColor: project.iconColor ?? null,
-      iconLetter: project.iconLetter ?? null,
+      ...(project.iconColor ? { iconColor: project.iconColor } : {}),
+      ...(project.iconLetter ? { iconLetter: project.iconLetter } : {}),
       modelCount,
       starCount: project.starCount,
       starred,
+      isStarred: starred,
       createdAt: project.createdAt.toISOString(),
       updatedAt: project.updatedAt.toISOString(),
     };

@@ -17,27 +17,33 @@ export const TrashListQuery = pageQuery(50, 200)
 
 export const TrashItem = z.object({
   id: ObjectId,
+  _id: ObjectId.meta({ description: 'id again, under the name the hosted service uses' }),
   type: TrashType,
   owner: Handle,
   slug: Slug,
   name: z.string(),
   project: Slug.optional().meta({ description: "Models: their project's URL name" }),
+  parentProject: z.object({ _id: ObjectId, name: z.string(), slug: Slug }).optional().meta({ description: 'Models: their project' }),
   modelCount: Count.optional().meta({ description: 'Projects: their models, all deleted with the project when it is deleted permanently' }),
+  cascadedCount: Count.optional().meta({ description: 'Projects: modelCount again, under the name the hosted service uses' }),
   deletedAt: z.iso.datetime(),
+  trashedAt: z.iso.datetime().meta({ description: 'deletedAt again, under the name the hosted service uses' }),
   daysRemaining: Count.meta({ description: 'Days until it is purged automatically' }),
 });
 
-export const TrashResources = z.object({
-  models: z.array(
+export const TrashResources = z
+  .array(
     z.object({
       id: ObjectId,
-      model: Slug,
+      type: z.enum(['project', 'model', 'deployment']),
       name: z.string(),
-      trashedWithProject: z.boolean().meta({ description: 'Restored when the project is; a model trashed on its own before stays in trash' }),
+      slug: Slug,
+      trashedWithProject: z.boolean().optional().meta({ description: 'Models: restored when the project is; a model trashed on its own before stays in trash' }),
     }),
-  ),
-  deployments: z.array(z.object({ id: ObjectId, deployment: Slug, name: z.string() })).meta({ description: 'Deployments of these models (deleted with them, never restored)' }),
-});
+  )
+  .meta({ description: 'The item and the models its restore or permanent deletion affects (deployments: none on this appliance yet)' });
+
+const TypeTotals = z.object({ count: Count, sizeBytes: Count });
 
 export const TrashList = z.object({
   items: z.array(TrashItem),
@@ -45,7 +51,19 @@ export const TrashList = z.object({
   page: z.number().int().min(1),
   limit: z.number().int().min(1),
   totalPages: z.number().int().min(1),
-  summary: z.object({ projects: Count, datasets: Count, models: Count, total: Count }).meta({ description: 'Items in trash by type, whatever the filter' }),
+  summary: z
+    .object({
+      projects: Count,
+      datasets: Count,
+      models: Count,
+      total: Count,
+      totalItems: Count.meta({ description: 'total again, under the name the hosted service uses' }),
+      totalSizeBytes: Count,
+      byType: z.object({ projects: z.object({ count: Count }), datasets: TypeTotals, models: TypeTotals, exports: TypeTotals }).meta({
+        description: "datasets: their images' bytes; models: their weights, those trashed with a project included; exports: none in trash",
+      }),
+    })
+    .meta({ description: 'Items in trash by type, whatever the filter' }),
   resources: TrashResources.optional().meta({ description: 'With id' }),
   region: z.enum(REGIONS),
 });
@@ -64,7 +82,8 @@ export const TrashDeleteBody = z.union([TrashTarget, z.strictObject({ all: z.lit
 });
 
 export const TrashDeleted = z.object({
+  success: z.literal(true),
   deletedCount: Count.meta({ description: 'Trash items deleted' }),
   cascadedModels: Count.meta({ description: 'Models deleted with their projects' }),
-  survivingDeployments: z.array(z.object({ id: ObjectId, deployment: Slug })).meta({ description: 'Deployments left running (none: deployments go with their models)' }),
+  survivingDeployments: Count.meta({ description: 'Deployments left running: 0, deployments go with their models' }),
 });

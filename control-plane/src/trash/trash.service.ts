@@ -18,11 +18,12 @@ const DAY_MS = 86_400_000;
  * that went to trash with its project is listed only through the project (modelCount, the preview).
  */
 const ITEMS: Record<TrashType, string> = {
-  project: `select p.id, 'project' as type, p.slug, p.name, p.deleted_at, null::text as project, (select count(*)::int from models m where m.project_id = p.id) as model_count
+  project: `select p.id, 'project' as type, p.slug, p.name, p.deleted_at, null::text as project, null::text as project_id, null::text as project_name,
+                   (select count(*)::int from models m where m.project_id = p.id) as model_count
             from projects p where p.workspace_id = ? and p.deleted_at is not null`,
-  dataset: `select d.id, 'dataset' as type, d.slug, d.name, d.deleted_at, null::text as project, null::int as model_count
+  dataset: `select d.id, 'dataset' as type, d.slug, d.name, d.deleted_at, null::text as project, null::text as project_id, null::text as project_name, null::int as model_count
             from datasets d where d.workspace_id = ? and d.deleted_at is not null`,
-  model: `select m.id, 'model' as type, m.slug, m.name, m.deleted_at, p.slug as project, null::int as model_count
+  model: `select m.id, 'model' as type, m.slug, m.name, m.deleted_at, p.slug as project, p.id as project_id, p.name as project_name, null::int as model_count
           from models m join projects p on p.id = m.project_id where m.workspace_id = ? and m.deleted_at is not null and not m.trashed_with_project`,
 };
 
@@ -33,6 +34,8 @@ interface ItemRow {
   name: string;
   deleted_at: Date;
   project: string | null;
+  project_id: string | null;
+  project_name: string | null;
   model_count: number | null;
 }
 
@@ -68,40 +71,64 @@ export class TrashService {
     return {
       items: rows.map((row) => ({
         id: row.id,
+        _id: row.id,
         type: row.type,
         owner: key.workspaceHandle,
         slug: row.slug,
         name: row.name,
-        ...(row.project ? { project: row.project } : {}),
-        ...(row.model_count !== null ? { modelCount: row.model_count } : {}),
+        ...(row.project ? { project: row.project, parentProject: { _id: row.project_id!, name: row.project_name!, slug: row.project } } : {}),
+        ...(row.model_count !== null ? { modelCount: row.model_count, cascadedCount: row.model_count } : {}),
         deletedAt: new Date(row.deleted_at).toISOString(),
+        trashedAt: new Date(row.deleted_at).toISOString(),
         daysRemaining: Math.max(0, Math.ceil(TRASH_DAYS - (now - new Date(row.deleted_at).getTime()) / DAY_MS)),
       })),
       ...pageInfo(total, request.id ? 1 : request.page, request.limit),
       summary,
-      ...(request.id ? { resources: await this.resources(request.type as 'project' | 'model', request.id) } : {}),
+      ...(request.id ? { resources: await this.resources(rows[0]!) } : {}),
       region: this.region,
     };
   }
 
-  private async summary(workspaceId: string): Promise<{ projects: number; datasets: number; models: number; total: number }> {
+  private async summary(workspaceId: string): Promise<z.input<typeof TrashList>['summary']> {
     const counts = await query<{ type: TrashType; count: number }>(
       this.em,
       `select type, count(*)::int as count from (${Object.values(ITEMS).join(' union all ')}) t group by type`,
       Object.keys(ITEMS).map(() => workspaceId),
     );
+    const [sizes] = await query<{ datasets: string; models: string }>(
+      this.em,
+      `select (select coalesce(sum(i.bytes), 0) from images i join datasets d on d.id = i.dataset_id where d.workspace_id = ? and d.deleted_at is not null)::bigint as datasets,
+              (select coalesce(sum(m.file_bytes), 0) from models m where m.workspace_id = ? and m.deleted_at is not null)::bigint as models`,
+      [workspaceId, workspaceId],
+    );
     const of = (type: TrashType) => counts.find((row) => row.type === type)?.count ?? 0;
-    return { projects: of('project'), datasets: of('dataset'), models: of('model'), total: of('project') + of('dataset') + of('model') };
+    const total = of('project') + of('dataset') + of('model');
+    const bytes = { datasets: Number(sizes!.datasets), models: Number(sizes!.models) };
+    return {
+      projects: of('project'),
+      datasets: of('dataset'),
+      models: of('model'),
+      total,
+      totalItems: total,
+      totalSizeBytes: bytes.datasets + bytes.models,
+      byType: {
+        projects: { count: of('project') },
+        datasets: { count: of('dataset'), sizeBytes: bytes.datasets },
+        models: { count: of('model'), sizeBytes: bytes.models },
+        exports: { count: 0, sizeBytes: 0 },
+      },
+    };
   }
 
   /** The models a restore or permanent deletion touches; deployments do not exist on this appliance yet. */
-  private async resources(type: 'project' | 'model', id: string): Promise<z.input<typeof TrashResources>> {
+  private async resources(item: ItemRow): Promise<z.input<typeof TrashResources>> {
     const models = await query<{ id: string; slug: string; name: string; trashed_with_project: boolean }>(
       this.em,
-      `select id, slug, name, trashed_with_project from models where ${type === 'project' ? 'project_id' : 'id'} = ? order by slug`,
-      [id],
+      `select id, slug, name, trashed_with_project from models where ${item.type === 'project' ? 'project_id' : 'id'} = ? order by slug`,
+      [item.id],
     );
-    return { models: models.map((m) => ({ id: m.id, model: m.slug, name: m.name, trashedWithProject: m.trashed_with_project })), deployments: [] };
+    const project = item.type === 'project' ? [{ id: item.id, type: 'project' as const, name: item.name, slug: item.slug }] : [];
+    return [...project, ...models.map((m) => ({ id: m.id, type: 'model' as const, name: m.name, slug: m.slug, trashedWithProject: m.trashed_with_project }))];
   }
 
   /**
@@ -154,9 +181,9 @@ export class TrashService {
         [key.workspaceId],
       );
       if (busy) throw Conflict(`A job (an ingest) is working on dataset "${busy.slug}" in trash; wait for it to finish or cancel it, then empty the trash`);
-      return { ...(await eraseTrash(this.em, this.storage, { workspaceId: key.workspaceId })), survivingDeployments: [] };
+      return { success: true, ...(await eraseTrash(this.em, this.storage, { workspaceId: key.workspaceId })), survivingDeployments: 0 };
     }
     requireRole(actor, key.workspaceId, 'editor');
-    return { ...(await eraseItem(this.em, this.storage, key.workspaceId, body.type, body.id)), survivingDeployments: [] };
+    return { success: true, ...(await eraseItem(this.em, this.storage, key.workspaceId, body.type, body.id)), survivingDeployments: 0 };
   }
 }

@@ -13,6 +13,7 @@ import { Migration20261124011321_rate_limit_take_count } from './Migration202611
 import { Migration20261124030000_job_lifecycle } from './Migration20261124030000_job_lifecycle.ts';
 import { Migration20261124040000_host_sessions } from './Migration20261124040000_host_sessions.ts';
 import { Migration20261124050000_training_run_last_report } from './Migration20261124050000_training_run_last_report.ts';
+import { Migration20261124060000_user_follows } from './Migration20261124060000_user_follows.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   { name: 'Migration20261124030000_job_lifecycle', class: Migration20261124030000_job_lifecycle },
   { name: 'Migration20261124040000_host_sessions', class: Migration20261124040000_host_sessions },
   { name: 'Migration20261124050000_training_run_last_report', class: Migration20261124050000_training_run_last_report },
+  { name: 'Migration20261124060000_user_follows', class: Migration20261124060000_user_follows },
 ];

@@ -1,0 +1,35 @@
+"""Trash: what the SDK's deletes put there, its summary and previews, restore and permanent deletion. Runs last."""
+
+import typing
+
+from registry import Context, check, expect
+from validate import problems
+
+
+@check("projects.delete")
+def delete_project(context: Context):
+    answer = context.client.projects.delete(context.owner, context.seeded["doomedProject"])
+    expect(answer.get("cascadedModels") == 1, "the project's one model goes to trash with it")
+    return answer
+
+
+@check("lifecycle.trash")
+def trash(context: Context):
+    answer = context.client.lifecycle.trash()
+    expect(answer["total"] >= 2, "the trashed dataset and project are listed")
+    preview = context.client.lifecycle.trash(id=context.seeded["doomedProjectId"], type="project")
+    wrong = problems(preview, typing.get_type_hints(context.client.lifecycle.trash)["return"])
+    expect(not wrong, f"the preview fits the type: {wrong[:3]}")
+    return answer
+
+
+@check("lifecycle.restore")
+def restore(context: Context):
+    return context.client.lifecycle.restore(id=context.seeded["doomedProjectId"], type="project")
+
+
+@check("lifecycle.delete_trash")
+def delete_trash(context: Context):
+    answer = context.client.lifecycle.delete_trash(body={"id": context.made["trashedDataset"], "type": "dataset"})
+    expect(answer.get("deletedCount") == 1, "one dataset deleted for good")
+    return answer
