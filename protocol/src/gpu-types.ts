@@ -116,3 +116,8 @@ export function gpuTypeId(modelName: string, memoryMiB?: number): string | null 
   const slug = name.replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '');
   return slug === '' ? null : slug;
 }
+
+/** A GPU type ID as people write it: rtx-4090 → RTX 4090, a100-80gb-sxm → A100 80GB SXM; cpu → CPU. */
+export function gpuDisplayName(typeId: string): string {
+  return typeId.split('-').map((part) => part.toUpperCase()).join(' ');
+}

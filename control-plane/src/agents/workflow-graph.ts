@@ -6,17 +6,22 @@ export interface GraphShape {
   edges: Array<{ id: string; source: string; target: string }>;
 }
 
-/** A problem the canvas would flag; the agent is saved regardless. */
+/** A problem the canvas would flag on a block (its id and label; both empty for the agent as a whole); the agent is saved regardless. */
 export interface GraphProblem {
-  nodeId?: string;
-  edgeId?: string;
+  id: string;
+  label: string;
   message: string;
 }
 
-/** Block types that start a flow: they are expected to have no incoming edge. */
-export const SOURCE_BLOCK_TYPES = ['input', 'trigger'];
+/** The block types of the ultralytics clients (data.type). */
+export const BLOCK_TYPES = ['Dataset', 'Image', 'YOLO', 'LLM', 'Gate', 'Export', 'Deployment', 'Output', 'Slack', 'Webhook'] as const;
+/** Blocks that start a chain without an input (a Dataset given one collects its images instead). */
+export const STARTING_BLOCK_TYPES = ['Dataset', 'Image', 'Export'];
+/** Blocks that end a chain: nothing follows them. */
+export const ENDING_BLOCK_TYPES = ['Export', 'Output', 'Slack', 'Webhook'];
 
-const isSourceBlock = (node: GraphShape['nodes'][number]) => SOURCE_BLOCK_TYPES.includes(node.type) || SOURCE_BLOCK_TYPES.includes(node.data.type);
+type Node = GraphShape['nodes'][number];
+const typeOf = (node: Node) => node.data.type;
 
 /** Refuses (400) a graph that cannot run; returns the problems the canvas would flag on one that can. */
 export function checkGraph(graph: GraphShape): GraphProblem[] {
@@ -55,24 +60,28 @@ function checkStructure(graph: GraphShape): void {
 }
 
 /**
- * What the canvas flags on a graph that passed checkStructure: no blocks at all, a block with an empty label,
- * a block connected to nothing, a block (other than input/trigger) without an input, an edge into an
- * input/trigger block.
+ * What the canvas flags on a graph that passed checkStructure: no blocks at all, a block with an empty label, a
+ * block connected to nothing (an Export stands alone), a block that needs an input without one, an input into an
+ * Image block, a block after one that ends its chain.
  */
 function softProblems(graph: GraphShape): GraphProblem[] {
-  if (graph.nodes.length === 0) return [{ message: 'The agent has no blocks' }];
+  if (graph.nodes.length === 0) return [{ id: '', label: '', message: 'The agent has no blocks' }];
   const problems: GraphProblem[] = [];
+  const flag = (node: Node, message: string) => problems.push({ id: node.id, label: node.data.label, message });
+  const byId = new Map(graph.nodes.map((node) => [node.id, node]));
   const withInput = new Set(graph.edges.map((edge) => edge.target));
   const withOutput = new Set(graph.edges.map((edge) => edge.source));
-  const sourceBlocks = new Set(graph.nodes.filter(isSourceBlock).map((node) => node.id));
   for (const node of graph.nodes) {
-    if (!node.data.label.trim()) problems.push({ nodeId: node.id, message: 'Block has no label' });
+    if (!node.data.label.trim()) flag(node, 'Block has no label');
     const connected = withInput.has(node.id) || withOutput.has(node.id);
-    if (!connected && graph.nodes.length > 1) problems.push({ nodeId: node.id, message: 'Block is not connected to any other block' });
-    else if (!withInput.has(node.id) && !isSourceBlock(node)) problems.push({ nodeId: node.id, message: 'Block has no input' });
+    if (!connected && graph.nodes.length > 1 && typeOf(node) !== 'Export') flag(node, 'Block is not connected to any other block');
+    else if (!withInput.has(node.id) && !STARTING_BLOCK_TYPES.includes(typeOf(node))) flag(node, 'Block has no input');
   }
   for (const edge of graph.edges) {
-    if (sourceBlocks.has(edge.target)) problems.push({ edgeId: edge.id, message: `Block "${edge.target}" is an input or trigger block and takes no input` });
+    const source = byId.get(edge.source)!;
+    const target = byId.get(edge.target)!;
+    if (typeOf(target) === 'Image') flag(target, 'An Image block starts a chain and takes no input');
+    if (ENDING_BLOCK_TYPES.includes(typeOf(source))) flag(source, `${typeOf(source)} ends a chain: no block can follow it`);
   }
   return problems;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Handle } from '../account/handle.ts';
 import { ObjectId } from '../db/ids.ts';
 import { int } from '../validation/integers.ts';
-import { SOURCE_BLOCK_TYPES } from './workflow-graph.ts';
+import { BLOCK_TYPES, ENDING_BLOCK_TYPES, STARTING_BLOCK_TYPES } from './workflow-graph.ts';
 
 export const MAX_WORKFLOWS_LISTED = 100;
 export const MAX_NODES = 500;
@@ -24,11 +24,15 @@ const Owner = Handle.optional().meta({
 
 const Node = z.object({
   id: GraphId,
-  type: BlockType.meta({ description: `Free text; ${SOURCE_BLOCK_TYPES.join(' and ')} blocks are expected to have no input` }),
+  type: BlockType.meta({ description: 'agent for the blocks of the ultralytics clients; free text' }),
   position: z.object({ x: z.number(), y: z.number() }),
   data: z.object({
     label: z.string().max(256),
-    type: BlockType,
+    type: BlockType.meta({
+      description:
+        `The block: ${BLOCK_TYPES.join(', ')} as the ultralytics clients use them (other text is kept as is). ` +
+        `${STARTING_BLOCK_TYPES.join(', ')} start a chain without an input; ${ENDING_BLOCK_TYPES.join(', ')} end one`,
+    }),
     config: z.record(z.string(), z.unknown()).default({}).meta({ description: 'Block settings; free JSON object' }),
   }),
 });
@@ -55,20 +59,21 @@ export const WorkflowListItem = z.object({
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
-export const WorkflowDetail = WorkflowListItem.extend({ graph: Graph });
+/** A stored graph as read back: templateId is "" when it was not saved. */
+const GraphRead = z.object({ nodes: z.array(Node), edges: z.array(Edge), templateId: z.string() });
 
 export const WorkflowListQuery = z.object({
   owner: Owner,
-  id: ObjectId.optional().meta({ description: 'Read this one agent, with its graph, as { workflow }; search is then ignored' }),
+  id: ObjectId.optional().meta({ description: 'List only this agent, with its graph; search is then ignored' }),
   search: z.string().trim().max(200).optional().meta({ description: 'Name contains this text (case ignored)' }),
 });
 export const WorkflowList = z.object({
-  workflows: z.array(WorkflowListItem).meta({ description: `Up to ${MAX_WORKFLOWS_LISTED}, most recently updated first` }),
+  workflows: z
+    .array(WorkflowListItem.extend({ graph: GraphRead.optional().meta({ description: 'Only when one agent is read by id' }) }))
+    .meta({ description: `Up to ${MAX_WORKFLOWS_LISTED}, most recently updated first; with id, that one agent` }),
   total: z.number().int().meta({ description: 'Agents matching, including any beyond the first 100' }),
   region: Region,
 });
-export const WorkflowRead = z.object({ workflow: WorkflowDetail });
-export const WorkflowListOrRead = z.union([WorkflowList, WorkflowRead]);
 
 export const OwnerQuery = z.object({ owner: Owner });
 
@@ -84,7 +89,11 @@ export const WorkflowSave = z
     if (body.version > 0 && !body.id) ctx.addIssue({ code: 'custom', path: ['id'], message: 'required to update an agent (version above 0)' });
   });
 
-export const GraphProblem = z.object({ nodeId: z.string().optional(), edgeId: z.string().optional(), message: z.string() });
+export const GraphProblem = z.object({
+  id: z.string().meta({ description: 'The block flagged; "" for the agent as a whole' }),
+  label: z.string().meta({ description: "The block's label; \"\" for the agent as a whole" }),
+  message: z.string(),
+});
 export const WorkflowSaved = z.object({
   id: ObjectId,
   version: z.number().int(),

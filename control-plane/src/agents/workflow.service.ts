@@ -11,7 +11,7 @@ import { containsPattern } from '../images/image-search.ts';
 import { checkGraph } from './workflow-graph.ts';
 import { Workflow } from './workflow.entity.ts';
 import { MAX_WORKFLOWS_LISTED } from './workflow.schemas.ts';
-import type { Graph, WorkflowDeleted, WorkflowDetail, WorkflowList, WorkflowListItem, WorkflowSave, WorkflowSaved } from './workflow.schemas.ts';
+import type { Graph, WorkflowDeleted, WorkflowList, WorkflowListItem, WorkflowSave, WorkflowSaved } from './workflow.schemas.ts';
 
 /**
  * Saved agent workflows. Unlike other resources, the Agents API takes an `owner`: besides the key's own
@@ -33,10 +33,12 @@ export class WorkflowService {
     return { workflows: workflows.map((workflow) => listItem(workflow, workspace.handle)), total, region: this.region };
   }
 
-  async read(actor: Actor, owner: string | undefined, id: string): Promise<z.input<typeof WorkflowDetail>> {
+  /** One agent, with its graph, listed alone. */
+  async read(actor: Actor, owner: string | undefined, id: string): Promise<z.input<typeof WorkflowList>> {
     const workflow = await this.find(requireKey(actor), owner, id, 'viewer');
     // Stored graphs passed the Graph schema on save; the response schema checks them again.
-    return { ...listItem(workflow, workflow.workspace.handle), graph: workflow.graph as z.input<typeof Graph> };
+    const graph = workflow.graph as z.output<typeof Graph>;
+    return { workflows: [{ ...listItem(workflow, workflow.workspace.handle), graph: { ...graph, templateId: graph.templateId ?? '' } }], total: 1, region: this.region };
   }
 
   /** Creates (version 0) or updates (id and the version last read); the graph's soft problems come back as errors. */

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Model } from './model.entity.ts';
-import type { ModelDetail, ModelSummary } from './model.schemas.ts';
+import type { ModelDetail, ModelEntry, ModelListItem, MODEL_STATUSES } from './model.schemas.ts';
 
 const DEFAULT_WEIGHTS_EXT = '.pt';
 
@@ -11,43 +11,67 @@ export function weightsName(model: Model): string {
   return model.slug + ext;
 }
 
-export function modelSummary(model: Model): z.input<typeof ModelSummary> {
+/** The record's `training` (queued, starting or running) is what clients call running. */
+const viewStatus = (status: string) => (status === 'training' ? 'running' : status) as (typeof MODEL_STATUSES)[number];
+
+/** `{ [key]: value }` when there is a value, else nothing: optional fields are absent, not null. */
+const present = <K extends string, V>(key: K, value: V | null | undefined) => (value === null || value === undefined ? {} : ({ [key]: value } as Record<K, V>));
+const iso = (date: Date | null | undefined) => date?.toISOString();
+
+export function modelEntry(model: Model): z.input<typeof ModelEntry> {
   return {
     id: model.id,
     model: model.slug,
     name: model.name,
     task: model.task,
-    status: model.status,
-    metrics: model.metrics ?? null,
-    epochs: model.epochs ?? null,
-    bestEpoch: model.bestEpoch ?? null,
+    status: viewStatus(model.status),
+    ...present('color', model.color),
+    ...present('metrics', model.metrics),
+    ...present('epochs', model.epochs),
+    ...present('bestEpoch', model.bestEpoch),
+    // double columns may come back from the driver as strings.
+    ...present('bestFitness', model.bestFitness == null ? null : Number(model.bestFitness)),
     weights: model.fileKey ? { name: weightsName(model), size: model.fileBytes ?? 0 } : null,
-    trainArgs: model.trainArgs ?? null,
+    hasWeights: model.fileKey !== null && model.fileKey !== undefined,
+    ...present('file', model.fileKey ? { size: model.fileBytes ?? 0 } : null),
+    ...present('trainArgs', model.trainArgs),
+    ...present('startedAt', iso(model.startedAt)),
+    ...present('completedAt', iso(model.completedAt)),
     createdAt: model.createdAt.toISOString(),
-    completedAt: model.completedAt?.toISOString() ?? null,
     updatedAt: model.updatedAt.toISOString(),
   };
 }
 
-export function modelDetail(model: Model, owner: string, starred: boolean): z.input<typeof ModelDetail> {
+/** A model as listed; `model.project` must be loaded (its name and visibility are the model's too). */
+export function modelListItem(model: Model, owner: string, starred: boolean): z.input<typeof ModelListItem> {
   return {
-    ...modelSummary(model),
+    ...modelEntry(model),
     owner,
     project: model.project.slug,
+    projectName: model.project.name,
+    visibility: model.project.visibility,
     description: model.description,
-    metadata: model.metadata,
-    trainResults: model.trainResults ?? null,
-    classNames: model.classNames ?? null,
-    computeCost: model.computeCost ?? null,
-    // double columns may come back from the driver as strings.
-    bestFitness: model.bestFitness == null ? null : Number(model.bestFitness),
-    version: model.version ?? null,
-    color: model.color ?? null,
-    license: model.license ?? null,
+    ...present('license', model.license),
+    ...present('version', model.version),
     datasetSlug: model.datasetSlug ?? null,
-    trainingError: model.trainingError ?? null,
+    ...present('datasetId', model.dataset?.id),
+    ...present('trainResults', model.trainResults),
+    ...present('classNames', model.classNames),
+    // The message is stored; it dates from the training's end.
+    ...present('trainingError', model.trainingError ? { message: model.trainingError, timestamp: (model.completedAt ?? model.updatedAt).toISOString() } : null),
+    ...present('computeCost', model.computeCost),
     starCount: model.starCount,
+    isStarred: starred,
     starred,
-    startedAt: model.startedAt?.toISOString() ?? null,
+  };
+}
+
+/** A model read; `model.dataset` is linked only while its dataset exists (it may need loading for its handle). */
+export function modelDetail(model: Model, owner: string, starred: boolean, dataset: { owner: string; dataset: string } | null): z.input<typeof ModelDetail> {
+  return {
+    ...modelListItem(model, owner, starred),
+    metadata: model.metadata,
+    ...present('plots', model.plots),
+    ...present('dataset', dataset),
   };
 }

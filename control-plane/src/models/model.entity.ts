@@ -4,6 +4,18 @@ import { Dataset } from '../datasets/dataset.entity.ts';
 import { TASKS } from '../images/labels.ts';
 import { Project } from '../projects/project.entity.ts';
 
+export interface TrainResultRow {
+  epoch?: number;
+  metrics?: Record<string, number>;
+  fitness?: number;
+  timestamp?: string;
+}
+
+export interface ValidationExtremes {
+  population?: number | null;
+  extremes?: { worst?: unknown[]; best?: unknown[] } | null;
+}
+
 /** A checkpoint in a project, addressed as /api/models/{owner}/{project}/{slug}; its weights file is a stored blob. */
 export const ModelSchema = defineEntity({
   name: 'Model',
@@ -26,7 +38,10 @@ export const ModelSchema = defineEntity({
     description: p.text().default(''),
     metadata: p.json<Record<string, unknown>>().default('{}'),
     trainArgs: p.json<Record<string, unknown>>().nullable(),
-    trainResults: p.json<Record<string, unknown>>().nullable(),
+    /** Every epoch of the last completed training ({ epoch, metrics, fitness, timestamp }), in order. */
+    trainResults: p.json<TrainResultRow[]>().nullable(),
+    /** Validation plots the last training reported. */
+    plots: p.json<unknown[]>().nullable(),
     classNames: p.json<string[]>().nullable(),
     computeCost: p.json<Record<string, unknown>>().nullable(),
     bestFitness: p.double().nullable(),
@@ -38,6 +53,8 @@ export const ModelSchema = defineEntity({
     trainingError: p.text().nullable(),
     /** Per-image validation rows recorded by training (GET ...?analysis=1). */
     analysis: p.json<Array<Record<string, unknown>>>().nullable().lazy(),
+    /** With the analysis: how many images were scored, and the worst and best ones as [hash, tp, fp, fn]. */
+    validationExtremes: p.json<ValidationExtremes>().nullable().lazy(),
     starCount: p.integer().default(0),
     /** Set while the model is in trash. */
     deletedAt: p.datetime().nullable(),

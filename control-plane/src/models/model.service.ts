@@ -13,7 +13,8 @@ import { findProject, holdProject } from '../projects/project-access.ts';
 import type { Storage } from '../storage/storage.ts';
 import { findModel, modelSlugScope } from './model-access.ts';
 import { copyModel } from './model-copy.ts';
-import { modelDetail, modelSummary, weightsName } from './model-view.ts';
+import { modelAnalysis } from './model-analysis.ts';
+import { modelDetail, modelListItem, weightsName } from './model-view.ts';
 import { Model } from './model.entity.ts';
 import type {
   ModelClone,
@@ -27,6 +28,16 @@ import type {
   ModelRead,
 } from './model.schemas.ts';
 import { readableSlug } from './readable-slug.ts';
+
+/** PATCH fields as the record keeps them: a status clients call starting or running is the record's training. */
+function recordFields(patch: Omit<z.output<typeof ModelPatch>, 'starred' | 'projectId' | 'name'>): Partial<Model> {
+  const { status, trainingError, ...rest } = patch;
+  return {
+    ...rest,
+    ...(status !== undefined && { status: status === 'starting' || status === 'running' ? 'training' : status === 'untrained' ? 'pending' : status }),
+    ...(trainingError !== undefined && { trainingError: typeof trainingError === 'object' && trainingError !== null ? trainingError.message : trainingError }),
+  };
+}
 
 /** Download URLs of weights are short-lived. */
 const DOWNLOAD_URL_SECONDS = 15 * 60;
@@ -48,17 +59,20 @@ export class ModelService {
   async list(actor: Actor, owner: string, projectSlug: string, options: { limit: number }): Promise<z.input<typeof ModelList>> {
     const { project } = await findProject(this.em, actor, owner, projectSlug, 'view');
     const [models, total] = await this.em.findAndCount(Model, { project, deletedAt: null }, { limit: options.limit, orderBy: { createdAt: 'desc', id: 'desc' } });
-    return { models: models.map((model) => ({ ...modelSummary(model), owner, project: project.slug })), total, region: this.region };
+    const starred = await starredAmong(this.em, MODEL_STARS, actor, models.map((model) => model.id));
+    return { models: models.map((model) => modelListItem(model, owner, starred.has(model.id))), total, region: this.region };
   }
 
   async read(actor: Actor, at: Address, options: { analysis?: number }): Promise<z.input<typeof ModelRead>> {
     const { model, role } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
     if (options.analysis === 1) {
-      await this.em.populate(model, ['analysis']);
-      return { analysis: model.analysis ?? [] };
+      await this.em.populate(model, ['analysis', 'validationExtremes']);
+      return { analysis: modelAnalysis(model.analysis, model.validationExtremes) };
     }
     const starred = await starredAmong(this.em, MODEL_STARS, actor, [model.id]);
-    return { model: modelDetail(model, at.owner, starred.has(model.id)), isOwner: role !== null };
+    if (model.dataset) await this.em.populate(model, ['dataset.workspace']);
+    const dataset = model.dataset && !model.dataset.deletedAt ? { owner: model.dataset.workspace.handle, dataset: model.dataset.slug } : null;
+    return { model: modelDetail(model, at.owner, starred.has(model.id), dataset), isOwner: role !== null };
   }
 
   /** An untrained record in a project of the key's workspace; weights arrive later through the upload API. */
@@ -83,7 +97,7 @@ export class ModelService {
         version: body.version ?? null,
       });
       await em.flush();
-      return { id: model.id, owner: key.workspaceHandle, project: project.slug, model: model.slug, region: this.region };
+      return { id: model.id, owner: key.workspaceHandle, project: project.slug, model: model.slug, name: model.name, region: this.region };
     });
   }
 
@@ -96,16 +110,16 @@ export class ModelService {
     const needsEdit = name !== undefined || Object.keys(plain).length > 0;
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, needsEdit ? 'edit' : 'view');
-    if (starred !== undefined) await setStar(this.em, MODEL_STARS, model.id, requireKey(actor).userId, starred);
+    const star = starred === undefined ? {} : { starred, starCount: await setStar(this.em, MODEL_STARS, model.id, requireKey(actor).userId, starred) };
     if (needsEdit) {
       if (name !== undefined && name !== model.name) {
         model.slug = await renamedSlug(this.em, modelSlugScope(model.project.id), name, model.slug);
         model.name = name;
       }
-      Object.assign(model, plain);
+      Object.assign(model, recordFields(plain));
       await this.em.flush();
     }
-    return { success: true, model: model.slug };
+    return { success: true, model: model.slug, ...star };
   }
 
   /** To another project of the same owner, under a numbered URL name when its own is taken there. */
@@ -116,12 +130,13 @@ export class ModelService {
       const model = await em.findOneOrFail(Model, found.id, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       if (model.status === 'training') throw Conflict('The model is training; move it once training has finished or been cancelled');
       const target = await holdProject(em, model.workspace.id, { id: projectId }, `${projectId} of ${at.owner}`);
-      if (target.id === model.project.id) return { success: true, model: model.slug, projectId, renamed: false };
+      const moved = { name: model.name, projectSlug: target.slug, projectId: target.id };
+      if (target.id === model.project.id) return { success: true, model: model.slug, slug: model.slug, ...moved, renamed: false };
       const slug = await firstFreeSlug(em, modelSlugScope(target.id), numberedSlug(model.slug));
       const renamed = slug !== model.slug;
       Object.assign(model, { project: target, slug });
       await em.flush();
-      return { success: true, model: slug, projectId: target.id, renamed };
+      return { success: true, model: slug, slug, ...moved, renamed };
     });
   }
 
@@ -155,7 +170,7 @@ export class ModelService {
       const slug = body.model ?? (await firstFreeSlug(em, scope, (n) => (n === 1 ? source.slug : copies(n - 1))));
       const clone = copyModel(em, source, project, { slug, name: body.name, description: body.description });
       await em.flush();
-      return { id: clone.id, owner: key.workspaceHandle, project: project.slug, model: clone.slug, region: this.region };
+      return { id: clone.id, owner: key.workspaceHandle, project: project.slug, model: clone.slug, name: clone.name, region: this.region };
     });
   }
 

@@ -3,7 +3,7 @@ import { Handle, Slug } from '../account/handle.ts';
 import { OwnerPath, Region, Tags, Timestamp, Visibility } from '../datasets/dataset.schemas.ts';
 import { ObjectId } from '../db/ids.ts';
 import { limitQuery } from '../http/pagination.ts';
-import { ModelSummary } from '../models/model.schemas.ts';
+import { ModelEntry } from '../models/model.schemas.ts';
 import { MetadataObject } from '../validation/metadata.ts';
 
 const Name = z.string().trim().min(1).max(100);
@@ -38,16 +38,7 @@ export const ProjectReadQuery = z.object({
 });
 export const ProjectRead = z.object({
   project: ProjectListItem.extend({ metadata: z.record(z.string(), z.unknown()), viewPreferences: z.record(z.string(), z.unknown()), region: Region }),
-  models: z.array(
-    ModelSummary.extend({
-      metrics: ModelSummary.shape.metrics.unwrap().optional().meta({ description: 'Absent until the model has metrics' }),
-      epochs: z.number().int().optional().meta({ description: 'Epochs the training was set to run; absent before training' }),
-      epochCount: z.number().int().meta({ description: 'Epochs that training has reported' }),
-      hasWeights: z.boolean(),
-      file: z.object({ size: z.number().int() }).optional().meta({ description: 'The weights file, once uploaded' }),
-      trainArgs: ModelSummary.shape.trainArgs.unwrap().optional().meta({ description: 'Absent before training' }),
-    }),
-  ),
+  models: z.array(ModelEntry.extend({ epochCount: z.number().int().meta({ description: 'Epochs that training has reported' }) })),
   isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }),
 });
 

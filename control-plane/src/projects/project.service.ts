@@ -12,7 +12,7 @@ import { PROJECT_STARS, setStar, starredAmong } from '../db/stars.ts';
 import { Invalid, NotFound } from '../http/errors.ts';
 import { containsPattern } from '../images/image-search.ts';
 import { copyModel } from '../models/model-copy.ts';
-import { modelSummary } from '../models/model-view.ts';
+import { modelEntry } from '../models/model-view.ts';
 import { Model } from '../models/model.entity.ts';
 import { findProject, projectSlugScope } from './project-access.ts';
 import { Project } from './project.entity.ts';
@@ -178,7 +178,7 @@ export class ProjectService {
     return new Map(rows.map((row) => [row.project_id, Number(row.count)]));
   }
 
-  /** The project's models as its read lists them: optional fields absent rather than null, with epochs reported and weights. */
+  /** The project's models as its read lists them, with the epochs their trainings reported. */
   private async modelEntries(models: Model[]): Promise<z.input<typeof ProjectRead>['models']> {
     const reported = await query<{ model_id: string; epochs: string }>(
       this.em,
@@ -186,18 +186,7 @@ export class ProjectService {
       [pgArray(models.map((model) => model.id))],
     );
     const epochCounts = new Map(reported.map((row) => [row.model_id, Number(row.epochs)]));
-    return models.map((model) => {
-      const { metrics, epochs, trainArgs, ...summary } = modelSummary(model);
-      return {
-        ...summary,
-        ...(metrics ? { metrics } : {}),
-        ...(epochs === null ? {} : { epochs }),
-        ...(trainArgs ? { trainArgs } : {}),
-        epochCount: epochCounts.get(model.id) ?? 0,
-        hasWeights: summary.weights !== null,
-        ...(summary.weights ? { file: { size: summary.weights.size } } : {}),
-      };
-    });
+    return models.map((model) => ({ ...modelEntry(model), epochCount: epochCounts.get(model.id) ?? 0 }));
   }
 
   private listItem(project: Project, owner: string, starred: boolean, modelCount: number): z.input<typeof ProjectListItem> {

@@ -7,12 +7,15 @@ import type { Actor } from '../auth/actor.ts';
 import { Unauthorized } from '../http/errors.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { Host } from '../hosts/host.entity.ts';
-import type { GpuAvailability, GpuStock, STOCK_STATUSES } from './gpu-availability.schemas.ts';
+import type { GpuLevels, GpuStock, GpuStockDetail, STOCK_LEVELS, STOCK_STATUSES } from './gpu-availability.schemas.ts';
 
 type Stock = z.infer<typeof GpuStock>;
 
 const status = (total: number, free: number): (typeof STOCK_STATUSES)[number] =>
   free > 0 ? 'available' : total > 0 ? 'busy' : 'unavailable';
+/** High: at least half free; Medium: some free; Low: all busy; null: none connected. */
+const level = (total: number, free: number): (typeof STOCK_LEVELS)[number] | null =>
+  total === 0 ? null : free === 0 ? 'Low' : free * 2 >= total ? 'High' : 'Medium';
 const none = (): Stock => ({ status: 'unavailable', total: 0, free: 0, memoryGb: null });
 
 /** Stock of each GPU type (and of CPU-only hosts) on live connected hosts: the pool, plus a workspace's own when managed. */
@@ -27,7 +30,16 @@ export class GpuAvailabilityService {
     this.graceSeconds = graceSeconds;
   }
 
-  async read(actor: Actor, managed: boolean): Promise<z.input<typeof GpuAvailability>> {
+  /** The stock level of each GPU type and of cpu, as the spec keys it by GPU ID. */
+  async levels(actor: Actor, managed: boolean): Promise<z.input<typeof GpuLevels>> {
+    const { gpus, cpu } = await this.read(actor, managed);
+    const levels: Record<string, (typeof STOCK_LEVELS)[number] | null> = {};
+    for (const [typeId, stock] of Object.entries(gpus)) levels[typeId] = level(stock.total, stock.free);
+    levels.cpu = level(cpu.hosts, cpu.free);
+    return levels;
+  }
+
+  async read(actor: Actor, managed: boolean): Promise<z.input<typeof GpuStockDetail>> {
     if (managed && actor.kind !== 'key') throw Unauthorized('managed=true needs an API key');
     const scopes = managed && actor.kind === 'key' ? [{ workspace: null }, { workspace: actor.workspaceId }] : [{ workspace: null }];
     // A host whose replica died stays marked connected: one silent past the grace period is not counted.
@@ -57,7 +69,7 @@ export class GpuAvailabilityService {
     for (const stock of Object.values(gpus)) stock.status = status(stock.total, stock.free);
     return {
       gpus,
-      cpu: { status: status(cpuHosts, cpuFree), hosts: cpuHosts },
+      cpu: { status: status(cpuHosts, cpuFree), hosts: cpuHosts, free: cpuFree },
       updatedAt: new Date().toISOString(),
       region: this.region,
     };

@@ -1,63 +1,65 @@
+import { gpuDisplayName, gpuMemoryGb } from '@vp/protocol';
 import type { z } from 'zod';
 import type { Job } from '../jobs/job.entity.ts';
+import type { EpochRow } from './epoch-history.ts';
 import type { TrainingPayload } from './training-payload.ts';
 import type { TrainingRun } from './training-run.entity.ts';
 import type { TrainingJobView, TRAINING_STATUSES } from './training.schemas.ts';
 
-export interface EpochRow {
-  epoch: number;
-  metrics: Record<string, unknown>;
-  system: Record<string, unknown> | null;
-  fitness: number | null;
-  best_fitness: number | null;
-  at: string | Date;
-}
-
 type Status = (typeof TRAINING_STATUSES)[number];
-const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
+type View = z.input<typeof TrainingJobView>;
 
 /** The job's status as a user sees training: waiting, on a host but not yet reporting, then the run's own. */
 function statusOf(job: Job | null, run: TrainingRun | null): Status {
-  if (job && job.status !== 'running') return job.status === 'queued' ? 'queued' : job.status;
-  if (!run) return job?.status === 'running' ? 'starting' : 'queued';
+  if (job && job.status !== 'running') return job.status === 'queued' ? 'pending' : job.status;
+  if (!run) return job?.status === 'running' ? 'starting' : 'pending';
   return run.status;
 }
 
+function computeOf(job: Job, run: TrainingRun | null, payload: TrainingPayload | undefined): View['compute'] {
+  const gpuType = payload?.gpuType ?? 'cpu';
+  return {
+    gpuType,
+    gpuDisplayName: gpuDisplayName(gpuType),
+    gpuMemoryGb: gpuMemoryGb(gpuType) ?? 0,
+    gpuCount: job.gpuCount,
+    host: job.host?.name ?? null,
+    device: run?.device ?? null,
+    attempts: job.attempts,
+    jobStatus: job.status,
+  };
+}
+
 /** GET .../training: the platform job (and its newest run), or a run on the user's own machine. */
-export function trainingView(job: Job | null, run: TrainingRun | null, epochs: EpochRow[], console: string[]): z.input<typeof TrainingJobView> {
+export function trainingView(job: Job | null, run: TrainingRun | null, epochs: EpochRow[], console: string[]): View {
   const payload = job?.payload as TrainingPayload | undefined;
   const started = run?.createdAt ?? job?.startedAt ?? null;
-  const ended = job?.finishedAt ?? run?.completedAt ?? null;
-  const elapsedSeconds = started ? Math.round(((ended ?? new Date()).getTime() - started.getTime()) / 1000) : null;
+  const ended = job ? job.finishedAt : run!.completedAt;
+  const elapsedMs = started ? (ended ?? new Date()).getTime() - started.getTime() : 0;
   const done = run?.epochsDone ?? 0;
-  const total = run?.epochs ?? payload?.trainArgs.epochs ?? null;
-  const secondsPerEpoch = elapsedSeconds !== null && done > 0 ? Math.round((elapsedSeconds / done) * 10) / 10 : null;
+  const total = run?.epochs ?? payload?.trainArgs.epochs ?? 0;
+  const timePerEpochMs = done > 0 ? Math.round(elapsedMs / done) : 0;
   const status = statusOf(job, run);
-  const active = status === 'queued' || status === 'starting' || status === 'running';
+  const active = status === 'pending' || status === 'starting' || status === 'running';
+  const error = job?.error ?? run?.error ?? (status === 'failed' ? 'Training failed' : null);
+  const last = epochs.at(-1);
   return {
     id: job?.id ?? `run-${run!.id}`,
     status,
     source: job ? 'platform' : 'own-compute',
     runId: run?.id ?? null,
-    progress: { epoch: done, epochs: total, percent: total ? Math.round((1000 * done) / total) / 10 : 0 },
-    timing: {
-      createdAt: (job?.createdAt ?? run!.createdAt).toISOString(),
-      startedAt: iso(started),
-      completedAt: iso(ended),
-      elapsedSeconds,
-      secondsPerEpoch,
-      etaSeconds: active && secondsPerEpoch !== null && total ? Math.round(secondsPerEpoch * Math.max(0, total - done)) : null,
+    progress: {
+      currentEpoch: done,
+      totalEpochs: total,
+      percentage: total ? Math.round((1000 * done) / total) / 10 : 0,
+      ...(started && { startedAt: started.toISOString() }),
+      ...(ended && { completedAt: ended.toISOString() }),
     },
-    compute: {
-      gpuType: payload?.gpuType ?? null,
-      gpuCount: job?.gpuCount ?? 0,
-      host: job?.host?.name ?? null,
-      device: run?.device ?? null,
-      attempts: job?.attempts ?? 1,
-      jobStatus: job?.status ?? null,
-    },
+    timing: { elapsedMs, timePerEpochMs, etaMs: active && total ? timePerEpochMs * Math.max(0, total - done) : 0 },
+    compute: job ? computeOf(job, run, payload) : null,
     trainArgs: (payload?.trainArgs as Record<string, unknown> | undefined) ?? run?.trainArgs ?? null,
-    epochMetrics: epochs.map((row) => ({
+    epochMetrics: last ? last.metrics : null,
+    history: epochs.map((row) => ({
       epoch: row.epoch,
       metrics: row.metrics,
       system: row.system,
@@ -68,6 +70,8 @@ export function trainingView(job: Job | null, run: TrainingRun | null, epochs: E
     console,
     datasetVersion: payload?.datasetVersion ?? null,
     estimatedCostCents: payload?.estimatedCostCents ?? null,
-    error: job?.error ?? run?.error ?? null,
+    error: error ? { message: error, timestamp: (ended ?? new Date()).toISOString() } : null,
+    createdAt: (job?.createdAt ?? run!.createdAt).toISOString(),
+    updatedAt: [job?.updatedAt, run?.updatedAt].reduce<Date>((latest, at) => (at && at > latest ? at : latest), new Date(0)).toISOString(),
   };
 }

@@ -19,7 +19,8 @@ export const gpuAvailability = defineRoute({
   request: { query: GpuAvailabilityQuery },
   response: { status: 200, description: 'Stock by GPU type', schema: GpuAvailability },
   errors: [401],
-  handler: (ctx, { query }) => ctx.state.services.gpuAvailability.read(ctx.state.actor, query.managed),
+  handler: (ctx, { query }) =>
+    query.detail ? ctx.state.services.gpuAvailability.read(ctx.state.actor, query.managed) : ctx.state.services.gpuAvailability.levels(ctx.state.actor, query.managed),
 });
 
 export const startTraining = defineRoute({

@@ -19,14 +19,14 @@ export const TrainingStarted = z.object({
   jobId: ObjectId,
   status: z.literal('starting'),
   gpuType: z.string(),
-  estimatedCost: z.object({ pricePerHour: z.number(), gpuMemoryGb: z.number().nullable() }),
+  estimatedCost: z.object({ pricePerHour: z.number(), gpuMemoryGb: z.number().meta({ description: 'Memory of one GPU of the type; 0 for cpu and unlisted types' }) }),
   billing: z.object({ estimatedCostCents: z.number().int(), estimatedCostDisplay: z.string(), balanceCents: z.number().int() }),
   datasetVersion: z.number().int().optional().meta({ description: 'With captureDatasetVersion: the version trained on' }),
 });
 
 export const CONSOLE_TAIL_LINES = 200;
 
-export const TRAINING_STATUSES = ['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'] as const;
+export const TRAINING_STATUSES = ['pending', 'starting', 'running', 'completed', 'failed', 'cancelled'] as const;
 
 export const EpochRecord = z.object({
   epoch: z.number().int().meta({ description: '0-based' }),
@@ -37,34 +37,54 @@ export const EpochRecord = z.object({
   at: z.iso.datetime(),
 });
 
+const UNTIL_KNOWN = '0 until known';
+
 export const TrainingJobView = z.object({
   id: z.string().meta({ description: 'The job id (GET /api/jobs/{id}, logs at /api/jobs/{id}/logs); for a run on your own machine, run-<runId>' }),
-  status: z.enum(TRAINING_STATUSES).meta({ description: 'queued (waiting for a GPU), starting (on a host, before the first report), running, completed, failed, cancelled' }),
+  status: z.enum(TRAINING_STATUSES).meta({ description: 'pending (queued, waiting for a GPU), starting (on a host, before the first report), running, completed, failed, cancelled' }),
   source: z.enum(['platform', 'own-compute']),
   runId: z.number().int().nullable(),
-  progress: z.object({ epoch: z.number().int().meta({ description: 'Epochs finished' }), epochs: z.number().int().nullable(), percent: z.number() }),
+  progress: z.object({
+    currentEpoch: z.number().int().meta({ description: 'Epochs finished' }),
+    totalEpochs: z.number().int().meta({ description: `Epochs it was set to run; ${UNTIL_KNOWN}` }),
+    percentage: z.number().meta({ description: '0-100' }),
+    startedAt: z.iso.datetime().optional().meta({ description: 'When a host started it; absent before' }),
+    completedAt: z.iso.datetime().optional().meta({ description: 'When it ended; absent while active' }),
+  }),
   timing: z.object({
-    createdAt: z.iso.datetime(),
-    startedAt: z.iso.datetime().nullable(),
-    completedAt: z.iso.datetime().nullable(),
-    elapsedSeconds: z.number().nullable(),
-    secondsPerEpoch: z.number().nullable(),
-    etaSeconds: z.number().nullable(),
+    elapsedMs: z.number().meta({ description: `Since it started (until it ended); ${UNTIL_KNOWN}` }),
+    timePerEpochMs: z.number().meta({ description: `Mean of the finished epochs; ${UNTIL_KNOWN}` }),
+    etaMs: z.number().meta({ description: 'Time left at that pace while active; 0 otherwise or until known' }),
   }),
-  compute: z.object({
-    gpuType: z.string().nullable(),
-    gpuCount: z.number().int(),
-    host: z.string().nullable(),
-    device: z.string().nullable(),
-    attempts: z.number().int(),
-    jobStatus: z.enum(JOB_STATUSES).nullable(),
-  }),
+  compute: z
+    .object({
+      gpuType: z.string().meta({ description: 'A GPU type ID, or cpu' }),
+      gpuDisplayName: z.string(),
+      gpuMemoryGb: z.number().meta({ description: 'Memory of one GPU of the type; 0 for cpu and unlisted types' }),
+      gpuCount: z.number().int(),
+      host: z.string().nullable().meta({ description: 'The worker host running it, null while queued' }),
+      device: z.string().nullable().meta({ description: 'The device the trainer reported (cpu, 0, 0,1…)' }),
+      attempts: z.number().int(),
+      jobStatus: z.enum(JOB_STATUSES),
+    })
+    .nullable()
+    .meta({ description: 'Where a platform job runs; null for a run on your own machine' }),
   trainArgs: z.record(z.string(), z.unknown()).nullable(),
-  epochMetrics: z.array(EpochRecord),
+  epochMetrics: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The metrics of the last finished epoch; null before the first' }),
+  history: z.array(EpochRecord).meta({ description: 'Every finished epoch with its metrics and host stats' }),
   console: z.array(z.string()).meta({ description: `The trainer's last console lines (at most ${CONSOLE_TAIL_LINES}), as it streamed them` }),
   datasetVersion: z.number().int().nullable(),
   estimatedCostCents: z.number().int().nullable(),
-  error: z.string().nullable().meta({ description: 'Why it failed, without internals' }),
+  error: z
+    .object({ message: z.string().meta({ description: 'Why it failed, without internals' }), timestamp: z.iso.datetime().meta({ description: 'When it ended' }) })
+    .nullable()
+    .meta({ description: 'null unless it failed' }),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
 });
 export const ModelTraining = z.object({ job: TrainingJobView.nullable() });
-export const TrainingCancelled = z.object({ success: z.literal(true), status: z.enum(['cancelled', 'cancelling']) });
+export const TrainingCancelled = z.object({
+  success: z.literal(true),
+  status: z.literal('cancelled'),
+  warning: z.string().optional().meta({ description: 'When the trainer is still stopping: what happens until it has' }),
+});

@@ -16,12 +16,20 @@ import { resolveDatasetReference, resolveModelReference } from '../models/refere
 import { MODEL_YAML, type TrainArgs } from './train-args.ts';
 import { TRAINING_JOB, type TrainingPayload } from './training-payload.ts';
 import { someHostOffers } from './training-capacity.ts';
-import { trainingView, type EpochRow } from './training-view.ts';
+import { epochHistory } from './epoch-history.ts';
+import { trainingView } from './training-view.ts';
 import { endRun } from './run-status.ts';
 import { TrainingRun } from './training-run.entity.ts';
 import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type TrainingStart, type TrainingStarted } from './training.schemas.ts';
 
 type Address = { owner: string; project: string; model: string };
+
+/** The spec's state table: an active training is cancelled; a trainer that is running still has to stop. */
+const STOPPING = {
+  success: true,
+  status: 'cancelled',
+  warning: 'The trainer stops after its current epoch and uploads what it has; the training shows running until it has',
+} as const;
 
 const ALREADY_TRAINING = () => Conflict('The model is already training; cancel it first');
 
@@ -101,7 +109,7 @@ export class TrainingService {
       jobId: job.id,
       status: 'starting',
       gpuType,
-      estimatedCost: { pricePerHour: estimate.pricePerHour, gpuMemoryGb: estimate.gpuMemoryGb },
+      estimatedCost: { pricePerHour: estimate.pricePerHour, gpuMemoryGb: estimate.gpuMemoryGb ?? 0 },
       billing: { estimatedCostCents: estimate.estimatedCostCents, estimatedCostDisplay: estimate.estimatedCostDisplay, balanceCents },
       ...(datasetVersion !== undefined && { datasetVersion }),
     };
@@ -129,14 +137,7 @@ export class TrainingService {
     const run = await this.em.findOne(TrainingRun, job ? { model, job } : { model }, { orderBy: { id: 'desc' } });
     if (!job && !run) return { job: null };
     if (!run) return { job: trainingView(job, null, [], []) };
-    // A job resumed on another host has a run per attempt: its epochs are theirs together, the newest report winning.
-    const runs = job ? 'select id from training_runs where job_id = ?' : 'select ?::bigint';
-    const epochs = await query<EpochRow>(
-      this.em,
-      `select distinct on (e.epoch) e.epoch, e.metrics, e.system, e.fitness, e.best_fitness, e.at from training_epochs e
-       where e.run_id in (${runs}) order by e.epoch, e.run_id desc`,
-      [job ? job.id : run.id],
-    );
+    const epochs = await epochHistory(this.em, job ? { jobId: job.id } : { runId: run.id });
     return { job: trainingView(job, run, epochs, await this.consoleTail(run.id)) };
   }
 
@@ -153,8 +154,7 @@ export class TrainingService {
     if (job) {
       const status = await this.lifecycle.requestCancel(this.em, job.id);
       if (!status) throw Conflict('The training is no longer active');
-      if (status === 'cancelled') return { success: true, status: 'cancelled' };
-      return { success: true, status: 'cancelling' };
+      return status === 'cancelled' ? { success: true, status: 'cancelled' } : STOPPING;
     }
     return this.cancelOwnCompute(model.id);
   }
@@ -178,7 +178,7 @@ export class TrainingService {
         if (!run.silent) listening = true;
         else await endRun(em, run.id, { outcome: 'cancelled', error: null });
       }
-      return { success: true, status: listening ? 'cancelling' : 'cancelled' };
+      return listening ? STOPPING : { success: true, status: 'cancelled' };
     });
   }
 

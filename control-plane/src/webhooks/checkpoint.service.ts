@@ -32,6 +32,6 @@ export class CheckpointService {
       createOnly: false,
       folder: 'checkpoints',
     });
-    return { uploadUrl, gcsPath: session.id, uploadPath: uploadPath(session.id), expiresAt: expiresAt.toISOString() };
+    return { uploadUrl, gcsPath: session.id, uploadPath: uploadPath(session.id), modelId: model.id, expiresAt: expiresAt.toISOString() };
   }
 }

@@ -7,6 +7,7 @@ import { query } from '../db/sql.ts';
 import { NotFound } from '../http/errors.ts';
 import type { Model } from '../models/model.entity.ts';
 import { endReportedRun, endRun } from '../training/run-status.ts';
+import { epochHistory, trainResults } from '../training/epoch-history.ts';
 import { TrainingRun } from '../training/training-run.entity.ts';
 import type { UploadService } from '../uploads/upload.service.ts';
 import { headlineMetrics, numberOrNull } from './final-metrics.ts';
@@ -19,6 +20,7 @@ type Data = Record<string, unknown>;
 
 const record = (value: unknown): Data => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Data) : {});
 const int = (value: unknown): number | null => (typeof value === 'number' && Number.isInteger(value) ? value : null);
+const received = (key: KeyActor, envelope: Envelope) => ({ received: true, event: envelope.event, mode: key.jobScope ? 'cloud' : 'remote' }) as const;
 /** At most this many per-image validation rows are kept (the client sends up to 5,000). */
 const MAX_ANALYSIS_ROWS = 5000;
 
@@ -48,7 +50,7 @@ export class TrainingEventsService {
       run.lastReportAt = new Date();
       await this.apply(em, envelope, model, run);
       await em.flush();
-      return { success: true, modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
+      return { ...received(key, envelope), modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
     });
   }
 
@@ -70,7 +72,7 @@ export class TrainingEventsService {
     if (key.jobScope) await this.jobProgress(em, key.jobScope.jobId, 0, run.epochs);
     const owner = model.workspace.handle;
     return {
-      success: true,
+      ...received(key, envelope),
       modelId: model.id,
       runId: run.id,
       modelSlug: model.slug,
@@ -155,14 +157,16 @@ export class TrainingEventsService {
     if (!onModel) return;
     const validation = record(results.validation);
     const rows = Array.isArray(validation.rows) ? validation.rows.slice(0, MAX_ANALYSIS_ROWS) : [];
-    const { validation: _rows, ...summary } = results;
+    const history = await epochHistory(em, run.job ? { jobId: run.job.id } : { runId: run.id });
     Object.assign(model, {
       metrics: headlineMetrics(record(results.metrics)) ?? model.metrics ?? null,
       bestEpoch: int(results.bestEpoch),
       bestFitness: numberOrNull(results.bestFitness),
       classNames: Array.isArray(data.classNames) ? data.classNames.map(String) : model.classNames,
-      trainResults: { ...summary, plots: Array.isArray(data.plots) ? data.plots : [], extremes: validation.extremes ?? null, runId: run.id },
+      trainResults: trainResults(history),
+      plots: Array.isArray(data.plots) ? data.plots : [],
       analysis: rows.map((row) => (Array.isArray(row) ? { image: row[0], tp: row[1], fp: row[2], fn: row[3] } : record(row))),
+      validationExtremes: rows.length > 0 ? { population: int(validation.population), extremes: record(validation.extremes) } : null,
     });
   }
 

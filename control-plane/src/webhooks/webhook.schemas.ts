@@ -25,7 +25,9 @@ export const MetricsEnvelope = z.object({
 });
 
 export const MetricsAnswer = z.object({
-  success: z.literal(true),
+  received: z.literal(true),
+  event: z.enum(TRAINING_EVENTS).meta({ description: 'The event received' }),
+  mode: z.enum(['cloud', 'remote']).meta({ description: 'cloud: a training job of this appliance (its job key); remote: a run on your own machine' }),
   modelId: z.string(),
   runId: z.number().int().meta({ description: 'This training run; sent back with checkpoint uploads' }),
   modelSlug: z.string().optional().meta({ description: 'training_started: the model URL name, made unique when it was taken' }),
@@ -45,6 +47,7 @@ export const CheckpointUploadAnswer = z.object({
   uploadUrl: z.string().meta({ description: 'PUT the checkpoint here (Content-Type: application/octet-stream, Content-Length required); no auth header' }),
   gcsPath: z.string().meta({ description: 'Opaque: send it back as modelPath in checkpoint_saved (and training_complete) to make it the model weights' }),
   uploadPath: z.string(),
+  modelId: z.string().meta({ description: 'The model the checkpoint is for' }),
   expiresAt: z.iso.datetime(),
 });
 

@@ -14,6 +14,7 @@ import { Migration20261124030000_job_lifecycle } from './Migration20261124030000
 import { Migration20261124040000_host_sessions } from './Migration20261124040000_host_sessions.ts';
 import { Migration20261124050000_training_run_last_report } from './Migration20261124050000_training_run_last_report.ts';
 import { Migration20261124060000_user_follows } from './Migration20261124060000_user_follows.ts';
+import { Migration20261124070000_model_train_results } from './Migration20261124070000_model_train_results.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   { name: 'Migration20261124040000_host_sessions', class: Migration20261124040000_host_sessions },
   { name: 'Migration20261124050000_training_run_last_report', class: Migration20261124050000_training_run_last_report },
   { name: 'Migration20261124060000_user_follows', class: Migration20261124060000_user_follows },
+  { name: 'Migration20261124070000_model_train_results', class: Migration20261124070000_model_train_results },
 ];

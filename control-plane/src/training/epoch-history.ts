@@ -1,0 +1,41 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import type { TrainResultRow } from '../models/model.entity.ts';
+
+export interface EpochRow {
+  epoch: number;
+  metrics: Record<string, unknown>;
+  system: Record<string, unknown> | null;
+  fitness: number | null;
+  best_fitness: number | null;
+  at: string | Date;
+}
+
+/**
+ * Every epoch a training reported, in order. A platform job resumed on another host has a run per attempt: its
+ * epochs are theirs together, the newest report winning; a run on the user's own machine is its own.
+ */
+export function epochHistory(em: EntityManager, of: { jobId: string } | { runId: number }): Promise<EpochRow[]> {
+  const runs = 'jobId' in of ? 'select id from training_runs where job_id = ?' : 'select ?::bigint';
+  return query<EpochRow>(
+    em,
+    `select distinct on (e.epoch) e.epoch, e.metrics, e.system, e.fitness, e.best_fitness, e.at from training_epochs e
+     where e.run_id in (${runs}) order by e.epoch, e.run_id desc`,
+    ['jobId' in of ? of.jobId : of.runId],
+  );
+}
+
+/** The numeric metrics of an epoch (the trainer sends null for non-finite ones). */
+export function numericMetrics(metrics: Record<string, unknown>): Record<string, number> {
+  return Object.fromEntries(Object.entries(metrics).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+}
+
+/** The model's trainResults: each epoch's metrics, fitness and end. */
+export function trainResults(rows: EpochRow[]): TrainResultRow[] {
+  return rows.map((row) => ({
+    epoch: row.epoch,
+    metrics: numericMetrics(row.metrics),
+    ...(row.fitness !== null && { fitness: Number(row.fitness) }),
+    timestamp: new Date(row.at).toISOString(),
+  }));
+}
