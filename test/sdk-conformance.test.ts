@@ -4,6 +4,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import t from 'tap';
+import type { Hardware } from '@vp/protocol';
+import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset, shapesDataset } from './helpers/training-data.ts';
@@ -40,6 +42,12 @@ async function seed(world: World) {
   await uploadWeights(world, world.alice, detector.id, Buffer.from('not really weights'));
   const doomed = await createProject(world, world.alice, { project: 'doomed', name: 'doomed' });
   await createModel(world, world.alice, { project: 'doomed', model: 'doomed-model' });
+
+  // A connected pool host with one free rtx-4090 and nothing running it (no agent): training.start queues there.
+  const hardware: Hardware = { cpu: { model: 'Test CPU', cores: 8 }, memoryBytes: 32 * 2 ** 30, diskFreeBytes: 100 * 2 ** 30, cpuOnly: false, gpus: [{ index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' }] };
+  const em = world.server.orm.em.fork();
+  em.create(Host, { name: 'conformance-gpu', state: 'connected', hardware: hardware as unknown as Record<string, unknown>, workspace: null, lastHeartbeatAt: new Date() });
+  await em.flush();
 
   const grantCents = 2500;
   await world.server.services().billing.grant(OWNER, grantCents, 'conformance');
@@ -80,7 +88,8 @@ t.test('every SDK operation answers as the SDK types it, except the listed featu
     t.fail('the SDK is not installed at .venv-sdk/: run .ci/run (it installs it) before this test');
     return;
   }
-  const world = await startWorld(t);
+  // The seeded host never heartbeats: it stays counted for the whole run.
+  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600' });
   const seeded = await seed(world);
   const { operations, results, stderr } = await drive(world.server.url, world.alice, seeded);
   if (stderr) t.comment(stderr);

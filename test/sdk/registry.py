@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ultralytics_platform import Platform
+from validate import problems
 
 
 @dataclass
@@ -42,3 +44,9 @@ def expect(condition: bool, message: str) -> None:
     """A behaviour the spec promises, beyond the answer's type."""
     if not condition:
         raise AssertionError(message)
+
+
+def expect_fits(answer: Any, method: Callable, what: str) -> None:
+    """A second answer of the operation (the one a check returns is validated by the driver) fits its SDK type too."""
+    wrong = problems(answer, typing.get_type_hints(method)["return"])
+    expect(not wrong, f"{what} fits the type: {wrong[:3]}")

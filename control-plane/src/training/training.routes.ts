@@ -8,16 +8,16 @@ export const gpuAvailability = defineRoute({
   method: 'GET',
   path: '/api/training/gpu-availability',
   tag: 'Training',
-  summary: 'Stock status of each GPU type on connected hosts, keyed by GPU type ID',
+  summary: 'Stock level of each GPU type on connected hosts, keyed by GPU type ID',
   description:
     'Counts GPUs of connected hosts (heard from within HOST_LOST_GRACE_SECONDS) in the appliance-wide pool, less those running jobs hold; `managed=true` (needs a key, else 401) adds the hosts ' +
-    "private to the key's workspace. Every known GPU type ID is listed, unavailable when none is connected, plus any " +
-    'other type a host reports. status: available when free > 0, busy when GPUs exist but none is free, unavailable ' +
-    'otherwise. `cpu` counts connected CPU-only hosts, which run jobs with gpuType `cpu`.',
+    "private to the key's workspace. Every known GPU type ID is listed, plus any other type a host reports, and `cpu` (connected CPU-only hosts, " +
+    'which run jobs with gpuType cpu). Each is High (at least half free), Medium (some free), Low (all busy: a job waits) or null (none connected). ' +
+    '`detail=true` answers the counts instead: per type its status (available, busy, unavailable), total, free and memory.',
   auth: 'optional',
   limit: 'default',
   request: { query: GpuAvailabilityQuery },
-  response: { status: 200, description: 'Stock by GPU type', schema: GpuAvailability },
+  response: { status: 200, description: 'Stock levels by GPU type (or with detail=true the counts)', schema: GpuAvailability },
   errors: [401],
   handler: (ctx, { query }) =>
     query.detail ? ctx.state.services.gpuAvailability.read(ctx.state.actor, query.managed) : ctx.state.services.gpuAvailability.levels(ctx.state.actor, query.managed),
@@ -49,9 +49,10 @@ export const readTraining = defineRoute({
   tag: 'Training',
   summary: "The model's training job, or null if never trained",
   description:
-    'The newest training: status (queued, starting, running, completed, failed, cancelled), epoch progress, timing with an ETA, compute ' +
-    '(GPU type, host, device, attempts), train args, every epoch’s metrics, the estimate and a safe error. Runs started on your own machine ' +
-    '(`yolo train project=owner/project`) show too, with source own-compute. Models of public projects can be read anonymously.',
+    'The newest training: status (pending while queued, starting, running, completed, failed, cancelled), epoch progress, timing in milliseconds with an ETA, ' +
+    'compute (GPU type, host, device, attempts), train args, the last epoch’s metrics (epochMetrics) and every epoch’s (history), the estimate and a safe ' +
+    'error { message, timestamp }. Runs started on your own machine (`yolo train project=owner/project`) show too, with source own-compute and compute null. ' +
+    'Models of public projects can be read anonymously.',
   auth: 'optional',
   limit: 'default',
   request: { params: ModelPath },
@@ -66,14 +67,15 @@ export const cancelTraining = defineRoute({
   tag: 'Training',
   summary: 'Cancel the model’s training (editor or above)',
   description:
-    'A queued job is cancelled at once (status cancelled). A running trainer is told in its next webhook answer, stops after its epoch and ' +
-    'uploads what it has (status cancelling); its host stops it after TRAINING_CANCEL_GRACE_SECONDS if it has not. A run on your own machine ' +
-    'that has reported nothing for TRAINING_CANCEL_GRACE_SECONDS is not listening (crashed, interrupted, its machine gone) and ends at once ' +
-    '(status cancelled); one that falls silent after the request ends cancelled that long after its last report. 409 when no training is active.',
+    'Answers status cancelled, as the spec’s state table names it. A queued job is cancelled at once. A running trainer is told in its next webhook ' +
+    'answer, stops after its epoch and uploads what it has (the answer then carries a warning, and the training reads running until it has); its host ' +
+    'stops it after TRAINING_CANCEL_GRACE_SECONDS if it has not. A run on your own machine that has reported nothing for TRAINING_CANCEL_GRACE_SECONDS ' +
+    'is not listening (crashed, interrupted, its machine gone) and ends at once; one that falls silent after the request ends cancelled that long ' +
+    'after its last report. 409 when no training is active.',
   auth: 'key',
   limit: 'training',
   request: { params: ModelPath },
-  response: { status: 200, description: 'Cancelled or cancelling', schema: TrainingCancelled },
+  response: { status: 200, description: 'Cancelled (with a warning while the trainer stops)', schema: TrainingCancelled },
   errors: [403, 404, 409],
   handler: (ctx, { params }) => ctx.state.services.training.cancel(ctx.state.actor, params),
 });

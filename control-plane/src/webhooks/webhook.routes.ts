@@ -15,7 +15,8 @@ export const trainingMetrics = defineRoute({
   tag: 'Webhooks',
   summary: 'A training event from a `yolo train` process',
   description:
-    `${CLIENT} Events: training_started (answers modelId, runId, modelSlug; without modelId, project "owner/project" and name pick the model, ` +
+    `${CLIENT} Every answer has received: true, the event, mode (cloud for a training job's key, remote for a run on your own machine), modelId and runId. ` +
+    'Events: training_started (answers also modelSlug and modelUrl; without modelId, project "owner/project" and name pick the model, ' +
     'creating the project, and the model under the next free name when that one already trained), epoch_end, console_output, ' +
     'checkpoint_saved (modelPath = gcsPath of an upload makes it the weights), training_complete (final metrics, bestEpoch, bestFitness, classNames, ' +
     'plots, per-image validation rows), training_failed, training_progress and system_metrics. Every answer has cancelled: true once a user ' +

@@ -1,9 +1,6 @@
 """Trash: what the SDK's deletes put there, its summary and previews, restore and permanent deletion. Runs last."""
 
-import typing
-
-from registry import Context, check, expect
-from validate import problems
+from registry import Context, check, expect, expect_fits
 
 
 @check("projects.delete")
@@ -18,8 +15,7 @@ def trash(context: Context):
     answer = context.client.lifecycle.trash()
     expect(answer["total"] >= 2, "the trashed dataset and project are listed")
     preview = context.client.lifecycle.trash(id=context.seeded["doomedProjectId"], type="project")
-    wrong = problems(preview, typing.get_type_hints(context.client.lifecycle.trash)["return"])
-    expect(not wrong, f"the preview fits the type: {wrong[:3]}")
+    expect_fits(preview, context.client.lifecycle.trash, "the preview")
     return answer
 
 

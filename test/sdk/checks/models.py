@@ -1,6 +1,7 @@
-"""Models: create, list, read, update, files, clone, weights upload webhook, deletion."""
+"""Models: create, list, read (and its analysis), update, files, clone, the checkpoint upload webhook. Cancelling a
+training is checked with the training group, which starts one."""
 
-from registry import Context, check
+from registry import Context, check, expect, expect_fits
 
 
 def _seeded(context: Context) -> tuple[str, str, str]:
@@ -9,23 +10,34 @@ def _seeded(context: Context) -> tuple[str, str, str]:
 
 @check("models.create")
 def create(context: Context):
-    return context.client.models.create(body={"project": context.seeded["project"], "model": "sdk-model", "task": "detect", "owner": context.owner})
+    answer = context.client.models.create(body={"project": context.seeded["project"], "model": "sdk-model", "task": "detect", "owner": context.owner})
+    expect(answer["name"] == "sdk-model", "the name defaults to the URL name")
+    return answer
 
 
 @check("models.list")
 def list_models(context: Context):
-    return context.client.models.list(context.owner, context.seeded["project"])
+    answer = context.client.models.list(context.owner, context.seeded["project"])
+    seeded = next(model for model in answer["models"] if model["model"] == context.seeded["model"])
+    expect(seeded["hasWeights"] and seeded["projectName"] == context.seeded["project"], "the seeded model is listed with its weights")
+    return answer
 
 
 @check("models.retrieve")
 def retrieve(context: Context):
-    context.client.models.retrieve(*_seeded(context), analysis="1")
-    return context.client.models.retrieve(*_seeded(context))
+    analysis = context.client.models.retrieve(*_seeded(context), analysis="1")
+    expect_fits(analysis, context.client.models.retrieve, "the analysis=1 answer")
+    expect(analysis == {"analysis": None}, "a model that never trained has no analysis")
+    answer = context.client.models.retrieve(*_seeded(context))
+    expect(answer["model"]["hasWeights"] and answer["isOwner"], "the owner reads the model with its weights")
+    return answer
 
 
 @check("models.update")
 def update(context: Context):
-    return context.client.models.update(context.owner, context.seeded["project"], "sdk-model", description="updated by the SDK", starred=True)
+    star = context.client.models.update(context.owner, context.seeded["project"], "sdk-model", starred=True)
+    expect(star["starred"] is True and star["starCount"] == 1, "a star answers the new star count")
+    return context.client.models.update(context.owner, context.seeded["project"], "sdk-model", description="updated by the SDK")
 
 
 @check("models.files")
@@ -35,22 +47,21 @@ def files(context: Context):
 
 @check("models.clone")
 def clone(context: Context):
-    return context.client.models.clone(*_seeded(context), project_body=context.seeded["project"], model_body="sdk-model-copy")
+    answer = context.client.models.clone(*_seeded(context), project_body=context.seeded["project"], model_body="sdk-model-copy")
+    expect(answer["model"] == "sdk-model-copy" and answer["name"] == context.seeded["model"], "the copy keeps the source's name")
+    return answer
 
 
 @check("models.upload_checkpoint")
 def upload_checkpoint(context: Context):
-    return context.client.models.upload_checkpoint(filename="best.pt", model_id=context.seeded["modelId"])
+    answer = context.client.models.upload_checkpoint(filename="best.pt", model_id=context.seeded["modelId"])
+    expect(answer["modelId"] == context.seeded["modelId"], "the answer names the model")
+    return answer
 
 
 @check("models.training")
 def training(context: Context):
     return context.client.models.training(*_seeded(context))
-
-
-@check("models.delete_training")
-def delete_training(context: Context):
-    return context.client.models.delete_training(context.owner, context.seeded["project"], "sdk-model")
 
 
 @check("models.delete")

@@ -1,9 +1,6 @@
 """Dataset versions: export (create, list, update), compare, restore."""
 
-import typing
-
-from registry import Context, check, expect
-from validate import problems
+from registry import Context, check, expect, expect_fits
 
 
 @check("datasets.create_export")
@@ -27,8 +24,8 @@ def compare(context: Context):
     answer = context.client.datasets.compare(context.owner, context.seeded["dataset"], base=1, head=2)
     expect(len(answer["items"]) > 0, "the change made between the seeded versions is listed")
     by_hash = context.client.datasets.compare(context.owner, context.seeded["dataset"], base=1, head=2, hash=answer["items"][0]["hash"])
-    wrong = problems(by_hash, typing.get_type_hints(context.client.datasets.compare)["return"])
-    expect(not wrong and "versions" in by_hash, f"the hash= answer is the versions variant: {wrong[:3]}")
+    expect_fits(by_hash, context.client.datasets.compare, "the hash= answer")
+    expect("versions" in by_hash, "the hash= answer is the versions variant")
     return answer
 
 
