@@ -41,8 +41,8 @@ async function picture(next: () => number): Promise<{ bytes: Buffer; label: stri
   return { bytes: await sharp(Buffer.from(svg)).jpeg({ quality: 92 }).toBuffer(), label: lines.join('\n') + '\n' };
 }
 
-/** A YOLO-layout ZIP (data.yaml, images/ and labels/ per split) of `train` + `val` pictures. */
-export async function shapesDataset(train = 64, val = 16, seed = 7): Promise<Buffer> {
+/** The files of a YOLO-layout dataset, by path: data.yaml (class names only), images/ and labels/ per split, of `train` + `val` pictures. */
+export async function shapesFiles(train = 64, val = 16, seed = 7): Promise<Record<string, Buffer | string>> {
   const next = random(seed);
   const files: Record<string, Buffer | string> = { 'data.yaml': 'names:\n  0: square\n  1: disc\n' };
   for (const [split, count] of [['train', train], ['val', val]] as const) {
@@ -52,7 +52,12 @@ export async function shapesDataset(train = 64, val = 16, seed = 7): Promise<Buf
       files[`labels/${split}/${split}-${index}.txt`] = label;
     }
   }
-  return zipOf(files);
+  return files;
+}
+
+/** The shapes dataset as a ZIP. */
+export async function shapesDataset(train = 64, val = 16, seed = 7): Promise<Buffer> {
+  return zipOf(await shapesFiles(train, val, seed));
 }
 
 /** Creates a detect dataset in the key's workspace and ingests the shapes into it. */
