@@ -153,7 +153,8 @@ interface Timeline {
 }
 
 interface Training {
-  job: { status: string; error: string | null; compute: { jobStatus: string | null } } | null;
+  // A platform job: its compute is never null.
+  job: { status: string; error: { message: string } | null; compute: { jobStatus: string } } | null;
 }
 const ENDED = ['completed', 'failed', 'cancelled'];
 const POLL_MS = 1000;
@@ -182,7 +183,7 @@ async function platform(owner: string, model: string, controlPlanePid: number, a
   }
   const controlPlaneCpu = cpuSeconds(controlPlanePid) - cpuBefore;
   const { lines } = await api<{ lines: Array<{ line: string }> }>('GET', `/api/jobs/${jobId}/logs?limit=5000`);
-  if (job!.status !== 'completed') throw new Error(`the training ended ${job!.status}: ${job!.error}\n${lines.slice(-40).map((line) => line.line).join('\n')}`);
+  if (job!.status !== 'completed') throw new Error(`the training ended ${job!.status}: ${job!.error?.message}\n${lines.slice(-40).map((line) => line.line).join('\n')}`);
   // Seconds from the job's creation (the POST) to each step, all on the database's clock.
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
   const { rows: [row] } = await adminQuery(
@@ -262,7 +263,7 @@ async function main(): Promise<void> {
   const agentConfig = join(work, 'agent.json');
   await enrollAgent(t, server.url, enrollmentToken, agentConfig);
   const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
-  for (let tries = 0; (await api<{ cpu: { hosts: number } }>('GET', '/api/training/gpu-availability?managed=true')).cpu.hosts < 1; tries++) {
+  for (let tries = 0; (await api<Record<string, string | null>>('GET', '/api/training/gpu-availability?managed=true')).cpu === null; tries++) {
     if (tries > 300) throw new Error(`the agent did not connect:\n${agent.output().slice(-3000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

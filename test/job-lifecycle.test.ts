@@ -23,7 +23,7 @@ const args = (data = 'ul://alice/datasets/shapes') => ({ model: 'yolo11n.yaml', 
 const start = (modelId: string, data?: string) =>
   call<Record<string, any>>(server, 'POST', '/api/training/start', { key: alice, body: { modelId, gpuType: 'rtx-4090', trainArgs: args(data) } });
 const modelOf = async (slug: string) =>
-  (await call<{ model: { status: string; trainingError: string | null } }>(server, 'GET', `/api/models/alice/detector/${slug}`, { key: alice })).body.model;
+  (await call<{ model: { status: string; trainingError?: { message: string } } }>(server, 'GET', `/api/models/alice/detector/${slug}`, { key: alice })).body.model;
 const jobOf = async (jobId: string) => (await call<{ job: Record<string, any> }>(server, 'GET', `/api/jobs/${jobId}`, { key: alice })).body.job;
 const gpu: Gpu = { index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' };
 const hardware = { cpu: { model: 'x', cores: 8 }, memoryBytes: 2 ** 34, diskFreeBytes: 2 ** 36, gpus: [gpu], cpuOnly: false };
@@ -62,7 +62,7 @@ t.test('a queued training whose dataset went to trash fails when its turn comes,
   t.match((await jobOf(waiting.body.jobId)).error, /dataset was deleted/);
   const model = await modelOf('waiting');
   t.equal(model.status, 'failed', 'the model is not left training');
-  t.match(model.trainingError, /dataset was deleted/);
+  t.match(model.trainingError, { message: /dataset was deleted/, timestamp: /^\d{4}-/ });
   const again = await start(waitingId);
   t.equal(again.status, 200, 'the model trains again with another dataset');
   const assign = await host.nextOf('job.assign');

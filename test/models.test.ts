@@ -29,12 +29,34 @@ t.test('create: generated names, limits and conflicts', async (t) => {
   });
   t.equal(created.status, 201);
   t.match(created.body, { id: /^[0-9a-f]{24}$/, owner: 'alice', project: 'detector', model: 'yolo', region: 'us' });
-  t.same(Object.keys(created.body).sort(), ['id', 'model', 'owner', 'project', 'region']);
+  t.same(Object.keys(created.body).sort(), ['id', 'model', 'name', 'owner', 'project', 'region']);
+  t.equal(created.body.name, 'YOLO');
   const read = await call<ModelRead>(server, 'GET', '/api/models/alice/detector/yolo', { key: alice });
   t.match(read.body, {
-    model: { name: 'YOLO', description: 'd', task: 'segment', status: 'pending', metadata: { a: 1 }, trainArgs: { imgsz: 640 }, metrics: { mAP50: 0.4 }, epochs: 5, version: '8.3', weights: null, starred: false },
+    model: {
+      name: 'YOLO',
+      description: 'd',
+      task: 'segment',
+      status: 'pending',
+      metadata: { a: 1 },
+      trainArgs: { imgsz: 640 },
+      metrics: { mAP50: 0.4 },
+      epochs: 5,
+      version: '8.3',
+      weights: null,
+      hasWeights: false,
+      starred: false,
+      isStarred: false,
+      starCount: 0,
+      projectName: 'Detector',
+      visibility: 'private',
+    },
     isOwner: true,
   });
+  // Optional fields the model has no value for are absent, not null (the ultralytics clients' types).
+  for (const field of ['file', 'bestEpoch', 'bestFitness', 'trainResults', 'trainingError', 'classNames', 'plots', 'startedAt', 'completedAt', 'color', 'license']) {
+    t.notOk(field in read.body.model, `${field} is absent`);
+  }
 
   const generated = await call<{ model: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector' } });
   t.equal(generated.status, 201);
@@ -85,13 +107,27 @@ t.test('list, read, analysis and anonymous access', async (t) => {
   expectError(t, await call(server, 'GET', '/api/models/alice/open/one/files'), 401);
   expectError(t, await call(server, 'GET', '/api/models/alice/open/nope', { key: alice }), 404);
 
-  // Analysis: the recorded per-image rows, or an empty list.
-  t.same((await call(server, 'GET', '/api/models/alice/open/one?analysis=1', { key: alice })).body, { analysis: [] });
+  // Analysis: the recorded per-image rows summarised by F1, or null.
+  t.same((await call(server, 'GET', '/api/models/alice/open/one?analysis=1', { key: alice })).body, { analysis: null });
   const em = server.orm.em.fork();
   const one = await em.findOneOrFail(Model, { slug: 'one' });
-  one.analysis = [{ hash: 'abc', fitness: 0.2 }];
+  one.analysis = [
+    { image: 'abc', tp: 1, fp: 1, fn: 0 },
+    { image: 'def', tp: 2, fp: 0, fn: 0 },
+  ];
   await em.flush();
-  t.same((await call(server, 'GET', '/api/models/alice/open/one?analysis=1')).body, { analysis: [{ hash: 'abc', fitness: 0.2 }] });
+  const analysis = (await call<{ analysis: Record<string, unknown> }>(server, 'GET', '/api/models/alice/open/one?analysis=1')).body.analysis;
+  t.match(analysis, {
+    population: 2,
+    retained: 2,
+    coverage: { mode: 'full' },
+    scatterSample: { eligible: 2, rows: [['abc', 1, 1, 0], ['def', 2, 0, 0]] },
+    cohorts: {
+      worst: { count: 2, metrics: { tp: 3, fp: 1, fn: 0 }, examples: [{ hash: 'abc', f1: 2 / 3, isEmptyGroundTruth: false }, { hash: 'def', f1: 1 }] },
+      best: { examples: [{ hash: 'def' }, { hash: 'abc' }] },
+    },
+    comparisons: null,
+  });
   t.ok('model' in (await call(server, 'GET', '/api/models/alice/open/one?analysis=0')).body, 'analysis other than 1 reads the model');
   expectError(t, await call(server, 'GET', '/api/models/alice/open/one?analysis=x'), 400, /analysis/);
 });
@@ -110,15 +146,18 @@ t.test('update: fields, rename, stars, permissions', async (t) => {
     license: 'AGPL-3.0',
     datasetSlug: 'shapes',
     trainArgs: { epochs: 3 },
-    trainResults: { loss: 0.1 },
+    trainResults: [{ epoch: 0, metrics: { loss: 0.1 }, fitness: 0.7 }],
     epochs: 3,
     bestEpoch: 2,
     bestFitness: 0.75,
     version: '1.0',
-    trainingError: null,
   };
-  t.same((await call(server, 'PATCH', '/api/models/alice/open/yolo', { key: alice, body: fields })).body, { success: true, model: 'yolo' });
-  t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo', { key: alice })).body.model, fields);
+  t.same((await call(server, 'PATCH', '/api/models/alice/open/yolo', { key: alice, body: { ...fields, trainingError: { message: 'out of memory', code: 'OOM' } } })).body, { success: true, model: 'yolo' });
+  t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo', { key: alice })).body.model, { ...fields, trainingError: { message: 'out of memory', timestamp: /^\d{4}-/ } });
+  await call(server, 'PATCH', '/api/models/alice/open/yolo', { key: alice, body: { trainingError: null, status: 'running' } });
+  const cleared = (await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo', { key: alice })).body.model;
+  t.notOk('trainingError' in cleared, 'no error: absent');
+  t.equal(cleared.status, 'running', 'the statuses the clients use can be set');
 
   t.same((await call(server, 'PATCH', '/api/models/alice/open/yolo', { key: alice, body: { name: 'YOLO v2' } })).body, { success: true, model: 'yolo-v2' });
   expectError(t, await call(server, 'GET', '/api/models/alice/open/yolo', { key: alice }), 404);
@@ -128,8 +167,9 @@ t.test('update: fields, rename, stars, permissions', async (t) => {
   expectError(t, await call(server, 'PATCH', '/api/models/alice/open/other', { key: alice, body: {} }), 400);
 
   await Promise.all([alice, bobby, bobby].map((key) => call(server, 'PATCH', '/api/models/alice/open/yolo-v2', { key, body: { starred: true } })));
-  t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo-v2', { key: bobby })).body.model, { starCount: 2, starred: true });
-  await call(server, 'PATCH', '/api/models/alice/open/yolo-v2', { key: bobby, body: { starred: false } });
+  t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo-v2', { key: bobby })).body.model, { starCount: 2, starred: true, isStarred: true });
+  t.match((await call<{ models: unknown[] }>(server, 'GET', '/api/models/alice/open', { key: bobby })).body.models, [{ model: 'other', isStarred: false }, { model: 'yolo-v2', isStarred: true, starCount: 2 }]);
+  t.same((await call(server, 'PATCH', '/api/models/alice/open/yolo-v2', { key: bobby, body: { starred: false } })).body, { success: true, model: 'yolo-v2', starred: false, starCount: 1 });
   t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo-v2', { key: bobby })).body.model, { starCount: 1, starred: false });
   expectError(t, await call(server, 'PATCH', '/api/models/alice/open/yolo-v2', { key: bobby, body: { description: 'mine' } }), 403);
   expectError(t, await call(server, 'DELETE', '/api/models/alice/open/yolo-v2', { key: bobby }), 403);
@@ -145,17 +185,25 @@ t.test('move between projects: renamed when taken, 409 while training', async (t
   await createModel(world, alice, { project: 'second', model: 'yolo-2' });
 
   expectError(t, await call(server, 'PATCH', '/api/models/alice/first/yolo', { key: alice, body: { projectId: second, description: 'x' } }), 400, /alone/);
-  await call(server, 'PATCH', '/api/models/alice/first/yolo', { key: alice, body: { status: 'training' } });
+  await call(server, 'PATCH', '/api/models/alice/first/yolo', { key: alice, body: { status: 'running' } });
   expectError(t, await call(server, 'PATCH', '/api/models/alice/first/yolo', { key: alice, body: { projectId: second } }), 409, /training/);
   await call(server, 'PATCH', '/api/models/alice/first/yolo', { key: alice, body: { status: 'completed' } });
 
   const moved = await call(server, 'PATCH', '/api/models/alice/first/yolo', { key: alice, body: { projectId: second } });
-  t.same(moved.body, { success: true, model: 'yolo-3', projectId: second, renamed: true });
+  t.same(moved.body, { success: true, model: 'yolo-3', slug: 'yolo-3', name: 'yolo', projectSlug: 'second', projectId: second, renamed: true });
   t.equal((await call<ModelRead>(server, 'GET', '/api/models/alice/second/yolo-3', { key: alice })).body.model.id, moving.id);
   expectError(t, await call(server, 'GET', '/api/models/alice/first/yolo', { key: alice }), 404);
 
   const third = await createProject(world, alice, { project: 'third', name: 'Third' });
-  t.same((await call(server, 'PATCH', '/api/models/alice/second/yolo-3', { key: alice, body: { projectId: third } })).body, { success: true, model: 'yolo-3', projectId: third, renamed: false });
+  t.same((await call(server, 'PATCH', '/api/models/alice/second/yolo-3', { key: alice, body: { projectId: third } })).body, {
+    success: true,
+    model: 'yolo-3',
+    slug: 'yolo-3',
+    name: 'yolo',
+    projectSlug: 'third',
+    projectId: third,
+    renamed: false,
+  });
 
   const foreign = await createProject(world, world.bobby, { project: 'bobs', name: 'Bobs' });
   expectError(t, await call(server, 'PATCH', '/api/models/alice/third/yolo-3', { key: alice, body: { projectId: foreign } }), 404, /Project/);
@@ -177,6 +225,7 @@ t.test('delete, files and clone with shared weights', async (t) => {
   await uploadWeights(world, alice, yolo.id, weights, 'best.PT');
   const files = await call<Files>(server, 'GET', '/api/models/alice/open/yolo/files', { key: alice });
   t.match(files.body.files, [{ name: 'yolo.pt', size: 7000 }]);
+  t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/yolo', { key: alice })).body.model, { hasWeights: true, file: { size: 7000 }, weights: { name: 'yolo.pt', size: 7000 } });
   const download = await fetch(files.body.files[0].downloadUrl);
   t.match(download.headers.get('content-disposition') ?? '', /filename="yolo.pt"/);
   t.same(Buffer.from(await download.arrayBuffer()), weights);
@@ -184,7 +233,7 @@ t.test('delete, files and clone with shared weights', async (t) => {
   // Clone into a project of the key's workspace: same record, same file.
   const cloned = await call(server, 'POST', '/api/models/alice/open/yolo/clone', { key: alice, body: { project: 'target' } });
   t.equal(cloned.status, 201);
-  t.match(cloned.body, { id: /^[0-9a-f]{24}$/, owner: 'alice', project: 'target', model: 'yolo', region: 'us' });
+  t.match(cloned.body, { id: /^[0-9a-f]{24}$/, owner: 'alice', project: 'target', model: 'yolo', name: 'yolo', region: 'us' });
   t.match((await call<{ model: string }>(server, 'POST', '/api/models/alice/open/yolo/clone', { key: alice, body: { project: 'target' } })).body, { model: 'yolo-copy' });
   t.match((await call(server, 'POST', '/api/models/alice/open/yolo/clone', { key: alice, body: { project: 'open', model: 'named', name: 'Named', description: 'c' } })).body, { model: 'named' });
   t.match((await call<ModelRead>(server, 'GET', '/api/models/alice/open/named', { key: alice })).body.model, { name: 'Named', description: 'c', metrics: { mAP50: 0.8 } });

@@ -93,8 +93,10 @@ t.test('read: model summaries and search by name or metadata', async (t) => {
   const read = await call<ProjectRead>(server, 'GET', '/api/projects/alice/detector', { key: alice });
   t.equal(read.body.project.modelCount, 2);
   t.same(read.body.models.map((m) => m.model), ['rt-detr', 'yolo-small'], 'newest first');
-  t.match(read.body.models[1], { status: 'pending', metrics: { mAP50: 0.5 }, trainArgs: { epochs: 10 }, epochs: 10, weights: { name: 'yolo-small.onnx', size: 1234 } });
+  t.match(read.body.models[1], { status: 'pending', metrics: { mAP50: 0.5 }, trainArgs: { epochs: 10 }, epochs: 10, weights: { name: 'yolo-small.onnx', size: 1234 }, hasWeights: true, file: { size: 1234 }, epochCount: 0 });
   t.equal(read.body.models[0].weights, null);
+  t.match(read.body.models[0], { hasWeights: false, epochCount: 0 });
+  t.notOk('file' in read.body.models[0] || 'metrics' in read.body.models[0], 'no weights, no metrics: absent');
 
   const search = async (text: string) =>
     (await call<ProjectRead>(server, 'GET', `/api/projects/alice/detector?search=${encodeURIComponent(text)}`, { key: alice })).body.models.map((m) => m.model);

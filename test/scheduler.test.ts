@@ -231,7 +231,7 @@ t.test('two replicas: a job queued through one reaches a host connected to the o
   await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
   t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 200);
   t.match(await client.nextOf('job.cancel'), { jobId });
-  const availability = await call<{ gpus: Record<string, { total: number; free: number }> }>(server, 'GET', '/api/training/gpu-availability?managed=true', { key });
+  const availability = await call<{ gpus: Record<string, { total: number; free: number }> }>(server, 'GET', '/api/training/gpu-availability?managed=true&detail=true', { key });
   t.match(availability.body.gpus['rtx-4090'], { total: 1, free: 0 }, 'the busy GPU is not offered');
   client.send({ type: 'job.finished', jobId, outcome: 'cancelled' });
   await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');

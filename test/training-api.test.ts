@@ -93,22 +93,32 @@ t.test('started: the host gets plain `yolo train` with a job key; the key reache
 t.test('events from the job key land on its model; a cancel is answered cancelled: true and reaches the host after the grace', async (t) => {
   const startedEvent = await metrics(jobKey, { event: 'training_started', project: 'alice/elsewhere', name: 'other', data: { epochs: 5, device: '0', trainArgs: { epochs: '5' } } });
   t.equal(startedEvent.status, 200);
-  t.match(startedEvent.body, { modelId, modelSlug: 'm1', cancelled: false });
+  t.match(startedEvent.body, { received: true, event: 'training_started', mode: 'cloud', modelId, modelSlug: 'm1', cancelled: false });
   const runId = startedEvent.body.runId;
   t.type(runId, 'number');
   const epoch = await metrics(jobKey, { event: 'epoch_end', modelId, data: { epoch: 0, metrics: { 'train/box_loss': 1.5, 'metrics/mAP50(B)': 0.25 }, fitness: 0.1, best_fitness: 0.1 } });
-  t.match(epoch.body, { cancelled: false });
+  t.match(epoch.body, { received: true, event: 'epoch_end', modelId, runId, cancelled: false });
   for (const chunkId of [1795000000001, 1795000000001]) {
     t.equal((await metrics(jobKey, { event: 'console_output', modelId, data: { chunkId, content: '10:00:01 Epoch 1/5\n10:00:02 loss 1.5\n', lineCount: 2 } })).status, 200);
   }
   const reading = await call<{ job: Record<string, any> }>(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice });
   t.same(reading.body.job.console, ['10:00:01 Epoch 1/5', '10:00:02 loss 1.5'], 'console lines, a retried chunk kept once');
-  t.match(reading.body.job, { id: jobId, status: 'running', progress: { epoch: 1, epochs: 5, percent: 20 }, compute: { gpuType: 'rtx-4090', host: 'gpu-box' } });
-  t.same(reading.body.job.epochMetrics.map((row: { epoch: number }) => row.epoch), [0]);
+  t.match(reading.body.job, {
+    id: jobId,
+    status: 'running',
+    progress: { currentEpoch: 1, totalEpochs: 5, percentage: 20, startedAt: /^\d{4}-/ },
+    timing: { elapsedMs: Number, timePerEpochMs: Number, etaMs: Number },
+    compute: { gpuType: 'rtx-4090', gpuDisplayName: 'RTX 4090', gpuMemoryGb: 24, host: 'gpu-box' },
+    epochMetrics: { 'train/box_loss': 1.5, 'metrics/mAP50(B)': 0.25 },
+    error: null,
+  });
+  t.notOk('completedAt' in reading.body.job.progress, 'not ended: no completedAt');
+  t.equal(reading.body.job.timing.etaMs, reading.body.job.timing.timePerEpochMs * 4, 'four epochs to go at the pace so far');
+  t.same(reading.body.job.history.map((row: { epoch: number }) => row.epoch), [0]);
   t.equal((await call<{ model: { metrics: Record<string, number> } }>(server, 'GET', '/api/models/alice/detector/m1', { key: alice })).body.model.metrics.mAP50, 0.25);
   t.equal((await call(server, 'GET', '/api/models/alice/detector/m1/training', { key: bobby })).status, 404, 'another workspace');
 
-  t.same((await call(server, 'DELETE', '/api/models/alice/detector/m1/training', { key: alice })).body, { success: true, status: 'cancelling' });
+  t.match((await call(server, 'DELETE', '/api/models/alice/detector/m1/training', { key: alice })).body, { success: true, status: 'cancelled', warning: /stops after its current epoch/ });
   t.match((await metrics(jobKey, { event: 'epoch_end', modelId, data: { epoch: 1, metrics: {} } })).body, { cancelled: true }, 'the trainer hears it');
   t.match(await hostClient.nextOf('job.cancel'), { jobId }, 'the host is told to stop it after the grace');
   hostClient.send({ type: 'job.finished', jobId, outcome: 'completed', exitCode: 0 });
@@ -121,19 +131,28 @@ t.test('events from the job key land on its model; a cancel is answered cancelle
 
 t.test('bring your own compute: training_started by project and name creates them; a trained name gets the next free one', async (t) => {
   const first = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
-  t.match(first.body, { modelSlug: 'train', cancelled: false });
-  const validation = { population: 2, rows: [['img-1', 2, 0, 1], ['img-2', 0, 1, 0]], extremes: { worst: ['img-2'], best: ['img-1'] } };
+  t.match(first.body, { received: true, mode: 'remote', modelSlug: 'train', cancelled: false });
+  await metrics(alice, { event: 'epoch_end', modelId: first.body.modelId, data: { epoch: 0, metrics: { 'metrics/mAP50(B)': 0.5, lr: null }, fitness: 0.4 } });
+  // As the trainer sends them: rows [image hash, tp, fp, fn], and the extremes among 3 images scored.
+  const validation = { population: 3, rows: [['img-1', 2, 0, 1], ['img-2', 0, 1, 0]], extremes: { worst: [['img-2', 0, 1, 0]], best: [['img-1', 2, 0, 1]] } };
   const plots = [{ type: 'pr_curve', x: [0, 1], y: [[1, 0]], ap: [0.5] }];
   await metrics(alice, { event: 'training_complete', modelId: first.body.modelId, data: { runId: first.body.runId, results: { metrics: { 'metrics/mAP50(B)': 0.5 }, bestEpoch: 0, bestFitness: 0.4, validation }, classNames: ['a'], plots } });
-  const analysis = await call<{ analysis: unknown[] }>(server, 'GET', '/api/models/alice/my-laptop/train?analysis=1', { key: alice });
-  t.same(analysis.body.analysis, [{ image: 'img-1', tp: 2, fp: 0, fn: 1 }, { image: 'img-2', tp: 0, fp: 1, fn: 0 }], 'per-image validation rows');
-  const results = await call<{ model: { trainResults: { plots: unknown[]; extremes: unknown; bestEpoch: number } } }>(server, 'GET', '/api/models/alice/my-laptop/train', { key: alice });
-  t.match(results.body.model.trainResults, { plots, extremes: validation.extremes, bestEpoch: 0 }, 'plots and results');
+  const analysis = await call<{ analysis: unknown }>(server, 'GET', '/api/models/alice/my-laptop/train?analysis=1', { key: alice });
+  t.match(analysis.body.analysis, {
+    population: 3,
+    retained: 2,
+    coverage: { mode: 'sampled' },
+    scatterSample: { rows: [['img-1', 2, 0, 1], ['img-2', 0, 1, 0]] },
+    cohorts: { worst: { count: 1, examples: [{ hash: 'img-2', f1: 0 }] }, best: { count: 1, examples: [{ hash: 'img-1', f1: 0.8 }] } },
+  }, 'the per-image validation rows, with the extremes the trainer picked');
+  const results = await call<{ model: Record<string, unknown> }>(server, 'GET', '/api/models/alice/my-laptop/train', { key: alice });
+  t.match(results.body.model, { plots, bestEpoch: 0, classNames: ['a'], trainResults: [{ epoch: 0, metrics: { 'metrics/mAP50(B)': 0.5 }, fitness: 0.4, timestamp: /^\d{4}-/ }] }, 'plots and per-epoch results');
+  t.same(Object.keys((results.body.model.trainResults as Array<{ metrics: object }>)[0]!.metrics), ['metrics/mAP50(B)'], 'only numeric metrics');
   const second = await metrics(alice, { event: 'training_started', project: 'alice/My Laptop', name: 'train', data: { epochs: 1 } });
   t.equal(second.body.modelSlug, 'train-2');
   t.not(second.body.modelId, first.body.modelId);
   // At once: a run silent past TRAINING_CANCEL_GRACE_SECONDS (1 s here) would be cancelled outright, not told.
-  t.same((await call(server, 'DELETE', '/api/models/alice/my-laptop/train-2/training', { key: alice })).body, { success: true, status: 'cancelling' });
+  t.match((await call(server, 'DELETE', '/api/models/alice/my-laptop/train-2/training', { key: alice })).body, { success: true, status: 'cancelled', warning: String });
   t.match((await metrics(alice, { event: 'epoch_end', modelId: second.body.modelId, data: { epoch: 0, metrics: {} } })).body, { cancelled: true }, 'a run on your own machine hears a cancel too');
   const reading = await call<{ model: { status: string; metrics: Record<string, number>; bestFitness: number } }>(server, 'GET', '/api/models/alice/my-laptop/train', { key: alice });
   t.match(reading.body.model, { status: 'completed', metrics: { mAP50: 0.5 }, bestFitness: 0.4 });

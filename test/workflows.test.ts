@@ -8,7 +8,7 @@ import { startWorld } from './helpers/world.ts';
 interface Saved {
   id: string;
   version: number;
-  errors: Array<{ nodeId?: string; edgeId?: string; message: string }>;
+  errors: Array<{ id: string; label: string; message: string }>;
   region: string;
 }
 interface Entry {
@@ -20,15 +20,24 @@ interface Entry {
   updatedAt: string;
 }
 interface Listed {
-  workflows: Entry[];
+  workflows: Array<Entry & { graph?: { nodes: unknown[]; edges: unknown[]; templateId: string } }>;
   total: number;
   region: string;
 }
 
-const node = (id: string, type = 'llm', label = id) => ({ id, type, position: { x: 0, y: 0 }, data: { label, type, config: {} } });
+/** A block as the ultralytics clients draw them: node type agent, the block type in data.type. */
+const node = (id: string, type = 'LLM', label = id) => ({ id, type: 'agent', position: { x: 0, y: 0 }, data: { label, type, config: {} } });
 const edge = (source: string, target: string, id = `${source}-${target}`) => ({ id, source, target });
-/** input → llm → output: a graph with no problems. */
-const pipeline = () => ({ nodes: [node('in', 'input'), node('think'), node('out', 'output')], edges: [edge('in', 'think'), edge('think', 'out')] });
+/** Dataset → LLM → Output: a graph with no problems. */
+const pipeline = () => ({ nodes: [node('in', 'Dataset'), node('think'), node('out', 'Output')], edges: [edge('in', 'think'), edge('think', 'out')] });
+
+/** GET /api/workflows?id=: the one agent, with its graph, listed alone. */
+async function readOne(server: TestServer, key: string, id: string) {
+  const read = await call<Listed>(server, 'GET', `/api/workflows?id=${id}`, { key });
+  if (read.status !== 200) throw new Error(`read agent: ${read.status} ${JSON.stringify(read.body)}`);
+  if (read.body.workflows.length !== 1) throw new Error(`read agent: not one agent: ${JSON.stringify(read.body)}`);
+  return read.body.workflows[0]!;
+}
 
 function save(server: TestServer, key: string, body: Record<string, unknown>, owner?: string) {
   return call<Saved>(server, 'PUT', `/api/workflows${owner ? `?owner=${owner}` : ''}`, { key, body });
@@ -55,19 +64,18 @@ t.test('create, list, read, update, delete', async (t) => {
   t.equal(listed.body.total, 1);
   t.equal(listed.body.region, 'us');
 
-  const read = await call<{ workflow: Entry & { graph: unknown } }>(server, 'GET', `/api/workflows?id=${id}`, { key: alice });
-  t.equal(read.status, 200);
-  t.match(read.body.workflow, { id, username: 'alice', name: 'Support bot', version: 1 });
-  t.same(read.body.workflow.graph, graph, 'the graph comes back as saved');
+  const read = await readOne(server, alice, id);
+  t.match(read, { id, username: 'alice', name: 'Support bot', version: 1 });
+  t.same(read.graph, graph, 'the graph comes back as saved');
 
-  const renamed = await save(server, alice, { id, name: 'Helpdesk bot', graph: { nodes: [node('solo', 'input')], edges: [] }, version: 1 });
+  const renamed = await save(server, alice, { id, name: 'Helpdesk bot', graph: { nodes: [node('solo', 'Image')], edges: [] }, version: 1 });
   t.equal(renamed.status, 200);
   t.same(renamed.body, { id, version: 2, errors: [], region: 'us' });
-  const reread = await call<{ workflow: Entry & { graph: { nodes: unknown[]; templateId?: string } } }>(server, 'GET', `/api/workflows?id=${id}`, { key: alice });
-  t.match(reread.body.workflow, { name: 'Helpdesk bot', version: 2 });
-  t.equal(reread.body.workflow.graph.nodes.length, 1);
-  t.notOk('templateId' in reread.body.workflow.graph, 'an update replaces the whole graph');
-  t.ok(reread.body.workflow.updatedAt > read.body.workflow.updatedAt, 'updatedAt moves on save');
+  const reread = await readOne(server, alice, id);
+  t.match(reread, { name: 'Helpdesk bot', version: 2 });
+  t.equal(reread.graph!.nodes.length, 1);
+  t.equal(reread.graph!.templateId, '', 'an update replaces the whole graph: one saved without templateId reads ""');
+  t.ok(reread.updatedAt > read.updatedAt, 'updatedAt moves on save');
 
   const deleted = await call(server, 'DELETE', `/api/workflows?id=${id}`, { key: alice });
   t.equal(deleted.status, 200);
@@ -127,15 +135,14 @@ t.test('optimistic concurrency', async (t) => {
     expectError(t, loser, 409, new RegExp(`is at version ${version + 1}, not ${version}`));
     version = winner.body.version;
   }
-  const read = await call<{ workflow: Entry }>(server, 'GET', `/api/workflows?id=${id}`, { key: alice });
-  t.equal(read.body.workflow.version, 6, 'each round added exactly one version');
+  t.equal((await readOne(server, alice, id)).version, 6, 'each round added exactly one version');
   expectError(t, await save(server, alice, { id, name: 'Old', graph: pipeline(), version: 1 }), 409, /is at version 6, not 1/);
 });
 
 t.test('graphs that cannot run are refused', async (t) => {
   const { server, alice } = await startWorld(t);
   const refused = async (graph: unknown, message: RegExp) => expectError(t, await save(server, alice, { name: 'Bad', graph, version: 0 }), 400, message);
-  const nodes = [node('a', 'input'), node('b'), node('c')];
+  const nodes = [node('a', 'Dataset'), node('b'), node('c')];
 
   await refused({ nodes, edges: [edge('a', 'b'), edge('b', 'c'), edge('c', 'b')] }, /more than one input/);
   await refused({ nodes, edges: [edge('b', 'c'), edge('c', 'b')] }, /cycle/);
@@ -171,24 +178,25 @@ t.test('graphs that cannot run are refused', async (t) => {
 t.test('problems the canvas would flag are returned and the agent is saved', async (t) => {
   const { server, alice } = await startWorld(t);
   const graph = {
-    nodes: [node('in', 'input'), node('think', 'llm', ' '), node('out', 'output'), node('lonely'), node('start', 'trigger')],
+    nodes: [node('in', 'Dataset'), node('think', 'LLM', ' '), node('out', 'Output'), node('lonely'), node('start', 'Image')],
     edges: [edge('in', 'think'), edge('think', 'out'), edge('out', 'start')],
   };
   const saved = await save(server, alice, { name: 'Rough draft', graph, version: 0 });
   t.equal(saved.status, 200);
   t.same(saved.body.errors, [
-    { nodeId: 'think', message: 'Block has no label' },
-    { nodeId: 'lonely', message: 'Block is not connected to any other block' },
-    { edgeId: 'out-start', message: 'Block "start" is an input or trigger block and takes no input' },
+    { id: 'think', label: ' ', message: 'Block has no label' },
+    { id: 'lonely', label: 'lonely', message: 'Block is not connected to any other block' },
+    { id: 'start', label: 'start', message: 'An Image block starts a chain and takes no input' },
+    { id: 'out', label: 'out', message: 'Output ends a chain: no block can follow it' },
   ]);
-  const read = await call<{ workflow: { graph: unknown } }>(server, 'GET', `/api/workflows?id=${saved.body.id}`, { key: alice });
-  t.same(read.body.workflow.graph, graph, 'saved regardless');
+  t.same((await readOne(server, alice, saved.body.id)).graph, { ...graph, templateId: '' }, 'saved regardless');
 
   const noInput = await save(server, alice, { id: saved.body.id, name: 'Rough draft', graph: { nodes: [node('alone')], edges: [] }, version: 1 });
-  t.same(noInput.body, { id: saved.body.id, version: 2, errors: [{ nodeId: 'alone', message: 'Block has no input' }], region: 'us' });
-  const inputByDataType = { nodes: [{ ...node('custom', 'card'), data: { label: 'Camera', type: 'input', config: {} } }], edges: [] };
-  t.same((await save(server, alice, { name: 'Camera', graph: inputByDataType, version: 0 })).body.errors, [], 'data.type input also marks an input block');
-  t.same((await save(server, alice, { name: 'Empty', graph: { nodes: [], edges: [] }, version: 0 })).body.errors, [{ message: 'The agent has no blocks' }]);
+  t.same(noInput.body, { id: saved.body.id, version: 2, errors: [{ id: 'alone', label: 'alone', message: 'Block has no input' }], region: 'us' });
+  // Dataset and Image blocks start chains; an Export stands alone.
+  const starts = { nodes: [node('pictures', 'Image'), node('seen', 'Output'), node('export', 'Export')], edges: [edge('pictures', 'seen')] };
+  t.same((await save(server, alice, { name: 'Starts', graph: starts, version: 0 })).body.errors, [], 'the client block types start and end chains');
+  t.same((await save(server, alice, { name: 'Empty', graph: { nodes: [], edges: [] }, version: 0 })).body.errors, [{ id: '', label: '', message: 'The agent has no blocks' }]);
 });
 
 t.test('owner: team roles, other workspaces', async (t) => {

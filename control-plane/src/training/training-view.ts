@@ -41,7 +41,8 @@ export function trainingView(job: Job | null, run: TrainingRun | null, epochs: E
   const timePerEpochMs = done > 0 ? Math.round(elapsedMs / done) : 0;
   const status = statusOf(job, run);
   const active = status === 'pending' || status === 'starting' || status === 'running';
-  const error = job?.error ?? run?.error ?? (status === 'failed' ? 'Training failed' : null);
+  // Only a failure has an error: a cancelled job's 'Cancelled' says no more than its status.
+  const error = status === 'failed' ? (job?.error ?? run?.error ?? 'Training failed') : null;
   const last = epochs.at(-1);
   return {
     id: job?.id ?? `run-${run!.id}`,
