@@ -5,7 +5,7 @@ import { Model } from './model.entity.ts';
 /**
  * A copy of a model record in `project` (project and model clones). The weights are shared, not copied:
  * the copy points at the same file, which is deleted only once no model refers to it. Stars and the
- * per-image validation analysis (rows about the source's training images) stay with the source.
+ * per-image validation analysis (rows about the source's training images, and their extremes) stay with the source.
  */
 export function copyModel(em: EntityManager, source: Model, project: Project, into: { slug: string; name?: string; description?: string }): Model {
   const sameWorkspace = project.workspace.id === source.workspace.id;
@@ -29,6 +29,7 @@ export function copyModel(em: EntityManager, source: Model, project: Project, in
     metadata: source.metadata,
     trainArgs: source.trainArgs,
     trainResults: source.trainResults,
+    plots: source.plots,
     classNames: source.classNames,
     computeCost: source.computeCost,
     version: source.version,
