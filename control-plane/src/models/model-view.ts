@@ -32,7 +32,7 @@ export function modelEntry(model: Model): z.input<typeof ModelEntry> {
     // double columns may come back from the driver as strings.
     ...present('bestFitness', model.bestFitness == null ? null : Number(model.bestFitness)),
     weights: model.fileKey ? { name: weightsName(model), size: model.fileBytes ?? 0 } : null,
-    hasWeights: model.fileKey !== null && model.fileKey !== undefined,
+    hasWeights: Boolean(model.fileKey),
     ...present('file', model.fileKey ? { size: model.fileBytes ?? 0 } : null),
     ...present('trainArgs', model.trainArgs),
     ...present('startedAt', iso(model.startedAt)),
