@@ -47,7 +47,9 @@ function run(command: string, args: string[]): Promise<{ code: number | null; ou
 const ul = (...args: string[]) => run('ul', ['cloud', ...args]);
 /** Small and fast on a CPU: what every cloud run here trains with. */
 const SMALL = ['imgsz=32', 'batch=4', 'workers=0', 'plots=False', 'gpu_type=cpu'];
-const read = (path: string) => readFileSync(join(work, path), 'utf8');
+/** YOLO's save directory for `project=` and `name=` (a relative project is placed under runs_dir/<task>). */
+const saved = (project: string, name: string, file: string) => join(work, 'runs/detect', project, name, file);
+const read = (path: string) => readFileSync(path, 'utf8');
 
 // A local dataset as a user has one: a YAML naming its splits, images and labels beside it.
 for (const [path, content] of Object.entries(await shapesFiles(8, 4, 5))) {
@@ -55,9 +57,12 @@ for (const [path, content] of Object.entries(await shapesFiles(8, 4, 5))) {
   writeFileSync(join(work, 'my-shapes', path), content);
 }
 writeFileSync(join(work, 'my-shapes/data.yaml'), 'train: images/train\nval: images/val\nnames:\n  0: square\n  1: disc\n');
+// Runs, datasets and weights in the working directory, not where ultralytics is installed.
+const settings = await run('yolo', ['settings', `runs_dir=${join(work, 'runs')}`, `datasets_dir=${join(work, 'datasets')}`, `weights_dir=${join(work, 'weights')}`]);
+if (settings.code !== 0) throw new Error(`yolo settings failed: ${settings.out}`);
 // A local checkpoint: an untrained yolo11n saved as .pt (nothing is downloaded).
-const saved = await run('python', ['-c', "from ultralytics import YOLO; YOLO('yolo11n.yaml').save('local.pt')"]);
-if (saved.code !== 0) throw new Error(`could not save a checkpoint: ${saved.out}`);
+const checkpoint = await run('python', ['-c', "from ultralytics import YOLO; YOLO('yolo11n.yaml').save('local.pt')"]);
+if (checkpoint.code !== 0) throw new Error(`could not save a checkpoint: ${checkpoint.out}`);
 
 t.test('ul cloud train … watch uploads a local checkpoint and dataset, shows the epochs and saves the results', async (t) => {
   const trained = await ul('train', 'model=local.pt', 'data=my-shapes', 'epochs=2', ...SMALL, 'project=cli', 'name=first', 'watch');
@@ -68,9 +73,10 @@ t.test('ul cloud train … watch uploads a local checkpoint and dataset, shows t
   t.match(trained.out, /GPU: cpu at \$\d+\.\d\d\/h/);
   t.match(trained.out, /Training[^\n]*2\/2/, 'the epoch progress bar reached 2 of 2');
   t.notMatch(trained.out, /Traceback/);
-  t.ok(existsSync(join(work, 'cli/first/weights/best.pt')), 'the weights were saved');
-  t.match(read('cli/first/args.yaml'), /epochs: 2/, 'with the arguments it trained with');
-  t.match(JSON.parse(read('cli/first/results.json')), { status: 'completed', progress: { currentEpoch: 2, totalEpochs: 2 } });
+  t.ok(existsSync(saved('cli', 'first', 'weights/best.pt')), 'the weights were saved');
+  t.match(read(saved('cli', 'first', 'args.yaml')), /epochs: 2/, 'with the arguments it trained with');
+  t.match(read(saved('cli', 'first', 'results.csv')), /epoch/, 'and its per-epoch results');
+  t.match(JSON.parse(read(saved('cli', 'first', 'results.json'))), { status: 'completed', progress: { currentEpoch: 2, totalEpochs: 2 } });
 
   const model = (await call<{ model: { status: string; hasWeights: boolean; trainResults: unknown[]; trainArgs: { model: string } } }>(server, 'GET', '/api/models/alice/cli/first', { key: alice })).body.model;
   t.match(model, { status: 'completed', hasWeights: true, trainArgs: { model: 'ul://alice/cli/local' } }, 'fine-tuned from the uploaded checkpoint');
@@ -80,8 +86,8 @@ t.test('ul cloud train … watch uploads a local checkpoint and dataset, shows t
 t.test('ul cloud download saves a trained model’s weights and results', async (t) => {
   const downloaded = await ul('download', 'model=ul://alice/cli/first', 'project=downloads', 'name=again');
   t.equal(downloaded.code, 0, downloaded.out.slice(-3000));
-  t.ok(existsSync(join(work, 'downloads/again/weights/best.pt')));
-  t.match(JSON.parse(read('downloads/again/results.json')), { status: 'completed' });
+  t.ok(existsSync(saved('downloads', 'again', 'weights/best.pt')));
+  t.match(JSON.parse(read(saved('downloads', 'again', 'results.json'))), { status: 'completed' });
 });
 
 t.test('a failed cloud job ends watch and download with its error, not a crash', async (t) => {
