@@ -34,7 +34,8 @@ function computeOf(job: Job, run: TrainingRun | null, payload: TrainingPayload |
 export function trainingView(job: Job | null, run: TrainingRun | null, epochs: EpochRow[], console: string[]): View {
   const payload = job?.payload as TrainingPayload | undefined;
   const started = run?.createdAt ?? job?.startedAt ?? null;
-  const ended = job ? job.finishedAt : run!.completedAt;
+  // A run that reported its end shows it before its job has ended (the job waits for the trainer process to exit).
+  const ended = job?.finishedAt ?? run?.completedAt ?? null;
   const elapsedMs = started ? (ended ?? new Date()).getTime() - started.getTime() : 0;
   const done = run?.epochsDone ?? 0;
   const total = run?.epochs ?? payload?.trainArgs.epochs ?? 0;
