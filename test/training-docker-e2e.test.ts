@@ -72,13 +72,13 @@ t.test("a trainer that fails in its container: the training shows the trainer's 
   t.equal(started.status, 200, JSON.stringify(started.body));
   const job = await eventually(
     async () => {
-      const read = (await call<{ job: { status: string; error: string | null } | null }>(server, 'GET', '/api/models/alice/boxed/no-such-yaml/training', { key: alice })).body.job;
+      const read = (await call<{ job: { status: string; error: { message: string } | null } | null }>(server, 'GET', '/api/models/alice/boxed/no-such-yaml/training', { key: alice })).body.job;
       return read !== null && ['completed', 'failed', 'cancelled'].includes(read.status) ? read : undefined;
     },
     `training to end; agent log:\n${agent.output().slice(-3000)}`,
     120_000,
   );
   t.equal(job.status, 'failed');
-  t.match(job.error, /^exited with status 1: FileNotFoundError: .*yolo99z\.yaml.* does not exist/);
-  t.notMatch(job.error, /(^|[\s'"(=])\/\w/, 'no absolute path');
+  t.match(job.error?.message, /^exited with status 1: FileNotFoundError: .*yolo99z\.yaml.* does not exist/);
+  t.notMatch(job.error?.message, /(^|[\s'"(=])\/\w/, 'no absolute path');
 });
