@@ -12,8 +12,9 @@ const [dir, command, ...args] = process.argv.slice(2) as [string, string, ...str
 const append = (stream: 'stdout' | 'stderr') => openSync(outputFile(dir, stream), 'a');
 // The job stays in this process group, so a stop (SIGTERM to the group) reaches it and everything it starts.
 const job = spawn(command, args, { stdio: ['ignore', append('stdout'), append('stderr')] });
-// That SIGTERM is for the job; this process stays to record how the job ends. (The job gets default handlers.)
-process.on('SIGTERM', () => {});
+// That SIGTERM is for the job; this process stays to record how the job ends. It is passed on as well: one that
+// reached this process while it was still starting, before the job existed, would otherwise never reach the job.
+process.on('SIGTERM', () => job.kill('SIGTERM'));
 
 let spawnError: string | undefined;
 job.on('error', (error) => (spawnError ??= error.message));
