@@ -7,6 +7,8 @@ export const AGENT_ROUTES = {
   connect: '/api/workers/connect',
   /** PUT a running job's checkpoint, `?attempt=N` (worker key). Koa path syntax. */
   checkpoint: '/api/workers/jobs/:jobId/checkpoint',
+  /** PUT one of a job's outputs (`JobSpec.outputs`) after it exited 0, before it is reported completed, `?attempt=N` (worker key). */
+  output: '/api/workers/jobs/:jobId/outputs/:name',
 } as const;
 
 /** A route's path with its `:name` parameters filled in, each URI-encoded. */

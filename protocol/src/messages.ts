@@ -10,6 +10,7 @@ export const MAX_LOG_LINES_PER_MESSAGE = 1000;
 export const MAX_LOG_LINE_BYTES = 16 * 1024;
 export const MAX_ENV_ENTRIES = 256;
 export const MAX_GPUS_PER_HOST = 64;
+export const MAX_JOB_OUTPUTS = 8;
 
 const text = (max: number) => z.string().max(max);
 /** Job and host IDs travel into logs, labels and SQL parameters: keep them short and plain. */
@@ -54,6 +55,13 @@ const relativePath = z
   .max(1024)
   .refine((path) => !path.startsWith('/') && !path.split('/').includes('..'), 'must be a relative path without ..');
 
+/** A file name the agent uploads under or looks for: no directories. */
+const outputName = z.string().regex(/^[\w.-]{1,128}$/).refine((name) => name !== '.' && name !== '..', 'must be a file name');
+
+/** A model format a host can export to (the spec's format IDs: onnx, openvino, engine, ...). */
+const formatId = z.string().regex(/^[a-z0-9_]{1,32}$/);
+export const MAX_EXPORTERS = 64;
+
 export const JobSpec = z.strictObject({
   /** Absent: the agent's configured trainer image (docker runtime) or no image at all (process runtime). */
   image: text(512).min(1).optional(),
@@ -76,7 +84,13 @@ export const JobSpec = z.strictObject({
    * A file the job keeps rewriting (a trainer's last.pt) that the agent uploads whenever it changed, at most every
    * everySeconds: the newest file of that name under `under` in the work dir. A requeued job resumes from it.
    */
-  checkpoint: z.strictObject({ under: relativePath, file: z.string().regex(/^[\w.-]{1,128}$/), everySeconds: z.int().min(1).max(86_400) }).optional(),
+  checkpoint: z.strictObject({ under: relativePath, file: outputName, everySeconds: z.int().min(1).max(86_400) }).optional(),
+  /**
+   * What the job leaves behind for the control plane (an exported model): after it exits 0, the agent uploads each
+   * path under its name (a directory as one zip archive of its contents) and only then reports it completed; a path
+   * that is missing or fails to upload fails the job. Protocol 2.
+   */
+  outputs: z.array(z.strictObject({ path: relativePath, name: outputName })).max(MAX_JOB_OUTPUTS).optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -114,6 +128,15 @@ export const AgentMessage = z.discriminatedUnion('type', [
     type: z.literal('heartbeat'),
     at: z.iso.datetime({ offset: true }),
     freeGpus: gpuIndexes.optional(),
+  }),
+  /**
+   * Protocol 2, sent once right after the welcome: the model formats this host's trainer environment can export to
+   * (probed at the agent's start), and for the others why not (a missing toolchain), for the control plane to say.
+   */
+  z.strictObject({
+    type: z.literal('capabilities'),
+    exporters: z.array(formatId).max(MAX_EXPORTERS),
+    missingExporters: z.record(formatId, text(512)).refine((missing) => Object.keys(missing).length <= MAX_EXPORTERS, `at most ${MAX_EXPORTERS} entries`),
   }),
   z.strictObject({ type: z.literal('job.accepted'), jobId: id }),
   z.strictObject({

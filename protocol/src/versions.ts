@@ -1,8 +1,11 @@
 // Protocol versions: each side speaks a range, and the hello/welcome handshake settles on the highest version both
 // speak, so the control plane and its agents can be upgraded one after the other instead of all at once.
 
-/** The newest version this build speaks; bumped on any change an older peer would misread. */
-export const PROTOCOL_VERSION = 1;
+/**
+ * The newest version this build speaks; bumped on any change an older peer would misread.
+ * 2: `capabilities` (the model formats a host exports) and job outputs (`JobSpec.outputs`).
+ */
+export const PROTOCOL_VERSION = 2;
 /** The oldest version this build still speaks. */
 export const PROTOCOL_VERSION_MIN = 1;
 

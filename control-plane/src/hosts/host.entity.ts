@@ -27,6 +27,9 @@ export const HostSchema = defineEntity({
     lastHeartbeatAt: p.datetime().nullable(),
     /** The agent's last hardware report; its shape is the worker protocol's. */
     hardware: p.json<Record<string, unknown>>().nullable(),
+    /** The model formats its trainer environment exports to (its last `capabilities` message), and why not the others. */
+    exporters: p.array().default([]),
+    missingExporters: p.json<Record<string, string>>().default('{}'),
     /** The worker socket that is the host now (the newest hello, on any replica); null while none is. */
     sessionId: p.string().length(24).nullable(),
     /** The control-plane process holding that socket. */

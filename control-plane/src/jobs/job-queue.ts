@@ -34,6 +34,8 @@ export interface HostRequirements {
   gpuCount: number;
   /** Host memory the job needs (only hosts with at least this much take it). */
   memoryBytes?: number;
+  /** An export format whose toolchain the host must report (`capabilities`); absent: any host. */
+  toolchain?: string;
   /** Requeue rather than fail when its host is lost mid-run. */
   restartable?: boolean;
 }
@@ -60,6 +62,7 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
       gpuType: job.host.gpuCount > 0 ? job.host.gpuType : null,
       gpuCount: job.host.gpuCount,
       memoryBytes: job.host.memoryBytes ?? null,
+      toolchain: job.host.toolchain ?? null,
       restartable: job.host.restartable ?? false,
     }),
   });

@@ -58,6 +58,8 @@ export const JobSchema = defineEntity({
     gpuCount: p.integer().default(0),
     /** Host jobs: the host memory they need; hosts with less never take them. */
     memoryBytes: p.bigint('number').nullable(),
+    /** Host jobs: the export toolchain they need (a model format ID); only hosts that report it take them. */
+    toolchain: p.string().length(32).nullable(),
     /** Host jobs: safe to run again from the start (or from their own checkpoint) when their host is lost. */
     restartable: p.boolean().default(false),
     /** The host running the current attempt, and the GPU indexes it holds there. */

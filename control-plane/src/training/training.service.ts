@@ -15,7 +15,7 @@ import { Model } from '../models/model.entity.ts';
 import { resolveDatasetReference, resolveModelReference } from '../models/references.ts';
 import { MODEL_YAML, type TrainArgs } from './train-args.ts';
 import { TRAINING_JOB, type TrainingPayload } from './training-payload.ts';
-import { someHostOffers } from './training-capacity.ts';
+import { someHostOffers } from '../scheduler/host-offers.ts';
 import { epochHistory } from './epoch-history.ts';
 import { trainingView } from './training-view.ts';
 import { endRun } from './run-status.ts';
@@ -67,7 +67,7 @@ export class TrainingService {
     const gpuType = body.gpuType;
     if (gpuType !== 'cpu' && !KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability) or cpu`);
     const { dataset, weights } = await this.resolveInputs(actor, body.trainArgs);
-    if (!(await someHostOffers(this.em, key.workspaceId, gpuType, this.graceSeconds))) {
+    if (!(await someHostOffers(this.em, key.workspaceId, { gpuType }, this.graceSeconds))) {
       throw new HttpError(503, gpuType === 'cpu' ? 'No worker host is connected' : `No connected worker host has a ${gpuType} GPU; see GET /api/training/gpu-availability`);
     }
     const gpuCount = gpuType === 'cpu' ? 0 : 1;

@@ -15,6 +15,7 @@ import { Migration20261124040000_host_sessions } from './Migration20261124040000
 import { Migration20261124050000_training_run_last_report } from './Migration20261124050000_training_run_last_report.ts';
 import { Migration20261124060000_user_follows } from './Migration20261124060000_user_follows.ts';
 import { Migration20261124070000_model_train_results } from './Migration20261124070000_model_train_results.ts';
+import { Migration20261124090000_job_outputs_exporters } from './Migration20261124090000_job_outputs_exporters.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -35,4 +36,5 @@ export const migrations = [
   { name: 'Migration20261124050000_training_run_last_report', class: Migration20261124050000_training_run_last_report },
   { name: 'Migration20261124060000_user_follows', class: Migration20261124060000_user_follows },
   { name: 'Migration20261124070000_model_train_results', class: Migration20261124070000_model_train_results },
+  { name: 'Migration20261124090000_job_outputs_exporters', class: Migration20261124090000_job_outputs_exporters },
 ];

@@ -1,19 +1,27 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 
+/** What a host job needs of a host: a GPU type ('cpu': none) and, for an export, the format's toolchain. */
+export interface HostOffer {
+  gpuType: string;
+  toolchain?: string;
+}
+
 /**
  * Whether a live connected host (heard from within the grace period) the workspace may use (the pool or its own) has a GPU of the type, or, for cpu,
- * whether any such host is connected. Busy GPUs count: a job for them waits in the queue.
+ * whether any such host is connected, and that host reports the toolchain when one is asked for. Busy GPUs count: a
+ * job for them waits in the queue.
  */
-export async function someHostOffers(em: EntityManager, workspaceId: string, gpuType: string, graceSeconds: number): Promise<boolean> {
+export async function someHostOffers(em: EntityManager, workspaceId: string, offer: HostOffer, graceSeconds: number): Promise<boolean> {
   const [row] = await query<{ found: boolean }>(
     em,
     `select exists (
        select 1 from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)
          and (h.workspace_id is null or h.workspace_id = ?)
          and (? = 'cpu' or exists (select 1 from jsonb_array_elements(coalesce(h.hardware->'gpus', '[]'::jsonb)) g where g->>'typeId' = ?))
+         and (?::varchar is null or ? = any(h.exporters))
      ) as found`,
-    [graceSeconds, workspaceId, gpuType, gpuType],
+    [graceSeconds, workspaceId, offer.gpuType, offer.gpuType, offer.toolchain ?? null, offer.toolchain ?? null],
   );
   return row.found;
 }
