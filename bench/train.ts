@@ -23,8 +23,7 @@
  * Everything is stopped and removed at the end; exit status 1 only when something broke (a FAIL verdict does not).
  * Figures go to a JSON file (see recordResult).
  */
-import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -34,7 +33,8 @@ import { enrollAgent, runAgent, type Spawned } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
-import { adminQuery, positiveInt, recordResult, ROOT, runBenchmark, startControlPlane } from './lib.ts';
+import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
+import { cpuSeconds, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
 
 const EPOCHS = positiveInt('BENCH_EPOCHS', 5);
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
@@ -42,7 +42,6 @@ const MATERIALIZE_IMAGES = positiveInt('BENCH_MATERIALIZE_IMAGES', 2000);
 const TARGET_OVERHEAD = 0.1;
 const TARGET_RATE = 500;
 const TRAINING_TIMEOUT_MS = 20 * 60_000;
-const VENV = join(ROOT, '.venv-trainer');
 const ARGS = { model: 'yolo11n.yaml', epochs: EPOCHS, imgsz: 160, batch: 16, workers: 0, plots: false };
 
 const database = `vp_bench_train_${process.pid}`;
@@ -59,57 +58,11 @@ async function api<T>(method: string, path: string, body?: unknown): Promise<T> 
   return response.body;
 }
 
-/**
- * The environment every trainer here gets: the agent's view of ours without any platform setting, the venv first on
- * PATH (as the process runtime puts it), the shared temporary ultralytics config.
- */
-function trainerEnv(config: string): Record<string, string> {
-  const env = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('ULTRALYTICS_')));
-  return { ...env, VIRTUAL_ENV: VENV, PATH: `${join(VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`, YOLO_CONFIG_DIR: config, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' };
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (in clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** Runs a command to its end; rejects with its last output when it fails. `onTick` runs every 100 ms meanwhile. */
-function run(command: string, args: string[], options: { cwd?: string; env: Record<string, string>; onTick?: () => void }): Promise<{ out: string; seconds: number }> {
-  const started = performance.now();
-  const child = spawn(command, args, { cwd: options.cwd ?? work, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  const ticker = options.onTick && setInterval(options.onTick, 100);
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out = (out + chunk).slice(-20_000)));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (out = (out + chunk).slice(-20_000)));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearInterval(ticker);
-      process.off('exit', kill);
-      if (code === 0) resolve({ out, seconds: (performance.now() - started) / 1000 });
-      else reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${out.slice(-3000)}`));
-    });
-  });
-}
-
-/** A copy of the venv's ultralytics settings (offline, integrations off, fonts) whose datasets, runs and weights stay in `dir`. */
-function ultralyticsConfig(dir: string): string {
-  cpSync(join(VENV, 'yolo-config/Ultralytics'), join(dir, 'Ultralytics'), { recursive: true });
-  const file = join(dir, 'Ultralytics/settings.json');
-  const settings = JSON.parse(readFileSync(file, 'utf8'));
-  Object.assign(settings, { datasets_dir: join(dir, 'datasets'), runs_dir: join(dir, 'runs'), weights_dir: join(dir, 'weights'), api_key: '' });
-  writeFileSync(file, JSON.stringify(settings, null, 2));
-  return dir;
-}
-
 /** The shapes ZIP unpacked into a local YOLO folder; its data.yaml. */
 async function localDataset(env: Record<string, string>): Promise<string> {
   const dir = join(work, 'local');
   writeFileSync(join(work, 'shapes.zip'), await shapesDataset());
-  await run(join(VENV, 'bin/python'), ['-m', 'zipfile', '-e', join(work, 'shapes.zip'), dir], { env });
+  await run(join(VENV, 'bin/python'), ['-m', 'zipfile', '-e', join(work, 'shapes.zip'), dir], { cwd: work, env });
   const yaml = join(dir, 'data.yaml');
   writeFileSync(yaml, `path: ${dir}\ntrain: images/train\nval: images/val\n${readFileSync(yaml, 'utf8')}`);
   return yaml;
@@ -130,7 +83,7 @@ async function standalone(env: Record<string, string>, config: string, data: str
   const started = performance.now();
   const epochEnds: number[] = [];
   // The agent empties CUDA_VISIBLE_DEVICES for a CPU job; so does this.
-  const { seconds } = await run(command, args, { env: { ...env, CUDA_VISIBLE_DEVICES: '' }, onTick: () => {
+  const { seconds } = await run(command, args, { cwd: work, env: { ...env, CUDA_VISIBLE_DEVICES: '' }, onTick: () => {
     const rows = existsSync(csv) ? readFileSync(csv, 'utf8').trim().split('\n').length - 1 : 0;
     while (epochEnds.length < rows) epochEnds.push((performance.now() - started) / 1000);
   } });
@@ -230,6 +183,7 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "images": images, **phases}))
 async function materialize(owner: string, env: Record<string, string>, controlPlanePid: number, output: string) {
   const cpuBefore = cpuSeconds(controlPlanePid);
   const { out } = await run(join(VENV, 'bin/python'), ['-c', MATERIALIZE_PY, `ul://${owner}/datasets/shapes-many`, output], {
+    cwd: work,
     env: { ...env, ULTRALYTICS_API_KEY: key, ULTRALYTICS_PLATFORM_URL: server.url },
   });
   const controlPlaneCpu = cpuSeconds(controlPlanePid) - cpuBefore;
@@ -245,7 +199,7 @@ async function main(): Promise<void> {
   const config = ultralyticsConfig(join(work, 'yolo-config'));
   const env = trainerEnv(config);
   // Loads torch and ultralytics once, so neither training pays for a cold page cache; gives the versions too.
-  const versions = (await run(join(VENV, 'bin/python'), ['-c', 'import torch, ultralytics.models.yolo; print(ultralytics.__version__, torch.__version__)'], { env })).out.trim().split('\n').pop()!.split(' ');
+  const versions = (await run(join(VENV, 'bin/python'), ['-c', 'import torch, ultralytics.models.yolo; print(ultralytics.__version__, torch.__version__)'], { cwd: work, env })).out.trim().split('\n').pop()!.split(' ');
 
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');

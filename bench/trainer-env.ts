@@ -1,0 +1,55 @@
+// What the benchmarks that run the real trainer share: the trainer venv, its environment, and running its commands.
+import { spawn } from 'node:child_process';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ROOT } from './lib.ts';
+
+export const VENV = join(ROOT, '.venv-trainer');
+
+/**
+ * The environment every trainer here gets: the agent's view of ours without any platform setting, the venv first on
+ * PATH (as the process runtime puts it), the shared temporary ultralytics config.
+ */
+export function trainerEnv(config: string): Record<string, string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('ULTRALYTICS_')));
+  return { ...env, VIRTUAL_ENV: VENV, PATH: `${join(VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`, YOLO_CONFIG_DIR: config, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (in clock ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Runs a command to its end; rejects with its last output when it fails. `onTick` runs every 100 ms meanwhile. */
+export function run(command: string, args: string[], options: { cwd: string; env: Record<string, string>; onTick?: () => void }): Promise<{ out: string; seconds: number }> {
+  const started = performance.now();
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  const ticker = options.onTick && setInterval(options.onTick, 100);
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out = (out + chunk).slice(-20_000)));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (out = (out + chunk).slice(-20_000)));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearInterval(ticker);
+      process.off('exit', kill);
+      if (code === 0) resolve({ out, seconds: (performance.now() - started) / 1000 });
+      else reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${out.slice(-3000)}`));
+    });
+  });
+}
+
+/** A copy of the venv's ultralytics settings (offline, integrations off, fonts) whose datasets, runs and weights stay in `dir`. */
+export function ultralyticsConfig(dir: string): string {
+  cpSync(join(VENV, 'yolo-config/Ultralytics'), join(dir, 'Ultralytics'), { recursive: true });
+  const file = join(dir, 'Ultralytics/settings.json');
+  const settings = JSON.parse(readFileSync(file, 'utf8'));
+  Object.assign(settings, { datasets_dir: join(dir, 'datasets'), runs_dir: join(dir, 'runs'), weights_dir: join(dir, 'weights'), api_key: '' });
+  writeFileSync(file, JSON.stringify(settings, null, 2));
+  return dir;
+}
+
