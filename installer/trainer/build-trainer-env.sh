@@ -9,7 +9,8 @@ venv=$(realpath -m "${1:-$here/../../.venv-trainer}")
 log() { printf '[trainer-env] %s\n' "$*"; }
 SECONDS=0
 
-stamp=$(cat "$here"/{apt-packages.txt,requirements.txt,constraints.txt,setup-env.sh} | sha256sum | cut -c1-16)
+stamp=$(cat "$here"/{apt-packages.txt,requirements.txt,requirements-export.txt,constraints.txt,setup-env.sh,probe-exporters.py} |
+  sha256sum | cut -c1-16)
 if [ "$(cat "$venv/.trainer-stamp" 2>/dev/null)" = "$stamp" ] && "$venv/bin/yolo" version >/dev/null 2>&1; then
   log "up to date: $venv (inputs $stamp)"
   exit 0

@@ -9,12 +9,16 @@ suite=bookworm
 log() { printf '[trainer-image] %s\n' "$*" >&2; }
 SECONDS=0
 
-hash=$(cat "$here"/{build-trainer-image.sh,setup-env.sh,apt-packages.txt,requirements.txt,constraints.txt} |
+inputs=(setup-env.sh apt-packages.txt requirements.txt requirements-export.txt constraints.txt probe-exporters.py)
+hash=$(cat "$here/build-trainer-image.sh" "${inputs[@]/#/$here/}" |
   sha256sum | cut -c1-12)
 tag=vp/trainer:$hash
+# The moving tag the Docker runtime uses; VP_TRAINER_LATEST_TAG= (empty) builds without moving it, e.g. beside a CI run.
+latest=${VP_TRAINER_LATEST_TAG-vp/trainer:latest}
+tag_latest() { if [ -n "$latest" ]; then docker tag "$tag" "$latest"; fi; }
 if docker image inspect "$tag" >/dev/null 2>&1; then
   log "cached: $tag"
-  docker tag "$tag" vp/trainer:latest
+  tag_latest
   echo "$tag"
   exit 0
 fi
@@ -70,7 +74,7 @@ mount --bind /dev "$root/dev"
 # A clean environment for the chroot; the host's CA bundle is lent for the build only, so pip also
 # works behind a TLS-inspecting proxy, and proxy variables are passed through.
 mkdir -p "$root/tmp/trainer-setup"
-cp "$here"/{setup-env.sh,requirements.txt,constraints.txt} "$root/tmp/trainer-setup/"
+cp "${inputs[@]/#/$here/}" "$root/tmp/trainer-setup/"
 cp /etc/ssl/certs/ca-certificates.crt "$root/tmp/trainer-setup/ca.crt"
 in_root() {
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
@@ -110,7 +114,7 @@ tar --numeric-owner -C "$root" -c . | docker import \
   --change 'WORKDIR /tmp' \
   --change 'CMD ["yolo", "version"]' \
   - "$tag" >/dev/null
-docker tag "$tag" vp/trainer:latest
+tag_latest
 size=$(docker image inspect -f '{{.Size}}' "$tag")
-log "built $tag (+ vp/trainer:latest) in ${SECONDS}s, $((size / 1024 / 1024)) MiB"
+log "built $tag${latest:+ (+ $latest)} in ${SECONDS}s, $((size / 1024 / 1024)) MiB"
 echo "$tag"

@@ -30,6 +30,15 @@ log "pip: ultralytics runtime deps"
 log "pip: ultralytics (no deps)"
 "${pip[@]}" --no-deps ultralytics ultralytics-thop
 
+log "pip: export toolchains (requirements-export.txt)"
+"${pip[@]}" -r "$here/requirements-export.txt"
+# Importing MNN's converter runs MNN/tools/utils/log.py, which pip-installs aliyun-log-python-sdk when missing and
+# reports every conversion to Alibaba Cloud. An ImportError there makes MNN fall back to no logger (upstream's except).
+mnn=$("$venv/bin/python" -c 'import importlib.util as u; print(u.find_spec("MNN").submodule_search_locations[0])')
+printf '%s\n' '# Replaced by the trainer setup (installer/trainer/setup-env.sh): no telemetry, no pip at conversion time.' \
+  'raise ImportError("MNN conversion telemetry is disabled in the offline trainer environment")' >"$mnn/tools/utils/log.py"
+rm -rf "$mnn/tools/utils/__pycache__"
+
 "$venv/bin/python" - <<'EOF'
 import torch, torchvision, cv2, ultralytics
 assert torch.__file__.startswith("/usr/lib/python3/"), f"torch is not Debian's: {torch.__file__}"
@@ -56,4 +65,15 @@ for f in Arial.ttf Arial.Unicode.ttf; do
   cp /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf "$cfg/Ultralytics/$f"
 done
 "$venv/bin/python" -c 'import matplotlib.font_manager'
+
+# The export-format probe, runnable as $venv/bin/vp-probe-exporters (the image has it on PATH); the build fails if a
+# toolchain requirements-export.txt installs does not load.
+{ echo "#!$venv/bin/python"; tail -n +2 "$here/probe-exporters.py"; } >"$venv/bin/vp-probe-exporters"
+chmod 0755 "$venv/bin/vp-probe-exporters"
+"$venv/bin/vp-probe-exporters" | "$venv/bin/python" -c '
+import json, sys
+probe = json.load(sys.stdin)
+absent = {f: probe["missing"].get(f) for f in ("torchscript", "onnx", "ncnn", "mnn", "coreml") if f not in probe["exporters"]}
+assert not absent, f"export toolchains missing: {absent}"
+print("[trainer-setup] export formats:", " ".join(probe["exporters"]))'
 log "ready: $venv (env: $venv/trainer.env)"

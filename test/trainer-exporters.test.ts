@@ -1,0 +1,92 @@
+// The trainer environment's export toolchains, for real: its probe names the formats it can export, and a model
+// trained here exports with the real `yolo export` (offline, no auto-install) to each of them, lands where
+// export-artifacts.json says, loads with YOLO(artifact) and predicts the boxes the .pt model predicts.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const VENV = join(ROOT, '.venv-trainer');
+if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh (.ci/run does)`);
+const PYTHON = join(VENV, 'bin/python');
+const COMPARE = join(ROOT, 'test/exports/compare_predictions.py');
+/** The formats the appliance's CI environment must export (and predict) on CPU. */
+const CI_FORMATS = ['torchscript', 'onnx', 'ncnn', 'mnn'];
+const ARTIFACTS = JSON.parse(readFileSync(join(ROOT, 'installer/trainer/export-artifacts.json'), 'utf8')) as Record<string, { path: string; directory: boolean }>;
+// Few, mostly low-confidence boxes come out of a 3-epoch model: compare everything it predicts.
+const CONF = '0.001';
+
+function run(file: string, args: string[], cwd: string, timeoutMs = 240_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'vp-export-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * Trains yolo11n on the demo shapes at imgsz 64; returns its last.pt (best.pt of a model this young is usually its
+ * first epoch, and training is deterministic: two runs would share it).
+ */
+async function train(name: string, epochs: number, seed: number): Promise<string> {
+  const trained = await run(
+    join(VENV, 'bin/yolo'),
+    ['train', 'model=yolo11n.yaml', `data=${join(dir, 'dataset/data.yaml')}`, `epochs=${epochs}`, `seed=${seed}`, 'imgsz=64', 'batch=16', 'workers=0', 'device=cpu', 'plots=False', `project=${dir}`, `name=${name}`],
+    dir,
+  );
+  if (trained.code !== 0) throw new Error(`training ${name} failed:\n${trained.stdout.slice(-3000)}${trained.stderr.slice(-3000)}`);
+  return join(dir, name, 'weights/last.pt');
+}
+
+t.test('the probe lists the CI formats and names what is missing for the others, in a few seconds', async (t) => {
+  const started = Date.now();
+  const probe = await run(join(VENV, 'bin/vp-probe-exporters'), [], dir, 60_000);
+  t.equal(probe.code, 0, probe.stderr);
+  const result = JSON.parse(probe.stdout) as { exporters: string[]; missing: Record<string, string>; export_only: Record<string, string> };
+  for (const format of CI_FORMATS) t.ok(result.exporters.includes(format), `${format} is exportable${format in result.missing ? `, not: ${result.missing[format]}` : ''}`);
+  // Debian's torch 1.13 is below what ultralytics asserts for OpenVINO export: the reason names torch.
+  t.match(result.missing.openvino, /torch>=2\.1/);
+  t.notOk(result.exporters.includes('engine'), 'no TensorRT export without tensorrt and a CUDA device');
+  for (const format of result.exporters) t.ok(ARTIFACTS[format], `export-artifacts.json knows where ${format} lands`);
+  t.ok(Date.now() - started < 30_000, `probe took ${Date.now() - started} ms`);
+});
+
+t.test('yolo export writes each CI format offline, and the artifact predicts what the .pt predicts', async (t) => {
+  const dataset = await run(PYTHON, [join(ROOT, 'installer/trainer/make-demo-dataset.py'), join(dir, 'dataset')], dir);
+  t.equal(dataset.code, 0, dataset.stderr);
+  const weights = await train('shapes', 3, 0);
+  const image = join(dir, 'dataset/images/val/0000.jpg');
+
+  for (const format of CI_FORMATS) {
+    await t.test(format, async (t) => {
+      const exported = await run(join(VENV, 'bin/yolo'), ['export', `model=${weights}`, `format=${format}`, 'imgsz=64'], dir);
+      const log = `${exported.stdout}${exported.stderr}`;
+      t.equal(exported.code, 0, log.slice(-3000));
+      // With YOLO_AUTOINSTALL=false a missing package is reported by ultralytics' check_requirements ("requirements:").
+      t.notMatch(log, /requirements:|AutoUpdate|pip install/, 'no requirement was missing or installed at export time');
+      const artifact = join(dirname(weights), ARTIFACTS[format]!.path.replaceAll('{stem}', 'last'));
+      t.ok(existsSync(artifact), `${artifact} exists`);
+      if (!existsSync(artifact)) return;
+      t.equal(statSync(artifact).isDirectory(), ARTIFACTS[format]!.directory, 'file or directory as export-artifacts.json says');
+
+      const compared = await run(PYTHON, [COMPARE, weights, artifact, image, '--conf', CONF], dir);
+      const result = JSON.parse(compared.stdout || '{}') as { ok?: boolean; details?: { matched?: number } };
+      t.equal(compared.code, 0, `${compared.stdout}${compared.stderr.slice(-2000)}`);
+      t.equal(result.ok, true);
+      t.ok((result.details?.matched ?? 0) > 0, 'boxes were compared');
+    });
+  }
+
+  await t.test('a different model does not match the artifact', async (t) => {
+    const other = await train('other', 1, 1);
+    const compared = await run(PYTHON, [COMPARE, other, join(dirname(weights), 'last.onnx'), image, '--conf', CONF], dir);
+    t.equal(compared.code, 1, compared.stdout);
+    t.match(JSON.parse(compared.stdout), { ok: false });
+  });
+});
