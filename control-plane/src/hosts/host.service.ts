@@ -24,6 +24,8 @@ export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof 
     runningJobs,
     lastHeartbeatAt: host.lastHeartbeatAt?.toISOString() ?? null,
     hardware: hardwareSummary(host.hardware ?? null),
+    exporters: host.exporters,
+    missingExporters: host.missingExporters,
     createdAt: host.createdAt.toISOString(),
   };
 }
