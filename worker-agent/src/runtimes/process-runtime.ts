@@ -78,7 +78,6 @@ export class ProcessRuntime implements JobRuntime {
   async runExporterProbe(): Promise<string> {
     const { stdout } = await promisify(execFile)(PROBE_COMMAND, [], {
       env: this.#environment,
-      cwd: this.#workRoot,
       timeout: PROBE_TIMEOUT_MS,
       killSignal: 'SIGKILL',
       maxBuffer: PROBE_MAX_OUTPUT_BYTES,
