@@ -4,12 +4,14 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+
+type Fixtures = Pick<typeof t, 'teardown' | 'testdir'>;
 import { PROBE_COMMAND, probeExporters } from '../worker-agent/src/exporter-probe.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
 import { ProcessRuntime } from '../worker-agent/src/runtimes/process-runtime.ts';
 
 /** A process runtime whose jobs' environment is a venv holding `script` as its probe. */
-function venvWithProbe(t: Pick<typeof import('tap'), 'testdir'>, script: string) {
+function venvWithProbe(t: Fixtures, script: string) {
   const venv = t.testdir();
   mkdirSync(join(venv, 'bin'));
   writeFileSync(join(venv, 'bin', PROBE_COMMAND), `#!/bin/sh\n${script}\n`);

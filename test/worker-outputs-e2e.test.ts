@@ -18,7 +18,7 @@ import { enrollAgent, runAgent, type Spawned } from './helpers/agent.ts';
 import { eventually, queueCommand, readJob } from './helpers/host-jobs.ts';
 import { call, startTestServer } from './helpers/server.ts';
 
-const env = { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1', HOST_LOST_GRACE_SECONDS: '30' };
+const env = { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1', HOST_LOST_GRACE_SECONDS: '30', JOB_OUTPUT_MAX_BYTES: '1000000' };
 const server = await startTestServer(t, { env });
 await server.services().account.createUser('petra');
 await server.services().account.createTeam('exporters', 'petra');
@@ -147,11 +147,16 @@ t.test('outputs: a file as it is, a directory as a zip of its files; uploaded be
   t.match(lines, ['exported', /^uploading best\.onnx \(400\.0 kB\)$/, 'uploaded best.onnx', /^uploading best_openvino_model\.zip \(\d+ B\)$/, 'uploaded best_openvino_model.zip']);
 });
 
-t.test('a missing output fails the job with its path', async (t) => {
+t.test('a missing output fails the job with its path; one over JOB_OUTPUT_MAX_BYTES with the reason', async (t) => {
   const jobId = await queueCommand(server, 'exporters', { ...script('jobs/no-output', `console.log('forgot to export')`), outputs: [{ path: 'best.onnx', name: 'best.onnx' }] });
   await until(async () => (await readJob(server, jobId)).status === 'failed', 'the job to fail');
   t.match(await readJob(server, jobId), { error: 'the job produced no best.onnx' });
   t.same(await outputsOf(jobId), []);
+
+  const huge = await queueCommand(server, 'exporters', { ...script('jobs/huge', `fs.writeFileSync('huge.bin', Buffer.alloc(1000001))`), outputs: [{ path: 'huge.bin', name: 'huge.bin' }] });
+  await until(async () => (await readJob(server, huge)).status === 'failed', 'the job to fail');
+  t.match(await readJob(server, huge), { error: 'uploading huge.bin failed: HTTP 413: A job output may have at most 1000000 bytes' });
+  t.match(await logLines(huge), ['uploading huge.bin (1.0 MB)', 'uploading huge.bin failed: HTTP 413: A job output may have at most 1000000 bytes'], 'said in the job log too');
 });
 
 t.test("an output PUT by another host, for another attempt, or under a bad name is refused", async (t) => {
