@@ -4,7 +4,7 @@
 // front when over its cap), and a retry must send the same bytes again without zipping twice.
 import { createReadStream, createWriteStream } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
-import { join, relative, resolve, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
@@ -37,7 +37,7 @@ export async function uploadOutputs(options: JobFilesOptions, job: OutputUpload)
   const workDir = await realpath(resolve(options.workRoot, job.files.workDir));
   for (const output of job.files.outputs ?? []) {
     const source = await outputSource(workDir, output.path);
-    const zip = source.isDirectory ? join(options.workRoot, AGENT_STATE_DIR, 'outputs', `${encodeURIComponent(job.jobId)}-${output.name}.zip`) : undefined;
+    const zip = source.isDirectory ? join(options.workRoot, AGENT_STATE_DIR, 'outputs', `${encodeURIComponent(job.jobId)}-${output.name}`) : undefined;
     try {
       if (zip) await zipDirectory(source.path, zip);
       const file = zip ?? source.path;
@@ -65,7 +65,7 @@ async function outputSource(workDir: string, path: string): Promise<{ path: stri
 
 /** Streams the directory's regular files (symlinks are left out: they could point anywhere on the host) into a zip file. */
 async function zipDirectory(dir: string, target: string): Promise<void> {
-  await mkdir(join(target, '..'), { recursive: true });
+  await mkdir(dirname(target), { recursive: true });
   const zip = new yazl.ZipFile();
   const written = pipeline(zip.outputStream, createWriteStream(target));
   const add = async (path: string): Promise<void> => {
