@@ -4,7 +4,7 @@
 // that started the containers was killed.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +13,8 @@ import type { JobSpec } from '@vp/protocol';
 import { containerName, containerOptions, DockerRuntime, type DockerRuntimeOptions } from '../worker-agent/src/runtimes/docker-runtime.ts';
 import type { JobAssignment, LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
 import { dockerForTests } from './helpers/docker.ts';
+import { probeExporters } from '../worker-agent/src/exporter-probe.ts';
+import type { Logger } from '../worker-agent/src/log.ts';
 
 const { docker, image } = await dockerForTests();
 const workRoot = realpathSync(mkdtempSync(join(tmpdir(), 'vp-docker-runtime-')));
@@ -237,4 +239,29 @@ t.test('recover() after the agent was killed adopts running containers and repor
   t.same(await byId.get(timed.jobId)?.job.wait(), { outcome: 'failed', error: 'timed out' }, 'the timeout still counts from its start');
   await byId.get(timed.jobId)?.job.release();
   t.ok(await isGone(timed.jobId));
+});
+
+t.test('the exporter probe runs in the trainer image and its container is removed; an image without it, or none, gives no exporters', async (t) => {
+  const answer = { exporters: ['onnx', 'torchscript'], missing: { engine: 'TensorRT needs an NVIDIA GPU' } };
+  const context = t.testdir({
+    Dockerfile: `FROM ${image}\nCOPY vp-probe-exporters /bin/vp-probe-exporters\n`,
+    'vp-probe-exporters': `#!/bin/sh\necho '${JSON.stringify(answer)}'\n`,
+  });
+  chmodSync(join(context, 'vp-probe-exporters'), 0o755);
+  const probeImage = `vp-test/probe:${suffix}`;
+  const build = await docker.buildImage({ context, src: ['Dockerfile', 'vp-probe-exporters'] }, { t: probeImage });
+  await new Promise<void>((done, fail) => docker.modem.followProgress(build, (error) => (error ? fail(error) : done())));
+  t.teardown(() => docker.getImage(probeImage).remove({ force: true }).catch(() => {}));
+
+  const logs: string[] = [];
+  const log: Logger = (level, msg, fields) => logs.push(`${level} ${msg} ${JSON.stringify(fields)}`);
+  t.same(await probeExporters(() => runtime({ defaultImage: probeImage }).runExporterProbe(), log), {
+    exporters: answer.exporters,
+    missingExporters: answer.missing,
+  });
+  t.same(await docker.listContainers({ all: true, filters: { ancestor: [probeImage] } }), [], 'its container is gone');
+
+  t.same(await probeExporters(() => runtime().runExporterProbe(), log), { exporters: [], missingExporters: {} }, 'an image without the probe');
+  t.same(await probeExporters(() => runtime({ defaultImage: undefined }).runExporterProbe(), log), { exporters: [], missingExporters: {} }, 'no trainer image');
+  t.match(logs.slice(1), [/^warn no exporters/, /^warn no exporters.*no trainer image configured/]);
 });

@@ -13,6 +13,7 @@ const host = (overrides: Partial<HostCapacity> = {}): HostCapacity => ({
   runningJobs: 0,
   cpuSlotBusy: false,
   maxConcurrentJobs: undefined,
+  exporters: new Set(),
   ...overrides,
 });
 
@@ -49,4 +50,15 @@ t.test('a job needing more memory than the host has is left to other hosts', asy
     { id: 'fits', gpuType: null, gpuCount: 1, memoryBytes: 32 * 2 ** 30 },
   ];
   t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['fits']);
+});
+
+t.test('a job needing an export toolchain goes only to a host that reports it, and does not hold up the queue', async (t) => {
+  const queue = [
+    { id: 'openvino', gpuType: null, gpuCount: 0, toolchain: 'openvino' },
+    { id: 'engine', gpuType: null, gpuCount: 1, toolchain: 'engine' },
+    { id: 'plain', gpuType: null, gpuCount: 0 },
+  ];
+  t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['plain'], 'a host that exports nothing takes neither export');
+  t.same(placeJobs(host({ exporters: new Set(['onnx', 'engine']) }), queue).map((placement) => placement.jobId), ['engine', 'plain']);
+  t.same(placeJobs(host({ exporters: new Set(['openvino']) }), queue).map((placement) => placement.jobId), ['openvino']);
 });

@@ -8,6 +8,7 @@ import {
   MAX_LOG_LINES_PER_MESSAGE,
   MAX_MESSAGE_BYTES,
   PROTOCOL_VERSION,
+  PROTOCOL_VERSION_MIN,
   commonVersion,
   encodeMessage,
   helloVersionFields,
@@ -53,11 +54,13 @@ const agentMessages: AgentMessage[] = [
   { type: 'job.finished', jobId: 'j-1', outcome: 'failed', exitCode: 137, error: 'out of memory' },
   { type: 'job.finished', jobId: 'j-1', outcome: 'cancelled' },
   { type: 'hello', protocolVersion: PROTOCOL_VERSION + 1, protocolVersions: { min: PROTOCOL_VERSION, max: PROTOCOL_VERSION + 1 }, agentVersion: '0.2.0', hardware, runningJobs: [] },
+  { type: 'capabilities', exporters: ['onnx', 'torchscript'], missingExporters: { engine: 'TensorRT is not installed' } },
 ];
 const serverMessages: ServerMessage[] = [
   { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId: 'h-42', heartbeatSeconds: 10 },
   { type: 'job.assign', jobId: 'j-1', attempt: 1, spec },
   { type: 'job.assign', jobId: 'j-2', attempt: 1, spec: { command: ['true'], env: {}, workDir: 'j-2', gpus: { count: 0 } } },
+  { type: 'job.assign', jobId: 'j-3', attempt: 1, spec: { command: ['yolo', 'export'], env: {}, workDir: 'j-3', gpus: { count: 0 }, outputs: [{ path: 'best.onnx', name: 'best.onnx' }] } },
   { type: 'job.cancel', jobId: 'j-1', reason: 'cancelled by user' },
   { type: 'error', message: 'unknown message type "x"' },
 ];
@@ -80,7 +83,7 @@ t.test('every message kind round-trips in its direction, as a string or a Buffer
     t.same(parseMessage(encodeMessage(message), 'toAgent'), { ok: true, message }, message.type);
   }
   const kinds = new Set([...agentMessages, ...serverMessages].map((message) => message.type));
-  t.same([...kinds].sort(), ['error', 'heartbeat', 'hello', 'job.accepted', 'job.assign', 'job.cancel', 'job.finished', 'job.log', 'job.progress', 'welcome']);
+  t.same([...kinds].sort(), ['capabilities', 'error', 'heartbeat', 'hello', 'job.accepted', 'job.assign', 'job.cancel', 'job.finished', 'job.log', 'job.progress', 'welcome']);
 });
 
 t.test('a message is only accepted in its own direction', async (t) => {
@@ -130,24 +133,29 @@ t.test('log batches are limited in lines and in bytes per line', async (t) => {
 t.test('a hello is accepted when its versions overlap the control plane’s; the refusal names both ranges', async (t) => {
   const hello = { ...agentMessages[0] } as Record<string, unknown>;
   const parse = (patch: Record<string, unknown>) => parseMessage(JSON.stringify({ ...hello, ...patch }), 'toServer');
-  t.ok(parse({ protocolVersion: 2, protocolVersions: { min: 1, max: 2 } }).ok, 'an agent speaking 1..2');
-  t.same(parse({ protocolVersion: 2 }), { ok: false, error: 'no common protocol version: the agent speaks 2..2, the control plane 1..1', unsupportedVersion: true });
-  t.same(parse({ protocolVersion: 3, protocolVersions: { min: 2, max: 3 } }), {
+  // In terms of this build's range (1..PROTOCOL_VERSION), so a version bump keeps the test meaning the same.
+  const V = PROTOCOL_VERSION;
+  const ours = `${PROTOCOL_VERSION_MIN}..${V}`;
+  t.ok(parse({ protocolVersion: V + 1, protocolVersions: { min: 1, max: V + 1 } }).ok, `an agent speaking 1..${V + 1}`);
+  t.ok(parse({ protocolVersion: 1 }).ok, 'an agent speaking only 1');
+  t.same(parse({ protocolVersion: V + 1 }), { ok: false, error: `no common protocol version: the agent speaks ${V + 1}..${V + 1}, the control plane ${ours}`, unsupportedVersion: true });
+  t.same(parse({ protocolVersion: V + 2, protocolVersions: { min: V + 1, max: V + 2 } }), {
     ok: false,
-    error: 'no common protocol version: the agent speaks 2..3, the control plane 1..1',
+    error: `no common protocol version: the agent speaks ${V + 1}..${V + 2}, the control plane ${ours}`,
     unsupportedVersion: true,
   });
-  t.match(parse({ protocolVersion: '1' }), { ok: false, error: /^protocol version "1" is not supported; the control plane speaks 1..1$/, unsupportedVersion: true });
+  t.match(parse({ protocolVersion: '1' }), { ok: false, error: new RegExp(`^protocol version "1" is not supported; the control plane speaks ${ours}$`), unsupportedVersion: true });
   t.match(parse({ protocolVersion: undefined }), { ok: false, error: /protocol version missing is not supported/, unsupportedVersion: true });
   t.match(parse({ protocolVersions: { min: 2, max: 1 } }), { ok: false, unsupportedVersion: true }, 'an empty range');
-  refuses(t, JSON.stringify({ ...hello, protocolVersions: { min: 1, max: 2 } }), 'toServer', /^invalid hello: protocolVersion: must be the highest of protocolVersions$/);
+  refuses(t, JSON.stringify({ ...hello, protocolVersions: { min: 1, max: PROTOCOL_VERSION + 1 } }), 'toServer', /^invalid hello: protocolVersion: must be the highest of protocolVersions$/);
   refuses(t, JSON.stringify({ ...hello, protocolVersions: { min: 1, max: 1, extra: 1 } }), 'toServer', /^invalid hello: protocolVersions: Unrecognized key/);
   t.notOk('unsupportedVersion' in parseMessage('{"type":"heartbeat"}', 'toServer'), 'other refusals are not about versions');
 });
 
 t.test('a welcome must name a version this side speaks', async (t) => {
-  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: 0 }), 'toAgent', /^protocol version 0 chosen by the control plane is not supported; this agent speaks 1..1$/);
-  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: 2 }), 'toAgent', /protocol version 2 chosen/);
+  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: 0 }), 'toAgent', new RegExp(`^protocol version 0 chosen by the control plane is not supported; this agent speaks ${PROTOCOL_VERSION_MIN}..${PROTOCOL_VERSION}$`));
+  refuses(t, JSON.stringify({ ...serverMessages[0], protocolVersion: PROTOCOL_VERSION + 1 }), 'toAgent', new RegExp(`protocol version ${PROTOCOL_VERSION + 1} chosen`));
+  t.ok(parseMessage(JSON.stringify({ ...serverMessages[0], protocolVersion: 1 }), 'toAgent').ok, 'a control plane that speaks only 1');
 });
 
 t.test('the version chosen is the highest both ranges include; a hello carries a range only when it is more than one version', async (t) => {
@@ -200,8 +208,28 @@ t.test('a bad JobSpec refuses the whole job.assign', async (t) => {
 });
 
 t.test("the agent's HTTP routes: one definition, parameters filled in encoded", async (t) => {
-  t.same(AGENT_ROUTES, { enroll: '/api/hosts/enroll', connect: '/api/workers/connect', checkpoint: '/api/workers/jobs/:jobId/checkpoint' });
+  t.same(AGENT_ROUTES, {
+    enroll: '/api/hosts/enroll',
+    connect: '/api/workers/connect',
+    checkpoint: '/api/workers/jobs/:jobId/checkpoint',
+    output: '/api/workers/jobs/:jobId/outputs/:name',
+  });
+  t.equal(routePath(AGENT_ROUTES.output, { jobId: 'j1', name: 'best_openvino_model.zip' }), '/api/workers/jobs/j1/outputs/best_openvino_model.zip');
   t.equal(routePath(AGENT_ROUTES.checkpoint, { jobId: 'a/b c' }), '/api/workers/jobs/a%2Fb%20c/checkpoint');
   t.equal(routePath(AGENT_ROUTES.enroll), '/api/hosts/enroll');
   t.throws(() => routePath(AGENT_ROUTES.checkpoint), /no value for :jobId/);
+});
+
+t.test('capabilities: format IDs only, bounded; job outputs: plain names, relative paths, at most 8', async (t) => {
+  const capabilities = (patch: Record<string, unknown>) => JSON.stringify({ type: 'capabilities', exporters: ['onnx', 'openvino'], missingExporters: { engine: 'TensorRT needs an NVIDIA GPU' }, ...patch });
+  t.ok(parseMessage(capabilities({}), 'toServer').ok);
+  refuses(t, capabilities({ exporters: ['ONNX; rm -rf /'] }), 'toServer', /^invalid capabilities: exporters.0/);
+  refuses(t, capabilities({ missingExporters: { engine: 'x'.repeat(513) } }), 'toServer', /missingExporters/);
+  refuses(t, capabilities({ exporters: Array.from({ length: 65 }, (_, i) => `f${i}`) }), 'toServer', /exporters: Too big/);
+  const assign = (outputs: unknown) =>
+    JSON.stringify({ ...serverMessages.find((message) => message.type === 'job.assign'), spec: { ...(serverMessages.find((message) => message.type === 'job.assign') as { spec: object }).spec, outputs } });
+  t.ok(parseMessage(assign([{ path: 'runs/best_openvino_model', name: 'best_openvino_model.zip' }]), 'toAgent').ok);
+  refuses(t, assign([{ path: '../etc/passwd', name: 'passwd' }]), 'toAgent', /outputs.0.path: must be a relative path/);
+  refuses(t, assign([{ path: 'a', name: 'dir/name' }]), 'toAgent', /outputs.0.name/);
+  refuses(t, assign(Array.from({ length: 9 }, (_, i) => ({ path: `f${i}`, name: `f${i}` }))), 'toAgent', /outputs: Too big/);
 });

@@ -249,3 +249,17 @@ t.test('disconnecting a host cancels its running jobs and closes its socket', as
   await eventually(async () => (await status(jobId)) === 'cancelled', 'the job to be cancelled');
   t.match(await readJob(server, jobId), { error: 'Cancelled' });
 });
+
+t.test('protocol 1: an agent that sends no capabilities gets no export (a job needing a toolchain), the others as before', async (t) => {
+  const { handle } = await team();
+  const exportJob = await queueCommand(server, handle, { command: ['export'], outputs: [{ path: 'best.onnx', name: 'best.onnx' }] }, { toolchain: 'onnx' });
+  const plain = await queueCommand(server, handle, { command: ['echo'] });
+  const { client } = await host(handle, 'old-agent', [], server, { protocolVersion: 1 });
+  t.equal((await client.nextOf('job.assign')).jobId, plain, 'the plain job');
+  t.ok(await client.quiet(1000), 'nothing more');
+  t.equal(await status(exportJob), 'queued', 'the export waits for a host that reports its toolchain');
+  const { client: current } = await host(handle, 'new-agent', []);
+  current.send({ type: 'capabilities', exporters: ['onnx'], missingExporters: {} });
+  const assigned = await current.nextOf('job.assign');
+  t.match(assigned, { jobId: exportJob, spec: { outputs: [{ path: 'best.onnx', name: 'best.onnx' }] } }, 'given once its capabilities arrived');
+});

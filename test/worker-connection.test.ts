@@ -10,6 +10,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { CLOSE, Hardware, PROTOCOL_VERSION } from '@vp/protocol';
 import type { WorkerConfig } from '../worker-agent/src/config.ts';
 import { WorkerConnection, backoffDelay, connectUrl, DEFAULT_TIMING, type ConnectionTiming } from '../worker-agent/src/connection.ts';
+import type { Capabilities } from '../worker-agent/src/exporter-probe.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -24,7 +25,10 @@ interface Received {
 }
 
 /** A stand-in control plane: checks the key, answers hello with welcome, records every frame it receives. */
-async function fakeControlPlane(t: Fixtures, options: { heartbeatSeconds?: number; welcome?: boolean; refuse?: (attempt: number) => number | undefined } = {}) {
+async function fakeControlPlane(
+  t: Fixtures,
+  options: { heartbeatSeconds?: number; welcome?: boolean; protocolVersion?: number; refuse?: (attempt: number) => number | undefined } = {},
+) {
   let attempts = 0;
   const attemptTimes: number[] = [];
   const sockets: WebSocket[] = [];
@@ -48,7 +52,8 @@ async function fakeControlPlane(t: Fixtures, options: { heartbeatSeconds?: numbe
       const message = JSON.parse(String(data)) as Record<string, unknown>;
       received.push({ socket: index, at: Date.now(), message });
       if (message.type === 'hello' && options.welcome !== false) {
-        socket.send(JSON.stringify({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId: 'h-1', heartbeatSeconds: options.heartbeatSeconds ?? 30 }));
+        const protocolVersion = options.protocolVersion ?? PROTOCOL_VERSION;
+        socket.send(JSON.stringify({ type: 'welcome', protocolVersion, hostId: 'h-1', heartbeatSeconds: options.heartbeatSeconds ?? 30 }));
       }
     });
   });
@@ -62,6 +67,7 @@ async function fakeControlPlane(t: Fixtures, options: { heartbeatSeconds?: numbe
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     sockets,
     closes,
+    received,
     of,
     attempts: () => attempts,
     /** Milliseconds between consecutive upgrade attempts. */
@@ -89,10 +95,11 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
 });
 
 /** A connection whose log is kept for assertions; stopped at teardown. */
-function connect(t: Fixtures, server: string, timing: Partial<ConnectionTiming> = {}) {
+function connect(t: Fixtures, server: string, timing: Partial<ConnectionTiming> = {}, capabilities?: Promise<Capabilities>) {
   const logs: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
   const log: Logger = (level, msg, fields) => logs.push({ level, msg, fields });
   const connection = new WorkerConnection(configFor(server, t.testdir()), log, timing);
+  if (capabilities) connection.setCapabilities(capabilities);
   const done = connection.run();
   t.teardown(() => connection.stop());
   return { connection, done, logs };
@@ -123,6 +130,30 @@ t.test('hello carries the protocol version and valid hardware; heartbeats follow
   const times = [hello.at, ...heartbeats.map((entry) => entry.at)];
   for (let i = 1; i < times.length; i++) t.ok(Math.abs(times[i] - times[i - 1] - 1000) < 300, `heartbeat ${i} about 1 s after the previous (${times[i] - times[i - 1]} ms)`);
   t.ok(heartbeats.every((entry) => !Number.isNaN(Date.parse(entry.message.at as string))), 'each heartbeat carries its time');
+});
+
+t.test('capabilities: sent after each welcome of protocol 2, once the probe answered; never to a control plane speaking 1', async (t) => {
+  const capabilities: Capabilities = { exporters: ['onnx'], missingExporters: { engine: 'TensorRT is not installed' } };
+  let answer!: (value: Capabilities) => void;
+  const server = await fakeControlPlane(t);
+  const { connection } = connect(t, server.url, { backoffBaseMs: 50, backoffCapMs: 200 }, new Promise((resolve) => (answer = resolve)));
+  await once(connection, 'welcome');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(server.of('capabilities').length, 0, 'not before the probe answered');
+  answer(capabilities);
+  await server.until(() => server.of('capabilities').length === 1);
+  t.same(server.of('capabilities')[0].message, { type: 'capabilities', ...capabilities });
+  server.sockets[0].terminate();
+  await once(connection, 'welcome');
+  await server.until(() => server.of('capabilities').length === 2);
+  t.equal(server.of('capabilities')[1].socket, 1, 'again on the new socket, from the same probe');
+
+  const old = await fakeControlPlane(t, { protocolVersion: 1, heartbeatSeconds: 1 });
+  const { connection: toOld } = connect(t, old.url, {}, Promise.resolve(capabilities));
+  const [welcome] = await once(toOld, 'welcome');
+  t.equal(welcome.protocolVersion, 1);
+  await old.until(() => old.of('heartbeat').length >= 1);
+  t.same(old.received.map((entry) => entry.message.type), ['hello', 'heartbeat'], 'a version-1 control plane gets no capabilities, and the agent works on');
 });
 
 t.test('a dropped socket is reconnected, and the new hello names the host from the last welcome', async (t) => {

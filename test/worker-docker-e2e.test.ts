@@ -1,10 +1,13 @@
 // A real vp-worker agent on the Docker runtime (a real engine, a locally built image): a job runs in a
 // container with its logs streamed; cancel stops the container; the agent stopped (SIGTERM) mid-job is restarted
-// and adopts the still-running container, so the job finishes once and is recorded.
+// and adopts the still-running container, so the job finishes once and is recorded; a job's outputs written in its
+// container are uploaded.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import t from 'tap';
+import { jobOutputs } from '../control-plane/src/jobs/job-output.store.ts';
 import { enrollAgent, runAgent } from './helpers/agent.ts';
 import { dockerForTests } from './helpers/docker.ts';
 import { eventually, queueCommand, readJob } from './helpers/host-jobs.ts';
@@ -50,4 +53,29 @@ t.test('a job runs in a container of the trainer image; cancel stops it; the age
   t.match(await readJob(server, survivor), { status: 'completed', attempts: 1 });
   t.same(await lines(survivor), ['start', 'done'], 'ran once; output after the restart arrived too');
   await eventually(async () => (await containersOf(survivor)).length === 0 && true, 'its container to be removed');
+});
+
+t.test('a job in a container leaves outputs: a file and its work dir zipped, uploaded before it is completed', async (t) => {
+  const agent = startAgent();
+  const jobId = await queueCommand(server, 'docker-team', {
+    ...shell('jobs/export', 'echo model > best.onnx; echo "<net/>" > best.xml'),
+    outputs: [
+      { path: 'best.onnx', name: 'best.onnx' },
+      { path: '.', name: 'export.zip' },
+    ],
+  });
+  await eventually(async () => (await readJob(server, jobId)).status !== 'running' && (await readJob(server, jobId)).status !== 'queued', `the job to end; agent log:\n${agent.output()}`, 60_000);
+  t.match(await readJob(server, jobId), { status: 'completed', error: null });
+  const outputs = await jobOutputs(server.orm.em.fork() as EntityManager, jobId);
+  t.same(outputs.map((output) => output.name), ['best.onnx', 'export.zip']);
+  const read = async (storageKey: string) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of (await server.storage.store.get(storageKey))!.stream) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  };
+  t.equal((await read(outputs[0].storageKey)).toString(), 'model\n');
+  const zip = await read(outputs[1].storageKey);
+  t.equal(zip.subarray(0, 4).toString('hex'), '504b0304', 'a zip archive');
+  t.ok(zip.includes('best.xml') && zip.includes('best.onnx'), 'of the files the container wrote');
+  t.match(await lines(jobId), [/^uploading best\.onnx \(6 B\)$/, 'uploaded best.onnx', /^uploading export\.zip/, 'uploaded export.zip']);
 });

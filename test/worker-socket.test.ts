@@ -81,8 +81,9 @@ t.test('the key is checked before the upgrade: no key, API key, revoked key, wro
 
 t.test('protocol versions: a hello whose range overlaps the server’s is welcomed with the highest common version', async (t) => {
   const { hostId, workerKey } = await enroll('ws-11');
-  const { client, welcome } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: 2, protocolVersions: { min: 1, max: 2 } });
-  t.same(welcome, { type: 'welcome', protocolVersion: 1, hostId, heartbeatSeconds: 7 }, 'an agent speaking 1..2 gets 1');
+  const newest = PROTOCOL_VERSION + 1;
+  const { client, welcome } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: newest, protocolVersions: { min: 1, max: newest } });
+  t.same(welcome, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId, heartbeatSeconds: 7 }, `an agent speaking 1..${newest} gets ${PROTOCOL_VERSION}`);
   client.ws.close();
   await client.closed;
   const { client: today, welcome: todays } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: 1 });
@@ -96,7 +97,11 @@ t.test('a hello of no common protocol version, or another message first, is answ
   const newer = openClient(workerKey);
   await newer.upgraded;
   newer.send({ ...hello, protocolVersion: PROTOCOL_VERSION + 1 });
-  t.same(await newer.next(), { type: 'error', message: 'no common protocol version: the agent speaks 2..2, the control plane 1..1' }, 'the message names both ranges');
+  t.same(
+    await newer.next(),
+    { type: 'error', message: `no common protocol version: the agent speaks ${PROTOCOL_VERSION + 1}..${PROTOCOL_VERSION + 1}, the control plane 1..${PROTOCOL_VERSION}` },
+    'the message names both ranges',
+  );
   t.match(await newer.closed, { code: CLOSE.unsupportedVersion, reason: 'unsupported protocol version' });
 
   const early = openClient(workerKey);

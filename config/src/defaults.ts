@@ -20,6 +20,7 @@ export const defaults = {
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)
   hostLostGraceSeconds: 120, // HOST_LOST_GRACE_SECONDS: a host silent this long loses its jobs (requeued or failed)
   trainingCheckpointSeconds: 300, // TRAINING_CHECKPOINT_SECONDS: how often a host uploads a training's last.pt (what a requeued job resumes from)
+  jobOutputMaxBytes: 8 * 2 ** 30, // JOB_OUTPUT_MAX_BYTES: the largest output (an exported model, zipped) a host may upload for a job
   // TRAINING_CANCEL_GRACE_SECONDS: a cancelled trainer has this long to stop by itself before its host stops it; a cancelled
   // run on a user's own machine that reports nothing this long ends cancelled (a live trainer posts within 5 s of a batch)
   trainingCancelGraceSeconds: 60,

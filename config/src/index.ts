@@ -77,6 +77,7 @@ const EnvSchema = z.object({
   HOST_LOST_GRACE_SECONDS: positiveInt.default(defaults.hostLostGraceSeconds),
   TRAINING_CANCEL_GRACE_SECONDS: positiveInt.default(defaults.trainingCancelGraceSeconds),
   TRAINING_CHECKPOINT_SECONDS: positiveInt.max(86_400).default(defaults.trainingCheckpointSeconds),
+  JOB_OUTPUT_MAX_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.jobOutputMaxBytes),
   TRAINING_RUN_SILENCE_SECONDS: positiveInt.default(defaults.trainingRunSilenceSeconds),
   BILLING_ENABLED: flag.default(defaults.billingEnabled),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
@@ -122,6 +123,8 @@ export interface AppConfig {
   trainingRunSilenceSeconds: number;
   /** How often a worker host uploads a running training's last.pt; a job requeued after a lost host resumes from it. */
   trainingCheckpointSeconds: number;
+  /** The largest file a worker host may upload as one of a job's outputs (an exported model). */
+  jobOutputMaxBytes: number;
   /** Credits are checked before training and jobs charged to the workspace; false: estimates only, nothing refused, charges recorded at 0. */
   billingEnabled: boolean;
   /** Cents per GPU-hour by GPU type ID (`cpu` for jobs without GPUs): the defaults with GPU_PRICES_CENTS_PER_HOUR merged over them. */
@@ -185,6 +188,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     hostLostGraceSeconds: e.HOST_LOST_GRACE_SECONDS,
     trainingCancelGraceSeconds: e.TRAINING_CANCEL_GRACE_SECONDS,
     trainingCheckpointSeconds: e.TRAINING_CHECKPOINT_SECONDS,
+    jobOutputMaxBytes: e.JOB_OUTPUT_MAX_BYTES,
     trainingRunSilenceSeconds: e.TRAINING_RUN_SILENCE_SECONDS,
     billingEnabled: e.BILLING_ENABLED,
     gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },

@@ -29,6 +29,7 @@ import { UploadService } from './uploads/upload.service.ts';
 import { CheckpointService } from './webhooks/checkpoint.service.ts';
 import { TrainingEventsService } from './webhooks/training-events.service.ts';
 import { JobCheckpointService } from './workers/job-checkpoint.service.ts';
+import { JobOutputService } from './workers/job-output.service.ts';
 
 export interface ServiceDeps {
   config: AppConfig;
@@ -164,6 +165,10 @@ export class Services {
 
   get jobCheckpoints(): JobCheckpointService {
     return new JobCheckpointService(this.em, this.storage);
+  }
+
+  get jobOutputs(): JobOutputService {
+    return new JobOutputService(this.em, this.storage, this.deps.config.jobOutputMaxBytes);
   }
 
   get checkpoints(): CheckpointService {

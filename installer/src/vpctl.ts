@@ -59,6 +59,7 @@ function hostRows(hosts: Host[], running: Map<string, string[]>): string[][] {
     host.state,
     timestamp(host.lastHeartbeatAt),
     hardwareSummary(host.hardware ?? null) ?? 'not reported',
+    host.exporters.join(',') || '-',
     (running.get(host.id) ?? []).join(',') || '-',
   ]);
 }
@@ -219,7 +220,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     );
   hosts
     .command('list')
-    .description('List hosts: name, workspace, state, last heartbeat, hardware summary, running jobs')
+    .description('List hosts: name, workspace, state, last heartbeat, hardware summary, the model formats it exports to, running jobs')
     .option('--workspace <handle>', 'only the hosts private to this workspace')
     .action((options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
@@ -229,7 +230,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
           return;
         }
         const running = await services.hosts.runningJobIds(records);
-        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'RUNNING JOBS'], hostRows(records, running)));
+        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'EXPORTERS', 'RUNNING JOBS'], hostRows(records, running)));
       }),
     );
 

@@ -20,7 +20,7 @@ export async function queueCommand(
     workspaceId: workspace.id,
     payload: { spec: { env: {}, workDir: 'jobs/test', gpus: { count: 0 }, ...spec } },
     priority: options.priority,
-    host: { gpuType: options.gpuType ?? null, gpuCount: options.gpuCount ?? 0, restartable: options.restartable, memoryBytes: options.memoryBytes },
+    host: { gpuType: options.gpuType ?? null, gpuCount: options.gpuCount ?? 0, restartable: options.restartable, memoryBytes: options.memoryBytes, toolchain: options.toolchain },
   });
   return job.id;
 }

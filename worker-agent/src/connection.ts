@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
 import { AGENT_ROUTES, CLOSE, MAX_MESSAGE_BYTES, encodeMessage, helloVersionFields, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
+import type { Capabilities } from './exporter-probe.ts';
 import { readHardware } from './hardware.ts';
 import type { Logger } from './log.ts';
 
@@ -71,6 +72,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   readonly #log: Logger;
   readonly #timing: ConnectionTiming;
   #jobs: ConnectionJobs | undefined;
+  /** The exporter probe's answer (probed once at start), sent after each welcome of protocol 2 or later. */
+  #capabilities: Promise<Capabilities> | undefined;
   #state: ConnectionState = 'connecting';
   #socket: WebSocket | undefined;
   #hardware: Hardware | undefined;
@@ -98,6 +101,11 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   /** Set before run(): without jobs the agent reports none and ignores assignments. */
   setJobs(jobs: ConnectionJobs): void {
     this.#jobs = jobs;
+  }
+
+  /** Set before run(): without it no `capabilities` are sent, and the control plane gives this host no export. */
+  setCapabilities(capabilities: Promise<Capabilities>): void {
+    this.#capabilities = capabilities;
   }
 
   /** Sends now when the socket is ready (welcomed); false otherwise, and the caller keeps the message. */
@@ -236,6 +244,12 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     }, welcome.heartbeatSeconds * 1000);
     this.#timers.add(timer);
     this.#setState('ready');
+    // A version-1 control plane would refuse the message; the probe may still be running (it is waited for, not redone).
+    if (welcome.protocolVersion >= 2) {
+      void this.#capabilities?.then((capabilities) => {
+        if (this.#socket === socket && this.#state === 'ready') this.#send({ type: 'capabilities', ...capabilities });
+      });
+    }
     this.#jobs?.connected();
     this.emit('welcome', welcome);
   }

@@ -1,11 +1,13 @@
 // The agent's jobs: starts what the control plane assigns on the runtime, streams their output back, reports
 // how they ended, and keeps that report (and output) while the socket is down so nothing is lost on a reconnect.
 // Only once the report has gone out does the runtime drop what would let a restarted agent report it again, and
-// the job's work dir start its keep time.
+// the job's work dir start its keep time. A job with outputs that exited 0 is reported completed only once its
+// outputs are uploaded.
 import type { AgentMessage, ServerMessage } from '@vp/protocol';
 import { fetchInputs, watchCheckpoint, type JobFilesOptions } from './job-files.ts';
+import { OutputError, uploadOutputs } from './job-outputs.ts';
 import type { Logger } from './log.ts';
-import type { JobOutcome, JobRuntime, LogSink, RunningJob } from './runtimes/runtime.ts';
+import { jobFiles, type JobFiles, type JobOutcome, type JobRuntime, type LogSink, type RunningJob } from './runtimes/runtime.ts';
 import type { WorkDirRetention } from './work-dir-retention.ts';
 
 /** Output lines held while disconnected; beyond this they are dropped (the agent's log says how many). */
@@ -17,14 +19,16 @@ type Cancel = Extract<ServerMessage, { type: 'job.cancel' }>;
 interface Tracked {
   attempt: number;
   gpuIndexes: number[];
-  /** Relative to the work root; unknown for a job an older agent started. */
-  workDir?: string;
+  /** Its work dir (relative to the work root), checkpoint and outputs; unknown for a job an older agent started. */
+  files?: JobFiles;
   /** Undefined while the runtime is starting it. */
   job?: RunningJob;
   /** A cancel that arrived while it was starting. */
   cancelReason?: string;
   /** Stops its checkpoint uploads. */
   stopWatching?: () => void;
+  /** Stops its output uploads (a cancel, the agent stopping). */
+  readonly uploads: AbortController;
 }
 
 export class JobManager {
@@ -60,7 +64,7 @@ export class JobManager {
   async recover(): Promise<void> {
     for (const { jobId, attempt, job, files } of await this.#runtime.recover((id) => this.#sink(id))) {
       this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
-      const tracked: Tracked = { attempt, gpuIndexes: [], job, workDir: files?.workDir };
+      const tracked: Tracked = { attempt, gpuIndexes: [], job, files, uploads: new AbortController() };
       // An adopted trainer keeps uploading its checkpoint, so a later host loss still resumes from a recent one.
       if (files && this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec: files });
       this.#jobs.set(jobId, tracked);
@@ -79,7 +83,7 @@ export class JobManager {
 
   /** The work dirs of the jobs known here: never swept. */
   workDirs(): string[] {
-    return [...this.#jobs.values()].flatMap((tracked) => (tracked.workDir === undefined ? [] : [tracked.workDir]));
+    return [...this.#jobs.values()].flatMap((tracked) => (tracked.files === undefined ? [] : [tracked.files.workDir]));
   }
 
   /** After a welcome: sends what was held while the socket was down, in order. */
@@ -98,11 +102,11 @@ export class JobManager {
       this.#log('warn', 'ignored a repeated assignment', { jobId, attempt });
       return;
     }
-    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [], workDir: spec.workDir };
+    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [], files: jobFiles(spec), uploads: new AbortController() };
     this.#jobs.set(jobId, tracked);
     let job: RunningJob;
     try {
-      if ((spec.inputs?.length || spec.checkpoint) && !this.#files) throw new Error('this agent takes no job files');
+      if ((spec.inputs?.length || spec.checkpoint || spec.outputs?.length) && !this.#files) throw new Error('this agent takes no job files');
       if (this.#files) await fetchInputs(this.#files, spec);
       job = await this.#runtime.start({ jobId, attempt, spec }, this.#sink(jobId));
     } catch (error) {
@@ -127,6 +131,7 @@ export class JobManager {
       return;
     }
     this.#log('info', 'cancelling a job', { jobId: message.jobId, reason: message.reason });
+    tracked.uploads.abort(message.reason);
     if (tracked.job) void tracked.job.stop(message.reason);
     else tracked.cancelReason = message.reason;
   }
@@ -141,15 +146,42 @@ export class JobManager {
     this.#detached = true;
     for (const tracked of this.#jobs.values()) {
       tracked.stopWatching?.();
+      // A job whose outputs were being uploaded has ended: the next agent finds it so and uploads them again.
+      tracked.uploads.abort('the agent is stopping');
       tracked.job?.detach();
     }
   }
 
   #watch(jobId: string, job: RunningJob): void {
     job.wait().then(
-      (outcome) => this.#report(jobId, outcome),
+      async (outcome) => {
+        const delivered = outcome.outcome === 'completed' ? await this.#uploadOutputs(jobId, outcome) : outcome;
+        if (delivered) this.#report(jobId, delivered);
+      },
       (error: unknown) => this.#report(jobId, { outcome: 'failed', error: `the runtime lost the job: ${(error as Error).message}` }),
     );
+  }
+
+  /**
+   * After a job exited 0: its outputs, uploaded. Its outcome: completed, failed when an output is missing or could not
+   * be uploaded, cancelled when a cancel came meanwhile; undefined when the agent is stopping (the next one uploads).
+   */
+  async #uploadOutputs(jobId: string, completed: JobOutcome): Promise<JobOutcome | undefined> {
+    const tracked = this.#jobs.get(jobId);
+    if (!tracked?.files?.outputs?.length) return completed;
+    if (!this.#files) return { outcome: 'failed', error: 'this agent takes no job files' };
+    const { signal } = tracked.uploads;
+    const say = (line: string) => this.#sink(jobId)({ stream: 'stdout', lines: [line] });
+    try {
+      await uploadOutputs(this.#files, { jobId, attempt: tracked.attempt, files: tracked.files, say, signal });
+      return completed;
+    } catch (error) {
+      if (this.#detached) return undefined;
+      if (signal.aborted) return { outcome: 'cancelled', error: String(signal.reason) };
+      const message = error instanceof OutputError ? error.message : `uploading its outputs failed: ${(error as Error).message}`;
+      say(message);
+      return { outcome: 'failed', exitCode: 0, error: message };
+    }
   }
 
   #report(jobId: string, outcome: JobOutcome): void {
@@ -185,7 +217,7 @@ export class JobManager {
     if (!tracked) return;
     const forget = async () => {
       await tracked.job?.release();
-      if (tracked.workDir !== undefined) await this.#retention?.ended(tracked.workDir);
+      if (tracked.files !== undefined) await this.#retention?.ended(tracked.files.workDir);
     };
     forget().catch((error: unknown) => this.#log('warn', 'could not clean up after a job', { jobId, error: (error as Error).message }));
   }

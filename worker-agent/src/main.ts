@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
 import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
 import { enroll } from './enroll.ts';
+import { probeExporters } from './exporter-probe.ts';
 import { JobManager } from './job-manager.ts';
 import { jsonLinesLogger } from './log.ts';
 import { runtimeFromConfig } from './runtime-from-config.ts';
@@ -69,7 +70,10 @@ async function run(configFile: string | undefined): Promise<number> {
     connection = new WorkerConnection(config, log);
     const files = { server: config.server.replace(/^ws/, 'http'), workerKey: config.workerKey, workRoot: config.workDir, log };
     const retention = new WorkDirRetention({ workRoot: config.workDir, keepMs: config.keepWorkDirsHours * 3_600_000, log, inUse: () => jobs.workDirs() });
-    jobs = new JobManager(runtimeFromConfig(config), log, (message) => connection.send(message), { files, retention });
+    const runtime = runtimeFromConfig(config);
+    // Not awaited: the agent connects (and adopts its jobs) while the probe runs; its answer follows the welcome.
+    connection.setCapabilities(probeExporters(() => runtime.runExporterProbe(), log));
+    jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention });
     connection.setJobs(jobs);
     await jobs.recover();
     retention.start();

@@ -29,7 +29,8 @@ export const HostSchema = defineEntity({
     hardware: p.json<Record<string, unknown>>().nullable(),
     /** The model formats its trainer environment exports to (its last `capabilities` message), and why not the others. */
     exporters: p.array().default([]),
-    missingExporters: p.json<Record<string, string>>().default('{}'),
+    // Raw: a JSON property's default('{}') would be stored as the JSON string "{}".
+    missingExporters: p.json<Record<string, string>>().defaultRaw(`'{}'`),
     /** The worker socket that is the host now (the newest hello, on any replica); null while none is. */
     sessionId: p.string().length(24).nullable(),
     /** The control-plane process holding that socket. */

@@ -24,6 +24,9 @@ export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof 
     runningJobs,
     lastHeartbeatAt: host.lastHeartbeatAt?.toISOString() ?? null,
     hardware: hardwareSummary(host.hardware ?? null),
+    exporters: host.exporters,
+    // Unset on a host created by this process and not read back since: the column's default.
+    missingExporters: host.missingExporters ?? {},
     createdAt: host.createdAt.toISOString(),
   };
 }

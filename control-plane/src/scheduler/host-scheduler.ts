@@ -17,6 +17,8 @@ export interface LocalHost {
   workspaceId: string | null;
   hardware: Hardware;
   maxConcurrentJobs: number | undefined;
+  /** The model formats its agent reported it exports to (`capabilities`, after the welcome); empty until then. */
+  exporters: ReadonlySet<string>;
   /** Whether this socket is still the host's current session, holding it so until `tx` ends (no takeover in between). */
   holdsHost(tx: EntityManager): Promise<boolean>;
   send(message: ServerMessage): void;
@@ -32,6 +34,7 @@ interface QueuedRow extends JobColumns {
   gpu_type: string | null;
   gpu_count: number;
   memory_bytes: string | null;
+  toolchain: string | null;
 }
 
 /**
@@ -185,7 +188,7 @@ export class HostScheduler {
       );
       const queue = await query<QueuedRow>(
         em,
-        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes from jobs
+        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain from jobs
          where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
          order by priority desc, created_at, id limit ${QUEUE_WINDOW} for update skip locked`,
         [pgArray(kinds), host.workspaceId, host.workspaceId],
@@ -198,8 +201,17 @@ export class HostScheduler {
           runningJobs: busy.length,
           cpuSlotBusy: busy.some((job) => job.gpu_count === 0),
           maxConcurrentJobs: host.maxConcurrentJobs,
+          exporters: host.exporters,
         },
-        queue.map((row): QueuedJob => ({ id: row.id, gpuType: row.gpu_type, gpuCount: row.gpu_count, memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes) })),
+        queue.map(
+          (row): QueuedJob => ({
+            id: row.id,
+            gpuType: row.gpu_type,
+            gpuCount: row.gpu_count,
+            memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes),
+            toolchain: row.toolchain,
+          }),
+        ),
       );
       const rows = new Map(queue.map((row) => [row.id, row]));
       const messages: ServerMessage[] = [];

@@ -13,6 +13,8 @@ export interface HostCapacity {
   cpuSlotBusy: boolean;
   /** The agent's own cap; undefined: no cap beyond GPUs and the CPU slot. */
   maxConcurrentJobs: number | undefined;
+  /** The model formats the host's trainer environment exports to (its `capabilities`; none before they came). */
+  exporters: ReadonlySet<string>;
 }
 
 export interface QueuedJob {
@@ -22,6 +24,8 @@ export interface QueuedJob {
   gpuCount: number;
   /** The host memory it needs, if it said. */
   memoryBytes?: number | null;
+  /** The export format whose toolchain it needs; null: none. */
+  toolchain?: string | null;
 }
 
 export interface Placement {
@@ -33,8 +37,8 @@ export interface Placement {
 /**
  * Walks the queue in its order (priority, then age) and takes every job that fits. A job this host could run
  * but not yet (its GPUs are busy) stops later jobs needing the same kind of slot from overtaking it, so a big
- * job is not starved by a stream of small ones; jobs this host can never run (GPU type or count, memory) are left
- * to other hosts.
+ * job is not starved by a stream of small ones; jobs this host can never run (GPU type or count, memory, an export
+ * toolchain it does not report) are left to other hosts.
  */
 export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): Placement[] {
   const free = capacity.gpus.filter((gpu) => !capacity.busyGpuIndexes.has(gpu.index));
@@ -45,6 +49,7 @@ export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): 
   for (const job of queue) {
     if (capacity.maxConcurrentJobs !== undefined && running >= capacity.maxConcurrentJobs) break;
     if (job.memoryBytes && job.memoryBytes > capacity.memoryBytes) continue;
+    if (job.toolchain && !capacity.exporters.has(job.toolchain)) continue;
     if (job.gpuCount === 0) {
       if (cpuSlotBusy) continue;
       cpuSlotBusy = true;

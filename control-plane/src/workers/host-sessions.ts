@@ -1,10 +1,10 @@
 // The host row's record of its worker socket, shared by every replica: which session (socket) is the host now,
-// on which replica, since when; state, last heartbeat and hardware. The newest hello takes the host over, and
+// on which replica, since when; state, last heartbeat, hardware and exporters. The newest hello takes the host over, and
 // every write a session makes is checked against it in the same transaction, so a socket that was taken over
 // (on this replica or another) changes nothing, even before its replica has closed it.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Hardware } from '@vp/protocol';
-import { query } from '../db/sql.ts';
+import { pgArray, query } from '../db/sql.ts';
 
 /** Announced with the host id when a new session took a host over: the replica holding the older socket closes it. */
 export const HOST_SESSIONS_CHANNEL = 'vp_host_sessions';
@@ -71,6 +71,15 @@ export async function isCurrentSession(em: EntityManager, session: HostSession):
 /** The server's clock, not the agent's `at`: hosts' clocks may drift, liveness is judged here. */
 export async function recordHeartbeat(em: EntityManager, hostId: string): Promise<void> {
   await query(em, 'update hosts set last_heartbeat_at = now() where id = ?', [hostId]);
+}
+
+/** The agent's `capabilities`: what its host exports to, kept for the hosts view and for export requests (host-offers.ts). */
+export async function recordCapabilities(em: EntityManager, hostId: string, exporters: string[], missingExporters: Record<string, string>): Promise<void> {
+  await query(em, 'update hosts set exporters = ?::text[], missing_exporters = ?::jsonb, updated_at = now() where id = ?', [
+    pgArray(exporters),
+    JSON.stringify(missingExporters),
+    hostId,
+  ]);
 }
 
 /** The session's socket closed: the host is disconnected, unless a newer session has it already. */

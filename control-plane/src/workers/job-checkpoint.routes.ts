@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ObjectId } from '../db/ids.ts';
 import { defineRoute } from '../http/define-route.ts';
 import { queryInt } from '../validation/integers.ts';
+import { putJobOutput } from './job-output.routes.ts';
 
 export const putJobCheckpoint = defineRoute({
   method: 'PUT',
@@ -22,4 +23,4 @@ export const putJobCheckpoint = defineRoute({
     ctx.state.services.jobCheckpoints.receive(ctx.get('authorization') || undefined, params.jobId, query.attempt, ctx.req, ctx.get('content-length') || undefined),
 });
 
-export const workerRoutes = [putJobCheckpoint];
+export const workerRoutes = [putJobCheckpoint, putJobOutput];

@@ -1,12 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { bearerToken } from '../auth/key-format.ts';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
-import { Conflict, NotFound, Unauthorized } from '../http/errors.ts';
+import { Conflict } from '../http/errors.ts';
 import { announcedSize } from '../storage/announced-size.ts';
-import { findWorkerByKey } from '../hosts/worker-key-lookup.ts';
 import type { Storage } from '../storage/storage.ts';
+import { runningAttempt } from './worker-job-access.ts';
 
 /**
  * PUT /api/workers/jobs/{id}/checkpoint: a worker host's upload of a running training's last.pt (worker-key auth;
@@ -23,25 +22,17 @@ export class JobCheckpointService {
   }
 
   async receive(authorization: string | undefined, jobId: string, attempt: number, body: Readable, contentLength: string | undefined): Promise<{ success: true; size: number }> {
-    const worker = await findWorkerByKey(this.em, bearerToken(authorization) ?? '');
-    if (!worker) throw Unauthorized('A worker key is required');
-    const [job] = await query<{ workspace_id: string; subject_id: string; attempts: number }>(
-      this.em,
-      `select workspace_id, subject_id, attempts from jobs where id = ? and host_id = ? and status = 'running' and kind = 'training'`,
-      [jobId, worker.hostId],
-    );
-    if (!job) throw NotFound(`No running training job ${jobId} on this host`);
-    if (job.attempts !== attempt) throw Conflict(`Attempt ${attempt} is no longer the job's current attempt`);
+    const job = await runningAttempt(this.em, authorization, { id: jobId, attempt, kind: 'training' });
     const [run] = await query<{ id: string }>(this.em, 'select id from training_runs where job_id = ? order by id desc limit 1', [jobId]);
     if (!run) throw Conflict('The trainer has not reported its start yet');
     const bytes = announcedSize(contentLength);
-    const key = `ws/${job.workspace_id}/models/${job.subject_id}/checkpoints/job-${jobId}/last.pt`;
+    const key = `ws/${job.workspaceId}/models/${job.subjectId}/checkpoints/job-${jobId}/last.pt`;
     const stored = await this.storage.store.put(key, body, { contentType: 'application/octet-stream', expectedBytes: bytes, createOnly: false });
     await query(
       this.em,
       `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'modelFiles', ?, ?)
        on conflict (key) do update set bytes = excluded.bytes, updated_at = now()`,
-      [newId(), job.workspace_id, key, stored.size],
+      [newId(), job.workspaceId, key, stored.size],
     );
     await query(this.em, 'update training_runs set resume_key = ?, updated_at = now() where id = ?', [key, run.id]);
     return { success: true, size: stored.size };

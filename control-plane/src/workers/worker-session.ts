@@ -8,7 +8,7 @@ import { CLOSE } from '@vp/protocol';
 import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
 import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
-import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
+import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
 export const HELLO_TIMEOUT_MS = 10_000;
@@ -154,6 +154,8 @@ export class WorkerSession implements WorkerConnection {
         return this.refuse('hello was already received');
       case 'heartbeat':
         return this.heartbeat();
+      case 'capabilities':
+        return this.capabilities(message);
       case 'job.accepted': {
         const accepted = await this.asCurrent((tx) => markAccepted(tx, this.hostId, message.jobId));
         if (!accepted) return this.cancel(message.jobId, 'the job is not assigned to this host');
@@ -203,10 +205,21 @@ export class WorkerSession implements WorkerConnection {
       workspaceId: this.workspaceId,
       hardware: hello.hardware,
       maxConcurrentJobs: hello.maxConcurrentJobs,
+      // Until its `capabilities` arrive (never from a protocol-1 agent) the host gets no export.
+      exporters: new Set(),
       holdsHost: (tx) => isCurrentSession(tx, this.session),
       send: (message) => this.send(message),
     };
     scheduler.attach(this.local);
+  }
+
+  /** Stored for the hosts view and export requests; the scheduler offers the host the exports it can now take. */
+  private async capabilities(message: Extract<AgentMessage, { type: 'capabilities' }>): Promise<void> {
+    await this.asCurrent((tx) => recordCapabilities(tx, this.hostId, message.exporters, message.missingExporters));
+    this.log.info({ exporters: message.exporters }, 'worker reported its exporters');
+    if (!this.local) return;
+    this.local.exporters = new Set(message.exporters);
+    this.context.scheduler.wake(this.hostId);
   }
 
   private cancel(jobId: string, reason: string): void {

@@ -9,9 +9,10 @@ import { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { resolve } from 'node:path';
 import { failureCause } from './failure-cause.ts';
-import { LogBatcher, TAIL_LINES, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { LogBatcher, TAIL_LINES, jobFiles, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
 import { causeContext, DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
 import { endedJob, prepareWorkDir } from './shared.ts';
+import { PROBE_COMMAND, PROBE_MAX_OUTPUT_BYTES, PROBE_TIMEOUT_MS } from '../exporter-probe.ts';
 
 export interface DockerRuntimeOptions {
   /** Absolute; each job's `<workRoot>/<spec.workDir>` is mounted into its container. */
@@ -33,7 +34,7 @@ const LABELS = {
   attempt: 'vp.attempt',
   /** Present when the job has a timeout, so a recovered job keeps it. */
   timeoutSeconds: 'vp.timeout-seconds',
-  /** The job's work dir and checkpoint (JSON of JobFiles): a recovered job's uploads go on, its work dir is cleaned after. */
+  /** The job's work dir, checkpoint and outputs (JSON of JobFiles): a recovered job's uploads go on, its work dir is cleaned after. */
   files: 'vp.job-files',
 } as const;
 
@@ -59,7 +60,7 @@ export function containerOptions(
   const gpus = spec.gpus.indexes ? { DeviceIDs: spec.gpus.indexes.map(String) } : { Count: spec.gpus.count };
   const labels: Record<string, string> = { [LABELS.managed]: 'true', [LABELS.host]: host, [LABELS.jobId]: jobId, [LABELS.attempt]: String(attempt) };
   if (spec.timeoutSeconds !== undefined) labels[LABELS.timeoutSeconds] = String(spec.timeoutSeconds);
-  labels[LABELS.files] = JSON.stringify({ workDir: spec.workDir, checkpoint: spec.checkpoint } satisfies JobFiles);
+  labels[LABELS.files] = JSON.stringify(jobFiles(spec));
   return {
     name: containerName(jobId, attempt),
     Image: image,
@@ -169,6 +170,54 @@ export class DockerRuntime implements JobRuntime {
     await finished(output);
     logs.end();
     return failureCause(logs.tail, causeContext(info));
+  }
+
+  /**
+   * `docker run --rm --network none <trainer image> vp-probe-exporters`: the image is pulled first if missing (as a job
+   * would), then the probe gets PROBE_TIMEOUT_MS and PROBE_MAX_OUTPUT_BYTES of stdout; its container is always removed.
+   */
+  async runExporterProbe(): Promise<string> {
+    const image = this.#defaultImage;
+    if (image === undefined) throw new Error('this agent has no trainer image configured (VP_WORKER_TRAINER_IMAGE)');
+    await this.#ensureImage(image);
+    const container = await this.#docker.createContainer({
+      Image: image,
+      Cmd: [PROBE_COMMAND],
+      Labels: { [LABELS.host]: this.#host },
+      HostConfig: { NetworkMode: 'none', Init: true },
+    });
+    try {
+      const output = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      const stdout = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          bytes += chunk.length;
+          if (bytes > PROBE_MAX_OUTPUT_BYTES) return done(new Error(`the probe printed more than ${PROBE_MAX_OUTPUT_BYTES} bytes`));
+          chunks.push(chunk);
+          done();
+        },
+      });
+      const tooLong = new Promise<never>((_, fail) => stdout.once('error', fail));
+      tooLong.catch(() => {});
+      this.#docker.modem.demuxStream(output, stdout, new Writable({ write: (_chunk, _encoding, done) => done() }));
+      await container.start();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, fail) => {
+        timer = setTimeout(() => fail(new Error(`the probe ran longer than ${PROBE_TIMEOUT_MS / 1000} s`)), PROBE_TIMEOUT_MS);
+      });
+      try {
+        const { StatusCode } = (await Promise.race([container.wait(), timedOut, tooLong])) as { StatusCode: number };
+        await Promise.race([finished(output), tooLong]);
+        if (StatusCode !== 0) throw new Error(`the probe exited with status ${StatusCode}`);
+      } finally {
+        clearTimeout(timer);
+        output.destroy();
+      }
+      return Buffer.concat(chunks).toString('utf8');
+    } finally {
+      await removeContainer(container);
+    }
   }
 
   /** Present locally: used as it is. Otherwise pulled, which fails on a host that cannot reach the registry. */

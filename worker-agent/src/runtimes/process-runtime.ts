@@ -2,13 +2,15 @@
 // ignored here; only the Docker runtime can enforce them. GPUs are chosen with CUDA_VISIBLE_DEVICES. Each job runs
 // under a small supervisor (job-supervisor.ts) that sends its output to files and records its exit status, so the
 // job outlives the agent: an agent stopped (or killed) mid-job adopts it again when it starts, like Docker's.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { PROBE_COMMAND, PROBE_MAX_OUTPUT_BYTES, PROBE_TIMEOUT_MS } from '../exporter-probe.ts';
 import { ProcessJob } from './process-job.ts';
 import { ProcessJobState, processStartTime, type ProcessJobRecord } from './process-job-state.ts';
-import { LogBatcher, type JobAssignment, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { LogBatcher, jobFiles, type JobAssignment, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob } from './runtime.ts';
 import { prepareWorkDir } from './shared.ts';
 
 const SUPERVISOR = fileURLToPath(new URL('./job-supervisor.ts', import.meta.url));
@@ -52,7 +54,7 @@ export class ProcessRuntime implements JobRuntime {
     // The agent does not wait for it to exit before it may exit itself (SIGTERM: the job goes on).
     supervisor.unref();
     const supervisorExited = new Promise<void>((exited) => supervisor.once('exit', () => exited()));
-    const record: ProcessJobRecord = { jobId, attempt, pid, startTime: processStartTime(pid), startedAt: Date.now(), files: { workDir: spec.workDir, checkpoint: spec.checkpoint } };
+    const record: ProcessJobRecord = { jobId, attempt, pid, startTime: processStartTime(pid), startedAt: Date.now(), files: jobFiles(spec) };
     if (spec.timeoutSeconds !== undefined) record.timeoutSeconds = spec.timeoutSeconds;
     state.writeRecord(record);
     return new ProcessJob({ state, record, logs: new LogBatcher(sink), stopGraceMs: this.#stopGraceMs, cause: { env, workDirs: [resolve(this.#workRoot, spec.workDir), cwd] }, supervisorExited });
@@ -70,6 +72,17 @@ export class ProcessRuntime implements JobRuntime {
       const job = new ProcessJob({ state, record, logs: new LogBatcher(sinkFor(jobId)), stopGraceMs: this.#stopGraceMs, cause });
       return { jobId, attempt, job, files };
     });
+  }
+
+  /** The probe found on the jobs' PATH: the configured environment's bin/ first. */
+  async runExporterProbe(): Promise<string> {
+    const { stdout } = await promisify(execFile)(PROBE_COMMAND, [], {
+      env: this.#environment,
+      timeout: PROBE_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
+      maxBuffer: PROBE_MAX_OUTPUT_BYTES,
+    });
+    return stdout;
   }
 }
 

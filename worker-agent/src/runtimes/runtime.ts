@@ -45,8 +45,11 @@ export interface RecoveredJob {
   files?: JobFiles;
 }
 
-/** The part of a job's spec its checkpoint uploads need. */
-export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint'>;
+/** The part of a job's spec its checkpoint and output uploads need. */
+export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint' | 'outputs'>;
+
+/** The JobFiles of a spec, as a runtime records them for a restarted agent. */
+export const jobFiles = (spec: JobSpec): JobFiles => ({ workDir: spec.workDir, checkpoint: spec.checkpoint, outputs: spec.outputs });
 
 export interface JobRuntime {
   start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob>;
@@ -58,6 +61,12 @@ export interface JobRuntime {
    * output not yet sent).
    */
   recover(sink: (jobId: string) => LogSink): Promise<RecoveredJob[]>;
+  /**
+   * Runs the trainer environment's exporter probe (exporter-probe.ts) where its jobs would run (the trainer image, or
+   * the configured Python environment) and resolves with what it printed; rejects when it fails, runs past
+   * PROBE_TIMEOUT_MS or prints more than PROBE_MAX_OUTPUT_BYTES.
+   */
+  runExporterProbe(): Promise<string>;
 }
 
 const FLUSH_INTERVAL_MS = 1000;

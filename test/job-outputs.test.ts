@@ -1,0 +1,72 @@
+// The agent's output uploads against a stand-in control plane (an HTTP server in this file) that fails on purpose:
+// transient failures (5xx, a dropped connection) are retried with the same bytes, a refusal (4xx) is final and
+// named, and an abort (a cancel, the agent stopping) ends the upload.
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+
+type Fixtures = Pick<typeof t, 'teardown' | 'testdir'>;
+import { OutputError, uploadOutputs } from '../worker-agent/src/job-outputs.ts';
+import type { Logger } from '../worker-agent/src/log.ts';
+
+async function body(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString();
+}
+
+/** Answers each PUT with the next of `answers` (a status, or 'drop' to cut the connection); records what arrived. */
+async function standIn(t: Fixtures, answers: Array<number | 'drop'>) {
+  const received: Array<{ url: string; length: string | undefined; body: string }> = [];
+  const server = createServer(async (request, response) => {
+    const answer = answers.shift() ?? 200;
+    if (answer === 'drop') return request.socket.destroy();
+    received.push({ url: request.url!, length: request.headers['content-length'], body: await body(request) });
+    response.writeHead(answer, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(answer === 200 ? { success: true } : { error: `refused with ${answer}` }));
+  });
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  t.teardown(() => server.close());
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received };
+}
+
+function job(t: Fixtures, signal = new AbortController().signal) {
+  const workRoot = t.testdir();
+  mkdirSync(join(workRoot, 'jobs/x'), { recursive: true });
+  writeFileSync(join(workRoot, 'jobs/x/best.onnx'), 'the model');
+  const said: string[] = [];
+  const warnings: string[] = [];
+  const log: Logger = (_level, msg) => warnings.push(msg);
+  const files = { workDir: 'jobs/x', outputs: [{ path: 'best.onnx', name: 'best.onnx' }] };
+  return { workRoot, said, warnings, log, upload: { jobId: 'job-1', attempt: 2, files, say: (line: string) => said.push(line), signal } };
+}
+
+t.test('transient failures are retried with the same bytes until one is stored', async (t) => {
+  const server = await standIn(t, [503, 'drop', 200]);
+  const { workRoot, said, warnings, log, upload } = job(t);
+  await uploadOutputs({ server: server.url, workerKey: 'vpw_key', workRoot, log }, upload);
+  t.same(server.received, [
+    { url: '/api/workers/jobs/job-1/outputs/best.onnx?attempt=2', length: '9', body: 'the model' },
+    { url: '/api/workers/jobs/job-1/outputs/best.onnx?attempt=2', length: '9', body: 'the model' },
+  ], 'the refused try and the stored one (the dropped one never answered)');
+  t.same(said, ['uploading best.onnx (9 B)', 'uploaded best.onnx']);
+  t.equal(warnings.filter((msg) => msg.includes('retrying')).length, 2);
+});
+
+t.test('a refusal is final and named; an abort ends the upload', async (t) => {
+  const server = await standIn(t, [409]);
+  const refused = job(t);
+  await t.rejects(uploadOutputs({ server: server.url, workerKey: 'vpw_key', workRoot: refused.workRoot, log: refused.log }, refused.upload), new OutputError('uploading best.onnx failed: HTTP 409: refused with 409'));
+  t.equal(server.received.length, 1, 'not tried again');
+
+  const stalled = await standIn(t, [503, 503, 503]);
+  const abort = new AbortController();
+  const aborted = job(t, abort.signal);
+  const upload = uploadOutputs({ server: stalled.url, workerKey: 'vpw_key', workRoot: aborted.workRoot, log: aborted.log }, aborted.upload);
+  setTimeout(() => abort.abort('cancelled by a user'), 200);
+  const started = Date.now();
+  await t.rejects(upload);
+  t.ok(Date.now() - started < 2000, 'not after all the retries');
+});

@@ -1,0 +1,145 @@
+// What a job leaves behind for the control plane (JobSpec.outputs, an exported model): uploaded after it exited 0
+// and before it is reported completed. A file goes as it is; a directory as one zip archive of its contents, written
+// to a temporary file first: the control plane stores an upload of an announced length (all or nothing, refused up
+// front when over its cap), and a retry must send the same bytes again without zipping twice.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { lstat, mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import yazl from 'yazl';
+import { AGENT_ROUTES, routePath } from '@vp/protocol';
+import type { JobFilesOptions } from './job-files.ts';
+import type { JobFiles } from './runtimes/runtime.ts';
+import { AGENT_STATE_DIR } from './runtimes/shared.ts';
+
+/** Tries per output; a transient failure (no answer, 5xx, 429) waits 1, 2, 4 s before the next. */
+export const UPLOAD_TRIES = 4;
+const RETRY_BASE_MS = 1000;
+
+/** Why the outputs could not be delivered: the job fails with this message. */
+export class OutputError extends Error {}
+
+/** A failure worth trying again (the control plane restarting, a dropped connection). */
+class TransientUploadError extends Error {}
+
+export interface OutputUpload {
+  jobId: string;
+  attempt: number;
+  files: JobFiles;
+  /** A line for the job's own log, so its users see the uploads. */
+  say: (line: string) => void;
+  signal: AbortSignal;
+}
+
+/** Uploads every output in order; throws OutputError naming the first that is missing or could not be uploaded. */
+export async function uploadOutputs(options: JobFilesOptions, job: OutputUpload): Promise<void> {
+  const workDir = await realpath(resolve(options.workRoot, job.files.workDir));
+  for (const output of job.files.outputs ?? []) {
+    const source = await outputSource(workDir, output.path);
+    const zip = source.isDirectory ? join(options.workRoot, AGENT_STATE_DIR, 'outputs', `${encodeURIComponent(job.jobId)}-${output.name}`) : undefined;
+    try {
+      if (zip) await zipDirectory(source.path, zip);
+      const file = zip ?? source.path;
+      const { size } = await stat(file);
+      job.say(`uploading ${output.name} (${formatBytes(size)})`);
+      await upload(options, job, output.name, file, size).catch((error: unknown) => {
+        throw error instanceof OutputError || job.signal.aborted ? error : new OutputError(`uploading ${output.name} failed: ${(error as Error).message}`);
+      });
+      job.say(`uploaded ${output.name}`);
+    } finally {
+      if (zip) await rm(zip, { force: true });
+    }
+  }
+}
+
+/** The output's real path, which must be a regular file or a directory inside the work dir (a symlink out of it is refused). */
+async function outputSource(workDir: string, path: string): Promise<{ path: string; isDirectory: boolean }> {
+  const real = await realpath(resolve(workDir, path)).catch(() => undefined);
+  if (real === undefined) throw new OutputError(`the job produced no ${path}`);
+  if (real !== workDir && !real.startsWith(workDir + sep)) throw new OutputError(`output ${path} leads outside the job's work dir`);
+  const info = await stat(real);
+  if (!info.isFile() && !info.isDirectory()) throw new OutputError(`output ${path} is neither a file nor a directory`);
+  return { path: real, isDirectory: info.isDirectory() };
+}
+
+/** Streams the directory's regular files (symlinks are left out: they could point anywhere on the host) into a zip file. */
+async function zipDirectory(dir: string, target: string): Promise<void> {
+  await mkdir(dirname(target), { recursive: true });
+  const zip = new yazl.ZipFile();
+  const written = pipeline(zip.outputStream, createWriteStream(target));
+  const add = async (path: string): Promise<void> => {
+    for (const entry of await readdir(path, { withFileTypes: true })) {
+      const full = join(path, entry.name);
+      const name = relative(dir, full).split(sep).join('/');
+      if (entry.isDirectory()) {
+        zip.addEmptyDirectory(name);
+        await add(full);
+      } else if (entry.isFile()) {
+        const info = await lstat(full);
+        zip.addReadStream(createReadStream(full), name, { mtime: info.mtime, mode: info.mode, size: info.size });
+      }
+    }
+  };
+  try {
+    await add(dir);
+  } finally {
+    zip.end();
+  }
+  await written;
+}
+
+async function upload(options: JobFilesOptions, job: OutputUpload, name: string, file: string, size: number): Promise<void> {
+  const url = `${options.server}${routePath(AGENT_ROUTES.output, { jobId: job.jobId, name })}?attempt=${job.attempt}`;
+  for (let tried = 1; ; tried++) {
+    try {
+      return await put(url, options.workerKey, file, size, job.signal);
+    } catch (error) {
+      if (!(error instanceof TransientUploadError) || tried >= UPLOAD_TRIES || job.signal.aborted) throw error;
+      options.log('warn', 'an output upload failed; retrying', { jobId: job.jobId, name, error: error.message });
+      await new Promise((settle) => setTimeout(settle, RETRY_BASE_MS * 2 ** (tried - 1)));
+    }
+  }
+}
+
+async function put(url: string, workerKey: string, file: string, size: number, signal: AbortSignal): Promise<void> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${workerKey}`, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+      body: Readable.toWeb(createReadStream(file)) as never,
+      duplex: 'half',
+      signal,
+    } as RequestInit);
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw new TransientUploadError((error as Error & { cause?: Error }).cause?.message ?? (error as Error).message);
+  }
+  if (response.ok) {
+    await response.body?.cancel();
+    return;
+  }
+  const body = await response.text().catch(() => '');
+  const reason = (() => {
+    try {
+      return (JSON.parse(body) as { error?: string }).error ?? body;
+    } catch {
+      return body;
+    }
+  })();
+  const message = `HTTP ${response.status}${reason ? `: ${reason.slice(0, 500)}` : ''}`;
+  throw response.status >= 500 || response.status === 429 ? new TransientUploadError(message) : new Error(message);
+}
+
+/** 12.3 MB, 512 B: for the job's log. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
