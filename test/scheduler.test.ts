@@ -113,6 +113,17 @@ t.test('GPU type, CPU jobs and workspaces: a host takes only what it can run and
   t.equal((await theirs.nextOf('job.assign')).jobId, foreign);
 });
 
+t.test('a spec beyond the protocol’s limits fails its job instead of reaching the agent', async (t) => {
+  const { handle } = await team();
+  const oversized = await queueCommand(server, handle, { command: ['echo', 'x'.repeat(17 * 1024)] }, { gpuCount: 1 });
+  const fine = await queueCommand(server, handle, { command: ['fine'] }, { gpuCount: 1 });
+  const { client } = await host(handle, 'limits', [gpu(0)]);
+  t.equal((await client.nextOf('job.assign')).jobId, fine, 'the next job gets the GPU');
+  const failed = await readJob(server, oversized);
+  t.equal(failed.status, 'failed');
+  t.match(failed.error, /breaks the worker protocol's limits \(command\.1: /);
+});
+
 t.test('logs stream into the job in order and are read page by page by its workspace only', async (t) => {
   const { handle, key } = await team();
   const stranger = await team();

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Hardware, JobSpec, ServerMessage } from '@vp/protocol';
+import { JobSpec, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
@@ -238,8 +238,12 @@ export class HostScheduler {
   /** The attempt's spec with the assigned GPUs, or the reason it cannot run. */
   private async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec | string> {
     try {
-      const spec = await this.kinds[attempt.kind].spec(em, attempt);
-      return { ...spec, gpus: { count: attempt.gpuIndexes.length, indexes: attempt.gpuIndexes } };
+      const spec = { ...(await this.kinds[attempt.kind].spec(em, attempt)), gpus: { count: attempt.gpuIndexes.length, indexes: attempt.gpuIndexes } };
+      // The agent refuses a spec beyond the protocol's limits and the job would stay running: fail it here instead.
+      const checked = JobSpec.safeParse(spec);
+      if (checked.success) return spec;
+      const problems = checked.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+      return `The job could not be prepared: its command breaks the worker protocol's limits (${problems.join('; ')})`;
     } catch (error) {
       if (error instanceof JobFailure) return error.message;
       this.log.error({ err: error, jobId: attempt.id }, 'building a job spec failed');
