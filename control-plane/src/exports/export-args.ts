@@ -78,9 +78,9 @@ function quantizeFor(format: ExportFormatId, given: ExportArgs['quantize']): Qua
   return quantize;
 }
 
-/** `yolo export` arguments (k=v) for normalized args. */
+/** `yolo export` arguments (k=v) for normalized args, in name order (jsonb keeps its own). */
 export function exportCommandArgs(args: NormalizedArgs): string[] {
-  return Object.entries(args).map(([name, value]) => {
+  return Object.entries(args).sort(([a], [b]) => a.localeCompare(b)).map(([name, value]) => {
     const text = Array.isArray(value) ? `[${value.join(',')}]` : typeof value === 'boolean' ? (value ? 'True' : 'False') : value === null ? 'None' : String(value);
     return `${name}=${text}`;
   });

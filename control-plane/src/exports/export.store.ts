@@ -58,11 +58,14 @@ interface ExportRow {
   file_size: string | null;
   file_sha256: string | null;
   file_name: string | null;
-  started_at: Date | null;
-  completed_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
+  started_at: string | Date | null;
+  completed_at: string | Date | null;
+  created_at: string | Date;
+  updated_at: string | Date;
 }
+
+/** The driver answers raw timestamps as text. */
+const date = (value: string | Date | null): Date | null => (value === null ? null : new Date(value));
 
 const fromRow = (row: ExportRow): ExportRecord => ({
   id: row.id,
@@ -81,10 +84,10 @@ const fromRow = (row: ExportRow): ExportRecord => ({
   fileSize: row.file_size === null ? null : Number(row.file_size),
   fileSha256: row.file_sha256,
   fileName: row.file_name,
-  startedAt: row.started_at,
-  completedAt: row.completed_at,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
+  startedAt: date(row.started_at),
+  completedAt: date(row.completed_at),
+  createdAt: date(row.created_at)!,
+  updatedAt: date(row.updated_at)!,
 });
 
 export interface NewExport {
