@@ -21,7 +21,7 @@ export const ExportCreate = z
     gpuType: z.string().max(64).nullable().optional().meta({ description: 'Required for engine (the GPU type the TensorRT engine is built on, and for); refused for other formats' }),
     args: ExportArgs.nullable().optional(),
   })
-  .meta({ id: 'ExportCreate' });
+  .meta({ description: 'format required; gpuType for engine only; args per the format (see the description)' });
 
 export const ExportView = z
   .object({
@@ -40,7 +40,7 @@ export const ExportView = z
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
-  .meta({ id: 'ModelExport' });
+  .meta({ description: 'A model export' });
 
 export const ExportList = z.object({ exports: z.array(ExportView), region: Region });
 export const ExportRead = z.object({ export: ExportView });
