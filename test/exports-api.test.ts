@@ -157,6 +157,8 @@ t.test('queued, starting, running from the job; 409 while in flight; completed w
   t.ok(done.startedAt && done.completedAt);
   t.same(Buffer.from(await (await fetch(done.file.downloadUrl)).arrayBuffer()), onnxBytes, 'the download serves the artifact');
   t.same(await storage(), { bytes: onnxBytes.length, count: 1 });
+  const top = (await call<Json>(server, 'GET', '/api/storage?details=true', { key: alice })).body.breakdown.topItems;
+  t.match(top.find((item: Json) => item.type === 'export'), { _id: onnxId, name: 'shapes-yolo11n.onnx', sizeBytes: onnxBytes.length, parentSlug: 'shapes-yolo11n' });
   const listed = await call<Json>(server, 'GET', `${base}?status=completed`, { key: alice });
   t.same(listed.body.exports.map((e: Json) => e.id), [onnxId]);
   t.equal((await call<Json>(server, 'GET', `${base}?status=queued`, { key: alice })).body.exports.length, 0);
