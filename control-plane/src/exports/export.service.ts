@@ -16,7 +16,7 @@ import { someHostOffers } from '../scheduler/host-offers.ts';
 import { digestOf } from '../storage/md5-of.ts';
 import { BAD_SIGNATURE } from '../storage/signed-url.ts';
 import type { Storage } from '../storage/storage.ts';
-import { normalizeArgs, type NormalizedArgs } from './export-args.ts';
+import { normalizeArgs } from './export-args.ts';
 import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
 import type { ExportCreate, ExportCreated, ExportDeleted, ExportList, ExportListQuery, ExportRead, ExportView, MobileLink, MobileModel, MobileResolve } from './export.schemas.ts';
@@ -77,7 +77,7 @@ export class ExportService {
     const format = body.format;
     const gpuType = this.gpuTypeFor(format, body.gpuType ?? null);
     const args = normalizeArgs(format, body.args ?? {});
-    if (format === 'imx') await this.requireImxModel(model, args);
+    if (format === 'imx') await this.requireImxModel(model);
     if (!model.fileKey) throw Invalid(`Model ${at.owner}/${at.project}/${at.model} has no weights yet`);
     const weightsKey = model.fileKey;
     const weightsSha256 = await this.weightsSha256(model, weightsKey);
@@ -206,9 +206,8 @@ export class ExportService {
     return gpuType;
   }
 
-  /** The spec's imx rules: INT8 (normalizeArgs saw to it), a detect/segment/classify/pose model, a nano YOLOv8 or YOLO11. */
-  private async requireImxModel(model: Model, args: NormalizedArgs): Promise<void> {
-    if (args.quantize !== 8) throw Invalid('imx exports are INT8 only (quantize 8)');
+  /** The spec's imx rules besides INT8 (normalizeArgs sees to that): a detect/segment/classify/pose model, a nano YOLOv8 or YOLO11. */
+  private async requireImxModel(model: Model): Promise<void> {
     if (!IMX_TASKS.includes(model.task)) throw Invalid(`imx exports take ${IMX_TASKS.join(', ')} models; this one is ${model.task}`);
     const family = await modelFamily(this.em, model);
     if (family?.family === 'yolo26') throw Invalid('imx exports do not support YOLO26 models');
