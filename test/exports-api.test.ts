@@ -258,3 +258,15 @@ t.test('trashing the model cancels its active export; erasing it deletes its exp
   t.same(await storage(), { bytes: 0, count: 0 }, 'their files are gone');
   t.equal(Number((await sql('select count(*) from model_exports')).rows[0].count), 0);
 });
+
+t.test("trashing a project cancels its models' active exports", async (t) => {
+  await createProject(world, alice, { project: 'doomed', name: 'Doomed' });
+  const doomed = await createModel(world, alice, { project: 'doomed', model: 'doomed-model' });
+  await uploadWeights(world, alice, doomed.id, randomBytes(512));
+  const created = await create({ format: 'torchscript' }, alice, '/api/models/alice/doomed/doomed-model/exports');
+  t.equal(created.status, 201);
+  const assign = await host.nextOf('job.assign');
+  host.send({ type: 'job.accepted', jobId: assign.jobId });
+  t.equal((await call(server, 'DELETE', '/api/projects/alice/doomed', { key: alice })).status, 200);
+  t.equal((await host.nextOf('job.cancel')).jobId, assign.jobId);
+});

@@ -128,7 +128,7 @@ export class Services {
   }
 
   get projects(): ProjectService {
-    return new ProjectService(this.em, this.deps.config.region);
+    return new ProjectService(this.em, this.deps.config.region, this.lifecycle);
   }
 
   get models(): ModelService {

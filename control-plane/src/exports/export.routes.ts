@@ -82,7 +82,7 @@ export const deleteExport = defineRoute({
   summary: 'Cancel an active export, or delete a finished one and its file (editor or above)',
   description:
     'Active (queued, starting, running): its job is cancelled (a running one is stopped by its host), action cancelled. Finished: the export is removed, ' +
-    'action deleted; its file is deleted unless another export (a reuse) still shares it. Trashing a model cancels its active exports; erasing it ' +
+    'action deleted; its file is deleted unless another export (a reuse) still shares it. Trashing a model (or its project) cancels its active exports; erasing it ' +
     'from trash deletes its exports and their files.',
   auth: 'key',
   limit: 'default',

@@ -21,6 +21,7 @@ import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
 import type { ExportCreate, ExportCreated, ExportDeleted, ExportList, ExportListQuery, ExportRead, ExportView, MobileLink, MobileModel, MobileResolve } from './export.schemas.ts';
 import {
+  activeExportJobs,
   completedEquivalent,
   deleteExports,
   exportById,
@@ -251,3 +252,7 @@ export async function releaseExportFiles(em: EntityManager, storage: Storage, ke
   }
 }
 
+/** Models going to trash take their exports with them: the active ones are cancelled (erasing them deletes the rest). */
+export async function cancelExportsOf(em: EntityManager, lifecycle: JobLifecycle, modelIds: string[]): Promise<void> {
+  for (const jobId of await activeExportJobs(em, modelIds)) await lifecycle.requestCancel(em, jobId);
+}

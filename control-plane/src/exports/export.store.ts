@@ -200,8 +200,8 @@ export async function exportFilesOf(em: EntityManager, modelIds: string[]): Prom
   return rows.map((row) => row.file_key);
 }
 
-/** The active export jobs of a model (cancelled when it goes to trash). */
-export async function activeExportJobs(em: EntityManager, modelId: string): Promise<string[]> {
-  const rows = await query<{ job_id: string }>(em, `select job_id from model_exports where model_id = ? and status is null and job_id is not null`, [modelId]);
+/** The active export jobs of models (cancelled when they go to trash). */
+export async function activeExportJobs(em: EntityManager, modelIds: string[]): Promise<string[]> {
+  const rows = await query<{ job_id: string }>(em, 'select job_id from model_exports where model_id = any(?::text[]) and status is null and job_id is not null', [pgArray(modelIds)]);
   return rows.map((row) => row.job_id);
 }

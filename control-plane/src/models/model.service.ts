@@ -8,7 +8,7 @@ import { requireEditorOfOwn } from '../auth/resource-access.ts';
 import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { copySlug, firstFreeSlug, numberedSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
 import { MODEL_STARS, setStar, starredAmong } from '../db/stars.ts';
-import { activeExportJobs } from '../exports/export.store.ts';
+import { cancelExportsOf } from '../exports/export.service.ts';
 import { Conflict, Invalid } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { findProject, holdProject } from '../projects/project-access.ts';
@@ -151,8 +151,7 @@ export class ModelService {
     const deletedAt = new Date();
     Object.assign(model, { deletedAt, trashedWithProject: false });
     await this.em.flush();
-    // Its exports go with it: active ones are cancelled (erasing it from trash deletes them and their files).
-    for (const jobId of await activeExportJobs(this.em, model.id)) await this.lifecycle.requestCancel(this.em, jobId);
+    await cancelExportsOf(this.em, this.lifecycle, [model.id]);
     return { success: true, model: model.slug, deletedAt: deletedAt.toISOString(), daysRemaining: TRASH_DAYS };
   }
 
