@@ -6,10 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RATE_CATEGORIES } from '@vp/config';
 import t from 'tap';
+import { EXPORT_FORMAT_IDS } from '../control-plane/src/exports/export-formats.ts';
+import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { ingestArchive, uploadArchive } from './helpers/archives.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
 import { shapesDataset } from './helpers/training-data.ts';
+import { testHardware } from './helpers/worker-client.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
 
 const SCHEMATHESIS = new URL('../.venv-fuzz/bin/schemathesis', import.meta.url).pathname;
@@ -57,6 +60,10 @@ async function seed(world: World) {
   for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });
+  // A connected pool host (no agent: it never heartbeats, so HOST_LOST_GRACE_SECONDS is long) exporting every format: exports queue there, never 503.
+  const em = world.server.orm.em.fork();
+  em.create(Host, { name: 'exporter', state: 'connected', hardware: { ...testHardware }, workspace: null, lastHeartbeatAt: new Date(), exporters: [...EXPORT_FORMAT_IDS] });
+  await em.flush();
   const agent = await ok<{ id: string }>(world, 'PUT', `/api/workflows?owner=${OWNER}`, { name: 'agent', graph: { nodes: [], edges: [] }, version: 0 });
   return { images: images.images.map((image) => image.id), job: ingest.id, session, assets: [spare, detector.id], model: detector.id, ids: [trashed, agent.id] };
 }
@@ -141,7 +148,7 @@ t.test('schemathesis finds no server error and no answer outside its documented 
     t.fail(`schemathesis is not installed at .venv-fuzz/: run .ci/run (it installs it) before this test`);
     return;
   }
-  const world = await startWorld(t, UNLIMITED);
+  const world = await startWorld(t, { ...UNLIMITED, HOST_LOST_GRACE_SECONDS: '3600' });
   const seeded = await seed(world);
   const dir = mkdtempSync(join(tmpdir(), 'vp-fuzz-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

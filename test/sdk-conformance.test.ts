@@ -5,7 +5,12 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import t from 'tap';
 import type { Hardware } from '@vp/protocol';
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { insertExport } from '../control-plane/src/exports/export.store.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
+import { Model } from '../control-plane/src/models/model.entity.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset, shapesDataset } from './helpers/training-data.ts';
@@ -46,8 +51,9 @@ async function seed(world: World) {
   // A connected pool host with one free rtx-4090 and nothing running it (no agent): training.start queues there.
   const hardware: Hardware = { cpu: { model: 'Test CPU', cores: 8 }, memoryBytes: 32 * 2 ** 30, diskFreeBytes: 100 * 2 ** 30, cpuOnly: false, gpus: [{ index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' }] };
   const em = world.server.orm.em.fork();
-  em.create(Host, { name: 'conformance-gpu', state: 'connected', hardware: hardware as unknown as Record<string, unknown>, workspace: null, lastHeartbeatAt: new Date() });
+  em.create(Host, { name: 'conformance-gpu', state: 'connected', hardware: hardware as unknown as Record<string, unknown>, workspace: null, lastHeartbeatAt: new Date(), exporters: ['onnx', 'coreml'] });
   await em.flush();
+  const mobileExport = await seedCompletedExport(world, detector.id, 'coreml', Buffer.from('not really a model package'));
 
   const grantCents = 2500;
   await world.server.services().billing.grant(OWNER, grantCents, 'conformance');
@@ -63,12 +69,27 @@ async function seed(world: World) {
     project: 'vision',
     model: 'detector',
     modelId: detector.id,
+    mobileExport,
     doomedProject: 'doomed',
     doomedProjectId: doomed,
     publicDataset: { owner: 'acme-team', dataset: 'public-shapes' },
     grantCents,
     archive: (await shapesDataset(1, 1, 11)).toString('base64'),
   };
+}
+
+/** A completed export as an agent would leave it (no agent runs here): its artifact in the store, the export row completed. */
+async function seedCompletedExport(world: World, modelId: string, format: 'coreml', bytes: Buffer): Promise<string> {
+  const em = world.server.orm.em.fork() as EntityManager;
+  const model = await em.findOneOrFail(Model, modelId, { populate: ['workspace'] });
+  const key = `ws/${model.workspace.id}/exports/seeded/${format}`;
+  await world.server.storage.store.put(key, Readable.from([bytes]), { contentType: 'application/zip', expectedBytes: bytes.length });
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  return insertExport(
+    em,
+    { workspaceId: model.workspace.id, modelId, format, args: {}, gpuType: null, weightsKey: model.fileKey!, weightsSha256: sha256, fingerprint: sha256 },
+    { key, size: bytes.length, sha256, name: `${model.slug}.mlpackage.zip` },
+  );
 }
 
 /** The driver's report: the SDK's operations as it enumerated them, and a result per operation it got to. */

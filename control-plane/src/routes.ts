@@ -7,6 +7,7 @@ import { classRoutes } from './datasets/class.routes.ts';
 import { cloneRoutes } from './datasets/clone.routes.ts';
 import { datasetRoutes } from './datasets/dataset.routes.ts';
 import { exploreRoutes } from './explore/explore.routes.ts';
+import { exportRoutes } from './exports/export.routes.ts';
 import { splitRoutes } from './datasets/split.routes.ts';
 import { versionRoutes } from './datasets/version.routes.ts';
 import { healthRoutes } from './health/health.routes.ts';
@@ -26,4 +27,4 @@ import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...exportRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];

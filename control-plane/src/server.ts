@@ -32,6 +32,7 @@ import { HostScheduler } from './scheduler/host-scheduler.ts';
 import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
+import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -112,7 +113,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     { silenceSeconds: config.trainingRunSilenceSeconds, cancelGraceSeconds: config.trainingCancelGraceSeconds },
     log,
   );
-  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage) };
+  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage), [EXPORT_JOB]: new ExportJob(storage) };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const jobs = new JobRunner(orm, { [INGEST_JOB]: ingest }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
   jobs.listen(notifications);

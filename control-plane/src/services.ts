@@ -14,6 +14,7 @@ import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { ExploreService } from './explore/explore.service.ts';
+import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
@@ -128,11 +129,15 @@ export class Services {
   }
 
   get projects(): ProjectService {
-    return new ProjectService(this.em, this.deps.config.region);
+    return new ProjectService(this.em, this.deps.config.region, this.lifecycle);
   }
 
   get models(): ModelService {
-    return new ModelService(this.em, this.deps.config.region, this.storage);
+    return new ModelService(this.em, this.deps.config.region, this.storage, this.lifecycle);
+  }
+
+  get exports(): ExportService {
+    return new ExportService(this.em, this.storage, { region: this.deps.config.region, lifecycle: this.lifecycle, graceSeconds: this.deps.config.hostLostGraceSeconds });
   }
 
   get gpuAvailability(): GpuAvailabilityService {

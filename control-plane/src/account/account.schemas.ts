@@ -43,7 +43,7 @@ const UsageFigure = z
 const CategoryBytes = z.object({ bytes: z.number().int(), count: z.number().int() });
 
 export const StorageQuery = z.object({
-  details: z.enum(['true', 'false']).optional().meta({ description: 'true: also list the ten largest datasets and models (breakdown.topItems)' }),
+  details: z.enum(['true', 'false']).optional().meta({ description: 'true: also list the ten largest datasets, models and model exports (breakdown.topItems; an export artifact shared by reuse is listed once)' }),
 });
 
 export const StorageUsage = z.object({
@@ -63,7 +63,7 @@ export const StorageUsage = z.object({
           name: z.string(),
           slug: z.string(),
           sizeBytes: z.number().int(),
-          type: z.enum(['dataset', 'model']),
+          type: z.enum(['dataset', 'model', 'export']),
           parentName: z.string().optional(),
           parentSlug: z.string().optional(),
         }),

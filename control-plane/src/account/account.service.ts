@@ -167,9 +167,9 @@ export class AccountService {
     };
   }
 
-  /** The ten largest live datasets (their images' bytes) and models (their weights) of a workspace. */
+  /** The ten largest live datasets (their images' bytes), models (their weights) and export artifacts (each file once) of a workspace. */
   private async largestItems(workspaceId: string): Promise<z.input<typeof StorageUsage>['breakdown']['topItems']> {
-    const rows = await query<{ id: string; name: string; slug: string; bytes: string; type: 'dataset' | 'model'; parent_name: string | null; parent_slug: string | null }>(
+    const rows = await query<{ id: string; name: string; slug: string; bytes: string; type: 'dataset' | 'model' | 'export'; parent_name: string | null; parent_slug: string | null }>(
       this.em,
       `(select d.id, d.name, d.slug, coalesce(sum(i.bytes), 0)::bigint as bytes, 'dataset' as type, null as parent_name, null as parent_slug
           from datasets d left join images i on i.dataset_id = d.id
@@ -178,8 +178,12 @@ export class AccountService {
        (select m.id, m.name, m.slug, m.file_bytes as bytes, 'model' as type, p.name as parent_name, p.slug as parent_slug
           from models m join projects p on p.id = m.project_id
          where p.workspace_id = ? and m.deleted_at is null and m.file_bytes is not null)
+       union all
+       (select distinct on (e.file_key) e.id, e.file_name as name, e.format as slug, e.file_size as bytes, 'export' as type, m.name as parent_name, m.slug as parent_slug
+          from model_exports e join models m on m.id = e.model_id
+         where e.workspace_id = ? and e.file_key is not null order by e.file_key, e.created_at)
        order by bytes desc, id limit 10`,
-      [workspaceId, workspaceId],
+      [workspaceId, workspaceId, workspaceId],
     );
     return rows.map((row) => ({
       _id: row.id,

@@ -8,7 +8,9 @@ import { requireEditorOfOwn } from '../auth/resource-access.ts';
 import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { copySlug, firstFreeSlug, numberedSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
 import { MODEL_STARS, setStar, starredAmong } from '../db/stars.ts';
+import { cancelExportsOf } from '../exports/export.service.ts';
 import { Conflict, Invalid } from '../http/errors.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { findProject, holdProject } from '../projects/project-access.ts';
 import type { Storage } from '../storage/storage.ts';
 import { findModel, modelSlugScope } from './model-access.ts';
@@ -49,11 +51,14 @@ export class ModelService {
   private readonly em: EntityManager;
   private readonly region: Region;
   private readonly storage: Storage;
+  /** Trashing a model cancels its active exports through it. */
+  private readonly lifecycle: JobLifecycle;
 
-  constructor(em: EntityManager, region: Region, storage: Storage) {
+  constructor(em: EntityManager, region: Region, storage: Storage, lifecycle: JobLifecycle) {
     this.em = em;
     this.region = region;
     this.storage = storage;
+    this.lifecycle = lifecycle;
   }
 
   async list(actor: Actor, owner: string, projectSlug: string, options: { limit: number }): Promise<z.input<typeof ModelList>> {
@@ -146,6 +151,7 @@ export class ModelService {
     const deletedAt = new Date();
     Object.assign(model, { deletedAt, trashedWithProject: false });
     await this.em.flush();
+    await cancelExportsOf(this.em, this.lifecycle, [model.id]);
     return { success: true, model: model.slug, deletedAt: deletedAt.toISOString(), daysRemaining: TRASH_DAYS };
   }
 

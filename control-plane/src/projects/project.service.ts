@@ -9,7 +9,9 @@ import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { copySlug, firstFreeSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { PROJECT_STARS, setStar, starredAmong } from '../db/stars.ts';
+import { cancelExportsOf } from '../exports/export.service.ts';
 import { Invalid, NotFound } from '../http/errors.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { containsPattern } from '../images/image-search.ts';
 import { copyModel } from '../models/model-copy.ts';
 import { modelEntry } from '../models/model-view.ts';
@@ -36,10 +38,13 @@ const COPY_SUFFIX = ' (copy)';
 export class ProjectService {
   private readonly em: EntityManager;
   private readonly region: Region;
+  /** Trashing a project cancels its models' active exports through it. */
+  private readonly lifecycle: JobLifecycle;
 
-  constructor(em: EntityManager, region: Region) {
+  constructor(em: EntityManager, region: Region, lifecycle: JobLifecycle) {
     this.em = em;
     this.region = region;
+    this.lifecycle = lifecycle;
   }
 
   /** The owner's public projects, plus the private ones when the key belongs to that workspace. */
@@ -136,6 +141,7 @@ export class ProjectService {
       // Deployments of these models are deleted for good here once deployments exist (a teardown that does not finish answers 502).
       return models;
     });
+    await cancelExportsOf(this.em, this.lifecycle, cascaded.map((model) => model.id));
     return { success: true, project: project.slug, deletedAt: deletedAt.toISOString(), cascadedModels: cascaded.length, trashedModels: cascaded, daysRemaining: TRASH_DAYS };
   }
 

@@ -16,8 +16,9 @@ export async function sweepOrphanFiles(em: EntityManager, storage: Storage): Pro
   const orphans = await query<{ key: string }>(
     em,
     `select o.key from stored_objects o
-     where o.kind in ('datasetArchives', 'modelFiles') and o.updated_at < now() - make_interval(hours => ?)
+     where o.kind in ('datasetArchives', 'modelFiles', 'exports') and o.updated_at < now() - make_interval(hours => ?)
        and not exists (select 1 from models m where m.file_key = o.key)
+       and not exists (select 1 from model_exports e where e.file_key = o.key or (e.weights_key = o.key and e.status is null))
        and not exists (select 1 from upload_sessions u where u.object_key = o.key)
        and not exists (select 1 from training_runs r where r.checkpoint_key = o.key or r.resume_key = o.key)
        and not exists (select 1 from datasets d where d.export_key = o.key)

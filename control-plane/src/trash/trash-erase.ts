@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgArray, query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
+import { exportFilesOf, unusedFiles } from '../exports/export.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import type { Storage } from '../storage/storage.ts';
 
@@ -123,12 +124,15 @@ async function eraseModels(tx: EntityManager, type: 'project' | 'model', id: str
   );
   const ids = models.map((model) => model.id);
   const uploads = await query<{ key: string }>(tx, `delete from upload_sessions where asset_type = 'models' and asset_id = any(?::text[]) returning object_key as key`, [pgArray(ids)]);
+  const exportFiles = await exportFilesOf(tx, ids);
   const [{ workspace_id }] = await query<{ workspace_id: string }>(tx, `delete from ${TRASH_TABLES[type]} where id = ? returning workspace_id`, [id]);
+  // The models' exports went with them (cascade); their files too, unless an export of another model shares one.
+  const unusedExports = await unusedFiles(tx, exportFiles);
   const candidates = [...new Set([...models.flatMap((model) => (model.file_key ? [model.file_key] : [])), ...uploads.map((row) => row.key)])].sort();
   // Two transactions erasing two clones of the same weights would each still see the other's row; one at a time per key, the second sees the first's delete.
   await query(tx, 'select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(?::text[]) k', [pgArray(candidates)]);
   const unused = await query<{ key: string }>(tx, 'select k as key from unnest(?::text[]) k where not exists (select 1 from models where file_key = k)', [pgArray(candidates)]);
-  const keys = unused.map((row) => row.key);
+  const keys = [...unused.map((row) => row.key), ...unusedExports];
   return { cascadedModels: type === 'project' ? models.length : 0, leftovers: { workspaceId: workspace_id, keys, images: [] } };
 }
 

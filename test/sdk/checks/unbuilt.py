@@ -16,38 +16,6 @@ def _image(context: Context) -> str:
     return context.client.datasets.images(*_dataset(context), limit=1)["images"][0]["id"]
 
 
-@check("exports.create")
-def export_create(context: Context):
-    answer = context.client.exports.create(*_model(context), format="onnx")
-    context.made["export"] = answer["exportId"] if "exportId" in answer else answer.get("id")
-    return answer
-
-
-@check("exports.list")
-def export_list(context: Context):
-    return context.client.exports.list(*_model(context))
-
-
-@check("exports.retrieve")
-def export_retrieve(context: Context):
-    return context.client.exports.retrieve(*_model(context), context.made["export"])
-
-
-@check("exports.mobile")
-def export_mobile(context: Context):
-    return context.client.exports.mobile(*_model(context), context.made["export"])
-
-
-@check("exports.resolve_mobile")
-def export_resolve_mobile(context: Context):
-    return context.client.exports.resolve_mobile(context.made["export"], expires=0, signature="none")
-
-
-@check("exports.delete")
-def export_delete(context: Context):
-    return context.client.exports.delete(*_model(context), context.made["export"])
-
-
 @check("deployments.create")
 def deployment_create(context: Context):
     answer = context.client.deployments.create(context.owner, project=context.seeded["project"], model=context.seeded["model"], deployment="sdk-deployment", name="sdk", region="us-central1")

@@ -1,0 +1,258 @@
+import { createHash } from 'node:crypto';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Region } from '@vp/config';
+import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
+import type { z } from 'zod';
+import { requireKey } from '../auth/access.ts';
+import type { Actor } from '../auth/actor.ts';
+import { query } from '../db/sql.ts';
+import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/errors.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import { enqueueJob } from '../jobs/job-queue.ts';
+import { findModel } from '../models/model-access.ts';
+import type { Model } from '../models/model.entity.ts';
+import { someHostOffers } from '../scheduler/host-offers.ts';
+import { digestOf } from '../storage/md5-of.ts';
+import { BAD_SIGNATURE } from '../storage/signed-url.ts';
+import type { Storage } from '../storage/storage.ts';
+import { normalizeArgs } from './export-args.ts';
+import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
+import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
+import type { ExportCreate, ExportCreated, ExportDeleted, ExportList, ExportListQuery, ExportRead, ExportView, MobileLink, MobileModel, MobileResolve } from './export.schemas.ts';
+import {
+  activeExportJobs,
+  completedEquivalent,
+  deleteExports,
+  exportById,
+  findExport,
+  insertExport,
+  listExports,
+  ONE_IN_FLIGHT,
+  setExportJob,
+  type ExportRecord,
+} from './export.store.ts';
+import { modelFamily } from './model-family.ts';
+
+type Address = { owner: string; project: string; model: string };
+
+/** A completed export's download link in reads. */
+const DOWNLOAD_URL_SECONDS = 3600;
+/** A mobile import link (and the download it resolves to) lives this long. */
+const MOBILE_LINK_SECONDS = 24 * 3600;
+const IMX_TASKS = ['detect', 'segment', 'classify', 'pose'];
+const ACTIVE = ['queued', 'starting', 'running'];
+const mobilePath = (exportId: string) => `/api/mobile/models/${exportId}`;
+const IN_FLIGHT = () => Conflict('An equivalent export (same weights, format, args and GPU type) is already in flight; wait for it or cancel it');
+
+/** A model's exports: host jobs that run `yolo export`, their artifacts, and 24-hour mobile import links. */
+export class ExportService {
+  private readonly em: EntityManager;
+  private readonly storage: Storage;
+  private readonly region: Region;
+  private readonly lifecycle: JobLifecycle;
+  /** Hosts silent longer than this (HOST_LOST_GRACE_SECONDS) do not count as offering a toolchain. */
+  private readonly graceSeconds: number;
+
+  constructor(em: EntityManager, storage: Storage, options: { region: Region; lifecycle: JobLifecycle; graceSeconds: number }) {
+    this.em = em;
+    this.storage = storage;
+    this.region = options.region;
+    this.lifecycle = options.lifecycle;
+    this.graceSeconds = options.graceSeconds;
+  }
+
+  async list(actor: Actor, at: Address, options: z.output<typeof ExportListQuery>): Promise<z.input<typeof ExportList>> {
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    const records = await listExports(this.em, model.id, options);
+    return { exports: await Promise.all(records.map((record) => this.view(record))), region: this.region };
+  }
+
+  async read(actor: Actor, at: Address & { exportId: string }): Promise<z.input<typeof ExportRead>> {
+    return { export: await this.view(await this.find(actor, at, 'view')) };
+  }
+
+  async create(actor: Actor, at: Address, body: z.output<typeof ExportCreate>): Promise<z.input<typeof ExportCreated>> {
+    const key = requireKey(actor);
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
+    const format = body.format;
+    const gpuType = this.gpuTypeFor(format, body.gpuType ?? null);
+    const args = normalizeArgs(format, body.args ?? {});
+    if (format === 'imx') await this.requireImxModel(model);
+    if (!model.fileKey) throw Invalid(`Model ${at.owner}/${at.project}/${at.model} has no weights yet`);
+    const weightsKey = model.fileKey;
+    const weightsSha256 = await this.weightsSha256(model, weightsKey);
+    const fingerprint = createHash('sha256').update(JSON.stringify([weightsSha256, format, args, gpuType])).digest('hex');
+    const created = { workspaceId: model.workspace.id, modelId: model.id, format, args, gpuType, weightsKey, weightsSha256, fingerprint };
+    const answer = (id: string, reused: boolean) => ({ id, format, status: reused ? ('running' as const) : ('queued' as const), ...(gpuType && { gpuType }), region: this.region, reused });
+
+    const [inFlight] = await query(this.em, 'select 1 from model_exports where workspace_id = ? and fingerprint = ? and status is null', [created.workspaceId, fingerprint]);
+    if (inFlight) throw IN_FLIGHT();
+    const reusable = await completedEquivalent(this.em, created.workspaceId, fingerprint);
+    if (reusable) return answer(await insertExport(this.em, created, reusable), true);
+    await this.requireExporter(key.workspaceId, format, gpuType);
+
+    const payload: ExportPayload = { format, args, stem: model.slug };
+    const id = await this.em
+      .transactional(async (em) => {
+        const exportId = await insertExport(em, created);
+        const job = await enqueueJob(em, {
+          kind: EXPORT_JOB,
+          workspaceId: created.workspaceId,
+          subjectId: exportId,
+          payload: { ...payload },
+          host: { gpuType, gpuCount: gpuType ? 1 : 0, toolchain: format, restartable: true },
+        });
+        await setExportJob(em, exportId, job.id);
+        return exportId;
+      })
+      .catch((error: unknown) => {
+        // Another equivalent create won the race past the check above.
+        if (error instanceof UniqueConstraintViolationException && error.message.includes(ONE_IN_FLIGHT)) throw IN_FLIGHT();
+        throw error;
+      });
+    return answer(id, false);
+  }
+
+  /** An active export is cancelled through its job; a finished one is deleted with its file, unless another export shares it. */
+  async remove(actor: Actor, at: Address & { exportId: string }): Promise<z.input<typeof ExportDeleted>> {
+    const record = await this.find(actor, at, 'edit');
+    if (ACTIVE.includes(record.status) && record.jobId) {
+      const cancelled = await this.lifecycle.requestCancel(this.em, record.jobId);
+      if (cancelled) return { success: true, action: 'cancelled' };
+      throw Conflict('The export has just ended; read it again, then delete it');
+    }
+    const unused = await this.em.transactional((em) => deleteExports(em, [record.id]));
+    await releaseExportFiles(this.em, this.storage, unused);
+    return { success: true, action: 'deleted' };
+  }
+
+  async mobileLink(actor: Actor, at: Address & { exportId: string }): Promise<z.input<typeof MobileLink>> {
+    const record = await this.find(actor, at, 'view');
+    if (!(MOBILE_FORMATS as string[]).includes(record.format)) {
+      throw Invalid(`Format ${record.format} has no mobile import; mobile-compatible formats: ${MOBILE_FORMATS.join(', ')}`);
+    }
+    if (record.status !== 'completed') throw Conflict(`The export is ${record.status}; a mobile link needs a completed export`);
+    const expiresAt = new Date((Math.floor(Date.now() / 1000) + MOBILE_LINK_SECONDS) * 1000);
+    const signed = new URL(this.storage.signer.sign('GET', mobilePath(record.id), expiresAt));
+    const fragment = new URLSearchParams({ expires: signed.searchParams.get('expires')!, signature: signed.searchParams.get('signature')! });
+    return { importUrl: `${this.storage.signer.baseUrl()}${mobilePath(record.id)}#${fragment}`, expiresAt: expiresAt.toISOString() };
+  }
+
+  /** No key: the link's signature is the authority. Any refusal reads the same, so a link never tells what exists. */
+  async resolveMobile(exportId: string, body: z.output<typeof MobileResolve>): Promise<z.input<typeof MobileModel>> {
+    this.storage.signer.verify('GET', mobilePath(exportId), { expires: String(body.expires), signature: body.signature });
+    const record = await exportById(this.em, exportId);
+    const [model] = record
+      ? await query<{ name: string; task: string; live: boolean }>(
+          this.em,
+          `select m.name, m.task, m.deleted_at is null and p.deleted_at is null as live from models m join projects p on p.id = m.project_id where m.id = ?`,
+          [record.modelId],
+        )
+      : [];
+    if (!record || !model?.live || record.status !== 'completed' || !record.fileKey || !(MOBILE_FORMATS as string[]).includes(record.format)) throw Forbidden(BAD_SIGNATURE);
+    const filename = record.fileName ?? record.format;
+    return {
+      version: 1,
+      exportId: record.id,
+      name: model.name,
+      task: model.task as z.input<typeof MobileModel>['task'],
+      format: record.format,
+      filename,
+      size: record.fileSize ?? 0,
+      downloadUrl: await this.storage.urls.download(record.fileKey, { expiresInSeconds: Math.max(1, body.expires - Math.floor(Date.now() / 1000)), filename }),
+      expiresAt: new Date(body.expires * 1000).toISOString(),
+    };
+  }
+
+  private async find(actor: Actor, at: Address & { exportId: string }, need: 'view' | 'edit'): Promise<ExportRecord> {
+    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, need);
+    const record = await findExport(this.em, model.id, at.exportId);
+    if (!record) throw NotFound(`Export ${at.exportId} not found`);
+    return record;
+  }
+
+  private async view(record: ExportRecord): Promise<z.input<typeof ExportView>> {
+    const file =
+      record.status === 'completed' && record.fileKey
+        ? {
+            size: record.fileSize ?? 0,
+            downloadUrl: await this.storage.urls.download(record.fileKey, { expiresInSeconds: DOWNLOAD_URL_SECONDS, filename: record.fileName ?? undefined }),
+            downloadFilename: record.fileName ?? '',
+          }
+        : undefined;
+    return {
+      id: record.id,
+      status: record.status,
+      format: record.format,
+      args: record.args,
+      ...(record.gpuType && { gpuType: record.gpuType }),
+      ...(file && { file }),
+      ...(record.status === 'failed' && { error: { message: record.error ?? 'The export failed', timestamp: record.updatedAt.toISOString() } }),
+      ...(record.startedAt && { startedAt: record.startedAt.toISOString() }),
+      ...(record.completedAt && { completedAt: record.completedAt.toISOString() }),
+      createdAt: record.createdAt.toISOString(),
+      updatedAt: record.updatedAt.toISOString(),
+    };
+  }
+
+  /** A TensorRT engine is built on (and for) one GPU type; every other format exports on a host's CPU. */
+  private gpuTypeFor(format: ExportFormatId, gpuType: string | null): string | null {
+    if (format !== 'engine') {
+      if (gpuType !== null) throw Invalid(`gpuType applies to engine (TensorRT) exports only; ${format} exports run on a host's CPU`);
+      return null;
+    }
+    if (gpuType === null) throw Invalid('gpuType is required for engine exports: the GPU type the TensorRT engine is built for');
+    if (!KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability)`);
+    return gpuType;
+  }
+
+  /** The spec's imx rules besides INT8 (normalizeArgs sees to that): a detect/segment/classify/pose model, a nano YOLOv8 or YOLO11. */
+  private async requireImxModel(model: Model): Promise<void> {
+    if (!IMX_TASKS.includes(model.task)) throw Invalid(`imx exports take ${IMX_TASKS.join(', ')} models; this one is ${model.task}`);
+    const family = await modelFamily(this.em, model);
+    if (family?.family === 'yolo26') throw Invalid('imx exports do not support YOLO26 models');
+    if (family && family.size !== null && family.size !== 'n') throw Invalid(`imx exports take only nano ${family.family === 'yolov8' ? 'YOLOv8' : 'YOLO11'} models (this one is ${family.family}${family.size})`);
+  }
+
+  /** The weights' SHA-256, streamed from the store once per file and kept on the model. */
+  private async weightsSha256(model: Model, weightsKey: string): Promise<string> {
+    const [cached] = await query<{ sha: string | null }>(this.em, 'select weights_sha256 as sha from models where id = ? and weights_sha256_key = ?', [model.id, weightsKey]);
+    if (cached?.sha) return cached.sha;
+    const sha = await digestOf(this.storage.store, weightsKey, 'sha256');
+    if (!sha) throw Invalid(`The weights of model ${model.slug} are missing from storage; upload them again`);
+    await query(this.em, 'update models set weights_sha256 = ?, weights_sha256_key = ? where file_key = ?', [sha, weightsKey, weightsKey]);
+    return sha;
+  }
+
+  /** 503 naming what is missing when no connected host the workspace may use exports to the format. */
+  private async requireExporter(workspaceId: string, format: ExportFormatId, gpuType: string | null): Promise<void> {
+    if (await someHostOffers(this.em, workspaceId, { gpuType: gpuType ?? 'cpu', toolchain: format }, this.graceSeconds)) return;
+    const [missing] = await query<{ reason: string | null; hosts: string }>(
+      this.em,
+      `select (array_agg(h.missing_exporters->>? order by h.last_heartbeat_at desc) filter (where h.missing_exporters->>? is not null))[1] as reason, count(*) as hosts
+       from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?) and (h.workspace_id is null or h.workspace_id = ?)
+         and not (? = any(h.exporters))`,
+      [format, format, this.graceSeconds, workspaceId, format],
+    );
+    const toolchain = `the ${format} toolchain`;
+    if (gpuType) {
+      throw new HttpError(503, `No connected worker host with a ${gpuType} GPU can export to engine; the host needs a ${gpuType} GPU and ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`);
+    }
+    if (Number(missing?.hosts ?? 0) === 0 && !missing?.reason) throw new HttpError(503, `No worker host can export to ${format}: no worker host is connected`);
+    throw new HttpError(503, `No worker host can export to ${format}: its trainer environment lacks ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`);
+  }
+}
+
+/** Deletes export files nothing refers to any more, each record after its file (a crash leaves a recorded file the sweep finds). */
+export async function releaseExportFiles(em: EntityManager, storage: Storage, keys: string[]): Promise<void> {
+  for (const key of keys) {
+    await storage.store.delete(key);
+    await query(em, 'delete from stored_objects where key = ?', [key]);
+  }
+}
+
+/** Models going to trash take their exports with them: the active ones are cancelled (erasing them deletes the rest). */
+export async function cancelExportsOf(em: EntityManager, lifecycle: JobLifecycle, modelIds: string[]): Promise<void> {
+  for (const jobId of await activeExportJobs(em, modelIds)) await lifecycle.requestCancel(em, jobId);
+}
