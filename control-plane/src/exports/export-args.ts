@@ -78,10 +78,11 @@ function quantizeFor(format: ExportFormatId, given: ExportArgs['quantize']): Qua
   return quantize;
 }
 
-/** `yolo export` arguments (k=v) for normalized args, in name order (jsonb keeps its own). */
-export function exportCommandArgs(args: NormalizedArgs): string[] {
-  return Object.entries(args).sort(([a], [b]) => a.localeCompare(b)).map(([name, value]) => {
+/** The `yolo export` command line of an export of `weights` (in the job's work dir): args (k=v) in name order (jsonb keeps its own). */
+export function exportCommand(format: ExportFormatId, args: NormalizedArgs, weights: string, onGpu: boolean): string[] {
+  const options = Object.entries(args).sort(([a], [b]) => a.localeCompare(b)).map(([name, value]) => {
     const text = Array.isArray(value) ? `[${value.join(',')}]` : typeof value === 'boolean' ? (value ? 'True' : 'False') : value === null ? 'None' : String(value);
     return `${name}=${text}`;
   });
+  return ['yolo', 'export', `model=${weights}`, `format=${format}`, ...options, `device=${onGpu ? '0' : 'cpu'}`];
 }

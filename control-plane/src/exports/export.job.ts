@@ -6,7 +6,7 @@ import { jobOutputs } from '../jobs/job-output.store.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import type { Storage } from '../storage/storage.ts';
-import { exportCommandArgs, type NormalizedArgs } from './export-args.ts';
+import { exportCommand, type NormalizedArgs } from './export-args.ts';
 import { artifactOf, type ExportFormatId, type Quantize } from './export-formats.ts';
 import { exportById, settleExport } from './export.store.ts';
 
@@ -46,7 +46,7 @@ export class ExportJob implements HostJobKind {
     const artifact = artifactOf(payload.format, payload.stem, (payload.args.quantize ?? null) as Quantize | null);
     const onGpu = exported.gpuType !== null;
     return {
-      command: ['yolo', 'export', `model=${weights}`, `format=${payload.format}`, ...exportCommandArgs(payload.args), `device=${onGpu ? '0' : 'cpu'}`],
+      command: exportCommand(payload.format, payload.args, weights, onGpu),
       env: { YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' },
       workDir: `exports/${attempt.id}/${attempt.attempt}`,
       gpus: { count: onGpu ? 1 : 0 },

@@ -1,0 +1,175 @@
+/**
+ * `npm run bench:export`: what the platform adds around a real ONNX export.
+ *
+ * A real control plane (own database, BILLING_ENABLED=false) and a `vp-worker` agent (process runtime, the trainer
+ * venv at .venv-trainer). The weights: an untrained yolo11n (yolo11n.yaml) saved as a .pt and uploaded as a model.
+ * Each round exports them to ONNX two ways, in turn first:
+ *   - standalone: the exact `yolo export` command line the platform builds, run alone in a fresh folder;
+ *   - platform: POST /api/models/{owner}/{project}/{model}/exports until GET says completed, then the artifact is
+ *     downloaded through its signed URL (request to artifact in hand). The export is deleted after each round, so the
+ *     next one is not a reuse of the finished artifact. The timeline comes from the database.
+ * Overhead = (platform − standalone) / standalone within a round, the median over rounds; target < 15%.
+ * Environment: BENCH_ROUNDS (5), BENCH_EXPORT_IMGSZ (640), TEST_PG_URL.
+ * Everything is stopped and removed at the end; exit status 1 only when something broke (a FAIL verdict does not).
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Test } from 'tap';
+import { exportCommand } from '../control-plane/src/exports/export-args.ts';
+import { enrollAgent, runAgent } from '../test/helpers/agent.ts';
+import { uploadWeights } from '../test/helpers/models.ts';
+import { call } from '../test/helpers/server.ts';
+import type { World } from '../test/helpers/world.ts';
+import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
+import { run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
+
+const ROUNDS = positiveInt('BENCH_ROUNDS', 5);
+const IMGSZ = positiveInt('BENCH_EXPORT_IMGSZ', 640);
+const TARGET_OVERHEAD = 0.15;
+const EXPORT_TIMEOUT_MS = 10 * 60_000;
+const POLL_MS = 100;
+
+const database = `vp_bench_export_${process.pid}`;
+const work = mkdtempSync(join(tmpdir(), 'vp-bench-export-'));
+const teardowns: Array<() => unknown> = [];
+const t = { teardown: (fn: () => unknown) => void teardowns.push(fn), fail: (message: string) => { throw new Error(message); } } as unknown as Test;
+
+let server = { url: '' };
+let key = '';
+async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await call<T>(server, method, path, { key, body });
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
+
+/** The platform's own command line, alone in a fresh folder holding only the weights. */
+async function standalone(env: Record<string, string>, weights: string, round: number): Promise<number> {
+  const dir = join(work, `standalone-${round}`);
+  mkdirSync(dir);
+  copyFileSync(weights, join(dir, 'bench.pt'));
+  const [command, ...args] = exportCommand('onnx', { imgsz: IMGSZ }, 'bench.pt', false);
+  const { seconds } = await run(command, args, { cwd: dir, env: { ...env, CUDA_VISIBLE_DEVICES: '' } });
+  if (!existsSync(join(dir, 'bench.onnx'))) throw new Error(`no bench.onnx in ${dir}`);
+  return seconds;
+}
+
+interface ExportView {
+  id: string;
+  status: string;
+  file?: { downloadUrl: string; size: number };
+  error?: { message: string };
+}
+
+/** Seconds after the export's creation, on the database's clock. */
+interface Timeline {
+  assigned: number;
+  accepted: number;
+  uploaded: number;
+  job_complete: number;
+}
+
+async function platform(owner: string): Promise<{ total: number; bytes: number; timeline: Timeline }> {
+  const path = `/api/models/${owner}/bench/weights/exports`;
+  const started = performance.now();
+  const { id } = await api<{ id: string }>('POST', path, { format: 'onnx', args: { imgsz: IMGSZ } });
+  let view: ExportView;
+  for (;;) {
+    ({ export: view } = await api<{ export: ExportView }>('GET', `${path}/${id}`));
+    if (['completed', 'failed', 'cancelled'].includes(view.status)) break;
+    if (performance.now() - started > EXPORT_TIMEOUT_MS) throw new Error(`the export is still ${view.status} after ${EXPORT_TIMEOUT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  if (view.status !== 'completed') throw new Error(`the export ended ${view.status}: ${view.error?.message}`);
+  const artifact = Buffer.from(await (await fetch(view.file!.downloadUrl)).arrayBuffer());
+  const total = (performance.now() - started) / 1000;
+  if (artifact.length !== view.file!.size) throw new Error(`downloaded ${artifact.length} of ${view.file!.size} bytes`);
+  const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
+  const { rows: [row] } = await adminQuery(
+    `select ${since('j.started_at')} as assigned, ${since('j.accepted_at')} as accepted,
+       ${since('(select max(o.created_at) from job_outputs o where o.job_id = j.id)')} as uploaded, ${since('j.finished_at')} as job_complete
+     from model_exports e join jobs j on j.id = e.job_id where e.id = '${id}'`,
+    database,
+  );
+  // The next round exports again rather than reusing this artifact.
+  await api('DELETE', `${path}/${id}`);
+  return { total, bytes: artifact.length, timeline: row as Timeline };
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh`);
+  const config = ultralyticsConfig(join(work, 'yolo-config'));
+  const env = trainerEnv(config);
+  const weights = join(work, 'bench.pt');
+  const made = await run(join(VENV, 'bin/python'), ['-c', `import ultralytics, torch; from ultralytics import YOLO; YOLO('yolo11n.yaml').save(${JSON.stringify(weights)}); print(ultralytics.__version__, torch.__version__)`], { cwd: work, env });
+  const versions = made.out.trim().split('\n').pop()!.split(' ');
+
+  await adminQuery(`create database ${database}`);
+  const dataDir = join(work, 'data');
+  const loadAtStart = loadavg()[0];
+  const started = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false' } });
+  server = { url: started.base };
+  key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
+  const { username: owner } = await api<{ username: string }>('GET', '/api/account/summary');
+  await api('POST', '/api/projects', { project: 'bench', name: 'Bench' });
+  const { id: modelId } = await api<{ id: string }>('POST', '/api/models', { project: 'bench', model: 'weights' });
+  await uploadWeights({ server } as unknown as World, key, modelId, readFileSync(weights), 'bench.pt');
+  const { enrollmentToken } = await api<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
+  const agentConfig = join(work, 'agent.json');
+  await enrollAgent(t, server.url, enrollmentToken, agentConfig);
+  const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
+  for (let tries = 0; !(await adminQuery(`select 1 from hosts where state = 'connected' and 'onnx' = any(exporters)`, database)).rowCount; tries++) {
+    if (tries > 600) throw new Error(`the agent did not connect with the onnx exporter:\n${agent.output().slice(-3000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  const runs = { standalone: [] as number[], platform: [] as Array<Awaited<ReturnType<typeof platform>>> };
+  for (let round = 1; round <= ROUNDS; round++) {
+    // Each kind goes first in turn: the first run after a pause pays for a cold page cache.
+    const order = round % 2 ? (['standalone', 'platform'] as const) : (['platform', 'standalone'] as const);
+    for (const kind of order) {
+      process.stderr.write(`round ${round}/${ROUNDS}: ${kind} ONNX export…\n`);
+      if (kind === 'standalone') runs.standalone.push(await standalone(env, weights, round));
+      else runs.platform.push(await platform(owner));
+    }
+  }
+
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
+  const s = (value: number) => `${value.toFixed(2)} s`;
+  const overheads = runs.platform.map((run, i) => (run.total - runs.standalone[i]) / runs.standalone[i]);
+  const overhead = median(overheads);
+  const p = runs.platform.find((run) => run.total === median(runs.platform.map((r) => r.total)))!;
+  console.log(`\nbench:export — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions[0]}, torch ${versions[1]}`);
+  console.log(`export: yolo11n (untrained, 80 classes) → onnx imgsz=${IMGSZ}, ${(p.bytes / 2 ** 20).toFixed(1)} MiB; ${ROUNDS} rounds\n`);
+  console.log('platform timeline of the median run (database clock, seconds after POST created the export):');
+  console.log(`  job assigned to the host (started_at)                  ${s(p.timeline.assigned)}`);
+  console.log(`  exporter spawned, accepted by the agent (accepted_at)  ${s(p.timeline.accepted)}`);
+  console.log(`  artifact uploaded (job_outputs.created_at)             ${s(p.timeline.uploaded)}`);
+  console.log(`  job completed (finished_at)                            ${s(p.timeline.job_complete)}`);
+  console.log(`  request → artifact downloaded by the client            ${s(p.total)}`);
+  console.log(`by round: standalone ${runs.standalone.map(s).join(', ')}; platform ${runs.platform.map((r) => s(r.total)).join(', ')}`);
+  const percent = overheads.map((value) => `${(100 * value).toFixed(1)}%`).join(', ');
+  console.log(`platform overhead (median of the rounds' ${percent}): ${(100 * overhead).toFixed(1)}% (target < ${TARGET_OVERHEAD * 100}%) ${overhead < TARGET_OVERHEAD ? 'PASS' : 'FAIL'}`);
+  recordResult(
+    'export',
+    [
+      {
+        figure: `ONNX export via the platform, request to artifact downloaded`,
+        value: median(runs.platform.map((r) => r.total)),
+        unit: 's',
+        ceiling: median(runs.standalone),
+        ratio: 1 + overhead,
+        target: `overhead < ${TARGET_OVERHEAD * 100}%`,
+        pass: overhead < TARGET_OVERHEAD,
+      },
+    ],
+    { rounds: ROUNDS, imgsz: IMGSZ, overheads, runs, versions: { ultralytics: versions[0], torch: versions[1] } },
+  );
+}
+
+await runBenchmark('bench:export', main, async () => {
+  for (const teardown of teardowns.reverse()) await teardown();
+  await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+});
