@@ -16,14 +16,12 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync 
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Test } from 'tap';
 import { exportCommand } from '../control-plane/src/exports/export-args.ts';
 import { enrollAgent, runAgent } from '../test/helpers/agent.ts';
 import { uploadWeights } from '../test/helpers/models.ts';
-import { call } from '../test/helpers/server.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
-import { run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
+import { BenchApi, helperTap, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
 
 const ROUNDS = positiveInt('BENCH_ROUNDS', 5);
 const IMGSZ = positiveInt('BENCH_EXPORT_IMGSZ', 640);
@@ -33,16 +31,9 @@ const POLL_MS = 100;
 
 const database = `vp_bench_export_${process.pid}`;
 const work = mkdtempSync(join(tmpdir(), 'vp-bench-export-'));
-const teardowns: Array<() => unknown> = [];
-const t = { teardown: (fn: () => unknown) => void teardowns.push(fn), fail: (message: string) => { throw new Error(message); } } as unknown as Test;
+const { t, runTeardowns } = helperTap();
 
-let server = { url: '' };
-let key = '';
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await call<T>(server, method, path, { key, body });
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
-  return response.body;
-}
+const server = new BenchApi();
 
 /** The platform's own command line, alone in a fresh folder holding only the weights. */
 async function standalone(env: Record<string, string>, weights: string, round: number): Promise<number> {
@@ -73,10 +64,10 @@ interface Timeline {
 async function platform(owner: string): Promise<{ total: number; bytes: number; timeline: Timeline }> {
   const path = `/api/models/${owner}/bench/weights/exports`;
   const started = performance.now();
-  const { id } = await api<{ id: string }>('POST', path, { format: 'onnx', args: { imgsz: IMGSZ } });
+  const { id } = await server.call<{ id: string }>('POST', path, { format: 'onnx', args: { imgsz: IMGSZ } });
   let view: ExportView;
   for (;;) {
-    ({ export: view } = await api<{ export: ExportView }>('GET', `${path}/${id}`));
+    ({ export: view } = await server.call<{ export: ExportView }>('GET', `${path}/${id}`));
     if (['completed', 'failed', 'cancelled'].includes(view.status)) break;
     if (performance.now() - started > EXPORT_TIMEOUT_MS) throw new Error(`the export is still ${view.status} after ${EXPORT_TIMEOUT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
@@ -93,7 +84,7 @@ async function platform(owner: string): Promise<{ total: number; bytes: number; 
     database,
   );
   // The next round exports again rather than reusing this artifact.
-  await api('DELETE', `${path}/${id}`);
+  await server.call('DELETE', `${path}/${id}`);
   return { total, bytes: artifact.length, timeline: row as Timeline };
 }
 
@@ -109,13 +100,13 @@ async function main(): Promise<void> {
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0];
   const started = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false' } });
-  server = { url: started.base };
-  key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
-  const { username: owner } = await api<{ username: string }>('GET', '/api/account/summary');
-  await api('POST', '/api/projects', { project: 'bench', name: 'Bench' });
-  const { id: modelId } = await api<{ id: string }>('POST', '/api/models', { project: 'bench', model: 'weights' });
-  await uploadWeights({ server } as unknown as World, key, modelId, readFileSync(weights), 'bench.pt');
-  const { enrollmentToken } = await api<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
+  server.url = started.base;
+  server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
+  const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
+  await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
+  const { id: modelId } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model: 'weights' });
+  await uploadWeights({ server } as unknown as World, server.key, modelId, readFileSync(weights), 'bench.pt');
+  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
   const agentConfig = join(work, 'agent.json');
   await enrollAgent(t, server.url, enrollmentToken, agentConfig);
   const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
@@ -169,7 +160,7 @@ async function main(): Promise<void> {
 }
 
 await runBenchmark('bench:export', main, async () => {
-  for (const teardown of teardowns.reverse()) await teardown();
+  await runTeardowns();
   await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
   rmSync(work, { recursive: true, force: true });
 });

@@ -27,14 +27,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Test } from 'tap';
 import { trainCommand } from '../control-plane/src/training/train-args.ts';
 import { enrollAgent, runAgent, type Spawned } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
-import { cpuSeconds, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
+import { BenchApi, cpuSeconds, helperTap, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
 
 const EPOCHS = positiveInt('BENCH_EPOCHS', 5);
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
@@ -46,17 +45,9 @@ const ARGS = { model: 'yolo11n.yaml', epochs: EPOCHS, imgsz: 160, batch: 16, wor
 
 const database = `vp_bench_train_${process.pid}`;
 const work = mkdtempSync(join(tmpdir(), 'vp-bench-train-'));
-const teardowns: Array<() => unknown> = [];
-/** All the test helpers use of tap: teardowns (run at the end) and failures (thrown here). */
-const t = { teardown: (fn: () => unknown) => void teardowns.push(fn), fail: (message: string) => { throw new Error(message); } } as unknown as Test;
+const { t, runTeardowns } = helperTap();
 
-let server = { url: '' };
-let key = '';
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await call<T>(server, method, path, { key, body });
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
-  return response.body;
-}
+const server = new BenchApi();
 
 /** The shapes ZIP unpacked into a local YOLO folder; its data.yaml. */
 async function localDataset(env: Record<string, string>): Promise<string> {
@@ -117,14 +108,14 @@ const POLL_MS = 1000;
  * once a second: polling it faster costs the control plane CPU that the trainer, on the same cores, then lacks.
  */
 async function platform(owner: string, model: string, controlPlanePid: number, agent: Spawned) {
-  const { id: modelId } = await api<{ id: string }>('POST', '/api/models', { project: 'bench', model });
+  const { id: modelId } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model });
   const cpuBefore = cpuSeconds(controlPlanePid);
   const started = performance.now();
-  const { jobId } = await api<{ jobId: string }>('POST', '/api/training/start', { modelId, trainArgs: { ...ARGS, data: `ul://${owner}/datasets/shapes` }, gpuType: 'cpu' });
+  const { jobId } = await server.call<{ jobId: string }>('POST', '/api/training/start', { modelId, trainArgs: { ...ARGS, data: `ul://${owner}/datasets/shapes` }, gpuType: 'cpu' });
   let job: Training['job'] = null;
   try {
     for (;;) {
-      ({ job } = await api<Training>('GET', `/api/models/${owner}/bench/${model}/training`));
+      ({ job } = await server.call<Training>('GET', `/api/models/${owner}/bench/${model}/training`));
       // The view says completed as soon as the trainer reports training_complete; the job ends after its process exits.
       if (job && ENDED.includes(job.compute.jobStatus ?? '')) break;
       if (performance.now() - started > TRAINING_TIMEOUT_MS) throw new Error(`the training is still ${job?.status} after ${TRAINING_TIMEOUT_MS / 1000} s`);
@@ -132,10 +123,10 @@ async function platform(owner: string, model: string, controlPlanePid: number, a
     }
   } finally {
     // A trainer left running would outlive its agent (it leads its own process group): stop it through the API.
-    if (!job || !ENDED.includes(job.compute.jobStatus ?? '')) await call(server, 'DELETE', `/api/models/${owner}/bench/${model}/training`, { key }).catch(() => undefined);
+    if (!job || !ENDED.includes(job.compute.jobStatus ?? '')) await call(server, 'DELETE', `/api/models/${owner}/bench/${model}/training`, { key: server.key }).catch(() => undefined);
   }
   const controlPlaneCpu = cpuSeconds(controlPlanePid) - cpuBefore;
-  const { lines } = await api<{ lines: Array<{ line: string }> }>('GET', `/api/jobs/${jobId}/logs?limit=5000`);
+  const { lines } = await server.call<{ lines: Array<{ line: string }> }>('GET', `/api/jobs/${jobId}/logs?limit=5000`);
   if (job!.status !== 'completed') throw new Error(`the training ended ${job!.status}: ${job!.error?.message}\n${lines.slice(-40).map((line) => line.line).join('\n')}`);
   // Seconds from the job's creation (the POST) to each step, all on the database's clock.
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
@@ -184,12 +175,12 @@ async function materialize(owner: string, env: Record<string, string>, controlPl
   const cpuBefore = cpuSeconds(controlPlanePid);
   const { out } = await run(join(VENV, 'bin/python'), ['-c', MATERIALIZE_PY, `ul://${owner}/datasets/shapes-many`, output], {
     cwd: work,
-    env: { ...env, ULTRALYTICS_API_KEY: key, ULTRALYTICS_PLATFORM_URL: server.url },
+    env: { ...env, ULTRALYTICS_API_KEY: server.key, ULTRALYTICS_PLATFORM_URL: server.url },
   });
   const controlPlaneCpu = cpuSeconds(controlPlanePid) - cpuBefore;
   const result = JSON.parse(out.trim().split('\n').pop()!) as { seconds: number; cpu: number; images: number; export: number; ndjson: number };
   // The ingest keeps one copy of identical pictures (the generator draws a few twice): the dataset's count is the truth.
-  const { dataset } = await api<{ dataset: { imageCount: number } }>('GET', `/api/datasets/${owner}/shapes-many`);
+  const { dataset } = await server.call<{ dataset: { imageCount: number } }>('GET', `/api/datasets/${owner}/shapes-many`);
   if (result.images !== dataset.imageCount) throw new Error(`materialized ${result.images} images of ${dataset.imageCount}`);
   return { ...result, controlPlaneCpu };
 }
@@ -206,25 +197,25 @@ async function main(): Promise<void> {
   const loadAtStart = loadavg()[0];
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const started = await startControlPlane('control-plane', { databaseName: database, dataDir, nodeArgs, env: { BILLING_ENABLED: 'false' } });
-  server = { url: started.base };
-  key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
-  const { username: owner } = await api<{ username: string }>('GET', '/api/account/summary');
+  server.url = started.base;
+  server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
+  const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
   const world = { server } as unknown as World;
   process.stderr.write('ingesting the shapes dataset, connecting a worker agent…\n');
-  await createShapesDataset(t, world, key, owner, 'shapes');
-  await api('POST', '/api/projects', { project: 'bench', name: 'Bench' });
-  const { enrollmentToken } = await api<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
+  await createShapesDataset(t, world, server.key, owner, 'shapes');
+  await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
+  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
   const agentConfig = join(work, 'agent.json');
   await enrollAgent(t, server.url, enrollmentToken, agentConfig);
   const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
-  for (let tries = 0; (await api<Record<string, string | null>>('GET', '/api/training/gpu-availability?managed=true')).cpu === null; tries++) {
+  for (let tries = 0; (await server.call<Record<string, string | null>>('GET', '/api/training/gpu-availability?managed=true')).cpu === null; tries++) {
     if (tries > 300) throw new Error(`the agent did not connect:\n${agent.output().slice(-3000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
   const data = await localDataset(env);
   const controlPlanePid = started.child.proc.pid!;
-  const reportingEnv = { ...env, ULTRALYTICS_API_KEY: key, ULTRALYTICS_PLATFORM_URL: server.url };
+  const reportingEnv = { ...env, ULTRALYTICS_API_KEY: server.key, ULTRALYTICS_PLATFORM_URL: server.url };
   const runs = { standalone: [] as Phases[], reporting: [] as Phases[], platform: [] as Array<Awaited<ReturnType<typeof platform>>> };
   let controlPlaneIdleCpu = 0;
   for (let round = 1; round <= ROUNDS; round++) {
@@ -250,7 +241,7 @@ async function main(): Promise<void> {
 
   process.stderr.write(`ingesting ${MATERIALIZE_IMAGES} shapes, materializing them…\n`);
   const val = Math.round(MATERIALIZE_IMAGES / 5);
-  await createShapesDataset(t, world, key, owner, 'shapes-many', { train: MATERIALIZE_IMAGES - val, val });
+  await createShapesDataset(t, world, server.key, owner, 'shapes-many', { train: MATERIALIZE_IMAGES - val, val });
   // Into a new folder each round, so nothing is reused locally; the appliance caches the export after the first.
   const materializations = [];
   for (let round = 1; round <= ROUNDS; round++) materializations.push(await materialize(owner, env, controlPlanePid, join(work, `materialized-${round}`)));
@@ -319,7 +310,7 @@ async function main(): Promise<void> {
 }
 
 await runBenchmark('bench:train', main, async () => {
-  for (const teardown of teardowns.reverse()) await teardown();
+  await runTeardowns();
   await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
   rmSync(work, { recursive: true, force: true });
 });

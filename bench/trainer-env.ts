@@ -1,8 +1,11 @@
-// What the benchmarks that run the real trainer share: the trainer venv, its environment, and running its commands.
+// What the benchmarks that run the real trainer share: the trainer venv, its environment, running its commands, and
+// calling the control plane with the test helpers.
 import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { Test } from 'tap';
+import { call } from '../test/helpers/server.ts';
 import { ROOT } from './lib.ts';
 
 export const VENV = join(ROOT, '.venv-trainer');
@@ -53,3 +56,26 @@ export function ultralyticsConfig(dir: string): string {
   return dir;
 }
 
+/** All the test helpers use of tap, for a benchmark: teardowns (run by `runTeardowns`, last first) and failures (thrown). */
+export function helperTap(): { t: Test; runTeardowns(): Promise<void> } {
+  const teardowns: Array<() => unknown> = [];
+  const t = { teardown: (fn: () => unknown) => void teardowns.push(fn), fail: (message: string) => { throw new Error(message); } } as unknown as Test;
+  return {
+    t,
+    async runTeardowns() {
+      for (const teardown of teardowns.reverse()) await teardown();
+    },
+  };
+}
+
+/** The control plane under benchmark and the key it is called with (both known once it started); a call of 300 or more throws. */
+export class BenchApi {
+  url = '';
+  key = '';
+
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await call<T>(this, method, path, { key: this.key, body });
+    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+    return response.body;
+  }
+}
