@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create/refresh the trainer venv at $1 on top of Debian's python3 + python3-torch/torchvision (the apt
+# Create/refresh the trainer venv at $1 on top of Debian's python3 + numpy/pillow (the apt
 # packages in apt-packages.txt must already be installed), and make ultralytics fully offline.
 # Shared by build-trainer-env.sh (host) and build-trainer-image.sh (run inside the image's chroot).
 set -euo pipefail
@@ -16,8 +16,8 @@ log() { printf '[trainer-setup] %s\n' "$*"; }
 export YOLO_CONFIG_DIR=$cfg YOLO_OFFLINE=1 YOLO_AUTOINSTALL=false MPLCONFIGDIR=$cfg/matplotlib
 mkdir -p "$cfg/Ultralytics" "$MPLCONFIGDIR"
 
-# --system-site-packages: torch/torchvision/numpy come from Debian (a matching CPU pair); PyPI's
-# torchvision is a CUDA build that would drag in a different torch.
+# --system-site-packages: numpy/pillow/pyyaml/requests come from Debian; torch/torchvision from PyPI (constraints.txt),
+# installed into the venv, so they shadow a Debian python3-torch 1.13 left on the host.
 if [ ! -x "$venv/bin/python" ]; then
   log "creating venv $venv (Debian /usr/bin/python3, system site-packages)"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
@@ -40,8 +40,8 @@ printf '%s\n' '# Replaced by the trainer setup (installer/trainer/setup-env.sh):
 rm -rf "$mnn/tools/utils/__pycache__"
 
 "$venv/bin/python" - <<'EOF'
-import torch, torchvision, cv2, ultralytics
-assert torch.__file__.startswith("/usr/lib/python3/"), f"torch is not Debian's: {torch.__file__}"
+import sys, torch, torchvision, cv2, ultralytics
+assert torch.__file__.startswith(sys.prefix), f"torch is not the venv's (PyPI's): {torch.__file__}"
 print(f"[trainer-setup] torch {torch.__version__}, torchvision {torchvision.__version__}, "
       f"opencv {cv2.__version__}, ultralytics {ultralytics.__version__}")
 EOF
@@ -73,7 +73,7 @@ chmod 0755 "$venv/bin/vp-probe-exporters"
 "$venv/bin/vp-probe-exporters" | "$venv/bin/python" -c '
 import json, sys
 probe = json.load(sys.stdin)
-absent = {f: probe["missing"].get(f) for f in ("torchscript", "onnx", "ncnn", "mnn", "coreml") if f not in probe["exporters"]}
+absent = {f: probe["missing"].get(f) for f in ("torchscript", "onnx", "openvino", "ncnn", "mnn", "coreml") if f not in probe["exporters"]}
 assert not absent, f"export toolchains missing: {absent}"
 print("[trainer-setup] export formats:", " ".join(probe["exporters"]))'
 log "ready: $venv (env: $venv/trainer.env)"

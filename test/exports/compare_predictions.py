@@ -61,6 +61,8 @@ def main():
     ap.add_argument("--conf", type=float, default=0.25)
     ap.add_argument("--iou-min", type=float, default=0.9)
     ap.add_argument("--conf-tol", type=float, default=0.02)
+    ap.add_argument("--openvino-f32", action="store_true",
+                    help="run an OpenVINO artifact at fp32 (CPUs with AVX512-BF16/AMX default to bf16)")
     a = ap.parse_args()
     # ultralytics and native runtimes (ncnn, MNN) print to stdout: send all of fd 1 to stderr, keep stdout for the JSON.
     out = os.fdopen(os.dup(1), "w")
@@ -68,6 +70,16 @@ def main():
 
     try:
         from ultralytics import YOLO
+
+        if a.openvino_f32:
+            # OpenVINO's CPU plugin infers in bf16 by default where the CPU has AVX512-BF16/AMX: near-zero confidences
+            # of a barely trained model then change order under NMS. fp32 checks the exported graph itself.
+            import openvino
+
+            compile_model = openvino.Core.compile_model
+            openvino.Core.compile_model = lambda core, model, device_name=None, config=None: compile_model(
+                core, model, device_name, {**(config or {}), "INFERENCE_PRECISION_HINT": openvino.Type.f32}
+            )
 
         # Predicted down to conf - conf_tol, so a counterpart just below the threshold is still seen.
         kw = dict(conf=max(a.conf - a.conf_tol, 1e-4), max_det=1000, device="cpu", verbose=False)
