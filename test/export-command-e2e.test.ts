@@ -44,7 +44,8 @@ t.test('the job command exports with the real ultralytics, leaving the artifact 
   const { client: host } = await WorkerClient.welcomed(server, workerKey);
   t.teardown(() => host.ws.terminate());
   host.beat();
-  await adminQuery(`update hosts set exporters = '{torchscript}' where id = $1`, [hostId], server.databaseUrl);
+  host.send({ type: 'capabilities', exporters: ['torchscript'], missingExporters: {} });
+  await eventually(async () => (await adminQuery('select exporters from hosts where id = $1', [hostId], server.databaseUrl)).rows[0].exporters.length === 1, 'the host’s exporters');
 
   const created = await call<Record<string, any>>(server, 'POST', '/api/models/alice/detector/shapes-yolo11n/exports', { key: alice, body: { format: 'torchscript', args: { imgsz: 64, batch: 2 } } });
   t.equal(created.status, 201, JSON.stringify(created.body));

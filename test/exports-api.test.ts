@@ -96,10 +96,8 @@ t.test('503 names the toolchain no host offers, with the reason a host reported'
   const { client } = await WorkerClient.welcomed(server, workerKey);
   client.beat();
   host = client;
-  await sql(`update hosts set exporters = '{onnx,coreml,torchscript}', missing_exporters = $1 where id = $2`, [
-    JSON.stringify({ openvino: 'openvino is not installed in the trainer image' }),
-    hostId,
-  ]);
+  client.send({ type: 'capabilities', exporters: ['onnx', 'coreml', 'torchscript'], missingExporters: { openvino: 'openvino is not installed in the trainer image' } });
+  await eventually(async () => (await sql('select exporters from hosts where id = $1', [hostId])).rows[0].exporters.length === 3, 'the host’s exporters');
   const missing = await create({ format: 'openvino' });
   t.equal(missing.status, 503);
   t.equal(missing.body.error, 'No worker host can export to openvino: its trainer environment lacks the openvino toolchain (openvino is not installed in the trainer image)');

@@ -132,8 +132,7 @@ async function compare(t: Test, artifact: string, imgsz: number): Promise<void> 
   t.ok((report.details?.matched ?? 0) > 0, 'there were boxes to compare');
 }
 
-// openvino is not among them: its exporter needs torch >= 2.1, and the CPU trainer environment has Debian's 1.13.
-for (const format of ['torchscript', 'onnx', 'ncnn', 'mnn']) {
+for (const format of ['torchscript', 'onnx', 'openvino', 'ncnn', 'mnn']) {
   t.test(`${format}: exported by the worker host, downloadable, and predicts as the PyTorch weights do`, async (t) => {
     const id = await startExport('shapes', { format, args: { imgsz: 128 } });
     const view = await finished('shapes', id);
@@ -189,11 +188,11 @@ t.test('a CoreML export gets a mobile import link that anyone holding it resolve
 
 t.test('a format no connected host can export answers 503 naming its toolchain', async (t) => {
   const exporters = (await hostExporters('export-host')) ?? [];
-  t.notOk(exporters.includes('openvino'), 'this trainer environment cannot export openvino');
-  const refused = await call<{ error: string }>(server, 'POST', exportsPath('shapes'), { key: alice, body: { format: 'openvino' } });
+  t.notOk(exporters.includes('saved_model'), 'this trainer environment has no TensorFlow');
+  const refused = await call<{ error: string }>(server, 'POST', exportsPath('shapes'), { key: alice, body: { format: 'saved_model' } });
   t.equal(refused.status, 503);
-  t.match(refused.body.error, /openvino/, `the message names the missing toolchain: ${refused.body.error}`);
-  t.match(refused.body.error, /torch/, 'and why the host lacks it');
+  t.match(refused.body.error, /saved_model/, `the message names the format: ${refused.body.error}`);
+  t.match(refused.body.error, /tensorflow/, 'and the toolchain its hosts lack');
 });
 
 t.test('cancel while running: the export ends cancelled, with no file', async (t) => {
