@@ -63,6 +63,28 @@ t.test('a training job runs in a trainer container and completes with weights', 
   t.pass('the container is removed');
 });
 
+t.test('the trained model exports in a trainer container: the host probed its image, the artifact is uploaded from the container', async (t) => {
+  const exporters = async () => (await server.services().em.getConnection().execute(`select exporters from hosts where name = 'docker-trainer'`))[0]?.exporters as string[];
+  await eventually(async () => (await exporters()).includes('openvino'), `the host to report its image's exporters: ${agent.output().slice(-2000)}`, 60_000);
+  const created = await call<{ id: string }>(server, 'POST', '/api/models/alice/boxed/in-docker/exports', { key: alice, body: { format: 'openvino', args: { imgsz: 160 } } });
+  t.equal(created.status, 201, JSON.stringify(created.body));
+  type View = { status: string; error?: { message: string }; file?: { size: number; downloadUrl: string; downloadFilename: string } };
+  const view = await eventually(
+    async () => {
+      const read = (await call<{ export: View }>(server, 'GET', `/api/models/alice/boxed/in-docker/exports/${created.body.id}`, { key: alice })).body.export;
+      return ['completed', 'failed', 'cancelled'].includes(read.status) ? read : undefined;
+    },
+    `the export to end; agent log:\n${agent.output().slice(-3000)}`,
+    300_000,
+  );
+  t.equal(view.status, 'completed', view.error?.message ?? '');
+  t.match(view.file, { downloadFilename: 'in-docker_openvino_model.zip' });
+  const zip = Buffer.from(await (await fetch(view.file!.downloadUrl)).arrayBuffer());
+  t.equal(zip.length, view.file!.size);
+  const names = zip.toString('latin1');
+  t.ok(names.includes('in-docker.xml') && names.includes('in-docker.bin') && names.includes('metadata.yaml'), 'the OpenVINO model directory, zipped');
+});
+
 t.test("a trainer that fails in its container: the training shows the trainer's own error line, without paths", async (t) => {
   const modelId = await newModel('no-such-yaml');
   const started = await call(server, 'POST', '/api/training/start', {

@@ -90,16 +90,7 @@ const fromRow = (row: ExportRow): ExportRecord => ({
   updatedAt: date(row.updated_at)!,
 });
 
-export interface NewExport {
-  workspaceId: string;
-  modelId: string;
-  format: ExportFormatId;
-  args: NormalizedArgs;
-  gpuType: string | null;
-  weightsKey: string;
-  weightsSha256: string;
-  fingerprint: string;
-}
+export type NewExport = Pick<ExportRecord, 'workspaceId' | 'modelId' | 'format' | 'args' | 'gpuType' | 'weightsKey' | 'weightsSha256' | 'fingerprint'>;
 
 /** A file an export already has (a reuse of an equal completed export). */
 export interface ExportFile {
