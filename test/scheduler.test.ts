@@ -2,6 +2,7 @@
 // priority then FIFO, GPU type and workspace matching, logs, cancel, a lost host, reconnect reconciliation
 // and two control-plane replicas sharing one database.
 import type { Gpu, Hardware } from '@vp/protocol';
+import pg from 'pg';
 import t from 'tap';
 import { CLOSE } from '../protocol/src/close-codes.ts';
 import { call, startTestServer } from './helpers/server.ts';
@@ -111,6 +112,24 @@ t.test('GPU type, CPU jobs and workspaces: a host takes only what it can run and
   t.equal(await status(tooBig), 'queued', 'a job needing more memory than the host has waits for a bigger host');
   const { client: theirs } = await host(other.handle, 'theirs', [gpu(0)]);
   t.equal((await theirs.nextOf('job.assign')).jobId, foreign);
+});
+
+t.test('a job another dispatch held for a moment goes to the host as soon as it is let go, not at the next poll', async (t) => {
+  const { handle } = await team();
+  const { client } = await host(handle, 'patient', [gpu(0)]);
+  const first = await queueCommand(server, handle, { command: ['first'] }, { gpuCount: 1 });
+  t.equal((await client.nextOf('job.assign')).jobId, first);
+  const second = await queueCommand(server, handle, { command: ['second'] }, { gpuCount: 1 });
+  // What another host's dispatch does for an instant: hold the queued job's row in its transaction.
+  const holder = new pg.Client({ connectionString: server.databaseUrl });
+  await holder.connect();
+  t.teardown(() => holder.end());
+  await holder.query('begin');
+  await holder.query('select id from jobs where id = $1 for update', [second]);
+  client.send({ type: 'job.finished', jobId: first, outcome: 'completed', exitCode: 0 });
+  t.ok(await client.quiet(700), 'not while it is held');
+  await holder.query('commit');
+  t.equal((await client.nextOf('job.assign', 800)).jobId, second, 'at once after, without waiting for the scheduler’s 5-second poll');
 });
 
 t.test('a spec beyond the protocol’s limits fails its job instead of reaching the agent', async (t) => {

@@ -25,6 +25,8 @@ export interface LocalHost {
 }
 
 const POLL_MS = 5000;
+/** How soon a host looks again at a job another dispatch held when it wanted it. */
+const RETRY_MS = 50;
 /** Ended jobs settled in one go before giving the event loop back. */
 const SETTLE_BATCH = 100;
 /** Queued jobs looked at per dispatch; more than one host could take at once. */
@@ -114,7 +116,15 @@ export class HostScheduler {
         state.again = false;
         const host = this.hosts.get(hostId);
         if (!host) break;
-        await this.dispatch(host).catch((error) => this.log.warn({ err: error, hostId }, 'dispatching jobs failed'));
+        const missed = await this.dispatch(host).catch((error) => {
+          this.log.warn({ err: error, hostId }, 'dispatching jobs failed');
+          return false;
+        });
+        if (missed) {
+          // Another dispatch holds the job for a moment (it commits or lets go): look again shortly.
+          state.again = true;
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+        }
       } while (state.again && !this.stopped);
       this.dispatching.delete(hostId);
     })();
@@ -175,9 +185,13 @@ export class HostScheduler {
     host.send({ type: 'job.cancel', jobId, reason: 'cancelled by a user' });
   }
 
-  /** Takes what fits on the host in one transaction, then sends the assignments once they are committed. */
-  private async dispatch(host: LocalHost): Promise<void> {
+  /**
+   * Takes what fits on the host in one transaction, then sends the assignments once they are committed. True when a
+   * job it chose was taken or locked by another dispatch meanwhile, so the host should look again.
+   */
+  private async dispatch(host: LocalHost): Promise<boolean> {
     const kinds = Object.keys(this.kinds);
+    let missed = false;
     const assignments = await this.em().transactional(async (em) => {
       // A socket another session took the host over from gets nothing: its agent is not the host any more.
       if (!(await host.holdsHost(em))) return [];
@@ -190,7 +204,7 @@ export class HostScheduler {
         em,
         `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain from jobs
          where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
-         order by priority desc, created_at, id limit ${QUEUE_WINDOW} for update skip locked`,
+         order by priority desc, created_at, id limit ${QUEUE_WINDOW}`,
         [pgArray(kinds), host.workspaceId, host.workspaceId],
       );
       const placements = placeJobs(
@@ -214,8 +228,21 @@ export class HostScheduler {
         ),
       );
       const rows = new Map(queue.map((row) => [row.id, row]));
+      // Only the jobs this host takes are locked: a host that cannot run a job must not hide it from one that can (a
+      // locked row is skipped, and the host that skipped it would wait for the next tick). Taken meanwhile: try again.
+      const locked = placements.length
+        ? new Set(
+            (await query<{ id: string }>(em, `select id from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`, [
+              pgArray(placements.map((placement) => placement.jobId)),
+            ])).map((row) => row.id),
+          )
+        : new Set<string>();
       const messages: ServerMessage[] = [];
       for (const placement of placements) {
+        if (!locked.has(placement.jobId)) {
+          missed = true;
+          continue;
+        }
         const row = rows.get(placement.jobId)!;
         const attempt = attemptOf({ ...row, attempts: row.attempts + 1 }, host.hostId, placement.gpuIndexes);
         const spec = await this.spec(em, attempt);
@@ -233,6 +260,7 @@ export class HostScheduler {
       this.log.info({ jobId: message.type === 'job.assign' ? message.jobId : undefined, hostId: host.hostId }, 'job assigned');
       host.send(message);
     }
+    return missed;
   }
 
   /** The attempt's spec with the assigned GPUs, or the reason it cannot run. */
