@@ -1,12 +1,14 @@
 // The trainer environment's export toolchains, for real: its probe names the formats it can export, and a model
 // trained here exports with the real `yolo export` (offline, no auto-install) to each of them, lands where
-// export-artifacts.json says, loads with YOLO(artifact) and predicts the boxes the .pt model predicts.
+// the control plane's format table (control-plane/src/exports/export-formats.ts) says, loads with YOLO(artifact) and
+// predicts the boxes the .pt model predicts.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { EXPORT_FORMAT_IDS, formatOf, type ExportFormatId } from '../control-plane/src/exports/export-formats.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VENV = join(ROOT, '.venv-trainer');
@@ -15,7 +17,8 @@ const PYTHON = join(VENV, 'bin/python');
 const COMPARE = join(ROOT, 'test/exports/compare_predictions.py');
 /** The formats the appliance's CI environment must export (and predict) on CPU. */
 const CI_FORMATS = ['torchscript', 'onnx', 'openvino', 'ncnn', 'mnn'];
-const ARTIFACTS = JSON.parse(readFileSync(join(ROOT, 'installer/trainer/export-artifacts.json'), 'utf8')) as Record<string, { path: string; directory: boolean }>;
+/** Where the control plane expects `yolo export` of `<stem>.pt` to leave a format's artifact; a directory ends in /. */
+const artifactPath = (format: string, stem: string) => formatOf(format as ExportFormatId).artifact(stem, null);
 // Few, mostly low-confidence boxes come out of a 3-epoch model: compare everything it predicts.
 const CONF = '0.001';
 
@@ -52,7 +55,7 @@ t.test('the probe lists the CI formats and names what is missing for the others,
   for (const format of CI_FORMATS) t.ok(result.exporters.includes(format), `${format} is exportable${format in result.missing ? `, not: ${result.missing[format]}` : ''}`);
   t.match(result.missing.saved_model, /tensorflow/, 'a format whose toolchain is not installed names what is missing');
   t.notOk(result.exporters.includes('engine'), 'no TensorRT export without tensorrt and a CUDA device');
-  for (const format of result.exporters) t.ok(ARTIFACTS[format], `export-artifacts.json knows where ${format} lands`);
+  for (const format of result.exporters) t.ok((EXPORT_FORMAT_IDS as string[]).includes(format), `the control plane knows the format ${format}`);
   t.ok(Date.now() - started < 30_000, `probe took ${Date.now() - started} ms`);
 });
 
@@ -69,10 +72,11 @@ t.test('yolo export writes each CI format offline, and the artifact predicts wha
       t.equal(exported.code, 0, log.slice(-3000));
       // With YOLO_AUTOINSTALL=false a missing package is reported by ultralytics' check_requirements ("requirements:").
       t.notMatch(log, /requirements:|AutoUpdate|pip install/, 'no requirement was missing or installed at export time');
-      const artifact = join(dirname(weights), ARTIFACTS[format]!.path.replaceAll('{stem}', 'last'));
+      const expected = artifactPath(format, 'last');
+      const artifact = join(dirname(weights), expected);
       t.ok(existsSync(artifact), `${artifact} exists`);
       if (!existsSync(artifact)) return;
-      t.equal(statSync(artifact).isDirectory(), ARTIFACTS[format]!.directory, 'file or directory as export-artifacts.json says');
+      t.equal(statSync(artifact).isDirectory(), expected.endsWith('/'), 'a file or a directory, as the control plane expects');
 
       // The 3-epoch model's confidences are near zero, where OpenVINO's default bf16 (AVX512-BF16 CPUs) reorders boxes.
       const precision = format === 'openvino' ? ['--openvino-f32'] : [];
