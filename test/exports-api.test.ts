@@ -2,9 +2,8 @@
 // per format, 503 naming the missing toolchain, the `yolo export` command a host receives, the statuses read from the
 // job, 409 for an equivalent in flight, completion only with the uploaded artifact, reuse by weights hash (one file,
 // counted once, deleted with its last export), cancellation, mobile links, tenant isolation, model erase.
-import { createHash, randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
-import type { ServerMessage } from '@vp/protocol';
+import { randomBytes } from 'node:crypto';
+import { AGENT_ROUTES, routePath, type ServerMessage } from '@vp/protocol';
 import t from 'tap';
 import { adminQuery } from './helpers/db.ts';
 import { eventually } from './helpers/host-jobs.ts';
@@ -86,6 +85,7 @@ t.test('refused before anything is queued: 400 per format and argument, imx rule
 });
 
 let host: WorkerClient;
+let hostKey = '';
 t.teardown(() => host?.ws.terminate());
 
 t.test('503 names the toolchain no host offers, with the reason a host reported', async (t) => {
@@ -93,6 +93,7 @@ t.test('503 names the toolchain no host offers, with the reason a host reported'
   t.equal(none.status, 503);
   t.match(none.body.error, /No worker host can export to onnx: no worker host is connected/);
   const { workerKey, hostId } = await enrollHost(server, 'export-box');
+  hostKey = workerKey;
   const { client } = await WorkerClient.welcomed(server, workerKey);
   client.beat();
   host = client;
@@ -106,17 +107,21 @@ t.test('503 names the toolchain no host offers, with the reason a host reported'
   t.match(engine.body.error, /h100-sxm GPU/);
 });
 
+/** What the agent does after `yolo export` exited 0: PUT the artifact through the agent route, with its worker key. */
+async function uploadArtifact(jobId: string, bytes: Buffer): Promise<void> {
+  const response = await fetch(`${server.url}${routePath(AGENT_ROUTES.output, { jobId, name: 'artifact' })}?attempt=1`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${hostKey}`, 'content-type': 'application/octet-stream' },
+    body: bytes,
+  });
+  if (!response.ok) throw new Error(`artifact upload: ${response.status} ${await response.text()}`);
+}
+
 /** The host takes the next assignment; the test plays its upload of the artifact and its report. */
 async function runOnHost(outcome: 'completed' | 'failed', artifact?: Buffer): Promise<Extract<ServerMessage, { type: 'job.assign' }>> {
   const assign = await host.nextOf('job.assign');
   host.send({ type: 'job.accepted', jobId: assign.jobId });
-  if (artifact) {
-    const key = `test/exports/${assign.jobId}/artifact`;
-    await server.storage.store.put(key, Readable.from([artifact]), { contentType: 'application/octet-stream', expectedBytes: artifact.length });
-    await sql('insert into job_outputs (job_id, name, attempt, storage_key, size, sha256) values ($1, $2, 1, $3, $4, $5)', [
-      assign.jobId, 'artifact', key, artifact.length, createHash('sha256').update(artifact).digest('hex'),
-    ]);
-  }
+  if (artifact) await uploadArtifact(assign.jobId, artifact);
   host.send(outcome === 'completed' ? { type: 'job.finished', jobId: assign.jobId, outcome, exitCode: 0 } : { type: 'job.finished', jobId: assign.jobId, outcome, exitCode: 1, error: 'exited with status 1' });
   return assign;
 }
@@ -144,11 +149,7 @@ t.test('queued, starting, running from the job; 409 while in flight; completed w
   host.send({ type: 'job.accepted', jobId: assign.jobId });
   await settled(onnxId, 'running');
 
-  const key = `test/exports/${assign.jobId}/artifact`;
-  await server.storage.store.put(key, Readable.from([onnxBytes]), { contentType: 'application/octet-stream', expectedBytes: onnxBytes.length });
-  await sql('insert into job_outputs (job_id, name, attempt, storage_key, size, sha256) values ($1, $2, 1, $3, $4, $5)', [
-    assign.jobId, 'artifact', key, onnxBytes.length, createHash('sha256').update(onnxBytes).digest('hex'),
-  ]);
+  await uploadArtifact(assign.jobId, onnxBytes);
   host.send({ type: 'job.finished', jobId: assign.jobId, outcome: 'completed', exitCode: 0 });
   const done = await settled(onnxId, 'completed');
   t.match(done, { format: 'onnx', args: { dynamic: true, imgsz: 320, nms: null, quantize: 16 }, file: { size: onnxBytes.length, downloadFilename: 'shapes-yolo11n.onnx' } });

@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JobSpec } from '@vp/protocol';
-import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { jobOutputs } from '../jobs/job-output.store.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
@@ -55,7 +54,7 @@ export class ExportJob implements HostJobKind {
     };
   }
 
-  /** Completed only with its uploaded artifact; the file is counted as the workspace's export storage. */
+  /** Completed only with its uploaded artifact (its upload already counted it as the workspace's export storage). */
   async ended(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void> {
     if (!attempt.subjectId) return;
     const payload = attempt.payload as unknown as ExportPayload;
@@ -70,12 +69,6 @@ export class ExportJob implements HostJobKind {
       return;
     }
     const name = artifactOf(payload.format, payload.stem, (payload.args.quantize ?? null) as Quantize | null).downloadName;
-    await query(
-      em,
-      `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'exports', ?, ?)
-       on conflict (key) do update set kind = 'exports', bytes = excluded.bytes, updated_at = now()`,
-      [newId(), attempt.workspaceId, output.storageKey, output.size],
-    );
     await settleExport(em, attempt.subjectId, { status: 'completed', error: null, file: { key: output.storageKey, size: output.size, sha256: output.sha256, name } });
   }
 }
