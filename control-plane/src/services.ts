@@ -22,6 +22,7 @@ import { JobService } from './jobs/job.service.ts';
 import { ModelService } from './models/model.service.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
+import type { Predictor } from './predict/predictor.ts';
 import type { Storage } from './storage/storage.ts';
 import { GpuAvailabilityService } from './training/gpu-availability.service.ts';
 import { TrainingService } from './training/training.service.ts';
@@ -42,6 +43,8 @@ export interface ServiceDeps {
   rateLimiter?: RateLimiter;
   /** Job status changes, settled with this process's host job kinds; absent (vpctl): a running control plane settles them. */
   lifecycle?: JobLifecycle;
+  /** The process's inference (onnxruntime sessions); absent where nothing predicts (vpctl). */
+  predictor?: Predictor;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -59,6 +62,11 @@ export class Services {
 
   get lifecycle(): JobLifecycle {
     return this.deps.lifecycle ?? new JobLifecycle();
+  }
+
+  get predictor(): Predictor {
+    if (!this.deps.predictor) throw new Error('no predictor in this process');
+    return this.deps.predictor;
   }
 
   get em(): EntityManager {
