@@ -7,6 +7,8 @@ import { after } from './shared.ts';
 
 /** The last output follows the exit; an output stream that never ends (a daemon bug) must not hold the job open. */
 const OUTPUT_DRAIN_MS = 5000;
+/** How long Docker's OOM event may trail the exit it caused (it is recorded separately, sometimes after the exit). */
+const OOM_EVENT_WAIT_MS = [100, 250, 500];
 
 /** The HTTP status of a failed Docker API call; undefined when Docker was not reached. */
 export function statusOf(error: unknown): number | undefined {
@@ -23,6 +25,20 @@ export function outcomeOf(info: Docker.ContainerInspectInfo, cause?: string): Jo
     return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}` };
   }
   return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}${cause === undefined ? '' : `: ${cause}`}` };
+}
+
+/**
+ * The container's record once its exit is fully known: a SIGKILL exit (137) under a memory limit that Docker has not
+ * (yet) marked OOMKilled is read again, because the kernel's OOM event reaches dockerd apart from the exit.
+ */
+async function inspectSettled(container: Docker.Container): Promise<Docker.ContainerInspectInfo> {
+  let info = await container.inspect();
+  for (const wait of OOM_EVENT_WAIT_MS) {
+    if (info.State.ExitCode !== 137 || !info.HostConfig.Memory || info.State.OOMKilled) break;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    info = await container.inspect();
+  }
+  return info;
 }
 
 /** What failure-cause.ts needs of a container: the job's environment (from its config) and its work dir (mounted at its host path). */
@@ -98,7 +114,7 @@ export class DockerJob implements RunningJob {
     try {
       await this.#container.wait({ abortSignal: this.#detach.signal });
       await drained(output);
-      info = await this.#container.inspect();
+      info = await inspectSettled(this.#container);
     } catch (error) {
       if (this.#detach.signal.aborted) return new Promise<JobOutcome>(() => {});
       lost = `lost track of the job's container: ${(error as Error).message}`;
