@@ -17,11 +17,10 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { exportCommand } from '../control-plane/src/exports/export-args.ts';
-import { enrollAgent, runAgent } from '../test/helpers/agent.ts';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
-import { BenchApi, helperTap, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
+import { BenchApi, helperTap, run, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights, VENV } from './trainer-env.ts';
 
 const ROUNDS = positiveInt('BENCH_ROUNDS', 5);
 const IMGSZ = positiveInt('BENCH_EXPORT_IMGSZ', 640);
@@ -99,8 +98,7 @@ async function main(): Promise<void> {
   const config = ultralyticsConfig(join(work, 'yolo-config'));
   const env = trainerEnv(config);
   const weights = join(work, 'bench.pt');
-  const made = await run(join(VENV, 'bin/python'), ['-c', `import ultralytics, torch; from ultralytics import YOLO; YOLO('yolo11n.yaml').save(${JSON.stringify(weights)}); print(ultralytics.__version__, torch.__version__)`], { cwd: work, env });
-  const versions = made.out.trim().split('\n').pop()!.split(' ');
+  const versions = await untrainedWeights(weights, env);
 
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
@@ -112,14 +110,7 @@ async function main(): Promise<void> {
   await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
   const { id: modelId } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model: 'weights' });
   await uploadWeights({ server } as unknown as World, server.key, modelId, readFileSync(weights), 'bench.pt');
-  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
-  const agentConfig = join(work, 'agent.json');
-  await enrollAgent(t, server.url, enrollmentToken, agentConfig);
-  const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
-  for (let tries = 0; !(await adminQuery(`select 1 from hosts where state = 'connected' and 'onnx' = any(exporters)`, database)).rowCount; tries++) {
-    if (tries > 600) throw new Error(`the agent did not connect with the onnx exporter:\n${agent.output().slice(-3000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await startExportHost(t, server, database, work, env);
 
   const runs = { standalone: [] as Array<Awaited<ReturnType<typeof standalone>>>, platform: [] as Array<Awaited<ReturnType<typeof platform>>> };
   for (let round = 1; round <= ROUNDS; round++) {
@@ -137,7 +128,7 @@ async function main(): Promise<void> {
   const overheads = runs.platform.map((run, i) => (run.total - runs.standalone[i].total) / runs.standalone[i].total);
   const overhead = median(overheads);
   const p = runs.platform.find((run) => run.total === median(runs.platform.map((r) => r.total)))!;
-  console.log(`\nbench:export — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions[0]}, torch ${versions[1]}`);
+  console.log(`\nbench:export — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}, torch ${versions.torch}`);
   console.log(`export: yolo11n (untrained, 80 classes) → onnx imgsz=${IMGSZ}, ${(p.bytes / 2 ** 20).toFixed(1)} MiB; ${ROUNDS} rounds\n`);
   console.log('platform timeline of the median run (database clock, seconds after POST created the export):');
   console.log(`  job assigned to the host (started_at)                  ${s(p.timeline.assigned)}`);
@@ -162,7 +153,7 @@ async function main(): Promise<void> {
         pass: overhead < TARGET_OVERHEAD,
       },
     ],
-    { rounds: ROUNDS, imgsz: IMGSZ, overheads, runs, versions: { ultralytics: versions[0], torch: versions[1] } },
+    { rounds: ROUNDS, imgsz: IMGSZ, overheads, runs, versions },
   );
 }
 

@@ -2,11 +2,12 @@
 // calling the control plane with the test helpers.
 import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Test } from 'tap';
+import { enrollAgent, runAgent } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
-import { ROOT } from './lib.ts';
+import { adminQuery, ROOT } from './lib.ts';
 
 export const VENV = join(ROOT, '.venv-trainer');
 
@@ -78,4 +79,31 @@ export class BenchApi {
     if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
     return response.body;
   }
+}
+
+/**
+ * Untrained YOLO weights from a model YAML (nothing downloaded), saved to `file`; a seed makes each file's weights, and
+ * so its SHA-256, distinct. Returns the ultralytics and torch versions.
+ */
+export async function untrainedWeights(file: string, env: Record<string, string>, options: { yaml?: string; seed?: number } = {}): Promise<{ ultralytics: string; torch: string }> {
+  const script = `import torch, ultralytics; from ultralytics import YOLO; torch.manual_seed(${options.seed ?? 0}); YOLO(${JSON.stringify(options.yaml ?? 'yolo11n.yaml')}).save(${JSON.stringify(file)}); print(ultralytics.__version__, torch.__version__)`;
+  const { out } = await run(join(VENV, 'bin/python'), ['-c', script], { cwd: dirname(file), env });
+  const [ultralytics, torch] = out.trim().split('\n').pop()!.split(' ');
+  return { ultralytics, torch };
+}
+
+/**
+ * A `vp-worker` agent (process runtime, the trainer venv) enrolled with the control plane under benchmark; resolves once
+ * it is connected and reports the onnx exporter.
+ */
+export async function startExportHost(t: Test, server: BenchApi, database: string, work: string, env: Record<string, string>): Promise<{ output(): string }> {
+  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
+  const agentConfig = join(work, 'agent.json');
+  await enrollAgent(t, server.url, enrollmentToken, agentConfig);
+  const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
+  for (let tries = 0; !(await adminQuery(`select 1 from hosts where state = 'connected' and 'onnx' = any(exporters)`, database)).rowCount; tries++) {
+    if (tries > 600) throw new Error(`the agent did not connect with the onnx exporter:\n${agent.output().slice(-3000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return agent;
 }
