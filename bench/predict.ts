@@ -1,0 +1,162 @@
+/**
+ * `npm run bench:predict`: model inference through `POST /api/models/{owner}/{project}/{model}/predict`.
+ *
+ * A real control plane (own database, BILLING_ENABLED=false, rate limits off) and a `vp-worker` agent (process runtime,
+ * the trainer venv) that makes the models' automatic ONNX exports. The model: yolo11n (from its YAML, untrained, 80
+ * classes) at 640 px; the image: a 640 × 480 JPEG made here. Figures:
+ *   - latency: BENCH_REQUESTS sequential requests, p50 and p95, request sent to response parsed by the client;
+ *   - throughput: 4 concurrent clients for BENCH_SECONDS, responses per second;
+ *   - the ceiling, in the same run: Python onnxruntime running the same ONNX file (downloaded from the export) on the
+ *     same JPEG bytes with ultralytics' own pre- and post-processing (bench/predict_ceiling.py), one image at a time:
+ *     its p50 and its images per second;
+ *   - peak RSS of the control plane once 10 models (distinct weights) have each predicted and are cached: printed.
+ * Targets (issue 17): p50 ≤ 1.1 × the Python p50; throughput ≥ 1 × the Python images per second.
+ * Environment: BENCH_REQUESTS (60), BENCH_SECONDS (20), BENCH_MODELS (10), TEST_PG_URL.
+ */
+import { readFileSync, rmSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import sharp from 'sharp';
+import { uploadWeights } from '../test/helpers/models.ts';
+import type { World } from '../test/helpers/world.ts';
+import { adminQuery, positiveInt, recordResult, rssBytes, runBenchmark, startControlPlane, type Figure } from './lib.ts';
+import { BenchApi, helperTap, run, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights, VENV } from './trainer-env.ts';
+
+const REQUESTS = positiveInt('BENCH_REQUESTS', 60);
+const SECONDS = positiveInt('BENCH_SECONDS', 20);
+const MODELS = positiveInt('BENCH_MODELS', 10);
+const CLIENTS = 4;
+const IMGSZ = 640;
+const TARGET_LATENCY = 1.1;
+const TARGET_THROUGHPUT = 1;
+/** A model's first predict waits for its automatic ONNX export. */
+const FIRST_PREDICT_TIMEOUT_MS = 10 * 60_000;
+
+const database = `vp_bench_predict_${process.pid}`;
+const work = mkdtempSync(join(tmpdir(), 'vp-bench-predict-'));
+const { t, runTeardowns } = helperTap();
+const server = new BenchApi();
+
+/** A photo-like 640 × 480 JPEG: smooth gradients under a few filled shapes, so it compresses as camera images do. */
+async function benchImage(): Promise<Buffer> {
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480">
+    <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#6a8"/><stop offset="1" stop-color="#234"/></linearGradient></defs>
+    <rect width="640" height="480" fill="url(#g)"/><circle cx="200" cy="220" r="90" fill="#c33"/>
+    <rect x="360" y="120" width="180" height="240" fill="#fc4" transform="rotate(12 450 240)"/><ellipse cx="480" cy="400" rx="120" ry="40" fill="#339"/></svg>`;
+  return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
+}
+
+/** One predict request; milliseconds from sending it to its parsed response. */
+async function predict(path: string, image: Buffer): Promise<number> {
+  const form = new FormData();
+  form.set('file', new Blob([new Uint8Array(image)], { type: 'image/jpeg' }), 'bench.jpg');
+  form.set('imgsz', String(IMGSZ));
+  const started = performance.now();
+  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${server.key}` }, body: form });
+  const body = (await response.json()) as { images?: unknown[]; error?: string };
+  if (response.status !== 200 || body.images?.length !== 1) throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(body).slice(0, 500)}`);
+  return performance.now() - started;
+}
+
+/** The first predict of a model waits for its ONNX export; retried while the export is not done (503). */
+async function firstPredict(path: string, image: Buffer): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      await predict(path, image);
+      return;
+    } catch (error) {
+      if (!/ 503 /.test((error as Error).message) || performance.now() - started > FIRST_PREDICT_TIMEOUT_MS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
+
+async function main(): Promise<void> {
+  const config = ultralyticsConfig(join(work, 'yolo-config'));
+  const env = trainerEnv(config);
+  const image = await benchImage();
+  const imageFile = join(work, 'bench.jpg');
+  writeFileSync(imageFile, image);
+  let versions = { ultralytics: '', torch: '' };
+  for (let i = 0; i < MODELS; i++) versions = await untrainedWeights(join(work, `model-${i}.pt`), env, { seed: i });
+
+  await adminQuery(`create database ${database}`);
+  const dataDir = join(work, 'data');
+  const loadAtStart = loadavg()[0];
+  const { child, base } = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false' } });
+  server.url = base;
+  server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
+  const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
+  await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
+  await startExportHost(t, server, database, work, env);
+  const paths: string[] = [];
+  for (let i = 0; i < MODELS; i++) {
+    const { id } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model: `model-${i}`, trainArgs: { imgsz: IMGSZ } });
+    await uploadWeights({ server } as unknown as World, server.key, id, readFileSync(join(work, `model-${i}.pt`)), 'best.pt');
+    paths.push(`/api/models/${owner}/bench/model-${i}/predict`);
+  }
+  const [path] = paths;
+  process.stderr.write('waiting for the automatic ONNX export of the first model…\n');
+  await firstPredict(path, image);
+
+  // The ceiling runs first, alone on the machine (the control plane is idle meanwhile).
+  const { exports } = await server.call<{ exports: Array<{ format: string; status: string; file?: { downloadUrl: string } }> }>('GET', `/api/models/${owner}/bench/model-0/exports`);
+  const onnx = exports.find((e) => e.format === 'onnx' && e.status === 'completed');
+  if (!onnx?.file) throw new Error(`no completed onnx export of model-0: ${JSON.stringify(exports)}`);
+  const onnxFile = join(work, 'model-0.onnx');
+  writeFileSync(onnxFile, Buffer.from(await (await fetch(onnx.file.downloadUrl)).arrayBuffer()));
+  process.stderr.write('ceiling: Python onnxruntime with ultralytics pre/post-processing…\n');
+  const ceilingRun = await run(join(VENV, 'bin/python'), [join('bench', 'predict_ceiling.py'), onnxFile, imageFile, '--imgsz', String(IMGSZ), '--iterations', String(REQUESTS)], { cwd: process.cwd(), env });
+  const ceiling = JSON.parse(ceilingRun.out.trim().split('\n').pop()!) as { p50_ms: number; p95_ms: number; throughput_ips: number };
+
+  process.stderr.write(`latency: ${REQUESTS} sequential requests…\n`);
+  for (let i = 0; i < 5; i++) await predict(path, image);
+  const latencies: number[] = [];
+  for (let i = 0; i < REQUESTS; i++) latencies.push(await predict(path, image));
+  process.stderr.write(`throughput: ${CLIENTS} clients for ${SECONDS} s…\n`);
+  let answered = 0;
+  const until = performance.now() + SECONDS * 1000;
+  const clientsStarted = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < until) {
+        await predict(path, image);
+        answered++;
+      }
+    }),
+  );
+  const throughput = answered / ((performance.now() - clientsStarted) / 1000);
+
+  process.stderr.write(`memory: one predict on each of ${MODELS} models…\n`);
+  let peak = rssBytes(child.proc.pid!);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(child.proc.pid!))), 50);
+  for (const other of paths.slice(1)) await firstPredict(other, image);
+  clearInterval(sampler);
+  peak = Math.max(peak, rssBytes(child.proc.pid!));
+
+  const p50 = quantile(latencies, 0.5);
+  const p95 = quantile(latencies, 0.95);
+  const latency: Figure = { figure: 'predict p50 latency (640 px yolo11n, one request at a time)', value: p50, unit: 'ms', ceiling: ceiling.p50_ms, ratio: p50 / ceiling.p50_ms, target: `<= ${TARGET_LATENCY} x Python`, pass: p50 <= TARGET_LATENCY * ceiling.p50_ms };
+  const tail: Figure = { figure: 'predict p95 latency', value: p95, unit: 'ms', ceiling: ceiling.p95_ms, ratio: p95 / ceiling.p95_ms };
+  const rate: Figure = { figure: `predict throughput, ${CLIENTS} concurrent clients`, value: throughput, unit: 'img/s', ceiling: ceiling.throughput_ips, ratio: throughput / ceiling.throughput_ips, target: `>= ${TARGET_THROUGHPUT} x Python`, pass: throughput >= TARGET_THROUGHPUT * ceiling.throughput_ips };
+  const memory: Figure = { figure: `control-plane peak RSS, ${MODELS} models cached`, value: peak / 2 ** 20, unit: 'MiB' };
+  const ms = (value: number) => `${value.toFixed(1)} ms`;
+  console.log(`\nbench:predict — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}`);
+  console.log(`model: yolo11n (untrained, 80 classes), automatic ONNX export (dynamic), imgsz ${IMGSZ}; image: 640 x 480 JPEG, ${image.length} bytes`);
+  console.log(`latency over ${REQUESTS} requests: p50 ${ms(p50)}, p95 ${ms(p95)}; Python onnxruntime + ultralytics: p50 ${ms(ceiling.p50_ms)}, p95 ${ms(ceiling.p95_ms)}`);
+  console.log(`  p50 ratio ${(p50 / ceiling.p50_ms).toFixed(3)} (target <= ${TARGET_LATENCY}) ${latency.pass ? 'PASS' : 'FAIL'}`);
+  console.log(`throughput, ${CLIENTS} clients for ${SECONDS} s: ${throughput.toFixed(2)} img/s; Python one at a time: ${ceiling.throughput_ips.toFixed(2)} img/s`);
+  console.log(`  ratio ${(throughput / ceiling.throughput_ips).toFixed(3)} (target >= ${TARGET_THROUGHPUT}) ${rate.pass ? 'PASS' : 'FAIL'}`);
+  console.log(`control-plane peak RSS with ${MODELS} models cached: ${(peak / 2 ** 20).toFixed(0)} MiB`);
+  recordResult('predict', [latency, tail, rate, memory], { requests: REQUESTS, seconds: SECONDS, models: MODELS, latencies, ceiling, versions });
+}
+
+await runBenchmark('bench:predict', main, async () => {
+  await runTeardowns();
+  await adminQuery(`drop database if exists ${database} with (force)`).catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+});
