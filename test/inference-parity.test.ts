@@ -107,6 +107,7 @@ function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, 
     const top5 = summarize(ours, names, { normalize: false, decimals: 10 });
     const refTop5 = ref.summaries['False-5'];
     tt.same(top5.map((r) => r.class), refTop5.map((r) => r.class), `${where}: top-5 classes`);
+    worst.count++;
     for (let k = 0; k < ours.probs!.length; k++) worst.conf = Math.max(worst.conf, Math.abs(ours.probs![k] - ref.probs![k]));
     tt.ok(worst.conf < 1e-3, `${where}: probabilities within 1e-3`);
     return;
@@ -155,7 +156,9 @@ function compareSummary(tt: Test, ours: unknown, theirs: unknown, decimals: numb
   if (typeof theirs === 'number') {
     const diff = Math.abs((ours as number) - theirs);
     worst.summary = Math.max(worst.summary, diff);
-    if (!(diff <= 10 ** -decimals * 1.0001)) tt.fail(`${where}: ${ours} vs ${theirs}`);
+    // One unit of the last decimal, plus 2 float32 ulps: torch's vectorised cos/sin (obb corners) may differ from
+    // correctly rounded ones by an ulp, which can flip the last rounded decimal.
+    if (!(diff <= 10 ** -decimals * 1.0001 + Math.abs(theirs) * 2 ** -22)) tt.fail(`${where}: ${ours} vs ${theirs}`);
     return;
   }
   if (Array.isArray(theirs)) {
@@ -177,6 +180,10 @@ function compareSummary(tt: Test, ours: unknown, theirs: unknown, decimals: numb
 const CASES: { task: FixtureTask; arch?: string }[] = [
   { task: 'detect' },
   { task: 'detect', arch: 'yolo26n' }, // end2end: exported with nms=False
+  { task: 'segment' },
+  { task: 'pose' },
+  { task: 'obb' },
+  { task: 'classify' },
 ];
 
 for (const { task, arch } of CASES) {

@@ -62,15 +62,16 @@ export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, 
   return rows;
 }
 
-/** ops.xywhr2xyxyxyxy: the 4 corners of a rotated box. */
+/** ops.xywhr2xyxyxyxy: the 4 corners of a rotated box, in float32 as torch computes them. */
 function corners(x: number, y: number, w: number, h: number, angle: number): number[] {
-  const cos = Math.cos(angle);
-  const sin = Math.sin(angle);
-  const v1x = (w / 2) * cos;
-  const v1y = (w / 2) * sin;
-  const v2x = (-h / 2) * sin;
-  const v2y = (h / 2) * cos;
-  return [x + v1x + v2x, y + v1y + v2y, x + v1x - v2x, y + v1y - v2y, x - v1x - v2x, y - v1y - v2y, x - v1x + v2x, y - v1y + v2y];
+  const f = Math.fround;
+  const cos = f(Math.cos(angle));
+  const sin = f(Math.sin(angle));
+  const v1x = f(f(w / 2) * cos);
+  const v1y = f(f(w / 2) * sin);
+  const v2x = f(f(-h / 2) * sin);
+  const v2y = f(f(h / 2) * cos);
+  return [f(f(x + v1x) + v2x), f(f(y + v1y) + v2y), f(f(x + v1x) - v2x), f(f(y + v1y) - v2y), f(f(x - v1x) - v2x), f(f(y - v1y) - v2y), f(f(x - v1x) + v2x), f(f(y - v1y) + v2y)];
 }
 
 function extraCountOf(info: ModelInfo, channels: number, boxChannels: number): { nc: number; extra: number } {

@@ -30,7 +30,7 @@ def rows(result):
     if result.probs is not None:
         out["probs"] = result.probs.data.tolist()
     elif result.obb is not None:
-        out["boxes"] = result.obb.xyxyxyxy.reshape(len(result.obb), -1).tolist()
+        out["boxes"] = result.obb.xyxyxyxy.reshape(-1, 8).tolist()
         out["conf"] = result.obb.conf.tolist()
         out["cls"] = [int(c) for c in result.obb.cls.tolist()]
     else:
