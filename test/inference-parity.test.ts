@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { decodeImage, OnnxModel, type Prediction, summarize } from '../inference/src/index.ts';
 import { type TestPicture, writeTestPictures } from './helpers/inference-images.ts';
-import { runCommand, TRAINER_VENV, trainedModel, trainerEnv, type FixtureTask } from './helpers/yolo-models.ts';
+import { exportedVariant, type FixtureTask, runCommand, TRAINER_VENV, trainedModel, trainerEnv } from './helpers/yolo-models.ts';
 
 interface Reference {
   /** Where ultralytics itself failed on the image (an end2end export on a too small input). */
@@ -30,9 +30,9 @@ interface Run {
 }
 
 const RUNS: Run[] = [
-  { imgsz: 96, conf: 0.01, iou: 0.7, max_det: 300 },
-  { imgsz: 128, conf: 0.05, iou: 0.45, max_det: 300 },
-  { imgsz: 70, conf: 0.02, iou: 0.3, max_det: 3 }, // 70 is rounded up to the stride (96)
+  { imgsz: 96, conf: 0.001, iou: 0.7, max_det: 300 },
+  { imgsz: 128, conf: 0.01, iou: 0.45, max_det: 300 },
+  { imgsz: 70, conf: 0.003, iou: 0.3, max_det: 5 }, // 70 is rounded up to the stride (96)
 ];
 
 const work = mkdtempSync(join(tmpdir(), 'inference-parity-'));
@@ -177,25 +177,33 @@ function compareSummary(tt: Test, ours: unknown, theirs: unknown, decimals: numb
   if (ours !== theirs) tt.fail(`${where}: ${String(ours)} vs ${String(theirs)}`);
 }
 
-const CASES: { task: FixtureTask; arch?: string }[] = [
+const CASES: { task: FixtureTask; arch?: string; exportArgs?: string[] }[] = [
   { task: 'detect' },
-  { task: 'detect', arch: 'yolo26n' }, // end2end: exported with nms=False
+  { task: 'detect', arch: 'yolo26n' }, // YOLO26: exported with nms=False, the end2end head
+  { task: 'detect', exportArgs: ['dynamic=False'] }, // a static input: imgsz is the export's, whatever is asked
+  { task: 'detect', exportArgs: ['dynamic=True', 'nms=True', 'conf=0.001'] }, // NMS inside the graph (its conf baked in): [1, 300, 6] rows
   { task: 'segment' },
+  { task: 'segment', arch: 'yolo26n-seg' },
   { task: 'pose' },
+  { task: 'pose', arch: 'yolo26n-pose' },
   { task: 'obb' },
+  { task: 'obb', arch: 'yolo26n-obb' },
   { task: 'classify' },
 ];
 
-for (const { task, arch } of CASES) {
-  t.test(`${task}${arch ? ` (${arch}, end2end)` : ''}: the same predictions as ultralytics`, async (tt) => {
-    const fixture = await trainedModel(task, arch);
+for (const { task, arch, exportArgs } of CASES) {
+  const variant = [arch && `${arch}, end2end head`, exportArgs?.join(' ')].filter(Boolean).join(', ');
+  t.test(`${task}${variant ? ` (${variant})` : ''}: the same predictions as ultralytics`, async (tt) => {
+    const trained = await trainedModel(task, arch);
+    const fixture = exportArgs ? { ...trained, onnx: await exportedVariant(trained, exportArgs) } : trained;
+    const endToEnd = arch?.startsWith('yolo26') === true || exportArgs?.includes('nms=True') === true;
     const pictures = task === 'classify' ? await writeTestPictures(mkdtempSync(join(work, 'single-')), { single: true }) : await scenes;
     const model = await OnnxModel.load(fixture.onnx, { intraOpThreads: 1 });
     tt.teardown(() => model.release());
     tt.equal(model.info.task, task);
     tt.same(model.info.names, fixture.names);
-    tt.equal(model.info.end2end, arch === 'yolo26n');
-    tt.equal(model.info.dynamic, true);
+    tt.equal(model.info.end2end, endToEnd);
+    tt.equal(model.info.dynamic, !exportArgs?.includes('dynamic=False'));
     const references = await reference(fixture.onnx, task, pictures, RUNS);
     const worst = new Worst();
     let detections = 0;
@@ -208,7 +216,7 @@ for (const { task, arch } of CASES) {
         const where = `${picture.label} @ imgsz ${run.imgsz} conf ${run.conf} iou ${run.iou} max_det ${run.max_det}`;
         if (ref.error) {
           // Only the end2end head's fixed TopK makes ultralytics fail; we answer (at the full square) instead.
-          tt.ok(arch === 'yolo26n' && /TopK/.test(ref.error), `${where}: ultralytics fails only on a TopK bound (${ref.error})`);
+          tt.ok(endToEnd && /TopK/.test(ref.error), `${where}: ultralytics fails only on a TopK bound (${ref.error})`);
           tt.same(ours.shape, [image.height, image.width], `${where}: we answer where ultralytics fails`);
           skipped++;
           continue;
@@ -224,6 +232,6 @@ for (const { task, arch } of CASES) {
     }
     if (task !== 'classify') tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
     tt.ok(skipped < (pictures.length * RUNS.length) / 2, `most comparisons ran (${skipped} where ultralytics failed)`);
-    tt.comment(`${task}${arch ? `/${arch}` : ''}: ${worst}`);
+    tt.comment(`${task}${variant ? ` (${variant})` : ''}: ${worst}`);
   });
 }

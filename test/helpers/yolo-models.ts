@@ -5,7 +5,7 @@
 // the same time (a lock directory, then an atomic rename of the finished folder).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -45,8 +45,8 @@ function recipe(task: FixtureTask, arch: string): Recipe {
   return {
     task,
     model: `${arch}.yaml`,
-    imgsz: classify ? 64 : 96,
-    epochs: classify ? 12 : 40,
+    imgsz: 64,
+    epochs: classify ? 12 : 30,
     dataset: ['--size', '96', '--train', classify ? '60' : '48', '--val', classify ? '9' : '8'],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
   };
@@ -163,6 +163,25 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
   renameSync(result, dir);
   rmSync(work, { recursive: true, force: true });
   return { ...meta, pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
+}
+
+/**
+ * Another ONNX export of a trained model, with other `yolo export` arguments (e.g. dynamic=False for a static input,
+ * nms=True for NMS inside the graph); cached next to the model, written by an atomic rename.
+ */
+export async function exportedVariant(model: TrainedModel, args: string[]): Promise<string> {
+  const name = `variant-${createHash('sha256').update(args.join(' ')).digest('hex').slice(0, 12)}.onnx`;
+  const file = join(model.onnx, '..', name);
+  if (existsSync(file)) return file;
+  const work = mkdtempSync(`${file}.tmp-`);
+  try {
+    copyFileSync(model.pt, join(work, 'model.pt'));
+    await runCommand(join(TRAINER_VENV, 'bin/yolo'), ['export', `model=${join(work, 'model.pt')}`, 'format=onnx', ...args], { cwd: work, env: trainerEnv(join(work, 'settings')) });
+    renameSync(join(work, 'model.onnx'), file);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return file;
 }
 
 function datasetNames(task: FixtureTask, data: string): string[] {
