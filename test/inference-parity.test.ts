@@ -19,6 +19,8 @@ interface Reference {
   polygons?: number[][];
   keypoints?: number[][][];
   probs?: number[];
+  /** The class map, base64 of uint8 row-major at the original size. */
+  semantic?: string;
   summaries: Record<string, Record<string, unknown>[]>;
 }
 
@@ -48,12 +50,14 @@ async function reference(onnx: string, task: FixtureTask, pictures: TestPicture[
   return JSON.parse(out) as Reference[][];
 }
 
+/** IoU of two xyxy boxes; 1 for the same coordinates (a barely trained head can put x2 left of x1). */
 function iou(a: number[], b: number[]): number {
+  if (a.every((v, i) => Math.abs(v - b[i]) < 1e-4)) return 1;
   const w = Math.max(0, Math.min(a[2], b[2]) - Math.max(a[0], b[0]));
   const h = Math.max(0, Math.min(a[3], b[3]) - Math.max(a[1], b[1]));
   const inter = w * h;
   const union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-  return union > 0 ? inter / union : a.every((v, i) => Math.abs(v - b[i]) < 1e-6) ? 1 : 0;
+  return union > 0 ? inter / union : 0;
 }
 
 /** Even-odd fill of a polygon sampled at pixel centres: the mask a polygon stands for. */
@@ -103,6 +107,17 @@ class Worst {
 
 function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, names: string[], worst: Worst, where: string): void {
   tt.same(ours.shape, ref.shape, `${where}: shape`);
+  if (task === 'semantic') {
+    const theirs = Buffer.from(ref.semantic!, 'base64');
+    const mine = ours.semanticMask!;
+    tt.equal(mine.length, theirs.length, `${where}: class map size`);
+    let differ = 0;
+    for (let i = 0; i < theirs.length; i++) if (mine[i] !== theirs[i]) differ++;
+    worst.count++;
+    worst.maskIou = Math.min(worst.maskIou, 1 - differ / theirs.length);
+    tt.equal(differ, 0, `${where}: every pixel's class`);
+    return;
+  }
   if (task === 'classify') {
     const top5 = summarize(ours, names, { normalize: false, decimals: 10 });
     const refTop5 = ref.summaries['False-5'];
@@ -189,6 +204,7 @@ const CASES: { task: FixtureTask; arch?: string; exportArgs?: string[] }[] = [
   { task: 'obb' },
   { task: 'obb', arch: 'yolo26n-obb' },
   { task: 'classify' },
+  { task: 'semantic' }, // yolo26n-sem: ArgMax in the graph, a class map out
 ];
 
 for (const { task, arch, exportArgs } of CASES) {
@@ -230,7 +246,7 @@ for (const { task, arch, exportArgs } of CASES) {
         }
       }
     }
-    if (task !== 'classify') tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
+    if (task !== 'classify' && task !== 'semantic') tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
     tt.ok(skipped < (pictures.length * RUNS.length) / 2, `most comparisons ran (${skipped} where ultralytics failed)`);
     tt.comment(`${task}${variant ? ` (${variant})` : ''}: ${worst}`);
   });

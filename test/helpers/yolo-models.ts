@@ -15,7 +15,7 @@ export const TRAINER_VENV = join(ROOT, '.venv-trainer');
 const GENERATOR = join(ROOT, 'test/inference/make_dataset.py');
 const CACHE = join(ROOT, '.cache/test-models');
 
-export type FixtureTask = 'detect' | 'segment' | 'pose' | 'obb' | 'classify';
+export type FixtureTask = 'detect' | 'segment' | 'semantic' | 'pose' | 'obb' | 'classify';
 
 export interface TrainedModel {
   pt: string;
@@ -38,7 +38,7 @@ interface Recipe {
   exportArgs: string[];
 }
 
-const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
+const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
 
 function recipe(task: FixtureTask, arch: string): Recipe {
   const classify = task === 'classify';
@@ -125,7 +125,9 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
   const env = trainerEnv(join(work, 'settings'));
   const python = join(TRAINER_VENV, 'bin/python');
   const yolo = join(TRAINER_VENV, 'bin/yolo');
-  const data = (await runCommand(python, [GENERATOR, r.task, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
+  // Semantic models learn from polygon labels (pixels outside every polygon become a 'background' class).
+  const drawn = r.task === 'semantic' ? 'segment' : r.task;
+  const data = (await runCommand(python, [GENERATOR, drawn, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
   await runCommand(
     yolo,
     [
@@ -187,5 +189,6 @@ export async function exportedVariant(model: TrainedModel, args: string[]): Prom
 function datasetNames(task: FixtureTask, data: string): string[] {
   if (task === 'classify') return ['disc', 'square', 'triangle']; // ultralytics sorts the class folders by name
   const yaml = readFileSync(join(data, 'data.yaml'), 'utf8');
-  return [...yaml.matchAll(/^ {2}\d+: (.+)$/gm)].map((match) => match[1]);
+  const names = [...yaml.matchAll(/^ {2}\d+: (.+)$/gm)].map((match) => match[1]);
+  return task === 'semantic' ? [...names, 'background'] : names;
 }
