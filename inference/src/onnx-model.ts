@@ -62,6 +62,8 @@ export class OnnxModel {
   private letterbox(image: DecodedImage, imgsz: number): Letterbox {
     const { stride, dynamic, topK } = this.info;
     let size = this.inputSize(imgsz);
+    // Depth predicts on the image stretched to the full size (DepthPredictor.scale_fill).
+    if (this.info.task === 'depth') return letterbox(image, size, false, stride, true);
     if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride);
     const rect = letterboxShape(image.height, image.width, size, true, stride);
     if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride);

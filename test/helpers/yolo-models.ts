@@ -15,7 +15,7 @@ export const TRAINER_VENV = join(ROOT, '.venv-trainer');
 const GENERATOR = join(ROOT, 'test/inference/make_dataset.py');
 const CACHE = join(ROOT, '.cache/test-models');
 
-export type FixtureTask = 'detect' | 'segment' | 'semantic' | 'pose' | 'obb' | 'classify';
+export type FixtureTask = 'detect' | 'segment' | 'semantic' | 'pose' | 'obb' | 'classify' | 'depth';
 
 export interface TrainedModel {
   pt: string;
@@ -38,7 +38,7 @@ interface Recipe {
   exportArgs: string[];
 }
 
-const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
+const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', depth: 'yolo26n-depth', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
 
 function recipe(task: FixtureTask, arch: string): Recipe {
   const classify = task === 'classify';
@@ -46,8 +46,8 @@ function recipe(task: FixtureTask, arch: string): Recipe {
     task,
     model: `${arch}.yaml`,
     imgsz: 64,
-    epochs: classify ? 12 : 30,
-    dataset: ['--size', '96', '--train', classify ? '60' : '48', '--val', classify ? '9' : '8'],
+    epochs: classify ? 10 : 20,
+    dataset: ['--size', '96', '--train', classify ? '45' : '32', '--val', classify ? '6' : '4'],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
   };
 }
