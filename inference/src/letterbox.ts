@@ -39,11 +39,12 @@ const UNIT = new Float32Array(256).map((_, value) => value / 255);
 const PAD = UNIT[114];
 const COEF_SCALE = 2048; // OpenCV's INTER_RESIZE_COEF_SCALE (1 << 11)
 
-export function letterbox(image: DecodedImage, target: [number, number], auto: boolean, stride: number, stretch = false): Letterbox {
+/** `reuse`: a tensor of an earlier call to write into when it has the right size (every value is written). */
+export function letterbox(image: DecodedImage, target: [number, number], auto: boolean, stride: number, stretch = false, reuse?: Float32Array): Letterbox {
   const shape = letterboxShape(image.height, image.width, target, auto, stride, stretch);
   const { width, height, unpadWidth, unpadHeight, top, left } = shape;
   const plane = width * height;
-  const tensor = new Float32Array(3 * plane);
+  const tensor = reuse?.length === 3 * plane ? reuse : new Float32Array(3 * plane);
   // Padding only where the picture does not go: the rows above and below, the columns left and right of it.
   const right = left + unpadWidth;
   for (let c = 0; c < 3; c++) {

@@ -19,6 +19,8 @@ export interface SessionOptions {
 export class OnnxModel {
   readonly info: ModelInfo;
   private readonly session: ort.InferenceSession;
+  /** The input tensor of the last finished run, written over by the next letterbox of the same size. */
+  private spare: Float32Array | undefined;
 
   private constructor(info: ModelInfo, session: ort.InferenceSession) {
     this.info = info;
@@ -45,7 +47,9 @@ export class OnnxModel {
     const { tensor, height, width } = this.info.task === 'classify' ? classifyTensor(image, this.inputSize(options.imgsz)) : this.letterbox(image, options.imgsz);
     const prepared = performance.now();
     const feeds = { [this.session.inputNames[0]]: new ort.Tensor('float32', tensor, [1, 3, height, width]) };
+    if (this.spare === tensor) this.spare = undefined; // taken: a concurrent predict must not write into it
     const results = await this.session.run(feeds);
+    this.spare = tensor;
     const ran = performance.now();
     const outputs = this.session.outputNames.map((name) => results[name]);
     const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], { conf: options.conf, iou: options.iou, maxDet: options.maxDet ?? 300 });
@@ -63,12 +67,12 @@ export class OnnxModel {
     const { stride, dynamic, topK } = this.info;
     let size = this.inputSize(imgsz);
     // Depth predicts on the image stretched to the full size (DepthPredictor.scale_fill).
-    if (this.info.task === 'depth') return letterbox(image, size, false, stride, true);
-    if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride);
+    if (this.info.task === 'depth') return letterbox(image, size, false, stride, true, this.spare);
+    if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride, false, this.spare);
     const rect = letterboxShape(image.height, image.width, size, true, stride);
-    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride);
+    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride, false, this.spare);
     if (anchorCount(size, stride) < topK) size = this.info.imgsz;
-    return letterbox(image, size, false, stride);
+    return letterbox(image, size, false, stride, false, this.spare);
   }
 
   /** check_imgsz: a dynamic export takes the requested size rounded up to the stride; a static one its own size. */
