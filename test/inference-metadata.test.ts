@@ -6,6 +6,9 @@ import { modelInfo } from '../inference/src/model-info.ts';
 import { parsePythonLiteral, readOnnxMetadata } from '../inference/src/onnx-metadata.ts';
 import { exportedVariant, trainedModel } from './helpers/yolo-models.ts';
 
+// The first run trains the fixture models (a few minutes on 2 cores); later runs take them from .cache/test-models.
+t.setTimeout(20 * 60_000);
+
 t.test('Python reprs parse as ast.literal_eval would', async (tt) => {
   tt.same(parsePythonLiteral("{0: 'person', 1: 'car'}"), new Map([[0, 'person'], [1, 'car']]));
   // repr() switches to double quotes when the name has a single quote, and escapes both when it has both.

@@ -9,6 +9,9 @@ import { decodeImage, OnnxModel, type Prediction, summarize } from '../inference
 import { type TestPicture, writeTestPictures } from './helpers/inference-images.ts';
 import { exportedVariant, type FixtureTask, runCommand, TRAINER_VENV, trainedModel, trainerEnv } from './helpers/yolo-models.ts';
 
+// The first run trains the fixture models (a few minutes on 2 cores); later runs take them from .cache/test-models.
+t.setTimeout(20 * 60_000);
+
 interface Reference {
   /** Where ultralytics itself failed on the image (an end2end export on a too small input). */
   error?: string;

@@ -6,6 +6,9 @@ import t from 'tap';
 import { decodeImage, OnnxModel } from '../inference/src/index.ts';
 import { trainedModel } from './helpers/yolo-models.ts';
 
+// The first run trains the fixture models (a few minutes on 2 cores); later runs take them from .cache/test-models.
+t.setTimeout(20 * 60_000);
+
 const WORKER = `
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeImage, OnnxModel } from ${JSON.stringify(new URL('../inference/src/index.ts', import.meta.url).href)};
