@@ -15,6 +15,11 @@ export interface SessionOptions {
   intraOpThreads?: number;
 }
 
+/** The file is not an ONNX export this package can run (not ONNX, no ultralytics metadata, an unknown task). */
+export class InvalidModel extends Error {
+  override name = 'InvalidModel';
+}
+
 /** An ultralytics ONNX export loaded into an onnxruntime-node session. */
 export class OnnxModel {
   readonly info: ModelInfo;
@@ -27,18 +32,29 @@ export class OnnxModel {
     this.session = session;
   }
 
-  /** Reads the export's metadata and opens a session on the CPU. */
+  /** Reads the export's metadata and opens a session on the CPU; InvalidModel when the file is not a usable export. */
   static async load(file: string, options: SessionOptions = {}): Promise<OnnxModel> {
     const bytes = await readFile(file);
-    const session = await ort.InferenceSession.create(bytes, {
-      executionProviders: ['cpu'],
-      graphOptimizationLevel: 'all',
-      intraOpNumThreads: options.intraOpThreads ?? 0,
-    });
-    const input = session.inputMetadata[0];
-    const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
-    const info = modelInfo(readOnnxMetadata(bytes), dynamicInput);
-    return new OnnxModel(info, session);
+    let props: Map<string, string>;
+    let session: ort.InferenceSession;
+    try {
+      props = readOnnxMetadata(bytes);
+      session = await ort.InferenceSession.create(bytes, {
+        executionProviders: ['cpu'],
+        graphOptimizationLevel: 'all',
+        intraOpNumThreads: options.intraOpThreads ?? 0,
+      });
+    } catch (error) {
+      throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    }
+    try {
+      const input = session.inputMetadata[0];
+      const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
+      return new OnnxModel(modelInfo(props, dynamicInput), session);
+    } catch (error) {
+      await session.release();
+      throw new InvalidModel(error instanceof Error ? error.message : String(error));
+    }
   }
 
   /** Letterbox (or classify transforms), one session run, post-processing: what ultralytics' predict returns. */
