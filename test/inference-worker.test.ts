@@ -12,7 +12,7 @@ t.setTimeout(20 * 60_000);
 const WORKER = `
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeImage, OnnxModel } from ${JSON.stringify(new URL('../inference/src/index.ts', import.meta.url).href)};
-const model = await OnnxModel.load(workerData.onnx, { intraOpThreads: 1 });
+const model = await OnnxModel.load(workerData.onnx, { intraOpThreads: 1, spinning: false });
 const image = await decodeImage(workerData.bytes, { maxPixels: 1e7 });
 const prediction = await model.predict(image, { conf: 0.001, iou: 0.7, imgsz: 96 });
 await model.release();
