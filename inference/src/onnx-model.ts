@@ -1,33 +1,111 @@
+import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import ort from 'onnxruntime-node';
+import { classifyTensor } from './classify-transform.ts';
 import type { DecodedImage } from './decode.ts';
+import { type Letterbox, letterbox, letterboxShape } from './letterbox.ts';
+import { anchorCount, modelInfo } from './model-info.ts';
 import type { ModelInfo } from './model-info.ts';
+import { readOnnxMetadata } from './onnx-metadata.ts';
+import { postprocess } from './postprocess.ts';
 import type { Prediction, PredictOptions } from './prediction.ts';
 
 export interface SessionOptions {
   /** onnxruntime intra-op threads; 0 lets onnxruntime choose (one per core). */
   intraOpThreads?: number;
+  /**
+   * Whether idle intra-op threads spin between operators (onnxruntime's default, true): lowest latency on an idle
+   * machine; false gives the cores back to decoding and HTTP when they are shared (measured faster under load here).
+   */
+  spinning?: boolean;
+}
+
+/** The file is not an ONNX export this package can run (not ONNX, no ultralytics metadata, an unknown task). */
+export class InvalidModel extends Error {
+  override name = 'InvalidModel';
 }
 
 /** An ultralytics ONNX export loaded into an onnxruntime-node session. */
 export class OnnxModel {
   readonly info: ModelInfo;
+  private readonly session: ort.InferenceSession;
+  /** The input tensor of the last finished run, written over by the next letterbox of the same size. */
+  private spare: Float32Array | undefined;
 
-  private constructor(info: ModelInfo) {
+  private constructor(info: ModelInfo, session: ort.InferenceSession) {
     this.info = info;
+    this.session = session;
   }
 
-  /** Reads the export's metadata and opens a session (CPU; CUDA when the runtime has it and `gpu` is set). */
+  /** Reads the export's metadata and opens a session on the CPU; InvalidModel when the file is not a usable export. */
   static async load(file: string, options: SessionOptions = {}): Promise<OnnxModel> {
-    void file;
-    void options;
-    throw new Error('not built yet');
+    const bytes = await readFile(file);
+    let props: Map<string, string>;
+    let session: ort.InferenceSession;
+    try {
+      props = readOnnxMetadata(bytes);
+      session = await ort.InferenceSession.create(bytes, {
+        executionProviders: ['cpu'],
+        graphOptimizationLevel: 'all',
+        intraOpNumThreads: options.intraOpThreads ?? 0,
+        ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+      });
+    } catch (error) {
+      throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    }
+    try {
+      const input = session.inputMetadata[0];
+      const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
+      return new OnnxModel(modelInfo(props, dynamicInput), session);
+    } catch (error) {
+      await session.release();
+      throw new InvalidModel(error instanceof Error ? error.message : String(error));
+    }
   }
 
   /** Letterbox (or classify transforms), one session run, post-processing: what ultralytics' predict returns. */
   async predict(image: DecodedImage, options: PredictOptions): Promise<Prediction> {
-    void image;
-    void options;
-    throw new Error('not built yet');
+    const started = performance.now();
+    const { tensor, height, width } = this.info.task === 'classify' ? classifyTensor(image, this.inputSize(options.imgsz)) : this.letterbox(image, options.imgsz);
+    const prepared = performance.now();
+    const feeds = { [this.session.inputNames[0]]: new ort.Tensor('float32', tensor, [1, 3, height, width]) };
+    if (this.spare === tensor) this.spare = undefined; // taken: a concurrent predict must not write into it
+    const results = await this.session.run(feeds);
+    this.spare = tensor;
+    const ran = performance.now();
+    const outputs = this.session.outputNames.map((name) => results[name]);
+    const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], { conf: options.conf, iou: options.iou, maxDet: options.maxDet ?? 300 });
+    for (const output of outputs) output.dispose();
+    return { ...rows, speed: { preprocess: prepared - started, inference: ran - prepared, postprocess: performance.now() - ran } };
   }
 
-  async release(): Promise<void> {}
+  /**
+   * ultralytics predicts with rect=True: a dynamic export gets the minimum rectangle (LetterBox auto), a static one its
+   * full size. An end2end graph has its TopK k fixed at export (min(300, anchors at the export size)); where the
+   * rectangle (or a smaller square) has fewer anchors, onnxruntime fails, in ultralytics too. There we letterbox to
+   * the full square, or the export size, so that the model answers instead of failing.
+   */
+  private letterbox(image: DecodedImage, imgsz: number): Letterbox {
+    const { stride, dynamic, topK } = this.info;
+    let size = this.inputSize(imgsz);
+    // Depth predicts on the image stretched to the full size (DepthPredictor.scale_fill).
+    if (this.info.task === 'depth') return letterbox(image, size, false, stride, true, this.spare);
+    if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride, false, this.spare);
+    const rect = letterboxShape(image.height, image.width, size, true, stride);
+    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride, false, this.spare);
+    if (anchorCount(size, stride) < topK) size = this.info.imgsz;
+    return letterbox(image, size, false, stride, false, this.spare);
+  }
+
+  /** check_imgsz: a dynamic export takes the requested size rounded up to the stride; a static one its own size. */
+  private inputSize(imgsz: number): [number, number] {
+    if (!this.info.dynamic) return this.info.imgsz;
+    const size = Math.max(Math.ceil(imgsz / this.info.stride) * this.info.stride, this.info.stride);
+    return [size, size];
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
 }
+
