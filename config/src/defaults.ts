@@ -35,6 +35,7 @@ export const defaults = {
   outboundAllowedNetworks: '',
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
+  batchPredictCentsPerImage: 0.1, // BATCH_PREDICT_CENTS_PER_IMAGE: batch auto-annotation's price per processed image
   /**
    * Cents per GPU-hour by GPU type ID (`cpu`: a job without GPUs, per job-hour). GPU_PRICES_CENTS_PER_HOUR,
    * a JSON object such as '{"rtx-4090":69,"my-gpu":40}', is merged over this table.

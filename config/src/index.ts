@@ -82,6 +82,7 @@ const EnvSchema = z.object({
   BILLING_ENABLED: flag.default(defaults.billingEnabled),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
   TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
+  BATCH_PREDICT_CENTS_PER_IMAGE: z.coerce.number({ error: 'must be a number of cents, 0 or more' }).min(0).max(100_000).default(defaults.batchPredictCentsPerImage),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
@@ -131,6 +132,8 @@ export interface AppConfig {
   gpuPricesCentsPerHour: Record<string, number>;
   /** Seconds one epoch is estimated to take until charges of the GPU type give a measured average. */
   trainingSecondsPerEpochEstimate: number;
+  /** What batch auto-annotation charges per image it processed, in cents (fractions add up; the run's total is rounded up). */
+  batchPredictCentsPerImage: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
@@ -193,6 +196,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     billingEnabled: e.BILLING_ENABLED,
     gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,
+    batchPredictCentsPerImage: e.BATCH_PREDICT_CENTS_PER_IMAGE,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
     outboundAllowedNetworks: e.OUTBOUND_ALLOWED_NETWORKS,

@@ -22,6 +22,8 @@ import { JobService } from './jobs/job.service.ts';
 import { ModelService } from './models/model.service.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
+import { BatchPredictService } from './predict/batch-predict.service.ts';
+import { ImagePredictService } from './predict/image-predict.service.ts';
 import type { Predictor } from './predict/predictor.ts';
 import type { Storage } from './storage/storage.ts';
 import { GpuAvailabilityService } from './training/gpu-availability.service.ts';
@@ -108,6 +110,14 @@ export class Services {
 
   get versions(): VersionService {
     return new VersionService(this.em, this.storage, this.deps.rateLimiter);
+  }
+
+  get imagePredict(): ImagePredictService {
+    return new ImagePredictService(this.em, this.storage, this.predictor);
+  }
+
+  get batchPredict(): BatchPredictService {
+    return new BatchPredictService(this.em, this.deps.config, this.lifecycle);
   }
 
   get images(): ImageService {
