@@ -13,8 +13,9 @@ export class FixturePredictor implements Predictor {
   private readonly sessions = new Map<string, Promise<OnnxModel>>();
   /** Runs so far, per model id: a test can tell whether an image reached the model. */
   readonly runs = new Map<string, number>();
-  /** Set by a test to hold every run until it resolves (a run in flight for cancel tests). */
-  gate: Promise<void> | undefined;
+  /** Set by a test to hold a run (its number, counting every model's) until the promise resolves: a run in flight. */
+  hold: ((run: number) => Promise<void> | undefined) | undefined;
+  private total = 0;
 
   /** The ONNX export that model `modelId` runs. */
   register(modelId: string, onnx: string): void {
@@ -30,7 +31,8 @@ export class FixturePredictor implements Predictor {
       this.sessions.set(onnx, session);
     }
     this.runs.set(model.id, (this.runs.get(model.id) ?? 0) + 1);
-    await this.gate;
+    this.total += 1;
+    await this.hold?.(this.total);
     const decoded = await decodeImage(image, { maxPixels: MAX_PIXELS }).catch((error: unknown) => {
       throw error instanceof InvalidImage ? Invalid(`image: ${error.message}`) : error;
     });
