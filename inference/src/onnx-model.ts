@@ -1,5 +1,13 @@
+import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import ort from 'onnxruntime-node';
+import { classifyTensor } from './classify-transform.ts';
 import type { DecodedImage } from './decode.ts';
+import { type Letterbox, letterbox, letterboxShape } from './letterbox.ts';
+import { modelInfo } from './model-info.ts';
 import type { ModelInfo } from './model-info.ts';
+import { readOnnxMetadata } from './onnx-metadata.ts';
+import { postprocess } from './postprocess.ts';
 import type { Prediction, PredictOptions } from './prediction.ts';
 
 export interface SessionOptions {
@@ -10,24 +18,71 @@ export interface SessionOptions {
 /** An ultralytics ONNX export loaded into an onnxruntime-node session. */
 export class OnnxModel {
   readonly info: ModelInfo;
+  private readonly session: ort.InferenceSession;
 
-  private constructor(info: ModelInfo) {
+  private constructor(info: ModelInfo, session: ort.InferenceSession) {
     this.info = info;
+    this.session = session;
   }
 
-  /** Reads the export's metadata and opens a session (CPU; CUDA when the runtime has it and `gpu` is set). */
+  /** Reads the export's metadata and opens a session on the CPU. */
   static async load(file: string, options: SessionOptions = {}): Promise<OnnxModel> {
-    void file;
-    void options;
-    throw new Error('not built yet');
+    const bytes = await readFile(file);
+    const session = await ort.InferenceSession.create(bytes, {
+      executionProviders: ['cpu'],
+      graphOptimizationLevel: 'all',
+      intraOpNumThreads: options.intraOpThreads ?? 0,
+    });
+    const input = session.inputMetadata[0];
+    const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
+    const info = modelInfo(readOnnxMetadata(bytes), dynamicInput);
+    return new OnnxModel(info, session);
   }
 
   /** Letterbox (or classify transforms), one session run, post-processing: what ultralytics' predict returns. */
   async predict(image: DecodedImage, options: PredictOptions): Promise<Prediction> {
-    void image;
-    void options;
-    throw new Error('not built yet');
+    const started = performance.now();
+    const { tensor, height, width } = this.info.task === 'classify' ? classifyTensor(image, this.inputSize(options.imgsz)) : this.letterbox(image, options.imgsz);
+    const prepared = performance.now();
+    const feeds = { [this.session.inputNames[0]]: new ort.Tensor('float32', tensor, [1, 3, height, width]) };
+    const results = await this.session.run(feeds);
+    const ran = performance.now();
+    const outputs = this.session.outputNames.map((name) => results[name]);
+    const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], { conf: options.conf, iou: options.iou, maxDet: options.maxDet ?? 300 });
+    for (const output of outputs) output.dispose();
+    return { ...rows, speed: { preprocess: prepared - started, inference: ran - prepared, postprocess: performance.now() - ran } };
   }
 
-  async release(): Promise<void> {}
+  /**
+   * ultralytics predicts with rect=True: a dynamic export gets the minimum rectangle (LetterBox auto), a static one its
+   * full size. An end2end graph has its TopK k fixed at export (min(300, anchors at the export size)); where the
+   * rectangle (or a smaller square) has fewer anchors, onnxruntime fails, in ultralytics too. There we letterbox to
+   * the full square, or the export size, so that the model answers instead of failing.
+   */
+  private letterbox(image: DecodedImage, imgsz: number): Letterbox {
+    const { stride, dynamic, end2end } = this.info;
+    let size = this.inputSize(imgsz);
+    if (!dynamic || !end2end) return letterbox(image, size, dynamic, stride);
+    const topK = Math.min(300, anchors(this.info.imgsz, stride));
+    const rect = letterboxShape(image.height, image.width, size, true, stride);
+    if (anchors([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride);
+    if (anchors(size, stride) < topK) size = this.info.imgsz;
+    return letterbox(image, size, false, stride);
+  }
+
+  /** check_imgsz: a dynamic export takes the requested size rounded up to the stride; a static one its own size. */
+  private inputSize(imgsz: number): [number, number] {
+    if (!this.info.dynamic) return this.info.imgsz;
+    const size = Math.max(Math.ceil(imgsz / this.info.stride) * this.info.stride, this.info.stride);
+    return [size, size];
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+/** Anchor points of a P3–P5 head (strides stride/4, stride/2, stride) on an input of [height, width]. */
+function anchors([height, width]: [number, number], stride: number): number {
+  return [stride / 4, stride / 2, stride].reduce((sum, s) => sum + Math.floor(height / s) * Math.floor(width / s), 0);
 }

@@ -1,4 +1,5 @@
 import type { Prediction } from './prediction.ts';
+import { npRoundTo, pyRoundTo } from './py-math.ts';
 
 export interface SummaryOptions {
   /** Coordinates as 0-1 fractions of the image width and height. */
@@ -18,10 +19,35 @@ export interface SummaryRow {
   keypoints?: { x: number[]; y: number[]; visible?: number[] };
 }
 
+type Box = NonNullable<SummaryRow['box']>;
+
 /** ultralytics' Results.summary(normalize, decimals) for one prediction (classify: the top 5). */
 export function summarize(prediction: Prediction, names: string[], options: SummaryOptions): SummaryRow[] {
-  void prediction;
-  void names;
-  void options;
-  throw new Error('not built yet');
+  const { decimals } = options;
+  const round = (value: number) => pyRoundTo(value, decimals);
+  if (prediction.probs) {
+    const order = prediction.probs.map((_, index) => index).sort((a, b) => prediction.probs![b] - prediction.probs![a] || a - b);
+    return order.slice(0, 5).map((index) => ({ name: names[index], class: index, confidence: round(prediction.probs![index]) }));
+  }
+  const [h, w] = options.normalize ? prediction.shape : [1, 1];
+  // masks.xy and keypoints are float32 arrays in ultralytics, divided in float32, then rounded by NumPy.
+  const npRound = (value: number, by: number) => npRoundTo(Math.fround(value / by), decimals);
+  return prediction.boxes.map((coords, i) => {
+    const box: Record<string, number> = {};
+    for (let j = 0; j < coords.length / 2; j++) {
+      box[`x${j + 1}`] = round(coords[2 * j] / w);
+      box[`y${j + 1}`] = round(coords[2 * j + 1] / h);
+    }
+    const row: SummaryRow = { name: names[prediction.classes[i]], class: prediction.classes[i], confidence: round(prediction.confidences[i]), box: box as Box };
+    const polygon = prediction.polygons?.[i];
+    if (polygon) {
+      row.segments = { x: polygon.filter((_, k) => k % 2 === 0).map((x) => npRound(x, w)), y: polygon.filter((_, k) => k % 2 === 1).map((y) => npRound(y, h)) };
+    }
+    const points = prediction.keypoints?.[i];
+    if (points) {
+      row.keypoints = { x: points.map((p) => npRound(p[0], w)), y: points.map((p) => npRound(p[1], h)) };
+      if (points[0]?.length === 3) row.keypoints.visible = points.map((p) => npRoundTo(p[2], decimals));
+    }
+    return row;
+  });
 }

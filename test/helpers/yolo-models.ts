@@ -1,0 +1,172 @@
+// Tiny trained YOLO models for the tests, one per task and head: a seeded synthetic dataset drawn by
+// test/inference/make_dataset.py, trained from the model YAML with the trainer venv's `yolo train` (nothing downloaded),
+// exported with `yolo export format=onnx dynamic=True` as the control plane's automatic export does. Cached by content
+// (generator, recipe, ultralytics version) under .cache/test-models/, built once even when several test processes ask at
+// the same time (a lock directory, then an atomic rename of the finished folder).
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const TRAINER_VENV = join(ROOT, '.venv-trainer');
+const GENERATOR = join(ROOT, 'test/inference/make_dataset.py');
+const CACHE = join(ROOT, '.cache/test-models');
+
+export type FixtureTask = 'detect' | 'segment' | 'pose' | 'obb' | 'classify';
+
+export interface TrainedModel {
+  pt: string;
+  onnx: string;
+  names: string[];
+  task: FixtureTask;
+  /** The size it was trained and exported at. */
+  imgsz: number;
+  /** Seconds the training and export took when this model was built (0 when it came from the cache of another process). */
+  buildSeconds: number;
+}
+
+interface Recipe {
+  task: FixtureTask;
+  model: string;
+  imgsz: number;
+  epochs: number;
+  dataset: string[];
+  /** Extra `yolo export` arguments: nms=False keeps YOLO26's NMS-free (end2end) head, which 8.4 exports only when asked. */
+  exportArgs: string[];
+}
+
+const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
+
+function recipe(task: FixtureTask, arch: string): Recipe {
+  const classify = task === 'classify';
+  return {
+    task,
+    model: `${arch}.yaml`,
+    imgsz: classify ? 64 : 96,
+    epochs: classify ? 12 : 40,
+    dataset: ['--size', '96', '--train', classify ? '60' : '48', '--val', classify ? '9' : '8'],
+    exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
+  };
+}
+
+/** The environment of the trainer venv: first on PATH, offline, its own settings folder. */
+export function trainerEnv(configDir: string): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ULTRALYTICS_')));
+  return { ...env, VIRTUAL_ENV: TRAINER_VENV, PATH: `${join(TRAINER_VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`, YOLO_CONFIG_DIR: configDir, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' };
+}
+
+/** Runs a command to its end; rejects with the tail of its output when it fails. */
+export function runCommand(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let tail = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      tail = (tail + chunk).slice(-4000);
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (tail = (tail + chunk).slice(-4000)));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${tail}`))));
+  });
+}
+
+function ultralyticsVersion(): string {
+  const init = readFileSync(join(TRAINER_VENV, 'lib/python3.11/site-packages/ultralytics/__init__.py'), 'utf8');
+  return /__version__ = "([^"]+)"/.exec(init)?.[1] ?? 'unknown';
+}
+
+const building = new Map<string, Promise<TrainedModel>>();
+
+/** A trained model for `task` (and `arch`, a model YAML name without .yaml: yolo26n for the end2end head). */
+export function trainedModel(task: FixtureTask, arch = DEFAULT_ARCH[task]): Promise<TrainedModel> {
+  const key = `${task}/${arch}`;
+  let promise = building.get(key);
+  if (!promise) {
+    promise = build(recipe(task, arch));
+    building.set(key, promise);
+  }
+  return promise;
+}
+
+async function build(r: Recipe): Promise<TrainedModel> {
+  const hash = createHash('sha256').update(readFileSync(GENERATOR)).update(JSON.stringify(r)).update(ultralyticsVersion()).digest('hex').slice(0, 16);
+  const dir = join(CACHE, `${r.model.replace('.yaml', '')}-${hash}`);
+  const done = join(dir, 'model.json');
+  mkdirSync(CACHE, { recursive: true });
+  const lock = `${dir}.lock`;
+  for (;;) {
+    if (existsSync(done)) return { ...(JSON.parse(readFileSync(done, 'utf8')) as Omit<TrainedModel, 'pt' | 'onnx'>), pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      // Another process is building it; a lock older than 15 minutes belongs to a process that died.
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 15 * 60_000) rmSync(lock, { recursive: true, force: true });
+      await sleep(1000);
+    }
+  }
+  try {
+    const model = await trainAndExport(r, dir);
+    return model;
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
+  const started = Date.now();
+  const work = `${dir}.tmp-${process.pid}`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const env = trainerEnv(join(work, 'settings'));
+  const python = join(TRAINER_VENV, 'bin/python');
+  const yolo = join(TRAINER_VENV, 'bin/yolo');
+  const data = (await runCommand(python, [GENERATOR, r.task, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
+  await runCommand(
+    yolo,
+    [
+      'train',
+      `task=${r.task}`,
+      `model=${r.model}`,
+      `data=${data}`,
+      `imgsz=${r.imgsz}`,
+      `epochs=${r.epochs}`,
+      'batch=8',
+      'warmup_epochs=1',
+      'pretrained=False',
+      'amp=False',
+      'plots=False',
+      'workers=0',
+      'device=cpu',
+      'val=False',
+      'seed=0',
+      `project=${join(work, 'runs')}`,
+      'name=train',
+      'exist_ok=True',
+    ],
+    { cwd: work, env },
+  );
+  const weights = join(work, 'runs/train/weights');
+  await runCommand(yolo, ['export', `model=${join(weights, 'best.pt')}`, 'format=onnx', 'dynamic=True', ...r.exportArgs], { cwd: work, env });
+  const result = join(work, 'result');
+  mkdirSync(result);
+  copyFileSync(join(weights, 'best.pt'), join(result, 'model.pt'));
+  copyFileSync(join(weights, 'best.onnx'), join(result, 'model.onnx'));
+  const names = datasetNames(r.task, join(work, 'data'));
+  const meta = { names, task: r.task, imgsz: r.imgsz, buildSeconds: Math.round((Date.now() - started) / 1000) };
+  writeFileSync(join(result, 'model.json'), JSON.stringify(meta));
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(result, dir);
+  rmSync(work, { recursive: true, force: true });
+  return { ...meta, pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
+}
+
+function datasetNames(task: FixtureTask, data: string): string[] {
+  if (task === 'classify') return ['disc', 'square', 'triangle']; // ultralytics sorts the class folders by name
+  const yaml = readFileSync(join(data, 'data.yaml'), 'utf8');
+  return [...yaml.matchAll(/^ {2}\d+: (.+)$/gm)].map((match) => match[1]);
+}
