@@ -33,6 +33,7 @@ import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
+import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -123,7 +124,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, routes: options.routes });
+  const predictor = new OnnxPredictor({ config, storage, lifecycle });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -160,6 +162,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await drained;
       await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
+      await predictor.close();
       // Running jobs stop and go back to the queue, for this process after a restart or another replica.
       await jobs.stop();
       authenticator.close();
