@@ -71,7 +71,7 @@ t.test('a run saves a version, then labels each unlabeled image as single-image 
   for (const image of images.slice(1)) expected.set(image.id, await singlePredict(image.id));
   const annotations = [...expected.values()].reduce((sum, labels) => sum + labels.length, 0);
   t.ok(annotations > 0, 'the model finds shapes');
-  const versionsBefore = (await call<{ versions: unknown[] }>(server, 'GET', '/api/datasets/alice/shapes', { key: world.alice })).body.versions.length;
+  const versionsBefore = (await call<{ dataset: { versions: unknown[] } }>(server, 'GET', '/api/datasets/alice/shapes', { key: world.alice })).body.dataset.versions.length;
   const before = await balance();
 
   const started = await start('shapes', { modelId: detector.uri });
@@ -84,9 +84,9 @@ t.test('a run saves a version, then labels each unlabeled image as single-image 
   for (const [imageId, labels] of expected) t.same(await labelsOf(imageId), labels, `image ${imageId}: the single-predict labels`);
   t.same(await labelsOf(handLabeled.id), HAND_LABELS, 'the labeled image is untouched');
 
-  const read = await call<{ versions: Array<{ version: number; annotationCount: number; imageCount: number }> }>(server, 'GET', '/api/datasets/alice/shapes', { key: world.alice });
-  t.equal(read.body.versions.length, versionsBefore + 1, 'one version saved');
-  t.match(read.body.versions.at(-1), { version: lastRun!.datasetVersion, annotationCount: 1, imageCount: 5 }, 'it holds the dataset as it was before labeling');
+  const read = await call<{ dataset: { versions: Array<{ version: number; annotationCount: number; imageCount: number }> } }>(server, 'GET', '/api/datasets/alice/shapes', { key: world.alice });
+  t.equal(read.body.dataset.versions.length, versionsBefore + 1, 'one version saved');
+  t.match(read.body.dataset.versions.at(-1), { version: lastRun!.datasetVersion, annotationCount: 1, imageCount: 5 }, 'it holds the dataset as it was before labeling');
   t.equal(await balance(), before - 4 * CENTS_PER_IMAGE, 'charged per processed image');
   await checkDatasetInvariants(t, server, datasetId);
 });
@@ -123,8 +123,8 @@ t.test('progress shows while a run works; a cancel stops it at once and charges 
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
   const first = (predictor.runs.get(detector.id) ?? 0) + 1;
-  // The third image's inference never ends until released: the run is caught in the middle.
-  predictor.hold = (run) => (run >= first + 2 ? held : undefined);
+  // Admission runs the model once (the class check), the run twice; its third image's inference never ends until released.
+  predictor.hold = (run) => (run >= first + 3 ? held : undefined);
   t.teardown(() => {
     predictor.hold = undefined;
     release();
@@ -132,7 +132,7 @@ t.test('progress shows while a run works; a cancel stops it at once and charges 
   const before = await balance();
   const started = await start('many', { modelId: detector.uri });
   t.equal(started.status, 202);
-  const midway = await until('many', (answer) => answer.activeJob?.progress.processed === 2 && (predictor.runs.get(detector.id) ?? 0) >= first + 2);
+  const midway = await until('many', (answer) => answer.activeJob?.progress.processed === 2 && (predictor.runs.get(detector.id) ?? 0) >= first + 3);
   t.match(midway.activeJob, { id: started.body.jobId, stopping: false, progress: { processed: 2, total: 5 }, modelId: detector.uri });
   t.type(midway.activeJob!.datasetVersion, 'number');
 
@@ -160,7 +160,9 @@ t.test('admission errors', async (t) => {
   const blur = await start('shapes', { operation: 'blur' });
   t.equal(blur.status, 400);
   t.match(blur.body.error, /face blurring is not available/);
-  t.equal((await start('shapes', { modelId: detector.uri, classMapping: [0] })).status, 400, 'classMapping checked as for one image');
+  const short = await start('shapes', { modelId: detector.uri, classMapping: [0], includeAnnotated: true });
+  t.equal(short.status, 400, 'classMapping checked as for one image, before admission');
+  t.match(short.body.error, /the model has 3 classes/);
 
   await createDataset(world, world.alice, { dataset: 'classless', name: 'classless' });
   const classless = await start('classless', { modelId: detector.uri });

@@ -36,6 +36,7 @@ import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
+import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -73,7 +74,7 @@ export async function openDatabase(
 }
 
 /** load config → database → migrate → first-start bootstrap → listen. */
-/** `predictor`: the process's inference (tests pass one over their own models); without it nothing predicts. */
+/** `predictor`: replaces the process's inference (tests of what is built on predictions pass one over their own exports). */
 export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[]; predictor?: Predictor } = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o755 });
@@ -119,8 +120,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   );
   const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage), [EXPORT_JOB]: new ExportJob(storage) };
   const lifecycle = new JobLifecycle(hostJobs, log);
-  const { predictor } = options;
-  const controlPlaneJobs = { [INGEST_JOB]: ingest, ...(predictor && { [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) }) };
+  const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
+  const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
@@ -166,6 +167,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await drained;
       await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
+      await predictor.close();
       // Running jobs stop and go back to the queue, for this process after a restart or another replica.
       await jobs.stop();
       authenticator.close();

@@ -117,7 +117,7 @@ export class Services {
   }
 
   get batchPredict(): BatchPredictService {
-    return new BatchPredictService(this.em, this.deps.config, this.lifecycle);
+    return new BatchPredictService(this.em, { config: this.deps.config, lifecycle: this.lifecycle, storage: this.storage, predictor: this.predictor });
   }
 
   get images(): ImageService {

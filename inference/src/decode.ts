@@ -36,12 +36,12 @@ export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Prom
     throw new InvalidImage(`the image has ${width} × ${height} pixels, more than the ${limits.maxPixels} allowed`);
   }
   try {
-    const { data, info } = await sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'truncated', sequentialRead: true })
-      .autoOrient()
-      .removeAlpha()
-      .toColourspace('srgb')
-      .raw({ depth: 'uchar' })
-      .toBuffer({ resolveWithObject: true });
+    // Each step only where the image needs it: they cost a pass over the pixels each.
+    let pipeline = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'truncated', sequentialRead: true });
+    if ((header.orientation ?? 1) > 1) pipeline = pipeline.autoOrient();
+    if (header.hasAlpha) pipeline = pipeline.removeAlpha();
+    if (header.space !== 'srgb' || header.channels - (header.hasAlpha ? 1 : 0) !== 3 || header.depth !== 'uchar') pipeline = pipeline.toColourspace('srgb');
+    const { data, info } = await pipeline.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new InvalidImage(`the image decodes to ${info.channels} channels, not 3`);
     return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
   } catch (error) {

@@ -39,16 +39,31 @@ export function letterbox(image: DecodedImage, target: [number, number], auto: b
   const shape = letterboxShape(image.height, image.width, target, auto, stride);
   const { width, height, unpadWidth, unpadHeight, top, left } = shape;
   const plane = width * height;
-  const tensor = new Float32Array(3 * plane).fill(PAD);
-  const put = (dy: number, row: Uint8Array | Uint8ClampedArray) => {
-    let at = (top + dy) * width + left;
-    for (let dx = 0; dx < unpadWidth * 3; dx += 3, at++) {
-      tensor[at] = UNIT[row[dx]];
-      tensor[plane + at] = UNIT[row[dx + 1]];
-      tensor[2 * plane + at] = UNIT[row[dx + 2]];
+  const tensor = new Float32Array(3 * plane);
+  // Padding only where the picture does not go: the rows above and below, the columns left and right of it.
+  const right = left + unpadWidth;
+  for (let c = 0; c < 3; c++) {
+    const base = c * plane;
+    tensor.fill(PAD, base, base + top * width);
+    tensor.fill(PAD, base + (top + unpadHeight) * width, base + plane);
+    if (left > 0 || right < width) {
+      for (let y = top; y < top + unpadHeight; y++) {
+        tensor.fill(PAD, base + y * width, base + y * width + left);
+        tensor.fill(PAD, base + y * width + right, base + (y + 1) * width);
+      }
     }
-  };
-  resizeLinear(image, unpadWidth, unpadHeight, put);
+  }
+  const g = plane;
+  const b = 2 * plane;
+  resizeLinear(image, unpadWidth, unpadHeight, (dy, row) => {
+    let at = (top + dy) * width + left;
+    const end = unpadWidth * 3;
+    for (let k = 0; k < end; k += 3, at++) {
+      tensor[at] = UNIT[row[k]];
+      tensor[g + at] = UNIT[row[k + 1]];
+      tensor[b + at] = UNIT[row[k + 2]];
+    }
+  });
   return { tensor, height, width };
 }
 
@@ -68,11 +83,11 @@ export function resizeLinear(image: DecodedImage, dstWidth: number, dstHeight: n
     for (let dy = 0; dy < dstHeight; dy++) {
       const row0 = 2 * dy * stride;
       const row1 = row0 + stride;
-      for (let dx = 0; dx < dstWidth * 3; dx += 3) {
-        const s = 2 * dx;
-        for (let c = 0; c < 3; c++) {
-          out[dx + c] = (data[row0 + s + c] + data[row0 + s + 3 + c] + data[row1 + s + c] + data[row1 + s + 3 + c] + 2) >> 2;
-        }
+      const end = dstWidth * 3;
+      for (let dx = 0, s0 = row0, s1 = row1; dx < end; dx += 3, s0 += 6, s1 += 6) {
+        out[dx] = (data[s0] + data[s0 + 3] + data[s1] + data[s1 + 3] + 2) >> 2;
+        out[dx + 1] = (data[s0 + 1] + data[s0 + 4] + data[s1 + 1] + data[s1 + 4] + 2) >> 2;
+        out[dx + 2] = (data[s0 + 2] + data[s0 + 5] + data[s1 + 2] + data[s1 + 5] + 2) >> 2;
       }
       emit(dy, out);
     }
@@ -97,24 +112,27 @@ export function resizeLinear(image: DecodedImage, dstWidth: number, dstHeight: n
     alpha[dx * 2] = pyRound(Math.fround(Math.fround(1 - fx) * COEF_SCALE));
     alpha[dx * 2 + 1] = pyRound(Math.fround(fx * COEF_SCALE));
   }
-  const lastOffset = (srcWidth - 1) * 3;
+  // Columns from xmax on read only their last source pixel (OpenCV's single-tap tail).
+  let xmax = dstWidth;
+  while (xmax > 0 && xofs[xmax - 1] >= (srcWidth - 1) * 3) xmax--;
   const rows = [new Int32Array(dstWidth * 3), new Int32Array(dstWidth * 3)];
   const rowOf = [-1, -1];
   const horizontal = (sy: number, into: Int32Array) => {
     const base = sy * stride;
-    for (let dx = 0, k = 0; dx < dstWidth; dx++, k += 3) {
+    let dx = 0;
+    for (let k = 0; dx < xmax; dx++, k += 3) {
       const sx = base + xofs[dx];
       const a0 = alpha[dx * 2];
       const a1 = alpha[dx * 2 + 1];
-      if (xofs[dx] >= lastOffset) {
-        into[k] = data[sx] * COEF_SCALE;
-        into[k + 1] = data[sx + 1] * COEF_SCALE;
-        into[k + 2] = data[sx + 2] * COEF_SCALE;
-      } else {
-        into[k] = data[sx] * a0 + data[sx + 3] * a1;
-        into[k + 1] = data[sx + 1] * a0 + data[sx + 4] * a1;
-        into[k + 2] = data[sx + 2] * a0 + data[sx + 5] * a1;
-      }
+      into[k] = data[sx] * a0 + data[sx + 3] * a1;
+      into[k + 1] = data[sx + 1] * a0 + data[sx + 4] * a1;
+      into[k + 2] = data[sx + 2] * a0 + data[sx + 5] * a1;
+    }
+    for (let k = dx * 3; dx < dstWidth; dx++, k += 3) {
+      const sx = base + xofs[dx];
+      into[k] = data[sx] * COEF_SCALE;
+      into[k + 1] = data[sx + 1] * COEF_SCALE;
+      into[k + 2] = data[sx + 2] * COEF_SCALE;
     }
   };
   const row = (sy: number, slot: number): Int32Array => {
@@ -138,9 +156,8 @@ export function resizeLinear(image: DecodedImage, dstWidth: number, dstHeight: n
     const b1 = pyRound(Math.fround(fy * COEF_SCALE));
     const s0 = row(Math.min(Math.max(sy, 0), srcHeight - 1), 0);
     const s1 = row(Math.min(Math.max(sy + 1, 0), srcHeight - 1), 1);
-    for (let k = 0; k < dstWidth * 3; k++) {
-      out[k] = (((b0 * (s0[k] >> 4)) >> 16) + ((b1 * (s1[k] >> 4)) >> 16) + 2) >> 2;
-    }
+    const end = dstWidth * 3;
+    for (let k = 0; k < end; k++) out[k] = (((b0 * (s0[k] >> 4)) >> 16) + ((b1 * (s1[k] >> 4)) >> 16) + 2) >> 2;
     emit(dy, out);
   }
 }

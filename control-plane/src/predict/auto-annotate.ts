@@ -14,6 +14,7 @@ import { Model } from '../models/model.entity.ts';
 import { resolveModelReference } from '../models/references.ts';
 import type { Storage } from '../storage/storage.ts';
 import { resolveClassMap } from './class-map.ts';
+import { trainingImgsz } from './onnx-export.ts';
 import { labelingMismatch, predictionLabels, type LabelTarget, type PredictedLabels } from './prediction-labels.ts';
 import type { Predictor } from './predictor.ts';
 
@@ -27,8 +28,6 @@ export const PROVIDER_MODELS = [
 ] as const;
 /** Spec: class-prompted models need a detection dataset with 1-200 classes. */
 const PROMPTED_MAX_CLASSES = 200;
-/** The inference size of a model whose training size is unknown (as the model predict route). */
-const DEFAULT_IMGSZ = 640;
 const MAX_CHANNELS = 3;
 
 /** The request fields single-image and batch auto-annotation share. */
@@ -107,14 +106,13 @@ export async function prepareAnnotation(em: EntityManager, actor: Actor, dataset
   return annotationOf(model, dataset, request, classMap);
 }
 
-/** A run's settings: the request's, the dataset's label format, the model's training size (640 when unknown). */
+/** A run's settings: the request's, the dataset's label format, the model's training size (as the model predict route). */
 export function annotationOf(model: Model, dataset: Dataset, request: AnnotateRequest, classMap: Array<number | null> | null): Annotation {
-  const imgsz = model.trainArgs?.imgsz;
   return {
     model,
     modelId: request.modelId,
     target: { task: dataset.task, kptShape: dataset.kptShape ?? null },
-    options: { conf: request.confidence, iou: request.iou, imgsz: typeof imgsz === 'number' && Number.isInteger(imgsz) && imgsz > 0 ? imgsz : DEFAULT_IMGSZ },
+    options: { conf: request.confidence, iou: request.iou, imgsz: trainingImgsz(model) },
     classMapping: request.classMapping,
     datasetClasses: dataset.classNames,
     classMap,

@@ -9,7 +9,10 @@ import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { ActiveJobExists, enqueueJob } from '../jobs/job-queue.ts';
-import { prepareAnnotation } from './auto-annotate.ts';
+import type { Dataset } from '../datasets/dataset.entity.ts';
+import type { Storage } from '../storage/storage.ts';
+import { annotateImage, prepareAnnotation, type Annotation } from './auto-annotate.ts';
+import type { Predictor } from './predictor.ts';
 import { chargeRun } from './batch-predict.job.ts';
 import type { BatchDeleted, BatchPredictQueued, BatchPredictRequest, BatchStatus } from './batch-predict.schemas.ts';
 import { activeRun, BATCH_PREDICT_JOB, dismissRun, undismissedRuns, type BatchPredictPayload, type BatchRunRow } from './batch-predict.store.ts';
@@ -21,16 +24,21 @@ export class BatchPredictService {
   private readonly em: EntityManager;
   private readonly config: AppConfig;
   private readonly lifecycle: JobLifecycle;
+  private readonly storage: Storage;
+  private readonly predictor: Predictor;
 
-  constructor(em: EntityManager, config: AppConfig, lifecycle: JobLifecycle) {
+  constructor(em: EntityManager, deps: { config: AppConfig; lifecycle: JobLifecycle; storage: Storage; predictor: Predictor }) {
     this.em = em;
-    this.config = config;
-    this.lifecycle = lifecycle;
+    this.config = deps.config;
+    this.lifecycle = deps.lifecycle;
+    this.storage = deps.storage;
+    this.predictor = deps.predictor;
   }
 
   /**
    * Checks in the spec's order (blur 400, dataset not ready 409, no classes 422, the model and classes as single-image
-   * auto-annotation, no images left 409, a run in progress 409, credit 402), then queues the run.
+   * auto-annotation, no images left 409, a run in progress 409, credit 402), then queues the run. The class map goes
+   * with the run (the job re-checks it against the dataset's classes as they are then, through the label checks).
    */
   async start(actor: Actor, owner: string, slug: string, body: BatchPredictRequest): Promise<z.input<typeof BatchPredictQueued>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
@@ -45,6 +53,8 @@ export class BatchPredictService {
       [dataset.id, body.includeAnnotated],
     );
     if (total === 0) throw Conflict(body.includeAnnotated ? 'No images left to label: the dataset has no usable images' : 'No images left to label: every image has labels (includeAnnotated runs on labeled images too)');
+    // A model that recorded no class names has them in its export only: one image through it checks the classes now.
+    if (annotation.classMap === null) await this.probe(annotation, dataset, body.includeAnnotated);
     if (await activeRun(this.em, dataset.id)) throw Conflict(RUN_IN_PROGRESS);
     const centsPerImage = this.config.batchPredictCentsPerImage;
     await new BillingService(this.em, this.config).requireCredit(dataset.workspace.id, Math.ceil(total * centsPerImage));
@@ -71,6 +81,16 @@ export class BatchPredictService {
       if (error instanceof ActiveJobExists) throw Conflict(RUN_IN_PROGRESS);
       throw error;
     }
+  }
+
+  /** Runs the model on the first image the run would label, for the class checks (400, 422) and the export (503) before admission. */
+  private async probe(annotation: Annotation, dataset: Dataset, includeAnnotated: boolean): Promise<void> {
+    const [image] = await query<{ hash: string; ext: string; channels: number }>(
+      this.em,
+      'select hash, ext, channels from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit 1',
+      [dataset.id, includeAnnotated],
+    );
+    if (image) await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image, workspaceId: dataset.workspace.id });
   }
 
   async status(actor: Actor, owner: string, slug: string): Promise<z.input<typeof BatchStatus>> {
