@@ -36,8 +36,8 @@ export class BatchPredictService {
   }
 
   /**
-   * Checks in the spec's order (blur 400, dataset not ready 409, no classes 422, the model and classes as single-image
-   * auto-annotation, no images left 409, a run in progress 409, credit 402), then queues the run. The class map goes
+   * Checks (blur 400, dataset not ready or a run in progress 409, no classes 422, the model and classes as single-image
+   * auto-annotation, no images left 409, credit 402), then queues the run. The class map goes
    * with the run (the job re-checks it against the dataset's classes as they are then, through the label checks).
    */
   async start(actor: Actor, owner: string, slug: string, body: BatchPredictRequest): Promise<z.input<typeof BatchPredictQueued>> {
@@ -45,6 +45,7 @@ export class BatchPredictService {
     if (body.operation === 'blur') throw Invalid('operation blur: face blurring is not available on this appliance yet; auto-annotation (operation annotate, the default) is');
     const [busy] = await query(this.em, `select 1 from jobs where kind = ? and subject_id = ? and status in ('queued', 'running') limit 1`, [INGEST_JOB, dataset.id]);
     if (dataset.status !== 'ready' || busy) throw Conflict(`The dataset is not ready (${busy ? 'an ingest is running' : dataset.status}); try again when it is`);
+    if (await activeRun(this.em, dataset.id)) throw Conflict(RUN_IN_PROGRESS);
     if (dataset.task !== 'depth' && dataset.classNames.length === 0) throw new HttpError(422, 'The dataset has no classes: add the classes to label with first');
     const annotation = await prepareAnnotation(this.em, actor, dataset, body);
     const [{ n: total }] = await query<{ n: number }>(
@@ -55,7 +56,6 @@ export class BatchPredictService {
     if (total === 0) throw Conflict(body.includeAnnotated ? 'No images left to label: the dataset has no usable images' : 'No images left to label: every image has labels (includeAnnotated runs on labeled images too)');
     // A model that recorded no class names has them in its export only: one image through it checks the classes now.
     if (annotation.classMap === null) await this.probe(annotation, dataset, body.includeAnnotated);
-    if (await activeRun(this.em, dataset.id)) throw Conflict(RUN_IN_PROGRESS);
     const centsPerImage = this.config.batchPredictCentsPerImage;
     await new BillingService(this.em, this.config).requireCredit(dataset.workspace.id, Math.ceil(total * centsPerImage));
     // A new run replaces the summary of the last: those runs are settled and dismissed.
