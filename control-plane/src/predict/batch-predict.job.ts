@@ -132,8 +132,9 @@ export class BatchPredictJob implements JobHandler {
 
   /** The model on one image, abandoned the moment the run is cancelled. Null when the image cannot be read (skipped). */
   private async predict(context: JobContext, annotation: Annotation, image: TargetRow & { workspaceId: string }): Promise<PredictedLabels | null> {
+    let stop = () => {};
     const aborted = new Promise<never>((_, reject) => {
-      const stop = () => reject(context.signal.reason instanceof Error ? context.signal.reason : new Error(String(context.signal.reason)));
+      stop = () => reject(context.signal.reason instanceof Error ? context.signal.reason : new Error(String(context.signal.reason)));
       if (context.signal.aborted) stop();
       else context.signal.addEventListener('abort', stop, { once: true });
     });
@@ -149,6 +150,8 @@ export class BatchPredictJob implements JobHandler {
       // The model's problem (class mismatch found in its export, no export): the run cannot go on.
       if (error instanceof HttpError) throw new JobFailure(error.message);
       throw error;
+    } finally {
+      context.signal.removeEventListener('abort', stop);
     }
   }
 
