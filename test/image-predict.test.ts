@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { query } from '../control-plane/src/db/sql.ts';
-import { generatorPictures, imagesOf, picturesDataset, uploadFixtureModel, type UploadedModel } from './helpers/auto-annotate.ts';
+import { waitForJob } from './helpers/archives.ts';
+import { generatorPictures, imagesOf, picturesDataset, seedOnnxExport, uploadFixtureModel, type UploadedModel } from './helpers/auto-annotate.ts';
 import { FixturePredictor } from './helpers/fixture-predictor.ts';
 import { createModel } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
@@ -204,4 +205,25 @@ t.test("other workspaces' images and private models are 404; a viewer may predic
   t.equal(byId.status, 404, 'nor by its id');
   const anonymous = await call(server, 'POST', `/api/images/${image.id}/predict`, { body: { modelId: detector.uri } });
   t.equal(anonymous.status, 401);
+});
+
+t.test("with the server's own predictor (the model's automatic ONNX export, the inference pool) the answers are the same", async (t) => {
+  const own = await startWorld(t);
+  const model = await uploadFixtureModel(own, null, own.alice, 'alice', 'vision', 'detector', 'detect');
+  await seedOnnxExport(own, model);
+  await picturesDataset(t, own, own.alice, 'alice', 'shapes', { task: 'detect', classNames: NAMES }, pictures);
+  const ownImages = await imagesOf(own, own.alice, 'alice', 'shapes');
+  for (const image of ownImages) {
+    const mine = await call<Predicted>(own.server, 'POST', `/api/images/${image.id}/predict`, { key: own.alice, body: { modelId: model.uri } });
+    t.equal(mine.status, 200, image.name);
+    const fixture = await predict(images.find((row) => row.name === image.name)!.id, { modelId: detector.uri });
+    t.same(mine.body.predictions, fixture.body.predictions, `${image.name}: the same labels`);
+    t.same(mine.body.confidences, fixture.body.confidences, `${image.name}: the same confidences`);
+  }
+  await own.server.services().billing.grant('alice', 1000, 'tests');
+  const started = await call<{ jobId: string }>(own.server, 'POST', '/api/datasets/alice/shapes/predict/batch', { key: own.alice, body: { modelId: model.uri } });
+  t.equal(started.status, 202);
+  const job = await waitForJob(t, own, own.alice, started.body.jobId);
+  t.equal(job.status, 'completed', 'the batch run completes with the real predictor');
+  t.match(job.result, { processed: ownImages.length });
 });
