@@ -1,13 +1,13 @@
 // POST /api/images/{imageId}/predict: a trained model's predictions on a dataset image, as labels of the dataset, equal
 // to what ultralytics predicts with the same export (converted here on its own), never saved; and the 400/404/409/422
 // answers of the spec.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { query } from '../control-plane/src/db/sql.ts';
 import { waitForJob } from './helpers/archives.ts';
-import { generatorPictures, imagesOf, picturesDataset, seedOnnxExport, uploadFixtureModel, type UploadedModel } from './helpers/auto-annotate.ts';
+import { generatorPictures, imagesOf, picturesDataset, seedOnnxExport, uploadFixtureModel, type Picture, type UploadedModel } from './helpers/auto-annotate.ts';
 import { FixturePredictor } from './helpers/fixture-predictor.ts';
 import { createModel } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
@@ -27,6 +27,7 @@ interface Reference {
   boxes: number[][];
   conf: number[];
   cls: number[];
+  polygons?: number[][];
 }
 
 const predictor = new FixturePredictor();
@@ -47,15 +48,15 @@ const shown = images[busiest];
 const shownPicture = [pictures.find((picture) => picture.name === shown.name)!];
 
 /** ultralytics' own predict with the export, per picture (test/inference/ultralytics_reference.py). */
-async function reference(onnx: string, args: { conf: number; iou: number; imgsz: number }): Promise<Reference[]> {
+async function reference(onnx: string, task: string, args: { conf: number; iou: number; imgsz: number }, given: Picture[] = pictures): Promise<Reference[]> {
   const dir = mkdtempSync(join(tmpdir(), 'vp-reference-'));
   try {
-    const files = pictures.map((picture) => {
+    const files = given.map((picture) => {
       const file = join(dir, picture.name);
       writeFileSync(file, picture.bytes);
       return file;
     });
-    const out = await runCommand(join(TRAINER_VENV, 'bin/python'), ['test/inference/ultralytics_reference.py', 'predict', onnx, 'detect', '--runs', JSON.stringify([args]), ...files], {
+    const out = await runCommand(join(TRAINER_VENV, 'bin/python'), ['test/inference/ultralytics_reference.py', 'predict', onnx, task, '--runs', JSON.stringify([args]), ...files], {
       cwd: process.cwd(),
       env: trainerEnv(join(dir, 'settings')),
     });
@@ -68,7 +69,7 @@ async function reference(onnx: string, args: { conf: number; iou: number; imgsz:
 const round5 = (value: number) => Math.round(value * 1e5) / 1e5;
 
 t.test('the predictions are ultralytics predict results of the same export as normalized [cx, cy, w, h] labels', async (t) => {
-  const expected = await reference(detector.onnx, { conf: 0.25, iou: 0.7, imgsz: detector.imgsz });
+  const expected = await reference(detector.onnx, 'detect', { conf: 0.25, iou: 0.7, imgsz: detector.imgsz });
   t.ok(expected.some((result) => result.boxes.length > 0), 'the model finds shapes in the pictures');
   for (const [index, picture] of pictures.entries()) {
     const image = images.find((row) => row.name === picture.name)!;
@@ -89,6 +90,35 @@ t.test('the predictions are ultralytics predict results of the same export as no
   }
   const after = await imagesOf(world, world.alice, 'alice', 'shapes');
   t.ok(after.every((image) => image.labelCount === 0), 'nothing was saved');
+});
+
+t.test("a segment model's polygons are ultralytics' masks.xy of the same export, normalized, with their boxes", async (t) => {
+  const segmenter = await uploadFixtureModel(world, predictor, world.alice, 'alice', 'vision', 'segmenter', 'segment');
+  const outlines = await generatorPictures('segment', 3);
+  await picturesDataset(t, world, world.alice, 'alice', 'seg-shapes', { task: 'segment', classNames: NAMES }, outlines);
+  const segImages = await imagesOf(world, world.alice, 'alice', 'seg-shapes');
+  const expected = await reference(segmenter.onnx, 'segment', { conf: 0.25, iou: 0.7, imgsz: segmenter.imgsz }, outlines);
+  let compared = 0;
+  for (const [index, picture] of outlines.entries()) {
+    const image = segImages.find((row) => row.name === picture.name)!;
+    const answer = await predict(image.id, { modelId: segmenter.uri });
+    t.equal(answer.status, 200);
+    const { shape, boxes, polygons, conf } = expected[index];
+    const [height, width] = shape;
+    const kept = polygons!.map((polygon, row) => ({ polygon, row })).filter(({ polygon }) => polygon.length >= 6);
+    t.equal(answer.body.predictions.length, kept.length, `${picture.name}: a label per non-empty mask`);
+    for (const [i, { polygon, row }] of kept.entries()) {
+      const label = answer.body.predictions[i];
+      const want = polygon.map((value, j) => round5(Math.min(1, Math.max(0, value / (j % 2 === 0 ? width : height)))));
+      t.equal(label.segments!.length, want.length, `${picture.name}[${row}]: the same vertices`);
+      t.ok(label.segments!.every((value, j) => Math.abs(value - want[j]) <= 2e-5), `${picture.name}[${row}]: polygon`);
+      const [x1, y1, x2, y2] = boxes[row];
+      t.ok(Math.abs(label.bbox![2] - round5((x2 - x1) / width)) <= 2e-5, `${picture.name}[${row}]: box width`);
+      t.ok(Math.abs(answer.body.confidences[i] - conf[row]) < 1e-4, `${picture.name}[${row}]: confidence`);
+      compared += 1;
+    }
+  }
+  t.ok(compared > 0, 'the model outlines shapes');
 });
 
 t.test('the predictions pass PATCH as they are; the model id works like its URI; confidence filters', async (t) => {
@@ -210,7 +240,7 @@ t.test("other workspaces' images and private models are 404; a viewer may predic
 t.test("with the server's own predictor (the model's automatic ONNX export, the inference pool) the answers are the same", async (t) => {
   const own = await startWorld(t);
   const model = await uploadFixtureModel(own, null, own.alice, 'alice', 'vision', 'detector', 'detect');
-  await seedOnnxExport(own, model);
+  await seedOnnxExport(own, { id: model.id, weights: readFileSync(model.pt), onnx: model.onnx });
   await picturesDataset(t, own, own.alice, 'alice', 'shapes', { task: 'detect', classNames: NAMES }, pictures);
   const ownImages = await imagesOf(own, own.alice, 'alice', 'shapes');
   for (const image of ownImages) {

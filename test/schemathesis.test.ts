@@ -9,11 +9,13 @@ import t from 'tap';
 import { EXPORT_FORMAT_IDS } from '../control-plane/src/exports/export-formats.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { ingestArchive, uploadArchive } from './helpers/archives.ts';
+import { seedOnnxExport } from './helpers/auto-annotate.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
 import { shapesDataset } from './helpers/training-data.ts';
 import { testHardware } from './helpers/worker-client.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
+import { trainedModel } from './helpers/yolo-models.ts';
 
 const SCHEMATHESIS = new URL('../.venv-fuzz/bin/schemathesis', import.meta.url).pathname;
 /** Cases per operation and phase; the coverage phase adds its own boundary cases on top. */
@@ -56,7 +58,10 @@ async function seed(world: World) {
 
   for (const project of ['vision', 'renamed-project', 'doomed-project']) await createProject(world, world.team, { project, name: project });
   const detector = await createModel(world, world.team, { project: 'vision', model: 'detector', task: 'detect' });
-  await uploadWeights(world, world.team, detector.id, Buffer.from('not really weights'));
+  const weights = Buffer.from('not really weights');
+  await uploadWeights(world, world.team, detector.id, weights);
+  // Its automatic ONNX export, made: predict and auto-annotation answer instead of waiting for an export no host runs.
+  await seedOnnxExport(world, { id: detector.id, weights, onnx: (await trainedModel('detect')).onnx });
   for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });

@@ -57,14 +57,15 @@ export async function uploadFixtureModel(world: World, predictor: FixturePredict
 /**
  * The model's automatic ONNX export as completed, its artifact the fixture's export: what a worker host would have left
  * (no host runs here), so that the server's own Predictor finds it, as for a model that got weights and was exported.
+ * `weights`: the bytes uploaded as the model's weights (the export is matched by their SHA-256).
  */
-export async function seedOnnxExport(world: World, model: UploadedModel): Promise<void> {
+export async function seedOnnxExport(world: World, model: { id: string; weights: Buffer; onnx: string }): Promise<void> {
   const em = world.server.orm.em.fork() as EntityManager;
   const row = await em.findOneOrFail(Model, model.id, { populate: ['workspace'] });
   const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
   const onnx = readFileSync(model.onnx);
   const args = normalizeArgs('onnx', onnxExportArgs(row));
-  const weightsSha256 = sha256(readFileSync(model.pt));
+  const weightsSha256 = sha256(model.weights);
   // As ExportService.newExport fingerprints an export: the weights, the format, the args, the GPU type.
   const fingerprint = createHash('sha256').update(JSON.stringify([weightsSha256, 'onnx', args, null])).digest('hex');
   const key = `ws/${row.workspace.id}/exports/fixture/${model.id}.onnx`;
