@@ -22,7 +22,9 @@ import { JobService } from './jobs/job.service.ts';
 import { ModelService } from './models/model.service.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
+import { ModelPredictService } from './predict/model-predict.service.ts';
 import type { Predictor } from './predict/predictor.ts';
+import { OutboundPolicy } from './net/outbound-policy.ts';
 import { queueOnnxOnWeights, type WeightsArrived } from './predict/weights-arrived.ts';
 import type { Storage } from './storage/storage.ts';
 import { GpuAvailabilityService } from './training/gpu-availability.service.ts';
@@ -148,6 +150,11 @@ export class Services {
 
   get models(): ModelService {
     return new ModelService(this.em, this.deps.config.region, this.storage, this.lifecycle, this.weightsArrived);
+  }
+
+  get modelPredict(): ModelPredictService {
+    const { outboundAllowedNetworks, predictMaxBytes } = this.deps.config;
+    return new ModelPredictService(this.em, this.predictor, { outbound: new OutboundPolicy(outboundAllowedNetworks), maxBytes: predictMaxBytes });
   }
 
   get exports(): ExportService {
