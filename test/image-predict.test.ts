@@ -1,14 +1,15 @@
 // POST /api/images/{imageId}/predict: a trained model's predictions on a dataset image, as labels of the dataset, equal
 // to what ultralytics predicts with the same export (converted here on its own), never saved; and the 400/404/409/422
 // answers of the spec.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { query } from '../control-plane/src/db/sql.ts';
 import { waitForJob } from './helpers/archives.ts';
-import { generatorPictures, imagesOf, picturesDataset, seedOnnxExport, uploadFixtureModel, type Picture, type UploadedModel } from './helpers/auto-annotate.ts';
+import { generatorPictures, imagesOf, picturesDataset, uploadFixtureModel, type Picture, type UploadedModel } from './helpers/auto-annotate.ts';
 import { FixturePredictor } from './helpers/fixture-predictor.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
 import { createModel } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
 import { createDataset, startWorld } from './helpers/world.ts';
@@ -240,7 +241,7 @@ t.test("other workspaces' images and private models are 404; a viewer may predic
 t.test("with the server's own predictor (the model's automatic ONNX export, the inference pool) the answers are the same", async (t) => {
   const own = await startWorld(t);
   const model = await uploadFixtureModel(own, null, own.alice, 'alice', 'vision', 'detector', 'detect');
-  await seedOnnxExport(own, { id: model.id, weights: readFileSync(model.pt), onnx: model.onnx });
+  await seedOnnxExport(own.server, model.id, model.onnx);
   await picturesDataset(t, own, own.alice, 'alice', 'shapes', { task: 'detect', classNames: NAMES }, pictures);
   const ownImages = await imagesOf(own, own.alice, 'alice', 'shapes');
   for (const image of ownImages) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { decodeImage, OnnxModel, type Prediction, summarize } from '../inference/src/index.ts';
 import { type TestPicture, writeTestPictures } from './helpers/inference-images.ts';
-import { runCommand, TRAINER_VENV, trainedModel, trainerEnv, type FixtureTask } from './helpers/yolo-models.ts';
+import { exportedVariant, type FixtureTask, runCommand, TRAINER_VENV, trainedModel, trainerEnv } from './helpers/yolo-models.ts';
 
 interface Reference {
   /** Where ultralytics itself failed on the image (an end2end export on a too small input). */
@@ -19,6 +19,8 @@ interface Reference {
   polygons?: number[][];
   keypoints?: number[][][];
   probs?: number[];
+  /** The class map, base64 of uint8 row-major at the original size. */
+  semantic?: string;
   summaries: Record<string, Record<string, unknown>[]>;
 }
 
@@ -30,9 +32,9 @@ interface Run {
 }
 
 const RUNS: Run[] = [
-  { imgsz: 96, conf: 0.01, iou: 0.7, max_det: 300 },
-  { imgsz: 128, conf: 0.05, iou: 0.45, max_det: 300 },
-  { imgsz: 70, conf: 0.02, iou: 0.3, max_det: 3 }, // 70 is rounded up to the stride (96)
+  { imgsz: 96, conf: 0.001, iou: 0.7, max_det: 300 },
+  { imgsz: 128, conf: 0.01, iou: 0.45, max_det: 300 },
+  { imgsz: 70, conf: 0.003, iou: 0.3, max_det: 5 }, // 70 is rounded up to the stride (96)
 ];
 
 const work = mkdtempSync(join(tmpdir(), 'inference-parity-'));
@@ -48,12 +50,14 @@ async function reference(onnx: string, task: FixtureTask, pictures: TestPicture[
   return JSON.parse(out) as Reference[][];
 }
 
+/** IoU of two xyxy boxes; 1 for the same coordinates (a barely trained head can put x2 left of x1). */
 function iou(a: number[], b: number[]): number {
+  if (a.every((v, i) => Math.abs(v - b[i]) < 1e-4)) return 1;
   const w = Math.max(0, Math.min(a[2], b[2]) - Math.max(a[0], b[0]));
   const h = Math.max(0, Math.min(a[3], b[3]) - Math.max(a[1], b[1]));
   const inter = w * h;
   const union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-  return union > 0 ? inter / union : a.every((v, i) => Math.abs(v - b[i]) < 1e-6) ? 1 : 0;
+  return union > 0 ? inter / union : 0;
 }
 
 /** Even-odd fill of a polygon sampled at pixel centres: the mask a polygon stands for. */
@@ -103,6 +107,17 @@ class Worst {
 
 function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, names: string[], worst: Worst, where: string): void {
   tt.same(ours.shape, ref.shape, `${where}: shape`);
+  if (task === 'semantic') {
+    const theirs = Buffer.from(ref.semantic!, 'base64');
+    const mine = ours.semanticMask!;
+    tt.equal(mine.length, theirs.length, `${where}: class map size`);
+    let differ = 0;
+    for (let i = 0; i < theirs.length; i++) if (mine[i] !== theirs[i]) differ++;
+    worst.count++;
+    worst.maskIou = Math.min(worst.maskIou, 1 - differ / theirs.length);
+    tt.equal(differ, 0, `${where}: every pixel's class`);
+    return;
+  }
   if (task === 'classify') {
     const top5 = summarize(ours, names, { normalize: false, decimals: 10 });
     const refTop5 = ref.summaries['False-5'];
@@ -177,25 +192,34 @@ function compareSummary(tt: Test, ours: unknown, theirs: unknown, decimals: numb
   if (ours !== theirs) tt.fail(`${where}: ${String(ours)} vs ${String(theirs)}`);
 }
 
-const CASES: { task: FixtureTask; arch?: string }[] = [
+const CASES: { task: FixtureTask; arch?: string; exportArgs?: string[] }[] = [
   { task: 'detect' },
-  { task: 'detect', arch: 'yolo26n' }, // end2end: exported with nms=False
+  { task: 'detect', arch: 'yolo26n' }, // YOLO26: exported with nms=False, the end2end head
+  { task: 'detect', exportArgs: ['dynamic=False'] }, // a static input: imgsz is the export's, whatever is asked
+  { task: 'detect', exportArgs: ['dynamic=True', 'nms=True', 'conf=0.001'] }, // NMS inside the graph (its conf baked in): [1, 300, 6] rows
   { task: 'segment' },
+  { task: 'segment', arch: 'yolo26n-seg' },
   { task: 'pose' },
+  { task: 'pose', arch: 'yolo26n-pose' },
   { task: 'obb' },
+  { task: 'obb', arch: 'yolo26n-obb' },
   { task: 'classify' },
+  { task: 'semantic' }, // yolo26n-sem: ArgMax in the graph, a class map out
 ];
 
-for (const { task, arch } of CASES) {
-  t.test(`${task}${arch ? ` (${arch}, end2end)` : ''}: the same predictions as ultralytics`, async (tt) => {
-    const fixture = await trainedModel(task, arch);
+for (const { task, arch, exportArgs } of CASES) {
+  const variant = [arch && `${arch}, end2end head`, exportArgs?.join(' ')].filter(Boolean).join(', ');
+  t.test(`${task}${variant ? ` (${variant})` : ''}: the same predictions as ultralytics`, async (tt) => {
+    const trained = await trainedModel(task, arch);
+    const fixture = exportArgs ? { ...trained, onnx: await exportedVariant(trained, exportArgs) } : trained;
+    const endToEnd = arch?.startsWith('yolo26') === true || exportArgs?.includes('nms=True') === true;
     const pictures = task === 'classify' ? await writeTestPictures(mkdtempSync(join(work, 'single-')), { single: true }) : await scenes;
     const model = await OnnxModel.load(fixture.onnx, { intraOpThreads: 1 });
     tt.teardown(() => model.release());
     tt.equal(model.info.task, task);
     tt.same(model.info.names, fixture.names);
-    tt.equal(model.info.end2end, arch === 'yolo26n');
-    tt.equal(model.info.dynamic, true);
+    tt.equal(model.info.end2end, endToEnd);
+    tt.equal(model.info.dynamic, !exportArgs?.includes('dynamic=False'));
     const references = await reference(fixture.onnx, task, pictures, RUNS);
     const worst = new Worst();
     let detections = 0;
@@ -208,7 +232,7 @@ for (const { task, arch } of CASES) {
         const where = `${picture.label} @ imgsz ${run.imgsz} conf ${run.conf} iou ${run.iou} max_det ${run.max_det}`;
         if (ref.error) {
           // Only the end2end head's fixed TopK makes ultralytics fail; we answer (at the full square) instead.
-          tt.ok(arch === 'yolo26n' && /TopK/.test(ref.error), `${where}: ultralytics fails only on a TopK bound (${ref.error})`);
+          tt.ok(endToEnd && /TopK/.test(ref.error), `${where}: ultralytics fails only on a TopK bound (${ref.error})`);
           tt.same(ours.shape, [image.height, image.width], `${where}: we answer where ultralytics fails`);
           skipped++;
           continue;
@@ -222,8 +246,8 @@ for (const { task, arch } of CASES) {
         }
       }
     }
-    if (task !== 'classify') tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
+    if (task !== 'classify' && task !== 'semantic') tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
     tt.ok(skipped < (pictures.length * RUNS.length) / 2, `most comparisons ran (${skipped} where ultralytics failed)`);
-    tt.comment(`${task}${arch ? `/${arch}` : ''}: ${worst}`);
+    tt.comment(`${task}${variant ? ` (${variant})` : ''}: ${worst}`);
   });
 }

@@ -47,6 +47,12 @@ async function reference(onnx: string, task: FixtureTask, imgsz: number, files: 
 }
 
 const files = await Promise.all(SIZES.map(([w, h], i) => picture(w, h, i + 1)));
+// Stored values are what cv2 reads: an embedded ICC profile is not applied, 16 bits are cut to their high byte.
+const colour = await sharp(readFileSync(files[0])).withIccProfile('p3').png().toBuffer();
+writeFileSync(join(work, 'p3.png'), colour);
+writeFileSync(join(work, '16bit.png'), await sharp(readFileSync(files[1])).toColourspace('rgb16').png().toBuffer());
+files.push(join(work, 'p3.png'), join(work, '16bit.png'));
+SIZES.push([640, 480], [333, 517]);
 
 for (const { task, imgsz } of [
   { task: 'detect' as const, imgsz: 96 },

@@ -9,8 +9,8 @@ import t from 'tap';
 import { EXPORT_FORMAT_IDS } from '../control-plane/src/exports/export-formats.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { ingestArchive, uploadArchive } from './helpers/archives.ts';
-import { seedOnnxExport } from './helpers/auto-annotate.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
 import { call } from './helpers/server.ts';
 import { shapesDataset } from './helpers/training-data.ts';
 import { testHardware } from './helpers/worker-client.ts';
@@ -58,10 +58,9 @@ async function seed(world: World) {
 
   for (const project of ['vision', 'renamed-project', 'doomed-project']) await createProject(world, world.team, { project, name: project });
   const detector = await createModel(world, world.team, { project: 'vision', model: 'detector', task: 'detect' });
-  const weights = Buffer.from('not really weights');
-  await uploadWeights(world, world.team, detector.id, weights);
+  await uploadWeights(world, world.team, detector.id, Buffer.from('not really weights'));
   // Its automatic ONNX export, made: predict and auto-annotation answer instead of waiting for an export no host runs.
-  await seedOnnxExport(world, { id: detector.id, weights, onnx: (await trainedModel('detect')).onnx });
+  await seedOnnxExport(world.server, detector.id, (await trainedModel('detect')).onnx);
   for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });

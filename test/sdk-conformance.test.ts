@@ -11,9 +11,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertExport } from '../control-plane/src/exports/export.store.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { Model } from '../control-plane/src/models/model.entity.ts';
-import { uploadFixtureModel } from './helpers/auto-annotate.ts';
-import { FixturePredictor } from './helpers/fixture-predictor.ts';
+import { shapeImage } from './helpers/images.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
+import { trainedModel } from './helpers/yolo-models.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset, shapesDataset } from './helpers/training-data.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
@@ -36,7 +37,7 @@ async function ok<T = Record<string, unknown>>(world: World, key: string, method
 }
 
 /** What the checks read and may not make themselves (see test/sdk/registry.py, Context.seeded). */
-async function seed(world: World, predictor: FixturePredictor) {
+async function seed(world: World) {
   await createShapesDataset(t, world, world.alice, OWNER, 'shapes', { train: 4, val: 2 });
   await ok(world, world.alice, 'POST', `/api/datasets/${OWNER}/shapes/export`, { description: 'first' });
   // A label change between two versions, for compare.
@@ -46,9 +47,12 @@ async function seed(world: World, predictor: FixturePredictor) {
 
   await createProject(world, world.alice, { project: 'vision', name: 'vision' });
   const detector = await createModel(world, world.alice, { project: 'vision', model: 'detector', task: 'detect' });
-  // A trained model (its export run by the FixturePredictor) for auto-annotation.
-  const annotator = await uploadFixtureModel(world, predictor, world.alice, OWNER, 'vision', 'annotator', 'detect');
   await uploadWeights(world, world.alice, detector.id, Buffer.from('not really weights'));
+  // A trained model with its automatic ONNX export in place, for predict.
+  const fixture = await trainedModel('detect');
+  const predictor = await createModel(world, world.alice, { project: 'vision', model: 'predictor', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, world.alice, predictor.id, readFileSync(fixture.pt));
+  await seedOnnxExport(world.server, predictor.id, fixture.onnx);
   const doomed = await createProject(world, world.alice, { project: 'doomed', name: 'doomed' });
   await createModel(world, world.alice, { project: 'doomed', model: 'doomed-model' });
 
@@ -72,8 +76,9 @@ async function seed(world: World, predictor: FixturePredictor) {
     imageCount: 6,
     project: 'vision',
     model: 'detector',
+    predictModel: 'predictor',
+    predictImage: (await shapeImage({ width: 120, height: 90, format: 'png' })).bytes.toString('base64'),
     modelId: detector.id,
-    annotator: annotator.uri,
     mobileExport,
     doomedProject: 'doomed',
     doomedProjectId: doomed,
@@ -115,10 +120,8 @@ t.test('every SDK operation answers as the SDK types it, except the listed featu
     return;
   }
   // The seeded host never heartbeats: it stays counted for the whole run.
-  const predictor = new FixturePredictor();
-  t.teardown(() => predictor.close());
-  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600' }, { predictor });
-  const seeded = await seed(world, predictor);
+  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600' });
+  const seeded = await seed(world);
   const { operations, results, stderr } = await drive(world.server.url, world.alice, seeded);
   if (stderr) t.comment(stderr);
   const passed = results.filter((result) => result.ok).length;

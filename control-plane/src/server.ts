@@ -73,8 +73,10 @@ export async function openDatabase(
   }
 }
 
-/** load config → database → migrate → first-start bootstrap → listen. */
-/** `predictor`: replaces the process's inference (tests of what is built on predictions pass one over their own exports). */
+/**
+ * load config → database → migrate → first-start bootstrap → listen. `predictor` replaces the process's inference
+ * (tests of what is built on predictions pass one over their own exports).
+ */
 export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[]; predictor?: Predictor } = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o755 });
@@ -167,9 +169,10 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await drained;
       await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
-      await predictor.close();
-      // Running jobs stop and go back to the queue, for this process after a restart or another replica.
+      // Running jobs stop and go back to the queue, for this process after a restart or another replica; then the
+      // inference they use (a batch auto-annotation) closes.
       await jobs.stop();
+      await predictor.close();
       authenticator.close();
       await notifications.stop();
       await orm.close();

@@ -37,7 +37,8 @@ export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Prom
   }
   try {
     // Each step only where the image needs it: they cost a pass over the pixels each.
-    let pipeline = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'truncated', sequentialRead: true });
+    // ignoreIcc: cv2 reads the stored values; sharp would otherwise convert them through an embedded profile.
+    let pipeline = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'truncated', sequentialRead: true, ignoreIcc: true });
     if ((header.orientation ?? 1) > 1) pipeline = pipeline.autoOrient();
     if (header.hasAlpha) pipeline = pipeline.removeAlpha();
     if (header.space !== 'srgb' || header.channels - (header.hasAlpha ? 1 : 0) !== 3 || header.depth !== 'uchar') pipeline = pipeline.toColourspace('srgb');

@@ -15,6 +15,11 @@ export interface ModelInfo {
   end2end: boolean;
   /** Pose: [keypoints, 2 or 3]. */
   kptShape?: [number, number];
+  /**
+   * A NMS-free head's TopK k, fixed in the graph at export (min(300, anchors at the export size)): onnxruntime fails on
+   * an input with fewer anchors. Absent for other heads (NMS inside the graph included).
+   */
+  topK?: number;
 }
 
 const TASKS: readonly Task[] = ['detect', 'segment', 'semantic', 'depth', 'classify', 'pose', 'obb'];
@@ -37,13 +42,20 @@ export function modelInfo(props: Map<string, string>, dynamicInput: boolean): Mo
   const arg = (key: string) => (args instanceof Map ? args.get(key) : undefined);
   const dynamicArg = arg('dynamic');
   const kpt = literal('kpt_shape');
+  const stride = Number(props.get('stride') ?? 32);
   return {
     task: task as Task,
     names: Array.from(nameList, (name, index) => name ?? `class${index}`),
     imgsz: size,
-    stride: Number(props.get('stride') ?? 32),
+    stride,
     dynamic: typeof dynamicArg === 'boolean' ? dynamicArg : dynamicInput,
     end2end: literal('end2end') === true || arg('nms') === true,
     kptShape: Array.isArray(kpt) && kpt.length === 2 ? [Number(kpt[0]), Number(kpt[1])] : undefined,
+    topK: literal('end2end') === true ? Math.min(300, anchorCount(size, stride)) : undefined,
   };
+}
+
+/** Anchor points of a P3–P5 head (strides stride/4, stride/2, stride) on an input of [height, width]. */
+export function anchorCount([height, width]: [number, number], stride: number): number {
+  return [stride / 4, stride / 2, stride].reduce((sum, s) => sum + Math.floor(height / s) * Math.floor(width / s), 0);
 }

@@ -4,7 +4,7 @@ import ort from 'onnxruntime-node';
 import { classifyTensor } from './classify-transform.ts';
 import type { DecodedImage } from './decode.ts';
 import { type Letterbox, letterbox, letterboxShape } from './letterbox.ts';
-import { modelInfo } from './model-info.ts';
+import { anchorCount, modelInfo } from './model-info.ts';
 import type { ModelInfo } from './model-info.ts';
 import { readOnnxMetadata } from './onnx-metadata.ts';
 import { postprocess } from './postprocess.ts';
@@ -60,13 +60,12 @@ export class OnnxModel {
    * the full square, or the export size, so that the model answers instead of failing.
    */
   private letterbox(image: DecodedImage, imgsz: number): Letterbox {
-    const { stride, dynamic, end2end } = this.info;
+    const { stride, dynamic, topK } = this.info;
     let size = this.inputSize(imgsz);
-    if (!dynamic || !end2end) return letterbox(image, size, dynamic, stride);
-    const topK = Math.min(300, anchors(this.info.imgsz, stride));
+    if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride);
     const rect = letterboxShape(image.height, image.width, size, true, stride);
-    if (anchors([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride);
-    if (anchors(size, stride) < topK) size = this.info.imgsz;
+    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride);
+    if (anchorCount(size, stride) < topK) size = this.info.imgsz;
     return letterbox(image, size, false, stride);
   }
 
@@ -82,7 +81,3 @@ export class OnnxModel {
   }
 }
 
-/** Anchor points of a P3–P5 head (strides stride/4, stride/2, stride) on an input of [height, width]. */
-function anchors([height, width]: [number, number], stride: number): number {
-  return [stride / 4, stride / 2, stride].reduce((sum, s) => sum + Math.floor(height / s) * Math.floor(width / s), 0);
-}

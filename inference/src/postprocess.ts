@@ -6,6 +6,7 @@ import type { ModelInfo } from './model-info.ts';
 import { type Detections, nonMaxSuppression } from './nms.ts';
 import type { Prediction } from './prediction.ts';
 import { scaler, scaleX, scaleY } from './scale.ts';
+import { semanticClassMap } from './semantic.ts';
 
 export interface PostprocessOptions {
   conf: number;
@@ -22,6 +23,9 @@ interface Candidates extends Detections {
 }
 
 export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, number], original: [number, number], options: PostprocessOptions): Rows {
+  if (info.task === 'semantic') {
+    return { shape: original, boxes: [], confidences: [], classes: [], semanticMask: semanticClassMap(outputs[0], input, original) };
+  }
   if (info.task === 'classify') {
     return { shape: original, boxes: [], confidences: [], classes: [], probs: Array.from(outputs[0].data as Float32Array) };
   }

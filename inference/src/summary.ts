@@ -29,6 +29,7 @@ export function summarize(prediction: Prediction, names: string[], options: Summ
     const order = prediction.probs.map((_, index) => index).sort((a, b) => prediction.probs![b] - prediction.probs![a] || a - b);
     return order.slice(0, 5).map((index) => ({ name: names[index], class: index, confidence: round(prediction.probs![index]) }));
   }
+  if (prediction.semanticMask) return pixelRatios(prediction.semanticMask, names, round);
   const [h, w] = options.normalize ? prediction.shape : [1, 1];
   // masks.xy and keypoints are float32 arrays in ultralytics, divided in float32, then rounded by NumPy.
   const npRound = (value: number, by: number) => npRoundTo(Math.fround(value / by), decimals);
@@ -50,4 +51,23 @@ export function summarize(prediction: Prediction, names: string[], options: Summ
     }
     return row;
   });
+}
+
+/** Per class present in the map, its share of the pixels (class order); a binary model reports its foreground (1) only. */
+function pixelRatios(mask: Uint8Array, names: string[], round: (value: number) => number): SummaryRow[] {
+  const counts = new Float64Array(256);
+  for (const value of mask) counts[value]++;
+  const rows: SummaryRow[] = [];
+  for (let id = 0; id < 256; id++) {
+    if (counts[id] === 0) continue;
+    let cls = id;
+    if (names.length === 1) {
+      if (id !== 1) continue;
+      cls = 0;
+    } else if (id >= names.length) {
+      continue;
+    }
+    rows.push({ name: names[cls], class: cls, pixel_ratio: round(counts[id] / mask.length) });
+  }
+  return rows;
 }

@@ -1,16 +1,9 @@
 // What the auto-annotation tests share: a trained fixture model uploaded to a project (its export registered with the
 // FixturePredictor), pictures drawn by the generator it was trained on, and datasets of them without labels.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Test } from 'tap';
-import { normalizeArgs } from '../../control-plane/src/exports/export-args.ts';
-import { insertExport } from '../../control-plane/src/exports/export.store.ts';
-import { Model } from '../../control-plane/src/models/model.entity.ts';
-import { onnxExportArgs } from '../../control-plane/src/predict/onnx-export.ts';
 import { ingestArchive, zipOf } from './archives.ts';
 import type { FixturePredictor } from './fixture-predictor.ts';
 import { createModel, createProject, uploadWeights } from './models.ts';
@@ -52,29 +45,6 @@ export async function uploadFixtureModel(world: World, predictor: FixturePredict
   await uploadWeights(world, key, id, readFileSync(trained.pt));
   predictor?.register(id, trained.onnx);
   return { ...trained, id, uri: `ul://${owner}/${project}/${slug}` };
-}
-
-/**
- * The model's automatic ONNX export as completed, its artifact the fixture's export: what a worker host would have left
- * (no host runs here), so that the server's own Predictor finds it, as for a model that got weights and was exported.
- * `weights`: the bytes uploaded as the model's weights (the export is matched by their SHA-256).
- */
-export async function seedOnnxExport(world: World, model: { id: string; weights: Buffer; onnx: string }): Promise<void> {
-  const em = world.server.orm.em.fork() as EntityManager;
-  const row = await em.findOneOrFail(Model, model.id, { populate: ['workspace'] });
-  const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-  const onnx = readFileSync(model.onnx);
-  const args = normalizeArgs('onnx', onnxExportArgs(row));
-  const weightsSha256 = sha256(model.weights);
-  // As ExportService.newExport fingerprints an export: the weights, the format, the args, the GPU type.
-  const fingerprint = createHash('sha256').update(JSON.stringify([weightsSha256, 'onnx', args, null])).digest('hex');
-  const key = `ws/${row.workspace.id}/exports/fixture/${model.id}.onnx`;
-  await world.server.storage.store.put(key, Readable.from([onnx]), { contentType: 'application/octet-stream', expectedBytes: onnx.length });
-  await insertExport(
-    em,
-    { workspaceId: row.workspace.id, modelId: row.id, format: 'onnx', args, gpuType: null, weightsKey: row.fileKey!, weightsSha256, fingerprint },
-    { key, size: onnx.length, sha256: sha256(onnx), name: `${row.slug}.onnx` },
-  );
 }
 
 /** A dataset of unlabeled pictures (ingested as a YOLO archive with data.yaml names and no label files); returns its id. */

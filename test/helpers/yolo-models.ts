@@ -5,7 +5,7 @@
 // the same time (a lock directory, then an atomic rename of the finished folder).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ export const TRAINER_VENV = join(ROOT, '.venv-trainer');
 const GENERATOR = join(ROOT, 'test/inference/make_dataset.py');
 const CACHE = join(ROOT, '.cache/test-models');
 
-export type FixtureTask = 'detect' | 'segment' | 'pose' | 'obb' | 'classify';
+export type FixtureTask = 'detect' | 'segment' | 'semantic' | 'pose' | 'obb' | 'classify';
 
 export interface TrainedModel {
   pt: string;
@@ -38,15 +38,15 @@ interface Recipe {
   exportArgs: string[];
 }
 
-const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
+const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
 
 function recipe(task: FixtureTask, arch: string): Recipe {
   const classify = task === 'classify';
   return {
     task,
     model: `${arch}.yaml`,
-    imgsz: classify ? 64 : 96,
-    epochs: classify ? 12 : 40,
+    imgsz: 64,
+    epochs: classify ? 12 : 30,
     dataset: ['--size', '96', '--train', classify ? '60' : '48', '--val', classify ? '9' : '8'],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
   };
@@ -125,7 +125,9 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
   const env = trainerEnv(join(work, 'settings'));
   const python = join(TRAINER_VENV, 'bin/python');
   const yolo = join(TRAINER_VENV, 'bin/yolo');
-  const data = (await runCommand(python, [GENERATOR, r.task, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
+  // Semantic models learn from polygon labels (pixels outside every polygon become a 'background' class).
+  const drawn = r.task === 'semantic' ? 'segment' : r.task;
+  const data = (await runCommand(python, [GENERATOR, drawn, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
   await runCommand(
     yolo,
     [
@@ -165,8 +167,28 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
   return { ...meta, pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
 }
 
+/**
+ * Another ONNX export of a trained model, with other `yolo export` arguments (e.g. dynamic=False for a static input,
+ * nms=True for NMS inside the graph); cached next to the model, written by an atomic rename.
+ */
+export async function exportedVariant(model: TrainedModel, args: string[]): Promise<string> {
+  const name = `variant-${createHash('sha256').update(args.join(' ')).digest('hex').slice(0, 12)}.onnx`;
+  const file = join(model.onnx, '..', name);
+  if (existsSync(file)) return file;
+  const work = mkdtempSync(`${file}.tmp-`);
+  try {
+    copyFileSync(model.pt, join(work, 'model.pt'));
+    await runCommand(join(TRAINER_VENV, 'bin/yolo'), ['export', `model=${join(work, 'model.pt')}`, 'format=onnx', ...args], { cwd: work, env: trainerEnv(join(work, 'settings')) });
+    renameSync(join(work, 'model.onnx'), file);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return file;
+}
+
 function datasetNames(task: FixtureTask, data: string): string[] {
   if (task === 'classify') return ['disc', 'square', 'triangle']; // ultralytics sorts the class folders by name
   const yaml = readFileSync(join(data, 'data.yaml'), 'utf8');
-  return [...yaml.matchAll(/^ {2}\d+: (.+)$/gm)].map((match) => match[1]);
+  const names = [...yaml.matchAll(/^ {2}\d+: (.+)$/gm)].map((match) => match[1]);
+  return task === 'semantic' ? [...names, 'background'] : names;
 }

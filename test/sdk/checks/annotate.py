@@ -1,5 +1,6 @@
-"""Auto-annotation: one image's predictions, and a batch run followed to its end, then dismissed (seeded annotator: a
-trained model whose classes are square, disc, triangle; the seeded dataset has square and disc)."""
+"""Auto-annotation: one image's predictions, and a batch run followed to its end, then dismissed (with the seeded predict
+model: a trained model whose classes are square, disc, triangle, its ONNX export in place; the seeded dataset has square
+and disc)."""
 
 import time
 
@@ -12,17 +13,21 @@ def _dataset(context: Context) -> tuple[str, str]:
     return context.owner, context.seeded["dataset"]
 
 
+def _model(context: Context) -> str:
+    return f"ul://{context.owner}/{context.seeded['project']}/{context.seeded['predictModel']}"
+
+
 @check("images.predict")
 def predict(context: Context):
     image = context.client.datasets.images(*_dataset(context), limit=1)["images"][0]
-    answer = context.client.images.predict(image["id"], model_id=context.seeded["annotator"], class_mapping=CLASS_MAPPING)
+    answer = context.client.images.predict(image["id"], model_id=_model(context), class_mapping=CLASS_MAPPING)
     expect(len(answer["predictions"]) == len(answer["confidences"]), "confidences are index-aligned with predictions")
     return answer
 
 
 @check("datasets.create_batch")
 def create_batch(context: Context):
-    body = {"modelId": context.seeded["annotator"], "classMapping": CLASS_MAPPING, "includeAnnotated": True}
+    body = {"modelId": _model(context), "classMapping": CLASS_MAPPING, "includeAnnotated": True}
     answer = context.client.datasets.create_batch(*_dataset(context), body=body)
     context.made["batch_job"] = answer["jobId"]
     return answer

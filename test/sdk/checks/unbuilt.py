@@ -63,11 +63,6 @@ def deployment_delete(context: Context):
     return context.client.deployments.delete(context.owner, "sdk-deployment")
 
 
-@check("models.predict")
-def model_predict(context: Context):
-    return context.client.models.predict(*_model(context), body={})
-
-
 @check("models.find_similar_training_images")
 def model_similar(context: Context):
     return context.client.models.find_similar_training_images(*_model(context))
