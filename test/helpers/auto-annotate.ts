@@ -32,6 +32,9 @@ export async function generatorPictures(task: FixtureTask, count: number, seed =
   }
 }
 
+/** The parity fixtures are barely trained; auto-annotation tests need a model that finds the shapes with confidence. */
+export const annotatingModel = (task: FixtureTask) => trainedModel(task, undefined, { imgsz: 96, epochs: 40 });
+
 export interface UploadedModel extends TrainedModel {
   id: string;
   uri: string;
@@ -39,7 +42,7 @@ export interface UploadedModel extends TrainedModel {
 
 /** The fixture model of `task` as model `slug` of project `project` (created when missing), trained size recorded; its export registered with `predictor` when given. */
 export async function uploadFixtureModel(world: World, predictor: FixturePredictor | null, key: string, owner: string, project: string, slug: string, task: FixtureTask): Promise<UploadedModel> {
-  const trained = await trainedModel(task);
+  const trained = await annotatingModel(task);
   await createProject(world, key, { project, name: project }).catch(() => undefined);
   const { id } = await createModel(world, key, { project, model: slug, name: slug, task, trainArgs: { imgsz: trained.imgsz } });
   await uploadWeights(world, key, id, readFileSync(trained.pt));
