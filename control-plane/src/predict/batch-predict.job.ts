@@ -84,7 +84,8 @@ export class BatchPredictJob implements JobHandler {
       state.total = state.processed + (await this.countTargets(em, payload, state.lastImageId));
       await writeProgress(em, context.id, state);
     }
-    context.progress(state);
+    // The state is written by this handler alone, with each image's labels (writeProgress): context.progress, whose
+    // writes trail behind, gets only the final state, which the runner keeps as the completed job's progress.
 
     const request = { modelId: payload.modelRef, confidence: payload.confidence, iou: payload.iou, classMapping: payload.classMapping };
     const annotation = annotationOf(model, dataset, request, payload.classMap);
@@ -95,12 +96,9 @@ export class BatchPredictJob implements JobHandler {
         context.signal.throwIfAborted();
         const predicted = await this.predict(context, annotation, { ...image, workspaceId: dataset.workspace.id });
         await this.save(context, payload, image, predicted, state);
-        context.progress(state);
       }
     }
-    state.stage = 'done';
-    state.percent = 100;
-    context.progress(state);
+    context.progress({ ...state, stage: 'done', percent: 100 });
     await chargeRun(em, this.config, { id: context.id, workspaceId: context.workspaceId, payload, processed: state.processed });
     return { processed: state.processed, annotations: state.annotations, classes: state.classIds.length, skipped: state.skipped, datasetVersion: state.datasetVersion };
   }
