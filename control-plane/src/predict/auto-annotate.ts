@@ -67,7 +67,6 @@ export interface AnnotateRequest {
 /** Everything a run needs, checked before any image is read. */
 export interface Annotation {
   model: Model;
-  modelId: string;
   target: LabelTarget;
   options: PredictOptions;
   classMapping: Array<number | null> | null | undefined;
@@ -110,7 +109,6 @@ export async function prepareAnnotation(em: EntityManager, actor: Actor, dataset
 export function annotationOf(model: Model, dataset: Dataset, request: AnnotateRequest, classMap: Array<number | null> | null): Annotation {
   return {
     model,
-    modelId: request.modelId,
     target: { task: dataset.task, kptShape: dataset.kptShape ?? null },
     options: { conf: request.confidence, iou: request.iou, imgsz: trainingImgsz(model) },
     classMapping: request.classMapping,
