@@ -10,10 +10,12 @@ import { EXPORT_FORMAT_IDS } from '../control-plane/src/exports/export-formats.t
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { ingestArchive, uploadArchive } from './helpers/archives.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
 import { call } from './helpers/server.ts';
 import { shapesDataset } from './helpers/training-data.ts';
 import { testHardware } from './helpers/worker-client.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
+import { trainedModel } from './helpers/yolo-models.ts';
 
 const SCHEMATHESIS = new URL('../.venv-fuzz/bin/schemathesis', import.meta.url).pathname;
 /** Cases per operation and phase; the coverage phase adds its own boundary cases on top. */
@@ -57,6 +59,8 @@ async function seed(world: World) {
   for (const project of ['vision', 'renamed-project', 'doomed-project']) await createProject(world, world.team, { project, name: project });
   const detector = await createModel(world, world.team, { project: 'vision', model: 'detector', task: 'detect' });
   await uploadWeights(world, world.team, detector.id, Buffer.from('not really weights'));
+  // Its automatic ONNX export, made: predict and auto-annotation answer instead of waiting for an export no host runs.
+  await seedOnnxExport(world.server, detector.id, (await trainedModel('detect')).onnx);
   for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });

@@ -11,7 +11,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertExport } from '../control-plane/src/exports/export.store.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { Model } from '../control-plane/src/models/model.entity.ts';
+import { shapeImage } from './helpers/images.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
+import { trainedModel } from './helpers/yolo-models.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset, shapesDataset } from './helpers/training-data.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
@@ -45,6 +48,11 @@ async function seed(world: World) {
   await createProject(world, world.alice, { project: 'vision', name: 'vision' });
   const detector = await createModel(world, world.alice, { project: 'vision', model: 'detector', task: 'detect' });
   await uploadWeights(world, world.alice, detector.id, Buffer.from('not really weights'));
+  // A trained model with its automatic ONNX export in place, for predict.
+  const fixture = await trainedModel('detect');
+  const predictor = await createModel(world, world.alice, { project: 'vision', model: 'predictor', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, world.alice, predictor.id, readFileSync(fixture.pt));
+  await seedOnnxExport(world.server, predictor.id, fixture.onnx);
   const doomed = await createProject(world, world.alice, { project: 'doomed', name: 'doomed' });
   await createModel(world, world.alice, { project: 'doomed', model: 'doomed-model' });
 
@@ -68,6 +76,8 @@ async function seed(world: World) {
     imageCount: 6,
     project: 'vision',
     model: 'detector',
+    predictModel: 'predictor',
+    predictImage: (await shapeImage({ width: 120, height: 90, format: 'png' })).bytes.toString('base64'),
     modelId: detector.id,
     mobileExport,
     doomedProject: 'doomed',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { defaults, RATE_CATEGORIES, REGIONS, type RateCategory } from './defaults.ts';
@@ -82,12 +82,18 @@ const EnvSchema = z.object({
   BILLING_ENABLED: flag.default(defaults.billingEnabled),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
   TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
+  BATCH_PREDICT_CENTS_PER_IMAGE: z.coerce.number({ error: 'must be a number of cents, 0 or more' }).min(0).max(100_000).default(defaults.batchPredictCentsPerImage),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
     .regex(/^(file|s3):\/\//, 'must be a file:// or s3:// URL (s3://bucket?endpoint=http://host:9000)')
     .optional(),
   OUTBOUND_ALLOWED_NETWORKS: outboundAllowed,
+  PREDICT_WORKERS: positiveInt.max(64).optional(),
+  PREDICT_CACHE_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.predictCacheBytes),
+  PREDICT_DISK_CACHE_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.predictDiskCacheBytes),
+  PREDICT_MAX_BYTES: positiveInt.max(2 ** 31).default(defaults.predictMaxBytes),
+  PREDICT_EXPORT_WAIT_SECONDS: z.coerce.number({ error: 'must be a whole number of seconds' }).int().min(0).max(3600).default(defaults.predictExportWaitSeconds),
   ...rateLimitEnv,
 });
 
@@ -131,6 +137,8 @@ export interface AppConfig {
   gpuPricesCentsPerHour: Record<string, number>;
   /** Seconds one epoch is estimated to take until charges of the GPU type give a measured average. */
   trainingSecondsPerEpochEstimate: number;
+  /** What batch auto-annotation charges per image it processed, in cents (fractions add up; the run's total is rounded up). */
+  batchPredictCentsPerImage: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
@@ -140,6 +148,16 @@ export interface AppConfig {
    * are not public (loopback, private, link-local, ...): sources on the premises. Empty: public addresses only.
    */
   outboundAllowedNetworks: string[];
+  /** Inference worker threads (PREDICT_WORKERS, else one per 4 cores, at least 1). */
+  predictWorkers: number;
+  /** Memory the loaded ONNX sessions may take, estimated from their files; least recently used ones are released first. */
+  predictCacheBytes: number;
+  /** Disk the local copies of ONNX files fetched from an S3 store may take (DATA_DIR/cache/onnx). */
+  predictDiskCacheBytes: number;
+  /** The largest image one predict takes (uploaded, fetched from a URL or base64); larger is 413. */
+  predictMaxBytes: number;
+  /** How long a predict waits for its model's ONNX export to complete before answering 503. */
+  predictExportWaitSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -193,9 +211,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     billingEnabled: e.BILLING_ENABLED,
     gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,
+    batchPredictCentsPerImage: e.BATCH_PREDICT_CENTS_PER_IMAGE,
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
     outboundAllowedNetworks: e.OUTBOUND_ALLOWED_NETWORKS,
+    predictWorkers: e.PREDICT_WORKERS ?? Math.max(1, Math.floor(availableParallelism() / 4)),
+    predictCacheBytes: e.PREDICT_CACHE_BYTES,
+    predictDiskCacheBytes: e.PREDICT_DISK_CACHE_BYTES,
+    predictMaxBytes: e.PREDICT_MAX_BYTES,
+    predictExportWaitSeconds: e.PREDICT_EXPORT_WAIT_SECONDS,
   };
 }
 

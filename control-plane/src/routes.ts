@@ -17,6 +17,9 @@ import { imageRoutes } from './images/image.routes.ts';
 import { ingestRoutes } from './ingest/ingest.routes.ts';
 import { jobRoutes } from './jobs/job.routes.ts';
 import { modelRoutes } from './models/model.routes.ts';
+import { batchPredictRoutes } from './predict/batch-predict.routes.ts';
+import { imagePredictRoutes } from './predict/image-predict.routes.ts';
+import { modelPredictRoutes } from './predict/model-predict.routes.ts';
 import { projectRoutes } from './projects/project.routes.ts';
 import { fileRoutes } from './storage/files.routes.ts';
 import { trainingRoutes } from './training/training.routes.ts';
@@ -27,4 +30,4 @@ import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...exportRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];

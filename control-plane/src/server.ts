@@ -17,6 +17,9 @@ import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobRunner } from './jobs/job-runner.ts';
+import { BatchPredictJob } from './predict/batch-predict.job.ts';
+import { BATCH_PREDICT_JOB } from './predict/batch-predict.store.ts';
+import type { Predictor } from './predict/predictor.ts';
 import { OutboundPolicy } from './net/outbound-policy.ts';
 import { sweepOrphanImageBlobs } from './images/image-blobs.ts';
 import { sweepOrphanFiles } from './storage/orphan-files.ts';
@@ -33,6 +36,7 @@ import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
+import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -69,8 +73,11 @@ export async function openDatabase(
   }
 }
 
-/** load config → database → migrate → first-start bootstrap → listen. */
-export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[] } = {}): Promise<RunningServer> {
+/**
+ * load config → database → migrate → first-start bootstrap → listen. `predictor` replaces the process's inference
+ * (tests of what is built on predictions pass one over their own exports).
+ */
+export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[]; predictor?: Predictor } = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o755 });
   const secret = resolveSigningSecret(config);
@@ -115,7 +122,9 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   );
   const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage), [EXPORT_JOB]: new ExportJob(storage) };
   const lifecycle = new JobLifecycle(hostJobs, log);
-  const jobs = new JobRunner(orm, { [INGEST_JOB]: ingest }, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
+  const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
+  const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };
+  const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
   scheduler.listen(notifications);
@@ -123,7 +132,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -160,8 +169,10 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await drained;
       await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
-      // Running jobs stop and go back to the queue, for this process after a restart or another replica.
+      // Running jobs stop and go back to the queue, for this process after a restart or another replica; then the
+      // inference they use (a batch auto-annotation) closes.
       await jobs.stop();
+      await predictor.close();
       authenticator.close();
       await notifications.stop();
       await orm.close();

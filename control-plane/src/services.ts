@@ -22,7 +22,12 @@ import { JobService } from './jobs/job.service.ts';
 import { ModelService } from './models/model.service.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
+import { BatchPredictService } from './predict/batch-predict.service.ts';
+import { ImagePredictService } from './predict/image-predict.service.ts';
+import { ModelPredictService } from './predict/model-predict.service.ts';
 import type { Predictor } from './predict/predictor.ts';
+import { OutboundPolicy } from './net/outbound-policy.ts';
+import { queueOnnxOnWeights, type WeightsArrived } from './predict/weights-arrived.ts';
 import type { Storage } from './storage/storage.ts';
 import { GpuAvailabilityService } from './training/gpu-availability.service.ts';
 import { TrainingService } from './training/training.service.ts';
@@ -110,6 +115,14 @@ export class Services {
     return new VersionService(this.em, this.storage, this.deps.rateLimiter);
   }
 
+  get imagePredict(): ImagePredictService {
+    return new ImagePredictService(this.em, this.storage, this.predictor);
+  }
+
+  get batchPredict(): BatchPredictService {
+    return new BatchPredictService(this.em, { config: this.deps.config, lifecycle: this.lifecycle, storage: this.storage, predictor: this.predictor });
+  }
+
   get images(): ImageService {
     return new ImageService(this.em, this.storage);
   }
@@ -133,15 +146,25 @@ export class Services {
   }
 
   get uploads(): UploadService {
-    return new UploadService(this.em, this.storage);
+    return new UploadService(this.em, this.storage, this.weightsArrived);
+  }
+
+  /** A model got weights: its automatic ONNX export (what predict runs) is queued, not waited for. */
+  private get weightsArrived(): WeightsArrived | undefined {
+    return this.deps.storage && this.deps.lifecycle ? queueOnnxOnWeights(this.em, () => this.exports) : undefined;
   }
 
   get projects(): ProjectService {
-    return new ProjectService(this.em, this.deps.config.region, this.lifecycle);
+    return new ProjectService(this.em, this.deps.config.region, this.lifecycle, this.weightsArrived);
   }
 
   get models(): ModelService {
-    return new ModelService(this.em, this.deps.config.region, this.storage, this.lifecycle);
+    return new ModelService(this.em, this.deps.config.region, this.storage, this.lifecycle, this.weightsArrived);
+  }
+
+  get modelPredict(): ModelPredictService {
+    const { outboundAllowedNetworks, predictMaxBytes } = this.deps.config;
+    return new ModelPredictService(this.em, this.predictor, { outbound: new OutboundPolicy(outboundAllowedNetworks), maxBytes: predictMaxBytes });
   }
 
   get exports(): ExportService {
@@ -173,7 +196,7 @@ export class Services {
   }
 
   get trainingEvents(): TrainingEventsService {
-    return new TrainingEventsService(this.em, this.uploads, this.storage.signer.baseUrl());
+    return new TrainingEventsService(this.em, this.uploads, this.storage.signer.baseUrl(), this.weightsArrived);
   }
 
   get jobCheckpoints(): JobCheckpointService {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '@vp/config';
 import { startServer, type RunningServer } from '../../control-plane/src/server.ts';
 import type { RouteDefinition } from '../../control-plane/src/http/define-route.ts';
+import type { Predictor } from '../../control-plane/src/predict/predictor.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import { createTestDatabase } from './db.ts';
 
@@ -24,7 +25,7 @@ export interface TestServer extends RunningServer {
  */
 export async function startTestServer(
   t: Teardown,
-  options: { env?: Record<string, string>; databaseUrl?: string; routes?: RouteDefinition[] } = {},
+  options: { env?: Record<string, string>; databaseUrl?: string; routes?: RouteDefinition[]; predictor?: Predictor } = {},
 ): Promise<TestServer> {
   let databaseUrl = options.databaseUrl;
   if (!databaseUrl) {
@@ -34,7 +35,7 @@ export async function startTestServer(
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-test-'));
   const config = loadConfig({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...options.env });
-  const running = await startServer(config, { routes: options.routes });
+  const running = await startServer(config, { routes: options.routes, predictor: options.predictor });
   t.teardown(async () => {
     await running.close();
     rmSync(dataDir, { recursive: true, force: true });

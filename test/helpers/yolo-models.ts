@@ -42,13 +42,19 @@ interface Recipe {
 
 const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', depth: 'yolo26n-depth', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
 
-function recipe(task: FixtureTask, arch: string): Recipe {
+/** Longer training than the parity fixtures need: for tests that need a model that finds the shapes with confidence. */
+export interface TrainingOverride {
+  imgsz?: number;
+  epochs?: number;
+}
+
+function recipe(task: FixtureTask, arch: string, override: TrainingOverride = {}): Recipe {
   const classify = task === 'classify';
   return {
     task,
     model: `${arch}.yaml`,
-    imgsz: 64,
-    epochs: classify ? 10 : 20,
+    imgsz: override.imgsz ?? 64,
+    epochs: override.epochs ?? (classify ? 10 : 20),
     dataset: ['--size', '96', '--train', classify ? '45' : '32', '--val', classify ? '6' : '4'],
     trainArgs: ['batch=8', 'warmup_epochs=1', 'pretrained=False', 'amp=False', 'plots=False', 'workers=0', 'device=cpu', 'val=False', 'seed=0'],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
@@ -84,12 +90,15 @@ function ultralyticsVersion(): string {
 
 const building = new Map<string, Promise<TrainedModel>>();
 
-/** A trained model for `task` (and `arch`, a model YAML name without .yaml: yolo26n for the end2end head). */
-export function trainedModel(task: FixtureTask, arch = DEFAULT_ARCH[task]): Promise<TrainedModel> {
-  const key = `${task}/${arch}`;
+/**
+ * A trained model for `task` (and `arch`, a model YAML name without .yaml: yolo26n for the end2end head), trained as
+ * `override` says where given (cached apart).
+ */
+export function trainedModel(task: FixtureTask, arch = DEFAULT_ARCH[task], override: TrainingOverride = {}): Promise<TrainedModel> {
+  const key = `${task}/${arch}/${JSON.stringify(override)}`;
   let promise = building.get(key);
   if (!promise) {
-    promise = build(recipe(task, arch));
+    promise = build(recipe(task, arch, override));
     building.set(key, promise);
   }
   return promise;

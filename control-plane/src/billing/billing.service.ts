@@ -226,6 +226,18 @@ export class BillingService {
     await this.append(input.workspaceId, 'charge', -cents, input.description, input.jobId, metadata);
   }
 
+  /**
+   * Charges a job priced by use rather than time (batch auto-annotation: images × price per image), up to the next
+   * cent, at most once per job; nothing for 0 units. Recorded at 0 with billing off, like chargeJob.
+   */
+  async chargeUsage(input: { workspaceId: string; jobId: string; units: number; centsPerUnit: number; description: string; metadata: Record<string, unknown> }): Promise<void> {
+    if (!ID_PATTERN.test(input.jobId)) throw Invalid('jobId: must be a 24-character hexadecimal id');
+    checkCount('units', input.units);
+    if (input.units === 0) return;
+    const cents = this.enabled ? ceilCents(input.units * input.centsPerUnit) : 0;
+    await this.append(input.workspaceId, 'charge', -cents, input.description, input.jobId, { ...input.metadata, units: input.units, centsPerUnit: input.centsPerUnit, billed: this.enabled });
+  }
+
   /** Gives a job's charge back, once (e.g. a job the platform failed); nothing when the job has no charge. */
   async refundJob(workspaceId: string, jobId: string, description: string): Promise<void> {
     const [charge] = await query<{ amount_cents: string }>(

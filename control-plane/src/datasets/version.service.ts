@@ -126,13 +126,23 @@ export class VersionService {
    */
   async create(actor: Actor, owner: string, slug: string, body: z.output<typeof VersionCreate>): Promise<z.input<typeof VersionCreated>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
-    const { version, reused } = await this.em.transactional(async (em) => {
-      await lockDataset(em, dataset.id);
-      const current = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
+    const { version, reused } = await this.save(dataset.id, body.description);
+    const downloadUrl = body.download ? await this.versionExport(dataset, version) : undefined;
+    return { version: version.version, reused, ...(downloadUrl ? { downloadUrl } : {}) };
+  }
+
+  /**
+   * The save itself, for callers that checked access already (batch auto-annotation saves one before labeling).
+   * A description given to a reused version replaces its own.
+   */
+  async save(datasetId: string, description: string | undefined): Promise<{ version: DatasetVersion; reused: boolean }> {
+    return this.em.transactional(async (em) => {
+      await lockDataset(em, datasetId);
+      const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
       const fingerprint = await fingerprintOf(em, current);
       const same = await em.findOne(DatasetVersion, { dataset: current, fingerprint });
       if (same) {
-        if (body.description !== undefined) same.description = body.description;
+        if (description !== undefined) same.description = description;
         await em.flush();
         return { version: same, reused: true };
       }
@@ -140,7 +150,7 @@ export class VersionService {
       const saved = em.create(DatasetVersion, {
         dataset: current,
         version: next,
-        description: body.description ?? null,
+        description: description ?? null,
         fingerprint,
         task: current.task,
         classNames: current.classNames,
@@ -152,8 +162,6 @@ export class VersionService {
       await snapshotImages(em, saved.id, current.id);
       return { version: saved, reused: false };
     });
-    const downloadUrl = body.download ? await this.versionExport(dataset, version) : undefined;
-    return { version: version.version, reused, ...(downloadUrl ? { downloadUrl } : {}) };
   }
 
   async describe(actor: Actor, owner: string, slug: string, body: z.output<typeof VersionPatch>): Promise<z.input<typeof VersionPatched>> {

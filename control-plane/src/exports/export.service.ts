@@ -16,7 +16,7 @@ import { someHostOffers } from '../scheduler/host-offers.ts';
 import { digestOf } from '../storage/md5-of.ts';
 import { BAD_SIGNATURE } from '../storage/signed-url.ts';
 import type { Storage } from '../storage/storage.ts';
-import { normalizeArgs } from './export-args.ts';
+import { normalizeArgs, type ExportArgs, type NormalizedArgs } from './export-args.ts';
 import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
 import type { ExportCreate, ExportCreated, ExportDeleted, ExportList, ExportListQuery, ExportRead, ExportView, MobileLink, MobileModel, MobileResolve } from './export.schemas.ts';
@@ -27,10 +27,12 @@ import {
   exportById,
   findExport,
   insertExport,
+  latestEquivalent,
   listExports,
   ONE_IN_FLIGHT,
   setExportJob,
   type ExportRecord,
+  type NewExport,
 } from './export.store.ts';
 import { modelFamily } from './model-family.ts';
 
@@ -80,17 +82,48 @@ export class ExportService {
     const args = normalizeArgs(format, body.args ?? {});
     if (format === 'imx') await this.requireImxModel(model);
     if (!model.fileKey) throw Invalid(`Model ${at.owner}/${at.project}/${at.model} has no weights yet`);
-    const weightsKey = model.fileKey;
+    const created = await this.newExport(model, format, args, gpuType);
+    const [inFlight] = await query(this.em, 'select 1 from model_exports where workspace_id = ? and fingerprint = ? and status is null', [created.workspaceId, created.fingerprint]);
+    if (inFlight) throw IN_FLIGHT();
+    const { id, reused } = await this.queue(model, created, key.workspaceId);
+    return { id, format, status: reused ? 'running' : 'queued', ...(gpuType && { gpuType }), region: this.region, reused };
+  }
+
+  /**
+   * The export the platform makes itself (predict's ONNX, queued when a model gets weights): no key and no rate limit,
+   * listed with the model's exports like any other. Answers the model's newest equivalent export (or a clone's in
+   * flight) unless it failed or was cancelled; else queues one, completed at once when the workspace has the artifact.
+   * 503 naming the reason when no host can export the format.
+   */
+  async automatic(model: Model, format: ExportFormatId, given: ExportArgs): Promise<ExportRecord> {
+    if (!model.fileKey) throw Invalid(`Model ${model.slug} has no weights yet`);
+    const created = await this.newExport(model, format, normalizeArgs(format, given), null);
+    const latest = await latestEquivalent(this.em, model.id, created.workspaceId, created.fingerprint);
+    if (latest && latest.status !== 'failed' && latest.status !== 'cancelled') return latest;
+    try {
+      const { id } = await this.queue(model, created, created.workspaceId);
+      return (await exportById(this.em, id))!;
+    } catch (error) {
+      // An equivalent export was queued meanwhile (another predict, a clone): that one is followed.
+      const raced = error instanceof HttpError && error.status === 409 && (await latestEquivalent(this.em, model.id, created.workspaceId, created.fingerprint));
+      if (raced) return raced;
+      throw error;
+    }
+  }
+
+  private async newExport(model: Model, format: ExportFormatId, args: NormalizedArgs, gpuType: string | null): Promise<NewExport> {
+    const weightsKey = model.fileKey!;
     const weightsSha256 = await this.weightsSha256(model, weightsKey);
     const fingerprint = createHash('sha256').update(JSON.stringify([weightsSha256, format, args, gpuType])).digest('hex');
-    const created = { workspaceId: model.workspace.id, modelId: model.id, format, args, gpuType, weightsKey, weightsSha256, fingerprint };
-    const answer = (id: string, reused: boolean) => ({ id, format, status: reused ? ('running' as const) : ('queued' as const), ...(gpuType && { gpuType }), region: this.region, reused });
+    return { workspaceId: model.workspace.id, modelId: model.id, format, args, gpuType, weightsKey, weightsSha256, fingerprint };
+  }
 
-    const [inFlight] = await query(this.em, 'select 1 from model_exports where workspace_id = ? and fingerprint = ? and status is null', [created.workspaceId, fingerprint]);
-    if (inFlight) throw IN_FLIGHT();
+  /** Reuses the workspace's equal completed artifact, else queues the job (503 when no host `hostsOf` may use can make it). */
+  private async queue(model: Model, created: NewExport, hostsOf: string): Promise<{ id: string; reused: boolean }> {
+    const { format, args, gpuType, fingerprint } = created;
     const reusable = await completedEquivalent(this.em, created.workspaceId, fingerprint);
-    if (reusable) return answer(await insertExport(this.em, created, reusable), true);
-    await this.requireExporter(key.workspaceId, format, gpuType);
+    if (reusable) return { id: await insertExport(this.em, created, reusable), reused: true };
+    await this.requireExporter(hostsOf, format, gpuType);
 
     const payload: ExportPayload = { format, args, stem: model.slug };
     const id = await this.em
@@ -111,7 +144,7 @@ export class ExportService {
         if (error instanceof UniqueConstraintViolationException && error.message.includes(ONE_IN_FLIGHT)) throw IN_FLIGHT();
         throw error;
       });
-    return answer(id, false);
+    return { id, reused: false };
   }
 
   /** An active export is cancelled through its job; a finished one is deleted with its file, unless another export shares it. */

@@ -144,6 +144,17 @@ export async function exportById(em: EntityManager, exportId: string): Promise<E
   return row && fromRow(row);
 }
 
+/** The model's newest export with this fingerprint, or else the workspace's one in flight (a clone's): what a wait follows. */
+export async function latestEquivalent(em: EntityManager, modelId: string, workspaceId: string, fingerprint: string): Promise<ExportRecord | undefined> {
+  const [row] = await query<ExportRow>(
+    em,
+    `select ${COLUMNS} from ${FROM} where e.workspace_id = ? and e.fingerprint = ? and (e.model_id = ? or e.status is null)
+     order by (e.model_id = ?) desc, e.created_at desc, e.id desc limit 1`,
+    [workspaceId, fingerprint, modelId, modelId],
+  );
+  return row && fromRow(row);
+}
+
 /** A completed export of the workspace with the same fingerprint whose file is still there: its artifact is reused. */
 export async function completedEquivalent(em: EntityManager, workspaceId: string, fingerprint: string): Promise<ExportFile | undefined> {
   const [row] = await query<{ file_key: string; file_size: string; file_sha256: string; file_name: string }>(

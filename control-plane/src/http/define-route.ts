@@ -37,8 +37,8 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
    * 'none': no body at all (a redirect); the handler sets status and headers.
    */
   response: { status: number; description: string; schema: R; contentType?: string };
-  /** The request body is a raw stream (an upload): no JSON parsing; documented with this content type. */
-  streamedBody?: { contentType: string; description: string };
+  /** The request body is a raw stream (an upload, a form the handler reads): no JSON parsing; documented with this content type (and schema). */
+  streamedBody?: { contentType: string; description: string; schema?: z.ZodType };
   /** Error statuses this route can answer, for the OpenAPI document. */
   errors?: number[];
   /** Error statuses whose body carries fields besides `error` (HttpError's extra), with that body's schema. */

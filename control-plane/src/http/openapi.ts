@@ -84,7 +84,7 @@ function operation(route: RouteDefinition) {
           requestBody: {
             required: true,
             description: route.streamedBody.description,
-            content: { [route.streamedBody.contentType]: { schema: { type: 'string', format: 'binary' } } },
+            content: { [route.streamedBody.contentType]: { schema: route.streamedBody.schema ? jsonSchema(route.streamedBody.schema, 'input') : { type: 'string', format: 'binary' } } },
           },
         }
       : {}),

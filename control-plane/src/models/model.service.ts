@@ -30,6 +30,7 @@ import type {
   ModelRead,
 } from './model.schemas.ts';
 import { readableSlug } from './readable-slug.ts';
+import type { WeightsArrived } from '../predict/weights-arrived.ts';
 
 /** PATCH fields as the record keeps them: a status clients call starting or running is the record's training. */
 function recordFields(patch: Omit<z.output<typeof ModelPatch>, 'starred' | 'projectId' | 'name'>): Partial<Model> {
@@ -53,12 +54,15 @@ export class ModelService {
   private readonly storage: Storage;
   /** Trashing a model cancels its active exports through it. */
   private readonly lifecycle: JobLifecycle;
+  private readonly weightsArrived: WeightsArrived | undefined;
 
-  constructor(em: EntityManager, region: Region, storage: Storage, lifecycle: JobLifecycle) {
+  /** `weightsArrived`: told of a clone with weights (its automatic ONNX export reuses the source's artifact). */
+  constructor(em: EntityManager, region: Region, storage: Storage, lifecycle: JobLifecycle, weightsArrived?: WeightsArrived) {
     this.em = em;
     this.region = region;
     this.storage = storage;
     this.lifecycle = lifecycle;
+    this.weightsArrived = weightsArrived;
   }
 
   async list(actor: Actor, owner: string, projectSlug: string, options: { limit: number }): Promise<z.input<typeof ModelList>> {
@@ -168,7 +172,7 @@ export class ModelService {
   async clone(actor: Actor, at: Address, body: z.output<typeof ModelClone>): Promise<z.input<typeof ModelCreated>> {
     const { model: source } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
     const key = requireEditorOfOwn(actor, body.owner, 'clone into that workspace');
-    return this.em.transactional(async (em) => {
+    const cloned = await this.em.transactional(async (em) => {
       const project = await holdProject(em, key.workspaceId, { slug: body.project }, `${key.workspaceHandle}/${body.project}`);
       const scope = modelSlugScope(project.id);
       if (body.model) await requireSlugFree(em, scope, body.model);
@@ -178,6 +182,8 @@ export class ModelService {
       await em.flush();
       return { id: clone.id, owner: key.workspaceHandle, project: project.slug, model: clone.slug, name: clone.name, region: this.region };
     });
+    await this.weightsArrived?.([cloned.id]);
+    return cloned;
   }
 
 

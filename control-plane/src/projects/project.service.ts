@@ -18,6 +18,7 @@ import { modelEntry } from '../models/model-view.ts';
 import { Model } from '../models/model.entity.ts';
 import { findProject, projectSlugScope } from './project-access.ts';
 import { Project } from './project.entity.ts';
+import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type {
   ProjectClone,
   ProjectCloned,
@@ -40,11 +41,14 @@ export class ProjectService {
   private readonly region: Region;
   /** Trashing a project cancels its models' active exports through it. */
   private readonly lifecycle: JobLifecycle;
+  private readonly weightsArrived: WeightsArrived | undefined;
 
-  constructor(em: EntityManager, region: Region, lifecycle: JobLifecycle) {
+  /** `weightsArrived`: told of cloned models with weights (their automatic ONNX exports reuse the sources' artifacts). */
+  constructor(em: EntityManager, region: Region, lifecycle: JobLifecycle, weightsArrived?: WeightsArrived) {
     this.em = em;
     this.region = region;
     this.lifecycle = lifecycle;
+    this.weightsArrived = weightsArrived;
   }
 
   /** The owner's public projects, plus the private ones when the key belongs to that workspace. */
@@ -152,7 +156,7 @@ export class ProjectService {
     const scope = projectSlugScope(key.workspaceId);
     if (body.project) await requireSlugFree(this.em, scope, body.project);
     const cloneSlug = body.project ?? (await firstFreeSlug(this.em, scope, copySlug(source.slug)));
-    return this.em.transactional(async (em) => {
+    const { answer, modelIds } = await this.em.transactional(async (em) => {
       const clone = em.create(Project, {
         workspace: key.workspaceId,
         slug: cloneSlug,
@@ -167,10 +171,13 @@ export class ProjectService {
         viewPreferences: source.viewPreferences,
       });
       const models = await em.find(Model, { project: source, status: 'completed', deletedAt: null });
-      for (const model of models) copyModel(em, model, clone, { slug: model.slug });
+      const copies = models.map((model) => copyModel(em, model, clone, { slug: model.slug }));
       await em.flush();
-      return { id: clone.id, owner: key.workspaceHandle, project: clone.slug, name: clone.name, modelCount: models.length, region: this.region };
+      const answer = { id: clone.id, owner: key.workspaceHandle, project: clone.slug, name: clone.name, modelCount: models.length, region: this.region };
+      return { answer, modelIds: copies.filter((copy) => copy.fileKey).map((copy) => copy.id) };
     });
+    await this.weightsArrived?.(modelIds);
+    return answer;
   }
 
   /** Models not in trash, per project. */

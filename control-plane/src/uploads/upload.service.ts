@@ -9,6 +9,7 @@ import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { Model } from '../models/model.entity.ts';
 import { BlobExists, BlobLengthMismatch } from '../storage/blob-store.ts';
 import { md5Of } from '../storage/md5-of.ts';
+import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { Storage } from '../storage/storage.ts';
 import { announcedSize } from '../storage/announced-size.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
@@ -35,10 +36,13 @@ const mediaType = (header: string | undefined) => (header ?? '').split(';')[0].t
 export class UploadService {
   private readonly em: EntityManager;
   private readonly storage: Storage;
+  private readonly weightsArrived: WeightsArrived | undefined;
 
-  constructor(em: EntityManager, storage: Storage) {
+  /** `weightsArrived`: told when a completed upload gave a model weights (its automatic ONNX export is queued). */
+  constructor(em: EntityManager, storage: Storage, weightsArrived?: WeightsArrived) {
     this.em = em;
     this.storage = storage;
+    this.weightsArrived = weightsArrived;
   }
 
   async issue(actor: Actor, request: z.output<typeof SignedUrlRequest>): Promise<z.input<typeof SignedUrlResponse>> {
@@ -168,11 +172,12 @@ export class UploadService {
       }
       await this.attachToModel(em, session, head.size, request.checksum);
       em.remove(session);
-      return { mismatch: false as const, file };
+      return { mismatch: false as const, file, modelId: session.assetId };
     });
     // Files are deleted only once the database no longer points at them.
     if (outcome.discard) await this.storage.store.delete(outcome.discard);
     if (outcome.mismatch) throw Invalid('md5 does not match the uploaded file');
+    if (outcome.modelId) await this.weightsArrived?.([outcome.modelId]);
     return { success: true, file: outcome.file };
   }
 

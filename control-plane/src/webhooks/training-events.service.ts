@@ -9,6 +9,7 @@ import type { Model } from '../models/model.entity.ts';
 import { endReportedRun, endRun } from '../training/run-status.ts';
 import { epochHistory, trainResults } from '../training/epoch-history.ts';
 import { TrainingRun } from '../training/training-run.entity.ts';
+import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { UploadService } from '../uploads/upload.service.ts';
 import { headlineMetrics, numberOrNull } from './final-metrics.ts';
 import { modelFor, modelForNewRun } from './run-identity.ts';
@@ -33,16 +34,19 @@ export class TrainingEventsService {
   private readonly em: EntityManager;
   private readonly uploads: UploadService;
   private readonly publicBaseUrl: string;
+  private readonly weightsArrived: WeightsArrived | undefined;
 
-  constructor(em: EntityManager, uploads: UploadService, publicBaseUrl: string) {
+  /** `weightsArrived`: told when training_complete left the model with weights (its automatic ONNX export is queued). */
+  constructor(em: EntityManager, uploads: UploadService, publicBaseUrl: string, weightsArrived?: WeightsArrived) {
     this.em = em;
     this.uploads = uploads;
     this.publicBaseUrl = publicBaseUrl;
+    this.weightsArrived = weightsArrived;
   }
 
   async receive(actor: Actor, envelope: Envelope): Promise<Answer> {
     const key = requireKey(actor);
-    return this.em.transactional(async (em) => {
+    const answer = await this.em.transactional(async (em) => {
       if (envelope.event === 'training_started') return this.started(em, key, envelope);
       const model = await modelFor(em, key, envelope);
       const run = await this.currentRun(em, model, int(envelope.data.runId));
@@ -52,6 +56,8 @@ export class TrainingEventsService {
       await em.flush();
       return { ...received(key, envelope), modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
     });
+    if (envelope.event === 'training_complete' && answer.modelId) await this.weightsArrived?.([answer.modelId]);
+    return answer;
   }
 
   private async started(em: EntityManager, key: KeyActor, envelope: Envelope): Promise<Answer> {

@@ -1,6 +1,8 @@
 """Models: create, list, read (and its analysis), update, files, clone, the checkpoint upload webhook. Cancelling a
 training is checked with the training group, which starts one."""
 
+import base64
+
 from registry import Context, check, expect, expect_fits
 
 
@@ -67,3 +69,14 @@ def training(context: Context):
 @check("models.delete")
 def delete(context: Context):
     return context.client.models.delete(context.owner, context.seeded["project"], "sdk-model-copy")
+
+
+@check("models.predict")
+def predict(context: Context):
+    image = base64.b64decode(context.seeded["predictImage"])
+    at = (context.owner, context.seeded["project"], context.seeded["predictModel"])
+    answer = context.client.models.predict(*at, body={"file": ("shapes.png", image, "image/png"), "conf": 0.25, "normalize": False})
+    expect(answer["images"][0]["shape"] == [90, 120] and answer["metadata"]["task"] == "detect", "one image, its [height, width], the task")
+    by_source = context.client.models.predict(*at, body={"source": context.seeded["predictImage"], "imgsz": 64})
+    expect_fits(by_source, context.client.models.predict, "the answer to a base64 source")
+    return answer

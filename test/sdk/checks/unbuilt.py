@@ -63,19 +63,9 @@ def deployment_delete(context: Context):
     return context.client.deployments.delete(context.owner, "sdk-deployment")
 
 
-@check("models.predict")
-def model_predict(context: Context):
-    return context.client.models.predict(*_model(context), body={})
-
-
 @check("models.find_similar_training_images")
 def model_similar(context: Context):
     return context.client.models.find_similar_training_images(*_model(context))
-
-
-@check("images.predict")
-def image_predict(context: Context):
-    return context.client.images.predict(_image(context), model_id="yoloe26x")
 
 
 @check("images.find_similar_images")
@@ -101,21 +91,6 @@ def delete_embeddings(context: Context):
 @check("datasets.clustering")
 def clustering(context: Context):
     return context.client.datasets.clustering(*_dataset(context))
-
-
-@check("datasets.batch")
-def batch(context: Context):
-    return context.client.datasets.batch(*_dataset(context))
-
-
-@check("datasets.create_batch")
-def create_batch(context: Context):
-    return context.client.datasets.create_batch(*_dataset(context), body={"modelId": "yoloe26x"})
-
-
-@check("datasets.delete_batch")
-def delete_batch(context: Context):
-    return context.client.datasets.delete_batch(*_dataset(context))
 
 
 @check("datasets.preview_roboflow")

@@ -1,0 +1,25 @@
+// What the pool (inference-pool.ts) and its worker threads (inference-worker.ts) say to each other.
+import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
+
+export interface WorkerSetup {
+  intraOpThreads: number;
+}
+
+export type WorkerRequest =
+  | {
+      kind: 'run';
+      id: number;
+      /** Which session: the ONNX artifact's identity (its blob key). */
+      sessionKey: string;
+      /** The local ONNX file the session loads from when the worker does not hold it yet. */
+      file: string;
+      image: Uint8Array;
+      options: PredictOptions;
+      maxPixels: number;
+    }
+  | { kind: 'release'; sessionKey: string };
+
+/** cause: 'image': the bytes are not a usable image (400); 'model': the ONNX file did not load; 'internal': anything else. */
+export type WorkerReply =
+  | { id: number; ok: true; prediction: Prediction; info: ModelInfo }
+  | { id: number; ok: false; cause: 'image' | 'model' | 'internal'; message: string };

@@ -1,0 +1,31 @@
+// POST /api/models/{owner}/{project}/{model}/predict
+import { defineRoute } from '../http/define-route.ts';
+import { ModelPath } from '../models/model.schemas.ts';
+import { PredictForm, PredictResponse } from './model-predict.schemas.ts';
+
+export const predictModel = defineRoute({
+  method: 'POST',
+  path: '/api/models/:owner/:project/:model/predict',
+  tag: 'Models',
+  summary: 'Run the model on one image',
+  description:
+    'multipart/form-data with file (or a urlencoded or JSON body with source: an http(s) image URL fetched by the server through its outbound ' +
+    'policy, public addresses only unless OUTBOUND_ALLOWED_NETWORKS allows them, a data: URI, or base64). Parameters and ranges as in the spec ' +
+    '(out of range: 400 naming the field); imgsz defaults to the size the model was trained at, else 640. An image larger than PREDICT_MAX_BYTES ' +
+    '(uploaded, fetched or decoded) is 413; bytes that are not a whole image (truncated, unknown format, more than 50 megapixels) are 400. ' +
+    'Video is not supported on this appliance: a video file is 400 (send frames as images); vid_stride is accepted and ignored. ' +
+    'The model runs as its ONNX export with onnxruntime: the platform queues that export itself (format onnx, dynamic true, imgsz the training ' +
+    'size or 640) when the model gets weights (upload completed, training completed, clone) and it shows in the model’s exports list. A predict ' +
+    'before it is completed queues it if needed and waits up to PREDICT_EXPORT_WAIT_SECONDS, then 503; 503 also names why no host can export ' +
+    'to onnx, or says that the export failed (the next predict queues it again). A model without weights is 409. Public models can be predicted ' +
+    'anonymously and with any key (counted against the caller, Predict category); another workspace’s private model is 404.',
+  auth: 'optional',
+  limit: 'predict',
+  request: { params: ModelPath },
+  streamedBody: { contentType: 'multipart/form-data', description: 'The image and the parameters', schema: PredictForm },
+  response: { status: 200, description: 'The predictions', schema: PredictResponse },
+  errors: [400, 404, 409, 413, 503],
+  handler: (ctx, { params }) => ctx.state.services.modelPredict.predict(ctx.state.actor, params, ctx.req),
+});
+
+export const modelPredictRoutes = [predictModel];

@@ -1,0 +1,63 @@
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppConfig } from '@vp/config';
+import type { PredictOptions } from '@vp/inference';
+import { ExportService } from '../exports/export.service.ts';
+import { Invalid, Unavailable } from '../http/errors.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import type { Model } from '../models/model.entity.ts';
+import type { Storage } from '../storage/storage.ts';
+import { InferenceError, InferencePool } from './inference-pool.ts';
+import { completedOnnxExport } from './onnx-export.ts';
+import { OnnxFiles } from './onnx-files.ts';
+import type { ModelRun, Predictor } from './predictor.ts';
+
+/** Images with more pixels are refused from their header, before decoding (50 MP: 150 MB of RGB). */
+export const MAX_IMAGE_PIXELS = 50_000_000;
+
+export interface OnnxPredictorDeps {
+  config: AppConfig;
+  storage: Storage;
+  lifecycle: JobLifecycle;
+}
+
+/** The Predictor of a control plane: the model's automatic ONNX export, as a local file, run in the inference pool. */
+export class OnnxPredictor implements Predictor {
+  private readonly deps: OnnxPredictorDeps;
+  private readonly files: OnnxFiles;
+  private readonly pool: InferencePool;
+
+  constructor(deps: OnnxPredictorDeps) {
+    const { config, storage } = deps;
+    this.deps = deps;
+    this.files = new OnnxFiles(storage.store, join(config.dataDir, 'cache', 'onnx'), config.predictDiskCacheBytes);
+    this.pool = new InferencePool({
+      workers: config.predictWorkers,
+      // The cores are shared by the workers' sessions; onnxruntime's threads do the inference's heavy part.
+      intraOpThreads: Math.max(1, Math.floor(availableParallelism() / config.predictWorkers)),
+      cacheBytes: config.predictCacheBytes,
+    });
+  }
+
+  async run(em: EntityManager, model: Model, image: Uint8Array, options: PredictOptions): Promise<ModelRun> {
+    const { config, storage, lifecycle } = this.deps;
+    const exports = new ExportService(em, storage, { region: config.region, lifecycle, graceSeconds: config.hostLostGraceSeconds });
+    const key = await completedOnnxExport(em, exports, model, config.predictExportWaitSeconds);
+    const local = await this.files.local(key).catch((error: Error) => {
+      throw Unavailable(`The model's ONNX export cannot be read from storage (${error.message}); delete the export so that the next predict makes it again`);
+    });
+    try {
+      return await this.pool.run({ key, ...local }, image, options, MAX_IMAGE_PIXELS);
+    } catch (error) {
+      if (!(error instanceof InferenceError)) throw error;
+      if (error.kind === 'image') throw Invalid(`The input is not an image this server can read: ${error.message}`);
+      if (error.kind === 'model') throw Unavailable(`The model's ONNX export could not be loaded: ${error.message}`);
+      throw error;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
