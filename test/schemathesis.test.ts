@@ -1,7 +1,7 @@
 // Fuzzing: schemathesis sends generated requests, valid and deliberately invalid, to every operation of the
 // served /openapi.json. No answer may be a server error or differ from the schema documented for its status.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RATE_CATEGORIES } from '@vp/config';
@@ -10,10 +10,12 @@ import { EXPORT_FORMAT_IDS } from '../control-plane/src/exports/export-formats.t
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { ingestArchive, uploadArchive } from './helpers/archives.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
 import { call } from './helpers/server.ts';
 import { shapesDataset } from './helpers/training-data.ts';
 import { testHardware } from './helpers/worker-client.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
+import { trainedModel } from './helpers/yolo-models.ts';
 
 const SCHEMATHESIS = new URL('../.venv-fuzz/bin/schemathesis', import.meta.url).pathname;
 /** Cases per operation and phase; the coverage phase adds its own boundary cases on top. */
@@ -58,6 +60,11 @@ async function seed(world: World) {
   const detector = await createModel(world, world.team, { project: 'vision', model: 'detector', task: 'detect' });
   await uploadWeights(world, world.team, detector.id, Buffer.from('not really weights'));
   for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
+  // Predict has a trained model of its own with its ONNX export in place (fuzzed uploads may change the detector's weights).
+  const fixture = await trainedModel('detect');
+  const predictor = await createModel(world, world.team, { project: 'vision', model: 'predictor', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, world.team, predictor.id, readFileSync(fixture.pt));
+  await seedOnnxExport(world.server, predictor.id, fixture.onnx);
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });
   // A connected pool host (no agent: it never heartbeats, so HOST_LOST_GRACE_SECONDS is long) exporting every format: exports queue there, never 503.
@@ -116,6 +123,7 @@ function config(seeded: Awaited<ReturnType<typeof seed>>): string {
     ['POST', '/api/datasets/{owner}/{dataset}/restore', { owner: OWNER, dataset: 'scratch' }],
     ['DELETE', '/api/images/{imageId}', { imageId: seeded.images[0] }],
     ['DELETE', '/api/hosts/{name}', { name: 'doomed-host' }],
+    ['POST', '/api/models/{owner}/{project}/{model}/predict', { owner: OWNER, project: 'vision', model: 'predictor' }],
   ];
   const toml = (value: unknown) => JSON.stringify(value);
   return [

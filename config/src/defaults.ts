@@ -38,7 +38,7 @@ export const defaults = {
   predictCacheBytes: 2 * 2 ** 30, // PREDICT_CACHE_BYTES: loaded ONNX sessions, estimated from their files, evicted least recently used first
   predictDiskCacheBytes: 4 * 2 ** 30, // PREDICT_DISK_CACHE_BYTES: ONNX files fetched from an S3 store to DATA_DIR/cache/onnx
   predictMaxBytes: 20 * 2 ** 20, // PREDICT_MAX_BYTES: the largest image a predict takes (file, URL or base64); larger: 413
-  predictExportWaitSeconds: 120, // PREDICT_EXPORT_WAIT_SECONDS: how long a predict waits for its model's ONNX export before 503
+  predictExportWaitSeconds: 50, // PREDICT_EXPORT_WAIT_SECONDS: how long a predict waits for its model's ONNX export before 503 (under the SDK's 60 s timeout)
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
   /**
