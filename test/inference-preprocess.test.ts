@@ -11,6 +11,9 @@ import { decodeImage } from '../inference/src/index.ts';
 import { letterbox } from '../inference/src/letterbox.ts';
 import { runCommand, TRAINER_VENV, trainedModel, trainerEnv, type FixtureTask } from './helpers/yolo-models.ts';
 
+// The first run trains the fixture models (a few minutes on 2 cores); later runs take them from .cache/test-models.
+t.setTimeout(20 * 60_000);
+
 const work = mkdtempSync(join(tmpdir(), 'inference-preprocess-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 

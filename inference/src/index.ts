@@ -5,6 +5,7 @@ export type { DecodedImage, DecodeLimits } from './decode.ts';
 export { decodeImage, InvalidImage } from './decode.ts';
 export type { ModelInfo, Task } from './model-info.ts';
 export type { Prediction, PredictOptions } from './prediction.ts';
-export { OnnxModel } from './onnx-model.ts';
+export { InvalidModel, OnnxModel } from './onnx-model.ts';
+export type { SessionOptions } from './onnx-model.ts';
 export type { SummaryOptions, SummaryRow } from './summary.ts';
 export { summarize } from './summary.ts';

@@ -11,8 +11,12 @@ export interface Letterbox {
   width: number;
 }
 
-/** LetterBox.get_params: the resized size and the padding on each side, exactly as ultralytics computes them. */
-export function letterboxShape(imageHeight: number, imageWidth: number, target: [number, number], auto: boolean, stride: number) {
+/**
+ * LetterBox.get_params: the resized size and the padding on each side, exactly as ultralytics computes them. `auto`:
+ * pad only to a multiple of the stride; `stretch` (scale_fill, depth models): resize to the target, no padding.
+ */
+export function letterboxShape(imageHeight: number, imageWidth: number, target: [number, number], auto: boolean, stride: number, stretch = false) {
+  if (stretch) return { unpadWidth: target[1], unpadHeight: target[0], top: 0, left: 0, height: target[0], width: target[1] };
   const r = Math.min(target[0] / imageHeight, target[1] / imageWidth);
   const unpadWidth = Math.max(pyRound(imageWidth * r), 1);
   const unpadHeight = Math.max(pyRound(imageHeight * r), 1);
@@ -35,11 +39,12 @@ const UNIT = new Float32Array(256).map((_, value) => value / 255);
 const PAD = UNIT[114];
 const COEF_SCALE = 2048; // OpenCV's INTER_RESIZE_COEF_SCALE (1 << 11)
 
-export function letterbox(image: DecodedImage, target: [number, number], auto: boolean, stride: number): Letterbox {
-  const shape = letterboxShape(image.height, image.width, target, auto, stride);
+/** `reuse`: a tensor of an earlier call to write into when it has the right size (every value is written). */
+export function letterbox(image: DecodedImage, target: [number, number], auto: boolean, stride: number, stretch = false, reuse?: Float32Array): Letterbox {
+  const shape = letterboxShape(image.height, image.width, target, auto, stride, stretch);
   const { width, height, unpadWidth, unpadHeight, top, left } = shape;
   const plane = width * height;
-  const tensor = new Float32Array(3 * plane);
+  const tensor = reuse?.length === 3 * plane ? reuse : new Float32Array(3 * plane);
   // Padding only where the picture does not go: the rows above and below, the columns left and right of it.
   const right = left + unpadWidth;
   for (let c = 0; c < 3; c++) {

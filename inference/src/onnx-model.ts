@@ -13,30 +13,54 @@ import type { Prediction, PredictOptions } from './prediction.ts';
 export interface SessionOptions {
   /** onnxruntime intra-op threads; 0 lets onnxruntime choose (one per core). */
   intraOpThreads?: number;
+  /**
+   * Whether idle intra-op threads spin between operators (onnxruntime's default, true): lowest latency on an idle
+   * machine; false gives the cores back to decoding and HTTP when they are shared (measured faster under load here).
+   */
+  spinning?: boolean;
+}
+
+/** The file is not an ONNX export this package can run (not ONNX, no ultralytics metadata, an unknown task). */
+export class InvalidModel extends Error {
+  override name = 'InvalidModel';
 }
 
 /** An ultralytics ONNX export loaded into an onnxruntime-node session. */
 export class OnnxModel {
   readonly info: ModelInfo;
   private readonly session: ort.InferenceSession;
+  /** The input tensor of the last finished run, written over by the next letterbox of the same size. */
+  private spare: Float32Array | undefined;
 
   private constructor(info: ModelInfo, session: ort.InferenceSession) {
     this.info = info;
     this.session = session;
   }
 
-  /** Reads the export's metadata and opens a session on the CPU. */
+  /** Reads the export's metadata and opens a session on the CPU; InvalidModel when the file is not a usable export. */
   static async load(file: string, options: SessionOptions = {}): Promise<OnnxModel> {
     const bytes = await readFile(file);
-    const session = await ort.InferenceSession.create(bytes, {
-      executionProviders: ['cpu'],
-      graphOptimizationLevel: 'all',
-      intraOpNumThreads: options.intraOpThreads ?? 0,
-    });
-    const input = session.inputMetadata[0];
-    const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
-    const info = modelInfo(readOnnxMetadata(bytes), dynamicInput);
-    return new OnnxModel(info, session);
+    let props: Map<string, string>;
+    let session: ort.InferenceSession;
+    try {
+      props = readOnnxMetadata(bytes);
+      session = await ort.InferenceSession.create(bytes, {
+        executionProviders: ['cpu'],
+        graphOptimizationLevel: 'all',
+        intraOpNumThreads: options.intraOpThreads ?? 0,
+        ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+      });
+    } catch (error) {
+      throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    }
+    try {
+      const input = session.inputMetadata[0];
+      const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
+      return new OnnxModel(modelInfo(props, dynamicInput), session);
+    } catch (error) {
+      await session.release();
+      throw new InvalidModel(error instanceof Error ? error.message : String(error));
+    }
   }
 
   /** Letterbox (or classify transforms), one session run, post-processing: what ultralytics' predict returns. */
@@ -45,7 +69,9 @@ export class OnnxModel {
     const { tensor, height, width } = this.info.task === 'classify' ? classifyTensor(image, this.inputSize(options.imgsz)) : this.letterbox(image, options.imgsz);
     const prepared = performance.now();
     const feeds = { [this.session.inputNames[0]]: new ort.Tensor('float32', tensor, [1, 3, height, width]) };
+    if (this.spare === tensor) this.spare = undefined; // taken: a concurrent predict must not write into it
     const results = await this.session.run(feeds);
+    this.spare = tensor;
     const ran = performance.now();
     const outputs = this.session.outputNames.map((name) => results[name]);
     const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], { conf: options.conf, iou: options.iou, maxDet: options.maxDet ?? 300 });
@@ -62,11 +88,13 @@ export class OnnxModel {
   private letterbox(image: DecodedImage, imgsz: number): Letterbox {
     const { stride, dynamic, topK } = this.info;
     let size = this.inputSize(imgsz);
-    if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride);
+    // Depth predicts on the image stretched to the full size (DepthPredictor.scale_fill).
+    if (this.info.task === 'depth') return letterbox(image, size, false, stride, true, this.spare);
+    if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride, false, this.spare);
     const rect = letterboxShape(image.height, image.width, size, true, stride);
-    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride);
+    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride, false, this.spare);
     if (anchorCount(size, stride) < topK) size = this.info.imgsz;
-    return letterbox(image, size, false, stride);
+    return letterbox(image, size, false, stride, false, this.spare);
   }
 
   /** check_imgsz: a dynamic export takes the requested size rounded up to the stride; a static one its own size. */

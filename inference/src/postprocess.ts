@@ -7,6 +7,7 @@ import { type Detections, nonMaxSuppression } from './nms.ts';
 import type { Prediction } from './prediction.ts';
 import { scaler, scaleX, scaleY } from './scale.ts';
 import { semanticClassMap } from './semantic.ts';
+import { depthMap } from './depth.ts';
 
 export interface PostprocessOptions {
   conf: number;
@@ -23,6 +24,9 @@ interface Candidates extends Detections {
 }
 
 export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, number], original: [number, number], options: PostprocessOptions): Rows {
+  if (info.task === 'depth') {
+    return { shape: original, boxes: [], confidences: [], classes: [], depth: depthMap(outputs[0], input, original) };
+  }
   if (info.task === 'semantic') {
     return { shape: original, boxes: [], confidences: [], classes: [], semanticMask: semanticClassMap(outputs[0], input, original) };
   }

@@ -15,7 +15,7 @@ export const TRAINER_VENV = join(ROOT, '.venv-trainer');
 const GENERATOR = join(ROOT, 'test/inference/make_dataset.py');
 const CACHE = join(ROOT, '.cache/test-models');
 
-export type FixtureTask = 'detect' | 'segment' | 'semantic' | 'pose' | 'obb' | 'classify';
+export type FixtureTask = 'detect' | 'segment' | 'semantic' | 'pose' | 'obb' | 'classify' | 'depth';
 
 export interface TrainedModel {
   pt: string;
@@ -34,11 +34,13 @@ interface Recipe {
   imgsz: number;
   epochs: number;
   dataset: string[];
+  /** `yolo train` arguments besides the model, data and where to write (part of the cache key like everything here). */
+  trainArgs: string[];
   /** Extra `yolo export` arguments: nms=False keeps YOLO26's NMS-free (end2end) head, which 8.4 exports only when asked. */
   exportArgs: string[];
 }
 
-const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
+const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', depth: 'yolo26n-depth', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
 
 function recipe(task: FixtureTask, arch: string): Recipe {
   const classify = task === 'classify';
@@ -46,8 +48,9 @@ function recipe(task: FixtureTask, arch: string): Recipe {
     task,
     model: `${arch}.yaml`,
     imgsz: 64,
-    epochs: classify ? 12 : 30,
-    dataset: ['--size', '96', '--train', classify ? '60' : '48', '--val', classify ? '9' : '8'],
+    epochs: classify ? 10 : 20,
+    dataset: ['--size', '96', '--train', classify ? '45' : '32', '--val', classify ? '6' : '4'],
+    trainArgs: ['batch=8', 'warmup_epochs=1', 'pretrained=False', 'amp=False', 'plots=False', 'workers=0', 'device=cpu', 'val=False', 'seed=0'],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
   };
 }
@@ -105,13 +108,13 @@ async function build(r: Recipe): Promise<TrainedModel> {
       break;
     } catch {
       // Another process is building it; a lock older than 15 minutes belongs to a process that died.
-      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 15 * 60_000) rmSync(lock, { recursive: true, force: true });
+      const since = statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
+      if (since !== undefined && Date.now() - since > 15 * 60_000) rmSync(lock, { recursive: true, force: true });
       await sleep(1000);
     }
   }
   try {
-    const model = await trainAndExport(r, dir);
-    return model;
+    return await trainAndExport(r, dir);
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
@@ -122,49 +125,43 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
   const work = `${dir}.tmp-${process.pid}`;
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
-  const env = trainerEnv(join(work, 'settings'));
-  const python = join(TRAINER_VENV, 'bin/python');
-  const yolo = join(TRAINER_VENV, 'bin/yolo');
-  // Semantic models learn from polygon labels (pixels outside every polygon become a 'background' class).
-  const drawn = r.task === 'semantic' ? 'segment' : r.task;
-  const data = (await runCommand(python, [GENERATOR, drawn, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
-  await runCommand(
-    yolo,
-    [
-      'train',
-      `task=${r.task}`,
-      `model=${r.model}`,
-      `data=${data}`,
-      `imgsz=${r.imgsz}`,
-      `epochs=${r.epochs}`,
-      'batch=8',
-      'warmup_epochs=1',
-      'pretrained=False',
-      'amp=False',
-      'plots=False',
-      'workers=0',
-      'device=cpu',
-      'val=False',
-      'seed=0',
-      `project=${join(work, 'runs')}`,
-      'name=train',
-      'exist_ok=True',
-    ],
-    { cwd: work, env },
-  );
-  const weights = join(work, 'runs/train/weights');
-  await runCommand(yolo, ['export', `model=${join(weights, 'best.pt')}`, 'format=onnx', 'dynamic=True', ...r.exportArgs], { cwd: work, env });
-  const result = join(work, 'result');
-  mkdirSync(result);
-  copyFileSync(join(weights, 'best.pt'), join(result, 'model.pt'));
-  copyFileSync(join(weights, 'best.onnx'), join(result, 'model.onnx'));
-  const names = datasetNames(r.task, join(work, 'data'));
-  const meta = { names, task: r.task, imgsz: r.imgsz, buildSeconds: Math.round((Date.now() - started) / 1000) };
-  writeFileSync(join(result, 'model.json'), JSON.stringify(meta));
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(result, dir);
-  rmSync(work, { recursive: true, force: true });
-  return { ...meta, pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
+  try {
+    const env = trainerEnv(join(work, 'settings'));
+    const python = join(TRAINER_VENV, 'bin/python');
+    const yolo = join(TRAINER_VENV, 'bin/yolo');
+    // Semantic models learn from polygon labels (pixels outside every polygon become a 'background' class).
+    const drawn = r.task === 'semantic' ? 'segment' : r.task;
+    const data = (await runCommand(python, [GENERATOR, drawn, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
+    await runCommand(
+      yolo,
+      [
+        'train',
+        `task=${r.task}`,
+        `model=${r.model}`,
+        `data=${data}`,
+        `imgsz=${r.imgsz}`,
+        `epochs=${r.epochs}`,
+        ...r.trainArgs,
+        `project=${join(work, 'runs')}`,
+        'name=train',
+        'exist_ok=True',
+      ],
+      { cwd: work, env },
+    );
+    const weights = join(work, 'runs/train/weights');
+    await runCommand(yolo, ['export', `model=${join(weights, 'best.pt')}`, 'format=onnx', 'dynamic=True', ...r.exportArgs], { cwd: work, env });
+    const result = join(work, 'result');
+    mkdirSync(result);
+    copyFileSync(join(weights, 'best.pt'), join(result, 'model.pt'));
+    copyFileSync(join(weights, 'best.onnx'), join(result, 'model.onnx'));
+    const meta = { names: datasetNames(r.task, join(work, 'data')), task: r.task, imgsz: r.imgsz, buildSeconds: Math.round((Date.now() - started) / 1000) };
+    writeFileSync(join(result, 'model.json'), JSON.stringify(meta));
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(result, dir);
+    return { ...meta, pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }
 
 /**

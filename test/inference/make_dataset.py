@@ -5,7 +5,7 @@ Usage: make_dataset.py TASK DIR [--size 96] [--train 48] [--val 8] [--seed 7]
 
 Shapes on a plain, slightly noisy background: red squares, blue discs and green triangles, several per picture, with
 exact labels for the task (detect: boxes; segment: polygons; pose: a triangle's three corners as keypoints; obb: rotated
-rectangles by their corners; classify: one shape per picture, in a folder per class). Prints the data argument for
+rectangles by their corners; classify: one shape per picture, in a folder per class; depth: a depth map in metres). Prints the data argument for
 `yolo train` (a data.yaml, or the folder for classify).
 """
 
@@ -60,6 +60,7 @@ def fmt(values, size):
 
 def picture(rng, task, size):
     img = background(rng, size)
+    depth = np.full((size, size), 6.0, np.float32)  # metres: a far wall, shapes in front of it
     lines = []
     shapes = placements(rng, size, int(rng.integers(2, 5)))
     for cx, cy, r in shapes:
@@ -72,6 +73,7 @@ def picture(rng, task, size):
         else:
             pts = polygon(cls, cx, cy, r, angle)
         cv2.fillPoly(img, [np.round(pts * 16).astype(np.int32)], COLORS[cls], lineType=cv2.LINE_AA, shift=4)
+        cv2.fillPoly(depth, [np.round(pts).astype(np.int32)], 1.0 + cls)
         x1, y1 = pts.min(0)
         x2, y2 = pts.max(0)
         box = fmt([(x1 + x2) / 2, (y1 + y2) / 2], size) + " " + fmt([x2 - x1, y2 - y1], size)
@@ -84,7 +86,7 @@ def picture(rng, task, size):
         elif task == "pose":
             kpts = " ".join(f"{fmt(p, size)} 2" for p in pts)
             lines.append(f"0 {box} {kpts}")
-    return img, "\n".join(lines) + "\n"
+    return img, depth if task == "depth" else "\n".join(lines) + "\n"
 
 
 def classify_picture(rng, size, cls):
@@ -98,7 +100,7 @@ def classify_picture(rng, size, cls):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("task", choices=["detect", "segment", "pose", "obb", "classify"])
+    ap.add_argument("task", choices=["detect", "segment", "pose", "obb", "classify", "depth"])
     ap.add_argument("dir")
     ap.add_argument("--size", type=int, default=96)
     ap.add_argument("--train", type=int, default=48)
@@ -117,13 +119,17 @@ def main():
                 continue
             img, label = picture(rng, a.task, a.size)
             (root / "images" / split).mkdir(parents=True, exist_ok=True)
-            (root / "labels" / split).mkdir(parents=True, exist_ok=True)
             cv2.imwrite(str(root / "images" / split / f"{i}.png"), img)
+            if a.task == "depth":  # a depth map per image, in metres, beside images/ (DepthDataset's layout)
+                (root / "depth" / split).mkdir(parents=True, exist_ok=True)
+                np.save(root / "depth" / split / f"{i}.npy", label)
+                continue
+            (root / "labels" / split).mkdir(parents=True, exist_ok=True)
             (root / "labels" / split / f"{i}.txt").write_text(label)
     if a.task == "classify":
         print(root.resolve())
         return
-    names = ["wide", "squarish"] if a.task == "obb" else ["triangle"] if a.task == "pose" else NAMES
+    names = ["wide", "squarish"] if a.task == "obb" else ["triangle"] if a.task == "pose" else ["depth"] if a.task == "depth" else NAMES
     yaml = f"path: {root.resolve()}\ntrain: images/train\nval: images/val\nnames:\n" + "".join(f"  {i}: {n}\n" for i, n in enumerate(names))
     if a.task == "pose":
         yaml += "kpt_shape: [3, 3]\nflip_idx: [0, 2, 1]\n"

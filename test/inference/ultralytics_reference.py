@@ -4,7 +4,7 @@
 Usage:
   ultralytics_reference.py predict ONNX TASK --runs '[{"imgsz": 96, "conf": 0.01, "iou": 0.7, "max_det": 300}]' IMAGE...
       Per run, one object per image: shape, boxes (xyxy, or the 4 corners for obb), conf, cls, polygons (segment:
-      masks.xy), keypoints (pose), probs (classify), semantic (the class map, base64 uint8), and summaries: Results.summary() for normalize False/True and
+      masks.xy), keypoints (pose), probs (classify), semantic (the class map, base64 uint8), depth (base64 float32), and summaries: Results.summary() for normalize False/True and
       decimals 5/2.
   ultralytics_reference.py preprocess ONNX TASK --imgsz N IMAGE...
       The predictor's preprocessed input tensor per image: {shape, data (base64 float32, NCHW)}.
@@ -29,6 +29,8 @@ def rows(result):
     out = {"shape": list(result.orig_shape)}
     if result.probs is not None:
         out["probs"] = result.probs.data.tolist()
+    elif result.depth is not None:
+        out["depth"] = base64.b64encode(result.depth.data.cpu().numpy().astype(np.float32).tobytes()).decode()
     elif result.semantic_mask is not None:
         out["semantic"] = base64.b64encode(result.semantic_mask.data.cpu().numpy().astype(np.uint8).tobytes()).decode()
     elif result.obb is not None:
