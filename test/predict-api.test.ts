@@ -59,23 +59,16 @@ t.test('a multipart image gives ultralytics-shaped results', async (t) => {
   const [image] = answer.body.images;
   t.strictSame(image!.shape, [120, 160], 'shape is [height, width]');
   t.ok(['preprocess', 'inference', 'postprocess'].every((stage) => typeof image!.speed[stage] === 'number'), 'speed per stage');
-  t.ok(image!.results.length > 0, 'the trained model finds shapes');
-  for (const row of image!.results) {
-    t.ok(fixture.names.includes(row.name) && row.confidence >= 0.25, `row ${JSON.stringify(row)}`);
-    t.ok(row.box.x2 <= 160 && row.box.y2 <= 120, 'boxes in pixels of the input image');
-  }
+  // Rows themselves (against ultralytics, normalize, decimals, conf) are checked in predict-e2e, on a model trained to find shapes.
+  t.ok(Array.isArray(image!.results), 'results rows');
   t.strictSame(answer.body.metadata.classNames, fixture.names);
   t.equal(answer.body.metadata.task, 'detect');
   t.equal(answer.body.metadata.imageCount, 1);
   t.equal(answer.body.metadata.model, 'alice/vision/detector');
   t.notMatch(JSON.stringify(answer.body), /\/tmp\/|\.onnx|ws\//, 'no internal paths');
 
-  const normalized = await predict(privateModel.path, { key: alice, file: { bytes: picture }, fields: { normalize: 'true', decimals: '2', conf: '0.3' } });
-  t.equal(normalized.status, 200);
-  for (const row of normalized.body.images[0]!.results) {
-    t.ok(Object.values(row.box).every((value) => value >= 0 && value <= 1 && Number(value.toFixed(2)) === value), `normalized, 2 decimals: ${JSON.stringify(row.box)}`);
-    t.ok(row.confidence >= 0.3);
-  }
+  const parameters = await predict(privateModel.path, { key: alice, file: { bytes: picture }, fields: { normalize: 'true', decimals: '2', conf: '0.3', iou: '0.5', imgsz: '96', vid_stride: '3', bits: '16' } });
+  t.equal(parameters.status, 200, 'every parameter at a valid value');
 });
 
 t.test('source: a base64 data URI, plain base64, an allowed URL', async (t) => {

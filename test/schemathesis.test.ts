@@ -1,7 +1,7 @@
 // Fuzzing: schemathesis sends generated requests, valid and deliberately invalid, to every operation of the
 // served /openapi.json. No answer may be a server error or differ from the schema documented for its status.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RATE_CATEGORIES } from '@vp/config';
@@ -62,6 +62,11 @@ async function seed(world: World) {
   // Its automatic ONNX export, made: predict and auto-annotation answer instead of waiting for an export no host runs.
   await seedOnnxExport(world.server, detector.id, (await trainedModel('detect')).onnx);
   for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
+  // Predict has a trained model of its own with its ONNX export in place (fuzzed uploads may change the detector's weights).
+  const fixture = await trainedModel('detect');
+  const predictor = await createModel(world, world.team, { project: 'vision', model: 'predictor', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, world.team, predictor.id, readFileSync(fixture.pt));
+  await seedOnnxExport(world.server, predictor.id, fixture.onnx);
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });
   // A connected pool host (no agent: it never heartbeats, so HOST_LOST_GRACE_SECONDS is long) exporting every format: exports queue there, never 503.
@@ -120,6 +125,7 @@ function config(seeded: Awaited<ReturnType<typeof seed>>): string {
     ['POST', '/api/datasets/{owner}/{dataset}/restore', { owner: OWNER, dataset: 'scratch' }],
     ['DELETE', '/api/images/{imageId}', { imageId: seeded.images[0] }],
     ['DELETE', '/api/hosts/{name}', { name: 'doomed-host' }],
+    ['POST', '/api/models/{owner}/{project}/{model}/predict', { owner: OWNER, project: 'vision', model: 'predictor' }],
   ];
   const toml = (value: unknown) => JSON.stringify(value);
   return [

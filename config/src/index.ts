@@ -148,7 +148,7 @@ export interface AppConfig {
    * are not public (loopback, private, link-local, ...): sources on the premises. Empty: public addresses only.
    */
   outboundAllowedNetworks: string[];
-  /** Inference worker threads (PREDICT_WORKERS, else one per 4 cores, at least 1). */
+  /** Inference worker threads (PREDICT_WORKERS, else one per 8 cores, at least 1). */
   predictWorkers: number;
   /** Memory the loaded ONNX sessions may take, estimated from their files; least recently used ones are released first. */
   predictCacheBytes: number;
@@ -215,7 +215,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     signingSecret: e.SIGNING_SECRET,
     storageUrl: e.STORAGE_URL,
     outboundAllowedNetworks: e.OUTBOUND_ALLOWED_NETWORKS,
-    predictWorkers: e.PREDICT_WORKERS ?? Math.max(1, Math.floor(availableParallelism() / 4)),
+    predictWorkers: e.PREDICT_WORKERS ?? Math.max(1, Math.floor(availableParallelism() / 8)),
     predictCacheBytes: e.PREDICT_CACHE_BYTES,
     predictDiskCacheBytes: e.PREDICT_DISK_CACHE_BYTES,
     predictMaxBytes: e.PREDICT_MAX_BYTES,

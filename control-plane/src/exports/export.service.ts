@@ -26,6 +26,7 @@ import {
   deleteExports,
   exportById,
   findExport,
+  inFlightEquivalent,
   insertExport,
   latestEquivalent,
   listExports,
@@ -105,7 +106,7 @@ export class ExportService {
       return (await exportById(this.em, id))!;
     } catch (error) {
       // An equivalent export was queued meanwhile (another predict, a clone): that one is followed.
-      const raced = error instanceof HttpError && error.status === 409 && (await latestEquivalent(this.em, model.id, created.workspaceId, created.fingerprint));
+      const raced = error instanceof HttpError && error.status === 409 && (await inFlightEquivalent(this.em, created.workspaceId, created.fingerprint));
       if (raced) return raced;
       throw error;
     }

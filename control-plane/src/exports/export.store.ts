@@ -155,6 +155,12 @@ export async function latestEquivalent(em: EntityManager, modelId: string, works
   return row && fromRow(row);
 }
 
+/** The workspace's export with this fingerprint in flight, if any (one at most: ONE_IN_FLIGHT). */
+export async function inFlightEquivalent(em: EntityManager, workspaceId: string, fingerprint: string): Promise<ExportRecord | undefined> {
+  const [row] = await query<ExportRow>(em, `select ${COLUMNS} from ${FROM} where e.workspace_id = ? and e.fingerprint = ? and e.status is null`, [workspaceId, fingerprint]);
+  return row && fromRow(row);
+}
+
 /** A completed export of the workspace with the same fingerprint whose file is still there: its artifact is reused. */
 export async function completedEquivalent(em: EntityManager, workspaceId: string, fingerprint: string): Promise<ExportFile | undefined> {
   const [row] = await query<{ file_key: string; file_size: string; file_sha256: string; file_name: string }>(

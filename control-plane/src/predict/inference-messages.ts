@@ -3,6 +3,7 @@ import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
 
 export interface WorkerSetup {
   intraOpThreads: number;
+  spinning: boolean;
 }
 
 export type WorkerRequest =

@@ -13,6 +13,8 @@ export interface PoolOptions {
   workers: number;
   /** onnxruntime intra-op threads per session. */
   intraOpThreads: number;
+  /** Whether onnxruntime's idle threads spin (see SessionOptions.spinning). */
+  spinning: boolean;
   /** Estimated memory the resident sessions may take together; least recently used ones are released first. */
   cacheBytes: number;
 }
@@ -107,7 +109,7 @@ export class InferencePool {
   }
 
   private spawn(): Slot {
-    const setup: WorkerSetup = { intraOpThreads: this.options.intraOpThreads };
+    const setup: WorkerSetup = { intraOpThreads: this.options.intraOpThreads, spinning: this.options.spinning };
     const worker = new Worker(new URL('./inference-worker.ts', import.meta.url), { workerData: setup });
     const slot: Slot = { worker, pending: new Map() };
     worker.on('message', (reply: WorkerReply) => {

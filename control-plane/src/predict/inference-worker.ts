@@ -5,13 +5,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { decodeImage, InvalidImage, OnnxModel } from '@vp/inference';
 import type { WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
 
-const { intraOpThreads } = workerData as WorkerSetup;
+const { intraOpThreads, spinning } = workerData as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
 
 function session(key: string, file: string): Promise<OnnxModel> {
   let loading = sessions.get(key);
   if (!loading) {
-    loading = OnnxModel.load(file, { intraOpThreads });
+    loading = OnnxModel.load(file, { intraOpThreads, spinning });
     sessions.set(key, loading);
     // A file that does not load is tried again on the next run, not remembered as broken.
     loading.catch(() => sessions.delete(key));
