@@ -4,15 +4,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp, { type Sharp } from 'sharp';
+import { seededRandom } from './random.ts';
 
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const random = (seed: number) => seededRandom(seed).next;
 
 /** An SVG scene of `count` shapes (or one large shape for classify) on a plain background. */
 function scene(width: number, height: number, seed: number, count: number, angled: boolean): string {

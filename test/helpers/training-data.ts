@@ -5,18 +5,11 @@ import type { Test } from 'tap';
 import { ingestArchive, zipOf } from './archives.ts';
 import { call } from './server.ts';
 import type { World } from './world.ts';
+import { seededRandom } from './random.ts';
 
 const SIZE = 160;
 
-/** A tiny deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const random = (seed: number) => seededRandom(seed).next;
 
 /** One picture with one or two shapes that never overlap, and its YOLO label lines. */
 async function picture(next: () => number): Promise<{ bytes: Buffer; label: string }> {
