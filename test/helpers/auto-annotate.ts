@@ -33,7 +33,7 @@ export async function generatorPictures(task: FixtureTask, count: number, seed =
 }
 
 /** The parity fixtures are barely trained; auto-annotation tests need a model that finds the shapes with confidence. */
-export const annotatingModel = (task: FixtureTask) => trainedModel(task, undefined, { imgsz: 96, epochs: 40 });
+export const annotatingModel = (task: FixtureTask) => trainedModel(task, undefined, { imgsz: 96, epochs: 40, pictures: 48 });
 
 export interface UploadedModel extends TrainedModel {
   id: string;

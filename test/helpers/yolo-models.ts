@@ -46,6 +46,8 @@ const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 
 export interface TrainingOverride {
   imgsz?: number;
   epochs?: number;
+  /** Training pictures (the parity fixtures: 32, 45 for classify). */
+  pictures?: number;
 }
 
 function recipe(task: FixtureTask, arch: string, override: TrainingOverride = {}): Recipe {
@@ -55,7 +57,7 @@ function recipe(task: FixtureTask, arch: string, override: TrainingOverride = {}
     model: `${arch}.yaml`,
     imgsz: override.imgsz ?? 64,
     epochs: override.epochs ?? (classify ? 10 : 20),
-    dataset: ['--size', '96', '--train', classify ? '45' : '32', '--val', classify ? '6' : '4'],
+    dataset: ['--size', '96', '--train', String(override.pictures ?? (classify ? 45 : 32)), '--val', classify ? '6' : '4'],
     trainArgs: ['batch=8', 'warmup_epochs=1', 'pretrained=False', 'amp=False', 'plots=False', 'workers=0', 'device=cpu', 'val=False', 'seed=0'],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
   };
