@@ -33,7 +33,7 @@ import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
-import { BenchApi, cpuSeconds, helperTap, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
+import { BenchApi, cpuSeconds, exportsSettled, helperTap, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
 
 const EPOCHS = positiveInt('BENCH_EPOCHS', 5);
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
@@ -227,6 +227,8 @@ async function main(): Promise<void> {
         // As on a host that never saw this dataset: the trainer would otherwise reuse the copy an earlier round made.
         rmSync(join(config, 'datasets'), { recursive: true, force: true });
         runs.platform.push(await platform(owner, `run-${round}`, controlPlanePid, agent));
+        // The model's automatic ONNX export follows its training on this host: not part of the training timed here.
+        await exportsSettled(database);
       } else if (kind === 'reporting') {
         // With the trainer's platform callbacks on (a user's own machine: webhooks, console capture, final upload),
         // still on the local folder: what the integration costs inside the trainer, without job or agent.

@@ -107,3 +107,14 @@ export async function startExportHost(t: Test, server: BenchApi, database: strin
   }
   return agent;
 }
+
+/**
+ * Resolves once no export job is unfinished: the automatic ONNX export that follows new weights (an upload, a training)
+ * runs on the same cores as what a benchmark times next.
+ */
+export async function exportsSettled(database: string): Promise<void> {
+  for (let tries = 0; (await adminQuery(`select 1 from jobs where kind = 'export' and finished_at is null`, database)).rowCount; tries++) {
+    if (tries > 6000) throw new Error('the automatic ONNX exports did not finish in 10 minutes');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -54,7 +54,6 @@ export class InferencePool {
 
   constructor(options: PoolOptions) {
     this.options = options;
-    for (let index = 0; index < options.workers; index += 1) this.slots.push(this.spawn());
   }
 
   async run(artifact: { key: string; file: string; bytes: number }, image: Uint8Array, options: PredictOptions, maxPixels: number): Promise<{ prediction: Prediction; info: ModelInfo }> {
@@ -88,6 +87,8 @@ export class InferencePool {
   private place(key: string, fileBytes: number): Resident {
     let session = this.resident.get(key);
     if (!session) {
+      // The workers start with the first predict: a control plane that never predicts never loads onnxruntime.
+      while (this.slots.length < this.options.workers) this.slots.push(this.spawn());
       const held = (slot: Slot) => [...this.resident.values()].filter((other) => other.slot === slot).reduce((sum, other) => sum + other.bytes, 0);
       const slot = this.slots.reduce((best, candidate) => (held(candidate) < held(best) ? candidate : best));
       session = { slot, bytes: sessionBytes(fileBytes), lastUsed: 0, running: 0 };
