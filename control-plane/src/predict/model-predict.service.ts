@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { summarize } from '@vp/inference';
+// The subpath: the package's index loads onnxruntime, which only the inference workers need.
+import { summarize } from '@vp/inference/summary';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { describeZodError } from '../http/error-middleware.ts';
