@@ -62,6 +62,17 @@ const outputName = z.string().regex(/^[\w.-]{1,128}$/).refine((name) => name !==
 const formatId = z.string().regex(/^[a-z0-9_]{1,32}$/);
 export const MAX_EXPORTERS = 64;
 
+/**
+ * What runs a job's command. trainer: the trainer image (docker runtime) or the configured Python environment
+ * (process runtime). inference: the inference server's image (docker) or the agent's own Node with the
+ * inference server it ships (process); the command is then the server's arguments (INFERENCE_SERVER in
+ * @vp/inference-server/contract). Protocol 3.
+ */
+export const JOB_ENVIRONMENTS = ['trainer', 'inference'] as const;
+export type JobEnvironment = (typeof JOB_ENVIRONMENTS)[number];
+/** A service a host can run (capabilities.services): the inference server of deployments. */
+export const SERVICE_KINDS = ['inference'] as const;
+
 export const JobSpec = z.strictObject({
   /** Absent: the agent's configured trainer image (docker runtime) or no image at all (process runtime). */
   image: text(512).min(1).optional(),
@@ -91,6 +102,22 @@ export const JobSpec = z.strictObject({
    * that is missing or fails to upload fails the job. Protocol 2.
    */
   outputs: z.array(z.strictObject({ path: relativePath, name: outputName })).max(MAX_JOB_OUTPUTS).optional(),
+  /** Absent: trainer. Protocol 3. */
+  environment: z.enum(JOB_ENVIRONMENTS).optional(),
+  /**
+   * A long-running service (a deployment's inference server): it listens on `port` (in its container; the process
+   * runtime gives it a free port of the host instead, in its PORT variable) until it is cancelled; its exit is a
+   * failure. Once `healthPath` answers 200 the agent reports `job.service` with the URL the control plane reaches it
+   * at. Protocol 3.
+   */
+  service: z
+    .strictObject({
+      port: z.int().min(1).max(65_535),
+      healthPath: z.string().regex(/^\/[\w./-]{0,255}$/, 'must be an absolute path'),
+      /** How long the service may take to answer its health check before the job fails. */
+      startSeconds: z.int().min(1).max(3600),
+    })
+    .optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -137,6 +164,8 @@ export const AgentMessage = z.discriminatedUnion('type', [
     type: z.literal('capabilities'),
     exporters: z.array(formatId).max(MAX_EXPORTERS),
     missingExporters: z.record(formatId, text(512)).refine((missing) => Object.keys(missing).length <= MAX_EXPORTERS, `at most ${MAX_EXPORTERS} entries`),
+    /** Protocol 3: the services this host can run (its inference image is built, or its Node can run the server). */
+    services: z.array(z.enum(SERVICE_KINDS)).max(SERVICE_KINDS.length).optional(),
   }),
   z.strictObject({ type: z.literal('job.accepted'), jobId: id }),
   z.strictObject({
@@ -145,6 +174,11 @@ export const AgentMessage = z.discriminatedUnion('type', [
     stream: z.enum(['stdout', 'stderr']),
     lines: z.array(logLine).min(1).max(MAX_LOG_LINES_PER_MESSAGE),
   }),
+  /**
+   * Protocol 3: a service job (JobSpec.service) answers its health check; `url` is its origin as the control plane
+   * reaches it (the host's address and the published port). Sent again, with the same or a new URL, after a reconnect.
+   */
+  z.strictObject({ type: z.literal('job.service'), jobId: id, url: z.url({ protocol: /^https?$/ }).max(2048) }),
   /** progress: the fraction done, 0 to 1. */
   z.strictObject({ type: z.literal('job.progress'), jobId: id, progress: z.number().min(0).max(1) }),
   z.strictObject({

@@ -17,6 +17,7 @@ import { Migration20261124060000_user_follows } from './Migration20261124060000_
 import { Migration20261124070000_model_train_results } from './Migration20261124070000_model_train_results.ts';
 import { Migration20261124090000_job_outputs_exporters } from './Migration20261124090000_job_outputs_exporters.ts';
 import { Migration20261124110000_model_exports } from './Migration20261124110000_model_exports.ts';
+import { Migration20261125000000_deployments } from './Migration20261125000000_deployments.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   { name: 'Migration20261124070000_model_train_results', class: Migration20261124070000_model_train_results },
   { name: 'Migration20261124090000_job_outputs_exporters', class: Migration20261124090000_job_outputs_exporters },
   { name: 'Migration20261124110000_model_exports', class: Migration20261124110000_model_exports },
+  { name: 'Migration20261125000000_deployments', class: Migration20261125000000_deployments },
 ];

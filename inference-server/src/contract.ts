@@ -1,0 +1,76 @@
+// The contract between a deployment's inference server (this package, run by a worker agent as a service job) and
+// those who call it: the control plane's proxy and health checks, and the agent that starts it. Nothing here runs.
+
+/** The server's command line in a service job (JobSpec.environment 'inference'): the agent runs it with its own Node. */
+export const INFERENCE_SERVER = 'vp-inference-server';
+/** The port the server listens on inside its container; the process runtime sets PORT instead. */
+export const SERVICE_PORT = 8080;
+
+/** Environment of the server. */
+export const SERVER_ENV = {
+  /** The ONNX export to serve, a path relative to the job's work dir (a JobSpec input). */
+  model: 'VP_MODEL_FILE',
+  /** The port to listen on (default SERVICE_PORT). */
+  port: 'PORT',
+  /** Every request but GET /health must carry `Authorization: Bearer <token>`: the control plane's, per revision. */
+  token: 'VP_SERVICE_TOKEN',
+  /** onnxruntime intra-op threads (default: the CPUs the job was given, at least 1). */
+  threads: 'VP_INTRA_OP_THREADS',
+  /** The largest request body in bytes (413 past it); the control plane's PREDICT_MAX_BYTES. */
+  maxBytes: 'VP_MAX_BYTES',
+  /** onnxruntime execution provider: cpu (default) or cuda where the host gave the job a GPU. */
+  device: 'VP_DEVICE',
+} as const;
+
+export const SERVICE_ROUTES = {
+  /** GET, no key: 200 HealthAnswer once the model is loaded, 503 before. */
+  health: '/health',
+  /**
+   * POST: the body of POST /api/models/{owner}/{project}/{model}/predict (multipart file, or base64 / data-URI source in
+   * a form or JSON; an http(s) source is resolved by the control plane before it forwards), the same response.
+   */
+  predict: '/predict',
+  /** GET: CameraState; PUT CameraSettings (starts or changes the stream); DELETE stops it. */
+  camera: '/camera',
+} as const;
+
+export interface HealthAnswer {
+  healthy: boolean;
+  task: string;
+  /** The served ONNX file's SHA-256, so a health check proves which revision answered. */
+  modelSha256: string;
+}
+
+export interface CameraSettings {
+  /** rtsp:// or rtsps:// */
+  url: string;
+  /** Frames predicted per second (0.1 to 30). */
+  fps: number;
+  conf?: number;
+  iou?: number;
+  imgsz?: number;
+}
+
+export interface CameraState {
+  url: string | null;
+  /** connecting | streaming | failed */
+  state: 'connecting' | 'streaming' | 'failed' | 'off';
+  error?: string;
+  framesRead: number;
+  framesPredicted: number;
+  /** The newest frame's predictions as predict's `images[0].results`, and when it was read. */
+  latest?: { at: string; results: unknown[] };
+  /** Detections per class name in the newest frame. */
+  counts: Record<string, number>;
+}
+
+/**
+ * What the server writes to stdout, one JSON object per line (the agent forwards it as job.log; the control plane
+ * keeps it as the deployment's log): its start, model load, camera events and errors. Requests are recorded by the
+ * control plane, which sees every one.
+ */
+export interface ServiceLogLine {
+  severity: 'DEBUG' | 'INFO' | 'NOTICE' | 'WARNING' | 'ERROR' | 'CRITICAL';
+  message: string;
+  time: string;
+}
