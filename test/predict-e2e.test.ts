@@ -1,5 +1,5 @@
 // Model predict end to end: a model trained by the platform on a real worker agent (process runtime, the trainer venv)
-// gets its ONNX export automatically when the training completes (real `yolo export` on the same host); then the
+// gets its ONNX export automatically when the training job ends (real `yolo export` on the same host); then the
 // ultralytics-platform SDK's models.predict answers what ultralytics' own predict gives on that same ONNX artifact
 // (boxes IoU > 0.99, confidences within 1e-3), normalize/decimals/conf shape the rows, the same weights uploaded to
 // another model reuse the artifact, and `ul cloud predict` saves an annotated image from the answer.
@@ -48,7 +48,7 @@ const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK
 const exporters = async () => (await server.services().em.getConnection().execute(`select exporters from hosts where name = 'predict-host' and state = 'connected'`))[0]?.exporters as string[] | undefined;
 await eventually(async () => (await exporters())?.includes('onnx'), `the host to report its exporters:\n${agent.output().slice(-3000)}`, 120_000);
 
-// Trained by the platform (as exports-e2e does): enough steps for boxes of real confidence. Its training_complete
+// Trained by the platform (as exports-e2e does): enough steps for boxes of real confidence. The training job's end
 // alone queues the ONNX export.
 await server.services().billing.grant('alice', 100_000, 'CI credit');
 await createShapesDataset(t, world, alice, 'alice', 'shapes');
@@ -76,8 +76,15 @@ for (const [index, [name, bytes]] of Object.entries(await shapesFiles(0, 6, 99))
   pictures.push({ file, label: `${basename(name)} at ${200 + 60 * index} × ${160 + 25 * index}` });
 }
 
-t.test('training_complete queued an ONNX export (dynamic, at the training size) that the host completed', async (t) => {
+t.test("the training job's end queued an ONNX export (dynamic, at the training size) that the host completed", async (t) => {
   t.equal(onnxExport.status, 'completed', onnxExport.error?.message ?? agent.output().slice(-3000));
+  // Queued once the trainer had left the host, never beside it (both would share the host's cores).
+  const [order] = await server.services().em.getConnection().execute(
+    `select t.finished_at::text as trained, e.created_at::text as queued, e.created_at >= t.finished_at as after
+       from jobs t, jobs e where t.kind = 'training' and t.subject_id = ? and e.kind = 'export' and e.subject_id = ?`,
+    [model.id, onnxExport.id],
+  );
+  t.equal(order?.after, true, `export queued at ${order?.queued}, training ended at ${order?.trained}`);
   t.match(onnxExport.args, { dynamic: true, imgsz: IMGSZ });
   t.ok(existsSync(artifact) && readFileSync(artifact).length > 1000, 'the artifact downloads');
 });

@@ -36,6 +36,8 @@ import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
+import { ExportService } from './exports/export.service.ts';
+import { queueOnnxOnWeights } from './predict/weights-arrived.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
@@ -120,7 +122,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     { silenceSeconds: config.trainingRunSilenceSeconds, cancelGraceSeconds: config.trainingCancelGraceSeconds },
     log,
   );
-  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage), [EXPORT_JOB]: new ExportJob(storage) };
+  const trainingJob = new TrainingJob(config, storage, (em) => queueOnnxOnWeights(em, () => new ExportService(em, { config, storage, lifecycle })));
+  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: trainingJob, [EXPORT_JOB]: new ExportJob(storage) };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };

@@ -168,7 +168,7 @@ export class Services {
   }
 
   get exports(): ExportService {
-    return new ExportService(this.em, this.storage, { region: this.deps.config.region, lifecycle: this.lifecycle, graceSeconds: this.deps.config.hostLostGraceSeconds });
+    return new ExportService(this.em, { config: this.deps.config, storage: this.storage, lifecycle: this.lifecycle });
   }
 
   get gpuAvailability(): GpuAvailabilityService {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Region } from '@vp/config';
+import type { AppConfig, Region } from '@vp/config';
 import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
 import type { z } from 'zod';
 import { requireKey } from '../auth/access.ts';
@@ -46,6 +46,8 @@ const MOBILE_LINK_SECONDS = 24 * 3600;
 const IMX_TASKS = ['detect', 'segment', 'classify', 'pose'];
 const ACTIVE = ['queued', 'starting', 'running'];
 const mobilePath = (exportId: string) => `/api/mobile/models/${exportId}`;
+/** What an ExportService needs besides its entity manager. */
+export type ExportDeps = { config: Pick<AppConfig, 'region' | 'hostLostGraceSeconds'>; storage: Storage; lifecycle: JobLifecycle };
 const IN_FLIGHT = () => Conflict('An equivalent export (same weights, format, args and GPU type) is already in flight; wait for it or cancel it');
 
 /** A model's exports: host jobs that run `yolo export`, their artifacts, and 24-hour mobile import links. */
@@ -57,12 +59,12 @@ export class ExportService {
   /** Hosts silent longer than this (HOST_LOST_GRACE_SECONDS) do not count as offering a toolchain. */
   private readonly graceSeconds: number;
 
-  constructor(em: EntityManager, storage: Storage, options: { region: Region; lifecycle: JobLifecycle; graceSeconds: number }) {
+  constructor(em: EntityManager, deps: ExportDeps) {
     this.em = em;
-    this.storage = storage;
-    this.region = options.region;
-    this.lifecycle = options.lifecycle;
-    this.graceSeconds = options.graceSeconds;
+    this.storage = deps.storage;
+    this.region = deps.config.region;
+    this.lifecycle = deps.lifecycle;
+    this.graceSeconds = deps.config.hostLostGraceSeconds;
   }
 
   async list(actor: Actor, at: Address, options: z.output<typeof ExportListQuery>): Promise<z.input<typeof ExportList>> {

@@ -64,9 +64,8 @@ export class OnnxPredictor implements Predictor {
 
   /** The model's completed ONNX export (waited for, queued when missing) as a local file; remembered. */
   private async lookUp(em: EntityManager, model: Model, remembered: string): Promise<{ key: string } & LocalOnnx> {
-    const { config, storage, lifecycle } = this.deps;
-    const exports = new ExportService(em, storage, { region: config.region, lifecycle, graceSeconds: config.hostLostGraceSeconds });
-    const key = await completedOnnxExport(em, exports, model, config.predictExportWaitSeconds);
+    const exports = new ExportService(em, this.deps);
+    const key = await completedOnnxExport(em, exports, model, this.deps.config.predictExportWaitSeconds);
     const local = await this.files.local(key).catch((error: Error) => {
       throw Unavailable(`The model's ONNX export cannot be read from storage (${error.message}); delete the export so that the next predict makes it again`);
     });

@@ -9,6 +9,7 @@ import { Model } from '../models/model.entity.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { mintJobKey, revokeJobKeys } from './job-keys.ts';
 import { endJobModel, endJobRuns } from './run-status.ts';
+import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { Storage } from '../storage/storage.ts';
 import { resumeCommand, trainCommand } from './train-args.ts';
 import type { TrainingPayload } from './training-payload.ts';
@@ -20,8 +21,9 @@ const SHM_BYTES = 2 * 2 ** 30;
 
 /**
  * A training job on a worker host: each attempt runs plain `yolo train` with a key minted for it, reporting
- * through the webhooks; when the job ends its key dies, the model and run get their final state, and the run
- * time is charged.
+ * through the webhooks; when the job ends its key dies, the model and run get their final state, the run time is
+ * charged, and a completed model's automatic ONNX export is queued (only now: queued at training_complete, the export
+ * started on the same host while the trainer was still finishing, and slowed both).
  */
 export class TrainingJob implements HostJobKind {
   /** The trainer reported training_complete (its weights are in): a lost attempt is complete, never trained again. */
@@ -30,10 +32,13 @@ export class TrainingJob implements HostJobKind {
   readonly cancelGraceSeconds: number;
   private readonly config: AppConfig;
   private readonly storage: Storage;
+  private readonly weightsArrived: (em: EntityManager) => WeightsArrived;
 
-  constructor(config: AppConfig, storage: Storage) {
+  /** `weightsArrived`: told, in the job's ending transaction, of a model whose training completed. */
+  constructor(config: AppConfig, storage: Storage, weightsArrived: (em: EntityManager) => WeightsArrived) {
     this.config = config;
     this.storage = storage;
+    this.weightsArrived = weightsArrived;
     this.cancelGraceSeconds = config.trainingCancelGraceSeconds;
   }
 
@@ -98,5 +103,7 @@ export class TrainingJob implements HostJobKind {
       epochs: epochs?.done ?? 0,
       description: `Training ${model ? `${model.workspace.handle}/${model.project.slug}/${model.slug}` : payload.modelId}`,
     });
+    const [trained] = await query<{ id: string }>(em, `select model_id as id from training_runs where job_id = ? and status = 'completed' limit 1`, [attempt.id]);
+    if (trained) await this.weightsArrived(em)([trained.id]);
   }
 }

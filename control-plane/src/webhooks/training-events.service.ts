@@ -36,7 +36,10 @@ export class TrainingEventsService {
   private readonly publicBaseUrl: string;
   private readonly weightsArrived: WeightsArrived | undefined;
 
-  /** `weightsArrived`: told when training_complete left the model with weights (its automatic ONNX export is queued). */
+  /**
+   * `weightsArrived`: told when a user's own machine reported training_complete (its automatic ONNX export is queued).
+   * A host job's export is queued by its end instead (`TrainingJob.ended`), once the trainer has left the host's cores.
+   */
   constructor(em: EntityManager, uploads: UploadService, publicBaseUrl: string, weightsArrived?: WeightsArrived) {
     this.em = em;
     this.uploads = uploads;
@@ -56,7 +59,7 @@ export class TrainingEventsService {
       await em.flush();
       return { ...received(key, envelope), modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
     });
-    if (envelope.event === 'training_complete' && answer.modelId) await this.weightsArrived?.([answer.modelId]);
+    if (envelope.event === 'training_complete' && answer.modelId && !key.jobScope) await this.weightsArrived?.([answer.modelId]);
     return answer;
   }
 
