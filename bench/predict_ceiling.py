@@ -9,7 +9,7 @@ in ultralytics' own code: cv2.imdecode (utils.patches.imread's decoder), LetterB
 predict's rect=True makes it), the predictor's tensor conversion (BGR → RGB, / 255, NCHW, torch), the onnxruntime
 session (CPU, as ultralytics' ONNX backend opens it), non_max_suppression (torchvision NMS, as predict uses it) or the
 end2end filter, and scale_boxes. Detect models. Prints one JSON object: {p50_ms, p95_ms, mean_ms, throughput_ips,
-iterations, input, detections}.
+iterations, elapsed_s, times_ms, input, detections}.
 """
 
 import argparse
@@ -87,6 +87,8 @@ def main():
             "mean_ms": round(float(np.mean(times)), 3),
             "throughput_ips": round(a.iterations / total, 3),
             "iterations": a.iterations,
+            "elapsed_s": round(total, 4),
+            "times_ms": [round(t, 3) for t in times],
             "input": list(shape),
             "detections": detections,
         },

@@ -14,8 +14,8 @@ export interface SessionOptions {
   /** onnxruntime intra-op threads; 0 lets onnxruntime choose (one per core). */
   intraOpThreads?: number;
   /**
-   * Whether idle intra-op threads spin between operators (onnxruntime's default, true): lowest latency on an idle
-   * machine; false gives the cores back to decoding and HTTP when they are shared (measured faster under load here).
+   * Whether idle intra-op threads spin between operators (onnxruntime's default, true): lowest latency; false gives
+   * the cores back at once where several sessions run at the same time on the same cores.
    */
   spinning?: boolean;
 }

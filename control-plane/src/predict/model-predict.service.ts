@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { describeZodError } from '../http/error-middleware.ts';
 import { Conflict, HttpError, Invalid } from '../http/errors.ts';
-import { findModel } from '../models/model-access.ts';
+import { findModelRef } from '../models/model-access.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import { denseOutputs } from './dense-outputs.ts';
 import { PredictParameters, type PredictResponse } from './model-predict.schemas.ts';
@@ -37,7 +37,7 @@ export class ModelPredictService {
   async predict(actor: Actor, at: Address, request: IncomingMessage): Promise<z.input<typeof PredictResponse>> {
     const started = performance.now();
     // Public models: anyone (anonymous included); another workspace's private model: 404.
-    const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
+    const model = await findModelRef(this.em, actor, at.owner, at.project, at.model, 'view');
     if (!model.fileKey) throw Conflict(`Model ${at.owner}/${at.project}/${at.model} has no weights yet: train it or upload its weights first`);
     const body = await readPredictBody(request, this.maxBytes);
     const parsed = PredictParameters.safeParse(body.fields);

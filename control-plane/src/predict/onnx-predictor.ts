@@ -4,9 +4,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
 import type { PredictOptions } from '@vp/inference';
 import { ExportService } from '../exports/export.service.ts';
-import { Invalid, Unavailable } from '../http/errors.ts';
+import { Invalid, NotFound, Unavailable } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
-import type { Model } from '../models/model.entity.ts';
+import type { ModelRef } from '../models/model-access.ts';
+import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
 import { InferenceError, InferencePool } from './inference-pool.ts';
 import { completedOnnxExport, onnxExportArgs } from './onnx-export.ts';
@@ -41,13 +42,14 @@ export class OnnxPredictor implements Predictor {
       // The cores are shared by the workers' sessions; onnxruntime's threads do the inference's heavy part.
       intraOpThreads: Math.max(1, Math.floor(availableParallelism() / config.predictWorkers)),
       cacheBytes: config.predictCacheBytes,
-      // Spinning onnxruntime threads take the cores that decoding, letterboxing and HTTP need between runs: with them
-      // asleep the pool measured 57 ms p50 and 17-19 images/s for 4 clients on 2 shared cores, spinning 102 ms and 9-10.
-      spinning: false,
+      // onnxruntime-node runs a session synchronously on its worker's thread, so a worker runs one model at a time and
+      // spinning only bridges the gaps between that run's operators: yolo11n at 640 px on 2 cores measured 34 ms of
+      // inference spinning, 40 ms asleep, with 4 concurrent clients no slower.
+      spinning: true,
     });
   }
 
-  async run(em: EntityManager, model: Model, image: Uint8Array, options: PredictOptions): Promise<ModelRun> {
+  async run(em: EntityManager, model: ModelRef, image: Uint8Array, options: PredictOptions): Promise<ModelRun> {
     const remembered = `${model.id}\0${model.fileKey}\0${JSON.stringify(onnxExportArgs(model))}`;
     const cached = this.artifacts.get(remembered);
     // The remembered artifact may be gone (its export deleted): then the exports are asked again.
@@ -63,7 +65,10 @@ export class OnnxPredictor implements Predictor {
   }
 
   /** The model's completed ONNX export (waited for, queued when missing) as a local file; remembered. */
-  private async lookUp(em: EntityManager, model: Model, remembered: string): Promise<{ key: string } & LocalOnnx> {
+  private async lookUp(em: EntityManager, ref: ModelRef, remembered: string): Promise<{ key: string } & LocalOnnx> {
+    // The entity (from the identity map when the caller loaded it) is needed only here, to find or queue the export.
+    const model = await em.findOne(Model, { id: ref.id, deletedAt: null });
+    if (!model) throw NotFound('The model was deleted');
     const exports = new ExportService(em, this.deps);
     const key = await completedOnnxExport(em, exports, model, this.deps.config.predictExportWaitSeconds);
     const local = await this.files.local(key).catch((error: Error) => {

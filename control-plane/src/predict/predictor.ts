@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
-import type { Model } from '../models/model.entity.ts';
+import type { ModelRef } from '../models/model-access.ts';
 
 /** One model run on one image: the prediction in original-image pixels, and what the export says of the model. */
 export interface ModelRun {
@@ -15,7 +15,7 @@ export interface ModelRun {
  * bounded image throw Invalid (400).
  */
 export interface Predictor {
-  run(em: EntityManager, model: Model, image: Uint8Array, options: PredictOptions): Promise<ModelRun>;
+  run(em: EntityManager, model: ModelRef, image: Uint8Array, options: PredictOptions): Promise<ModelRun>;
   /** Releases every session and worker (shutdown). */
   close(): Promise<void>;
 }
