@@ -228,11 +228,13 @@ async function main(): Promise<void> {
         rmSync(join(config, 'datasets'), { recursive: true, force: true });
         runs.platform.push(await platform(owner, `run-${round}`, controlPlanePid, agent));
         // The model's automatic ONNX export follows its training on this host: not part of the training timed here.
-        await exportsSettled(database);
+        await exportsSettled(database, `run-${round}`);
       } else if (kind === 'reporting') {
         // With the trainer's platform callbacks on (a user's own machine: webhooks, console capture, final upload),
         // still on the local folder: what the integration costs inside the trainer, without job or agent.
         runs.reporting.push(await standalone(reportingEnv, config, data, owner, `own-${round}`));
+        // Its training_complete queued the model's automatic ONNX export on the bench's host: let it end first too.
+        await exportsSettled(database, `own-${round}`);
       } else {
         const idle = cpuSeconds(controlPlanePid);
         runs.standalone.push(await standalone(env, config, data, 'standalone', `run-${round}`));

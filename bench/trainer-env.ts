@@ -109,11 +109,16 @@ export async function startExportHost(t: Test, server: BenchApi, database: strin
 }
 
 /**
- * Resolves once no export job is unfinished: the automatic ONNX export that follows new weights (an upload, a training)
- * runs on the same cores as what a benchmark times next.
+ * Resolves once no export job is unfinished and, given a model's URL name, once that model's automatic ONNX export
+ * has ended (it is queued just after the job or webhook that brought the weights): that export runs on the same
+ * cores as what a benchmark times next.
  */
-export async function exportsSettled(database: string): Promise<void> {
-  for (let tries = 0; (await adminQuery(`select 1 from jobs where kind = 'export' and finished_at is null`, database)).rowCount; tries++) {
+export async function exportsSettled(database: string, modelSlug?: string): Promise<void> {
+  if (modelSlug !== undefined && !/^[a-z0-9-]+$/.test(modelSlug)) throw new Error(`not a model URL name: ${modelSlug}`);
+  const modelPending = modelSlug
+    ? ` or not exists (select 1 from model_exports e join models m on m.id = e.model_id where m.slug = '${modelSlug}' and e.status is not null)`
+    : '';
+  for (let tries = 0; (await adminQuery(`select 1 where exists (select 1 from jobs where kind = 'export' and finished_at is null)${modelPending}`, database)).rowCount; tries++) {
     if (tries > 6000) throw new Error('the automatic ONNX exports did not finish in 10 minutes');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
