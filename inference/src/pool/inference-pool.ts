@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
+import type { ExecutionProvider, ModelInfo, Prediction, PredictOptions } from '../index.ts';
 // sharp (libvips) is loaded by the main thread before any worker uses it: a worker thread that exits first would
 // otherwise unload the library under the others.
 import 'sharp';
@@ -17,6 +17,8 @@ export interface PoolOptions {
   spinning: boolean;
   /** Estimated memory the resident sessions may take together; least recently used ones are released first. */
   cacheBytes: number;
+  /** Default cpu. */
+  executionProvider?: ExecutionProvider;
 }
 
 /** The inference's failure, for the caller to map: 'image' is the client's (400), the others are the model's or ours. */
@@ -110,7 +112,8 @@ export class InferencePool {
   }
 
   private spawn(): Slot {
-    const setup: WorkerSetup = { intraOpThreads: this.options.intraOpThreads, spinning: this.options.spinning };
+    const { intraOpThreads, spinning, executionProvider } = this.options;
+    const setup: WorkerSetup = { intraOpThreads, spinning, executionProvider };
     const worker = new Worker(new URL('./inference-worker.ts', import.meta.url), { workerData: setup });
     const slot: Slot = { worker, pending: new Map() };
     worker.on('message', (reply: WorkerReply) => {

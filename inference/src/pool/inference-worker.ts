@@ -1,17 +1,17 @@
-// One inference worker thread: decodes images and runs ONNX sessions with @vp/inference, so that neither blocks the
-// control plane's event loop. Which sessions it holds is decided by the pool (inference-pool.ts): it loads a session on
+// One inference worker thread: decodes images and runs ONNX sessions, so that neither blocks the event loop of the
+// process serving requests (the control plane, a deployment's inference server). Which sessions it holds is decided by the pool (inference-pool.ts): it loads a session on
 // its first run and releases it when told.
 import { parentPort, workerData } from 'node:worker_threads';
-import { decodeImage, InvalidImage, OnnxModel } from '@vp/inference';
+import { decodeImage, InvalidImage, OnnxModel } from '../index.ts';
 import type { WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
 
-const { intraOpThreads, spinning } = workerData as WorkerSetup;
+const { intraOpThreads, spinning, executionProvider } = workerData as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
 
 function session(key: string, file: string): Promise<OnnxModel> {
   let loading = sessions.get(key);
   if (!loading) {
-    loading = OnnxModel.load(file, { intraOpThreads, spinning });
+    loading = OnnxModel.load(file, { intraOpThreads, spinning, executionProvider });
     sessions.set(key, loading);
     // A file that does not load is tried again on the next run, not remembered as broken.
     loading.catch(() => sessions.delete(key));

@@ -1,9 +1,10 @@
 // What the pool (inference-pool.ts) and its worker threads (inference-worker.ts) say to each other.
-import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
+import type { ExecutionProvider, ModelInfo, Prediction, PredictOptions } from '../index.ts';
 
 export interface WorkerSetup {
   intraOpThreads: number;
   spinning: boolean;
+  executionProvider?: ExecutionProvider;
 }
 
 export type WorkerRequest =
