@@ -3,7 +3,7 @@
 // its first run and releases it when told.
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeImage, InvalidImage, OnnxModel } from '../index.ts';
-import type { WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+import type { LoadReply, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
 
 const { intraOpThreads, spinning, executionProvider } = workerData as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
@@ -35,6 +35,14 @@ async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<Wo
   }
 }
 
+async function load(request: Extract<WorkerRequest, { kind: 'load' }>): Promise<LoadReply> {
+  try {
+    return { id: request.id, ok: true, info: (await session(request.sessionKey, request.file)).info };
+  } catch (error) {
+    return { id: request.id, ok: false, cause: 'model', message: (error as Error).message };
+  }
+}
+
 async function release(key: string): Promise<void> {
   const loading = sessions.get(key);
   sessions.delete(key);
@@ -45,6 +53,10 @@ async function release(key: string): Promise<void> {
 parentPort!.on('message', (request: WorkerRequest) => {
   if (request.kind === 'release') {
     void release(request.sessionKey);
+    return;
+  }
+  if (request.kind === 'load') {
+    void load(request).then((reply) => parentPort!.postMessage(reply));
     return;
   }
   void run(request).then((reply) => {
