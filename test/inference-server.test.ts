@@ -9,13 +9,14 @@ import t from 'tap';
 import { decodeImage, OnnxModel, summarize } from '../inference/src/index.ts';
 import { writeTestPictures } from './helpers/inference-images.ts';
 import { predictAt, SERVICE_TOKEN, startInferenceServer } from './helpers/inference-server.ts';
-import { trainedModel } from './helpers/yolo-models.ts';
+import { annotatingModel } from './helpers/auto-annotate.ts';
 
 // The first run trains the fixture model (minutes on 2 cores); later runs take it from .cache/test-models.
 t.setTimeout(20 * 60_000);
 
 const MAX_BYTES = 200_000;
-const fixture = await trainedModel('detect');
+// The annotation fixture: trained long enough for boxes of real confidence.
+const fixture = await annotatingModel('detect');
 const server = await startInferenceServer(t, fixture.onnx, { VP_MAX_BYTES: String(MAX_BYTES), VP_MODEL_NAME: 'alice/shapes/detector' });
 const dir = mkdtempSync(join(tmpdir(), 'vp-inference-server-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -33,9 +34,9 @@ t.test('predict answers what the same model gives in-process, for every test pic
   let detections = 0;
   for (const picture of pictures) {
     const bytes = readFileSync(picture.file);
-    const { status, body } = await predictAt(server.url, bytes, { conf: '0.05', decimals: '3' });
+    const { status, body } = await predictAt(server.url, bytes, { conf: '0.01', decimals: '3' });
     t.equal(status, 200, picture.label);
-    const prediction = await model.predict(await decodeImage(bytes, { maxPixels: 5e7 }), { conf: 0.05, iou: 0.7, imgsz: Math.max(...model.info.imgsz) });
+    const prediction = await model.predict(await decodeImage(bytes, { maxPixels: 5e7 }), { conf: 0.01, iou: 0.7, imgsz: Math.max(...model.info.imgsz) });
     const expected = summarize(prediction, model.info.names, { normalize: false, decimals: 3 });
     t.same(body.images?.[0]?.results, expected, `${picture.label}: the same boxes, classes and confidences`);
     detections += expected.length;
@@ -45,11 +46,11 @@ t.test('predict answers what the same model gives in-process, for every test pic
 
 t.test('a base64 source and JSON parameters are answered like a file', async (t) => {
   const bytes = readFileSync(pictures[0]!.file);
-  const file = await predictAt(server.url, bytes, { conf: '0.05' });
+  const file = await predictAt(server.url, bytes, { conf: '0.01' });
   const response = await fetch(`${server.url}/predict`, {
     method: 'POST',
     headers: { authorization: `Bearer ${SERVICE_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ source: `data:image/png;base64,${Buffer.from(bytes).toString('base64')}`, conf: 0.05 }),
+    body: JSON.stringify({ source: `data:image/png;base64,${Buffer.from(bytes).toString('base64')}`, conf: 0.01 }),
   });
   const body = (await response.json()) as typeof file.body;
   t.equal(response.status, 200);
@@ -59,7 +60,7 @@ t.test('a base64 source and JSON parameters are answered like a file', async (t)
 
 t.test('bad requests are clear 4xx answers and the server carries on', async (t) => {
   const bytes = readFileSync(pictures[0]!.file);
-  const noToken = await predictAt(server.url, bytes, {}, undefined);
+  const noToken = await predictAt(server.url, bytes, {}, null);
   t.equal(noToken.status, 401);
   t.match(noToken.body.error, /bearer token/);
   t.equal((await predictAt(server.url, bytes, {}, 'wrong-token')).status, 401, 'a wrong token');

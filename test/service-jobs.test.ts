@@ -17,12 +17,13 @@ import { DOCKER_SOCKET, dockerForTests, requireLocalImage } from './helpers/dock
 import { eventually } from './helpers/host-jobs.ts';
 import { writeTestPictures } from './helpers/inference-images.ts';
 import { predictAt, SERVICE_TOKEN } from './helpers/inference-server.ts';
-import { trainedModel } from './helpers/yolo-models.ts';
+import { annotatingModel } from './helpers/auto-annotate.ts';
 
 t.setTimeout(20 * 60_000);
 const IMAGE = 'vp-inference:latest';
 
-const fixture = await trainedModel('detect');
+// The annotation fixture: trained long enough for boxes of real confidence.
+const fixture = await annotatingModel('detect');
 const dir = mkdtempSync(join(tmpdir(), 'vp-service-jobs-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const [picture] = await writeTestPictures(dir);
@@ -70,7 +71,7 @@ async function runsAService(t: Test, runtime: JobRuntime, workRoot: string, jobI
   await host.jobs.assign({ type: 'job.assign', jobId, attempt: 1, spec: deployment(jobId) });
   const { url } = await host.service(jobId);
   t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
-  const { status, body } = await predictAt(url, bytes, { conf: '0.05' });
+  const { status, body } = await predictAt(url, bytes, { conf: '0.01' });
   t.equal(status, 200, `predict at ${url}: ${JSON.stringify(body).slice(0, 300)}`);
   t.ok((body.images?.[0]?.results.length ?? 0) > 0, 'with detections');
   t.match(body.metadata, { model: 'alice/shapes/detector', task: 'detect' });

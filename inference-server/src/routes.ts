@@ -89,7 +89,7 @@ function authorize(req: IncomingMessage, token: string): void {
 function reply(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
-  // A body left unread (an early 401 or 413) is dropped with the connection rather than read to its end.
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(!res.req.readableEnded && { connection: 'close' }) });
+  // A body left unread (an early 401 or 413) is read and dropped by node:http, so the client sees this answer.
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -42,10 +42,10 @@ export async function startInferenceServer(t: Teardown, onnx: string, env: Recor
 }
 
 /** POST /predict with a multipart file (or `fields` alone) and the test token unless told otherwise. */
-export async function predictAt(url: string, image: Uint8Array | undefined, fields: Record<string, string> = {}, token: string | undefined = SERVICE_TOKEN) {
+export async function predictAt(url: string, image: Uint8Array | undefined, fields: Record<string, string> = {}, token: string | null = SERVICE_TOKEN) {
   const form = new FormData();
   if (image) form.set('file', new Blob([image], { type: 'image/png' }), 'picture.png');
   for (const [name, value] of Object.entries(fields)) form.set(name, value);
-  const response = await fetch(`${url}/predict`, { method: 'POST', body: form, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+  const response = await fetch(`${url}/predict`, { method: 'POST', body: form, headers: token === null ? {} : { authorization: `Bearer ${token}` } });
   return { status: response.status, body: (await response.json()) as { error?: string; images?: Array<{ results: unknown[] }>; metadata?: Record<string, unknown> } };
 }
