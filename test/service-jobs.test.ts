@@ -1,7 +1,7 @@
 // Service jobs (deployments) on a real worker agent's job manager and both runtimes, with no control plane: the
 // inference server runs on a model trained by the suite, fetched as the job's input; the agent reports job.service once
 // it is healthy, with a URL that answers predict, and again after a reconnect or an agent restart; a cancel stops the
-// server; a server that exits fails the job with its last log line. Docker: the locally built vp-inference image.
+// server; a server that exits, or does not answer its health check in time, fails the job. Docker: the locally built vp-inference image.
 import { createReadStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -99,6 +99,16 @@ t.test('process runtime', async (t) => {
   t.same(await runtime.services(), ['inference']);
   await t.test('a deployment is served, announced, re-announced and stopped', (t) => runsAService(t, runtime, workRoot, 'process-service'));
   await t.test('a server that exits fails the job', (t) => failsWhenTheServerExits(t, runtime, workRoot, 'process-exits'));
+
+  await t.test('a service that does not answer its health check in time fails and is stopped', async (t) => {
+    const host = agent(runtime, workRoot);
+    // Predict without the token answers 401: never healthy.
+    const spec = { ...deployment('process-unhealthy'), service: { port: SERVICE_PORT, healthPath: '/predict', startSeconds: 2 } };
+    await host.jobs.assign({ type: 'job.assign', jobId: 'process-unhealthy', attempt: 1, spec });
+    const finished = await host.finished('process-unhealthy');
+    t.match(finished, { outcome: 'failed', error: /the service did not start: it did not answer \/predict with 200 within 2 s \(last: HTTP 401\)/ });
+    t.same(host.of('job.service', 'process-unhealthy'), [], 'never announced');
+  });
 
   await t.test('an agent restart adopts the service and announces it again', async (t) => {
     const first = agent(runtime, workRoot);
