@@ -36,6 +36,11 @@ import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
+import { DeploymentJob } from './deployments/deployment.job.ts';
+import { DEPLOYMENT_JOB } from './deployments/deployment-rollout.ts';
+import { scheduleDeploymentSweep } from './deployments/deployment-sweep.ts';
+import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
+import { Services } from './services.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
@@ -120,8 +125,16 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     { silenceSeconds: config.trainingRunSilenceSeconds, cancelGraceSeconds: config.trainingCancelGraceSeconds },
     log,
   );
-  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage), [EXPORT_JOB]: new ExportJob(storage) };
+  const hostJobs = {
+    [HOST_COMMAND_JOB]: hostCommandJob,
+    [TRAINING_JOB]: new TrainingJob(config, storage),
+    [EXPORT_JOB]: new ExportJob(storage),
+    [DEPLOYMENT_JOB]: new DeploymentJob(storage, config),
+  };
   const lifecycle = new JobLifecycle(hostJobs, log);
+  const fork = () => orm.em.fork() as EntityManager;
+  const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds }, log);
+  const deploymentRouter = new DeploymentUpstreams(fork, (em) => new Services(em, { config, storage, lifecycle }).exports, { wakeSeconds: config.deploymentWakeSeconds, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
@@ -132,7 +145,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, deploymentRouter, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -160,6 +173,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearInterval(sweepTimer);
       await purgeTask.destroy();
       await runExpiry.stop();
+      await deploymentSweep.stop();
       await scheduler.stop();
       // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
       await workers.close();
@@ -173,6 +187,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       // inference they use (a batch auto-annotation) closes.
       await jobs.stop();
       await predictor.close();
+      await deploymentRouter.close();
       authenticator.close();
       await notifications.stop();
       await orm.close();
