@@ -40,6 +40,7 @@ import { DeploymentJob } from './deployments/deployment.job.ts';
 import { DEPLOYMENT_JOB } from './deployments/deployment-rollout.ts';
 import { scheduleDeploymentSweep } from './deployments/deployment-sweep.ts';
 import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
+import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import { Services } from './services.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
@@ -50,6 +51,8 @@ export interface RunningServer {
   orm: Orm;
   log: Logger;
   storage: Storage;
+  /** Where deployments' requests go (their live servers; a deployment scaled to zero is woken). */
+  deploymentRouter: DeploymentRouter;
   /** Drains requests, closes the pool and stops the embedded database. */
   close(): Promise<void>;
 }
@@ -194,5 +197,5 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await store.close();
       await embedded?.stop();
     })());
-  return { url, server, orm, log, storage, close };
+  return { url, server, orm, log, storage, deploymentRouter, close };
 }

@@ -68,7 +68,8 @@ export async function queueRevisionJob(em: EntityManager, revision: RevisionReco
     host: { gpuType: null, gpuCount: 0, memoryBytes: revision.memoryGi * 2 ** 30, restartable: true, region: deployment.region, service: 'inference' },
   });
   await setRevisionJob(em, revision.id, job.id);
-  await query(em, `update deployments set status = 'deploying', updated_at = now() where id = ? and status = 'creating'`, [deployment.id]);
+  const [creating] = await query(em, `select 1 from deployments where id = ? and status = 'creating'`, [deployment.id]);
+  if (creating) await changeStatus(em, deployment.id, 'deploying', { message: `revision ${revision.number} waits for a host` });
 }
 
 /**
@@ -82,7 +83,9 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
   if (!revision) return false;
   const deployment = (await deploymentById(em, revision.deploymentId, true))!;
   if (revision.state === 'live') {
+    // Restarted (elsewhere) or reconnected: its new URL, and its idle and restart clocks start again.
     await setServiceUrl(em, revision.id, url);
+    await setRevisionState(em, revision.id, 'live');
     if (deployment.status !== 'ready') await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
     return true;
   }

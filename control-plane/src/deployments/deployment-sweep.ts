@@ -1,5 +1,5 @@
 // What no request or agent message triggers: revisions whose ONNX export completed (or failed) while they waited,
-// servers that never answered their health check, live servers whose host was lost (requeued), and idle default-size
+// servers that never answered their health check, live servers whose host was lost (restarted elsewhere), and idle default-size
 // deployments scaled to zero. Every replica sweeps; each change re-checks its row under the deployment's lock.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
@@ -9,7 +9,7 @@ import { START_SECONDS } from './deployment.job.ts';
 import { changeStatus, queueRevisionJob, retire, rollBack } from './deployment-rollout.ts';
 import { deploymentById, idleDeployments, updateDeployment } from './deployment.store.ts';
 import {
-  liveRevisionsRequeued,
+  liveRevisionsRestarted,
   revisionById,
   revisionsAwaitingExport,
   revisionsIn,
@@ -52,7 +52,7 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
       if (current.jobId) await options.lifecycle.requestCancel(tx, current.jobId);
     });
   }
-  for (const lost of await liveRevisionsRequeued(em)) {
+  for (const lost of await liveRevisionsRestarted(em)) {
     await underLock(em, lost, 'live', async (tx, current) => {
       await setServiceUrl(tx, current.id, null);
       await changeStatus(tx, current.deploymentId, 'deploying', { severity: 'WARNING', message: `the host serving revision ${current.number} was lost; restarting it on another host` });
