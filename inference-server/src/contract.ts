@@ -20,6 +20,8 @@ export const SERVER_ENV = {
   maxBytes: 'VP_MAX_BYTES',
   /** onnxruntime execution provider: cpu (default) or cuda where the host gave the job a GPU. */
   device: 'VP_DEVICE',
+  /** owner/project/model, answered as predict's metadata.model (default: the ONNX file's name). */
+  modelName: 'VP_MODEL_NAME',
 } as const;
 
 export const SERVICE_ROUTES = {

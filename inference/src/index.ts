@@ -6,6 +6,6 @@ export { decodeImage, InvalidImage } from './decode.ts';
 export type { ModelInfo, Task } from './model-info.ts';
 export type { Prediction, PredictOptions } from './prediction.ts';
 export { InvalidModel, OnnxModel } from './onnx-model.ts';
-export type { SessionOptions } from './onnx-model.ts';
+export type { ExecutionProvider, SessionOptions } from './onnx-model.ts';
 export type { SummaryOptions, SummaryRow } from './summary.ts';
 export { summarize } from './summary.ts';

@@ -10,7 +10,12 @@ import { readOnnxMetadata } from './onnx-metadata.ts';
 import { postprocess } from './postprocess.ts';
 import type { Prediction, PredictOptions } from './prediction.ts';
 
+/** Where onnxruntime runs the graph: cuda needs a GPU, its drivers and onnxruntime-node's CUDA provider. */
+export type ExecutionProvider = 'cpu' | 'cuda';
+
 export interface SessionOptions {
+  /** Default cpu. */
+  executionProvider?: ExecutionProvider;
   /** onnxruntime intra-op threads; 0 lets onnxruntime choose (one per core). */
   intraOpThreads?: number;
   /**
@@ -37,7 +42,7 @@ export class OnnxModel {
     this.session = session;
   }
 
-  /** Reads the export's metadata and opens a session on the CPU; InvalidModel when the file is not a usable export. */
+  /** Reads the export's metadata and opens a session (on the CPU unless told otherwise); InvalidModel when the file is not a usable export. */
   static async load(file: string, options: SessionOptions = {}): Promise<OnnxModel> {
     const bytes = await readFile(file);
     let props: Map<string, string>;
@@ -45,7 +50,7 @@ export class OnnxModel {
     try {
       props = readOnnxMetadata(bytes);
       session = await ort.InferenceSession.create(bytes, {
-        executionProviders: ['cpu'],
+        executionProviders: [options.executionProvider ?? 'cpu'],
         graphOptimizationLevel: 'all',
         intraOpNumThreads: options.intraOpThreads ?? 0,
         ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),

@@ -1,6 +1,7 @@
 import { NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Middleware } from 'koa';
 import { ZodError } from 'zod';
+import { PredictInputError } from '@vp/inference/request';
 import { HttpError } from './errors.ts';
 import type { AppState } from './app-context.ts';
 
@@ -26,6 +27,7 @@ function fromParserError(error: { status?: number; type?: string }): HttpError |
 
 function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
+  if (error instanceof PredictInputError) return new HttpError(error.status, error.message);
   if (error instanceof NotFoundError) return new HttpError(404, 'Not found');
   if (error instanceof UniqueConstraintViolationException) return new HttpError(409, 'Already exists');
   if (error && typeof error === 'object' && 'status' in error && 'expose' in error) {

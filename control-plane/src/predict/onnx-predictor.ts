@@ -3,18 +3,16 @@ import { join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
 import type { PredictOptions } from '@vp/inference';
+import { InferenceError, InferencePool, MAX_IMAGE_PIXELS } from '@vp/inference/pool';
 import { ExportService } from '../exports/export.service.ts';
 import { Invalid, Unavailable } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import type { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
-import { InferenceError, InferencePool } from './inference-pool.ts';
 import { completedOnnxExport, onnxExportArgs } from './onnx-export.ts';
 import { OnnxFiles, type LocalOnnx } from './onnx-files.ts';
 import type { ModelRun, Predictor } from './predictor.ts';
 
-/** Images with more pixels are refused from their header, before decoding (50 MP: 150 MB of RGB). */
-export const MAX_IMAGE_PIXELS = 50_000_000;
 /** Remembered completed exports (model, weights, export args → artifact key); forgotten all at once past this many. */
 const MAX_REMEMBERED = 10_000;
 

@@ -1,9 +1,12 @@
 import { Worker } from 'node:worker_threads';
-import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
+import type { ExecutionProvider, ModelInfo, Prediction, PredictOptions } from '../index.ts';
 // sharp (libvips) is loaded by the main thread before any worker uses it: a worker thread that exits first would
 // otherwise unload the library under the others.
 import 'sharp';
-import type { WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+import type { LoadReply, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+
+/** Images with more pixels are refused from their header, before decoding (50 MP: 150 MB of RGB). */
+export const MAX_IMAGE_PIXELS = 50_000_000;
 
 /** A session's footprint is estimated from its file: the weights twice (file buffer, arena) plus activations. */
 const ACTIVATION_BYTES = 64 * 2 ** 20;
@@ -17,6 +20,8 @@ export interface PoolOptions {
   spinning: boolean;
   /** Estimated memory the resident sessions may take together; least recently used ones are released first. */
   cacheBytes: number;
+  /** Default cpu. */
+  executionProvider?: ExecutionProvider;
 }
 
 /** The inference's failure, for the caller to map: 'image' is the client's (400), the others are the model's or ours. */
@@ -30,7 +35,7 @@ export class InferenceError extends Error {
 
 interface Slot {
   worker: Worker;
-  pending: Map<number, { resolve: (reply: WorkerReply) => void; reject: (error: Error) => void }>;
+  pending: Map<number, { resolve: (reply: WorkerReply | LoadReply) => void; reject: (error: Error) => void }>;
 }
 
 interface Resident {
@@ -67,16 +72,25 @@ export class InferencePool {
     const id = this.nextId++;
     const request: WorkerRequest = { kind: 'run', id, sessionKey: artifact.key, file: artifact.file, image: owned, options, maxPixels };
     try {
-      const reply = await new Promise<WorkerReply>((resolve, reject) => {
-        session.slot.pending.set(id, { resolve, reject });
-        session.slot.worker.postMessage(request, [owned.buffer]);
-      });
+      const reply = (await this.ask(session.slot, request, [owned.buffer])) as WorkerReply;
       if (!reply.ok) throw new InferenceError(reply.cause, reply.message);
       return { prediction: reply.prediction, info: reply.info };
     } finally {
       session.running -= 1;
       session.lastUsed = performance.now();
     }
+  }
+
+  /** Loads the artifact's session before any run; rejects with InferenceError('model') when it does not load. */
+  async load(artifact: { key: string; file: string; bytes: number }): Promise<ModelInfo> {
+    if (this.closed) throw new InferenceError('internal', 'the inference pool is closed');
+    const session = this.place(artifact.key, artifact.bytes);
+    const reply = (await this.ask(session.slot, { kind: 'load', id: this.nextId++, sessionKey: artifact.key, file: artifact.file }, [])) as LoadReply;
+    if (!reply.ok) {
+      this.resident.delete(artifact.key);
+      throw new InferenceError(reply.cause, reply.message);
+    }
+    return reply.info;
   }
 
   async close(): Promise<void> {
@@ -109,11 +123,19 @@ export class InferencePool {
     }
   }
 
+  private ask(slot: Slot, request: Extract<WorkerRequest, { id: number }>, transfer: ArrayBuffer[]): Promise<WorkerReply | LoadReply> {
+    return new Promise((resolve, reject) => {
+      slot.pending.set(request.id, { resolve, reject });
+      slot.worker.postMessage(request, transfer);
+    });
+  }
+
   private spawn(): Slot {
-    const setup: WorkerSetup = { intraOpThreads: this.options.intraOpThreads, spinning: this.options.spinning };
+    const { intraOpThreads, spinning, executionProvider } = this.options;
+    const setup: WorkerSetup = { intraOpThreads, spinning, executionProvider };
     const worker = new Worker(new URL('./inference-worker.ts', import.meta.url), { workerData: setup });
     const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (reply: WorkerReply) => {
+    worker.on('message', (reply: WorkerReply | LoadReply) => {
       const waiter = slot.pending.get(reply.id);
       slot.pending.delete(reply.id);
       waiter?.resolve(reply);

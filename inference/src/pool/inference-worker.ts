@@ -1,17 +1,17 @@
-// One inference worker thread: decodes images and runs ONNX sessions with @vp/inference, so that neither blocks the
-// control plane's event loop. Which sessions it holds is decided by the pool (inference-pool.ts): it loads a session on
+// One inference worker thread: decodes images and runs ONNX sessions, so that neither blocks the event loop of the
+// process serving requests (the control plane, a deployment's inference server). Which sessions it holds is decided by the pool (inference-pool.ts): it loads a session on
 // its first run and releases it when told.
 import { parentPort, workerData } from 'node:worker_threads';
-import { decodeImage, InvalidImage, OnnxModel } from '@vp/inference';
-import type { WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+import { decodeImage, InvalidImage, OnnxModel } from '../index.ts';
+import type { LoadReply, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
 
-const { intraOpThreads, spinning } = workerData as WorkerSetup;
+const { intraOpThreads, spinning, executionProvider } = workerData as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
 
 function session(key: string, file: string): Promise<OnnxModel> {
   let loading = sessions.get(key);
   if (!loading) {
-    loading = OnnxModel.load(file, { intraOpThreads, spinning });
+    loading = OnnxModel.load(file, { intraOpThreads, spinning, executionProvider });
     sessions.set(key, loading);
     // A file that does not load is tried again on the next run, not remembered as broken.
     loading.catch(() => sessions.delete(key));
@@ -35,6 +35,14 @@ async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<Wo
   }
 }
 
+async function load(request: Extract<WorkerRequest, { kind: 'load' }>): Promise<LoadReply> {
+  try {
+    return { id: request.id, ok: true, info: (await session(request.sessionKey, request.file)).info };
+  } catch (error) {
+    return { id: request.id, ok: false, cause: 'model', message: (error as Error).message };
+  }
+}
+
 async function release(key: string): Promise<void> {
   const loading = sessions.get(key);
   sessions.delete(key);
@@ -45,6 +53,10 @@ async function release(key: string): Promise<void> {
 parentPort!.on('message', (request: WorkerRequest) => {
   if (request.kind === 'release') {
     void release(request.sessionKey);
+    return;
+  }
+  if (request.kind === 'load') {
+    void load(request).then((reply) => parentPort!.postMessage(reply));
     return;
   }
   void run(request).then((reply) => {

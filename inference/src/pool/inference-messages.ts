@@ -1,9 +1,10 @@
 // What the pool (inference-pool.ts) and its worker threads (inference-worker.ts) say to each other.
-import type { ModelInfo, Prediction, PredictOptions } from '@vp/inference';
+import type { ExecutionProvider, ModelInfo, Prediction, PredictOptions } from '../index.ts';
 
 export interface WorkerSetup {
   intraOpThreads: number;
   spinning: boolean;
+  executionProvider?: ExecutionProvider;
 }
 
 export type WorkerRequest =
@@ -18,9 +19,11 @@ export type WorkerRequest =
       options: PredictOptions;
       maxPixels: number;
     }
+  /** Loads the session now (a server that must be ready before its first request). */
+  | { kind: 'load'; id: number; sessionKey: string; file: string }
   | { kind: 'release'; sessionKey: string };
 
 /** cause: 'image': the bytes are not a usable image (400); 'model': the ONNX file did not load; 'internal': anything else. */
-export type WorkerReply =
-  | { id: number; ok: true; prediction: Prediction; info: ModelInfo }
-  | { id: number; ok: false; cause: 'image' | 'model' | 'internal'; message: string };
+export type WorkerFailure = { id: number; ok: false; cause: 'image' | 'model' | 'internal'; message: string };
+export type WorkerReply = { id: number; ok: true; prediction: Prediction; info: ModelInfo } | WorkerFailure;
+export type LoadReply = { id: number; ok: true; info: ModelInfo } | WorkerFailure;

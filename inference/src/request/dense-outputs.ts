@@ -1,4 +1,4 @@
-import type { Prediction } from '@vp/inference';
+import type { Prediction } from '../prediction.ts';
 import sharp from 'sharp';
 
 type Bits = 8 | 12 | 16;

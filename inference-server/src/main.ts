@@ -1,0 +1,46 @@
+// vp-inference-server: a deployment's inference server (contract.ts), run by a worker agent as a service job. It
+// listens at once (health answers 503 while the model loads), then serves predict on its one ONNX model until SIGTERM.
+import { createServer } from 'node:http';
+import { handle, type ServerState } from './routes.ts';
+import { ServedModel } from './served-model.ts';
+import { log } from './service-log.ts';
+import { readSettings } from './settings.ts';
+
+/** Keep-alive longer than the proxies in front of it, so they never reuse a connection this server is closing. */
+const KEEP_ALIVE_MS = 75_000;
+
+async function main(): Promise<number> {
+  let state: ServerState;
+  try {
+    state = { settings: readSettings(process.env), model: undefined };
+  } catch (error) {
+    log('CRITICAL', (error as Error).message);
+    return 2;
+  }
+  const { settings } = state;
+  const server = createServer((req, res) => void handle(state, req, res));
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1000;
+  await new Promise<void>((listening, fail) => server.once('error', fail).listen(settings.port, listening));
+  log('INFO', 'listening', { port: settings.port, device: settings.device, intraOpThreads: settings.intraOpThreads });
+  const stopped = new Promise<string>((stop) => {
+    process.once('SIGTERM', () => stop('SIGTERM')).once('SIGINT', () => stop('SIGINT'));
+  });
+  try {
+    const started = performance.now();
+    state.model = await ServedModel.load(settings);
+    log('INFO', 'model loaded', { task: state.model.info.task, classes: state.model.info.names.length, sha256: state.model.sha256, ms: Math.round(performance.now() - started) });
+  } catch (error) {
+    log('CRITICAL', `the model could not be loaded: ${(error as Error).message}`, { file: settings.modelFile });
+    server.close();
+    return 1;
+  }
+  const signal = await stopped;
+  log('INFO', 'stopping', { signal });
+  server.close();
+  server.closeAllConnections();
+  await state.model.close();
+  return 0;
+}
+
+process.exitCode = await main();

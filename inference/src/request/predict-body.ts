@@ -1,0 +1,68 @@
+// What a predict request carries: form fields and one image, from a multipart or urlencoded form (what the SDK sends)
+// or JSON, read with a byte bound.
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { type ByteBound, invalid, tooLarge } from './predict-input-error.ts';
+
+/** Room for the form's fields and boundaries besides the image itself. */
+const FORM_OVERHEAD_BYTES = 64 * 1024;
+
+export interface PredictBody {
+  fields: Record<string, unknown>;
+  file?: { bytes: Uint8Array; name: string; type: string };
+}
+
+/** Reads the request body, never holding more than the image bound (413 past it). */
+export async function readPredictBody(req: IncomingMessage, bound: ByteBound): Promise<PredictBody> {
+  const contentType = req.headers['content-type'] ?? '';
+  const limit = bound.maxBytes + FORM_OVERHEAD_BYTES;
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw tooLarge(bound);
+  const state = { received: 0, over: false };
+  async function* bounded() {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      state.received += chunk.length;
+      if (state.received > limit) {
+        state.over = true;
+        throw tooLarge(bound);
+      }
+      yield chunk;
+    }
+  }
+  const body = Readable.toWeb(Readable.from(bounded())) as ReadableStream<Uint8Array>;
+  const request = new Request('http://predict.invalid/', { method: 'POST', headers: { 'content-type': contentType }, body, duplex: 'half' } as RequestInit);
+  const media = contentType.split(';')[0]!.trim().toLowerCase();
+  try {
+    if (media === 'application/json') {
+      const parsed: unknown = JSON.parse(await request.text());
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('The JSON body must be an object of predict parameters');
+      return { fields: parsed as Record<string, unknown> };
+    }
+    if (media !== 'multipart/form-data' && media !== 'application/x-www-form-urlencoded') {
+      throw invalid('Send the image as multipart/form-data with a file field, or source in a form or JSON body');
+    }
+    return fromForm(await request.formData(), bound);
+  } catch (error) {
+    if (state.over) throw tooLarge(bound);
+    if (error instanceof SyntaxError) throw invalid('Malformed JSON body');
+    if (error instanceof TypeError) throw invalid(`Malformed ${media} body`);
+    throw error;
+  }
+}
+
+async function fromForm(form: FormData, bound: ByteBound): Promise<PredictBody> {
+  const fields: Record<string, unknown> = {};
+  let file: PredictBody['file'];
+  for (const [name, value] of form) {
+    if (name === 'file') {
+      if (typeof value === 'string') throw invalid('file must be an uploaded file (a multipart file part), not text');
+      if (value.size > bound.maxBytes) throw tooLarge(bound);
+      file = { bytes: new Uint8Array(await value.arrayBuffer()), name: value.name, type: value.type };
+    } else if (typeof value !== 'string') {
+      throw invalid(`${name} must be a text field, not a file`);
+    } else {
+      fields[name] = value;
+    }
+  }
+  return { fields, ...(file && { file }) };
+}
+
