@@ -99,14 +99,13 @@ export async function revisionsPastStart(em: EntityManager, seconds: number): Pr
 }
 
 /**
- * Live revisions of ready deployments whose job was restarted since it reported its server (its host was lost: requeued,
+ * Live revisions still showing a URL whose job was restarted since it reported its server (its host was lost: requeued,
  * maybe assigned or accepted elsewhere already): they serve nothing until the new attempt reports its own.
  */
 export async function liveRevisionsRestarted(em: EntityManager): Promise<RevisionRecord[]> {
   return query<RevisionRecord>(
     em,
     `select ${COLUMNS} from deployment_revisions r join jobs j on j.id = r.job_id
-     join deployments d on d.id = r.deployment_id
-     where r.state = 'live' and d.status = 'ready' and (j.status <> 'running' or j.accepted_at is null or j.accepted_at > r.live_at)`,
+     where r.state = 'live' and r.service_url is not null and (j.status <> 'running' or j.accepted_at is null or j.accepted_at > r.live_at)`,
   );
 }

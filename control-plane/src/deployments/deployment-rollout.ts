@@ -81,12 +81,15 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
   const [running] = await query(em, `select 1 from jobs where id = ? and host_id = ? and status = 'running'`, [jobId, hostId]);
   const revision = running && (await revisionOfJob(em, jobId));
   if (!revision) return false;
-  const deployment = (await deploymentById(em, revision.deploymentId, true))!;
+  const deployment = await deploymentById(em, revision.deploymentId, true);
+  if (!deployment) return true;
   if (revision.state === 'live') {
-    // Restarted (elsewhere) or reconnected: its new URL, and its idle and restart clocks start again.
+    // Restarted (elsewhere) or reconnected: its new URL, and its idle and restart clocks start again. A replacement
+    // still rolling out keeps the deployment deploying.
     await setServiceUrl(em, revision.id, url);
     await setRevisionState(em, revision.id, 'live');
-    if (deployment.status !== 'ready') await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
+    const rollingOut = (await revisionsIn(em, deployment.id, ['starting'])).length > 0;
+    if (deployment.status === 'deploying' && !rollingOut) await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
     return true;
   }
   if (revision.state !== 'starting') return true;

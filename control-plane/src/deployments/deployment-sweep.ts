@@ -55,7 +55,9 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
   for (const lost of await liveRevisionsRestarted(em)) {
     await underLock(em, lost, 'live', async (tx, current) => {
       await setServiceUrl(tx, current.id, null);
-      await changeStatus(tx, current.deploymentId, 'deploying', { severity: 'WARNING', message: `the host serving revision ${current.number} was lost; restarting it on another host` });
+      const message = `the host serving revision ${current.number} was lost; restarting it on another host`;
+      if ((await deploymentById(tx, current.deploymentId))!.status === 'ready') await changeStatus(tx, current.deploymentId, 'deploying', { severity: 'WARNING', message });
+      else await appendEvent(tx, current.deploymentId, 'WARNING', message);
     });
   }
   for (const id of await idleDeployments(em, options.idleSeconds)) {
