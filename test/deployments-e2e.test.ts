@@ -14,6 +14,7 @@ import { writeTestPictures } from './helpers/inference-images.ts';
 import { predictAt } from './helpers/inference-server.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { seedOnnxExport } from './helpers/predict.ts';
+import { query } from '../control-plane/src/db/sql.ts';
 import { call } from './helpers/server.ts';
 import { startWorld } from './helpers/world.ts';
 import { trainedModel } from './helpers/yolo-models.ts';
@@ -36,9 +37,10 @@ const [picture] = await writeTestPictures(dir);
 const image = readFileSync(picture!.file);
 const em = () => server.orm.em.fork() as EntityManager;
 
+/** A model whose automatic ONNX export is `onnx`; weights of its own (exports are shared by the weights' hash). */
 async function model(slug: string, onnx: string): Promise<void> {
   const created = await createModel(world, alice, { project: 'vision', model: slug, task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
-  await uploadWeights(world, alice, created.id, readFileSync(fixture.pt));
+  await uploadWeights(world, alice, created.id, Buffer.concat([readFileSync(fixture.pt), Buffer.from(slug)]));
   await seedOnnxExport(server, created.id, onnx);
 }
 await createProject(world, alice, { project: 'vision', name: 'vision' });
@@ -65,16 +67,27 @@ async function agent(name: string, region: string): Promise<Spawned> {
       }
     }
   });
-  return runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: workRoot });
+  const spawned = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: workRoot });
+  agents.push(spawned);
+  return spawned;
 }
 
 const patch = (slug: string, body: Record<string, unknown>) => call<Record<string, string>>(server, 'PATCH', `/api/deployments/alice/${slug}`, { key: alice, body });
 const read = async (slug: string) => (await call<{ deployment: { id: string; status: string; statusMessage?: string; model: string } }>(server, 'GET', `/api/deployments/alice/${slug}`, { key: alice })).body.deployment;
-const untilStatus = (slug: string, status: string, timeoutMs = 120_000) =>
-  eventually(async () => {
-    const deployment = await read(slug);
-    return deployment.status === status && deployment;
-  }, `${slug} ${status}`, timeoutMs);
+const agents: Spawned[] = [];
+/** Waits for the status; on a timeout the failure shows the deployment's log and the agents' output. */
+async function untilStatus(slug: string, status: string, timeoutMs = 120_000) {
+  try {
+    return await eventually(async () => {
+      const deployment = await read(slug);
+      if (deployment.status === 'failed' && status !== 'failed') throw new Error(`${slug} failed`);
+      return deployment.status === status && deployment;
+    }, `${slug} ${status}`, timeoutMs);
+  } catch (error) {
+    const log = await query(em(), 'select e.severity, e.message from deployment_events e join deployments d on d.id = e.deployment_id where d.slug = ? order by e.id', [slug]);
+    throw new Error(`${(error as Error).message}: ${JSON.stringify(await read(slug))}\n${JSON.stringify(log)}\n${agents.map((spawned) => spawned.output().slice(-3000)).join('\n')}`);
+  }
+}
 
 async function createDeployment(slug: string, region: string, size: { cpu: number; memoryGi: number }): Promise<string> {
   const body = { project: 'vision', model: 'detector', deployment: slug, name: slug, region, ...size };
