@@ -68,7 +68,8 @@ async function inferenceHost(name: string, region?: string): Promise<WorkerClien
 
 /** The host takes its next assignment and, as its agent does once the server answers /health, reports it at `url`. */
 async function serve(host: WorkerClient, url: string): Promise<Assignment> {
-  const assigned = await host.nextOf('job.assign');
+  // The revision is assigned once the model's ONNX export is found by the rollout sweep: slower on a loaded machine.
+  const assigned = await host.nextOf('job.assign', 60_000);
   host.send({ type: 'job.accepted', jobId: assigned.jobId });
   host.send({ type: 'job.service', jobId: assigned.jobId, url });
   return assigned;
