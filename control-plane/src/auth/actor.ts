@@ -20,6 +20,8 @@ export interface KeyActor {
   role: Role;
   /** Set for a key minted for one training job (see JobScope); null for a user's key. */
   jobScope: JobScope | null;
+  /** Set for a deployment's own key: it reaches that deployment's predict and service URL only (routes with deploymentKeys). */
+  deploymentId: string | null;
   /**
    * What the account summary shows, loaded with the key and cached with it: every change to these
    * facts is announced like a key change, so the cache never serves them stale.

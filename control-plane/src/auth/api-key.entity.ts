@@ -28,6 +28,8 @@ export const ApiKeySchema = defineEntity({
     lastUsedAt: p.datetime().nullable(),
     /** Set on a key minted for one training job: it reaches only that job's resources and webhooks. */
     jobScope: p.json<JobScope>().nullable(),
+    /** Set on a deployment's own key (its apiKeyId): it reaches that deployment's predict and service URL only. */
+    deploymentId: p.string().length(24).nullable(),
     /** Job keys stop working at this time even if their job never ends (a backstop; they are deleted when it does). */
     expiresAt: p.datetime().nullable(),
   },

@@ -32,7 +32,7 @@ export async function announceAuthChange(em: EntityManager): Promise<void> {
 const LOOKUP_SQL = `
   select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
          case when w.owner_id = k.user_id then 'owner' else m.role end as role,
-         k.job_scope, w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
+         k.job_scope, k.deployment_id, w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
          coalesce((select json_agg(json_build_object('id', t.id, 'handle', t.handle, 'name', t.name, 'region', t.region, 'role', tm.role) order by t.handle)
            from memberships tm join workspaces t on t.id = tm.workspace_id
            where tm.user_id = k.user_id and t.kind = 'team'), '[]') as teams
@@ -53,6 +53,7 @@ interface LookupRow {
   username: string;
   role: Role | null;
   job_scope: JobScope | null;
+  deployment_id: string | null;
   workspace_name: string;
   region: Region;
   workspace_created_at: Date;
@@ -188,6 +189,7 @@ export class Authenticator {
       username: row.username,
       role: row.role,
       jobScope: row.job_scope,
+      deploymentId: row.deployment_id,
       profile: {
         workspaceName: row.workspace_name,
         region: row.region,

@@ -29,6 +29,8 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   auth: AuthMode;
   /** A training job's key (see JobScope) may call this route; it is 403 on every other. */
   jobKeys?: boolean;
+  /** A deployment's own key may call this route (its handler checks it is that deployment's); it is 403 on every other. */
+  deploymentKeys?: boolean;
   /** Rate-limit category, or null for routes outside the limits (health, documents). */
   limit: RateCategory | null;
   request?: { params?: P; query?: Q; body?: B };
@@ -36,7 +38,14 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
    * contentType: a non-JSON (streamed) response the handler writes to ctx.body itself; schema then documents it.
    * 'none': no body at all (a redirect); the handler sets status and headers.
    */
-  response: { status: number; description: string; schema: R; contentType?: string };
+  response: {
+    status: number;
+    description: string;
+    schema: R;
+    contentType?: string;
+    /** Another status the same body is answered with (202 for work still in progress) when `when` holds for the result. */
+    alternate?: { status: number; description: string; when: (result: z.input<R>) => boolean };
+  };
   /** The request body is a raw stream (an upload, a form the handler reads): no JSON parsing; documented with this content type (and schema). */
   streamedBody?: { contentType: string; description: string; schema?: z.ZodType };
   /** Error statuses this route can answer, for the OpenAPI document. */

@@ -52,14 +52,9 @@ function operation(route: RouteDefinition) {
   if (route.request?.params || route.request?.query || route.request?.body) errors.add(400);
   if (route.auth === 'key') errors.add(401);
   if (route.limit) errors.add(429);
-  const responses: Record<string, unknown> = {
-    [route.response.status]: {
-      description: route.response.description,
-      ...(route.response.contentType === 'none'
-        ? {}
-        : { content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } } }),
-    },
-  };
+  const content = route.response.contentType === 'none' ? {} : { content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } } };
+  const responses: Record<string, unknown> = { [route.response.status]: { description: route.response.description, ...content } };
+  if (route.response.alternate) responses[route.response.alternate.status] = { description: route.response.alternate.description, ...content };
   for (const status of [...errors].sort()) {
     const ref = status === 429 ? 'RateLimitError' : status === 500 ? 'ServerError' : 'Error';
     const body = route.errorBodies?.[status];

@@ -48,6 +48,7 @@ function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<A
     const actor = route.auth === 'public' ? ANONYMOUS : await resolveActor(route, ctx, deps.authenticator);
     ctx.state.actor = actor;
     if (actor.kind === 'key' && actor.jobScope && !route.jobKeys) throw Forbidden('This key belongs to a training job and reaches only what that job needs');
+    if (actor.kind === 'key' && actor.deploymentId && !route.deploymentKeys) throw Forbidden("This key belongs to a deployment and reaches only that deployment's predict and service URL");
     if (route.limit) {
       const subject = actor.kind === 'key' ? `key:${actor.keyId}` : `ip:${ctx.state.clientAddress}`;
       await deps.rateLimiter.take(subject, route.limit);
@@ -61,7 +62,7 @@ function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<A
     const result = await route.handler(ctx, input as never);
     // Routes that stream (response.contentType set) write status, headers and body themselves.
     if (route.response.contentType) return;
-    ctx.status = route.response.status;
+    ctx.status = route.response.alternate?.when(result) ? route.response.alternate.status : route.response.status;
     // Output goes through its schema too, so nothing outside the documented shape (a hash, an internal path) leaks.
     ctx.body = route.response.schema.parse(result);
   };
