@@ -94,6 +94,7 @@ const EnvSchema = z.object({
   PREDICT_DISK_CACHE_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.predictDiskCacheBytes),
   PREDICT_MAX_BYTES: positiveInt.max(2 ** 31).default(defaults.predictMaxBytes),
   PREDICT_EXPORT_WAIT_SECONDS: z.coerce.number({ error: 'must be a whole number of seconds' }).int().min(0).max(3600).default(defaults.predictExportWaitSeconds),
+  DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
   ...rateLimitEnv,
 });
 
@@ -158,6 +159,8 @@ export interface AppConfig {
   predictMaxBytes: number;
   /** How long a predict waits for its model's ONNX export to complete before answering 503. */
   predictExportWaitSeconds: number;
+  /** How long the control plane waits for a deployment's server to answer (predict, health) before 504. */
+  deploymentTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -220,6 +223,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     predictDiskCacheBytes: e.PREDICT_DISK_CACHE_BYTES,
     predictMaxBytes: e.PREDICT_MAX_BYTES,
     predictExportWaitSeconds: e.PREDICT_EXPORT_WAIT_SECONDS,
+    deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
   };
 }
 
