@@ -14,6 +14,8 @@ import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { ExploreService } from './explore/explore.service.ts';
+import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
+import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
@@ -50,6 +52,8 @@ export interface ServiceDeps {
   lifecycle?: JobLifecycle;
   /** The process's inference (onnxruntime sessions); absent where nothing predicts (vpctl). */
   predictor?: Predictor;
+  /** Deployments' requests (router, upstream connections, request records); absent outside the server. */
+  deploymentTraffic?: DeploymentTraffic;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -169,6 +173,12 @@ export class Services {
 
   get exports(): ExportService {
     return new ExportService(this.em, this.storage, { region: this.deps.config.region, lifecycle: this.lifecycle, graceSeconds: this.deps.config.hostLostGraceSeconds });
+  }
+
+  get deploymentTraffic(): DeploymentTrafficService {
+    if (!this.deps.deploymentTraffic) throw new Error('no deployment traffic in this process');
+    const { outboundAllowedNetworks, predictMaxBytes } = this.deps.config;
+    return new DeploymentTrafficService(this.em, { traffic: this.deps.deploymentTraffic, outbound: new OutboundPolicy(outboundAllowedNetworks), maxBytes: predictMaxBytes });
   }
 
   get gpuAvailability(): GpuAvailabilityService {
