@@ -14,6 +14,8 @@ const host = (overrides: Partial<HostCapacity> = {}): HostCapacity => ({
   cpuSlotBusy: false,
   maxConcurrentJobs: undefined,
   exporters: new Set(),
+  region: null,
+  services: new Set(),
   ...overrides,
 });
 
@@ -61,4 +63,18 @@ t.test('a job needing an export toolchain goes only to a host that reports it, a
   t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['plain'], 'a host that exports nothing takes neither export');
   t.same(placeJobs(host({ exporters: new Set(['onnx', 'engine']) }), queue).map((placement) => placement.jobId), ['engine', 'plain']);
   t.same(placeJobs(host({ exporters: new Set(['openvino']) }), queue).map((placement) => placement.jobId), ['openvino']);
+});
+
+t.test('a service goes only to a host that runs it in its region (a host of no region serves all), beside the CPU slot', async (t) => {
+  const queue = [
+    { id: 'serve-eu', gpuType: null, gpuCount: 0, service: 'inference', region: 'europe-west4' },
+    { id: 'serve-us', gpuType: null, gpuCount: 0, service: 'inference', region: 'us-central1' },
+    { id: 'plain', gpuType: null, gpuCount: 0 },
+  ];
+  const taken = (capacity: Partial<HostCapacity>) => placeJobs(host(capacity), queue).map((placement) => placement.jobId);
+  t.same(taken({}), ['plain'], 'a host that runs no service takes none');
+  t.same(taken({ services: new Set(['inference']) }), ['serve-eu', 'serve-us', 'plain'], 'services take no CPU slot: the plain job still runs');
+  t.same(taken({ services: new Set(['inference']), region: 'us-central1' }), ['serve-us', 'plain'], 'a host in a region serves only it');
+  t.same(taken({ services: new Set(['inference']), cpuSlotBusy: true }), ['serve-eu', 'serve-us'], 'a busy CPU slot holds up no service');
+  t.same(taken({ services: new Set(['inference']), maxConcurrentJobs: 1 }), ['serve-eu'], "the agent's cap counts services");
 });

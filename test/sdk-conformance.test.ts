@@ -56,10 +56,11 @@ async function seed(world: World) {
   const doomed = await createProject(world, world.alice, { project: 'doomed', name: 'doomed' });
   await createModel(world, world.alice, { project: 'doomed', model: 'doomed-model' });
 
-  // A connected pool host with one free rtx-4090 and nothing running it (no agent): training.start queues there.
+  // A connected pool host with one free rtx-4090 and nothing running it (no agent): training.start queues there, and
+  // deployments.create its revision (it runs inference servers, in every region).
   const hardware: Hardware = { cpu: { model: 'Test CPU', cores: 8 }, memoryBytes: 32 * 2 ** 30, diskFreeBytes: 100 * 2 ** 30, cpuOnly: false, gpus: [{ index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' }] };
   const em = world.server.orm.em.fork();
-  em.create(Host, { name: 'conformance-gpu', state: 'connected', hardware: hardware as unknown as Record<string, unknown>, workspace: null, lastHeartbeatAt: new Date(), exporters: ['onnx', 'coreml'] });
+  em.create(Host, { name: 'conformance-gpu', state: 'connected', hardware: hardware as unknown as Record<string, unknown>, workspace: null, lastHeartbeatAt: new Date(), exporters: ['onnx', 'coreml'], services: ['inference'] });
   await em.flush();
   const mobileExport = await seedCompletedExport(world, detector.id, 'coreml', Buffer.from('not really a model package'));
 

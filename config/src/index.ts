@@ -94,6 +94,8 @@ const EnvSchema = z.object({
   PREDICT_DISK_CACHE_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.predictDiskCacheBytes),
   PREDICT_MAX_BYTES: positiveInt.max(2 ** 31).default(defaults.predictMaxBytes),
   PREDICT_EXPORT_WAIT_SECONDS: z.coerce.number({ error: 'must be a whole number of seconds' }).int().min(0).max(3600).default(defaults.predictExportWaitSeconds),
+  DEPLOYMENT_IDLE_SECONDS: positiveInt.max(30 * 86_400).default(defaults.deploymentIdleSeconds),
+  DEPLOYMENT_WAKE_SECONDS: positiveInt.max(3600).default(defaults.deploymentWakeSeconds),
   DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
   ...rateLimitEnv,
 });
@@ -159,6 +161,10 @@ export interface AppConfig {
   predictMaxBytes: number;
   /** How long a predict waits for its model's ONNX export to complete before answering 503. */
   predictExportWaitSeconds: number;
+  /** A default-size deployment (1 CPU, 2 GiB) with no request for this long stops its server (scaled to zero). */
+  deploymentIdleSeconds: number;
+  /** How long a request to a deployment scaled to zero (or still deploying) waits for its server before 503. */
+  deploymentWakeSeconds: number;
   /** How long the control plane waits for a deployment's server to answer (predict, health) before 504. */
   deploymentTimeoutSeconds: number;
 }
@@ -223,6 +229,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     predictDiskCacheBytes: e.PREDICT_DISK_CACHE_BYTES,
     predictMaxBytes: e.PREDICT_MAX_BYTES,
     predictExportWaitSeconds: e.PREDICT_EXPORT_WAIT_SECONDS,
+    deploymentIdleSeconds: e.DEPLOYMENT_IDLE_SECONDS,
+    deploymentWakeSeconds: e.DEPLOYMENT_WAKE_SECONDS,
     deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
   };
 }

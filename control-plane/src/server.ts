@@ -36,6 +36,13 @@ import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
+import { DeploymentJob } from './deployments/deployment.job.ts';
+import { DEPLOYMENT_JOB } from './deployments/deployment-rollout.ts';
+import { scheduleDeploymentSweep } from './deployments/deployment-sweep.ts';
+import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
+import { DeploymentTraffic } from './deployments/deployment-traffic.ts';
+import type { DeploymentRouter } from './deployments/deployment-router.ts';
+import { Services } from './services.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
@@ -45,6 +52,8 @@ export interface RunningServer {
   orm: Orm;
   log: Logger;
   storage: Storage;
+  /** Where deployments' requests go (their live servers; a deployment scaled to zero is woken). */
+  deploymentRouter: DeploymentRouter;
   /** Drains requests, closes the pool and stops the embedded database. */
   close(): Promise<void>;
 }
@@ -120,8 +129,17 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     { silenceSeconds: config.trainingRunSilenceSeconds, cancelGraceSeconds: config.trainingCancelGraceSeconds },
     log,
   );
-  const hostJobs = { [HOST_COMMAND_JOB]: hostCommandJob, [TRAINING_JOB]: new TrainingJob(config, storage), [EXPORT_JOB]: new ExportJob(storage) };
+  const hostJobs = {
+    [HOST_COMMAND_JOB]: hostCommandJob,
+    [TRAINING_JOB]: new TrainingJob(config, storage),
+    [EXPORT_JOB]: new ExportJob(storage),
+    [DEPLOYMENT_JOB]: new DeploymentJob(storage, config),
+  };
   const lifecycle = new JobLifecycle(hostJobs, log);
+  const fork = () => orm.em.fork() as EntityManager;
+  const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds }, log);
+  const deploymentRouter = new DeploymentUpstreams(fork, (em) => new Services(em, { config, storage, lifecycle }).exports, { wakeSeconds: config.deploymentWakeSeconds, log });
+  const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
@@ -132,7 +150,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, deploymentRouter, deploymentTraffic, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -160,6 +178,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       clearInterval(sweepTimer);
       await purgeTask.destroy();
       await runExpiry.stop();
+      await deploymentSweep.stop();
       await scheduler.stop();
       // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
       await workers.close();
@@ -173,11 +192,14 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       // inference they use (a batch auto-annotation) closes.
       await jobs.stop();
       await predictor.close();
+      // The requests answered so far are recorded before the pool closes.
+      await deploymentTraffic.close();
+      await deploymentRouter.close();
       authenticator.close();
       await notifications.stop();
       await orm.close();
       await store.close();
       await embedded?.stop();
     })());
-  return { url, server, orm, log, storage, close };
+  return { url, server, orm, log, storage, deploymentRouter, close };
 }

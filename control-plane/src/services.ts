@@ -14,6 +14,8 @@ import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { ExploreService } from './explore/explore.service.ts';
+import { DeploymentService } from './deployments/deployment.service.ts';
+import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
@@ -52,6 +54,8 @@ export interface ServiceDeps {
   lifecycle?: JobLifecycle;
   /** The process's inference (onnxruntime sessions); absent where nothing predicts (vpctl). */
   predictor?: Predictor;
+  /** Where deployments' requests go (their live servers, woken from zero); absent outside the server. */
+  deploymentRouter?: DeploymentRouter;
   /** Deployments' requests (router, upstream connections, request records); absent outside the server. */
   deploymentTraffic?: DeploymentTraffic;
 }
@@ -173,6 +177,21 @@ export class Services {
 
   get exports(): ExportService {
     return new ExportService(this.em, this.storage, { region: this.deps.config.region, lifecycle: this.lifecycle, graceSeconds: this.deps.config.hostLostGraceSeconds });
+  }
+
+  get deployments(): DeploymentService {
+    return new DeploymentService(this.em, {
+      region: this.deps.config.region,
+      lifecycle: this.lifecycle,
+      exports: this.exports,
+      baseUrl: this.storage.signer.baseUrl(),
+      graceSeconds: this.deps.config.hostLostGraceSeconds,
+    });
+  }
+
+  get deploymentRouter(): DeploymentRouter {
+    if (!this.deps.deploymentRouter) throw new Error('no deployment router in this process');
+    return this.deps.deploymentRouter;
   }
 
   get deploymentTraffic(): DeploymentTrafficService {

@@ -192,9 +192,10 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .description('Connect a host and print its one-time enrollment token (single use, 10 minutes) for `vp-worker enroll`')
     .argument('<name>', 'host name: 1-63 lowercase letters, digits or hyphens, unique within its workspace or the pool')
     .option('--workspace <handle>', 'make the host private to this workspace (default: the appliance-wide pool)')
-    .action((name: string, options: { workspace?: string }) =>
+    .option('--region <id>', 'the deployment region it serves, e.g. us-central1 (default: every region)')
+    .action((name: string, options: { workspace?: string; region?: string }) =>
       choose(async ({ services, print, note }) => {
-        const enrollment = await services.hosts.connect(name, options.workspace);
+        const enrollment = await services.hosts.connect(name, options.workspace, options.region);
         note(`Connected host ${name} ${options.workspace ? `to workspace ${options.workspace}` : 'to the appliance-wide pool'}.`);
         printEnrollment(print, note, enrollment);
       }),

@@ -21,13 +21,14 @@ export const helloFrame = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-/** Connects a pool host (or one of `workspace`) through vpctl's service and enrolls it over HTTP. */
+/** Connects a pool host (or one of `workspace`; in `region`, else every region) through vpctl's service and enrolls it over HTTP. */
 export async function enrollHost(
-  server: { url: string; services(): { hosts: { connect(name: string, workspace?: string): Promise<{ enrollmentToken: string }> } } },
+  server: { url: string; services(): { hosts: { connect(name: string, workspace?: string, region?: string): Promise<{ enrollmentToken: string }> } } },
   name: string,
   workspace?: string,
+  region?: string,
 ): Promise<{ hostId: string; workerKey: string }> {
-  const { enrollmentToken } = await server.services().hosts.connect(name, workspace);
+  const { enrollmentToken } = await server.services().hosts.connect(name, workspace, region);
   return (await call<{ hostId: string; workerKey: string }>(server, 'POST', '/api/hosts/enroll', { body: { token: enrollmentToken } })).body;
 }
 

@@ -1,7 +1,8 @@
 // /api/deployments/{owner}/{deployment}/predict, health, metrics and logs: a deployment's traffic through the platform.
 import { defineRoute } from '../http/define-route.ts';
 import { PredictForm, PredictResponse } from '../predict/model-predict.schemas.ts';
-import { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery, TrafficPath } from './deployment-traffic.schemas.ts';
+import { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
+import { DeploymentPath } from './deployment.schemas.ts';
 
 const PATH = '/api/deployments/:owner/:deployment';
 
@@ -22,7 +23,7 @@ export const predictDeployment = defineRoute({
   auth: 'optional',
   deploymentKeys: true,
   limit: 'predict',
-  request: { params: TrafficPath },
+  request: { params: DeploymentPath },
   streamedBody: { contentType: 'multipart/form-data', description: 'The image and the parameters', schema: PredictForm },
   response: { status: 200, description: 'The predictions', schema: PredictResponse, contentType: 'application/json' },
   errors: [400, 403, 404, 413, 502, 503, 504],
@@ -45,7 +46,7 @@ export const deploymentHealth = defineRoute({
     'deployment answers healthy false with the reason, as does one that cannot be reached (error). Not recorded as a request in the metrics.',
   auth: 'optional',
   limit: 'default',
-  request: { params: TrafficPath },
+  request: { params: DeploymentPath },
   response: { status: 200, description: 'The health', schema: DeploymentHealth },
   errors: [404],
   handler: (ctx, { params }) => ctx.state.services.deploymentTraffic.health(ctx.state.actor, params),
@@ -65,7 +66,7 @@ export const deploymentMetrics = defineRoute({
     'sparkline=true: the last 24 hours by hour (empty hours omitted). Keys of the owner workspace only.',
   auth: 'key',
   limit: 'default',
-  request: { params: TrafficPath, query: MetricsQuery },
+  request: { params: DeploymentPath, query: MetricsQuery },
   response: { status: 200, description: 'The metrics', schema: DeploymentMetrics },
   errors: [403, 404],
   handler: (ctx, { params, query }) => ctx.state.services.deploymentTraffic.metrics(ctx.state.actor, params, query),
@@ -83,7 +84,7 @@ export const deploymentLogs = defineRoute({
     'deployment). Keys of the owner workspace only.',
   auth: 'key',
   limit: 'default',
-  request: { params: TrafficPath, query: LogsQuery },
+  request: { params: DeploymentPath, query: LogsQuery },
   response: { status: 200, description: 'A page of the log', schema: DeploymentLogs },
   errors: [403, 404],
   handler: (ctx, { params, query }) => ctx.state.services.deploymentTraffic.logs(ctx.state.actor, params, query),

@@ -1,11 +1,7 @@
 // Requests and responses of a deployment's traffic: predict, health, metrics and logs (the SDK's Deployments* types).
 import { z } from 'zod';
-import { Slug } from '../account/handle.ts';
-import { OwnerPath } from '../datasets/dataset.schemas.ts';
 import { tokenQuery } from '../http/pagination.ts';
 import { SEVERITIES } from './deployment-events.store.ts';
-
-export const TrafficPath = OwnerPath.extend({ deployment: Slug });
 
 export const DeploymentHealth = z.object({
   healthy: z.boolean(),

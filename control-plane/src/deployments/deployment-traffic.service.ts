@@ -13,7 +13,7 @@ import { deploymentMetrics } from './deployment-metrics.ts';
 import { predictAnswer } from './deployment-proxy.ts';
 import type { DeploymentTraffic } from './deployment-traffic.ts';
 import type { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
-import { findTrafficTarget, type TrafficTarget } from './deployment-traffic.store.ts';
+import { findDeployment, type DeploymentRecord } from './deployment.store.ts';
 
 type Address = { owner: string; deployment: string };
 
@@ -91,14 +91,14 @@ export class DeploymentTrafficService {
   }
 
   /** Members see every deployment of their workspace; others only those of public models, as 404 otherwise. */
-  private async find(actor: Actor, at: Address): Promise<TrafficTarget> {
-    const target = await findTrafficTarget(this.em, at.owner, at.deployment);
-    if (!target || (!roleIn(actor, target.workspaceId) && !target.modelPublic)) throw NotFound(`Deployment ${at.owner}/${at.deployment} not found`);
+  private async find(actor: Actor, at: Address): Promise<DeploymentRecord> {
+    const target = await findDeployment(this.em, at.owner, at.deployment);
+    if (!target || (!roleIn(actor, target.workspaceId) && !target.projectPublic)) throw NotFound(`Deployment ${at.owner}/${at.deployment} not found`);
     return target;
   }
 
   /** Metrics and logs are the owner workspace's (a public model's deployment is 403 to others). */
-  private async findOwn(actor: Actor, at: Address): Promise<TrafficTarget> {
+  private async findOwn(actor: Actor, at: Address): Promise<DeploymentRecord> {
     const target = await this.find(actor, at);
     requireRole(actor, target.workspaceId, 'viewer');
     return target;

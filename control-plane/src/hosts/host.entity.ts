@@ -31,6 +31,10 @@ export const HostSchema = defineEntity({
     exporters: p.array().default([]),
     // Raw: a JSON property's default('{}') would be stored as the JSON string "{}".
     missingExporters: p.json<Record<string, string>>().defaultRaw(`'{}'`),
+    /** The deployment region the host serves (set when it is connected); null: every region. */
+    region: p.string().length(32).nullable(),
+    /** The services it can run (its last `capabilities`): inference for deployments. */
+    services: p.array().default([]),
     /** The worker socket that is the host now (the newest hello, on any replica); null while none is. */
     sessionId: p.string().length(24).nullable(),
     /** The control-plane process holding that socket. */

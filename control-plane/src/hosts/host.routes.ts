@@ -27,13 +27,14 @@ export const connectHost = defineRoute({
   summary: "Connect a host private to the key's workspace and get its one-time enrollment token",
   description:
     `${ADMIN_ONLY} The token is shown only in this response, is single use and expires in 10 minutes; run \`command\` on the host ` +
-    '(`vp-worker enroll`), which exchanges it for the worker key through `POST /api/hosts/enroll`. A name already used in the workspace is 409.',
+    '(`vp-worker enroll`), which exchanges it for the worker key through `POST /api/hosts/enroll`. A name already used in the workspace is 409. ' +
+    'region (optional, one of the 42 deployment regions): the host runs only deployments of that region; without it, deployments of every region.',
   auth: 'key',
   limit: 'default',
   request: { body: HostCreate },
   response: { status: 201, description: 'Created, waiting for enrollment', schema: HostEnrollment },
   errors: [403, 409],
-  handler: (ctx, { body }) => ctx.state.services.hosts.connectForActor(ctx.state.actor, body.name),
+  handler: (ctx, { body }) => ctx.state.services.hosts.connectForActor(ctx.state.actor, body.name, body.region),
 });
 
 export const enrollHost = defineRoute({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DeploymentRegion } from '../deployments/deployment.schemas.ts';
 import { HOST_STATES } from './host.entity.ts';
 
 export const HOST_NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -9,7 +10,10 @@ export const HostName = z
   .meta({ description: 'Host name, unique within its workspace', example: 'gpu-01' });
 
 export const HostPath = z.object({ name: HostName });
-export const HostCreate = z.object({ name: HostName });
+export const HostCreate = z.object({
+  name: HostName,
+  region: DeploymentRegion.optional().meta({ description: 'The deployment region it serves (one of the 42); absent: every region' }),
+});
 
 export const HostListItem = z.object({
   name: z.string(),
@@ -19,6 +23,8 @@ export const HostListItem = z.object({
   hardware: z.string().nullable().meta({ description: 'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first' }),
   exporters: z.array(z.string()).meta({ description: "Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino" }),
   missingExporters: z.record(z.string(), z.string()).meta({ description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)' }),
+  region: z.string().nullable().meta({ description: 'The deployment region it serves; null: every region' }),
+  services: z.array(z.string()).meta({ description: 'The services its agent runs (inference: deployments’ servers)' }),
   createdAt: z.iso.datetime(),
 });
 export const HostList = z.object({ hosts: z.array(HostListItem), total: z.number().int() });

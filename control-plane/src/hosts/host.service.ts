@@ -5,6 +5,7 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { DEPLOYMENT_REGIONS } from '../deployments/deployment-sizes.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
@@ -27,6 +28,8 @@ export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof 
     exporters: host.exporters,
     // Unset on a host created by this process and not read back since: the column's default.
     missingExporters: host.missingExporters ?? {},
+    region: host.region ?? null,
+    services: host.services ?? [],
     createdAt: host.createdAt.toISOString(),
   };
 }
@@ -51,13 +54,14 @@ export class HostService {
     this.lifecycle = lifecycle;
   }
 
-  async connect(name: string, workspaceHandle?: string): Promise<z.input<typeof HostEnrollment>> {
+  /** `region`: the deployment region the host serves (vpctl's --region); absent: every region. */
+  async connect(name: string, workspaceHandle?: string, region?: string): Promise<z.input<typeof HostEnrollment>> {
     const workspace = workspaceHandle ? await this.findWorkspace(workspaceHandle) : null;
-    return this.create(name, workspace);
+    return this.create(name, workspace, region);
   }
 
-  async connectForActor(actor: Actor, name: string): Promise<z.input<typeof HostEnrollment>> {
-    return this.create(name, this.em.getReference(Workspace, this.adminWorkspace(actor)));
+  async connectForActor(actor: Actor, name: string, region?: string): Promise<z.input<typeof HostEnrollment>> {
+    return this.create(name, this.em.getReference(Workspace, this.adminWorkspace(actor)), region);
   }
 
   async listAll(workspaceHandle?: string): Promise<Host[]> {
@@ -123,10 +127,11 @@ export class HostService {
     return { hostId: host.id, name: host.name, workerKey };
   }
 
-  private async create(name: string, workspace: Workspace | null): Promise<z.input<typeof HostEnrollment>> {
+  private async create(name: string, workspace: Workspace | null, region?: string): Promise<z.input<typeof HostEnrollment>> {
     if (!HOST_NAME_PATTERN.test(name)) throw Invalid('name: must be 1-63 lowercase letters, digits or hyphens, not starting or ending with a hyphen');
+    if (region !== undefined && !(DEPLOYMENT_REGIONS as readonly string[]).includes(region)) throw Invalid(`region: must be one of the 42 deployment regions, not "${region}"`);
     if (await this.em.count(Host, { workspace, name })) throw Conflict(`A host named "${name}" already exists`);
-    const host = this.em.create(Host, { workspace, name, state: 'enrolling', hostname: null, lastHeartbeatAt: null, hardware: null });
+    const host = this.em.create(Host, { workspace, name, state: 'enrolling', hostname: null, lastHeartbeatAt: null, hardware: null, region: region ?? null });
     return this.issueToken(host);
   }
 

@@ -38,6 +38,10 @@ export interface HostRequirements {
   toolchain?: string;
   /** Requeue rather than fail when its host is lost mid-run. */
   restartable?: boolean;
+  /** A deployment region: only hosts in it, or of no region, take the job. */
+  region?: string;
+  /** A service (JobSpec.service) only hosts that report it (`capabilities.services`) run. */
+  service?: string;
 }
 
 /** An exclusive job's subject already has an active job of its kind (two starts raced past their checks). */
@@ -64,6 +68,8 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
       memoryBytes: job.host.memoryBytes ?? null,
       toolchain: job.host.toolchain ?? null,
       restartable: job.host.restartable ?? false,
+      region: job.host.region ?? null,
+      service: job.host.service ?? null,
     }),
   });
   await em.flush().catch((error: unknown) => {

@@ -60,6 +60,10 @@ export const JobSchema = defineEntity({
     memoryBytes: p.bigint('number').nullable(),
     /** Host jobs: the export toolchain they need (a model format ID); only hosts that report it take them. */
     toolchain: p.string().length(32).nullable(),
+    /** Host jobs: the deployment region their host must serve (hosts of no region serve every one); null: any host. */
+    region: p.string().length(32).nullable(),
+    /** Host jobs: the service they run (a deployment's inference server); only hosts that report it take them. */
+    service: p.string().length(16).nullable(),
     /** Host jobs: safe to run again from the start (or from their own checkpoint) when their host is lost. */
     restartable: p.boolean().default(false),
     /** The host running the current attempt, and the GPU indexes it holds there. */

@@ -8,6 +8,7 @@ import { requireEditorOfOwn } from '../auth/resource-access.ts';
 import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { copySlug, firstFreeSlug, numberedSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
 import { MODEL_STARS, setStar, starredAmong } from '../db/stars.ts';
+import { deleteDeploymentsOf } from '../deployments/deployment-rollout.ts';
 import { cancelExportsOf } from '../exports/export.service.ts';
 import { Conflict, Invalid } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
@@ -151,7 +152,8 @@ export class ModelService {
 
   async remove(actor: Actor, at: Address): Promise<z.input<typeof ModelDeleted>> {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'edit');
-    // Deployments using this model (pending replacements included) are deleted for good here once deployments exist.
+    // Deployments using this model (pending replacements included) go for good, before the model goes to trash.
+    await deleteDeploymentsOf(this.em, this.lifecycle, [model.id]);
     const deletedAt = new Date();
     Object.assign(model, { deletedAt, trashedWithProject: false });
     await this.em.flush();

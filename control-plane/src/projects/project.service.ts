@@ -9,6 +9,7 @@ import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { copySlug, firstFreeSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { PROJECT_STARS, setStar, starredAmong } from '../db/stars.ts';
+import { deleteDeploymentsOf } from '../deployments/deployment-rollout.ts';
 import { cancelExportsOf } from '../exports/export.service.ts';
 import { Invalid, NotFound } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
@@ -142,7 +143,8 @@ export class ProjectService {
         'update models set deleted_at = ?, trashed_with_project = true, updated_at = ? where project_id = ? and deleted_at is null returning id, slug as model',
         [deletedAt, deletedAt, project.id],
       );
-      // Deployments of these models are deleted for good here once deployments exist (a teardown that does not finish answers 502).
+      // Their deployments go for good with the move to trash, or neither happens.
+      await deleteDeploymentsOf(em, this.lifecycle, models.map((model) => model.id));
       return models;
     });
     await cancelExportsOf(this.em, this.lifecycle, cascaded.map((model) => model.id));

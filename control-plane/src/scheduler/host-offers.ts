@@ -1,16 +1,21 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 
-/** What a host job needs of a host: a GPU type ('cpu': none) and, for an export, the format's toolchain. */
+/**
+ * What a host job needs of a host: a GPU type ('cpu': none); for an export, the format's toolchain; for a deployment,
+ * the service and a region (hosts of no region serve every one).
+ */
 export interface HostOffer {
   gpuType: string;
   toolchain?: string;
+  service?: string;
+  region?: string;
 }
 
 /**
  * Whether a live connected host (heard from within the grace period) the workspace may use (the pool or its own) has a GPU of the type, or, for cpu,
- * whether any such host is connected, and that host reports the toolchain when one is asked for. Busy GPUs count: a
- * job for them waits in the queue.
+ * whether any such host is connected, and that host reports the toolchain or the service and serves the region when
+ * one is asked for. Busy GPUs count: a job for them waits in the queue.
  */
 export async function someHostOffers(em: EntityManager, workspaceId: string, offer: HostOffer, graceSeconds: number): Promise<boolean> {
   const [row] = await query<{ found: boolean }>(
@@ -20,8 +25,10 @@ export async function someHostOffers(em: EntityManager, workspaceId: string, off
          and (h.workspace_id is null or h.workspace_id = ?)
          and (? = 'cpu' or exists (select 1 from jsonb_array_elements(coalesce(h.hardware->'gpus', '[]'::jsonb)) g where g->>'typeId' = ?))
          and (?::varchar is null or ? = any(h.exporters))
+         and (?::varchar is null or ? = any(h.services))
+         and (?::varchar is null or h.region is null or h.region = ?)
      ) as found`,
-    [graceSeconds, workspaceId, offer.gpuType, offer.gpuType, offer.toolchain ?? null, offer.toolchain ?? null],
+    [graceSeconds, workspaceId, offer.gpuType, offer.gpuType, offer.toolchain ?? null, offer.toolchain ?? null, offer.service ?? null, offer.service ?? null, offer.region ?? null, offer.region ?? null],
   );
   return row.found;
 }

@@ -19,6 +19,10 @@ export interface LocalHost {
   maxConcurrentJobs: number | undefined;
   /** The model formats its agent reported it exports to (`capabilities`, after the welcome); empty until then. */
   exporters: ReadonlySet<string>;
+  /** The deployment region it serves (null: every region), as its operator connected it. */
+  region: string | null;
+  /** The services its agent reported it runs (`capabilities`); empty until then. */
+  services: ReadonlySet<string>;
   /** Whether this socket is still the host's current session, holding it so until `tx` ends (no takeover in between). */
   holdsHost(tx: EntityManager): Promise<boolean>;
   send(message: ServerMessage): void;
@@ -37,6 +41,8 @@ interface QueuedRow extends JobColumns {
   gpu_count: number;
   memory_bytes: string | null;
   toolchain: string | null;
+  region: string | null;
+  service: string | null;
 }
 
 /**
@@ -195,14 +201,14 @@ export class HostScheduler {
     const assignments = await this.em().transactional(async (em) => {
       // A socket another session took the host over from gets nothing: its agent is not the host any more.
       if (!(await host.holdsHost(em))) return [];
-      const busy = await query<{ gpu_indexes: number[] | null; gpu_count: number }>(
+      const busy = await query<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>(
         em,
-        `select gpu_indexes, gpu_count from jobs where host_id = ? and status = 'running'`,
+        `select gpu_indexes, gpu_count, service from jobs where host_id = ? and status = 'running'`,
         [host.hostId],
       );
       const queue = await query<QueuedRow>(
         em,
-        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain from jobs
+        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service from jobs
          where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
          order by priority desc, created_at, id limit ${QUEUE_WINDOW}`,
         [pgArray(kinds), host.workspaceId, host.workspaceId],
@@ -213,9 +219,11 @@ export class HostScheduler {
           memoryBytes: host.hardware.memoryBytes,
           busyGpuIndexes: new Set(busy.flatMap((job) => job.gpu_indexes ?? [])),
           runningJobs: busy.length,
-          cpuSlotBusy: busy.some((job) => job.gpu_count === 0),
+          cpuSlotBusy: busy.some((job) => job.gpu_count === 0 && !job.service),
           maxConcurrentJobs: host.maxConcurrentJobs,
           exporters: host.exporters,
+          region: host.region,
+          services: host.services,
         },
         queue.map(
           (row): QueuedJob => ({
@@ -224,6 +232,8 @@ export class HostScheduler {
             gpuCount: row.gpu_count,
             memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes),
             toolchain: row.toolchain,
+            region: row.region,
+            service: row.service,
           }),
         ),
       );

@@ -9,12 +9,16 @@ export interface HostCapacity {
   busyGpuIndexes: ReadonlySet<number>;
   /** Jobs the host runs now, GPU and CPU together. */
   runningJobs: number;
-  /** Whether a CPU job (no GPU) runs there now: each host offers one CPU slot. */
+  /** Whether a CPU job (no GPU, no service) runs there now: each host offers one CPU slot. */
   cpuSlotBusy: boolean;
   /** The agent's own cap; undefined: no cap beyond GPUs and the CPU slot. */
   maxConcurrentJobs: number | undefined;
   /** The model formats the host's trainer environment exports to (its `capabilities`; none before they came). */
   exporters: ReadonlySet<string>;
+  /** The deployment region it serves; null: every region. */
+  region: string | null;
+  /** The services it runs (its `capabilities`; none before they came). */
+  services: ReadonlySet<string>;
 }
 
 export interface QueuedJob {
@@ -26,6 +30,10 @@ export interface QueuedJob {
   memoryBytes?: number | null;
   /** The export format whose toolchain it needs; null: none. */
   toolchain?: string | null;
+  /** The deployment region it must run in; null: any. */
+  region?: string | null;
+  /** The service it runs (a deployment's inference server); null: a job that ends by itself. */
+  service?: string | null;
 }
 
 export interface Placement {
@@ -38,7 +46,9 @@ export interface Placement {
  * Walks the queue in its order (priority, then age) and takes every job that fits. A job this host could run
  * but not yet (its GPUs are busy) stops later jobs needing the same kind of slot from overtaking it, so a big
  * job is not starved by a stream of small ones; jobs this host can never run (GPU type or count, memory, an export
- * toolchain it does not report) are left to other hosts.
+ * toolchain it does not report, a service or region it does not serve) are left to other hosts. A CPU service (a
+ * deployment's server) never ends by itself, so it takes no CPU slot: it would hold it for good; its own CPU and
+ * memory limits bound it, and the agent's cap bounds how many a host runs.
  */
 export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): Placement[] {
   const free = capacity.gpus.filter((gpu) => !capacity.busyGpuIndexes.has(gpu.index));
@@ -50,6 +60,13 @@ export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): 
     if (capacity.maxConcurrentJobs !== undefined && running >= capacity.maxConcurrentJobs) break;
     if (job.memoryBytes && job.memoryBytes > capacity.memoryBytes) continue;
     if (job.toolchain && !capacity.exporters.has(job.toolchain)) continue;
+    if (job.region && capacity.region && job.region !== capacity.region) continue;
+    if (job.service && !capacity.services.has(job.service)) continue;
+    if (job.gpuCount === 0 && job.service) {
+      placements.push({ jobId: job.id, gpuIndexes: [] });
+      running++;
+      continue;
+    }
     if (job.gpuCount === 0) {
       if (cpuSlotBusy) continue;
       cpuSlotBusy = true;

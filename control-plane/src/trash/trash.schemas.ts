@@ -41,7 +41,7 @@ export const TrashResources = z
       trashedWithProject: z.boolean().optional().meta({ description: 'Models: restored when the project is; a model trashed on its own before stays in trash' }),
     }),
   )
-  .meta({ description: 'The item and the models its restore or permanent deletion affects (deployments: none on this appliance yet)' });
+  .meta({ description: 'The item and the models its restore or permanent deletion affects (no deployments: they were deleted when their model went to trash)' });
 
 const TypeTotals = z.object({ count: Count, sizeBytes: Count });
 

@@ -120,7 +120,10 @@ export class TrashService {
     };
   }
 
-  /** The models a restore or permanent deletion touches; deployments do not exist on this appliance yet. */
+  /**
+   * The models a restore or permanent deletion touches. No deployment is ever listed: a model's deployments are deleted
+   * for good when it (or its project) goes to trash, so none is left for a restore or an erase to touch.
+   */
   private async resources(item: ItemRow): Promise<z.input<typeof TrashResources>> {
     const models = await query<{ id: string; slug: string; name: string; trashed_with_project: boolean }>(
       this.em,

@@ -27,18 +27,18 @@ export async function takeOverHost(
   tx: EntityManager,
   session: HostSession,
   hardware: Hardware,
-): Promise<{ replaced: { sessionId: string; replica: string | null } | null } | null> {
-  const [row] = await query<{ previous_id: string | null; previous_replica: string | null }>(
+): Promise<{ replaced: { sessionId: string; replica: string | null } | null; region: string | null } | null> {
+  const [row] = await query<{ previous_id: string | null; previous_replica: string | null; region: string | null }>(
     tx,
     `with old as (select id, session_id, session_replica from hosts where id = ? for update)
      update hosts h set state = 'connected', hardware = ?::jsonb, last_heartbeat_at = now(),
        session_id = ?, session_replica = ?, session_started_at = now(), updated_at = now()
-     from old where h.id = old.id returning old.session_id as previous_id, old.session_replica as previous_replica`,
+     from old where h.id = old.id returning old.session_id as previous_id, old.session_replica as previous_replica, h.region`,
     [session.hostId, JSON.stringify(hardware), session.sessionId, session.replica],
   );
   if (!row) return null;
   await query(tx, 'select pg_notify(?, ?)', [HOST_SESSIONS_CHANNEL, session.hostId]);
-  return { replaced: row.previous_id ? { sessionId: row.previous_id, replica: row.previous_replica } : null };
+  return { replaced: row.previous_id ? { sessionId: row.previous_id, replica: row.previous_replica } : null, region: row.region };
 }
 
 /** Thrown instead of writing for a session whose host another session has taken over. */
@@ -73,11 +73,19 @@ export async function recordHeartbeat(em: EntityManager, hostId: string): Promis
   await query(em, 'update hosts set last_heartbeat_at = now() where id = ?', [hostId]);
 }
 
-/** The agent's `capabilities`: what its host exports to, kept for the hosts view and for export requests (host-offers.ts). */
-export async function recordCapabilities(em: EntityManager, hostId: string, exporters: string[], missingExporters: Record<string, string>): Promise<void> {
-  await query(em, 'update hosts set exporters = ?::text[], missing_exporters = ?::jsonb, updated_at = now() where id = ?', [
-    pgArray(exporters),
-    JSON.stringify(missingExporters),
+/**
+ * The agent's `capabilities`: what its host exports to and the services it runs, kept for the hosts view and for
+ * export and deployment requests (host-offers.ts).
+ */
+export async function recordCapabilities(
+  em: EntityManager,
+  hostId: string,
+  capabilities: { exporters: string[]; missingExporters: Record<string, string>; services: string[] },
+): Promise<void> {
+  await query(em, 'update hosts set exporters = ?::text[], missing_exporters = ?::jsonb, services = ?::text[], updated_at = now() where id = ?', [
+    pgArray(capabilities.exporters),
+    JSON.stringify(capabilities.missingExporters),
+    pgArray(capabilities.services),
     hostId,
   ]);
 }

@@ -8,6 +8,7 @@ import { CLOSE } from '@vp/protocol';
 import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
 import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
+import { serviceReported } from '../deployments/deployment-rollout.ts';
 import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
@@ -167,6 +168,11 @@ export class WorkerSession implements WorkerConnection {
         return;
       case 'job.progress':
         return this.asCurrent((tx) => recordProgress(tx, this.hostId, message.jobId, message.progress));
+      case 'job.service': {
+        const served = await this.asCurrent((tx) => serviceReported(tx, this.context.scheduler.lifecycle, this.hostId, message.jobId, message.url));
+        if (!served) this.log.info({ jobId: message.jobId }, 'ignored the service of a job this host does not run for a deployment');
+        return;
+      }
       case 'job.finished': {
         const ended = await this.asCurrent((tx) => this.context.scheduler.lifecycle.finishReported(tx, this.hostId, message));
         if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
@@ -205,20 +211,24 @@ export class WorkerSession implements WorkerConnection {
       workspaceId: this.workspaceId,
       hardware: hello.hardware,
       maxConcurrentJobs: hello.maxConcurrentJobs,
-      // Until its `capabilities` arrive (never from a protocol-1 agent) the host gets no export.
+      // Until its `capabilities` arrive (never from a protocol-1 agent) the host gets no export and no service.
       exporters: new Set(),
+      region: connected.region,
+      services: new Set(),
       holdsHost: (tx) => isCurrentSession(tx, this.session),
       send: (message) => this.send(message),
     };
     scheduler.attach(this.local);
   }
 
-  /** Stored for the hosts view and export requests; the scheduler offers the host the exports it can now take. */
+  /** Stored for the hosts view, export and deployment requests; the scheduler offers the host the jobs it can now take. */
   private async capabilities(message: Extract<AgentMessage, { type: 'capabilities' }>): Promise<void> {
-    await this.asCurrent((tx) => recordCapabilities(tx, this.hostId, message.exporters, message.missingExporters));
-    this.log.info({ exporters: message.exporters }, 'worker reported its exporters');
+    const services = message.services ?? [];
+    await this.asCurrent((tx) => recordCapabilities(tx, this.hostId, { exporters: message.exporters, missingExporters: message.missingExporters, services }));
+    this.log.info({ exporters: message.exporters, services }, 'worker reported its capabilities');
     if (!this.local) return;
     this.local.exporters = new Set(message.exporters);
+    this.local.services = new Set(services);
     this.context.scheduler.wake(this.hostId);
   }
 

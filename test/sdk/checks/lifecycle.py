@@ -10,6 +10,13 @@ def delete_project(context: Context):
     return answer
 
 
+@check("deployments.delete")
+def delete_deployment(context: Context):
+    answer = context.client.deployments.delete(context.owner, context.made["deployment"])
+    expect(context.client.deployments.list(context.owner)["total"] == 0, "gone from the list")
+    return answer
+
+
 @check("lifecycle.trash")
 def trash(context: Context):
     answer = context.client.lifecycle.trash()

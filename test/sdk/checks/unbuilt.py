@@ -16,28 +16,6 @@ def _image(context: Context) -> str:
     return context.client.datasets.images(*_dataset(context), limit=1)["images"][0]["id"]
 
 
-@check("deployments.create")
-def deployment_create(context: Context):
-    answer = context.client.deployments.create(context.owner, project=context.seeded["project"], model=context.seeded["model"], deployment="sdk-deployment", name="sdk", region="us-central1")
-    context.made["deployment"] = "sdk-deployment"
-    return answer
-
-
-@check("deployments.list")
-def deployment_list(context: Context):
-    return context.client.deployments.list(context.owner)
-
-
-@check("deployments.retrieve")
-def deployment_retrieve(context: Context):
-    return context.client.deployments.retrieve(context.owner, "sdk-deployment")
-
-
-@check("deployments.update")
-def deployment_update(context: Context):
-    return context.client.deployments.update(context.owner, "sdk-deployment", body={"name": "renamed"})
-
-
 @check("deployments.health")
 def deployment_health(context: Context):
     return context.client.deployments.health(context.owner, "sdk-deployment")
@@ -56,11 +34,6 @@ def deployment_metrics(context: Context):
 @check("deployments.predict")
 def deployment_predict(context: Context):
     return context.client.deployments.predict(context.owner, "sdk-deployment", body={})
-
-
-@check("deployments.delete")
-def deployment_delete(context: Context):
-    return context.client.deployments.delete(context.owner, "sdk-deployment")
 
 
 @check("models.find_similar_training_images")

@@ -7,6 +7,8 @@ export class Migration20261125000000_deployments extends Migration {
   override up(): void | Promise<void> {
     // Where a host is (one of the spec's deployment regions; null: it serves every region) and the services it can run.
     this.addSql(`alter table "hosts" add "region" varchar(32) null, add "services" text[] not null default '{}';`);
+    // What a host job needs of its host besides GPUs and memory: a region (null: any) and a service it can run.
+    this.addSql(`alter table "jobs" add "region" varchar(32) null, add "service" varchar(16) null;`);
     // A dedicated inference endpoint. desired: what its owner asked for (running or stopped); status: where it is.
     // scaled_to_zero: a default-size deployment stopped for idleness, woken by its next request.
     this.addSql(`create table "deployments" (
@@ -85,6 +87,7 @@ export class Migration20261125000000_deployments extends Migration {
     this.addSql(`drop table "deployment_revisions";`);
     this.addSql(`alter table "api_keys" drop column "deployment_id";`);
     this.addSql(`drop table "deployments";`);
+    this.addSql(`alter table "jobs" drop column "region", drop column "service";`);
     this.addSql(`alter table "hosts" drop column "region", drop column "services";`);
   }
 

@@ -1,0 +1,112 @@
+// The deployment_revisions table's SQL: one inference server of a deployment, run by one service host job.
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../db/ids.ts';
+import { query } from '../db/sql.ts';
+import type { DeploymentSize } from './deployment-sizes.ts';
+
+export type RevisionState = 'starting' | 'live' | 'retired' | 'failed';
+
+export interface RevisionRecord {
+  id: string;
+  deploymentId: string;
+  number: number;
+  modelId: string;
+  exportId: string | null;
+  cpu: number;
+  memoryGi: number;
+  jobId: string | null;
+  token: string;
+  serviceUrl: string | null;
+  state: RevisionState;
+}
+
+/** The columns of a RevisionRecord, of the table under alias `r`. */
+const COLUMNS = `r.id, r.deployment_id as "deploymentId", r.number, r.model_id as "modelId", r.export_id as "exportId", r.cpu, r.memory_gi as "memoryGi",
+  r.job_id as "jobId", r.token, r.service_url as "serviceUrl", r.state`;
+
+/** A new starting revision, numbered after the deployment's last, with its own bearer token for its server. */
+export async function insertRevision(em: EntityManager, deploymentId: string, modelId: string, size: DeploymentSize, exportId: string): Promise<RevisionRecord> {
+  const [row] = await query<RevisionRecord>(
+    em,
+    `insert into deployment_revisions as r (id, deployment_id, number, model_id, export_id, cpu, memory_gi, token)
+     values (?, ?, (select coalesce(max(number), 0) + 1 from deployment_revisions where deployment_id = ?), ?, ?, ?, ?, ?)
+     returning ${COLUMNS}`,
+    [newId(), deploymentId, deploymentId, modelId, exportId, size.cpu, size.memoryGi, randomBytes(32).toString('hex')],
+  );
+  return row;
+}
+
+export async function revisionById(em: EntityManager, id: string): Promise<RevisionRecord | undefined> {
+  const [row] = await query<RevisionRecord>(em, `select ${COLUMNS} from deployment_revisions r where id = ?`, [id]);
+  return row;
+}
+
+export async function revisionOfJob(em: EntityManager, jobId: string): Promise<RevisionRecord | undefined> {
+  const [row] = await query<RevisionRecord>(em, `select ${COLUMNS} from deployment_revisions r where job_id = ?`, [jobId]);
+  return row;
+}
+
+/** The deployment's revisions in these states, newest first. */
+export async function revisionsIn(em: EntityManager, deploymentId: string, states: RevisionState[]): Promise<RevisionRecord[]> {
+  return query<RevisionRecord>(em, `select ${COLUMNS} from deployment_revisions r where deployment_id = ? and state = any(?::text[]) order by number desc`, [
+    deploymentId,
+    `{${states.join(',')}}`,
+  ]);
+}
+
+export async function setRevisionJob(em: EntityManager, id: string, jobId: string): Promise<void> {
+  await query(em, 'update deployment_revisions set job_id = ? where id = ?', [jobId, id]);
+}
+
+export async function setServiceUrl(em: EntityManager, id: string, url: string | null): Promise<void> {
+  await query(em, 'update deployment_revisions set service_url = ? where id = ?', [url, id]);
+}
+
+/** live: it takes traffic now; retired or failed: it is done (failed with the reason). */
+export async function setRevisionState(em: EntityManager, id: string, state: RevisionState, error: string | null = null): Promise<void> {
+  await query(
+    em,
+    `update deployment_revisions set state = ?, error = coalesce(?, error),
+       live_at = case when ? = 'live' then now() else live_at end,
+       retired_at = case when ? in ('retired', 'failed') then now() else retired_at end
+     where id = ?`,
+    [state, error, state, state, id],
+  );
+}
+
+/** Starting revisions still waiting for their model's ONNX export (no job yet), with the export's state. */
+export async function revisionsAwaitingExport(em: EntityManager): Promise<Array<RevisionRecord & { exportStatus: string | null; exportError: string | null }>> {
+  return query(
+    em,
+    `select ${COLUMNS}, e.status as "exportStatus", e.error as "exportError"
+     from deployment_revisions r left join model_exports e on e.id = r.export_id
+     where r.state = 'starting' and r.job_id is null`,
+  );
+}
+
+/**
+ * Starting revisions whose server ran longer than `seconds` on its host without answering its health check (an agent
+ * fails such a job itself; this catches one that never said).
+ */
+export async function revisionsPastStart(em: EntityManager, seconds: number): Promise<RevisionRecord[]> {
+  return query<RevisionRecord>(
+    em,
+    `select ${COLUMNS} from deployment_revisions r join jobs j on j.id = r.job_id
+     where r.state = 'starting' and j.status = 'running' and j.accepted_at < now() - make_interval(secs => ?)`,
+    [seconds],
+  );
+}
+
+/**
+ * Live revisions of ready deployments whose job was restarted since it reported its server (its host was lost: requeued,
+ * maybe assigned or accepted elsewhere already): they serve nothing until the new attempt reports its own.
+ */
+export async function liveRevisionsRestarted(em: EntityManager): Promise<RevisionRecord[]> {
+  return query<RevisionRecord>(
+    em,
+    `select ${COLUMNS} from deployment_revisions r join jobs j on j.id = r.job_id
+     join deployments d on d.id = r.deployment_id
+     where r.state = 'live' and d.status = 'ready' and (j.status <> 'running' or j.accepted_at is null or j.accepted_at > r.live_at)`,
+  );
+}

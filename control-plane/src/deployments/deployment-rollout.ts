@@ -1,0 +1,174 @@
+// A deployment's revisions over time: a new one starts (create, start, replace, resize, wake) while the live one keeps
+// serving; it goes live when its agent reports its service (job.service), and only then is the old one retired and its
+// job cancelled. A revision that fails before that is marked failed and the deployment stays on the live one. Every
+// status change, revision start, failure and rollback is logged as a deployment event.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { announceAuthChange } from '../auth/authenticator.ts';
+import { query } from '../db/sql.ts';
+import type { ExportRecord } from '../exports/export.store.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import { enqueueJob } from '../jobs/job-queue.ts';
+import type { Model } from '../models/model.entity.ts';
+import type { HostJobOutcome } from '../scheduler/host-job-kinds.ts';
+import { appendEvent, type Severity } from './deployment-events.store.ts';
+import type { DeploymentStatus } from './deployment.schemas.ts';
+import { deleteDeploymentRows, deploymentById, deploymentsUsingModels, updateDeployment, type DeploymentRecord } from './deployment.store.ts';
+import type { DeploymentSize } from './deployment-sizes.ts';
+import {
+  insertRevision,
+  revisionById,
+  revisionOfJob,
+  revisionsIn,
+  setRevisionJob,
+  setRevisionState,
+  setServiceUrl,
+  type RevisionRecord,
+} from './deployment-revision.store.ts';
+
+export const DEPLOYMENT_JOB = 'deployment';
+/** Host losses a revision survives (each requeues it elsewhere) before it fails. */
+const MAX_ATTEMPTS = 100;
+
+/** Sets the status (and its message) and logs the change. */
+export async function changeStatus(
+  em: EntityManager,
+  deploymentId: string,
+  status: DeploymentStatus,
+  event: { message: string; severity?: Severity; statusMessage?: string | null },
+): Promise<void> {
+  await updateDeployment(em, deploymentId, { status, status_message: event.statusMessage ?? null });
+  await appendEvent(em, deploymentId, event.severity ?? 'INFO', `${status}: ${event.message}`);
+}
+
+/**
+ * Starts a revision of `model` at `size` from its ONNX export (queueOnnxExport, before the caller's transaction): its job
+ * is queued at once when the export is completed, else by the deployment sweep once it is.
+ */
+export async function startRevision(
+  em: EntityManager,
+  deployment: Pick<DeploymentRecord, 'id' | 'workspaceId' | 'region'>,
+  model: Model,
+  size: DeploymentSize,
+  onnx: ExportRecord,
+): Promise<RevisionRecord> {
+  const revision = await insertRevision(em, deployment.id, model.id, size, onnx.id);
+  await appendEvent(em, deployment.id, 'INFO', `Revision ${revision.number} starting: model ${model.slug}, ${size.cpu} CPU, ${size.memoryGi} GiB`);
+  if (onnx.status === 'completed') await queueRevisionJob(em, revision, deployment);
+  return revision;
+}
+
+/** The revision's service job, restartable on another host of the region when its host is lost. */
+export async function queueRevisionJob(em: EntityManager, revision: RevisionRecord, deployment: Pick<DeploymentRecord, 'id' | 'workspaceId' | 'region'>): Promise<void> {
+  const job = await enqueueJob(em, {
+    kind: DEPLOYMENT_JOB,
+    workspaceId: deployment.workspaceId,
+    subjectId: revision.id,
+    payload: { deploymentId: deployment.id, revision: revision.number },
+    maxAttempts: MAX_ATTEMPTS,
+    host: { gpuType: null, gpuCount: 0, memoryBytes: revision.memoryGi * 2 ** 30, restartable: true, region: deployment.region, service: 'inference' },
+  });
+  await setRevisionJob(em, revision.id, job.id);
+  const [creating] = await query(em, `select 1 from deployments where id = ? and status = 'creating'`, [deployment.id]);
+  if (creating) await changeStatus(em, deployment.id, 'deploying', { message: `revision ${revision.number} waits for a host` });
+}
+
+/**
+ * The agent of `hostId` says the job's server answers its health check at `url`. A starting revision goes live: the
+ * live one before it is retired (its job cancelled) and the deployment is ready on the new one. A live revision
+ * restarted elsewhere (or reconnected) gets its new URL and is ready again. False: no revision's job runs there.
+ */
+export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle, hostId: string, jobId: string, url: string): Promise<boolean> {
+  const [running] = await query(em, `select 1 from jobs where id = ? and host_id = ? and status = 'running'`, [jobId, hostId]);
+  const revision = running && (await revisionOfJob(em, jobId));
+  if (!revision) return false;
+  const deployment = (await deploymentById(em, revision.deploymentId, true))!;
+  if (revision.state === 'live') {
+    // Restarted (elsewhere) or reconnected: its new URL, and its idle and restart clocks start again.
+    await setServiceUrl(em, revision.id, url);
+    await setRevisionState(em, revision.id, 'live');
+    if (deployment.status !== 'ready') await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
+    return true;
+  }
+  if (revision.state !== 'starting') return true;
+  for (const old of await revisionsIn(em, deployment.id, ['live'])) await retire(em, lifecycle, old);
+  await setServiceUrl(em, revision.id, url);
+  await setRevisionState(em, revision.id, 'live');
+  await updateDeployment(em, deployment.id, { model_id: revision.modelId, cpu: revision.cpu, memory_gi: revision.memoryGi, deployed_at: new Date(), scaled_to_zero: false });
+  await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} is live and takes the traffic` });
+  return true;
+}
+
+/** Takes the revision out of service and cancels its job (its end then changes nothing more). */
+export async function retire(em: EntityManager, lifecycle: JobLifecycle, revision: RevisionRecord): Promise<void> {
+  await setRevisionState(em, revision.id, 'retired');
+  await appendEvent(em, revision.deploymentId, 'INFO', `Revision ${revision.number} retired`);
+  if (revision.jobId) await lifecycle.requestCancel(em, revision.jobId);
+}
+
+/**
+ * A revision's job ended for good (in the transaction that ended it). A starting revision that failed is rolled back:
+ * the deployment stays on its live revision (ready, saying why) or, with none, fails. A live one whose server stopped
+ * leaves the deployment failed. A stopping deployment whose last job ended is stopped.
+ */
+export async function revisionEnded(em: EntityManager, revisionId: string, jobId: string, outcome: HostJobOutcome): Promise<void> {
+  const revision = await revisionById(em, revisionId);
+  const deployment = revision && (await deploymentById(em, revision.deploymentId, true));
+  if (!revision || !deployment) return;
+  const [job] = await query<{ error: string | null }>(em, 'select error from jobs where id = ?', [jobId]);
+  const reason = outcome === 'completed' ? 'its server exited' : (job?.error ?? `its job ${outcome}`);
+  if (revision.state === 'starting') return rollBack(em, revision, reason);
+  if (revision.state === 'live') {
+    await setRevisionState(em, revision.id, 'failed', reason);
+    await setServiceUrl(em, revision.id, null);
+    const stopped = `The server of revision ${revision.number} stopped: ${reason}`;
+    await changeStatus(em, deployment.id, 'failed', { severity: 'ERROR', statusMessage: `${stopped}; start the deployment again`, message: stopped });
+    return;
+  }
+  if (deployment.status === 'stopping' && !(await hasActiveJobs(em, deployment.id))) await changeStatus(em, deployment.id, 'stopped', { message: 'every server stopped' });
+}
+
+/**
+ * A starting revision failed (its job ended, its export failed, no health in time): marked failed; the deployment stays
+ * on its live revision (ready, its message saying why) or, with none, fails.
+ */
+export async function rollBack(em: EntityManager, revision: RevisionRecord, reason: string): Promise<void> {
+  await setRevisionState(em, revision.id, 'failed', reason);
+  const [live] = await revisionsIn(em, revision.deploymentId, ['live']);
+  const failed = `Revision ${revision.number} failed: ${reason}`;
+  if (live) {
+    await changeStatus(em, revision.deploymentId, 'ready', { severity: 'ERROR', statusMessage: `${failed}; still serving revision ${live.number}`, message: `${failed}; rolled back to revision ${live.number}` });
+  } else {
+    await changeStatus(em, revision.deploymentId, 'failed', { severity: 'ERROR', statusMessage: failed, message: failed });
+  }
+}
+
+export async function hasActiveJobs(em: EntityManager, deploymentId: string): Promise<boolean> {
+  const rows = await query(
+    em,
+    `select 1 from deployment_revisions r join jobs j on j.id = r.job_id where r.deployment_id = ? and j.status in ('queued', 'running') limit 1`,
+    [deploymentId],
+  );
+  return rows.length > 0;
+}
+
+/** Retires every serving or starting revision (their jobs cancelled). */
+export async function retireAll(em: EntityManager, lifecycle: JobLifecycle, deploymentId: string): Promise<void> {
+  for (const revision of await revisionsIn(em, deploymentId, ['starting', 'live'])) await retire(em, lifecycle, revision);
+}
+
+/** Deletes deployments for good: their servers are stopped, their rows and their keys go (key caches told). */
+export async function deleteDeployments(em: EntityManager, lifecycle: JobLifecycle, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await em.transactional(async (tx) => {
+    for (const id of ids) await retireAll(tx, lifecycle, id);
+    await deleteDeploymentRows(tx, ids);
+    await announceAuthChange(tx);
+  });
+}
+
+/** A model (or its project) was deleted: its deployments, and those replacing their model by it, go for good. */
+export async function deleteDeploymentsOf(em: EntityManager, lifecycle: JobLifecycle, modelIds: string[]): Promise<number> {
+  const ids = await deploymentsUsingModels(em, modelIds);
+  await deleteDeployments(em, lifecycle, ids);
+  return ids.length;
+}

@@ -1,0 +1,108 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { query } from '../db/sql.ts';
+import type { ExportService } from '../exports/export.service.ts';
+import { NotFound, Unavailable } from '../http/errors.ts';
+import { Model } from '../models/model.entity.ts';
+import { appendEvent } from './deployment-events.store.ts';
+import type { DeploymentRouter, Upstream } from './deployment-router.ts';
+import { changeStatus, startRevision } from './deployment-rollout.ts';
+import { deploymentById, touchDeployments, updateDeployment } from './deployment.store.ts';
+import { queueOnnxExport } from '../predict/onnx-export.ts';
+
+const POLL_MS = 200;
+/** How often the requests' idle clocks are written (one UPDATE for every deployment touched meanwhile). */
+const TOUCH_FLUSH_MS = 5000;
+
+interface LiveRow {
+  workspace_id: string;
+  status: string;
+  status_message: string | null;
+  scaled_to_zero: boolean;
+  revision_id: string | null;
+  service_url: string | null;
+  token: string | null;
+}
+
+/**
+ * DeploymentRouter over the deployments' rows: the live revision's server once it reported its URL. A deployment scaled
+ * to zero is woken by the first request that finds it so (one revision started, whoever races) and every request waits
+ * for it, as for one still creating or deploying, up to DEPLOYMENT_WAKE_SECONDS.
+ */
+export class DeploymentUpstreams implements DeploymentRouter {
+  private readonly fork: () => EntityManager;
+  private readonly exportsFor: (em: EntityManager) => ExportService;
+  private readonly wakeSeconds: number;
+  private readonly log: Logger;
+  private touchedIds = new Set<string>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(fork: () => EntityManager, exportsFor: (em: EntityManager) => ExportService, options: { wakeSeconds: number; log: Logger }) {
+    this.fork = fork;
+    this.exportsFor = exportsFor;
+    this.wakeSeconds = options.wakeSeconds;
+    this.log = options.log;
+    this.timer = setInterval(() => void this.flush(), TOUCH_FLUSH_MS);
+    this.timer.unref();
+  }
+
+  async upstream(em: EntityManager, deploymentId: string): Promise<Upstream> {
+    const deadline = Date.now() + this.wakeSeconds * 1000;
+    for (;;) {
+      const [row] = await query<LiveRow>(
+        em,
+        `select d.workspace_id, d.status, d.status_message, d.scaled_to_zero, r.id as revision_id, r.service_url, r.token
+         from deployments d left join deployment_revisions r on r.deployment_id = d.id and r.state = 'live'
+         where d.id = ?`,
+        [deploymentId],
+      );
+      if (!row) throw NotFound('Deployment not found');
+      if (row.status === 'ready' && row.service_url) {
+        return { deploymentId, workspaceId: row.workspace_id, revisionId: row.revision_id!, url: row.service_url, token: row.token! };
+      }
+      if (row.status === 'stopping' || row.status === 'stopped' || row.status === 'failed') {
+        throw Unavailable(`The deployment is ${row.status}${row.status_message ? `: ${row.status_message}` : ''}`);
+      }
+      if (row.scaled_to_zero) await this.wake(em, deploymentId);
+      if (Date.now() >= deadline) throw Unavailable(`The deployment did not come up within ${this.wakeSeconds} s; try again shortly`);
+      await sleep(POLL_MS);
+    }
+  }
+
+  touched(deploymentId: string): void {
+    this.touchedIds.add(deploymentId);
+  }
+
+  /** Writes the pending idle clocks (also on shutdown). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    if (this.touchedIds.size === 0) return;
+    const ids = [...this.touchedIds];
+    this.touchedIds = new Set();
+    await touchDeployments(this.fork(), ids).catch((error) => this.log.warn({ err: error }, 'recording deployment requests failed'));
+  }
+
+  /** Starts a revision of the deployment's model at its size, unless another request did already. */
+  private async wake(em: EntityManager, deploymentId: string): Promise<void> {
+    const found = await deploymentById(em, deploymentId);
+    const model = found && (await em.findOne(Model, { id: found.modelId, deletedAt: null }, { populate: ['workspace'] }));
+    // The export first, outside the transaction (it has its own): the model's, already completed unless it was deleted.
+    const onnx = model ? await queueOnnxExport(this.exportsFor(em), model).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) : new Error('its model was deleted');
+    await em.transactional(async (tx) => {
+      const deployment = await deploymentById(tx, deploymentId, true);
+      if (!deployment?.scaledToZero) return;
+      await updateDeployment(tx, deploymentId, { scaled_to_zero: false });
+      await appendEvent(tx, deploymentId, 'INFO', 'A request woke the deployment from zero');
+      if (onnx instanceof Error) {
+        await changeStatus(tx, deploymentId, 'failed', { severity: 'ERROR', statusMessage: `Waking from zero failed: ${onnx.message}`, message: `waking from zero failed: ${onnx.message}` });
+      } else {
+        await startRevision(tx, deployment, model!, deployment, onnx);
+      }
+    });
+  }
+}
