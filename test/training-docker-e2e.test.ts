@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { enrollAgent, runAgent } from './helpers/agent.ts';
-import { dockerForTests } from './helpers/docker.ts';
+import { dockerForTests, requireLocalImage } from './helpers/docker.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
@@ -14,12 +14,7 @@ import { startWorld } from './helpers/world.ts';
 
 const IMAGE = 'vp/trainer:latest';
 const { docker } = await dockerForTests();
-await docker
-  .getImage(IMAGE)
-  .inspect()
-  .catch(() => {
-    throw new Error(`no trainer image ${IMAGE}: run installer/trainer/build-trainer-image.sh as root (.ci/run does)`);
-  });
+await requireLocalImage(docker, IMAGE, 'installer/trainer/build-trainer-image.sh');
 
 const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_TRAINING: '1000' });
 const { server, alice } = world;

@@ -31,6 +31,8 @@ t.test('the file enroll writes is enough; the rest has defaults', async (t) => {
     workDir: join(homedir(), '.local', 'share', 'vp-worker'),
     runtime: 'docker',
     trainerImage: undefined,
+    inferenceImage: 'vp-inference:latest',
+    serviceHost: undefined,
     maxConcurrentJobs: undefined,
     keepWorkDirsHours: 24,
     configFile: env.VP_WORKER_CONFIG,
@@ -73,6 +75,8 @@ t.test('environment variables override the file', async (t) => {
     VP_WORKER_MAX_CONCURRENT_JOBS: '8',
     VP_WORKER_PROCESS_VENV: 'relative/venv',
     VP_WORKER_KEEP_WORK_DIRS_HOURS: '0.5',
+    VP_WORKER_INFERENCE_IMAGE: 'vp-inference:7',
+    VP_WORKER_SERVICE_HOST: 'gpu-01.lan',
   };
   t.match(loadWorkerConfig(env), {
     server: 'wss://new.example/ws',
@@ -83,6 +87,8 @@ t.test('environment variables override the file', async (t) => {
     maxConcurrentJobs: 8,
     processVenv: join(process.cwd(), 'relative/venv'),
     keepWorkDirsHours: 0.5,
+    inferenceImage: 'vp-inference:7',
+    serviceHost: 'gpu-01.lan',
   });
   t.equal(loadWorkerConfig({ ...env, VP_WORKER_KEY: '' }).workerKey, 'old', 'an empty variable does not override');
 });
@@ -106,6 +112,7 @@ t.test('every problem is reported together, named by where it came from', async 
   t.match(message, /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer/);
   t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: '-1' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be 0 or more/);
   t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: 'a day' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be a number of hours, 0 or more/);
+  t.match(loadError({ ...env, VP_WORKER_SERVICE_HOST: 'http://gpu-01/' }), /VP_WORKER_SERVICE_HOST must be a host name or an IP address/);
   t.match(loadError({ ...env, VP_WORKER_MAX_CONCURRENT_JOBS: '0' }), /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer$/);
   t.match(loadError({ ...withFile(t, { server: 'https://x.example', workerKey: '' }) }), /workerKey \(in .*\) must not be empty/);
 });

@@ -87,6 +87,8 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   workDir: dir,
   runtime: 'process',
   trainerImage: undefined,
+  inferenceImage: 'vp-inference:latest',
+  serviceHost: undefined,
   maxConcurrentJobs: undefined,
   processVenv: undefined,
   hostId: undefined,

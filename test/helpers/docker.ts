@@ -22,6 +22,16 @@ export async function dockerForTests(): Promise<{ docker: Docker; image: string 
   return { docker, image: await testImage(docker) };
 }
 
+/** Throws, saying how to build it, when `image` (built locally by `script`, never pulled) is not in the engine. */
+export async function requireLocalImage(docker: Docker, image: string, script: string): Promise<void> {
+  await docker
+    .getImage(image)
+    .inspect()
+    .catch(() => {
+      throw new Error(`no image ${image}: run ${script} as root (.ci/run does)`);
+    });
+}
+
 async function reachable(docker: Docker): Promise<boolean> {
   return docker.ping().then(() => true, () => false);
 }

@@ -6,6 +6,8 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
 export const RUNTIMES = ['docker', 'process'] as const;
+/** The moving tag installer/inference/build-inference-image.sh gives the image it builds. */
+export const DEFAULT_INFERENCE_IMAGE = 'vp-inference:latest';
 
 /** Each setting's key in the config file and the environment variable that overrides it. */
 const ENV_OVERRIDES = {
@@ -14,6 +16,8 @@ const ENV_OVERRIDES = {
   workDir: 'VP_WORKER_WORK_DIR',
   runtime: 'VP_WORKER_RUNTIME',
   trainerImage: 'VP_WORKER_TRAINER_IMAGE',
+  inferenceImage: 'VP_WORKER_INFERENCE_IMAGE',
+  serviceHost: 'VP_WORKER_SERVICE_HOST',
   maxConcurrentJobs: 'VP_WORKER_MAX_CONCURRENT_JOBS',
   processVenv: 'VP_WORKER_PROCESS_VENV',
   hostId: 'VP_WORKER_HOST_ID',
@@ -28,6 +32,9 @@ const SettingsSchema = z.object({
   workDir: z.string().min(1).default(join(homedir(), '.local', 'share', 'vp-worker')),
   runtime: z.enum(RUNTIMES, { error: `must be one of ${RUNTIMES.join(', ')}` }).default('docker'),
   trainerImage: z.string().min(1).optional(),
+  inferenceImage: z.string().min(1).default(DEFAULT_INFERENCE_IMAGE),
+  // A host name or an IP address (IPv6 without brackets), as the control plane reaches this host.
+  serviceHost: z.string().regex(/^[\w.:-]{1,253}$/, 'must be a host name or an IP address').optional(),
   maxConcurrentJobs: z.coerce.number({ error: 'must be a positive integer' }).int().min(1).optional(),
   processVenv: z.string().min(1).optional(),
   hostId: z.string().min(1).optional(),
@@ -44,6 +51,10 @@ export interface WorkerConfig {
   runtime: (typeof RUNTIMES)[number];
   /** The image of jobs that name none (docker runtime). */
   trainerImage: string | undefined;
+  /** The inference server's image for deployments (docker runtime); installer/inference/build-inference-image.sh builds it. */
+  inferenceImage: string;
+  /** The address the control plane reaches this host's services at; unset: the local address of the agent's socket to it. */
+  serviceHost: string | undefined;
   /** Unset: no limit on the agent's side; the server assigns one job per free GPU, or one on a CPU-only host. */
   maxConcurrentJobs: number | undefined;
   /** Process runtime: a Python virtual environment (the trainer's) whose bin/ comes first on the jobs' PATH. */
@@ -106,6 +117,8 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     workDir: resolve(settings.workDir),
     runtime: settings.runtime,
     trainerImage: settings.trainerImage,
+    inferenceImage: settings.inferenceImage,
+    serviceHost: settings.serviceHost,
     maxConcurrentJobs: settings.maxConcurrentJobs,
     processVenv: settings.processVenv && resolve(settings.processVenv),
     hostId: settings.hostId,

@@ -79,6 +79,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   #hardware: Hardware | undefined;
   /** From the last welcome, so a reconnect's hello names the host record it had. */
   #hostId: string | undefined;
+  /** This end's address on the socket now open to the control plane: where it reaches this host, by default. */
+  #localAddress: string | undefined;
   /** Failed attempts since the last welcome; sets the backoff. */
   #attempt = 0;
   #stopping = false;
@@ -96,6 +98,11 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
 
   get state(): ConnectionState {
     return this.#state;
+  }
+
+  /** The local address of the socket to the control plane while one is open. */
+  get localAddress(): string | undefined {
+    return this.#socket === undefined ? undefined : this.#localAddress;
   }
 
   /** Set before run(): without jobs the agent reports none and ignores assignments. */
@@ -152,6 +159,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     this.#socket = socket;
     let refusedStatus: number | undefined;
 
+    socket.on('upgrade', (response) => (this.#localAddress = response.socket.localAddress));
     socket.on('unexpected-response', (_request, response) => {
       refusedStatus = response.statusCode;
       response.resume();
@@ -247,7 +255,10 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     // A version-1 control plane would refuse the message; the probe may still be running (it is waited for, not redone).
     if (welcome.protocolVersion >= 2) {
       void this.#capabilities?.then((capabilities) => {
-        if (this.#socket === socket && this.#state === 'ready') this.#send({ type: 'capabilities', ...capabilities });
+        // Services are protocol 3: an older control plane would refuse the message with them.
+        const { services, ...formats } = capabilities;
+        const sent = welcome.protocolVersion >= 3 ? { ...formats, services } : formats;
+        if (this.#socket === socket && this.#state === 'ready') this.#send({ type: 'capabilities', ...sent });
       });
     }
     this.#jobs?.connected();

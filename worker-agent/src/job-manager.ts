@@ -2,11 +2,13 @@
 // how they ended, and keeps that report (and output) while the socket is down so nothing is lost on a reconnect.
 // Only once the report has gone out does the runtime drop what would let a restarted agent report it again, and
 // the job's work dir start its keep time. A job with outputs that exited 0 is reported completed only once its
-// outputs are uploaded.
+// outputs are uploaded. A service job (JobSpec.service) is announced (job.service) once it answers its health check,
+// and again after each reconnect; it fails when it does not answer in time or when it exits.
 import type { AgentMessage, ServerMessage } from '@vp/protocol';
 import { fetchInputs, watchCheckpoint, type JobFilesOptions } from './job-files.ts';
 import { OutputError, uploadOutputs } from './job-outputs.ts';
 import type { Logger } from './log.ts';
+import { serviceUrl, waitHealthy } from './service-health.ts';
 import { jobFiles, type JobFiles, type JobOutcome, type JobRuntime, type LogSink, type RunningJob } from './runtimes/runtime.ts';
 import type { WorkDirRetention } from './work-dir-retention.ts';
 
@@ -29,6 +31,10 @@ interface Tracked {
   stopWatching?: () => void;
   /** Stops its output uploads (a cancel, the agent stopping). */
   readonly uploads: AbortController;
+  /** A service job's port on this host, once it answered its health check. */
+  servicePort?: number;
+  /** Aborted when the job ends: stops waiting for its health check. */
+  readonly ended: AbortController;
 }
 
 export class JobManager {
@@ -46,29 +52,33 @@ export class JobManager {
   readonly #retention: WorkDirRetention | undefined;
   /** The agent is stopping: a job that finishes starting now is left to the next agent at once. */
   #detached = false;
+  /** The address the control plane reaches this host's services at; undefined while not connected. */
+  readonly #serviceHost: () => string | undefined;
 
   constructor(
     runtime: JobRuntime,
     log: Logger,
     deliver: (message: AgentMessage) => boolean,
-    options: { files?: JobFilesOptions; retention?: WorkDirRetention } = {},
+    options: { files?: JobFilesOptions; retention?: WorkDirRetention; serviceHost?: () => string | undefined } = {},
   ) {
     this.#runtime = runtime;
     this.#log = log;
     this.#deliver = deliver;
     this.#files = options.files;
     this.#retention = options.retention;
+    this.#serviceHost = options.serviceHost ?? (() => undefined);
   }
 
   /** Before the first connection: adopts (or reports as ended) what an earlier agent process left running. */
   async recover(): Promise<void> {
     for (const { jobId, attempt, job, files } of await this.#runtime.recover((id) => this.#sink(id))) {
       this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
-      const tracked: Tracked = { attempt, gpuIndexes: [], job, files, uploads: new AbortController() };
+      const tracked: Tracked = { attempt, gpuIndexes: [], job, files, uploads: new AbortController(), ended: new AbortController() };
       // An adopted trainer keeps uploading its checkpoint, so a later host loss still resumes from a recent one.
       if (files && this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec: files });
       this.#jobs.set(jobId, tracked);
       this.#watch(jobId, job);
+      this.#serve(jobId, tracked, job);
     }
   }
 
@@ -94,6 +104,8 @@ export class JobManager {
     if (this.#droppedLines > 0) this.#log('warn', 'output lines were dropped while disconnected', { lines: this.#droppedLines });
     this.#droppedLines = 0;
     for (const message of held) this.#send(message);
+    // The control plane may reach this host at another address now, and must hear of its services again anyway.
+    for (const jobId of this.#jobs.keys()) this.#announce(jobId);
   }
 
   async assign(message: Assign): Promise<void> {
@@ -102,7 +114,7 @@ export class JobManager {
       this.#log('warn', 'ignored a repeated assignment', { jobId, attempt });
       return;
     }
-    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [], files: jobFiles(spec), uploads: new AbortController() };
+    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [], files: jobFiles(spec), uploads: new AbortController(), ended: new AbortController() };
     this.#jobs.set(jobId, tracked);
     let job: RunningJob;
     try {
@@ -121,6 +133,7 @@ export class JobManager {
     this.#log('info', 'job started', { jobId, attempt });
     this.#watch(jobId, job);
     if (tracked.cancelReason !== undefined) void job.stop(tracked.cancelReason);
+    else this.#serve(jobId, tracked, job);
   }
 
   cancel(message: Cancel): void {
@@ -148,13 +161,42 @@ export class JobManager {
       tracked.stopWatching?.();
       // A job whose outputs were being uploaded has ended: the next agent finds it so and uploads them again.
       tracked.uploads.abort('the agent is stopping');
+      tracked.ended.abort();
       tracked.job?.detach();
     }
   }
 
+  /** A service job: its health check waited for (the job fails past its start time), then announced. */
+  #serve(jobId: string, tracked: Tracked, job: RunningJob): void {
+    const service = tracked.files?.service;
+    const port = job.servicePort;
+    if (!service || port === undefined) return;
+    waitHealthy(`http://127.0.0.1:${port}${service.healthPath}`, service.startSeconds * 1000, tracked.ended.signal).then(
+      () => {
+        tracked.servicePort = port;
+        this.#log('info', 'service ready', { jobId, port });
+        this.#announce(jobId);
+      },
+      (error: unknown) => {
+        if (!tracked.ended.signal.aborted) void job.stop(`the service did not start: ${(error as Error).message}`, 'failed');
+      },
+    );
+  }
+
+  /** job.service for a ready service, at the address the control plane reaches this host at (once connected). */
+  #announce(jobId: string): void {
+    const port = this.#jobs.get(jobId)?.servicePort;
+    const host = this.#serviceHost();
+    if (port !== undefined && host !== undefined) this.#send({ type: 'job.service', jobId, url: serviceUrl(host, port) });
+  }
+
   #watch(jobId: string, job: RunningJob): void {
     job.wait().then(
-      async (outcome) => {
+      async (ended) => {
+        const tracked = this.#jobs.get(jobId);
+        tracked?.ended.abort();
+        // A service runs until it is stopped: one that exits on its own, even with status 0, has failed.
+        const outcome: JobOutcome = tracked?.files?.service && ended.outcome === 'completed' ? { outcome: 'failed', exitCode: 0, error: 'the service exited with status 0' } : ended;
         const delivered = outcome.outcome === 'completed' ? await this.#uploadOutputs(jobId, outcome) : outcome;
         if (delivered) this.#report(jobId, delivered);
       },

@@ -5,8 +5,9 @@ import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
 import { enroll } from './enroll.ts';
 import { probeExporters } from './exporter-probe.ts';
 import { JobManager } from './job-manager.ts';
-import { jsonLinesLogger } from './log.ts';
+import { jsonLinesLogger, type Logger } from './log.ts';
 import { runtimeFromConfig } from './runtime-from-config.ts';
+import type { JobRuntime, ServiceKind } from './runtimes/runtime.ts';
 import { WorkDirRetention } from './work-dir-retention.ts';
 
 const USAGE = [
@@ -72,8 +73,9 @@ async function run(configFile: string | undefined): Promise<number> {
     const retention = new WorkDirRetention({ workRoot: config.workDir, keepMs: config.keepWorkDirsHours * 3_600_000, log, inUse: () => jobs.workDirs() });
     const runtime = runtimeFromConfig(config);
     // Not awaited: the agent connects (and adopts its jobs) while the probe runs; its answer follows the welcome.
-    connection.setCapabilities(probeExporters(() => runtime.runExporterProbe(), log));
-    jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention });
+    connection.setCapabilities(Promise.all([probeExporters(() => runtime.runExporterProbe(), log), serviceKinds(runtime, log)]).then(([formats, services]) => ({ ...formats, services })));
+    const serviceHost = () => config.serviceHost ?? connection.localAddress;
+    jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention, serviceHost });
     connection.setJobs(jobs);
     await jobs.recover();
     retention.start();
@@ -97,6 +99,16 @@ async function run(configFile: string | undefined): Promise<number> {
     return 1;
   } finally {
     process.off('SIGINT', stop).off('SIGTERM', stop);
+  }
+}
+
+/** What the runtime can serve; none when it cannot tell (Docker down), logged. */
+async function serviceKinds(runtime: JobRuntime, log: Logger): Promise<ServiceKind[]> {
+  try {
+    return await runtime.services();
+  } catch (error) {
+    log('warn', 'no services: the runtime could not tell which it runs', { error: (error as Error).message });
+    return [];
   }
 }
 

@@ -8,7 +8,7 @@ import type { JobRuntime } from './runtimes/runtime.ts';
 export function runtimeFromConfig(config: WorkerConfig): JobRuntime {
   if (config.runtime === 'docker') {
     // Without an enrolled host id the key's public prefix still tells this agent's containers from others'.
-    return new DockerRuntime({ workRoot: config.workDir, host: config.hostId ?? config.workerKey.slice(0, 12), defaultImage: config.trainerImage });
+    return new DockerRuntime({ workRoot: config.workDir, host: config.hostId ?? config.workerKey.slice(0, 12), defaultImage: config.trainerImage, inferenceImage: config.inferenceImage });
   }
   const environment = agentEnvironment();
   if (config.processVenv) {

@@ -2,7 +2,7 @@
 import type Docker from 'dockerode';
 import { finished, type Readable } from 'node:stream';
 import { failureCause, type CauseContext } from './failure-cause.ts';
-import type { JobOutcome, LogBatcher, RunningJob } from './runtime.ts';
+import type { JobOutcome, LogBatcher, RunningJob, StopOutcome } from './runtime.ts';
 import { after } from './shared.ts';
 
 /** The last output follows the exit; an output stream that never ends (a daemon bug) must not hold the job open. */
@@ -60,6 +60,7 @@ export interface JobOutput {
 
 export class DockerJob implements RunningJob {
   readonly jobId: string;
+  readonly servicePort: number | undefined;
   readonly #container: Docker.Container;
   readonly #graceSeconds: number;
   readonly #cause: CauseContext;
@@ -73,9 +74,10 @@ export class DockerJob implements RunningJob {
   readonly #detach = new AbortController();
 
   /** `timeoutAt` (epoch ms) fails the job as timed out if it is still running then. */
-  constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, options: { stopGraceMs: number; cause: CauseContext; timeoutAt?: number }) {
+  constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, options: { stopGraceMs: number; cause: CauseContext; timeoutAt?: number; servicePort?: number }) {
     const { stopGraceMs, timeoutAt } = options;
     this.jobId = jobId;
+    this.servicePort = options.servicePort;
     this.#container = container;
     this.#cause = options.cause;
     this.#output = output;
@@ -92,8 +94,8 @@ export class DockerJob implements RunningJob {
     return this.#done;
   }
 
-  async stop(reason: string): Promise<void> {
-    await this.#end({ outcome: 'cancelled', error: reason });
+  async stop(reason: string, outcome: StopOutcome = 'cancelled'): Promise<void> {
+    await this.#end({ outcome, error: reason });
   }
 
   /** The agent stops and leaves the container running, for the next agent to adopt: nothing of it is waited on. */

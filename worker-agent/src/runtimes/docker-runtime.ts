@@ -3,15 +3,17 @@
 // job's command is the container's Cmd, run without a shell; an image's ENTRYPOINT (NVIDIA's images set one up,
 // then exec their arguments) still comes first. Docker's init is PID 1, so the job gets the SIGTERM of a stop
 // (a process that is PID 1 ignores it) and its orphans are reaped. Containers carry labels naming the job, the
-// attempt and this agent, which is how recover() finds them after the agent restarts.
+// attempt and this agent, which is how recover() finds them after the agent restarts. A service job (a deployment's
+// inference server, from the inference image) runs on Docker's bridge instead, its port published on a free host port.
 import Docker from 'dockerode';
 import { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { resolve } from 'node:path';
 import { failureCause } from './failure-cause.ts';
-import { LogBatcher, TAIL_LINES, jobFiles, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob } from './runtime.ts';
+import { LogBatcher, TAIL_LINES, jobFiles, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob, type ServiceKind } from './runtime.ts';
 import { causeContext, DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
-import { endedJob, prepareWorkDir } from './shared.ts';
+import { endedJob, prepareWorkDir, serviceCommand } from './shared.ts';
+import { DEFAULT_INFERENCE_IMAGE } from '../config.ts';
 import { PROBE_COMMAND, PROBE_MAX_OUTPUT_BYTES, PROBE_TIMEOUT_MS } from '../exporter-probe.ts';
 
 export interface DockerRuntimeOptions {
@@ -21,6 +23,8 @@ export interface DockerRuntimeOptions {
   host: string;
   /** The agent's trainer image, for a job whose spec names none. */
   defaultImage?: string;
+  /** The inference server's image, for an inference job whose spec names none. Default vp-inference:latest. */
+  inferenceImage?: string;
   /** How long stop() waits after SIGTERM before SIGKILL, rounded up to whole seconds (Docker's unit). */
   stopGraceMs?: number;
   /** The Docker engine's socket. Default: DOCKER_HOST, else /var/run/docker.sock. */
@@ -52,7 +56,7 @@ export function containerOptions(
   { jobId, attempt, spec }: JobAssignment,
   { image, workDir, host }: { image: string; workDir: string; host: string },
 ): Docker.ContainerCreateOptions {
-  const env: Record<string, string> = { ...spec.env };
+  const env: Record<string, string> = { ...spec.env, ...(spec.service && { PORT: String(spec.service.port) }) };
   // The NVIDIA runtime exposes what this names (images often bake in "all"); 'void' exposes nothing. With a count
   // but no indexes Docker picks the GPUs and sets it.
   if (spec.gpus.count === 0) env.NVIDIA_VISIBLE_DEVICES = 'void';
@@ -61,6 +65,7 @@ export function containerOptions(
   const labels: Record<string, string> = { [LABELS.managed]: 'true', [LABELS.host]: host, [LABELS.jobId]: jobId, [LABELS.attempt]: String(attempt) };
   if (spec.timeoutSeconds !== undefined) labels[LABELS.timeoutSeconds] = String(spec.timeoutSeconds);
   labels[LABELS.files] = JSON.stringify(jobFiles(spec));
+  const service = spec.service && servicePortKey(spec.service.port);
   return {
     name: containerName(jobId, attempt),
     Image: image,
@@ -68,11 +73,13 @@ export function containerOptions(
     Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
     WorkingDir: workDir,
     Labels: labels,
+    ...(service && { ExposedPorts: { [service]: {} } }),
     HostConfig: {
       Init: true,
       // The host's network: a job reaches the control plane at the URL the host does (a trainer reports through
-      // its webhooks), and multi-GPU collectives are not slowed by a bridge.
-      NetworkMode: 'host',
+      // its webhooks), and multi-GPU collectives are not slowed by a bridge. A service gets a port of its own on
+      // the host instead (Docker picks a free one), so any number of them run side by side.
+      ...(service ? { PortBindings: { [service]: [{ HostPort: '' }] } } : { NetworkMode: 'host' }),
       Mounts: [{ Type: 'bind', Source: workDir, Target: workDir }],
       DeviceRequests: spec.gpus.count > 0 ? [{ Driver: 'nvidia', ...gpus, Capabilities: [['gpu']] }] : undefined,
       Memory: spec.memoryBytes,
@@ -84,11 +91,22 @@ export function containerOptions(
   };
 }
 
+const servicePortKey = (port: number) => `${port}/tcp`;
+
+/** The host port Docker published a service's container port on. */
+function publishedPort(info: Docker.ContainerInspectInfo, files: JobFiles | undefined): number | undefined {
+  if (!files?.service) return undefined;
+  const port = Number(info.NetworkSettings.Ports?.[servicePortKey(files.service.port)]?.[0]?.HostPort);
+  if (!port) throw new Error(`the service's port ${files.service.port} was not published`);
+  return port;
+}
+
 export class DockerRuntime implements JobRuntime {
   readonly #docker: Docker;
   readonly #workRoot: string;
   readonly #host: string;
   readonly #defaultImage: string | undefined;
+  readonly #inferenceImage: string;
   readonly #stopGraceMs: number;
 
   constructor(options: DockerRuntimeOptions) {
@@ -96,13 +114,15 @@ export class DockerRuntime implements JobRuntime {
     this.#workRoot = resolve(options.workRoot);
     this.#host = options.host;
     this.#defaultImage = options.defaultImage;
+    this.#inferenceImage = options.inferenceImage ?? DEFAULT_INFERENCE_IMAGE;
     this.#stopGraceMs = options.stopGraceMs ?? 10_000;
   }
 
   /** Rejects, with nothing left running, when the job cannot start: no image, an image that cannot be pulled, a bad work dir. */
   async start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob> {
     const { jobId, attempt, spec } = assignment;
-    const image = spec.image ?? this.#defaultImage;
+    if (spec.environment === 'inference') serviceCommand(spec);
+    const image = spec.image ?? (spec.environment === 'inference' ? this.#inferenceImage : this.#defaultImage);
     if (image === undefined) throw new Error('the job names no image and this agent has no trainer image configured');
     const workDir = await prepareWorkDir(this.#workRoot, spec.workDir);
     await this.#ensureImage(image);
@@ -120,7 +140,8 @@ export class DockerRuntime implements JobRuntime {
       });
       const deadline = spec.timeoutSeconds === undefined ? undefined : Date.now() + spec.timeoutSeconds * 1000;
       const cause = { env: spec.env, workDirs: [workDir] };
-      return new DockerJob(jobId, container, this.#follow(output, sink), { stopGraceMs: this.#stopGraceMs, cause, timeoutAt: deadline });
+      const servicePort = publishedPort(await container.inspect(), jobFiles(spec));
+      return new DockerJob(jobId, container, this.#follow(output, sink), { stopGraceMs: this.#stopGraceMs, cause, timeoutAt: deadline, servicePort });
     } catch (error) {
       await removeContainer(container);
       throw error;
@@ -141,12 +162,12 @@ export class DockerRuntime implements JobRuntime {
       found.map(async ({ Id, Labels }) => {
         const jobId = Labels[LABELS.jobId] as string;
         const files = Labels[LABELS.files] ? (JSON.parse(Labels[LABELS.files]) as JobFiles) : undefined;
-        return { jobId, attempt: Number(Labels[LABELS.attempt]), job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor), ...(files && { files }) };
+        return { jobId, attempt: Number(Labels[LABELS.attempt]), job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor, files), ...(files && { files }) };
       }),
     );
   }
 
-  async #adopt(jobId: string, container: Docker.Container, sinkFor: (jobId: string) => LogSink): Promise<RunningJob> {
+  async #adopt(jobId: string, container: Docker.Container, sinkFor: (jobId: string) => LogSink, files: JobFiles | undefined): Promise<RunningJob> {
     const info = await container.inspect().catch((error: unknown) => {
       if (statusOf(error) === 404) return undefined;
       throw error;
@@ -158,7 +179,8 @@ export class DockerRuntime implements JobRuntime {
     const output = (await container.logs({ follow: true, stdout: true, stderr: true, since: Date.now() / 1000 })) as Readable;
     const timeout = info.Config.Labels[LABELS.timeoutSeconds];
     const deadline = timeout === undefined ? undefined : Date.parse(info.State.StartedAt) + Number(timeout) * 1000;
-    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), { stopGraceMs: this.#stopGraceMs, cause: causeContext(info), timeoutAt: deadline });
+    const servicePort = publishedPort(info, files);
+    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), { stopGraceMs: this.#stopGraceMs, cause: causeContext(info), timeoutAt: deadline, servicePort });
   }
 
   /** For a container that ended while the agent was away: the failure cause in the end of the output Docker kept. */
@@ -218,6 +240,12 @@ export class DockerRuntime implements JobRuntime {
     } finally {
       await removeContainer(container);
     }
+  }
+
+  /** Inference when its image is on this host (it is built locally, never pulled). */
+  async services(): Promise<ServiceKind[]> {
+    const present = await this.#docker.getImage(this.#inferenceImage).inspect().then(() => true, () => false);
+    return present ? ['inference'] : [];
   }
 
   /** Present locally: used as it is. Otherwise pulled, which fails on a host that cannot reach the registry. */

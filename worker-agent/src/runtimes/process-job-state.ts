@@ -18,6 +18,8 @@ export interface ProcessJobRecord {
   /** Epoch ms; a timeout counts from here, across restarts. */
   startedAt: number;
   timeoutSeconds?: number;
+  /** A service job's port on this host (its PORT). */
+  servicePort?: number;
   files: JobFiles;
 }
 

@@ -4,7 +4,7 @@
 import { open } from 'node:fs/promises';
 import { failureCause } from './failure-cause.ts';
 import { isRunning, signal, type ExitStatus, type Offsets, type ProcessJobRecord, type ProcessJobState } from './process-job-state.ts';
-import type { JobOutcome, LogBatcher, LogStream, RunningJob } from './runtime.ts';
+import type { JobOutcome, LogBatcher, LogStream, RunningJob, StopOutcome } from './runtime.ts';
 import { after } from './shared.ts';
 
 /** How often the output files and the exit status are looked at; output goes out in batches this far apart. */
@@ -26,6 +26,7 @@ export interface ProcessJobOptions {
 
 export class ProcessJob implements RunningJob {
   readonly jobId: string;
+  readonly servicePort: number | undefined;
   readonly #options: ProcessJobOptions;
   readonly #offsets: Offsets;
   readonly #done: Promise<JobOutcome>;
@@ -44,6 +45,7 @@ export class ProcessJob implements RunningJob {
   constructor(options: ProcessJobOptions) {
     const { record, state } = options;
     this.jobId = record.jobId;
+    this.servicePort = record.servicePort;
     this.#options = options;
     this.#offsets = state.delivered();
     if (record.timeoutSeconds !== undefined) {
@@ -61,8 +63,8 @@ export class ProcessJob implements RunningJob {
     return this.#done;
   }
 
-  async stop(reason: string): Promise<void> {
-    await this.#end({ outcome: 'cancelled', error: reason });
+  async stop(reason: string, outcome: StopOutcome = 'cancelled'): Promise<void> {
+    await this.#end({ outcome, error: reason });
   }
 
   /** The job's end was reported: its state (record, output, exit status) is no longer needed. */

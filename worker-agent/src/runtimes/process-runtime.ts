@@ -1,5 +1,6 @@
 // Runs a job as a plain child process on the host: no image, no isolation. memoryBytes, cpus and shmBytes are
-// ignored here; only the Docker runtime can enforce them. GPUs are chosen with CUDA_VISIBLE_DEVICES. Each job runs
+// ignored here; only the Docker runtime can enforce them. An inference job (a deployment's server) runs on the agent's
+// own Node; a service job gets a free port of the host in PORT. GPUs are chosen with CUDA_VISIBLE_DEVICES. Each job runs
 // under a small supervisor (job-supervisor.ts) that sends its output to files and records its exit status, so the
 // job outlives the agent: an agent stopped (or killed) mid-job adopts it again when it starts, like Docker's.
 import { execFile, spawn } from 'node:child_process';
@@ -7,13 +8,16 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { JobSpec } from '@vp/protocol';
 import { PROBE_COMMAND, PROBE_MAX_OUTPUT_BYTES, PROBE_TIMEOUT_MS } from '../exporter-probe.ts';
 import { ProcessJob } from './process-job.ts';
 import { ProcessJobState, processStartTime, type ProcessJobRecord } from './process-job-state.ts';
-import { LogBatcher, jobFiles, type JobAssignment, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob } from './runtime.ts';
-import { prepareWorkDir } from './shared.ts';
+import { LogBatcher, jobFiles, type JobAssignment, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob, type ServiceKind } from './runtime.ts';
+import { freePort, prepareWorkDir, serviceCommand } from './shared.ts';
 
 const SUPERVISOR = fileURLToPath(new URL('./job-supervisor.ts', import.meta.url));
+/** The inference server this agent ships (@vp/inference-server), run on the agent's own Node. */
+const INFERENCE_SERVER_MAIN = fileURLToPath(import.meta.resolve('@vp/inference-server'));
 
 export interface ProcessRuntimeOptions {
   /** Absolute; each job runs in `<workRoot>/<spec.workDir>`. */
@@ -41,10 +45,12 @@ export class ProcessRuntime implements JobRuntime {
     // Without indexes the job keeps whatever the configured environment says.
     if (spec.gpus.count === 0) env.CUDA_VISIBLE_DEVICES = '';
     else if (spec.gpus.indexes) env.CUDA_VISIBLE_DEVICES = spec.gpus.indexes.join(',');
+    const servicePort = spec.service && (await freePort());
+    if (servicePort) env.PORT = String(servicePort);
     const state = await ProcessJobState.create(this.#workRoot, jobId);
     // detached: the supervisor leads a process group of its own, the job's, so stopping it reaches everything the
     // job started; and nothing of the agent's (its terminal's Ctrl-C) reaches the job.
-    const supervisor = spawn(process.execPath, [SUPERVISOR, state.dir, ...spec.command], { cwd, env, detached: true, stdio: 'ignore' });
+    const supervisor = spawn(process.execPath, [SUPERVISOR, state.dir, ...command(spec)], { cwd, env, detached: true, stdio: 'ignore' });
     const pid = supervisor.pid;
     if (pid === undefined) {
       const error = await new Promise<Error>((fail) => supervisor.once('error', fail));
@@ -56,6 +62,7 @@ export class ProcessRuntime implements JobRuntime {
     const supervisorExited = new Promise<void>((exited) => supervisor.once('exit', () => exited()));
     const record: ProcessJobRecord = { jobId, attempt, pid, startTime: processStartTime(pid), startedAt: Date.now(), files: jobFiles(spec) };
     if (spec.timeoutSeconds !== undefined) record.timeoutSeconds = spec.timeoutSeconds;
+    if (servicePort) record.servicePort = servicePort;
     state.writeRecord(record);
     return new ProcessJob({ state, record, logs: new LogBatcher(sink), stopGraceMs: this.#stopGraceMs, cause: { env, workDirs: [resolve(this.#workRoot, spec.workDir), cwd] }, supervisorExited });
   }
@@ -74,6 +81,11 @@ export class ProcessRuntime implements JobRuntime {
     });
   }
 
+  /** The inference server ships with the agent: it can always run it. */
+  async services(): Promise<ServiceKind[]> {
+    return ['inference'];
+  }
+
   /** The probe found on the jobs' PATH: the configured environment's bin/ first. */
   async runExporterProbe(): Promise<string> {
     const { stdout } = await promisify(execFile)(PROBE_COMMAND, [], {
@@ -84,6 +96,12 @@ export class ProcessRuntime implements JobRuntime {
     });
     return stdout;
   }
+}
+
+/** What the supervisor runs: an inference job's server arguments after the agent's Node and the server it ships. */
+function command(spec: JobSpec): string[] {
+  if (spec.environment !== 'inference') return spec.command;
+  return [process.execPath, INFERENCE_SERVER_MAIN, ...serviceCommand(spec)];
 }
 
 /** The agent's own environment less its VP_WORKER_* settings (the worker key): what a job may see of it. */

@@ -1,7 +1,7 @@
 // The job runtime interface the agent drives, whatever runs the job (a Docker container or a plain process),
 // and the log batcher every runtime feeds its output through.
 import { StringDecoder } from 'node:string_decoder';
-import { MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_MESSAGE, MAX_MESSAGE_BYTES, type JobSpec } from '@vp/protocol';
+import { MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_MESSAGE, MAX_MESSAGE_BYTES, type JobSpec, type SERVICE_KINDS } from '@vp/protocol';
 
 export type LogStream = 'stdout' | 'stderr';
 export type LogSink = (batch: { stream: LogStream; lines: string[] }) => void;
@@ -17,8 +17,10 @@ export interface RunningJob {
   readonly jobId: string;
   /** Resolves once the job has ended and its last log lines have reached the sink. */
   wait(): Promise<JobOutcome>;
-  /** Ends the job (outcome 'cancelled'); resolves when it has ended. Does nothing once it has. */
-  stop(reason: string): Promise<void>;
+  /** A service job's port on this host (JobSpec.service), where its health check and the control plane reach it. */
+  readonly servicePort?: number;
+  /** Ends the job (outcome 'cancelled' unless told 'failed'); resolves when it has ended. Does nothing once it has. */
+  stop(reason: string, outcome?: StopOutcome): Promise<void>;
   /** Its end has been reported: what the runtime kept so a restarted agent could still report it can go. */
   release(): Promise<void>;
   /**
@@ -27,6 +29,8 @@ export interface RunningJob {
    */
   detach(): void;
 }
+
+export type StopOutcome = 'cancelled' | 'failed';
 
 /** What the agent hands a runtime: the job's id, which attempt the server assigned, and its spec. */
 export interface JobAssignment {
@@ -45,11 +49,13 @@ export interface RecoveredJob {
   files?: JobFiles;
 }
 
-/** The part of a job's spec its checkpoint and output uploads need. */
-export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint' | 'outputs'>;
+/** The part of a job's spec its checkpoint and output uploads need, and a service's health check. */
+export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint' | 'outputs' | 'service'>;
 
 /** The JobFiles of a spec, as a runtime records them for a restarted agent. */
-export const jobFiles = (spec: JobSpec): JobFiles => ({ workDir: spec.workDir, checkpoint: spec.checkpoint, outputs: spec.outputs });
+export const jobFiles = (spec: JobSpec): JobFiles => ({ workDir: spec.workDir, checkpoint: spec.checkpoint, outputs: spec.outputs, service: spec.service });
+
+export type ServiceKind = (typeof SERVICE_KINDS)[number];
 
 export interface JobRuntime {
   start(assignment: JobAssignment, sink: LogSink): Promise<RunningJob>;
@@ -67,6 +73,8 @@ export interface JobRuntime {
    * PROBE_TIMEOUT_MS or prints more than PROBE_MAX_OUTPUT_BYTES.
    */
   runExporterProbe(): Promise<string>;
+  /** The services (JobSpec.environment) this runtime can run now, for `capabilities.services`. */
+  services(): Promise<ServiceKind[]>;
 }
 
 const FLUSH_INTERVAL_MS = 1000;

@@ -2,7 +2,10 @@
 // that has already ended (what recover() reports when there is nothing left to watch).
 import { renameSync, writeFileSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { isAbsolute, relative, resolve } from 'node:path';
+import type { JobSpec } from '@vp/protocol';
+import { INFERENCE_SERVER } from '@vp/inference-server/contract';
 import type { JobOutcome, RunningJob } from './runtime.ts';
 
 /** Under the work root, the agent's own bookkeeping; no job's work dir may be in it. */
@@ -48,4 +51,22 @@ export function writeJsonAtomically(file: string, value: unknown): void {
   const temporary = `${file}.tmp`;
   writeFileSync(temporary, JSON.stringify(value));
   renameSync(temporary, file);
+}
+
+/** An inference job's command is the server's: its name, then its arguments (returned); anything else cannot start. */
+export function serviceCommand(spec: JobSpec): string[] {
+  const [name, ...args] = spec.command;
+  if (name !== INFERENCE_SERVER) throw new Error(`an inference job runs ${INFERENCE_SERVER}, not ${JSON.stringify(name)}`);
+  return args;
+}
+
+/** A TCP port no one listens on now, as the kernel picks it. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, fail) => {
+    const server = createServer();
+    server.once('error', fail).listen(0, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
 }
