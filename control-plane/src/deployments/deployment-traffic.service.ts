@@ -17,8 +17,6 @@ import { findDeployment, type DeploymentRecord } from './deployment.store.ts';
 
 type Address = { owner: string; deployment: string };
 
-const NOT_SERVING = new Set(['stopping', 'stopped', 'failed']);
-
 export interface DeploymentTrafficOptions {
   traffic: DeploymentTraffic;
   outbound: OutboundPolicy;
@@ -62,10 +60,10 @@ export class DeploymentTrafficService {
     return predictAnswer(answer);
   }
 
-  /** Pings the live server (waking one scaled to zero); a deployment that is not serving answers why. */
+  /** Pings the live server (waking one scaled to zero, which stays ready); one not ready answers why at once. */
   async health(actor: Actor, at: Address): Promise<z.input<typeof DeploymentHealth>> {
     const target = await this.find(actor, at);
-    if (NOT_SERVING.has(target.status)) {
+    if (target.status !== 'ready') {
       return { healthy: false, latencyMs: 0, error: `The deployment is ${target.status}${target.statusMessage ? `: ${target.statusMessage}` : ''}` };
     }
     const started = performance.now();
