@@ -21,11 +21,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { decodeImage, OnnxModel } from '@vp/inference';
 import { MAX_IMAGE_PIXELS } from '@vp/inference/pool';
-import sharp from 'sharp';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
-import { BenchApi, exportsSettled, helperTap, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights } from './trainer-env.ts';
+import { BenchApi, benchImage, exportsSettled, helperTap, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights } from './trainer-env.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 15);
 const CLIENTS = positiveInt('BENCH_CLIENTS', 4);
@@ -40,14 +39,6 @@ const database = `vp_bench_deploy_${process.pid}`;
 const work = mkdtempSync(join(tmpdir(), 'vp-bench-deploy-'));
 const { t, runTeardowns } = helperTap();
 const server = new BenchApi();
-
-async function benchImage(): Promise<Buffer> {
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480">
-    <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#6a8"/><stop offset="1" stop-color="#234"/></linearGradient></defs>
-    <rect width="640" height="480" fill="url(#g)"/><circle cx="200" cy="220" r="90" fill="#c33"/>
-    <rect x="360" y="120" width="180" height="240" fill="#fc4" transform="rotate(12 450 240)"/></svg>`;
-  return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
-}
 
 /** One request of a target: resolves with its milliseconds, throws with what went wrong. */
 type Call = () => Promise<number>;
