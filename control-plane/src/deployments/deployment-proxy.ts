@@ -67,17 +67,18 @@ export class DeploymentProxy {
  */
 export function predictAnswer(answer: UpstreamAnswer): Buffer {
   if (answer.status >= 200 && answer.status < 300) return answer.body;
-  const said = errorOf(answer.body);
+  const error = jsonField(answer.body, 'error');
+  const said = typeof error === 'string' ? error : undefined;
   if (answer.status === 401) throw BadGateway("The deployment's server refused the platform's token (its revision may have just been replaced); try again");
   if (answer.status < 500) throw new HttpError(answer.status, said ?? `The deployment's server answered ${answer.status}`);
   throw BadGateway(`The deployment's server failed (${answer.status})${said ? `: ${said}` : ''}`);
 }
 
-function errorOf(body: Buffer): string | undefined {
+/** A field of a JSON object the server answered; undefined when the body is not one. */
+export function jsonField(body: Buffer, name: string): unknown {
   try {
     const parsed: unknown = JSON.parse(body.toString('utf8'));
-    const error = parsed && typeof parsed === 'object' ? (parsed as { error?: unknown }).error : undefined;
-    return typeof error === 'string' ? error : undefined;
+    return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>)[name] : undefined;
   } catch {
     return undefined;
   }

@@ -10,7 +10,7 @@ import type { OutboundPolicy } from '../net/guarded-fetch.ts';
 import { sourceFetcher } from '../predict/predict-source-fetch.ts';
 import { deploymentLogs } from './deployment-logs.ts';
 import { deploymentMetrics } from './deployment-metrics.ts';
-import { predictAnswer } from './deployment-proxy.ts';
+import { jsonField, predictAnswer } from './deployment-proxy.ts';
 import type { DeploymentTraffic } from './deployment-traffic.ts';
 import type { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
 import { findDeployment, type DeploymentRecord } from './deployment.store.ts';
@@ -69,7 +69,7 @@ export class DeploymentTrafficService {
     const started = performance.now();
     try {
       const answer = await this.options.traffic.exchange(this.em, target.id, { method: 'GET', route: SERVICE_ROUTES.health });
-      const healthy = answer.status === 200 && (JSON.parse(answer.body.toString('utf8')) as { healthy?: unknown }).healthy === true;
+      const healthy = answer.status === 200 && jsonField(answer.body, 'healthy') === true;
       const latencyMs = Math.round(answer.latencyMs * 100) / 100;
       return { healthy, status: answer.status, latencyMs, ...(!healthy && { error: `GET /health answered ${answer.status}${answer.status === 503 ? ': its model is still loading' : ''}` }) };
     } catch (error) {
