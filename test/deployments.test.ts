@@ -288,3 +288,13 @@ t.test('deleting a model deletes its deployments for good', async (t) => {
   await stopped(host, serving.jobId);
   t.equal((await call(server, 'GET', '/api/deployments/alice/doomed', { key: alice })).status, 404);
 });
+
+t.test('hosts take an optional region, one of the 42', async (t) => {
+  const refused = await call<{ error: string }>(server, 'POST', '/api/hosts', { key: alice, body: { name: 'moon-host', region: 'moon-1' } });
+  t.equal(refused.status, 400);
+  t.match(refused.body.error, /region/);
+  t.equal((await call(server, 'POST', '/api/hosts', { key: alice, body: { name: 'eu-host', region: 'europe-west1' } })).status, 201);
+  const listed = await call<{ hosts: Array<{ name: string; region: string | null; services: string[] }> }>(server, 'GET', '/api/hosts', { key: alice });
+  t.match(listed.body.hosts.find((host) => host.name === 'eu-host'), { region: 'europe-west1', services: [] });
+  await t.rejects(server.services().hosts.connect('cli-host', undefined, 'moon-1'), { message: /region/ }, 'vpctl hosts connect --region checks it too');
+});

@@ -58,7 +58,8 @@ export class DeploymentUpstreams implements DeploymentRouter {
         [deploymentId],
       );
       if (!row) throw NotFound('Deployment not found');
-      if (row.status === 'ready' && row.service_url) {
+      // Deploying with a live server: a replacement is rolling out and the old revision serves until it takes over.
+      if ((row.status === 'ready' || row.status === 'deploying') && row.service_url) {
         return { deploymentId, workspaceId: row.workspace_id, revisionId: row.revision_id!, url: row.service_url, token: row.token! };
       }
       if (row.status === 'stopping' || row.status === 'stopped' || row.status === 'failed') {

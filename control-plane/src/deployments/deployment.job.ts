@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { INFERENCE_SERVER, SERVER_ENV, SERVICE_PORT, SERVICE_ROUTES } from '@vp/inference-server/contract';
 import type { JobSpec } from '@vp/protocol';
+import { query } from '../db/sql.ts';
 import { exportById } from '../exports/export.store.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
@@ -34,10 +35,21 @@ export class DeploymentJob implements HostJobKind {
     if (!revision || revision.state === 'retired' || revision.state === 'failed') throw new JobFailure('The deployment revision was removed before it started');
     const onnx = revision.exportId ? await exportById(em, revision.exportId) : undefined;
     if (!onnx?.fileKey) throw new JobFailure("The model's ONNX export was deleted before the revision started");
+    // Answered as predict's metadata.model, as the control plane's own predict names it.
+    const [named] = await query<{ name: string }>(
+      em,
+      `select w.handle || '/' || p.slug || '/' || m.slug as name from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id where m.id = ?`,
+      [revision.modelId],
+    );
     return {
       environment: 'inference',
       command: [INFERENCE_SERVER],
-      env: { [SERVER_ENV.model]: MODEL_FILE, [SERVER_ENV.token]: revision.token, [SERVER_ENV.maxBytes]: String(this.maxBytes) },
+      env: {
+        [SERVER_ENV.model]: MODEL_FILE,
+        [SERVER_ENV.token]: revision.token,
+        [SERVER_ENV.maxBytes]: String(this.maxBytes),
+        ...(named && { [SERVER_ENV.modelName]: named.name }),
+      },
       workDir: `deployments/${revision.deploymentId}/${revision.number}/${attempt.attempt}`,
       gpus: { count: 0 },
       cpus: revision.cpu,

@@ -1,0 +1,142 @@
+// Deployments end to end: a real control plane, real vp-worker agents (process runtime) running the real inference
+// server on a model trained by the suite: create → ready (its server answers at the live revision's URL, with the
+// revision's token), a replacement whose model cannot load rolled back, scale to zero and the wake of a request through
+// the DeploymentRouter (the cold start measured), and a host killed: its deployment restarted on the other host.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import t from 'tap';
+import { enrollAgent, runAgent, type Spawned } from './helpers/agent.ts';
+import { eventually } from './helpers/host-jobs.ts';
+import { writeTestPictures } from './helpers/inference-images.ts';
+import { predictAt } from './helpers/inference-server.ts';
+import { createModel, createProject, uploadWeights } from './helpers/models.ts';
+import { seedOnnxExport } from './helpers/predict.ts';
+import { call } from './helpers/server.ts';
+import { startWorld } from './helpers/world.ts';
+import { trainedModel } from './helpers/yolo-models.ts';
+import { ProcessJobState } from '../worker-agent/src/runtimes/process-job-state.ts';
+
+t.setTimeout(10 * 60_000);
+const fixture = await trainedModel('detect');
+const IDLE_SECONDS = 8;
+const world = await startWorld(t, {
+  WORKER_HEARTBEAT_SECONDS: '1',
+  HOST_LOST_GRACE_SECONDS: '3',
+  DEPLOYMENT_IDLE_SECONDS: String(IDLE_SECONDS),
+  DEPLOYMENT_WAKE_SECONDS: '90',
+  RATE_LIMIT_MUTATION: '1000',
+});
+const { server, alice } = world;
+const dir = mkdtempSync(join(tmpdir(), 'vp-deployments-e2e-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const [picture] = await writeTestPictures(dir);
+const image = readFileSync(picture!.file);
+const em = () => server.orm.em.fork() as EntityManager;
+
+async function model(slug: string, onnx: string): Promise<void> {
+  const created = await createModel(world, alice, { project: 'vision', model: slug, task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, alice, created.id, readFileSync(fixture.pt));
+  await seedOnnxExport(server, created.id, onnx);
+}
+await createProject(world, alice, { project: 'vision', name: 'vision' });
+await model('detector', fixture.onnx);
+const broken = join(dir, 'broken.onnx');
+writeFileSync(broken, 'not an onnx model');
+await model('broken', broken);
+
+/**
+ * An enrolled pool host of `region` running a real agent on the process runtime. Its servers outlive a killed agent (to
+ * be adopted by the next): their process groups are killed when the test ends.
+ */
+async function agent(name: string, region: string): Promise<Spawned> {
+  const { enrollmentToken } = await server.services().hosts.connect(name, undefined, region);
+  const config = join(dir, `${name}.json`);
+  const workRoot = join(dir, name);
+  await enrollAgent(t, server.url, enrollmentToken, config);
+  t.teardown(async () => {
+    for (const { record } of await ProcessJobState.list(workRoot)) {
+      try {
+        process.kill(-record.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+  return runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: workRoot });
+}
+
+const patch = (slug: string, body: Record<string, unknown>) => call<Record<string, string>>(server, 'PATCH', `/api/deployments/alice/${slug}`, { key: alice, body });
+const read = async (slug: string) => (await call<{ deployment: { id: string; status: string; statusMessage?: string; model: string } }>(server, 'GET', `/api/deployments/alice/${slug}`, { key: alice })).body.deployment;
+const untilStatus = (slug: string, status: string, timeoutMs = 120_000) =>
+  eventually(async () => {
+    const deployment = await read(slug);
+    return deployment.status === status && deployment;
+  }, `${slug} ${status}`, timeoutMs);
+
+async function createDeployment(slug: string, region: string, size: { cpu: number; memoryGi: number }): Promise<string> {
+  const body = { project: 'vision', model: 'detector', deployment: slug, name: slug, region, ...size };
+  // The agent's capabilities (services) may still be on their way.
+  const created = await eventually(async () => {
+    const answer = await call<{ id: string }>(server, 'POST', '/api/deployments/alice', { key: alice, body });
+    return answer.status === 201 && answer.body;
+  }, 'a host that runs inference servers', 30_000);
+  return created.id;
+}
+
+t.test('create → ready: the real inference server serves the model at the live revision', async (t) => {
+  await agent('serving-host', 'us-central1');
+  const id = await createDeployment('served', 'us-central1', { cpu: 2, memoryGi: 4 });
+  await untilStatus('served', 'ready');
+  const upstream = await server.deploymentRouter.upstream(em(), id);
+  const health = (await (await fetch(`${upstream.url}/health`)).json()) as { healthy: boolean; modelSha256: string };
+  t.match(health, { healthy: true, modelSha256: createHash('sha256').update(readFileSync(fixture.onnx)).digest('hex') }, "the deployment's model");
+  const answer = await predictAt(upstream.url, image, { conf: '0.05' }, upstream.token);
+  t.equal(answer.status, 200, JSON.stringify(answer.body).slice(0, 300));
+  t.match(answer.body.metadata, { model: 'alice/vision/detector', task: 'detect' });
+  t.equal((await predictAt(upstream.url, image, {}, 'not-the-token')).status, 401, "only the revision's token reaches it");
+
+  t.test('a replacement that cannot load its model is rolled back; the old server kept serving', async (t) => {
+    t.equal((await patch('served', { action: 'replace', model: 'broken' })).status, 202);
+    const rolledBack = await eventually(async () => {
+      const deployment = await read('served');
+      return deployment.status === 'ready' && deployment.statusMessage && deployment;
+    }, 'the rollback', 120_000);
+    t.match(rolledBack, { model: 'detector', statusMessage: /Revision 2 failed: .*still serving revision 1/ });
+    const after = await server.deploymentRouter.upstream(em(), id);
+    t.equal(after.url, upstream.url, 'the same server');
+    t.equal((await predictAt(after.url, image, {}, after.token)).status, 200);
+  });
+});
+
+t.test('idle at the default size: scaled to zero, woken by a request', async (t) => {
+  await agent('idle-host', 'europe-west4');
+  const id = await createDeployment('sleepy', 'europe-west4', { cpu: 1, memoryGi: 2 });
+  await untilStatus('sleepy', 'ready');
+  const first = await server.deploymentRouter.upstream(em(), id);
+  await eventually(async () => !(await fetch(`${first.url}/health`).then(() => true, () => false)), 'the idle server to stop', (IDLE_SECONDS + 30) * 1000);
+  t.equal((await read('sleepy')).status, 'ready', 'scaled to zero, it reads ready');
+  const started = Date.now();
+  const woken = await server.deploymentRouter.upstream(em(), id);
+  t.comment(`cold start from zero: ${Date.now() - started} ms`);
+  t.not(woken.revisionId, first.revisionId, 'a new revision');
+  t.equal((await predictAt(woken.url, image, {}, woken.token)).status, 200);
+});
+
+t.test('a host killed: its deployment is restarted on the other host of the region', async (t) => {
+  const doomed = await agent('doomed-host', 'us-east1');
+  const id = await createDeployment('survivor', 'us-east1', { cpu: 2, memoryGi: 4 });
+  await untilStatus('survivor', 'ready');
+  const before = await server.deploymentRouter.upstream(em(), id);
+  await agent('spare-host', 'us-east1');
+  doomed.child.kill('SIGKILL');
+  // Its orphaned server would keep answering: only the revision's new URL proves the restart.
+  const after = await eventually(async () => {
+    const upstream = await server.deploymentRouter.upstream(em(), id).catch(() => undefined);
+    return upstream && upstream.url !== before.url && upstream;
+  }, 'the restarted revision', 120_000);
+  t.equal(after.revisionId, before.revisionId, 'the same revision, restarted');
+  t.equal((await predictAt(after.url, image, {}, after.token)).status, 200);
+});
