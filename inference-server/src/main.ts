@@ -31,7 +31,9 @@ async function main(): Promise<number> {
     state.model = await ServedModel.load(settings);
     log('INFO', 'model loaded', { task: state.model.info.task, classes: state.model.info.names.length, sha256: state.model.sha256, ms: Math.round(performance.now() - started) });
   } catch (error) {
-    log('CRITICAL', `the model could not be loaded: ${(error as Error).message}`, { file: settings.modelFile });
+    // onnxruntime-node bundles the CPU provider only: CUDA's is installed apart (ONNXRUNTIME_NODE_INSTALL=cuda12).
+    const hint = settings.device === 'cuda' ? " (VP_DEVICE=cuda needs a GPU and onnxruntime-node's CUDA provider, installed with ONNXRUNTIME_NODE_INSTALL=cuda12)" : '';
+    log('CRITICAL', `the model could not be loaded: ${(error as Error).message}${hint}`, { file: settings.modelFile });
     server.close();
     return 1;
   }

@@ -93,12 +93,15 @@ export function containerOptions(
 
 const servicePortKey = (port: number) => `${port}/tcp`;
 
-/** The host port Docker published a service's container port on. */
+/**
+ * The host port Docker published a service's container port on. None for a container that already exited (its
+ * ports are gone): the job then ends with the cause its output gives.
+ */
 function publishedPort(info: Docker.ContainerInspectInfo, files: JobFiles | undefined): number | undefined {
   if (!files?.service) return undefined;
   const port = Number(info.NetworkSettings.Ports?.[servicePortKey(files.service.port)]?.[0]?.HostPort);
-  if (!port) throw new Error(`the service's port ${files.service.port} was not published`);
-  return port;
+  if (!port && info.State.Running) throw new Error(`the service's port ${files.service.port} was not published`);
+  return port || undefined;
 }
 
 export class DockerRuntime implements JobRuntime {
