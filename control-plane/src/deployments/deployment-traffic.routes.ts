@@ -42,9 +42,10 @@ export const deploymentHealth = defineRoute({
   summary: "Ping the deployment's inference server",
   description:
     "Calls the live server's GET /health and answers whether its model is loaded (healthy), the status it answered and the milliseconds it " +
-    'took. It also warms the deployment: one scaled to zero is started and waited for (latencyMs includes that). A deployment that is not ' +
-    'ready (creating, deploying, a replace included, stopping, stopped, failed) answers healthy false at once with its status and reason, ' +
-    'as does one whose server cannot be reached (error). Not recorded as a request in the metrics.',
+    'took. It also warms the deployment: one scaled to zero is started and waited for (latencyMs includes that). While a replace rolls ' +
+    'out, the revision still serving is pinged. A deployment with no server serving (creating, its first deploy, stopping, stopped, ' +
+    'failed) answers healthy false at once with its status and reason, as does one whose server cannot be reached (error). Not ' +
+    'recorded as a request in the metrics.',
   auth: 'optional',
   limit: 'default',
   request: { params: DeploymentPath },

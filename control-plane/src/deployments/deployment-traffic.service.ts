@@ -11,6 +11,7 @@ import { sourceFetcher } from '../predict/predict-source-fetch.ts';
 import { deploymentLogs } from './deployment-logs.ts';
 import { deploymentMetrics } from './deployment-metrics.ts';
 import { jsonField, predictAnswer } from './deployment-proxy.ts';
+import { revisionsIn } from './deployment-revision.store.ts';
 import type { DeploymentTraffic } from './deployment-traffic.ts';
 import type { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
 import { findDeployment, type DeploymentRecord } from './deployment.store.ts';
@@ -60,10 +61,14 @@ export class DeploymentTrafficService {
     return predictAnswer(answer);
   }
 
-  /** Pings the live server (waking one scaled to zero, which stays ready); one not ready answers why at once. */
+  /**
+   * Pings the live server: a ready one's (waking it from zero), or the one serving while a replacement rolls out. A
+   * deployment with nothing serving (creating, a first deploy, stopping, stopped, failed) answers why at once.
+   */
   async health(actor: Actor, at: Address): Promise<z.input<typeof DeploymentHealth>> {
     const target = await this.find(actor, at);
-    if (target.status !== 'ready') {
+    const serving = target.status === 'ready' || (target.status === 'deploying' && (await revisionsIn(this.em, target.id, ['live'])).some((live) => live.serviceUrl));
+    if (!serving) {
       return { healthy: false, latencyMs: 0, error: `The deployment is ${target.status}${target.statusMessage ? `: ${target.statusMessage}` : ''}` };
     }
     const started = performance.now();
