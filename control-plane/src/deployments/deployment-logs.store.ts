@@ -28,20 +28,21 @@ const REQUEST_SEVERITY = `case when status >= 500 then 'ERROR' when status >= 40
 export async function logPage(em: EntityManager, deploymentId: string, options: { severities: readonly Severity[]; after?: LogPosition; limit: number }): Promise<LogRow[]> {
   const severities = pgArray(options.severities);
   const after = options.after;
-  // Each side filters by the position itself, so both walk their (deployment_id, at) index.
-  const before = (source: 'e' | 'r') => (after ? `and (at, '${source}'::text, id) < (?::timestamptz, ?::text, ?::bigint)` : '');
+  // Each side filters by the position itself, so both walk their (deployment_id, at) index; the table aliases keep
+  // ORDER BY on the columns, not on the text of `at` selected under the same name.
+  const before = (source: 'e' | 'r') => (after ? `and (${source}.at, '${source}'::text, ${source}.id) < (?::timestamptz, ?::text, ?::bigint)` : '');
   const position = after ? [after.at, after.source, after.id] : [];
   return query<LogRow>(
     em,
     `select * from (
        (select at::text as at, 'e' as source, id::text as id, at as time, severity, message,
                null::varchar as method, null::varchar as path, null::int as status, null::real as "latencyMs", null::varchar as "userAgent"
-        from deployment_events where deployment_id = ? and severity = any(?::text[]) ${before('e')}
-        order by at desc, id desc limit ?)
+        from deployment_events e where deployment_id = ? and severity = any(?::text[]) ${before('e')}
+        order by e.at desc, e.id desc limit ?)
        union all
        (select at::text, 'r', id::text, at, ${REQUEST_SEVERITY}, '', method, path, status, latency_ms, user_agent
-        from deployment_requests where deployment_id = ? and ${REQUEST_SEVERITY} = any(?::text[]) ${before('r')}
-        order by at desc, id desc limit ?)
+        from deployment_requests r where deployment_id = ? and ${REQUEST_SEVERITY} = any(?::text[]) ${before('r')}
+        order by r.at desc, r.id desc limit ?)
      ) entries order by time desc, source desc, id::bigint desc limit ?`,
     [deploymentId, severities, ...position, options.limit, deploymentId, severities, ...position, options.limit, options.limit],
   );

@@ -57,7 +57,7 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
           contentLength: ctx.request.length,
         }),
       },
-      { via: 'service', path: ctx.path, userAgent: ctx.get('user-agent') || null, requestBytes: () => received },
+      { via: 'service', path: ctx.path, userAgent: ctx.get('user-agent') || null, requestBytes: () => ctx.request.length ?? received },
     );
     ctx.status = action === 'predict' ? 200 : answer.status;
     ctx.type = 'application/json';
