@@ -19,11 +19,10 @@ import { readFileSync, rmSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import sharp from 'sharp';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, rssBytes, runBenchmark, startControlPlane, type Figure } from './lib.ts';
-import { BenchApi, helperTap, run, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights, VENV } from './trainer-env.ts';
+import { BenchApi, benchImage, helperTap, run, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights, VENV } from './trainer-env.ts';
 
 const REQUESTS = positiveInt('BENCH_REQUESTS', 60);
 const SECONDS = positiveInt('BENCH_SECONDS', 20);
@@ -40,15 +39,6 @@ const database = `vp_bench_predict_${process.pid}`;
 const work = mkdtempSync(join(tmpdir(), 'vp-bench-predict-'));
 const { t, runTeardowns } = helperTap();
 const server = new BenchApi();
-
-/** A photo-like 640 × 480 JPEG: smooth gradients under a few filled shapes, so it compresses as camera images do. */
-async function benchImage(): Promise<Buffer> {
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480">
-    <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#6a8"/><stop offset="1" stop-color="#234"/></linearGradient></defs>
-    <rect width="640" height="480" fill="url(#g)"/><circle cx="200" cy="220" r="90" fill="#c33"/>
-    <rect x="360" y="120" width="180" height="240" fill="#fc4" transform="rotate(12 450 240)"/><ellipse cx="480" cy="400" rx="120" ry="40" fill="#339"/></svg>`;
-  return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
-}
 
 /** One predict request; milliseconds from sending it to its parsed response. */
 async function predict(path: string, image: Buffer): Promise<number> {

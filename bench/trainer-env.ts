@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import sharp from 'sharp';
 import type { Test } from 'tap';
 import { enrollAgent, runAgent } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
@@ -122,4 +123,13 @@ export async function exportsSettled(database: string, modelSlug?: string): Prom
     if (tries > 6000) throw new Error('the automatic ONNX exports did not finish in 10 minutes');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** A photo-like 640 × 480 JPEG: smooth gradients under a few filled shapes, so it compresses as camera images do. */
+export async function benchImage(): Promise<Buffer> {
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="480">
+    <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#6a8"/><stop offset="1" stop-color="#234"/></linearGradient></defs>
+    <rect width="640" height="480" fill="url(#g)"/><circle cx="200" cy="220" r="90" fill="#c33"/>
+    <rect x="360" y="120" width="180" height="240" fill="#fc4" transform="rotate(12 450 240)"/><ellipse cx="480" cy="400" rx="120" ry="40" fill="#339"/></svg>`;
+  return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
 }

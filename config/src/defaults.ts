@@ -42,6 +42,7 @@ export const defaults = {
   predictExportWaitSeconds: 50, // PREDICT_EXPORT_WAIT_SECONDS: how long a predict waits for its model's ONNX export before 503 (under the SDK's 60 s timeout)
   deploymentIdleSeconds: 900, // DEPLOYMENT_IDLE_SECONDS: a default-size deployment with no request for this long scales to zero
   deploymentWakeSeconds: 120, // DEPLOYMENT_WAKE_SECONDS: how long a request to a deployment scaled to zero (or still deploying) waits for it
+  deploymentTimeoutSeconds: 55, // DEPLOYMENT_TIMEOUT_SECONDS: how long the control plane waits for a deployment's server to answer a request before 504 (under the SDK's 60 s timeout)
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
   batchPredictCentsPerImage: 0.1, // BATCH_PREDICT_CENTS_PER_IMAGE: batch auto-annotation's price per processed image

@@ -96,6 +96,7 @@ const EnvSchema = z.object({
   PREDICT_EXPORT_WAIT_SECONDS: z.coerce.number({ error: 'must be a whole number of seconds' }).int().min(0).max(3600).default(defaults.predictExportWaitSeconds),
   DEPLOYMENT_IDLE_SECONDS: positiveInt.max(30 * 86_400).default(defaults.deploymentIdleSeconds),
   DEPLOYMENT_WAKE_SECONDS: positiveInt.max(3600).default(defaults.deploymentWakeSeconds),
+  DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
   ...rateLimitEnv,
 });
 
@@ -164,6 +165,8 @@ export interface AppConfig {
   deploymentIdleSeconds: number;
   /** How long a request to a deployment scaled to zero (or still deploying) waits for its server before 503. */
   deploymentWakeSeconds: number;
+  /** How long the control plane waits for a deployment's server to answer (predict, health) before 504. */
+  deploymentTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -228,6 +231,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     predictExportWaitSeconds: e.PREDICT_EXPORT_WAIT_SECONDS,
     deploymentIdleSeconds: e.DEPLOYMENT_IDLE_SECONDS,
     deploymentWakeSeconds: e.DEPLOYMENT_WAKE_SECONDS,
+    deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
   };
 }
 

@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { forgetFiguresOnWrite } from './account/summary-figures.ts';
 import type { Authenticator } from './auth/authenticator.ts';
+import { serviceUrl } from './deployments/deployment-service-url.ts';
 import type { AppState } from './http/app-context.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { docsMiddleware } from './http/docs.ts';
@@ -34,7 +35,7 @@ export function openApiDocument(routes: RouteDefinition[] = allRoutes): string {
 
 /**
  * The Koa middleware order, nothing else: context → errors → docs → ORM fork → (summary figures after writes) →
- * routes (which parse their own bodies).
+ * deployments' service URLs (outside /api and its limits) → routes (which parse their own bodies).
  */
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
@@ -50,6 +51,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     await next();
   });
   if (deps.summaryFigures) app.use(forgetFiguresOnWrite(deps.summaryFigures));
+  if (deps.deploymentTraffic) app.use(serviceUrl({ authenticator: deps.authenticator, traffic: deps.deploymentTraffic }));
   for (const middleware of buildRouter(routes, { ...deps, jsonBody: jsonBody(deps.config.jsonBodyLimitBytes) })) app.use(middleware);
   return app;
 }

@@ -7,6 +7,7 @@ import { classRoutes } from './datasets/class.routes.ts';
 import { cloneRoutes } from './datasets/clone.routes.ts';
 import { datasetRoutes } from './datasets/dataset.routes.ts';
 import { deploymentRoutes } from './deployments/deployment.routes.ts';
+import { deploymentTrafficRoutes } from './deployments/deployment-traffic.routes.ts';
 import { exploreRoutes } from './explore/explore.routes.ts';
 import { exportRoutes } from './exports/export.routes.ts';
 import { splitRoutes } from './datasets/split.routes.ts';
@@ -31,4 +32,4 @@ import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...deploymentTrafficRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];

@@ -42,6 +42,7 @@ import { DeploymentJob } from './deployments/deployment.job.ts';
 import { DEPLOYMENT_JOB } from './deployments/deployment-rollout.ts';
 import { scheduleDeploymentSweep } from './deployments/deployment-sweep.ts';
 import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
+import { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
@@ -140,6 +141,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const fork = () => orm.em.fork() as EntityManager;
   const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds }, log);
   const deploymentRouter = new DeploymentUpstreams(fork, exportsIn, { wakeSeconds: config.deploymentWakeSeconds, log });
+  const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
@@ -150,7 +152,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, deploymentRouter, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, deploymentRouter, deploymentTraffic, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -192,6 +194,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       // inference they use (a batch auto-annotation) closes.
       await jobs.stop();
       await predictor.close();
+      // The requests answered so far are recorded before the pool closes.
+      await deploymentTraffic.close();
       await deploymentRouter.close();
       authenticator.close();
       await notifications.stop();

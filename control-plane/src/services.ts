@@ -16,6 +16,8 @@ import { ImageService } from './images/image.service.ts';
 import { ExploreService } from './explore/explore.service.ts';
 import { DeploymentService } from './deployments/deployment.service.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
+import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
+import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
@@ -54,6 +56,8 @@ export interface ServiceDeps {
   predictor?: Predictor;
   /** Where deployments' requests go (their live servers, woken from zero); absent outside the server. */
   deploymentRouter?: DeploymentRouter;
+  /** Deployments' requests (router, upstream connections, request records); absent outside the server. */
+  deploymentTraffic?: DeploymentTraffic;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -188,6 +192,12 @@ export class Services {
   get deploymentRouter(): DeploymentRouter {
     if (!this.deps.deploymentRouter) throw new Error('no deployment router in this process');
     return this.deps.deploymentRouter;
+  }
+
+  get deploymentTraffic(): DeploymentTrafficService {
+    if (!this.deps.deploymentTraffic) throw new Error('no deployment traffic in this process');
+    const { outboundAllowedNetworks, predictMaxBytes } = this.deps.config;
+    return new DeploymentTrafficService(this.em, { traffic: this.deps.deploymentTraffic, outbound: new OutboundPolicy(outboundAllowedNetworks), maxBytes: predictMaxBytes });
   }
 
   get gpuAvailability(): GpuAvailabilityService {

@@ -17,6 +17,7 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Server error',
   502: 'Upstream call failed',
   503: 'Dependent service temporarily unavailable',
+  504: 'Upstream call timed out',
 };
 
 export const ErrorBody = z.object({ error: z.string() });

@@ -16,21 +16,6 @@ def _image(context: Context) -> str:
     return context.client.datasets.images(*_dataset(context), limit=1)["images"][0]["id"]
 
 
-@check("deployments.health")
-def deployment_health(context: Context):
-    return context.client.deployments.health(context.owner, "sdk-deployment")
-
-
-@check("deployments.logs")
-def deployment_logs(context: Context):
-    return context.client.deployments.logs(context.owner, "sdk-deployment")
-
-
-@check("deployments.metrics")
-def deployment_metrics(context: Context):
-    return context.client.deployments.metrics(context.owner, "sdk-deployment")
-
-
 @check("deployments.predict")
 def deployment_predict(context: Context):
     return context.client.deployments.predict(context.owner, "sdk-deployment", body={})

@@ -1,0 +1,69 @@
+// One request to a deployment's live server, whoever sends it (the platform's predict and health, the service URL):
+// found through the router (which wakes a deployment scaled to zero), sent through the proxy, recorded, and counted
+// as activity for scale-to-zero.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Logger } from 'pino';
+import { HttpError } from '../http/errors.ts';
+import { PageTokens } from '../http/pagination.ts';
+import { DeploymentProxy, type UpstreamAnswer, type UpstreamRequest } from './deployment-proxy.ts';
+import { RequestRecorder } from './deployment-requests.store.ts';
+import type { DeploymentRouter } from './deployment-router.ts';
+
+/** How the request reached the platform, as its log entry shows it. */
+export interface RequestOrigin {
+  via: 'proxy' | 'service';
+  /** The path the caller used (the platform's predict URL or the service URL). */
+  path: string;
+  userAgent: string | null;
+  /** Bytes of the caller's body: known at the end for a streamed one. */
+  requestBytes: () => number;
+}
+
+/** What every deployment request of the process shares: the router, the upstream connections, the recorder. */
+export class DeploymentTraffic {
+  readonly router: DeploymentRouter;
+  /** The logs' page tokens (signed with the signing secret). */
+  readonly pageTokens: PageTokens;
+  private readonly proxy: DeploymentProxy;
+  private readonly recorder: RequestRecorder;
+
+  constructor(router: DeploymentRouter, options: { fork: () => EntityManager; timeoutSeconds: number; secret: string; log: Logger }) {
+    this.router = router;
+    this.pageTokens = new PageTokens(options.secret);
+    this.proxy = new DeploymentProxy(options.timeoutSeconds);
+    this.recorder = new RequestRecorder(options.fork, options.log);
+  }
+
+  /**
+   * Sends the request to the deployment's live server. With an origin the request is recorded (its status also when
+   * it fails: 502, 503, 504) and restarts the idle clock; without (the platform's own health check) it only warms.
+   */
+  async exchange(em: EntityManager, deploymentId: string, call: UpstreamRequest, origin?: RequestOrigin): Promise<UpstreamAnswer & { latencyMs: number }> {
+    const at = new Date();
+    const started = performance.now();
+    let status = 500;
+    let responseBytes = 0;
+    try {
+      const upstream = await this.router.upstream(em, deploymentId);
+      const answer = await this.proxy.send(upstream, call);
+      status = answer.status;
+      responseBytes = answer.body.length;
+      return { ...answer, latencyMs: performance.now() - started };
+    } catch (error) {
+      if (error instanceof HttpError) status = error.status;
+      throw error;
+    } finally {
+      this.router.touched(deploymentId);
+      if (origin) {
+        const latencyMs = performance.now() - started;
+        this.recorder.record({ deploymentId, at, method: call.method, path: origin.path, status, latencyMs, requestBytes: origin.requestBytes(), responseBytes, userAgent: origin.userAgent, via: origin.via });
+      }
+    }
+  }
+
+  /** Records what is queued and closes the connections (shutdown, after the requests in flight, before the pool). */
+  async close(): Promise<void> {
+    await this.recorder.close();
+    await this.proxy.close();
+  }
+}
