@@ -63,6 +63,8 @@ async function inferenceHost(name: string, region?: string): Promise<WorkerClien
   client.beat(300);
   client.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
   t.teardown(() => client.ws.close());
+  // Capabilities are recorded asynchronously: a deployment created before that finds no host for it.
+  await eventually(async () => (await query<{ n: number }>(em(), `select count(*)::int as n from hosts where name = ? and 'inference' = any(services)`, [name]))[0]!.n > 0, `${name} to report its services`);
   return client;
 }
 
