@@ -1,6 +1,7 @@
 // Deployments end to end: a real control plane, real vp-worker agents (process runtime) running the real inference
 // server on a model trained by the suite: create → ready (its server answers at the live revision's URL, with the
-// revision's token), a replacement whose model cannot load rolled back, scale to zero and the wake of a request through
+// revision's token), a replacement whose model cannot load rolled back, a replacement under continuous load through the
+// service URL and the platform's predict with no request failed (the old server drains), scale to zero and the wake of a request through
 // the DeploymentRouter (the cold start measured), and a host killed: its deployment restarted on the other host.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,7 @@ const world = await startWorld(t, {
   DEPLOYMENT_IDLE_SECONDS: String(IDLE_SECONDS),
   DEPLOYMENT_WAKE_SECONDS: '90',
   RATE_LIMIT_MUTATION: '1000',
+  RATE_LIMIT_PREDICT: '100000',
 });
 const { server, alice } = world;
 const dir = mkdtempSync(join(tmpdir(), 'vp-deployments-e2e-'));
@@ -45,6 +47,7 @@ async function model(slug: string, onnx: string): Promise<void> {
 }
 await createProject(world, alice, { project: 'vision', name: 'vision' });
 await model('detector', fixture.onnx);
+await model('successor', fixture.onnx);
 const broken = join(dir, 'broken.onnx');
 writeFileSync(broken, 'not an onnx model');
 await model('broken', broken);
@@ -121,6 +124,42 @@ t.test('create → ready: the real inference server serves the model at the live
     const after = await server.deploymentRouter.upstream(em(), id);
     t.equal(after.url, upstream.url, 'the same server');
     t.equal((await predictAt(after.url, image, {}, after.token)).status, 200);
+  });
+
+  t.test('replaced under continuous load: every request answered, then the old server stops', async (t) => {
+    const before = await server.deploymentRouter.upstream(em(), id);
+    const [oldJob] = await query<{ job_id: string }>(em(), 'select job_id from deployment_revisions where id = ?', [before.revisionId]);
+    const failures: string[] = [];
+    let answered = 0;
+    let loading = true;
+    // Two clients on the service URL, one on the platform's predict, each sending its next request as the last returns.
+    const client = async (url: string) => {
+      while (loading) {
+        const sent = await predictAt(url, image, {}, alice).catch((error: Error) => ({ status: 0, body: { error: error.message } }));
+        if (sent.status === 200) answered += 1;
+        else failures.push(`${sent.status} ${sent.body.error ?? ''}`);
+      }
+    };
+    const clients = [`${server.url}/svc/${id}`, `${server.url}/svc/${id}`, `${server.url}/api/deployments/alice/served`].map(client);
+    await eventually(async () => answered >= 3, 'requests under way', 30_000);
+    t.equal((await patch('served', { action: 'replace', model: 'successor' })).status, 202);
+    await untilStatus('served', 'ready');
+    const switched = await eventually(async () => {
+      const upstream = await server.deploymentRouter.upstream(em(), id);
+      return upstream.revisionId !== before.revisionId && upstream;
+    }, 'the new revision live', 120_000);
+    const answeredAtSwitch = answered;
+    await eventually(async () => {
+      const [job] = await query<{ status: string }>(em(), 'select status from jobs where id = ?', [oldJob!.job_id]);
+      return job?.status === 'cancelled';
+    }, "the old revision's job to end", 60_000);
+    await eventually(async () => answered >= answeredAtSwitch + 3, 'requests after the old server stopped', 30_000);
+    loading = false;
+    await Promise.all(clients);
+    t.same(failures, [], `no request failed (${answered} answered)`);
+    t.match(await read('served'), { status: 'ready', model: 'successor' });
+    t.not(switched.url, before.url, 'a new server');
+    t.notOk(await fetch(`${before.url}/health`).then(() => true, () => false), 'the old server stopped');
   });
 });
 

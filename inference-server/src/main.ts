@@ -1,6 +1,8 @@
 // vp-inference-server: a deployment's inference server (contract.ts), run by a worker agent as a service job. It
-// listens at once (health answers 503 while the model loads), then serves predict on its one ONNX model until SIGTERM.
-import { createServer } from 'node:http';
+// listens at once (health answers 503 while the model loads), then serves predict on its one ONNX model until SIGTERM,
+// and drains: it stops listening, and exits once every request it had already accepted was answered (a replaced
+// revision's last requests end normally; its agent's stop grace bounds the wait).
+import { createServer, type ServerResponse } from 'node:http';
 import { handle, type ServerState } from './routes.ts';
 import { ServedModel } from './served-model.ts';
 import { log } from './service-log.ts';
@@ -18,7 +20,11 @@ async function main(): Promise<number> {
     return 2;
   }
   const { settings } = state;
-  const server = createServer((req, res) => void handle(state, req, res));
+  const inFlight = new InFlight();
+  const server = createServer((req, res) => {
+    inFlight.add(res);
+    void handle(state, req, res);
+  });
   server.keepAliveTimeout = KEEP_ALIVE_MS;
   server.headersTimeout = KEEP_ALIVE_MS + 1000;
   await new Promise<void>((listening, fail) => server.once('error', fail).listen(settings.port, listening));
@@ -38,11 +44,38 @@ async function main(): Promise<number> {
     return 1;
   }
   const signal = await stopped;
-  log('INFO', 'stopping', { signal });
+  log('INFO', 'stopping', { signal, inFlight: inFlight.count });
   server.close();
+  server.closeIdleConnections();
+  await inFlight.drained();
   server.closeAllConnections();
   await state.model.close();
   return 0;
+}
+
+/** The requests being answered; once draining, each answer closes its connection (no request follows on it). */
+class InFlight {
+  private readonly answering = new Set<ServerResponse>();
+  private draining: (() => void) | undefined;
+
+  get count(): number {
+    return this.answering.size;
+  }
+
+  add(res: ServerResponse): void {
+    this.answering.add(res);
+    if (this.draining) res.setHeader('connection', 'close');
+    res.once('close', () => {
+      this.answering.delete(res);
+      if (this.answering.size === 0) this.draining?.();
+    });
+  }
+
+  drained(): Promise<void> {
+    for (const res of this.answering) if (!res.headersSent) res.setHeader('connection', 'close');
+    if (this.answering.size === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.draining = resolve));
+  }
 }
 
 process.exitCode = await main();

@@ -109,3 +109,18 @@ export async function liveRevisionsRestarted(em: EntityManager): Promise<Revisio
      where r.state = 'live' and r.service_url is not null and (j.status <> 'running' or j.accepted_at is null or j.accepted_at > r.live_at)`,
   );
 }
+
+/**
+ * Jobs of retired revisions still serving (a replaced revision draining its last requests): those of one deployment,
+ * or with `drainedSeconds`, every deployment's retired at least that long ago. Their cancel was not requested yet.
+ */
+export async function drainingJobs(em: EntityManager, scope: { deploymentId: string } | { drainedSeconds: number }): Promise<string[]> {
+  const rows = await query<{ id: string }>(
+    em,
+    `select j.id from deployment_revisions r join jobs j on j.id = r.job_id
+     where r.state = 'retired' and j.status in ('queued', 'running') and not j.cancel_requested
+       and ${'deploymentId' in scope ? 'r.deployment_id = ?' : 'r.retired_at < now() - make_interval(secs => ?)'}`,
+    ['deploymentId' in scope ? scope.deploymentId : scope.drainedSeconds],
+  );
+  return rows.map((row) => row.id);
+}

@@ -15,6 +15,7 @@ import type { DeploymentStatus } from './deployment.schemas.ts';
 import { deleteDeploymentRows, deploymentById, deploymentsUsingModels, updateDeployment, type DeploymentRecord } from './deployment.store.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
 import {
+  drainingJobs,
   insertRevision,
   revisionById,
   revisionOfJob,
@@ -26,6 +27,12 @@ import {
 } from './deployment-revision.store.ts';
 
 export const DEPLOYMENT_JOB = 'deployment';
+/**
+ * How long a replaced revision's server runs on once the new one took the traffic, before its job is cancelled (the
+ * deployment sweep does it): a request routed to it just before still finds it listening. Its server then answers what
+ * it had accepted before it exits (its agent's stop grace bounds that).
+ */
+export const DRAIN_SECONDS = 5;
 /** Host losses a revision survives (each requeues it elsewhere) before it fails. */
 const MAX_ATTEMPTS = 100;
 
@@ -93,7 +100,7 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
     return true;
   }
   if (revision.state !== 'starting') return true;
-  for (const old of await revisionsIn(em, deployment.id, ['live'])) await retire(em, lifecycle, old);
+  for (const old of await revisionsIn(em, deployment.id, ['live'])) await retire(em, lifecycle, old, { drain: true });
   await setServiceUrl(em, revision.id, url);
   await setRevisionState(em, revision.id, 'live');
   await updateDeployment(em, deployment.id, { model_id: revision.modelId, cpu: revision.cpu, memory_gi: revision.memoryGi, deployed_at: new Date(), scaled_to_zero: false });
@@ -101,11 +108,14 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
   return true;
 }
 
-/** Takes the revision out of service and cancels its job (its end then changes nothing more). */
-export async function retire(em: EntityManager, lifecycle: JobLifecycle, revision: RevisionRecord): Promise<void> {
+/**
+ * Takes the revision out of service and cancels its job (its end then changes nothing more); with `drain`, the deployment
+ * sweep cancels it DRAIN_SECONDS later.
+ */
+export async function retire(em: EntityManager, lifecycle: JobLifecycle, revision: RevisionRecord, options: { drain?: boolean } = {}): Promise<void> {
   await setRevisionState(em, revision.id, 'retired');
-  await appendEvent(em, revision.deploymentId, 'INFO', `Revision ${revision.number} retired`);
-  if (revision.jobId) await lifecycle.requestCancel(em, revision.jobId);
+  await appendEvent(em, revision.deploymentId, 'INFO', `Revision ${revision.number} retired${options.drain ? `; its server stops in ${DRAIN_SECONDS} s` : ''}`);
+  if (revision.jobId && !options.drain) await lifecycle.requestCancel(em, revision.jobId);
 }
 
 /**
@@ -154,9 +164,10 @@ export async function hasActiveJobs(em: EntityManager, deploymentId: string): Pr
   return rows.length > 0;
 }
 
-/** Retires every serving or starting revision (their jobs cancelled). */
+/** Retires every serving or starting revision; their jobs are cancelled, and those of revisions still draining. */
 export async function retireAll(em: EntityManager, lifecycle: JobLifecycle, deploymentId: string): Promise<void> {
   for (const revision of await revisionsIn(em, deploymentId, ['starting', 'live'])) await retire(em, lifecycle, revision);
+  for (const jobId of await drainingJobs(em, { deploymentId })) await lifecycle.requestCancel(em, jobId);
 }
 
 /** Deletes deployments for good: their servers are stopped, their rows and their keys go (key caches told). */

@@ -1,14 +1,15 @@
 // What no request or agent message triggers: revisions whose ONNX export completed (or failed) while they waited,
-// servers that never answered their health check, live servers whose host was lost (restarted elsewhere), and idle default-size
+// servers that never answered their health check, replaced servers done draining (their jobs cancelled), live servers whose host was lost (restarted elsewhere), and idle default-size
 // deployments scaled to zero. Every replica sweeps; each change re-checks its row under the deployment's lock.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import { START_SECONDS } from './deployment.job.ts';
-import { changeStatus, queueRevisionJob, retire, rollBack } from './deployment-rollout.ts';
+import { changeStatus, DRAIN_SECONDS, queueRevisionJob, retire, rollBack } from './deployment-rollout.ts';
 import { deploymentById, idleDeployments, updateDeployment } from './deployment.store.ts';
 import {
+  drainingJobs,
   liveRevisionsRestarted,
   revisionById,
   revisionsAwaitingExport,
@@ -52,6 +53,7 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
       if (current.jobId) await options.lifecycle.requestCancel(tx, current.jobId);
     });
   }
+  for (const jobId of await drainingJobs(em, { drainedSeconds: DRAIN_SECONDS })) await options.lifecycle.requestCancel(em, jobId);
   for (const lost of await liveRevisionsRestarted(em)) {
     await underLock(em, lost, 'live', async (tx, current) => {
       await setServiceUrl(tx, current.id, null);
