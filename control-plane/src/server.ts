@@ -40,6 +40,7 @@ import { ExportService } from './exports/export.service.ts';
 import { queueOnnxOnWeights } from './predict/weights-arrived.ts';
 import { DeploymentJob } from './deployments/deployment.job.ts';
 import { DEPLOYMENT_JOB } from './deployments/deployment-rollout.ts';
+import { CameraSync } from './deployments/deployment-camera.ts';
 import { scheduleDeploymentSweep } from './deployments/deployment-sweep.ts';
 import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
 import { DeploymentTraffic } from './deployments/deployment-traffic.ts';
@@ -139,7 +140,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const fork = () => orm.em.fork() as EntityManager;
-  const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds }, log);
+  const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds, cameras: new CameraSync() }, log);
   const deploymentRouter = new DeploymentUpstreams(fork, exportsIn, { wakeSeconds: config.deploymentWakeSeconds, log });
   const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });

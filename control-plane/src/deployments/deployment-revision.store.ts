@@ -59,8 +59,9 @@ export async function setRevisionJob(em: EntityManager, id: string, jobId: strin
   await query(em, 'update deployment_revisions set job_id = ? where id = ?', [jobId, id]);
 }
 
+/** Its server's URL, as reported when it (re)started: that server reads no camera yet. */
 export async function setServiceUrl(em: EntityManager, id: string, url: string | null): Promise<void> {
-  await query(em, 'update deployment_revisions set service_url = ? where id = ?', [url, id]);
+  await query(em, 'update deployment_revisions set service_url = ?, camera_url = null where id = ?', [url, id]);
 }
 
 /** live: it takes traffic now; retired or failed: it is done (failed with the reason). */

@@ -1,6 +1,7 @@
-// A deployment's service URL, `<public base URL>/svc/<deploymentId>/predict` and `/health`: its server reached with a
-// key of the owner workspace or the deployment's own, outside /api and outside the platform's rate limits (as the
-// spec says). The lean path: the body is streamed through unread (the server checks it), the answer passed back.
+// A deployment's service URL, `<public base URL>/svc/<deploymentId>/predict`, `/health` and `/camera` (the camera's
+// state and latest results, GET): its server reached with a key of the owner workspace or the deployment's own,
+// outside /api and outside the platform's rate limits (as the spec says). The lean path: the body is streamed through
+// unread (the server checks it), the answer passed back.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Readable } from 'node:stream';
 import type { Middleware } from 'koa';
@@ -14,7 +15,7 @@ import type { DeploymentTraffic } from './deployment-traffic.ts';
 import { workspaceOfDeployment } from './deployment-traffic.store.ts';
 
 export const SERVICE_URL_PREFIX = '/svc/';
-const SERVICE_PATH = /^\/svc\/([0-9a-f]{24})\/(predict|health)$/;
+const SERVICE_PATH = /^\/svc\/([0-9a-f]{24})\/(predict|health|camera)$/;
 /** Deployments whose workspace is remembered (it never changes); past this the memory starts over. */
 const MAX_REMEMBERED = 10_000;
 
@@ -23,8 +24,8 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
   return async (ctx, next) => {
     if (!ctx.path.startsWith(SERVICE_URL_PREFIX)) return next();
     const match = SERVICE_PATH.exec(ctx.path);
-    if (!match) throw NotFound(`No route for ${ctx.method} ${ctx.path}: a service URL answers /svc/{deploymentId}/predict and /health`);
-    const [, deploymentId, action] = match as unknown as [string, string, 'predict' | 'health'];
+    if (!match) throw NotFound(`No route for ${ctx.method} ${ctx.path}: a service URL answers /svc/{deploymentId}/predict, /health and /camera`);
+    const [, deploymentId, action] = match as unknown as [string, string, 'predict' | 'health' | 'camera'];
     const method = action === 'predict' ? 'POST' : 'GET';
     if (ctx.method !== method) throw MethodNotAllowed([method]);
 
@@ -59,9 +60,10 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
       },
       { via: 'service', path: ctx.path, userAgent: ctx.get('user-agent') || null, requestBytes: () => ctx.request.length ?? received },
     );
-    ctx.status = action === 'predict' ? 200 : answer.status;
+    // Health passes the server's status on (503 while it loads); predict's and the camera's failures are the platform's.
+    ctx.status = action === 'health' ? answer.status : 200;
     ctx.type = 'application/json';
-    ctx.body = action === 'predict' ? predictAnswer(answer) : answer.body;
+    ctx.body = action === 'health' ? answer.body : predictAnswer(answer);
   };
 
   async function workspaceOf(em: EntityManager, deploymentId: string): Promise<string | undefined> {

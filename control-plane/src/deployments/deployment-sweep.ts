@@ -1,9 +1,11 @@
 // What no request or agent message triggers: revisions whose ONNX export completed (or failed) while they waited,
-// servers that never answered their health check, replaced servers done draining (their jobs cancelled), live servers whose host was lost (restarted elsewhere), and idle default-size
-// deployments scaled to zero. Every replica sweeps; each change re-checks its row under the deployment's lock.
+// servers that never answered their health check, replaced servers done draining (their jobs cancelled), live servers
+// whose host was lost (restarted elsewhere), idle default-size deployments scaled to zero, and servers gone live
+// without their deployment's camera. Every replica sweeps; each change re-checks its row under the deployment's lock.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import type { CameraSync } from './deployment-camera.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import { START_SECONDS } from './deployment.job.ts';
 import { changeStatus, DRAIN_SECONDS, queueRevisionJob, retire, rollBack } from './deployment-rollout.ts';
@@ -26,6 +28,7 @@ const START_SLACK_SECONDS = 30;
 export interface SweepOptions {
   lifecycle: JobLifecycle;
   idleSeconds: number;
+  cameras: CameraSync;
 }
 
 /** Runs `change` on the revision, re-read under its deployment's lock, when it is still in `state`. */
@@ -71,6 +74,7 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
       await appendEvent(tx, id, 'INFO', `Scaled to zero after ${options.idleSeconds} s without a request; the next request starts it again`);
     });
   }
+  await options.cameras.sweep(em);
 }
 
 /** Sweeps every second on every replica. */

@@ -69,7 +69,12 @@ export const DeploymentListItem = z.object({
   status: Status,
   statusMessage: z.string().optional(),
   region: z.string().meta({ description: 'The deployment region' }),
-  serviceUrl: z.string().optional().meta({ description: 'The deployment’s own URL: `<appliance>/svc/<id>`, kept across renames and replaces' }),
+  serviceUrl: z.string().optional().meta({
+    description:
+      'The deployment’s own URL: `<appliance>/svc/<id>`, kept across renames and replaces. It answers POST `/predict` (as the platform’s ' +
+      'predict), GET `/health`, and GET `/camera`: the camera’s state (`off`, `connecting`, `streaming`, `failed` with `error`), frames ' +
+      'read and predicted, the newest frame’s `latest.results` and its detections per class (`counts`). Keys: the workspace’s or the deployment’s own.',
+  }),
   resources: Resources.meta({ description: 'The size the live revision runs with' }),
   metered: z.boolean().optional().meta({ description: 'Every size but the default (1 CPU, 2 GiB) is metered' }),
   deployedAt: Timestamp.optional().meta({ description: 'When the live revision took traffic' }),
@@ -107,7 +112,11 @@ const Camera = z
     url: CameraUrl.nullable(),
     fps: z.number().min(0.1).max(30).default(1).meta({ description: 'Frames predicted per second (default 1)' }),
   })
-  .meta({ description: 'Saves the camera the server reads (custom sizes only), or removes it with url null' });
+  .meta({
+    description:
+      'Saves the camera the server reads (custom sizes only), or removes it with url null; every later revision (replace, resize, restart) ' +
+      'reads it too. Its results: GET `<serviceUrl>/camera`',
+  });
 
 export const DeploymentUpdate = z
   .union([Rename, SetMetadata, Stop, Start, Replace, Resize, Camera], {

@@ -227,8 +227,8 @@ export class DeploymentService {
   private async camera(record: DeploymentRecord, url: string | null, fps: number): Promise<UpdateOutcome> {
     if (isDefaultSize(record)) throw Forbidden('A camera needs a deployment with custom resources (not the default 1 CPU, 2 GiB); resize it first');
     if (record.status !== 'ready') throw Conflict(`The deployment is ${record.status}; a camera needs it ready`);
-    await updateDeployment(this.em, record.id, { camera_url: url, camera_applying: true });
-    applyCamera(this.em.fork() as EntityManager, record.id, { url, fps, previous: record.cameraUrl });
+    await updateDeployment(this.em, record.id, { camera_url: url, camera_fps: fps, camera_applying: true });
+    applyCamera(this.em.fork() as EntityManager, record.id, { url, fps }, { url: record.cameraUrl, fps: record.cameraFps });
     return accepted('ready', url ? 'Applying the camera; poll until cameraApplying is false' : 'Removing the camera; poll until cameraApplying is false');
   }
 

@@ -29,6 +29,7 @@ export interface DeploymentRecord {
   scaledToZero: boolean;
   apiKeyId: string | null;
   cameraUrl: string | null;
+  cameraFps: number;
   cameraApplying: boolean;
   deployedAt: Date | null;
   createdAt: Date;
@@ -40,7 +41,7 @@ const SELECT = `
          p.slug as "projectSlug", p.id as "projectId", p.visibility = 'public' as "projectPublic", m.task, d.slug, d.name, d.region,
          d.cpu, d.memory_gi as "memoryGi", d.metadata, d.status, d.status_message as "statusMessage", d.desired,
          d.scaled_to_zero as "scaledToZero", d.api_key_id as "apiKeyId", d.camera_url as "cameraUrl",
-         d.camera_applying as "cameraApplying", d.deployed_at as "deployedAt", d.created_at as "createdAt", d.updated_at as "updatedAt"
+         d.camera_fps as "cameraFps", d.camera_applying as "cameraApplying", d.deployed_at as "deployedAt", d.created_at as "createdAt", d.updated_at as "updatedAt"
   from deployments d join workspaces w on w.id = d.workspace_id join models m on m.id = d.model_id join projects p on p.id = m.project_id`;
 
 export interface NewDeployment extends DeploymentSize {
@@ -113,6 +114,7 @@ export interface DeploymentColumns {
   scaled_to_zero: boolean;
   api_key_id: string | null;
   camera_url: string | null;
+  camera_fps: number;
   camera_applying: boolean;
   deployed_at: Date | null;
 }
