@@ -4,29 +4,36 @@
  * A real control plane (own database, BILLING_ENABLED=false, rate limits off) and a `vp-worker` agent (process runtime,
  * the trainer venv) that makes the models' automatic ONNX exports and runs the deployments' inference servers. The
  * model: yolo11n (from its YAML, untrained) at 640 px; the image: a 640 × 480 JPEG made here. Figures, each with
- * BENCH_CLIENTS concurrent clients for BENCH_SECONDS (requests per second, and the p99 of those requests):
- *   - the ceiling, in the same run: the same ONNX file run in this process by @vp/inference (OnnxModel, decode and
- *     predict, as the server does per request) with the deployment's CPU count as onnxruntime threads;
+ * BENCH_CLIENTS concurrent clients for BENCH_SECONDS in all, in BENCH_ROUNDS turns taken by every target in order, so a
+ * spell of a busier machine weighs on them alike (requests per second, and the p99 of those requests):
+ *   - the ceiling, in the same run: the same inference server called in-process: its request handler and model
+ *     (routes.ts, ServedModel) on the same ONNX file, listening in this process, with the deployment's CPU count as
+ *     onnxruntime threads; called like the others, so the clients' own work weighs on every figure alike;
  *   - the revision's own server (its URL and token, as the control plane calls it);
  *   - the service URL (`/svc/{id}/predict` with the deployment's key): target ≥ 90 % of the ceiling;
  *   - the platform's predict (`POST /api/deployments/{owner}/{deployment}/predict`): target ≥ 75 % of the ceiling.
- * Then: a replace (another model) under load through the service URL: errors (target 0) and the p99 of the requests
- * during the switch, printed; and the cold start of a default-size deployment scaled to zero: the first request's
+ * Then: a replace (another model) under load through the service URL, until the old server has stopped: errors
+ * (target 0) and the p99 of the requests during the switch, printed; and the cold start of a default-size deployment scaled to zero: the first request's
  * latency, printed.
- * Environment: BENCH_SECONDS (15), BENCH_CLIENTS (4), BENCH_CPU (2: the deployment's cpu), BENCH_IDLE_SECONDS (5), TEST_PG_URL.
+ * Environment: BENCH_SECONDS (15), BENCH_ROUNDS (3), BENCH_CLIENTS (4), BENCH_CPU (2: the deployment's cpu), BENCH_IDLE_SECONDS (5), TEST_PG_URL.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { decodeImage, OnnxModel } from '@vp/inference';
-import { MAX_IMAGE_PIXELS } from '@vp/inference/pool';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SERVER_ENV, SERVICE_ROUTES } from '@vp/inference-server/contract';
+import { handle, type ServerState } from '../inference-server/src/routes.ts';
+import { ServedModel } from '../inference-server/src/served-model.ts';
+import { readSettings } from '../inference-server/src/settings.ts';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
 import { BenchApi, benchImage, exportsSettled, helperTap, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights } from './trainer-env.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 15);
+const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
 const CLIENTS = positiveInt('BENCH_CLIENTS', 4);
 const CPU = positiveInt('BENCH_CPU', 2);
 const IDLE_SECONDS = positiveInt('BENCH_IDLE_SECONDS', 5);
@@ -63,8 +70,21 @@ interface Load {
   errors: string[];
 }
 
-/** CLIENTS clients calling back to back until `until` resolves true (or for SECONDS). */
-async function load(call: Call, until: () => boolean = ((end) => () => performance.now() >= end)(performance.now() + SECONDS * 1000)): Promise<Load> {
+/** The turns of one target merged: its rate over the time it was loaded. */
+function merged(turns: Turn[]): Load {
+  const latencies = turns.flatMap((one) => one.latencies);
+  const seconds = turns.reduce((sum, one) => sum + one.seconds, 0);
+  return { rate: latencies.length / seconds, p99: p99(latencies.map((l) => l.ms)), latencies, errors: turns.flatMap((one) => one.errors) };
+}
+
+interface Turn {
+  latencies: Load['latencies'];
+  errors: string[];
+  seconds: number;
+}
+
+/** One target's turn: CLIENTS clients calling back to back until `until` returns true. */
+async function turn(call: Call, until: () => boolean): Promise<Turn> {
   const latencies: Load['latencies'] = [];
   const errors: string[] = [];
   const started = performance.now();
@@ -80,7 +100,7 @@ async function load(call: Call, until: () => boolean = ((end) => () => performan
       }
     }),
   );
-  return { rate: latencies.length / ((performance.now() - started) / 1000), p99: p99(latencies.map((l) => l.ms)), latencies, errors };
+  return { latencies, errors, seconds: (performance.now() - started) / 1000 };
 }
 
 const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(0.99 * values.length))] ?? NaN;
@@ -140,36 +160,44 @@ async function main(): Promise<void> {
   const { exports } = await server.call<{ exports: Array<{ format: string; status: string; file?: { downloadUrl: string } }> }>('GET', `/api/models/${owner}/bench/model-0/exports`);
   const onnxFile = join(work, 'model-0.onnx');
   writeFileSync(onnxFile, Buffer.from(await (await fetch(exports.find((e) => e.format === 'onnx' && e.status === 'completed')!.file!.downloadUrl)).arrayBuffer()));
-  const model = await OnnxModel.load(onnxFile, { intraOpThreads: CPU });
+  const settings = readSettings({ [SERVER_ENV.model]: onnxFile, [SERVER_ENV.token]: revision!.token, [SERVER_ENV.threads]: String(CPU) });
+  const state: ServerState = { settings, model: await ServedModel.load(settings) };
+  const inProcess = createServer((req, res) => void handle(state, req, res));
+  await new Promise<void>((listening) => inProcess.listen(0, '127.0.0.1', listening));
   const targets: Record<'ceiling' | 'revision' | 'service' | 'proxy', Call> = {
-    ceiling: async () => {
-      const started = performance.now();
-      await model.predict(await decodeImage(image, { maxPixels: MAX_IMAGE_PIXELS }), { conf: 0.25, iou: 0.7, imgsz: IMGSZ });
-      return performance.now() - started;
-    },
+    ceiling: httpCall(`http://127.0.0.1:${(inProcess.address() as AddressInfo).port}${SERVICE_ROUTES.predict}`, settings.token, image),
     revision: httpCall(`${revision!.service_url}/predict`, revision!.token, image),
     service: httpCall(`${base}/svc/${served.id}/predict`, served.apiKey, image),
     proxy: httpCall(`${base}/api/deployments/${owner}/bench/predict`, server.key, image),
   };
 
-  const results = {} as Record<keyof typeof targets, Load>;
-  for (const [name, call] of Object.entries(targets) as Array<[keyof typeof targets, Call]>) {
-    for (let i = 0; i < 3; i++) await call();
-    process.stderr.write(`${name}: ${CLIENTS} clients for ${SECONDS} s…\n`);
-    results[name] = await load(call);
-    if (results[name].errors.length > 0) throw new Error(`${name}: ${results[name].errors.length} errors, first: ${results[name].errors[0]}`);
+  const names = Object.keys(targets) as Array<keyof typeof targets>;
+  for (const name of names) for (let i = 0; i < 3; i++) await targets[name]();
+  const turns = Object.fromEntries(names.map((name) => [name, [] as Turn[]]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const name of names) {
+      process.stderr.write(`round ${round}/${ROUNDS}, ${name}: ${CLIENTS} clients for ${(SECONDS / ROUNDS).toFixed(1)} s…\n`);
+      const end = performance.now() + (SECONDS / ROUNDS) * 1000;
+      const one = await turn(targets[name], () => performance.now() >= end);
+      if (one.errors.length > 0) throw new Error(`${name}: ${one.errors.length} errors, first: ${one.errors[0]}`);
+      turns[name]!.push(one);
+    }
   }
-  await model.release();
+  const results = Object.fromEntries(names.map((name) => [name, merged(turns[name]!)])) as Record<keyof typeof targets, Load>;
+  inProcess.closeAllConnections();
+  await new Promise((closed) => inProcess.close(closed));
+  await state.model!.close();
 
   process.stderr.write('replace under load (service URL)…\n');
   let switched = false;
-  const replacing = load(targets.service, () => switched);
+  const replacing = turn(targets.service, () => switched).then((one) => merged([one]));
   const patchedAt = performance.now();
   await server.call('PATCH', `/api/deployments/${owner}/bench`, { action: 'replace', project: 'bench', model: 'model-1' });
   await until('the replace to complete', async () => (await status(owner, 'bench')).status === 'ready' && (await liveRevisions(served.id))[0]?.id !== revision!.id);
   const switchedAt = performance.now();
-  // The old revision stops after the switch: the load goes on a little past it.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
+  // The old revision drains, then stops: the load goes on a second past its job's end.
+  await until('the old server to stop', async () => (await adminQuery(`select 1 from jobs j join deployment_revisions r on r.job_id = j.id where r.id = '${revision!.id}' and j.status not in ('queued', 'running')`, database)).rowCount, 120_000);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
   switched = true;
   const replace = await replacing;
   const duringSwitch = replace.latencies.filter((l) => l.at >= patchedAt && l.at <= switchedAt + 3000).map((l) => l.ms);
@@ -200,14 +228,14 @@ async function main(): Promise<void> {
   ];
   const ms = (value: number) => `${value.toFixed(1)} ms`;
   console.log(`\nbench:deploy — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}`);
-  console.log(`model: yolo11n (untrained), automatic ONNX export, imgsz ${IMGSZ}; deployment: ${CPU} CPU, process runtime; image: 640 x 480 JPEG, ${image.length} bytes; ${CLIENTS} clients for ${SECONDS} s each`);
+  console.log(`model: yolo11n (untrained), automatic ONNX export, imgsz ${IMGSZ}; deployment: ${CPU} CPU, process runtime; image: 640 x 480 JPEG, ${image.length} bytes; ${CLIENTS} clients for ${SECONDS} s each, in ${ROUNDS} turns`);
   for (const [name, result] of Object.entries(results)) {
     console.log(`  ${name.padEnd(9)} ${result.rate.toFixed(2).padStart(8)} req/s  p99 ${ms(result.p99).padStart(10)}  ${name === 'ceiling' ? '' : `${((result.rate / ceiling.rate) * 100).toFixed(1)} % of in-process`}`);
   }
   for (const f of figures.filter((f) => f.target)) console.log(`  ${f.figure}: target ${f.target} ${f.pass ? 'PASS' : 'FAIL'}`);
   console.log(`replace under load: ${replace.latencies.length} answered, ${replace.errors.length} failed${replace.errors[0] ? ` (first: ${replace.errors[0]})` : ''}; switch took ${((switchedAt - patchedAt) / 1000).toFixed(1)} s, p99 during it ${ms(p99(duringSwitch))} (${duringSwitch.length} requests)`);
   console.log(`cold start from zero: first request ${ms(coldMs)}, the next ${ms(warmMs)}`);
-  recordResult('deploy', figures, { seconds: SECONDS, clients: CLIENTS, cpu: CPU, rates: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.rate])), coldMs, warmMs, versions });
+  recordResult('deploy', figures, { seconds: SECONDS, rounds: ROUNDS, clients: CLIENTS, cpu: CPU, rates: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.rate])), coldMs, warmMs, versions });
 }
 
 await runBenchmark('bench:deploy', main, async () => {

@@ -142,6 +142,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const fork = () => orm.em.fork() as EntityManager;
   const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds, cameras: new CameraSync() }, log);
   const deploymentRouter = new DeploymentUpstreams(fork, exportsIn, { wakeSeconds: config.deploymentWakeSeconds, log });
+  deploymentRouter.listen(notifications);
   const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
+import { announceDeploymentChange } from './deployment-changes.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
 
 export type RevisionState = 'starting' | 'live' | 'retired' | 'failed';
@@ -62,6 +63,7 @@ export async function setRevisionJob(em: EntityManager, id: string, jobId: strin
 /** Its server's URL, as reported when it (re)started: that server reads no camera yet. */
 export async function setServiceUrl(em: EntityManager, id: string, url: string | null): Promise<void> {
   await query(em, 'update deployment_revisions set service_url = ?, camera_url = null where id = ?', [url, id]);
+  await announceDeploymentChange(em);
 }
 
 /** live: it takes traffic now; retired or failed: it is done (failed with the reason). */
@@ -74,6 +76,7 @@ export async function setRevisionState(em: EntityManager, id: string, state: Rev
      where id = ?`,
     [state, error, state, state, id],
   );
+  await announceDeploymentChange(em);
 }
 
 /** Starting revisions still waiting for their model's ONNX export (no job yet), with the export's state. */

@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { Notifications } from '../db/notifications.ts';
 import { query } from '../db/sql.ts';
 import type { ExportService } from '../exports/export.service.ts';
 import { NotFound, Unavailable } from '../http/errors.ts';
 import { Model } from '../models/model.entity.ts';
+import { DEPLOYMENTS_CHANNEL, onLocalDeploymentChange } from './deployment-changes.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import type { DeploymentRouter, Upstream } from './deployment-router.ts';
 import { changeStatus, startRevision } from './deployment-rollout.ts';
@@ -12,6 +14,8 @@ import { deploymentById, touchDeployments, updateDeployment } from './deployment
 import { queueOnnxExport } from '../predict/onnx-export.ts';
 
 const POLL_MS = 200;
+/** Live servers remembered at most; past this the memory starts over. */
+const MAX_REMEMBERED = 10_000;
 /** How often the requests' idle clocks are written (one UPDATE for every deployment touched meanwhile). */
 const TOUCH_FLUSH_MS = 5000;
 
@@ -29,6 +33,11 @@ interface LiveRow {
  * DeploymentRouter over the deployments' rows: the live revision's server once it reported its URL. A deployment scaled
  * to zero is woken by the first request that finds it so (one revision started, whoever races) and every request waits
  * for it, as for one still creating or deploying, up to DEPLOYMENT_WAKE_SECONDS.
+ *
+ * Once `listen` is called, the live servers found are remembered (a query less per request: a tenth of the service
+ * URL's throughput on a small host) until a change of any deployment's serving state is announced
+ * (deployment-changes.ts): at once in this process, at the change's commit in the others. A replaced server drains for
+ * DRAIN_SECONDS, so a request another replica sends it meanwhile is still answered.
  */
 export class DeploymentUpstreams implements DeploymentRouter {
   private readonly fork: () => EntityManager;
@@ -37,6 +46,13 @@ export class DeploymentUpstreams implements DeploymentRouter {
   private readonly log: Logger;
   private touchedIds = new Set<string>();
   private readonly timer: NodeJS.Timeout;
+  private readonly remembered = new Map<string, Upstream>();
+  private notifications: Notifications | undefined;
+  /** The notification connection the remembered servers were checked against. */
+  private session: number | undefined;
+  /** Bumped by every change heard of, so that a read begun before one is not remembered. */
+  private generation = 0;
+  private readonly stopHearing: () => void;
 
   constructor(fork: () => EntityManager, exportsFor: (em: EntityManager) => ExportService, options: { wakeSeconds: number; log: Logger }) {
     this.fork = fork;
@@ -45,9 +61,38 @@ export class DeploymentUpstreams implements DeploymentRouter {
     this.log = options.log;
     this.timer = setInterval(() => void this.flush(), TOUCH_FLUSH_MS);
     this.timer.unref();
+    this.stopHearing = onLocalDeploymentChange(() => this.forget());
+  }
+
+  listen(notifications: Notifications): void {
+    this.notifications = notifications;
+    notifications.on(DEPLOYMENTS_CHANNEL, () => this.forget());
   }
 
   async upstream(em: EntityManager, deploymentId: string): Promise<Upstream> {
+    // Nothing is used that a lost connection may have missed a change to.
+    const session = this.notifications?.session;
+    if (session !== this.session) {
+      this.forget();
+      this.session = session;
+    }
+    const known = session === undefined ? undefined : this.remembered.get(deploymentId);
+    if (known) return known;
+    const generation = this.generation;
+    const found = await this.find(em, deploymentId);
+    if (session !== undefined && generation === this.generation && session === this.notifications?.session) {
+      if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
+      this.remembered.set(deploymentId, found);
+    }
+    return found;
+  }
+
+  private forget(): void {
+    this.generation += 1;
+    this.remembered.clear();
+  }
+
+  private async find(em: EntityManager, deploymentId: string): Promise<Upstream> {
     const deadline = Date.now() + this.wakeSeconds * 1000;
     for (;;) {
       const [row] = await query<LiveRow>(
@@ -78,6 +123,7 @@ export class DeploymentUpstreams implements DeploymentRouter {
   /** Writes the pending idle clocks (also on shutdown). */
   async close(): Promise<void> {
     clearInterval(this.timer);
+    this.stopHearing();
     await this.flush();
   }
 

@@ -3,6 +3,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { announceDeploymentChange } from './deployment-changes.ts';
 import type { DeploymentStatus } from './deployment.schemas.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
 
@@ -98,6 +99,7 @@ export async function updateDeployment(em: EntityManager, id: string, changes: P
   if (entries.length === 0) return;
   const sets = entries.map(([column]) => `${column} = ?${column === 'metadata' ? '::jsonb' : ''}`).join(', ');
   await query(em, `update deployments set ${sets}, updated_at = now() where id = ?`, [...entries.map(([column, value]) => (column === 'metadata' ? JSON.stringify(value) : value)), id]);
+  if ('status' in changes || 'scaled_to_zero' in changes) await announceDeploymentChange(em);
 }
 
 /** The writable columns, as updateDeployment takes them. */
@@ -132,7 +134,9 @@ export async function deploymentsUsingModels(em: EntityManager, modelIds: string
 }
 
 export async function deleteDeploymentRows(em: EntityManager, ids: string[]): Promise<void> {
-  if (ids.length > 0) await query(em, 'delete from deployments where id = any(?::text[])', [pgArray(ids)]);
+  if (ids.length === 0) return;
+  await query(em, 'delete from deployments where id = any(?::text[])', [pgArray(ids)]);
+  await announceDeploymentChange(em);
 }
 
 /** Default-size deployments serving with no request for `idleSeconds` (since their last request or their revision going live). */
