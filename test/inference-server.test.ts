@@ -81,9 +81,9 @@ t.test('bad requests are clear 4xx answers and the server carries on', async (t)
   const range = await predictAt(server.url, bytes, { conf: '7' });
   t.equal(range.status, 400);
   t.match(range.body.error, /body\.conf/);
-  const camera = await fetch(`${server.url}/camera`, { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
-  t.equal(camera.status, 404);
-  t.same(await camera.json(), { error: 'camera support is not built yet' });
+  const camera = await fetch(`${server.url}/camera`, { method: 'PUT', headers: { authorization: `Bearer ${SERVICE_TOKEN}` }, body: '{"url": "http://camera.invalid/", "fps": 5}' });
+  t.equal(camera.status, 400);
+  t.match(await camera.json(), { error: /body\.url: must be an rtsp/ });
 
   t.equal((await predictAt(server.url, bytes)).status, 200, 'still serving');
 });

@@ -22,6 +22,8 @@ export const SERVER_ENV = {
   device: 'VP_DEVICE',
   /** owner/project/model, answered as predict's metadata.model (default: the ONNX file's name). */
   modelName: 'VP_MODEL_NAME',
+  /** The ffmpeg that reads the camera (default: `ffmpeg` on PATH). */
+  ffmpeg: 'VP_FFMPEG',
 } as const;
 
 export const SERVICE_ROUTES = {
@@ -32,7 +34,13 @@ export const SERVICE_ROUTES = {
    * a form or JSON; an http(s) source is resolved by the control plane before it forwards), the same response.
    */
   predict: '/predict',
-  /** GET: CameraState; PUT CameraSettings (starts or changes the stream); DELETE stops it. */
+  /**
+   * The deployment's camera: the server reads an RTSP stream (ffmpeg, over TCP, frames scaled to at most 1280 pixels a
+   * side) at the settings' fps and predicts each frame as predict does (its conf, iou and imgsz; the newest frame
+   * when predicting falls behind, the others dropped). GET: CameraState. PUT CameraSettings (JSON): starts the stream,
+   * or replaces the one running; 400 `{ error }` for bad settings, the camera unchanged. DELETE: stops it. A stream
+   * that fails or stalls is retried, 2 s after the failure growing to 30 s.
+   */
   camera: '/camera',
 } as const;
 
@@ -44,25 +52,33 @@ export interface HealthAnswer {
 }
 
 export interface CameraSettings {
-  /** rtsp:// or rtsps:// */
+  /** rtsp:// or rtsps://, credentials in it if the camera wants them. */
   url: string;
-  /** Frames predicted per second (0.1 to 30). */
+  /** Frames read (and predicted) per second, 0.1 to 30. */
   fps: number;
+  /** As predict's parameters of the same names, with the same ranges and defaults. */
   conf?: number;
   iou?: number;
   imgsz?: number;
 }
 
 export interface CameraState {
+  /** The camera's URL, its password masked (***); null when off. */
   url: string | null;
-  /** connecting | streaming | failed */
+  /** Frames per second, when on. */
+  fps?: number;
+  /** off, connecting (starting ffmpeg, or retrying), streaming (frames arrive), failed (retried after a pause). */
   state: 'connecting' | 'streaming' | 'failed' | 'off';
+  /** Why it failed: ffmpeg's last words, or the stall. */
   error?: string;
+  /** Counted since the PUT that set this camera, across reconnects. */
   framesRead: number;
   framesPredicted: number;
-  /** The newest frame's predictions as predict's `images[0].results`, and when it was read. */
+  /** Frames skipped because the previous one was still being predicted. */
+  framesDropped: number;
+  /** The newest predicted frame's results as predict's `images[0].results`, and when that frame was read. */
   latest?: { at: string; results: unknown[] };
-  /** Detections per class name in the newest frame. */
+  /** Detections per class name in the newest predicted frame (empty for classify, semantic and depth models). */
   counts: Record<string, number>;
 }
 

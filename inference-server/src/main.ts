@@ -1,8 +1,10 @@
 // vp-inference-server: a deployment's inference server (contract.ts), run by a worker agent as a service job. It
-// listens at once (health answers 503 while the model loads), then serves predict on its one ONNX model until SIGTERM,
-// and drains: it stops listening, and exits once every request it had already accepted was answered (a replaced
-// revision's last requests end normally; its agent's stop grace bounds the wait).
+// listens at once (health answers 503 while the model loads), then serves predict (and the camera, once set) on its
+// one ONNX model until SIGTERM, and drains: it stops its camera and listening, and exits once every request it had
+// already accepted was answered (a replaced revision's last requests end normally; its agent's stop grace bounds the
+// wait).
 import { createServer, type ServerResponse } from 'node:http';
+import { Camera } from './camera/camera.ts';
 import { handle, type ServerState } from './routes.ts';
 import { ServedModel } from './served-model.ts';
 import { log } from './service-log.ts';
@@ -14,7 +16,7 @@ const KEEP_ALIVE_MS = 75_000;
 async function main(): Promise<number> {
   let state: ServerState;
   try {
-    state = { settings: readSettings(process.env), model: undefined };
+    state = { settings: readSettings(process.env), model: undefined, camera: undefined };
   } catch (error) {
     log('CRITICAL', (error as Error).message);
     return 2;
@@ -35,6 +37,7 @@ async function main(): Promise<number> {
   try {
     const started = performance.now();
     state.model = await ServedModel.load(settings);
+    state.camera = new Camera(settings.ffmpeg, state.model);
     log('INFO', 'model loaded', { task: state.model.info.task, classes: state.model.info.names.length, sha256: state.model.sha256, ms: Math.round(performance.now() - started) });
   } catch (error) {
     // onnxruntime-node bundles the CPU provider only: CUDA's is installed apart (ONNXRUNTIME_NODE_INSTALL=cuda12).
@@ -45,9 +48,10 @@ async function main(): Promise<number> {
   }
   const signal = await stopped;
   log('INFO', 'stopping', { signal, inFlight: inFlight.count });
+  const cameraStopped = state.camera.close();
   server.close();
   server.closeIdleConnections();
-  await inFlight.drained();
+  await Promise.all([inFlight.drained(), cameraStopped]);
   server.closeAllConnections();
   await state.model.close();
   return 0;

@@ -4,6 +4,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InferenceError } from '@vp/inference/pool';
 import { invalid, PredictInputError, predictResponse, readPredictInput } from '@vp/inference/request';
+import { type Camera, CameraClosed } from './camera/camera.ts';
+import { parseCameraSettings } from './camera/camera-settings.ts';
 import { type HealthAnswer, SERVER_ENV, SERVICE_ROUTES } from './contract.ts';
 import type { ServedModel } from './served-model.ts';
 import { log } from './service-log.ts';
@@ -17,6 +19,9 @@ class Answer extends Error {
   }
 }
 
+/** A PUT /camera body is a few settings. */
+const MAX_CAMERA_BODY_BYTES = 16 * 1024;
+
 const URL_SOURCE_REFUSED =
   "source URLs are not fetched by a deployment's inference server: send them to the platform's predict URL, which fetches them (or send the image as file or base64)";
 
@@ -24,6 +29,8 @@ export interface ServerState {
   settings: ServerSettings;
   /** Undefined until the model has loaded. */
   model: ServedModel | undefined;
+  /** Made with the model. */
+  camera: Camera | undefined;
 }
 
 /** One request, answered whatever happens. */
@@ -56,7 +63,7 @@ async function route(state: ServerState, req: IncomingMessage): Promise<{ status
   }
   if (path === SERVICE_ROUTES.camera) {
     allow(req, ['GET', 'PUT', 'DELETE']);
-    throw new Answer(404, 'camera support is not built yet');
+    return { status: 200, body: await cameraRoute(state, req) };
   }
   throw new Answer(404, `no route ${path}: this server answers ${Object.values(SERVICE_ROUTES).join(', ')}`);
 }
@@ -68,11 +75,40 @@ async function predict(state: ServerState, req: IncomingMessage): Promise<unknow
   const input = await readPredictInput(req, { maxBytes: settings.maxBytes, setting: SERVER_ENV.maxBytes }, () => Promise.reject(invalid(URL_SOURCE_REFUSED)));
   const { parameters, image } = input;
   try {
-    const run = await model.run(image, { conf: parameters.conf, iou: parameters.iou, imgsz: parameters.imgsz ?? model.defaultImgsz });
+    const run = await model.run(image, parameters);
     return await predictResponse(run, parameters, { model: settings.modelName, startedAt });
   } catch (error) {
     if (error instanceof InferenceError && error.kind === 'image') throw invalid(`The input is not an image this server can read: ${error.message}`);
     throw error;
+  }
+}
+
+async function cameraRoute(state: ServerState, req: IncomingMessage): Promise<unknown> {
+  const { camera } = state;
+  if (!camera) throw new Answer(503, 'the model is still loading');
+  if (req.method === 'PUT') {
+    const settings = parseCameraSettings(await readJson(req, MAX_CAMERA_BODY_BYTES));
+    return camera.set(settings).catch((error: unknown) => {
+      throw error instanceof CameraClosed ? new Answer(503, error.message) : error;
+    });
+  }
+  if (req.method === 'DELETE') return camera.stop();
+  return camera.state;
+}
+
+/** A JSON request body of at most `maxBytes` (413 past it). */
+async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    received += chunk.length;
+    if (received > maxBytes) throw new Answer(413, `the body is larger than ${maxBytes} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new Answer(400, 'the body must be JSON camera settings: {"url": "rtsp://…", "fps": …}');
   }
 }
 

@@ -13,6 +13,7 @@ const Settings = z.object({
   [SERVER_ENV.maxBytes]: z.coerce.number().int().min(1024).default(defaults.predictMaxBytes),
   [SERVER_ENV.device]: z.enum(['cpu', 'cuda']).default('cpu'),
   [SERVER_ENV.modelName]: z.string().min(1).max(512).optional(),
+  [SERVER_ENV.ffmpeg]: z.string().min(1).default('ffmpeg'),
 });
 
 export interface ServerSettings {
@@ -23,6 +24,8 @@ export interface ServerSettings {
   maxBytes: number;
   device: 'cpu' | 'cuda';
   modelName: string;
+  /** The ffmpeg the camera runs (a path, or a name on PATH). */
+  ffmpeg: string;
 }
 
 /** Throws an Error naming each variable that is missing or wrong. */
@@ -40,5 +43,6 @@ export function readSettings(env: Record<string, string | undefined>): ServerSet
     maxBytes: values[SERVER_ENV.maxBytes],
     device: values[SERVER_ENV.device],
     modelName: values[SERVER_ENV.modelName] ?? basename(modelFile),
+    ffmpeg: values[SERVER_ENV.ffmpeg],
   };
 }

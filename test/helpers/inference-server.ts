@@ -11,6 +11,7 @@ export const SERVICE_TOKEN = 'service-token-for-the-tests-0123456789';
 
 export interface RunningServer {
   url: string;
+  pid: number;
   output(): string;
   /** Resolves with the exit code once it has exited. */
   exited: Promise<number | null>;
@@ -35,7 +36,7 @@ export async function startInferenceServer(t: Teardown, onnx: string, env: Recor
   const deadline = Date.now() + 30_000;
   for (;;) {
     const status = await fetch(`${url}/health`).then((response) => response.status, () => 0);
-    if (status === 200) return { url, output: () => output, exited };
+    if (status === 200) return { url, pid: child.pid!, output: () => output, exited };
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the inference server did not become healthy:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

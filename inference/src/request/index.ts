@@ -3,6 +3,6 @@
 export type { PredictInput, UrlFetcher } from './predict-input.ts';
 export { readPredictInput } from './predict-input.ts';
 export type { ByteBound } from './predict-input-error.ts';
-export { invalid, PredictInputError, tooLarge } from './predict-input-error.ts';
+export { invalid, invalidBody, PredictInputError, tooLarge } from './predict-input-error.ts';
 export { PredictParameters } from './predict-parameters.ts';
 export { predictResponse } from './predict-response.ts';

@@ -11,6 +11,10 @@ export class PredictInputError extends Error {
 
 export const invalid = (message: string) => new PredictInputError(400, message);
 
+/** A 400 naming each field of the body that is wrong (`body.conf: must be …`). */
+export const invalidBody = (error: { issues: Array<{ path: PropertyKey[]; message: string }> }) =>
+  invalid(error.issues.map((issue) => `${['body', ...issue.path.map(String)].join('.')}: ${issue.message}`).join('; '));
+
 /** Where the byte bound comes from, named in the 413 so the operator knows what to raise. */
 export interface ByteBound {
   maxBytes: number;

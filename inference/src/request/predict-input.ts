@@ -2,7 +2,7 @@
 // its byte bound, the parameters checked, and exactly one image (a file, or a source), which must not be a video.
 import type { IncomingMessage } from 'node:http';
 import { readPredictBody } from './predict-body.ts';
-import { type ByteBound, invalid, PredictInputError } from './predict-input-error.ts';
+import { type ByteBound, invalid, invalidBody } from './predict-input-error.ts';
 import { PredictParameters } from './predict-parameters.ts';
 import { decodeSource, isUrlSource, isVideo } from './predict-source.ts';
 
@@ -20,7 +20,7 @@ export type UrlFetcher = (url: string) => Promise<Uint8Array>;
 export async function readPredictInput(req: IncomingMessage, bound: ByteBound, fetchUrl: UrlFetcher): Promise<PredictInput> {
   const body = await readPredictBody(req, bound);
   const parsed = PredictParameters.safeParse(body.fields);
-  if (!parsed.success) throw new PredictInputError(400, parsed.error.issues.map((issue) => `${['body', ...issue.path.map(String)].join('.')}: ${issue.message}`).join('; '));
+  if (!parsed.success) throw invalidBody(parsed.error);
   const parameters = parsed.data;
   if (body.file && parameters.source !== undefined) throw invalid('Send file or source, not both');
   if (!body.file && parameters.source === undefined) throw invalid('Send the image as file (multipart/form-data) or source (URL or base64)');
