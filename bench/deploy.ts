@@ -161,7 +161,7 @@ async function main(): Promise<void> {
   const onnxFile = join(work, 'model-0.onnx');
   writeFileSync(onnxFile, Buffer.from(await (await fetch(exports.find((e) => e.format === 'onnx' && e.status === 'completed')!.file!.downloadUrl)).arrayBuffer()));
   const settings = readSettings({ [SERVER_ENV.model]: onnxFile, [SERVER_ENV.token]: revision!.token, [SERVER_ENV.threads]: String(CPU) });
-  const state: ServerState = { settings, model: await ServedModel.load(settings) };
+  const state: ServerState = { settings, model: await ServedModel.load(settings), camera: undefined };
   const inProcess = createServer((req, res) => void handle(state, req, res));
   await new Promise<void>((listening) => inProcess.listen(0, '127.0.0.1', listening));
   const targets: Record<'ceiling' | 'revision' | 'service' | 'proxy', Call> = {

@@ -1,7 +1,8 @@
 // Deployments end to end: a real control plane, real vp-worker agents (process runtime) running the real inference
 // server on a model trained by the suite: create → ready (its server answers at the live revision's URL, with the
 // revision's token), a replacement whose model cannot load rolled back, a replacement under continuous load through the
-// service URL and the platform's predict with no request failed (the old server drains), scale to zero and the wake of a request through
+// service URL and the platform's predict with no request failed (the old server drains), a camera read by the live
+// server and given again to the next revision, scale to zero and the wake of a request through
 // the DeploymentRouter (the cold start measured), and a host killed: its deployment restarted on the other host.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,13 +14,13 @@ import { enrollAgent, runAgent, type Spawned } from './helpers/agent.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { writeTestPictures } from './helpers/inference-images.ts';
 import { predictAt } from './helpers/inference-server.ts';
+import { startRtspSource } from './helpers/rtsp-source.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { seedOnnxExport } from './helpers/predict.ts';
 import { query } from '../control-plane/src/db/sql.ts';
 import { call } from './helpers/server.ts';
 import { startWorld } from './helpers/world.ts';
 import { trainedModel } from './helpers/yolo-models.ts';
-import { ProcessJobState } from '../worker-agent/src/runtimes/process-job-state.ts';
 
 t.setTimeout(10 * 60_000);
 const fixture = await trainedModel('detect');
@@ -36,7 +37,8 @@ const { server, alice } = world;
 const dir = mkdtempSync(join(tmpdir(), 'vp-deployments-e2e-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const [picture] = await writeTestPictures(dir);
-const image = readFileSync(picture!.file);
+const pictureFile = picture!.file;
+const image = readFileSync(pictureFile);
 const em = () => server.orm.em.fork() as EntityManager;
 
 /** A model whose automatic ONNX export is `onnx`; weights of its own (exports are shared by the weights' hash). */
@@ -52,25 +54,12 @@ const broken = join(dir, 'broken.onnx');
 writeFileSync(broken, 'not an onnx model');
 await model('broken', broken);
 
-/**
- * An enrolled pool host of `region` running a real agent on the process runtime. Its servers outlive a killed agent (to
- * be adopted by the next): their process groups are killed when the test ends.
- */
+/** An enrolled pool host of `region` running a real agent on the process runtime. */
 async function agent(name: string, region: string): Promise<Spawned> {
   const { enrollmentToken } = await server.services().hosts.connect(name, undefined, region);
   const config = join(dir, `${name}.json`);
-  const workRoot = join(dir, name);
   await enrollAgent(t, server.url, enrollmentToken, config);
-  t.teardown(async () => {
-    for (const { record } of await ProcessJobState.list(workRoot)) {
-      try {
-        process.kill(-record.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  });
-  const spawned = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: workRoot });
+  const spawned = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, name) });
   agents.push(spawned);
   return spawned;
 }
@@ -160,6 +149,35 @@ t.test('create → ready: the real inference server serves the model at the live
     t.match(await read('served'), { status: 'ready', model: 'successor' });
     t.not(switched.url, before.url, 'a new server');
     t.notOk(await fetch(`${before.url}/health`).then(() => true, () => false), 'the old server stopped');
+  });
+
+  t.test('a camera: read by the live server, given again to the next revision, removed', async (t) => {
+    const source = await startRtspSource(t, pictureFile);
+    const camera = async () => {
+      const answer = await fetch(`${server.url}/svc/${id}/camera`, { headers: { authorization: `Bearer ${alice}` } });
+      return { status: answer.status, body: (await answer.json()) as { state: string; url: string | null; fps?: number; framesPredicted: number; latest?: unknown } };
+    };
+    const applied = async () => eventually(async () => {
+      const deployment = (await call<{ deployment: { cameraApplying: boolean; camera?: string; statusMessage?: string } }>(server, 'GET', '/api/deployments/alice/served', { key: alice })).body.deployment;
+      return !deployment.cameraApplying && deployment;
+    }, 'the camera change applied', 60_000);
+    const streaming = async (what: string) => eventually(async () => {
+      const state = await camera();
+      return state.status === 200 && state.body.state === 'streaming' && state.body.framesPredicted > 0 && state.body;
+    }, what, 90_000);
+
+    t.equal((await patch('served', { action: 'camera', url: source.url, fps: 2 })).status, 202);
+    t.match(await applied(), { camera: source.url }, 'saved on the deployment');
+    t.match(await streaming('frames predicted'), { url: source.url, fps: 2, latest: { results: Array } }, "the live server reads it; its results at the service URL's /camera");
+
+    const before = await server.deploymentRouter.upstream(em(), id);
+    t.equal((await patch('served', { action: 'replace', model: 'detector' })).status, 202);
+    await eventually(async () => (await server.deploymentRouter.upstream(em(), id)).revisionId !== before.revisionId, 'the next revision live', 120_000);
+    t.match(await streaming('frames predicted by the next revision'), { url: source.url, fps: 2 }, 'the next revision was given the camera');
+
+    t.equal((await patch('served', { action: 'camera', url: null })).status, 202);
+    t.notOk((await applied()).camera, 'removed from the deployment');
+    t.match((await camera()).body, { state: 'off', url: null }, 'the server stopped reading it');
   });
 });
 

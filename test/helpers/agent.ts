@@ -1,6 +1,7 @@
 // Real processes for end-to-end tests: `vp-worker` agents, and a control plane that a test can kill outright.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { ProcessJobState } from '../../worker-agent/src/runtimes/process-job-state.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -35,8 +36,23 @@ export async function enrollAgent(t: Teardown, server: string, token: string, co
   if (code !== 0) throw new Error(`vp-worker enroll exited with ${code}: ${enroll.output()}`);
 }
 
-/** `vp-worker run` with the given config file and VP_WORKER_* overrides. */
+/**
+ * `vp-worker run` with the given config file and VP_WORKER_* overrides. On the process runtime its jobs outlive it (the
+ * next agent adopts them): those still running, a deployment's server for one, are killed when the test ends.
+ */
 export function runAgent(t: Teardown, config: string, env: Record<string, string>): Spawned {
+  const workRoot = env.VP_WORKER_WORK_DIR;
+  if (env.VP_WORKER_RUNTIME === 'process' && workRoot) {
+    t.teardown(async () => {
+      for (const { record } of await ProcessJobState.list(workRoot)) {
+        try {
+          process.kill(-record.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    });
+  }
   return start(t, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], env);
 }
 
