@@ -11,12 +11,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertExport } from '../control-plane/src/exports/export.store.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { Model } from '../control-plane/src/models/model.entity.ts';
+import { eventually } from './helpers/host-jobs.ts';
 import { shapeImage } from './helpers/images.ts';
+import { startInferenceServer } from './helpers/inference-server.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { seedOnnxExport } from './helpers/predict.ts';
 import { trainedModel } from './helpers/yolo-models.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset, shapesDataset } from './helpers/training-data.ts';
+import { enrollHost, testHardware, WorkerClient } from './helpers/worker-client.ts';
 import { createDataset, startWorld, type World } from './helpers/world.ts';
 
 const PYTHON = new URL('../.venv-sdk/bin/python', import.meta.url).pathname;
@@ -64,6 +67,8 @@ async function seed(world: World) {
   await em.flush();
   const mobileExport = await seedCompletedExport(world, detector.id, 'coreml', Buffer.from('not really a model package'));
 
+  const liveDeployment = await serveDeployment(world, fixture.onnx);
+
   const grantCents = 2500;
   await world.server.services().billing.grant(OWNER, grantCents, 'conformance');
 
@@ -78,6 +83,7 @@ async function seed(world: World) {
     project: 'vision',
     model: 'detector',
     predictModel: 'predictor',
+    liveDeployment,
     predictImage: (await shapeImage({ width: 120, height: 90, format: 'png' })).bytes.toString('base64'),
     modelId: detector.id,
     mobileExport,
@@ -87,6 +93,26 @@ async function seed(world: World) {
     grantCents,
     archive: (await shapesDataset(1, 1, 11)).toString('base64'),
   };
+}
+
+/**
+ * A deployment of the predictor served by a real inference server: a scripted host of its own region accepts the
+ * revision's job and reports the server's URL, as an agent does.
+ */
+async function serveDeployment(world: World, onnx: string): Promise<string> {
+  const { workerKey } = await enrollHost(world.server, 'conformance-inference', undefined, 'europe-west4');
+  // No GPU: the trainings the checks queue wait for the seeded rtx-4090 host.
+  const { client: host } = await WorkerClient.welcomed(world.server, workerKey, { hardware: { ...testHardware, gpus: [], cpuOnly: true } });
+  host.beat(300);
+  host.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
+  t.teardown(() => host.ws.close());
+  const body = { project: 'vision', model: 'predictor', deployment: 'sdk-live', name: 'sdk-live', region: 'europe-west4', cpu: 2, memoryGi: 4 };
+  await eventually(async () => (await call(world.server, 'POST', `/api/deployments/${OWNER}`, { key: world.alice, body })).status === 201, 'the inference host known');
+  const assigned = await host.nextOf('job.assign');
+  host.send({ type: 'job.accepted', jobId: assigned.jobId });
+  host.send({ type: 'job.service', jobId: assigned.jobId, url: (await startInferenceServer(t, onnx, { VP_SERVICE_TOKEN: assigned.spec.env!.VP_SERVICE_TOKEN! })).url });
+  await eventually(async () => (await call<{ deployment: { status: string } }>(world.server, 'GET', `/api/deployments/${OWNER}/sdk-live`, { key: world.alice })).body.deployment.status === 'ready', 'sdk-live ready');
+  return 'sdk-live';
 }
 
 /** A completed export as an agent would leave it (no agent runs here): its artifact in the store, the export row completed. */

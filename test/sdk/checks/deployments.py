@@ -1,7 +1,9 @@
 """Deployments: create on the seeded model with its ONNX export (its revision queued on the seeded host, which runs
 nothing, so it stays deploying), list, retrieve and a metadata update. The delete runs with the trash checks, last, so the
-traffic checks (health, logs, metrics) find the deployment. Its predict needs a running inference server, which this run
-has none of (see expected-failures.json; test/deployment-traffic.test.ts predicts through a real one)."""
+traffic checks (health, logs, metrics) find the deployment. Predict goes to another deployment of the same model, seeded
+live: its revision served by a real inference server."""
+
+import base64
 
 from registry import Context, check, expect
 
@@ -20,8 +22,10 @@ def deployment_create(context: Context):
 @check("deployments.list")
 def deployment_list(context: Context):
     answer = context.client.deployments.list(context.owner, model=f"{context.seeded['project']}/{context.seeded['predictModel']}", limit=5)
-    expect([d["id"] for d in answer["deployments"]] == [context.made["deploymentId"]] and answer["total"] == 1, "the deployment of that model is listed")
-    expect(answer["deployments"][0]["resources"]["cpu"] == 2 and answer["deployments"][0]["metered"], "at its size, metered")
+    listed = {d["deployment"]: d for d in answer["deployments"]}
+    expect(set(listed) == {context.made["deployment"], context.seeded["liveDeployment"]} and answer["total"] == 2, "the deployments of that model are listed")
+    made = listed[context.made["deployment"]]
+    expect(made["resources"]["cpu"] == 2 and made["metered"], "at its size, metered")
     return answer
 
 
@@ -67,4 +71,12 @@ def deployment_metrics(context: Context):
     expect(set(overview["timeSeries"]) == {"requests", "errors", "latencyP95"}, "overview: requests, errors and P95 only")
     sparkline = context.client.deployments.metrics(context.owner, context.made["deployment"], sparkline="true")
     expect(sparkline["requests24h"] == [] and sparkline["totalRequests"] == 0, "sparkline: no hours with requests")
+    return answer
+
+
+@check("deployments.predict")
+def deployment_predict(context: Context):
+    image = base64.b64decode(context.seeded["predictImage"])
+    answer = context.client.deployments.predict(context.owner, context.seeded["liveDeployment"], body={"file": ("shapes.png", image, "image/png"), "conf": 0.25})
+    expect(answer["images"][0]["shape"] == [90, 120] and answer["metadata"]["task"] == "detect", "one image, its [height, width], the task")
     return answer

@@ -13,7 +13,8 @@ def delete_project(context: Context):
 @check("deployments.delete")
 def delete_deployment(context: Context):
     answer = context.client.deployments.delete(context.owner, context.made["deployment"])
-    expect(context.client.deployments.list(context.owner)["total"] == 0, "gone from the list")
+    left = [d["deployment"] for d in context.client.deployments.list(context.owner)["deployments"]]
+    expect(left == [context.seeded["liveDeployment"]], "gone from the list")
     return answer
 
 

@@ -16,11 +16,6 @@ def _image(context: Context) -> str:
     return context.client.datasets.images(*_dataset(context), limit=1)["images"][0]["id"]
 
 
-@check("deployments.predict")
-def deployment_predict(context: Context):
-    return context.client.deployments.predict(context.owner, "sdk-deployment", body={})
-
-
 @check("models.find_similar_training_images")
 def model_similar(context: Context):
     return context.client.models.find_similar_training_images(*_model(context))
