@@ -4,8 +4,8 @@
 #   base  vp-inference-base:<hash of this script>: debootstrap a Debian rootfs from the mirror in this host's apt
 #         sources, Debian's ffmpeg (cameras) and Node 24 (the binary of npm's `node` package this checkout installed);
 #         rebuilt only when this script changes.
-#   app   the server and its runtime packages (stage-server.ts) copied onto the base and committed; rebuilt only when
-#         what was staged changes (seconds).
+#   app   the server and its runtime packages (installer/stage-packages.ts) copied onto the base and committed;
+#         rebuilt only when what was staged changes (seconds).
 # Needs `npm ci` run first. Usage (root): installer/inference/build-inference-image.sh   prints the tag last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$node_bin" "$here/stage-server.ts" "$work/stage" >&2
+"$node_bin" "$repo/installer/stage-packages.ts" @vp/inference-server "$work/stage" >&2
 cp "$node_bin" "$work/node"
 hash=$( (cd "$work" && find stage node -type f -print0 | sort -z | xargs -0 sha256sum && find stage -type l -printf '%p %l\n' | sort) |
   cat - "$here/build-inference-image.sh" | sha256sum | cut -c1-12)

@@ -67,7 +67,11 @@ function hostRows(hosts: Host[], running: Map<string, string[]>): string[][] {
 /** The token goes to stdout alone, so `TOKEN=$(vpctl hosts connect ...)` captures it; the how-to goes to stderr. */
 function printEnrollment(print: (text: string) => void, note: (text: string) => void, enrollment: { enrollmentToken: string; expiresAt: string; command: string }): void {
   print(enrollment.enrollmentToken);
-  note(`Single use, expires ${enrollment.expiresAt.replace(/\.\d{3}Z$/, 'Z')}; it is not shown again. On the host run:\n  ${enrollment.command}`);
+  const install = enrollment.command.replace(/^vp-worker enroll /, 'sudo ./install-worker.sh ');
+  note(
+    `Single use, expires ${enrollment.expiresAt.replace(/\.\d{3}Z$/, 'Z')}; it is not shown again. On the host run:\n  ${enrollment.command}\n` +
+      `or, where the agent is not installed yet, in the unpacked worker distribution (README, Worker hosts):\n  ${install}`,
+  );
 }
 
 /** Dollars as typed ("25", "12.50", "-3.5") to whole cents; anything else is refused. */

@@ -16,8 +16,9 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-function start(t: Teardown, args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `command` with its output kept, killed when the test ends. */
+export function spawnKept(t: Teardown, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Spawned {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -27,6 +28,11 @@ function start(t: Teardown, args: string[], env: Record<string, string>): Spawne
     await exited;
   });
   return { child, output: () => output, exited };
+}
+
+/** A Node script of this checkout, on the test's Node, with the test's environment and `env` over it. */
+function start(t: Teardown, args: string[], env: Record<string, string>): Spawned {
+  return spawnKept(t, process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env } });
 }
 
 /** `vp-worker enroll`; resolves once the config holds the key. */

@@ -7,7 +7,10 @@ import { normalizeArgs } from '../../control-plane/src/exports/export-args.ts';
 import { insertExport } from '../../control-plane/src/exports/export.store.ts';
 import { Model } from '../../control-plane/src/models/model.entity.ts';
 import { onnxExportArgs } from '../../control-plane/src/predict/onnx-export.ts';
+import { createModel, uploadWeights } from './models.ts';
 import type { TestServer } from './server.ts';
+import type { World } from './world.ts';
+import type { TrainedModel } from './yolo-models.ts';
 
 /** The model's automatic ONNX export, completed with `onnxFile` as its artifact; returns the export's id. */
 export async function seedOnnxExport(server: TestServer, modelId: string, onnxFile: string): Promise<string> {
@@ -24,4 +27,12 @@ export async function seedOnnxExport(server: TestServer, modelId: string, onnxFi
   await server.storage.store.put(key, Readable.from([bytes]), { contentType: 'application/octet-stream', expectedBytes: bytes.length });
   const file = { key, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), name: `${model.slug}.onnx` };
   return insertExport(em, { workspaceId: model.workspace.id, modelId, format: 'onnx', args, gpuType: null, weightsKey: model.fileKey!, weightsSha256, fingerprint }, file);
+}
+
+/** A model of `key`'s in `project` with `fixture`'s weights and its ONNX export: what predict and deployments serve. */
+export async function servableModel(world: World, key: string, project: string, slug: string, fixture: TrainedModel): Promise<string> {
+  const model = await createModel(world, key, { project, model: slug, task: fixture.task, trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, key, model.id, readFileSync(fixture.pt));
+  await seedOnnxExport(world.server, model.id, fixture.onnx);
+  return model.id;
 }

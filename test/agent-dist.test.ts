@@ -1,0 +1,111 @@
+// The worker agent's distribution (installer/dist): built from this checkout (cached by content), unpacked in a temp
+// dir that reaches nothing of the checkout, installed by its own install-worker.sh (unprivileged, no systemd, the
+// process runtime) against a real control plane and run from there: the host enrolls, connects and serves a deployment
+// with the inference server on the distribution's Node and packages. The archive holds no test or benchmark tools.
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import t from 'tap';
+import { ProcessJobState } from '../worker-agent/src/runtimes/process-job-state.ts';
+import { spawnKept } from './helpers/agent.ts';
+import { eventually } from './helpers/host-jobs.ts';
+import { writeTestPictures } from './helpers/inference-images.ts';
+import { predictAt } from './helpers/inference-server.ts';
+import { createProject } from './helpers/models.ts';
+import { servableModel } from './helpers/predict.ts';
+import { call } from './helpers/server.ts';
+import { startWorld } from './helpers/world.ts';
+import { runCommand, trainedModel } from './helpers/yolo-models.ts';
+
+t.setTimeout(10 * 60_000);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const fixture = await trainedModel('detect');
+const dir = mkdtempSync(join(tmpdir(), 'vp-agent-dist-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+const archive = (await runCommand(join(ROOT, 'installer/dist/build-agent-dist.sh'), [], { cwd: ROOT, env: process.env })).trim().split('\n').at(-1)!;
+const entries = (await runCommand('tar', ['-tzf', archive], { cwd: dir, env: process.env })).split('\n');
+const top = entries[0]!; // vp-worker-<version>/
+const version = top.replace(/^vp-worker-|\/$/g, '');
+
+const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_MUTATION: '1000' });
+const { server, alice } = world;
+await runCommand('tar', ['-xzf', archive, '-C', dir], { cwd: dir, env: process.env });
+const unpacked = join(dir, top);
+// What a host has: the system's PATH (not this checkout's node_modules/.bin) and nothing of the test runner's settings.
+const PATH = (process.env.PATH ?? '/usr/bin:/bin').split(':').filter((entry) => !entry.startsWith(ROOT)).join(':');
+const hostEnv = { PATH, HOME: join(dir, 'home'), LANG: 'C.UTF-8' };
+const config = join(dir, 'etc/config.json');
+const workRoot = join(dir, 'work');
+const prefix = join(dir, 'opt');
+const installEnv = { ...hostEnv, VP_WORKER_PREFIX: prefix, VP_WORKER_CONFIG: config, VP_WORKER_WORK_DIR: workRoot, VP_WORKER_BIN_DIR: join(dir, 'bin'), VP_WORKER_USER: userInfo().username, VP_WORKER_RUNTIME: 'process' };
+const install = (token: string) => runCommand(join(unpacked, 'install-worker.sh'), ['--server', server.url, '--token', token, '--no-systemd'], { cwd: dir, env: installEnv });
+
+t.test('the archive: the agent, its Node and its production packages, nothing of the tests or benchmarks', async (t) => {
+  t.match(archive, new RegExp(`/vp-worker-${version}-linux-x64\\.tar\\.gz$`));
+  for (const file of ['bin/node', 'bin/vp-worker', 'install-worker.sh', 'vp-worker.service', 'worker-agent/src/main.ts', 'inference-server/src/main.ts', 'node_modules/onnxruntime-node/package.json', 'node_modules/dockerode/package.json']) {
+    t.ok(entries.includes(`${top}${file}`), file);
+  }
+  // Root devDependencies (the `node` package among them: the binary is bin/node) and the workspaces' own.
+  for (const tool of ['tap', 'typescript', 'autocannon', '@seriousme/openapi-schema-validator', 'node', '@types/yazl', '@types/dockerode']) {
+    t.notOk(entries.some((entry) => entry.startsWith(`${top}node_modules/${tool}/`)), `no ${tool}`);
+  }
+  t.same(entries.filter((entry) => /^[^/]+\/(test|bench)\//.test(entry)), [], 'no test/ or bench/');
+});
+
+t.test('install-worker.sh installs, enrolls and says how to start the agent; run again, it changes nothing', async (t) => {
+  t.match(readFileSync(join(unpacked, 'vp-worker.service'), 'utf8'), /^RestartPreventExitStatus=3 4 5$/m, 'the unit does not restart on permanent failures');
+  const { enrollmentToken } = await server.services().hosts.connect('dist-host');
+  const first = await install(enrollmentToken);
+  t.match(first, /Enrolled as host dist-host/);
+  t.match(first, `start the agent (restart it after an upgrade): ${join(dir, 'bin/vp-worker')} run --config ${config}\n`);
+  t.equal(readlinkSync(join(prefix, 'current')), version, 'current points at the installed version');
+  t.match(JSON.parse(readFileSync(config, 'utf8')), { server: server.url, hostName: 'dist-host', workerKey: /^vpw_/, runtime: 'process', workDir: workRoot });
+  t.equal(statSync(config).mode & 0o777, 0o600, 'the worker key is readable by its owner only');
+
+  // The token is spent: a second run must not need it.
+  const again = await install(enrollmentToken);
+  t.match(again, /installed: .* \(build \w+, unchanged\)/);
+  t.match(again, /enrolled: already, as host dist-host/);
+});
+
+t.test('the agent from the distribution connects and serves a deployment on its own Node', async (t) => {
+  const agent = spawnKept(t, join(dir, 'bin/vp-worker'), ['run', '--config', config], { cwd: dir, env: hostEnv });
+  // Its servers are process groups of their own, which outlive the agent.
+  t.teardown(async () => {
+    for (const { record } of await ProcessJobState.list(workRoot)) {
+      try {
+        process.kill(-record.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+  await createProject(world, alice, { project: 'vision', name: 'vision' });
+  await servableModel(world, alice, 'vision', 'detector', fixture);
+  const body = { project: 'vision', model: 'detector', deployment: 'from-dist', name: 'from-dist', region: 'us-central1' };
+  const { id } = await eventually(async () => {
+    const created = await call<{ id: string }>(server, 'POST', '/api/deployments/alice', { key: alice, body });
+    return created.status === 201 && created.body;
+  }, `the host to connect and offer inference servers; agent output:\n${agent.output()}`, 60_000);
+  await eventually(async () => {
+    const { deployment } = (await call<{ deployment: { status: string } }>(server, 'GET', '/api/deployments/alice/from-dist', { key: alice })).body;
+    if (deployment.status === 'failed') throw new Error(`the deployment failed; agent output:\n${agent.output()}`);
+    return deployment.status === 'ready';
+  }, 'the deployment to be ready', 120_000);
+
+  const upstream = await server.deploymentRouter.upstream(server.orm.em.fork() as EntityManager, id);
+  const [picture] = await writeTestPictures(dir);
+  const answer = await predictAt(upstream.url, readFileSync(picture!.file), { conf: '0.05' }, upstream.token);
+  t.equal(answer.status, 200, JSON.stringify(answer.body).slice(0, 300));
+  t.match(answer.body.metadata, { model: 'alice/vision/detector', task: 'detect' });
+
+  // The server is the supervisor's child: the distribution's Node running the distribution's inference server.
+  const [job] = await ProcessJobState.list(workRoot);
+  const [serverPid] = readFileSync(`/proc/${job!.record.pid}/task/${job!.record.pid}/children`, 'utf8').trim().split(' ');
+  const installed = join(prefix, version);
+  t.equal(readlinkSync(`/proc/${serverPid}/exe`), join(installed, 'bin/node'));
+  t.equal(readFileSync(`/proc/${serverPid}/cmdline`, 'utf8').split('\0')[1], join(installed, 'inference-server/src/main.ts'));
+});
