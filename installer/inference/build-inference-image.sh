@@ -39,7 +39,8 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
   exit 0
 fi
 
-base=vp-inference-base:$(sha256sum "$here/build-inference-image.sh" "$node_bin" | sha256sum | cut -c1-12)
+# By content only (not the checkout's path): every clone of the same commit shares the base.
+base=vp-inference-base:$(cat "$here/build-inference-image.sh" "$node_bin" | sha256sum | cut -c1-12)
 if ! docker image inspect "$base" >/dev/null 2>&1; then
   [ "$(id -u)" = 0 ] || { log "must run as root (debootstrap, chroot)"; exit 1; }
   command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap
