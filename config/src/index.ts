@@ -235,13 +235,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
+/** Where the generated signing secret is kept when SIGNING_SECRET is unset. */
+export const signingSecretFile = (config: Pick<AppConfig, 'dataDir'>) => join(config.dataDir, 'signing-secret');
+
 /**
  * The secret that signs URLs and tokens: SIGNING_SECRET when set (replicas must share one),
  * else generated on first start and kept in the data dir, readable by its owner only.
  */
 export function resolveSigningSecret(config: AppConfig): string {
   if (config.signingSecret) return config.signingSecret;
-  const file = join(config.dataDir, 'signing-secret');
+  const file = signingSecretFile(config);
   if (!existsSync(file)) {
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });

@@ -7,6 +7,7 @@ import { createApp } from './app.ts';
 import { SummaryFigures } from './account/summary-figures.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { bootstrapFirstStart } from './bootstrap.ts';
+import { recordReplica } from './health/replicas.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { Notifications } from './db/notifications.ts';
 import { initORM, migrate, type Orm } from './db/orm.ts';
@@ -64,17 +65,21 @@ export function createLogger(config: Pick<AppConfig, 'logLevel'>): Logger {
   return pino({ level: config.logLevel, base: { service: 'control-plane' }, redact: ['req.headers.authorization', 'key', 'secret'] });
 }
 
-/** Opens the database (embedded unless DATABASE_URL is set) and applies migrations (`applied`: their names). */
+/**
+ * Opens the database (embedded unless DATABASE_URL is set) and applies migrations (`applied`: their names), unless
+ * `migrations: 'leave'` (an operator's check or backup looks at the database as it is).
+ */
 export async function openDatabase(
   config: AppConfig,
   log: Logger,
+  options: { migrations?: 'apply' | 'leave' } = {},
 ): Promise<{ orm: Orm; url: string; embedded?: EmbeddedDatabase; applied: string[] }> {
   const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, log);
   const url = config.databaseUrl ?? embedded!.url;
   let orm: Orm | undefined;
   try {
     orm = await initORM(url);
-    const applied = await migrate(orm);
+    const applied = options.migrations === 'leave' ? [] : await migrate(orm);
     return { orm, url, embedded, applied };
   } catch (error) {
     // Leave nothing running behind a failed start (a temporarily started embedded server included).
@@ -172,6 +177,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const { port } = server.address() as AddressInfo;
   const url = config.port === 0 ? `http://127.0.0.1:${port}` : config.publicBaseUrl;
   baseUrl = url;
+  const replica = await recordReplica(fork, secret, log);
   jobs.start();
   scheduler.start();
 
@@ -199,6 +205,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       // The requests answered so far are recorded before the pool closes.
       await deploymentTraffic.close();
       await deploymentRouter.close();
+      await replica.stop();
       authenticator.close();
       await notifications.stop();
       await orm.close();

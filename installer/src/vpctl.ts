@@ -1,23 +1,22 @@
 // vpctl: the operator's command line. Each run loads the appliance's configuration, opens its
 // database (DATABASE_URL, else the embedded PostgreSQL under DATA_DIR: reused when the appliance
 // runs, else started for this one command and stopped again), applies pending migrations, runs one
-// command through the control plane's services and exits. Results go to stdout, everything else
+// command through the control plane's services and exits (backup, restore and doctor, in
+// operations.ts, look at the database as it is instead). Results go to stdout, everything else
 // (logs, errors, notes) to stderr, so `KEY=$(vpctl keys create ...)` captures just the key.
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
 import { HttpError, Invalid } from '../../control-plane/src/http/errors.ts';
 import { formatCents } from '../../control-plane/src/billing/billing.service.ts';
-import { openDatabase } from '../../control-plane/src/server.ts';
+import { backupCommand, doctorCommand, EXIT_CONFIG, EXIT_FAILED, restoreCommand, withDatabase, type Operation } from './operations.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
 import { hardwareSummary } from '../../control-plane/src/hosts/hardware-summary.ts';
 import type { Host } from '../../control-plane/src/hosts/host.entity.ts';
 
-/** Exit statuses: 0 done, 1 the command failed, 2 usage error, 78 invalid configuration (as the server). */
-const EXIT_FAILED = 1;
+/** A usage error's exit status (the others are with the operations). */
 const EXIT_USAGE = 2;
-const EXIT_CONFIG = 78;
 
 const MEMBER_ROLES = ['viewer', 'editor', 'admin'] as const;
 type MemberRole = (typeof MEMBER_ROLES)[number];
@@ -82,10 +81,10 @@ function dollarsToCents(amount: string): number {
   return match[1] ? -cents : cents;
 }
 
-/** The command tree; parsing only chooses an action, which runs once the database is open. */
-function buildProgram(choose: (action: Action) => void): Command {
+/** The command tree; parsing only chooses an action (run once the database is open and migrated) or an operation. */
+function buildProgram(choose: (action: Action) => void, operate: (operation: Operation) => void): Command {
   const program = new Command('vpctl')
-    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, credits, migrations).')
+    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, credits, migrations, backup and restore, checks).')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
@@ -283,6 +282,21 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     );
 
   program
+    .command('backup')
+    .description('Back up the database (one consistent snapshot, as it is) and the stored objects it uses into a new folder; progress on stderr')
+    .argument('<dir>', 'a new or empty folder')
+    .action((dir: string) => operate(backupCommand(dir)));
+  program
+    .command('restore')
+    .description('Restore a backup into a new, empty install (its control plane not started yet), then apply the migrations this version adds')
+    .argument('<dir>', 'the folder `vpctl backup` wrote')
+    .action((dir: string) => operate(restoreCommand(dir)));
+  program
+    .command('doctor')
+    .description('Check the install: database, migrations, clock, signing secret and replicas, storage, GPU hosts, disk space (exit 1 on a FAIL)')
+    .action(() => operate(doctorCommand));
+
+  program
     .command('migrate')
     .description('Apply pending database migrations (every command, and the server at start, does this too)')
     .action(() =>
@@ -301,38 +315,45 @@ function write(stream: NodeJS.WriteStream, text: string): Promise<void> {
 
 /** Runs one vpctl invocation and returns its exit status. */
 async function main(argv: string[]): Promise<number> {
-  let action: Action | undefined;
+  let chosen: Operation | undefined;
   try {
-    await buildProgram((chosen) => (action = chosen)).parseAsync(argv);
+    await buildProgram(
+      (action) => (chosen = servicesCommand(action)),
+      (operation) => (chosen = operation),
+    ).parseAsync(argv);
   } catch (error) {
     // Commander has already printed the problem (or the help) on stderr.
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
     throw error;
   }
-  if (!action) return EXIT_USAGE;
+  if (!chosen) return EXIT_USAGE;
+  const operation: Operation = chosen;
 
+  const output: string[] = [];
+  const notes: string[] = [];
+  const print = (text: string) => output.push(`${text}\n`);
+  const flush = async () => {
+    if (output.length) await write(process.stdout, output.join(''));
+    if (notes.length) await write(process.stderr, notes.join(''));
+  };
   let config: AppConfig;
   try {
     config = loadConfig();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    await write(process.stderr, `vpctl: ${error.message}\n`);
-    return EXIT_CONFIG;
+    if (!operation.badConfig) {
+      await write(process.stderr, `vpctl: ${error.message}\n`);
+      return EXIT_CONFIG;
+    }
+    const status = operation.badConfig(error.message, print);
+    await flush();
+    return status;
   }
   const log: Logger = pino({ level: 'warn', base: { service: 'vpctl' } }, pino.destination({ fd: 2, sync: true }));
 
-  const output: string[] = [];
-  const notes: string[] = [];
-  let status = 0;
+  let status: number;
   try {
-    const { orm, embedded, applied } = await openDatabase(config, log);
-    try {
-      const services = new Services(orm.em.fork(), { config });
-      await action({ services, applied, print: (text) => output.push(`${text}\n`), note: (text) => notes.push(`${text}\n`) });
-    } finally {
-      await orm.close();
-      await embedded?.stop();
-    }
+    status = await operation.run({ config, log, print, note: (text) => notes.push(`${text}\n`), progress: (text) => process.stderr.write(`${text}\n`) });
   } catch (error) {
     output.length = 0;
     notes.length = 0;
@@ -344,9 +365,19 @@ async function main(argv: string[]): Promise<number> {
     }
     status = EXIT_FAILED;
   }
-  if (output.length) await write(process.stdout, output.join(''));
-  if (notes.length) await write(process.stderr, notes.join(''));
+  await flush();
   return status;
+}
+
+/** Most commands: the control plane's services on the database, migrated first. */
+function servicesCommand(action: Action): Operation {
+  return {
+    run: ({ config, log, print, note }) =>
+      withDatabase(config, log, 'apply', async ({ orm, applied }) => {
+        await action({ services: new Services(orm.em.fork(), { config }), applied, print, note });
+        return 0;
+      }),
+  };
 }
 
 process.exit(await main(process.argv));

@@ -6,6 +6,8 @@ import pg from 'pg';
 
 export interface EmbeddedDatabase {
   url: string;
+  /** False when the server for this data dir already ran (the appliance is up) and is used as it is. */
+  startedHere: boolean;
   /** Stops the server if this process started it. */
   stop(): Promise<void>;
 }
@@ -59,7 +61,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
   const secret = password(dataDir);
   const url = `postgres://postgres:${secret}@127.0.0.1:${port}/${DATABASE}`;
-  if (await answers(url)) return { url, stop: async () => undefined };
+  if (await answers(url)) return { url, startedHere: false, stop: async () => undefined };
 
   const databaseDir = join(dataDir, 'postgres');
   const EmbeddedPostgres = await loadEmbeddedPostgres();
@@ -90,5 +92,5 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     await admin.end();
   }
   log.info({ port }, 'embedded PostgreSQL running');
-  return { url, stop: () => server.stop() };
+  return { url, startedHere: true, stop: () => server.stop() };
 }

@@ -19,6 +19,7 @@ import { Migration20261124090000_job_outputs_exporters } from './Migration202611
 import { Migration20261124110000_model_exports } from './Migration20261124110000_model_exports.ts';
 import { Migration20261125000000_deployments } from './Migration20261125000000_deployments.ts';
 import { Migration20261126000000_deployment_cameras } from './Migration20261126000000_deployment_cameras.ts';
+import { Migration20261127000000_control_plane_replicas } from './Migration20261127000000_control_plane_replicas.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -43,4 +44,5 @@ export const migrations = [
   { name: 'Migration20261124110000_model_exports', class: Migration20261124110000_model_exports },
   { name: 'Migration20261125000000_deployments', class: Migration20261125000000_deployments },
   { name: 'Migration20261126000000_deployment_cameras', class: Migration20261126000000_deployment_cameras },
+  { name: 'Migration20261127000000_control_plane_replicas', class: Migration20261127000000_control_plane_replicas },
 ];
