@@ -1,15 +1,13 @@
 // `npm start` as root with DATA_DIR inside a directory only root may enter (what `mktemp -d` makes): the embedded
 // PostgreSQL runs as the user postgres and could not reach its data; the control plane says so in one line and what
 // to do, instead of initdb's raw "could not access directory ... Permission denied".
-import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { firstUnsearchable } from '../control-plane/src/db/embedded-access.ts';
 import type { Teardown } from './helpers/main-process.ts';
-
-const ROOT = new URL('..', import.meta.url).pathname;
+import { runNode } from './helpers/run-node.ts';
 
 function privateDir(t: Teardown): string {
   const dir = mkdtempSync(join(tmpdir(), 'vp-access-'));
@@ -21,26 +19,11 @@ function statMode(path: string): number {
   return statSync(path).mode & 0o777;
 }
 
-function runMain(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['control-plane/src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 t.test('as root, DATA_DIR under a directory only root may enter: one line saying what to do', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
   const dir = privateDir(t);
   t.equal(statMode(dir), 0o700, 'mktemp made it 0700');
   const dataDir = join(dir, 'data');
-  const { code, stdout, stderr } = await runMain({ DATA_DIR: dataDir, EMBEDDED_PG_PORT: '1' });
+  const { code, stdout, stderr } = await runNode(['control-plane/src/main.ts'], { DATA_DIR: dataDir, DATABASE_URL: '', EMBEDDED_PG_PORT: '1', HOST: '127.0.0.1', PORT: '0' });
   t.equal(code, 78, 'exit status 78 (EX_CONFIG), so systemd does not restart it');
   t.equal(stdout, '');
   const lines = stderr.trim().split('\n');

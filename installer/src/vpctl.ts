@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
 import { HttpError, Invalid } from '../../control-plane/src/http/errors.ts';
 import { formatCents } from '../../control-plane/src/billing/billing.service.ts';
+import { migrateDown, type Orm } from '../../control-plane/src/db/orm.ts';
 import { openDatabase } from '../../control-plane/src/server.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
@@ -24,6 +25,7 @@ type MemberRole = (typeof MEMBER_ROLES)[number];
 
 interface CommandContext {
   services: Services;
+  orm: Orm;
   /** Names of the migrations this run applied. */
   applied: string[];
   /** The command's result, for stdout. */
@@ -278,13 +280,18 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
       }),
     );
 
+  const listed = (verb: string, names: string[]) => `${verb} ${names.length} migration${names.length === 1 ? '' : 's'}:\n${names.map((name) => `  ${name}`).join('\n')}`;
   program
     .command('migrate')
     .description('Apply pending database migrations (every command, and the server at start, does this too)')
-    .action(() =>
-      choose(async ({ applied, print }) => {
-        if (applied.length === 0) print('Database schema is up to date');
-        else print(`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'}:\n${applied.map((name) => `  ${name}`).join('\n')}`);
+    .option('--down-to <migration>', "revert the migrations applied after this one (a rollback to the release whose last migration it is); run it with the appliance stopped")
+    .action((options: { downTo?: string }) =>
+      choose(async ({ orm, applied, print }) => {
+        if (options.downTo !== undefined) {
+          const reverted = await migrateDown(orm, options.downTo);
+          print(reverted.length === 0 ? `Nothing to revert: ${options.downTo} is the last applied migration` : listed('Reverted', reverted));
+        } else if (applied.length === 0) print('Database schema is up to date');
+        else print(listed('Applied', applied));
       }),
     );
 
@@ -324,7 +331,7 @@ async function main(argv: string[]): Promise<number> {
     const { orm, embedded, applied } = await openDatabase(config, log);
     try {
       const services = new Services(orm.em.fork(), { config });
-      await action({ services, applied, print: (text) => output.push(`${text}\n`), note: (text) => notes.push(`${text}\n`) });
+      await action({ services, orm, applied, print: (text) => output.push(`${text}\n`), note: (text) => notes.push(`${text}\n`) });
     } finally {
       await orm.close();
       await embedded?.stop();
