@@ -58,6 +58,12 @@ step() {
   say "==> $*"
 }
 
+# A bundle older than the installed release would start on a database its code does not know.
+current=$(release_of current)
+if [ -n "$current" ] && [[ $(manifest lastMigration) < $(manifest_field "$current" lastMigration) ]]; then
+  die "this bundle ($version) is older than the running $(basename "$current"), whose database schema is newer: to go back to the previous release, run: vision-appliance rollback"
+fi
+
 # ---- host checks: every problem is listed, then the install stops if one of them makes it impossible -------------
 problems=0
 ok() { printf '  ok    %s\n' "$*"; }
@@ -104,15 +110,17 @@ free_release=$(mib_free "$PREFIX")
 free_data=$(mib_free "$data_dir")
 [ "$free_data" -ge 20480 ] && ok "disk for data ($data_dir): $free_data MiB free" ||
   caution "disk for data ($data_dir): $free_data MiB free: datasets and models need room, 20 GiB or more recommended"
-if is_running 2>/dev/null; then
-  ok "ports: in use by the running appliance, which this run replaces"
-else
-  app_port=${port:-$(setting PORT 3000)}
-  listening "$app_port" && problem "port $app_port is in use by another program: stop it, or install with --port N" || ok "port $app_port (API) free"
-  if [ -z "$(setting DATABASE_URL)" ]; then
-    pg_port=$(setting EMBEDDED_PG_PORT 54329)
-    listening "$pg_port" && problem "port $pg_port (embedded PostgreSQL, loopback) is in use: stop that program or set EMBEDDED_PG_PORT in $ENV_FILE" || ok "port $pg_port (embedded PostgreSQL) free"
-  fi
+# A port the running appliance holds is free for this run, which replaces it.
+running=$(is_running && echo 1 || true)
+app_port=${port:-$(setting PORT 3000)}
+if [ -n "$running" ] && [ "$app_port" = "$(setting PORT 3000)" ]; then ok "port $app_port (API): the running appliance's"
+elif listening "$app_port"; then problem "port $app_port is in use by another program: stop it, or install with --port N"
+else ok "port $app_port (API) free"; fi
+if [ -z "$(setting DATABASE_URL)" ]; then
+  pg_port=$(setting EMBEDDED_PG_PORT 54329)
+  if [ -n "$running" ]; then ok "port $pg_port (embedded PostgreSQL): the running appliance's"
+  elif listening "$pg_port"; then problem "port $pg_port (embedded PostgreSQL, loopback) is in use: stop that program or set EMBEDDED_PG_PORT in $ENV_FILE"
+  else ok "port $pg_port (embedded PostgreSQL) free"; fi
 fi
 if uses_systemd; then
   ok "systemd: the control plane runs as the unit $SERVICE"
@@ -160,6 +168,7 @@ install -d -m 0750 "$(dirname "$ENV_FILE")"
 install -d -m 0750 -o "$SERVICE_USER" -g "$SERVICE_USER" "$data_dir"
 
 step "Settings ($ENV_FILE)"
+settings_before=$(cat "$ENV_FILE" 2>/dev/null || true)
 set_setting() {
   awk -v key="$1" -v value="$2" '$0 ~ "^" key "=" { if (!done) print key "=" value; done = 1; next } { print } END { if (!done) print key "=" value }' \
     "$ENV_FILE" >"$ENV_FILE.new"
@@ -189,6 +198,10 @@ fi
 chown root:root "$ENV_FILE"
 chmod 0600 "$ENV_FILE"
 umask 022
+if [ -n "$running" ] && [ "$(cat "$ENV_FILE")" != "$settings_before" ]; then
+  say "the settings changed: the running control plane stops, to start with them"
+  stop_service
+fi
 (as_service_user test -w "$data_dir") ||
   die "the user $SERVICE_USER cannot write DATA_DIR $data_dir: every directory above it must be searchable by it (chmod o+x)"
 
@@ -200,10 +213,6 @@ if [ -d "$release" ]; then
     die "release $version is installed with other contents: build the new bundle with another --version"
   say "already unpacked"
 else
-  current=$(release_of current)
-  if [ -n "$current" ] && [[ $(manifest lastMigration) < $(manifest_field "$current" lastMigration) ]]; then
-    die "this bundle ($version) is older than the installed $(basename "$current") (its database schema is newer): to go back, run: vision-appliance rollback"
-  fi
   partial=$PREFIX/releases/.$version.partial
   rm -rf "$partial"
   mkdir -p "$partial"

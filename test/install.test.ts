@@ -71,8 +71,10 @@ async function baseImage(): Promise<string> {
 }
 
 const unpacked = new Set<string>();
+/** Another program on the API's port (the base image's own node), its pid in /tmp/busy.pid once it listens. */
+const BUSY_PORT = "require('node:net').createServer().listen(3000, () => require('node:fs').writeFileSync('/tmp/busy.pid', String(process.pid)))";
 
-/** Runs the install.sh of a bundle in the container, unpacked there first; its output and how long both took. */
+/** Runs the install.sh of a bundle in the container, unpacked there first if need be; its output and how long it took. */
 async function install(version: string, ...args: string[]): Promise<{ output: string; ms: number }> {
   const started = Date.now();
   if (!unpacked.has(version)) await ok(inContainer('tar', '-xf', `/bundles/vision-appliance-${version}.tar`, '-C', '/root'), 'unpack');
@@ -103,8 +105,22 @@ t.test('install from the offline bundle, again, upgrade, rollback', async (t) =>
   await ok(runProgram('docker', ['run', '-d', '--init', '--network', 'none', '--name', CONTAINER, '-v', `${BUNDLES}:/bundles:ro`, image, 'sleep', 'infinity']), 'docker run');
   t.teardown(() => runProgram('docker', ['rm', '-f', CONTAINER]));
 
+  // A host check that fails stops the install before anything changes, and says what to do.
+  const unpackStarted = Date.now();
+  await ok(inContainer('tar', '-xf', `/bundles/vision-appliance-${FIRST}.tar`, '-C', '/root'), 'unpack');
+  t.comment(`tar -xf of the bundle: ${seconds(Date.now() - unpackStarted)} s`);
+  unpacked.add(FIRST);
+  await ok(runProgram('docker', ['exec', '-d', CONTAINER, 'node', '-e', BUSY_PORT]), 'occupy port 3000');
+  await ok(inContainer('sh', '-c', 'until [ -f /tmp/busy.pid ]; do sleep 0.1; done'), 'wait for the listener');
+  const refused = await inContainer(`/root/vision-appliance-${FIRST}/install.sh`);
+  t.equal(refused.code, 1);
+  t.match(refused.stdout, 'FAIL  port 3000 is in use by another program: stop it, or install with --port N');
+  t.equal(refused.stderr, 'install.sh: 1 problem(s) above (FAIL) stop the install; nothing was changed\n');
+  t.equal((await inContainer('test', '-e', '/opt/vision-appliance')).code, 1, 'nothing was changed');
+  await ok(inContainer('sh', '-c', 'kill $(cat /tmp/busy.pid)'), 'free port 3000');
+
   const first = await install(FIRST);
-  t.comment(`install from the bundle (unpack + install.sh, first start with initdb): ${seconds(first.ms)} s`);
+  t.comment(`install.sh from the unpacked bundle (first start: initdb, migrations): ${seconds(first.ms)} s`);
   t.match(first.output, 'warn  no systemd (a container?): the control plane runs as a background process');
   t.match(first.output, `The Vision Platform appliance ${FIRST} is ready at http://`);
   t.match(first.output, `The first owner's API key is in ${KEY_FILE} (mode 0600)`);
@@ -144,11 +160,15 @@ t.test('install from the offline bundle, again, upgrade, rollback', async (t) =>
   await ok(inContainer('touch', '/tmp/stop-polling'), 'stop polling');
   const seen = Number(await ok(poller, 'poller'));
   const reported = /upgraded 1\.0\.0-test\.1 -> 1\.0\.0-test\.2: downtime ([\d.]+) s/.exec(upgrade.output);
-  t.ok(reported, `install.sh says how long: ${upgrade.output}`);
+  t.ok(reported, reported ? 'install.sh prints the upgrade downtime' : upgrade.output);
   t.comment(`upgrade downtime: ${reported?.[1]} s by install.sh, ${seconds(seen)} s between two ready answers seen by a client polling every 50 ms`);
   t.ok(await ready());
   t.match(await api(key, 'GET', '/api/projects/admin/kept'), KEPT, 'data kept over the upgrade');
   t.match(await ok(inContainer('vision-appliance', 'status'), 'status'), `release:  ${SECOND} (previous: ${FIRST})`);
+
+  const older = await inContainer(`/root/vision-appliance-${FIRST}/install.sh`);
+  t.equal(older.code, 1, 'an older bundle is not installed over a newer release');
+  t.match(older.stderr, `this bundle (${FIRST}) is older than the running ${SECOND}, whose database schema is newer: to go back to the previous release, run: vision-appliance rollback`);
 
   const rollback = await ok(inContainer(`/root/vision-appliance-${SECOND}/install.sh`, '--rollback'), 'rollback');
   t.match(rollback, `Reverted 1 migration:\n  ${EXTRA_MIGRATION}`, "the newer release's migration is reverted first");
