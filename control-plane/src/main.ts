@@ -29,6 +29,11 @@ try {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
 } catch (error) {
+  // A setting that cannot work (DATA_DIR the embedded PostgreSQL cannot reach): one line saying what to change.
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(78);
+  }
   log.fatal({ err: error }, 'start-up failed');
   process.exit(1);
 }

@@ -9,6 +9,7 @@ import { ConfigError, loadConfig, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
 import { HttpError, Invalid } from '../../control-plane/src/http/errors.ts';
 import { formatCents } from '../../control-plane/src/billing/billing.service.ts';
+import { migrateDown, type Orm } from '../../control-plane/src/db/orm.ts';
 import { backupCommand, doctorCommand, EXIT_CONFIG, EXIT_FAILED, restoreCommand, withDatabase, type Operation } from './operations.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
@@ -23,6 +24,7 @@ type MemberRole = (typeof MEMBER_ROLES)[number];
 
 interface CommandContext {
   services: Services;
+  orm: Orm;
   /** Names of the migrations this run applied. */
   applied: string[];
   /** The command's result, for stdout. */
@@ -281,6 +283,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
       }),
     );
 
+  const listed = (verb: string, names: string[]) => `${verb} ${names.length} migration${names.length === 1 ? '' : 's'}:\n${names.map((name) => `  ${name}`).join('\n')}`;
   program
     .command('backup')
     .description('Back up the database (one consistent snapshot, as it is) and the stored objects it uses into a new folder; progress on stderr')
@@ -299,10 +302,14 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
   program
     .command('migrate')
     .description('Apply pending database migrations (every command, and the server at start, does this too)')
-    .action(() =>
-      choose(async ({ applied, print }) => {
-        if (applied.length === 0) print('Database schema is up to date');
-        else print(`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'}:\n${applied.map((name) => `  ${name}`).join('\n')}`);
+    .option('--down-to <migration>', "revert the migrations applied after this one (a rollback to the release whose last migration it is); run it with the appliance stopped")
+    .action((options: { downTo?: string }) =>
+      choose(async ({ orm, applied, print }) => {
+        if (options.downTo !== undefined) {
+          const reverted = await migrateDown(orm, options.downTo);
+          print(reverted.length === 0 ? `Nothing to revert: ${options.downTo} is the last applied migration` : listed('Reverted', reverted));
+        } else if (applied.length === 0) print('Database schema is up to date');
+        else print(listed('Applied', applied));
       }),
     );
 
@@ -374,7 +381,7 @@ function servicesCommand(action: Action): Operation {
   return {
     run: ({ config, log, print, note }) =>
       withDatabase(config, log, 'apply', async ({ orm, applied }) => {
-        await action({ services: new Services(orm.em.fork(), { config }), applied, print, note });
+        await action({ services: new Services(orm.em.fork(), { config }), orm, applied, print, note });
         return 0;
       }),
   };

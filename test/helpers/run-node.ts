@@ -11,8 +11,13 @@ export interface Run {
 
 /** Runs `node ARGS` from the repository root with `env` over this process's environment, to its end. */
 export function runNode(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return runProgram(process.execPath, args, env);
+}
+
+/** Runs a program from the repository root with `env` over this process's environment, to its end. */
+export function runProgram(file: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

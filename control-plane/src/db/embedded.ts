@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import pg from 'pg';
+import { checkPostgresCanReach } from './embedded-access.ts';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -64,6 +65,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   if (await answers(url)) return { url, startedHere: false, stop: async () => undefined };
 
   const databaseDir = join(dataDir, 'postgres');
+  checkPostgresCanReach(databaseDir);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,

@@ -1,7 +1,11 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities.ts';
+import { Conflict, Invalid } from '../http/errors.ts';
 import { migrations } from './migrations/index.ts';
+
+/** Held while migrations run, by every replica and by vpctl: one migrator at a time. */
+const MIGRATION_LOCK = 7311001;
 
 export type Orm = MikroORM;
 
@@ -28,7 +32,26 @@ export async function initORM(databaseUrl: string, overrides: Partial<Options> =
 export async function migrate(orm: Orm): Promise<string[]> {
   const connection = orm.em.getConnection();
   return connection.transactional(async (trx) => {
-    await connection.execute('select pg_advisory_xact_lock(7311001)', [], 'all', trx);
+    await connection.execute('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK], 'all', trx);
     return (await orm.migrator.up({ transaction: trx })).map((migration) => migration.name);
+  });
+}
+
+/**
+ * Reverts, newest first and in one transaction under the migrations' lock, every applied migration after `to`, which
+ * stays applied: what a rollback to the release whose last migration is `to` needs. Returns the names it reverted.
+ * Refuses a `to` that is not applied, and migrations this release does not know (their `down` is not here).
+ */
+export async function migrateDown(orm: Orm, to: string): Promise<string[]> {
+  const connection = orm.em.getConnection();
+  return connection.transactional(async (trx) => {
+    await connection.execute('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK], 'all', trx);
+    const applied = (await orm.migrator.getExecuted()).map((row) => row.name);
+    const at = applied.indexOf(to);
+    if (at < 0) throw Invalid(`${to} is not an applied migration of this database (its last is ${applied.at(-1) ?? 'none'})`);
+    const known = new Set(migrations.map((migration) => migration.name));
+    const unknown = applied.slice(at + 1).filter((name) => !known.has(name));
+    if (unknown.length > 0) throw Conflict(`this release does not know the applied migrations ${unknown.join(', ')}: migrate down with the release that applied them`);
+    return (await orm.migrator.down({ to, transaction: trx })).map((migration) => migration.name);
   });
 }
