@@ -3,6 +3,7 @@
 # sits in (installer/bundle/build-bundle.sh builds it; nothing is downloaded). As root:
 #   tar xf vision-appliance-<version>.tar && vision-appliance-<version>/install.sh [--port N] [--public-url URL]
 #   install.sh --rollback        back to the release the last upgrade replaced (vision-appliance rollback)
+#   install.sh --restore DIR     a new install that starts from a backup (vpctl backup DIR on the old server)
 # It checks the bundle's checksums and the host, creates the user vision, unpacks the release into
 # /opt/vision-appliance/releases/<version> (`current` links to the running one), writes /etc/vision-appliance/appliance.env
 # (mode 0600, with a generated SIGNING_SECRET that is never printed), loads the bundle's images into Docker when there
@@ -13,18 +14,19 @@ set -euo pipefail
 started=$SECONDS
 bundle=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   printf 'install.sh: %s\n' "$*" >&2
   exit 1
 }
 
-port= public_url= rollback=
+port= public_url= rollback= restore=
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=${2:-}; shift 2 || die "--port needs a number" ;;
     --public-url) public_url=${2:-}; shift 2 || die "--public-url needs a URL" ;;
     --rollback) rollback=1; shift ;;
+    --restore) restore=${2:-}; shift 2 || die "--restore needs the backup's folder" ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown option $1 (--help)" ;;
   esac
@@ -32,6 +34,10 @@ done
 [ -z "$port" ] || [[ $port =~ ^[0-9]+$ && $port -ge 1 && $port -le 65535 ]] || die "--port: a number from 1 to 65535"
 [ -z "$public_url" ] || [[ $public_url =~ ^https?://[^[:space:]]+$ ]] || die "--public-url: an http(s) URL, the address clients and worker hosts use"
 [ "$(id -u)" = 0 ] || die "run it as root (sudo $0)"
+if [ -n "$restore" ]; then
+  [ -f "$restore/backup.json" ] || die "--restore $restore: no backup.json there (a folder vpctl backup wrote, complete)"
+  restore=$(cd "$restore" && pwd)
+fi
 if [ -n "$rollback" ]; then
   exec /opt/vision-appliance/current/installer/appliance/vision-appliance.sh rollback
 fi
@@ -60,6 +66,8 @@ step() {
 
 # A bundle older than the installed release would start on a database its code does not know.
 current=$(release_of current)
+[ -z "$restore" ] || [ -z "$current" ] ||
+  die "--restore: this host runs release $(basename "$current") already; a backup restores only into a new install (vpctl restore refuses a database that holds anything)"
 if [ -n "$current" ] && [[ $(manifest lastMigration) < $(manifest_field "$current" lastMigration) ]]; then
   die "this bundle ($version) is older than the running $(basename "$current"), whose database schema is newer: to go back to the previous release, run: vision-appliance rollback"
 fi
@@ -267,6 +275,13 @@ EOF
   systemctl enable --quiet "$SERVICE"
 fi
 
+if [ -n "$restore" ]; then
+  step "Restoring the backup in $restore"
+  (as_service_user test -r "$restore/backup.json") || die "the user $SERVICE_USER cannot read $restore: chown -R $SERVICE_USER $restore (or make it readable), then run install.sh again"
+  (cd "$release" && as_service_user "$release/bin/node" installer/src/vpctl.ts restore "$restore") ||
+    die "the restore failed (above): nothing was started; fix what it says and run install.sh --restore again"
+fi
+
 step "Starting release $version"
 activate "$version"
 
@@ -279,3 +294,11 @@ else
   say "The first owner's key file was deleted after use; create keys with: vision-appliance vpctl keys create --help"
 fi
 say "Settings: $ENV_FILE. Logs: $(where_logs). Service: vision-appliance status|start|stop|restart|rollback"
+worker_dist=$(cd "$bundle" && ls worker/vp-worker-*.tar.gz 2>/dev/null | head -n 1)
+if [ -n "$worker_dist" ]; then
+  say ""
+  say "GPU hosts (this one too, if it has GPUs): copy $bundle/$worker_dist and $bundle/images/ there and, as root:"
+  say "  tar -xzf $(basename "$worker_dist") && $(basename "$worker_dist" -linux-x64.tar.gz)/install-worker.sh --server $(base_url) --token TOKEN --images IMAGES_DIR"
+  say "with a TOKEN from: vision-appliance vpctl hosts connect HOST_NAME. Hosts enrolled before take the same command"
+  say "without --token to upgrade their agent; vision-appliance vpctl hosts list shows which agent each host runs."
+fi
