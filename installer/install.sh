@@ -57,6 +57,8 @@ version=$(manifest version)
 # The installer's functions ship in the release; read from the (checked) archive before anything is unpacked.
 # shellcheck source=appliance/lib.sh
 source <(tar -xOf "$bundle/app.tar" --occurrence=1 ./installer/appliance/lib.sh)
+# shellcheck source=lib/host-checks.sh
+source <(tar -xOf "$bundle/app.tar" --occurrence=1 ./installer/lib/host-checks.sh)
 current_step=
 trap 'printf "install.sh: failed at \"%s\" (above); fix that and run install.sh again: it keeps what is done\n" "$current_step" >&2' ERR
 step() {
@@ -100,8 +102,7 @@ case " $os " in
   *) caution "OS: ${os% * *}: made for Debian 12+ and Ubuntu 22.04+; it may work here" ;;
 esac
 arch=$(manifest arch)
-case $(uname -m) in x86_64) host_arch=x64 ;; aarch64) host_arch=arm64 ;; *) host_arch=$(uname -m) ;; esac
-[ "$host_arch" = "$arch" ] && ok "CPU architecture: $arch" || problem "CPU architecture: this host is $(uname -m), the bundle is for $arch: build the bundle on an $host_arch machine"
+[ "$(host_arch)" = "$arch" ] && ok "CPU architecture: $arch" || problem "CPU architecture: this host is $(uname -m), the bundle is for $arch: build the bundle on an $(host_arch) machine"
 glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ print $2 }')
 if [ -n "$glibc" ] && [ "$(printf '2.28\n%s\n' "$glibc" | sort -V | head -n 1)" = 2.28 ]; then ok "glibc $glibc"; else problem "glibc ${glibc:-not found}: Node 24 needs 2.28 or later (Debian 10+, Ubuntu 20.04+)"; fi
 cpus=$(nproc)
@@ -133,33 +134,32 @@ fi
 if uses_systemd; then
   ok "systemd: the control plane runs as the unit $SERVICE"
 elif command -v setpriv >/dev/null && command -v setsid >/dev/null; then
-  caution "no systemd (a container?): the control plane runs as a background process (pid file $PID_FILE, log $LOG_FILE); after a reboot start it with: vision-appliance start"
+  caution "no systemd (a container?): the control plane runs as a background process (pid file $PID_FILE, log $LOG_FILE, rotated at $((LOG_MAX_BYTES / 1048576)) MiB, $LOG_KEEP older ones kept); after a reboot start it with: vision-appliance start"
 else
   problem "neither systemd nor setpriv and setsid (util-linux): apt-get install util-linux"
 fi
 docker_ok=
-if ! command -v docker >/dev/null; then
-  caution "no Docker engine: the control plane does not need one, but deployments and GPU jobs on this host do, and the bundle's images load into it: apt-get install docker.io, then run install.sh again"
-elif ! docker info >/dev/null 2>&1; then
-  caution "Docker is installed but its engine does not answer: start it (systemctl start docker) and run install.sh again to load the images"
-else
-  docker_ok=1
-  ok "Docker engine $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
-fi
-gpus=0
-for device in /sys/bus/pci/devices/*; do
-  [ "$(cat "$device/vendor" 2>/dev/null)" = 0x10de ] && [[ $(cat "$device/class" 2>/dev/null) == 0x03* ]] && gpus=$((gpus + 1))
-done
+case $(docker_engine_state) in
+  missing) caution "no Docker engine: the control plane does not need one, but deployments and GPU jobs on this host do, and the bundle's images load into it: apt-get install docker.io, then run install.sh again" ;;
+  stopped) caution "Docker is installed but its engine does not answer: start it (systemctl start docker) and run install.sh again to load the images" ;;
+  running)
+    docker_ok=1
+    ok "Docker engine $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
+    ;;
+esac
+gpus=$(nvidia_gpu_count)
 if [ "$gpus" -gt 0 ]; then
-  if driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1) && [ -n "$driver" ]; then
-    ok "NVIDIA driver $driver, $gpus GPU(s)"
+  if driver=$(nvidia_driver); then
+    ok "NVIDIA driver ${driver% *}, ${driver#* } GPU(s)"
   else
     caution "$gpus NVIDIA GPU(s) but no working driver (nvidia-smi): install it (Debian: apt-get install nvidia-driver; Ubuntu: ubuntu-drivers install), reboot, run install.sh again"
   fi
-  if [ -n "$docker_ok" ] && ! docker info -f '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
-    caution "Docker has no nvidia runtime: install nvidia-container-toolkit, then nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"
-  elif [ -n "$docker_ok" ]; then
-    ok "NVIDIA Container Toolkit (Docker runtime nvidia)"
+  if [ -n "$docker_ok" ]; then
+    if nvidia_container_toolkit; then
+      ok "NVIDIA container toolkit (nvidia-container-runtime-hook)"
+    else
+      caution "no NVIDIA container toolkit (nvidia-container-runtime-hook): containers get no GPU. Install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"
+    fi
   fi
 else
   ok "no NVIDIA GPU on this host"

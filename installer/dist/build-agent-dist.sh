@@ -6,6 +6,7 @@
 #   worker-agent/ protocol/ inference/ inference-server/ config/ node_modules/
 #                             the agent's sources and their production packages only (installer/stage-packages.ts)
 #   install-worker.sh, vp-worker.service   the one command on a host and the systemd unit it writes
+#   lib/host-checks.sh        the host checks install-worker.sh shares with the appliance's install.sh
 #   VERSION, BUILD            the appliance's version (--version; default package.json's) and the hash of all of the above
 # Cached by content: rebuilt only when what it would hold changes; the same inputs give the same bytes (sorted names,
 # fixed times and owners), so the archive's .sha256 beside it is stable. Needs `npm ci` run first.
@@ -35,6 +36,7 @@ dist=$work/$name
 install -D -m 0755 "$node_bin" "$dist/bin/node"
 install -m 0755 "$here/vp-worker.sh" "$dist/bin/vp-worker"
 install -m 0755 "$here/install-worker.sh" "$dist/install-worker.sh"
+install -D -m 0644 "$repo/installer/lib/host-checks.sh" "$dist/lib/host-checks.sh"
 install -m 0644 "$here/vp-worker.service" "$dist/vp-worker.service"
 echo "$version" >"$dist/VERSION"
 
