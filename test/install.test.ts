@@ -151,7 +151,7 @@ async function train(t: Test, server: { url: string }, key: string, model: strin
   if (started.status !== 200) throw new Error(`training start: ${started.status} ${JSON.stringify(started.body)}`);
   const job = await eventually(async () => {
     const view = (await call<{ job: { status: string } | null }>(server, 'GET', `/api/models/admin/detector/${model}/training`, { key })).body.job;
-    return view && ['completed', 'failed', 'cancelled'].includes(view.status) && view;
+    return (view && ['completed', 'failed', 'cancelled'].includes(view.status) && view) || undefined;
   }, `training ${model}`, 300_000, POLL_MS).catch(async (error: Error) => {
     t.comment(`the agent's log:\n${await agentLog()}`);
     throw error;
