@@ -4,6 +4,8 @@
 #   tar xf vision-appliance-<version>.tar && vision-appliance-<version>/install.sh [--port N] [--public-url URL]
 #   install.sh --rollback        back to the release the last upgrade replaced (vision-appliance rollback)
 #   install.sh --restore DIR     a new install that starts from a backup (vpctl backup DIR on the old server)
+#   install.sh --gpu-host NAME   this host runs jobs too (its GPUs, or CPU): the bundle's worker agent is installed and
+#                                enrolled as host NAME; later runs of install.sh upgrade it
 # It checks the bundle's checksums and the host, creates the user vision, unpacks the release into
 # /opt/vision-appliance/releases/<version> (`current` links to the running one), writes /etc/vision-appliance/appliance.env
 # (mode 0600, with a generated SIGNING_SECRET that is never printed), loads the bundle's images into Docker when there
@@ -14,25 +16,27 @@ set -euo pipefail
 started=$SECONDS
 bundle=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   printf 'install.sh: %s\n' "$*" >&2
   exit 1
 }
 
-port= public_url= rollback= restore=
+port= public_url= rollback= restore= gpu_host=
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=${2:-}; shift 2 || die "--port needs a number" ;;
     --public-url) public_url=${2:-}; shift 2 || die "--public-url needs a URL" ;;
     --rollback) rollback=1; shift ;;
     --restore) restore=${2:-}; shift 2 || die "--restore needs the backup's folder" ;;
+    --gpu-host) gpu_host=${2:-}; shift 2 || die "--gpu-host needs the host's name" ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown option $1 (--help)" ;;
   esac
 done
 [ -z "$port" ] || [[ $port =~ ^[0-9]+$ && $port -ge 1 && $port -le 65535 ]] || die "--port: a number from 1 to 65535"
 [ -z "$public_url" ] || [[ $public_url =~ ^https?://[^[:space:]]+$ ]] || die "--public-url: an http(s) URL, the address clients and worker hosts use"
+[ -z "$gpu_host" ] || [[ $gpu_host =~ ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ ]] || die "--gpu-host: 1-63 lowercase letters, digits or hyphens"
 [ "$(id -u)" = 0 ] || die "run it as root (sudo $0)"
 if [ -n "$restore" ]; then
   [ -f "$restore/backup.json" ] || die "--restore $restore: no backup.json there (a folder vpctl backup wrote, complete)"
@@ -285,6 +289,25 @@ fi
 step "Starting release $version"
 activate "$version"
 
+# The single-machine case: this host runs jobs too. Its agent comes from the bundle like any GPU host's, enrolled with
+# a token the operator CLI makes here; once installed (its settings exist), every run of a newer bundle upgrades it.
+worker_dist=$(cd "$bundle" && ls worker/vp-worker-*.tar.gz 2>/dev/null | head -n 1)
+worker_settings=/etc/vp-worker/config.json
+if [ -n "$worker_dist" ] && { [ -n "$gpu_host" ] || [ -f "$worker_settings" ]; }; then
+  step "Worker agent on this host"
+  agent_args=(--server "$(base_url)" --images "$bundle/images")
+  if ! grep -q '"workerKey"' "$worker_settings" 2>/dev/null; then
+    [ -n "$gpu_host" ] || die "this host's worker agent is not enrolled ($worker_settings holds no key): run install.sh --gpu-host NAME"
+    token=$(vision-appliance vpctl hosts connect "$gpu_host" 2>/dev/null) ||
+      die "vision-appliance vpctl hosts connect $gpu_host failed: is the name taken? (vision-appliance vpctl hosts list)"
+    agent_args+=(--token "$token")
+  fi
+  agent_dir=$(mktemp -d)
+  tar -xzf "$bundle/$worker_dist" -C "$agent_dir"
+  "$agent_dir"/vp-worker-*/install-worker.sh "${agent_args[@]}" || { rm -rf "$agent_dir"; die "the worker agent's install failed (above)"; }
+  rm -rf "$agent_dir"
+fi
+
 key_file=$(setting DATA_DIR "$DEFAULT_DATA_DIR")/initial-api-key
 say ""
 say "The Vision Platform appliance $version is ready at $(base_url)/api (installed in $((SECONDS - started)) s)."
@@ -294,10 +317,9 @@ else
   say "The first owner's key file was deleted after use; create keys with: vision-appliance vpctl keys create --help"
 fi
 say "Settings: $ENV_FILE. Logs: $(where_logs). Service: vision-appliance status|start|stop|restart|rollback"
-worker_dist=$(cd "$bundle" && ls worker/vp-worker-*.tar.gz 2>/dev/null | head -n 1)
 if [ -n "$worker_dist" ]; then
   say ""
-  say "GPU hosts (this one too, if it has GPUs): copy $bundle/$worker_dist and $bundle/images/ there and, as root:"
+  say "GPU hosts (this one: install.sh --gpu-host NAME): copy $bundle/$worker_dist and $bundle/images/ there and, as root:"
   say "  tar -xzf $(basename "$worker_dist") && $(basename "$worker_dist" -linux-x64.tar.gz)/install-worker.sh --server $(base_url) --token TOKEN --images IMAGES_DIR"
   say "with a TOKEN from: vision-appliance vpctl hosts connect HOST_NAME. Hosts enrolled before take the same command"
   say "without --token to upgrade their agent; vision-appliance vpctl hosts list shows which agent each host runs."

@@ -239,6 +239,17 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   t.equal((await ok(inContainer('cat', KEY_FILE), 'key')).trim(), key);
   t.match(await call(appliance, 'GET', '/api/projects/admin/kept', { key }), KEPT, 'the same key still works, the data is there');
 
+  // The single-machine case: the appliance's host runs jobs too (no Docker there: the process runtime). Its agent is
+  // stopped again before the trainings below, which need the trainer's Python of the GPU host.
+  const local = await install(APPLIANCE, FIRST, '--gpu-host', 'local-gpu');
+  t.match(local.output, `installed: /opt/vp-worker/${FIRST}`);
+  t.match(local.output, 'Enrolled as host local-gpu');
+  await ok(runProgram('docker', ['exec', '-d', '-u', 'vp-worker', APPLIANCE, 'sh', '-c', 'echo $$ >/tmp/agent.pid; exec vp-worker run --config /etc/vp-worker/config.json >>/var/lib/vp-worker/agent.log 2>&1']), 'start the local agent');
+  const hostsList = async () => (await ok(inContainer('vision-appliance', 'vpctl', 'hosts', 'list'), 'vpctl hosts list')).split('\n').find((line) => line.startsWith('local-gpu')) ?? '';
+  await eventually(async () => /\bconnected\b/.test(await hostsList()), 'the local agent to connect', 60_000, POLL_MS);
+  t.match(await hostsList(), ` ${FIRST}`, "the local agent reports the bundle's version");
+  await ok(inContainer('sh', '-c', 'pid=$(cat /tmp/agent.pid); kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done'), 'stop the local agent');
+
   // A GPU host enrolls from the bundle with a token from the appliance's operator CLI, and trains.
   await startContainer(GPU_HOST, TRAINER_IMAGE);
   const token = (await ok(inContainer('vision-appliance', 'vpctl', 'hosts', 'connect', 'gpu-1', '--workspace', 'admin'), 'vpctl hosts connect')).trim();
@@ -273,6 +284,7 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   t.ok(await ready(appliance.url));
   t.match(await call(appliance, 'GET', '/api/projects/admin/kept', { key }), KEPT, 'data kept over the upgrade');
   t.match(await ok(inContainer('vision-appliance', 'status'), 'status'), `release:  ${SECOND} (previous: ${FIRST})`);
+  t.match(upgrade.output, `installed: /opt/vp-worker/${SECOND}`, "the upgrade upgrades this host's agent too");
 
   // The agent one version behind reconnects, is named as outdated, and still trains.
   await eventually(async () => (await gpuHost(appliance, key))?.state === 'connected', 'the GPU host to reconnect', 60_000, POLL_MS);
