@@ -10,6 +10,7 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'nod
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
+import { answersByPath } from './helpers/answers.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { runProgram, type Run } from './helpers/run-node.ts';
 import { call } from './helpers/server.ts';
@@ -164,24 +165,9 @@ async function train(t: Test, server: { url: string }, key: string, model: strin
  * The answers of a few GETs (projects, datasets, images, models, training), each signed URL reduced to its path
  * (two installs differ in address, secret and expiry), and the SHA-256 of what each signed URL serves.
  */
-async function answers(server: { url: string }, key: string, requests: string[]): Promise<{ bodies: Record<string, unknown>; served: Record<string, string> }> {
+async function answers(server: { url: string }, key: string, paths: string[]): Promise<{ bodies: Record<string, unknown>; served: Record<string, string> }> {
   const urls = new Map<string, string>();
-  const strip = (value: unknown): unknown => {
-    if (typeof value === 'string' && value.startsWith(`${server.url}/`)) {
-      const path = new URL(value).pathname;
-      urls.set(path, value);
-      return path;
-    }
-    if (Array.isArray(value)) return value.map(strip);
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, strip(inner)]));
-    return value;
-  };
-  const bodies: Record<string, unknown> = {};
-  for (const path of requests) {
-    const response = await call(server, 'GET', path, { key });
-    if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${JSON.stringify(response.body)}`);
-    bodies[path] = strip(response.body);
-  }
+  const bodies = await answersByPath(server, paths.map((path) => [key, path]), urls);
   const served: Record<string, string> = {};
   for (const [path, url] of urls) {
     const response = await fetch(url);
