@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { defaults, RATE_CATEGORIES, REGIONS, type RateCategory } from './defaults.ts';
 
@@ -97,6 +98,7 @@ const EnvSchema = z.object({
   DEPLOYMENT_IDLE_SECONDS: positiveInt.max(30 * 86_400).default(defaults.deploymentIdleSeconds),
   DEPLOYMENT_WAKE_SECONDS: positiveInt.max(3600).default(defaults.deploymentWakeSeconds),
   DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
+  FACE_DETECTOR_PATH: z.string().min(1).optional(),
   ...rateLimitEnv,
 });
 
@@ -167,6 +169,11 @@ export interface AppConfig {
   deploymentWakeSeconds: number;
   /** How long the control plane waits for a deployment's server to answer (predict, health) before 504. */
   deploymentTimeoutSeconds: number;
+  /**
+   * CenterFace's ONNX file, which blurs faces in datasets with blurFaces: FACE_DETECTOR_PATH, else the newest build of
+   * installer/models/build-models.sh under the checkout's .cache/models; undefined when there is none.
+   */
+  faceDetectorPath: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -232,7 +239,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deploymentIdleSeconds: e.DEPLOYMENT_IDLE_SECONDS,
     deploymentWakeSeconds: e.DEPLOYMENT_WAKE_SECONDS,
     deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
+    faceDetectorPath: e.FACE_DETECTOR_PATH === undefined ? builtModel('face-detector.onnx') : resolve(e.FACE_DETECTOR_PATH),
   };
+}
+
+/** Where installer/models/build-models.sh keeps its builds, one folder per content digest. */
+const MODELS_CACHE = fileURLToPath(new URL('../../.cache/models/', import.meta.url));
+
+/** The newest build holding `file` (older recipes leave theirs; dot folders are builds under way), or undefined. */
+function builtModel(file: string): string | undefined {
+  if (!existsSync(MODELS_CACHE)) return undefined;
+  const builds = readdirSync(MODELS_CACHE, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && existsSync(join(MODELS_CACHE, entry.name, file)))
+    .map((entry) => join(MODELS_CACHE, entry.name, file));
+  return builds.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
 }
 
 /** Where the generated signing secret is kept when SIGNING_SECRET is unset. */

@@ -21,6 +21,9 @@ const MiB = 2 ** 20;
 const DECODE_MEMORY_BYTES = 256 * MiB;
 const decoding = new ByteBudget(DECODE_MEMORY_BYTES);
 
+/** Runs a decode of `bytes` of pixels (or more) within the process's decoding budget (at most all of it). */
+export const withDecodeMemory = <T>(bytes: number, task: () => Promise<T>): Promise<T> => decoding.with(bytes, task);
+
 /** An image file: its bytes, or a local file (one too large to hold in memory) and its size. */
 export type ImageFile = Buffer | { path: string; bytes: number };
 
