@@ -14,6 +14,8 @@ import { initORM, migrate, type Orm } from './db/orm.ts';
 import { answerClientError } from './http/client-error.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { RateLimiter } from './http/rate-limit.ts';
+import { FACE_BLUR_JOB, FaceBlurJob } from './faces/face-blur.job.ts';
+import { FaceDetector } from './faces/face-detector.ts';
 import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
@@ -115,7 +117,8 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const store = await openBlobStore(config.storageUrl, config.dataDir);
   const signer = new UrlSigner(secret, () => baseUrl);
   const storage: Storage = { store, signer, urls: new FileUrls(store, signer) };
-  const ingest = new IngestJob(storage, new OutboundPolicy(config.outboundAllowedNetworks));
+  const faces = new FaceDetector(config.faceDetectorPath);
+  const ingest = new IngestJob(storage, new OutboundPolicy(config.outboundAllowedNetworks), faces);
   // What a process killed mid-ingest or mid-upload left on disk: at start (most likely after such a crash) and hourly.
   const sweepLeftovers = () =>
     Promise.all([
@@ -150,7 +153,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   deploymentRouter.listen(notifications);
   const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
-  const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config) };
+  const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config), [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces) };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
@@ -202,6 +205,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       // inference they use (a batch auto-annotation) closes.
       await jobs.stop();
       await predictor.close();
+      await faces.close();
       // The requests answered so far are recorded before the pool closes.
       await deploymentTraffic.close();
       await deploymentRouter.close();

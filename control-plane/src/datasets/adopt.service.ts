@@ -7,6 +7,7 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/error
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { copyImageBytes, foreignFiles, holdImageBytes, type StoredFile } from '../images/image-bytes-copy.ts';
 import { copyImages, type ClassMapEntry } from '../images/image-copy.ts';
+import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { AdoptBody, Adopted } from './adopt.schemas.ts';
@@ -113,6 +114,8 @@ export class AdoptService {
     if (labeled.length) delta = addDelta(delta, await copyImages(tx, target, { imageIds: labeled }, { classMap }));
     if (unlabeled.length) delta = addDelta(delta, await copyImages(tx, target, { imageIds: unlabeled }, { classMap: [], split: 'train' }));
     await applyDelta(tx, target.id, delta);
+    // Copies keep their faces_blurred; the job blurs those that come from datasets without blurFaces.
+    if (target.blurFaces && copies.length) await queueFaceBlur(tx, { id: target.id, workspaceId: target.workspace.id });
     if (release && copies.length) {
       const removed = await query<{ dataset_id: string; split: Split; label_count: number; error: string | null }>(
         tx,

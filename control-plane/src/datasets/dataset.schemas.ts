@@ -20,6 +20,12 @@ const ClassNames = z
   .array(z.string().trim().min(1).max(MAX_CLASS_NAME))
   .max(MAX_CLASS_NAMES)
   .meta({ description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)' });
+const BlurFaces = z.boolean().meta({
+  description:
+    'Faces found by the offline face detector (CenterFace) are blurred in the stored images and thumbnails: on ingest, and for the images already there ' +
+    'by a background job when turned on. Originals are not kept: turning it off does not un-blur; re-ingest the originals (with it off) to undo. ' +
+    'Versions saved before it was turned on keep their images as saved. Images whose faces cannot be checked (undecodable, over 50 megapixels) are not ingested.',
+});
 const HexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour like #ff8800');
 const Boolish = z.stringbool();
 
@@ -124,7 +130,7 @@ export const DatasetCreate = z.object({
   classNames: ClassNames.optional(),
   format: Format.default('yolo'),
   visibility: Visibility.default('private'),
-  blurFaces: z.boolean().default(false),
+  blurFaces: BlurFaces.default(false),
   tags: Tags.optional(),
   license: z.string().max(64).optional(),
   metadata: MetadataObject.optional(),
@@ -149,14 +155,18 @@ export const DatasetPatch = z
     iconColor: z.string().max(32).nullable(),
     iconLetter: z.string().max(2).nullable(),
     starred: z.boolean().meta({ description: "Stars or unstars for the key's user; needs only read access" }),
-    blurFaces: z.boolean(),
+    blurFaces: BlurFaces,
     kptSkeletonId: z.string().max(64).nullable(),
     kptShape: z.tuple([z.number().int().min(1).max(MAX_KEYPOINTS), z.union([z.literal(2), z.literal(3)])]).nullable(),
     initializeClassNames: ClassNames.meta({ description: 'Sets the class list of a dataset with no classes or annotations (else 409)' }),
   })
   .partial()
   .strict();
-export const DatasetPatched = z.object({ success: z.literal(true), dataset: Slug.meta({ description: 'The current URL name' }) });
+export const DatasetPatched = z.object({
+  success: z.literal(true),
+  dataset: Slug.meta({ description: 'The current URL name' }),
+  faceBlurJobId: ObjectId.optional().meta({ description: 'blurFaces turned on for a dataset with images: the job blurring them (GET /api/jobs/{jobId})' }),
+});
 export const DatasetDeleted = z.object({ success: z.literal(true), dataset: Slug, deletedAt: Timestamp, daysRemaining: z.number().int() });
 
 export const DatasetModels = z.object({

@@ -7,6 +7,7 @@ import type { Actor } from '../auth/actor.ts';
 import { renamedSlug } from '../db/slugs.ts';
 import { query } from '../db/sql.ts';
 import { DATASET_STARS, setStar, starredAmong } from '../db/stars.ts';
+import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { JobProgress } from '../jobs/job.entity.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
@@ -114,13 +115,14 @@ export class DatasetService {
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { dataset } = await findDataset(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
     if (starred !== undefined) dataset.starCount = await setStar(this.em, DATASET_STARS, dataset.id, requireKey(actor).userId, starred);
-    if (needsEdit) await this.applyChanges(dataset, changes);
-    return { success: true, dataset: dataset.slug };
+    const faceBlurJobId = needsEdit ? await this.applyChanges(dataset, changes) : undefined;
+    return { success: true, dataset: dataset.slug, ...(faceBlurJobId ? { faceBlurJobId } : {}) };
   }
 
-  private async applyChanges(dataset: Dataset, changes: Omit<z.output<typeof DatasetPatch>, 'starred'>): Promise<void> {
+  /** Returns the face blur job's id when blurFaces was turned on for a dataset with images. */
+  private async applyChanges(dataset: Dataset, changes: Omit<z.output<typeof DatasetPatch>, 'starred'>): Promise<string | undefined> {
     const { name, classNames, classColors: colors, initializeClassNames, task, ...plain } = changes;
-    await this.em.transactional(async (em) => {
+    return this.em.transactional(async (em) => {
       // Class lists are checked against annotations under the dataset's row lock, like every label write.
       await lockDataset(em, dataset.id);
       await em.refresh(dataset);
@@ -147,9 +149,12 @@ export class DatasetService {
         if (nextTask === 'depth' && dataset.classNames.length) throw Conflict('task: depth datasets have no classes; delete the classes first');
         dataset.task = task;
       }
+      const blurOn = plain.blurFaces === true && !dataset.blurFaces;
       Object.assign(dataset, plain);
       if (classNames || initializeClassNames || task) dataset.revision += 1;
       await em.flush();
+      // Under the dataset lock, so an ingest committing now either sees the setting or has its images taken by the job.
+      return blurOn && dataset.imageCount > 0 ? queueFaceBlur(em, { id: dataset.id, workspaceId: dataset.workspace.id }) : undefined;
     });
   }
 

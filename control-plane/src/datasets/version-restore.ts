@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
+import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { insertImages } from '../images/image-intake.ts';
 import { checkLabels } from '../images/image-labels.ts';
 import { classColors, classKey } from './class-names.ts';
@@ -37,10 +38,13 @@ export async function restoreVersion(em: EntityManager, dataset: Dataset, versio
       split: image.split,
       metadata: image.metadata,
       checked: checkLabels(dataset, image.labels),
+      // A version keeps no record of it: the face blur job checks them again (blurred ones have no face left).
+      facesBlurred: false,
     }));
     await insertImages(em, dataset, rows);
   }
   await recount(em, dataset.id);
+  if (dataset.blurFaces) await queueFaceBlur(em, { id: dataset.id, workspaceId: dataset.workspace.id });
   return dropped;
 }
 

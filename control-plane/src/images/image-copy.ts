@@ -39,9 +39,9 @@ export async function copyImages(em: EntityManager, target: Dataset, source: Cop
        join unnest(?::text[], ?::int[], ?::int[]) as m(dataset_id, from_id, to_id) on m.dataset_id = s.dataset_id and m.from_id = a.class_id),
      per_image as (select new_id, count(*)::int as n, array_agg(distinct class_id order by class_id) as class_ids from kept group by new_id),
      copied as (
-       insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids)
+       insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids, faces_blurred)
        select s.new_id, clock_timestamp(), clock_timestamp(), ?, ?, s.hash, s.ext, s.name, s.width, s.height, s.channels, coalesce(?, s.split), s.bytes, s.error,
-              s.metadata, s.search_text, coalesce(p.n, 0), coalesce(p.class_ids, '{}')
+              s.metadata, s.search_text, coalesce(p.n, 0), coalesce(p.class_ids, '{}'), s.faces_blurred
        from src s left join per_image p on p.new_id = s.new_id
        order by s.created_at, s.id
        returning split, label_count, error),

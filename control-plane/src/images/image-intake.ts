@@ -29,6 +29,8 @@ export interface ImageRowInput {
   split: Split;
   metadata: Record<string, unknown>;
   checked: CheckedLabels;
+  /** Checked by the face detector and blurred where it found faces. */
+  facesBlurred: boolean;
 }
 
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
@@ -69,9 +71,9 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
     const chunk = rows.slice(start, start + ROWS_PER_INSERT);
     await query(
       em,
-      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids)
-       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int[])').join(', ')}`,
-      chunk.flatMap(({ file, name, split, metadata, checked }, i) => [
+      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids, faces_blurred)
+       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int[], ?)').join(', ')}`,
+      chunk.flatMap(({ file, name, split, metadata, checked, facesBlurred }, i) => [
         ids[start + i],
         dataset.workspace.id,
         dataset.id,
@@ -88,6 +90,7 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
         searchTextOf(name, metadata),
         checked.labels.length,
         pgArray(classIdsOf(checked.labels)),
+        facesBlurred,
       ]),
     );
   }
@@ -131,6 +134,8 @@ export class ImageIntake {
           split: image.split ?? 'train',
           metadata: image.metadata ?? {},
           checked: checkLabels(current, image.labels ?? []),
+          // Not checked here: a dataset with blurFaces has them blurred by its face blur job.
+          facesBlurred: false,
         }));
         const { ids, delta } = await insertImages(em, current, rows);
         await applyDelta(em, datasetId, delta);

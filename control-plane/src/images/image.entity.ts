@@ -46,6 +46,8 @@ export const ImageSchema = defineEntity({
     metadata: p.json<Record<string, unknown>>().default('{}'),
     /** Lower-cased file name and metadata text, matched by the search filter (trigram index). */
     searchText: p.text().default(''),
+    /** Checked by the face detector, and blurred where it found faces: set in datasets with blurFaces. */
+    facesBlurred: p.boolean().default(false),
   },
 });
 export class Image extends ImageSchema.class {}

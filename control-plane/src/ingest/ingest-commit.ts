@@ -3,6 +3,7 @@ import { addDelta, applyDelta, countDelta, lockDataset, type CountDelta } from '
 import { resolveClasses } from '../datasets/class-resolution.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { HttpError } from '../http/errors.ts';
 import { keepImageBytes } from '../images/image-blobs.ts';
 import { checkLabels } from '../images/image-labels.ts';
@@ -29,6 +30,7 @@ interface StagedRow {
   split: Split;
   labels: Label[];
   metadata: Record<string, unknown>;
+  faces_blurred: boolean;
 }
 
 export interface CommitOutcome {
@@ -87,6 +89,7 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
     );
     if (lost) throw new JobFailure(`The stored bytes of ${lost.path} were deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
     const added = new Set<string>();
+    let unblurred = false;
     let delta: CountDelta = countDelta([], 1);
     for (let offset = 0; ; offset += STAGED_PER_READ) {
       const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [jobId, STAGED_PER_READ, offset]);
@@ -127,7 +130,8 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
         }
         outcome.labelsAdded += checked.labels.length;
         const metadata = { ...payload.imageMetadata[row.entry_path], ...row.metadata };
-        rows.push({ file: { ...row, bytes: Number(row.bytes) }, name: row.name, split, metadata, checked });
+        rows.push({ file: { ...row, bytes: Number(row.bytes) }, name: row.name, split, metadata, checked, facesBlurred: row.faces_blurred });
+        unblurred ||= !row.faces_blurred;
       }
       if (doomed.length) {
         await query(tx, 'delete from images where id = any(?::text[])', [pgArray(doomed.map((image) => image.id))]);
@@ -140,6 +144,8 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
       delta = addDelta(delta, inserted.delta);
     }
     await applyDelta(tx, dataset.id, delta);
+    // blurFaces was turned on while the images were staged: the face blur job takes them.
+    if (dataset.blurFaces && unblurred) await queueFaceBlur(tx, { id: dataset.id, workspaceId: dataset.workspace.id });
     dataset.source = { format: plan.format, filename: payload.source.filename, jobId, ingestedAt: new Date().toISOString() };
     await tx.flush();
     await query(tx, 'delete from ingest_staged_images where job_id = ?', [jobId]);

@@ -3,6 +3,8 @@ import { basename, join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { ByteBudget } from '../images/byte-budget.ts';
+import { withFacesBlurred } from '../faces/face-blur-image.ts';
+import type { FaceDetector } from '../faces/face-detector.ts';
 import { decodeImage, type ImageFile } from '../images/image-decode.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
@@ -39,6 +41,7 @@ interface StagedRow {
   item: PlanItem;
   position: number;
   file: Awaited<ReturnType<typeof decodeImage>>;
+  facesBlurred: boolean;
 }
 
 async function readItem(item: PlanItem, archive: ArchiveFiles | undefined, size: number, signal: AbortSignal, policy: OutboundPolicy, spillFile: string): Promise<ImageFile | string> {
@@ -60,9 +63,11 @@ const inMemoryBytes = (item: PlanItem, size: number): number => (item.url || siz
  * Decodes and stores every image of the plan, a few at a time, and records each as a staged row. Memory
  * stays bounded whatever the archive holds: at most IMAGE_BUFFER_BYTES of files in memory, larger files
  * read from disk, decoding within the process's budget (image-decode.ts). Items staged by an earlier
- * attempt of the same job are skipped: a restarted job resumes. The dataset itself is not touched here.
+ * attempt of the same job are skipped: a restarted job resumes. The dataset itself is not touched here. With a
+ * `faces` detector (the dataset has blurFaces) what is stored has its faces blurred, and an image whose faces cannot
+ * be checked is skipped.
  */
-export async function stageImages(context: JobContext, storage: Storage, policy: OutboundPolicy, spillDir: string, plan: IngestPlan, archive?: ArchiveFiles): Promise<StagingOutcome> {
+export async function stageImages(context: JobContext, storage: Storage, policy: OutboundPolicy, spillDir: string, plan: IngestPlan, archive?: ArchiveFiles, faces?: FaceDetector): Promise<StagingOutcome> {
   const { em, signal } = context;
   const done = new Set((await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [context.id])).map((row) => row.entry_path));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
@@ -81,12 +86,15 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
   const stage = async (item: PlanItem, position: number, size: number): Promise<void> => {
     const bytes = await readItem(item, archive, size, signal, policy, join(spillDir, `url-${position}`));
     if (typeof bytes === 'string') return void skipped.push({ path: item.path, reason: bytes });
-    const file = await decodeImage(bytes, basename(item.path));
+    const name = basename(item.path);
+    const file = await decodeImage(bytes, name);
     if (file.error && file.bytes > MAX_UNDECODABLE_BYTES) {
       return void skipped.push({ path: item.path, reason: `undecodable and larger than ${MAX_UNDECODABLE_BYTES / MiB} MiB: ${file.error}` });
     }
-    await storeImageFiles(em, storage, context.workspaceId, file, bytes);
-    pending.push({ item, position, file });
+    const stored = faces ? await withFacesBlurred(faces, bytes, file, name) : { body: bytes, file };
+    if ('skip' in stored) return void skipped.push({ path: item.path, reason: stored.skip });
+    await storeImageFiles(em, storage, context.workspaceId, stored.file, stored.body);
+    pending.push({ item, position, file: stored.file, facesBlurred: faces !== undefined });
   };
   let next = 0;
   let failed = false;
@@ -118,9 +126,9 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
 async function insertStaged(em: EntityManager, jobId: string, rows: StagedRow[]): Promise<void> {
   await query(
     em,
-    `insert into ingest_staged_images (job_id, entry_path, position, hash, ext, name, width, height, channels, bytes, error, split, labels, metadata)
-     values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb)').join(', ')} on conflict do nothing`,
-    rows.flatMap(({ item, position, file }) => [
+    `insert into ingest_staged_images (job_id, entry_path, position, hash, ext, name, width, height, channels, bytes, error, split, labels, metadata, faces_blurred)
+     values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?)').join(', ')} on conflict do nothing`,
+    rows.flatMap(({ item, position, file, facesBlurred }) => [
       jobId,
       item.path,
       position,
@@ -135,6 +143,7 @@ async function insertStaged(em: EntityManager, jobId: string, rows: StagedRow[])
       item.split ?? 'train',
       JSON.stringify(item.labelError ? [] : item.labels),
       JSON.stringify(item.metadata ?? {}),
+      facesBlurred,
     ]),
   );
 }

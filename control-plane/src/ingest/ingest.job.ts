@@ -6,6 +6,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
+import { Dataset } from '../datasets/dataset.entity.ts';
+import { FaceDetectorMissing, type FaceDetector } from '../faces/face-detector.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
 import { ArchiveError, archiveKindOf, openArchive, type ArchiveFiles } from './archive/extract.ts';
@@ -27,11 +29,13 @@ export class IngestJob implements JobHandler {
   private readonly storage: Storage;
   private readonly outbound: OutboundPolicy;
   private readonly workRoot: string;
+  private readonly faces: FaceDetector;
 
-  /** `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from. */
-  constructor(storage: Storage, outbound: OutboundPolicy, workRoot = tmpdir()) {
+  /** `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from; `faces` blurs them in datasets with blurFaces. */
+  constructor(storage: Storage, outbound: OutboundPolicy, faces: FaceDetector, workRoot = tmpdir()) {
     this.storage = storage;
     this.outbound = outbound;
+    this.faces = faces;
     this.workRoot = workRoot;
   }
 
@@ -55,7 +59,9 @@ export class IngestJob implements JobHandler {
       archive = opened.archive;
       lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
-      const staging = await stageImages(context, this.storage, this.outbound, work, plan, archive);
+      const blur = (await context.em.findOneOrFail(Dataset, payload.datasetId)).blurFaces;
+      if (blur) this.faces.requireModel();
+      const staging = await stageImages(context, this.storage, this.outbound, work, plan, archive, blur ? this.faces : undefined);
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
@@ -66,7 +72,7 @@ export class IngestJob implements JobHandler {
       plan.skipped.addAll(staging.skipped);
       return { format: plan.format, task: plan.task, ...counts, ...plan.skipped.summary(), seconds };
     } catch (error) {
-      if (error instanceof ArchiveError || error instanceof DatasetFileError) throw new JobFailure(error.message);
+      if (error instanceof ArchiveError || error instanceof DatasetFileError || error instanceof FaceDetectorMissing) throw new JobFailure(error.message);
       throw error;
     } finally {
       await archive?.close();

@@ -22,6 +22,8 @@ export const StagedImageSchema = defineEntity({
     bytes: p.bigint('number'),
     error: p.text().nullable(),
     split: p.string().length(8),
+    /** Stored with its faces blurred (the dataset had blurFaces when the image was staged). */
+    facesBlurred: p.boolean().default(false),
     /** Labels with source class indexes (mapped to the dataset's classes at commit). */
     labels: p.json<unknown[]>(),
     metadata: p.json<Record<string, unknown>>(),

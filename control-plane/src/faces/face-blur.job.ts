@@ -1,0 +1,124 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { buffer } from 'node:stream/consumers';
+import { query } from '../db/sql.ts';
+import { keepImageBytes, releaseImageBlobs } from '../images/image-blobs.ts';
+import { storeImageFiles } from '../images/image-intake.ts';
+import { decodeImage } from '../images/image-decode.ts';
+import { imageKey } from '../images/image-urls.ts';
+import { enqueueJob } from '../jobs/job-queue.ts';
+import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
+import type { Storage } from '../storage/storage.ts';
+import { withFacesBlurred } from './face-blur-image.ts';
+import { FaceDetectorMissing, type FaceDetector } from './face-detector.ts';
+
+/** The job kind that blurs the faces of a dataset's images not yet checked (blurFaces turned on). */
+export const FACE_BLUR_JOB = 'face-blur';
+const BATCH = 50;
+/** Stored images larger than this are read whole for the blur no more: they are reported unchecked. */
+const MAX_BLUR_BYTES = 64 * 2 ** 20;
+/** Names of unchecked images kept on the job's result; the count covers all. */
+const MAX_REPORTED = 100;
+
+interface PendingImage {
+  id: string;
+  hash: string;
+  ext: string;
+  name: string;
+  bytes: string;
+  error: string | null;
+}
+
+/**
+ * Queues the dataset's face blur unless one is queued or running (which takes every image not yet checked, however
+ * they came). The caller holds the dataset's lock, so two callers never both queue one. Returns the job's id.
+ */
+export async function queueFaceBlur(em: EntityManager, dataset: { id: string; workspaceId: string }): Promise<string> {
+  const [active] = await query<{ id: string }>(em, "select id from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') limit 1", [dataset.id, FACE_BLUR_JOB]);
+  if (active) return active.id;
+  const job = await enqueueJob(em, { kind: FACE_BLUR_JOB, workspaceId: dataset.workspaceId, subjectId: dataset.id, payload: { datasetId: dataset.id }, exclusive: true });
+  return job.id;
+}
+
+/**
+ * Blurs faces in place: an image with faces gets new bytes and thumbnail (a new hash) and its old bytes are deleted
+ * when nothing else in the workspace uses them (another dataset's copy, a saved version); the originals are not kept.
+ * Stops when blurFaces is turned off or the dataset deleted. Safe to run again: it takes only unchecked images.
+ */
+export class FaceBlurJob implements JobHandler {
+  private readonly storage: Storage;
+  private readonly detector: FaceDetector;
+
+  constructor(storage: Storage, detector: FaceDetector) {
+    this.storage = storage;
+    this.detector = detector;
+  }
+
+  async run(context: JobContext): Promise<Record<string, unknown>> {
+    const { em, workspaceId } = context;
+    const { datasetId } = context.payload as { datasetId: string };
+    try {
+      this.detector.requireModel();
+    } catch (error) {
+      if (error instanceof FaceDetectorMissing) throw new JobFailure(error.message);
+      throw error;
+    }
+    const [{ count }] = await query<{ count: string }>(em, 'select count(*) from images where dataset_id = ? and not faces_blurred', [datasetId]);
+    const total = Number(count);
+    const outcome = { imagesChecked: 0, imagesBlurred: 0, imagesUnchecked: 0, unchecked: [] as string[], stopped: false };
+    const unchecked = (image: PendingImage, reason: string) => {
+      outcome.imagesUnchecked += 1;
+      if (outcome.unchecked.length < MAX_REPORTED) outcome.unchecked.push(`${image.name}: ${reason}`);
+    };
+    let after = '';
+    for (;;) {
+      context.signal.throwIfAborted();
+      const [dataset] = await query<{ on: boolean }>(em, 'select blur_faces and deleted_at is null as on from datasets where id = ?', [datasetId]);
+      if (!dataset?.on) {
+        outcome.stopped = true;
+        break;
+      }
+      const batch = await query<PendingImage>(
+        em,
+        'select id, hash, ext, name, bytes, error from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?',
+        [datasetId, after, BATCH],
+      );
+      if (batch.length === 0) break;
+      for (const image of batch) {
+        after = image.id;
+        const reason = await this.blur(em, workspaceId, image, outcome);
+        if (reason) unchecked(image, reason);
+        else outcome.imagesChecked += 1;
+        context.progress({ stage: 'blurring', percent: Math.min(99, Math.floor((100 * (outcome.imagesChecked + outcome.imagesUnchecked)) / Math.max(total, 1))), processed: outcome.imagesChecked + outcome.imagesUnchecked, total });
+      }
+    }
+    return outcome;
+  }
+
+  /** Checks one image and blurs its faces; returns why it could not be checked, if so. */
+  private async blur(em: EntityManager, workspaceId: string, image: PendingImage, outcome: { imagesBlurred: number }): Promise<string | undefined> {
+    if (image.error) return `undecodable: ${image.error}`;
+    if (Number(image.bytes) > MAX_BLUR_BYTES) return `larger than ${MAX_BLUR_BYTES} bytes`;
+    const read = await this.storage.store.get(imageKey(workspaceId, image.hash, image.ext));
+    if (!read) return 'its stored bytes are missing';
+    const body = await buffer(read.stream);
+    const result = await withFacesBlurred(this.detector, body, await decodeImage(body, image.name), image.name);
+    if ('skip' in result) return result.skip;
+    const { file } = result;
+    if (file.hash !== image.hash) await storeImageFiles(em, this.storage, workspaceId, file, result.body);
+    const changed = await em.transactional(async (tx) => {
+      // Under the bytes lock a release cannot delete the new bytes before the row points at them.
+      await keepImageBytes(tx, workspaceId);
+      const rows = await query<{ id: string }>(
+        tx,
+        'update images set hash = ?, ext = ?, bytes = ?, channels = ?, faces_blurred = true, updated_at = clock_timestamp() where id = ? and hash = ? returning id',
+        [file.hash, file.ext, file.bytes, file.channels, image.id, image.hash],
+      );
+      return rows.length > 0;
+    });
+    if (changed && file.hash !== image.hash) {
+      outcome.imagesBlurred += 1;
+      await releaseImageBlobs(em, this.storage, workspaceId, [image]);
+    }
+    return undefined;
+  }
+}
