@@ -3,6 +3,9 @@
 # sits in (installer/bundle/build-bundle.sh builds it; nothing is downloaded). As root:
 #   tar xf vision-appliance-<version>.tar && vision-appliance-<version>/install.sh [--port N] [--public-url URL]
 #   install.sh --rollback        back to the release the last upgrade replaced (vision-appliance rollback)
+#   install.sh --restore DIR     a new install that starts from a backup (vpctl backup DIR on the old server)
+#   install.sh --gpu-host NAME   this host runs jobs too (its GPUs, or CPU): the bundle's worker agent is installed and
+#                                enrolled as host NAME; later runs of install.sh upgrade it
 # It checks the bundle's checksums and the host, creates the user vision, unpacks the release into
 # /opt/vision-appliance/releases/<version> (`current` links to the running one), writes /etc/vision-appliance/appliance.env
 # (mode 0600, with a generated SIGNING_SECRET that is never printed), loads the bundle's images into Docker when there
@@ -13,25 +16,32 @@ set -euo pipefail
 started=$SECONDS
 bundle=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   printf 'install.sh: %s\n' "$*" >&2
   exit 1
 }
 
-port= public_url= rollback=
+port= public_url= rollback= restore= gpu_host=
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=${2:-}; shift 2 || die "--port needs a number" ;;
     --public-url) public_url=${2:-}; shift 2 || die "--public-url needs a URL" ;;
     --rollback) rollback=1; shift ;;
+    --restore) restore=${2:-}; shift 2 || die "--restore needs the backup's folder" ;;
+    --gpu-host) gpu_host=${2:-}; shift 2 || die "--gpu-host needs the host's name" ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown option $1 (--help)" ;;
   esac
 done
 [ -z "$port" ] || [[ $port =~ ^[0-9]+$ && $port -ge 1 && $port -le 65535 ]] || die "--port: a number from 1 to 65535"
 [ -z "$public_url" ] || [[ $public_url =~ ^https?://[^[:space:]]+$ ]] || die "--public-url: an http(s) URL, the address clients and worker hosts use"
+[ -z "$gpu_host" ] || [[ $gpu_host =~ ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ ]] || die "--gpu-host: 1-63 lowercase letters, digits or hyphens"
 [ "$(id -u)" = 0 ] || die "run it as root (sudo $0)"
+if [ -n "$restore" ]; then
+  [ -f "$restore/backup.json" ] || die "--restore $restore: no backup.json there (a folder vpctl backup wrote, complete)"
+  restore=$(cd "$restore" && pwd)
+fi
 if [ -n "$rollback" ]; then
   exec /opt/vision-appliance/current/installer/appliance/vision-appliance.sh rollback
 fi
@@ -51,6 +61,8 @@ version=$(manifest version)
 # The installer's functions ship in the release; read from the (checked) archive before anything is unpacked.
 # shellcheck source=appliance/lib.sh
 source <(tar -xOf "$bundle/app.tar" --occurrence=1 ./installer/appliance/lib.sh)
+# shellcheck source=lib/host-checks.sh
+source <(tar -xOf "$bundle/app.tar" --occurrence=1 ./installer/lib/host-checks.sh)
 current_step=
 trap 'printf "install.sh: failed at \"%s\" (above); fix that and run install.sh again: it keeps what is done\n" "$current_step" >&2' ERR
 step() {
@@ -60,6 +72,8 @@ step() {
 
 # A bundle older than the installed release would start on a database its code does not know.
 current=$(release_of current)
+[ -z "$restore" ] || [ -z "$current" ] ||
+  die "--restore: this host runs release $(basename "$current") already; a backup restores only into a new install (vpctl restore refuses a database that holds anything)"
 if [ -n "$current" ] && [[ $(manifest lastMigration) < $(manifest_field "$current" lastMigration) ]]; then
   die "this bundle ($version) is older than the running $(basename "$current"), whose database schema is newer: to go back to the previous release, run: vision-appliance rollback"
 fi
@@ -92,8 +106,7 @@ case " $os " in
   *) caution "OS: ${os% * *}: made for Debian 12+ and Ubuntu 22.04+; it may work here" ;;
 esac
 arch=$(manifest arch)
-case $(uname -m) in x86_64) host_arch=x64 ;; aarch64) host_arch=arm64 ;; *) host_arch=$(uname -m) ;; esac
-[ "$host_arch" = "$arch" ] && ok "CPU architecture: $arch" || problem "CPU architecture: this host is $(uname -m), the bundle is for $arch: build the bundle on an $host_arch machine"
+[ "$(host_arch)" = "$arch" ] && ok "CPU architecture: $arch" || problem "CPU architecture: this host is $(uname -m), the bundle is for $arch: build the bundle on an $(host_arch) machine"
 glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ print $2 }')
 if [ -n "$glibc" ] && [ "$(printf '2.28\n%s\n' "$glibc" | sort -V | head -n 1)" = 2.28 ]; then ok "glibc $glibc"; else problem "glibc ${glibc:-not found}: Node 24 needs 2.28 or later (Debian 10+, Ubuntu 20.04+)"; fi
 cpus=$(nproc)
@@ -125,33 +138,32 @@ fi
 if uses_systemd; then
   ok "systemd: the control plane runs as the unit $SERVICE"
 elif command -v setpriv >/dev/null && command -v setsid >/dev/null; then
-  caution "no systemd (a container?): the control plane runs as a background process (pid file $PID_FILE, log $LOG_FILE); after a reboot start it with: vision-appliance start"
+  caution "no systemd (a container?): the control plane runs as a background process (pid file $PID_FILE, log $LOG_FILE, rotated at $((LOG_MAX_BYTES / 1048576)) MiB, $LOG_KEEP older ones kept); after a reboot start it with: vision-appliance start"
 else
   problem "neither systemd nor setpriv and setsid (util-linux): apt-get install util-linux"
 fi
 docker_ok=
-if ! command -v docker >/dev/null; then
-  caution "no Docker engine: the control plane does not need one, but deployments and GPU jobs on this host do, and the bundle's images load into it: apt-get install docker.io, then run install.sh again"
-elif ! docker info >/dev/null 2>&1; then
-  caution "Docker is installed but its engine does not answer: start it (systemctl start docker) and run install.sh again to load the images"
-else
-  docker_ok=1
-  ok "Docker engine $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
-fi
-gpus=0
-for device in /sys/bus/pci/devices/*; do
-  [ "$(cat "$device/vendor" 2>/dev/null)" = 0x10de ] && [[ $(cat "$device/class" 2>/dev/null) == 0x03* ]] && gpus=$((gpus + 1))
-done
+case $(docker_engine_state) in
+  missing) caution "no Docker engine: the control plane does not need one, but deployments and GPU jobs on this host do, and the bundle's images load into it: apt-get install docker.io, then run install.sh again" ;;
+  stopped) caution "Docker is installed but its engine does not answer: start it (systemctl start docker) and run install.sh again to load the images" ;;
+  running)
+    docker_ok=1
+    ok "Docker engine $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
+    ;;
+esac
+gpus=$(nvidia_gpu_count)
 if [ "$gpus" -gt 0 ]; then
-  if driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1) && [ -n "$driver" ]; then
-    ok "NVIDIA driver $driver, $gpus GPU(s)"
+  if driver=$(nvidia_driver); then
+    ok "NVIDIA driver ${driver% *}, ${driver#* } GPU(s)"
   else
     caution "$gpus NVIDIA GPU(s) but no working driver (nvidia-smi): install it (Debian: apt-get install nvidia-driver; Ubuntu: ubuntu-drivers install), reboot, run install.sh again"
   fi
-  if [ -n "$docker_ok" ] && ! docker info -f '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
-    caution "Docker has no nvidia runtime: install nvidia-container-toolkit, then nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"
-  elif [ -n "$docker_ok" ]; then
-    ok "NVIDIA Container Toolkit (Docker runtime nvidia)"
+  if [ -n "$docker_ok" ]; then
+    if nvidia_container_toolkit; then
+      ok "NVIDIA container toolkit (nvidia-container-runtime-hook)"
+    else
+      caution "no NVIDIA container toolkit (nvidia-container-runtime-hook): containers get no GPU. Install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"
+    fi
   fi
 else
   ok "no NVIDIA GPU on this host"
@@ -267,8 +279,34 @@ EOF
   systemctl enable --quiet "$SERVICE"
 fi
 
+if [ -n "$restore" ]; then
+  step "Restoring the backup in $restore"
+  (as_service_user test -r "$restore/backup.json") || die "the user $SERVICE_USER cannot read $restore: chown -R $SERVICE_USER $restore (or make it readable), then run install.sh again"
+  (cd "$release" && as_service_user "$release/bin/node" installer/src/vpctl.ts restore "$restore") ||
+    die "the restore failed (above): nothing was started; fix what it says and run install.sh --restore again"
+fi
+
 step "Starting release $version"
 activate "$version"
+
+# The single-machine case: this host runs jobs too. Its agent comes from the bundle like any GPU host's, enrolled with
+# a token the operator CLI makes here; once installed (its settings exist), every run of a newer bundle upgrades it.
+worker_dist=$(cd "$bundle" && ls worker/vp-worker-*.tar.gz 2>/dev/null | head -n 1)
+worker_settings=/etc/vp-worker/config.json
+if [ -n "$worker_dist" ] && { [ -n "$gpu_host" ] || [ -f "$worker_settings" ]; }; then
+  step "Worker agent on this host"
+  agent_args=(--server "$(base_url)" --images "$bundle/images")
+  if ! grep -q '"workerKey"' "$worker_settings" 2>/dev/null; then
+    [ -n "$gpu_host" ] || die "this host's worker agent is not enrolled ($worker_settings holds no key): run install.sh --gpu-host NAME"
+    token=$(vision-appliance vpctl hosts connect "$gpu_host" 2>/dev/null) ||
+      die "vision-appliance vpctl hosts connect $gpu_host failed: is the name taken? (vision-appliance vpctl hosts list)"
+    agent_args+=(--token "$token")
+  fi
+  agent_dir=$(mktemp -d)
+  tar -xzf "$bundle/$worker_dist" -C "$agent_dir"
+  "$agent_dir"/vp-worker-*/install-worker.sh "${agent_args[@]}" || { rm -rf "$agent_dir"; die "the worker agent's install failed (above)"; }
+  rm -rf "$agent_dir"
+fi
 
 key_file=$(setting DATA_DIR "$DEFAULT_DATA_DIR")/initial-api-key
 say ""
@@ -279,3 +317,10 @@ else
   say "The first owner's key file was deleted after use; create keys with: vision-appliance vpctl keys create --help"
 fi
 say "Settings: $ENV_FILE. Logs: $(where_logs). Service: vision-appliance status|start|stop|restart|rollback"
+if [ -n "$worker_dist" ]; then
+  say ""
+  say "GPU hosts (this one: install.sh --gpu-host NAME): copy $bundle/$worker_dist and $bundle/images/ there and, as root:"
+  say "  tar -xzf $(basename "$worker_dist") && $(basename "$worker_dist" -linux-x64.tar.gz)/install-worker.sh --server $(base_url) --token TOKEN --images IMAGES_DIR"
+  say "with a TOKEN from: vision-appliance vpctl hosts connect HOST_NAME. Hosts enrolled before take the same command"
+  say "without --token to upgrade their agent; vision-appliance vpctl hosts list shows which agent each host runs."
+fi

@@ -1,7 +1,7 @@
 // The worker agent's distribution (installer/dist): built from this checkout (cached by content), unpacked in a temp
 // dir that reaches nothing of the checkout, installed by its own install-worker.sh (unprivileged, no systemd, the
-// process runtime) against a real control plane and run from there: the host enrolls, connects and serves a deployment
-// with the inference server on the distribution's Node and packages. The archive holds no test or benchmark tools.
+// process runtime) against a real control plane and run from there: the host enrolls, connects (reporting the
+// distribution's version) and serves a deployment with the inference server on the distribution's Node and packages. The archive holds no test or benchmark tools.
 import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +90,8 @@ t.test('the agent from the distribution connects and serves a deployment on its 
     const created = await call<{ id: string }>(server, 'POST', '/api/deployments/alice', { key: alice, body });
     return created.status === 201 && created.body;
   }, `the host to connect and offer inference servers; agent output:\n${agent.output()}`, 60_000);
+  const host = (await server.services().hosts.listAll()).find((each) => each.name === 'dist-host');
+  t.equal(host?.agentVersion, version, "the agent reports its distribution's VERSION");
   await eventually(async () => {
     const { deployment } = (await call<{ deployment: { status: string } }>(server, 'GET', '/api/deployments/alice/from-dist', { key: alice })).body;
     if (deployment.status === 'failed') throw new Error(`the deployment failed; agent output:\n${agent.output()}`);

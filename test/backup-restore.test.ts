@@ -12,6 +12,7 @@ import { MIGRATION_NAMES } from '../control-plane/src/db/migration-state.ts';
 import { newId } from '../control-plane/src/db/ids.ts';
 import { initORM } from '../control-plane/src/db/orm.ts';
 import type { BlobStore } from '../control-plane/src/storage/blob-store.ts';
+import { answersByPath } from './helpers/answers.ts';
 import { adminQuery, createEmptyDatabase, createTestDatabase } from './helpers/db.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { runNode } from './helpers/run-node.ts';
@@ -54,23 +55,7 @@ interface Answers {
 
 async function answers(server: TestServer, requests: Array<[string, string]>): Promise<Answers> {
   const urls = new Map<string, string>();
-  const strip = (value: unknown): unknown => {
-    if (typeof value === 'string' && value.startsWith(server.url)) {
-      const path = new URL(value).pathname;
-      urls.set(path, value);
-      return path;
-    }
-    if (Array.isArray(value)) return value.map(strip);
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, strip(inner)]));
-    return value;
-  };
-  const bodies: Record<string, unknown> = {};
-  for (const [key, path] of requests) {
-    const response = await call(server, 'GET', path, { key });
-    if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${JSON.stringify(response.body)}`);
-    bodies[path] = strip(response.body);
-  }
-  return { bodies, urls };
+  return { bodies: await answersByPath(server, requests, urls), urls };
 }
 
 async function fetchedHash(url: string): Promise<string> {

@@ -1,5 +1,5 @@
 // vpctl doctor against a real control plane, database and storage folder: every check OK on a healthy install; WARN
-// for a host that was lost; FAIL (exit 1) for replicas signing with different secrets, a storage folder that cannot be
+// for a host that was lost and for one whose agent is of another release; FAIL (exit 1) for replicas signing with different secrets, a storage folder that cannot be
 // written, a short signing secret, a database that does not answer; a short SIGNING_SECRET is an invalid configuration.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -7,13 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t, { type Test } from 'tap';
+import { RELEASE_VERSION } from '../control-plane/src/release-version.ts';
 import { freePort } from './helpers/agent.ts';
 import { runNode } from './helpers/run-node.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { enrollHost, WorkerClient } from './helpers/worker-client.ts';
 
 const SECRET = randomBytes(32).toString('hex');
-const CHECKS = ['database', 'migrations', 'clock', 'signing secret', 'replicas', 'storage', 'hosts', 'disk'];
+const CHECKS = ['database', 'migrations', 'clock', 'signing secret', 'replicas', 'storage', 'hosts', 'agent versions', 'disk'];
 
 interface Checked {
   code: number | null;
@@ -39,7 +40,7 @@ function tempDir(t: Test): string {
   return dir;
 }
 
-const environment = (server: TestServer) => ({ DATABASE_URL: server.databaseUrl, DATA_DIR: server.dataDir, SIGNING_SECRET: SECRET });
+const environment = (server: TestServer) => ({ DATABASE_URL: server.databaseUrl, DATA_DIR: server.dataDir, SIGNING_SECRET: SECRET, PUBLIC_BASE_URL: server.url });
 
 async function until(condition: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -49,7 +50,7 @@ async function until(condition: () => Promise<boolean>): Promise<void> {
   }
 }
 
-t.test('a healthy install, then a lost host, then a replica with another secret', async (t) => {
+t.test('a healthy install, then a lost host and an outdated agent, then a replica with another secret', async (t) => {
   const server = await startTestServer(t, { env: { SIGNING_SECRET: SECRET } });
   const { workerKey } = await enrollHost(server, 'gpu-a');
   const { client } = await WorkerClient.welcomed(server, workerKey);
@@ -66,18 +67,29 @@ t.test('a healthy install, then a lost host, then a replica with another secret'
   t.match(healthy.checks.get('replicas')!.text, /^1 running \(.+ \d+\.\d+\.\d+\), one signing secret$/);
   t.match(healthy.checks.get('storage')!.text, `${server.dataDir}/blobs: a probe object was written, read back and deleted`);
   t.equal(healthy.checks.get('hosts')!.text, '1 connected');
+  t.equal(healthy.checks.get('agent versions')!.text, `1 on ${RELEASE_VERSION}, the control plane's`);
   t.match(healthy.checks.get('clock')!.text, /^this machine's clock is 0\.\d\d s (ahead of|behind) the database's$/);
 
   client.ws.close();
   await client.closed;
   const stateOf = async () => (await server.orm.em.fork().getConnection().execute<[{ state: string }]>("select state from hosts where name = 'gpu-a'"))[0].state;
   await until(async () => (await stateOf()) === 'disconnected');
+  const older = await enrollHost(server, 'gpu-b');
+  await WorkerClient.welcomed(server, older.workerKey, { agentVersion: '0.0.1-older' });
   const lost = await doctor(environment(server));
   t.equal(lost.code, 0, 'a WARN is not a failure');
   t.match(lost.checks.get('hosts'), {
     status: 'WARN',
-    text: /^1 of 1 lost: gpu-a \(last heartbeat \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\); 0 connected -> check the agent on each: systemctl status vp-worker/,
+    text: /^1 of 2 lost: gpu-a \(last heartbeat \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\); 1 connected -> check the agent on each: systemctl status vp-worker/,
   });
+  t.same(lost.checks.get('agent versions'), {
+    status: 'WARN',
+    text:
+      `1 of 2 not on the control plane's ${RELEASE_VERSION}: gpu-b 0.0.1-older -> upgrade them before the next appliance upgrade (one release behind ` +
+      `still works): on each host, unpack worker/vp-worker-${RELEASE_VERSION}-linux-x64.tar.gz of the ${RELEASE_VERSION} bundle, run its ` +
+      `install-worker.sh --server ${server.url} as root (no token: the host stays enrolled), then restart the agent (systemctl restart vp-worker; ` +
+      'install-worker.sh does it where systemd runs the agent)',
+  }, 'the lost host of this release is not listed');
 
   await startTestServer(t, { databaseUrl: server.databaseUrl, env: { SIGNING_SECRET: randomBytes(32).toString('hex') } });
   const split = await doctor(environment(server));

@@ -71,8 +71,8 @@ t.test('vpctl connect, then a real vp-worker enroll writes a 0600 config holding
 
   const listed = await vpctl('hosts', 'list');
   t.equal(listed.code, 0, listed.stderr);
-  t.match(listed.stdout, /^NAME\s+WORKSPACE\s+STATE\s+LAST HEARTBEAT\s+HARDWARE\s+EXPORTERS\s+RUNNING JOBS\n/);
-  t.match(listed.stdout, /gpu-01\s+\(pool\)\s+disconnected\s+never\s+not reported\s+-\s+-\n/);
+  t.match(listed.stdout, /^NAME\s+WORKSPACE\s+STATE\s+LAST HEARTBEAT\s+HARDWARE\s+AGENT\s+EXPORTERS\s+RUNNING JOBS\n/);
+  t.match(listed.stdout, /gpu-01\s+\(pool\)\s+disconnected\s+never\s+not reported\s+-\s+-\s+-\n/);
   t.match(await vpctl('hosts', 'connect', 'gpu-01'), { code: 1, stderr: /already exists/ }, 'one name per scope');
 });
 
@@ -141,7 +141,7 @@ t.test('API: owner and admin manage private hosts of their workspace only', asyn
   const listed = await call<{ hosts: Array<{ name: string; state: string }>; total: number }>(server, 'GET', '/api/hosts', { key: keys.team });
   t.equal(listed.status, 200);
   t.same(listed.body.hosts.map((host) => `${host.name}:${host.state}`), ['gpu-03:enrolling', 'team-box:enrolling'], 'private hosts only: no pool host');
-  t.match(listed.body.hosts[0], { lastHeartbeatAt: null, hardware: null, exporters: [], missingExporters: {}, createdAt: String });
+  t.match(listed.body.hosts[0], { lastHeartbeatAt: null, hardware: null, agentVersion: null, agentOutdated: false, exporters: [], missingExporters: {}, createdAt: String });
 
   t.match(await call(server, 'GET', '/api/hosts', { key: keys.editor }), { status: 403 });
   t.match(await call(server, 'POST', '/api/hosts', { key: keys.editor, body: { name: 'sneaky' } }), { status: 403 });

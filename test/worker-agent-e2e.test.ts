@@ -1,21 +1,24 @@
 // The real agent against the real control plane: `vp-worker enroll`, then `vp-worker run` as a process
-// connects over the worker socket, the host shows as connected with its hardware, and disconnecting the
-// host stops the agent (its key is refused; exit status 3).
+// connects over the worker socket, the host shows as connected with its hardware and its agent's version (another
+// release than the control plane's: to upgrade, in the API and `vpctl hosts list`), and disconnecting the host stops
+// the agent (its key is refused; exit status 3).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { RELEASE_VERSION } from '../control-plane/src/release-version.ts';
+import { runNode } from './helpers/run-node.ts';
 import { call, startTestServer } from './helpers/server.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 interface Hosts {
-  hosts: Array<{ name: string; state: string; lastHeartbeatAt: string | null }>;
+  hosts: Array<{ name: string; state: string; lastHeartbeatAt: string | null; agentVersion: string | null; agentOutdated: boolean }>;
 }
 
-t.test('enroll, run, connected with a heartbeat; disconnect stops the agent', async (t) => {
+t.test('enroll, run, connected with a heartbeat and its version; disconnect stops the agent', async (t) => {
   const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1' } });
   const account = server.services().account;
   await account.createUser('alice');
@@ -31,7 +34,8 @@ t.test('enroll, run, connected with a heartbeat; disconnect stops the agent', as
 
   const agent = spawn(process.execPath, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], {
     cwd: ROOT,
-    env: { ...process.env, VP_WORKER_WORK_DIR: join(dir, 'work') },
+    // As the launcher of an older release's distribution sets it.
+    env: { ...process.env, VP_WORKER_WORK_DIR: join(dir, 'work'), VP_AGENT_VERSION: '0.0.1-older' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -49,6 +53,9 @@ t.test('enroll, run, connected with a heartbeat; disconnect stops the agent', as
   };
   await until('the host never showed as connected', (list) => list[0]?.state === 'connected');
   const first = (await hosts())[0].lastHeartbeatAt!;
+  t.match((await hosts())[0], { agentVersion: '0.0.1-older', agentOutdated: true });
+  const listed = await runNode(['installer/src/vpctl.ts', 'hosts', 'list'], { DATABASE_URL: server.databaseUrl, DATA_DIR: server.dataDir });
+  t.match(listed.stdout, `0.0.1-older (control plane ${RELEASE_VERSION}: upgrade)`, listed.stderr);
   await until('no heartbeat moved lastHeartbeatAt', (list) => (list[0]?.lastHeartbeatAt ?? '') > first);
 
   t.equal((await call(server, 'DELETE', '/api/hosts/gpu-01', { key })).status, 200);

@@ -7,6 +7,7 @@ import pg from 'pg';
 import t, { type Test } from 'tap';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { CLOSE } from '../protocol/src/close-codes.ts';
+import { RELEASE_VERSION } from '../control-plane/src/release-version.ts';
 import { MAX_INVALID_MESSAGES, MAX_PENDING_BYTES } from '../control-plane/src/workers/worker-session.ts';
 import { queueCommand, readJob } from './helpers/host-jobs.ts';
 import { call, startTestServer, type TestServer } from './helpers/server.ts';
@@ -140,7 +141,9 @@ t.test('a frame over the protocol limit closes that connection only', async (t) 
 t.test('a second connection with the same key replaces the first; the host stays connected', async (t) => {
   const { hostId, workerKey } = await enroll('ws-06');
   const first = await welcomed(workerKey);
-  const second = await welcomed(workerKey);
+  t.equal((await findHost(hostId)).agentVersion, RELEASE_VERSION);
+  const second = await WorkerClient.welcomed(server, workerKey, { agentVersion: '0.0.1-upgraded' });
+  t.equal((await findHost(hostId)).agentVersion, '0.0.1-upgraded', "the newest hello's agent version is the host's");
   t.match(await first.client.closed, { code: CLOSE.replaced, reason: 'replaced by a newer connection' });
   t.equal(second.welcome.type, 'welcome');
   await new Promise((resolve) => setTimeout(resolve, 200));
@@ -175,7 +178,7 @@ t.test('GET /api/hosts lists a connected private host with its last heartbeat', 
   const { workerKey } = (await call<{ workerKey: string }>(server, 'POST', '/api/hosts/enroll', { body: { token: created.body.enrollmentToken } })).body;
   const { client } = await welcomed(workerKey);
   const listed = await call<{ hosts: unknown[] }>(server, 'GET', '/api/hosts', { key: apiKey });
-  t.match(listed.body.hosts, [{ name: 'ws-09', state: 'connected', lastHeartbeatAt: /^\d{4}-/ }]);
+  t.match(listed.body.hosts, [{ name: 'ws-09', state: 'connected', lastHeartbeatAt: /^\d{4}-/, agentVersion: RELEASE_VERSION, agentOutdated: false }]);
   client.ws.close();
   await client.closed;
 });

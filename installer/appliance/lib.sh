@@ -4,8 +4,8 @@
 #
 # The control plane runs as the user vision with its embedded PostgreSQL (one process tree, the database under
 # DATA_DIR): as a systemd unit when systemd runs this host, else (a container, CI) as a background process started
-# with setsid, with a pid file and a log file. Not compose: no registry can be reached for a PostgreSQL image, and the
-# embedded database needs none.
+# with setsid, with a pid file and a log file kept within a size (rotating_log). Not compose: no registry can be
+# reached for a PostgreSQL image, and the embedded database needs none.
 
 PREFIX=/opt/vision-appliance
 ENV_FILE=/etc/vision-appliance/appliance.env
@@ -14,6 +14,9 @@ SERVICE_USER=vision
 UNIT_FILE=/etc/systemd/system/$SERVICE.service
 PID_FILE=/run/vision-appliance/control-plane.pid
 LOG_FILE=/var/log/vision-appliance/control-plane.log
+# LOG_FILE stays within LOG_MAX_BYTES; older output is in LOG_FILE.1 (the newest) to LOG_FILE.$LOG_KEEP.
+LOG_MAX_BYTES=$((16 * 1024 * 1024))
+LOG_KEEP=3
 DEFAULT_DATA_DIR=/var/lib/vision-appliance
 READY_TIMEOUT_SECONDS=${VP_READY_TIMEOUT_SECONDS:-300}
 STOP_TIMEOUT_SECONDS=90
@@ -77,9 +80,19 @@ start_service() {
   local release
   release=$(release_of current)
   mkdir -p "$(dirname "$PID_FILE")" "$(dirname "$LOG_FILE")"
-  # setsid: a session of its own, so it outlives this shell; exec all the way down, so $! is node's own pid.
-  (cd "$release" && as_service_user setsid "$release/bin/node" "$release/control-plane/src/main.ts") </dev/null >>"$LOG_FILE" 2>&1 &
+  # setsid: a session of its own, so it outlives this shell; exec all the way down, so $! is node's own pid. Its output
+  # goes through a process substitution, not a pipe (`a | b &` would make $! the pid of b), to rotating_log.
+  (cd "$release" && as_service_user setsid "$release/bin/node" "$release/control-plane/src/main.ts") </dev/null > >(rotating_log "$release") 2>&1 &
   echo $! >"$PID_FILE"
+}
+
+# Appends its input to LOG_FILE, rotated at LOG_MAX_BYTES while the control plane runs, for months maybe (the release
+# $1's installer/appliance/rotating-log.ts says how). It runs as root, who owns the log, in a session of its own like
+# the control plane (a Ctrl-C or a closed terminal of the shell that started it would otherwise end it), and ends when
+# the control plane's output does; what it says itself (it cannot start) is appended to LOG_FILE.
+rotating_log() {
+  # shellcheck disable=SC2094 # LOG_FILE is an argument here, not read
+  exec setsid "$1/bin/node" "$1/installer/appliance/rotating-log.ts" "$LOG_FILE" "$LOG_MAX_BYTES" "$LOG_KEEP" >/dev/null 2>>"$LOG_FILE"
 }
 
 stop_service() {

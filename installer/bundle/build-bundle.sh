@@ -8,10 +8,14 @@
 #                   worker-agent and installer, their production node_modules (`npm ci --omit=dev`; the embedded
 #                   PostgreSQL's binaries are one of them) and the Node 24 binary as bin/node
 #   images/*.tar    `docker save` of vp-inference:latest (deployments' server) and, with --with-trainer, vp/trainer:latest
+#   worker/vp-worker-<version>-linux-x64.tar.gz   the worker agent's distribution for GPU hosts
+#                   (installer/dist/build-agent-dist.sh with this version, which its agents report): unpack it on a host
+#                   and run its install-worker.sh, with --images pointing at this bundle's images/
 # Each part is cached by content under $VP_BUNDLE_CACHE (default <repo>/.cache/bundle; the 3 last used of each kind are
-# kept): node_modules by the package manifests, app.tar by everything in it, an image by its id and tags; the archive
-# itself is not written again when its members are the same. Needs `npm ci` run first (the node binary) and the images
-# built (installer/inference/build-inference-image.sh, installer/trainer/build-trainer-image.sh).
+# kept): node_modules by the package manifests, app.tar by everything in it, an image by its id and tags, the worker
+# distribution by its files; the archive itself is not written again when its members are the same. Needs `npm ci` run
+# first (the node binary) and the images built (installer/inference/build-inference-image.sh,
+# installer/trainer/build-trainer-image.sh).
 # Usage: installer/bundle/build-bundle.sh [--version V] [--out DIR] [--with-trainer]   prints the bundle's path last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +61,7 @@ prune_cache() {
   for kind in modules app images; do
     ls -1t "$cache/$kind" | tail -n +4 | while read -r old; do rm -rf "${cache:?}/$kind/$old"; done
   done
+  { ls -1t "$cache/dist"/*.tar.gz 2>/dev/null || true; } | tail -n +4 | while read -r old; do rm -f "$old" "$old.sha256" "$old.build"; done
 }
 # Fills the cache entry $1 with the file $2 made by the rest of the arguments (given the path to write), and its sha256.
 cache_file() {
@@ -132,12 +137,19 @@ for image in "${images[@]}"; do
 done
 prune_cache
 
-# 4. install.sh, the manifest and the checksums (the large members' digests come from the cache), then the archive,
+# 4. The worker agent's distribution, with the bundle's version (cached by content in its own cache folder).
+mkdir -p "$bundle/worker"
+agent_dist=$("$repo/installer/dist/build-agent-dist.sh" --version "$version" "$cache/dist" | tail -n 1)
+worker=worker/$(basename "$agent_dist")
+ln "$agent_dist" "$bundle/$worker" 2>/dev/null || cp "$agent_dist" "$bundle/$worker"
+
+# 5. install.sh, the manifest and the checksums (the large members' digests come from the cache), then the archive,
 #    unless the one at the target was made from the same members.
 install -m 0755 "$repo/installer/install.sh" "$bundle/install.sh"
 {
   printf '%s  install.sh\n' "$(sha256sum <"$bundle/install.sh" | cut -d' ' -f1)"
   printf '%s  app.tar\n' "$(cat "$app/sha256")"
+  printf '%s  %s\n' "$(cut -d' ' -f1 "$agent_dist.sha256")" "$worker"
   cut -f1,5 "$work/images.tsv" | awk -F'\t' '{ print $2 "  " $1 }'
 } >"$work/members"
 target=$out/vision-appliance-$version.tar
@@ -147,12 +159,13 @@ if [ -f "$target" ] && [ "$(cat "$target.key" 2>/dev/null)" = "$bundle_key" ]; t
 else
   "$node" "$here/write-manifest.ts" "$bundle" "$version" "$arch" "$work/members" "$work/images.tsv" >"$bundle/manifest.json"
   { cat "$work/members"; printf '%s  manifest.json\n' "$(sha256sum <"$bundle/manifest.json" | cut -d' ' -f1)"; } | sort -k2 >"$bundle/SHA256SUMS"
-  members=(install.sh manifest.json SHA256SUMS app.tar images)
+  members=(install.sh manifest.json SHA256SUMS app.tar images worker)
   tar -C "$work" --owner=0 --group=0 --numeric-owner -cf "$target.partial" "${members[@]/#/vision-appliance-$version/}"
   mv "$target.partial" "$target"
   echo "$bundle_key" >"$target.key"
 fi
 log "app.tar $(mib "$(stat -c %s "$app/app.tar")")"
 while IFS=$'\t' read -r file image _ _ _; do log "image $image $(mib "$(stat -c %s "$bundle/$file")")"; done <"$work/images.tsv"
+log "$worker $(mib "$(stat -c %s "$bundle/$worker")")"
 log "bundle $target: $(mib "$(stat -c %s "$target")") (${SECONDS}s)"
 echo "$target"

@@ -1,6 +1,6 @@
 // Prints the offline bundle's manifest.json (build-bundle.sh): its version, what each member holds, and every member's
 // size and sha256. install.sh reads `arch`, `lastMigration` (a rollback migrates down to the older release's last
-// migration) and the images to load from it.
+// migration), the images to load and the worker agent's distribution from it.
 // Usage: node installer/bundle/write-manifest.ts <bundle dir> <version> <arch> <members: "sha256  path" lines>
 //        <images: "file \t image \t id \t tags \t sha256" lines>
 import { readFileSync, statSync } from 'node:fs';
@@ -33,6 +33,10 @@ const manifest = {
   lastMigration: migrations.at(-1)!.name,
   migrations: migrations.length,
   images,
+  worker: {
+    file: members.find((member) => member.path.startsWith('worker/'))!.path,
+    holds: "the worker agent's distribution for GPU hosts: unpack it there and run its install-worker.sh (README, Worker hosts)",
+  },
   members,
 };
 console.log(JSON.stringify(manifest, null, 2));

@@ -6,10 +6,12 @@
 #   worker-agent/ protocol/ inference/ inference-server/ config/ node_modules/
 #                             the agent's sources and their production packages only (installer/stage-packages.ts)
 #   install-worker.sh, vp-worker.service   the one command on a host and the systemd unit it writes
-#   VERSION, BUILD            the appliance's version and the hash of all of the above
+#   lib/host-checks.sh        the host checks install-worker.sh shares with the appliance's install.sh
+#   VERSION, BUILD            the appliance's version (--version; default package.json's) and the hash of all of the above
 # Cached by content: rebuilt only when what it would hold changes; the same inputs give the same bytes (sorted names,
 # fixed times and owners), so the archive's .sha256 beside it is stable. Needs `npm ci` run first.
-# Usage: installer/dist/build-agent-dist.sh [OUT_DIR]   (default .cache/dist); prints the archive's path last.
+# Usage: installer/dist/build-agent-dist.sh [--version V] [OUT_DIR]   (default .cache/dist); prints the archive's path
+# last. The offline bundle builds it with the bundle's version, which the agent reports to the control plane.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -17,8 +19,13 @@ node_bin=$repo/node_modules/node/bin/node
 log() { printf '[agent-dist] %s\n' "$*" >&2; }
 SECONDS=0
 [ -x "$node_bin" ] || { log "no $node_bin: run npm ci first"; exit 1; }
-out=$(mkdir -p "${1:-$repo/.cache/dist}" && cd "${1:-$repo/.cache/dist}" && pwd)
 version=$("$node_bin" -p "require('$repo/package.json').version")
+if [ "${1:-}" = --version ]; then
+  version=${2:?--version needs a value}
+  shift 2
+fi
+[[ $version =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] || { log "--version: letters, digits and . _ + - only (it names files)"; exit 1; }
+out=$(mkdir -p "${1:-$repo/.cache/dist}" && cd "${1:-$repo/.cache/dist}" && pwd)
 name=vp-worker-$version
 archive=$out/$name-linux-x64.tar.gz
 
@@ -29,6 +36,7 @@ dist=$work/$name
 install -D -m 0755 "$node_bin" "$dist/bin/node"
 install -m 0755 "$here/vp-worker.sh" "$dist/bin/vp-worker"
 install -m 0755 "$here/install-worker.sh" "$dist/install-worker.sh"
+install -D -m 0644 "$repo/installer/lib/host-checks.sh" "$dist/lib/host-checks.sh"
 install -m 0644 "$here/vp-worker.service" "$dist/vp-worker.service"
 echo "$version" >"$dist/VERSION"
 

@@ -14,6 +14,8 @@
 #   when not root)  VP_WORKER_RUNTIME (docker when its engine runs here, else process; --runtime wins)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/host-checks.sh
+source "$here/lib/host-checks.sh"
 log() { printf '[vp-worker] %s\n' "$*"; }
 warn() { printf '[vp-worker] WARNING: %s\n' "$*" >&2; }
 fail() { printf '[vp-worker] FAILED: %s\n' "$*" >&2; exit 1; }
@@ -61,7 +63,7 @@ config_set() {
 }
 
 # --- the host ---------------------------------------------------------------------------------------------------
-[ "$(uname -s)/$(uname -m)" = Linux/x86_64 ] || fail "this distribution is for Linux x86_64, not $(uname -s)/$(uname -m)"
+[ "$(uname -s)/$(host_arch)" = Linux/x64 ] || fail "this distribution is for Linux x86_64, not $(uname -s)/$(uname -m)"
 if [ "$(id -u)" != 0 ] && [ "${VP_WORKER_USER:-$me}" != "$me" ]; then
   fail "run as root (sudo) to install for $VP_WORKER_USER, or install for yourself: VP_WORKER_PREFIX, VP_WORKER_CONFIG, VP_WORKER_WORK_DIR and VP_WORKER_BIN_DIR in your directories, and --no-systemd"
 fi
@@ -71,31 +73,27 @@ reason=$("$node" -e 'fetch(`${process.argv[1]}/api/health`).then((r) => { if (!r
 log "control plane: $server answers"
 
 if [ -z "$runtime" ]; then
-  if ! command -v docker >/dev/null 2>&1; then
-    runtime=process
-    warn "no Docker engine: jobs run as plain processes of the agent's user (no images, no isolation, no memory limits). Training then needs the trainer's Python environment (set processVenv in $config). For containers: apt-get install docker.io, then run this again."
-  elif docker info >/dev/null 2>&1; then
-    runtime=docker
-  else
-    fail "Docker is installed but its engine does not answer (docker info): start it (systemctl enable --now docker), or pass --runtime process"
-  fi
-elif [ "$runtime" = docker ]; then
-  docker info >/dev/null 2>&1 || fail "--runtime docker: the Docker engine does not answer (docker info); install docker.io and start it (systemctl enable --now docker)"
+  case $(docker_engine_state) in
+    missing)
+      runtime=process
+      warn "no Docker engine: jobs run as plain processes of the agent's user (no images, no isolation, no memory limits). Training then needs the trainer's Python environment (set processVenv in $config). For containers: apt-get install docker.io, then run this again."
+      ;;
+    stopped) fail "Docker is installed but its engine does not answer (docker info): start it (systemctl enable --now docker), or pass --runtime process" ;;
+    running) runtime=docker ;;
+  esac
+elif [ "$runtime" = docker ] && [ "$(docker_engine_state)" != running ]; then
+  fail "--runtime docker: the Docker engine does not answer (docker info); install docker.io and start it (systemctl enable --now docker)"
 fi
 log "runtime: $runtime"
 
-gpus=0
-for device in /sys/bus/pci/devices/*; do
-  # NVIDIA (vendor 0x10de) display or 3D controllers (class 0x03xxxx).
-  if [ "$(cat "$device/vendor" 2>/dev/null)" = 0x10de ]; then case $(cat "$device/class") in 0x03*) gpus=$((gpus + 1)) ;; esac; fi
-done
+gpus=$(nvidia_gpu_count)
 if [ "$gpus" -gt 0 ]; then
-  if nvidia-smi -L >/dev/null 2>&1; then
-    log "GPUs: $(nvidia-smi -L | wc -l) NVIDIA GPU(s), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+  if driver=$(nvidia_driver); then
+    log "GPUs: ${driver#* } NVIDIA GPU(s), driver ${driver% *}"
   else
     warn "$gpus NVIDIA GPU(s) but no working driver (nvidia-smi failed): install the NVIDIA driver (e.g. apt-get install nvidia-driver) and reboot; until then this host reports no GPUs and gets CPU jobs only"
   fi
-  if [ "$runtime" = docker ] && ! command -v nvidia-container-runtime-hook >/dev/null 2>&1; then
+  if [ "$runtime" = docker ] && ! nvidia_container_toolkit; then
     warn "no NVIDIA container toolkit (nvidia-container-runtime-hook): containers get no GPU. Install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"
   fi
 else

@@ -13,8 +13,10 @@ import { migrateDown, type Orm } from '../../control-plane/src/db/orm.ts';
 import { backupCommand, doctorCommand, EXIT_CONFIG, EXIT_FAILED, restoreCommand, withDatabase, type Operation } from './operations.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
+import { agentOutdated } from '../../control-plane/src/hosts/agent-version.ts';
 import { hardwareSummary } from '../../control-plane/src/hosts/hardware-summary.ts';
 import type { Host } from '../../control-plane/src/hosts/host.entity.ts';
+import { RELEASE_VERSION } from '../../control-plane/src/release-version.ts';
 
 /** A usage error's exit status (the others are with the operations). */
 const EXIT_USAGE = 2;
@@ -53,6 +55,12 @@ function keyRows(keys: ApiKey[]): string[][] {
   return keys.map((key) => [key.prefix, key.workspace.handle, key.user.username, key.name, timestamp(key.createdAt), timestamp(key.lastUsedAt)]);
 }
 
+/** The agent's version as it last connected, and what to do when it is not the control plane's. */
+function agentColumn(version: string | null): string {
+  if (version === null) return '-';
+  return agentOutdated(version) ? `${version} (control plane ${RELEASE_VERSION}: upgrade)` : version;
+}
+
 function hostRows(hosts: Host[], running: Map<string, string[]>): string[][] {
   return hosts.map((host) => [
     host.name,
@@ -60,6 +68,7 @@ function hostRows(hosts: Host[], running: Map<string, string[]>): string[][] {
     host.state,
     timestamp(host.lastHeartbeatAt),
     hardwareSummary(host.hardware ?? null) ?? 'not reported',
+    agentColumn(host.agentVersion ?? null),
     host.exporters.join(',') || '-',
     (running.get(host.id) ?? []).join(',') || '-',
   ]);
@@ -226,7 +235,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     );
   hosts
     .command('list')
-    .description('List hosts: name, workspace, state, last heartbeat, hardware summary, the model formats it exports to, running jobs')
+    .description("List hosts: name, workspace, state, last heartbeat, hardware summary, its agent's version, the model formats it exports to, running jobs")
     .option('--workspace <handle>', 'only the hosts private to this workspace')
     .action((options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
@@ -236,7 +245,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
           return;
         }
         const running = await services.hosts.runningJobIds(records);
-        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'EXPORTERS', 'RUNNING JOBS'], hostRows(records, running)));
+        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'AGENT', 'EXPORTERS', 'RUNNING JOBS'], hostRows(records, running)));
       }),
     );
 
@@ -296,7 +305,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .action((dir: string) => operate(restoreCommand(dir)));
   program
     .command('doctor')
-    .description('Check the install: database, migrations, clock, signing secret and replicas, storage, GPU hosts, disk space (exit 1 on a FAIL)')
+    .description("Check the install: database, migrations, clock, signing secret and replicas, storage, GPU hosts and their agents' versions, disk space (exit 1 on a FAIL)")
     .action(() => operate(doctorCommand));
 
   program

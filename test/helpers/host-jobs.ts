@@ -29,13 +29,13 @@ export async function readJob(server: { orm: Orm }, jobId: string): Promise<Job>
   return (server.orm.em.fork() as EntityManager).findOneOrFail(Job, { id: jobId }, { populate: ['host'] });
 }
 
-/** Polls until `check` holds; fails with `what` after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+/** Polls until `check` holds, every `intervalMs`; fails with `what` after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

@@ -2,9 +2,8 @@
 // known places on a plain background, 160 px, with exact YOLO boxes. Seeded, so every run draws the same.
 import sharp from 'sharp';
 import type { Test } from 'tap';
-import { ingestArchive, zipOf } from './archives.ts';
+import { ingestArchive, zipOf, type ApiTarget } from './archives.ts';
 import { call } from './server.ts';
-import type { World } from './world.ts';
 import { seededRandom } from './random.ts';
 
 const SIZE = 160;
@@ -54,7 +53,7 @@ export async function shapesDataset(train = 64, val = 16, seed = 7): Promise<Buf
 }
 
 /** Creates a detect dataset in the key's workspace and ingests the shapes into it. */
-export async function createShapesDataset(t: Test, world: World, key: string, owner: string, slug: string, counts = { train: 64, val: 16 }): Promise<string> {
+export async function createShapesDataset(t: Test, world: ApiTarget, key: string, owner: string, slug: string, counts = { train: 64, val: 16 }): Promise<string> {
   const created = await call<{ id: string }>(world.server, 'POST', '/api/datasets', { key, body: { dataset: slug, name: slug, task: 'detect' } });
   if (created.status !== 201) throw new Error(`create dataset: ${created.status} ${JSON.stringify(created.body)}`);
   const job = await ingestArchive(t, world, key, owner, slug, created.body.id, 'shapes.zip', await shapesDataset(counts.train, counts.val));

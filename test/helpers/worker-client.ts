@@ -2,6 +2,7 @@
 // frames they mean (fake GPUs, malformed messages) to a real control plane.
 import { AGENT_ROUTES, PROTOCOL_VERSION, type Hardware, type ServerMessage } from '@vp/protocol';
 import { WebSocket } from 'ws';
+import { RELEASE_VERSION } from '../../control-plane/src/release-version.ts';
 import { call } from './server.ts';
 
 export const testHardware: Hardware = {
@@ -15,7 +16,8 @@ export const testHardware: Hardware = {
 export const helloFrame = (overrides: Record<string, unknown> = {}) => ({
   type: 'hello',
   protocolVersion: PROTOCOL_VERSION,
-  agentVersion: '0.1.0',
+  // An agent of this release, as the control plane sees its own.
+  agentVersion: RELEASE_VERSION,
   hardware: testHardware,
   runningJobs: [],
   ...overrides,

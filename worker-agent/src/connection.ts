@@ -9,7 +9,12 @@ import type { Capabilities } from './exporter-probe.ts';
 import { readHardware } from './hardware.ts';
 import type { Logger } from './log.ts';
 
-const AGENT_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+/**
+ * The version the agent reports in its hello: the distribution's launcher (bin/vp-worker) sets VP_AGENT_VERSION to
+ * the release it came with, which the control plane compares with its own; a checkout reports its package's.
+ */
+const AGENT_VERSION =
+  process.env.VP_AGENT_VERSION || (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface ConnectionTiming {
   /** The first reconnect waits up to this long; each failure doubles it... */

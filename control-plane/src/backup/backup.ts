@@ -1,10 +1,10 @@
 // `vpctl backup <dir>`: the database's rows and the stored objects they use, from one snapshot.
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { APPLIANCE_VERSION } from '../health/replicas.ts';
 import { migrationState } from '../db/migration-state.ts';
 import type { BlobStore } from '../storage/blob-store.ts';
 import { Conflict } from '../http/errors.ts';
+import { RELEASE_VERSION } from '../release-version.ts';
 import { backUpBlobs } from './backup-blobs.ts';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BLOB_MANIFEST_FILE, MANIFEST_FILE, type BackupManifest, type TableDump } from './backup-format.ts';
 import type { Progress } from './progress.ts';
@@ -46,7 +46,7 @@ export async function writeBackup(options: { databaseUrl: string; store: BlobSto
     const manifest: BackupManifest = {
       format: BACKUP_FORMAT,
       formatVersion: BACKUP_FORMAT_VERSION,
-      applianceVersion: APPLIANCE_VERSION,
+      applianceVersion: RELEASE_VERSION,
       createdAt: snapshot.created_at,
       database: { server: snapshot.server.split(' on ')[0], migrations, tables, sequences },
       storage: {

@@ -9,6 +9,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import { migrationState } from '../db/migration-state.ts';
 import { query } from '../db/sql.ts';
+import { agentOutdated } from '../hosts/agent-version.ts';
+import { RELEASE_VERSION } from '../release-version.ts';
 import { openBlobStore } from '../storage/store-from-config.ts';
 import { REPLICA_GONE_SECONDS, secretFingerprint } from './replicas.ts';
 
@@ -28,6 +30,8 @@ const DISK_WARN_FRACTION = 0.1;
 const DISK_WARN_BYTES = 5 * 2 ** 30;
 
 const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+/** A host as vpctl names it: `workspace/name`, or the name alone in the appliance-wide pool. */
+const hostName = (host: { name: string; workspace: string | null }) => (host.workspace ? `${host.workspace}/${host.name}` : host.name);
 const when = (value: string | null) => (value ? `last heartbeat ${new Date(value).toISOString().replace(/\.\d{3}Z$/, 'Z')}` : 'never connected');
 
 /** The secret this environment signs with, without generating one (the control plane does that at its first start). */
@@ -130,20 +134,47 @@ export async function hostsCheck(em: EntityManager, graceSeconds: number): Promi
   if (hosts.length === 0) {
     return { status: 'WARN', check, message: 'no GPU hosts: training, exports and deployments need one', fix: 'vpctl hosts connect <name>, then enroll the host with the printed token' };
   }
-  const name = (host: { name: string; workspace: string | null }) => (host.workspace ? `${host.workspace}/${host.name}` : host.name);
   const lost = hosts.filter((host) => host.state !== 'enrolling' && !host.alive);
   const enrolling = hosts.filter((host) => host.state === 'enrolling');
   const connected = hosts.length - lost.length - enrolling.length;
-  const waiting = enrolling.length > 0 ? `; ${enrolling.length} not enrolled yet (${enrolling.map(name).join(', ')})` : '';
+  const waiting = enrolling.length > 0 ? `; ${enrolling.length} not enrolled yet (${enrolling.map(hostName).join(', ')})` : '';
   if (lost.length > 0) {
     return {
       status: 'WARN',
       check,
-      message: `${lost.length} of ${hosts.length} lost: ${lost.map((host) => `${name(host)} (${when(host.last_heartbeat_at)})`).join(', ')}; ${connected} connected${waiting}`,
+      message: `${lost.length} of ${hosts.length} lost: ${lost.map((host) => `${hostName(host)} (${when(host.last_heartbeat_at)})`).join(', ')}; ${connected} connected${waiting}`,
       fix: 'check the agent on each: systemctl status vp-worker; journalctl -u vp-worker',
     };
   }
   return { status: 'OK', check, message: `${connected} connected${waiting}` };
+}
+
+/**
+ * Hosts whose agent last connected with another version than this control plane's release. Only a WARN: the worker
+ * protocol spans versions, so an agent one release behind still works; the next appliance upgrade may strand it.
+ */
+export async function agentVersionsCheck(em: EntityManager, serverUrl: string): Promise<CheckResult> {
+  const check = 'agent versions';
+  const hosts = await query<{ name: string; workspace: string | null; agent_version: string }>(
+    em,
+    `select h.name, w.handle as workspace, h.agent_version from hosts h left join workspaces w on w.id = h.workspace_id
+     where h.agent_version is not null order by h.name`,
+  );
+  if (hosts.length === 0) return { status: 'OK', check, message: 'no agent has connected yet' };
+  const outdated = hosts.filter((host) => agentOutdated(host.agent_version));
+  if (outdated.length === 0) return { status: 'OK', check, message: `${hosts.length} on ${RELEASE_VERSION}, the control plane's` };
+  return {
+    status: 'WARN',
+    check,
+    message: `${outdated.length} of ${hosts.length} not on the control plane's ${RELEASE_VERSION}: ${outdated
+      .map((host) => `${hostName(host)} ${host.agent_version}`)
+      .join(', ')}`,
+    fix:
+      'upgrade them before the next appliance upgrade (one release behind still works): ' +
+      `on each host, unpack worker/vp-worker-${RELEASE_VERSION}-linux-x64.tar.gz of the ${RELEASE_VERSION} bundle, run its ` +
+      `install-worker.sh --server ${serverUrl} as root (no token: the host stays enrolled), then restart the agent ` +
+      '(systemctl restart vp-worker; install-worker.sh does it where systemd runs the agent)',
+  };
 }
 
 /** The store STORAGE_URL names, never with its credentials. */

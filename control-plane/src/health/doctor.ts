@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { query } from '../db/sql.ts';
 import { openDatabase } from '../server.ts';
 import {
+  agentVersionsCheck,
   clockCheck,
   diskCheck,
   hostsCheck,
@@ -29,7 +30,7 @@ export async function runDoctor(config: AppConfig, log: Logger): Promise<CheckRe
     try {
       const em = orm.em.fork() as EntityManager;
       results.push(await migrationsCheck(em), await clockCheck(em), signingSecretCheck(own), await replicasCheck(em, own.secret), await storageCheck(config));
-      results.push(await hostsCheck(em, config.hostLostGraceSeconds));
+      results.push(await hostsCheck(em, config.hostLostGraceSeconds), await agentVersionsCheck(em, config.publicBaseUrl));
     } finally {
       await orm.close();
       await embedded?.stop();

@@ -1,20 +1,18 @@
 // Each control-plane process records itself in control_plane_replicas while it runs, so an operator's tool
 // (`vpctl doctor`) can tell which replicas run, on which version, and whether they share the signing secret.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
+import { RELEASE_VERSION } from '../release-version.ts';
 
 /** How often a replica says it still runs; one unseen for three of these has stopped. */
 export const REPLICA_SEEN_SECONDS = 60;
 export const REPLICA_GONE_SECONDS = 3 * REPLICA_SEEN_SECONDS;
 /** Rows of replicas that stopped without removing theirs (killed) are dropped after this long. */
 const FORGOTTEN_AFTER_HOURS = 24;
-
-export const APPLIANCE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /**
  * Identifies a signing secret without revealing it: 64 bits of a salted SHA-256. Enough to tell two secrets
@@ -38,7 +36,7 @@ export async function recordReplica(fork: () => EntityManager, secret: string, l
       fork(),
       `insert into control_plane_replicas (id, hostname, version, secret_fingerprint) values (?, ?, ?, ?)
        on conflict (id) do update set seen_at = now()`,
-      [id, hostname().slice(0, 255), APPLIANCE_VERSION, secretFingerprint(secret)],
+      [id, hostname().slice(0, 255), RELEASE_VERSION, secretFingerprint(secret)],
     );
   await query(fork(), 'delete from control_plane_replicas where seen_at < now() - make_interval(hours => ?)', [FORGOTTEN_AFTER_HOURS]);
   await seen();

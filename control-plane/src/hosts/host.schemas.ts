@@ -21,6 +21,8 @@ export const HostListItem = z.object({
   runningJobs: z.array(z.string()).meta({ description: 'Ids of the jobs the host runs now' }),
   lastHeartbeatAt: z.iso.datetime().nullable(),
   hardware: z.string().nullable().meta({ description: 'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first' }),
+  agentVersion: z.string().nullable().meta({ description: 'The version of the agent as it last connected; null before its first connection' }),
+  agentOutdated: z.boolean().meta({ description: "The agent's version differs from the control plane's release version (upgrade the host's agent); false when unknown" }),
   exporters: z.array(z.string()).meta({ description: "Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino" }),
   missingExporters: z.record(z.string(), z.string()).meta({ description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)' }),
   region: z.string().nullable().meta({ description: 'The deployment region it serves; null: every region' }),

@@ -8,6 +8,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { DEPLOYMENT_REGIONS } from '../deployments/deployment-sizes.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
+import { agentOutdated } from './agent-version.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
 import { Host } from './host.entity.ts';
@@ -25,6 +26,8 @@ export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof 
     runningJobs,
     lastHeartbeatAt: host.lastHeartbeatAt?.toISOString() ?? null,
     hardware: hardwareSummary(host.hardware ?? null),
+    agentVersion: host.agentVersion ?? null,
+    agentOutdated: agentOutdated(host.agentVersion),
     exporters: host.exporters,
     // Unset on a host created by this process and not read back since: the column's default.
     missingExporters: host.missingExporters ?? {},

@@ -1,7 +1,7 @@
 // The host row's record of its worker socket, shared by every replica: which session (socket) is the host now,
-// on which replica, since when; state, last heartbeat, hardware and exporters. The newest hello takes the host over, and
-// every write a session makes is checked against it in the same transaction, so a socket that was taken over
-// (on this replica or another) changes nothing, even before its replica has closed it.
+// on which replica, since when; state, last heartbeat, hardware, agent version and exporters. The newest hello takes
+// the host over, and every write a session makes is checked against it in the same transaction, so a socket that was
+// taken over (on this replica or another) changes nothing, even before its replica has closed it.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Hardware } from '@vp/protocol';
 import { pgArray, query } from '../db/sql.ts';
@@ -18,23 +18,24 @@ export interface HostSession {
 }
 
 /**
- * Makes `session` its host's current one (connected, with this hardware) and announces the takeover; run in the
- * transaction that squares the host's jobs with its hello, so the newest session's view is the one that lands.
+ * Makes `session` its host's current one (connected, with the hello's hardware and agent version) and announces the
+ * takeover; run in the transaction that squares the host's jobs with its hello, so the newest session's view is the
+ * one that lands.
  * The host row stays locked until commit: a concurrent hello of the same host waits, then takes over in turn.
  * Null when the host no longer exists; else the session it replaced, if any.
  */
 export async function takeOverHost(
   tx: EntityManager,
   session: HostSession,
-  hardware: Hardware,
+  hello: { hardware: Hardware; agentVersion: string },
 ): Promise<{ replaced: { sessionId: string; replica: string | null } | null; region: string | null } | null> {
   const [row] = await query<{ previous_id: string | null; previous_replica: string | null; region: string | null }>(
     tx,
     `with old as (select id, session_id, session_replica from hosts where id = ? for update)
-     update hosts h set state = 'connected', hardware = ?::jsonb, last_heartbeat_at = now(),
+     update hosts h set state = 'connected', hardware = ?::jsonb, agent_version = ?, last_heartbeat_at = now(),
        session_id = ?, session_replica = ?, session_started_at = now(), updated_at = now()
      from old where h.id = old.id returning old.session_id as previous_id, old.session_replica as previous_replica, h.region`,
-    [session.hostId, JSON.stringify(hardware), session.sessionId, session.replica],
+    [session.hostId, JSON.stringify(hello.hardware), hello.agentVersion, session.sessionId, session.replica],
   );
   if (!row) return null;
   await query(tx, 'select pg_notify(?, ?)', [HOST_SESSIONS_CHANNEL, session.hostId]);

@@ -190,7 +190,7 @@ export class WorkerSession implements WorkerConnection {
     // The newest hello is the host: it takes the host over and its running jobs are the truth about the host's jobs
     // (the older socket's included), in one transaction, so two hellos of one host cannot interleave.
     const connected = await this.context.em().transactional(async (tx) => {
-      const takeover = await takeOverHost(tx, this.session, hello.hardware);
+      const takeover = await takeOverHost(tx, this.session, hello);
       return takeover && { ...takeover, reconciled: await reconcileHost(tx, scheduler.lifecycle, this.hostId, hello.runningJobs, scheduler.graceSeconds) };
     });
     if (!connected) return this.close(CLOSE.revoked, 'host no longer exists');
