@@ -53,6 +53,14 @@ const outboundAllowed = z
     error: (issue) => `must be comma-separated CIDRs (10.20.0.0/16), addresses or host names; not: ${(issue.input as string[]).filter((entry) => !isNetworkOrHost(entry)).join(', ')}`,
   });
 
+const MEAN_STD_RULE = 'must be three comma-separated numbers (R,G,B on a 0-1 scale), e.g. 0.485,0.456,0.406';
+/** EMBEDDING_MODEL_MEAN / _STD: one number per RGB channel. */
+const rgbTriple = z
+  .string()
+  .transform((text) => text.split(',').map((part) => Number(part.trim())))
+  .refine((values) => values.length === 3 && values.every((value) => Number.isFinite(value)), MEAN_STD_RULE)
+  .transform((values) => values as [number, number, number]);
+
 /** The environment variables the appliance reads, with their rules. */
 const EnvSchema = z.object({
   PORT: port.default(defaults.port),
@@ -97,6 +105,9 @@ const EnvSchema = z.object({
   DEPLOYMENT_IDLE_SECONDS: positiveInt.max(30 * 86_400).default(defaults.deploymentIdleSeconds),
   DEPLOYMENT_WAKE_SECONDS: positiveInt.max(3600).default(defaults.deploymentWakeSeconds),
   DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
+  EMBEDDING_MODEL_PATH: z.string().min(1).optional(),
+  EMBEDDING_MODEL_MEAN: rgbTriple.refine((values) => values.every((value) => value >= 0 && value <= 1), MEAN_STD_RULE).optional(),
+  EMBEDDING_MODEL_STD: rgbTriple.refine((values) => values.every((value) => value > 0), 'must be three comma-separated positive numbers').optional(),
   ...rateLimitEnv,
 });
 
@@ -167,6 +178,14 @@ export interface AppConfig {
   deploymentWakeSeconds: number;
   /** How long the control plane waits for a deployment's server to answer (predict, health) before 504. */
   deploymentTimeoutSeconds: number;
+  /**
+   * The ONNX image embedder dataset analysis runs (EMBEDDING_MODEL_PATH, absolute); unset: the newest one
+   * installer/models/build-models.sh built under the checkout's .cache/models.
+   */
+  embeddingModelPath: string | undefined;
+  /** The embedder's input normalisation, (x/255 - mean) / std per RGB channel; ImageNet's by default. */
+  embeddingMean: [number, number, number];
+  embeddingStd: [number, number, number];
 }
 
 export class ConfigError extends Error {}
@@ -232,6 +251,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deploymentIdleSeconds: e.DEPLOYMENT_IDLE_SECONDS,
     deploymentWakeSeconds: e.DEPLOYMENT_WAKE_SECONDS,
     deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
+    embeddingModelPath: e.EMBEDDING_MODEL_PATH === undefined ? undefined : resolve(e.EMBEDDING_MODEL_PATH),
+    embeddingMean: e.EMBEDDING_MODEL_MEAN ?? [...defaults.embeddingMean],
+    embeddingStd: e.EMBEDDING_MODEL_STD ?? [...defaults.embeddingStd],
   };
 }
 
