@@ -1,7 +1,11 @@
 // Dataset analysis (GET/POST/DELETE /api/datasets/{owner}/{dataset}/embeddings) with the real image embedder (the
 // MobileNetV2 that installer/models/build-models.sh builds into .cache/models): edited copies of synthetic pictures find
 // their original among their nearest stored vectors; a second analysis embeds nothing, one after new images embeds only
-// those; a cancel stops it and the next goes on from there; other workspaces see nothing; no model is a 503.
+// those; a cancel stops it and the next goes on from there; other workspaces see nothing; no model is a 503, a model
+// file that does not load fails the job with the reason.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import t from 'tap';
 import sharp from 'sharp';
 import { zipOf } from './helpers/archives.ts';
@@ -197,4 +201,16 @@ t.test('without an embedding model an analysis is 503; the summary still answers
   const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
   expectError(t, await call(bare, 'POST', path('near-dups'), { key: world.alice }), 503, /EMBEDDING_MODEL_PATH/);
   t.match((await call<Summary>(bare, 'GET', path('near-dups'), { key: world.alice })).body, { embeddingsCount: images + 2, activeJob: null });
+});
+
+t.test('a model file that does not load fails the analysis with a reason', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'vp-embedder-')), 'not-a-model.onnx');
+  writeFileSync(file, 'not an ONNX model');
+  t.teardown(() => rmSync(dirname(file), { recursive: true, force: true }));
+  const broken = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: file, RATE_LIMIT_DEFAULT: '1000000' } });
+  await server.close(); // the broken server alone runs the job
+  const started = await call<{ jobId: string }>(broken, 'POST', path('busy'), { key: world.alice });
+  t.equal(started.status, 202);
+  const job = await waitForJob(t, { server: broken }, world.alice, started.body.jobId);
+  t.match(job, { status: 'failed', error: /does not load/ });
 });

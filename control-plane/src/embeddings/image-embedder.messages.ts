@@ -16,7 +16,7 @@ export interface EmbedderRequest {
 
 export type EmbedderReply =
   /** The session loaded (sent once, first). */
-  | { kind: 'ready'; height: number; width: number }
+  | { kind: 'ready' }
   /** With an id: that batch failed as a whole; without: the model did not load. */
   | { kind: 'failed'; id?: number; message: string }
   /** One vector per image that decoded, in order; errors[i]: why image i did not (null where it did). */

@@ -70,13 +70,13 @@ async function embed(model: Awaited<ReturnType<typeof open>>, { id, images }: Em
     for (let i = 0; i < dims; i++) vector[i] /= norm;
     return vector;
   });
-  for (const tensorOut of Object.values(results)) tensorOut.dispose();
+  for (const result of Object.values(results)) result.dispose();
   return { kind: 'embedded', id, vectors, errors };
 }
 
 const loading = open();
 loading.then(
-  ({ height, width }) => parentPort!.postMessage({ kind: 'ready', height, width } satisfies EmbedderReply),
+  () => parentPort!.postMessage({ kind: 'ready' } satisfies EmbedderReply),
   (error: Error) => parentPort!.postMessage({ kind: 'failed', message: error.message.split('\n')[0] } satisfies EmbedderReply),
 );
 
