@@ -46,6 +46,10 @@ export const defaults = {
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
   batchPredictCentsPerImage: 0.1, // BATCH_PREDICT_CENTS_PER_IMAGE: batch auto-annotation's price per processed image
+  // EMBEDDING_MODEL_MEAN / EMBEDDING_MODEL_STD: the image embedder's input normalisation (ImageNet's, what the
+  // built MobileNetV2 embedder was trained with; a CLIP export wants 0.4815,0.4578,0.4082 / 0.2686,0.2613,0.2758)
+  embeddingMean: [0.485, 0.456, 0.406],
+  embeddingStd: [0.229, 0.224, 0.225],
   /**
    * Cents per GPU-hour by GPU type ID (`cpu`: a job without GPUs, per job-hour). GPU_PRICES_CENTS_PER_HOUR,
    * a JSON object such as '{"rtx-4090":69,"my-gpu":40}', is merged over this table.

@@ -54,6 +54,14 @@ const outboundAllowed = z
     error: (issue) => `must be comma-separated CIDRs (10.20.0.0/16), addresses or host names; not: ${(issue.input as string[]).filter((entry) => !isNetworkOrHost(entry)).join(', ')}`,
   });
 
+const MEAN_STD_RULE = 'must be three comma-separated numbers (R,G,B on a 0-1 scale), e.g. 0.485,0.456,0.406';
+/** EMBEDDING_MODEL_MEAN / _STD: one number per RGB channel. */
+const rgbTriple = z
+  .string()
+  .transform((text) => text.split(',').map((part) => Number(part.trim())))
+  .refine((values) => values.length === 3 && values.every((value) => Number.isFinite(value)), MEAN_STD_RULE)
+  .transform((values) => values as [number, number, number]);
+
 /** The environment variables the appliance reads, with their rules. */
 const EnvSchema = z.object({
   PORT: port.default(defaults.port),
@@ -99,6 +107,9 @@ const EnvSchema = z.object({
   DEPLOYMENT_WAKE_SECONDS: positiveInt.max(3600).default(defaults.deploymentWakeSeconds),
   DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
   FACE_DETECTOR_PATH: z.string().min(1).optional(),
+  EMBEDDING_MODEL_PATH: z.string().min(1).optional(),
+  EMBEDDING_MODEL_MEAN: rgbTriple.refine((values) => values.every((value) => value >= 0 && value <= 1), MEAN_STD_RULE).optional(),
+  EMBEDDING_MODEL_STD: rgbTriple.refine((values) => values.every((value) => value > 0), 'must be three comma-separated positive numbers').optional(),
   ...rateLimitEnv,
 });
 
@@ -174,6 +185,14 @@ export interface AppConfig {
    * installer/models/build-models.sh under the checkout's .cache/models; undefined when there is none.
    */
   faceDetectorPath: string | undefined;
+  /**
+   * The ONNX image embedder dataset analysis runs: EMBEDDING_MODEL_PATH, else the newest build of
+   * installer/models/build-models.sh under the checkout's .cache/models; undefined when there is none.
+   */
+  embeddingModelPath: string | undefined;
+  /** The embedder's input normalisation, (x/255 - mean) / std per RGB channel; ImageNet's by default. */
+  embeddingMean: [number, number, number];
+  embeddingStd: [number, number, number];
 }
 
 export class ConfigError extends Error {}
@@ -240,6 +259,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deploymentWakeSeconds: e.DEPLOYMENT_WAKE_SECONDS,
     deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
     faceDetectorPath: e.FACE_DETECTOR_PATH === undefined ? builtModel('face-detector.onnx') : resolve(e.FACE_DETECTOR_PATH),
+    embeddingModelPath: e.EMBEDDING_MODEL_PATH === undefined ? builtModel('image-embedder.onnx') : resolve(e.EMBEDDING_MODEL_PATH),
+    embeddingMean: e.EMBEDDING_MODEL_MEAN ?? [...defaults.embeddingMean],
+    embeddingStd: e.EMBEDDING_MODEL_STD ?? [...defaults.embeddingStd],
   };
 }
 

@@ -6,6 +6,7 @@ import { adoptRoutes } from './datasets/adopt.routes.ts';
 import { classRoutes } from './datasets/class.routes.ts';
 import { cloneRoutes } from './datasets/clone.routes.ts';
 import { datasetRoutes } from './datasets/dataset.routes.ts';
+import { embeddingRoutes } from './embeddings/embedding.routes.ts';
 import { deploymentRoutes } from './deployments/deployment.routes.ts';
 import { deploymentTrafficRoutes } from './deployments/deployment-traffic.routes.ts';
 import { exploreRoutes } from './explore/explore.routes.ts';
@@ -32,4 +33,4 @@ import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...deploymentTrafficRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...embeddingRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...deploymentTrafficRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...webhookRoutes, ...workerRoutes];

@@ -21,6 +21,9 @@ import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobRunner } from './jobs/job-runner.ts';
 import { BatchPredictJob } from './predict/batch-predict.job.ts';
+import { EmbeddingJob } from './embeddings/embedding.job.ts';
+import { EMBEDDINGS_JOB } from './embeddings/embeddings.store.ts';
+import { ImageEmbedder } from './embeddings/image-embedder.ts';
 import { BATCH_PREDICT_JOB } from './predict/batch-predict.store.ts';
 import type { Predictor } from './predict/predictor.ts';
 import { OutboundPolicy } from './net/outbound-policy.ts';
@@ -153,7 +156,13 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   deploymentRouter.listen(notifications);
   const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
-  const controlPlaneJobs = { [INGEST_JOB]: ingest, [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config), [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces) };
+  const embedder = new ImageEmbedder({ modelPath: config.embeddingModelPath, mean: config.embeddingMean, std: config.embeddingStd });
+  const controlPlaneJobs = {
+    [INGEST_JOB]: ingest,
+    [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config),
+    [EMBEDDINGS_JOB]: new EmbeddingJob(storage, embedder),
+    [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces),
+  };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
@@ -162,7 +171,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, deploymentRouter, deploymentTraffic, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, deploymentRouter, deploymentTraffic, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -202,10 +211,11 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await Promise.allSettled([...inFlight]);
       clearTimeout(grace);
       // Running jobs stop and go back to the queue, for this process after a restart or another replica; then the
-      // inference they use (a batch auto-annotation) closes.
+      // inference they use (a batch auto-annotation, an analysis) closes.
       await jobs.stop();
       await predictor.close();
       await faces.close();
+      await embedder.close();
       // The requests answered so far are recorded before the pool closes.
       await deploymentTraffic.close();
       await deploymentRouter.close();

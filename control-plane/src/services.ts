@@ -13,6 +13,8 @@ import { SplitService } from './datasets/split.service.ts';
 import { VersionService } from './datasets/version.service.ts';
 import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
+import { EmbeddingService } from './embeddings/embedding.service.ts';
+import type { ImageEmbedder } from './embeddings/image-embedder.ts';
 import { ExploreService } from './explore/explore.service.ts';
 import { DeploymentService } from './deployments/deployment.service.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
@@ -54,6 +56,8 @@ export interface ServiceDeps {
   lifecycle?: JobLifecycle;
   /** The process's inference (onnxruntime sessions); absent where nothing predicts (vpctl). */
   predictor?: Predictor;
+  /** The image embedder dataset analysis runs (an onnxruntime session on its own thread); absent outside the server. */
+  embedder?: ImageEmbedder;
   /** Where deployments' requests go (their live servers, woken from zero); absent outside the server. */
   deploymentRouter?: DeploymentRouter;
   /** Deployments' requests (router, upstream connections, request records); absent outside the server. */
@@ -129,6 +133,11 @@ export class Services {
 
   get batchPredict(): BatchPredictService {
     return new BatchPredictService(this.em, { config: this.deps.config, lifecycle: this.lifecycle, storage: this.storage, predictor: this.predictor });
+  }
+
+  get embeddings(): EmbeddingService {
+    if (!this.deps.embedder) throw new Error('no image embedder in this process');
+    return new EmbeddingService(this.em, { lifecycle: this.lifecycle, embedder: this.deps.embedder });
   }
 
   get images(): ImageService {

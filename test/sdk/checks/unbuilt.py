@@ -26,21 +26,6 @@ def image_similar(context: Context):
     return context.client.images.find_similar_images(_image(context))
 
 
-@check("datasets.embeddings")
-def embeddings(context: Context):
-    return context.client.datasets.embeddings(*_dataset(context))
-
-
-@check("datasets.create_embeddings")
-def create_embeddings(context: Context):
-    return context.client.datasets.create_embeddings(*_dataset(context))
-
-
-@check("datasets.delete_embeddings")
-def delete_embeddings(context: Context):
-    return context.client.datasets.delete_embeddings(*_dataset(context))
-
-
 @check("datasets.clustering")
 def clustering(context: Context):
     return context.client.datasets.clustering(*_dataset(context))

@@ -22,6 +22,7 @@ import { Migration20261126000000_deployment_cameras } from './Migration202611260
 import { Migration20261127000000_control_plane_replicas } from './Migration20261127000000_control_plane_replicas.ts';
 import { Migration20261128000000_host_agent_version } from './Migration20261128000000_host_agent_version.ts';
 import { Migration20261129000000_image_faces_blurred } from './Migration20261129000000_image_faces_blurred.ts';
+import { Migration20261129100000_image_embeddings } from './Migration20261129100000_image_embeddings.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -49,4 +50,5 @@ export const migrations = [
   { name: 'Migration20261127000000_control_plane_replicas', class: Migration20261127000000_control_plane_replicas },
   { name: 'Migration20261128000000_host_agent_version', class: Migration20261128000000_host_agent_version },
   { name: 'Migration20261129000000_image_faces_blurred', class: Migration20261129000000_image_faces_blurred },
+  { name: 'Migration20261129100000_image_embeddings', class: Migration20261129100000_image_embeddings },
 ];

@@ -1,0 +1,51 @@
+import { DatasetPath } from '../datasets/dataset.schemas.ts';
+import { defineRoute } from '../http/define-route.ts';
+import { AnalysisCancelled, AnalysisQueued, EmbeddingsSummary } from './embedding.schemas.ts';
+
+const PATH = '/api/datasets/:owner/:dataset/embeddings';
+
+export const startAnalysis = defineRoute({
+  method: 'POST',
+  path: PATH,
+  tag: 'Datasets',
+  summary: "Analyze a dataset: embed its images with this appliance's image embedder",
+  description:
+    'Queues an analysis (202) as a control-plane job (kind dataset-embeddings) that runs on this control plane\'s CPU: every image without a ' +
+    'vector of its current content (new, replaced, or embedded by another model) is embedded; images already embedded are not again. ' +
+    'Images with a processing error are skipped. Errors: 409 an analysis in progress; 503 no embedding model on this appliance (EMBEDDING_MODEL_PATH).',
+  auth: 'key',
+  limit: 'default',
+  request: { params: DatasetPath },
+  response: { status: 202, description: 'Queued', schema: AnalysisQueued },
+  errors: [403, 404, 409, 503],
+  handler: (ctx, { params }) => ctx.state.services.embeddings.start(ctx.state.actor, params.owner, params.dataset),
+});
+
+export const analysisSummary = defineRoute({
+  method: 'GET',
+  path: PATH,
+  tag: 'Datasets',
+  summary: "The dataset's analysis: when it last completed, how many images have vectors, and the analysis in flight",
+  auth: 'key',
+  limit: 'default',
+  request: { params: DatasetPath },
+  response: { status: 200, description: 'The summary', schema: EmbeddingsSummary },
+  errors: [404],
+  handler: (ctx, { params }) => ctx.state.services.embeddings.summary(ctx.state.actor, params.owner, params.dataset),
+});
+
+export const cancelAnalysis = defineRoute({
+  method: 'DELETE',
+  path: PATH,
+  tag: 'Datasets',
+  summary: 'Cancel the analysis in flight',
+  description: 'It stops after the batch of images in hand; the vectors made so far are kept, and the next analysis goes on from them.',
+  auth: 'key',
+  limit: 'default',
+  request: { params: DatasetPath },
+  response: { status: 200, description: 'The analysis cancelled, or null', schema: AnalysisCancelled },
+  errors: [403, 404],
+  handler: (ctx, { params }) => ctx.state.services.embeddings.cancel(ctx.state.actor, params.owner, params.dataset),
+});
+
+export const embeddingRoutes = [startAnalysis, analysisSummary, cancelAnalysis];

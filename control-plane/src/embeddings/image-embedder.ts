@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
+import { MAX_IMAGE_PIXELS } from '@vp/inference/pool';
+// sharp (libvips) is loaded by the main thread before the embedder's thread uses it: a worker thread that exits first
+// would otherwise unload the library under the others.
+import 'sharp';
+import type { EmbedderReply, EmbedderRequest, EmbedderSetup } from './image-embedder.messages.ts';
+
+/** No embedding model to run: none configured or built, or the file does not load. The message says which and what to do. */
+export class EmbedderUnavailable extends Error {}
+
+/** An image's vector (unit length), or why the image could not be embedded (not an image, truncated, too large). */
+export type Embedding = Float32Array | { error: string };
+
+export interface EmbedderOptions {
+  /** config.embeddingModelPath: EMBEDDING_MODEL_PATH, else the newest build under the checkout's .cache/models. */
+  modelPath: string | undefined;
+  mean: [number, number, number];
+  std: [number, number, number];
+}
+
+interface Model {
+  file: string;
+  /** What the vectors depend on: the file's bytes and the normalisation. */
+  id: string;
+}
+
+/**
+ * The ONNX image embedder of this control plane: one session on a thread of its own, started on first use, taking
+ * batches of encoded images and giving unit vectors. Half the cores (at least one) run it, so requests keep the rest.
+ */
+export class ImageEmbedder {
+  private readonly options: EmbedderOptions;
+  private model: Promise<Model> | undefined;
+  private worker: Promise<Worker> | undefined;
+  private readonly pending = new Map<number, { resolve: (reply: EmbedderReply) => void; reject: (error: Error) => void }>();
+  private nextId = 1;
+
+  constructor(options: EmbedderOptions) {
+    this.options = options;
+  }
+
+  /** The model's identity, stored with each vector: a vector of another model is stale. */
+  async modelId(): Promise<string> {
+    return (await this.resolve()).id;
+  }
+
+  /** One result per image, in order. */
+  async embed(images: Uint8Array[]): Promise<Embedding[]> {
+    const worker = await this.start();
+    const id = this.nextId++;
+    const reply = await new Promise<EmbedderReply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      // Copies the thread owns: the callers' buffers may be views into shared ones.
+      const owned = images.map((bytes) => new Uint8Array(bytes));
+      worker.postMessage({ id, images: owned } satisfies EmbedderRequest, owned.map((bytes) => bytes.buffer));
+    });
+    if (reply.kind !== 'embedded') throw new EmbedderUnavailable(`The image embedder failed: ${reply.kind === 'failed' ? reply.message : reply.kind}`);
+    const vectors = reply.vectors.values();
+    return reply.errors.map((error) => (error === null ? vectors.next().value! : { error }));
+  }
+
+  async close(): Promise<void> {
+    const worker = await this.worker?.catch(() => undefined);
+    this.worker = undefined;
+    await worker?.terminate();
+  }
+
+  private resolve(): Promise<Model> {
+    this.model ??= locate(this.options.modelPath).then(async (file) => {
+      const digest = createHash('sha256').update(await readFile(file)).update(JSON.stringify([this.options.mean, this.options.std]));
+      return { file, id: digest.digest('hex').slice(0, 32) };
+    });
+    // A model found missing is looked for again next time (an operator may build or mount it meanwhile).
+    this.model.catch(() => (this.model = undefined));
+    return this.model;
+  }
+
+  /** The thread with the session loaded; a thread that stops (or never loads) is replaced on the next call. */
+  private start(): Promise<Worker> {
+    this.worker ??= this.resolve().then(
+      ({ file }) =>
+        new Promise<Worker>((resolve, reject) => {
+          const setup: EmbedderSetup = { file, threads: Math.max(1, Math.floor(availableParallelism() / 2)), mean: this.options.mean, std: this.options.std, maxPixels: MAX_IMAGE_PIXELS };
+          const worker = new Worker(new URL('./image-embedder.worker.ts', import.meta.url), { workerData: setup });
+          worker.on('message', (reply: EmbedderReply) => {
+            if (reply.kind === 'ready') return resolve(worker);
+            if (reply.kind === 'failed' && reply.id === undefined) {
+              reject(new EmbedderUnavailable(`The image embedder ${file} does not load: ${reply.message}`));
+              void worker.terminate();
+              return;
+            }
+            const waiter = this.pending.get(reply.id!);
+            this.pending.delete(reply.id!);
+            waiter?.resolve(reply);
+          });
+          const lost = (error: Error) => {
+            this.worker = undefined;
+            reject(error);
+            for (const waiter of this.pending.values()) waiter.reject(new Error(`the image embedder's thread stopped: ${error.message}`));
+            this.pending.clear();
+          };
+          worker.on('error', lost);
+          worker.on('exit', (code) => lost(new Error(`exit code ${code}`)));
+        }),
+    );
+    this.worker.catch(() => (this.worker = undefined));
+    return this.worker;
+  }
+}
+
+/** The model file (config: EMBEDDING_MODEL_PATH, else the newest build); EmbedderUnavailable when there is none. */
+async function locate(configured: string | undefined): Promise<string> {
+  if (!configured) throw new EmbedderUnavailable('No image embedder: set EMBEDDING_MODEL_PATH, or build one with installer/models/build-models.sh');
+  if (!(await stat(configured).then((found) => found.isFile(), () => false))) {
+    throw new EmbedderUnavailable(`No image embedder at EMBEDDING_MODEL_PATH ${configured}`);
+  }
+  return configured;
+}
