@@ -24,6 +24,7 @@ import { BatchPredictJob } from './predict/batch-predict.job.ts';
 import { EmbeddingJob } from './embeddings/embedding.job.ts';
 import { EMBEDDINGS_JOB } from './embeddings/embeddings.store.ts';
 import { ImageEmbedder } from './embeddings/image-embedder.ts';
+import { VectorIndex } from './embeddings/vector-index.ts';
 import { BATCH_PREDICT_JOB } from './predict/batch-predict.store.ts';
 import type { Predictor } from './predict/predictor.ts';
 import { OutboundPolicy } from './net/outbound-policy.ts';
@@ -157,6 +158,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const embedder = new ImageEmbedder({ modelPath: config.embeddingModelPath, mean: config.embeddingMean, std: config.embeddingStd });
+  const vectorIndex = new VectorIndex(fork);
   const controlPlaneJobs = {
     [INGEST_JOB]: ingest,
     [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config),
@@ -171,7 +173,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, deploymentRouter, deploymentTraffic, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();

@@ -15,6 +15,8 @@ import { ImageIntake } from './images/image-intake.ts';
 import { ImageService } from './images/image.service.ts';
 import { EmbeddingService } from './embeddings/embedding.service.ts';
 import type { ImageEmbedder } from './embeddings/image-embedder.ts';
+import type { VectorIndex } from './embeddings/vector-index.ts';
+import { SimilarImagesService } from './images/similar.service.ts';
 import { ExploreService } from './explore/explore.service.ts';
 import { DeploymentService } from './deployments/deployment.service.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
@@ -58,6 +60,8 @@ export interface ServiceDeps {
   predictor?: Predictor;
   /** The image embedder dataset analysis runs (an onnxruntime session on its own thread); absent outside the server. */
   embedder?: ImageEmbedder;
+  /** The process's nearest-neighbour index of image vectors (similar images); absent outside the server. */
+  vectorIndex?: VectorIndex;
   /** Where deployments' requests go (their live servers, woken from zero); absent outside the server. */
   deploymentRouter?: DeploymentRouter;
   /** Deployments' requests (router, upstream connections, request records); absent outside the server. */
@@ -138,6 +142,11 @@ export class Services {
   get embeddings(): EmbeddingService {
     if (!this.deps.embedder) throw new Error('no image embedder in this process');
     return new EmbeddingService(this.em, { lifecycle: this.lifecycle, embedder: this.deps.embedder });
+  }
+
+  get similarImages(): SimilarImagesService {
+    if (!this.deps.embedder || !this.deps.vectorIndex) throw new Error('no image embedder in this process');
+    return new SimilarImagesService(this.em, { storage: this.storage, embedder: this.deps.embedder, index: this.deps.vectorIndex });
   }
 
   get images(): ImageService {

@@ -51,11 +51,14 @@ export async function countStaleImages(em: EntityManager, datasetId: string, mod
 }
 
 /**
- * Keeps the vectors (float32, little-endian), replacing an image's earlier one. Images deleted or moved to another
- * dataset meanwhile are passed over; each row takes the image's workspace and dataset as they are now.
+ * Keeps the vectors (float32, little-endian), replacing an image's earlier one; call it in a transaction. Images deleted
+ * or moved to another dataset meanwhile are passed over; each row takes the image's workspace and dataset as they are now.
+ * Every row written gets a new seq; writers take turns (a transaction lock), so seqs commit in order and a reader that
+ * goes on from the highest seq it has seen misses none (see VectorIndex).
  */
 export async function saveEmbeddings(tx: EntityManager, datasetId: string, modelId: string, rows: NewEmbedding[]): Promise<void> {
   if (rows.length === 0) return;
+  await query(tx, `select pg_advisory_xact_lock(hashtextextended('image_embeddings', 0))`);
   const values = rows.map(() => '(?, ?, ?::bytea)').join(', ');
   const params = rows.flatMap((row) => [row.imageId, row.hash, Buffer.from(row.vector.buffer, row.vector.byteOffset, row.vector.byteLength)]);
   await query(
@@ -64,7 +67,8 @@ export async function saveEmbeddings(tx: EntityManager, datasetId: string, model
      select i.id, i.workspace_id, i.dataset_id, v.hash, ?, v.vector from (values ${values}) as v(id, hash, vector)
        join images i on i.id = v.id and i.dataset_id = ?
      on conflict (image_id) do update set workspace_id = excluded.workspace_id, dataset_id = excluded.dataset_id,
-       image_hash = excluded.image_hash, model_id = excluded.model_id, vector = excluded.vector, created_at = now()`,
+       image_hash = excluded.image_hash, model_id = excluded.model_id, vector = excluded.vector, created_at = now(),
+       seq = nextval('image_embeddings_seq')`,
     [modelId, ...params, datasetId],
   );
 }
@@ -95,4 +99,19 @@ export async function activeAnalysis(em: EntityManager, datasetId: string): Prom
 export async function lastAnalyzedAt(em: EntityManager, datasetId: string): Promise<Date | null> {
   const [row] = await query<{ at: Date | null }>(em, `select max(finished_at) as at from jobs where kind = ? and subject_id = ? and status = 'completed'`, [EMBEDDINGS_JOB, datasetId]);
   return row.at;
+}
+
+export interface StoredVector {
+  seq: string;
+  vector: Buffer;
+}
+
+/** The next vectors of `modelId` written after seq `after`, in seq order. */
+export function vectorsAfter(em: EntityManager, modelId: string, after: bigint, limit: number): Promise<StoredVector[]> {
+  return query<StoredVector>(em, 'select seq, vector from image_embeddings where model_id = ? and seq > ? order by seq limit ?', [modelId, after.toString(), limit]);
+}
+
+/** A stored vector as float32 values. */
+export function vectorOf(bytes: Uint8Array): Float32Array {
+  return new Float32Array(new Uint8Array(bytes).buffer);
 }

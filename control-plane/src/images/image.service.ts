@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { classColors, colorMap } from '../datasets/class-names.ts';
-import { checkDatasetAccess, findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
+import { findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
 import { applyDelta, changeDelta, countDelta, lockDataset, type CountedImage } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { pgArray, query } from '../db/sql.ts';
@@ -13,6 +13,7 @@ import { checkLabels, labelsOf, replaceLabels } from './image-labels.ts';
 import { ImageListQuery, type ImageRow } from './image-list.ts';
 import { searchTextOf } from './image-search.ts';
 import { ImageUrls } from './image-urls.ts';
+import { findImage } from './image-access.ts';
 import { Image } from './image.entity.ts';
 import type { BulkDeleted, BulkMoved, ImageDeleted, ImageDetail, ImageList, ImageListOptions, ImagePatch, ImagePatched, ImageUrlsResult } from './image.schemas.ts';
 import { LABEL_PREVIEW_CAP } from './image.schemas.ts';
@@ -86,20 +87,8 @@ export class ImageService {
     };
   }
 
-  /** The image and its dataset, if the actor has the access; an image of a dataset it cannot view is 404. */
-  private async access(actor: Actor, imageId: string, need: DatasetNeed): Promise<{ image: Image; dataset: Dataset }> {
-    const image = await this.em.findOne(Image, imageId, { populate: ['dataset', 'dataset.workspace'] });
-    try {
-      const { dataset } = checkDatasetAccess(actor, image?.dataset ?? null, need, '');
-      return { image: image as Image, dataset };
-    } catch (error) {
-      if (error instanceof HttpError && error.status === 404) throw NotFound(`Image ${imageId} not found`);
-      throw error;
-    }
-  }
-
   async read(actor: Actor, imageId: string): Promise<z.input<typeof ImageDetail>> {
-    const { image, dataset } = await this.access(actor, imageId, 'view');
+    const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
     const labels = await labelsOf(this.em, [image.id]);
     const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
     const [retained] = await query<{ retained: boolean }>(
@@ -139,7 +128,7 @@ export class ImageService {
   }
 
   async update(actor: Actor, imageId: string, patch: z.output<typeof ImagePatch>): Promise<z.input<typeof ImagePatched>> {
-    const { image, dataset } = await this.access(actor, imageId, 'edit');
+    const { image, dataset } = await findImage(this.em, actor, imageId, 'edit');
     if (patch.metadata) {
       const [saved] = await this.em.transactional(async (em) => {
         await lockDataset(em, dataset.id);
@@ -167,7 +156,7 @@ export class ImageService {
   }
 
   async remove(actor: Actor, imageId: string): Promise<z.input<typeof ImageDeleted>> {
-    const { dataset } = await this.access(actor, imageId, 'edit');
+    const { dataset } = await findImage(this.em, actor, imageId, 'edit');
     await this.deleteRows(dataset, [imageId]);
     return { success: true, id: imageId, deletedImageId: imageId, deletedCount: 1 };
   }
@@ -179,7 +168,7 @@ export class ImageService {
     if (rows.length > 1) throw Invalid('imageIds: the images must all belong to one dataset');
     const found = rows[0]?.n ?? 0;
     if (found < ids.length) throw NotFound(`${ids.length - found} of the ${ids.length} images were not found`);
-    const { image } = await this.access(actor, ids[0], need);
+    const { image } = await findImage(this.em, actor, ids[0], need);
     return image.dataset;
   }
 

@@ -1,0 +1,93 @@
+import { setImmediate } from 'node:timers/promises';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import usearch, { type Index } from 'usearch';
+import { vectorOf, vectorsAfter } from './embeddings.store.ts';
+
+/** Rows read and added at a time while catching up: the event loop gets a turn between pages. */
+const PAGE = 1024;
+/** Where a search finds fewer vectors than asked, usearch pads its answer with this key (-1 as u64). */
+const NO_KEY = 2n ** 64n - 1n;
+
+/** A stored vector near the query: its seq (image_embeddings.seq) and its cosine similarity. */
+export interface Neighbour {
+  seq: bigint;
+  similarity: number;
+}
+
+interface State {
+  modelId: string;
+  index: Index | undefined;
+  /** The highest seq added: the next catch-up reads from there. */
+  watermark: bigint;
+}
+
+/**
+ * The approximate nearest-neighbour index (usearch HNSW, inner product over unit vectors stored as f16) of the current
+ * model's image vectors, held by this process. It is loaded from PostgreSQL on first use and, before each search, adds the
+ * vectors written since (by any replica: seqs commit in order, see saveEmbeddings). Vectors deleted or replaced stay in
+ * it until a search meets them and the caller forgets them; seqs are never reused, so a gone seq never comes back.
+ */
+export class VectorIndex {
+  private readonly fork: () => EntityManager;
+  private state: State | undefined;
+  private running: Promise<State> | undefined;
+  private queued: Promise<State> | undefined;
+  private wanted = '';
+
+  constructor(fork: () => EntityManager) {
+    this.fork = fork;
+  }
+
+  /** The `count` nearest vectors of `modelId`, best first, searched among all the index holds when it holds fewer. */
+  async nearest(modelId: string, vector: Float32Array, count: number): Promise<{ neighbours: Neighbour[]; size: number }> {
+    this.wanted = modelId;
+    const state = await this.catchUp();
+    const size = state.index?.size() ?? 0;
+    // Between a model change and the next catch-up, the vectors held are another model's.
+    if (state.modelId !== modelId || !state.index || size === 0) return { neighbours: [], size: 0 };
+    const { keys, distances } = state.index.search(vector, Math.min(count, size), 1);
+    const neighbours: Neighbour[] = [];
+    keys.forEach((seq: bigint, i: number) => {
+      if (seq !== NO_KEY) neighbours.push({ seq, similarity: 1 - distances[i] });
+    });
+    return { neighbours, size };
+  }
+
+  /** Drops vectors a search found gone from PostgreSQL. */
+  forget(seqs: bigint[]): void {
+    if (seqs.length > 0) this.state?.index?.remove(BigUint64Array.from(seqs));
+  }
+
+  /** One catch-up at a time; a caller arriving during one waits for the next, which starts after it. */
+  private catchUp(): Promise<State> {
+    if (!this.running) {
+      this.running = this.load().finally(() => (this.running = undefined));
+      return this.running;
+    }
+    this.queued ??= this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = undefined;
+        return this.catchUp();
+      });
+    return this.queued;
+  }
+
+  private async load(): Promise<State> {
+    if (this.state?.modelId !== this.wanted) this.state = { modelId: this.wanted, index: undefined, watermark: 0n };
+    const state = this.state;
+    const em = this.fork();
+    for (;;) {
+      const rows = await vectorsAfter(em, state.modelId, state.watermark, PAGE);
+      if (rows.length === 0) return state;
+      const dimensions = rows[0].vector.length / Float32Array.BYTES_PER_ELEMENT;
+      state.index ??= new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 64, multi: false });
+      const vectors = new Float32Array(rows.length * dimensions);
+      rows.forEach((row, i) => vectors.set(vectorOf(row.vector), i * dimensions));
+      state.index.add(BigUint64Array.from(rows, (row) => BigInt(row.seq)), vectors);
+      state.watermark = BigInt(rows.at(-1)!.seq);
+      if (rows.length < PAGE) return state;
+      await setImmediate();
+    }
+  }
+}
