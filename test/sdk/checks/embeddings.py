@@ -1,5 +1,5 @@
-"""Dataset analysis: the summary before, an analysis queued and followed to its end (every image gets a vector), and a
-cancel with nothing in flight."""
+"""Dataset analysis: the summary before, an analysis queued and followed to its end (every image gets a vector), a
+cancel with nothing in flight, and similar images of an analyzed image."""
 
 import time
 
@@ -36,4 +36,13 @@ def embeddings(context: Context):
 def delete_embeddings(context: Context):
     answer = context.client.datasets.delete_embeddings(*_dataset(context))
     expect(answer == {"cancelled": None}, f"nothing in flight to cancel: {answer}")
+    return answer
+
+
+@check("images.find_similar_images")
+def find_similar_images(context: Context):
+    image = context.client.datasets.images(*_dataset(context), limit=1)["images"][0]
+    answer = context.client.images.find_similar_images(image["id"], include_source_dataset="true")
+    expect(all(found["id"] != image["id"] and found["hash"] != image["hash"] for found in answer["images"]), f"the query and its copies are left out: {answer}")
+    expect(len(answer["images"]) > 0, f"the dataset's other images are found with includeSourceDataset: {answer}")
     return answer

@@ -12,18 +12,9 @@ def _dataset(context: Context) -> tuple[str, str]:
     return context.owner, context.seeded["dataset"]
 
 
-def _image(context: Context) -> str:
-    return context.client.datasets.images(*_dataset(context), limit=1)["images"][0]["id"]
-
-
 @check("models.find_similar_training_images")
 def model_similar(context: Context):
     return context.client.models.find_similar_training_images(*_model(context))
-
-
-@check("images.find_similar_images")
-def image_similar(context: Context):
-    return context.client.images.find_similar_images(_image(context))
 
 
 @check("datasets.clustering")
