@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261129200000_image_embedding_seq extends Migration {
+export class Migration20261129300000_image_embedding_seq extends Migration {
 
-  override name = 'Migration20261129200000_image_embedding_seq';
+  override name = 'Migration20261129300000_image_embedding_seq';
 
   override up(): void | Promise<void> {
     // A number per stored vector, new each time a vector is written: the similarity index's key, and the watermark from
