@@ -247,6 +247,13 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   await createShapesDataset(t, { server: appliance }, key, 'admin', 'shapes', { train: 8, val: 4 });
   t.match(await call(appliance, 'POST', '/api/projects', { key, body: { project: 'detector', name: 'Detector' } }), { status: 201 });
   t.match(await train(t, appliance, key, 'first'), { status: 'completed', compute: { host: 'gpu-1' } }, 'a short training on the GPU host');
+  // The bundle's models: dataset analysis embeds the images offline.
+  t.match(await call(appliance, 'POST', '/api/datasets/admin/shapes/embeddings', { key }), { status: 202 });
+  const analysed = await eventually(async () => {
+    const summary = (await call<{ activeJob: unknown; embeddingsCount: number }>(appliance, 'GET', '/api/datasets/admin/shapes/embeddings', { key })).body;
+    return summary.activeJob === null && summary;
+  }, 'the dataset analysis', 120_000, POLL_MS);
+  t.equal(analysed.embeddingsCount, 12, "every image embedded by the release's own model");
 
   // Someone polls /api/ready throughout the upgrade: the longest time between two ready answers is the downtime seen.
   let polling = true;
