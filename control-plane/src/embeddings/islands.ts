@@ -12,7 +12,8 @@ export function islands(xy: Float32Array): Int32Array {
   const n = xy.length / 2;
   const rank = new Int32Array(n).fill(-1);
   if (n < MIN_ISLAND) return rank;
-  const spacing = median(nearestDistances(xy));
+  // Images with the same vector share a place: the spacing is measured between distinct places.
+  const spacing = median(nearestDistances(xy).filter((distance) => distance > 0));
   const reach = REACH * (spacing || 1e-6);
   const grid = new Grid(xy, reach);
   // Breadth-first over the points within reach: one component per unvisited point.
@@ -67,9 +68,10 @@ function extent(xy: Float32Array): [number, number] {
   return [maxX - minX, maxY - minY];
 }
 
+/** The middle value; 0 when there is none. */
 function median(values: Float64Array): number {
   const sorted = Float64Array.from(values).sort();
-  return sorted[Math.floor(sorted.length / 2)];
+  return sorted.length ? sorted[Math.floor(sorted.length / 2)] : 0;
 }
 
 /** Points bucketed into square cells of one size, for neighbours within a radius. */
