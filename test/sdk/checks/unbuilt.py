@@ -26,11 +26,6 @@ def image_similar(context: Context):
     return context.client.images.find_similar_images(_image(context))
 
 
-@check("datasets.clustering")
-def clustering(context: Context):
-    return context.client.datasets.clustering(*_dataset(context))
-
-
 @check("datasets.preview_roboflow")
 def preview_roboflow(context: Context):
     return context.client.datasets.preview_roboflow(api_key="none")
