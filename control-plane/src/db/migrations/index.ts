@@ -23,6 +23,7 @@ import { Migration20261127000000_control_plane_replicas } from './Migration20261
 import { Migration20261128000000_host_agent_version } from './Migration20261128000000_host_agent_version.ts';
 import { Migration20261129000000_image_faces_blurred } from './Migration20261129000000_image_faces_blurred.ts';
 import { Migration20261129100000_image_embeddings } from './Migration20261129100000_image_embeddings.ts';
+import { Migration20261129200000_dataset_layouts } from './Migration20261129200000_dataset_layouts.ts';
 import { Migration20261129300000_image_embedding_seq } from './Migration20261129300000_image_embedding_seq.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
@@ -52,5 +53,6 @@ export const migrations = [
   { name: 'Migration20261128000000_host_agent_version', class: Migration20261128000000_host_agent_version },
   { name: 'Migration20261129000000_image_faces_blurred', class: Migration20261129000000_image_faces_blurred },
   { name: 'Migration20261129100000_image_embeddings', class: Migration20261129100000_image_embeddings },
+  { name: 'Migration20261129200000_dataset_layouts', class: Migration20261129200000_dataset_layouts },
   { name: 'Migration20261129300000_image_embedding_seq', class: Migration20261129300000_image_embedding_seq },
 ];
