@@ -23,6 +23,7 @@ interface Summary {
 }
 
 const BASES = 24;
+const CANCELLED_IMAGES = 400;
 
 const world = await startWorld(t);
 const { server } = world;
@@ -123,8 +124,12 @@ t.test('an analysis embeds every image; edited copies find their original among 
 });
 
 t.test('DELETE cancels the analysis in flight; the next one goes on from what it kept', async (t) => {
+  // Enough pictures that the embedding (a few seconds) is still under way when the cancel arrives.
+  const random = seededRandom(77);
+  const many: Record<string, Buffer> = {};
+  for (let n = 0; n < CANCELLED_IMAGES; n++) many[`images/train/picture-${n}.png`] = await picture(random);
   const datasetId = await createDataset(world, world.alice, { dataset: 'cancelled', name: 'cancelled' });
-  await ingest('cancelled', datasetId, files);
+  await ingest('cancelled', datasetId, many);
   const jobId = await analyze('cancelled');
   const running = await waitForJob(t, world, world.alice, jobId, { until: (job) => job.status !== 'queued' && (job.progress?.processed ?? 0) > 0 });
   t.equal(running.status, 'running', 'cancelled while it runs');
@@ -132,11 +137,11 @@ t.test('DELETE cancels the analysis in flight; the next one goes on from what it
   t.same(cancelled.body, { cancelled: jobId }, 'the active job is cancelled');
   t.equal((await waitForJob(t, world, world.alice, jobId)).status, 'cancelled');
   const kept = (await summary('cancelled')).embeddingsCount;
-  t.ok(kept > 0 && kept < images, `stopped early (${kept} of ${images} embedded)`);
+  t.ok(kept > 0 && kept < CANCELLED_IMAGES, `stopped early (${kept} of ${CANCELLED_IMAGES} embedded)`);
   t.same((await call(server, 'DELETE', path('cancelled'), { key: world.alice })).body, { cancelled: null }, 'nothing left to cancel');
   const resumed = await analyzed('cancelled');
-  t.match(resumed, { status: 'completed', result: { embedded: images - kept } }, 'the next analysis embeds only the rest');
-  t.equal((await summary('cancelled')).embeddingsCount, images);
+  t.match(resumed, { status: 'completed', result: { embedded: CANCELLED_IMAGES - kept } }, 'the next analysis embeds only the rest');
+  t.equal((await summary('cancelled')).embeddingsCount, CANCELLED_IMAGES);
 });
 
 t.test('one analysis at a time; progress shows while it runs', async (t) => {
