@@ -1,6 +1,6 @@
 import { setImmediate } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import usearch, { type Index } from 'usearch';
+import type { Index } from 'usearch';
 import { vectorOf, vectorsAfter } from './embeddings.store.ts';
 
 /** Rows read and added at a time while catching up: the event loop gets a turn between pages. */
@@ -81,7 +81,7 @@ export class VectorIndex {
       const rows = await vectorsAfter(em, state.modelId, state.watermark, PAGE);
       if (rows.length === 0) return state;
       const dimensions = rows[0].vector.length / Float32Array.BYTES_PER_ELEMENT;
-      state.index ??= new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 64, multi: false });
+      state.index ??= await newIndex(dimensions);
       const vectors = new Float32Array(rows.length * dimensions);
       rows.forEach((row, i) => vectors.set(vectorOf(row.vector), i * dimensions));
       state.index.add(BigUint64Array.from(rows, (row) => BigInt(row.seq)), vectors);
@@ -90,4 +90,13 @@ export class VectorIndex {
       await setImmediate();
     }
   }
+}
+
+/**
+ * A new index. usearch's native library loads here, at the first search: a control plane that never searches
+ * keeps its memory.
+ */
+async function newIndex(dimensions: number): Promise<Index> {
+  const usearch = (await import('usearch')).default;
+  return new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 64, multi: false });
 }
