@@ -16,6 +16,8 @@ import { runProgram, type Run } from './helpers/run-node.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 
+// Two bundle builds (cold on a fresh machine), three installs, two trainings: minutes, more on a busy machine.
+t.setTimeout(15 * 60_000);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORK = join(ROOT, '.cache', 'install-test');
 const BUNDLES = join(WORK, 'bundles');
