@@ -9,10 +9,10 @@ import { Model } from '../control-plane/src/models/model.entity.ts';
 import { imageNamed, pictureDataset } from './helpers/analyzed.ts';
 import { expectError } from './helpers/expect.ts';
 import { createModel, createProject } from './helpers/models.ts';
-import { copiesOf, picture } from './helpers/pictures.ts';
+import { copiesOf, pictures } from './helpers/pictures.ts';
 import { seededRandom } from './helpers/random.ts';
 import { call } from './helpers/server.ts';
-import { startWorld } from './helpers/world.ts';
+import { createDataset, startWorld } from './helpers/world.ts';
 
 interface Similar {
   images: Array<{ id: string; name: string; hash: string; width: number; height: number; thumbnailUrl: string; dataset: { owner: string; dataset: string; license: string }; score: number }>;
@@ -21,11 +21,12 @@ interface Similar {
 const world = await startWorld(t, { RATE_LIMIT_CLUSTERING: '1000000' });
 const { server } = world;
 const random = seededRandom(47);
-const [a1, a2, b1, fresh, ...others] = await Promise.all(Array.from({ length: 12 }, () => picture(random)));
+const [a1, a2, b1, fresh, ...others] = await pictures(random, 11);
 const [a1Crop, a1Flip] = await copiesOf(a1);
-const [a2Crop, a2Flip, a2Jitter] = await copiesOf(a2);
+const [a2Crop, a2Flip] = await copiesOf(a2);
 const [, b1Flip] = await copiesOf(b1);
-const a1Small = await sharp(a1).resize(280, 210).jpeg({ quality: 70 }).toBuffer();
+const smaller = (bytes: Buffer) => sharp(bytes).resize(280, 210).jpeg({ quality: 70 }).toBuffer();
+const [a1Small, a2Small] = [await smaller(a1), await smaller(a2)];
 
 const trainingId = await pictureDataset(t, world, world.alice, { owner: 'alice', slug: 'training' }, {
   'val/a1.png': a1,
@@ -43,7 +44,7 @@ await pictureDataset(t, world, world.alice, { owner: 'alice', slug: 'pool' }, {
   'pool-1.png': others[2],
   'pool-2.png': others[3],
 });
-await pictureDataset(t, world, world.team, { owner: 'acme-team', slug: 'team-pool' }, { 'a2-team.jpg': a2Jitter, 'team-1.png': others[4] });
+await pictureDataset(t, world, world.team, { owner: 'acme-team', slug: 'team-pool' }, { 'a2-team.jpg': a2Small, 'team-1.png': others[4] });
 await pictureDataset(t, world, world.bobby, { owner: 'bobby', slug: 'open' }, { 'a1-public.jpg': a1Small, 'open-1.png': others[5] }, { visibility: 'public' });
 await pictureDataset(t, world, world.bobby, { owner: 'bobby', slug: 'closed' }, { 'a2-private.png': a2Crop, 'closed-1.png': others[6] });
 const unanalyzedId = await pictureDataset(t, world, world.alice, { owner: 'alice', slug: 'unanalyzed' }, { 'val/fresh.png': fresh }, { analyze: false });
@@ -123,4 +124,15 @@ t.test('errors', async (t) => {
   expectError(t, await call(server, 'GET', `${path}?hashes=not-a-hash`, { key: world.alice }), 400, /hash/);
   const many = Array.from({ length: 101 }, (_, i) => i.toString(16).padStart(64, '0')).join(',');
   expectError(t, await call(server, 'GET', `${path}?hashes=${many}`, { key: world.alice }), 400, /at most 100/);
+});
+
+t.test('it counts in the Clustering rate class, with dataset clustering', async (t) => {
+  const limited = await startWorld(t, { RATE_LIMIT_CLUSTERING: '2' });
+  await createProject(limited, limited.alice, { project: 'vision', name: 'vision' });
+  await createModel(limited, limited.alice, { project: 'vision', model: 'untrained' });
+  await createDataset(limited, limited.alice, { dataset: 'empty', name: 'empty' });
+  const path = '/api/models/alice/vision/untrained/similar-images';
+  t.equal((await call(limited.server, 'GET', path, { key: limited.alice })).status, 200);
+  t.equal((await call(limited.server, 'GET', '/api/datasets/alice/empty/images/clustering', { key: limited.alice })).status, 404, 'no layout yet, counted');
+  expectError(t, await call(limited.server, 'GET', path, { key: limited.alice }), 429, /clustering/i, ['retryAfter', 'resetAt']);
 });

@@ -6,7 +6,7 @@ import t from 'tap';
 import sharp from 'sharp';
 import { analyze as analyzeDataset, imageNamed, pictureDataset } from './helpers/analyzed.ts';
 import { expectError } from './helpers/expect.ts';
-import { copiesOf, picture } from './helpers/pictures.ts';
+import { copiesOf, picture, pictures } from './helpers/pictures.ts';
 import { seededRandom } from './helpers/random.ts';
 import { call } from './helpers/server.ts';
 import { startWorld } from './helpers/world.ts';
@@ -21,7 +21,7 @@ const random = seededRandom(31);
 const query = await picture(random);
 const [crop, flip, jitter] = await copiesOf(query);
 const smaller = await sharp(query).resize(280, 210).jpeg({ quality: 70 }).toBuffer();
-const distractors = await Promise.all(Array.from({ length: 6 }, () => picture(random)));
+const distractors = await pictures(random, 6);
 
 const dataset = (key: string, owner: string, slug: string, files: Record<string, Buffer>, options: { visibility?: string; analyze?: boolean } = {}) =>
   pictureDataset(t, world, key, { owner, slug }, files, options);
