@@ -4,12 +4,12 @@
 // analyzed yet is embedded on the fly; images analyzed or deleted later show up or go at the next search.
 import t from 'tap';
 import sharp from 'sharp';
-import { ingestArchive, waitForJob, zipOf } from './helpers/archives.ts';
+import { analyze as analyzeDataset, imageNamed, pictureDataset } from './helpers/analyzed.ts';
 import { expectError } from './helpers/expect.ts';
-import { copiesOf, picture } from './helpers/pictures.ts';
+import { copiesOf, picture, pictures } from './helpers/pictures.ts';
 import { seededRandom } from './helpers/random.ts';
 import { call } from './helpers/server.ts';
-import { createDataset, startWorld } from './helpers/world.ts';
+import { startWorld } from './helpers/world.ts';
 
 interface Similar {
   images: Array<{ id: string; name: string; hash: string; width: number; height: number; thumbnailUrl: string; dataset: { owner: string; dataset: string; license: string }; score: number }>;
@@ -21,30 +21,12 @@ const random = seededRandom(31);
 const query = await picture(random);
 const [crop, flip, jitter] = await copiesOf(query);
 const smaller = await sharp(query).resize(280, 210).jpeg({ quality: 70 }).toBuffer();
-const distractors = await Promise.all(Array.from({ length: 6 }, () => picture(random)));
+const distractors = await pictures(random, 6);
 
-/** A dataset with these files (in train), analyzed unless told otherwise. */
-async function dataset(key: string, owner: string, slug: string, files: Record<string, Buffer>, options: { visibility?: string; analyze?: boolean } = {}): Promise<void> {
-  const id = await createDataset(world, key, { dataset: slug, name: slug, ...(options.visibility ? { visibility: options.visibility } : {}) });
-  const entries = Object.fromEntries(Object.entries(files).map(([name, bytes]) => [`images/train/${name}`, bytes]));
-  const ingested = await ingestArchive(t, world, key, owner, slug, id, `${slug}.zip`, await zipOf(entries));
-  if (ingested.status !== 'completed') throw new Error(`ingest ${slug}: ${ingested.status} ${ingested.error}`);
-  if (options.analyze !== false) await analyze(key, owner, slug);
-}
-
-async function analyze(key: string, owner: string, slug: string): Promise<void> {
-  const started = await call<{ jobId: string }>(server, 'POST', `/api/datasets/${owner}/${slug}/embeddings`, { key });
-  if (started.status !== 202) throw new Error(`analyze ${slug}: ${started.status} ${JSON.stringify(started.body)}`);
-  const job = await waitForJob(t, world, key, started.body.jobId, { seconds: 120 });
-  if (job.status !== 'completed') throw new Error(`analysis of ${slug}: ${job.status} ${job.error}`);
-}
-
-async function imageId(key: string, owner: string, slug: string, name: string): Promise<string> {
-  const listed = await call<{ images: Array<{ id: string; name: string }> }>(server, 'GET', `/api/datasets/${owner}/${slug}/images`, { key });
-  const found = listed.body.images.find((image) => image.name === name);
-  if (!found) throw new Error(`${name} not in ${owner}/${slug}`);
-  return found.id;
-}
+const dataset = (key: string, owner: string, slug: string, files: Record<string, Buffer>, options: { visibility?: string; analyze?: boolean } = {}) =>
+  pictureDataset(t, world, key, { owner, slug }, files, options);
+const analyze = (key: string, owner: string, slug: string) => analyzeDataset(t, world, key, owner, slug);
+const imageId = async (key: string, owner: string, slug: string, name: string) => (await imageNamed(world, key, owner, slug, name)).id;
 
 async function similar(key: string, id: string, suffix = ''): Promise<Similar['images']> {
   const response = await call<Similar>(server, 'GET', `/api/images/${id}/similar${suffix}`, { key });

@@ -27,6 +27,7 @@ import { HostService } from './hosts/host.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobService } from './jobs/job.service.ts';
+import { ModelSimilarService } from './models/model-similar.service.ts';
 import { ModelService } from './models/model.service.ts';
 import { ProjectService } from './projects/project.service.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
@@ -147,6 +148,11 @@ export class Services {
   get similarImages(): SimilarImagesService {
     if (!this.deps.embedder || !this.deps.vectorIndex) throw new Error('no image embedder in this process');
     return new SimilarImagesService(this.em, { storage: this.storage, embedder: this.deps.embedder, index: this.deps.vectorIndex });
+  }
+
+  get modelSimilar(): ModelSimilarService {
+    if (!this.deps.embedder || !this.deps.vectorIndex) throw new Error('no image embedder in this process');
+    return new ModelSimilarService(this.em, { storage: this.storage, embedder: this.deps.embedder, index: this.deps.vectorIndex });
   }
 
   get images(): ImageService {

@@ -29,6 +29,13 @@ export async function picture(random: SeededRandom): Promise<Buffer> {
   return sharp(data, { raw: { width, height, channels: 3 } }).png().toBuffer();
 }
 
+/** `count` distinct pictures, made one after another: a picture draws from `random` after an await, so pictures made at once would differ from run to run. */
+export async function pictures(random: SeededRandom, count: number): Promise<Buffer[]> {
+  const made: Buffer[] = [];
+  for (let i = 0; i < count; i++) made.push(await picture(random));
+  return made;
+}
+
 /** Edited copies: a crop; flipped and re-encoded; colours jittered and re-encoded harder. */
 export async function copiesOf(base: Buffer): Promise<Buffer[]> {
   return Promise.all([

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ImageHash } from '../images/image.schemas.ts';
 import { LabelInput } from '../images/labels.ts';
 import { int, queryInt } from '../validation/integers.ts';
 import { SplitName, Task } from './dataset.schemas.ts';
@@ -37,8 +38,6 @@ export const VersionPatched = z.object({ ok: z.literal(true) });
 
 export const RestoreBody = z.object({ version: VersionNumber }).strict();
 export const Restored = z.object({ version: VersionNumber, imageCount: z.number().int() });
-
-const ImageHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be an image hash (64 hexadecimal characters)');
 
 export const CompareQuery = z.object({
   base: queryInt().min(1).meta({ description: 'The version compared from' }),

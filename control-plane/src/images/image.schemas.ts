@@ -25,6 +25,9 @@ const ClassIdList = z
 
 export const ImagePath = z.object({ imageId: ObjectId });
 
+/** An image's content hash (SHA-256 of its bytes). */
+export const ImageHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be an image hash (64 hexadecimal characters)');
+
 /** Filters, order and extras of the dataset images list (GET query; the POST form takes them as query too). */
 export const ImageListQuery = offsetQuery(50, 5000).extend({
   cursor: ObjectId.optional().meta({ description: 'The last image ID of the previous page (nextCursor); pages by keyset in any sort' }),

@@ -14,17 +14,18 @@ export const SimilarQuery = z.object({
   }),
 });
 
+/** One image found: where it is, its thumbnail and how like the query it is. */
+export const SimilarImage = z.object({
+  id: z.string(),
+  name: z.string(),
+  hash: z.string(),
+  width: z.number().int(),
+  height: z.number().int(),
+  thumbnailUrl: z.string(),
+  dataset: z.object({ owner: z.string(), dataset: z.string(), license: z.enum(RESULT_LICENSES) }),
+  score: z.number().min(0).max(1).meta({ description: 'Cosine similarity of the two images\' embeddings, 0-1 (1: the same picture)' }),
+});
+
 export const SimilarImages = z.object({
-  images: z.array(
-    z.object({
-      id: z.string(),
-      name: z.string(),
-      hash: z.string(),
-      width: z.number().int(),
-      height: z.number().int(),
-      thumbnailUrl: z.string(),
-      dataset: z.object({ owner: z.string(), dataset: z.string(), license: z.enum(RESULT_LICENSES) }),
-      score: z.number().min(0).max(1).meta({ description: 'Cosine similarity of the two images\' embeddings, 0-1 (1: the same picture)' }),
-    }),
-  ).meta({ description: `Most similar first, at most ${SIMILAR_LIMIT}` }),
+  images: z.array(SimilarImage).meta({ description: `Most similar first, at most ${SIMILAR_LIMIT}` }),
 });

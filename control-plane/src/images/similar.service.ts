@@ -4,23 +4,16 @@ import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import type { Dataset } from '../datasets/dataset.entity.ts';
 import { saveEmbeddings, vectorOf } from '../embeddings/embeddings.store.ts';
-import { EmbedderUnavailable, type ImageEmbedder } from '../embeddings/image-embedder.ts';
+import type { ImageEmbedder } from '../embeddings/image-embedder.ts';
 import type { VectorIndex } from '../embeddings/vector-index.ts';
 import { Unavailable } from '../http/errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { findImage } from './image-access.ts';
-import { imageKey, ImageUrls } from './image-urls.ts';
+import { imageKey } from './image-urls.ts';
 import type { Image } from './image.entity.ts';
-import { RESULT_LICENSES, SIMILAR_LIMIT, type SimilarImages, type SimilarQuery } from './similar.schemas.ts';
-import { candidates, storedVector, type CandidateRow, type Visibility } from './similar.store.ts';
-
-/** Nearest vectors asked for first, per image answered: most are filtered out (not visible, the source dataset). */
-const OVERSAMPLE = 8;
-/** Each pass that finds too few asks this many times more, up to MAX_CANDIDATES (beyond, the answer is shorter). */
-const WIDEN = 8;
-const MAX_CANDIDATES = SIMILAR_LIMIT * OVERSAMPLE * WIDEN * WIDEN;
-
-const LICENSES = new Set<string>(RESULT_LICENSES);
+import { searchSimilar, unavailable, visibleTo } from './similar-search.ts';
+import { SIMILAR_LIMIT, type SimilarImages, type SimilarQuery } from './similar.schemas.ts';
+import { storedVector } from './similar.store.ts';
 
 /** Similar images: the query image's vector (embedded now if need be) against the vector index, filtered to what the actor may see. */
 export class SimilarImagesService {
@@ -40,33 +33,8 @@ export class SimilarImagesService {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
     const modelId = await this.embedder.modelId().catch(unavailable);
     const vector = await this.vectorOf(image, dataset, modelId);
-    const filter = { modelId, hash: image.hash, datasetId: dataset.id, includeSourceDataset: options.includeSourceDataset, visibility: visibleTo(actor) };
-    let shown: Array<CandidateRow & { similarity: number }> = [];
-    for (let asked = SIMILAR_LIMIT * OVERSAMPLE; asked <= MAX_CANDIDATES; asked *= WIDEN) {
-      const { neighbours, size } = await this.index.nearest(modelId, vector, asked);
-      const rows = new Map((await candidates(this.em, neighbours.map((n) => n.seq), filter)).map((row) => [row.seq, row]));
-      this.index.forget(neighbours.filter((n) => !rows.has(n.seq.toString())).map((n) => n.seq));
-      shown = neighbours.flatMap((n) => {
-        const row = rows.get(n.seq.toString());
-        return row?.shown ? [{ ...row, similarity: n.similarity }] : [];
-      });
-      if (shown.length >= SIMILAR_LIMIT || asked >= size) break;
-    }
-    const urls = new ImageUrls(this.storage.urls);
-    return {
-      images: await Promise.all(
-        shown.slice(0, SIMILAR_LIMIT).map(async (row) => ({
-          id: row.id,
-          name: row.name,
-          hash: row.hash,
-          width: row.width,
-          height: row.height,
-          thumbnailUrl: (await urls.thumbnail({ workspaceId: row.workspace_id, hash: row.hash, ext: row.ext, name: row.name, error: null }))!,
-          dataset: { owner: row.owner, dataset: row.slug, license: licenseOf(row.license) },
-          score: Math.round(Math.min(1, Math.max(0, row.similarity)) * 10_000) / 10_000,
-        })),
-      ),
-    };
+    const filter = { modelId, hashes: [image.hash], datasetId: options.includeSourceDataset ? null : dataset.id, heldBy: null, visibility: visibleTo(actor) };
+    return { images: await searchSimilar(this.em, { index: this.index, storage: this.storage }, [vector], filter, SIMILAR_LIMIT) };
   }
 
   /** The image's stored vector, or one made now and kept (503 when it cannot be: no model, no file, not decodable). */
@@ -83,17 +51,3 @@ export class SimilarImagesService {
   }
 }
 
-/** Public datasets, the key's workspace and its user's teams; a training job's key, its job's datasets only. */
-function visibleTo(actor: Actor): Visibility {
-  if (actor.kind !== 'key') return { workspaceIds: [], datasetIds: null };
-  return { workspaceIds: [actor.workspaceId, ...actor.profile.teams.map((team) => team.id)], datasetIds: actor.jobScope?.resourceIds ?? null };
-}
-
-function licenseOf(license: string | null): (typeof RESULT_LICENSES)[number] {
-  if (!license) return 'None';
-  return LICENSES.has(license) ? (license as (typeof RESULT_LICENSES)[number]) : 'Other';
-}
-
-function unavailable(error: unknown): never {
-  throw error instanceof EmbedderUnavailable ? Unavailable(error.message) : error;
-}

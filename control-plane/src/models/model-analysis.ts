@@ -1,5 +1,6 @@
 // GET /api/models/{owner}/{project}/{model}?analysis=1: the per-image validation results a training reported
-// (rows of [image hash, tp, fp, fn]), summarised as the worst- and best-scoring cohorts by F1.
+// (rows of [image hash, tp, fp, fn]), summarised as the worst- and best-scoring cohorts by F1; the worst are what
+// GET .../similar-images searches like.
 import type { z } from 'zod';
 import type { ValidationExtremes } from './model.entity.ts';
 import type { ModelAnalysis } from './model.schemas.ts';
@@ -51,14 +52,27 @@ function cohort(rows: Row[]): Cohort {
   };
 }
 
-/** null when the training recorded no per-image rows. */
-export function modelAnalysis(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined): z.input<typeof ModelAnalysis> {
+/** The recorded rows and the cohorts at each end (the trainer's, else the rows ranked by F1); null when none were recorded. */
+function ranked(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined) {
   const rows = (stored ?? []).map(row).filter((item): item is Row => item !== null);
   if (rows.length === 0) return null;
-  const ranked = [...rows].sort((a, b) => f1(a) - f1(b) || a.hash.localeCompare(b.hash));
+  const byF1 = [...rows].sort((a, b) => f1(a) - f1(b) || a.hash.localeCompare(b.hash));
   const fromTrainer = (list: unknown[] | undefined) => list?.map(row).filter((item): item is Row => item !== null);
-  const worst = fromTrainer(summary?.extremes?.worst) ?? ranked.slice(0, COHORT_SIZE);
-  const best = fromTrainer(summary?.extremes?.best) ?? ranked.slice(-COHORT_SIZE).reverse();
+  const worst = fromTrainer(summary?.extremes?.worst) ?? byF1.slice(0, COHORT_SIZE);
+  const best = fromTrainer(summary?.extremes?.best) ?? byF1.slice(-COHORT_SIZE).reverse();
+  return { rows, worst, best };
+}
+
+/** The hashes of the worst cohort, worst first (GET .../similar-images); null when the training recorded no per-image rows. */
+export function worstHashes(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined): string[] | null {
+  return ranked(stored, summary)?.worst.map((item) => item.hash) ?? null;
+}
+
+/** null when the training recorded no per-image rows. */
+export function modelAnalysis(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined): z.input<typeof ModelAnalysis> {
+  const found = ranked(stored, summary);
+  if (!found) return null;
+  const { rows, worst, best } = found;
   const population = Math.max(count(summary?.population), rows.length);
   return {
     population,

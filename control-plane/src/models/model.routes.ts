@@ -14,6 +14,7 @@ import {
   ModelRead,
   ModelReadQuery,
 } from './model.schemas.ts';
+import { ModelSimilarImages, ModelSimilarQuery, MODEL_SIMILAR_LIMIT } from './model-similar.schemas.ts';
 
 export const listModels = defineRoute({
   method: 'GET',
@@ -124,4 +125,24 @@ export const cloneModel = defineRoute({
 });
 
 
-export const modelRoutes = [listModels, createModel, readModel, updateModel, deleteModel, modelFiles, cloneModel];
+export const modelSimilarImages = defineRoute({
+  method: 'GET',
+  path: '/api/models/:owner/:project/:model/similar-images',
+  tag: 'Models',
+  summary: `Up to ${MODEL_SIMILAR_LIMIT} images like the validation images this model scored worst on, from other datasets`,
+  description:
+    "What to label next: images from public datasets and the datasets of your workspace and teams that look like the worst cohort of the model's " +
+    "per-image validation results (GET ?analysis=1), nearest by this appliance's image embedder, each worst image's nearest in turn. " +
+    'Images whose content the training dataset holds are left out (its own images and their copies elsewhere), and so are the worst images themselves. ' +
+    "The worst images' vectors come from the analyses of datasets the key can see (POST /api/datasets/{owner}/{dataset}/embeddings of the training dataset): " +
+    'worst images without one are skipped, and when none has one the answer is 404. An empty list when the training recorded no per-image results, ' +
+    'or when none of the given hashes is in the worst cohort. 503: no embedding model on this appliance.',
+  auth: 'key',
+  limit: 'clustering',
+  request: { params: ModelPath, query: ModelSimilarQuery },
+  response: { status: 200, description: 'Images like the worst ones', schema: ModelSimilarImages },
+  errors: [400, 404, 503],
+  handler: (ctx, { params, query }) => ctx.state.services.modelSimilar.similar(ctx.state.actor, params, query),
+});
+
+export const modelRoutes = [listModels, createModel, readModel, updateModel, deleteModel, modelFiles, modelSimilarImages, cloneModel];

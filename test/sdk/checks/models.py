@@ -1,4 +1,4 @@
-"""Models: create, list, read (and its analysis), update, files, clone, the checkpoint upload webhook. Cancelling a
+"""Models: create, list, read (and its analysis), similar images of its worst, update, files, clone, the checkpoint upload webhook. Cancelling a
 training is checked with the training group, which starts one."""
 
 import base64
@@ -32,6 +32,13 @@ def retrieve(context: Context):
     expect(analysis == {"analysis": None}, "a model that never trained has no analysis")
     answer = context.client.models.retrieve(*_seeded(context))
     expect(answer["model"]["hasWeights"] and answer["isOwner"], "the owner reads the model with its weights")
+    return answer
+
+
+@check("models.find_similar_training_images")
+def find_similar_training_images(context: Context):
+    answer = context.client.models.find_similar_training_images(*_seeded(context))
+    expect(answer == {"images": []}, f"a model that never trained recorded no per-image results, so nothing to search like: {answer}")
     return answer
 
 

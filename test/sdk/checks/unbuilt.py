@@ -4,17 +4,8 @@ so the list entry shows up as an unexpected pass the day the route answers as th
 from registry import Context, check
 
 
-def _model(context: Context) -> tuple[str, str, str]:
-    return context.owner, context.seeded["project"], context.seeded["model"]
-
-
 def _dataset(context: Context) -> tuple[str, str]:
     return context.owner, context.seeded["dataset"]
-
-
-@check("models.find_similar_training_images")
-def model_similar(context: Context):
-    return context.client.models.find_similar_training_images(*_model(context))
 
 
 @check("datasets.preview_roboflow")
