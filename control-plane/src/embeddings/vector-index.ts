@@ -8,10 +8,23 @@ const PAGE = 1024;
 /** Where a search finds fewer vectors than asked, usearch pads its answer with this key (-1 as u64). */
 const NO_KEY = 2n ** 64n - 1n;
 
+/** Neighbours asked for first, per result wanted: most are filtered out by the caller. */
+const OVERSAMPLE = 8;
+/** Each pass that finds too few asks this many times more (beyond the last, the answer is shorter). */
+const WIDEN = 8;
+/** The most neighbours asked for per query vector, whatever the count: bounds a search's work. */
+const MAX_ASKED = 65_536;
+
 /** A stored vector near the query: its seq (image_embeddings.seq) and its cosine similarity. */
 export interface Neighbour {
   seq: bigint;
   similarity: number;
+}
+
+/** What a caller knows of a stored vector: absent when it is gone from PostgreSQL, shown when its filter keeps it. */
+export interface Kept {
+  seq: string;
+  shown: boolean;
 }
 
 interface State {
@@ -53,8 +66,35 @@ export class VectorIndex {
     return { neighbours, size };
   }
 
+  /**
+   * Up to `count` vectors near any of `vectors` (scored by the nearest of them) that `rows` shows, best first. Asks for
+   * `count` × OVERSAMPLE neighbours of each, WIDEN times more while too few are shown, at most `count` × OVERSAMPLE ×
+   * WIDEN² or MAX_ASKED; the vectors `rows` does not return are gone from PostgreSQL and forgotten.
+   */
+  async nearestShown<R extends Kept>(modelId: string, vectors: Float32Array[], count: number, rows: (seqs: bigint[]) => Promise<R[]>): Promise<Array<R & { similarity: number }>> {
+    const most = Math.min(count * OVERSAMPLE * WIDEN * WIDEN, MAX_ASKED);
+    let shown: Array<R & { similarity: number }> = [];
+    for (let asked = Math.min(count * OVERSAMPLE, most); ; asked = Math.min(asked * WIDEN, most)) {
+      const best = new Map<bigint, number>();
+      let size = 0;
+      for (const vector of vectors) {
+        const found = await this.nearest(modelId, vector, asked);
+        size = found.size;
+        for (const n of found.neighbours) best.set(n.seq, Math.max(n.similarity, best.get(n.seq) ?? -Infinity));
+      }
+      const neighbours = [...best].map(([seq, similarity]) => ({ seq, similarity })).sort((a, b) => b.similarity - a.similarity || (a.seq < b.seq ? -1 : 1));
+      const known = new Map((await rows(neighbours.map((n) => n.seq))).map((row) => [row.seq, row]));
+      this.forget(neighbours.filter((n) => !known.has(n.seq.toString())).map((n) => n.seq));
+      shown = neighbours.flatMap((n) => {
+        const row = known.get(n.seq.toString());
+        return row?.shown ? [{ ...row, similarity: n.similarity }] : [];
+      });
+      if (shown.length >= count || asked >= size || asked >= most) return shown.slice(0, count);
+    }
+  }
+
   /** Drops vectors a search found gone from PostgreSQL. */
-  forget(seqs: bigint[]): void {
+  private forget(seqs: bigint[]): void {
     if (seqs.length > 0) this.state?.index?.remove(BigUint64Array.from(seqs));
   }
 

@@ -12,13 +12,7 @@ import { findImage } from './image-access.ts';
 import { imageKey, ImageUrls } from './image-urls.ts';
 import type { Image } from './image.entity.ts';
 import { RESULT_LICENSES, SIMILAR_LIMIT, type SimilarImages, type SimilarQuery } from './similar.schemas.ts';
-import { candidates, storedVector, type CandidateRow, type Visibility } from './similar.store.ts';
-
-/** Nearest vectors asked for first, per image answered: most are filtered out (not visible, the source dataset). */
-const OVERSAMPLE = 8;
-/** Each pass that finds too few asks this many times more, up to MAX_CANDIDATES (beyond, the answer is shorter). */
-const WIDEN = 8;
-const MAX_CANDIDATES = SIMILAR_LIMIT * OVERSAMPLE * WIDEN * WIDEN;
+import { candidates, storedVector, type Visibility } from './similar.store.ts';
 
 const LICENSES = new Set<string>(RESULT_LICENSES);
 
@@ -41,21 +35,11 @@ export class SimilarImagesService {
     const modelId = await this.embedder.modelId().catch(unavailable);
     const vector = await this.vectorOf(image, dataset, modelId);
     const filter = { modelId, hash: image.hash, datasetId: dataset.id, includeSourceDataset: options.includeSourceDataset, visibility: visibleTo(actor) };
-    let shown: Array<CandidateRow & { similarity: number }> = [];
-    for (let asked = SIMILAR_LIMIT * OVERSAMPLE; asked <= MAX_CANDIDATES; asked *= WIDEN) {
-      const { neighbours, size } = await this.index.nearest(modelId, vector, asked);
-      const rows = new Map((await candidates(this.em, neighbours.map((n) => n.seq), filter)).map((row) => [row.seq, row]));
-      this.index.forget(neighbours.filter((n) => !rows.has(n.seq.toString())).map((n) => n.seq));
-      shown = neighbours.flatMap((n) => {
-        const row = rows.get(n.seq.toString());
-        return row?.shown ? [{ ...row, similarity: n.similarity }] : [];
-      });
-      if (shown.length >= SIMILAR_LIMIT || asked >= size) break;
-    }
+    const shown = await this.index.nearestShown(modelId, [vector], SIMILAR_LIMIT, (seqs) => candidates(this.em, seqs, filter));
     const urls = new ImageUrls(this.storage.urls);
     return {
       images: await Promise.all(
-        shown.slice(0, SIMILAR_LIMIT).map(async (row) => ({
+        shown.map(async (row) => ({
           id: row.id,
           name: row.name,
           hash: row.hash,
