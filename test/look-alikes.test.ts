@@ -1,13 +1,13 @@
 // q in the dataset images list with the real image embedder and the vector index: the text matches first, then the
 // images of the same dataset that look most like them (edited copies of the matched picture before other pictures),
 // each once, never a text match again, passing the other filters, never another dataset's; stable pages and a total
-// counting both; none before the dataset is analyzed.
+// counting both; none before the dataset is analyzed, nor from a control plane without the embedding model.
 import sharp from 'sharp';
 import t from 'tap';
 import { ingestArchive, waitForJob, zipOf } from './helpers/archives.ts';
 import { copiesOf, picture } from './helpers/pictures.ts';
 import { seededRandom } from './helpers/random.ts';
-import { call } from './helpers/server.ts';
+import { call, startTestServer } from './helpers/server.ts';
 import { createDataset, startWorld } from './helpers/world.ts';
 
 interface Listing {
@@ -54,10 +54,10 @@ async function analyze(slug: string): Promise<void> {
   if (job.status !== 'completed') throw new Error(`analysis of ${slug}: ${job.status} ${job.error}`);
 }
 
-async function list(query: string, imageIds?: string[]): Promise<Listing> {
+async function list(query: string, imageIds?: string[], on = server): Promise<Listing> {
   const response = imageIds
-    ? await call<Listing>(server, 'POST', `/api/datasets/alice/families/images?${query}`, { key: world.alice, body: { imageIds } })
-    : await call<Listing>(server, 'GET', `/api/datasets/alice/families/images?${query}`, { key: world.alice });
+    ? await call<Listing>(on, 'POST', `/api/datasets/alice/families/images?${query}`, { key: world.alice, body: { imageIds } })
+    : await call<Listing>(on, 'GET', `/api/datasets/alice/families/images?${query}`, { key: world.alice });
   if (response.status !== 200) throw new Error(`list ${query}: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body;
 }
@@ -119,4 +119,11 @@ t.test('the other filters hold for look-alikes', async (t) => {
   t.equal(names(selected)[1], 'a-crop.png', 'the selection only, nearest first');
   t.same(new Set(names(selected)), new Set(['sunrise.png', 'a-crop.png', 'o-0.png', 'b-crop.png']));
   t.equal(selected.total, 4);
+});
+
+t.test('a control plane without the embedding model lists the text matches only', async (t) => {
+  const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
+  const listing = await list('q=sunrise', undefined, bare);
+  t.same(names(listing), ['sunrise.png']);
+  t.equal(listing.total, 1);
 });
