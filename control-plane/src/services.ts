@@ -156,7 +156,8 @@ export class Services {
   }
 
   get images(): ImageService {
-    return new ImageService(this.em, this.storage);
+    const { embedder, vectorIndex } = this.deps;
+    return new ImageService(this.em, this.storage, embedder && vectorIndex ? { embedder, index: vectorIndex } : undefined);
   }
 
   /** How images get into a dataset (ingest and tests). */

@@ -85,6 +85,16 @@ export async function datasetEmbeddingCounts(em: EntityManager, datasetId: strin
   return { embeddings: row.embeddings, latestImageAt: row.latest_image_at };
 }
 
+/** How many vectors of `modelId` the dataset's images have (current or not), and the seq of the newest. */
+export async function datasetVectors(em: EntityManager, datasetId: string, modelId: string): Promise<{ count: number; newest: string | null }> {
+  const [row] = await query<{ count: number; newest: string | null }>(
+    em,
+    'select count(*)::int as count, max(seq)::text as newest from image_embeddings where dataset_id = ? and model_id = ?',
+    [datasetId, modelId],
+  );
+  return row;
+}
+
 /** The dataset's queued or running analysis. */
 export async function activeAnalysis(em: EntityManager, datasetId: string): Promise<AnalysisRow | undefined> {
   const [row] = await query<AnalysisRow>(

@@ -8,10 +8,23 @@ const PAGE = 1024;
 /** Where a search finds fewer vectors than asked, usearch pads its answer with this key (-1 as u64). */
 const NO_KEY = 2n ** 64n - 1n;
 
+/** Neighbours asked for first, per result wanted: most are filtered out by the caller. */
+const OVERSAMPLE = 8;
+/** Each pass that finds too few asks this many times more (beyond the last, the answer is shorter). */
+const WIDEN = 8;
+/** The most neighbours asked for per query vector, whatever the count: bounds a search's work. */
+const MAX_ASKED = 65_536;
+
 /** A stored vector near the query: its seq (image_embeddings.seq) and its cosine similarity. */
 export interface Neighbour {
   seq: bigint;
   similarity: number;
+}
+
+/** What a caller knows of a stored vector: absent when it is gone from PostgreSQL, shown when its filter keeps it. */
+export interface Kept {
+  seq: string;
+  shown: boolean;
 }
 
 interface State {
@@ -27,6 +40,13 @@ interface State {
  * vectors written since (by any replica: seqs commit in order, see saveEmbeddings). Vectors deleted or replaced stay in
  * it until a search meets them and the caller forgets them; seqs are never reused, so a gone seq never comes back.
  */
+/** The rows found for several queries, each once with its best similarity, most similar first, up to `count`. */
+export function nearestFirst<R extends Kept & { similarity: number }>(lists: R[][], count: number): R[] {
+  const best = new Map<string, R>();
+  for (const row of lists.flat()) if (row.similarity > (best.get(row.seq)?.similarity ?? -Infinity)) best.set(row.seq, row);
+  return [...best.values()].sort((a, b) => b.similarity - a.similarity || (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1)).slice(0, count);
+}
+
 export class VectorIndex {
   private readonly fork: () => EntityManager;
   private state: State | undefined;
@@ -53,8 +73,33 @@ export class VectorIndex {
     return { neighbours, size };
   }
 
+  /**
+   * For each of `vectors`, its nearest stored vectors that `rows` shows, nearest first: together at least `count`
+   * distinct ones where the index holds them. Asks for `count` × OVERSAMPLE neighbours of each, WIDEN times more while
+   * too few are shown, at most `count` × OVERSAMPLE × WIDEN² or MAX_ASKED; the vectors `rows` does not return are gone
+   * from PostgreSQL and forgotten.
+   */
+  async nearestShown<R extends Kept>(modelId: string, vectors: Float32Array[], count: number, rows: (seqs: bigint[]) => Promise<R[]>): Promise<Array<Array<R & { similarity: number }>>> {
+    const most = Math.min(count * OVERSAMPLE * WIDEN * WIDEN, MAX_ASKED);
+    for (let asked = Math.min(count * OVERSAMPLE, most); ; asked = Math.min(asked * WIDEN, most)) {
+      const searched: Array<{ neighbours: Neighbour[]; size: number }> = [];
+      for (const vector of vectors) searched.push(await this.nearest(modelId, vector, asked));
+      const seqs = [...new Set(searched.flatMap(({ neighbours }) => neighbours.map((n) => n.seq)))];
+      const known = new Map((await rows(seqs)).map((row) => [row.seq, row]));
+      this.forget(seqs.filter((seq) => !known.has(seq.toString())));
+      const lists = searched.map(({ neighbours }) =>
+        neighbours.flatMap((n) => {
+          const row = known.get(n.seq.toString());
+          return row?.shown ? [{ ...row, similarity: n.similarity }] : [];
+        }),
+      );
+      const distinct = new Set(lists.flatMap((list) => list.map((row) => row.seq))).size;
+      if (distinct >= count || asked >= most || searched.every(({ size }) => asked >= size)) return lists;
+    }
+  }
+
   /** Drops vectors a search found gone from PostgreSQL. */
-  forget(seqs: bigint[]): void {
+  private forget(seqs: bigint[]): void {
     if (seqs.length > 0) this.state?.index?.remove(BigUint64Array.from(seqs));
   }
 

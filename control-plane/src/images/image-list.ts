@@ -1,10 +1,25 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Dataset } from '../datasets/dataset.entity.ts';
 import { pgArray, query } from '../db/sql.ts';
+import { datasetVectors, vectorOf } from '../embeddings/embeddings.store.ts';
+import { EmbedderUnavailable, type ImageEmbedder } from '../embeddings/image-embedder.ts';
+import { nearestFirst, type VectorIndex } from '../embeddings/vector-index.ts';
 import { Invalid } from '../http/errors.ts';
-import type { ImageListOptions, ImageSort } from './image.schemas.ts';
+import { LOOK_ALIKE_LIMIT, type ImageListOptions, type ImageSort } from './image.schemas.ts';
 import { containsPattern } from './image-search.ts';
-import { cachedTotal } from './list-totals.ts';
+import { ListCache, listTotals } from './list-totals.ts';
+
+/** The text matches whose vectors look-alikes are searched near, the most relevant first. */
+const QUERY_IMAGES = 4;
+/** Look-alike lists kept for paging: up to LOOK_ALIKE_LIMIT ids each (tens of kB). */
+const lookAlikeLists = new ListCache<string[]>(200);
+
+/** What look-alikes are searched with; a process without them lists text matches only. */
+export interface VectorSearch {
+  embedder: ImageEmbedder;
+  index: VectorIndex;
+}
 
 const ORDER: Record<ImageSort, [column: string, direction: 'asc' | 'desc']> = {
   newest: ['created_at', 'desc'],
@@ -68,6 +83,34 @@ function textMatch(where: Conditions, dataset: Dataset, term: string): void {
   else where.add('i.search_text like ?', containsPattern(term));
 }
 
+/** An ORDER BY clause and its parameters. */
+interface Order {
+  sql: string;
+  params: unknown[];
+}
+
+/** q as a condition and an order: an ID or hash finds that image; text ranks exact, then prefix file-name matches, then by similarity. */
+function relevance(dataset: Dataset, q: string): { match: Conditions; order: Order } {
+  const match = new Conditions();
+  if (/^[0-9a-f]{24}$/i.test(q)) {
+    match.add('i.id = ?', q.toLowerCase());
+    return { match, order: { sql: 'i.id', params: [] } };
+  }
+  if (/^[0-9a-f]{64}$/i.test(q)) {
+    match.add('i.hash = ?', q.toLowerCase());
+    return { match, order: { sql: 'i.created_at desc, i.id desc', params: [] } };
+  }
+  textMatch(match, dataset, q);
+  const lower = q.toLowerCase();
+  return {
+    match,
+    order: {
+      sql: '(lower(i.name) = ?) desc, (lower(i.name) like ?) desc, similarity(i.search_text, ?) desc, i.created_at desc, i.id desc',
+      params: [lower, `${lower.replace(/[\\%_]/g, '\\$&')}%`, lower],
+    },
+  };
+}
+
 /**
  * The dataset images list as SQL. Every sort has an index ending in id, so pages come from an index scan:
  * by offset (a deferred join keeps deep offsets to an index walk) or by keyset after the cursor image.
@@ -77,12 +120,14 @@ export class ImageListQuery {
   private readonly dataset: Dataset;
   private readonly options: ImageListOptions;
   private readonly imageIds?: string[];
+  private readonly vectors?: VectorSearch;
 
-  constructor(em: EntityManager, dataset: Dataset, options: ImageListOptions, imageIds?: string[]) {
+  constructor(em: EntityManager, dataset: Dataset, options: ImageListOptions, imageIds?: string[], vectors?: VectorSearch) {
     this.em = em;
     this.dataset = dataset;
     this.options = options;
     this.imageIds = imageIds;
+    this.vectors = vectors;
   }
 
   private filters(): Conditions {
@@ -101,25 +146,41 @@ export class ImageListQuery {
   /** limit + 1 rows, so the caller knows whether there are more. */
   async page(): Promise<ImageRow[]> {
     const { q, cursor, offset, limit } = this.options;
-    const where = this.filters();
-    let order: string;
-    const orderParams: unknown[] = [];
     if (q) {
       if (cursor) throw Invalid('cursor: q ranks by relevance; page it with offset');
-      order = this.relevance(where, q, orderParams);
-    } else {
-      const [column, direction] = ORDER[this.options.sort];
-      order = `i.${column} ${direction}, i.id ${direction}`;
-      if (cursor) await this.afterCursor(where, cursor, column, direction);
+      return this.relevantPage(q);
     }
-    const skip = cursor ? 0 : offset;
+    const where = this.filters();
+    const [column, direction] = ORDER[this.options.sort];
+    if (cursor) await this.afterCursor(where, cursor, column, direction);
+    return this.rows(where, { sql: `i.${column} ${direction}, i.id ${direction}`, params: [] }, cursor ? 0 : offset);
+  }
+
+  private rows(where: Conditions, order: Order, skip: number): Promise<ImageRow[]> {
     return query<ImageRow>(
       this.em,
       `select ${COLUMNS} from images i
-       join (select i.id from images i where ${where.sql} order by ${order} limit ? offset ?) page on page.id = i.id
-       order by ${order}`,
-      [...where.params, ...orderParams, limit + 1, skip, ...orderParams],
+       join (select i.id from images i where ${where.sql} order by ${order.sql} limit ? offset ?) page on page.id = i.id
+       order by ${order.sql}`,
+      [...where.params, ...order.params, this.options.limit + 1, skip, ...order.params],
     );
+  }
+
+  /** q: the text matches, then their look-alikes. */
+  private async relevantPage(q: string): Promise<ImageRow[]> {
+    const { offset, limit } = this.options;
+    const [matches, lookAlikes] = await Promise.all([this.textTotal(q), this.lookAlikes(q)]);
+    const { where, order } = this.textMatches(q);
+    const text = offset < matches ? await this.rows(where, order, offset) : [];
+    const start = Math.max(0, offset - matches);
+    const ids = lookAlikes.slice(start, start + limit + 1 - text.length);
+    if (ids.length === 0) return text;
+    const more = await query<ImageRow>(
+      this.em,
+      `select ${COLUMNS} from images i where i.dataset_id = ? and i.id = any(?::text[]) order by array_position(?::text[], i.id)`,
+      [this.dataset.id, pgArray(ids), pgArray(ids)],
+    );
+    return [...text, ...more];
   }
 
   private async afterCursor(where: Conditions, cursor: string, column: string, direction: 'asc' | 'desc'): Promise<void> {
@@ -129,37 +190,88 @@ export class ImageListQuery {
     where.add(`(i.${column}, i.id) ${direction === 'desc' ? '<' : '>'} (select c.${column}, c.id from images c where c.id = ?)`, cursor);
   }
 
-  /** q: an ID or hash finds that image; text ranks exact, then prefix file-name matches, then by similarity. */
-  private relevance(where: Conditions, q: string, orderParams: unknown[]): string {
-    if (/^[0-9a-f]{24}$/i.test(q)) {
-      where.add('i.id = ?', q.toLowerCase());
-      return 'i.id';
-    }
-    if (/^[0-9a-f]{64}$/i.test(q)) {
-      where.add('i.hash = ?', q.toLowerCase());
-      return 'i.created_at desc, i.id desc';
-    }
-    textMatch(where, this.dataset, q);
-    orderParams.push(q.toLowerCase(), `${q.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`, q.toLowerCase());
-    return '(lower(i.name) = ?) desc, (lower(i.name) like ?) desc, similarity(i.search_text, ?) desc, i.created_at desc, i.id desc';
+  /** The filters and q's match, most relevant first. */
+  private textMatches(q: string): { where: Conditions; order: Order } {
+    const where = this.filters();
+    const { match, order } = relevance(this.dataset, q);
+    where.add(match.sql, ...match.params);
+    return { where, order };
+  }
+
+  private textTotal(q: string): Promise<number> {
+    const count = async () => {
+      const { where } = this.textMatches(q);
+      const [row] = await query<{ total: number }>(this.em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
+      return row.total;
+    };
+    return this.imageIds ? count() : listTotals.get(this.key(q), count);
+  }
+
+  /**
+   * Up to LOOK_ALIKE_LIMIT images passing the filters, not matching q, whose vectors are nearest those of the top
+   * QUERY_IMAGES text matches (the vector index, filtered in SQL), nearest first. None without the dataset's vectors of
+   * the current model. Kept per dataset revision, filter and newest vector of the dataset, so pages agree.
+   */
+  private async lookAlikes(q: string): Promise<string[]> {
+    if (!this.vectors) return [];
+    const { embedder, index } = this.vectors;
+    const modelId = await embedder.modelId().catch((error: unknown) => {
+      if (error instanceof EmbedderUnavailable) return null;
+      throw error;
+    });
+    if (!modelId) return [];
+    const stored = await datasetVectors(this.em, this.dataset.id, modelId);
+    if (stored.count === 0) return [];
+    return lookAlikeLists.get(createHash('sha256').update(`${this.key(q)}:${JSON.stringify([modelId, stored.newest, this.imageIds])}`).digest('base64url'), async () => {
+      const { where, order } = this.textMatches(q);
+      const queries = await query<{ vector: Buffer }>(
+        this.em,
+        `select e.vector from images i join image_embeddings e on e.image_id = i.id and e.image_hash = i.hash and e.model_id = ?
+          where ${where.sql} order by ${order.sql} limit ?`,
+        [modelId, ...where.params, ...order.params, QUERY_IMAGES],
+      );
+      if (queries.length === 0) return [];
+      const others = this.filters();
+      const { match } = relevance(this.dataset, q);
+      others.add(`(${match.sql}) is not true`, ...match.params);
+      const count = Math.min(LOOK_ALIKE_LIMIT, stored.count);
+      const lists = await index.nearestShown(modelId, queries.map((row) => vectorOf(row.vector)), count, (seqs) =>
+        query<{ seq: string; id: string; shown: boolean }>(
+          this.em,
+          `select e.seq, i.id, (e.model_id = ? and e.image_hash = i.hash and ${others.sql}) as shown
+             from image_embeddings e join images i on i.id = e.image_id where e.seq = any(?::bigint[])`,
+          [modelId, ...others.params, pgArray(seqs.map(String))],
+        ),
+      );
+      return nearestFirst(lists, count).map((row) => row.id);
+    });
+  }
+
+  /** The dataset revision and the filters: what a computed list depends on, the selection aside. */
+  private key(q: string | undefined): string {
+    const { split, hasLabel, hasError, classIds, search } = this.options;
+    return `${this.dataset.id}:${this.dataset.revision}:${JSON.stringify([split, hasLabel, hasError, classIds, search, q])}`;
   }
 
   /** Images matching the filters; the counters answer when the only filter is one they keep. */
   async total(): Promise<number> {
     const { split, hasLabel, hasError, classIds, search, q } = this.options;
+    if (q) {
+      const [matches, lookAlikes] = await Promise.all([this.textTotal(q), this.lookAlikes(q)]);
+      return matches + lookAlikes.length;
+    }
     const dataset = this.dataset;
-    const filtered = [hasLabel, hasError, classIds, search, q, this.imageIds].some((value) => value !== undefined);
+    const filtered = [hasLabel, hasError, classIds, search, this.imageIds].some((value) => value !== undefined);
     if (!filtered) return split ? dataset[`${split}Count`] : dataset.imageCount;
-    if (!split && !q && !this.imageIds && [hasError, classIds, search].every((value) => value === undefined)) {
+    if (!split && !this.imageIds && [hasError, classIds, search].every((value) => value === undefined)) {
       return hasLabel ? dataset.labeledCount : dataset.imageCount - dataset.labeledCount;
     }
     const count = async () => {
       const where = this.filters();
-      if (q) this.relevance(where, q, []);
       const [row] = await query<{ total: number }>(this.em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
       return row.total;
     };
     if (this.imageIds) return count();
-    return cachedTotal(`${dataset.id}:${dataset.revision}:${JSON.stringify([split, hasLabel, hasError, classIds, search, q])}`, count);
+    return listTotals.get(this.key(undefined), count);
   }
 }

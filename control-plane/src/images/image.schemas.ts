@@ -14,6 +14,8 @@ export type ImageSort = (typeof IMAGE_SORTS)[number];
 export const LABEL_PREVIEW_CAP = 50;
 export const MAX_SELECTED_IDS = 1000;
 export const MAX_URL_IDS = 100;
+/** At most this many look-alikes follow the text matches of q. */
+export const LOOK_ALIKE_LIMIT = 1000;
 
 const Timestamp = z.iso.datetime();
 const Boolish = z.stringbool();
@@ -43,7 +45,13 @@ export const ImageListQuery = offsetQuery(50, 5000).extend({
     .min(1)
     .max(200)
     .optional()
-    .meta({ description: 'Ranks by relevance instead of sort: an image ID or hash finds that image; text ranks exact and prefix file-name matches first, then by similarity' }),
+    .meta({
+      description:
+        'Ranks by relevance instead of sort: the text matches (an image ID or hash finds that image; text ranks exact and prefix file-name matches first, ' +
+        `then by similarity), then up to ${LOOK_ALIKE_LIMIT.toLocaleString('en-US')} look-alikes: images of this dataset passing the other filters that ` +
+        'look most like the top text matches, nearest first, each once, never a text match. Look-alikes need the dataset analysis (POST .../embeddings); without it, text ' +
+        'matches only. total counts both; page with offset (not cursor)',
+    }),
   sort: z.enum(IMAGE_SORTS, { error: `must be one of ${IMAGE_SORTS.join(', ')}` }).default('newest'),
   includeThumbnails: Boolish.default(true),
   includeImageUrls: Boolish.default(false),

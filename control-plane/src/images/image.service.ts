@@ -10,7 +10,7 @@ import { HttpError, Invalid, NotFound } from '../http/errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { releaseImageBlobs } from './image-blobs.ts';
 import { checkLabels, labelsOf, replaceLabels } from './image-labels.ts';
-import { ImageListQuery, type ImageRow } from './image-list.ts';
+import { ImageListQuery, type ImageRow, type VectorSearch } from './image-list.ts';
 import { searchTextOf } from './image-search.ts';
 import { ImageUrls } from './image-urls.ts';
 import { findImage } from './image-access.ts';
@@ -39,16 +39,19 @@ export class ImageService {
   private readonly em: EntityManager;
   private readonly storage: Storage;
   private readonly urls: ImageUrls;
+  private readonly vectors?: VectorSearch;
 
-  constructor(em: EntityManager, storage: Storage) {
+  /** Without `vectors`, q lists text matches only. */
+  constructor(em: EntityManager, storage: Storage, vectors?: VectorSearch) {
     this.em = em;
     this.storage = storage;
     this.urls = new ImageUrls(storage.urls);
+    this.vectors = vectors;
   }
 
   async list(actor: Actor, owner: string, slug: string, options: ImageListOptions, imageIds?: string[]): Promise<z.input<typeof ImageList>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
-    const listing = new ImageListQuery(this.em, dataset, options, imageIds);
+    const listing = new ImageListQuery(this.em, dataset, options, imageIds, this.vectors);
     const [rows, total] = await Promise.all([listing.page(), options.includeTotal ? listing.total() : null]);
     const page = rows.slice(0, options.limit);
     const hasMore = rows.length > options.limit;

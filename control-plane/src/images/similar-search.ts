@@ -11,11 +11,6 @@ import { ImageUrls } from './image-urls.ts';
 import { RESULT_LICENSES, type SimilarImage } from './similar.schemas.ts';
 import { candidates, type CandidateFilter, type CandidateRow, type Visibility } from './similar.store.ts';
 
-/** Nearest vectors asked for first, per image answered: most are filtered out (not visible, the source dataset). */
-const OVERSAMPLE = 8;
-/** Each pass that finds too few asks this many times more, up to OVERSAMPLE * WIDEN² per image answered. */
-const WIDEN = 8;
-
 const LICENSES = new Set<string>(RESULT_LICENSES);
 
 type Found = CandidateRow & { similarity: number };
@@ -31,22 +26,8 @@ export async function searchSimilar(
   filter: CandidateFilter,
   limit: number,
 ): Promise<Array<z.input<typeof SimilarImage>>> {
-  const share = Math.ceil(limit / queries.length);
-  let found: Found[] = [];
-  for (let asked = share * OVERSAMPLE; asked <= share * OVERSAMPLE * WIDEN * WIDEN; asked *= WIDEN) {
-    const searched = await Promise.all(queries.map((vector) => deps.index.nearest(filter.modelId, vector, asked)));
-    const seqs = [...new Set(searched.flatMap(({ neighbours }) => neighbours.map((n) => n.seq)))];
-    const rows = new Map((await candidates(em, seqs, filter)).map((row) => [row.seq, row]));
-    deps.index.forget(seqs.filter((seq) => !rows.has(seq.toString())));
-    const lists = searched.map(({ neighbours }) =>
-      neighbours.flatMap((n) => {
-        const row = rows.get(n.seq.toString());
-        return row?.shown ? [{ ...row, similarity: n.similarity }] : [];
-      }),
-    );
-    found = inTurn(lists, limit);
-    if (found.length >= limit || searched.every(({ size }) => asked >= size)) break;
-  }
+  const lists = await deps.index.nearestShown(filter.modelId, queries, limit, (seqs) => candidates(em, seqs, filter));
+  const found = inTurn(lists, limit);
   const urls = new ImageUrls(deps.storage.urls);
   return Promise.all(
     found.map(async (row) => ({
