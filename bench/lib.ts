@@ -136,7 +136,8 @@ export async function startControlPlane(
   const port = await freePort();
   const { child, match } = await startChild(
     label,
-    [...(options.nodeArgs ?? []), 'control-plane/src/main.ts'],
+    // As `npm start` runs it (README, Memory).
+    ['--max-semi-space-size=4', ...(options.nodeArgs ?? []), 'control-plane/src/main.ts'],
     {
       ...process.env,
       ...UNTHROTTLED_ENV,

@@ -258,7 +258,7 @@ User=$SERVICE_USER
 Group=$SERVICE_USER
 EnvironmentFile=$ENV_FILE
 WorkingDirectory=$PREFIX/current
-ExecStart=$PREFIX/current/bin/node control-plane/src/main.ts
+ExecStart=$PREFIX/current/bin/node --max-semi-space-size=4 control-plane/src/main.ts
 Restart=on-failure
 RestartSec=5
 # 78: a setting that cannot work (the log says which); starting again would not help.

@@ -82,7 +82,7 @@ start_service() {
   mkdir -p "$(dirname "$PID_FILE")" "$(dirname "$LOG_FILE")"
   # setsid: a session of its own, so it outlives this shell; exec all the way down, so $! is node's own pid. Its output
   # goes through a process substitution, not a pipe (`a | b &` would make $! the pid of b), to rotating_log.
-  (cd "$release" && as_service_user setsid "$release/bin/node" "$release/control-plane/src/main.ts") </dev/null > >(rotating_log "$release") 2>&1 &
+  (cd "$release" && as_service_user setsid "$release/bin/node" --max-semi-space-size=4 "$release/control-plane/src/main.ts") </dev/null > >(rotating_log "$release") 2>&1 &
   echo $! >"$PID_FILE"
 }
 

@@ -24,7 +24,8 @@ export interface Started {
 /** Starts main.ts with exactly `env` (plus PATH/HOME) and waits for the line with the base URL; stopped with the test. */
 export async function startMain(t: Teardown, env: Record<string, string>, timeoutMs = 30_000): Promise<Started> {
   const started = Date.now();
-  const child = spawn(process.execPath, ['control-plane/src/main.ts'], {
+  // With npm start's flag (README, Memory).
+  const child = spawn(process.execPath, ['--max-semi-space-size=4', 'control-plane/src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
