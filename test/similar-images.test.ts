@@ -8,7 +8,7 @@ import { analyze as analyzeDataset, imageNamed, pictureDataset } from './helpers
 import { expectError } from './helpers/expect.ts';
 import { copiesOf, picture, pictures } from './helpers/pictures.ts';
 import { seededRandom } from './helpers/random.ts';
-import { call } from './helpers/server.ts';
+import { call, startTestServer } from './helpers/server.ts';
 import { startWorld } from './helpers/world.ts';
 
 interface Similar {
@@ -93,4 +93,14 @@ t.test('access', async (t) => {
   t.equal((await call(server, 'GET', `/api/images/${queryId}/similar`)).status, 401, 'a key is needed');
   expectError(t, await call(server, 'GET', `/api/images/not-an-id/similar`, { key: world.alice }), 400);
   expectError(t, await call(server, 'GET', `/api/images/${queryId}/similar?includeSourceDataset=maybe`, { key: world.alice }), 400);
+});
+
+t.test('an image that cannot be embedded (no embedding model) is a 503 to retry, and nothing is stored', async (t) => {
+  const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
+  await dataset(world.alice, 'alice', 'not-analyzed', { 'fresh.png': await picture(random) }, { analyze: false });
+  const id = await imageId(world.alice, 'alice', 'not-analyzed', 'fresh.png');
+  t.equal(await vectorCount(id), 0, 'never analyzed');
+  expectError(t, await call(bare, 'GET', `/api/images/${id}/similar`, { key: world.alice }), 503);
+  t.equal(await vectorCount(id), 0, 'still no vector');
+  t.equal((await call(bare, 'GET', `/api/images/${queryId}/similar`, { key: world.alice })).status, 503, 'nor for an analyzed image: there is no model to compare with');
 });
