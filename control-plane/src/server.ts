@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { resolveSigningSecret, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
 import { createApp } from './app.ts';
@@ -158,7 +159,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const embedder = new ImageEmbedder({ modelPath: config.embeddingModelPath, mean: config.embeddingMean, std: config.embeddingStd });
-  const vectorIndex = new VectorIndex(fork);
+  const vectorIndex = new VectorIndex(fork, { dir: join(config.dataDir, 'vector-index') });
   const controlPlaneJobs = {
     [INGEST_JOB]: ingest,
     [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config),
