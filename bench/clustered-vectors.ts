@@ -3,7 +3,9 @@
  * made on its own. Each of CLUSTERS clusters has a random centre and DIRECTIONS random directions of its own; a row is
  * its cluster's centre moved along those directions by Gaussian amounts, plus a little noise in every dimension, then
  * L2-normalised. Like real image embeddings, which lie near low-dimensional surfaces, a row's nearest neighbours are
- * the nearest along its cluster's directions, not a tie among everything in its cluster.
+ * the nearest along its cluster's directions, not a tie among everything in its cluster. Below about 50,000 rows a
+ * cluster holds too few for a top 10 of its own, and the rest of it are near-ties from unrelated clusters: a recall
+ * measured there says little (0.81 at 10,000 rows, 0.96 at 50,000, 1.0 at 100,000).
  */
 
 const CLUSTERS = 4096;

@@ -18,7 +18,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 function exactTop(chunks: Float32Array[], query: Float32Array, dims: number): bigint[] {
   const found: Array<{ key: bigint; distance: number }> = [];
   chunks.forEach((chunk, c) => {
-    const { keys, distances } = usearch.exactSearch(chunk, query, dims, K, usearch.MetricKind.IP, 1) as Matches;
+    const { keys, distances } = usearch.exactSearch(chunk, query, dims, Math.min(K, chunk.length / dims), usearch.MetricKind.IP, 1) as Matches;
     keys.forEach((key, i) => found.push({ key: key + BigInt(c * BATCH), distance: distances[i] }));
   });
   return found.sort((a, b) => a.distance - b.distance).slice(0, K).map(({ key }) => key);
