@@ -1,13 +1,22 @@
 /**
- * `npm run bench:embed`: dataset analysis, `POST /api/datasets/{owner}/{dataset}/embeddings`, of BENCH_IMAGES (10,000)
- * generated 640×480 JPEGs ingested into a real control plane (the ingest is not timed): images/s from the request to
- * the analysis' completion. The ceiling, in the same run: the same ONNX model (the control plane's: EMBEDDING_MODEL_PATH,
- * else the newest build of installer/models/build-models.sh) run bare by onnxruntime-node on the same JPEG bytes:
- * sharp squashes each to the model's 224×224 input, normalised as the control plane does, in batches of 16, with as
- * many threads as the control plane gives its embedder (half the cores, at least one); measured before and after the
- * analysis and averaged. Target (issue 20): ≥ 80% of the ceiling.
- * Not measured yet: the similar-image query at 1,000,000 vectors and the clustering of 50,000 points (issue 20).
- * Environment: BENCH_IMAGES, TEST_PG_URL.
+ * `npm run bench:embed`: the image embeddings of issue 20, in three parts (BENCH_EMBED_PARTS, comma-separated, runs
+ * some of them; default all three):
+ * - analysis: dataset analysis, `POST /api/datasets/{owner}/{dataset}/embeddings`, of BENCH_IMAGES (10,000) generated
+ *   640×480 JPEGs ingested into a real control plane (the ingest is not timed): images/s from the request to the
+ *   analysis' completion. The ceiling, in the same run: the same ONNX model (the control plane's: EMBEDDING_MODEL_PATH,
+ *   else the newest build of installer/models/build-models.sh) run bare by onnxruntime-node on the same JPEG bytes:
+ *   sharp squashes each to the model's 224×224 input, normalised as the control plane does, in batches of 16, with as
+ *   many threads as the control plane gives its embedder (half the cores, at least one); measured before and after the
+ *   analysis and averaged. Target: ≥ 80% of the ceiling.
+ * - layout: the clustering the analysis ends with (its layout stage: UMAP and islands on a thread of their own) of
+ *   BENCH_LAYOUT_POINTS (50,000, the most the job lays out) generated vectors; the time, printed (no target).
+ * - similar: the similar-image query at BENCH_VECTORS (1,000,000) generated vectors in the control plane's own index
+ *   (newIndex: usearch HNSW, f16, inner product), built in batches (the build time and RSS printed); BENCH_QUERIES
+ *   (1,000) held-out queries searched one at a time on one thread, as a request does: p50 and p95, target p95 < 50 ms.
+ *   The ceiling: exact search (brute force over every vector, one thread) of the first BENCH_EXACT_QUERIES (200), its
+ *   time per query; its top 10 is the truth for recall@10, target ≥ 0.95.
+ * The generated vectors (bench/clustered-vectors.ts): 1280-d unit vectors in clusters, from a fixed seed.
+ * Environment: BENCH_EMBED_PARTS, BENCH_IMAGES, BENCH_LAYOUT_POINTS, BENCH_VECTORS, BENCH_QUERIES, BENCH_EXACT_QUERIES, TEST_PG_URL.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -16,10 +25,22 @@ import { performance } from 'node:perf_hooks';
 import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { loadConfig } from '@vp/config';
+import { MAX_LAYOUT } from '../control-plane/src/embeddings/embedding.job.ts';
+import { ClusteredVectors } from './clustered-vectors.ts';
+import { layout } from './embed-layout.ts';
+import { similar } from './embed-similar.ts';
 import { api, buildZip } from './generated-dataset.ts';
 import { adminQuery, positiveInt, putFile, recordResult, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
 
+const PARTS = ['analysis', 'layout', 'similar'] as const;
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
+const LAYOUT_POINTS = positiveInt('BENCH_LAYOUT_POINTS', MAX_LAYOUT);
+const VECTORS = positiveInt('BENCH_VECTORS', 1_000_000);
+const QUERIES = positiveInt('BENCH_QUERIES', 1000);
+const EXACT_QUERIES = positiveInt('BENCH_EXACT_QUERIES', 200);
+/** The default image embedder's vector length (MobileNetV2's pooled features, installer/models/build-models.sh). */
+const DIMENSIONS = 1280;
+const VECTOR_SEED = 20;
 const TARGET_RATIO = 0.8;
 const BATCH = 16;
 const SIDE = 224;
@@ -46,7 +67,8 @@ async function ceiling(session: ort.InferenceSession, jpegs: Buffer[]): Promise<
   return jpegs.length / ((performance.now() - started) / 1000);
 }
 
-async function main(): Promise<void> {
+/** Part one: the analysis through a real control plane, against the model run bare. */
+async function analysis(): Promise<{ figures: Figure[]; details: Record<string, unknown> }> {
   const modelPath = loadConfig().embeddingModelPath;
   if (!modelPath) throw new Error('no image embedder: run installer/models/build-models.sh (.ci/run does) or set EMBEDDING_MODEL_PATH');
   const session = await ort.InferenceSession.create(modelPath, { executionProviders: ['cpu'], graphOptimizationLevel: 'all', intraOpNumThreads: THREADS });
@@ -97,14 +119,40 @@ async function main(): Promise<void> {
     const ceilingRate = (ceilingBefore + ceilingAfter) / 2;
     const ratio = rate / ceilingRate;
     const embedded: Figure = { figure: `dataset analysis of ${IMAGES} JPEGs`, value: rate, unit: 'images/s', ceiling: ceilingRate, ratio, target: `ratio >= ${TARGET_RATIO * 100}%`, pass: ratio >= TARGET_RATIO };
-    console.log(`\nbench:embed — ${IMAGES} JPEGs 640×480, ${cpus().length} cores, model ${modelPath}\n`);
+    console.log(`\ndataset analysis — ${IMAGES} JPEGs 640×480, ${cpus().length} cores, model ${modelPath}`);
     console.log(`ceiling (onnxruntime-node bare, ${THREADS} thread(s), batches of ${BATCH}): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`);
     console.log(`analysis (request → completed): ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${embedded.pass ? 'PASS' : 'FAIL'}`);
-    recordResult('embed', [embedded], { seconds, ceilingBefore, ceilingAfter, threads: THREADS });
+    return { figures: [embedded], details: { analysis: { seconds, ceilingBefore, ceilingAfter, threads: THREADS } } };
   } finally {
     await stopChild(child);
     await session.release();
   }
+}
+
+function chosenParts(): Set<string> {
+  const raw = process.env.BENCH_EMBED_PARTS;
+  const chosen = raw ? raw.split(',').map((part) => part.trim()) : [...PARTS];
+  const unknown = chosen.filter((part) => !(PARTS as readonly string[]).includes(part));
+  if (unknown.length) throw new Error(`BENCH_EMBED_PARTS: unknown part ${unknown.join(', ')}; choose from ${PARTS.join(', ')}`);
+  return new Set(chosen);
+}
+
+async function main(): Promise<void> {
+  const parts = chosenParts();
+  console.log(`bench:embed — ${[...parts].join(', ')}; ${cpus().length} cores`);
+  const figures: Figure[] = [];
+  const details: Record<string, unknown> = {};
+  let vectors: ClusteredVectors | undefined;
+  const generated = () => (vectors ??= new ClusteredVectors(DIMENSIONS, VECTOR_SEED));
+  // The layout before the index: its thread's memory is given back before the index and its vectors take theirs.
+  const runs = { analysis, layout: () => layout(generated(), LAYOUT_POINTS), similar: () => similar(generated(), VECTORS, QUERIES, EXACT_QUERIES) };
+  for (const part of PARTS) {
+    if (!parts.has(part)) continue;
+    const result = await runs[part]();
+    figures.push(...result.figures);
+    Object.assign(details, result.details);
+  }
+  recordResult('embed', figures, details);
 }
 
 await runBenchmark('bench:embed', main, async () => {

@@ -16,7 +16,7 @@ export const MAX_LAYOUT = 50_000;
 /** Vectors read from the database at a time while gathering a layout's input. */
 const READ_BATCH = 1000;
 /** The layout's random seed: the same vectors give the same layout. */
-const LAYOUT_SEED = 20;
+export const LAYOUT_SEED = 20;
 
 /**
  * Dataset analysis, a control-plane job: embeds every image of the dataset that has no current vector (none yet, its

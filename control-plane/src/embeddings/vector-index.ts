@@ -214,9 +214,9 @@ const digestOf = (vector: Uint8Array): string => createHash('sha256').update(vec
 
 /**
  * A new index. usearch's native library loads here, at the first search: a control plane that never searches
- * keeps its memory.
+ * keeps its memory. Exported for `npm run bench:embed`, which measures this very index.
  */
-async function newIndex(dimensions: number): Promise<Index> {
+export async function newIndex(dimensions: number): Promise<Index> {
   const usearch = (await import('usearch')).default;
   return new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 64, multi: false });
 }
