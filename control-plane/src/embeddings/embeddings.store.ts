@@ -36,9 +36,14 @@ export interface NewEmbedding {
   vector: Float32Array;
 }
 
-/** The dataset's images without a current vector of `modelId` (none, or made from other content or another model). */
-const STALE = `from images i where i.dataset_id = ? and i.error is null and not exists (
-  select 1 from image_embeddings e where e.image_id = i.id and e.dataset_id = i.dataset_id and e.image_hash = i.hash and e.model_id = ?)`;
+/**
+ * The dataset's images without a current vector of `modelId` (none, or made from other content or another model). The
+ * check is a subquery per image by its key (an image has at most one vector), not NOT EXISTS: right after an ingest the
+ * statistics say the dataset holds one image, and the anti-join planned from them compared every image with every
+ * vector of the dataset, for each batch (1.5 s a batch at 6,000 images, against 9 ms).
+ */
+const STALE = `from images i where i.dataset_id = ? and i.error is null and not coalesce(
+  (select e.dataset_id = i.dataset_id and e.image_hash = i.hash from image_embeddings e where e.image_id = i.id and e.model_id = ?), false)`;
 
 /** The next images to embed after `after`, in id order. */
 export function staleImages(em: EntityManager, datasetId: string, modelId: string, after: string, limit: number): Promise<TargetImage[]> {
