@@ -96,8 +96,9 @@ t.test('access', async (t) => {
 });
 
 t.test('an image that cannot be embedded (no embedding model) is a 503 to retry, and nothing is stored', async (t) => {
-  const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
+  // Ingested before the second control plane starts: its job runner could take the ingest, whose upload is not in its data dir.
   await dataset(world.alice, 'alice', 'not-analyzed', { 'fresh.png': await picture(random) }, { analyze: false });
+  const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
   const id = await imageId(world.alice, 'alice', 'not-analyzed', 'fresh.png');
   t.equal(await vectorCount(id), 0, 'never analyzed');
   expectError(t, await call(bare, 'GET', `/api/images/${id}/similar`, { key: world.alice }), 503);
