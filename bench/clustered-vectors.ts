@@ -7,6 +7,7 @@
  * cluster holds too few for a top 10 of its own, and the rest of it are near-ties from unrelated clusters: a recall
  * measured there says little (0.81 at 10,000 rows, 0.96 at 50,000, 1.0 at 100,000).
  */
+import { seeded } from '../control-plane/src/embeddings/seeded-random.ts';
 
 const CLUSTERS = 4096;
 const DIRECTIONS = 8;
@@ -14,17 +15,6 @@ const DIRECTIONS = 8;
 const SPREAD = 0.5;
 /** Half-width of the uniform noise added to every dimension (about 0.3 in norm at 1280 dimensions). */
 const NOISE = 0.015;
-
-/** mulberry32: small, fast, and the same sequence for the same seed. */
-function seeded(state: number): () => number {
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = state;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A standard normal draw (Box-Muller). */
 function gaussian(random: () => number): number {

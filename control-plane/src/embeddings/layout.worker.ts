@@ -4,20 +4,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { UMAP } from 'umap-js';
 import { islands } from './islands.ts';
 import type { LayoutReply, LayoutSetup } from './layout.messages.ts';
+import { seeded } from './seeded-random.ts';
 
 const { vectors, dims, seed } = workerData as LayoutSetup;
 const count = vectors.length / dims;
-
-/** mulberry32: small, fast, and the same sequence for the same seed. */
-function seeded(state: number): () => number {
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = state;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function layout(): Float32Array {
   const xy = new Float32Array(count * 2);
