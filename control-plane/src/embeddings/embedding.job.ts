@@ -9,7 +9,7 @@ import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
 import { computeLayout } from './layout.ts';
 import { currentVectorKeys, layoutDigest, saveLayout, vectorsOf } from './layouts.store.ts';
 
-/** Images read, embedded and saved together: a cancel waits for at most one batch. */
+/** Images read, embedded and saved together: a cancel waits for the batches in flight (two). */
 const BATCH = 16;
 /** The most images one layout places (about 5 minutes and 5 GB on one core); a larger dataset is laid out from an even sample. */
 export const MAX_LAYOUT = 50_000;
@@ -42,18 +42,23 @@ export class EmbeddingJob implements JobHandler {
     const state: AnalysisProgress = { stage: 'embedding', percent: 0, processed: 0, total: await countStaleImages(em, dataset.id, modelId), failedDownloads: 0, failedInference: 0 };
     context.progress({ ...state });
     let embedded = 0;
-    for (let after = ''; ; ) {
-      const targets = await staleImages(em, dataset.id, modelId, after, BATCH);
-      if (targets.length === 0) break;
-      after = targets.at(-1)!.id;
+    // Two batches in flight: the next one's files are read and decoded while this one's model runs and its vectors are
+    // saved, so the model is not left idle between batches.
+    let next = this.startBatch(context, dataset.id, modelId, '', state);
+    for (;;) {
+      const batch = await next;
+      if (!batch) break;
+      next = this.startBatch(context, dataset.id, modelId, batch.targets.at(-1)!.id, state);
+      // Handled here and re-thrown where it is awaited: a cancel meanwhile leaves it unawaited.
+      next.catch(() => undefined);
+      const rows = await batch.embedded;
       context.signal.throwIfAborted();
-      const rows = await this.embedBatch(context, targets, state);
       await em.transactional(async (tx) => {
         await context.confirmHeld(tx);
         await saveEmbeddings(tx, dataset.id, modelId, rows);
       });
       embedded += rows.length;
-      state.processed += targets.length;
+      state.processed += batch.targets.length;
       // Images added meanwhile are embedded too: the total grows with them.
       state.total = Math.max(state.total, state.processed);
       state.percent = Math.min(99, Math.floor((state.processed * 100) / state.total));
@@ -102,6 +107,16 @@ export class EmbeddingJob implements JobHandler {
       });
     }
     return { vectors, dims };
+  }
+
+  /** The next stale images after `after`, their embedding started; undefined when none is left. */
+  private async startBatch(context: JobContext, datasetId: string, modelId: string, after: string, state: AnalysisProgress): Promise<{ targets: TargetImage[]; embedded: Promise<NewEmbedding[]> } | undefined> {
+    const targets = await staleImages(context.em, datasetId, modelId, after, BATCH);
+    if (targets.length === 0) return undefined;
+    context.signal.throwIfAborted();
+    const embedded = this.embedBatch(context, targets, state);
+    embedded.catch(() => undefined);
+    return { targets, embedded };
   }
 
   /** The batch's files through the embedder; what cannot be read or decoded is counted and passed over. */
