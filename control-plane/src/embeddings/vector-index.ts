@@ -226,5 +226,7 @@ const digestOf = (vector: Uint8Array): string => createHash('sha256').update(vec
  */
 export async function newIndex(dimensions: number): Promise<Index> {
   const usearch = (await import('usearch')).default;
-  return new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 64, multi: false });
+  // expansion_search: the candidates a search keeps (at least the neighbours asked for). 64 found 85% of the true top
+  // 10 at a million clustered vectors (bench:embed, target 95%); searches cost about linearly more, 1 ms at 64.
+  return new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 512, multi: false });
 }
