@@ -152,7 +152,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     [TRAINING_JOB]: new TrainingJob(config, storage, (em) => queueOnnxOnWeights(em, () => exportsIn(em))),
     [EXPORT_JOB]: new ExportJob(storage),
     [DEPLOYMENT_JOB]: new DeploymentJob(storage, config),
-    [EMBEDDING_CHUNK_JOB]: new EmbeddingChunkJob(storage, config),
+    [EMBEDDING_CHUNK_JOB]: new EmbeddingChunkJob(storage),
   };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const fork = () => orm.em.fork() as EntityManager;

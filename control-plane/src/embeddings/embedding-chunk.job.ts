@@ -2,7 +2,10 @@ import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { EMBED_COMMAND, EMBED_ENV, EMBED_FILES, INFERENCE_SERVER, type EmbedManifest } from '@vp/inference-server/contract';
 import type { JobSpec } from '@vp/protocol';
+import { query } from '../db/sql.ts';
 import { imageKey } from '../images/image-urls.ts';
+import { MAX_IMAGE_BYTES } from '../ingest/ingest-staging.ts';
+import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind } from '../scheduler/host-job-kinds.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { TargetImage } from './embeddings.store.ts';
@@ -19,8 +22,9 @@ const MANIFEST_FILE = 'manifest.json';
 
 /** What a chunk carries to its host; queued by the analysis (host-embedding.ts). */
 export interface ChunkPayload {
-  /** The analysis job waiting for it. */
+  /** The analysis job waiting for it, and its attempt (JobContext.attempt). */
   analysisJobId: string;
+  analysisAttempt: number;
   /** The embedder's ONNX file in storage (by content: embedderKey). */
   modelKey: string;
   mean: [number, number, number];
@@ -40,15 +44,16 @@ const manifestPrefix = (attempt: { workspaceId: string; id: string }) => `ws/${a
  */
 export class EmbeddingChunkJob implements HostJobKind {
   private readonly storage: Storage;
-  private readonly maxImageBytes: number;
 
-  constructor(storage: Storage, options: { predictMaxBytes: number }) {
+  constructor(storage: Storage) {
     this.storage = storage;
-    this.maxImageBytes = options.predictMaxBytes;
   }
 
-  async spec(_em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec> {
+  async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec> {
     const payload = attempt.payload as unknown as ChunkPayload;
+    // An analysis whose process died is taken again and queues chunks of its own: this one's vectors would go unread.
+    const [analysis] = await query(em, `select 1 from jobs where id = ? and status = 'running' and attempts = ?`, [payload.analysisJobId, payload.analysisAttempt]);
+    if (!analysis) throw new JobFailure('Its dataset analysis is no longer running');
     const url = (key: string, filename?: string) => this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });
     // Signed per attempt, so a chunk that waited long or moved to another host gets fresh URLs.
     const manifest: EmbedManifest = { images: await Promise.all(payload.images.map(async (image) => ({ url: await url(imageKey(image.workspace_id, image.hash, image.ext)) }))) };
@@ -65,7 +70,8 @@ export class EmbeddingChunkJob implements HostJobKind {
         [EMBED_ENV.device]: onGpu ? 'cuda' : 'cpu',
         [EMBED_ENV.mean]: payload.mean.join(','),
         [EMBED_ENV.std]: payload.std.join(','),
-        [EMBED_ENV.maxBytes]: String(this.maxImageBytes),
+        // The largest image ingest keeps: the control plane's own path embeds every image it could read.
+        [EMBED_ENV.maxBytes]: String(MAX_IMAGE_BYTES),
       },
       workDir: `embeddings/${attempt.id}/${attempt.attempt}`,
       gpus: { count: onGpu ? 1 : 0 },

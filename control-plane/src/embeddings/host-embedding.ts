@@ -83,7 +83,7 @@ export class HostEmbedding {
           if (targets.length === 0) exhausted = true;
           else {
             after = targets.at(-1)!.id;
-            inFlight.set(await this.queue(em, context.id, run, modelKey, targets), targets);
+            inFlight.set(await this.queue(context, run, modelKey, targets), targets);
           }
         }
         if (inFlight.size === 0) return after;
@@ -112,9 +112,9 @@ export class HostEmbedding {
     }
   }
 
-  private async queue(em: EntityManager, analysisJobId: string, run: HostRun, modelKey: string, images: TargetImage[]): Promise<string> {
-    const payload: ChunkPayload = { analysisJobId, modelKey, mean: run.model.mean, std: run.model.std, images };
-    const job = await em.transactional((tx) =>
+  private async queue(context: JobContext, run: HostRun, modelKey: string, images: TargetImage[]): Promise<string> {
+    const payload: ChunkPayload = { analysisJobId: context.id, analysisAttempt: context.attempt, modelKey, mean: run.model.mean, std: run.model.std, images };
+    const job = await context.em.transactional((tx) =>
       enqueueJob(tx, {
         kind: EMBEDDING_CHUNK_JOB,
         workspaceId: run.workspaceId,
