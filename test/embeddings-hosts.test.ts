@@ -108,6 +108,8 @@ t.test('a hostile host fails its analysis cleanly; a cancelled analysis cancels 
   const outputs: Array<[string, Record<string, Buffer | string>]> = [
     ['a short vectors file', { embeddings: JSON.stringify({ device: 'cuda', dims: 1280, images: [null, null] }), vectors: Buffer.alloc(100) }],
     ['a result that is no JSON', { embeddings: '{"device": "cuda", "dims": 12', vectors: Buffer.alloc(0) }],
+    ['vectors of another length', { embeddings: JSON.stringify({ device: 'cuda', dims: 4, images: [null, null] }), vectors: Buffer.alloc(32) }],
+    ['vectors that are not numbers', { embeddings: JSON.stringify({ device: 'cuda', dims: 1280, images: [null, null] }), vectors: Buffer.from(new Float32Array(2560).fill(Number.NaN).buffer) }],
   ];
   for (const [what, files] of outputs) {
     const analysis = await analyze(world.bobby, 'bobby', 'hostile');
@@ -123,7 +125,7 @@ t.test('a hostile host fails its analysis cleanly; a cancelled analysis cancels 
   }
   t.match(
     (await query<{ error: string }>(em(), `select error from jobs where kind = 'dataset-embeddings' and subject_id = ? order by created_at`, [datasetId])).map((row) => row.error),
-    [/vectors are 100 bytes, not 2 images x 1280 values x 4/, /not a valid result/],
+    [/vectors are 100 bytes, not 2 images x 1280 values x 4/, /not a valid result/, /vectors have 4 values, not the model's 1280/, /not of unit length/],
     'each says what was wrong',
   );
   t.same(await query(em(), 'select 1 from image_embeddings where dataset_id = ?', [datasetId]), [], 'nothing of theirs kept');

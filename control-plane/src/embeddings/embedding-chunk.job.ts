@@ -54,6 +54,9 @@ export class EmbeddingChunkJob implements HostJobKind {
     // An analysis whose process died is taken again and queues chunks of its own: this one's vectors would go unread.
     const [analysis] = await query(em, `select 1 from jobs where id = ? and status = 'running' and attempts = ?`, [payload.analysisJobId, payload.analysisAttempt]);
     if (!analysis) throw new JobFailure('Its dataset analysis is no longer running');
+    // Placement knows no environments: a host that cannot run the inference server fails the chunk here, not in a pull.
+    const [host] = await query(em, `select 1 from hosts where id = ? and 'inference' = any(services)`, [attempt.hostId]);
+    if (!host) throw new JobFailure(`Its host ${attempt.hostId} does not run the inference environment`);
     const url = (key: string, filename?: string) => this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });
     // Signed per attempt, so a chunk that waited long or moved to another host gets fresh URLs.
     const manifest: EmbedManifest = { images: await Promise.all(payload.images.map(async (image) => ({ url: await url(imageKey(image.workspace_id, image.hash, image.ext)) }))) };
