@@ -23,6 +23,8 @@ import type { EmbedderModel } from './image-embedder.ts';
 const CHUNK = MAX_EMBED_IMAGES;
 /** Chunks queued or running at once: the next waits ready while one runs, and a host with several GPUs takes several. */
 const WINDOW = 4;
+/** Under auto, a chunk no host took this long (its GPU was taken meanwhile) hands the analysis to the control plane. */
+const QUEUED_SECONDS = 120;
 /** How often the analysis looks at its chunks. */
 const POLL_MS = 500;
 
@@ -90,10 +92,14 @@ export class HostEmbedding {
         await sleep(POLL_MS, undefined, { signal: context.signal }).catch(() => context.signal.throwIfAborted());
         const ended = await query<{ id: string; status: string; error: string | null }>(
           em,
-          `select id, status, error from jobs where id = any(?::text[]) and status in ('completed', 'failed', 'cancelled') order by finished_at`,
-          [pgArray([...inFlight.keys()])],
+          `select id, status, error from jobs where id = any(?::text[])
+             and (status in ('completed', 'failed', 'cancelled') or (? and status = 'queued' and created_at < now() - make_interval(secs => ?)))
+           order by finished_at nulls first`,
+          [pgArray([...inFlight.keys()]), this.placement === 'auto', QUEUED_SECONDS],
         );
         for (const job of ended) {
+          // Still in flight, so it is cancelled on the way out.
+          if (job.status === 'queued') throw new HostPathFailed(`no host took its host job ${job.id} within ${QUEUED_SECONDS} s`);
           const targets = inFlight.get(job.id)!;
           inFlight.delete(job.id);
           try {
