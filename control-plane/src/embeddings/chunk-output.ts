@@ -26,6 +26,7 @@ const Result = z.strictObject({
 export interface ChunkOutcome {
   device: 'cpu' | 'cuda';
   deviceNote?: string;
+  dims: number;
   /** Per image of the chunk, in order: its vector, or why the host could not embed it. */
   embeddings: Array<Float32Array | { error: string; stage: 'download' | 'decode' }>;
 }
@@ -66,7 +67,7 @@ export async function readChunkOutput(em: EntityManager, storage: Storage, jobId
     if (!Number.isFinite(squares) || Math.abs(Math.sqrt(squares) - 1) > UNIT_TOLERANCE) throw new ChunkOutputInvalid('its vectors are not of unit length');
     return vector;
   });
-  return { device: parsed.device, ...(parsed.deviceNote && { deviceNote: parsed.deviceNote }), embeddings };
+  return { device: parsed.device, ...(parsed.deviceNote && { deviceNote: parsed.deviceNote }), dims: parsed.dims, embeddings };
 }
 
 /** Removes the chunk's outputs once read (or not needed): the objects, their records, their storage accounting. */

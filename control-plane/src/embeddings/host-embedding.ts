@@ -74,7 +74,7 @@ export class HostEmbedding {
   async run(context: JobContext, run: HostRun): Promise<string> {
     const { em } = context;
     const modelKey = await this.upload(run.model);
-    const dims = await modelDims(em, run.modelId);
+    let dims = await modelDims(em, run.modelId);
     const inFlight = new Map<string, TargetImage[]>();
     let after = '';
     let exhausted = false;
@@ -107,6 +107,8 @@ export class HostEmbedding {
             const outcome = await readChunkOutput(em, this.storage, job.id, targets.length, dims).catch((error: unknown) => {
               throw error instanceof ChunkOutputInvalid ? new HostPathFailed(`its host job ${job.id} left an invalid output: ${error.message}`) : error;
             });
+            // The first chunk of a model's first analysis sets the length the others must have.
+            if (outcome.embeddings.some((embedding) => embedding instanceof Float32Array)) dims ??= outcome.dims;
             await run.keep(targets, outcome);
           } finally {
             await removeChunkOutputs(em, this.storage, job.id).catch((error) => context.log.warn({ err: error, jobId: job.id }, 'removing an embedding chunk\'s outputs failed'));
