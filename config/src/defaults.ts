@@ -50,6 +50,7 @@ export const defaults = {
   // built MobileNetV2 embedder was trained with; a CLIP export wants 0.4815,0.4578,0.4082 / 0.2686,0.2613,0.2758)
   embeddingMean: [0.485, 0.456, 0.406],
   embeddingStd: [0.229, 0.224, 0.225],
+  embeddingPlacement: 'auto' as EmbeddingPlacement, // EMBEDDING_PLACEMENT: auto | control-plane | hosts, where dataset analysis embeds
   /**
    * Cents per GPU-hour by GPU type ID (`cpu`: a job without GPUs, per job-hour). GPU_PRICES_CENTS_PER_HOUR,
    * a JSON object such as '{"rtx-4090":69,"my-gpu":40}', is merged over this table.
@@ -112,4 +113,7 @@ export const defaults = {
 export type RateCategory = keyof typeof defaults.rateLimits;
 export const RATE_CATEGORIES = Object.keys(defaults.rateLimits) as RateCategory[];
 export const REGIONS = ['us', 'eu', 'ap'] as const;
+
+export const EMBEDDING_PLACEMENTS = ['auto', 'control-plane', 'hosts'] as const;
+export type EmbeddingPlacement = (typeof EMBEDDING_PLACEMENTS)[number];
 export type Region = (typeof REGIONS)[number];

@@ -5,9 +5,9 @@ import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { defaults, RATE_CATEGORIES, REGIONS, type RateCategory } from './defaults.ts';
+import { defaults, EMBEDDING_PLACEMENTS, RATE_CATEGORIES, REGIONS, type EmbeddingPlacement, type RateCategory } from './defaults.ts';
 
-export { defaults, RATE_CATEGORIES, REGIONS, type RateCategory, type Region } from './defaults.ts';
+export { defaults, EMBEDDING_PLACEMENTS, RATE_CATEGORIES, REGIONS, type EmbeddingPlacement, type RateCategory, type Region } from './defaults.ts';
 
 const port = z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int().min(0).max(65535);
 const positiveInt = z.coerce.number({ error: 'must be a positive integer' }).int().min(1);
@@ -110,6 +110,7 @@ const EnvSchema = z.object({
   EMBEDDING_MODEL_PATH: z.string().min(1).optional(),
   EMBEDDING_MODEL_MEAN: rgbTriple.refine((values) => values.every((value) => value >= 0 && value <= 1), MEAN_STD_RULE).optional(),
   EMBEDDING_MODEL_STD: rgbTriple.refine((values) => values.every((value) => value > 0), 'must be three comma-separated positive numbers').optional(),
+  EMBEDDING_PLACEMENT: z.enum(EMBEDDING_PLACEMENTS, { error: `must be one of ${EMBEDDING_PLACEMENTS.join(', ')}` }).default(defaults.embeddingPlacement),
   ...rateLimitEnv,
 });
 
@@ -195,6 +196,12 @@ export interface AppConfig {
   /** The embedder's input normalisation, (x/255 - mean) / std per RGB channel; ImageNet's by default. */
   embeddingMean: [number, number, number];
   embeddingStd: [number, number, number];
+  /**
+   * Where dataset analysis embeds: auto, on a connected worker host with a free GPU when there is one (else, or when
+   * that fails, on this control plane's CPU); control-plane, always here; hosts, always on worker hosts (a GPU when one
+   * is connected, else a host's CPU slot), failing the analysis when they cannot.
+   */
+  embeddingPlacement: EmbeddingPlacement;
 }
 
 export class ConfigError extends Error {}
@@ -264,6 +271,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     embeddingModelPath: e.EMBEDDING_MODEL_PATH === undefined ? builtModel('image-embedder.onnx') : resolve(e.EMBEDDING_MODEL_PATH),
     embeddingMean: e.EMBEDDING_MODEL_MEAN ?? [...defaults.embeddingMean],
     embeddingStd: e.EMBEDDING_MODEL_STD ?? [...defaults.embeddingStd],
+    embeddingPlacement: e.EMBEDDING_PLACEMENT,
   };
 }
 

@@ -22,8 +22,10 @@ import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobRunner } from './jobs/job-runner.ts';
 import { BatchPredictJob } from './predict/batch-predict.job.ts';
+import { EMBEDDING_CHUNK_JOB, EmbeddingChunkJob } from './embeddings/embedding-chunk.job.ts';
 import { EmbeddingJob } from './embeddings/embedding.job.ts';
 import { EMBEDDINGS_JOB } from './embeddings/embeddings.store.ts';
+import { HostEmbedding } from './embeddings/host-embedding.ts';
 import { ImageEmbedder } from './embeddings/image-embedder.ts';
 import { VectorIndex } from './embeddings/vector-index.ts';
 import { BATCH_PREDICT_JOB } from './predict/batch-predict.store.ts';
@@ -150,6 +152,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
     [TRAINING_JOB]: new TrainingJob(config, storage, (em) => queueOnnxOnWeights(em, () => exportsIn(em))),
     [EXPORT_JOB]: new ExportJob(storage),
     [DEPLOYMENT_JOB]: new DeploymentJob(storage, config),
+    [EMBEDDING_CHUNK_JOB]: new EmbeddingChunkJob(storage),
   };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const fork = () => orm.em.fork() as EntityManager;
@@ -163,7 +166,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const controlPlaneJobs = {
     [INGEST_JOB]: ingest,
     [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config),
-    [EMBEDDINGS_JOB]: new EmbeddingJob(storage, embedder),
+    [EMBEDDINGS_JOB]: new EmbeddingJob(storage, embedder, new HostEmbedding(storage, lifecycle, { placement: config.embeddingPlacement, graceSeconds: config.hostLostGraceSeconds })),
     [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces),
   };
   const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });

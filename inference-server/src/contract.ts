@@ -26,6 +26,56 @@ export const SERVER_ENV = {
   ffmpeg: 'VP_FFMPEG',
 } as const;
 
+/**
+ * The server's other command (the arguments after INFERENCE_SERVER): embeds a chunk of a dataset's images with the
+ * appliance's image embedder and exits, a dataset analysis's host job (not a service). Its environment is EMBED_ENV;
+ * it writes EMBED_FILES into its work dir, which the job's outputs upload.
+ */
+export const EMBED_COMMAND = 'embed';
+/** The most images one embedding job takes. */
+export const MAX_EMBED_IMAGES = 256;
+/** The largest vector the embedding job may give (float32 values). */
+export const MAX_EMBED_DIMS = 16_384;
+
+export const EMBED_ENV = {
+  /** The embedder's ONNX file, relative to the work dir (a JobSpec input). */
+  model: SERVER_ENV.model,
+  /** The EmbedManifest (JSON), relative to the work dir (a JobSpec input). */
+  manifest: 'VP_EMBED_MANIFEST',
+  /** cuda where the job was given a GPU (cpu is used, and said, when the CUDA provider does not load), else cpu. */
+  device: SERVER_ENV.device,
+  /** The input normalisation, three comma-separated numbers each: the control plane's EMBEDDING_MODEL_MEAN / _STD. */
+  mean: 'VP_EMBED_MEAN',
+  std: 'VP_EMBED_STD',
+  /** The largest image file it downloads, in bytes (larger counts as a failed download). */
+  maxBytes: SERVER_ENV.maxBytes,
+  /** onnxruntime intra-op threads (default: every CPU). */
+  threads: SERVER_ENV.threads,
+} as const;
+
+export const EMBED_FILES = {
+  /** EmbedResult (JSON). */
+  result: 'embeddings.json',
+  /** The vectors of the images embedded, in manifest order, float32 little-endian, dims values each. */
+  vectors: 'vectors.f32',
+} as const;
+
+export interface EmbedManifest {
+  /** Signed download URLs of the images, at most MAX_EMBED_IMAGES. */
+  images: Array<{ url: string }>;
+}
+
+export interface EmbedResult {
+  /** Where the model ran. */
+  device: 'cpu' | 'cuda';
+  /** Why cuda was asked for and cpu used, when it was. */
+  deviceNote?: string;
+  /** Values per vector; 0 when no image was embedded. */
+  dims: number;
+  /** Per manifest image, in order: null when embedded (its vector is the next in EMBED_FILES.vectors), else why not. */
+  images: Array<null | { stage: 'download' | 'decode'; reason: string }>;
+}
+
 export const SERVICE_ROUTES = {
   /** GET, no key: 200 HealthAnswer once the model is loaded, 503 before. */
   health: '/health',

@@ -2,9 +2,10 @@
 // listens at once (health answers 503 while the model loads), then serves predict (and the camera, once set) on its
 // one ONNX model until SIGTERM, and drains: it stops its camera and listening, and exits once every request it had
 // already accepted was answered (a replaced revision's last requests end normally; its agent's stop grace bounds the
-// wait).
+// wait). With EMBED_COMMAND as its argument it embeds a chunk of a dataset's images instead (embed/embed-chunk.ts).
 import { createServer, type ServerResponse } from 'node:http';
 import { Camera } from './camera/camera.ts';
+import { EMBED_COMMAND } from './contract.ts';
 import { handle, type ServerState } from './routes.ts';
 import { ServedModel } from './served-model.ts';
 import { log } from './service-log.ts';
@@ -82,4 +83,4 @@ class InFlight {
   }
 }
 
-process.exitCode = await main();
+process.exitCode = process.argv[2] === EMBED_COMMAND ? await (await import('./embed/embed-chunk.ts')).embedChunk() : await main();

@@ -5,7 +5,9 @@ import { imageKey } from '../images/image-urls.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
 import { countStaleImages, saveEmbeddings, staleImages, type AnalysisProgress, type NewEmbedding, type TargetImage } from './embeddings.store.ts';
-import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
+import type { ChunkOutcome } from './chunk-output.ts';
+import { HostPathFailed, type HostEmbedding } from './host-embedding.ts';
+import { EmbedderUnavailable, type Embedding, type ImageEmbedder } from './image-embedder.ts';
 import { computeLayout } from './layout.ts';
 import { currentVectorKeys, layoutDigest, saveLayout, vectorsOf } from './layouts.store.ts';
 
@@ -21,17 +23,21 @@ export const LAYOUT_SEED = 20;
 /**
  * Dataset analysis, a control-plane job: embeds every image of the dataset that has no current vector (none yet, its
  * content changed, or made by another model), in id order, one transaction per batch that first confirms the job is
- * still held and not cancelled. A run taken again after its process died starts over on what is still stale. Then
+ * still held and not cancelled. Where it embeds is EMBEDDING_PLACEMENT's (HostEmbedding.choose): in chunks on worker
+ * hosts (their GPUs), or here on this control plane's CPU, which also takes over when the host path fails under auto.
+ * A run taken again after its process died starts over on what is still stale. Then
  * (stage umap) it lays the current vectors out in 2-D with their islands, unless the layout in place was made from
  * exactly these vectors.
  */
 export class EmbeddingJob implements JobHandler {
   private readonly storage: Storage;
   private readonly embedder: ImageEmbedder;
+  private readonly hosts: HostEmbedding;
 
-  constructor(storage: Storage, embedder: ImageEmbedder) {
+  constructor(storage: Storage, embedder: ImageEmbedder, hosts: HostEmbedding) {
     this.storage = storage;
     this.embedder = embedder;
+    this.hosts = hosts;
   }
 
   async run(context: JobContext): Promise<Record<string, unknown>> {
@@ -41,31 +47,32 @@ export class EmbeddingJob implements JobHandler {
     const modelId = await this.embedder.modelId().catch(failJob);
     const state: AnalysisProgress = { stage: 'embedding', percent: 0, processed: 0, total: await countStaleImages(em, dataset.id, modelId), failedDownloads: 0, failedInference: 0 };
     context.progress({ ...state });
-    let embedded = 0;
-    // Two batches in flight: the next one's files are read and decoded while this one's model runs and its vectors are
-    // saved, so the model is not left idle between batches.
-    let next = this.startBatch(context, dataset.id, modelId, '', state);
-    for (;;) {
-      const batch = await next;
-      if (!batch) break;
-      next = this.startBatch(context, dataset.id, modelId, batch.targets.at(-1)!.id, state);
-      // Handled here and re-thrown where it is awaited: a cancel meanwhile leaves it unawaited.
-      next.catch(() => undefined);
-      const rows = await batch.embedded;
-      context.signal.throwIfAborted();
-      await em.transactional(async (tx) => {
-        await context.confirmHeld(tx);
-        await saveEmbeddings(tx, dataset.id, modelId, rows);
-      });
-      embedded += rows.length;
-      state.processed += batch.targets.length;
-      // Images added meanwhile are embedded too: the total grows with them.
-      state.total = Math.max(state.total, state.processed);
-      state.percent = Math.min(99, Math.floor((state.processed * 100) / state.total));
+    const counts = { embedded: 0 };
+    const keep = (targets: TargetImage[], embeddings: Embedding[]) => this.keep(context, dataset, modelId, targets, embeddings, state, counts);
+    let after = '';
+    const onHosts = state.total > 0 ? await this.hosts.choose(em, dataset.workspace.id) : null;
+    if (onHosts) {
+      state.placement = 'hosts';
       context.progress({ ...state });
+      const model = await this.embedder.describe().catch(failJob);
+      const run = { datasetId: dataset.id, workspaceId: dataset.workspace.id, model, modelId, gpuCount: onHosts.gpuCount };
+      try {
+        after = await this.hosts.run(context, { ...run, keep: (targets, outcome) => keep(targets, this.fromHost(outcome, state)) });
+      } catch (error) {
+        if (!(error instanceof HostPathFailed)) throw error;
+        if (this.hosts.placement === 'hosts') throw new JobFailure(`Embedding on worker hosts failed: ${error.message}`);
+        context.log.warn({ reason: error.message }, 'dataset analysis embeds on the control plane: the host path failed');
+        state.placement = 'control-plane';
+        after = '';
+      }
+    }
+    // Under hosts nothing is left but images added meanwhile: the next analysis takes them, on hosts too.
+    if (this.hosts.placement !== 'hosts') {
+      state.placement ??= 'control-plane';
+      await this.embedHere(context, dataset.id, modelId, after, state, keep);
     }
     const laidOut = await this.layOut(context, dataset, modelId, state);
-    return { embedded, laidOut, failedDownloads: state.failedDownloads, failedInference: state.failedInference, modelId };
+    return { embedded: counts.embedded, laidOut, failedDownloads: state.failedDownloads, failedInference: state.failedInference, modelId, placement: state.placement, ...(state.device && { device: state.device }) };
   }
 
   /** Replaces the dataset's layout when its vectors changed; the number of images laid out (null: the layout was current). */
@@ -109,39 +116,84 @@ export class EmbeddingJob implements JobHandler {
     return { vectors, dims };
   }
 
-  /** The next stale images after `after`, their embedding started; undefined when none is left. */
-  private async startBatch(context: JobContext, datasetId: string, modelId: string, after: string, state: AnalysisProgress): Promise<{ targets: TargetImage[]; embedded: Promise<NewEmbedding[]> } | undefined> {
-    const targets = await staleImages(context.em, datasetId, modelId, after, BATCH);
-    if (targets.length === 0) return undefined;
-    context.signal.throwIfAborted();
-    const embedded = this.embedBatch(context, targets, state);
-    embedded.catch(() => undefined);
-    return { targets, embedded };
-  }
-
-  /** The batch's files through the embedder; what cannot be read or decoded is counted and passed over. */
-  private async embedBatch(context: JobContext, targets: TargetImage[], state: AnalysisProgress): Promise<NewEmbedding[]> {
-    const files = await Promise.all(
-      targets.map(async (image) => {
-        const read = await this.storage.store.get(imageKey(image.workspace_id, image.hash, image.ext));
-        return read ? { image, bytes: await buffer(read.stream) } : undefined;
-      }),
-    );
-    const found = files.filter((file) => file !== undefined);
-    state.failedDownloads += targets.length - found.length;
-    const embeddings = await this.embedder.embed(found.map((file) => file.bytes)).catch(failJob);
+  /** Saves the vectors of a batch (or host chunk) in one transaction that confirms the job is held; counts and reports it. */
+  private async keep(context: JobContext, dataset: Dataset, modelId: string, targets: TargetImage[], embeddings: Embedding[], state: AnalysisProgress, counts: { embedded: number }): Promise<void> {
     const rows: NewEmbedding[] = [];
     embeddings.forEach((embedding, index) => {
-      const { image } = found[index];
+      const image = targets[index];
       if (embedding instanceof Float32Array) rows.push({ imageId: image.id, hash: image.hash, vector: embedding });
-      else {
+      else if (embedding.error !== MISSING) {
         state.failedInference += 1;
         context.log.warn({ imageId: image.id, reason: embedding.error }, 'dataset analysis could not embed an image');
       }
     });
-    return rows;
+    await context.em.transactional(async (tx) => {
+      await context.confirmHeld(tx);
+      await saveEmbeddings(tx, dataset.id, modelId, rows);
+    });
+    counts.embedded += rows.length;
+    state.processed += targets.length;
+    // Images added meanwhile are embedded too: the total grows with them.
+    state.total = Math.max(state.total, state.processed);
+    state.percent = Math.min(99, Math.floor((state.processed * 100) / state.total));
+    context.progress({ ...state });
+  }
+
+  /**
+   * Embeds the stale images after `after` on this control plane, two batches in flight: the next batch's files are read
+   * and decoded while the model runs on this one and its vectors are saved, so the model is not left idle between batches.
+   */
+  private async embedHere(context: JobContext, datasetId: string, modelId: string, after: string, state: AnalysisProgress, keep: (targets: TargetImage[], embeddings: Embedding[]) => Promise<void>): Promise<void> {
+    let next = this.startBatch(context, datasetId, modelId, after, state);
+    for (;;) {
+      const batch = await next;
+      if (!batch) return;
+      next = this.startBatch(context, datasetId, modelId, batch.targets.at(-1)!.id, state);
+      // Handled here and re-thrown where it is awaited: a cancel meanwhile leaves it unawaited.
+      next.catch(() => undefined);
+      const embeddings = await batch.embedded;
+      context.signal.throwIfAborted();
+      await keep(batch.targets, embeddings);
+    }
+  }
+
+  /** The next stale images after `after`, their embedding started; undefined when none is left. */
+  private async startBatch(context: JobContext, datasetId: string, modelId: string, after: string, state: AnalysisProgress): Promise<{ targets: TargetImage[]; embedded: Promise<Embedding[]> } | undefined> {
+    const targets = await staleImages(context.em, datasetId, modelId, after, BATCH);
+    if (targets.length === 0) return undefined;
+    context.signal.throwIfAborted();
+    const embedded = this.embedBatch(targets, state);
+    embedded.catch(() => undefined);
+    return { targets, embedded };
+  }
+
+  /** One result per target: its vector, why it was not embedded, or MISSING (counted as a failed download). */
+  private async embedBatch(targets: TargetImage[], state: AnalysisProgress): Promise<Embedding[]> {
+    const files = await Promise.all(
+      targets.map(async (image) => {
+        const read = await this.storage.store.get(imageKey(image.workspace_id, image.hash, image.ext));
+        return read ? buffer(read.stream) : undefined;
+      }),
+    );
+    const found = files.filter((file) => file !== undefined);
+    state.failedDownloads += targets.length - found.length;
+    const embedded = (await this.embedder.embed(found).catch(failJob)).values();
+    return files.map((file) => (file === undefined ? { error: MISSING } : embedded.next().value!));
+  }
+
+  /** A host chunk's results as the control plane's own; its failed downloads counted, its device reported. */
+  private fromHost(outcome: ChunkOutcome, state: AnalysisProgress): Embedding[] {
+    state.device = outcome.device;
+    return outcome.embeddings.map((embedding) => {
+      if (embedding instanceof Float32Array || embedding.stage === 'decode') return embedding;
+      state.failedDownloads += 1;
+      return { error: MISSING };
+    });
   }
 }
+
+/** A result for an image whose file could not be read: already counted as a failed download. */
+const MISSING = 'the image file could not be read';
 
 /** At most `max` of the items, spread evenly over them, in order. */
 function evenSample<T>(items: T[], max: number): T[] {

@@ -1,5 +1,6 @@
 import { DatasetPath } from '../datasets/dataset.schemas.ts';
 import { defineRoute } from '../http/define-route.ts';
+import { MAX_EMBED_IMAGES } from '@vp/inference-server/contract';
 import { MAX_LAYOUT } from './embedding.job.ts';
 import { AnalysisCancelled, AnalysisQueued, ClusteringPage, ClusteringQuery, EmbeddingsSummary } from './embedding.schemas.ts';
 
@@ -11,8 +12,13 @@ export const startAnalysis = defineRoute({
   tag: 'Datasets',
   summary: "Analyze a dataset: embed its images with this appliance's image embedder",
   description:
-    'Queues an analysis (202) as a control-plane job (kind dataset-embeddings) that runs on this control plane\'s CPU: every image without a ' +
-    'vector of its current content (new, replaced, or embedded by another model) is embedded; images already embedded are not again. ' +
+    'Queues an analysis (202) as a control-plane job (kind dataset-embeddings): every image without a vector of its current content ' +
+    '(new, replaced, or embedded by another model) is embedded; images already embedded are not again. Where: with EMBEDDING_PLACEMENT ' +
+    'auto (the default), on worker hosts when a connected host the workspace may use has a free GPU and runs the inference environment, ' +
+    `in host jobs of kind embedding-chunk of up to ${MAX_EMBED_IMAGES} images each (CUDA; a host without the CUDA provider embeds on its CPU and says so), ` +
+    "else, or when a host job fails or leaves an invalid output, on this control plane's CPU; control-plane: always here; hosts: always " +
+    "on worker hosts (a GPU host, else a host's CPU slot), the analysis failing when none is connected or a host job fails. Both give the " +
+    'same vectors (the same preprocessing and model). The progress says the placement and, on hosts, the device; a cancel cancels its host jobs. ' +
     'Images with a processing error are skipped. Errors: 409 an analysis in progress; 503 no embedding model on this appliance (EMBEDDING_MODEL_PATH).',
   auth: 'key',
   limit: 'default',

@@ -9,6 +9,8 @@ const AnalysisProgress = z.object({
   total: z.number().int().optional().meta({ description: 'Images to embed: those without a current vector when the analysis started, and any added since' }),
   failedDownloads: z.number().int().optional().meta({ description: 'Images whose file could not be read from storage' }),
   failedInference: z.number().int().optional().meta({ description: 'Images the embedder could not decode' }),
+  placement: z.enum(['hosts', 'control-plane']).optional().meta({ description: "Where the images are embedded: worker hosts (in host jobs of kind embedding-chunk), or this control plane's CPU" }),
+  device: z.enum(['cpu', 'cuda']).optional().meta({ description: 'On worker hosts: the device the last chunk ran on' }),
 });
 
 const ActiveAnalysis = z.object({

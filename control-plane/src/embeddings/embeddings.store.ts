@@ -13,6 +13,10 @@ export interface AnalysisProgress extends JobProgress {
   failedDownloads: number;
   /** Images the embedder could not read (not decodable). */
   failedInference: number;
+  /** Where the images are embedded: worker hosts (HostEmbedding) or this control plane's CPU. */
+  placement?: 'hosts' | 'control-plane';
+  /** On hosts: the device the last chunk ran on (cpu where a host had no GPU or no CUDA provider). */
+  device?: 'cpu' | 'cuda';
 }
 
 export interface AnalysisRow {
@@ -129,4 +133,10 @@ export function vectorsAfter(em: EntityManager, modelId: string, after: bigint, 
 /** A stored vector as float32 values. */
 export function vectorOf(bytes: Uint8Array): Float32Array {
   return new Float32Array(new Uint8Array(bytes).buffer);
+}
+
+/** The length of the vectors `modelId` gave so far (null before its first): a host's vectors must match it. */
+export async function modelDims(em: EntityManager, modelId: string): Promise<number | null> {
+  const [row] = await query<{ dims: number }>(em, 'select octet_length(vector) / 4 as dims from image_embeddings where model_id = ? limit 1', [modelId]);
+  return row ? Number(row.dims) : null;
 }

@@ -21,10 +21,14 @@ export interface EmbedderOptions {
   std: [number, number, number];
 }
 
-interface Model {
+export interface EmbedderModel {
   file: string;
+  /** The file's SHA-256 (hex): where worker hosts' embedding jobs download it from (storage, by content). */
+  sha256: string;
   /** What the vectors depend on: the file's bytes and the normalisation. */
   id: string;
+  mean: [number, number, number];
+  std: [number, number, number];
 }
 
 /**
@@ -33,7 +37,7 @@ interface Model {
  */
 export class ImageEmbedder {
   private readonly options: EmbedderOptions;
-  private model: Promise<Model> | undefined;
+  private model: Promise<EmbedderModel> | undefined;
   private worker: Promise<Worker> | undefined;
   private readonly pending = new Map<number, { resolve: (reply: EmbedderReply) => void; reject: (error: Error) => void }>();
   private nextId = 1;
@@ -45,6 +49,11 @@ export class ImageEmbedder {
   /** The model's identity, stored with each vector: a vector of another model is stale. */
   async modelId(): Promise<string> {
     return (await this.resolve()).id;
+  }
+
+  /** The model as worker hosts run it: its file, identity and normalisation (EmbedderUnavailable without one). */
+  describe(): Promise<EmbedderModel> {
+    return this.resolve();
   }
 
   /** One result per image, in order. */
@@ -68,10 +77,12 @@ export class ImageEmbedder {
     await worker?.terminate();
   }
 
-  private resolve(): Promise<Model> {
+  private resolve(): Promise<EmbedderModel> {
     this.model ??= locate(this.options.modelPath).then(async (file) => {
-      const digest = createHash('sha256').update(await readFile(file)).update(JSON.stringify([this.options.mean, this.options.std]));
-      return { file, id: digest.digest('hex').slice(0, 32) };
+      const { mean, std } = this.options;
+      const bytes = await readFile(file);
+      const digest = createHash('sha256').update(bytes).update(JSON.stringify([mean, std]));
+      return { file, sha256: createHash('sha256').update(bytes).digest('hex'), id: digest.digest('hex').slice(0, 32), mean, std };
     });
     // A model found missing is looked for again next time (an operator may build or mount it meanwhile).
     this.model.catch(() => (this.model = undefined));
