@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveSigningSecret, type AppConfig } from '@vp/config';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApp } from './app.ts';
 import { SummaryFigures } from './account/summary-figures.ts';
 import { Authenticator } from './auth/authenticator.ts';
@@ -70,8 +70,13 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export function createLogger(config: Pick<AppConfig, 'logLevel'>): Logger {
-  return pino({ level: config.logLevel, base: { service: 'control-plane' }, redact: ['req.headers.authorization', 'key', 'secret'] });
+/** Storage credentials are redacted wherever an object carrying them is logged (a request body, an error's details). */
+const REDACTED = ['req.headers.authorization', 'key', 'secret', 'credentials', '*.credentials', 'secretAccessKey', '*.secretAccessKey', 'sessionToken', '*.sessionToken'];
+
+/** `destination`: where the JSON lines go (standard output by default). */
+export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: DestinationStream): Logger {
+  const options = { level: config.logLevel, base: { service: 'control-plane' }, redact: REDACTED };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AppConfig } from '@vp/config';
+import { resolveSigningSecret, type AppConfig } from '@vp/config';
 import { AccountService } from './account/account.service.ts';
 import type { SummaryFigures } from './account/summary-figures.ts';
 import { WorkflowService } from './agents/workflow.service.ts';
@@ -24,6 +24,8 @@ import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
+import { CredentialCipher } from './integrations/credential-cipher.ts';
+import { IntegrationService } from './integrations/integration.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobService } from './jobs/job.service.ts';
@@ -172,6 +174,11 @@ export class Services {
 
   get ingest(): IngestService {
     return new IngestService(this.em);
+  }
+
+  get integrations(): IntegrationService {
+    const cipher = new CredentialCipher(resolveSigningSecret(this.deps.config));
+    return new IntegrationService(this.em, { cipher, outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks) });
   }
 
   get jobs(): JobService {

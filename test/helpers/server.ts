@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@vp/config';
+import type { Logger } from 'pino';
 import { startServer, type RunningServer } from '../../control-plane/src/server.ts';
 import type { RouteDefinition } from '../../control-plane/src/http/define-route.ts';
 import type { Predictor } from '../../control-plane/src/predict/predictor.ts';
@@ -25,7 +26,7 @@ export interface TestServer extends RunningServer {
  */
 export async function startTestServer(
   t: Teardown,
-  options: { env?: Record<string, string>; databaseUrl?: string; routes?: RouteDefinition[]; predictor?: Predictor } = {},
+  options: { env?: Record<string, string>; databaseUrl?: string; routes?: RouteDefinition[]; predictor?: Predictor; log?: Logger } = {},
 ): Promise<TestServer> {
   let databaseUrl = options.databaseUrl;
   if (!databaseUrl) {
@@ -35,7 +36,7 @@ export async function startTestServer(
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-test-'));
   const config = loadConfig({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...options.env });
-  const running = await startServer(config, { routes: options.routes, predictor: options.predictor });
+  const running = await startServer(config, { routes: options.routes, predictor: options.predictor, log: options.log });
   t.teardown(async () => {
     await running.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import { DatasetStar } from '../datasets/dataset-star.entity.ts';
 import { Dataset } from '../datasets/dataset.entity.ts';
 import { DatasetVersionImage } from '../datasets/dataset-version-image.entity.ts';
 import { DatasetVersion } from '../datasets/dataset-version.entity.ts';
+import { StorageIntegration } from '../integrations/integration.entity.ts';
 import { StagedImage } from '../ingest/staged-image.entity.ts';
 import { JobLogLine } from '../jobs/job-log.entity.ts';
 import { ConsoleChunk, TrainingEpoch, TrainingRun } from '../training/training-run.entity.ts';
@@ -29,4 +30,4 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey, CreditTransaction, CreditBalance, ResourceCount, TrainingRun, TrainingEpoch, ConsoleChunk];
+export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey, CreditTransaction, CreditBalance, ResourceCount, TrainingRun, TrainingEpoch, ConsoleChunk, StorageIntegration];

@@ -2,6 +2,7 @@ import { NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/co
 import type { Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { PredictInputError } from '@vp/inference/request';
+import { ProviderError } from '../integrations/providers/provider.ts';
 import { HttpError } from './errors.ts';
 import type { AppState } from './app-context.ts';
 
@@ -28,6 +29,8 @@ function fromParserError(error: { status?: number; type?: string }): HttpError |
 function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
   if (error instanceof PredictInputError) return new HttpError(error.status, error.message);
+  // A storage provider that said no, or a request the outbound rules stopped, is the caller's to fix; no usable answer is 502.
+  if (error instanceof ProviderError) return new HttpError(error.kind === 'unreachable' ? 502 : 400, error.message);
   if (error instanceof NotFoundError) return new HttpError(404, 'Not found');
   if (error instanceof UniqueConstraintViolationException) return new HttpError(409, 'Already exists');
   if (error && typeof error === 'object' && 'status' in error && 'expose' in error) {

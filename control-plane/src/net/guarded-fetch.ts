@@ -16,6 +16,11 @@ export interface GuardedFetchOptions {
   timeoutMs?: number;
   /** For each wait on the body: a server that stops sending fails the download. */
   idleTimeoutMs?: number;
+  /**
+   * Extra request headers (a signed request's authorization). They may carry credentials, so a request with
+   * them follows no redirect: a redirect answer is then a failure with its status, like any other non-2xx.
+   */
+  headers?: Record<string, string>;
 }
 
 export interface GuardedResponse {
@@ -45,7 +50,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
       throw error;
     });
     const status = response.statusCode ?? 0;
-    if (REDIRECTS.has(status) && response.headers.location) {
+    if (REDIRECTS.has(status) && response.headers.location && !options.headers) {
       response.destroy();
       if (hop === MAX_REDIRECTS) throw new OutboundError(`more than ${MAX_REDIRECTS} redirects`, 'failed');
       const next = URL.parse(response.headers.location, current);
@@ -55,7 +60,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
     }
     if (status < 200 || status > 299) {
       response.destroy();
-      throw new OutboundError(`HTTP ${status}`, 'failed');
+      throw new OutboundError(`HTTP ${status}`, 'failed', status);
     }
     const announced = Number(response.headers['content-length'] ?? 0);
     if (announced > options.maxBytes) {
@@ -75,7 +80,7 @@ export async function fetchBytes(url: string, options: GuardedFetchOptions): Pro
 }
 
 /** One GET, resolved at its response headers; the URL's scheme and address are checked first. */
-function requestOnce(url: string, { policy, signal, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
+function requestOnce(url: string, { policy, signal, headers, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
   const target = URL.parse(url);
   if (!target) return Promise.reject(new OutboundError('not a valid URL', 'refused'));
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
@@ -88,7 +93,7 @@ function requestOnce(url: string, { policy, signal, timeoutMs = DEFAULT_TIMEOUT_
   signal?.throwIfAborted();
   return new Promise((resolve, reject) => {
     const secure = target.protocol === 'https:';
-    const request = (secure ? httpsRequest : httpRequest)(target, { agent: secure ? policy.agents.https : policy.agents.http, signal, headers: { accept: '*/*' } });
+    const request = (secure ? httpsRequest : httpRequest)(target, { agent: secure ? policy.agents.https : policy.agents.http, signal, headers: { accept: '*/*', ...headers } });
     const timer = setTimeout(() => request.destroy(new OutboundError(`no response within ${timeoutMs / 1000} s`, 'failed')), timeoutMs);
     request.once('response', (response) => {
       clearTimeout(timer);

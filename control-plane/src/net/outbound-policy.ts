@@ -12,10 +12,13 @@ import { embeddedIPv4, specialRangeOf } from './address-ranges.ts';
 export class OutboundError extends Error {
   /** refused: by the rules, before connecting; failed: no usable response; too-large: over the byte cap. */
   readonly kind: 'refused' | 'failed' | 'too-large';
+  /** The HTTP status of a response that was not used (failed); the status only, never what the server said. */
+  readonly status: number | undefined;
 
-  constructor(message: string, kind: OutboundError['kind']) {
+  constructor(message: string, kind: OutboundError['kind'], status?: number) {
     super(message);
     this.kind = kind;
+    this.status = status;
   }
 }
 

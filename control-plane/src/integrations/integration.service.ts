@@ -1,0 +1,114 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Actor } from '../auth/actor.ts';
+import { requireKey, requireRole } from '../auth/access.ts';
+import type { Role } from '../account/roles.ts';
+import { Conflict, NotFound } from '../http/errors.ts';
+import type { OutboundPolicy } from '../net/outbound-policy.ts';
+import { CredentialsUnreadable, type CredentialCipher } from './credential-cipher.ts';
+import { StorageIntegration } from './integration.entity.ts';
+import { S3Credentials, type ConnectBody, type IntegrationView, type ObjectsQuery } from './integration.schemas.ts';
+import { IntegrationStore } from './integration.store.ts';
+import type { ObjectPage } from './providers/provider.ts';
+import { S3Provider } from './providers/s3.ts';
+
+export interface IntegrationDeps {
+  cipher: CredentialCipher;
+  outbound: OutboundPolicy;
+}
+
+/**
+ * Storage integrations of the calling key's workspace. Discover and connect need admin (an appliance has one plan,
+ * with every feature, so the spec's paid-plan condition always holds); listing and browsing need editor.
+ */
+export class IntegrationService {
+  private readonly em: EntityManager;
+  private readonly deps: IntegrationDeps;
+  private readonly store: IntegrationStore;
+  private readonly s3: S3Provider;
+
+  constructor(em: EntityManager, deps: IntegrationDeps) {
+    this.em = em;
+    this.deps = deps;
+    this.store = new IntegrationStore(em);
+    this.s3 = new S3Provider(deps.outbound);
+  }
+
+  async list(actor: Actor): Promise<IntegrationView[]> {
+    const key = member(actor, 'editor');
+    return (await this.store.list(key.workspaceId)).map(view);
+  }
+
+  /** The buckets the credentials can read; nothing is saved. */
+  async discover(actor: Actor, body: { provider: 's3'; credentials: S3Credentials }): Promise<{ targets: string[] }> {
+    member(actor, 'admin');
+    return { targets: await this.s3.discover(body.credentials) };
+  }
+
+  /** Saves the integration once every target is readable with its credentials; those are sealed, never kept plain. */
+  async connect(actor: Actor, body: ConnectBody): Promise<IntegrationView> {
+    const key = member(actor, 'admin');
+    const targets = [...new Set(body.targets)];
+    for (const target of targets) await this.s3.checkTarget(body.credentials, target);
+    const sealed = this.deps.cipher.seal(body.credentials, key.workspaceId);
+    const row = this.em.create(StorageIntegration, {
+      workspace: key.workspaceId,
+      provider: body.provider,
+      credentialIdentity: this.s3.identity(body.credentials),
+      targets,
+      processing: true,
+      credentialsKeyId: sealed.keyId,
+      credentials: sealed.ciphertext,
+    });
+    await this.em.flush();
+    return view(row);
+  }
+
+  async update(actor: Actor, id: string, patch: { processing: boolean }): Promise<IntegrationView> {
+    const key = member(actor, 'admin');
+    const row = await this.store.get(key.workspaceId, id);
+    row.processing = patch.processing;
+    await this.em.flush();
+    return view(row);
+  }
+
+  /** Removes the saved credentials; nothing in the bucket is touched. */
+  async disconnect(actor: Actor, id: string): Promise<{ success: true }> {
+    const key = member(actor, 'admin');
+    this.em.remove(await this.store.get(key.workspaceId, id));
+    await this.em.flush();
+    return { success: true };
+  }
+
+  async browse(actor: Actor, id: string, query: ObjectsQuery): Promise<ObjectPage> {
+    const key = member(actor, 'editor');
+    const row = await this.store.get(key.workspaceId, id);
+    if (!row.targets.includes(query.target)) throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
+    return this.s3.browse(this.credentialsOf(row), { target: query.target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
+  }
+
+  private credentialsOf(row: StorageIntegration): S3Credentials {
+    try {
+      return S3Credentials.parse(this.deps.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
+    } catch (error) {
+      if (!(error instanceof CredentialsUnreadable)) throw error;
+      throw Conflict(`The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed without re-sealing them); connect the storage again`);
+    }
+  }
+}
+
+/** Integrations are account-scoped: the key's own workspace, where it needs at least `role`. */
+function member(actor: Actor, role: Role) {
+  const key = requireKey(actor);
+  return requireRole(key, key.workspaceId, role);
+}
+
+function view(row: StorageIntegration): IntegrationView {
+  return {
+    id: row.id,
+    provider: row.provider,
+    credentialIdentity: row.credentialIdentity,
+    targets: row.targets,
+    processing: row.processing,
+    createdAt: row.createdAt.toISOString(),
+  };
+}

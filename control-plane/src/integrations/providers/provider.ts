@@ -1,0 +1,52 @@
+/** Storage providers built so far; GCS, Azure and local folders join as further implementations of StorageProvider. */
+export const PROVIDERS = ['s3'] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
+
+export interface ObjectEntry {
+  kind: 'folder' | 'file';
+  /** The last path segment (a folder's without its trailing slash). */
+  name: string;
+  /** The full key: a folder's ends in `/` and is the prefix to browse it. */
+  key: string;
+  size?: number;
+  updatedAt?: string;
+}
+
+export interface ObjectPage {
+  entries: ObjectEntry[];
+  /** Present when there is more: pass it back for the next page. */
+  cursor?: string;
+}
+
+export interface BrowseRequest {
+  target: string;
+  prefix: string;
+  cursor?: string;
+  limit: number;
+}
+
+/**
+ * Why a provider did not answer as asked, in words safe to show the caller (nothing the provider sent is
+ * quoted): rejected: it said no (credentials, a bucket); refused: the appliance's outbound rules stopped the
+ * request before it left; unreachable: no usable answer (connection, timeout, a server error).
+ */
+export class ProviderError extends Error {
+  readonly kind: 'rejected' | 'refused' | 'unreachable';
+
+  constructor(message: string, kind: ProviderError['kind']) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+/** One kind of storage: reads with the credentials it is given, keeps nothing. */
+export interface StorageProvider<Credentials> {
+  /** Who the credentials say they are, safe to show (an access key id, never a secret). */
+  identity(credentials: Credentials): string;
+  /** The buckets (or containers) these credentials can list the objects of. */
+  discover(credentials: Credentials): Promise<string[]>;
+  /** Passes when the credentials can list `target`'s objects. */
+  checkTarget(credentials: Credentials, target: string): Promise<void>;
+  /** One page of the folders and files directly beneath a prefix. */
+  browse(credentials: Credentials, request: BrowseRequest): Promise<ObjectPage>;
+}
