@@ -2,13 +2,17 @@
 // list, browse, update, disconnect; credentials sealed at rest, never answered, never logged; workspaces isolated.
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../control-plane/src/server.ts';
 import { adminQuery } from './helpers/db.ts';
 import { expectError } from './helpers/expect.ts';
 import { startS3Server, type TestS3Server } from './helpers/s3-server.ts';
-import { call } from './helpers/server.ts';
+import { runNode } from './helpers/run-node.ts';
+import { call, startTestServer } from './helpers/server.ts';
 import { startWorld, type World } from './helpers/world.ts';
 
 interface Integration {
@@ -175,12 +179,45 @@ t.test('discover and connect need admin; list and browse need editor', async (t)
   expectError(t, await api('GET', '/api/integrations/buckets', world.viewer), 403);
   expectError(t, await api('GET', `/api/integrations/buckets/${id}/objects?target=photos`, world.viewer), 403);
   expectError(t, await call(world.server, 'GET', '/api/integrations/buckets'), 401);
+  await api('DELETE', `/api/integrations/buckets/${id}`, world.team);
 });
 
 t.test('an endpoint on an address the operator did not allow is refused before any request', async (t) => {
   const closed = await startWorld(t);
   const refused = await call(closed.server, 'POST', '/api/integrations/buckets/discover', { key: closed.alice, body: { provider: 's3', credentials: admin } });
   expectError(t, refused, 400, /credentials.endpoint: 127.0.0.1 is not a public address \(loopback\); an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS/);
+});
+
+t.test('key rotation: vpctl integrations reseal moves the credentials to the new secret', async (t) => {
+  const connected = await api<Integration>('POST', '/api/integrations/buckets', world.alice, { provider: 's3', credentials: admin, targets: ['photos'] });
+  const id = connected.body.id;
+  const [before] = await rows();
+  const newSecret = randomBytes(32).toString('hex');
+  const dataDir = mkdtempSync(join(tmpdir(), 'vp-reseal-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const reseal = await runNode(['installer/src/vpctl.ts', 'integrations', 'reseal', '--previous-secret-file', join(world.server.dataDir, 'signing-secret')], {
+    DATABASE_URL: world.server.databaseUrl,
+    DATA_DIR: dataDir,
+    SIGNING_SECRET: newSecret,
+  });
+  t.equal(reseal.code, 0, reseal.stderr);
+  t.equal(reseal.stdout, 'Re-sealed 1 integration under the current secret\n');
+  const [after] = await rows();
+  t.not(after.credentials_key_id, before.credentials_key_id, 'sealed under another key');
+  t.notOk(after.credentials.includes(s3.secretAccessKey));
+
+  const browse = (server: { url: string }) => call(server, 'GET', `/api/integrations/buckets/${id}/objects?target=photos`, { key: world.alice });
+  expectError(t, await browse(world.server), 409, /cannot be read .*vpctl integrations reseal/);
+  const rotated = await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { SIGNING_SECRET: newSecret, OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' } });
+  t.equal((await browse(rotated)).status, 200, 'a control plane with the new secret reads them');
+
+  const again = await runNode(['installer/src/vpctl.ts', 'integrations', 'reseal', '--previous-secret-file', join(world.server.dataDir, 'signing-secret')], {
+    DATABASE_URL: world.server.databaseUrl,
+    DATA_DIR: dataDir,
+    SIGNING_SECRET: newSecret,
+  });
+  t.equal(again.stdout, 'Re-sealed 0 integrations under the current secret\n', 'nothing left to re-seal');
+  await api('DELETE', `/api/integrations/buckets/${id}`, world.alice);
 });
 
 t.test('the secrets never reach the log', async (t) => {

@@ -24,7 +24,6 @@ import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
-import { CredentialCipher } from './integrations/credential-cipher.ts';
 import { IntegrationService } from './integrations/integration.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
@@ -177,8 +176,7 @@ export class Services {
   }
 
   get integrations(): IntegrationService {
-    const cipher = new CredentialCipher(resolveSigningSecret(this.deps.config));
-    return new IntegrationService(this.em, { cipher, outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks) });
+    return new IntegrationService(this.em, { secret: resolveSigningSecret(this.deps.config), outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks) });
   }
 
   get jobs(): JobService {

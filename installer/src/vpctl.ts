@@ -4,6 +4,7 @@
 // command through the control plane's services and exits (backup, restore and doctor, in
 // operations.ts, look at the database as it is instead). Results go to stdout, everything else
 // (logs, errors, notes) to stderr, so `KEY=$(vpctl keys create ...)` captures just the key.
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type AppConfig } from '@vp/config';
 import pino, { type Logger } from 'pino';
@@ -289,6 +290,20 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
           print(table(['CREATED', 'KIND', 'AMOUNT', 'JOB', 'DESCRIPTION'], rows));
         }
         print(`Balance: ${formatCents(balanceCents)}`);
+      }),
+    );
+
+  const integrations = program.command('integrations').description("Manage storage integrations' saved credentials");
+  integrations
+    .command('reseal')
+    .description('After the appliance secret (SIGNING_SECRET, or DATA_DIR/signing-secret) changed: encrypt the saved storage credentials again under the new one, reading them with the previous one')
+    .requiredOption('--previous-secret-file <file>', 'a file holding the previous secret (give the option again for older ones)', (file: string, files: string[] = []) => [...files, file])
+    .action((options: { previousSecretFile: string[] }) =>
+      choose(async ({ services, print }) => {
+        const previous = options.previousSecretFile.map((file) => readFileSync(file, 'utf8').trim());
+        const { resealed, unreadable } = await services.integrations.reseal(previous);
+        print(`Re-sealed ${resealed} integration${resealed === 1 ? '' : 's'} under the current secret`);
+        if (unreadable.length > 0) throw Invalid(`${unreadable.length} integration(s) no given secret opens (connect them again): ${unreadable.join(', ')}`);
       }),
     );
 

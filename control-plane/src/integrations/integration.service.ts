@@ -4,7 +4,7 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Role } from '../account/roles.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
-import { CredentialsUnreadable, type CredentialCipher } from './credential-cipher.ts';
+import { CredentialCipher, CredentialsUnreadable } from './credential-cipher.ts';
 import { StorageIntegration } from './integration.entity.ts';
 import { S3Credentials, type ConnectBody, type IntegrationView, type ObjectsQuery } from './integration.schemas.ts';
 import { IntegrationStore } from './integration.store.ts';
@@ -12,7 +12,8 @@ import type { ObjectPage } from './providers/provider.ts';
 import { S3Provider } from './providers/s3.ts';
 
 export interface IntegrationDeps {
-  cipher: CredentialCipher;
+  /** The appliance's secret, which the credentials' key is derived from. */
+  secret: string;
   outbound: OutboundPolicy;
 }
 
@@ -22,13 +23,15 @@ export interface IntegrationDeps {
  */
 export class IntegrationService {
   private readonly em: EntityManager;
-  private readonly deps: IntegrationDeps;
+  private readonly cipher: CredentialCipher;
+  private readonly secret: string;
   private readonly store: IntegrationStore;
   private readonly s3: S3Provider;
 
   constructor(em: EntityManager, deps: IntegrationDeps) {
     this.em = em;
-    this.deps = deps;
+    this.cipher = new CredentialCipher(deps.secret);
+    this.secret = deps.secret;
     this.store = new IntegrationStore(em);
     this.s3 = new S3Provider(deps.outbound);
   }
@@ -49,7 +52,7 @@ export class IntegrationService {
     const key = member(actor, 'admin');
     const targets = [...new Set(body.targets)];
     for (const target of targets) await this.s3.checkTarget(body.credentials, target);
-    const sealed = this.deps.cipher.seal(body.credentials, key.workspaceId);
+    const sealed = this.cipher.seal(body.credentials, key.workspaceId);
     const row = this.em.create(StorageIntegration, {
       workspace: key.workspaceId,
       provider: body.provider,
@@ -86,12 +89,35 @@ export class IntegrationService {
     return this.s3.browse(this.credentialsOf(row), { target: query.target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
   }
 
+  /**
+   * After the appliance secret changed (key rotation): credentials sealed under an earlier secret's key are opened
+   * with `previousSecrets` and sealed again under the current one. Rows no given secret opens are named, untouched.
+   */
+  async reseal(previousSecrets: string[]): Promise<{ resealed: number; unreadable: string[] }> {
+    const cipher = new CredentialCipher(this.secret, previousSecrets);
+    const unreadable: string[] = [];
+    let resealed = 0;
+    for (const row of await this.store.sealedUnderOtherKeys(cipher.keyId)) {
+      try {
+        const sealed = cipher.seal(cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id) as object, row.workspace.id);
+        row.credentialsKeyId = sealed.keyId;
+        row.credentials = sealed.ciphertext;
+        resealed += 1;
+      } catch (error) {
+        if (!(error instanceof CredentialsUnreadable)) throw error;
+        unreadable.push(row.id);
+      }
+    }
+    await this.em.flush();
+    return { resealed, unreadable };
+  }
+
   private credentialsOf(row: StorageIntegration): S3Credentials {
     try {
-      return S3Credentials.parse(this.deps.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
+      return S3Credentials.parse(this.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
     } catch (error) {
       if (!(error instanceof CredentialsUnreadable)) throw error;
-      throw Conflict(`The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed without re-sealing them); connect the storage again`);
+      throw Conflict(`The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed and they were not re-sealed: vpctl integrations reseal); or connect the storage again`);
     }
   }
 }
