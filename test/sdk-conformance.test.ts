@@ -1,6 +1,7 @@
 // Conformance: the real ultralytics-platform SDK (pinned in .venv-sdk by .ci/run) against a test appliance, one check per
 // SDK operation (test/sdk/checks/*.py), each answer validated against the SDK's own response type. Operations of
 // features not built yet are listed, with the reason, in test/sdk/expected-failures.json: that list may only shrink.
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import t from 'tap';
@@ -17,6 +18,7 @@ import { startInferenceServer } from './helpers/inference-server.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
 import { seedOnnxExport } from './helpers/predict.ts';
 import { trainedModel } from './helpers/yolo-models.ts';
+import { startS3Server } from './helpers/s3-server.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset, shapesDataset } from './helpers/training-data.ts';
 import { enrollHost, testHardware, WorkerClient } from './helpers/worker-client.ts';
@@ -75,6 +77,7 @@ async function seed(world: World) {
   // Another workspace's public dataset, for explore.
   await createDataset(world, world.team, { dataset: 'public-shapes', name: 'public shapes', visibility: 'public' });
   return {
+    s3: await seedS3(),
     owner: OWNER,
     key: world.alice,
     stranger: 'bobby',
@@ -93,6 +96,16 @@ async function seed(world: World) {
     grantCents,
     archive: (await shapesDataset(1, 1, 11)).toString('base64'),
   };
+}
+
+/** An S3 server (on loopback, which the world's OUTBOUND_ALLOWED_NETWORKS allows) with two objects, for storage_integrations. */
+async function seedS3() {
+  const s3 = await startS3Server(t);
+  const keys = ['images/a.jpg', 'images/b.jpg'];
+  const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3 });
+  for (const key of keys) await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: Buffer.from(key) }));
+  client.destroy();
+  return { endpoint: s3.endpoint, bucket: s3.bucket, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, keys };
 }
 
 /**
@@ -147,7 +160,7 @@ t.test('every SDK operation answers as the SDK types it, except the listed featu
     return;
   }
   // The seeded host never heartbeats: it stays counted for the whole run.
-  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600' });
+  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', RATE_LIMIT_MUTATION: '1000' });
   const seeded = await seed(world);
   const { operations, results, stderr } = await drive(world.server.url, world.alice, seeded);
   if (stderr) t.comment(stderr);

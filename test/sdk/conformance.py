@@ -23,7 +23,7 @@ from ultralytics_platform import APIError, Platform  # noqa: E402
 from validate import problems  # noqa: E402
 
 # Check modules, in the order they run: later groups may delete what earlier ones read.
-GROUPS = ["account", "billing", "explore", "projects", "datasets", "images", "versions", "upload", "models", "training", "exports", "deployments", "agents", "annotate", "embeddings", "unbuilt", "lifecycle"]
+GROUPS = ["account", "billing", "explore", "projects", "datasets", "images", "versions", "upload", "models", "training", "exports", "deployments", "agents", "annotate", "embeddings", "integrations", "unbuilt", "lifecycle"]
 
 
 def operations(client: Platform) -> dict[str, typing.Callable]:

@@ -16,35 +16,3 @@ def preview_roboflow(context: Context):
 @check("datasets.import_roboflow")
 def import_roboflow(context: Context):
     return context.client.datasets.import_roboflow(items=[])
-
-
-@check("storage_integrations.list")
-def integrations_list(context: Context):
-    return context.client.storage_integrations.list()
-
-
-@check("storage_integrations.create")
-def integrations_create(context: Context):
-    answer = context.client.storage_integrations.create(body={"provider": "s3", "bucket": "none"})
-    context.made["integration"] = answer.get("id")
-    return answer
-
-
-@check("storage_integrations.discover")
-def integrations_discover(context: Context):
-    return context.client.storage_integrations.discover(body={"provider": "s3"})
-
-
-@check("storage_integrations.objects")
-def integrations_objects(context: Context):
-    return context.client.storage_integrations.objects(context.made["integration"], target="datasets")
-
-
-@check("storage_integrations.update")
-def integrations_update(context: Context):
-    return context.client.storage_integrations.update(context.made["integration"], processing=False)
-
-
-@check("storage_integrations.delete")
-def integrations_delete(context: Context):
-    return context.client.storage_integrations.delete(context.made["integration"])
