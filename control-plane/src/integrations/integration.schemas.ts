@@ -7,27 +7,25 @@ export const BucketName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens');
 
-export const S3Credentials = z
-  .strictObject({
-    accessKeyId: z.string().min(1).max(128),
-    secretAccessKey: z.string().min(1).max(256).meta({ description: 'Stored encrypted; never returned or logged' }),
-    sessionToken: z.string().min(1).max(4096).optional().meta({ description: 'For temporary credentials' }),
-    region: z
-      .string()
-      .regex(/^[a-z0-9-]{1,32}$/, 'must be a region name such as us-east-1')
-      .default('us-east-1'),
-    endpoint: z
-      .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
-      .max(2048)
-      .refine((url) => ['', '/'].includes(new URL(url).pathname) && !new URL(url).search, 'must be the service address only (no path or query)')
-      .optional()
-      .meta({ description: "An S3-compatible service (MinIO, Ceph RGW...); absent: AWS's endpoint for the region" }),
-    forcePathStyle: z
-      .boolean()
-      .optional()
-      .meta({ description: 'Address buckets as a path (endpoint/bucket) rather than a host name; default: true with an endpoint, false without' }),
-  })
-  .meta({ id: 'S3Credentials' });
+export const S3Credentials = z.strictObject({
+  accessKeyId: z.string().min(1).max(128),
+  secretAccessKey: z.string().min(1).max(256).meta({ description: 'Stored encrypted; never returned or logged' }),
+  sessionToken: z.string().min(1).max(4096).optional().meta({ description: 'For temporary credentials' }),
+  region: z
+    .string()
+    .regex(/^[a-z0-9-]{1,32}$/, 'must be a region name such as us-east-1')
+    .default('us-east-1'),
+  endpoint: z
+    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+    .max(2048)
+    .refine((url) => ['', '/'].includes(new URL(url).pathname) && !new URL(url).search, 'must be the service address only (no path or query)')
+    .optional()
+    .meta({ description: "An S3-compatible service (MinIO, Ceph RGW...); absent: AWS's endpoint for the region" }),
+  forcePathStyle: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Address buckets as a path (endpoint/bucket) rather than a host name; default: true with an endpoint, false without' }),
+});
 export type S3Credentials = z.output<typeof S3Credentials>;
 
 const S3Source = { provider: z.literal('s3'), credentials: S3Credentials };
@@ -45,16 +43,14 @@ export type ConnectBody = z.output<typeof ConnectBody>;
 
 export const DiscoverResult = z.object({ targets: z.array(z.string()).meta({ description: 'Buckets these credentials can list' }) });
 
-export const Integration = z
-  .object({
-    id: z.string(),
-    provider: z.enum(['gcs', 's3', 'azure']),
-    credentialIdentity: z.string().meta({ description: 'Who the credentials are (an access key id); the credentials are never returned' }),
-    targets: z.array(z.string()),
-    processing: z.boolean().meta({ description: "AI features may read this storage's images" }),
-    createdAt: z.iso.datetime(),
-  })
-  .meta({ id: 'StorageIntegration' });
+export const Integration = z.object({
+  id: z.string(),
+  provider: z.enum(['gcs', 's3', 'azure']),
+  credentialIdentity: z.string().meta({ description: 'Who the credentials are (an access key id); the credentials are never returned' }),
+  targets: z.array(z.string()),
+  processing: z.boolean().meta({ description: "AI features may read this storage's images" }),
+  createdAt: z.iso.datetime(),
+});
 export type IntegrationView = z.input<typeof Integration>;
 
 export const IntegrationList = z.object({ integrations: z.array(Integration) });
