@@ -3,6 +3,8 @@
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -78,7 +80,14 @@ t.test('credentials the server refuses, and endpoints that do not answer, are cl
   const missing = await api('POST', '/api/integrations/buckets', world.alice, { provider: 's3', credentials: admin, targets: ['no-such-bucket'] });
   expectError(t, missing, 400, /no such bucket/);
   const closed = await api('POST', '/api/integrations/buckets/discover', world.alice, { provider: 's3', credentials: { ...admin, endpoint: 'http://127.0.0.1:1' } });
-  expectError(t, closed, 502, 'S3 at 127.0.0.1:1 could not list the buckets: could not connect to 127.0.0.1:1');
+  expectError(t, closed, 400, 'S3 at 127.0.0.1:1 could not list the buckets: could not connect to 127.0.0.1:1');
+  const unnamed = await api('POST', '/api/integrations/buckets/discover', world.alice, { provider: 's3', credentials: { ...admin, endpoint: 'http://storage.invalid' } });
+  expectError(t, unnamed, 400, 'S3 at storage.invalid could not list the buckets: could not resolve storage.invalid');
+  const broken = createServer((_request, response) => response.writeHead(503).end('down for maintenance'));
+  await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => broken.close());
+  const failing = await api('POST', '/api/integrations/buckets/discover', world.alice, { provider: 's3', credentials: { ...admin, endpoint: `http://127.0.0.1:${(broken.address() as AddressInfo).port}` } });
+  expectError(t, failing, 502, /could not list the buckets: HTTP 503$/);
   t.strictSame(await rows(), [], 'nothing saved');
 });
 

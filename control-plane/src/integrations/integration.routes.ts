@@ -14,8 +14,8 @@ import {
 
 const TAG = 'Storage integrations';
 const PROVIDER_ERRORS =
-  'Credentials the provider refuses, a bucket they cannot read, or an endpoint the appliance may not reach (loopback and private ' +
-  'addresses need OUTBOUND_ALLOWED_NETWORKS) are 400; an endpoint that does not answer usably is 502.';
+  'Credentials the provider refuses, a bucket they cannot read, an endpoint the appliance may not reach (loopback and private ' +
+  'addresses need OUTBOUND_ALLOWED_NETWORKS) or one that does not resolve or answer are 400; a server error of the provider is 502.';
 
 export const listIntegrations = defineRoute({
   method: 'GET',

@@ -28,10 +28,11 @@ export interface BrowseRequest {
 /**
  * Why a provider did not answer as asked, in words safe to show the caller (nothing the provider sent is
  * quoted): rejected: it said no (credentials, a bucket); refused: the appliance's outbound rules stopped the
- * request before it left; unreachable: no usable answer (connection, timeout, a server error).
+ * request before it left; unreachable: the endpoint's name did not resolve or nothing answered there in time;
+ * failing: it answered, but with a server error or something that is not an answer.
  */
 export class ProviderError extends Error {
-  readonly kind: 'rejected' | 'refused' | 'unreachable';
+  readonly kind: 'rejected' | 'refused' | 'unreachable' | 'failing';
 
   constructor(message: string, kind: ProviderError['kind']) {
     super(message);

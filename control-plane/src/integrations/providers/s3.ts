@@ -101,7 +101,7 @@ function asProviderError(error: unknown, what: string, url: URL): unknown {
   if (status === 401 || status === 403) return new ProviderError(`S3 at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected');
   if (status === 404) return new ProviderError(`S3 at ${url.host} could not ${what}: no such bucket (HTTP 404)`, 'rejected');
   if (status === 301 || status === 400) return new ProviderError(`S3 at ${url.host} could not ${what} (HTTP ${status}): check credentials.region and credentials.endpoint`, 'rejected');
-  return new ProviderError(`S3 at ${url.host} could not ${what}: ${error.message}`, 'unreachable');
+  return new ProviderError(`S3 at ${url.host} could not ${what}: ${error.message}`, status === undefined && error.kind === 'failed' ? 'unreachable' : 'failing');
 }
 
 function bucketUrl(credentials: S3Credentials, bucket: string | undefined): URL {
