@@ -98,8 +98,11 @@ t.test('bad input is a 400 naming the field', async (t) => {
   expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: admin, targets: [] }), 400, /body.targets/);
   expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: admin, targets: ['Not_A_Bucket'] }), 400, /body.targets.0: must be a bucket name/);
   expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: { ...admin, endpoint: 'ftp://127.0.0.1/' }, targets: ['photos'] }), 400, /body.credentials.endpoint/);
-  expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: { ...admin, endpoint: `${s3.endpoint}/photos` }, targets: ['photos'] }), 400, /no path or query/);
+  expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: { ...admin, endpoint: `${s3.endpoint}/photos` }, targets: ['photos'] }), 400, /no path, query or user/);
   expectError(t, await api('POST', `${url}/discover`, world.alice, { provider: 's3', credentials: { ...admin, extra: 1 } }), 400, /body.credentials/);
+  expectError(t, await api('POST', `${url}/discover`, world.alice, { provider: 's3', credentials: { ...admin, accessKeyId: 'AKIA\nX' } }), 400, /body.credentials.accessKeyId: must be printable ASCII/);
+  expectError(t, await api('POST', `${url}/discover`, world.alice, { provider: 's3', credentials: { ...admin, sessionToken: 'tökén' } }), 400, /body.credentials.sessionToken: must be printable ASCII/);
+  expectError(t, await api('POST', `${url}/discover`, world.alice, { provider: 's3', credentials: { ...admin, endpoint: 'not a url' } }), 400, 'body.credentials.endpoint: must be an http or https URL');
 });
 
 t.test('connect, list, browse, update and disconnect', async (t) => {

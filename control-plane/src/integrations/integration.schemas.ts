@@ -7,10 +7,13 @@ export const BucketName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens');
 
+/** Printable ASCII without spaces: what an access key id and a session token are, and what may go into a header. */
+const Token = (max: number) => z.string().min(1).max(max).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII characters without spaces');
+
 export const S3Credentials = z.strictObject({
-  accessKeyId: z.string().min(1).max(128),
+  accessKeyId: Token(128),
   secretAccessKey: z.string().min(1).max(256).meta({ description: 'Stored encrypted; never returned or logged' }),
-  sessionToken: z.string().min(1).max(4096).optional().meta({ description: 'For temporary credentials' }),
+  sessionToken: Token(4096).optional().meta({ description: 'For temporary credentials' }),
   region: z
     .string()
     .regex(/^[a-z0-9-]{1,32}$/, 'must be a region name such as us-east-1')
@@ -18,7 +21,8 @@ export const S3Credentials = z.strictObject({
   endpoint: z
     .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
     .max(2048)
-    .refine((url) => ['', '/'].includes(new URL(url).pathname) && !new URL(url).search, 'must be the service address only (no path or query)')
+    // URL.parse: this check runs on a value the URL check refused too.
+    .refine((url) => { const parsed = URL.parse(url); return !parsed || (parsed.pathname === '/' && !parsed.search && !parsed.username && !parsed.password); }, 'must be the service address only (no path, query or user)')
     .optional()
     .meta({ description: "An S3-compatible service (MinIO, Ceph RGW...); absent: AWS's endpoint for the region" }),
   forcePathStyle: z
