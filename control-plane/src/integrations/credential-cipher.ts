@@ -22,7 +22,7 @@ export class CredentialsUnreadable extends Error {}
 
 /**
  * AES-256-GCM with a key derived (HKDF) from the appliance's secret. Each ciphertext records the id of its key,
- * so after the secret changes the rows sealed under the old one are found and re-sealed (see `resealAll`); the
+ * so after the secret changes the rows sealed under the old one are found and re-sealed (`vpctl integrations reseal`); the
  * workspace id is the associated data, so a ciphertext copied to another workspace's row does not open.
  */
 export class CredentialCipher {
