@@ -38,6 +38,8 @@ export const DiscoverBody = z.discriminatedUnion('provider', [z.strictObject(S3S
   error: 'provider: must be s3 (GCS, Azure and local folders are not available on this appliance yet)',
 });
 
+export type DiscoverBody = z.output<typeof DiscoverBody>;
+
 export const ConnectBody = z.discriminatedUnion(
   'provider',
   [z.strictObject({ ...S3Source, targets: z.array(BucketName).min(1).max(100).meta({ description: 'The buckets to connect; each is checked to be readable' }) })],

@@ -6,10 +6,10 @@ import { Conflict, NotFound } from '../http/errors.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import { CredentialCipher, CredentialsUnreadable } from './credential-cipher.ts';
 import { StorageIntegration } from './integration.entity.ts';
-import { S3Credentials, type ConnectBody, type IntegrationView, type ObjectsQuery } from './integration.schemas.ts';
+import { type ConnectBody, type DiscoverBody, type IntegrationView, type ObjectsQuery } from './integration.schemas.ts';
 import { IntegrationStore } from './integration.store.ts';
 import type { ObjectPage } from './providers/provider.ts';
-import { S3Provider } from './providers/s3.ts';
+import { storageProviders } from './providers/index.ts';
 
 export interface IntegrationDeps {
   /** The appliance's secret, which the credentials' key is derived from. */
@@ -26,14 +26,14 @@ export class IntegrationService {
   private readonly cipher: CredentialCipher;
   private readonly secret: string;
   private readonly store: IntegrationStore;
-  private readonly s3: S3Provider;
+  private readonly providers: ReturnType<typeof storageProviders>;
 
   constructor(em: EntityManager, deps: IntegrationDeps) {
     this.em = em;
     this.cipher = new CredentialCipher(deps.secret);
     this.secret = deps.secret;
     this.store = new IntegrationStore(em);
-    this.s3 = new S3Provider(deps.outbound);
+    this.providers = storageProviders(deps.outbound);
   }
 
   async list(actor: Actor): Promise<IntegrationView[]> {
@@ -42,21 +42,22 @@ export class IntegrationService {
   }
 
   /** The buckets the credentials can read; nothing is saved. */
-  async discover(actor: Actor, body: { provider: 's3'; credentials: S3Credentials }): Promise<{ targets: string[] }> {
+  async discover(actor: Actor, body: DiscoverBody): Promise<{ targets: string[] }> {
     member(actor, 'admin');
-    return { targets: await this.s3.discover(body.credentials) };
+    return { targets: await this.providers[body.provider].provider.discover(body.credentials) };
   }
 
   /** Saves the integration once every target is readable with its credentials; those are sealed, never kept plain. */
   async connect(actor: Actor, body: ConnectBody): Promise<IntegrationView> {
     const key = member(actor, 'admin');
+    const { provider } = this.providers[body.provider];
     const targets = [...new Set(body.targets)];
-    for (const target of targets) await this.s3.checkTarget(body.credentials, target);
+    for (const target of targets) await provider.checkTarget(body.credentials, target);
     const sealed = this.cipher.seal(body.credentials, key.workspaceId);
     const row = this.em.create(StorageIntegration, {
       workspace: key.workspaceId,
       provider: body.provider,
-      credentialIdentity: this.s3.identity(body.credentials),
+      credentialIdentity: provider.identity(body.credentials),
       targets,
       processing: true,
       credentialsKeyId: sealed.keyId,
@@ -86,7 +87,7 @@ export class IntegrationService {
     const key = member(actor, 'editor');
     const row = await this.store.get(key.workspaceId, id);
     if (!row.targets.includes(query.target)) throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
-    return this.s3.browse(this.credentialsOf(row), { target: query.target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
+    return this.providers[row.provider].provider.browse(this.credentialsOf(row), { target: query.target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
   }
 
   /**
@@ -112,9 +113,9 @@ export class IntegrationService {
     return { resealed, unreadable };
   }
 
-  private credentialsOf(row: StorageIntegration): S3Credentials {
+  private credentialsOf(row: StorageIntegration) {
     try {
-      return S3Credentials.parse(this.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
+      return this.providers[row.provider].credentials.parse(this.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
     } catch (error) {
       if (!(error instanceof CredentialsUnreadable)) throw error;
       throw Conflict(`The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed and they were not re-sealed: vpctl integrations reseal); or connect the storage again`);
