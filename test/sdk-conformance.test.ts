@@ -160,7 +160,8 @@ t.test('every SDK operation answers as the SDK types it, except the listed featu
     return;
   }
   // The seeded host never heartbeats: it stays counted for the whole run.
-  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', RATE_LIMIT_MUTATION: '1000' });
+  // The seeded GPU host has no agent: dataset analyses embed here, not in host jobs nothing would run.
+  const world = await startWorld(t, { HOST_LOST_GRACE_SECONDS: '3600', OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', RATE_LIMIT_MUTATION: '1000', EMBEDDING_PLACEMENT: 'control-plane' });
   const seeded = await seed(world);
   const { operations, results, stderr } = await drive(world.server.url, world.alice, seeded);
   if (stderr) t.comment(stderr);
