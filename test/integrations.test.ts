@@ -15,7 +15,7 @@ import { expectError } from './helpers/expect.ts';
 import { startS3Server, type TestS3Server } from './helpers/s3-server.ts';
 import { runNode } from './helpers/run-node.ts';
 import { call, startTestServer } from './helpers/server.ts';
-import { startWorld, type World } from './helpers/world.ts';
+import { createDataset, startWorld, type World } from './helpers/world.ts';
 
 interface Integration {
   id: string;
@@ -173,6 +173,12 @@ t.test('another workspace neither sees nor touches an integration', async (t) =>
   expectError(t, await api('PATCH', `/api/integrations/buckets/${id}`, world.bobby, { processing: false }), 404);
   expectError(t, await api('DELETE', `/api/integrations/buckets/${id}`, world.bobby), 404);
   t.match((await api<{ integrations: Integration[] }>('GET', '/api/integrations/buckets', world.alice)).body.integrations, [{ id, processing: true }], 'untouched');
+  // Ingest by reference: another workspace's integration is not found; one's own is refused with why (not built yet).
+  await createDataset(world, world.bobby, { dataset: 'by-reference', name: 'By reference' });
+  await createDataset(world, world.alice, { dataset: 'by-reference', name: 'By reference' });
+  const reference = { provider: 'cloud', integrationId: id, target: 'photos', prefix: 'train/' };
+  expectError(t, await api('POST', '/api/datasets/bobby/by-reference/ingest', world.bobby, { reference }), 404, /integration/);
+  expectError(t, await api('POST', '/api/datasets/alice/by-reference/ingest', world.alice, { reference }), 400, /not available on this appliance yet/);
   await api('DELETE', `/api/integrations/buckets/${id}`, world.alice);
 });
 

@@ -13,7 +13,9 @@ export const ingestDataset = defineRoute({
     'NDJSON dataset file. Follow the job at GET /api/jobs/{jobId}: it ends completed (result: imagesAdded, imagesSkipped, imagesReplaced, ' +
     'imagesWithErrors, labelErrors, classesAdded, errors, skippedReasons), failed (error) or cancelled. The dataset changes only when the ' +
     'job completes, all at once; a failed or cancelled ingest leaves it as it was. Unsafe archive entries (absolute paths, .., links) are ' +
-    'skipped and counted; archives that expand too far fail the job. Images that cannot be decoded are added with error set.',
+    'skipped and counted; archives that expand too far fail the job. Images that cannot be decoded are added with error set. ' +
+    'A reference is checked (404 for a storage integration or worker host the workspace does not have) but not read yet: ingesting in ' +
+    'place is not available on this appliance, and a reference to an existing integration is a 400 saying so.',
   auth: 'key',
   limit: 'upload',
   request: { params: DatasetPath, body: IngestBody },

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { findDataset } from '../datasets/dataset-access.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
+import { IntegrationStore } from '../integrations/integration.store.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import { UploadSession } from '../uploads/upload-session.entity.ts';
 import { archiveKindOf } from './archive/extract.ts';
@@ -43,9 +44,12 @@ export class IngestService {
       if (!archiveKindOf(filename)) throw Invalid(`sourceUrl: must name a ${SUPPORTED} file`);
       return { kind: 'url', url: body.sourceUrl, filename };
     }
-    // References are checked here; reading them is the storage-integration and worker-host work.
+    // References are checked here; reading them in place is not built yet (issue "storage integrations", part 2).
     const reference = body.reference!;
-    if (reference.provider === 'cloud') throw NotFound(`reference.integrationId: storage integration ${reference.integrationId} not found`);
+    if (reference.provider === 'cloud') {
+      await new IntegrationStore(this.em).get(workspaceId, reference.integrationId);
+      throw Invalid('reference: ingesting in place from a storage integration is not available on this appliance yet; upload an archive of the files instead');
+    }
     throw NotFound(`reference.keyId: worker host ${reference.keyId} not found`);
   }
 
