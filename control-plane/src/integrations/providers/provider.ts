@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 /** Storage providers built so far; GCS, Azure and local folders join as further implementations of StorageProvider. */
 export const PROVIDERS = ['s3'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
@@ -16,6 +17,36 @@ export interface ObjectPage {
   entries: ObjectEntry[];
   /** Present when there is more: pass it back for the next page. */
   cursor?: string;
+}
+
+/** An object found while indexing a prefix: enough to tell later whether it changed. */
+export interface StoredObject {
+  key: string;
+  size: number;
+  /** Changes whenever the object's bytes do (an ETag, a generation, an mtime+size). */
+  version: string;
+  updatedAt?: string;
+}
+
+export interface StoredObjectPage {
+  objects: StoredObject[];
+  /** Present when there is more: pass it back for the next page. */
+  cursor?: string;
+}
+
+export interface ListRequest {
+  target: string;
+  /** Every object whose key starts with this, at any depth. */
+  prefix: string;
+  cursor?: string;
+}
+
+export interface ReadRequest {
+  target: string;
+  key: string;
+  /** The read fails (ProviderError 'failing') once the object proves larger than this. */
+  maxBytes: number;
+  signal?: AbortSignal;
 }
 
 export interface BrowseRequest {
@@ -50,4 +81,8 @@ export interface StorageProvider<Credentials> {
   checkTarget(credentials: Credentials, target: string): Promise<void>;
   /** One page of the folders and files directly beneath a prefix. */
   browse(credentials: Credentials, request: BrowseRequest): Promise<ObjectPage>;
+  /** One page of every object beneath a prefix, at any depth, in key order (what an ingest by reference indexes). */
+  list(credentials: Credentials, request: ListRequest): Promise<StoredObjectPage>;
+  /** One object's bytes, streamed and counted against `maxBytes` (images are read on demand, never copied in). */
+  read(credentials: Credentials, request: ReadRequest): Promise<Readable>;
 }

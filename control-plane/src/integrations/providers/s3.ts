@@ -1,7 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
 import { guardedFetch, OutboundError, type OutboundPolicy } from '../../net/guarded-fetch.ts';
 import type { S3Credentials } from '../integration.schemas.ts';
-import { ProviderError, type BrowseRequest, type ObjectPage, type StorageProvider } from './provider.ts';
+import { ProviderError, type BrowseRequest, type ListRequest, type ObjectPage, type ReadRequest, type StorageProvider, type StoredObjectPage } from './provider.ts';
 
 /** S3 listings are small XML documents (1,000 keys at most); anything past this is not a listing. */
 const MAX_LISTING_BYTES = 8 * 1024 * 1024;
@@ -71,21 +72,46 @@ export class S3Provider implements StorageProvider<S3Credentials> {
     };
   }
 
+  async list(credentials: S3Credentials, request: ListRequest): Promise<StoredObjectPage> {
+    const query: Record<string, string> = { 'list-type': '2', prefix: request.prefix, 'max-keys': '1000' };
+    if (request.cursor) query['continuation-token'] = request.cursor;
+    const listing = await this.get(credentials, request.target, query, `list bucket ${request.target}`);
+    const objects = elements(listing, 'Contents')
+      .map((entry) => ({ key: text(entry, 'Key') ?? '', size: Number(text(entry, 'Size') ?? 0), version: text(entry, 'ETag') ?? '', updatedAt: text(entry, 'LastModified') }))
+      .filter((object) => object.key && !object.key.endsWith('/'))
+      .map((object) => ({ ...object, updatedAt: object.updatedAt ? new Date(object.updatedAt).toISOString() : undefined }));
+    const cursor = text(listing, 'IsTruncated') === 'true' ? text(listing, 'NextContinuationToken') : undefined;
+    return { objects, cursor: cursor || undefined };
+  }
+
+  async read(credentials: S3Credentials, request: ReadRequest): Promise<Readable> {
+    const url = bucketUrl(credentials, request.target);
+    url.pathname = `${url.pathname.replace(/\/$/, '')}/${request.key.split('/').map(encode).join('/')}`;
+    const what = `read ${request.key} of bucket ${request.target}`;
+    const { body } = await this.send(credentials, url, request.maxBytes, what, request.signal);
+    // A body cut off past maxBytes (or stalled) fails the stream with a ProviderError, like a refused request.
+    const out = new PassThrough();
+    body.on('error', (error) => out.destroy(asProviderError(error, what, url) as Error));
+    return body.pipe(out);
+  }
+
   /** A signed GET of the service (no bucket) or of a bucket, answered with its XML text. */
   private async get(credentials: S3Credentials, bucket: string | undefined, query: Record<string, string>, what: string): Promise<string> {
     const url = bucketUrl(credentials, bucket);
     for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+    const response = await this.send(credentials, url, MAX_LISTING_BYTES, what);
     try {
-      const response = await guardedFetch(url.href, {
-        policy: this.policy,
-        maxBytes: MAX_LISTING_BYTES,
-        timeoutMs: TIMEOUT_MS,
-        idleTimeoutMs: TIMEOUT_MS,
-        headers: signV4(credentials, url),
-      });
       const chunks: Buffer[] = [];
       for await (const chunk of response.body) chunks.push(chunk as Buffer);
       return Buffer.concat(chunks).toString('utf8');
+    } catch (error) {
+      throw asProviderError(error, what, url);
+    }
+  }
+
+  private async send(credentials: S3Credentials, url: URL, maxBytes: number, what: string, signal?: AbortSignal) {
+    try {
+      return await guardedFetch(url.href, { policy: this.policy, maxBytes, timeoutMs: TIMEOUT_MS, idleTimeoutMs: TIMEOUT_MS, headers: signV4(credentials, url), signal });
     } catch (error) {
       throw asProviderError(error, what, url);
     }
