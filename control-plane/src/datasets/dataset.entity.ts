@@ -7,6 +7,11 @@ export const VISIBILITIES = ['public', 'private'] as const;
 export const SPLITS = ['train', 'val', 'test'] as const;
 export type Split = (typeof SPLITS)[number];
 
+/** Where a connected dataset's files are: the `reference` of the ingest that indexed it. */
+export type DatasetReference =
+  | { provider: 'cloud'; integrationId: string; target: string; prefix: string }
+  | { provider: 'local'; keyId: string; root: string; prefix: string };
+
 /**
  * A labeled image collection, addressed as /api/datasets/{owner}/{slug}. The counters are kept by the
  * image writers in the same transaction as the rows they count (see dataset-counters.ts); `revision`
@@ -52,6 +57,11 @@ export const DatasetSchema = defineEntity({
     /** The NDJSON export of the current state, and the revision it was written at (reused while unchanged). */
     exportKey: p.string().length(1024).nullable(),
     exportRevision: p.integer().nullable(),
+    /**
+     * Set on a connected dataset: its images are indexed in place in a storage integration's bucket or a worker
+     * host's folder and read from there on demand; such a dataset is read-only where the spec says so.
+     */
+    reference: p.json<DatasetReference>().nullable(),
     /** Set while the dataset is in trash; its slug stays taken. */
     deletedAt: p.datetime().nullable(),
   },

@@ -46,6 +46,9 @@ export const ImageSchema = defineEntity({
     metadata: p.json<Record<string, unknown>>().default('{}'),
     /** Lower-cased file name and metadata text, matched by the search filter (trigram index). */
     searchText: p.text().default(''),
+    /** In a connected dataset: the object (key beneath the dataset's reference) the bytes are read from, and its version when indexed. */
+    referenceKey: p.string().length(1100).nullable(),
+    referenceVersion: p.string().length(300).nullable(),
     /** Checked by the face detector, and blurred where it found faces: set in datasets with blurFaces. */
     facesBlurred: p.boolean().default(false),
   },

@@ -25,6 +25,7 @@ import { Migration20261129000000_image_faces_blurred } from './Migration20261129
 import { Migration20261129100000_image_embeddings } from './Migration20261129100000_image_embeddings.ts';
 import { Migration20261129200000_dataset_layouts } from './Migration20261129200000_dataset_layouts.ts';
 import { Migration20261129300000_image_embedding_seq } from './Migration20261129300000_image_embedding_seq.ts';
+import { Migration20261201000000_connected_datasets } from './Migration20261201000000_connected_datasets.ts';
 import { Migration20261130000000_storage_integrations } from './Migration20261130000000_storage_integrations.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
@@ -57,4 +58,5 @@ export const migrations = [
   { name: 'Migration20261129200000_dataset_layouts', class: Migration20261129200000_dataset_layouts },
   { name: 'Migration20261129300000_image_embedding_seq', class: Migration20261129300000_image_embedding_seq },
   { name: 'Migration20261130000000_storage_integrations', class: Migration20261130000000_storage_integrations },
+  { name: 'Migration20261201000000_connected_datasets', class: Migration20261201000000_connected_datasets },
 ];
