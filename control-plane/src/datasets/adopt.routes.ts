@@ -11,7 +11,7 @@ export const adoptImages = defineRoute({
     'Images may come from several datasets; an image of a dataset the key cannot view is 404. ' +
     'Setting `release` or `classMapping` (even `{}`) keeps labels and splits of images from datasets the key can edit; images of read-only ' +
     'sources (public datasets of other workspaces), and all images when neither is set, arrive unlabeled in train. ' +
-    '`release: true` moves: the adopted images leave their datasets, which needs editor access on every source (a read-only source is 403); ' +
+    '`release: true` moves: the adopted images leave their datasets, which needs editor access on every source (a read-only source, or one backed by connected storage, is 403); ' +
     'skipped images stay where they are. An image whose file (same hash) is already in the split it would go to, or earlier in the request, ' +
     'is skipped. Classes of kept labels match destination classes by name (case ignored for names longer than 2 characters); a ' +
     '`classMapping` entry wins: a class index, a class name (a new name adds the class), or null to drop those labels. Adopt adds no ' +

@@ -16,6 +16,7 @@ import { resolveClasses } from './class-resolution.ts';
 import { checkDatasetAccess, findDataset } from './dataset-access.ts';
 import { addDelta, applyDelta, countDelta, lockDataset } from './dataset-counters.ts';
 import { Dataset, type Split } from './dataset.entity.ts';
+import { refuseConnected, refuseMoveOut } from './connected-storage.ts';
 
 type AdoptRequest = z.output<typeof AdoptBody>;
 
@@ -55,7 +56,7 @@ export class AdoptService {
 
   async adopt(actor: Actor, owner: string, slug: string, body: AdoptRequest): Promise<z.input<typeof Adopted>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
-    // A destination backed by connected storage answers 409 here, once a dataset can be backed by a storage integration.
+    refuseConnected(dataset, 'its images are the files of its storage; add files there and ingest its reference again');
     const imageIds = [...new Set(body.imageIds)];
     const to = dataset.workspace.id;
     const label = `${owner}/${slug}`;
@@ -156,6 +157,7 @@ function sourceEditable(actor: Actor, source: Dataset | null, imageCount: number
     throw error;
   }
   const editable = role !== null && roleAtLeast(role, 'editor');
+  if (release && source) refuseMoveOut(source);
   if (release && !editable) {
     throw Forbidden(`release: moving images out of ${source?.workspace.handle}/${source?.slug} needs editor access there; copy them instead (release false)`);
   }

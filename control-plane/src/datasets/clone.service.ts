@@ -14,6 +14,7 @@ import { findDataset } from './dataset-access.ts';
 import { applyDelta, lockDataset } from './dataset-counters.ts';
 import { freeCopySlug, requireSlugFree } from './dataset-slugs.ts';
 import { Dataset } from './dataset.entity.ts';
+import { refuseConnected } from './connected-storage.ts';
 
 const MAX_NAME = 100;
 const COPY_SUFFIX = ' (copy)';
@@ -41,7 +42,7 @@ export class CloneService {
       throw Forbidden(`This key belongs to "${key.workspaceHandle}"; use a key created in "${body.owner}" to clone into that workspace`);
     }
     requireRole(actor, key.workspaceId, 'editor');
-    // Datasets backed by connected storage answer 409 here, once a dataset can be backed by a storage integration.
+    refuseConnected(source, 'a clone would copy files that live in the storage; connect the storage to another dataset instead');
     if (body.dataset) await requireSlugFree(this.em, key.workspaceId, body.dataset);
     const cloneSlug = body.dataset ?? (await freeCopySlug(this.em, key.workspaceId, source.slug));
     const to = key.workspaceId;

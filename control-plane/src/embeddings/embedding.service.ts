@@ -10,6 +10,7 @@ import type { AnalysisCancelled, AnalysisQueued, ClusteringPage, ClusteringQuery
 import { activeAnalysis, datasetEmbeddingCounts, EMBEDDINGS_JOB, lastAnalyzedAt } from './embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
 import { layoutHeader, layoutPoints } from './layouts.store.ts';
+import { requireProcessing } from '../datasets/connected-storage.ts';
 
 const IN_PROGRESS = 'An analysis of this dataset is already in progress; wait for it or cancel it (DELETE on the same path)';
 
@@ -28,6 +29,7 @@ export class EmbeddingService {
   /** Queues an analysis (409 while one is active, 503 when this appliance has no embedder to run). */
   async start(actor: Actor, owner: string, slug: string): Promise<z.input<typeof AnalysisQueued>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    await requireProcessing(this.em, dataset, 'Dataset analysis');
     await this.embedder.modelId().catch((error: unknown) => {
       throw error instanceof EmbedderUnavailable ? Unavailable(error.message) : error;
     });

@@ -14,6 +14,7 @@ import type { Image } from './image.entity.ts';
 import { searchSimilar, unavailable, visibleTo } from './similar-search.ts';
 import { SIMILAR_LIMIT, type SimilarImages, type SimilarQuery } from './similar.schemas.ts';
 import { storedVector } from './similar.store.ts';
+import { requireProcessing } from '../datasets/connected-storage.ts';
 
 /** Similar images: the query image's vector (embedded now if need be) against the vector index, filtered to what the actor may see. */
 export class SimilarImagesService {
@@ -31,6 +32,7 @@ export class SimilarImagesService {
 
   async similar(actor: Actor, imageId: string, options: z.output<typeof SimilarQuery>): Promise<z.input<typeof SimilarImages>> {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
+    await requireProcessing(this.em, dataset, 'Similar-image search');
     const modelId = await this.embedder.modelId().catch(unavailable);
     const vector = await this.vectorOf(image, dataset, modelId);
     const filter = { modelId, hashes: [image.hash], datasetId: options.includeSourceDataset ? null : dataset.id, heldBy: null, visibility: visibleTo(actor) };

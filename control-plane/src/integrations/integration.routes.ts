@@ -63,6 +63,10 @@ export const updateIntegration = defineRoute({
   path: '/api/integrations/buckets/:id',
   tag: TAG,
   summary: "Turn AI features on this storage's images on or off (admin)",
+  description:
+    'With processing false, new work that reads the images of datasets indexed in place from this storage is refused with 409: ' +
+    'dataset analysis (embeddings), similar-image search, batch labeling and training; work already running goes on. The same 409 answers ' +
+    'for a dataset whose integration was disconnected, until the storage is connected again and the dataset re-synced. On by default.',
   auth: 'key',
   limit: 'default',
   request: { params: IntegrationPath, body: IntegrationPatch },

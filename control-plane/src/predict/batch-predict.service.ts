@@ -16,6 +16,7 @@ import type { Predictor } from './predictor.ts';
 import { chargeRun } from './batch-predict.job.ts';
 import type { BatchDeleted, BatchPredictQueued, BatchPredictRequest, BatchStatus } from './batch-predict.schemas.ts';
 import { activeRun, BATCH_PREDICT_JOB, dismissRun, undismissedRuns, type BatchPredictPayload, type BatchRunRow } from './batch-predict.store.ts';
+import { requireProcessing } from '../datasets/connected-storage.ts';
 
 const RUN_IN_PROGRESS = 'An auto-annotation run is already in progress on this dataset; wait for it or cancel it (DELETE on the same path)';
 
@@ -42,6 +43,7 @@ export class BatchPredictService {
    */
   async start(actor: Actor, owner: string, slug: string, body: BatchPredictRequest): Promise<z.input<typeof BatchPredictQueued>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    await requireProcessing(this.em, dataset, 'Batch labeling');
     if (body.operation === 'blur') throw Invalid('operation blur: face blurring is not available on this appliance yet; auto-annotation (operation annotate, the default) is');
     const [busy] = await query(this.em, `select 1 from jobs where kind = ? and subject_id = ? and status in ('queued', 'running') limit 1`, [INGEST_JOB, dataset.id]);
     if (dataset.status !== 'ready' || busy) throw Conflict(`The dataset is not ready (${busy ? 'an ingest is running' : dataset.status}); try again when it is`);

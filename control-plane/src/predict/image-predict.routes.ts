@@ -12,7 +12,7 @@ export const predictImage = defineRoute({
     'label format: bbox [cx, cy, w, h], segments, keypoints and obb corners, normalized 0-1 and rounded to 5 decimals, valid for PATCH /api/images/{imageId}. ' +
     'Tasks: a detect dataset takes any model with boxes (an obb box becomes its enclosing box); a segment dataset takes segment models, and detect or obb ' +
     'models as rectangle polygons; an obb dataset takes obb models, and detect or segment boxes as upright rectangles; pose, classify and semantic ' +
-    '(segment models) need their own task; others are 422. Depth datasets are 400; images with more than 3 channels 409. ' +
+    '(segment models) need their own task; others are 422. Depth datasets are 400; images with more than 3 channels, and images of a dataset backed by connected storage, 409. ' +
     'Hosted class-prompted and paid provider models are not available on this on-premise appliance: 422 (code missing_provider_api_key for provider models). ' +
     'Needs view access to the image and the model.',
   auth: 'key',

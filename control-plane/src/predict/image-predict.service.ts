@@ -8,6 +8,7 @@ import type { Storage } from '../storage/storage.ts';
 import { annotateImage, prepareAnnotation, type AnnotateRequest } from './auto-annotate.ts';
 import type { ImagePredicted } from './image-predict.schemas.ts';
 import type { Predictor } from './predictor.ts';
+import { refuseConnected } from '../datasets/connected-storage.ts';
 
 /** Auto-annotation of one image: the model's predictions as the dataset's labels, returned, never saved. */
 export class ImagePredictService {
@@ -31,6 +32,7 @@ export class ImagePredictService {
       throw error;
     }
     const { dataset } = image!;
+    refuseConnected(dataset, 'auto-annotating its images is not available; label them in a dataset of their own (adopt copies them)');
     const annotation = await prepareAnnotation(this.em, actor, dataset, request);
     const predicted = await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image!, workspaceId: dataset.workspace.id });
     return { success: true, predictions: predicted.labels, confidences: predicted.confidences, modelUsed: request.modelId, inferenceTime: Math.round(predicted.milliseconds * 10) / 10 };

@@ -21,6 +21,7 @@ import { trainingView } from './training-view.ts';
 import { endRun } from './run-status.ts';
 import { TrainingRun } from './training-run.entity.ts';
 import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type TrainingStart, type TrainingStarted } from './training.schemas.ts';
+import { requireProcessing } from '../datasets/connected-storage.ts';
 
 type Address = { owner: string; project: string; model: string };
 
@@ -120,6 +121,7 @@ export class TrainingService {
     if (!args.data.startsWith('ul://')) throw Invalid('trainArgs.data must be a dataset on this appliance: ul://owner/datasets/slug');
     const dataset = await resolveDatasetReference(this.em, actor, args.data);
     await this.em.populate(dataset, ['workspace']);
+    await requireProcessing(this.em, dataset, 'Training');
     if (args.model.startsWith('ul://')) {
       const weights = await resolveModelReference(this.em, actor, args.model);
       if (!weights.fileKey) throw Invalid(`${args.model} has no weights yet`);
