@@ -20,7 +20,7 @@ const backgrounds = Promise.all(
 );
 
 /** Picture i: a noisy background with one box, and its YOLO line. */
-async function picture(i: number): Promise<{ jpeg: Buffer; label: string }> {
+export async function picture(i: number): Promise<{ jpeg: Buffer; label: string }> {
   const [w, h] = [80 + (i % 200), 60 + ((i * 7) % 150)];
   const [left, top] = [(i * 37) % (640 - w), (i * 53) % (480 - h)];
   const background = (await backgrounds)[i % 8];
