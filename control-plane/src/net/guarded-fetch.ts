@@ -21,6 +21,8 @@ export interface GuardedFetchOptions {
    * them follows no redirect: a redirect answer is then a failure with its status, like any other non-2xx.
    */
   headers?: Record<string, string>;
+  /** A small form or JSON body, sent as a POST (a token exchange) that follows no redirect; without it, a GET. */
+  body?: string;
 }
 
 export interface GuardedResponse {
@@ -37,7 +39,7 @@ const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /**
- * GET of a user-given URL, for every download the appliance makes on a user's behalf: http(s) only,
+ * GET (or, with a body, POST) of a user-given URL, for every download the appliance makes on a user's behalf: http(s) only,
  * every address checked by the policy before connecting (redirect hops too, followed here, at most 5),
  * timeouts on the headers and on a stalled body, and the body capped at `maxBytes`. A response other
  * than 2xx is an OutboundError naming the status only. Errors other than OutboundError are the signal's.
@@ -50,7 +52,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
       throw error;
     });
     const status = response.statusCode ?? 0;
-    if (REDIRECTS.has(status) && response.headers.location && !options.headers) {
+    if (REDIRECTS.has(status) && response.headers.location && !options.headers && options.body === undefined) {
       response.destroy();
       if (hop === MAX_REDIRECTS) throw new OutboundError(`more than ${MAX_REDIRECTS} redirects`, 'failed');
       const next = URL.parse(response.headers.location, current);
@@ -79,8 +81,8 @@ export async function fetchBytes(url: string, options: GuardedFetchOptions): Pro
   return Buffer.concat(chunks);
 }
 
-/** One GET, resolved at its response headers; the URL's scheme and address are checked first. */
-function requestOnce(url: string, { policy, signal, headers, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
+/** One request, resolved at its response headers; the URL's scheme and address are checked first. */
+function requestOnce(url: string, { policy, signal, headers, body, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
   const target = URL.parse(url);
   if (!target) return Promise.reject(new OutboundError('not a valid URL', 'refused'));
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
@@ -93,7 +95,12 @@ function requestOnce(url: string, { policy, signal, headers, timeoutMs = DEFAULT
   signal?.throwIfAborted();
   return new Promise((resolve, reject) => {
     const secure = target.protocol === 'https:';
-    const request = (secure ? httpsRequest : httpRequest)(target, { agent: secure ? policy.agents.https : policy.agents.http, signal, headers: { accept: '*/*', ...headers } });
+    const request = (secure ? httpsRequest : httpRequest)(target, {
+      method: body === undefined ? 'GET' : 'POST',
+      agent: secure ? policy.agents.https : policy.agents.http,
+      signal,
+      headers: { accept: '*/*', ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) },
+    });
     const timer = setTimeout(() => request.destroy(new OutboundError(`no response within ${timeoutMs / 1000} s`, 'failed')), timeoutMs);
     request.once('response', (response) => {
       clearTimeout(timer);
@@ -103,7 +110,7 @@ function requestOnce(url: string, { policy, signal, headers, timeoutMs = DEFAULT
       clearTimeout(timer);
       reject(signal?.aborted ? signal.reason : userSafe(error, target));
     });
-    request.end();
+    request.end(body);
   });
 }
 
