@@ -70,8 +70,10 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** The secret fields of each storage provider's credentials. */
+const SECRET_FIELDS = ['secretAccessKey', 'sessionToken', 'accountKey', 'sasToken', 'hmacSecret', 'serviceAccountKey', 'private_key'];
 /** Storage credentials are redacted wherever an object carrying them is logged (a request body, an error's details). */
-const REDACTED = ['req.headers.authorization', 'key', 'secret', 'credentials', '*.credentials', 'secretAccessKey', '*.secretAccessKey', 'sessionToken', '*.sessionToken'];
+const REDACTED = ['req.headers.authorization', 'key', 'secret', 'credentials', '*.credentials', ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`])];
 
 /** `destination`: where the JSON lines go (standard output by default). */
 export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: DestinationStream): Logger {

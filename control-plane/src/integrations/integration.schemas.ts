@@ -10,6 +10,13 @@ export const BucketName = z
 /** Printable ASCII without spaces: what an access key id and a session token are, and what may go into a header. */
 const Token = (max: number) => z.string().min(1).max(max).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII characters without spaces');
 
+const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048);
+
+/** A service's address alone: its requests' paths are the provider's to make. */
+const ServiceAddress = HttpUrl
+  // URL.parse: this check runs on a value the URL check refused too.
+  .refine((url) => { const parsed = URL.parse(url); return !parsed || (parsed.pathname === '/' && !parsed.search && !parsed.username && !parsed.password); }, 'must be the service address only (no path, query or user)');
+
 export const S3Credentials = z.strictObject({
   accessKeyId: Token(128),
   secretAccessKey: z.string().min(1).max(256).meta({ description: 'Stored encrypted; never returned or logged' }),
@@ -18,13 +25,7 @@ export const S3Credentials = z.strictObject({
     .string()
     .regex(/^[a-z0-9-]{1,32}$/, 'must be a region name such as us-east-1')
     .default('us-east-1'),
-  endpoint: z
-    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
-    .max(2048)
-    // URL.parse: this check runs on a value the URL check refused too.
-    .refine((url) => { const parsed = URL.parse(url); return !parsed || (parsed.pathname === '/' && !parsed.search && !parsed.username && !parsed.password); }, 'must be the service address only (no path, query or user)')
-    .optional()
-    .meta({ description: "An S3-compatible service (MinIO, Ceph RGW...); absent: AWS's endpoint for the region" }),
+  endpoint: ServiceAddress.optional().meta({ description: "An S3-compatible service (MinIO, Ceph RGW...); absent: AWS's endpoint for the region" }),
   forcePathStyle: z
     .boolean()
     .optional()
@@ -32,18 +33,61 @@ export const S3Credentials = z.strictObject({
 });
 export type S3Credentials = z.output<typeof S3Credentials>;
 
+/** The fields of a service account's JSON key file that are used; paste the whole file, the rest is dropped. */
+const ServiceAccountKey = z
+  .object({
+    client_email: z.email().max(320),
+    private_key: z.string().min(1).max(8192).regex(/-----BEGIN PRIVATE KEY-----/, 'must be the PEM private key of a service account key file').meta({ description: 'Stored encrypted; never returned or logged' }),
+    project_id: z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a project id').meta({ description: 'Whose buckets discover lists' }),
+    token_uri: HttpUrl.optional().meta({ description: "Where a signed assertion is exchanged for an access token; absent: Google's" }),
+  })
+  .meta({ description: "A service account's JSON key file (IAM > Service accounts > Keys), as downloaded" });
+
+const GcsEndpoint = ServiceAddress.optional().meta({ description: "The storage service (an emulator, a private endpoint); absent: Google's" });
+
+export const GcsCredentials = z.union([
+  z
+    .strictObject({ serviceAccountKey: ServiceAccountKey, endpoint: GcsEndpoint })
+    .meta({ description: 'Service account key: a JWT signed with the private key is exchanged for a read-only access token; the JSON API is used' }),
+  z
+    .strictObject({
+      hmacAccessId: Token(128).meta({ description: "An HMAC key's access id (Cloud Storage > Settings > Interoperability)" }),
+      hmacSecret: z.string().min(1).max(256).meta({ description: 'Stored encrypted; never returned or logged' }),
+      endpoint: GcsEndpoint,
+    })
+    .meta({ description: 'HMAC key: requests are signed as S3 does (SigV4) and sent to the XML API' }),
+], { error: 'must hold a serviceAccountKey, or an hmacAccessId and hmacSecret' });
+export type GcsCredentials = z.output<typeof GcsCredentials>;
+
+export const AzureCredentials = z
+  .strictObject({
+    accountName: z.string().regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name: 3-24 lowercase letters and digits'),
+    accountKey: z.base64().min(1).max(256).optional().meta({ description: "One of the account's access keys (Shared Key authorization); stored encrypted, never returned or logged" }),
+    sasToken: Token(4096)
+      .transform((token) => token.replace(/^\?/, ''))
+      .optional()
+      .meta({ description: 'Instead of a key: a shared access signature (an account SAS with list and read lets discover list containers); stored encrypted, never returned or logged' }),
+    endpoint: HttpUrl.refine((url) => { const parsed = URL.parse(url); return !parsed || (!parsed.search && !parsed.username && !parsed.password); }, 'must be the blob service address (no query or user)')
+      .optional()
+      .meta({ description: 'The blob service (Azure Stack, a private endpoint; Azurite: http://host:10000/devstoreaccount1); absent: https://<accountName>.blob.core.windows.net' }),
+  })
+  .refine((credentials) => (credentials.accountKey === undefined) !== (credentials.sasToken === undefined), 'must hold an accountKey or a sasToken (one of them)');
+export type AzureCredentials = z.output<typeof AzureCredentials>;
+
 const S3Source = { provider: z.literal('s3'), credentials: S3Credentials };
+const GcsSource = { provider: z.literal('gcs'), credentials: GcsCredentials };
+const AzureSource = { provider: z.literal('azure'), credentials: AzureCredentials };
+const UNKNOWN_PROVIDER = 'provider: must be s3, gcs or azure (local folders are not available on this appliance yet)';
 
-export const DiscoverBody = z.discriminatedUnion('provider', [z.strictObject(S3Source)], {
-  error: 'provider: must be s3 (GCS, Azure and local folders are not available on this appliance yet)',
-});
-
+export const DiscoverBody = z.discriminatedUnion('provider', [z.strictObject(S3Source), z.strictObject(GcsSource), z.strictObject(AzureSource)], { error: UNKNOWN_PROVIDER });
 export type DiscoverBody = z.output<typeof DiscoverBody>;
+
+const Targets = { targets: z.array(BucketName).min(1).max(100).meta({ description: 'The buckets (containers) to connect; each is checked to be readable' }) };
 
 export const ConnectBody = z.discriminatedUnion(
   'provider',
-  [z.strictObject({ ...S3Source, targets: z.array(BucketName).min(1).max(100).meta({ description: 'The buckets to connect; each is checked to be readable' }) })],
-  { error: 'provider: must be s3 (GCS, Azure and local folders are not available on this appliance yet)' },
+  [z.strictObject({ ...S3Source, ...Targets }), z.strictObject({ ...GcsSource, ...Targets }), z.strictObject({ ...AzureSource, ...Targets })],
+  { error: UNKNOWN_PROVIDER },
 );
 export type ConnectBody = z.output<typeof ConnectBody>;
 
@@ -52,7 +96,7 @@ export const DiscoverResult = z.object({ targets: z.array(z.string()).meta({ des
 export const Integration = z.object({
   id: z.string(),
   provider: z.enum(['gcs', 's3', 'azure']),
-  credentialIdentity: z.string().meta({ description: 'Who the credentials are (an access key id); the credentials are never returned' }),
+  credentialIdentity: z.string().meta({ description: "Who the credentials are (an access key id, a service account's email, a storage account name); the credentials are never returned" }),
   targets: z.array(z.string()),
   processing: z.boolean().meta({ description: "AI features may read this storage's images" }),
   createdAt: z.iso.datetime(),

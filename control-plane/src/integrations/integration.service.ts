@@ -8,8 +8,8 @@ import { CredentialCipher, CredentialsUnreadable } from './credential-cipher.ts'
 import { StorageIntegration } from './integration.entity.ts';
 import { type ConnectBody, type DiscoverBody, type IntegrationView, type ObjectsQuery } from './integration.schemas.ts';
 import { IntegrationStore } from './integration.store.ts';
-import type { ObjectPage } from './providers/provider.ts';
-import { storageProviders } from './providers/index.ts';
+import type { ObjectPage, ProviderName } from './providers/provider.ts';
+import { storageProviders, type ProviderEntry } from './providers/index.ts';
 
 export interface IntegrationDeps {
   /** The appliance's secret, which the credentials' key is derived from. */
@@ -26,7 +26,7 @@ export class IntegrationService {
   private readonly cipher: CredentialCipher;
   private readonly secret: string;
   private readonly store: IntegrationStore;
-  private readonly providers: ReturnType<typeof storageProviders>;
+  private readonly providers: Record<ProviderName, ProviderEntry>;
 
   constructor(em: EntityManager, deps: IntegrationDeps) {
     this.em = em;

@@ -26,6 +26,7 @@ import { Migration20261129100000_image_embeddings } from './Migration20261129100
 import { Migration20261129200000_dataset_layouts } from './Migration20261129200000_dataset_layouts.ts';
 import { Migration20261129300000_image_embedding_seq } from './Migration20261129300000_image_embedding_seq.ts';
 import { Migration20261201000000_connected_datasets } from './Migration20261201000000_connected_datasets.ts';
+import { Migration20261202000000_storage_providers } from './Migration20261202000000_storage_providers.ts';
 import { Migration20261130000000_storage_integrations } from './Migration20261130000000_storage_integrations.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
@@ -59,4 +60,5 @@ export const migrations = [
   { name: 'Migration20261129300000_image_embedding_seq', class: Migration20261129300000_image_embedding_seq },
   { name: 'Migration20261130000000_storage_integrations', class: Migration20261130000000_storage_integrations },
   { name: 'Migration20261201000000_connected_datasets', class: Migration20261201000000_connected_datasets },
+  { name: 'Migration20261202000000_storage_providers', class: Migration20261202000000_storage_providers },
 ];

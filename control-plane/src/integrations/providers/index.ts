@@ -1,14 +1,25 @@
+import type { ZodType } from 'zod';
 import type { OutboundPolicy } from '../../net/outbound-policy.ts';
-import { S3Credentials } from '../integration.schemas.ts';
-import type { ProviderName } from './provider.ts';
+import { AzureCredentials, GcsCredentials, S3Credentials } from '../integration.schemas.ts';
+import { AzureProvider } from './azure.ts';
+import { GcsProvider } from './gcs.ts';
+import type { ProviderName, StorageProvider } from './provider.ts';
 import { S3Provider } from './s3.ts';
+
+/** A provider with the schema of its credentials; it is handed only credentials that schema passed. */
+export interface ProviderEntry {
+  credentials: ZodType;
+  provider: StorageProvider<unknown>;
+}
 
 /**
  * Each provider with the schema of its credentials (what a saved row opens to is parsed with it again). A new
- * provider (GCS, Azure, local folders) is one more entry, its name added to PROVIDERS.
+ * provider (local folders) is one more entry, its name added to PROVIDERS.
  */
-export function storageProviders(outbound: OutboundPolicy) {
+export function storageProviders(outbound: OutboundPolicy): Record<ProviderName, ProviderEntry> {
   return {
     s3: { credentials: S3Credentials, provider: new S3Provider(outbound) },
-  } satisfies Record<ProviderName, unknown>;
+    gcs: { credentials: GcsCredentials, provider: new GcsProvider(outbound) },
+    azure: { credentials: AzureCredentials, provider: new AzureProvider(outbound) },
+  };
 }

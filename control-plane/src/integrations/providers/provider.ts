@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-/** Storage providers built so far; GCS, Azure and local folders join as further implementations of StorageProvider. */
-export const PROVIDERS = ['s3'] as const;
+/** Storage providers built so far; local folders join as a further implementation of StorageProvider. */
+export const PROVIDERS = ['s3', 'gcs', 'azure'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export interface ObjectEntry {
@@ -39,6 +39,8 @@ export interface ListRequest {
   /** Every object whose key starts with this, at any depth. */
   prefix: string;
   cursor?: string;
+  /** At most this many objects a page; absent: as many as the service gives (1,000 for S3 and GCS, 5,000 for Azure). */
+  limit?: number;
 }
 
 export interface ReadRequest {

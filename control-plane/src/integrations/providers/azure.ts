@@ -1,0 +1,105 @@
+import { createHmac } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { OutboundPolicy } from '../../net/guarded-fetch.ts';
+import type { AzureCredentials } from '../integration.schemas.ts';
+import { ProviderHttp } from './http.ts';
+import { isoTime, objectPage } from './page.ts';
+import type { BrowseRequest, ListRequest, ObjectPage, ReadRequest, StorageProvider, StoredObjectPage } from './provider.ts';
+import { elements, text } from './xml.ts';
+
+/** The REST version the requests speak (Azurite and Azure Stack Hub accept it too). */
+const API_VERSION = '2021-12-02';
+/** Azure lists at most 5,000 blobs a page. */
+const LIST_PAGE = 5000;
+
+/**
+ * Azure Blob Storage: a storage account's containers, with one of its access keys (requests signed here, Shared
+ * Key) or a shared access signature (appended to each request). Sent through the guarded fetcher like S3's.
+ */
+export class AzureProvider implements StorageProvider<AzureCredentials> {
+  private readonly http: ProviderHttp;
+
+  constructor(policy: OutboundPolicy) {
+    this.http = new ProviderHttp(policy, { name: 'Azure Blob', missing: 'no such container', check: 'credentials.accountName and credentials.endpoint' });
+  }
+
+  identity(credentials: AzureCredentials): string {
+    return credentials.accountName;
+  }
+
+  /** With an access key every container is readable; a SAS must allow listing containers (an account SAS). */
+  async discover(credentials: AzureCredentials): Promise<string[]> {
+    const names: string[] = [];
+    let marker: string | undefined;
+    do {
+      const listing = await this.get(credentials, '', { comp: 'list', ...(marker ? { marker } : {}) }, 'list the containers');
+      names.push(...elements(listing, 'Container').map((container) => text(container, 'Name') ?? '').filter(Boolean));
+      marker = text(listing, 'NextMarker') || undefined;
+    } while (marker);
+    return names.sort();
+  }
+
+  async checkTarget(credentials: AzureCredentials, target: string): Promise<void> {
+    await this.listBlobs(credentials, target, { maxresults: '1' });
+  }
+
+  async browse(credentials: AzureCredentials, request: BrowseRequest): Promise<ObjectPage> {
+    const listing = await this.listBlobs(credentials, request.target, { prefix: request.prefix, delimiter: '/', maxresults: String(request.limit) }, request.cursor);
+    const folders = elements(listing, 'BlobPrefix').map((entry) => text(entry, 'Name') ?? '');
+    return objectPage(request.prefix, folders, blobs(listing), text(listing, 'NextMarker'));
+  }
+
+  async list(credentials: AzureCredentials, request: ListRequest): Promise<StoredObjectPage> {
+    const listing = await this.listBlobs(credentials, request.target, { prefix: request.prefix, maxresults: String(request.limit ?? LIST_PAGE) }, request.cursor);
+    const objects = blobs(listing)
+      .filter((blob) => blob.key && !blob.key.endsWith('/'))
+      .map((blob) => ({ ...blob, updatedAt: isoTime(blob.updatedAt) }));
+    return { objects, cursor: text(listing, 'NextMarker') || undefined };
+  }
+
+  async read(credentials: AzureCredentials, request: ReadRequest): Promise<Readable> {
+    const url = this.url(credentials, `${request.target}/${request.key.split('/').map(encodeURIComponent).join('/')}`, {});
+    return this.http.stream({ url, headers: authorize(credentials, url), what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+  }
+
+  private listBlobs(credentials: AzureCredentials, container: string, query: Record<string, string>, marker?: string): Promise<string> {
+    return this.get(credentials, container, { restype: 'container', comp: 'list', ...query, ...(marker ? { marker } : {}) }, `list container ${container}`);
+  }
+
+  private get(credentials: AzureCredentials, path: string, query: Record<string, string>, what: string): Promise<string> {
+    const url = this.url(credentials, path, query);
+    return this.http.text({ url, headers: authorize(credentials, url), what });
+  }
+
+  /** The blob service's URL for `path` (a container, a blob), the SAS's parameters appended when there is one. */
+  private url(credentials: AzureCredentials, path: string, query: Record<string, string>): URL {
+    const url = new URL(credentials.endpoint ?? `https://${credentials.accountName}.blob.core.windows.net`);
+    url.pathname = `${url.pathname.replace(/\/$/, '')}/${path}`;
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+    if (credentials.sasToken) for (const [name, value] of new URLSearchParams(credentials.sasToken)) url.searchParams.append(name, value);
+    return url;
+  }
+}
+
+function blobs(listing: string) {
+  return elements(listing, 'Blob').map((blob) => ({
+    key: text(blob, 'Name') ?? '',
+    size: Number(text(blob, 'Content-Length') ?? 0),
+    version: text(blob, 'Etag') ?? '',
+    updatedAt: text(blob, 'Last-Modified'),
+  }));
+}
+
+/** The version and date headers, with a Shared Key signature when the credentials hold a key (a SAS is in the URL). */
+export function authorize(credentials: AzureCredentials, url: URL, now = new Date()): Record<string, string> {
+  const headers: Record<string, string> = { 'x-ms-date': now.toUTCString(), 'x-ms-version': API_VERSION };
+  if (!credentials.accountKey) return headers;
+  // A GET's string to sign: the verb, eleven empty standard headers, the x-ms- headers, then the resource.
+  const canonicalHeaders = Object.keys(headers).sort().map((name) => `${name}:${headers[name]}`);
+  const params = new Map<string, string[]>();
+  for (const [name, value] of url.searchParams) params.set(name.toLowerCase(), [...(params.get(name.toLowerCase()) ?? []), value]);
+  const canonicalQuery = [...params.keys()].sort().map((name) => `\n${name}:${params.get(name)!.sort().join(',')}`).join('');
+  const toSign = ['GET', ...Array<string>(11).fill(''), ...canonicalHeaders, `/${credentials.accountName}${url.pathname}${canonicalQuery}`].join('\n');
+  const signature = createHmac('sha256', Buffer.from(credentials.accountKey, 'base64')).update(toSign, 'utf8').digest('base64');
+  return { ...headers, authorization: `SharedKey ${credentials.accountName}:${signature}` };
+}

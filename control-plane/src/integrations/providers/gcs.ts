@@ -1,0 +1,161 @@
+import { createHash, createSign } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { z } from 'zod';
+import type { OutboundPolicy } from '../../net/guarded-fetch.ts';
+import type { GcsCredentials, S3Credentials } from '../integration.schemas.ts';
+import { ProviderHttp, readableTargets, type Request } from './http.ts';
+import { isoTime, objectPage } from './page.ts';
+import { ProviderError, type BrowseRequest, type ListRequest, type ObjectPage, type ReadRequest, type StorageProvider, type StoredObjectPage } from './provider.ts';
+import { S3Provider } from './s3.ts';
+
+type ServiceAccount = Extract<GcsCredentials, { serviceAccountKey: unknown }>;
+type Hmac = Extract<GcsCredentials, { hmacAccessId: string }>;
+
+const GOOGLE_STORAGE = 'https://storage.googleapis.com';
+const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
+const READ_ONLY_SCOPE = 'https://www.googleapis.com/auth/devstorage.read_only';
+const LIST_PAGE = 1000;
+/** Access tokens kept for reuse (one per service account key); past this the oldest goes. */
+const MAX_TOKENS = 100;
+/**
+ * Access tokens by a hash of the key they were issued for, shared by every provider instance in the process (a
+ * service is made per request, and an ingest reads thousands of objects with one integration's credentials).
+ */
+const tokens = new Map<string, { token: string; expiresAt: number }>();
+const SERVICE = { name: 'GCS', missing: 'no such bucket', check: 'credentials.serviceAccountKey and credentials.endpoint' };
+
+const TokenAnswer = z.object({ access_token: z.string().min(1), expires_in: z.number().positive().optional() });
+const Listing = z.object({
+  items: z.array(z.object({ name: z.string(), size: z.string().optional(), updated: z.string().optional(), generation: z.string().optional() })).optional(),
+  prefixes: z.array(z.string()).optional(),
+  nextPageToken: z.string().optional(),
+});
+const BucketListing = z.object({ items: z.array(z.object({ name: z.string() })).optional(), nextPageToken: z.string().optional() });
+
+/**
+ * Google Cloud Storage. With a service account key: a JWT signed with its private key (RS256) is exchanged at the
+ * key's token_uri for a read-only access token, and the JSON API is used. With an HMAC key: the XML API, which
+ * speaks S3 (SigV4, region "auto"). Every request goes through the guarded fetcher.
+ */
+export class GcsProvider implements StorageProvider<GcsCredentials> {
+  private readonly http: ProviderHttp;
+  private readonly xml: S3Provider;
+
+  constructor(policy: OutboundPolicy) {
+    this.http = new ProviderHttp(policy, SERVICE);
+    this.xml = new S3Provider(policy, { ...SERVICE, check: 'credentials.hmacAccessId and credentials.endpoint' });
+  }
+
+  identity(credentials: GcsCredentials): string {
+    return 'hmacAccessId' in credentials ? credentials.hmacAccessId : credentials.serviceAccountKey.client_email;
+  }
+
+  async discover(credentials: GcsCredentials): Promise<string[]> {
+    if ('hmacAccessId' in credentials) return this.xml.discover(asS3(credentials));
+    const names: string[] = [];
+    let pageToken: string | undefined;
+    do {
+      const query = { project: credentials.serviceAccountKey.project_id, maxResults: String(LIST_PAGE), ...(pageToken ? { pageToken } : {}) };
+      const page = await this.json(credentials, 'b', query, 'list the buckets', BucketListing);
+      names.push(...(page.items ?? []).map((bucket) => bucket.name));
+      pageToken = page.nextPageToken || undefined;
+    } while (pageToken);
+    return readableTargets(names, (name) => this.checkTarget(credentials, name));
+  }
+
+  async checkTarget(credentials: GcsCredentials, target: string): Promise<void> {
+    if ('hmacAccessId' in credentials) return this.xml.checkTarget(asS3(credentials), target);
+    await this.objects(credentials, target, { maxResults: '1' });
+  }
+
+  async browse(credentials: GcsCredentials, request: BrowseRequest): Promise<ObjectPage> {
+    if ('hmacAccessId' in credentials) return this.xml.browse(asS3(credentials), request);
+    const page = await this.objects(credentials, request.target, { prefix: request.prefix, delimiter: '/', maxResults: String(request.limit) }, request.cursor);
+    const files = (page.items ?? []).map((item) => ({ key: item.name, size: Number(item.size ?? 0), updatedAt: item.updated }));
+    return objectPage(request.prefix, page.prefixes ?? [], files, page.nextPageToken);
+  }
+
+  async list(credentials: GcsCredentials, request: ListRequest): Promise<StoredObjectPage> {
+    if ('hmacAccessId' in credentials) return this.xml.list(asS3(credentials), request);
+    const page = await this.objects(credentials, request.target, { prefix: request.prefix, maxResults: String(request.limit ?? LIST_PAGE) }, request.cursor);
+    const objects = (page.items ?? [])
+      .filter((item) => item.name && !item.name.endsWith('/'))
+      // A generation is new whenever the object is written.
+      .map((item) => ({ key: item.name, size: Number(item.size ?? 0), version: item.generation ?? '', updatedAt: isoTime(item.updated) }));
+    return { objects, cursor: page.nextPageToken || undefined };
+  }
+
+  async read(credentials: GcsCredentials, request: ReadRequest): Promise<Readable> {
+    if ('hmacAccessId' in credentials) return this.xml.read(asS3(credentials), request);
+    const url = apiUrl(credentials, `b/${encodeURIComponent(request.target)}/o/${encodeURIComponent(request.key)}`, { alt: 'media' });
+    const headers = { authorization: `Bearer ${await this.token(credentials.serviceAccountKey)}` };
+    return this.http.stream({ url, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+  }
+
+  private objects(credentials: ServiceAccount, bucket: string, query: Record<string, string>, pageToken?: string) {
+    return this.json(credentials, `b/${encodeURIComponent(bucket)}/o`, { ...query, ...(pageToken ? { pageToken } : {}) }, `list bucket ${bucket}`, Listing);
+  }
+
+  private async json<T>(credentials: ServiceAccount, path: string, query: Record<string, string>, what: string, schema: z.ZodType<T>): Promise<T> {
+    const url = apiUrl(credentials, path, query);
+    return this.answer({ url, headers: { authorization: `Bearer ${await this.token(credentials.serviceAccountKey)}` }, what }, schema);
+  }
+
+  private async answer<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
+    const text = await this.http.text(request);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // Not JSON: falls to the schema's failure below.
+    }
+    const result = schema.safeParse(parsed);
+    if (!result.success) throw new ProviderError(`GCS at ${request.url.host} could not ${request.what}: the answer is not one`, 'failing');
+    return result.data;
+  }
+
+  /** A read-only access token for the key, reused until a minute before it expires. */
+  private async token(key: ServiceAccount['serviceAccountKey']): Promise<string> {
+    const tokenUri = key.token_uri ?? GOOGLE_TOKEN_URI;
+    const id = createHash('sha256').update(`${tokenUri}\n${key.client_email}\n${key.private_key}`).digest('hex');
+    const cached = tokens.get(id);
+    if (cached && cached.expiresAt > Date.now()) return cached.token;
+    const now = Math.floor(Date.now() / 1000);
+    const assertion = signJwt({ iss: key.client_email, scope: READ_ONLY_SCOPE, aud: tokenUri, iat: now, exp: now + 3600 }, key.private_key);
+    const answer = await this.answer(
+      {
+        url: new URL(tokenUri),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
+        what: `get an access token for ${key.client_email}`,
+        field: 'credentials.serviceAccountKey.token_uri',
+      },
+      TokenAnswer,
+    );
+    if (tokens.size >= MAX_TOKENS) tokens.delete(tokens.keys().next().value!);
+    tokens.set(id, { token: answer.access_token, expiresAt: Date.now() + ((answer.expires_in ?? 3600) - 60) * 1000 });
+    return answer.access_token;
+  }
+}
+
+function apiUrl(credentials: ServiceAccount, path: string, query: Record<string, string>): URL {
+  const url = new URL(`/storage/v1/${path}`, credentials.endpoint ?? GOOGLE_STORAGE);
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  return url;
+}
+
+function asS3(credentials: Hmac): S3Credentials {
+  return { accessKeyId: credentials.hmacAccessId, secretAccessKey: credentials.hmacSecret, region: 'auto', endpoint: credentials.endpoint ?? GOOGLE_STORAGE, forcePathStyle: true };
+}
+
+const base64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+
+/** A JWT signed with RS256: what Google's token endpoint takes for a service account (RFC 7523). */
+function signJwt(claims: Record<string, unknown>, privateKey: string): string {
+  const unsigned = `${base64url(JSON.stringify({ alg: 'RS256', typ: 'JWT' }))}.${base64url(JSON.stringify(claims))}`;
+  try {
+    return `${unsigned}.${createSign('RSA-SHA256').update(unsigned).sign(privateKey, 'base64url')}`;
+  } catch {
+    throw new ProviderError('credentials.serviceAccountKey.private_key: not a usable RSA private key', 'rejected');
+  }
+}

@@ -1,0 +1,103 @@
+import { PassThrough, type Readable } from 'node:stream';
+import { guardedFetch, OutboundError, type OutboundPolicy } from '../../net/guarded-fetch.ts';
+import { ProviderError } from './provider.ts';
+
+/** Listings and token answers are small documents (a thousand or so entries); anything past this is not one. */
+const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+const TIMEOUT_MS = 15_000;
+
+/** How a storage service is named in errors, and what its answers mean. */
+export interface Service {
+  /** "S3", "GCS", "Azure Blob". */
+  name: string;
+  /** What a 404 means, e.g. "no such bucket". */
+  missing: string;
+  /** The credentials' fields to check after a 400 (the request did not fit the service). */
+  check: string;
+}
+
+export interface Request {
+  url: URL;
+  headers: Record<string, string>;
+  /** "list bucket photos": errors say the service could not do this. */
+  what: string;
+  /** A POST body (a token exchange). */
+  body?: string;
+  /** The credentials' field the URL came from, named when the outbound rules refuse it. */
+  field?: string;
+  /** What a 404 means here, when not the service's (an object read: no such object). */
+  missing?: string;
+}
+
+/**
+ * A provider's requests: each through the guarded fetcher (user-given endpoints are checked against the outbound
+ * rules), with its failures turned into ProviderErrors whose words are safe to show (nothing the service sent).
+ */
+export class ProviderHttp {
+  private readonly policy: OutboundPolicy;
+  private readonly service: Service;
+
+  constructor(policy: OutboundPolicy, service: Service) {
+    this.policy = policy;
+    this.service = service;
+  }
+
+  /** A small answer (a listing, a token), whole, as text. */
+  async text(request: Request): Promise<string> {
+    const { body } = await this.send(request, MAX_ANSWER_BYTES);
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    } catch (error) {
+      throw this.error(error, request);
+    }
+  }
+
+  /** An object's bytes: a body cut off past maxBytes (or stalled) fails the stream with a ProviderError. */
+  async stream(request: Request, maxBytes: number, signal?: AbortSignal): Promise<Readable> {
+    const { body } = await this.send(request, maxBytes, signal);
+    const out = new PassThrough();
+    body.on('error', (error) => out.destroy(this.error(error, request) as Error));
+    return body.pipe(out);
+  }
+
+  private async send(request: Request, maxBytes: number, signal?: AbortSignal) {
+    try {
+      return await guardedFetch(request.url.href, { policy: this.policy, maxBytes, timeoutMs: TIMEOUT_MS, idleTimeoutMs: TIMEOUT_MS, headers: request.headers, body: request.body, signal });
+    } catch (error) {
+      throw this.error(error, request);
+    }
+  }
+
+  private error(error: unknown, { url, what, field = 'credentials.endpoint', missing = this.service.missing }: Request): unknown {
+    if (!(error instanceof OutboundError)) return error;
+    if (error.kind === 'refused') return new ProviderError(`${field}: ${error.message}; an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS`, 'refused');
+    const { name, check } = this.service;
+    const status = error.status;
+    if (status === 401 || status === 403) return new ProviderError(`${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected');
+    if (status === 404) return new ProviderError(`${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`, 'rejected');
+    if (status === 301 || status === 400) return new ProviderError(`${name} at ${url.host} could not ${what} (HTTP ${status}): check ${check}`, 'rejected');
+    return new ProviderError(`${name} at ${url.host} could not ${what}: ${error.message}`, status === undefined && error.kind === 'failed' ? 'unreachable' : 'failing');
+  }
+}
+
+/** Buckets checked at once while discovering. */
+const DISCOVER_CONCURRENCY = 4;
+
+/**
+ * The buckets among `names` that `check` passes: a listing of buckets names what an account owns, and only those
+ * whose objects the credentials can list are offered. A refusal drops a bucket; any other failure is the answer.
+ */
+export async function readableTargets(names: string[], check: (name: string) => Promise<void>): Promise<string[]> {
+  const readable: string[] = [];
+  for (let i = 0; i < names.length; i += DISCOVER_CONCURRENCY) {
+    const batch = names.slice(i, i + DISCOVER_CONCURRENCY);
+    const checks = await Promise.allSettled(batch.map(check));
+    checks.forEach((result, j) => {
+      if (result.status === 'fulfilled') readable.push(batch[j]);
+      else if (!(result.reason instanceof ProviderError && result.reason.kind === 'rejected')) throw result.reason;
+    });
+  }
+  return readable.sort();
+}
