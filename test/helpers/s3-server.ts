@@ -1,4 +1,4 @@
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,7 +29,7 @@ export interface TestS3Server {
 }
 
 /** Free loopback ports, all held until every one is picked so none repeats. */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
       const server = createServer();
@@ -118,6 +118,16 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
   }
   const query = new URLSearchParams({ endpoint, region: 'us-east-1', accessKeyId, secretAccessKey });
   return { storageUrl: `s3://${bucket}?${query}`, endpoint, bucket, accessKeyId, secretAccessKey, stop };
+}
+
+/** Makes buckets and writes objects on a test S3 server with AWS's own client, closed with the test. */
+export function s3Writer(t: Teardown, s3: TestS3Server) {
+  const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3 });
+  t.teardown(() => client.destroy());
+  return {
+    createBucket: async (name: string) => void (await client.send(new CreateBucketCommand({ Bucket: name }))),
+    put: async (bucket: string, key: string, bytes: Buffer) => void (await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }))),
+  };
 }
 
 /** The S3 port answers before the filer behind it is ready: retry until a bucket can really be made. */

@@ -1,0 +1,166 @@
+import { Writable, type Readable } from 'node:stream';
+import type { Test } from 'tap';
+import { storageProviders } from '../../control-plane/src/integrations/providers/index.ts';
+import { ProviderError, type ProviderName } from '../../control-plane/src/integrations/providers/provider.ts';
+import { OutboundPolicy } from '../../control-plane/src/net/outbound-policy.ts';
+import { createLogger } from '../../control-plane/src/server.ts';
+import { expectError } from './expect.ts';
+import { call } from './server.ts';
+import { startWorld } from './world.ts';
+
+/** A storage service under test, with what the contract needs to fill it. */
+export interface ContractSubject {
+  provider: ProviderName;
+  /** The bucket (container) the contract makes and fills. */
+  bucket: string;
+  /** Credentials that can list and read every bucket. */
+  credentials: Record<string, unknown>;
+  /** The same with a wrong secret, and the error the API answers them with. */
+  wrongCredentials: Record<string, unknown>;
+  wrongCredentialsError: RegExp;
+  /** What the integration names as its credentialIdentity. */
+  identity: string;
+  /** Strings that must never reach an answer or the log. */
+  secrets: string[];
+  createBucket(name: string): Promise<void>;
+  put(bucket: string, key: string, bytes: Buffer): Promise<void>;
+}
+
+interface Entry {
+  kind: 'folder' | 'file';
+  name: string;
+  key: string;
+  size?: number;
+  updatedAt?: string;
+}
+
+const KEYS = ['cover.jpg', 'train/1.jpg', 'train/2.jpg', 'train/3.jpg', 'val/a b&c.jpg', 'val/deep/x.jpg'];
+const bytesOf = (key: string) => Buffer.from(`bytes of ${key}`);
+
+async function drain(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * What every storage provider promises, proven against its real server on loopback: discover, connect, list and
+ * browse through the API; list and read (what ingest by reference uses) through the provider; wrong credentials a
+ * clear 400; credentials never answered or logged.
+ */
+export async function storageContract(t: Test, subject: ContractSubject): Promise<void> {
+  const { bucket } = subject;
+  await subject.createBucket(bucket);
+  for (const key of KEYS) await subject.put(bucket, key, bytesOf(key));
+  const lines: string[] = [];
+  const log = createLogger({ logLevel: 'trace' }, new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) }));
+  // The test's server is on loopback: the operator allows it, as an appliance allows storage on its premises.
+  const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', RATE_LIMIT_MUTATION: '1000000' }, { log });
+  const api = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) => call<T>(world.server, method, path, { key: world.alice, body });
+  const { provider } = storageProviders(new OutboundPolicy(['127.0.0.1/32']))[subject.provider];
+  const answers: string[] = [];
+
+  await t.test('discover offers the bucket', async (t) => {
+    const found = await api<{ targets: string[] }>('POST', '/api/integrations/buckets/discover', { provider: subject.provider, credentials: subject.credentials });
+    t.equal(found.status, 200, JSON.stringify(found.body));
+    t.ok(found.body.targets.includes(bucket), `${bucket} among ${found.body.targets}`);
+    t.strictSame(found.body.targets, [...found.body.targets].sort(), 'sorted');
+  });
+
+  await t.test('wrong credentials are a clear 400, and nothing is saved', async (t) => {
+    const wrong = await api('POST', '/api/integrations/buckets/discover', { provider: subject.provider, credentials: subject.wrongCredentials });
+    expectError(t, wrong, 400, subject.wrongCredentialsError);
+    const connect = await api('POST', '/api/integrations/buckets', { provider: subject.provider, credentials: subject.wrongCredentials, targets: [bucket] });
+    expectError(t, connect, 400, subject.wrongCredentialsError);
+    const missing = await api('POST', '/api/integrations/buckets', { provider: subject.provider, credentials: subject.credentials, targets: ['no-such-bucket'] });
+    expectError(t, missing, 400, /no such (bucket|container)/);
+    answers.push(JSON.stringify([wrong.body, connect.body, missing.body]));
+    t.strictSame((await api('GET', '/api/integrations/buckets')).body, { integrations: [] });
+  });
+
+  await t.test('an address the operator did not allow is refused before any request', async (t) => {
+    const closed = storageProviders(new OutboundPolicy())[subject.provider].provider;
+    const refused = await closed.discover(subject.credentials).then(() => undefined, (error: unknown) => error);
+    t.ok(refused instanceof ProviderError);
+    t.match(refused, { kind: 'refused', message: /^credentials\.[\w.]+: 127\.0\.0\.1 is not a public address \(loopback\); an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS$/ });
+  });
+
+  await t.test('connect, list the integrations, browse folders page by page', async (t) => {
+    const connected = await api<{ id: string }>('POST', '/api/integrations/buckets', { provider: subject.provider, credentials: subject.credentials, targets: [bucket] });
+    t.equal(connected.status, 201, JSON.stringify(connected.body));
+    t.match(connected.body, { provider: subject.provider, credentialIdentity: subject.identity, targets: [bucket], processing: true });
+    const listed = await api<{ integrations: unknown[] }>('GET', '/api/integrations/buckets');
+    t.strictSame(listed.body.integrations, [connected.body]);
+    const objects = (query: string) => api<{ entries: Entry[]; cursor?: string }>('GET', `/api/integrations/buckets/${connected.body.id}/objects?target=${bucket}&${query}`);
+    const top = await objects('');
+    t.strictSame(top.body.entries.map(({ kind, name, key }) => ({ kind, name, key })), [
+      { kind: 'folder', name: 'train', key: 'train/' },
+      { kind: 'folder', name: 'val', key: 'val/' },
+      { kind: 'file', name: 'cover.jpg', key: 'cover.jpg' },
+    ]);
+    t.equal(top.body.entries[2].size, bytesOf('cover.jpg').length);
+    t.ok(!Number.isNaN(Date.parse(top.body.entries[2].updatedAt ?? '')), 'files carry their time');
+    t.notOk('cursor' in top.body, 'no cursor on the last page');
+    const val = await objects('prefix=val/');
+    t.strictSame(val.body.entries.map(({ kind, name, key }) => ({ kind, name, key })), [
+      { kind: 'folder', name: 'deep', key: 'val/deep/' },
+      { kind: 'file', name: 'a b&c.jpg', key: 'val/a b&c.jpg' },
+    ], 'names with spaces and XML entities');
+    const first = await objects('prefix=train/&limit=2');
+    t.strictSame(first.body.entries.map((entry) => entry.key), ['train/1.jpg', 'train/2.jpg']);
+    t.type(first.body.cursor, 'string', 'a cursor for the next page');
+    const second = await objects(`prefix=train/&limit=2&cursor=${encodeURIComponent(first.body.cursor!)}`);
+    t.strictSame(second.body.entries.map((entry) => entry.key), ['train/3.jpg']);
+    t.notOk('cursor' in second.body);
+    answers.push(JSON.stringify([connected.body, listed.body, top.body]));
+    await api('DELETE', `/api/integrations/buckets/${connected.body.id}`);
+  });
+
+  await t.test('list: every object at any depth, page by page, its version changing when rewritten', async (t) => {
+    const listAll = async (prefix: string) => {
+      const pages = [];
+      let cursor: string | undefined;
+      do {
+        const page = await provider.list(subject.credentials, { target: bucket, prefix, cursor, limit: 2 });
+        pages.push(page.objects);
+        cursor = page.cursor;
+      } while (cursor && pages.length < 10);
+      return pages;
+    };
+    const pages = await listAll('');
+    t.ok(pages.length >= 3, `${pages.length} pages of at most 2`);
+    t.ok(pages.every((page) => page.length <= 2));
+    const objects = pages.flat();
+    t.strictSame(objects.map((object) => object.key), [...KEYS].sort());
+    t.strictSame(objects.map((object) => object.size), [...KEYS].sort().map((key) => bytesOf(key).length));
+    t.ok(objects.every((object) => object.version && !Number.isNaN(Date.parse(object.updatedAt ?? ''))), 'each has a version and a time');
+    t.strictSame((await listAll('val/')).flat().map((object) => object.key), ['val/a b&c.jpg', 'val/deep/x.jpg'], 'beneath a prefix, at any depth');
+
+    await subject.put(bucket, 'train/2.jpg', Buffer.from('other bytes'));
+    const after = (await listAll('train/')).flat();
+    const before = objects.filter((object) => object.key.startsWith('train/'));
+    t.not(after[1].version, before[1].version, 'a rewritten object has a new version');
+    t.strictSame([after[0].version, after[2].version], [before[0].version, before[2].version], 'the others keep theirs');
+  });
+
+  await t.test('read: the bytes, streamed; past maxBytes a ProviderError', async (t) => {
+    const key = 'val/a b&c.jpg';
+    t.strictSame(await drain(await provider.read(subject.credentials, { target: bucket, key, maxBytes: 1024 })), bytesOf(key));
+    const failure = (request: { credentials: Record<string, unknown>; key: string; maxBytes: number }) =>
+      provider.read(request.credentials, { target: bucket, ...request }).then(drain).then(() => undefined, (error: unknown) => error);
+    const tooLarge = await failure({ credentials: subject.credentials, key, maxBytes: 4 });
+    t.ok(tooLarge instanceof ProviderError, 'larger than maxBytes: a ProviderError');
+    t.match(tooLarge, { kind: 'failing', message: /could not read val\/a b&c\.jpg of \w+ [\w-]+: larger than 4 bytes$/ });
+    t.match(await failure({ credentials: subject.credentials, key: 'no/such.jpg', maxBytes: 1024 }), { kind: 'rejected', message: /no such object \(HTTP 404\)$/ }, 'a missing object');
+    t.match(await failure({ credentials: subject.wrongCredentials, key, maxBytes: 1024 }), { kind: 'rejected', message: /refused these credentials to read|could not get an access token/ }, 'wrong credentials');
+  });
+
+  await t.test('the credentials reach neither an answer nor the log', async (t) => {
+    const logged = lines.join('');
+    t.ok(logged.includes('/api/integrations/buckets'), 'the requests were logged');
+    for (const secret of subject.secrets) {
+      t.notOk(logged.includes(secret), 'not in the log');
+      t.notOk(answers.some((answer) => answer.includes(secret)), 'not in an answer');
+    }
+  });
+}

@@ -1,0 +1,39 @@
+// The GCS provider through the contract every storage provider keeps: with a service account key against
+// fake-gcs-server (JSON API; the RS256 assertion verified by the test's token endpoint), and with an HMAC key
+// through GCS's S3-interoperable XML API against the S3 test server (which checks the SigV4 signatures).
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import t from 'tap';
+import { startGcs } from './helpers/gcs-server.ts';
+import { s3Writer, startS3Server } from './helpers/s3-server.ts';
+import { storageContract } from './helpers/storage-contract.ts';
+
+await t.test('with a service account key (JSON API)', async (t) => {
+  const gcs = await startGcs(t);
+  const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  await storageContract(t, {
+    provider: 'gcs',
+    bucket: 'with-service-account',
+    credentials: { serviceAccountKey: gcs.serviceAccountKey, endpoint: gcs.endpoint },
+    wrongCredentials: { serviceAccountKey: { ...gcs.serviceAccountKey, private_key: otherKey }, endpoint: gcs.endpoint },
+    wrongCredentialsError: /^GCS at 127\.0\.0\.1:\d+ could not get an access token for reader-\w+@vp-test-project\.iam\.gserviceaccount\.com \(HTTP 400\): check credentials\.serviceAccountKey/,
+    identity: gcs.serviceAccountKey.client_email,
+    secrets: [gcs.serviceAccountKey.private_key.split('\n')[1]],
+    createBucket: gcs.createBucket,
+    put: gcs.put,
+  });
+  t.equal(gcs.tokensIssued(), 1, 'one access token, from the token endpoint, reused by every request');
+});
+
+await t.test('with an HMAC key (XML API, SigV4)', async (t) => {
+  const s3 = await startS3Server(t);
+      await storageContract(t, {
+    provider: 'gcs',
+    bucket: 'with-hmac',
+    credentials: { hmacAccessId: s3.accessKeyId, hmacSecret: s3.secretAccessKey, endpoint: s3.endpoint },
+    wrongCredentials: { hmacAccessId: s3.accessKeyId, hmacSecret: randomBytes(20).toString('hex'), endpoint: s3.endpoint },
+    wrongCredentialsError: /^GCS at 127\.0\.0\.1:\d+ refused these credentials to (list the buckets|list bucket with-hmac) \(HTTP 403\)$/,
+    identity: s3.accessKeyId,
+    secrets: [s3.secretAccessKey],
+    ...s3Writer(t, s3),
+  });
+});
