@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { OutboundPolicy } from '../../net/guarded-fetch.ts';
 import type { AzureCredentials } from '../integration.schemas.ts';
-import { ProviderHttp } from './http.ts';
+import { MAX_DISCOVER_PAGES, ProviderHttp } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
 import type { BrowseRequest, ListRequest, ObjectPage, ReadRequest, StorageProvider, StoredObjectPage } from './provider.ts';
 import { elements, text } from './xml.ts';
@@ -31,11 +31,11 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
   async discover(credentials: AzureCredentials): Promise<string[]> {
     const names: string[] = [];
     let marker: string | undefined;
-    do {
+    for (let page = 0; page === 0 || (marker && page < MAX_DISCOVER_PAGES); page += 1) {
       const listing = await this.get(credentials, '', { comp: 'list', ...(marker ? { marker } : {}) }, 'list the containers');
       names.push(...elements(listing, 'Container').map((container) => text(container, 'Name') ?? '').filter(Boolean));
       marker = text(listing, 'NextMarker') || undefined;
-    } while (marker);
+    }
     return names.sort();
   }
 

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { OutboundPolicy } from '../../net/guarded-fetch.ts';
 import type { GcsCredentials, S3Credentials } from '../integration.schemas.ts';
-import { ProviderHttp, readableTargets, type Request } from './http.ts';
+import { MAX_DISCOVER_PAGES, ProviderHttp, readableTargets, type Request } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
 import { ProviderError, type BrowseRequest, type ListRequest, type ObjectPage, type ReadRequest, type StorageProvider, type StoredObjectPage } from './provider.ts';
 import { S3Provider } from './s3.ts';
@@ -54,12 +54,12 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
     if ('hmacAccessId' in credentials) return this.xml.discover(asS3(credentials));
     const names: string[] = [];
     let pageToken: string | undefined;
-    do {
+    for (let page = 0; page === 0 || (pageToken && page < MAX_DISCOVER_PAGES); page += 1) {
       const query = { project: credentials.serviceAccountKey.project_id, maxResults: String(LIST_PAGE), ...(pageToken ? { pageToken } : {}) };
-      const page = await this.json(credentials, 'b', query, 'list the buckets', BucketListing);
-      names.push(...(page.items ?? []).map((bucket) => bucket.name));
-      pageToken = page.nextPageToken || undefined;
-    } while (pageToken);
+      const listing = await this.json(credentials, 'b', query, 'list the buckets', BucketListing);
+      names.push(...(listing.items ?? []).map((bucket) => bucket.name));
+      pageToken = listing.nextPageToken || undefined;
+    }
     return readableTargets(names, (name) => this.checkTarget(credentials, name));
   }
 

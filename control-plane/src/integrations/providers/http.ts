@@ -82,6 +82,9 @@ export class ProviderHttp {
   }
 }
 
+/** Pages of buckets discover reads at most (tens of thousands of buckets): a service that pages on forever is cut off. */
+export const MAX_DISCOVER_PAGES = 20;
+
 /** Buckets checked at once while discovering. */
 const DISCOVER_CONCURRENCY = 4;
 
