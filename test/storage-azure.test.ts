@@ -17,6 +17,7 @@ const key: ContractSubject = {
   credentials: { accountName: azurite.accountName, accountKey: azurite.accountKey, endpoint: azurite.endpoint },
   wrongCredentials: { accountName: azurite.accountName, accountKey: randomBytes(64).toString('base64'), endpoint: azurite.endpoint },
   wrongCredentialsError: /^Azure Blob at 127\.0\.0\.1:\d+ refused these credentials to (list the containers|list container [a-z-]+) \(HTTP 403\)$/,
+  atEndpoint: (endpoint) => ({ accountName: azurite.accountName, accountKey: azurite.accountKey, endpoint }),
   identity: azurite.accountName,
   secrets: [azurite.accountKey],
   ...fill,
@@ -37,6 +38,7 @@ await t.test('with an account SAS', async (t) => {
     bucket: 'with-sas',
     credentials: { accountName: azurite.accountName, sasToken: `?${sas}`, endpoint: azurite.endpoint },
     wrongCredentials: { accountName: azurite.accountName, sasToken: forged.toString(), endpoint: azurite.endpoint },
+    atEndpoint: (endpoint) => ({ accountName: azurite.accountName, sasToken: sas, endpoint }),
     secrets: [signature, encodeURIComponent(signature)],
   });
 });

@@ -11,6 +11,7 @@ await storageContract(t, {
   credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: s3.endpoint, region: 'us-east-1' },
   wrongCredentials: { accessKeyId: s3.accessKeyId, secretAccessKey: 'not-the-secret', endpoint: s3.endpoint, region: 'us-east-1' },
   wrongCredentialsError: /^S3 at 127\.0\.0\.1:\d+ refused these credentials to (list the buckets|list bucket contract) \(HTTP 403\)$/,
+  atEndpoint: (endpoint) => ({ accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint, region: 'us-east-1' }),
   identity: s3.accessKeyId,
   secrets: [s3.secretAccessKey],
   ...s3Writer(t, s3),

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable, type Readable } from 'node:stream';
 import type { Test } from 'tap';
 import { storageProviders } from '../../control-plane/src/integrations/providers/index.ts';
@@ -18,6 +20,8 @@ export interface ContractSubject {
   /** The same with a wrong secret, and the error the API answers them with. */
   wrongCredentials: Record<string, unknown>;
   wrongCredentialsError: RegExp;
+  /** The credentials, sent to another address of the service. */
+  atEndpoint(endpoint: string): Record<string, unknown>;
   /** What the integration names as its credentialIdentity. */
   identity: string;
   /** Strings that must never reach an answer or the log. */
@@ -76,6 +80,14 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
     expectError(t, missing, 400, /no such (bucket|container)/);
     answers.push(JSON.stringify([wrong.body, connect.body, missing.body]));
     t.strictSame((await api('GET', '/api/integrations/buckets')).body, { integrations: [] });
+  });
+
+  await t.test("the service's server error is a 502", async (t) => {
+    const broken = createServer((_request, response) => response.writeHead(503).end('down for maintenance'));
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => broken.close());
+    const failing = await api('POST', '/api/integrations/buckets/discover', { provider: subject.provider, credentials: subject.atEndpoint(`http://127.0.0.1:${(broken.address() as AddressInfo).port}`) });
+    expectError(t, failing, 502, /^\w[\w ]* at 127\.0\.0\.1:\d+ could not list the (buckets|containers): HTTP 503$/);
   });
 
   await t.test('an address the operator did not allow is refused before any request', async (t) => {
