@@ -110,7 +110,7 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
       // Not JSON: falls to the schema's failure below.
     }
     const result = schema.safeParse(parsed);
-    if (!result.success) throw new ProviderError(`GCS at ${request.url.host} could not ${request.what}: the answer is not one`, 'failing');
+    if (!result.success) throw new ProviderError(`GCS at ${request.url.host} could not ${request.what}: its answer was not understood`, 'failing');
     return result.data;
   }
 
