@@ -19,6 +19,7 @@ import type { RouteDefinition } from './http/define-route.ts';
 import { imageRoutes } from './images/image.routes.ts';
 import { similarRoutes } from './images/similar.routes.ts';
 import { integrationRoutes } from './integrations/integration.routes.ts';
+import { roboflowRoutes } from './integrations/roboflow/roboflow.routes.ts';
 import { ingestRoutes } from './ingest/ingest.routes.ts';
 import { jobRoutes } from './jobs/job.routes.ts';
 import { modelRoutes } from './models/model.routes.ts';
@@ -35,4 +36,4 @@ import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
 export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
-  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...similarRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...embeddingRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...deploymentTrafficRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...integrationRoutes, ...webhookRoutes, ...workerRoutes];
+  ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...similarRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...embeddingRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...deploymentTrafficRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...integrationRoutes, ...roboflowRoutes, ...webhookRoutes, ...workerRoutes];

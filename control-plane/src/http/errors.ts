@@ -21,6 +21,7 @@ export const MethodNotAllowed = (allowed: string[]) =>
   new HttpError(405, `Method not allowed; use ${allowed.join(', ')}`, {}, { Allow: allowed.join(', ') });
 export const Conflict = (message: string) => new HttpError(409, message);
 export const PayloadTooLarge = (message: string) => new HttpError(413, message);
+export const NotImplemented = (message: string) => new HttpError(501, message);
 export const BadGateway = (message: string) => new HttpError(502, message);
 export const Unavailable = (message: string) => new HttpError(503, message);
 export const GatewayTimeout = (message: string) => new HttpError(504, message);

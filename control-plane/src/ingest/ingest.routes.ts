@@ -9,7 +9,8 @@ export const ingestDataset = defineRoute({
   summary: 'Import an uploaded archive, a URL or a connected source into the dataset (a background job)',
   description:
     'Exactly one of sessionId, sourceUrl or reference. Formats: ZIP, TAR, TAR.GZ, TGZ holding a YOLO layout (data.yaml, images/ + labels/, ' +
-    'with or without split folders; detect, segment, pose, obb), classify folders (split/class/image), COCO JSON, or plain images; or an ' +
+    'with or without split folders; detect, segment, pose, obb), classify folders (split/class/image), COCO JSON, or plain images (Roboflow ' +
+    'exports in YOLO and COCO formats as they are: the valid folder is the val split); or an ' +
     'NDJSON dataset file. Follow the job at GET /api/jobs/{jobId}: it ends completed (result: imagesAdded, imagesSkipped, imagesReplaced, ' +
     'imagesWithErrors, labelErrors, classesAdded, errors, skippedReasons), failed (error) or cancelled. The dataset changes only when the ' +
     'job completes, all at once; a failed or cancelled ingest leaves it as it was. Unsafe archive entries (absolute paths, .., links) are ' +

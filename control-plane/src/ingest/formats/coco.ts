@@ -26,7 +26,8 @@ import { Skips } from './skips.ts';
 /** A larger image, annotation or category record is skipped unread (the largest in COCO 2017 are a few KB). */
 export const MAX_RECORD_BYTES = 4 * 2 ** 20;
 
-const Category = z.object({ id: z.number(), name: z.string(), keypoints: z.array(z.string()).optional() });
+// supercategory is only compared with names (see classCategories): any value is taken, so an odd one never makes a file unusable.
+const Category = z.object({ id: z.number(), name: z.string(), supercategory: z.unknown().optional(), keypoints: z.array(z.string()).optional() });
 type Category = z.output<typeof Category>;
 const ImageRecord = z.object({
   id: z.union([z.number(), z.string()]),
@@ -287,10 +288,23 @@ function keypointCount(categories: Category[], entries: Iterable<Entry>): number
   return 0;
 }
 
+/**
+ * The categories that are classes: all but those that only group others. Roboflow's COCO names its project as
+ * category 0, the supercategory of every real class, and no annotation uses it; it is no class.
+ */
+function classCategories(categories: Iterable<Category>, entries: Iterable<Entry>): Category[] {
+  const all = [...categories];
+  const used = new Set<number>();
+  for (const entry of entries) for (const { annotation } of entry.annotations) used.add(annotation.category_id);
+  // A category that is its own supercategory groups nothing.
+  const groups = new Set(all.filter((category) => category.supercategory !== category.name).map((category) => category.supercategory));
+  return all.filter((category) => used.has(category.id) || !groups.has(category.name));
+}
+
 /** Every image of the archive: those a COCO file lists with its labels, the others unlabeled. */
 export function planCoco(source: CocoSource, images: string[]): IngestPlan {
   // Category ids may be sparse and unordered: source class indexes follow the ids in ascending order.
-  const sorted = [...source.categories.values()].sort((a, b) => a.id - b.id);
+  const sorted = classCategories(source.categories.values(), source.entries.values()).sort((a, b) => a.id - b.id);
   const classIds = new Map(sorted.map((category, index) => [category.id, index]));
   const classNames = checkClassNames(sorted.map((category) => category.name), 'COCO categories');
   const task = taskOf(source.entries.values());

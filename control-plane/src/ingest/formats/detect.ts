@@ -12,6 +12,8 @@ const normalizePath = (path: string) => posix.normalize(path).replace(/^(\.\/|\/
 
 // macOS resource forks (`__MACOSX/`, `._x.jpg`), .DS_Store and other dot files are never dataset content.
 const isHidden = (path: string) => path.split('/').some((part) => part.startsWith('.') || part === '__MACOSX');
+// Roboflow's exports carry README.dataset.txt and README.roboflow.txt: documentation, never label files.
+const isReadme = (path: string) => /^readme(\.[^/]+)?\.txt$/i.test(posix.basename(path));
 
 /** Every image without labels, split by its folders. */
 function planRaw(images: string[]): IngestPlan {
@@ -44,7 +46,7 @@ export async function planArchive(read: ReadFile, files: Array<{ path: string; s
 
   const yaml = await readDatasetYaml(reader, visible, reported);
   const examined = [...jsons, ...datasetYamlPaths(visible)];
-  const texts = withExtension('txt');
+  const texts = withExtension('txt').filter((path) => !isReadme(path));
   const yolo = yaml !== null || hasYoloLabels(images, texts);
   // A yaml naming another task, or label files, rule the folder layout out: class-named folders are common there.
   const classify = yaml?.task === 'classify' || !yolo ? planClassifyFolders(images) : null;
