@@ -24,6 +24,7 @@ import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
+import { IntegrationAccess, type IntegrationDeps } from './integrations/integration-access.ts';
 import { IntegrationService } from './integrations/integration.service.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
@@ -172,11 +173,19 @@ export class Services {
   }
 
   get ingest(): IngestService {
-    return new IngestService(this.em);
+    return new IngestService(this.em, this.integrationAccess);
+  }
+
+  private get integrationDeps(): IntegrationDeps {
+    return { secret: resolveSigningSecret(this.deps.config), outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks) };
+  }
+
+  get integrationAccess(): IntegrationAccess {
+    return new IntegrationAccess(this.integrationDeps);
   }
 
   get integrations(): IntegrationService {
-    return new IntegrationService(this.em, { secret: resolveSigningSecret(this.deps.config), outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks) });
+    return new IntegrationService(this.em, this.integrationDeps);
   }
 
   get jobs(): JobService {

@@ -31,20 +31,23 @@ export interface ImageRowInput {
   checked: CheckedLabels;
   /** Checked by the face detector and blurred where it found faces. */
   facesBlurred: boolean;
+  /** Indexed in place: the object (key beneath the dataset's reference) and its version. */
+  reference?: { key: string; version: string | null };
 }
 
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
-/** Image rows per INSERT: 18 parameters each, well under PostgreSQL's parameter limit. */
+/** Image rows per INSERT: 20 parameters each, well under PostgreSQL's parameter limit. */
 const ROWS_PER_INSERT = 500;
 
 /**
  * Puts an image and its thumbnail unless already stored (bytes are shared by hash). Their storage records
  * are written first, so bytes a crash leaves behind are always known to the hourly sweep. A file on disk is
- * streamed, never read whole.
+ * streamed, never read whole. `body` null: the image is read in place (connected storage), only its thumbnail is kept.
  */
-export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, body: ImageFile): Promise<void> {
-  const blobs = [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: CONTENT_TYPES[file.ext] ?? 'application/octet-stream' }];
+export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, body: ImageFile | null): Promise<void> {
+  const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: CONTENT_TYPES[file.ext] ?? 'application/octet-stream' }] : [];
   if (file.thumbnail) blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
+  if (blobs.length === 0) return;
   await query(
     em,
     `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes)
@@ -71,9 +74,9 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
     const chunk = rows.slice(start, start + ROWS_PER_INSERT);
     await query(
       em,
-      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids, faces_blurred)
-       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int[], ?)').join(', ')}`,
-      chunk.flatMap(({ file, name, split, metadata, checked, facesBlurred }, i) => [
+      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids, faces_blurred, reference_key, reference_version)
+       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int[], ?, ?, ?)').join(', ')}`,
+      chunk.flatMap(({ file, name, split, metadata, checked, facesBlurred, reference }, i) => [
         ids[start + i],
         dataset.workspace.id,
         dataset.id,
@@ -91,6 +94,8 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
         checked.labels.length,
         pgArray(classIdsOf(checked.labels)),
         facesBlurred,
+        reference?.key ?? null,
+        reference?.version ?? null,
       ]),
     );
   }

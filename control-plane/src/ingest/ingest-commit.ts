@@ -6,7 +6,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { HttpError } from '../http/errors.ts';
 import { keepImageBytes } from '../images/image-blobs.ts';
-import { checkLabels } from '../images/image-labels.ts';
+import { checkLabels, type CheckedLabels } from '../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../images/image-intake.ts';
 import type { Label } from '../images/labels.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
@@ -17,7 +17,7 @@ const STAGED_PER_READ = 500;
 /** Per-image problems kept on the job's result; the counts cover all of them. */
 export const MAX_REPORTED_ERRORS = 100;
 
-interface StagedRow {
+export interface StagedRow {
   entry_path: string;
   hash: string;
   ext: string;
@@ -31,6 +31,7 @@ interface StagedRow {
   labels: Label[];
   metadata: Record<string, unknown>;
   faces_blurred: boolean;
+  reference_version: string | null;
 }
 
 export interface CommitOutcome {
@@ -54,30 +55,8 @@ export interface CommitOutcome {
  */
 export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmHeld'>, plan: IngestPlan, payload: IngestPayload): Promise<CommitOutcome> {
   const jobId = job.id;
-  const labelProblems = new Map(plan.items.flatMap((item) => (item.labelError ? [[item.path, item.labelError] as const] : [])));
   return job.em.transactional(async (tx) => {
-    await job.confirmHeld(tx);
-    await lockDataset(tx, payload.datasetId);
-    const dataset = await tx.findOneOrFail(Dataset, payload.datasetId, { refresh: true });
-    if (dataset.deletedAt) throw new JobFailure('The dataset was deleted while the ingest ran');
-    const firstIngest = dataset.imageCount === 0 && dataset.annotationCount === 0;
-    if (firstIngest && plan.task && plan.task !== dataset.task) dataset.task = plan.task;
-    if (plan.kptShape && !dataset.kptShape && dataset.task === 'pose') dataset.kptShape = plan.kptShape;
-    const classes =
-      dataset.task === 'depth'
-        ? { target: plan.classNames.map(() => null), classNames: [], added: [] }
-        : resolveClasses(dataset, plan.classNames, payload.classMapping, { unmatched: 'add', fail: (message) => new JobFailure(message) });
-    dataset.classNames = classes.classNames;
-    await tx.flush();
-
-    const outcome: CommitOutcome = { imagesAdded: 0, imagesSkipped: 0, imagesReplaced: 0, imagesWithErrors: 0, labelsAdded: 0, labelErrors: 0, classesAdded: classes.added, errors: [], replaced: [] };
-    const report = (message: string) => {
-      if (outcome.errors.length < MAX_REPORTED_ERRORS) outcome.errors.push(message);
-    };
-    for (const [path, problem] of labelProblems) {
-      outcome.labelErrors += 1;
-      report(`${path}: ${problem}`);
-    }
+    const { dataset, outcome, report, labelsOf } = await openCommit(tx, job, plan, payload);
     // Staged bytes count as used, but a release between storing them and staging their row could have
     // taken them: under the bytes lock, make sure every staged image still has its bytes (keys as imageKey makes them).
     await keepImageBytes(tx, dataset.workspace.id);
@@ -112,25 +91,9 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
         }
         if (payload.conflictPolicy === 'replace') doomed.push(...copies);
         added.add(key);
-        const labels = row.labels.flatMap((label) => {
-          const classId = classes.target[label.classId];
-          return classId === null || classId === undefined ? [] : [{ ...label, classId }];
-        });
-        let checked = { labels: [] as Label[], shapes: [] as ReturnType<typeof checkLabels>['shapes'] };
-        try {
-          checked = checkLabels(dataset, labels);
-        } catch (error) {
-          if (!(error instanceof HttpError)) throw error;
-          outcome.labelErrors += 1;
-          report(`${row.entry_path}: ${error.message}`);
-        }
-        if (row.error) {
-          outcome.imagesWithErrors += 1;
-          report(`${row.entry_path}: ${row.error}`);
-        }
-        outcome.labelsAdded += checked.labels.length;
+        const checked = labelsOf(row);
         const metadata = { ...payload.imageMetadata[row.entry_path], ...row.metadata };
-        rows.push({ file: { ...row, bytes: Number(row.bytes) }, name: row.name, split, metadata, checked, facesBlurred: row.faces_blurred });
+        rows.push({ file: fileOf(row), name: row.name, split, metadata, checked, facesBlurred: row.faces_blurred });
         unblurred ||= !row.faces_blurred;
       }
       if (doomed.length) {
@@ -153,3 +116,67 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
   });
 }
 
+
+/** What every ingest commit starts with, in its transaction. */
+export interface OpenedCommit {
+  dataset: Dataset;
+  outcome: CommitOutcome;
+  /** Keeps a per-image problem on the job's result (the first MAX_REPORTED_ERRORS). */
+  report(message: string): void;
+  /** A staged image's labels in the dataset's classes, checked; a problem is counted, reported, and its labels dropped. */
+  labelsOf(row: StagedRow): CheckedLabels;
+}
+
+/**
+ * Confirms the job still holds its attempt, locks the dataset, sets its task (first ingest) and resolves the
+ * plan's classes to the dataset's (adding new ones). Label problems the plan found are counted and reported.
+ */
+export async function openCommit(tx: EntityManager, job: Pick<JobContext, 'confirmHeld'>, plan: IngestPlan, payload: IngestPayload): Promise<OpenedCommit> {
+  await job.confirmHeld(tx);
+  await lockDataset(tx, payload.datasetId);
+  const dataset = await tx.findOneOrFail(Dataset, payload.datasetId, { refresh: true, populate: ['workspace'] });
+  if (dataset.deletedAt) throw new JobFailure('The dataset was deleted while the ingest ran');
+  const firstIngest = dataset.imageCount === 0 && dataset.annotationCount === 0;
+  if (firstIngest && plan.task && plan.task !== dataset.task) dataset.task = plan.task;
+  if (plan.kptShape && !dataset.kptShape && dataset.task === 'pose') dataset.kptShape = plan.kptShape;
+  const classes =
+    dataset.task === 'depth'
+      ? { target: plan.classNames.map(() => null), classNames: [], added: [] }
+      : resolveClasses(dataset, plan.classNames, payload.classMapping, { unmatched: 'add', fail: (message) => new JobFailure(message) });
+  dataset.classNames = classes.classNames;
+  await tx.flush();
+
+  const outcome: CommitOutcome = { imagesAdded: 0, imagesSkipped: 0, imagesReplaced: 0, imagesWithErrors: 0, labelsAdded: 0, labelErrors: 0, classesAdded: classes.added, errors: [], replaced: [] };
+  const report = (message: string) => {
+    if (outcome.errors.length < MAX_REPORTED_ERRORS) outcome.errors.push(message);
+  };
+  for (const item of plan.items) {
+    if (!item.labelError) continue;
+    outcome.labelErrors += 1;
+    report(`${item.path}: ${item.labelError}`);
+  }
+  const labelsOf = (row: StagedRow): CheckedLabels => {
+    const labels = row.labels.flatMap((label) => {
+      const classId = classes.target[label.classId];
+      return classId === null || classId === undefined ? [] : [{ ...label, classId }];
+    });
+    let checked: CheckedLabels = { labels: [], shapes: [] };
+    try {
+      checked = checkLabels(dataset, labels);
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      outcome.labelErrors += 1;
+      report(`${row.entry_path}: ${error.message}`);
+    }
+    if (row.error) {
+      outcome.imagesWithErrors += 1;
+      report(`${row.entry_path}: ${row.error}`);
+    }
+    outcome.labelsAdded += checked.labels.length;
+    return checked;
+  };
+  return { dataset, outcome, report, labelsOf };
+}
+
+/** The decoded file a staged row describes. */
+export const fileOf = (row: StagedRow) => ({ hash: row.hash, ext: row.ext, width: row.width, height: row.height, channels: row.channels, bytes: Number(row.bytes), error: row.error });

@@ -1,11 +1,19 @@
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
+import type { DatasetReference } from '../datasets/dataset.entity.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import { guardedFetch, OutboundError, type OutboundPolicy } from '../net/guarded-fetch.ts';
 import type { Storage } from '../storage/storage.ts';
 
-/** Where an ingest job finds its file: an upload in the blob store, or a URL. */
-export type IngestSource = { kind: 'upload'; objectKey: string; filename: string } | { kind: 'url'; url: string; filename: string };
+/**
+ * Where an ingest job finds its file: an upload in the blob store, or a URL; or, for a reference, the storage it
+ * indexes in place (`filename`: `bucket/prefix`, for messages and the dataset's source).
+ */
+export type IngestSource =
+  | { kind: 'upload'; objectKey: string; filename: string }
+  | { kind: 'url'; url: string; filename: string }
+  | { kind: 'reference'; reference: DatasetReference; filename: string };
+export type FileSource = Exclude<IngestSource, { kind: 'reference' }>;
 
 /** The largest source file fetched; extraction limits bound what it may expand to. */
 export const MAX_SOURCE_BYTES = 64 * 2 ** 30;
@@ -14,7 +22,7 @@ export const MAX_SOURCE_BYTES = 64 * 2 ** 30;
  * A local file holding the source: an upload on the disk store is used where it lies; anything else is
  * streamed to `file` (never into memory). Returns the path to read.
  */
-export async function fetchSource(source: IngestSource, storage: Storage, policy: OutboundPolicy, file: string, signal: AbortSignal): Promise<string> {
+export async function fetchSource(source: FileSource, storage: Storage, policy: OutboundPolicy, file: string, signal: AbortSignal): Promise<string> {
   if (source.kind === 'upload') {
     const local = storage.store.localPath(source.objectKey);
     if (local && (await storage.store.head(source.objectKey))) return local;

@@ -5,7 +5,7 @@ import { query } from '../db/sql.ts';
 import { ByteBudget } from '../images/byte-budget.ts';
 import { withFacesBlurred } from '../faces/face-blur-image.ts';
 import type { FaceDetector } from '../faces/face-detector.ts';
-import { decodeImage, type ImageFile } from '../images/image-decode.ts';
+import { decodeImage, type DecodedImage, type ImageFile } from '../images/image-decode.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
@@ -18,10 +18,10 @@ const MiB = 2 ** 20;
 /** Larger single images are skipped with a reason (not decoded). */
 export const MAX_IMAGE_BYTES = 512 * MiB;
 /**
- * Archive files up to this size are read into memory; larger ones are decoded and stored from a local file
+ * Files up to this size are read into memory; larger ones are decoded and stored from a local file
  * (where a TAR was extracted; a ZIP entry is extracted for it), never read whole.
  */
-const IN_MEMORY_IMAGE_BYTES = 16 * MiB;
+export const IN_MEMORY_IMAGE_BYTES = 16 * MiB;
 /**
  * Image files one ingest holds in memory at once, whatever the archive holds and however many workers run;
  * what decoding them takes is bounded apart, per process (image-decode.ts).
@@ -40,22 +40,45 @@ export interface StagingOutcome {
 interface StagedRow {
   item: PlanItem;
   position: number;
-  file: Awaited<ReturnType<typeof decodeImage>>;
+  file: KnownFile;
   facesBlurred: boolean;
+  version: string | null;
 }
 
-async function readItem(item: PlanItem, archive: ArchiveFiles | undefined, size: number, signal: AbortSignal, policy: OutboundPolicy, spillFile: string): Promise<ImageFile | string> {
-  if (item.url) return fetchImage(item.url, { policy, signal, maxBytes: MAX_IMAGE_BYTES, inMemoryBytes: IN_MEMORY_IMAGE_BYTES, spillFile });
-  if (!archive) return 'no "url" to download it from'; // an NDJSON record without one
-  if (size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
-  if (size > IN_MEMORY_IMAGE_BYTES) return { path: await archive.localFile(item.path), bytes: size };
-  return archive.read(item.path);
+/** Where staging finds each item's bytes, and what it keeps of them. */
+export interface ItemReader {
+  /** The item's size when known before reading (archive entries, listed objects); 0 when not. */
+  sizeOf(item: PlanItem): number;
+  /** The item's bytes: in memory, or a local file for one over IN_MEMORY_IMAGE_BYTES; or why it is skipped. */
+  read(item: PlanItem, size: number, spillFile: string): Promise<ImageFile | string>;
+  /** An item decoded by an earlier ingest and unchanged since (a re-sync): staged as it was, not read again. */
+  known?(item: PlanItem): KnownFile | undefined;
+  /** Indexed in place: only the thumbnail is stored, the original bytes stay where they are. */
+  inPlace?: boolean;
+  /** The version of the object an item is read from, staged with it (indexed in place). */
+  versionOf?(item: PlanItem): string | null;
+}
+
+export type KnownFile = Omit<DecodedImage, 'thumbnail'>;
+
+/** Items of an archive (read from it by path) or of an NDJSON file (fetched from their `url`). */
+export function fileReader(archive: ArchiveFiles | undefined, policy: OutboundPolicy, signal: AbortSignal): ItemReader {
+  const sizes = new Map(archive?.files.map((file) => [file.path, file.size]));
+  return {
+    sizeOf: (item) => sizes.get(item.path) ?? 0,
+    async read(item, size, spillFile) {
+      if (item.url) return fetchImage(item.url, { policy, signal, maxBytes: MAX_IMAGE_BYTES, inMemoryBytes: IN_MEMORY_IMAGE_BYTES, spillFile });
+      if (!archive) return 'no "url" to download it from'; // an NDJSON record without one
+      if (size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
+      if (size > IN_MEMORY_IMAGE_BYTES) return { path: await archive.localFile(item.path), bytes: size };
+      return archive.read(item.path);
+    },
+  };
 }
 
 /**
- * The bytes of the ingest's in-memory budget an item holds while it is staged: an archive file read into
- * memory. A URL's image is not counted: fetchImage holds at most IN_MEMORY_IMAGE_BYTES of it (larger ones
- * go to a file), one per worker.
+ * The bytes of the ingest's in-memory budget an item holds while it is staged: a file read into memory. A URL's
+ * image is not counted: fetchImage holds at most IN_MEMORY_IMAGE_BYTES of it (larger ones go to a file), one per worker.
  */
 const inMemoryBytes = (item: PlanItem, size: number): number => (item.url || size > IN_MEMORY_IMAGE_BYTES ? 0 : size);
 
@@ -67,12 +90,11 @@ const inMemoryBytes = (item: PlanItem, size: number): number => (item.url || siz
  * `faces` detector (the dataset has blurFaces) what is stored has its faces blurred, and an image whose faces cannot
  * be checked is skipped.
  */
-export async function stageImages(context: JobContext, storage: Storage, policy: OutboundPolicy, spillDir: string, plan: IngestPlan, archive?: ArchiveFiles, faces?: FaceDetector): Promise<StagingOutcome> {
+export async function stageImages(context: JobContext, storage: Storage, spillDir: string, plan: IngestPlan, reader: ItemReader, faces?: FaceDetector): Promise<StagingOutcome> {
   const { em, signal } = context;
   const done = new Set((await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [context.id])).map((row) => row.entry_path));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
   const skipped: StagingOutcome['skipped'] = [];
-  const sizes = new Map(archive?.files.map((file) => [file.path, file.size]));
   const total = plan.items.length;
   let processed = done.size;
   let pending: StagedRow[] = [];
@@ -84,7 +106,10 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
   const inMemoryFiles = new ByteBudget(IMAGE_BUFFER_BYTES);
   /** Reads, decodes and stores one item, or says why it is skipped. */
   const stage = async (item: PlanItem, position: number, size: number): Promise<void> => {
-    const bytes = await readItem(item, archive, size, signal, policy, join(spillDir, `url-${position}`));
+    const version = reader.versionOf?.(item) ?? null;
+    const known = reader.known?.(item);
+    if (known) return void pending.push({ item, position, file: known, facesBlurred: false, version });
+    const bytes = await reader.read(item, size, join(spillDir, `url-${position}`));
     if (typeof bytes === 'string') return void skipped.push({ path: item.path, reason: bytes });
     const name = basename(item.path);
     const file = await decodeImage(bytes, name);
@@ -93,8 +118,8 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
     }
     const stored = faces ? await withFacesBlurred(faces, bytes, file, name) : { body: bytes, file };
     if ('skip' in stored) return void skipped.push({ path: item.path, reason: stored.skip });
-    await storeImageFiles(em, storage, context.workspaceId, stored.file, stored.body);
-    pending.push({ item, position, file: stored.file, facesBlurred: faces !== undefined });
+    await storeImageFiles(em, storage, context.workspaceId, stored.file, reader.inPlace ? null : stored.body);
+    pending.push({ item, position, file: stored.file, facesBlurred: faces !== undefined, version });
   };
   let next = 0;
   let failed = false;
@@ -102,7 +127,7 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
     while (next < todo.length && !failed) {
       signal.throwIfAborted();
       const { item, position } = todo[next++];
-      const size = sizes.get(item.path) ?? 0;
+      const size = reader.sizeOf(item);
       await inMemoryFiles.with(inMemoryBytes(item, size), () => stage(item, position, size));
       if (pending.length >= STAGED_PER_INSERT) await flush();
       processed += 1;
@@ -126,9 +151,9 @@ export async function stageImages(context: JobContext, storage: Storage, policy:
 async function insertStaged(em: EntityManager, jobId: string, rows: StagedRow[]): Promise<void> {
   await query(
     em,
-    `insert into ingest_staged_images (job_id, entry_path, position, hash, ext, name, width, height, channels, bytes, error, split, labels, metadata, faces_blurred)
-     values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?)').join(', ')} on conflict do nothing`,
-    rows.flatMap(({ item, position, file, facesBlurred }) => [
+    `insert into ingest_staged_images (job_id, entry_path, position, hash, ext, name, width, height, channels, bytes, error, split, labels, metadata, faces_blurred, reference_version)
+     values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)').join(', ')} on conflict do nothing`,
+    rows.flatMap(({ item, position, file, facesBlurred, version }) => [
       jobId,
       item.path,
       position,
@@ -144,6 +169,7 @@ async function insertStaged(em: EntityManager, jobId: string, rows: StagedRow[])
       JSON.stringify(item.labelError ? [] : item.labels),
       JSON.stringify(item.metadata ?? {}),
       facesBlurred,
+      version,
     ]),
   );
 }

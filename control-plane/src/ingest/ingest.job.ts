@@ -6,7 +6,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
-import { Dataset } from '../datasets/dataset.entity.ts';
+import { Dataset, type DatasetReference } from '../datasets/dataset.entity.ts';
+import { HttpError } from '../http/errors.ts';
+import type { IntegrationAccess } from '../integrations/integration-access.ts';
+import { ProviderError } from '../integrations/providers/provider.ts';
 import { FaceDetectorMissing, type FaceDetector } from '../faces/face-detector.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -16,8 +19,11 @@ import { planNdjson } from './formats/ndjson.ts';
 import { DatasetFileError, type IngestPlan } from './formats/plan.ts';
 import { commitIngest } from './ingest-commit.ts';
 import type { IngestPayload } from './ingest-payload.ts';
-import { fetchSource } from './ingest-source.ts';
-import { stageImages } from './ingest-staging.ts';
+import { fetchSource, type FileSource } from './ingest-source.ts';
+import { fileReader, stageImages, type ItemReader } from './ingest-staging.ts';
+import { commitReference } from './reference/reference-commit.ts';
+import { planReference } from './reference/reference-plan.ts';
+import { openReference } from './reference/reference-storage.ts';
 import { makeWorkDir, sweepWorkDirs } from './ingest-workdir.ts';
 
 /**
@@ -31,9 +37,15 @@ export class IngestJob implements JobHandler {
   private readonly workRoot: string;
   private readonly faces: FaceDetector;
 
-  /** `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from; `faces` blurs them in datasets with blurFaces. */
-  constructor(storage: Storage, outbound: OutboundPolicy, faces: FaceDetector, workRoot = tmpdir()) {
+  private readonly access: IntegrationAccess;
+
+  /**
+   * `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from; `faces` blurs them in datasets with blurFaces;
+   * `access` opens the storage integrations that ingests by reference index.
+   */
+  constructor(storage: Storage, outbound: OutboundPolicy, faces: FaceDetector, access: IntegrationAccess, workRoot = tmpdir()) {
     this.storage = storage;
+    this.access = access;
     this.outbound = outbound;
     this.faces = faces;
     this.workRoot = workRoot;
@@ -52,32 +64,49 @@ export class IngestJob implements JobHandler {
     let archive: ArchiveFiles | undefined;
     try {
       context.progress({ stage: 'downloading', percent: 0 });
-      const file = await fetchSource(payload.source, this.storage, this.outbound, join(work, 'source'), context.signal);
-      lap('download');
-      const opened = await this.plan(context, payload, file, join(work, 'files'));
-      const { plan } = opened;
+      const source = payload.source;
+      const opened = source.kind === 'reference' ? await this.planReference(context, payload, source.reference) : await this.planFile(context, payload, source, work);
+      const { plan, reader } = opened;
       archive = opened.archive;
       lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
-      const blur = (await context.em.findOneOrFail(Dataset, payload.datasetId)).blurFaces;
+      // A connected dataset never blurs faces (its files are read in place; checkConnectable refuses it).
+      const blur = source.kind !== 'reference' && (await context.em.findOneOrFail(Dataset, payload.datasetId)).blurFaces;
       if (blur) this.faces.requireModel();
-      const staging = await stageImages(context, this.storage, this.outbound, work, plan, archive, blur ? this.faces : undefined);
+      const staging = await stageImages(context, this.storage, work, plan, reader, blur ? this.faces : undefined);
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
-      const outcome = await commitIngest(context, plan, payload);
+      const outcome = source.kind === 'reference' ? await commitReference(context, plan, payload, source.reference) : await commitIngest(context, plan, payload);
       await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
       lap('commit');
       const { replaced: _replaced, ...counts } = outcome;
       plan.skipped.addAll(staging.skipped);
       return { format: plan.format, task: plan.task, ...counts, ...plan.skipped.summary(), seconds };
     } catch (error) {
-      if (error instanceof ArchiveError || error instanceof DatasetFileError || error instanceof FaceDetectorMissing) throw new JobFailure(error.message);
+      if (error instanceof ArchiveError || error instanceof DatasetFileError || error instanceof FaceDetectorMissing || error instanceof ProviderError) throw new JobFailure(error.message);
       throw error;
     } finally {
       await archive?.close();
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /** An archive or NDJSON file: downloaded (or found where it was uploaded), then planned. */
+  private async planFile(context: JobContext, payload: IngestPayload, source: FileSource, work: string): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: ArchiveFiles }> {
+    const file = await fetchSource(source, this.storage, this.outbound, join(work, 'source'), context.signal);
+    const { plan, archive } = await this.plan(context, payload, file, join(work, 'files'));
+    return { plan, archive, reader: fileReader(archive, this.outbound, context.signal) };
+  }
+
+  /** Connected storage: listed and planned in place (ingest/reference). */
+  private async planReference(context: JobContext, payload: IngestPayload, reference: DatasetReference): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: undefined }> {
+    const opened = await openReference(context.em, this.access, context.workspaceId, reference).catch((error: unknown) => {
+      throw error instanceof HttpError ? new JobFailure(error.message) : error;
+    });
+    context.progress({ stage: 'planning', percent: 5 });
+    const planned = await planReference(context.em, payload.datasetId, opened, context.signal);
+    return { ...planned, plan: nonEmpty(planned.plan, payload) };
   }
 
   /** The plan, and the archive its images are read from (none for NDJSON: its images are fetched by URL). */

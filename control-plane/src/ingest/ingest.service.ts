@@ -1,9 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
+import { refuseConnected } from '../datasets/connected-storage.ts';
 import { findDataset } from '../datasets/dataset-access.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
-import { IntegrationStore } from '../integrations/integration.store.ts';
+import type { IntegrationAccess } from '../integrations/integration-access.ts';
+import type { Dataset } from '../datasets/dataset.entity.ts';
+import { referenceSource } from './reference/reference-request.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import { UploadSession } from '../uploads/upload-session.entity.ts';
 import { archiveKindOf } from './archive/extract.ts';
@@ -17,14 +20,16 @@ const SUPPORTED = '.zip, .tar, .tar.gz, .tgz or .ndjson';
 /** Checks an ingest request and queues its job; the job (ingest.job.ts) does the work. */
 export class IngestService {
   private readonly em: EntityManager;
+  private readonly access: IntegrationAccess;
 
-  constructor(em: EntityManager) {
+  constructor(em: EntityManager, access: IntegrationAccess) {
     this.em = em;
+    this.access = access;
   }
 
   async start(actor: Actor, owner: string, slug: string, body: IngestRequest): Promise<z.input<typeof IngestQueued>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
-    const source = await this.source(dataset.id, dataset.workspace.id, body);
+    const source = await this.source(dataset, body);
     const payload: IngestPayload = {
       datasetId: dataset.id,
       source,
@@ -37,20 +42,13 @@ export class IngestService {
     return { jobId: job.id, status: 'queued' };
   }
 
-  private async source(datasetId: string, workspaceId: string, body: IngestRequest): Promise<IngestSource> {
-    if (body.sessionId) return this.uploadSource(datasetId, workspaceId, body.sessionId);
-    if (body.sourceUrl) {
-      const filename = filenameOfUrl(body.sourceUrl);
-      if (!archiveKindOf(filename)) throw Invalid(`sourceUrl: must name a ${SUPPORTED} file`);
-      return { kind: 'url', url: body.sourceUrl, filename };
-    }
-    // References are checked here; reading them in place is not built yet (issue "storage integrations", part 2).
-    const reference = body.reference!;
-    if (reference.provider === 'cloud') {
-      await new IntegrationStore(this.em).get(workspaceId, reference.integrationId);
-      throw Invalid('reference: ingesting in place from a storage integration is not available on this appliance yet; upload an archive of the files instead');
-    }
-    throw NotFound(`reference.keyId: worker host ${reference.keyId} not found`);
+  private async source(dataset: Dataset, body: IngestRequest): Promise<IngestSource> {
+    if (body.reference) return referenceSource(this.em, this.access, dataset, body.reference);
+    refuseConnected(dataset, 're-sync it by ingesting its reference again; other sources cannot be added');
+    if (body.sessionId) return this.uploadSource(dataset.id, dataset.workspace.id, body.sessionId);
+    const filename = filenameOfUrl(body.sourceUrl!);
+    if (!archiveKindOf(filename)) throw Invalid(`sourceUrl: must name a ${SUPPORTED} file`);
+    return { kind: 'url', url: body.sourceUrl!, filename };
   }
 
   /** Spec: ingest completes an upload whose complete call was skipped; a session of another dataset is refused. */

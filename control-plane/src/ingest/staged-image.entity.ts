@@ -24,6 +24,8 @@ export const StagedImageSchema = defineEntity({
     split: p.string().length(8),
     /** Stored with its faces blurred (the dataset had blurFaces when the image was staged). */
     facesBlurred: p.boolean().default(false),
+    /** Indexed in place: the version of the object the image was read from (see images.reference_version). */
+    referenceVersion: p.string().length(300).nullable(),
     /** Labels with source class indexes (mapped to the dataset's classes at commit). */
     labels: p.json<unknown[]>(),
     metadata: p.json<Record<string, unknown>>(),

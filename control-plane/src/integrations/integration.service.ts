@@ -2,20 +2,16 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Actor } from '../auth/actor.ts';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Role } from '../account/roles.ts';
-import { Conflict, NotFound } from '../http/errors.ts';
-import type { OutboundPolicy } from '../net/outbound-policy.ts';
+import { NotFound } from '../http/errors.ts';
 import { CredentialCipher, CredentialsUnreadable } from './credential-cipher.ts';
+import { IntegrationAccess, type IntegrationDeps } from './integration-access.ts';
 import { StorageIntegration } from './integration.entity.ts';
 import { type ConnectBody, type DiscoverBody, type IntegrationView, type ObjectsQuery } from './integration.schemas.ts';
 import { IntegrationStore } from './integration.store.ts';
 import type { ObjectPage, ProviderName } from './providers/provider.ts';
 import { storageProviders, type ProviderEntry } from './providers/index.ts';
 
-export interface IntegrationDeps {
-  /** The appliance's secret, which the credentials' key is derived from. */
-  secret: string;
-  outbound: OutboundPolicy;
-}
+export type { IntegrationDeps };
 
 /**
  * Storage integrations of the calling key's workspace. Discover and connect need admin (an appliance has one plan,
@@ -27,6 +23,7 @@ export class IntegrationService {
   private readonly secret: string;
   private readonly store: IntegrationStore;
   private readonly providers: Record<ProviderName, ProviderEntry>;
+  private readonly access: IntegrationAccess;
 
   constructor(em: EntityManager, deps: IntegrationDeps) {
     this.em = em;
@@ -34,6 +31,7 @@ export class IntegrationService {
     this.secret = deps.secret;
     this.store = new IntegrationStore(em);
     this.providers = storageProviders(deps.outbound);
+    this.access = new IntegrationAccess(deps);
   }
 
   async list(actor: Actor): Promise<IntegrationView[]> {
@@ -114,13 +112,9 @@ export class IntegrationService {
   }
 
   private credentialsOf(row: StorageIntegration) {
-    try {
-      return this.providers[row.provider].credentials.parse(this.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
-    } catch (error) {
-      if (!(error instanceof CredentialsUnreadable)) throw error;
-      throw Conflict(`The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed and they were not re-sealed: vpctl integrations reseal); or connect the storage again`);
-    }
+    return this.access.credentialsOf(row);
   }
+
 }
 
 /** Integrations are account-scoped: the key's own workspace, where it needs at least `role`. */

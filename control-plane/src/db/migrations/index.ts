@@ -28,6 +28,7 @@ import { Migration20261129300000_image_embedding_seq } from './Migration20261129
 import { Migration20261201000000_connected_datasets } from './Migration20261201000000_connected_datasets.ts';
 import { Migration20261202000000_storage_providers } from './Migration20261202000000_storage_providers.ts';
 import { Migration20261130000000_storage_integrations } from './Migration20261130000000_storage_integrations.ts';
+import { Migration20261203000000_staged_reference_version } from './Migration20261203000000_staged_reference_version.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -61,4 +62,5 @@ export const migrations = [
   { name: 'Migration20261130000000_storage_integrations', class: Migration20261130000000_storage_integrations },
   { name: 'Migration20261201000000_connected_datasets', class: Migration20261201000000_connected_datasets },
   { name: 'Migration20261202000000_storage_providers', class: Migration20261202000000_storage_providers },
+  { name: 'Migration20261203000000_staged_reference_version', class: Migration20261203000000_staged_reference_version },
 ];
