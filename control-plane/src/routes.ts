@@ -28,6 +28,7 @@ import { imagePredictRoutes } from './predict/image-predict.routes.ts';
 import { modelPredictRoutes } from './predict/model-predict.routes.ts';
 import { projectRoutes } from './projects/project.routes.ts';
 import { fileRoutes } from './storage/files.routes.ts';
+import { referenceFileRoutes } from './images/reference-files.routes.ts';
 import { trainingRoutes } from './training/training.routes.ts';
 import { trashRoutes } from './trash/trash.routes.ts';
 import { uploadRoutes } from './uploads/upload.routes.ts';
@@ -35,5 +36,5 @@ import { webhookRoutes } from './webhooks/webhook.routes.ts';
 import { workerRoutes } from './workers/job-checkpoint.routes.ts';
 
 /** Every API route; one list mounts them and documents them. */
-export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes,
+export const routes: RouteDefinition[] = [...healthRoutes, ...accountRoutes, ...apiKeyRoutes, ...uploadRoutes, ...fileRoutes, ...referenceFileRoutes,
   ...datasetRoutes, ...cloneRoutes, ...classRoutes, ...splitRoutes, ...versionRoutes, ...imageRoutes, ...similarRoutes, ...imagePredictRoutes, ...batchPredictRoutes, ...embeddingRoutes, ...adoptRoutes, ...ingestRoutes, ...jobRoutes, ...projectRoutes, ...modelRoutes, ...modelPredictRoutes, ...exportRoutes, ...deploymentRoutes, ...deploymentTrafficRoutes, ...trashRoutes, ...workflowRoutes, ...hostRoutes, ...trainingRoutes, ...billingRoutes, ...exploreRoutes, ...integrationRoutes, ...roboflowRoutes, ...webhookRoutes, ...workerRoutes];

@@ -18,6 +18,7 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { FACE_BLUR_JOB, FaceBlurJob } from './faces/face-blur.job.ts';
 import { FaceDetector } from './faces/face-detector.ts';
 import { IntegrationAccess } from './integrations/integration-access.ts';
+import { ReferencedImages } from './ingest/reference/referenced-bytes.ts';
 import { IngestJob } from './ingest/ingest.job.ts';
 import { INGEST_JOB } from './ingest/ingest-payload.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
@@ -131,10 +132,10 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   let baseUrl = config.publicBaseUrl;
   const store = await openBlobStore(config.storageUrl, config.dataDir);
   const signer = new UrlSigner(secret, () => baseUrl);
-  const storage: Storage = { store, signer, urls: new FileUrls(store, signer) };
-  const faces = new FaceDetector(config.faceDetectorPath);
   const outbound = new OutboundPolicy(config.outboundAllowedNetworks);
   const integrations = new IntegrationAccess({ secret, outbound });
+  const storage: Storage = { store, signer, urls: new FileUrls(store, signer), references: new ReferencedImages(() => orm.em.fork() as EntityManager, integrations) };
+  const faces = new FaceDetector(config.faceDetectorPath);
   const ingest = new IngestJob(storage, outbound, faces, integrations);
   // What a process killed mid-ingest or mid-upload left on disk: at start (most likely after such a crash) and hourly.
   const sweepLeftovers = () =>

@@ -17,15 +17,15 @@ export async function datasetSamples(
   const bySet = new Map<string, Array<z.input<typeof Sample>>>();
   if (datasets.length === 0) return bySet;
   const workspaces = new Map(datasets.map((dataset) => [dataset.id, dataset.workspaceId]));
-  const rows = await query<{ dataset_id: string; id: string; hash: string; ext: string; name: string; width: number; height: number; error: string | null }>(
+  const rows = await query<{ dataset_id: string; id: string; hash: string; ext: string; name: string; width: number; height: number; error: string | null; reference_key: string | null }>(
     em,
     `select d.id as dataset_id, s.* from unnest(?::text[]) as d(id)
-     cross join lateral (select id, hash, ext, name, width, height, error from images where dataset_id = d.id order by created_at desc, id desc limit ${SAMPLES_PER_DATASET}) s`,
+     cross join lateral (select id, hash, ext, name, width, height, error, reference_key from images where dataset_id = d.id order by created_at desc, id desc limit ${SAMPLES_PER_DATASET}) s`,
     [pgArray(datasets.map((d) => d.id))],
   );
   const imageUrls = new ImageUrls(urls);
   for (const row of rows) {
-    const ref = { workspaceId: workspaces.get(row.dataset_id)!, hash: row.hash, ext: row.ext, name: row.name, error: row.error };
+    const ref = { id: row.id, workspaceId: workspaces.get(row.dataset_id)!, hash: row.hash, ext: row.ext, name: row.name, error: row.error, referenceKey: row.reference_key };
     const sample = { id: row.id, width: row.width, height: row.height, thumbnailUrl: await imageUrls.thumbnail(ref), ...(withImageUrls ? { imageUrl: await imageUrls.image(ref) } : {}) };
     bySet.set(row.dataset_id, [...(bySet.get(row.dataset_id) ?? []), sample]);
   }

@@ -7,6 +7,7 @@ import { newId } from '../db/ids.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { imageContentType } from './image-bytes.ts';
 import { decodeImage, sizeOf, type DecodedImage, type ImageFile } from './image-decode.ts';
 import { keepImageBytes, releaseImageBlobs } from './image-blobs.ts';
 import { checkLabels, classIdsOf, insertAnnotations, type CheckedLabels } from './image-labels.ts';
@@ -35,7 +36,6 @@ export interface ImageRowInput {
   reference?: { key: string; version: string | null };
 }
 
-const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
 /** Image rows per INSERT: 20 parameters each, well under PostgreSQL's parameter limit. */
 const ROWS_PER_INSERT = 500;
 
@@ -45,7 +45,7 @@ const ROWS_PER_INSERT = 500;
  * streamed, never read whole. `body` null: the image is read in place (connected storage), only its thumbnail is kept.
  */
 export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, body: ImageFile | null): Promise<void> {
-  const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: CONTENT_TYPES[file.ext] ?? 'application/octet-stream' }] : [];
+  const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: imageContentType(file.ext) }] : [];
   if (file.thumbnail) blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
   if (blobs.length === 0) return;
   await query(

@@ -48,13 +48,14 @@ export interface ImageRow {
   class_ids: number[];
   bytes: string | number;
   error: string | null;
+  reference_key: string | null;
   /** ISO 8601, formatted by PostgreSQL (the driver hands timestamps over as text). */
   created_at: string;
   updated_at: string;
 }
 
 const iso = (column: string) => `to_char(${column} at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column.replace('i.', '')}`;
-const COLUMNS = `i.id, i.hash, i.ext, i.name, i.width, i.height, i.split, i.label_count, i.class_ids, i.bytes, i.error, ${iso('i.created_at')}, ${iso('i.updated_at')}`;
+const COLUMNS = `i.id, i.hash, i.ext, i.name, i.width, i.height, i.split, i.label_count, i.class_ids, i.bytes, i.error, i.reference_key, ${iso('i.created_at')}, ${iso('i.updated_at')}`;
 
 /** A WHERE clause under construction: SQL fragments and their parameters, in order. */
 class Conditions {

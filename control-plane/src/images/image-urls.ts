@@ -1,4 +1,5 @@
 import type { FileUrls } from '../storage/file-urls.ts';
+import { imageFileUrl } from './image-bytes.ts';
 
 /** Image bytes are stored once per workspace and content hash, so copies share them. */
 export const imageKey = (workspaceId: string, hash: string, ext: string) => `ws/${workspaceId}/images/${hash}.${ext}`;
@@ -13,6 +14,9 @@ export interface StoredImageRef {
   name: string;
   /** Images that could not be decoded have no thumbnail. */
   error: string | null;
+  /** For an image indexed in place (its key beneath the dataset's reference), served by the control plane by its id. */
+  referenceKey?: string | null;
+  id?: string;
 }
 
 /**
@@ -33,7 +37,7 @@ export class ImageUrls {
   }
 
   image(ref: StoredImageRef): Promise<string> {
-    return this.urls.download(imageKey(ref.workspaceId, ref.hash, ref.ext), { expiresInSeconds: this.expiresInSeconds(), filename: ref.name });
+    return imageFileUrl(this.urls, { ...ref, id: ref.id ?? '', referenceKey: ref.referenceKey ?? null }, { expiresInSeconds: this.expiresInSeconds(), filename: ref.name });
   }
 
   async thumbnail(ref: StoredImageRef): Promise<string | null> {

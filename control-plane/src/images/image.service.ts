@@ -69,7 +69,7 @@ export class ImageService {
   }
 
   private async listItem(dataset: Dataset, row: ImageRow, options: ImageListOptions, labels?: Map<string, unknown[]>) {
-    const ref = { workspaceId: dataset.workspace.id, hash: row.hash, ext: row.ext, name: row.name, error: row.error };
+    const ref = { id: row.id, workspaceId: dataset.workspace.id, hash: row.hash, ext: row.ext, name: row.name, error: row.error, referenceKey: row.reference_key };
     return {
       id: row.id,
       hash: row.hash,
@@ -93,7 +93,7 @@ export class ImageService {
   async read(actor: Actor, imageId: string): Promise<z.input<typeof ImageDetail>> {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
     const labels = await labelsOf(this.em, [image.id]);
-    const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
+    const ref = { id: image.id, workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null, referenceKey: image.referenceKey };
     const [retained] = await query<{ retained: boolean }>(
       this.em,
       'select exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id where v.dataset_id = ? and vi.hash = ?) as retained',
@@ -233,7 +233,7 @@ export class ImageService {
     const images = await this.em.find(Image, { id: { $in: imageIds }, dataset });
     const result: z.input<typeof ImageUrlsResult> = { urls: {}, thumbnails: {}, depths: {} };
     for (const image of images) {
-      const ref = { workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null };
+      const ref = { id: image.id, workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null, referenceKey: image.referenceKey };
       result.urls[image.id] = await this.urls.image(ref);
       const thumbnail = await this.urls.thumbnail(ref);
       if (thumbnail !== null) result.thumbnails[image.id] = thumbnail;

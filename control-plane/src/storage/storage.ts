@@ -1,3 +1,4 @@
+import type { ReferencedBytes } from '../images/image-bytes.ts';
 import type { BlobStore } from './blob-store.ts';
 import type { FileUrls } from './file-urls.ts';
 import type { UrlSigner } from './signed-url.ts';
@@ -7,4 +8,6 @@ export interface Storage {
   store: BlobStore;
   signer: UrlSigner;
   urls: FileUrls;
+  /** Images indexed in place, read from their storage; absent where none are read (vpctl). */
+  references?: ReferencedBytes;
 }

@@ -54,7 +54,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     const indexed = new Map(
       (await query<IndexedImage>(tx, 'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null', [dataset.id])).map((image) => [image.reference_key, image]),
     );
-    const result: ReferenceOutcome = { ...outcome, imagesUpdated: 0, imagesRemoved: 0 };
+    const result: ReferenceOutcome = Object.assign(outcome, { imagesUpdated: 0, imagesRemoved: 0 });
     let delta: CountDelta = countDelta([], 1);
     for (let offset = 0; ; offset += STAGED_PER_READ) {
       const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [job.id, STAGED_PER_READ, offset]);

@@ -1,0 +1,58 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DatasetReference } from '../../datasets/dataset.entity.ts';
+import { query } from '../../db/sql.ts';
+import { BadGateway, Conflict, HttpError, NotFound } from '../../http/errors.ts';
+import type { ReferencedBytes, ReferencedRead } from '../../images/image-bytes.ts';
+import type { IntegrationAccess } from '../../integrations/integration-access.ts';
+import { ProviderError } from '../../integrations/providers/provider.ts';
+import { openReference, readFile, type OpenedReference } from './reference-storage.ts';
+
+const SYNC = 'sync the dataset again (ingest its reference) to index it as it is now';
+
+/**
+ * Images of connected datasets, read from their storage on demand. The object is listed first: one gone since it
+ * was indexed is 404, one whose version changed 409 (its hash, size and labels describe other bytes), and a
+ * disconnected integration 409; the storage's own refusals are 409 (credentials) or 502, never a 500.
+ */
+export class ReferencedImages implements ReferencedBytes {
+  private readonly fork: () => EntityManager;
+  private readonly access: IntegrationAccess;
+
+  constructor(fork: () => EntityManager, access: IntegrationAccess) {
+    this.fork = fork;
+    this.access = access;
+  }
+
+  async open(image: { id: string; workspaceId: string }, signal?: AbortSignal): Promise<ReferencedRead> {
+    const em = this.fork();
+    const [row] = await query<{ reference_key: string | null; reference_version: string | null; bytes: string; ext: string; name: string; reference: DatasetReference | null }>(
+      em,
+      'select i.reference_key, i.reference_version, i.bytes, i.ext, i.name, d.reference from images i join datasets d on d.id = i.dataset_id where i.id = ? and i.workspace_id = ?',
+      [image.id, image.workspaceId],
+    );
+    if (!row?.reference_key || !row.reference) throw NotFound('Image not found');
+    const ref = await openReference(em, this.access, image.workspaceId, row.reference).catch((error: unknown) => {
+      if (error instanceof HttpError && error.status === 404) throw Conflict(`The storage of this image's dataset was disconnected (${error.message}); connect it again to read its files`);
+      throw error;
+    });
+    const bytes = Number(row.bytes);
+    try {
+      await this.checkUnchanged(ref, row.reference_key, row.reference_version);
+      return { stream: await readFile(ref, row.reference_key, bytes, signal), bytes, ext: row.ext, name: row.name };
+    } catch (error) {
+      throw error instanceof ProviderError ? asHttpError(error) : error;
+    }
+  }
+
+  private async checkUnchanged(ref: OpenedReference, key: string, version: string | null): Promise<void> {
+    const fullKey = ref.prefix + key;
+    // Keys are listed in order, so the exact key comes first among those it prefixes.
+    const [listed] = (await ref.provider.list(ref.credentials, { target: ref.target, prefix: fullKey })).objects;
+    if (listed?.key !== fullKey) throw NotFound(`${key} is no longer in ${ref.label}; ${SYNC}`);
+    if (listed.version !== version) throw Conflict(`${key} changed in ${ref.label} since it was indexed; ${SYNC}`);
+  }
+}
+
+function asHttpError(error: ProviderError): HttpError {
+  return error.kind === 'rejected' || error.kind === 'refused' ? Conflict(error.message) : BadGateway(error.message);
+}

@@ -1,0 +1,158 @@
+// Ingest by reference: a YOLO layout in a bucket of a real S3 server (SeaweedFS) indexed in place through a storage
+// integration: images, splits, classes and boxes as from an archive, only thumbnails stored, the image URLs serving the
+// bucket's bytes; a re-sync picks up added, changed and removed files; a failed sync leaves the dataset as it was.
+import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import t from 'tap';
+import { adminQuery } from './helpers/db.ts';
+import { expectError } from './helpers/expect.ts';
+import { waitForJob, type JobView } from './helpers/archives.ts';
+import { shapeImage } from './helpers/images.ts';
+import { startS3Server } from './helpers/s3-server.ts';
+import { call, type Fetched } from './helpers/server.ts';
+import { createDataset, startWorld } from './helpers/world.ts';
+
+interface ImageItem {
+  id: string;
+  name: string;
+  hash: string;
+  split: string;
+  bytes: number;
+  width: number;
+  labelCount: number;
+  labels?: Array<{ classId: number; bbox?: number[] }>;
+  thumbnailUrl?: string;
+  imageUrl?: string;
+}
+
+const s3 = await startS3Server(t);
+const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3 });
+t.teardown(() => client.destroy());
+const put = (key: string, body: Buffer | string) => client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: typeof body === 'string' ? Buffer.from(body) : body }));
+const remove = (key: string) => client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+
+const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', RATE_LIMIT_MUTATION: '1000000' });
+const api = <T = Record<string, unknown>>(method: string, path: string, key: string, body?: unknown) => call<T>(world.server, method, path, { key, body });
+const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: s3.endpoint, region: 'us-east-1' };
+const sql = async (text: string, params: unknown[] = []) => (await adminQuery(text, params, world.server.databaseUrl)).rows;
+/** A plain GET of a signed URL, its JSON body read (for errors). */
+const fetched = async (url: string): Promise<Fetched<object>> => {
+  const response = await fetch(url);
+  return { status: response.status, headers: response.headers, body: (await response.json()) as object };
+};
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+const connected = await api<{ id: string }>('POST', '/api/integrations/buckets', world.alice, { provider: 's3', credentials, targets: [s3.bucket] });
+if (connected.status !== 201) throw new Error(`connect: ${connected.status} ${JSON.stringify(connected.body)}`);
+const integrationId = connected.body.id;
+const reference = (prefix: string) => ({ provider: 'cloud', integrationId, target: s3.bucket, prefix });
+
+/** A JPEG with one box of class `classId`, put with its label file under `prefix` in the YOLO layout. */
+async function putLabeled(prefix: string, split: string, name: string, classId: number) {
+  const image = await shapeImage({ format: 'jpeg' });
+  await put(`${prefix}images/${split}/${name}.jpg`, image.bytes);
+  await put(`${prefix}labels/${split}/${name}.txt`, `${classId} ${image.bbox.join(' ')}\n`);
+  return image;
+}
+
+async function ingest(key: string, slug: string, ref: unknown): Promise<JobView> {
+  const started = await api<{ jobId: string }>('POST', `/api/datasets/alice/${slug}/ingest`, key, { reference: ref });
+  t.equal(started.status, 201, JSON.stringify(started.body));
+  return waitForJob(t, world, key, started.body.jobId);
+}
+
+const images = async (slug: string) =>
+  (await api<{ images: ImageItem[] }>('GET', `/api/datasets/alice/${slug}/images?includeLabels=true&includeImageUrls=true&sort=name-asc&limit=100`, world.alice)).body.images;
+
+const files: Record<string, Awaited<ReturnType<typeof shapeImage>>> = {};
+await put('yolo/data.yaml', 'names: [cat, dog]\n');
+files.a = await putLabeled('yolo/', 'train', 'a', 0);
+files.b = await putLabeled('yolo/', 'train', 'b', 1);
+files.c = await putLabeled('yolo/', 'val', 'c', 1);
+await createDataset(world, world.alice, { dataset: 'connected', name: 'Connected' });
+
+t.test('a YOLO layout in a bucket is indexed in place: splits, classes, boxes; only thumbnails stored', async (t) => {
+  const job = await ingest(world.alice, 'connected', reference('yolo'));
+  t.equal(job.status, 'completed', job.error ?? '');
+  t.match(job.result, { format: 'yolo', imagesAdded: 3, labelsAdded: 3 });
+  const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/connected', world.alice);
+  t.strictSame(body.dataset.classNames, ['cat', 'dog']);
+  t.match(body.dataset, { imageCount: 3, splits: { train: 2, val: 1 }, annotationCount: 3 });
+  const listed = await images('connected');
+  t.strictSame(listed.map((image) => [image.name, image.split, image.hash]), [['a.jpg', 'train', sha256(files.a.bytes)], ['b.jpg', 'train', sha256(files.b.bytes)], ['c.jpg', 'val', sha256(files.c.bytes)]]);
+  for (const [image, classId] of [[listed[0], 0], [listed[1], 1], [listed[2], 1]] as const) {
+    const name = image.name[0];
+    t.equal(image.labels![0].classId, classId, `${name}: class`);
+    image.labels![0].bbox!.forEach((value, i) => t.ok(Math.abs(value - files[name].bbox[i]) < 1e-5, `${name}: box ${i}`));
+  }
+  const rows = await sql("select reference_key, reference_version from images order by reference_key");
+  t.strictSame(rows.map((row) => row.reference_key), ['images/train/a.jpg', 'images/train/b.jpg', 'images/val/c.jpg']);
+  t.ok(rows.every((row) => row.reference_version), 'each image keeps the version it was read at');
+  const stored = (await sql('select key from stored_objects')).map((row) => row.key as string);
+  t.equal(stored.filter((key) => key.includes('/thumbnails/')).length, 3, 'a thumbnail per image');
+  t.strictSame(stored.filter((key) => key.includes('/images/')), [], 'no original bytes in the blob store');
+  const thumbnail = await fetch(listed[0].thumbnailUrl!);
+  t.equal(thumbnail.status, 200);
+  t.equal(thumbnail.headers.get('content-type'), 'image/webp');
+});
+
+t.test('the image URL serves the bucket object, byte for byte; a tampered URL is refused', async (t) => {
+  const [a] = await images('connected');
+  const served = await fetch(a.imageUrl!);
+  t.equal(served.status, 200);
+  t.ok(Buffer.from(await served.arrayBuffer()).equals(files.a.bytes), 'the exact bytes');
+  const single = await api<{ imageUrl: string }>('GET', `/api/images/${a.id}`, world.alice);
+  const again = await fetch(single.body.imageUrl);
+  t.ok(Buffer.from(await again.arrayBuffer()).equals(files.a.bytes), 'the single-image URL too');
+  t.equal((await fetch(a.imageUrl!.replace(/signature=[^&]+/, 'signature=x'))).status, 403);
+  const other = (await images('connected'))[1];
+  t.equal((await fetch(a.imageUrl!.replace(a.id, other.id))).status, 403, 'a URL names the one image it was signed for');
+  t.equal((await api('GET', `/api/images/${a.id}`, world.bobby)).status, 404, 'another workspace does not see the image');
+});
+
+t.test('a re-sync picks up added, changed and removed files, keeping unchanged images as they were', async (t) => {
+  const before = Object.fromEntries((await images('connected')).map((image) => [image.name, image]));
+  files.a = await putLabeled('yolo/', 'train', 'a', 1); // changed: new bytes, new class
+  files.d = await putLabeled('yolo/', 'val', 'd', 0); // added
+  await remove('yolo/images/val/c.jpg'); // removed (its label file too)
+  await remove('yolo/labels/val/c.txt');
+  const job = await ingest(world.alice, 'connected', reference('yolo/'));
+  t.equal(job.status, 'completed', job.error ?? '');
+  t.match(job.result, { imagesAdded: 1, imagesUpdated: 2, imagesRemoved: 1 });
+  const after = Object.fromEntries((await images('connected')).map((image) => [image.name, image]));
+  t.strictSame(Object.keys(after).sort(), ['a.jpg', 'b.jpg', 'd.jpg']);
+  t.equal(after['a.jpg'].id, before['a.jpg'].id, 'a changed file keeps its image');
+  t.equal(after['a.jpg'].hash, sha256(files.a.bytes), 'with its new bytes');
+  t.equal(after['a.jpg'].labels![0].classId, 1, 'and its new labels');
+  const { updatedAt: _a, ...unchanged } = after['b.jpg'] as ImageItem & { updatedAt: string };
+  const { updatedAt: _b, ...was } = before['b.jpg'] as ImageItem & { updatedAt: string };
+  t.strictSame(unchanged, was, 'an unchanged file is as it was');
+  t.ok(Buffer.from(await (await fetch(after['a.jpg'].imageUrl!)).arrayBuffer()).equals(files.a.bytes), 'the URL serves the new bytes');
+  const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/connected', world.alice);
+  t.match(body.dataset, { imageCount: 3, splits: { train: 2, val: 1 }, annotationCount: 3 });
+  const thumbnails = (await sql("select key from stored_objects where key like '%/thumbnails/%'")).map((row) => row.key as string);
+  const wanted = (await sql("select distinct 'ws/' || workspace_id || '/thumbnails/' || hash || '.webp' as key from images")).map((row) => row.key as string);
+  t.strictSame(thumbnails.sort(), wanted.sort(), 'the thumbnails of the replaced and removed files are released, the others kept');
+});
+
+t.test('a file changed or removed since the last sync is a clear error, not a 500', async (t) => {
+  const [a, b] = await images('connected');
+  await put('yolo/images/train/a.jpg', (await shapeImage({ format: 'jpeg' })).bytes);
+  expectError(t, await fetched(a.imageUrl!), 409, /changed in .* since it was indexed; sync the dataset again/);
+  await remove('yolo/images/train/b.jpg');
+  expectError(t, await fetched(b.imageUrl!), 404, /no longer in/);
+  await put('yolo/images/train/b.jpg', files.b.bytes); // as it was: readable again
+  t.equal((await fetch(b.imageUrl!)).status, 200);
+  files.a = await putLabeled('yolo/', 'train', 'a', 1);
+  t.equal((await ingest(world.alice, 'connected', reference('yolo'))).status, 'completed');
+});
+
+t.test('what an ingest by reference refuses', async (t) => {
+  expectError(t, await api('POST', '/api/datasets/alice/connected/ingest', world.alice, { reference: reference('elsewhere/') }), 409, /connected to another storage location/);
+  expectError(t, await api('POST', '/api/datasets/alice/connected/ingest', world.alice, { sourceUrl: 'https://example.com/x.zip' }), 409, /connected storage/);
+  expectError(t, await api('POST', '/api/datasets/alice/connected/ingest', world.alice, { reference: { ...reference('yolo'), target: 'other-bucket' } }), 404, /not a bucket of storage integration/);
+  await createDataset(world, world.bobby, { dataset: 'theirs', name: 'Theirs' });
+  expectError(t, await api('POST', '/api/datasets/bobby/theirs/ingest', world.bobby, { reference: reference('yolo') }), 404, /Storage integration .* not found/);
+  await createDataset(world, world.alice, { dataset: 'blurred', name: 'Blurred', blurFaces: true });
+  expectError(t, await api('POST', '/api/datasets/alice/blurred/ingest', world.alice, { reference: reference('yolo') }), 409, /blurs faces/);
+});
