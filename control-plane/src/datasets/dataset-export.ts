@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import { imageKey } from '../images/image-urls.ts';
+import { imageFileUrl } from '../images/image-bytes.ts';
 import type { Label, Task } from '../images/labels.ts';
 import { toNdjsonAnnotations } from '../ingest/formats/ndjson.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -30,6 +30,9 @@ export interface ExportHeader {
 
 /** One image as the export writes it. */
 export interface ExportImage {
+  /** Live images (not a version's): read in place when reference_key is set. */
+  id?: string;
+  reference_key?: string | null;
   hash: string;
   ext: string;
   name: string;
@@ -45,7 +48,7 @@ export interface ExportImage {
  * export writes and a version keeps. One placeholder, the dataset id; callers add conditions after it.
  */
 export const IMAGES_WITH_LABELS = `
-  select i.id, i.created_at, i.hash, i.ext, i.name, i.width, i.height, i.channels, i.bytes, i.split, i.error, i.label_count, i.metadata,
+  select i.id, i.created_at, i.hash, i.ext, i.name, i.width, i.height, i.channels, i.bytes, i.split, i.error, i.label_count, i.metadata, i.reference_key,
     coalesce(l.labels, '[]'::jsonb) as labels
   from images i left join lateral (select jsonb_agg(a.label order by a.position) as labels from annotations a where a.image_id = i.id) l on true
   where i.dataset_id = ?`;
@@ -168,7 +171,7 @@ async function* ndjsonChunks(storage: Storage, workspaceId: string, header: Expo
 }
 
 async function imageLine(storage: Storage, workspaceId: string, task: Task, file: string, image: ExportImage): Promise<string> {
-  const url = await storage.urls.download(imageKey(workspaceId, image.hash, image.ext), { expiresInSeconds: EXPORT_URL_SECONDS, filename: file });
+  const url = await imageFileUrl(storage.urls, { id: image.id ?? '', workspaceId, hash: image.hash, ext: image.ext, referenceKey: image.reference_key ?? null }, { expiresInSeconds: EXPORT_URL_SECONDS, filename: file });
   const annotations = toNdjsonAnnotations(task, image.labels);
   const line = {
     type: 'image',

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { EMBED_COMMAND, EMBED_ENV, EMBED_FILES, INFERENCE_SERVER, type EmbedManifest } from '@vp/inference-server/contract';
 import type { JobSpec } from '@vp/protocol';
 import { query } from '../db/sql.ts';
-import { imageKey } from '../images/image-urls.ts';
+import { imageFileUrl } from '../images/image-bytes.ts';
 import { MAX_IMAGE_BYTES } from '../ingest/ingest-staging.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind } from '../scheduler/host-job-kinds.ts';
@@ -57,9 +57,10 @@ export class EmbeddingChunkJob implements HostJobKind {
     // Placement knows no environments: a host that cannot run the inference server fails the chunk here, not in a pull.
     const [host] = await query(em, `select 1 from hosts where id = ? and 'inference' = any(services)`, [attempt.hostId]);
     if (!host) throw new JobFailure(`Its host ${attempt.hostId} does not run the inference environment`);
-    const url = (key: string, filename?: string) => this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });
     // Signed per attempt, so a chunk that waited long or moved to another host gets fresh URLs.
-    const manifest: EmbedManifest = { images: await Promise.all(payload.images.map(async (image) => ({ url: await url(imageKey(image.workspace_id, image.hash, image.ext)) }))) };
+    const url = (key: string, filename?: string) => this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });
+    const imageUrlOf = (image: TargetImage) => imageFileUrl(this.storage.urls, { id: image.id, workspaceId: image.workspace_id, hash: image.hash, ext: image.ext, referenceKey: image.reference_key }, { expiresInSeconds: URL_SECONDS });
+    const manifest: EmbedManifest = { images: await Promise.all(payload.images.map(async (image) => ({ url: await imageUrlOf(image) }))) };
     const body = Buffer.from(JSON.stringify(manifest));
     const manifestKey = `${manifestPrefix(attempt)}${attempt.attempt}/${MANIFEST_FILE}`;
     await this.storage.store.put(manifestKey, Readable.from([body]), { contentType: 'application/json', expectedBytes: body.length, createOnly: false });

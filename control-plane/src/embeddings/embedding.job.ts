@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { Dataset } from '../datasets/dataset.entity.ts';
-import { imageKey } from '../images/image-urls.ts';
+import { openImageBytes } from '../images/image-bytes.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
 import { countStaleImages, saveEmbeddings, staleImages, type AnalysisProgress, type NewEmbedding, type TargetImage } from './embeddings.store.ts';
@@ -171,8 +171,8 @@ export class EmbeddingJob implements JobHandler {
   private async embedBatch(targets: TargetImage[], state: AnalysisProgress): Promise<Embedding[]> {
     const files = await Promise.all(
       targets.map(async (image) => {
-        const read = await this.storage.store.get(imageKey(image.workspace_id, image.hash, image.ext));
-        return read ? buffer(read.stream) : undefined;
+        const read = await openImageBytes(this.storage, { id: image.id, workspaceId: image.workspace_id, hash: image.hash, ext: image.ext, referenceKey: image.reference_key });
+        return read ? buffer(read) : undefined;
       }),
     );
     const found = files.filter((file) => file !== undefined);

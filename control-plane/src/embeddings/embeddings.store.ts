@@ -31,6 +31,7 @@ export interface TargetImage {
   workspace_id: string;
   hash: string;
   ext: string;
+  reference_key: string | null;
 }
 
 /** A vector to keep for an image as it was read (its hash then). */
@@ -51,7 +52,7 @@ const STALE = `from images i where i.dataset_id = ? and i.error is null and not 
 
 /** The next images to embed after `after`, in id order. */
 export function staleImages(em: EntityManager, datasetId: string, modelId: string, after: string, limit: number): Promise<TargetImage[]> {
-  return query<TargetImage>(em, `select i.id, i.workspace_id, i.hash, i.ext ${STALE} and i.id > ? order by i.id limit ?`, [datasetId, modelId, after, limit]);
+  return query<TargetImage>(em, `select i.id, i.workspace_id, i.hash, i.ext, i.reference_key ${STALE} and i.id > ? order by i.id limit ?`, [datasetId, modelId, after, limit]);
 }
 
 export async function countStaleImages(em: EntityManager, datasetId: string, modelId: string): Promise<number> {

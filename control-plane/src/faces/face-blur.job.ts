@@ -26,6 +26,7 @@ interface PendingImage {
   name: string;
   bytes: string;
   error: string | null;
+  reference_key: string | null;
 }
 
 /**
@@ -79,7 +80,7 @@ export class FaceBlurJob implements JobHandler {
       }
       const batch = await query<PendingImage>(
         em,
-        'select id, hash, ext, name, bytes, error from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?',
+        'select id, hash, ext, name, bytes, error, reference_key from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?',
         [datasetId, after, BATCH],
       );
       if (batch.length === 0) break;
@@ -97,6 +98,7 @@ export class FaceBlurJob implements JobHandler {
   /** Checks one image and blurs its faces; returns why it could not be checked, if so. */
   private async blur(em: EntityManager, workspaceId: string, image: PendingImage, outcome: { imagesBlurred: number }): Promise<string | undefined> {
     if (image.error) return `undecodable: ${image.error}`;
+    if (image.reference_key) return 'read in place from connected storage, where it cannot be blurred';
     if (Number(image.bytes) > MAX_BLUR_BYTES) return `larger than ${MAX_BLUR_BYTES} bytes`;
     const read = await this.storage.store.get(imageKey(workspaceId, image.hash, image.ext));
     if (!read) return 'its stored bytes are missing';

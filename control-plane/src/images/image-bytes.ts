@@ -11,7 +11,7 @@ export interface ImageBytesRef {
   hash: string;
   ext: string;
   /** Set for an image indexed in place: its key beneath its dataset's reference. */
-  referenceKey: string | null;
+  referenceKey?: string | null;
 }
 
 /** Reads images indexed in place from their storage (ingest/reference/referenced-bytes.ts). */

@@ -9,7 +9,7 @@ import { MAX_CLASS_NAMES } from '../datasets/dataset.schemas.ts';
 import type { Dataset } from '../datasets/dataset.entity.ts';
 import { ID_PATTERN } from '../db/ids.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
-import { imageKey } from '../images/image-urls.ts';
+import { openImageBytes, type ImageBytesRef } from '../images/image-bytes.ts';
 import { Model } from '../models/model.entity.ts';
 import { resolveModelReference } from '../models/references.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -140,12 +140,12 @@ export async function annotateImage(
   predictor: Predictor,
   storage: Storage,
   annotation: Annotation,
-  image: { workspaceId: string; hash: string; ext: string; channels: number; error?: string | null },
+  image: ImageBytesRef & { channels: number; error?: string | null },
 ): Promise<PredictedLabels & { milliseconds: number }> {
   if (image.channels > MAX_CHANNELS) throw Conflict(`The image has ${image.channels} channels; auto-annotation takes at most ${MAX_CHANNELS}`);
-  const read = await storage.store.get(imageKey(image.workspaceId, image.hash, image.ext));
+  const read = await openImageBytes(storage, image);
   if (!read) throw NotFound('The image file is missing from storage');
-  const bytes = await buffer(read.stream);
+  const bytes = await buffer(read);
   const { prediction, info } = await predictor.run(em, annotation.model, bytes, annotation.options);
   const classMap = classMapFor(annotation, info);
   const { speed } = prediction;

@@ -23,6 +23,7 @@ interface TargetRow {
   split: Split;
   label_count: number;
   error: string | null;
+  referenceKey: string | null;
 }
 
 /** Image ids read per query while walking the targets. */
@@ -113,7 +114,7 @@ export class BatchPredictJob implements JobHandler {
   private targets(em: EntityManager, payload: BatchPredictPayload, after: string | null): Promise<TargetRow[]> {
     return query<TargetRow>(
       em,
-      `select id, hash, ext, channels, split, label_count, error from images
+      `select id, hash, ext, channels, split, label_count, error, reference_key as "referenceKey" from images
        where dataset_id = ? and error is null and (? or label_count = 0) and id > ? order by id limit ?`,
       [payload.datasetId, payload.includeAnnotated, after ?? '', TARGETS_PER_READ],
     );

@@ -87,9 +87,9 @@ export class BatchPredictService {
 
   /** Runs the model on the first image the run would label, for the class checks (400, 422) and the export (503) before admission. */
   private async probe(annotation: Annotation, dataset: Dataset, includeAnnotated: boolean): Promise<void> {
-    const [image] = await query<{ hash: string; ext: string; channels: number }>(
+    const [image] = await query<{ id: string; hash: string; ext: string; channels: number; referenceKey: string | null }>(
       this.em,
-      'select hash, ext, channels from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit 1',
+      'select id, hash, ext, channels, reference_key as "referenceKey" from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit 1',
       [dataset.id, includeAnnotated],
     );
     if (image) await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image, workspaceId: dataset.workspace.id });
