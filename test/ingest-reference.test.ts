@@ -55,11 +55,12 @@ async function putLabeled(prefix: string, split: string, name: string, classId: 
   return image;
 }
 
-async function ingest(key: string, slug: string, ref: unknown): Promise<JobView> {
-  const started = await api<{ jobId: string }>('POST', `/api/datasets/alice/${slug}/ingest`, key, { reference: ref });
-  t.equal(started.status, 201, JSON.stringify(started.body));
-  return waitForJob(t, world, key, started.body.jobId);
+async function startIngest(slug: string, ref: unknown): Promise<string> {
+  const started = await api<{ jobId: string }>('POST', `/api/datasets/alice/${slug}/ingest`, world.alice, { reference: ref });
+  if (started.status !== 201) throw new Error(`ingest: ${started.status} ${JSON.stringify(started.body)}`);
+  return started.body.jobId;
 }
+const ingest = async (slug: string, ref: unknown): Promise<JobView> => waitForJob(t, world, world.alice, await startIngest(slug, ref));
 
 const images = async (slug: string) =>
   (await api<{ images: ImageItem[] }>('GET', `/api/datasets/alice/${slug}/images?includeLabels=true&includeImageUrls=true&sort=name-asc&limit=100`, world.alice)).body.images;
@@ -72,7 +73,7 @@ files.c = await putLabeled('yolo/', 'val', 'c', 1);
 await createDataset(world, world.alice, { dataset: 'connected', name: 'Connected' });
 
 t.test('a YOLO layout in a bucket is indexed in place: splits, classes, boxes; only thumbnails stored', async (t) => {
-  const job = await ingest(world.alice, 'connected', reference('yolo'));
+  const job = await ingest('connected', reference('yolo'));
   t.equal(job.status, 'completed', job.error ?? '');
   t.match(job.result, { format: 'yolo', imagesAdded: 3, labelsAdded: 3 });
   const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/connected', world.alice);
@@ -116,7 +117,7 @@ t.test('a re-sync picks up added, changed and removed files, keeping unchanged i
   files.d = await putLabeled('yolo/', 'val', 'd', 0); // added
   await remove('yolo/images/val/c.jpg'); // removed (its label file too)
   await remove('yolo/labels/val/c.txt');
-  const job = await ingest(world.alice, 'connected', reference('yolo/'));
+  const job = await ingest('connected', reference('yolo/'));
   t.equal(job.status, 'completed', job.error ?? '');
   t.match(job.result, { imagesAdded: 1, imagesUpdated: 2, imagesRemoved: 1 });
   const after = Object.fromEntries((await images('connected')).map((image) => [image.name, image]));
@@ -144,7 +145,7 @@ t.test('a file changed or removed since the last sync is a clear error, not a 50
   await put('yolo/images/train/b.jpg', files.b.bytes); // as it was: readable again
   t.equal((await fetch(b.imageUrl!)).status, 200);
   files.a = await putLabeled('yolo/', 'train', 'a', 1);
-  t.equal((await ingest(world.alice, 'connected', reference('yolo'))).status, 'completed');
+  t.equal((await ingest('connected', reference('yolo'))).status, 'completed');
 });
 
 t.test('what an ingest by reference refuses', async (t) => {
@@ -155,4 +156,39 @@ t.test('what an ingest by reference refuses', async (t) => {
   expectError(t, await api('POST', '/api/datasets/bobby/theirs/ingest', world.bobby, { reference: reference('yolo') }), 404, /Storage integration .* not found/);
   await createDataset(world, world.alice, { dataset: 'blurred', name: 'Blurred', blurFaces: true });
   expectError(t, await api('POST', '/api/datasets/alice/blurred/ingest', world.alice, { reference: reference('yolo') }), 409, /blurs faces/);
+});
+
+t.test('credentials revoked in the middle of a sync fail it cleanly: the dataset stays as it was', async (t) => {
+  // A storage user of its own, which the S3 server revokes while it runs.
+  const syncer = { accessKeyId: 'AKIASYNCER00000001', secretAccessKey: 'syncer-secret-0123456789abcdef' };
+  await s3.shell(`s3.configure -user=syncer -access_key=${syncer.accessKeyId} -secret_key=${syncer.secretAccessKey} -actions=Read,List -apply`);
+  const own = await api<{ id: string }>('POST', '/api/integrations/buckets', world.alice, { provider: 's3', credentials: { ...credentials, ...syncer }, targets: [s3.bucket] });
+  t.equal(own.status, 201);
+  const ref = { provider: 'cloud', integrationId: own.body.id, target: s3.bucket, prefix: 'revoked/' };
+  for (const name of ['x', 'y']) await putLabeled('revoked/', 'train', name, 0);
+  await put('revoked/data.yaml', 'names: [cat]\n');
+  await createDataset(world, world.alice, { dataset: 'revoked', name: 'Revoked' });
+  t.equal((await ingest('revoked', ref)).status, 'completed');
+  const snapshot = async () => ({
+    images: (await sql("select i.id, i.hash, i.reference_version, i.label_count from images i join datasets d on d.id = i.dataset_id where d.slug = 'revoked' order by i.id")),
+    dataset: (await sql("select image_count, annotation_count, train_count, class_names, reference from datasets where slug = 'revoked'"))[0],
+    stored: (await sql('select key from stored_objects order by key')).map((row) => row.key),
+  });
+  const before = await snapshot();
+  // Enough new files that the sync is still reading when the credentials go.
+  for (let i = 0; i < 240; i += 1) {
+    const image = await shapeImage({ format: 'jpeg', width: 640, height: 480, box: [100, 100, 200, 150] });
+    await put(`revoked/images/train/n${i}.jpg`, image.bytes);
+  }
+  const jobId = await startIngest('revoked', ref);
+  const reading = await waitForJob(t, world, world.alice, jobId, { until: (job) => (job.progress?.processed ?? 0) >= 5 || job.status !== 'running' && job.status !== 'queued' });
+  t.equal(reading.status, 'running', 'the sync is under way');
+  t.ok((reading.progress?.processed ?? 0) < 200, `still reading (${reading.progress?.processed} of ${reading.progress?.total})`);
+  await s3.shell('s3.configure -user=syncer -delete -apply');
+  const job = await waitForJob(t, world, world.alice, jobId);
+  t.equal(job.status, 'failed');
+  t.match(job.error, /refused these credentials/);
+  t.notMatch(job.error, syncer.secretAccessKey);
+  t.strictSame(await snapshot(), before, 'images, counters, classes and stored files as they were');
+  t.strictSame(await sql('select count(*)::int as n from ingest_staged_images'), [{ n: 0 }], 'nothing left staged');
 });

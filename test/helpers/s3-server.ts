@@ -1,5 +1,5 @@
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -26,6 +26,11 @@ export interface TestS3Server {
   bucket: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /**
+   * Runs a `weed shell` command against the server, e.g. `s3.configure -user=u -access_key=… -secret_key=… -actions=Read,List -apply`
+   * (an identity made so is live at once, and `s3.configure -user=u -delete -apply` revokes it while the server runs).
+   */
+  shell(command: string): Promise<string>;
 }
 
 /** Free loopback ports, all held until every one is picked so none repeats. */
@@ -117,7 +122,15 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
     client.destroy();
   }
   const query = new URLSearchParams({ endpoint, region: 'us-east-1', accessKeyId, secretAccessKey });
-  return { storageUrl: `s3://${bucket}?${query}`, endpoint, bucket, accessKeyId, secretAccessKey, stop };
+  const shell = (command: string) =>
+    new Promise<string>((resolve, reject) => {
+      // Addresses as host:port.grpcPort: the shell reaches both servers over gRPC.
+      const child = execFile(WEED, ['shell', `-master=127.0.0.1:${master}.${masterGrpc}`, `-filer=127.0.0.1:${filer}.${filerGrpc}`], { timeout: 30_000 }, (error, stdout, stderr) =>
+        error ? reject(new Error(`weed shell ${command.split(' ')[0]}: ${error.message}\n${stderr}`)) : resolve(stdout),
+      );
+      child.stdin!.end(`${command}\n`);
+    });
+  return { storageUrl: `s3://${bucket}?${query}`, endpoint, bucket, accessKeyId, secretAccessKey, stop, shell };
 }
 
 /** Makes buckets and writes objects on a test S3 server with AWS's own client, closed with the test. */

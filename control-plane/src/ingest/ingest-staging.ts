@@ -143,7 +143,12 @@ export async function stageImages(context: JobContext, storage: Storage, spillDi
   );
   // Every worker has stopped before the job goes on (or fails and cleans up).
   const failure = (await Promise.allSettled(workers)).find((outcome) => outcome.status === 'rejected');
-  if (failure) throw failure.reason;
+  if (failure) {
+    // What was stored before the failure is staged, so discarding the attempt releases it (a thumbnail of an image
+    // read in place has no original the hourly sweep would find it by).
+    await flush().catch(() => undefined);
+    throw failure.reason;
+  }
   await flush();
   return { staged: processed - skipped.length, skipped };
 }
