@@ -79,6 +79,9 @@ t.test('a YOLO layout in a bucket is indexed in place: splits, classes, boxes; o
   const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/connected', world.alice);
   t.strictSame(body.dataset.classNames, ['cat', 'dog']);
   t.match(body.dataset, { imageCount: 3, splits: { train: 2, val: 1 }, annotationCount: 3 });
+  t.match(body.dataset, { integrationProvider: 's3', integrationStatus: 'online', integrationProcessing: true, integrationWritable: false, source: { provider: 'cloud', format: 'yolo' } });
+  const { body: list } = await api<{ datasets: Array<Record<string, unknown>> }>('GET', '/api/datasets/alice', world.alice);
+  t.match(list.datasets.find((entry) => entry.dataset === 'connected'), { integrationProvider: 's3', integrationStatus: 'online', integrationWritable: false });
   const listed = await images('connected');
   t.strictSame(listed.map((image) => [image.name, image.split, image.hash]), [['a.jpg', 'train', sha256(files.a.bytes)], ['b.jpg', 'train', sha256(files.b.bytes)], ['c.jpg', 'val', sha256(files.c.bytes)]]);
   for (const [image, classId] of [[listed[0], 0], [listed[1], 1], [listed[2], 1]] as const) {
@@ -191,4 +194,11 @@ t.test('credentials revoked in the middle of a sync fail it cleanly: the dataset
   t.notMatch(job.error, syncer.secretAccessKey);
   t.strictSame(await snapshot(), before, 'images, counters, classes and stored files as they were');
   t.strictSame(await sql('select count(*)::int as n from ingest_staged_images'), [{ n: 0 }], 'nothing left staged');
+
+  // Disconnected: the dataset says so, and its files are a clear 409.
+  const [image] = await images('revoked');
+  t.equal((await api('DELETE', `/api/integrations/buckets/${own.body.id}`, world.alice)).status, 200);
+  const { body } = await api<{ dataset: Record<string, unknown> }>('GET', '/api/datasets/alice/revoked', world.alice);
+  t.match(body.dataset, { integrationStatus: 'disconnected', integrationProcessing: false });
+  expectError(t, await fetched(image.imageUrl!), 409, /was disconnected/);
 });

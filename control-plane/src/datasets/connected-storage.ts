@@ -39,3 +39,48 @@ export async function requireProcessing(em: EntityManager, dataset: Dataset, fea
     throw Conflict(`${feature}: AI features are turned off for storage integration ${integration.id}; a workspace admin turns them on with PATCH /api/integrations/buckets/${integration.id} {"processing": true}`);
   }
 }
+
+/** How a connected dataset's list entry and read describe its storage (the hosted service's integration* fields). */
+export interface ConnectionFields {
+  integrationProvider: 'gcs' | 's3' | 'azure' | 'on-premise';
+  /** disconnected: the cloud integration was removed. Absent for a worker host's folder (its host's state says it). */
+  integrationStatus?: 'online' | 'offline' | 'disconnected';
+  integrationProcessing: boolean;
+  /** The appliance never writes to connected storage. */
+  integrationWritable: false;
+}
+
+/** The connection fields of each connected dataset among `datasets` (one query for them all), by dataset id. */
+export async function connectionFields(em: EntityManager, datasets: Dataset[]): Promise<Map<string, ConnectionFields>> {
+  const cloudIds = datasets.flatMap((dataset) => (dataset.reference?.provider === 'cloud' ? [dataset.reference.integrationId] : []));
+  const integrations = new Map(
+    cloudIds.length ? (await em.find(StorageIntegration, { id: { $in: cloudIds } })).map((row) => [row.id, row] as const) : [],
+  );
+  const fields = new Map<string, ConnectionFields>();
+  for (const dataset of datasets) {
+    const reference = dataset.reference;
+    if (!reference) continue;
+    if (reference.provider === 'local') {
+      fields.set(dataset.id, { integrationProvider: 'on-premise', integrationProcessing: true, integrationWritable: false });
+      continue;
+    }
+    // Scoped to the dataset's workspace: an id another workspace holds is as good as removed.
+    const integration = integrations.get(reference.integrationId);
+    const found = integration && integration.workspace.id === dataset.workspace.id ? integration : undefined;
+    fields.set(dataset.id, {
+      integrationProvider: found?.provider ?? 's3',
+      integrationStatus: found ? 'online' : 'disconnected',
+      integrationProcessing: found?.processing ?? false,
+      integrationWritable: false,
+    });
+  }
+  return fields;
+}
+
+/** The dataset's `source` as the API shows it: cloud or local (a worker host's folder, or files this appliance was given). */
+export function sourceOf(dataset: Dataset): Record<string, unknown> & { provider: 'cloud' | 'local' } {
+  const reference = dataset.reference;
+  if (reference?.provider === 'cloud') return { ...dataset.source, provider: 'cloud' };
+  if (reference?.provider === 'local') return { ...dataset.source, provider: 'local', keyId: reference.keyId };
+  return { provider: 'local', ...dataset.source };
+}

@@ -71,6 +71,10 @@ export const DatasetListItem = z.object({
   iconLetter: z.string().optional().meta({ description: 'Absent when none is set' }),
   samples: z.array(Sample).optional().meta({ description: 'Up to 4 recent images, with includeSamples' }),
   sampleImages: z.array(SampleImage).optional().meta({ description: 'The same samples as the hosted service names them (images that could not be processed left out), with includeSamples' }),
+  integrationProvider: z.enum(['gcs', 's3', 'azure', 'on-premise']).optional().meta({ description: 'Connected datasets: the storage their files are read from in place' }),
+  integrationStatus: z.enum(['online', 'offline', 'disconnected']).optional().meta({ description: 'Connected datasets: disconnected once their storage integration is removed' }),
+  integrationProcessing: z.boolean().optional().meta({ description: "Connected datasets: whether AI features may read their files (the integration's processing)" }),
+  integrationWritable: z.boolean().optional().meta({ description: 'Connected datasets: always false (their storage is never written)' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -109,10 +113,14 @@ export const DatasetDetail = DatasetListItem.omit({ samples: true, sampleImages:
   kptShape: z.array(z.number().int()).length(2).optional().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]; pose datasets only' }),
   metadata: z.record(z.string(), z.unknown()),
   source: z
-    .object({ provider: z.literal('local') })
+    .object({ provider: z.enum(['local', 'cloud']), keyId: z.string().optional() })
     .catchall(z.unknown())
     .optional()
-    .meta({ description: 'Where the images came from: provider local (uploaded or fetched by this appliance), format, filename, jobId, ingestedAt; absent before the first ingest' }),
+    .meta({
+      description:
+        'Where the images came from, with format, filename, jobId, ingestedAt: provider cloud (indexed in place from a storage integration), ' +
+        'local with keyId (a worker host\'s folder), or local (uploaded or fetched by this appliance); absent before the first ingest',
+    }),
   versions: z.array(VersionEntry).meta({ description: 'Saved versions, oldest first, with their counts' }),
   errorCount: z.number().int(),
   region: Region,

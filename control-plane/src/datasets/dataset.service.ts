@@ -14,6 +14,7 @@ import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
 import { checkClassNames, classColors, colorMap } from './class-names.ts';
+import { connectionFields, sourceOf } from './connected-storage.ts';
 import { datasetSamples, sampleImagesOf } from './dataset-samples.ts';
 import { classStats } from './class-stats.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
@@ -49,8 +50,9 @@ export class DatasetService {
     const [datasets, total] = await this.em.findAndCount(Dataset, where, { limit: query.limit, orderBy: { updatedAt: 'desc', id: 'desc' } });
     const starred = await starredAmong(this.em, DATASET_STARS, actor, datasets.map((d) => d.id));
     const samples = query.includeSamples ? await datasetSamples(this.em, this.storage.urls, datasets.map((d) => ({ id: d.id, workspaceId: workspace.id })), query.includeImageUrls) : undefined;
+    const connections = await connectionFields(this.em, datasets);
     return {
-      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...(samples ? { samples: samples.get(dataset.id) ?? [], sampleImages: sampleImagesOf(samples.get(dataset.id) ?? []) } : {}) })),
+      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...connections.get(dataset.id), ...(samples ? { samples: samples.get(dataset.id) ?? [], sampleImages: sampleImagesOf(samples.get(dataset.id) ?? []) } : {}) })),
       total,
       region: this.region,
     };
@@ -61,8 +63,10 @@ export class DatasetService {
     const starred = await starredAmong(this.em, DATASET_STARS, actor, [dataset.id]);
     const canEdit = role === 'editor' || role === 'admin' || role === 'owner';
     const ingest = await activeIngest(this.em, dataset.id);
+    const connection = (await connectionFields(this.em, [dataset])).get(dataset.id);
     return {
       ...this.listItem(dataset, owner, starred.has(dataset.id)),
+      ...connection,
       ...(ingest ? { status: 'processing' } : {}),
       ...(ingest && canEdit && (ingest.total ?? 0) >= PROGRESS_FROM_IMAGES ? { processingProgress: ingest } : {}),
       classColors: colorMap(classColors(dataset.classNames, dataset.classColors)),
@@ -71,7 +75,7 @@ export class DatasetService {
       kptSkeletonId: dataset.kptSkeletonId ?? null,
       ...(dataset.kptShape ? { kptShape: dataset.kptShape } : {}),
       metadata: dataset.metadata,
-      ...(dataset.source ? { source: { provider: 'local' as const, ...dataset.source } } : {}),
+      ...(dataset.source ? { source: sourceOf(dataset) } : {}),
       versions: await savedVersions(this.em, dataset.id),
       errorCount: dataset.errorCount,
       region: this.region,

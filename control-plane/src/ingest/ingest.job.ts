@@ -104,8 +104,7 @@ export class IngestJob implements JobHandler {
     const opened = await openReference(context.em, this.access, context.workspaceId, reference).catch((error: unknown) => {
       throw error instanceof HttpError ? new JobFailure(error.message) : error;
     });
-    context.progress({ stage: 'planning', percent: 5 });
-    const planned = await planReference(context.em, payload.datasetId, opened, context.signal);
+    const planned = await planReference(context.em, payload.datasetId, opened, context.signal, (objects) => context.progress({ stage: 'listing', percent: 5, objects }));
     return { ...planned, plan: nonEmpty(planned.plan, payload) };
   }
 

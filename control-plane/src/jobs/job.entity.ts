@@ -14,6 +14,8 @@ export interface JobProgress {
   percent: number;
   processed?: number;
   total?: number;
+  /** Ingests by reference, while listing: the storage's objects scanned so far. */
+  objects?: number;
 }
 
 /**

@@ -28,8 +28,8 @@ type Indexed = KnownFile & { version: string | null };
  * raw images; label files read through the provider) and returns the plan with the reader staging uses: each image
  * read once, in place (only its thumbnail is stored), unless it is indexed already at the version now listed.
  */
-export async function planReference(em: EntityManager, datasetId: string, ref: OpenedReference, signal: AbortSignal): Promise<{ plan: IngestPlan; reader: ItemReader }> {
-  const { objects, skipped } = await listObjects(ref, signal);
+export async function planReference(em: EntityManager, datasetId: string, ref: OpenedReference, signal: AbortSignal, onListed: (objects: number) => void): Promise<{ plan: IngestPlan; reader: ItemReader }> {
+  const { objects, skipped } = await listObjects(ref, signal, onListed);
   const files = [...objects.values()].map((object) => ({ path: object.key.slice(ref.prefix.length), size: object.size }));
   const readLabels = async (path: string): Promise<Buffer> => {
     const size = objects.get(path)?.size ?? 0;
@@ -59,7 +59,7 @@ export async function planReference(em: EntityManager, datasetId: string, ref: O
 }
 
 /** Every object beneath the prefix, by its path beneath it; keys no archive path could be are skipped with why. */
-async function listObjects(ref: OpenedReference, signal: AbortSignal): Promise<{ objects: Map<string, StoredObject>; skipped: Array<{ path: string; reason: string }> }> {
+async function listObjects(ref: OpenedReference, signal: AbortSignal, onListed: (objects: number) => void): Promise<{ objects: Map<string, StoredObject>; skipped: Array<{ path: string; reason: string }> }> {
   const objects = new Map<string, StoredObject>();
   const skipped: Array<{ path: string; reason: string }> = [];
   let cursor: string | undefined;
@@ -75,6 +75,7 @@ async function listObjects(ref: OpenedReference, signal: AbortSignal): Promise<{
       if ('path' in entry && entry.path === path) objects.set(path, object);
       else if (!('skip' in entry && ['directory', 'ignored'].includes(entry.skip))) skipped.push({ path: path.slice(0, 300), reason: 'skip' in entry ? entry.skip : 'a key that is not a plain relative path' });
     }
+    onListed(seen);
     cursor = page.cursor;
   } while (cursor);
   return { objects, skipped };
