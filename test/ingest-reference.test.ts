@@ -114,6 +114,17 @@ t.test('the image URL serves the bucket object, byte for byte; a tampered URL is
   t.equal((await api('GET', `/api/images/${a.id}`, world.bobby)).status, 404, 'another workspace does not see the image');
 });
 
+t.test('adopting a copy of an image indexed in place stores its bytes: the copy no longer depends on the storage', async (t) => {
+  const [a] = await images('connected');
+  await createDataset(world, world.alice, { dataset: 'plain', name: 'Plain' });
+  const adopted = await api<{ adopted?: number }>('POST', '/api/datasets/alice/plain/images/adopt', world.alice, { imageIds: [a.id] });
+  t.equal(adopted.status, 200, JSON.stringify(adopted.body));
+  const [copy] = await images('plain');
+  t.equal(copy.hash, a.hash);
+  t.ok(Buffer.from(await (await fetch(copy.imageUrl!)).arrayBuffer()).equals(files.a.bytes), 'the copy serves the same bytes, from the blob store');
+  t.notMatch(copy.imageUrl!, /reference-files/);
+});
+
 t.test('a re-sync picks up added, changed and removed files, keeping unchanged images as they were', async (t) => {
   const before = Object.fromEntries((await images('connected')).map((image) => [image.name, image]));
   files.a = await putLabeled('yolo/', 'train', 'a', 1); // changed: new bytes, new class

@@ -136,7 +136,7 @@ export class AdoptService {
 async function selectedImages(em: EntityManager, imageIds: string[]): Promise<SelectedImage[]> {
   const rows = await query<SelectedImage>(
     em,
-    `select i.id, i.dataset_id, d.workspace_id as "workspaceId", i.hash, i.ext, i.split, i.class_ids
+    `select i.id, i.dataset_id, d.workspace_id as "workspaceId", i.hash, i.ext, i.split, i.class_ids, i.reference_key as "referenceKey"
      from images i join datasets d on d.id = i.dataset_id where i.id = any(?::text[])`,
     [pgArray(imageIds)],
   );

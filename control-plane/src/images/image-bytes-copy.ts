@@ -3,14 +3,25 @@ import { newId } from '../db/ids.ts';
 import { pgArray, query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { imageContentType } from './image-bytes.ts';
 import { keepImageBytes } from './image-blobs.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 
-/** An image file as stored: bytes live per workspace and hash. */
+/** An image file as stored: bytes live per workspace and hash; an image indexed in place has only its thumbnail stored. */
 export interface StoredFile {
   workspaceId: string;
   hash: string;
   ext: string;
+  /** An image indexed in place (connected storage): its bytes are read from there, by the image's id. */
+  id?: string;
+  referenceKey?: string | null;
+}
+
+/** A blob to make present under `to`: copied from another key, or read from the connected storage of an image indexed in place. */
+interface Copy {
+  to: string;
+  from?: string;
+  referenced?: { id: string; workspaceId: string };
 }
 
 /** Blobs streamed at once: enough to overlap store round trips, few enough to bound open streams. */
@@ -25,11 +36,15 @@ const KEYS_PER_QUERY = 1000;
  * are known to the hourly sweep. Files of `to` itself need nothing.
  */
 export async function copyImageBytes(em: EntityManager, storage: Storage, to: string, files: StoredFile[]): Promise<void> {
-  const copies = foreignFiles(to, files).flatMap((file) => [
-    { from: imageKey(file.workspaceId, file.hash, file.ext), to: imageKey(to, file.hash, file.ext) },
-    { from: thumbnailKey(file.workspaceId, file.hash), to: thumbnailKey(to, file.hash) },
-  ]);
-  const missing: typeof copies = [];
+  const copies: Copy[] = [
+    ...foreignFiles(to, files).flatMap((file) => [
+      ...(file.referenceKey ? [] : [{ from: imageKey(file.workspaceId, file.hash, file.ext), to: imageKey(to, file.hash, file.ext) }]),
+      { from: thumbnailKey(file.workspaceId, file.hash), to: thumbnailKey(to, file.hash) },
+    ]),
+    // A copy of an image indexed in place is an ordinary image: its bytes are read once from the storage and kept (even in the same workspace).
+    ...uniqueFiles(files.filter((file) => file.referenceKey && file.id)).map((file) => ({ referenced: { id: file.id!, workspaceId: file.workspaceId }, to: imageKey(to, file.hash, file.ext) })),
+  ];
+  const missing: Copy[] = [];
   for (let start = 0; start < copies.length; start += KEYS_PER_QUERY) {
     const batch = copies.slice(start, start + KEYS_PER_QUERY);
     const recorded = await query<{ key: string }>(em, 'select key from stored_objects where key = any(?::text[])', [pgArray(batch.map((copy) => copy.to))]);
@@ -42,7 +57,7 @@ export async function copyImageBytes(em: EntityManager, storage: Storage, to: st
   const worker = async () => {
     while (next < missing.length && !failed) {
       const copy = missing[next++];
-      await copyBlob(em, storage, to, copy.from, copy.to).catch((error: unknown) => {
+      await copyBlob(em, storage, to, copy).catch((error: unknown) => {
         failed = true;
         throw error;
       });
@@ -65,12 +80,15 @@ export async function holdImageBytes(tx: EntityManager, storage: Storage, to: st
 
 /** The distinct files stored outside `to`: the ones with bytes to copy. */
 export function foreignFiles(to: string, files: StoredFile[]): StoredFile[] {
-  return [...new Map(files.filter((file) => file.workspaceId !== to).map((file) => [`${file.hash}.${file.ext}`, file])).values()];
+  return uniqueFiles(files.filter((file) => file.workspaceId !== to));
 }
 
-async function copyBlob(em: EntityManager, storage: Storage, workspaceId: string, fromKey: string, toKey: string): Promise<void> {
+const uniqueFiles = (files: StoredFile[]) => [...new Map(files.map((file) => [`${file.hash}.${file.ext}`, file])).values()];
+
+async function copyBlob(em: EntityManager, storage: Storage, workspaceId: string, copy: Copy): Promise<void> {
+  const toKey = copy.to;
   // Undecodable images have no thumbnail; a missing source stays missing in the copy, as it was.
-  const blob = await storage.store.get(fromKey);
+  const blob = copy.referenced ? await readReferenced(storage, copy.referenced) : await storage.store.get(copy.from!);
   if (!blob) return;
   await query(
     em,
@@ -84,4 +102,11 @@ async function copyBlob(em: EntityManager, storage: Storage, workspaceId: string
     // Create-only: bytes already there (the same file copied or uploaded meanwhile) are the same bytes.
     if (!(error instanceof BlobExists)) throw error;
   }
+}
+
+/** An image's bytes from its connected storage, as a blob to store (an HttpError, 404 or 409, when they cannot be had: the copy is refused). */
+async function readReferenced(storage: Storage, image: { id: string; workspaceId: string }) {
+  if (!storage.references) throw new Error('no reader of connected storage in this process');
+  const read = await storage.references.open(image);
+  return { stream: read.stream, size: read.bytes, contentType: imageContentType(read.ext) };
 }
