@@ -4,6 +4,9 @@
 import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import t from 'tap';
+import { sweepOrphanImageBlobs } from '../control-plane/src/images/image-blobs.ts';
+import { decodeImage } from '../control-plane/src/images/image-decode.ts';
+import { storeImageFiles } from '../control-plane/src/images/image-intake.ts';
 import { adminQuery } from './helpers/db.ts';
 import { expectError } from './helpers/expect.ts';
 import { waitForJob, type JobView } from './helpers/archives.ts';
@@ -212,4 +215,20 @@ t.test('credentials revoked in the middle of a sync fail it cleanly: the dataset
   const { body } = await api<{ dataset: Record<string, unknown> }>('GET', '/api/datasets/alice/revoked', world.alice);
   t.match(body.dataset, { integrationStatus: 'disconnected', integrationProcessing: false });
   expectError(t, await fetched(image.imageUrl!), 409, /was disconnected/);
+});
+
+t.test('a thumbnail left by a sync whose process died is swept once nothing uses it; those of indexed images stay', async (t) => {
+  const services = world.server.services();
+  const [{ id: workspaceId }] = await sql("select id from workspaces where handle = 'alice'");
+  const orphan = await shapeImage({ format: 'jpeg', width: 90, height: 70 });
+  const decoded = await decodeImage(orphan.bytes, 'orphan.jpg');
+  await storeImageFiles(services.em, services.storage, workspaceId as string, decoded, null);
+  const thumbnails = async () => (await sql("select key from stored_objects where key like '%/thumbnails/%' order by key")).map((row) => row.key as string);
+  const before = await thumbnails();
+  t.ok(before.some((key) => key.includes(decoded.hash)));
+  await sql("update stored_objects set created_at = now() - interval '2 days'");
+  t.ok((await sweepOrphanImageBlobs(services.em, services.storage)) >= 1);
+  const after = await thumbnails();
+  t.strictSame(after, before.filter((key) => !key.includes(decoded.hash)), 'only the orphan went');
+  t.equal((await fetch((await images('connected'))[0].thumbnailUrl!)).status, 200);
 });

@@ -64,12 +64,15 @@ export async function sweepOrphanImageBlobs(em: EntityManager, storage: Storage)
     `delete from ingest_staged_images s using jobs j where j.id = s.job_id and j.status in ('completed', 'failed', 'cancelled')
      returning j.workspace_id, s.hash, s.ext`,
   );
+  // A thumbnail alone counts too: an image indexed in place has no stored original. Per hash, the original's row
+  // (which names the extension) is taken when there is one.
   const candidates = await query<{ workspace_id: string; hash: string; ext: string }>(
     em,
-    `select o.workspace_id, m[1] as hash, m[2] as ext
-     from stored_objects o, regexp_match(o.key, '/images/([0-9a-f]{64})\\.([a-z0-9]+)$') m
+    `select distinct on (o.workspace_id, m[2]) o.workspace_id, m[2] as hash, m[3] as ext
+     from stored_objects o, regexp_match(o.key, '/(images|thumbnails)/([0-9a-f]{64})\\.([a-z0-9]+)$') m
      where m is not null and o.kind = 'datasetImages' and o.created_at < now() - make_interval(hours => ?)
-       and not exists (select 1 from images i where i.workspace_id = o.workspace_id and i.hash = m[1])`,
+       and not exists (select 1 from images i where i.workspace_id = o.workspace_id and i.hash = m[2])
+     order by o.workspace_id, m[2], m[1] = 'thumbnails'`,
     [ORPHAN_AGE_HOURS],
   );
   const byWorkspace = new Map<string, Array<{ hash: string; ext: string }>>();
