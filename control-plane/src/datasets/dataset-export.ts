@@ -30,7 +30,7 @@ export interface ExportHeader {
 
 /** One image as the export writes it. */
 export interface ExportImage {
-  /** Live images (not a version's): read in place when reference_key is set. */
+  /** An image indexed in place (connected dataset) is read from its storage, by its id, when reference_key is set. */
   id?: string;
   reference_key?: string | null;
   hash: string;
@@ -89,13 +89,18 @@ export interface VersionImageRow extends ExportImage {
   error: string | null;
 }
 
-/** A version's images from its manifest, in position order. */
+/**
+ * A version's images from its manifest, in position order. A version of a connected dataset stores no bytes: an image
+ * still indexed with the same file (hash) is read in place, through its id and key.
+ */
 export function versionImagePages(em: EntityManager, versionId: string): AsyncGenerator<VersionImageRow[]> {
   return keysetPages<VersionImageRow>((last) =>
     query(
       em,
-      `select position, hash, ext, name, width, height, channels, bytes, split, error, labels, metadata from dataset_version_images
-       where version_id = ? and position > ? order by position limit ${PAGE_SIZE}`,
+      `select vi.position, vi.hash, vi.ext, vi.name, vi.width, vi.height, vi.channels, vi.bytes, vi.split, vi.error, vi.labels, vi.metadata, r.id, r.reference_key
+       from dataset_version_images vi join dataset_versions v on v.id = vi.version_id
+       left join lateral (select i.id, i.reference_key from images i where i.dataset_id = v.dataset_id and i.hash = vi.hash and i.reference_key is not null limit 1) r on true
+       where vi.version_id = ? and vi.position > ? order by vi.position limit ${PAGE_SIZE}`,
       [versionId, last?.position ?? -1],
     ),
   );
