@@ -52,12 +52,14 @@ export const restoreVersion = defineRoute({
   path: '/api/datasets/:owner/:dataset/restore',
   tag: 'Datasets',
   summary: 'Rebuild the images, labels and classes of the dataset from a saved version (editor or above)',
-  description: 'Images get new IDs; their bytes are shared with the version, not copied.',
+  description:
+    'Images get new IDs; their bytes are shared with the version, not copied. A dataset backed by connected storage is 409: its images ' +
+    'are the files of its storage, and an ingest of its reference brings it back in line with them.',
   auth: 'key',
   limit: 'default',
   request: { params: DatasetPath, body: RestoreBody },
   response: { status: 200, description: 'Restored', schema: Restored },
-  errors: [403, 404],
+  errors: [403, 404, 409],
   handler: (ctx, { params, body }) => ctx.state.services.versions.restore(ctx.state.actor, params.owner, params.dataset, body),
 });
 

@@ -8,6 +8,7 @@ import { NotFound } from '../http/errors.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import type { Storage } from '../storage/storage.ts';
+import { refuseConnected } from './connected-storage.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
 import { liveImagePages, versionImagePages, writeExport, type ExportHeader } from './dataset-export.ts';
@@ -175,6 +176,7 @@ export class VersionService {
   /** Rebuilds images, labels and classes from the version in one transaction; bytes only the replaced images used are freed after. */
   async restore(actor: Actor, owner: string, slug: string, body: { version: number }): Promise<z.input<typeof Restored>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
+    refuseConnected(dataset, 'restoring a version would replace the files of its storage; ingest its reference again to re-sync');
     const version = await this.findVersion(dataset, body.version);
     const dropped = await this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
