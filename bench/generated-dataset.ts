@@ -56,3 +56,22 @@ export async function api<T>(base: string, key: string, method: string, path: st
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
   return json;
 }
+
+export interface BenchJob {
+  status: string;
+  error: string | null;
+  result: Record<string, unknown> | null;
+  progress: { percent: number } | null;
+}
+
+/** Polls a job until it has ended, its percent on stderr every 10%; the job as it ended. */
+export async function jobEnded(base: string, key: string, jobId: string, label: string): Promise<BenchJob> {
+  let shown = -1;
+  for (;;) {
+    const { job } = await api<{ job: BenchJob }>(base, key, 'GET', `/api/jobs/${jobId}`);
+    if (!['queued', 'running'].includes(job.status)) return job;
+    const percent = job.progress?.percent ?? 0;
+    if (percent >= shown + 10) process.stderr.write(`  ${label} ${(shown = percent)}%\n`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

@@ -14,7 +14,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
-import { api, buildZip, pool } from './generated-dataset.ts';
+import { api, buildZip, jobEnded, pool } from './generated-dataset.ts';
 import { adminQuery, positiveInt, putFile, recordResult, rssBytes, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
@@ -62,15 +62,7 @@ async function main(): Promise<void> {
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
     const started = performance.now();
     const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, { sessionId: ticket.sessionId });
-    let job: { status: string; error: string | null; result: Record<string, unknown> | null; progress: { percent: number } | null };
-    let shown = -1;
-    for (;;) {
-      ({ job } = await api<{ job: typeof job }>(base, key, 'GET', `/api/jobs/${jobId}`));
-      if (!['queued', 'running'].includes(job.status)) break;
-      const percent = job.progress?.percent ?? 0;
-      if (percent >= shown + 10) process.stderr.write(`  ingest ${(shown = percent)}%\n`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const job = await jobEnded(base, key, jobId, 'ingest');
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
     if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);

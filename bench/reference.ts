@@ -14,7 +14,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startS3Process, type S3Process } from '../test/helpers/s3-server.ts';
-import { api, picture, pool } from './generated-dataset.ts';
+import { api, jobEnded, picture, pool } from './generated-dataset.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
@@ -73,15 +73,7 @@ async function main(): Promise<void> {
     const started = performance.now();
     const reference = { provider: 'cloud', integrationId: integration.id, target: s3.bucket, prefix: PREFIX };
     const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, { reference });
-    let job: { status: string; error: string | null; result: Record<string, unknown> | null; progress: { percent: number } | null };
-    let shown = -1;
-    for (;;) {
-      ({ job } = await api<{ job: typeof job }>(base, key, 'GET', `/api/jobs/${jobId}`));
-      if (!['queued', 'running'].includes(job.status)) break;
-      const percent = job.progress?.percent ?? 0;
-      if (percent >= shown + 10) process.stderr.write(`  indexing ${(shown = percent)}%\n`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const job = await jobEnded(base, key, jobId, 'indexing');
     const seconds = (performance.now() - started) / 1000;
     if (job.status !== 'completed') throw new Error(`ingest by reference ${job.status}: ${job.error}`);
     const { dataset } = await api<{ dataset: { imageCount: number } }>(base, key, 'GET', `/api/datasets/${owner}/bench`);
