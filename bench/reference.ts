@@ -19,8 +19,8 @@ import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane,
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
 const TARGET_RATIO = 0.6;
-/** Reads in flight in the ceiling: as many as the appliance's reference ingest keeps (ingest/reference). */
-const READS_IN_FLIGHT = 8;
+/** Reads in flight in the ceiling: as many as the ingest's workers (ingest-staging.ts), twice the cores. */
+const READS_IN_FLIGHT = 2 * availableParallelism();
 const PREFIX = 'set/';
 
 const database = `vp_bench_reference_${process.pid}`;
