@@ -93,6 +93,7 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   processVenv: undefined,
   hostId: undefined,
   keepWorkDirsHours: 24,
+  sharedFolders: [],
   configFile: join(dir, 'config.json'),
 });
 

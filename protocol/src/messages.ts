@@ -2,6 +2,7 @@
 // in `type`. Both sides parse every frame with parseMessage, so a malformed or hostile frame is refused with
 // a reason (to log, and to answer with `error`) instead of throwing inside a socket handler.
 import { z } from 'zod';
+import { FolderAgentMessages, FolderServerMessages } from './folders.ts';
 import { MAX_PROTOCOL_VERSION_NUMBER, SUPPORTED_VERSIONS, commonVersion, describeVersions, helloVersions } from './versions.ts';
 
 /** The largest frame either side accepts; senders batch and split below it. */
@@ -188,6 +189,7 @@ export const AgentMessage = z.discriminatedUnion('type', [
     exitCode: z.int().optional(),
     error: text(4096).optional(),
   }),
+  ...FolderAgentMessages,
 ]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 
@@ -203,6 +205,7 @@ export const ServerMessage = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('job.assign'), jobId: id, attempt: z.int().min(1), spec: JobSpec }),
   z.strictObject({ type: z.literal('job.cancel'), jobId: id, reason: text(1024) }),
   z.strictObject({ type: z.literal('error'), message: text(4096) }),
+  ...FolderServerMessages,
 ]);
 export type ServerMessage = z.infer<typeof ServerMessage>;
 

@@ -5,8 +5,9 @@
  * The newest version this build speaks; bumped on any change an older peer would misread.
  * 2: `capabilities` (the model formats a host exports) and job outputs (`JobSpec.outputs`).
  * 3: services (`JobSpec.environment` and `JobSpec.service`, `job.service`, `capabilities.services`): deployments.
+ * 4: shared folders (`folder.*`, folders.ts): storage integrations of the local provider.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 /** The oldest version this build still speaks. */
 export const PROTOCOL_VERSION_MIN = 1;
 

@@ -2,7 +2,8 @@
 // variables on top, validated once with every problem reported together.
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
+import { MAX_SHARED_FOLDERS } from '@vp/protocol';
 import { z } from 'zod';
 
 export const RUNTIMES = ['docker', 'process'] as const;
@@ -22,6 +23,7 @@ const ENV_OVERRIDES = {
   processVenv: 'VP_WORKER_PROCESS_VENV',
   hostId: 'VP_WORKER_HOST_ID',
   keepWorkDirsHours: 'VP_WORKER_KEEP_WORK_DIRS_HOURS',
+  sharedFolders: 'VP_WORKER_SHARED_FOLDERS',
 } as const;
 type Setting = keyof typeof ENV_OVERRIDES;
 
@@ -39,6 +41,13 @@ const SettingsSchema = z.object({
   processVenv: z.string().min(1).optional(),
   hostId: z.string().min(1).optional(),
   keepWorkDirsHours: z.coerce.number({ error: 'must be a number of hours, 0 or more' }).min(0, 'must be 0 or more').default(24),
+  // A list in the file, comma-separated in the environment.
+  sharedFolders: z
+    .preprocess(
+      (value) => (typeof value === 'string' ? value.split(',').map((folder) => folder.trim()).filter(Boolean) : value),
+      z.array(z.string().refine((folder) => isAbsolute(folder), 'must list absolute paths')).max(MAX_SHARED_FOLDERS, `must list at most ${MAX_SHARED_FOLDERS} folders`),
+    )
+    .default([]),
 });
 
 export interface WorkerConfig {
@@ -63,6 +72,11 @@ export interface WorkerConfig {
   hostId: string | undefined;
   /** How long a finished job's work dir is kept after its end was reported; 0: removed at once. */
   keepWorkDirsHours: number;
+  /**
+   * Folders the control plane may list and read (storage integrations of the local provider), read-only; anything
+   * outside them, symlinks leading out included, is refused. Empty: none.
+   */
+  sharedFolders: string[];
   /** Where these settings were read from. */
   configFile: string;
 }
@@ -123,6 +137,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     processVenv: settings.processVenv && resolve(settings.processVenv),
     hostId: settings.hostId,
     keepWorkDirsHours: settings.keepWorkDirsHours,
+    sharedFolders: settings.sharedFolders.map((folder) => resolve(folder)),
     configFile,
   };
 }

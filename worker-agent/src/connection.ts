@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { AGENT_ROUTES, CLOSE, MAX_MESSAGE_BYTES, encodeMessage, helloVersionFields, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { Capabilities } from './exporter-probe.ts';
+import type { FolderRequests } from './folder-requests.ts';
 import { readHardware } from './hardware.ts';
 import type { Logger } from './log.ts';
 
@@ -77,6 +78,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   readonly #log: Logger;
   readonly #timing: ConnectionTiming;
   #jobs: ConnectionJobs | undefined;
+  #folders: FolderRequests | undefined;
   /** The exporter probe's answer (probed once at start), sent after each welcome of protocol 2 or later. */
   #capabilities: Promise<Capabilities> | undefined;
   #state: ConnectionState = 'connecting';
@@ -113,6 +115,11 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   /** Set before run(): without jobs the agent reports none and ignores assignments. */
   setJobs(jobs: ConnectionJobs): void {
     this.#jobs = jobs;
+  }
+
+  /** Set before run(): without it `folder.*` requests go unanswered (the control plane times them out). */
+  setFolders(folders: FolderRequests): void {
+    this.#folders = folders;
   }
 
   /** Set before run(): without it no `capabilities` are sent, and the control plane gives this host no export. */
@@ -195,6 +202,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     socket.on('close', (code, reason) => {
       this.#clearTimers();
       this.#socket = undefined;
+      this.#folders?.disconnected();
       const permanent = this.#unauthorized ? 'unauthorized' : PERMANENT_CLOSES[code];
       if (permanent && !this.#stopping) {
         this.#log('error', PERMANENT_MESSAGES[permanent], { status: refusedStatus, code, reason: reason.toString() });
@@ -232,6 +240,11 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
         return;
       case 'job.cancel':
         this.#jobs?.cancel(message);
+        return;
+      case 'folder.request':
+      case 'folder.credit':
+      case 'folder.cancel':
+        this.#folders?.handle(message);
         return;
     }
   }

@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
 import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
 import { enroll } from './enroll.ts';
+import { FolderRequests } from './folder-requests.ts';
+import { SharedFolders } from './shared-folders.ts';
 import { probeExporters } from './exporter-probe.ts';
 import { JobManager } from './job-manager.ts';
 import { jsonLinesLogger, type Logger } from './log.ts';
@@ -77,6 +79,7 @@ async function run(configFile: string | undefined): Promise<number> {
     const serviceHost = () => config.serviceHost ?? connection.localAddress;
     jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention, serviceHost });
     connection.setJobs(jobs);
+    connection.setFolders(new FolderRequests(new SharedFolders(config.sharedFolders), log, (message) => connection.send(message)));
     await jobs.recover();
     retention.start();
   } catch (error) {
