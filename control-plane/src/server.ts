@@ -58,6 +58,7 @@ import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
 import { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
+import { HostFolders } from './workers/host-folders.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
 export interface RunningServer {
@@ -68,6 +69,8 @@ export interface RunningServer {
   storage: Storage;
   /** Where deployments' requests go (their live servers; a deployment scaled to zero is woken). */
   deploymentRouter: DeploymentRouter;
+  /** Folder requests to the worker hosts connected to this process (local storage). */
+  hostFolders: HostFolders;
   /** Drains requests, closes the pool and stops the embedded database. */
   close(): Promise<void>;
 }
@@ -133,7 +136,9 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const store = await openBlobStore(config.storageUrl, config.dataDir);
   const signer = new UrlSigner(secret, () => baseUrl);
   const outbound = new OutboundPolicy(config.outboundAllowedNetworks);
-  const integrations = new IntegrationAccess({ secret, outbound });
+  // Folder requests to worker hosts (local storage), through their sockets on this replica or another.
+  const hostFolders = new HostFolders();
+  const integrations = new IntegrationAccess({ secret, outbound, hostFolders });
   const storage: Storage = { store, signer, urls: new FileUrls(store, signer), references: new ReferencedImages(() => orm.em.fork() as EntityManager, integrations) };
   const faces = new FaceDetector(config.faceDetectorPath);
   const ingest = new IngestJob(storage, outbound, faces, integrations);
@@ -184,11 +189,11 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
   scheduler.listen(notifications);
-  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler });
+  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler, folders: hostFolders });
   workers.listen(notifications);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, hostFolders, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();
@@ -243,5 +248,5 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
       await store.close();
       await embedded?.stop();
     })());
-  return { url, server, orm, log, storage, deploymentRouter, close };
+  return { url, server, orm, log, storage, deploymentRouter, hostFolders, close };
 }

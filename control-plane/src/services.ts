@@ -26,6 +26,7 @@ import { ExportService } from './exports/export.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IntegrationAccess, type IntegrationDeps } from './integrations/integration-access.ts';
 import { IntegrationService } from './integrations/integration.service.ts';
+import type { HostFolders } from './workers/host-folders.ts';
 import { IngestService } from './ingest/ingest.service.ts';
 import { JobLifecycle } from './jobs/job-lifecycle.ts';
 import { JobService } from './jobs/job.service.ts';
@@ -69,6 +70,8 @@ export interface ServiceDeps {
   deploymentRouter?: DeploymentRouter;
   /** Deployments' requests (router, upstream connections, request records); absent outside the server. */
   deploymentTraffic?: DeploymentTraffic;
+  /** Folder requests to the worker hosts connected to this process (local storage); absent outside the server. */
+  hostFolders?: HostFolders;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -177,7 +180,7 @@ export class Services {
   }
 
   private get integrationDeps(): IntegrationDeps {
-    return { secret: resolveSigningSecret(this.deps.config), outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks) };
+    return { secret: resolveSigningSecret(this.deps.config), outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks), hostFolders: this.deps.hostFolders };
   }
 
   get integrationAccess(): IntegrationAccess {

@@ -68,7 +68,8 @@ export async function connectionFields(em: EntityManager, datasets: Dataset[]): 
     const integration = integrations.get(reference.integrationId);
     const found = integration && integration.workspace.id === dataset.workspace.id ? integration : undefined;
     fields.set(dataset.id, {
-      integrationProvider: found?.provider ?? 's3',
+      // The spec names a folder on a worker host on-premise, however it was connected.
+      integrationProvider: found?.provider === 'local' ? 'on-premise' : (found?.provider ?? 's3'),
       integrationStatus: found ? 'online' : 'disconnected',
       integrationProcessing: found?.processing ?? false,
       integrationWritable: false,

@@ -6,11 +6,14 @@ import type { StorageIntegration } from './integration.entity.ts';
 import { IntegrationStore } from './integration.store.ts';
 import type { ProviderName, StorageProvider } from './providers/provider.ts';
 import { storageProviders, type ProviderEntry } from './providers/index.ts';
+import type { HostFolders } from '../workers/host-folders.ts';
 
 export interface IntegrationDeps {
   /** The appliance's secret, which the credentials' key is derived from. */
   secret: string;
   outbound: OutboundPolicy;
+  /** The worker sockets of this process (local folders); absent outside the server. */
+  hostFolders?: HostFolders;
 }
 
 /** An integration row opened for use: its provider and its credentials in the clear (never logged, never returned). */
@@ -27,7 +30,7 @@ export class IntegrationAccess {
 
   constructor(deps: IntegrationDeps) {
     this.cipher = new CredentialCipher(deps.secret);
-    this.providers = storageProviders(deps.outbound);
+    this.providers = storageProviders(deps.outbound, deps.hostFolders);
   }
 
   /** The workspace's integration `id` (404 when it has none such), opened; 409 when its credentials cannot be read. */

@@ -74,29 +74,55 @@ export const AzureCredentials = z
   .refine((credentials) => (credentials.accountKey === undefined) !== (credentials.sasToken === undefined), 'must hold an accountKey or a sasToken (one of them)');
 export type AzureCredentials = z.output<typeof AzureCredentials>;
 
+export const LocalCredentials = z.strictObject({
+  keyId: ObjectId.meta({ description: "The worker host whose agent reads the folders (the host's id): one of the workspace's hosts or of the shared pool" }),
+});
+export type LocalCredentials = z.output<typeof LocalCredentials>;
+
+/** A folder on a worker host: an absolute path, which its agent checks against the folders it shares. */
+export const FolderPath = z
+  .string()
+  .max(1024)
+  .regex(/^\/[^\0]*$/, 'must be an absolute path on the host, such as /data/images');
+
 const S3Source = { provider: z.literal('s3'), credentials: S3Credentials };
 const GcsSource = { provider: z.literal('gcs'), credentials: GcsCredentials };
 const AzureSource = { provider: z.literal('azure'), credentials: AzureCredentials };
-const UNKNOWN_PROVIDER = 'provider: must be s3, gcs or azure (local folders are not available on this appliance yet)';
+const LocalSource = { provider: z.literal('local'), credentials: LocalCredentials };
+const UNKNOWN_PROVIDER = 'provider: must be s3, gcs, azure or local';
 
-export const DiscoverBody = z.discriminatedUnion('provider', [z.strictObject(S3Source), z.strictObject(GcsSource), z.strictObject(AzureSource)], { error: UNKNOWN_PROVIDER });
+export const DiscoverBody = z.discriminatedUnion(
+  'provider',
+  [z.strictObject(S3Source), z.strictObject(GcsSource), z.strictObject(AzureSource), z.strictObject(LocalSource)],
+  { error: UNKNOWN_PROVIDER },
+);
 export type DiscoverBody = z.output<typeof DiscoverBody>;
 
 const Targets = { targets: z.array(BucketName).min(1).max(100).meta({ description: 'The buckets (containers) to connect; each is checked to be readable' }) };
 
 export const ConnectBody = z.discriminatedUnion(
   'provider',
-  [z.strictObject({ ...S3Source, ...Targets }), z.strictObject({ ...GcsSource, ...Targets }), z.strictObject({ ...AzureSource, ...Targets })],
+  [
+    z.strictObject({ ...S3Source, ...Targets }),
+    z.strictObject({ ...GcsSource, ...Targets }),
+    z.strictObject({ ...AzureSource, ...Targets }),
+    z.strictObject({
+      ...LocalSource,
+      targets: z.array(FolderPath).min(1).max(100).meta({ description: 'Folders the host shares (or folders inside them) to connect; each is checked to be readable' }),
+    }),
+  ],
   { error: UNKNOWN_PROVIDER },
 );
 export type ConnectBody = z.output<typeof ConnectBody>;
 
-export const DiscoverResult = z.object({ targets: z.array(z.string()).meta({ description: 'Buckets these credentials can list' }) });
+export const DiscoverResult = z.object({ targets: z.array(z.string()).meta({ description: 'Buckets these credentials can list; for local, the folders the host shares' }) });
 
 export const Integration = z.object({
   id: z.string(),
-  provider: z.enum(['gcs', 's3', 'azure']),
-  credentialIdentity: z.string().meta({ description: "Who the credentials are (an access key id, a service account's email, a storage account name); the credentials are never returned" }),
+  provider: z.enum(['gcs', 's3', 'azure', 'local']),
+  credentialIdentity: z.string().meta({
+    description: "Who the credentials are (an access key id, a service account's email, a storage account name; for local, the host's id); the credentials are never returned",
+  }),
   targets: z.array(z.string()),
   processing: z.boolean().meta({ description: "AI features may read this storage's images" }),
   createdAt: z.iso.datetime(),
@@ -116,7 +142,7 @@ export const DisconnectResult = z.object({ success: z.literal(true) });
 export const MAX_PAGE = 1000;
 
 export const ObjectsQuery = z.object({
-  target: z.string().min(1).max(255).meta({ description: 'A bucket of the integration' }),
+  target: z.string().min(1).max(1024).meta({ description: 'A bucket (for local, a folder) of the integration' }),
   prefix: z.string().max(1024).default('').meta({ description: 'Folder prefix, ending in / (empty: the top)' }),
   cursor: z.string().min(1).max(4096).optional().meta({ description: "The previous page's cursor" }),
   limit: queryInt().min(1).max(MAX_PAGE).default(MAX_PAGE).meta({ description: `Entries per page, at most ${MAX_PAGE}` }),

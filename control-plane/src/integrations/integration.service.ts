@@ -10,6 +10,7 @@ import { type ConnectBody, type DiscoverBody, type IntegrationView, type Objects
 import { IntegrationStore } from './integration.store.ts';
 import type { ObjectPage, ProviderName } from './providers/provider.ts';
 import { storageProviders, type ProviderEntry } from './providers/index.ts';
+import { usableHost } from '../hosts/usable-host.ts';
 
 export type { IntegrationDeps };
 
@@ -30,7 +31,7 @@ export class IntegrationService {
     this.cipher = new CredentialCipher(deps.secret);
     this.secret = deps.secret;
     this.store = new IntegrationStore(em);
-    this.providers = storageProviders(deps.outbound);
+    this.providers = storageProviders(deps.outbound, deps.hostFolders);
     this.access = new IntegrationAccess(deps);
   }
 
@@ -41,13 +42,15 @@ export class IntegrationService {
 
   /** The buckets the credentials can read; nothing is saved. */
   async discover(actor: Actor, body: DiscoverBody): Promise<{ targets: string[] }> {
-    member(actor, 'admin');
+    const key = member(actor, 'admin');
+    await this.mayUse(key.workspaceId, body);
     return { targets: await this.providers[body.provider].provider.discover(body.credentials) };
   }
 
   /** Saves the integration once every target is readable with its credentials; those are sealed, never kept plain. */
   async connect(actor: Actor, body: ConnectBody): Promise<IntegrationView> {
     const key = member(actor, 'admin');
+    await this.mayUse(key.workspaceId, body);
     const { provider } = this.providers[body.provider];
     const targets = [...new Set(body.targets)];
     for (const target of targets) await provider.checkTarget(body.credentials, target);
@@ -86,6 +89,11 @@ export class IntegrationService {
     const row = await this.store.get(key.workspaceId, id);
     if (!row.targets.includes(query.target)) throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
     return this.providers[row.provider].provider.browse(this.credentialsOf(row), { target: query.target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
+  }
+
+  /** A local folder's host must be one of the workspace's or of the shared pool (else 404, like one that does not exist). */
+  private async mayUse(workspaceId: string, body: DiscoverBody): Promise<void> {
+    if (body.provider === 'local') await usableHost(this.em, workspaceId, body.credentials.keyId);
   }
 
   /**

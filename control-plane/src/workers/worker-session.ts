@@ -9,6 +9,7 @@ import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
 import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
 import { serviceReported } from '../deployments/deployment-rollout.ts';
+import type { FolderChannel, HostFolders } from './host-folders.ts';
 import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
@@ -31,6 +32,7 @@ export interface SessionContext {
   scheduler: HostScheduler;
   /** This process as the host sessions record it. */
   replica: string;
+  folders: HostFolders;
 }
 
 /**
@@ -60,6 +62,8 @@ export class WorkerSession implements WorkerConnection {
   private lastHeartbeatWrite = 0;
   /** Set once welcomed: this socket as the scheduler sees it. */
   private local: LocalHost | undefined;
+  /** Set once welcomed: where the agent's answers to folder requests go. */
+  private folders: FolderChannel | undefined;
 
   constructor(socket: WebSocket, identity: WorkerIdentity, key: string, context: SessionContext) {
     this.hostId = identity.hostId;
@@ -78,6 +82,7 @@ export class WorkerSession implements WorkerConnection {
         clearTimeout(this.helloTimer);
         this.log.info({ code, reason: reason.toString() }, 'worker disconnected');
         if (this.local) this.context.scheduler.detach(this.hostId, this.local);
+        if (this.folders) this.context.folders.detach(this.folders);
         // Changes nothing when this socket never took the host over, or another has since.
         this.enqueue(() => endSession(this.context.em(), this.session));
         void this.chain.then(resolve);
@@ -179,6 +184,11 @@ export class WorkerSession implements WorkerConnection {
         this.context.scheduler.wake(this.hostId);
         return;
       }
+      case 'folder.result':
+      case 'folder.error':
+      case 'folder.chunk':
+      case 'folder.end':
+        return this.folders?.deliver(message);
     }
   }
 
@@ -219,6 +229,7 @@ export class WorkerSession implements WorkerConnection {
       send: (message) => this.send(message),
     };
     scheduler.attach(this.local);
+    this.folders = this.context.folders.attach(this.hostId, protocolVersion, (message) => this.send(message));
   }
 
   /** Stored for the hosts view, export and deployment requests; the scheduler offers the host the jobs it can now take. */

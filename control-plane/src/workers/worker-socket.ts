@@ -10,6 +10,7 @@ import { newId } from '../db/ids.ts';
 import { WORKER_KEYS_CHANNEL, findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler } from '../scheduler/host-scheduler.ts';
+import type { HostFolders } from './host-folders.ts';
 import { HOST_SESSIONS_CHANNEL } from './host-sessions.ts';
 import { WorkerConnections } from './worker-connections.ts';
 import { WorkerSession } from './worker-session.ts';
@@ -33,12 +34,14 @@ export class WorkerGateway {
   private readonly log: Logger;
   private readonly heartbeatSeconds: number;
   private readonly scheduler: HostScheduler;
+  private readonly folders: HostFolders;
 
-  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number; scheduler: HostScheduler }) {
+  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number; scheduler: HostScheduler; folders: HostFolders }) {
     this.orm = orm;
     this.log = log.child({ component: 'worker-socket' });
     this.heartbeatSeconds = options.heartbeatSeconds;
     this.scheduler = options.scheduler;
+    this.folders = options.folders;
   }
 
   /** Register before `notifications.start()`, which LISTENs on the channels known then. */
@@ -98,6 +101,7 @@ export class WorkerGateway {
       heartbeatSeconds: this.heartbeatSeconds,
       scheduler: this.scheduler,
       replica: this.replica,
+      folders: this.folders,
     });
     this.connections.add(session);
     void session.finished.then(() => this.connections.delete(session));

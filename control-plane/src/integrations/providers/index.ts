@@ -1,8 +1,10 @@
 import type { ZodType } from 'zod';
 import type { OutboundPolicy } from '../../net/outbound-policy.ts';
-import { AzureCredentials, GcsCredentials, S3Credentials } from '../integration.schemas.ts';
+import type { HostFolders } from '../../workers/host-folders.ts';
+import { AzureCredentials, GcsCredentials, LocalCredentials, S3Credentials } from '../integration.schemas.ts';
 import { AzureProvider } from './azure.ts';
 import { GcsProvider } from './gcs.ts';
+import { LocalFolderProvider } from './local.ts';
 import type { ProviderName, StorageProvider } from './provider.ts';
 import { S3Provider } from './s3.ts';
 
@@ -14,12 +16,14 @@ export interface ProviderEntry {
 
 /**
  * Each provider with the schema of its credentials (what a saved row opens to is parsed with it again). A new
- * provider (local folders) is one more entry, its name added to PROVIDERS.
+ * provider is one more entry, its name added to PROVIDERS. `hostFolders`: the worker sockets of this process, which
+ * local folders are read through.
  */
-export function storageProviders(outbound: OutboundPolicy): Record<ProviderName, ProviderEntry> {
+export function storageProviders(outbound: OutboundPolicy, hostFolders?: HostFolders): Record<ProviderName, ProviderEntry> {
   return {
     s3: { credentials: S3Credentials, provider: new S3Provider(outbound) },
     gcs: { credentials: GcsCredentials, provider: new GcsProvider(outbound) },
     azure: { credentials: AzureCredentials, provider: new AzureProvider(outbound) },
+    local: { credentials: LocalCredentials, provider: new LocalFolderProvider(hostFolders) },
   };
 }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-/** Storage providers built so far; local folders join as a further implementation of StorageProvider. */
-export const PROVIDERS = ['s3', 'gcs', 'azure'] as const;
+/** Storage providers: cloud services, and folders on worker hosts read through their agents (local). */
+export const PROVIDERS = ['s3', 'gcs', 'azure', 'local'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export interface ObjectEntry {

@@ -1,0 +1,232 @@
+// Local storage: folders on a worker host, listed and read by a real vp-worker agent (process runtime) over its worker
+// socket. The operator shares one folder (VP_WORKER_SHARED_FOLDERS); discover names it, connect checks it, browsing
+// pages through it, listing walks it in key order with versions that change when a file is rewritten, reads return
+// the exact bytes (many chunks, credit-driven) and stop at maxBytes. Every way out of the shared folder (.., absolute
+// paths, symlinks, folders not shared) is refused; another workspace's host is not found; an offline host or one whose
+// agent is too old answers 400 at once.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import t, { type Test } from 'tap';
+import { query } from '../control-plane/src/db/sql.ts';
+import { LocalFolderProvider } from '../control-plane/src/integrations/providers/local.ts';
+import { ProviderError, type StoredObject } from '../control-plane/src/integrations/providers/provider.ts';
+import { enrollAgent, runAgent } from './helpers/agent.ts';
+import { expectError } from './helpers/expect.ts';
+import { eventually } from './helpers/host-jobs.ts';
+import { call } from './helpers/server.ts';
+import { startWorld } from './helpers/world.ts';
+import { enrollHost, WorkerClient } from './helpers/worker-client.ts';
+
+interface Entry {
+  kind: 'folder' | 'file';
+  name: string;
+  key: string;
+  size?: number;
+  updatedAt?: string;
+}
+
+t.setTimeout(3 * 60_000);
+const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_MUTATION: '1000' });
+const { server } = world;
+const em = () => server.orm.em.fork() as EntityManager;
+const dir = mkdtempSync(join(tmpdir(), 'vp-local-folders-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+const shared = join(dir, 'shared');
+const outside = join(dir, 'outside');
+const big = randomBytes(3 * 1024 * 1024 + 123);
+const files: Record<string, Buffer | string> = {
+  'cover.jpg': 'bytes of cover',
+  'train/1.jpg': 'bytes of one',
+  'train/2.jpg': 'bytes of two',
+  'train/3.jpg': 'bytes of three',
+  'val/a b&c.jpg': 'odd name',
+  'val/deep/x.jpg': 'deep',
+  // "a.b" sorts before "a/x" as keys, though the folder "a" sorts before the file "a.b" as names.
+  'a.b': 'dot',
+  'a/x': 'in a',
+  'big.bin': big,
+};
+for (const [key, bytes] of Object.entries(files)) {
+  mkdirSync(join(shared, key, '..'), { recursive: true });
+  writeFileSync(join(shared, key), bytes);
+}
+for (let i = 0; i < 1005; i++) {
+  mkdirSync(join(shared, 'many'), { recursive: true });
+  writeFileSync(join(shared, 'many', `f${String(i).padStart(4, '0')}.jpg`), String(i));
+}
+mkdirSync(outside);
+writeFileSync(join(outside, 'secret.jpg'), 'secret');
+mkdirSync(join(dir, 'not-shared'));
+writeFileSync(join(dir, 'not-shared', 'private.jpg'), 'private');
+symlinkSync(join(outside, 'secret.jpg'), join(shared, 'escape.jpg'));
+symlinkSync(outside, join(shared, 'escape-dir'));
+symlinkSync(join(shared, 'cover.jpg'), join(shared, 'inner.jpg'));
+
+const { enrollmentToken } = await server.services().hosts.connect('files-host', 'alice');
+const config = join(dir, 'agent.json');
+await enrollAgent(t, server.url, enrollmentToken, config);
+const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_SHARED_FOLDERS: `${shared}, /nonexistent/folder` });
+const [{ id: hostId }] = await eventually(async () => {
+  const rows = await query<{ id: string }>(em(), `select id from hosts where name = 'files-host' and state = 'connected'`);
+  return rows.length > 0 && rows;
+}, 'the agent connected', 60_000);
+
+const credentials = { keyId: hostId };
+const discover = (key: string, keyId = hostId) => call<{ targets: string[] }>(server, 'POST', '/api/integrations/buckets/discover', { key, body: { provider: 'local', credentials: { keyId } } });
+const connect = (targets: string[], key = world.alice) => call<{ id: string; provider: string; credentialIdentity: string; targets: string[] }>(server, 'POST', '/api/integrations/buckets', { key, body: { provider: 'local', credentials, targets } });
+const browse = (id: string, query: Record<string, string>, key = world.alice) =>
+  call<{ entries: Entry[]; cursor?: string }>(server, 'GET', `/api/integrations/buckets/${id}/objects?${new URLSearchParams(query)}`, { key });
+const provider = new LocalFolderProvider(server.hostFolders);
+
+async function bytesOf(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function listAll(target: string, prefix: string): Promise<{ objects: StoredObject[]; pages: number }> {
+  const objects: StoredObject[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await provider.list(credentials, { target, prefix, cursor });
+    objects.push(...page.objects);
+    cursor = page.cursor;
+    pages += 1;
+  } while (cursor);
+  return { objects, pages };
+}
+
+async function refused(t: Test, promise: Promise<unknown>, kind: ProviderError['kind'], message: RegExp): Promise<void> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  t.ok(error instanceof ProviderError, `a ProviderError (${(error as Error | undefined)?.message})`);
+  t.match(error, { kind, message }, `${kind}: ${message}`);
+}
+
+let integrationId = '';
+
+t.test('discover names the shared folders; another workspace does not see the host', async (t) => {
+  const found = await discover(world.alice);
+  t.equal(found.status, 200, JSON.stringify(found.body));
+  t.same(found.body, { targets: [shared, '/nonexistent/folder'] }, "the agent's shared folders, as configured");
+  expectError(t, await discover(world.bobby), 404, `credentials.keyId: worker host ${hostId} not found`);
+  expectError(t, await discover(world.alice, 'a'.repeat(24)), 404, /not found/);
+  expectError(t, await discover(world.alice, '../etc'), 400, /keyId/);
+});
+
+t.test('connect checks each folder: shared ones and folders inside them only', async (t) => {
+  const connected = await connect([shared]);
+  t.equal(connected.status, 201, JSON.stringify(connected.body));
+  t.match(connected.body, { provider: 'local', credentialIdentity: hostId, targets: [shared] });
+  integrationId = connected.body.id;
+  t.equal((await connect([join(shared, 'train')])).status, 201, 'a folder inside a shared one');
+
+  expectError(t, await connect([join(dir, 'not-shared')]), 400, /is not a folder this host shares/);
+  expectError(t, await connect([`${shared}/../not-shared`]), 400, /is not a folder this host shares/);
+  expectError(t, await connect([join(shared, 'escape-dir')]), 400, /is not a folder this host shares/);
+  expectError(t, await connect(['/nonexistent/folder']), 400, /no such file or folder/);
+  expectError(t, await connect(['relative/path']), 400, /absolute path/);
+  expectError(t, await connect([shared], world.bobby), 404, /not found/);
+  const rows = await query(em(), `select 1 from storage_integrations where provider = 'local'`);
+  t.equal(rows.length, 2, 'the refused ones saved nothing');
+});
+
+t.test('browse pages through folders and files in key order; symlinks out of the folder are left out', async (t) => {
+  const seen: Entry[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await browse(integrationId, { target: shared, limit: '2', ...(cursor ? { cursor } : {}) });
+    t.equal(page.status, 200, JSON.stringify(page.body));
+    t.ok(page.body.entries.length <= 2, 'at most the limit');
+    seen.push(...page.body.entries);
+    cursor = page.body.cursor;
+    pages += 1;
+  } while (cursor && pages < 20);
+  t.same(
+    seen.map((entry) => entry.key),
+    ['a.b', 'a/', 'big.bin', 'cover.jpg', 'inner.jpg', 'many/', 'train/', 'val/'],
+    'escape.jpg and escape-dir (symlinks leading out) are not listed; inner.jpg (a symlink inside) is',
+  );
+  t.match(seen.find((entry) => entry.key === 'inner.jpg'), { kind: 'file', name: 'inner.jpg', size: 'bytes of cover'.length });
+  t.match(seen.find((entry) => entry.key === 'train/'), { kind: 'folder', name: 'train' });
+  const val = await browse(integrationId, { target: shared, prefix: 'val/' });
+  t.same(val.body, { entries: [{ kind: 'file', name: 'a b&c.jpg', key: 'val/a b&c.jpg', size: 8, updatedAt: val.body.entries[0]!.updatedAt }, { kind: 'folder', name: 'deep', key: 'val/deep/' }] });
+
+  for (const prefix of ['../', 'train/../../', '/etc/', 'escape-dir/', '../not-shared/']) {
+    expectError(t, await browse(integrationId, { target: shared, prefix }), 400, /must be a path inside the folder|leads outside the folder/);
+  }
+  expectError(t, await browse(integrationId, { target: join(dir, 'not-shared') }), 404, /is not a bucket of storage integration/);
+  expectError(t, await browse(integrationId, { target: shared }, world.bobby), 404);
+});
+
+t.test('list walks every file in key order, in pages, with a version that changes with the file', async (t) => {
+  const { objects, pages } = await listAll(shared, '');
+  t.equal(pages, 2, 'two pages of at most 1000');
+  const keys = objects.map((object) => object.key);
+  t.same(keys, [...keys].sort(), 'in key order');
+  t.same(keys.filter((key) => !key.startsWith('many/')), ['a.b', 'a/x', 'big.bin', 'cover.jpg', 'inner.jpg', 'train/1.jpg', 'train/2.jpg', 'train/3.jpg', 'val/a b&c.jpg', 'val/deep/x.jpg']);
+  t.equal(keys.filter((key) => key.startsWith('many/')).length, 1005, 'every file of the large folder');
+  t.equal(new Set(keys).size, keys.length, 'no key twice across pages');
+  t.match(objects.find((object) => object.key === 'big.bin'), { size: big.length, version: /^\d+-\d+$/ });
+
+  t.same((await listAll(shared, 'val/')).objects.map((object) => object.key), ['val/a b&c.jpg', 'val/deep/x.jpg'], 'beneath a folder prefix');
+  t.same((await listAll(shared, 'train/2')).objects.map((object) => object.key), ['train/2.jpg'], 'beneath a partial prefix');
+  t.same((await listAll(shared, 'nothing/')).objects, [], 'a prefix with nothing beneath it is empty');
+  t.same((await listAll(join(shared, 'train'), '')).objects.map((object) => object.key), ['1.jpg', '2.jpg', '3.jpg'], 'keys relative to the root');
+
+  const before = (await listAll(shared, 'train/')).objects.find((object) => object.key === 'train/1.jpg')!;
+  writeFileSync(join(shared, 'train/1.jpg'), 'rewritten bytes of one');
+  utimesSync(join(shared, 'train/1.jpg'), new Date(), new Date(Date.now() + 5000));
+  const after = (await listAll(shared, 'train/')).objects.find((object) => object.key === 'train/1.jpg')!;
+  t.not(after.version, before.version, 'rewritten: another version');
+  t.equal(after.size, 'rewritten bytes of one'.length);
+
+  await refused(t, provider.list(credentials, { target: shared, prefix: '../' }), 'rejected', /must be a path inside the folder/);
+  await refused(t, provider.list(credentials, { target: join(dir, 'not-shared'), prefix: '' }), 'rejected', /is not a folder this host shares/);
+});
+
+t.test('read streams the exact bytes, stops at maxBytes, and refuses every way out', async (t) => {
+  t.equal((await bytesOf(await provider.read(credentials, { target: shared, key: 'train/2.jpg', maxBytes: 1000 }))).toString(), 'bytes of two');
+  t.ok((await bytesOf(await provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length }))).equals(big), 'a file of many chunks, byte for byte');
+  t.equal((await bytesOf(await provider.read(credentials, { target: shared, key: 'inner.jpg', maxBytes: 1000 }))).toString(), 'bytes of cover', 'a symlink inside');
+  await refused(t, provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length - 1 }), 'failing', /larger than/);
+
+  for (const key of ['../outside/secret.jpg', 'train/../../outside/secret.jpg', join(outside, 'secret.jpg'), '/etc/passwd']) {
+    await refused(t, provider.read(credentials, { target: shared, key, maxBytes: 1000 }), 'rejected', /must be a path inside the folder/);
+  }
+  await refused(t, provider.read(credentials, { target: shared, key: 'escape.jpg', maxBytes: 1000 }), 'rejected', /leads outside the folder/);
+  await refused(t, provider.read(credentials, { target: shared, key: 'escape-dir/secret.jpg', maxBytes: 1000 }), 'rejected', /leads outside the folder/);
+  await refused(t, provider.read(credentials, { target: join(dir, 'not-shared'), key: 'private.jpg', maxBytes: 1000 }), 'rejected', /is not a folder this host shares/);
+  await refused(t, provider.read(credentials, { target: shared, key: 'missing.jpg', maxBytes: 1000 }), 'rejected', /no such file/);
+  await refused(t, provider.read(credentials, { target: shared, key: 'train', maxBytes: 1000 }), 'rejected', /is not a file/);
+
+  // A reader that stops early cancels the read: the agent keeps answering.
+  const stream = await provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length });
+  stream.destroy();
+  t.equal((await bytesOf(await provider.read(credentials, { target: shared, key: 'cover.jpg', maxBytes: 1000 }))).toString(), 'bytes of cover', 'still answering');
+});
+
+t.test('an agent too old for shared folders answers 400 at once', async (t) => {
+  const { hostId: oldHost, workerKey } = await enrollHost(server, 'old-host', 'alice');
+  const { client } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: 3 });
+  t.teardown(() => client.ws.close());
+  client.beat();
+  expectError(t, await discover(world.alice, oldHost), 400, /too old to share folders; upgrade it/);
+});
+
+t.test('an offline host answers 400 at once, saying so', async (t) => {
+  agent.child.kill('SIGTERM');
+  await agent.exited;
+  await eventually(async () => (await query(em(), `select 1 from hosts where id = ? and state = 'disconnected'`, [hostId])).length > 0, 'the host disconnected');
+  const started = Date.now();
+  expectError(t, await discover(world.alice), 400, /is offline/);
+  expectError(t, await browse(integrationId, { target: shared }), 400, /is offline/);
+  await refused(t, provider.read(credentials, { target: shared, key: 'cover.jpg', maxBytes: 1000 }), 'unreachable', /is offline/);
+  t.ok(Date.now() - started < 5000, 'without waiting for a timeout');
+});
