@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the worker agent on a GPU host from this unpacked distribution and enrolls the host; run as root:
-#   ./install-worker.sh --server URL --token TOKEN [--images DIR] [--runtime docker|process] [--no-systemd] [--reenroll]
+#   ./install-worker.sh --server URL --token TOKEN [--images DIR] [--runtime docker|process] [--share DIR]... [--no-systemd] [--reenroll]
 # URL and TOKEN are what `vpctl hosts connect NAME` printed (the token also fixes the host's workspace and region).
 # It checks the host, creates the service user, installs the agent as <prefix>/<version> with <prefix>/current pointing
 # at it (earlier versions stay, for a rollback), loads the trainer and inference images from DIR, writes the agent's
 # settings, enrolls, and enables the systemd unit when systemd runs the machine (else prints how to start the agent).
 # Running it again is safe: a host already enrolled with URL is not enrolled again (--reenroll: with a new TOKEN, e.g.
 # from `vpctl hosts rotate NAME`), an identical installed version is kept, and the service is restarted.
+# --share DIR (repeatable) lets the control plane list and read DIR, read-only, for storage integrations of the local
+# provider (sharedFolders; given again, it replaces the list, absent it keeps it).
 # The agent runs as root with the Docker runtime, else as the system user vp-worker (created). Paths and the user come
 # from the environment, so it also installs for an unprivileged user (tests; run `vp-worker run` yourself, --no-systemd):
 #   VP_WORKER_PREFIX (/opt/vp-worker)  VP_WORKER_CONFIG (/etc/vp-worker/config.json)  VP_WORKER_WORK_DIR (/var/lib/vp-worker)
@@ -21,13 +23,14 @@ warn() { printf '[vp-worker] WARNING: %s\n' "$*" >&2; }
 fail() { printf '[vp-worker] FAILED: %s\n' "$*" >&2; exit 1; }
 usage() { sed -n '2,3p' "$0" | sed 's/^# //'; exit 2; }
 
-server='' token='' images='' runtime=${VP_WORKER_RUNTIME:-} systemd=yes reenroll=no
+server='' token='' images='' runtime=${VP_WORKER_RUNTIME:-} systemd=yes reenroll=no shares=()
 while [ $# -gt 0 ]; do
   case $1 in
     --server) server=${2:?--server needs a URL}; shift 2 ;;
     --token) token=${2:?--token needs the enrollment token}; shift 2 ;;
     --images) images=${2:?--images needs a directory}; shift 2 ;;
     --runtime) runtime=${2:?--runtime needs docker or process}; shift 2 ;;
+    --share) shares+=("${2:?--share needs a folder}"); shift 2 ;;
     --no-systemd) systemd=no; shift ;;
     --reenroll) reenroll=yes; shift ;;
     -h | --help) usage ;;
@@ -37,6 +40,11 @@ done
 [ -n "$server" ] || usage
 server=${server%/}
 case $runtime in '' | docker | process) ;; *) fail "--runtime must be docker or process, not '$runtime'" ;; esac
+for share in "${shares[@]}"; do
+  case $share in /*) ;; *) fail "--share $share: must be an absolute path" ;; esac
+  case $share in *,*) fail "--share $share: a folder with a comma in its path cannot be shared" ;; esac
+  [ -d "$share" ] || fail "--share $share is not a folder"
+done
 
 version=$(cat "$here/VERSION")
 build=$(cat "$here/BUILD")
@@ -159,6 +167,15 @@ if [ -n "$images" ]; then
       [ -n "$tag" ] || fail "$file holds no tagged image"
       settings+=("${kind}Image=$tag")
       log "image: $tag"
+    done
+  fi
+fi
+if [ ${#shares[@]} -gt 0 ]; then
+  settings+=("sharedFolders=$(IFS=,; echo "${shares[*]}")")
+  log "shared folders (read-only): ${shares[*]}"
+  if [ "$(id -u)" = 0 ] && [ "$user" != root ]; then
+    for share in "${shares[@]}"; do
+      runuser -u "$user" -- test -r "$share" -a -x "$share" || warn "$user cannot read $share: the control plane will be refused until it can (chgrp/chmod, or an ACL)"
     done
   fi
 fi
