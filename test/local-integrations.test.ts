@@ -220,6 +220,24 @@ t.test('an agent too old for shared folders answers 400 at once', async (t) => {
   expectError(t, await discover(world.alice, oldHost), 400, /too old to share folders; upgrade it/);
 });
 
+t.test('a host that does not answer: 400 after the timeout, no hang', async (t) => {
+  const { hostId: silentHost, workerKey } = await enrollHost(server, 'silent-host', 'alice');
+  const { client } = await WorkerClient.welcomed(server, workerKey);
+  t.teardown(() => client.ws.close());
+  client.beat();
+  const started = Date.now();
+  const answer = discover(world.alice, silentHost);
+  t.match(await client.nextOf('folder.request'), { op: { kind: 'roots' } }, 'the request reached the host');
+  expectError(t, await answer, 400, `worker host ${silentHost} did not answer within 30 s`);
+  t.ok(Date.now() - started < 40_000, 'in about the timeout');
+});
+
+t.test('a host connected to another replica answers 400 saying so', async (t) => {
+  const { hostId: elsewhere } = await enrollHost(server, 'elsewhere-host', 'alice');
+  await query(em(), `update hosts set state = 'connected', session_id = 'other', session_replica = 'other-replica' where id = ?`, [elsewhere]);
+  expectError(t, await discover(world.alice, elsewhere), 400, /is connected to another control-plane replica/);
+});
+
 t.test('an offline host answers 400 at once, saying so', async (t) => {
   agent.child.kill('SIGTERM');
   await agent.exited;

@@ -137,7 +137,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const signer = new UrlSigner(secret, () => baseUrl);
   const outbound = new OutboundPolicy(config.outboundAllowedNetworks);
   // Folder requests to worker hosts (local storage), through their sockets on this replica or another.
-  const hostFolders = new HostFolders();
+  const hostFolders = new HostFolders(() => orm.em.fork() as EntityManager);
   const integrations = new IntegrationAccess({ secret, outbound, hostFolders });
   const storage: Storage = { store, signer, urls: new FileUrls(store, signer), references: new ReferencedImages(() => orm.em.fork() as EntityManager, integrations) };
   const faces = new FaceDetector(config.faceDetectorPath);

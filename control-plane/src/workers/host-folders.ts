@@ -10,7 +10,9 @@ import {
   type FolderResult,
   type ServerMessage,
 } from '@vp/protocol';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
+import { query } from '../db/sql.ts';
 
 /** How long an agent may take to answer a request, or to send a read's next chunk once it has credit. */
 export const FOLDER_TIMEOUT_MS = 30_000;
@@ -62,8 +64,10 @@ export class FolderChannel {
 export class HostFolders {
   private readonly channels = new Map<string, FolderChannel>();
   private readonly timeoutMs: number;
+  private readonly fork: () => EntityManager;
 
-  constructor(options: { timeoutMs?: number } = {}) {
+  constructor(fork: () => EntityManager, options: { timeoutMs?: number } = {}) {
+    this.fork = fork;
     this.timeoutMs = options.timeoutMs ?? FOLDER_TIMEOUT_MS;
   }
 
@@ -81,7 +85,7 @@ export class HostFolders {
 
   /** A listing (or the shared folders): the agent's one answer. */
   async ask(hostId: string, op: Exclude<FolderOp, { kind: 'read' }>): Promise<FolderResult> {
-    const channel = this.channelOf(hostId);
+    const channel = await this.channelOf(hostId);
     const requestId = newId();
     return new Promise<FolderResult>((resolve, reject) => {
       const timer = setTimeout(() => done(new HostFolderError('timeout', `worker host ${hostId} did not answer within ${this.timeoutMs / 1000} s`)), this.timeoutMs);
@@ -100,13 +104,18 @@ export class HostFolders {
   }
 
   /** A file's bytes: resolves once the agent opened it (with its size), streams as its chunks arrive. */
-  read(hostId: string, op: Extract<FolderOp, { kind: 'read' }>, signal?: AbortSignal): Promise<Readable> {
-    return new FolderRead(this.channelOf(hostId), op, this.timeoutMs, signal).opened;
+  async read(hostId: string, op: Extract<FolderOp, { kind: 'read' }>, signal?: AbortSignal): Promise<Readable> {
+    return new FolderRead(await this.channelOf(hostId), op, this.timeoutMs, signal).opened;
   }
 
-  private channelOf(hostId: string): FolderChannel {
+  private async channelOf(hostId: string): Promise<FolderChannel> {
     const channel = this.channels.get(hostId);
-    if (!channel) throw offline(hostId, 'it is not connected to this control plane');
+    if (!channel) {
+      // Requests are not relayed between replicas: the one holding the host's socket must serve them.
+      const [host] = await query<{ state: string }>(this.fork(), 'select state from hosts where id = ?', [hostId]);
+      if (host?.state !== 'connected') throw offline(hostId, 'its agent is not connected');
+      throw new HostFolderError('offline', `worker host ${hostId} is connected to another control-plane replica, and its folders can be read only through that one (requests are not relayed between replicas yet)`);
+    }
     if (channel.protocolVersion < FIRST_FOLDER_PROTOCOL) throw new HostFolderError('outdated', `the agent of worker host ${hostId} is too old to share folders; upgrade it`);
     return channel;
   }
