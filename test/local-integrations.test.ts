@@ -197,7 +197,7 @@ t.test('read streams the exact bytes, stops at maxBytes, and refuses every way o
   t.equal((await bytesOf(await provider.read(credentials, { target: shared, key: 'inner.jpg', maxBytes: 1000 }))).toString(), 'bytes of cover', 'a symlink inside');
   await refused(t, provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length - 1 }), 'failing', /larger than/);
 
-  for (const key of ['../outside/secret.jpg', 'train/../../outside/secret.jpg', join(outside, 'secret.jpg'), '/etc/passwd']) {
+  for (const key of ['../outside/secret.jpg', 'train/../../outside/secret.jpg', join(outside, 'secret.jpg'), '/etc/passwd', './cover.jpg', 'train//1.jpg']) {
     await refused(t, provider.read(credentials, { target: shared, key, maxBytes: 1000 }), 'rejected', /must be a path inside the folder/);
   }
   await refused(t, provider.read(credentials, { target: shared, key: 'escape.jpg', maxBytes: 1000 }), 'rejected', /leads outside the folder/);
@@ -206,6 +206,10 @@ t.test('read streams the exact bytes, stops at maxBytes, and refuses every way o
   await refused(t, provider.read(credentials, { target: shared, key: 'missing.jpg', maxBytes: 1000 }), 'rejected', /no such file/);
   await refused(t, provider.read(credentials, { target: shared, key: 'train', maxBytes: 1000 }), 'rejected', /is not a file/);
 
+  const aborted = new AbortController();
+  const reading = provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length, signal: aborted.signal });
+  aborted.abort(new Error('the caller gave up'));
+  await t.rejects(reading, /the caller gave up/, 'an aborted read rejects with the reason');
   // A reader that stops early cancels the read: the agent keeps answering.
   const stream = await provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length });
   stream.destroy();

@@ -45,7 +45,11 @@ export class SharedFolders {
 
   /** A key under a root (real path) to its real path, refused when it leaves the root (.., an absolute path, a symlink). */
   async resolveKey(root: string, key: string): Promise<string> {
-    if (isAbsolute(key) || key.includes('\0') || key.split('/').some((segment) => segment === '..')) throw new FolderError('denied', `${key}: must be a path inside the folder, without ..`);
+    // Plain segments only, so every file has one key (no "a//b" or "./a" twins of "a/b").
+    const segments = key.replace(/\/$/, '').split('/');
+    if (isAbsolute(key) || key.includes('\0') || segments.some((segment) => segment === '..' || segment === '.' || segment === '')) {
+      throw new FolderError('denied', `${key}: must be a path inside the folder, without .. (or . or empty segments)`);
+    }
     const real = await realOf(join(root, key), key);
     if (!inside(root, real)) throw new FolderError('denied', `${key} leads outside the folder`);
     return real;

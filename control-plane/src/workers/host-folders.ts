@@ -128,7 +128,7 @@ class FolderRead extends Readable {
   private readonly requestId = newId();
   private readonly maxBytes: number;
   private readonly timer: NodeJS.Timeout;
-  private settle!: { resolve: (stream: Readable) => void; reject: (error: HostFolderError) => void };
+  private settle!: { resolve: (stream: Readable) => void; reject: (error: Error) => void };
   /** Chunks received whose credit has not been returned yet. */
   private owed = 0;
   private received = 0;
@@ -143,8 +143,9 @@ class FolderRead extends Readable {
     this.opened = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     this.timer = setTimeout(() => this.fail(new HostFolderError('timeout', `worker host ${channel.hostId} stopped sending ${op.key}`)), timeoutMs);
     channel.pending.set(this.requestId, { reply: (message) => this.reply(message), fail: (error) => this.fail(error) });
-    signal?.addEventListener('abort', () => this.destroy(signal.reason as Error), { once: true });
     channel.send({ type: 'folder.request', requestId: this.requestId, op });
+    if (signal?.aborted) this.fail(signal.reason as Error);
+    else signal?.addEventListener('abort', () => this.fail(signal.reason as Error), { once: true });
   }
 
   override _read(): void {
@@ -182,7 +183,7 @@ class FolderRead extends Readable {
     }
   }
 
-  private fail(error: HostFolderError): void {
+  private fail(error: Error): void {
     this.settle.reject(error);
     this.destroy(this.isOpen ? error : undefined);
   }
