@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { FOLDER_CHUNK_BYTES, FOLDER_READ_WINDOW } from '@vp/protocol';
 import t, { type Test } from 'tap';
 import { query } from '../control-plane/src/db/sql.ts';
 import { LocalFolderProvider } from '../control-plane/src/integrations/providers/local.ts';
@@ -214,6 +215,53 @@ t.test('read streams the exact bytes, stops at maxBytes, and refuses every way o
   const stream = await provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length });
   stream.destroy();
   t.equal((await bytesOf(await provider.read(credentials, { target: shared, key: 'cover.jpg', maxBytes: 1000 }))).toString(), 'bytes of cover', 'still answering');
+});
+
+t.test('a read grants the host credit only as it is consumed; a host sending past maxBytes fails the read', async (t) => {
+  const { hostId: scripted, workerKey } = await enrollHost(server, 'scripted-files', 'alice');
+  const { client } = await WorkerClient.welcomed(server, workerKey);
+  t.teardown(() => client.ws.close());
+  client.beat();
+  const total = 40;
+  const chunk = randomBytes(FOLDER_CHUNK_BYTES);
+  const opening = provider.read({ keyId: scripted }, { target: '/data', key: 'a.bin', maxBytes: total * FOLDER_CHUNK_BYTES });
+  const request = await client.nextOf('folder.request');
+  t.match(request.op, { kind: 'read', root: '/data', key: 'a.bin' });
+  const { requestId } = request;
+  client.send({ type: 'folder.result', requestId, result: { size: total * FOLDER_CHUNK_BYTES } });
+  // The host as the agent behaves: a chunk only against credit, the window to start with.
+  let credit = FOLDER_READ_WINDOW;
+  let sent = 0;
+  const pump = () => {
+    for (; credit > 0 && sent < total; credit--, sent++) client.send({ type: 'folder.chunk', requestId, data: chunk.toString('base64') });
+    if (sent === total) client.send({ type: 'folder.end', requestId });
+  };
+  void (async () => {
+    while (sent < total) {
+      const granted = await client.nextOf('folder.credit', 30_000).catch(() => undefined);
+      if (!granted) return;
+      credit += granted.chunks;
+      pump();
+    }
+  })();
+  pump();
+  const stream = await opening;
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.ok(sent <= 3 * FOLDER_READ_WINDOW, `while nothing reads, the host may send only a few chunks (sent ${sent} of ${total})`);
+  const bytes = await bytesOf(stream);
+  t.equal(bytes.length, total * FOLDER_CHUNK_BYTES, 'once read, every chunk came');
+  t.ok(bytes.subarray(FOLDER_CHUNK_BYTES * 7, FOLDER_CHUNK_BYTES * 8).equals(chunk), 'the bytes the host sent');
+
+  const capped = await (async () => {
+    const opened = provider.read({ keyId: scripted }, { target: '/data', key: 'b.bin', maxBytes: 100 });
+    const { requestId } = await client.nextOf('folder.request');
+    client.send({ type: 'folder.result', requestId, result: { size: 10 } });
+    const stream = await opened;
+    client.send({ type: 'folder.chunk', requestId, data: randomBytes(200).toString('base64') });
+    return bytesOf(stream).then(() => undefined, (error: unknown) => error);
+  })();
+  t.match(capped, { kind: 'failing', message: /larger than 100 bytes/ }, 'a host that sends more than it may fails the read');
+  t.match(await client.nextOf('folder.cancel'), { type: 'folder.cancel' }, 'and the host is told to stop');
 });
 
 t.test('an agent too old for shared folders answers 400 at once', async (t) => {

@@ -35,6 +35,7 @@ t.test('the file enroll writes is enough; the rest has defaults', async (t) => {
     serviceHost: undefined,
     maxConcurrentJobs: undefined,
     keepWorkDirsHours: 24,
+    sharedFolders: [],
     configFile: env.VP_WORKER_CONFIG,
   });
 });
@@ -50,6 +51,7 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     processVenv: '/opt/vp-trainer',
     hostId: 'h-1',
     keepWorkDirsHours: 0,
+    sharedFolders: ['/data/images', '/mnt/nas/photos/'],
     hostName: 'gpu-01',
   });
   t.match(loadWorkerConfig(env), {
@@ -61,6 +63,7 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     processVenv: '/opt/vp-trainer',
     hostId: 'h-1',
     keepWorkDirsHours: 0,
+    sharedFolders: ['/data/images', '/mnt/nas/photos'],
   });
 });
 
@@ -77,6 +80,7 @@ t.test('environment variables override the file', async (t) => {
     VP_WORKER_KEEP_WORK_DIRS_HOURS: '0.5',
     VP_WORKER_INFERENCE_IMAGE: 'vp-inference:7',
     VP_WORKER_SERVICE_HOST: 'gpu-01.lan',
+    VP_WORKER_SHARED_FOLDERS: '/data/a, /data/b/../c,',
   };
   t.match(loadWorkerConfig(env), {
     server: 'wss://new.example/ws',
@@ -89,6 +93,7 @@ t.test('environment variables override the file', async (t) => {
     keepWorkDirsHours: 0.5,
     inferenceImage: 'vp-inference:7',
     serviceHost: 'gpu-01.lan',
+    sharedFolders: ['/data/a', '/data/c'],
   });
   t.equal(loadWorkerConfig({ ...env, VP_WORKER_KEY: '' }).workerKey, 'old', 'an empty variable does not override');
 });
@@ -113,6 +118,7 @@ t.test('every problem is reported together, named by where it came from', async 
   t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: '-1' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be 0 or more/);
   t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: 'a day' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be a number of hours, 0 or more/);
   t.match(loadError({ ...env, VP_WORKER_SERVICE_HOST: 'http://gpu-01/' }), /VP_WORKER_SERVICE_HOST must be a host name or an IP address/);
+  t.match(loadError({ ...env, VP_WORKER_SHARED_FOLDERS: '/data/a,data/b' }), /VP_WORKER_SHARED_FOLDERS must list absolute paths/);
   t.match(loadError({ ...env, VP_WORKER_MAX_CONCURRENT_JOBS: '0' }), /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer$/);
   t.match(loadError({ ...withFile(t, { server: 'https://x.example', workerKey: '' }) }), /workerKey \(in .*\) must not be empty/);
 });
