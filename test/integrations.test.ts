@@ -86,7 +86,7 @@ t.test('credentials the server refuses, and endpoints that do not answer, are cl
 
 t.test('bad input is a 400 naming the field', async (t) => {
   const url = '/api/integrations/buckets';
-  expectError(t, await api('POST', url, world.alice, { provider: 'local', credentials: {}, targets: ['photos'] }), 400, /provider: must be s3, gcs or azure/);
+  expectError(t, await api('POST', url, world.alice, { provider: 'ftp', credentials: {}, targets: ['photos'] }), 400, /provider: must be s3, gcs, azure or local/);
   expectError(t, await api('POST', url, world.alice, { provider: 's3', targets: ['photos'] }), 400, /body.credentials/);
   expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: admin, targets: [] }), 400, /body.targets/);
   expectError(t, await api('POST', url, world.alice, { provider: 's3', credentials: admin, targets: ['Not_A_Bucket'] }), 400, /body.targets.0: must be a bucket name/);
