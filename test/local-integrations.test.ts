@@ -14,21 +14,13 @@ import { FOLDER_CHUNK_BYTES, FOLDER_READ_WINDOW } from '@vp/protocol';
 import t, { type Test } from 'tap';
 import { query } from '../control-plane/src/db/sql.ts';
 import { LocalFolderProvider } from '../control-plane/src/integrations/providers/local.ts';
-import { ProviderError, type StoredObject } from '../control-plane/src/integrations/providers/provider.ts';
+import { ProviderError, type ObjectEntry as Entry, type StoredObject } from '../control-plane/src/integrations/providers/provider.ts';
 import { enrollAgent, runAgent } from './helpers/agent.ts';
 import { expectError } from './helpers/expect.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { startWorld } from './helpers/world.ts';
 import { enrollHost, WorkerClient } from './helpers/worker-client.ts';
-
-interface Entry {
-  kind: 'folder' | 'file';
-  name: string;
-  key: string;
-  size?: number;
-  updatedAt?: string;
-}
 
 t.setTimeout(3 * 60_000);
 const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_MUTATION: '1000' });
