@@ -191,6 +191,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   scheduler.listen(notifications);
   const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler, folders: hostFolders });
   workers.listen(notifications);
+  hostFolders.listen(notifications, workers.replica, log);
   await notifications.start();
 
   const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, hostFolders, routes: options.routes });

@@ -11,9 +11,10 @@ import type { Progress } from './progress.ts';
 
 /**
  * Tables of passing state, not data: a restore leaves them empty. (schema_migrations is the backup's
- * migration list instead; replicas record themselves when they start; rate-limit windows last a minute.)
+ * migration list instead; replicas record themselves when they start; rate-limit windows last a minute; relayed
+ * folder messages, moments.)
  */
-export const NOT_DUMPED = new Set(['schema_migrations', 'control_plane_replicas', 'rate_limit_windows']);
+export const NOT_DUMPED = new Set(['schema_migrations', 'control_plane_replicas', 'rate_limit_windows', 'host_folder_relay']);
 
 const FETCH_ROWS = 1000;
 /** Parameters per INSERT stay well under PostgreSQL's 65535, and statements under a few MB of text. */

@@ -1,6 +1,6 @@
 // The control plane's end of the shared-folders protocol (protocol 4, @vp/protocol folders.ts): asks a connected
-// host's agent to list or read one of the folders its operator shares, over the host's worker socket held by this
-// process. A read is a stream that grants the agent credit as it is consumed, so a slow reader holds the agent back
+// host's agent to list or read one of the folders its operator shares, over the host's worker socket, held by this
+// process or by another replica (through the relay, host-folder-relay.ts). A read is a stream that grants the agent credit as it is consumed, so a slow reader holds the agent back
 // instead of filling this process's memory.
 import { Readable } from 'node:stream';
 import {
@@ -12,11 +12,14 @@ import {
 } from '@vp/protocol';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
+import type { Logger } from 'pino';
+import type { Notifications } from '../db/notifications.ts';
 import { query } from '../db/sql.ts';
+import { FolderRelay } from './host-folder-relay.ts';
 
 /** How long an agent may take to answer a request, or to send a read's next chunk once it has credit. */
 export const FOLDER_TIMEOUT_MS = 30_000;
-const FIRST_FOLDER_PROTOCOL = 4;
+export const FIRST_FOLDER_PROTOCOL = 4;
 
 type FolderReply = Extract<AgentMessage, { type: `folder.${string}` }>;
 
@@ -60,15 +63,22 @@ export class FolderChannel {
   }
 }
 
-/** This process's worker sockets that can answer folder requests, the newest one of each host. */
+/** This process's worker sockets that can answer folder requests (the newest one of each host), and the relay to the others'. */
 export class HostFolders {
   private readonly channels = new Map<string, FolderChannel>();
   private readonly timeoutMs: number;
   private readonly fork: () => EntityManager;
+  private relay: FolderRelay | undefined;
 
   constructor(fork: () => EntityManager, options: { timeoutMs?: number } = {}) {
     this.fork = fork;
     this.timeoutMs = options.timeoutMs ?? FOLDER_TIMEOUT_MS;
+  }
+
+  /** Relays requests to and from other replicas; `replica` is this process as host sessions record it. Before `notifications.start()`. */
+  listen(notifications: Notifications, replica: string, log: Logger): void {
+    this.relay = new FolderRelay(this.fork, replica, (hostId) => this.channels.get(hostId), log);
+    this.relay.listen(notifications);
   }
 
   /** A welcomed session of the host: it answers the host's requests from now on. */
@@ -111,10 +121,9 @@ export class HostFolders {
   private async channelOf(hostId: string): Promise<FolderChannel> {
     const channel = this.channels.get(hostId);
     if (!channel) {
-      // Requests are not relayed between replicas: the one holding the host's socket must serve them.
-      const [host] = await query<{ state: string }>(this.fork(), 'select state from hosts where id = ?', [hostId]);
-      if (host?.state !== 'connected') throw offline(hostId, 'its agent is not connected');
-      throw new HostFolderError('offline', `worker host ${hostId} is connected to another control-plane replica, and its folders can be read only through that one (requests are not relayed between replicas yet)`);
+      const [host] = await query<{ session_replica: string | null }>(this.fork(), `select session_replica from hosts where id = ? and state = 'connected'`, [hostId]);
+      if (!host?.session_replica || !this.relay || host.session_replica === this.relay.replica) throw offline(hostId, 'its agent is not connected');
+      return this.relay.channelTo(hostId, host.session_replica);
     }
     if (channel.protocolVersion < FIRST_FOLDER_PROTOCOL) throw new HostFolderError('outdated', `the agent of worker host ${hostId} is too old to share folders; upgrade it`);
     return channel;

@@ -28,7 +28,7 @@ export class WorkerGateway {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   private readonly connections = new WorkerConnections<WorkerSession>();
   /** This process as the host sessions record it. */
-  private readonly replica = newId();
+  readonly replica = newId();
   private closing = false;
   private readonly orm: Orm;
   private readonly log: Logger;
