@@ -80,6 +80,7 @@ async function run(configFile: string | undefined): Promise<number> {
     jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention, serviceHost });
     connection.setJobs(jobs);
     connection.setFolders(new FolderRequests(new SharedFolders(config.sharedFolders), log, (message) => connection.send(message)));
+    if (config.sharedFolders.length) log('info', 'sharing folders with the control plane, read-only', { folders: config.sharedFolders });
     await jobs.recover();
     retention.start();
   } catch (error) {
