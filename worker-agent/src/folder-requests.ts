@@ -29,6 +29,8 @@ export class FolderRequests {
   private readonly log: Logger;
   private readonly send: (message: AgentMessage) => boolean;
   private readonly reads = new Map<string, Read>();
+  /** Reads whose file is being opened, and whether they were cancelled meanwhile. */
+  private readonly opening = new Map<string, { cancelled: boolean }>();
 
   constructor(folders: SharedFolders, log: Logger, send: (message: AgentMessage) => boolean) {
     this.folders = folders;
@@ -39,11 +41,16 @@ export class FolderRequests {
   handle(message: FolderMessage): void {
     if (message.type === 'folder.request') void this.answer(message.requestId, message.op);
     else if (message.type === 'folder.credit') this.credit(message.requestId, message.chunks);
-    else void this.finish(message.requestId);
+    else {
+      const opening = this.opening.get(message.requestId);
+      if (opening) opening.cancelled = true;
+      void this.finish(message.requestId);
+    }
   }
 
   /** The socket dropped: its requests are over (the control plane failed them on its side). */
   disconnected(): void {
+    for (const opening of this.opening.values()) opening.cancelled = true;
     for (const requestId of [...this.reads.keys()]) void this.finish(requestId);
   }
 
@@ -53,8 +60,11 @@ export class FolderRequests {
       const root = await this.folders.resolveRoot(op.root);
       if (op.kind === 'browse') return void this.send({ type: 'folder.result', requestId, result: await this.folders.browse(root, op.prefix, op.cursor, op.limit) });
       if (op.kind === 'list') return void this.send({ type: 'folder.result', requestId, result: await this.folders.list(root, op.prefix, op.cursor, op.limit) });
-      if (this.reads.size >= MAX_OPEN_READS) throw new FolderError('failed', `${MAX_OPEN_READS} files are being read from this host already; try again`);
-      const { file, size } = await this.folders.open(root, op.key, op.maxBytes);
+      if (this.reads.size + this.opening.size >= MAX_OPEN_READS) throw new FolderError('failed', `${MAX_OPEN_READS} files are being read from this host already; try again`);
+      const opening = { cancelled: false };
+      this.opening.set(requestId, opening);
+      const { file, size } = await this.folders.open(root, op.key, op.maxBytes).finally(() => this.opening.delete(requestId));
+      if (opening.cancelled) return void (await file.close());
       const timer = setTimeout(() => void this.finish(requestId, new FolderError('failed', `no credit for ${REQUEST_TIMEOUT_MS / 1000} s`)), REQUEST_TIMEOUT_MS);
       this.reads.set(requestId, { file, credit: FOLDER_READ_WINDOW, sent: 0, maxBytes: op.maxBytes, key: op.key, timer, busy: false });
       this.send({ type: 'folder.result', requestId, result: { size } });
