@@ -224,8 +224,9 @@ t.test('another replica serves the host through the one holding its socket', asy
   t.ok((await bytesOf(await relayed.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length }))).equals(big), 'a read of many chunks, byte for byte');
   await refused(t, relayed.read(credentials, { target: shared, key: '../outside/secret.jpg', maxBytes: 1000 }), 'rejected', /must be a path inside the folder/);
   await refused(t, relayed.read(credentials, { target: shared, key: 'big.bin', maxBytes: 1000 }), 'failing', /larger than/);
-  const rows = await query(em(), 'select 1 from host_folder_relay');
-  t.same(rows, [], 'nothing left in the relay');
+  // The last cancel may still be on its way.
+  await eventually(async () => (await query(em(), 'select 1 from host_folder_relay')).length === 0, 'nothing left in the relay');
+  t.pass('nothing left in the relay');
 });
 
 t.test('a read grants the host credit only as it is consumed; a host sending past maxBytes fails the read', async (t) => {
