@@ -14,6 +14,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
+import { THUMBNAIL_WEBP } from '../control-plane/src/images/image-decode.ts';
 import { api, buildZip, jobEnded, pool } from './generated-dataset.ts';
 import { adminQuery, positiveInt, putFile, recordResult, rssBytes, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
 
@@ -32,7 +33,7 @@ async function ceiling(jpegs: Buffer[]): Promise<number> {
   const started = performance.now();
   await pool(jpegs.length, availableParallelism(), async (i) => {
     await sharp(jpegs[i]).metadata();
-    await sharp(jpegs[i]).rotate().resize({ width: 256, height: 256, fit: 'inside' }).webp({ quality: 75 }).toBuffer();
+    await sharp(jpegs[i]).rotate().resize({ width: 256, height: 256, fit: 'inside' }).webp(THUMBNAIL_WEBP).toBuffer();
   });
   return jpegs.length / ((performance.now() - started) / 1000);
 }

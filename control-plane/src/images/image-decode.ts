@@ -4,6 +4,11 @@ import sharp, { type Metadata } from 'sharp';
 import { ByteBudget } from './byte-budget.ts';
 
 export const THUMBNAIL_PX = 256;
+/**
+ * WebP at the lowest effort: encoding took 60% of a 640×480 JPEG's thumbnail at libwebp's default effort (4), and
+ * 30% at effort 0, for files no larger at this size (measured on generated photos: 9.9 KB against 10.3 KB).
+ */
+export const THUMBNAIL_WEBP = { quality: 75, effort: 0 };
 
 // Every image is decoded once: sharp's operation cache would only hold memory (tens of MB per process).
 sharp.cache(false);
@@ -123,7 +128,7 @@ export async function decodeImage(file: ImageFile, filename: string): Promise<De
       sharp(input, { failOn: 'error' })
         .rotate()
         .resize({ width: THUMBNAIL_PX, height: THUMBNAIL_PX, fit: 'inside', withoutEnlargement: true })
-        .webp({ quality: 75 })
+        .webp(THUMBNAIL_WEBP)
         .toBuffer(),
     );
     return {
