@@ -20,7 +20,9 @@ import { enrollAgent, runAgent } from './helpers/agent.ts';
 import { expectError } from './helpers/expect.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call, startTestServer } from './helpers/server.ts';
-import { startWorld } from './helpers/world.ts';
+import { createDataset, startWorld } from './helpers/world.ts';
+import { waitForJob } from './helpers/archives.ts';
+import { shapeImage } from './helpers/images.ts';
 import { enrollHost, WorkerClient } from './helpers/worker-client.ts';
 
 t.setTimeout(3 * 60_000);
@@ -208,6 +210,37 @@ t.test('read streams the exact bytes, stops at maxBytes, and refuses every way o
   const stream = await provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length });
   stream.destroy();
   t.equal((await bytesOf(await provider.read(credentials, { target: shared, key: 'cover.jpg', maxBytes: 1000 }))).toString(), 'bytes of cover', 'still answering');
+});
+
+t.test('an ingest by reference indexes a YOLO layout in a shared folder in place, read through the agent', async (t) => {
+  const layout = join(shared, 'yolo');
+  const images = await Promise.all([0, 1].map(() => shapeImage({ format: 'jpeg' })));
+  mkdirSync(join(layout, 'images', 'train'), { recursive: true });
+  mkdirSync(join(layout, 'labels', 'train'), { recursive: true });
+  writeFileSync(join(layout, 'data.yaml'), 'names: [box]\n');
+  images.forEach((image, i) => {
+    writeFileSync(join(layout, 'images', 'train', `${i}.jpg`), image.bytes);
+    writeFileSync(join(layout, 'labels', 'train', `${i}.txt`), `0 ${image.bbox.join(' ')}\n`);
+  });
+  await createDataset(world, world.alice, { dataset: 'on-host', name: 'On host' });
+  const ingest = (body: unknown, key = world.alice, path = 'alice/on-host') => call<{ jobId: string }>(server, 'POST', `/api/datasets/${path}/ingest`, { key, body: { reference: body } });
+  expectError(t, await ingest({ provider: 'local', keyId: hostId, root: join(dir, 'not-shared') }), 400, /not-shared/);
+  await createDataset(world, world.bobby, { dataset: 'theirs', name: 'Theirs' });
+  expectError(t, await ingest({ provider: 'local', keyId: hostId, root: shared }, world.bobby, 'bobby/theirs'), 404, `reference.keyId: worker host ${hostId} not found`);
+
+  const started = await ingest({ provider: 'local', keyId: hostId, root: shared, prefix: 'yolo' });
+  t.equal(started.status, 201);
+  const job = await waitForJob(t, world, world.alice, started.body.jobId);
+  t.equal(job.status, 'completed', job.error ?? '');
+  t.match(job.result, { format: 'yolo', imagesAdded: 2, labelsAdded: 2 });
+  const { body } = await call<{ dataset: Record<string, any> }>(server, 'GET', '/api/datasets/alice/on-host', { key: world.alice });
+  t.match(body.dataset, { imageCount: 2, classNames: ['box'], integrationProvider: 'on-premise', integrationStatus: 'online', integrationWritable: false, source: { provider: 'local', keyId: hostId } });
+  const listed = await call<{ images: Array<{ name: string; imageUrl: string }> }>(server, 'GET', '/api/datasets/alice/on-host/images?includeImageUrls=true&sort=name-asc', { key: world.alice });
+  for (const [i, image] of listed.body.images.entries()) {
+    const served = await fetch(image.imageUrl);
+    t.equal(served.status, 200);
+    t.ok(Buffer.from(await served.arrayBuffer()).equals(images[i].bytes), `${image.name}: the host's file, byte for byte`);
+  }
 });
 
 t.test('another replica serves the host through the one holding its socket', async (t) => {

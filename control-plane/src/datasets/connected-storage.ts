@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Conflict, Forbidden } from '../http/errors.ts';
+import { Host } from '../hosts/host.entity.ts';
 import { StorageIntegration } from '../integrations/integration.entity.ts';
 import type { Dataset } from './dataset.entity.ts';
 
@@ -43,25 +44,28 @@ export async function requireProcessing(em: EntityManager, dataset: Dataset, fea
 /** How a connected dataset's list entry and read describe its storage (the hosted service's integration* fields). */
 export interface ConnectionFields {
   integrationProvider: 'gcs' | 's3' | 'azure' | 'on-premise';
-  /** disconnected: the cloud integration was removed. Absent for a worker host's folder (its host's state says it). */
-  integrationStatus?: 'online' | 'offline' | 'disconnected';
+  /** disconnected: the cloud integration was removed; for a worker host's folder: online while its agent is connected, else offline. */
+  integrationStatus: 'online' | 'offline' | 'disconnected';
   integrationProcessing: boolean;
   /** The appliance never writes to connected storage. */
   integrationWritable: false;
 }
 
-/** The connection fields of each connected dataset among `datasets` (one query for them all), by dataset id. */
+/** The connection fields of each connected dataset among `datasets` (one query per kind of storage), by dataset id. */
 export async function connectionFields(em: EntityManager, datasets: Dataset[]): Promise<Map<string, ConnectionFields>> {
   const cloudIds = datasets.flatMap((dataset) => (dataset.reference?.provider === 'cloud' ? [dataset.reference.integrationId] : []));
   const integrations = new Map(
     cloudIds.length ? (await em.find(StorageIntegration, { id: { $in: cloudIds } })).map((row) => [row.id, row] as const) : [],
   );
+  const hostIds = datasets.flatMap((dataset) => (dataset.reference?.provider === 'local' ? [dataset.reference.keyId] : []));
+  const connectedHosts = new Set(hostIds.length ? (await em.find(Host, { id: { $in: hostIds }, state: 'connected' }, { fields: ['id'] })).map((host) => host.id) : []);
   const fields = new Map<string, ConnectionFields>();
   for (const dataset of datasets) {
     const reference = dataset.reference;
     if (!reference) continue;
     if (reference.provider === 'local') {
-      fields.set(dataset.id, { integrationProvider: 'on-premise', integrationProcessing: true, integrationWritable: false });
+      const status = connectedHosts.has(reference.keyId) ? 'online' : 'offline';
+      fields.set(dataset.id, { integrationProvider: 'on-premise', integrationStatus: status, integrationProcessing: true, integrationWritable: false });
       continue;
     }
     // Scoped to the dataset's workspace: an id another workspace holds is as good as removed.

@@ -15,8 +15,11 @@ export const ingestDataset = defineRoute({
     'imagesWithErrors, labelErrors, classesAdded, errors, skippedReasons), failed (error) or cancelled. The dataset changes only when the ' +
     'job completes, all at once; a failed or cancelled ingest leaves it as it was. Unsafe archive entries (absolute paths, .., links) are ' +
     'skipped and counted; archives that expand too far fail the job. Images that cannot be decoded are added with error set. ' +
-    'A reference is checked (404 for a storage integration or worker host the workspace does not have) but not read yet: ingesting in ' +
-    'place is not available on this appliance, and a reference to an existing integration is a 400 saying so.',
+    'A reference indexes a bucket prefix of a storage integration (cloud) or a folder a worker host shares (local: keyId is the host, ' +
+    'root the shared folder) in place: files are listed and planned like an archive, each image read once for its hash, size and ' +
+    'thumbnail, and its bytes read from the storage on demand after. Into an empty dataset, or again into the dataset connected to the ' +
+    'same reference: a re-sync adding, updating and removing images as the files are now. 404 for an integration or host the workspace ' +
+    'may not use; 409 for a dataset with images of its own or connected elsewhere, and for an archive or URL into a connected dataset.',
   auth: 'key',
   limit: 'upload',
   request: { params: DatasetPath, body: IngestBody },

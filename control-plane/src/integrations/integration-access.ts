@@ -6,6 +6,7 @@ import type { StorageIntegration } from './integration.entity.ts';
 import { IntegrationStore } from './integration.store.ts';
 import type { ProviderName, StorageProvider } from './providers/provider.ts';
 import { storageProviders, type ProviderEntry } from './providers/index.ts';
+import { usableHost } from '../hosts/usable-host.ts';
 import type { HostFolders } from '../workers/host-folders.ts';
 
 export interface IntegrationDeps {
@@ -37,6 +38,15 @@ export class IntegrationAccess {
   async open(em: EntityManager, workspaceId: string, id: string): Promise<OpenedIntegration> {
     const row = await new IntegrationStore(em).get(workspaceId, id);
     return { row, provider: this.providers[row.provider].provider, credentials: this.credentialsOf(row) };
+  }
+
+  /**
+   * Folders on a worker host the workspace may use (its own or the pool's; another workspace's is 404 like a missing
+   * one), read through its agent: what a `local` reference names by its host id.
+   */
+  async openHostFolders(em: EntityManager, workspaceId: string, hostId: string): Promise<{ provider: StorageProvider<unknown>; credentials: unknown }> {
+    await usableHost(em, workspaceId, hostId, 'reference.keyId');
+    return { provider: this.providers.local.provider, credentials: { keyId: hostId } };
   }
 
   credentialsOf(row: StorageIntegration): unknown {

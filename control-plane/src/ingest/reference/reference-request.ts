@@ -25,6 +25,8 @@ export async function referenceSource(em: EntityManager, access: IntegrationAcce
   const reference = datasetReference(requested);
   const opened = await openReference(em, access, dataset.workspace.id, reference);
   checkConnectable(dataset, reference);
+  // A host's folder was named by no integration: whether the host shares it (and is up) is asked now, a 400 if not.
+  if (reference.provider === 'local') await opened.provider.checkTarget(opened.credentials, opened.target);
   return { kind: 'reference', reference, filename: opened.label };
 }
 

@@ -18,11 +18,14 @@ export interface OpenedReference {
 
 /**
  * Resolves a dataset reference to the storage it names, scoped to the workspace: another workspace's integration
- * is 404 like a missing one, a target the integration was not connected with 404, unreadable credentials 409.
- * A `local` reference (a folder on a worker host) is resolved here too once its provider exists.
+ * or worker host is 404 like a missing one, a target the integration was not connected with 404, unreadable
+ * credentials 409. A `local` reference is a folder (`root`) shared by a worker host, read through its agent.
  */
 export async function openReference(em: EntityManager, access: IntegrationAccess, workspaceId: string, reference: DatasetReference): Promise<OpenedReference> {
-  if (reference.provider !== 'cloud') throw NotFound(`reference.keyId: worker host ${reference.keyId} not found`);
+  if (reference.provider === 'local') {
+    const { provider, credentials } = await access.openHostFolders(em, workspaceId, reference.keyId);
+    return { provider, credentials, target: reference.root, prefix: reference.prefix, label: `${reference.root.replace(/\/+$/, '')}/${reference.prefix}` };
+  }
   const { row, provider, credentials } = await access.open(em, workspaceId, reference.integrationId);
   if (!row.targets.includes(reference.target)) throw NotFound(`reference.target: ${reference.target} is not a bucket of storage integration ${row.id}`);
   return { provider, credentials, target: reference.target, prefix: reference.prefix, label: `${reference.target}/${reference.prefix}` };
