@@ -12,7 +12,7 @@ await t.test('with a service account key (JSON API)', async (t) => {
   const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   await storageContract(t, {
     provider: 'gcs',
-    bucket: 'with-service-account',
+    bucket: 'with_service-account', // GCS allows underscores, S3 does not
     credentials: { serviceAccountKey: gcs.serviceAccountKey, endpoint: gcs.endpoint },
     wrongCredentials: { serviceAccountKey: { ...gcs.serviceAccountKey, private_key: otherKey }, endpoint: gcs.endpoint },
     wrongCredentialsError: /^GCS at 127\.0\.0\.1:\d+ could not get an access token for reader-\w+@vp-test-project\.iam\.gserviceaccount\.com \(HTTP 400\): check credentials\.serviceAccountKey/,
@@ -27,7 +27,7 @@ await t.test('with a service account key (JSON API)', async (t) => {
 
 await t.test('with an HMAC key (XML API, SigV4)', async (t) => {
   const s3 = await startS3Server(t);
-      await storageContract(t, {
+  await storageContract(t, {
     provider: 'gcs',
     bucket: 'with-hmac',
     credentials: { hmacAccessId: s3.accessKeyId, hmacSecret: s3.secretAccessKey, endpoint: s3.endpoint },

@@ -7,6 +7,11 @@ export const BucketName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens');
 
+/** GCS bucket naming rules: as S3's, and underscores too, up to 222 characters when dotted. */
+const GcsBucketName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/, 'must be a bucket name: 3-222 lowercase letters, digits, dots, hyphens and underscores');
+
 /** Printable ASCII without spaces: what an access key id and a session token are, and what may go into a header. */
 const Token = (max: number) => z.string().min(1).max(max).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII characters without spaces');
 
@@ -98,14 +103,14 @@ export const DiscoverBody = z.discriminatedUnion(
 );
 export type DiscoverBody = z.output<typeof DiscoverBody>;
 
-const Targets = { targets: z.array(BucketName).min(1).max(100).meta({ description: 'The buckets (containers) to connect; each is checked to be readable' }) };
+const targetsOf = (name: z.ZodString) => ({ targets: z.array(name).min(1).max(100).meta({ description: 'The buckets (containers) to connect; each is checked to be readable' }) });
 
 export const ConnectBody = z.discriminatedUnion(
   'provider',
   [
-    z.strictObject({ ...S3Source, ...Targets }),
-    z.strictObject({ ...GcsSource, ...Targets }),
-    z.strictObject({ ...AzureSource, ...Targets }),
+    z.strictObject({ ...S3Source, ...targetsOf(BucketName) }),
+    z.strictObject({ ...GcsSource, ...targetsOf(GcsBucketName) }),
+    z.strictObject({ ...AzureSource, ...targetsOf(BucketName) }),
     z.strictObject({
       ...LocalSource,
       targets: z.array(FolderPath).min(1).max(100).meta({ description: 'Folders the host shares (or folders inside them) to connect; each is checked to be readable' }),
