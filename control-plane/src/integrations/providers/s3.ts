@@ -37,20 +37,22 @@ export class S3Provider implements StorageProvider<S3Credentials> {
   }
 
   async browse(credentials: S3Credentials, request: BrowseRequest): Promise<ObjectPage> {
-    const query: Record<string, string> = { 'list-type': '2', delimiter: '/', prefix: request.prefix, 'max-keys': String(request.limit) };
+    const query: Record<string, string> = { ...LISTING, delimiter: '/', prefix: request.prefix, 'max-keys': String(request.limit) };
     if (request.cursor) query['continuation-token'] = request.cursor;
     const listing = await this.get(credentials, request.target, query, `list bucket ${request.target}`);
-    const folders = elements(listing, 'CommonPrefixes').map((entry) => text(entry, 'Prefix') ?? '');
-    const files = elements(listing, 'Contents').map((entry) => ({ key: text(entry, 'Key') ?? '', size: Number(text(entry, 'Size') ?? 0), updatedAt: text(entry, 'LastModified') }));
+    const key = keyReader(listing);
+    const folders = elements(listing, 'CommonPrefixes').map((entry) => key(entry, 'Prefix'));
+    const files = elements(listing, 'Contents').map((entry) => ({ key: key(entry, 'Key'), size: Number(text(entry, 'Size') ?? 0), updatedAt: text(entry, 'LastModified') }));
     return objectPage(request.prefix, folders, files, text(listing, 'IsTruncated') === 'true' ? text(listing, 'NextContinuationToken') : undefined);
   }
 
   async list(credentials: S3Credentials, request: ListRequest): Promise<StoredObjectPage> {
-    const query: Record<string, string> = { 'list-type': '2', prefix: request.prefix, 'max-keys': String(request.limit ?? 1000) };
+    const query: Record<string, string> = { ...LISTING, prefix: request.prefix, 'max-keys': String(request.limit ?? 1000) };
     if (request.cursor) query['continuation-token'] = request.cursor;
     const listing = await this.get(credentials, request.target, query, `list bucket ${request.target}`);
+    const key = keyReader(listing);
     const objects = elements(listing, 'Contents')
-      .map((entry) => ({ key: text(entry, 'Key') ?? '', size: Number(text(entry, 'Size') ?? 0), version: text(entry, 'ETag') ?? '', updatedAt: isoTime(text(entry, 'LastModified')) }))
+      .map((entry) => ({ key: key(entry, 'Key'), size: Number(text(entry, 'Size') ?? 0), version: text(entry, 'ETag') ?? '', updatedAt: isoTime(text(entry, 'LastModified')) }))
       .filter((object) => object.key && !object.key.endsWith('/'));
     const cursor = text(listing, 'IsTruncated') === 'true' ? text(listing, 'NextContinuationToken') : undefined;
     return { objects, cursor: cursor || undefined };
@@ -68,6 +70,26 @@ export class S3Provider implements StorageProvider<S3Credentials> {
     for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     return this.http.text({ url, headers: signV4(credentials, url), what });
   }
+}
+
+/**
+ * ListObjectsV2 with keys URL-encoded in the answer: a key may hold characters XML 1.0 cannot carry (control
+ * characters), which a plain listing garbles, so the key read back would name another object.
+ */
+const LISTING = { 'list-type': '2', 'encoding-type': 'url' };
+
+/** Reads a key (or prefix) of a listing: URL-decoded (form style, + for space) when the service says it encoded them. */
+function keyReader(listing: string): (entry: string, name: string) => string {
+  const encoded = text(listing, 'EncodingType') === 'url';
+  return (entry, name) => {
+    const value = text(entry, name) ?? '';
+    if (!encoded) return value;
+    try {
+      return decodeURIComponent(value.replaceAll('+', ' '));
+    } catch {
+      return value; // not percent-encoding after all: kept as sent, and a read of it says whether it exists
+    }
+  };
 }
 
 function bucketUrl(credentials: S3Credentials, bucket: string | undefined): URL {
