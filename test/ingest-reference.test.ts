@@ -1,11 +1,12 @@
 // Ingest by reference: a YOLO layout in a bucket of a real S3 server (SeaweedFS) indexed in place through a storage
 // integration: images, splits, classes and boxes as from an archive, only thumbnails stored, the image URLs serving the
 // bucket's bytes; a re-sync picks up added, changed and removed files; a failed sync leaves the dataset as it was.
-import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { sweepOrphanImageBlobs } from '../control-plane/src/images/image-blobs.ts';
 import { decodeImage } from '../control-plane/src/images/image-decode.ts';
+import { DELETED_WHILE_SYNCING } from '../control-plane/src/ingest/reference/reference-plan.ts';
 import { storeImageFiles } from '../control-plane/src/images/image-intake.ts';
 import { adminQuery } from './helpers/db.ts';
 import { expectError } from './helpers/expect.ts';
@@ -259,6 +260,30 @@ t.test('credentials revoked in the middle of a sync fail it cleanly: the dataset
   const { body } = await api<{ dataset: Record<string, unknown> }>('GET', '/api/datasets/alice/revoked', world.alice);
   t.match(body.dataset, { integrationStatus: 'disconnected', integrationProcessing: false });
   expectError(t, await fetched(image.imageUrl!), 409, /was disconnected/);
+});
+
+t.test('files deleted while a sync reads them are left out with why; the rest is indexed and the next sync agrees', async (t) => {
+  const count = 800;
+  const keys = Array.from({ length: count }, (_, i) => `gone/g${String(i).padStart(4, '0')}.jpg`);
+  const image = await shapeImage({ format: 'jpeg', width: 1280, height: 960 });
+  for (let i = 0; i < count; i += 50) await Promise.all(keys.slice(i, i + 50).map((key) => put(key, image.bytes)));
+  await createDataset(world, world.alice, { dataset: 'gone', name: 'Gone' });
+  const jobId = await startIngest('gone', reference('gone'));
+  // Once the listing is done and reads have begun, the later half of the files is deleted (images are read in key order).
+  await waitForJob(t, world, world.alice, jobId, { until: (job) => job.progress?.stage === 'processing' || ['completed', 'failed'].includes(job.status) });
+  const deleted = keys.slice(count / 2);
+  await client.send(new DeleteObjectsCommand({ Bucket: s3.bucket, Delete: { Objects: deleted.map((Key) => ({ Key })) } }));
+  const job = await waitForJob(t, world, world.alice, jobId);
+  t.equal(job.status, 'completed', job.error ?? '');
+  const left = job.result!.skippedReasons[DELETED_WHILE_SYNCING] as number;
+  t.ok(left > 0, `${left} files were gone when read`);
+  t.equal(job.result!.imagesAdded + left, count, 'every listed file is an image or left out');
+  t.ok(job.result!.skippedEntries.filter((entry: { reason: string }) => entry.reason === DELETED_WHILE_SYNCING).every((entry: { path: string }) => deleted.includes(`gone/${entry.path}`)), 'only deleted files are left out');
+  const indexed = (await sql("select i.reference_key from images i join datasets d on d.id = i.dataset_id where d.slug = 'gone'")).map((row) => `gone/${row.reference_key}`);
+  t.equal(indexed.length, job.result!.imagesAdded);
+  t.ok(keys.slice(0, count / 2).every((key) => indexed.includes(key)), 'every file still there is indexed');
+  const again = await ingest('gone', reference('gone'));
+  t.match(again.result, { imagesAdded: 0, imagesUpdated: count / 2, imagesRemoved: indexed.length - count / 2, entriesSkipped: 0 });
 });
 
 t.test('a thumbnail left by a sync whose process died is swept once nothing uses it; those of indexed images stay', async (t) => {

@@ -30,8 +30,8 @@ function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
   if (error instanceof PredictInputError) return new HttpError(error.status, error.message);
   // As for every user-given address (a predict source), an endpoint that refuses, is not allowed or does not answer is the
-  // caller's to fix (400); one that answers with a server error is a bad gateway.
-  if (error instanceof ProviderError) return new HttpError(error.kind === 'failing' ? 502 : 400, error.message);
+  // caller's to fix (400); one that answers with a server error is a bad gateway; an object that is not there is 404.
+  if (error instanceof ProviderError) return new HttpError(error.kind === 'failing' ? 502 : error.kind === 'missing' ? 404 : 400, error.message);
   if (error instanceof NotFoundError) return new HttpError(404, 'Not found');
   if (error instanceof UniqueConstraintViolationException) return new HttpError(409, 'Already exists');
   if (error && typeof error === 'object' && 'status' in error && 'expose' in error) {

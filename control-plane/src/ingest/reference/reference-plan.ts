@@ -4,7 +4,7 @@ import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../../db/sql.ts';
-import type { StoredObject } from '../../integrations/providers/provider.ts';
+import { ProviderError, type StoredObject } from '../../integrations/providers/provider.ts';
 import { JobFailure } from '../../jobs/job-runner.ts';
 import { normalizeEntryPath } from '../archive/safe-path.ts';
 import { planArchive } from '../formats/detect.ts';
@@ -20,6 +20,9 @@ import { listPage, readFile, type OpenedReference } from './reference-storage.ts
 export const MAX_REFERENCE_OBJECTS = 1_000_000;
 /** Label and metadata files (data.yaml, YOLO .txt, COCO .json) are read whole into memory, as from an archive; larger ones fail the job. */
 export const MAX_LABEL_FILE_BYTES = 256 * 2 ** 20;
+
+/** Why a file listed but gone when read is left out of the sync. */
+export const DELETED_WHILE_SYNCING = 'deleted from the storage while the sync ran';
 
 /** An image indexed by an earlier sync: what a re-sync reuses when its object's version is unchanged. */
 type Indexed = KnownFile & { version: string | null };
@@ -51,9 +54,16 @@ export async function planReference(em: EntityManager, datasetId: string, ref: O
     },
     async read(item, size, spillFile) {
       if (size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
-      if (size <= IN_MEMORY_IMAGE_BYTES) return buffer(await readFile(ref, item.path, IN_MEMORY_IMAGE_BYTES, signal));
-      await pipeline(await readFile(ref, item.path, MAX_IMAGE_BYTES, signal), createWriteStream(spillFile), { signal });
-      return { path: spillFile, bytes: (await stat(spillFile)).size };
+      try {
+        if (size <= IN_MEMORY_IMAGE_BYTES) return await buffer(await readFile(ref, item.path, IN_MEMORY_IMAGE_BYTES, signal));
+        await pipeline(await readFile(ref, item.path, MAX_IMAGE_BYTES, signal), createWriteStream(spillFile), { signal });
+        return { path: spillFile, bytes: (await stat(spillFile)).size };
+      } catch (error) {
+        // Storage in use changes while it is synced: a file deleted since the listing is left out (and an image indexed
+        // from it removed), as the next listing would; the rest of the sync goes on.
+        if (error instanceof ProviderError && error.kind === 'missing') return DELETED_WHILE_SYNCING;
+        throw error;
+      }
     },
   };
   return { plan, reader };

@@ -40,7 +40,7 @@ export class ReferencedImages implements ReferencedBytes {
       await this.checkUnchanged(ref, row.reference_key, row.reference_version);
       return { stream: await readFile(ref, row.reference_key, bytes, signal), bytes, ext: row.ext, name: row.name };
     } catch (error) {
-      throw error instanceof ProviderError ? asHttpError(error) : error;
+      throw error instanceof ProviderError ? asHttpError(error, row.reference_key, ref) : error;
     }
   }
 
@@ -53,6 +53,7 @@ export class ReferencedImages implements ReferencedBytes {
   }
 }
 
-function asHttpError(error: ProviderError): HttpError {
+function asHttpError(error: ProviderError, key: string, ref: OpenedReference): HttpError {
+  if (error.kind === 'missing') return NotFound(`${key} is no longer in ${ref.label}; ${SYNC}`); // deleted since it was checked
   return error.kind === 'rejected' || error.kind === 'refused' ? Conflict(error.message) : BadGateway(error.message);
 }

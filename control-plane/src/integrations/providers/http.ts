@@ -25,7 +25,7 @@ export interface Request {
   body?: string;
   /** The credentials' field the URL came from, named when the outbound rules refuse it. */
   field?: string;
-  /** What a 404 means here, when not the service's (an object read: no such object). */
+  /** What a 404 means here, when not the service's: set for an object read, whose 404 is a `missing` object. */
   missing?: string;
 }
 
@@ -70,13 +70,14 @@ export class ProviderHttp {
     }
   }
 
-  private error(error: unknown, { url, what, field = 'credentials.endpoint', missing = this.service.missing }: Request): unknown {
+  private error(error: unknown, request: Request): unknown {
+    const { url, what, field = 'credentials.endpoint', missing = this.service.missing } = request;
     if (!(error instanceof OutboundError)) return error;
     if (error.kind === 'refused') return new ProviderError(`${field}: ${error.message}; an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS`, 'refused');
     const { name, check } = this.service;
     const status = error.status;
     if (status === 401 || status === 403) return new ProviderError(`${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected');
-    if (status === 404) return new ProviderError(`${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`, 'rejected');
+    if (status === 404) return new ProviderError(`${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`, request.missing ? 'missing' : 'rejected');
     if (status === 301 || status === 400) return new ProviderError(`${name} at ${url.host} could not ${what} (HTTP ${status}): check ${check}`, 'rejected');
     return new ProviderError(`${name} at ${url.host} could not ${what}: ${error.message}`, status === undefined && error.kind === 'failed' ? 'unreachable' : 'failing');
   }

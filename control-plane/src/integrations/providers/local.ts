@@ -51,11 +51,11 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
       // Errors past the first byte (a dropped socket, a file that grew) reach the reader as ProviderErrors too; a
       // reader that stops early cancels the read on the host.
       const out = new PassThrough();
-      stream.on('error', (error) => out.destroy(asProviderError(error, credentials, what)));
+      stream.on('error', (error) => out.destroy(asProviderError(error, credentials, what, true)));
       out.on('close', () => stream.destroy());
       return stream.pipe(out);
     } catch (error) {
-      throw asProviderError(error, credentials, what);
+      throw asProviderError(error, credentials, what, true);
     }
   }
 
@@ -73,11 +73,15 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
   }
 }
 
-/** An offline or silent host is unreachable; a file past maxBytes fails the read (as the interface says); the rest is refused. */
-function asProviderError(error: unknown, credentials: LocalCredentials, what: string): Error {
+/**
+ * An offline or silent host is unreachable; a file past maxBytes fails the read (as the interface says); a file read
+ * that is not there is missing; the rest is refused.
+ */
+function asProviderError(error: unknown, credentials: LocalCredentials, what: string, read = false): Error {
   if (!(error instanceof HostFolderError)) return error as Error;
   const message = `worker host ${credentials.keyId} could not ${what}: ${error.message}`;
   if (error.kind === 'offline' || error.kind === 'timeout') return new ProviderError(error.message, 'unreachable');
   if (error.kind === 'failed' || error.kind === 'tooLarge') return new ProviderError(message, 'failing');
+  if (read && error.kind === 'missing') return new ProviderError(message, 'missing');
   return new ProviderError(message, 'rejected');
 }

@@ -62,10 +62,11 @@ export interface BrowseRequest {
  * Why a provider did not answer as asked, in words safe to show the caller (nothing the provider sent is
  * quoted): rejected: it said no (credentials, a bucket); refused: the appliance's outbound rules stopped the
  * request before it left; unreachable: the endpoint's name did not resolve or nothing answered there in time;
- * failing: it answered, but with a server error or something that is not an answer.
+ * failing: it answered, but with a server error or something that is not an answer; missing: the object read is not
+ * there (deleted since it was listed).
  */
 export class ProviderError extends Error {
-  readonly kind: 'rejected' | 'refused' | 'unreachable' | 'failing';
+  readonly kind: 'rejected' | 'refused' | 'unreachable' | 'failing' | 'missing';
 
   constructor(message: string, kind: ProviderError['kind']) {
     super(message);
