@@ -199,8 +199,8 @@ t.test('read streams the exact bytes, stops at maxBytes, and refuses every way o
   await refused(t, provider.read(credentials, { target: shared, key: 'escape.jpg', maxBytes: 1000 }), 'rejected', /leads outside the folder/);
   await refused(t, provider.read(credentials, { target: shared, key: 'escape-dir/secret.jpg', maxBytes: 1000 }), 'rejected', /leads outside the folder/);
   await refused(t, provider.read(credentials, { target: join(dir, 'not-shared'), key: 'private.jpg', maxBytes: 1000 }), 'rejected', /is not a folder this host shares/);
-  await refused(t, provider.read(credentials, { target: shared, key: 'missing.jpg', maxBytes: 1000 }), 'rejected', /no such file/);
-  await refused(t, provider.read(credentials, { target: shared, key: 'train', maxBytes: 1000 }), 'rejected', /is not a file/);
+  await refused(t, provider.read(credentials, { target: shared, key: 'missing.jpg', maxBytes: 1000 }), 'missing', /no such file/);
+  await refused(t, provider.read(credentials, { target: shared, key: 'train', maxBytes: 1000 }), 'missing', /is not a file/);
 
   const aborted = new AbortController();
   const reading = provider.read(credentials, { target: shared, key: 'big.bin', maxBytes: big.length, signal: aborted.signal });

@@ -163,7 +163,7 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
     const tooLarge = await failure({ credentials: subject.credentials, key, maxBytes: 4 });
     t.ok(tooLarge instanceof ProviderError, 'larger than maxBytes: a ProviderError');
     t.match(tooLarge, { kind: 'failing', message: /could not read val\/a b&c\.jpg of \w+ [\w-]+: larger than 4 bytes$/ });
-    t.match(await failure({ credentials: subject.credentials, key: 'no/such.jpg', maxBytes: 1024 }), { kind: 'rejected', message: /no such object \(HTTP 404\)$/ }, 'a missing object');
+    t.match(await failure({ credentials: subject.credentials, key: 'no/such.jpg', maxBytes: 1024 }), { kind: 'missing', message: /no such object \(HTTP 404\)$/ }, 'a missing object');
     t.match(await failure({ credentials: subject.wrongCredentials, key, maxBytes: 1024 }), { kind: 'rejected', message: /refused these credentials to read|could not get an access token/ }, 'wrong credentials');
   });
 
