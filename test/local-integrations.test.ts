@@ -182,6 +182,10 @@ t.test('list walks every file in key order, in pages, with a version that change
   const after = (await listAll(shared, 'train/')).objects.find((object) => object.key === 'train/1.jpg')!;
   t.not(after.version, before.version, 'rewritten: another version');
   t.equal(after.size, 'rewritten bytes of one'.length);
+  const atVersion = (ifVersion: string, key = 'train/1.jpg') => provider.read(credentials, { target: shared, key, maxBytes: 1000, ifVersion });
+  t.equal((await bytesOf(await atVersion(after.version))).toString(), 'rewritten bytes of one', 'read at the version listed');
+  await refused(t, atVersion(before.version), 'changed', /it changed since it was listed/);
+  await refused(t, atVersion(after.version, 'train/1.jp'), 'missing', /no such file/);
 
   await refused(t, provider.list(credentials, { target: shared, prefix: '../' }), 'rejected', /must be a path inside the folder/);
   await refused(t, provider.list(credentials, { target: join(dir, 'not-shared'), prefix: '' }), 'rejected', /is not a folder this host shares/);

@@ -167,6 +167,18 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
     t.match(await failure({ credentials: subject.wrongCredentials, key, maxBytes: 1024 }), { kind: 'rejected', message: /refused these credentials to read|could not get an access token/ }, 'wrong credentials');
   });
 
+  await t.test('read at a version: the bytes while the object is at it; once rewritten a ProviderError changed', async (t) => {
+    const key = 'train/1.jpg';
+    const listed = async () => (await provider.list(subject.credentials, { target: bucket, prefix: key })).objects[0];
+    const indexed = await listed();
+    t.equal(indexed.key, key);
+    const read = (ifVersion: string) => provider.read(subject.credentials, { target: bucket, key, maxBytes: 1024, ifVersion }).then(drain);
+    t.strictSame(await read(indexed.version), bytesOf(key), 'at the version listed');
+    await subject.put(bucket, key, Buffer.from('rewritten'));
+    t.match(await read(indexed.version).catch((error: unknown) => error), { kind: 'changed', message: /it changed since it was listed/ }, 'at a version it left');
+    t.strictSame(await read((await listed()).version), Buffer.from('rewritten'), 'at its new version');
+  });
+
   await t.test('the credentials reach neither an answer nor the log', async (t) => {
     const logged = lines.join('');
     t.ok(logged.includes('/api/integrations/buckets'), 'the requests were logged');

@@ -6,6 +6,9 @@ import { ProviderError } from '../integrations/providers/provider.ts';
 import { HttpError } from './errors.ts';
 import type { AppState } from './app-context.ts';
 
+/** A storage provider's failures other than these are the caller's to fix (400). */
+const PROVIDER_ERROR_STATUS: Partial<Record<ProviderError['kind'], number>> = { failing: 502, missing: 404, changed: 409 };
+
 /** Field path and rule for each problem, e.g. `body.role: must be one of viewer, editor, admin, owner`. */
 export function describeZodError(error: ZodError, location: string): string {
   return error.issues
@@ -31,7 +34,7 @@ function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof PredictInputError) return new HttpError(error.status, error.message);
   // As for every user-given address (a predict source), an endpoint that refuses, is not allowed or does not answer is the
   // caller's to fix (400); one that answers with a server error is a bad gateway; an object that is not there is 404.
-  if (error instanceof ProviderError) return new HttpError(error.kind === 'failing' ? 502 : error.kind === 'missing' ? 404 : 400, error.message);
+  if (error instanceof ProviderError) return new HttpError(PROVIDER_ERROR_STATUS[error.kind] ?? 400, error.message);
   if (error instanceof NotFoundError) return new HttpError(404, 'Not found');
   if (error instanceof UniqueConstraintViolationException) return new HttpError(409, 'Already exists');
   if (error && typeof error === 'object' && 'status' in error && 'expose' in error) {

@@ -42,6 +42,6 @@ export function normalizedPrefix(prefix: string | undefined): string {
 export const listPage = (ref: OpenedReference, cursor?: string): Promise<StoredObjectPage> =>
   ref.provider.list(ref.credentials, { target: ref.target, prefix: ref.prefix, cursor });
 
-/** One file of the dataset, by its key beneath the prefix, streamed and capped at `maxBytes`. */
-export const readFile = (ref: OpenedReference, key: string, maxBytes: number, signal?: AbortSignal): Promise<Readable> =>
-  ref.provider.read(ref.credentials, { target: ref.target, key: ref.prefix + key, maxBytes, signal });
+/** One file of the dataset, by its key beneath the prefix, streamed and capped at `maxBytes`; with `ifVersion`, only at that version. */
+export const readFile = (ref: OpenedReference, key: string, maxBytes: number, signal?: AbortSignal, ifVersion?: string): Promise<Readable> =>
+  ref.provider.read(ref.credentials, { target: ref.target, key: ref.prefix + key, maxBytes, signal, ifVersion });

@@ -10,9 +10,9 @@ import { openReference, readFile, type OpenedReference } from './reference-stora
 const SYNC = 'sync the dataset again (ingest its reference) to index it as it is now';
 
 /**
- * Images of connected datasets, read from their storage on demand. The object is listed first: one gone since it
- * was indexed is 404, one whose version changed 409 (its hash, size and labels describe other bytes), and a
- * disconnected integration 409; the storage's own refusals are 409 (credentials) or 502, never a 500.
+ * Images of connected datasets, read from their storage on demand, in one conditional request (at the version
+ * indexed): one gone since it was indexed is 404, one whose version changed 409 (its hash, size and labels describe
+ * other bytes), and a disconnected integration 409; the storage's own refusals are 409 (credentials) or 502, never a 500.
  */
 export class ReferencedImages implements ReferencedBytes {
   private readonly fork: () => EntityManager;
@@ -37,23 +37,15 @@ export class ReferencedImages implements ReferencedBytes {
     });
     const bytes = Number(row.bytes);
     try {
-      await this.checkUnchanged(ref, row.reference_key, row.reference_version);
-      return { stream: await readFile(ref, row.reference_key, bytes, signal), bytes, ext: row.ext, name: row.name };
+      return { stream: await readFile(ref, row.reference_key, bytes, signal, row.reference_version || undefined), bytes, ext: row.ext, name: row.name };
     } catch (error) {
       throw error instanceof ProviderError ? asHttpError(error, row.reference_key, ref) : error;
     }
   }
-
-  private async checkUnchanged(ref: OpenedReference, key: string, version: string | null): Promise<void> {
-    const fullKey = ref.prefix + key;
-    // Keys are listed in order, so the exact key comes first among those it prefixes.
-    const [listed] = (await ref.provider.list(ref.credentials, { target: ref.target, prefix: fullKey })).objects;
-    if (listed?.key !== fullKey) throw NotFound(`${key} is no longer in ${ref.label}; ${SYNC}`);
-    if (listed.version !== version) throw Conflict(`${key} changed in ${ref.label} since it was indexed; ${SYNC}`);
-  }
 }
 
 function asHttpError(error: ProviderError, key: string, ref: OpenedReference): HttpError {
-  if (error.kind === 'missing') return NotFound(`${key} is no longer in ${ref.label}; ${SYNC}`); // deleted since it was checked
+  if (error.kind === 'missing') return NotFound(`${key} is no longer in ${ref.label}; ${SYNC}`);
+  if (error.kind === 'changed') return Conflict(`${key} changed in ${ref.label} since it was indexed; ${SYNC}`);
   return error.kind === 'rejected' || error.kind === 'refused' ? Conflict(error.message) : BadGateway(error.message);
 }

@@ -9,6 +9,8 @@ import { elements, text } from './xml.ts';
 
 /** The REST version the requests speak (Azurite and Azure Stack Hub accept it too). */
 const API_VERSION = '2021-12-02';
+/** If-Match's place among the eleven standard headers of a Shared Key string to sign (Content-Encoding first). */
+const IF_MATCH = 7;
 /** Azure lists at most 5,000 blobs a page. */
 const LIST_PAGE = 5000;
 
@@ -59,7 +61,9 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
 
   async read(credentials: AzureCredentials, request: ReadRequest): Promise<Readable> {
     const url = this.url(credentials, `${request.target}/${request.key.split('/').map(encodeURIComponent).join('/')}`, {});
-    return this.http.stream({ url, headers: authorize(credentials, url), what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    // Listings give an ETag bare (0x8D…), the header wants it quoted.
+    const ifMatch = request.ifVersion && (request.ifVersion.startsWith('"') ? request.ifVersion : `"${request.ifVersion}"`);
+    return this.http.stream({ url, headers: authorize(credentials, url, new Date(), ifMatch), what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }
 
   private listBlobs(credentials: AzureCredentials, container: string, query: Record<string, string>, marker?: string): Promise<string> {
@@ -91,15 +95,18 @@ function blobs(listing: string) {
 }
 
 /** The version and date headers, with a Shared Key signature when the credentials hold a key (a SAS is in the URL). */
-export function authorize(credentials: AzureCredentials, url: URL, now = new Date()): Record<string, string> {
+export function authorize(credentials: AzureCredentials, url: URL, now = new Date(), ifMatch?: string): Record<string, string> {
   const headers: Record<string, string> = { 'x-ms-date': now.toUTCString(), 'x-ms-version': API_VERSION };
-  if (!credentials.accountKey) return headers;
-  // A GET's string to sign: the verb, eleven empty standard headers, the x-ms- headers, then the resource.
+  const standard = Array<string>(11).fill('');
+  if (ifMatch) standard[IF_MATCH] = ifMatch;
+  const sent = ifMatch ? { ...headers, 'if-match': ifMatch } : headers;
+  if (!credentials.accountKey) return sent;
+  // A GET's string to sign: the verb, the eleven standard headers (empty unless sent), the x-ms- headers, then the resource.
   const canonicalHeaders = Object.keys(headers).sort().map((name) => `${name}:${headers[name]}`);
   const params = new Map<string, string[]>();
   for (const [name, value] of url.searchParams) params.set(name.toLowerCase(), [...(params.get(name.toLowerCase()) ?? []), value]);
   const canonicalQuery = [...params.keys()].sort().map((name) => `\n${name}:${params.get(name)!.sort().join(',')}`).join('');
-  const toSign = ['GET', ...Array<string>(11).fill(''), ...canonicalHeaders, `/${credentials.accountName}${url.pathname}${canonicalQuery}`].join('\n');
+  const toSign = ['GET', ...standard, ...canonicalHeaders, `/${credentials.accountName}${url.pathname}${canonicalQuery}`].join('\n');
   const signature = createHmac('sha256', Buffer.from(credentials.accountKey, 'base64')).update(toSign, 'utf8').digest('base64');
-  return { ...headers, authorization: `SharedKey ${credentials.accountName}:${signature}` };
+  return { ...sent, authorization: `SharedKey ${credentials.accountName}:${signature}` };
 }

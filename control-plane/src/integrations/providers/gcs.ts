@@ -87,7 +87,7 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
 
   async read(credentials: GcsCredentials, request: ReadRequest): Promise<Readable> {
     if ('hmacAccessId' in credentials) return this.xml.read(asS3(credentials), request);
-    const url = apiUrl(credentials, `b/${encodeURIComponent(request.target)}/o/${encodeURIComponent(request.key)}`, { alt: 'media' });
+    const url = apiUrl(credentials, `b/${encodeURIComponent(request.target)}/o/${encodeURIComponent(request.key)}`, { alt: 'media', ...(request.ifVersion ? { ifGenerationMatch: request.ifVersion } : {}) });
     const headers = { authorization: `Bearer ${await this.token(credentials.serviceAccountKey)}` };
     return this.http.stream({ url, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }

@@ -78,6 +78,7 @@ export class ProviderHttp {
     const status = error.status;
     if (status === 401 || status === 403) return new ProviderError(`${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected');
     if (status === 404) return new ProviderError(`${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`, request.missing ? 'missing' : 'rejected');
+    if (status === 412) return new ProviderError(`${name} at ${url.host} could not ${what}: it changed since it was listed (HTTP 412)`, 'changed');
     if (status === 301 || status === 400) return new ProviderError(`${name} at ${url.host} could not ${what} (HTTP ${status}): check ${check}`, 'rejected');
     return new ProviderError(`${name} at ${url.host} could not ${what}: ${error.message}`, status === undefined && error.kind === 'failed' ? 'unreachable' : 'failing');
   }

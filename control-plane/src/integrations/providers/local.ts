@@ -46,6 +46,7 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
 
   async read(credentials: LocalCredentials, request: ReadRequest): Promise<Readable> {
     const what = `read ${request.key} of folder ${request.target}`;
+    if (request.ifVersion !== undefined) await this.checkVersion(credentials, request, what);
     try {
       const stream = await this.host(credentials).read(credentials.keyId, { kind: 'read', root: request.target, key: request.key, maxBytes: request.maxBytes }, request.signal);
       // Errors past the first byte (a dropped socket, a file that grew) reach the reader as ProviderErrors too; a
@@ -57,6 +58,13 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
     } catch (error) {
       throw asProviderError(error, credentials, what, true);
     }
+  }
+
+  /** An agent reads whatever is there: the file's version is listed first (the exact key comes first among those it prefixes). */
+  private async checkVersion(credentials: LocalCredentials, request: ReadRequest, what: string): Promise<void> {
+    const [listed] = (await this.list(credentials, { target: request.target, prefix: request.key })).objects;
+    const problem = listed?.key !== request.key ? (['missing', 'no such file'] as const) : listed.version !== request.ifVersion ? (['changed', 'it changed since it was listed'] as const) : undefined;
+    if (problem) throw new ProviderError(`worker host ${credentials.keyId} could not ${what}: ${problem[1]}`, problem[0]);
   }
 
   private async ask(credentials: LocalCredentials, op: Parameters<HostFolders['ask']>[1], what: string) {

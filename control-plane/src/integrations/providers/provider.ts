@@ -48,6 +48,8 @@ export interface ReadRequest {
   key: string;
   /** The read fails (ProviderError 'failing') once the object proves larger than this. */
   maxBytes: number;
+  /** A version `list` gave: the read fails (ProviderError 'changed') unless the object is still at it. */
+  ifVersion?: string;
   signal?: AbortSignal;
 }
 
@@ -63,10 +65,10 @@ export interface BrowseRequest {
  * quoted): rejected: it said no (credentials, a bucket); refused: the appliance's outbound rules stopped the
  * request before it left; unreachable: the endpoint's name did not resolve or nothing answered there in time;
  * failing: it answered, but with a server error or something that is not an answer; missing: the object read is not
- * there (deleted since it was listed).
+ * there (deleted since it was listed); changed: it is no longer at the version the read asked for.
  */
 export class ProviderError extends Error {
-  readonly kind: 'rejected' | 'refused' | 'unreachable' | 'failing' | 'missing';
+  readonly kind: 'rejected' | 'refused' | 'unreachable' | 'failing' | 'missing' | 'changed';
 
   constructor(message: string, kind: ProviderError['kind']) {
     super(message);

@@ -61,7 +61,9 @@ export class S3Provider implements StorageProvider<S3Credentials> {
   async read(credentials: S3Credentials, request: ReadRequest): Promise<Readable> {
     const url = bucketUrl(credentials, request.target);
     url.pathname = `${url.pathname.replace(/\/$/, '')}/${request.key.split('/').map(encode).join('/')}`;
-    return this.http.stream({ url, headers: signV4(credentials, url), what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    // If-Match is not signed (SigV4 signs the headers it lists), so it travels beside the signature.
+    const headers = { ...signV4(credentials, url), ...(request.ifVersion ? { 'if-match': request.ifVersion } : {}) };
+    return this.http.stream({ url, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }
 
   /** A signed GET of the service (no bucket) or of a bucket, answered with its XML text. */
