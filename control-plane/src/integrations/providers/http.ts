@@ -76,7 +76,7 @@ export class ProviderHttp {
     if (error.kind === 'refused') return new ProviderError(`${field}: ${error.message}; an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS`, 'refused');
     const { name, check } = this.service;
     const status = error.status;
-    if (status === 401 || status === 403) return new ProviderError(`${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected');
+    if (status === 401 || status === 403) return new ProviderError(`${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected', status);
     if (status === 404) return new ProviderError(`${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`, request.missing ? 'missing' : 'rejected');
     if (status === 412) return new ProviderError(`${name} at ${url.host} could not ${what}: it changed since it was listed (HTTP 412)`, 'changed');
     if (status === 301 || status === 400) return new ProviderError(`${name} at ${url.host} could not ${what} (HTTP ${status}): check ${check}`, 'rejected');

@@ -69,10 +69,13 @@ export interface BrowseRequest {
  */
 export class ProviderError extends Error {
   readonly kind: 'rejected' | 'refused' | 'unreachable' | 'failing' | 'missing' | 'changed';
+  /** The service's HTTP status, where it answered with one. */
+  readonly status: number | undefined;
 
-  constructor(message: string, kind: ProviderError['kind']) {
+  constructor(message: string, kind: ProviderError['kind'], status?: number) {
     super(message);
     this.kind = kind;
+    this.status = status;
   }
 }
 
