@@ -63,8 +63,9 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
   /** An agent reads whatever is there: the file's version is listed first (the exact key comes first among those it prefixes). */
   private async checkVersion(credentials: LocalCredentials, request: ReadRequest, what: string): Promise<void> {
     const [listed] = (await this.list(credentials, { target: request.target, prefix: request.key })).objects;
-    const problem = listed?.key !== request.key ? (['missing', 'no such file'] as const) : listed.version !== request.ifVersion ? (['changed', 'it changed since it was listed'] as const) : undefined;
-    if (problem) throw new ProviderError(`worker host ${credentials.keyId} could not ${what}: ${problem[1]}`, problem[0]);
+    const failed = `worker host ${credentials.keyId} could not ${what}`;
+    if (listed?.key !== request.key) throw new ProviderError(`${failed}: no such file`, 'missing');
+    if (listed.version !== request.ifVersion) throw new ProviderError(`${failed}: it changed since it was listed`, 'changed');
   }
 
   private async ask(credentials: LocalCredentials, op: Parameters<HostFolders['ask']>[1], what: string) {
