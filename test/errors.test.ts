@@ -2,6 +2,7 @@
 import t from 'tap';
 import { z } from 'zod';
 import { defineRoute } from '../control-plane/src/http/define-route.ts';
+import { describeZodError } from '../control-plane/src/http/error-middleware.ts';
 import { routes } from '../control-plane/src/routes.ts';
 import { expectError } from './helpers/expect.ts';
 import { call, startTestServer } from './helpers/server.ts';
@@ -44,7 +45,19 @@ const leaky = defineRoute({
   handler: () => ({ prefix: `ul_${'a'.repeat(40)}` }),
 });
 
-const server = await startTestServer(t, { routes: [...routes, boom, throwsString, leaky], env: { JSON_BODY_LIMIT_BYTES: '1024', RATE_LIMIT_MUTATION: '100000', RATE_LIMIT_DEFAULT: '100000' } });
+const strict = defineRoute({
+  method: 'POST',
+  path: '/api/test/strict',
+  tag: 'Test',
+  summary: 'Takes one known field',
+  auth: 'public',
+  limit: null,
+  request: { body: z.strictObject({ name: z.string() }) },
+  response: { status: 200, description: 'never', schema: z.object({ ok: z.literal(true) }) },
+  handler: () => ({ ok: true as const }),
+});
+
+const server = await startTestServer(t, { routes: [...routes, boom, throwsString, leaky, strict], env: { JSON_BODY_LIMIT_BYTES: '1024', RATE_LIMIT_MUTATION: '100000', RATE_LIMIT_DEFAULT: '100000' } });
 await server.services().account.createUser('alice');
 await server.services().account.createUser('bobby');
 await server.services().account.createTeam('acme-team', 'alice');
@@ -116,6 +129,24 @@ t.test('validation errors are 400 and name the field and the rule', async (t) =>
   // Every problem of a location is reported at once, not just the first.
   const twoFields = await call(server, 'PUT', '/api/workspaces/BAD/members/x', { key, body: { role: 'viewer' } });
   expectError(t, twoFields, 400, `path.owner: ${handleRule}; path.username: ${handleRule}`);
+});
+
+t.test('a validation error lists the first 10 unknown keys and problems and counts the rest', async (t) => {
+  const unknown = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, 0]));
+  const response = await call(server, 'POST', '/api/test/strict', { body: { name: 'x', ...unknown } });
+  expectError(t, response, 400, 'body: Unrecognized keys: "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9" and 90 more keys');
+
+  // Bounded whatever the input: 200,000 unknown keys, 50,000 bad items, names and values of 100,000 characters.
+  const keys = describeZodError(z.strictObject({}).safeParse(Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`field${i}`, i]))).error!, 'body');
+  t.match(keys, /^body: Unrecognized keys: "field0", .*"field9" and 199990 more keys$/);
+  t.ok(keys.length < 300, `${keys.length} characters`);
+  const items = describeZodError(z.array(z.number()).safeParse(Array.from({ length: 50_000 }, () => 'x')).error!, 'body');
+  t.match(items, /^body\.0: .*; body\.9: [^;]*and 49990 more problems$/);
+  t.equal(items.split('; ').length, 10);
+  const long = 'y'.repeat(100_000);
+  const huge = describeZodError(z.record(z.string(), z.strictObject({})).safeParse(Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${i}${long}`, { [long]: 1 }]))).error!, 'body');
+  t.ok(huge.length < 12_000, `${huge.length} characters`);
+  t.match(huge, / and 10 more problems$/);
 });
 
 t.test('other client errors keep the shape', async (t) => {

@@ -9,14 +9,28 @@ import type { AppState } from './app-context.ts';
 /** A storage provider's failures other than these are the caller's to fix (400). */
 const PROVIDER_ERROR_STATUS: Partial<Record<ProviderError['kind'], number>> = { failing: 502, missing: 404, changed: 409 };
 
-/** Field path and rule for each problem, e.g. `body.role: must be one of viewer, editor, admin, owner`. */
+/** At most this many problems are listed, and this many unknown keys of one object: a hostile body cannot grow the answer. */
+const MAX_LISTED = 10;
+/** A key or path segment, and a whole problem, longer than these are cut: both can quote what the request sent. */
+const MAX_NAME = 100;
+const MAX_PROBLEM = 1000;
+
+const cut = (text: string, max = MAX_NAME) => (text.length > max ? `${text.slice(0, max)}…` : text);
+const andMore = (listed: number, total: number, what: string) => (total > listed ? ` and ${total - listed} more ${what}` : '');
+
+function ruleOf(issue: ZodError['issues'][number]): string {
+  if (issue.code !== 'unrecognized_keys') return issue.message;
+  const keys = issue.keys.slice(0, MAX_LISTED).map((key) => JSON.stringify(cut(key)));
+  return `Unrecognized key${issue.keys.length === 1 ? '' : 's'}: ${keys.join(', ')}${andMore(keys.length, issue.keys.length, 'keys')}`;
+}
+
+/** Field path and rule for each problem, e.g. `body.role: must be one of viewer, editor, admin, owner` (the first few). */
 export function describeZodError(error: ZodError, location: string): string {
-  return error.issues
-    .map((issue) => {
-      const path = [location, ...issue.path.map(String)].filter(Boolean).join('.');
-      return `${path}: ${issue.message}`;
-    })
-    .join('; ');
+  const listed = error.issues.slice(0, MAX_LISTED).map((issue) => {
+    const path = [location, ...issue.path.map((segment) => cut(String(segment)))].filter(Boolean).join('.');
+    return cut(`${path}: ${ruleOf(issue)}`, MAX_PROBLEM);
+  });
+  return `${listed.join('; ')}${andMore(listed.length, error.issues.length, 'problems')}`;
 }
 
 /** Body-parser failures carry a status and a type; translate the ones a client can cause. */
