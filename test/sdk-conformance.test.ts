@@ -9,7 +9,7 @@ import type { Hardware } from '@vp/protocol';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { insertExport } from '../control-plane/src/exports/export.store.ts';
+import { insertCompletedExport } from '../control-plane/src/exports/export.store.ts';
 import { Host } from '../control-plane/src/hosts/host.entity.ts';
 import { Model } from '../control-plane/src/models/model.entity.ts';
 import { eventually } from './helpers/host-jobs.ts';
@@ -135,7 +135,7 @@ async function seedCompletedExport(world: World, modelId: string, format: 'corem
   const key = `ws/${model.workspace.id}/exports/seeded/${format}`;
   await world.server.storage.store.put(key, Readable.from([bytes]), { contentType: 'application/zip', expectedBytes: bytes.length });
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  return insertExport(
+  return insertCompletedExport(
     em,
     { workspaceId: model.workspace.id, modelId, format, args: {}, gpuType: null, weightsKey: model.fileKey!, weightsSha256: sha256, fingerprint: sha256 },
     { key, size: bytes.length, sha256, name: `${model.slug}.mlpackage.zip` },

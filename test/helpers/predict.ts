@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { normalizeArgs } from '../../control-plane/src/exports/export-args.ts';
-import { insertExport } from '../../control-plane/src/exports/export.store.ts';
+import { insertCompletedExport } from '../../control-plane/src/exports/export.store.ts';
 import { Model } from '../../control-plane/src/models/model.entity.ts';
 import { onnxExportArgs } from '../../control-plane/src/predict/onnx-export.ts';
 import { createModel, uploadWeights } from './models.ts';
@@ -26,7 +26,7 @@ export async function seedOnnxExport(server: TestServer, modelId: string, onnxFi
   const key = `ws/${model.workspace.id}/exports/seeded-${fingerprint.slice(0, 12)}/model.onnx`;
   await server.storage.store.put(key, Readable.from([bytes]), { contentType: 'application/octet-stream', expectedBytes: bytes.length });
   const file = { key, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), name: `${model.slug}.onnx` };
-  return insertExport(em, { workspaceId: model.workspace.id, modelId, format: 'onnx', args, gpuType: null, weightsKey: model.fileKey!, weightsSha256, fingerprint }, file);
+  return insertCompletedExport(em, { workspaceId: model.workspace.id, modelId, format: 'onnx', args, gpuType: null, weightsKey: model.fileKey!, weightsSha256, fingerprint }, file);
 }
 
 /** A model of `key`'s in `project` with `fixture`'s weights and its ONNX export: what predict and deployments serve. */

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig, Region } from '@vp/config';
 import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
@@ -7,7 +6,7 @@ import type { z } from 'zod';
 import { requireKey } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { query } from '../db/sql.ts';
-import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/errors.ts';
+import { Conflict, Forbidden, HttpError, Invalid, NotFound, Unavailable } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import { findModel } from '../models/model-access.ts';
@@ -27,10 +26,10 @@ import {
   exportById,
   findExport,
   inFlightEquivalent,
-  insertExport,
+  insertActiveExport,
+  insertCompletedExport,
   latestEquivalent,
   listExports,
-  ONE_IN_FLIGHT,
   setExportJob,
   type ExportRecord,
   type NewExport,
@@ -49,6 +48,8 @@ const mobilePath = (exportId: string) => `/api/mobile/models/${exportId}`;
 /** What an ExportService needs besides its entity manager. */
 export type ExportDeps = { config: Pick<AppConfig, 'region' | 'hostLostGraceSeconds'>; storage: Storage; lifecycle: JobLifecycle };
 const IN_FLIGHT = () => Conflict('An equivalent export (same weights, format, args and GPU type) is already in flight; wait for it or cancel it');
+/** How often an automatic export looks again when the equivalent one it would follow ended before it was read. */
+const FOLLOW_TRIES = 3;
 
 /** A model's exports: host jobs that run `yolo export`, their artifacts, and 24-hour mobile import links. */
 export class ExportService {
@@ -86,9 +87,10 @@ export class ExportService {
     if (format === 'imx') await this.requireImxModel(model);
     if (!model.fileKey) throw Invalid(`Model ${at.owner}/${at.project}/${at.model} has no weights yet`);
     const created = await this.newExport(model, format, args, gpuType);
-    const [inFlight] = await query(this.em, 'select 1 from model_exports where workspace_id = ? and fingerprint = ? and status is null', [created.workspaceId, created.fingerprint]);
-    if (inFlight) throw IN_FLIGHT();
-    const { id, reused } = await this.queue(model, created, key.workspaceId);
+    if (await inFlightEquivalent(this.em, created.workspaceId, created.fingerprint)) throw IN_FLIGHT();
+    const queued = await this.queue(model, created, key.workspaceId);
+    if (!queued) throw IN_FLIGHT();
+    const { id, reused } = queued;
     return { id, format, status: reused ? 'running' : 'queued', ...(gpuType && { gpuType }), region: this.region, reused };
   }
 
@@ -101,17 +103,16 @@ export class ExportService {
   async automatic(model: Model, format: ExportFormatId, given: ExportArgs): Promise<ExportRecord> {
     if (!model.fileKey) throw Invalid(`Model ${model.slug} has no weights yet`);
     const created = await this.newExport(model, format, normalizeArgs(format, given), null);
-    const latest = await latestEquivalent(this.em, model.id, created.workspaceId, created.fingerprint);
-    if (latest && latest.status !== 'failed' && latest.status !== 'cancelled') return latest;
-    try {
-      const { id } = await this.queue(model, created, created.workspaceId);
-      return (await exportById(this.em, id))!;
-    } catch (error) {
-      // An equivalent export was queued meanwhile (another predict, a clone): that one is followed.
-      const raced = error instanceof HttpError && error.status === 409 && (await inFlightEquivalent(this.em, created.workspaceId, created.fingerprint));
-      if (raced) return raced;
-      throw error;
+    for (let tries = 0; tries < FOLLOW_TRIES; tries++) {
+      const latest = await latestEquivalent(this.em, model.id, created.workspaceId, created.fingerprint);
+      if (latest && latest.status !== 'failed' && latest.status !== 'cancelled') return latest;
+      const queued = await this.queue(model, created, created.workspaceId);
+      if (queued) return (await exportById(this.em, queued.id))!;
+      // An equivalent export is in flight (another predict's, a clone's, or one behind this model's cancelled one): it is followed.
+      const inFlight = await inFlightEquivalent(this.em, created.workspaceId, created.fingerprint);
+      if (inFlight) return inFlight;
     }
+    throw Unavailable(`The ONNX export of model ${model.slug} kept ending as it was queued; try again`);
   }
 
   private async newExport(model: Model, format: ExportFormatId, args: NormalizedArgs, gpuType: string | null): Promise<NewExport> {
@@ -121,33 +122,31 @@ export class ExportService {
     return { workspaceId: model.workspace.id, modelId: model.id, format, args, gpuType, weightsKey, weightsSha256, fingerprint };
   }
 
-  /** Reuses the workspace's equal completed artifact, else queues the job (503 when no host `hostsOf` may use can make it). */
-  private async queue(model: Model, created: NewExport, hostsOf: string): Promise<{ id: string; reused: boolean }> {
+  /**
+   * Reuses the workspace's equal completed artifact, else queues the job (503 when no host `hostsOf` may use can make
+   * it); undefined when an equivalent export is in flight (queued by another request since the caller looked).
+   */
+  private async queue(model: Model, created: NewExport, hostsOf: string): Promise<{ id: string; reused: boolean } | undefined> {
     const { format, args, gpuType, fingerprint } = created;
     const reusable = await completedEquivalent(this.em, created.workspaceId, fingerprint);
-    if (reusable) return { id: await insertExport(this.em, created, reusable), reused: true };
+    if (reusable) return { id: await insertCompletedExport(this.em, created, reusable), reused: true };
     await this.requireExporter(hostsOf, format, gpuType);
 
     const payload: ExportPayload = { format, args, stem: model.slug };
-    const id = await this.em
-      .transactional(async (em) => {
-        const exportId = await insertExport(em, created);
-        const job = await enqueueJob(em, {
-          kind: EXPORT_JOB,
-          workspaceId: created.workspaceId,
-          subjectId: exportId,
-          payload: { ...payload },
-          host: { gpuType, gpuCount: gpuType ? 1 : 0, toolchain: format, restartable: true },
-        });
-        await setExportJob(em, exportId, job.id);
-        return exportId;
-      })
-      .catch((error: unknown) => {
-        // Another equivalent create won the race past the check above.
-        if (error instanceof UniqueConstraintViolationException && error.message.includes(ONE_IN_FLIGHT)) throw IN_FLIGHT();
-        throw error;
+    const id = await this.em.transactional(async (em) => {
+      const exportId = await insertActiveExport(em, created);
+      if (!exportId) return undefined;
+      const job = await enqueueJob(em, {
+        kind: EXPORT_JOB,
+        workspaceId: created.workspaceId,
+        subjectId: exportId,
+        payload: { ...payload },
+        host: { gpuType, gpuCount: gpuType ? 1 : 0, toolchain: format, restartable: true },
       });
-    return { id, reused: false };
+      await setExportJob(em, exportId, job.id);
+      return exportId;
+    });
+    return id === undefined ? undefined : { id, reused: false };
   }
 
   /** An active export is cancelled through its job; a finished one is deleted with its file, unless another export shares it. */

@@ -100,25 +100,39 @@ export interface ExportFile {
   name: string;
 }
 
-/** The unique index that keeps one equivalent export in flight per workspace. */
-export const ONE_IN_FLIGHT = 'model_exports_one_in_flight';
-
-/** Inserts an active export (its job is set after it is queued), or with `file` one completed at once. */
-export async function insertExport(em: EntityManager, created: NewExport, file?: ExportFile): Promise<string> {
+/** Inserts a completed export: one made at once from a workspace's equal artifact (`file`). */
+export async function insertCompletedExport(em: EntityManager, created: NewExport, file: ExportFile): Promise<string> {
   const id = newId();
+  const now = new Date();
   await query(
     em,
     `insert into model_exports (id, workspace_id, model_id, format, args, gpu_type, weights_key, weights_sha256, fingerprint,
        status, file_key, file_size, file_sha256, file_name, started_at, completed_at)
-     values (?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      id, created.workspaceId, created.modelId, created.format, JSON.stringify(created.args), created.gpuType, created.weightsKey, created.weightsSha256,
-      created.fingerprint, file ? 'completed' : null, file?.key ?? null, file?.size ?? null, file?.sha256 ?? null, file?.name ?? null,
-      file ? new Date() : null, file ? new Date() : null,
-    ],
+     values (?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, 'completed', ?, ?, ?, ?, ?, ?)`,
+    [...newColumns(id, created), file.key, file.size, file.sha256, file.name, now, now],
   );
   return id;
 }
+
+/**
+ * Inserts an active export (its job is set after it is queued), unless the workspace has an equivalent one in flight
+ * (the unique index model_exports_one_in_flight): then nothing is inserted and the answer is undefined. A concurrent
+ * insert of the same export waits for the other transaction, so two racing requests never both get one.
+ */
+export async function insertActiveExport(em: EntityManager, created: NewExport): Promise<string | undefined> {
+  const [row] = await query<{ id: string }>(
+    em,
+    `insert into model_exports (id, workspace_id, model_id, format, args, gpu_type, weights_key, weights_sha256, fingerprint)
+     values (?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?)
+     on conflict (workspace_id, fingerprint) where status is null do nothing returning id`,
+    newColumns(newId(), created),
+  );
+  return row?.id;
+}
+
+const newColumns = (id: string, created: NewExport) => [
+  id, created.workspaceId, created.modelId, created.format, JSON.stringify(created.args), created.gpuType, created.weightsKey, created.weightsSha256, created.fingerprint,
+];
 
 export async function setExportJob(em: EntityManager, exportId: string, jobId: string): Promise<void> {
   await query(em, 'update model_exports set job_id = ?, updated_at = now() where id = ?', [jobId, exportId]);
@@ -155,7 +169,7 @@ export async function latestEquivalent(em: EntityManager, modelId: string, works
   return row && fromRow(row);
 }
 
-/** The workspace's export with this fingerprint in flight, if any (one at most: ONE_IN_FLIGHT). */
+/** The workspace's export with this fingerprint in flight, if any (one at most: the unique index model_exports_one_in_flight). */
 export async function inFlightEquivalent(em: EntityManager, workspaceId: string, fingerprint: string): Promise<ExportRecord | undefined> {
   const [row] = await query<ExportRow>(em, `select ${COLUMNS} from ${FROM} where e.workspace_id = ? and e.fingerprint = ? and e.status is null`, [workspaceId, fingerprint]);
   return row && fromRow(row);
