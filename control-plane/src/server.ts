@@ -194,7 +194,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   hostFolders.listen(notifications, workers.replica, log);
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, hostFolders, routes: options.routes });
+  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, hostFolders, outbound, routes: options.routes });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();

@@ -72,6 +72,8 @@ export interface ServiceDeps {
   deploymentTraffic?: DeploymentTraffic;
   /** Folder requests to the worker hosts connected to this process (local storage); absent outside the server. */
   hostFolders?: HostFolders;
+  /** The process's outbound rules and their keep-alive agents, built once; absent (vpctl): built once per Services. */
+  outbound?: OutboundPolicy;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -79,6 +81,7 @@ export class Services {
   private readonly deps: ServiceDeps;
   private forked: EntityManager | undefined;
   private readonly fork: (() => EntityManager) | undefined;
+  private ownOutbound: OutboundPolicy | undefined;
 
   /** `em`, or a function that forks one on first use: a request that reads no entity pays nothing for it. */
   constructor(em: EntityManager | (() => EntityManager), deps: ServiceDeps) {
@@ -98,6 +101,11 @@ export class Services {
 
   get em(): EntityManager {
     return (this.forked ??= this.fork!());
+  }
+
+  /** One policy for every request: a kept-alive connection is reused only through the agents that opened it. */
+  private get outbound(): OutboundPolicy {
+    return this.deps.outbound ?? (this.ownOutbound ??= new OutboundPolicy(this.deps.config.outboundAllowedNetworks));
   }
 
   get account(): AccountService {
@@ -180,7 +188,7 @@ export class Services {
   }
 
   private get integrationDeps(): IntegrationDeps {
-    return { secret: resolveSigningSecret(this.deps.config), outbound: new OutboundPolicy(this.deps.config.outboundAllowedNetworks), hostFolders: this.deps.hostFolders };
+    return { secret: resolveSigningSecret(this.deps.config), outbound: this.outbound, hostFolders: this.deps.hostFolders };
   }
 
   get integrationAccess(): IntegrationAccess {
@@ -213,8 +221,7 @@ export class Services {
   }
 
   get modelPredict(): ModelPredictService {
-    const { outboundAllowedNetworks, predictMaxBytes } = this.deps.config;
-    return new ModelPredictService(this.em, this.predictor, { outbound: new OutboundPolicy(outboundAllowedNetworks), maxBytes: predictMaxBytes });
+    return new ModelPredictService(this.em, this.predictor, { outbound: this.outbound, maxBytes: this.deps.config.predictMaxBytes });
   }
 
   get exports(): ExportService {
@@ -238,8 +245,7 @@ export class Services {
 
   get deploymentTraffic(): DeploymentTrafficService {
     if (!this.deps.deploymentTraffic) throw new Error('no deployment traffic in this process');
-    const { outboundAllowedNetworks, predictMaxBytes } = this.deps.config;
-    return new DeploymentTrafficService(this.em, { traffic: this.deps.deploymentTraffic, outbound: new OutboundPolicy(outboundAllowedNetworks), maxBytes: predictMaxBytes });
+    return new DeploymentTrafficService(this.em, { traffic: this.deps.deploymentTraffic, outbound: this.outbound, maxBytes: this.deps.config.predictMaxBytes });
   }
 
   get gpuAvailability(): GpuAvailabilityService {
