@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { writeFileOnce } from './file-once.ts';
 import { defaults, EMBEDDING_PLACEMENTS, RATE_CATEGORIES, REGIONS, type EmbeddingPlacement, type RateCategory } from './defaults.ts';
 
 export { defaults, EMBEDDING_PLACEMENTS, RATE_CATEGORIES, REGIONS, type EmbeddingPlacement, type RateCategory, type Region } from './defaults.ts';
+export { writeFileOnce } from './file-once.ts';
 
 const port = z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int().min(0).max(65535);
 const positiveInt = z.coerce.number({ error: 'must be a positive integer' }).int().min(1);
@@ -300,12 +302,9 @@ export const signingSecretFile = (config: Pick<AppConfig, 'dataDir'>) => join(co
  * The secret that signs URLs and tokens: SIGNING_SECRET when set (replicas must share one),
  * else generated on first start and kept in the data dir, readable by its owner only.
  */
-export function resolveSigningSecret(config: AppConfig): string {
+export function resolveSigningSecret(config: Pick<AppConfig, 'dataDir' | 'signingSecret'>): string {
   if (config.signingSecret) return config.signingSecret;
   const file = signingSecretFile(config);
-  if (!existsSync(file)) {
-    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-    writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
-  }
+  if (!existsSync(file)) writeFileOnce(file, randomBytes(32).toString('hex'));
   return readFileSync(file, 'utf8').trim();
 }
