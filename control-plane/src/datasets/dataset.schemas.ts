@@ -5,6 +5,7 @@ import { ObjectId } from '../db/ids.ts';
 import { limitQuery } from '../http/pagination.ts';
 import { TASKS } from '../images/labels.ts';
 import { MetadataObject } from '../validation/metadata.ts';
+import { StarChange } from '../validation/star-change.ts';
 import { DATASET_FORMATS, SPLITS, VISIBILITIES } from './dataset.entity.ts';
 
 export const MAX_CLASS_NAMES = 25_000;
@@ -174,6 +175,7 @@ export const DatasetPatched = z.object({
   success: z.literal(true),
   dataset: Slug.meta({ description: 'The current URL name' }),
   faceBlurJobId: ObjectId.optional().meta({ description: 'blurFaces turned on for a dataset with images: the job blurring them (GET /api/jobs/{jobId})' }),
+  ...StarChange,
 });
 export const DatasetDeleted = z.object({ success: z.literal(true), dataset: Slug, deletedAt: Timestamp, daysRemaining: z.number().int() });
 

@@ -120,7 +120,8 @@ export class DatasetService {
     const { dataset } = await findDataset(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
     if (starred !== undefined) dataset.starCount = await setStar(this.em, DATASET_STARS, dataset.id, requireKey(actor).userId, starred);
     const faceBlurJobId = needsEdit ? await this.applyChanges(dataset, changes) : undefined;
-    return { success: true, dataset: dataset.slug, ...(faceBlurJobId ? { faceBlurJobId } : {}) };
+    const star = starred === undefined ? {} : { starred, starCount: dataset.starCount };
+    return { success: true, dataset: dataset.slug, ...(faceBlurJobId ? { faceBlurJobId } : {}), ...star };
   }
 
   /** Returns the face blur job's id when blurFaces was turned on for a dataset with images. */

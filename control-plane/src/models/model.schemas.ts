@@ -4,6 +4,7 @@ import { OwnerPath, Region, Task, Timestamp, Visibility } from '../datasets/data
 import { ObjectId } from '../db/ids.ts';
 import { limitQuery } from '../http/pagination.ts';
 import { MetadataObject } from '../validation/metadata.ts';
+import { StarChange } from '../validation/star-change.ts';
 import { int, queryInt } from '../validation/integers.ts';
 
 /** Model statuses as clients read and set them. The record keeps `training` for starting and running (a model in training cannot move). */
@@ -167,8 +168,7 @@ export const ModelPatch = z
 export const ModelPatched = z.object({
   success: z.literal(true),
   model: Slug.meta({ description: 'The current URL name' }),
-  starred: z.boolean().optional().meta({ description: "When starred was sent: whether the key's user stars it now" }),
-  starCount: z.number().int().optional().meta({ description: 'When starred was sent: the stars it has now' }),
+  ...StarChange,
   slug: Slug.optional().meta({ description: 'After a move: the URL name in the project it is in now (same as model)' }),
   name: z.string().optional().meta({ description: 'After a move: its display name' }),
   projectSlug: Slug.optional().meta({ description: 'After a move: the URL name of the project it is in now' }),

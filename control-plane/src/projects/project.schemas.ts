@@ -5,6 +5,7 @@ import { ObjectId } from '../db/ids.ts';
 import { limitQuery } from '../http/pagination.ts';
 import { ModelEntry } from '../models/model.schemas.ts';
 import { MetadataObject } from '../validation/metadata.ts';
+import { StarChange } from '../validation/star-change.ts';
 
 const Name = z.string().trim().min(1).max(100);
 
@@ -70,7 +71,7 @@ export const ProjectPatch = z
   })
   .partial()
   .strict();
-export const ProjectPatched = z.object({ success: z.literal(true), project: Slug.meta({ description: 'The current URL name' }) });
+export const ProjectPatched = z.object({ success: z.literal(true), project: Slug.meta({ description: 'The current URL name' }), ...StarChange });
 
 export const ProjectDeleted = z.object({
   success: z.literal(true),

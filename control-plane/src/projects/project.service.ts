@@ -118,7 +118,7 @@ export class ProjectService {
     const needsEdit = name !== undefined || Object.keys(plain).length > 0;
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { project } = await findProject(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
-    if (starred !== undefined) await setStar(this.em, PROJECT_STARS, project.id, requireKey(actor).userId, starred);
+    const star = starred === undefined ? {} : { starred, starCount: await setStar(this.em, PROJECT_STARS, project.id, requireKey(actor).userId, starred) };
     if (needsEdit) {
       if (name !== undefined && name !== project.name) {
         project.slug = await renamedSlug(this.em, projectSlugScope(project.workspace.id), name, project.slug);
@@ -127,7 +127,7 @@ export class ProjectService {
       Object.assign(project, plain);
       await this.em.flush();
     }
-    return { success: true, project: project.slug };
+    return { success: true, project: project.slug, ...star };
   }
 
   /** Moves the project and its models to trash; the models remember they went with it, so restoring the project brings them back. */

@@ -34,7 +34,10 @@ def retrieve(context: Context):
 
 @check("datasets.update")
 def update(context: Context):
-    return context.client.datasets.update(context.owner, context.made.get("dataset", "sdk-dataset"), description="updated by the SDK", class_colors={"0": "#ff0000"})
+    dataset = context.made.get("dataset", "sdk-dataset")
+    star = context.client.datasets.update(context.owner, dataset, starred=True)
+    expect(star["starred"] is True and star["starCount"] == 1, "a star answers the new star count")
+    return context.client.datasets.update(context.owner, dataset, description="updated by the SDK", class_colors={"0": "#ff0000"})
 
 
 @check("datasets.class_stats")

@@ -26,7 +26,10 @@ def retrieve(context: Context):
 
 @check("projects.update")
 def update(context: Context):
-    return context.client.projects.update(context.owner, context.made.get("project", "sdk-project"), description="updated by the SDK", starred=True)
+    project = context.made.get("project", "sdk-project")
+    star = context.client.projects.update(context.owner, project, starred=True)
+    expect(star["starred"] is True and star["starCount"] == 1, "a star answers the new star count")
+    return context.client.projects.update(context.owner, project, description="updated by the SDK")
 
 
 @check("projects.clone")
