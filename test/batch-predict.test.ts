@@ -29,7 +29,7 @@ interface Status {
 const CENTS_PER_IMAGE = 10;
 const predictor = new FixturePredictor();
 t.teardown(() => predictor.close());
-const world = await startWorld(t, { BATCH_PREDICT_CENTS_PER_IMAGE: String(CENTS_PER_IMAGE) }, { predictor });
+const world = await startWorld(t, { BATCH_PREDICT_CENTS_PER_IMAGE: String(CENTS_PER_IMAGE), BILLING_ENFORCED: 'true' }, { predictor });
 const { server } = world;
 const NAMES = ['square', 'disc', 'triangle'];
 const pictures: Picture[] = await generatorPictures('detect', 5);

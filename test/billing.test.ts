@@ -57,7 +57,7 @@ async function populate(server: TestServer) {
   };
 }
 
-const server = await startTestServer(t, { routes: [...routes, creditProbe], env: { ...LIMITS, GPU_PRICES_CENTS_PER_HOUR: PRICES } });
+const server = await startTestServer(t, { routes: [...routes, creditProbe], env: { ...LIMITS, GPU_PRICES_CENTS_PER_HOUR: PRICES, BILLING_ENFORCED: 'true' } });
 const world = await populate(server);
 const dataDir = mkdtempSync(join(tmpdir(), 'vp-billing-'));
 t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -100,7 +100,7 @@ t.test('vpctl grants show up in the balance, the transactions and the account su
   t.match(listed.stdout, /^CREATED\s+KIND\s+AMOUNT\s+JOB\s+DESCRIPTION\n\S+Z\s+adjustment\s+-\$2\.25\s+-\s+Typo in the first grant\n\S+Z\s+grant\s+\$12\.50\s+-\s+Credit grant\n\S+Z\s+grant\s+\$25\.00\s+-\s+Welcome credit\nBalance: \$35\.25\n$/);
   t.match(await vpctl('credits', 'list', 'bobby'), { code: 0, stdout: 'No credit transactions in bobby\nBalance: $0.00\n' });
 
-  t.same(await balanceOf(world.alice), { balanceCents: 3525, balanceDisplay: '$35.25', currency: 'USD', billingEnabled: true });
+  t.same(await balanceOf(world.alice), { balanceCents: 3525, balanceDisplay: '$35.25', currency: 'USD', billingEnabled: true, billingEnforced: true });
   const list = await call<TxList>(server, 'GET', '/api/billing/transactions', { key: world.alice });
   t.equal(list.status, 200);
   t.match(list.body, { total: 3, hasMore: false, nextCursor: null });
@@ -273,6 +273,19 @@ t.test('requireCredit: 402 with { error } naming the balance and the estimate', 
   t.equal(short.status, 402);
   t.same(short.body, { error: `Insufficient credit: the balance is $${(balance / 100).toFixed(2)} and the estimated cost is $${((balance + 1) / 100).toFixed(2)}. Ask the operator for credit.` });
   t.match(await call(server, 'GET', '/api/test/require-credit?cents=1', { key: world.alice }), { status: 200, body: { balanceCents: balance } });
+});
+
+t.test('by default credit is tracked, not enforced: a fresh workspace is refused nothing, charged what it ran, and may go below zero', async (t) => {
+  const fresh = await startTestServer(t, { routes: [...routes, creditProbe], env: LIMITS });
+  const keys = await populate(fresh);
+  const service = fresh.services().billing;
+  t.match((await call(fresh, 'GET', '/api/billing/balance', { key: keys.alice })).body, { balanceCents: 0, billingEnabled: true, billingEnforced: false });
+  t.match((await call(fresh, 'GET', '/api/billing/prices', { key: keys.alice })).body, { billingEnabled: true, billingEnforced: false });
+  t.match(await call(fresh, 'GET', '/api/test/require-credit?cents=1000000', { key: keys.alice }), { status: 200, body: { balanceCents: 0 } });
+  await service.chargeJob({ workspaceId: keys.ids.alice, jobId: newId(), gpuType: 'rtx-4090', gpuCount: 1, seconds: 3600, epochs: 10, description: 'Training on a fresh appliance' });
+  t.equal(await service.balanceCents(keys.ids.alice), -59, 'charged an hour at the default price, past zero');
+  t.equal(loadConfig({}).billingEnforced, false);
+  t.equal(loadConfig({ BILLING_ENFORCED: 'true' }).billingEnforced, true);
 });
 
 t.test('billing off: estimates shown, nothing refused, charges recorded at 0', async (t) => {

@@ -8,7 +8,7 @@ import { call } from './helpers/server.ts';
 import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
 import { createDataset, startWorld } from './helpers/world.ts';
 
-const world = await startWorld(t, { RATE_LIMIT_TRAINING: '1000', WORKER_HEARTBEAT_SECONDS: '1', TRAINING_CANCEL_GRACE_SECONDS: '1' });
+const world = await startWorld(t, { RATE_LIMIT_TRAINING: '1000', WORKER_HEARTBEAT_SECONDS: '1', TRAINING_CANCEL_GRACE_SECONDS: '1', BILLING_ENFORCED: 'true' });
 const { server, alice, bobby } = world;
 await createDataset(world, alice, { dataset: 'shapes', name: 'Shapes', classNames: ['square', 'disc'] });
 await createDataset(world, alice, { dataset: 'other', name: 'Other' });

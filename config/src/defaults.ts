@@ -44,6 +44,8 @@ export const defaults = {
   deploymentWakeSeconds: 120, // DEPLOYMENT_WAKE_SECONDS: how long a request to a deployment scaled to zero (or still deploying) waits for it
   deploymentTimeoutSeconds: 55, // DEPLOYMENT_TIMEOUT_SECONDS: how long the control plane waits for a deployment's server to answer a request before 504 (under the SDK's 60 s timeout)
   billingEnabled: true, // BILLING_ENABLED: false still shows estimates, but refuses nothing and records charges at 0
+  // BILLING_ENFORCED: off, a fresh appliance trains at once: jobs are charged and balances reported, nothing refused (402 only when on)
+  billingEnforced: false,
   trainingSecondsPerEpochEstimate: 60, // TRAINING_SECONDS_PER_EPOCH_ESTIMATE: until a GPU type has measured charges
   batchPredictCentsPerImage: 0.1, // BATCH_PREDICT_CENTS_PER_IMAGE: batch auto-annotation's price per processed image
   // EMBEDDING_MODEL_MEAN / EMBEDDING_MODEL_STD: the image embedder's input normalisation (ImageNet's, what the

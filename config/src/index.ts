@@ -91,6 +91,7 @@ const EnvSchema = z.object({
   JOB_OUTPUT_MAX_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.jobOutputMaxBytes),
   TRAINING_RUN_SILENCE_SECONDS: positiveInt.default(defaults.trainingRunSilenceSeconds),
   BILLING_ENABLED: flag.default(defaults.billingEnabled),
+  BILLING_ENFORCED: flag.default(defaults.billingEnforced),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
   TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
   BATCH_PREDICT_CENTS_PER_IMAGE: z.coerce.number({ error: 'must be a number of cents, 0 or more' }).min(0).max(100_000).default(defaults.batchPredictCentsPerImage),
@@ -152,6 +153,8 @@ export interface AppConfig {
   jobOutputMaxBytes: number;
   /** Credits are checked before training and jobs charged to the workspace; false: estimates only, nothing refused, charges recorded at 0. */
   billingEnabled: boolean;
+  /** With billing on: refuse (402) what the balance cannot cover. Off: charges still recorded, the balance may go negative, nothing refused. */
+  billingEnforced: boolean;
   /** Cents per GPU-hour by GPU type ID (`cpu` for jobs without GPUs): the defaults with GPU_PRICES_CENTS_PER_HOUR merged over them. */
   gpuPricesCentsPerHour: Record<string, number>;
   /** Seconds one epoch is estimated to take until charges of the GPU type give a measured average. */
@@ -255,6 +258,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     jobOutputMaxBytes: e.JOB_OUTPUT_MAX_BYTES,
     trainingRunSilenceSeconds: e.TRAINING_RUN_SILENCE_SECONDS,
     billingEnabled: e.BILLING_ENABLED,
+    billingEnforced: e.BILLING_ENFORCED,
     gpuPricesCentsPerHour: { ...defaults.gpuPricesCentsPerHour, ...e.GPU_PRICES_CENTS_PER_HOUR },
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,
     batchPredictCentsPerImage: e.BATCH_PREDICT_CENTS_PER_IMAGE,

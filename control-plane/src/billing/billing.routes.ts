@@ -4,7 +4,8 @@ import { BillingBalance, PriceList, TransactionList, TransactionListQuery, Usage
 const SCOPE = "The key's own workspace; any member role (viewer and up) reads it.";
 const CREDIT =
   'Credit is held in US cents per workspace. The appliance operator adds it (`vpctl credits grant WORKSPACE DOLLARS`); ' +
-  '`POST /api/training/start` answers 402 when the balance cannot cover the estimate, and a job is charged what it ran ' +
+  'With billingEnforced (BILLING_ENFORCED, off by default), `POST /api/training/start` answers 402 when the balance cannot cover the estimate; ' +
+  'either way a job is charged what it ran ' +
   '(price per GPU-hour × GPUs × run time, up to the next cent) when it ends, even past zero.';
 
 export const readBalance = defineRoute({

@@ -7,6 +7,12 @@ import { CREDIT_KINDS } from './credit-transaction.entity.ts';
 const Cents = z.number().int();
 const Display = z.string().meta({ description: 'The amount in US dollars, formatted', example: '$1,234.50' });
 
+const BillingEnforced = z.boolean().meta({
+  description:
+    'true: training and batch predict are refused (402) when the balance cannot cover their estimate. false (the default, BILLING_ENFORCED): ' +
+    'charges are still recorded and the balance may go below zero, but nothing is refused, so a fresh appliance trains at once',
+});
+
 export const BillingBalance = z.object({
   balanceCents: Cents.meta({ description: "The workspace's credit in US cents; negative when a job cost more than was left" }),
   balanceDisplay: Display,
@@ -14,6 +20,7 @@ export const BillingBalance = z.object({
   billingEnabled: z
     .boolean()
     .meta({ description: 'false: this appliance shows estimates but refuses nothing for credit and records charges at 0 (BILLING_ENABLED)' }),
+  billingEnforced: BillingEnforced,
 });
 
 export const CreditTransactionView = z.object({
@@ -95,6 +102,7 @@ export const GpuPrice = z.object({
 export const PriceList = z.object({
   currency: z.literal('USD'),
   billingEnabled: z.boolean(),
+  billingEnforced: BillingEnforced,
   secondsPerEpochEstimate: z
     .number()
     .int()

@@ -11,7 +11,7 @@ import { Invalid, NotFound, PaymentRequired } from '../http/errors.ts';
 import type { BillingBalance, CreditTransactionView, PriceList, TransactionList, TransactionListQuery, UsageSummary } from './billing.schemas.ts';
 import type { ChargeMetadata, CreditKind } from './credit-transaction.entity.ts';
 
-export type BillingConfig = Pick<AppConfig, 'billingEnabled' | 'gpuPricesCentsPerHour' | 'trainingSecondsPerEpochEstimate'>;
+export type BillingConfig = Pick<AppConfig, 'billingEnabled' | 'billingEnforced' | 'gpuPricesCentsPerHour' | 'trainingSecondsPerEpochEstimate'>;
 
 export interface EstimateInput {
   workspaceId: string;
@@ -196,10 +196,10 @@ export class BillingService {
     return workspaceBalanceCents(this.em, workspaceId);
   }
 
-  /** The balance, when it covers `cents` or billing is off; else 402 naming both. */
+  /** The balance, when it covers `cents` or credit is not enforced (BILLING_ENFORCED); else 402 naming both. */
   async requireCredit(workspaceId: string, cents: number): Promise<number> {
     const balance = await this.balanceCents(workspaceId);
-    if (this.enabled && balance < cents) {
+    if (this.enabled && this.config.billingEnforced && balance < cents) {
       throw PaymentRequired(
         `Insufficient credit: the balance is ${formatCents(balance)} and the estimated cost is ${formatCents(cents)}. Ask the operator for credit.`,
       );
@@ -303,7 +303,7 @@ export class BillingService {
     const key = requireKey(actor);
     requireRole(actor, key.workspaceId, 'viewer');
     const balanceCents = await this.balanceCents(key.workspaceId);
-    return { balanceCents, balanceDisplay: formatCents(balanceCents), currency: 'USD', billingEnabled: this.enabled };
+    return { balanceCents, balanceDisplay: formatCents(balanceCents), currency: 'USD', billingEnabled: this.enabled, billingEnforced: this.config.billingEnforced };
   }
 
   async transactionsFor(actor: Actor, page: z.output<typeof TransactionListQuery>): Promise<z.input<typeof TransactionList>> {
@@ -384,6 +384,6 @@ export class BillingService {
         { centsPerHour, pricePerHour: centsPerHour / 100, gpuMemoryGb: type === 'cpu' ? null : gpuMemoryGb(type) },
       ]),
     );
-    return { currency: 'USD', billingEnabled: this.enabled, secondsPerEpochEstimate: this.config.trainingSecondsPerEpochEstimate, prices };
+    return { currency: 'USD', billingEnabled: this.enabled, billingEnforced: this.config.billingEnforced, secondsPerEpochEstimate: this.config.trainingSecondsPerEpochEstimate, prices };
   }
 }

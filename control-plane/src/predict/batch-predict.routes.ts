@@ -16,13 +16,14 @@ export const startBatchPredict = defineRoute({
     '(or reuses the saved one with the same content), then labels each unlabeled image (with includeAnnotated, every image) as POST ' +
     '/api/images/{imageId}/predict would, saving the predictions through the same checks as PATCH /api/images/{imageId}. Existing labels ' +
     'are never changed or removed: on a labeled image the predictions are added after them. Images with a processing error are skipped. ' +
-    'Billing: BATCH_PREDICT_CENTS_PER_IMAGE per image processed; the balance must cover every image the run may process (402), and the run ' +
+    'Billing: BATCH_PREDICT_CENTS_PER_IMAGE per image processed; with BILLING_ENFORCED on, the balance must cover every image the run may process (402), and the run ' +
     'is charged only for those it processed, also when cancelled. Errors: 400 operation blur (face blurring is not available yet) or bad ' +
     'classMapping; 409 dataset not ready (or an ingest is running), no images left, or a run in progress; 422 no classes, an incompatible ' +
     'model task, a class mismatch, or a hosted class-prompted or provider model (not available on this appliance; code missing_provider_api_key for provider models).',
   auth: 'key',
   limit: 'default',
   request: { params: DatasetPath, body: BatchPredictBody },
+  documentBody: true,
   response: { status: 202, description: 'Queued', schema: BatchPredictQueued },
   errors: [400, 402, 403, 404, 409, 422],
   errorBodies: { 422: ClassMismatch },

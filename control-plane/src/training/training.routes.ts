@@ -32,7 +32,7 @@ export const startTraining = defineRoute({
     'The job waits for a free GPU of gpuType on a connected host (the pool or the workspace’s own), then runs plain `yolo train` ' +
     'there with a key minted for this job alone, reporting through /api/webhooks/*. trainArgs.data is ul://owner/datasets/slug; ' +
     'trainArgs.model a model YAML (from scratch) or ul://owner/project/model (fine-tune; nothing is downloaded from the internet). ' +
-    'project, name, device and resume are set by the platform. 402 when the workspace’s credit cannot cover the estimate ' +
+    'project, name, device and resume are set by the platform. 402 when credit is enforced (BILLING_ENFORCED) and the workspace’s credit cannot cover the estimate ' +
     '(epochs × seconds per epoch, measured from earlier runs of the type, × price per GPU-hour); 503 when no connected host has ' +
     'that GPU type at all (busy ones just queue the job); 409 while the model trains. gpuType cpu runs on any host’s CPU slot.',
   auth: 'key',
