@@ -41,6 +41,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
   const routes = deps.routes ?? allRoutes;
   let document: string | undefined;
+  // What fails after the answer began (a streamed body that broke off: the response is cut short) goes to the log.
+  app.on('error', (error: Error, ctx?: Koa.ParameterizedContext<AppState>) => (ctx?.state.log ?? deps.log).warn({ err: error }, 'a response broke off'));
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));

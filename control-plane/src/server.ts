@@ -189,7 +189,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
   scheduler.listen(notifications);
-  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler, folders: hostFolders });
+  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler, folders: hostFolders, trustProxy: config.trustProxy });
   workers.listen(notifications);
   hostFolders.listen(notifications, workers.replica, log);
   await notifications.start();

@@ -108,7 +108,7 @@ export const JobSpec = z.strictObject({
   /**
    * A long-running service (a deployment's inference server): it listens on `port` (in its container; the process
    * runtime gives it a free port of the host instead, in its PORT variable) until it is cancelled; its exit is a
-   * failure. Once `healthPath` answers 200 the agent reports `job.service` with the URL the control plane reaches it
+   * failure. Once `healthPath` answers 200 the agent reports `job.service` with the port the control plane reaches it
    * at. Protocol 3.
    */
   service: z
@@ -176,8 +176,9 @@ export const AgentMessage = z.discriminatedUnion('type', [
     lines: z.array(logLine).min(1).max(MAX_LOG_LINES_PER_MESSAGE),
   }),
   /**
-   * Protocol 3: a service job (JobSpec.service) answers its health check; `url` is its origin as the control plane
-   * reaches it (the host's address and the published port). Sent again, with the same or a new URL, after a reconnect.
+   * Protocol 3: a service job (JobSpec.service) answers its health check; `url` is its origin on the host (the host's
+   * address and the published port). The control plane takes only its port: it reaches the service over http at the
+   * address the agent's connection comes from, never at a host the agent names. Sent again after a reconnect.
    */
   z.strictObject({ type: z.literal('job.service'), jobId: id, url: z.url({ protocol: /^https?$/ }).max(2048) }),
   /** progress: the fraction done, 0 to 1. */

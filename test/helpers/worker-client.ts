@@ -43,9 +43,11 @@ export class WorkerClient {
   /** Resolves to 101 once open, or the refused upgrade's HTTP status. */
   readonly upgraded: Promise<number>;
 
-  constructor(target: { url: string }, key: string | undefined, options: { path?: string } = {}) {
+  /** `localAddress`: the address the socket connects from (127.0.0.2: another host, as the control plane sees it). */
+  constructor(target: { url: string }, key: string | undefined, options: { path?: string; localAddress?: string; headers?: Record<string, string> } = {}) {
     const url = `${target.url.replace(/^http/, 'ws')}${options.path ?? AGENT_ROUTES.connect}`;
-    this.ws = new WebSocket(url, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+    const headers = { ...options.headers, ...(key !== undefined && { authorization: `Bearer ${key}` }) };
+    this.ws = new WebSocket(url, { headers, ...(options.localAddress && { localAddress: options.localAddress }) });
     this.ws.on('message', (data) => {
       this.inbox.push(JSON.parse(String(data)) as ServerMessage);
       this.waiting.forEach((wake) => wake());
@@ -100,8 +102,13 @@ export class WorkerClient {
   }
 
   /** Connects and completes the handshake with `hello` (overrides merged into the default frame). */
-  static async welcomed(target: { url: string }, key: string, hello: Record<string, unknown> = {}): Promise<{ client: WorkerClient; welcome: ServerMessage }> {
-    const client = new WorkerClient(target, key);
+  static async welcomed(
+    target: { url: string },
+    key: string,
+    hello: Record<string, unknown> = {},
+    options: { localAddress?: string; headers?: Record<string, string> } = {},
+  ): Promise<{ client: WorkerClient; welcome: ServerMessage }> {
+    const client = new WorkerClient(target, key, options);
     if ((await client.upgraded) !== 101) throw new Error('worker socket refused');
     client.send(helloFrame(hello));
     return { client, welcome: await client.next() };

@@ -10,6 +10,8 @@ import { updateDeployment } from './deployment.store.ts';
 
 /** How long the live server may take to accept a camera change. */
 const APPLY_TIMEOUT_MS = 30_000;
+/** Of a server's refusal, this much is quoted (and read). */
+const QUOTED_BYTES = 300;
 /** A server that refused (or missed) its camera is told again after this long, its failure logged once. */
 const RETRY_MS = 15_000;
 
@@ -84,8 +86,20 @@ async function tell(em: EntityManager, live: LiveServer): Promise<void> {
     body: settings && JSON.stringify(settings),
     signal: AbortSignal.timeout(APPLY_TIMEOUT_MS),
   });
-  if (!response.ok) throw new Error(`its server answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  if (!response.ok) throw new Error(`its server answered ${response.status}: ${await opening(response, QUOTED_BYTES)}`);
   await query(em, 'update deployment_revisions set camera_url = ? where id = ? and service_url = ?', [live.url, live.revisionId, live.serviceUrl]);
+}
+
+/** The first `max` bytes of the body as text; the rest is not read. */
+async function opening(response: Response, max: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const chunk of response.body ?? []) {
+    chunks.push(chunk);
+    bytes += chunk.length;
+    if (bytes >= max) break;
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
 }
 
 /**

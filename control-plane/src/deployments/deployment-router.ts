@@ -5,7 +5,7 @@ export interface Upstream {
   deploymentId: string;
   workspaceId: string;
   revisionId: string;
-  /** The server's origin, as its agent reported it (job.service). */
+  /** The server's origin: its host's address as its agent's connection comes from, at the port it reported (job.service). */
   url: string;
   token: string;
 }

@@ -1,7 +1,8 @@
 // A deployment's service URL, `<public base URL>/svc/<deploymentId>/predict`, `/health` and `/camera` (the camera's
 // state and latest results, GET): its server reached with a key of the owner workspace or the deployment's own,
 // outside /api and outside the platform's rate limits (as the spec says). The lean path: the body is streamed through
-// unread (the server checks it), the answer passed back.
+// unread (the server checks it), the answer passed back: held whole up to SERVICE_HOLD_BYTES (so a failure until then
+// is still a status), streamed on past them, at most ANSWER_MAX_BYTES.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Readable } from 'node:stream';
 import type { Middleware } from 'koa';
@@ -10,7 +11,7 @@ import type { Authenticator } from '../auth/authenticator.ts';
 import { bearerToken } from '../auth/key-format.ts';
 import type { AppState } from '../http/app-context.ts';
 import { Forbidden, MethodNotAllowed, NotFound, Unauthorized } from '../http/errors.ts';
-import { predictAnswer } from './deployment-proxy.ts';
+import { ANSWER_MAX_BYTES, SERVICE_HOLD_BYTES, predictAnswer } from './deployment-proxy.ts';
 import type { DeploymentTraffic } from './deployment-traffic.ts';
 import { workspaceOfDeployment } from './deployment-traffic.store.ts';
 
@@ -44,6 +45,8 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
       {
         method,
         route: SERVICE_ROUTES[action],
+        maxBytes: ANSWER_MAX_BYTES,
+        holdBytes: SERVICE_HOLD_BYTES,
         ...(method === 'POST' && {
           body: Readable.from(
             (async function* counted() {
@@ -61,9 +64,11 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
       { via: 'service', path: ctx.path, userAgent: ctx.get('user-agent') || null, requestBytes: () => ctx.request.length ?? received },
     );
     // Health passes the server's status on (503 while it loads); predict's and the camera's failures are the platform's.
+    const body = action === 'health' ? answer.body : predictAnswer(answer);
     ctx.status = action === 'health' ? answer.status : 200;
     ctx.type = 'application/json';
-    ctx.body = action === 'health' ? answer.body : predictAnswer(answer);
+    // A streamed answer that breaks off later (the deadline, the cap) is cut short: Koa's pipeline destroys the response.
+    ctx.body = body;
   };
 
   async function workspaceOf(em: EntityManager, deploymentId: string): Promise<string | undefined> {

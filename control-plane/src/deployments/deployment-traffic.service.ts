@@ -10,7 +10,7 @@ import type { OutboundPolicy } from '../net/guarded-fetch.ts';
 import { sourceFetcher } from '../predict/predict-source-fetch.ts';
 import { deploymentLogs } from './deployment-logs.ts';
 import { deploymentMetrics } from './deployment-metrics.ts';
-import { jsonField, predictAnswer } from './deployment-proxy.ts';
+import { ANSWER_MAX_BYTES, HEALTH_MAX_BYTES, jsonField, predictAnswer } from './deployment-proxy.ts';
 import { revisionsIn } from './deployment-revision.store.ts';
 import type { DeploymentTraffic } from './deployment-traffic.ts';
 import type { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
@@ -55,10 +55,11 @@ export class DeploymentTrafficService {
     const answer = await this.options.traffic.exchange(
       this.em,
       target.id,
-      { method: 'POST', route: SERVICE_ROUTES.predict, body, contentType: encoded.headers.get('content-type')!, contentLength: body.length },
+      { method: 'POST', route: SERVICE_ROUTES.predict, body, contentType: encoded.headers.get('content-type')!, contentLength: body.length, maxBytes: ANSWER_MAX_BYTES },
       { via: 'proxy', path, userAgent: request.headers['user-agent'] ?? null, requestBytes: () => sent },
     );
-    return predictAnswer(answer);
+    // Held whole (holdBytes is maxBytes): at most ANSWER_MAX_BYTES.
+    return predictAnswer(answer) as Buffer;
   }
 
   /**
@@ -73,7 +74,7 @@ export class DeploymentTrafficService {
     }
     const started = performance.now();
     try {
-      const answer = await this.options.traffic.exchange(this.em, target.id, { method: 'GET', route: SERVICE_ROUTES.health });
+      const answer = await this.options.traffic.exchange(this.em, target.id, { method: 'GET', route: SERVICE_ROUTES.health, maxBytes: HEALTH_MAX_BYTES });
       const healthy = answer.status === 200 && jsonField(answer.body, 'healthy') === true;
       const latencyMs = Math.round(answer.latencyMs * 100) / 100;
       return { healthy, status: answer.status, latencyMs, ...(!healthy && { error: `GET /health answered ${answer.status}${answer.status === 503 ? ': its model is still loading' : ''}` }) };

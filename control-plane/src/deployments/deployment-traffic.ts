@@ -35,30 +35,29 @@ export class DeploymentTraffic {
   }
 
   /**
-   * Sends the request to the deployment's live server. With an origin the request is recorded (its status also when
-   * it fails: 502, 503, 504) and restarts the idle clock; without (the platform's own health check) it only warms.
+   * Sends the request to the deployment's live server. With an origin the request is recorded once its answer ended
+   * (its status also when it fails: 502, 503, 504) and restarts the idle clock; without (the platform's own health
+   * check) it only warms.
    */
   async exchange(em: EntityManager, deploymentId: string, call: UpstreamRequest, origin?: RequestOrigin): Promise<UpstreamAnswer & { latencyMs: number }> {
     const at = new Date();
     const started = performance.now();
-    let status = 500;
-    let responseBytes = 0;
-    try {
-      const upstream = await this.router.upstream(em, deploymentId);
-      const answer = await this.proxy.send(upstream, call);
-      status = answer.status;
-      responseBytes = answer.body.length;
-      return { ...answer, latencyMs: performance.now() - started };
-    } catch (error) {
-      if (error instanceof HttpError) status = error.status;
-      throw error;
-    } finally {
+    const done = (status: number, responseBytes: number) => {
       this.router.touched(deploymentId);
-      if (origin) {
-        const latencyMs = performance.now() - started;
-        this.recorder.record({ deploymentId, at, method: call.method, path: origin.path, status, latencyMs, requestBytes: origin.requestBytes(), responseBytes, userAgent: origin.userAgent, via: origin.via });
-      }
+      if (!origin) return;
+      const latencyMs = performance.now() - started;
+      this.recorder.record({ deploymentId, at, method: call.method, path: origin.path, status, latencyMs, requestBytes: origin.requestBytes(), responseBytes, userAgent: origin.userAgent, via: origin.via });
+    };
+    let answer: UpstreamAnswer;
+    try {
+      answer = await this.proxy.send(await this.router.upstream(em, deploymentId), call);
+    } catch (error) {
+      done(error instanceof HttpError ? error.status : 500, 0);
+      throw error;
     }
+    const latencyMs = performance.now() - started;
+    void answer.ended.then(({ bytes, failure }) => done(failure?.status ?? answer.status, bytes));
+    return { ...answer, latencyMs };
   }
 
   /** Records what is queued and closes the connections (shutdown, after the requests in flight, before the pool). */

@@ -9,6 +9,7 @@ import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
 import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
 import { serviceReported } from '../deployments/deployment-rollout.ts';
+import { serviceOrigin } from '../deployments/deployment-service-origin.ts';
 import type { FolderChannel, HostFolders } from './host-folders.ts';
 import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
 import type { WorkerConnection } from './worker-connections.ts';
@@ -50,6 +51,8 @@ export class WorkerSession implements WorkerConnection {
   readonly finished: Promise<void>;
   private readonly socket: WebSocket;
   private readonly key: string;
+  /** The agent's address as this server sees its connection (worker-socket.ts): where its services are reached. */
+  private readonly address: string | undefined;
   private readonly context: SessionContext;
   private readonly log: Logger;
   private readonly helloTimer: NodeJS.Timeout;
@@ -65,11 +68,12 @@ export class WorkerSession implements WorkerConnection {
   /** Set once welcomed: where the agent's answers to folder requests go. */
   private folders: FolderChannel | undefined;
 
-  constructor(socket: WebSocket, identity: WorkerIdentity, key: string, context: SessionContext) {
+  constructor(socket: WebSocket, identity: WorkerIdentity, key: string, address: string | undefined, context: SessionContext) {
     this.hostId = identity.hostId;
     this.workspaceId = identity.workspaceId;
     this.socket = socket;
     this.key = key;
+    this.address = address;
     this.context = context;
     this.session = { hostId: identity.hostId, sessionId: newId(), replica: context.replica };
     this.log = context.log.child({ hostId: identity.hostId, host: identity.hostName, keyPrefix: identity.keyPrefix, sessionId: this.session.sessionId });
@@ -174,7 +178,10 @@ export class WorkerSession implements WorkerConnection {
       case 'job.progress':
         return this.asCurrent((tx) => recordProgress(tx, this.hostId, message.jobId, message.progress));
       case 'job.service': {
-        const served = await this.asCurrent((tx) => serviceReported(tx, this.context.scheduler.lifecycle, this.hostId, message.jobId, message.url));
+        // Only the reported port is taken: the host is where this connection comes from.
+        const origin = this.address && serviceOrigin(this.address, message.url);
+        if (!origin) return this.log.warn({ jobId: message.jobId, address: this.address }, "ignored a service: the agent's address is not an IP address");
+        const served = await this.asCurrent((tx) => serviceReported(tx, this.context.scheduler.lifecycle, this.hostId, message.jobId, origin));
         if (!served) this.log.info({ jobId: message.jobId }, 'ignored the service of a job this host does not run for a deployment');
         return;
       }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server } from 'node:http';
+import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AGENT_ROUTES, MAX_MESSAGE_BYTES } from '@vp/protocol';
@@ -35,13 +36,15 @@ export class WorkerGateway {
   private readonly heartbeatSeconds: number;
   private readonly scheduler: HostScheduler;
   private readonly folders: HostFolders;
+  private readonly trustProxy: boolean;
 
-  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number; scheduler: HostScheduler; folders: HostFolders }) {
+  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number; scheduler: HostScheduler; folders: HostFolders; trustProxy: boolean }) {
     this.orm = orm;
     this.log = log.child({ component: 'worker-socket' });
     this.heartbeatSeconds = options.heartbeatSeconds;
     this.scheduler = options.scheduler;
     this.folders = options.folders;
+    this.trustProxy = options.trustProxy;
   }
 
   /** Register before `notifications.start()`, which LISTENs on the channels known then. */
@@ -85,7 +88,7 @@ export class WorkerGateway {
         if (!identity) return reject(socket, 401, 'Unauthorized');
         if (this.closing) return reject(socket, 503, 'Service Unavailable');
         socket.off('error', onError);
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, identity, key));
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, identity, key, agentAddress(req, this.trustProxy)));
       },
       (error: unknown) => {
         this.log.error({ err: error }, 'worker key lookup failed');
@@ -94,8 +97,8 @@ export class WorkerGateway {
     );
   }
 
-  private open(ws: WebSocket, identity: WorkerIdentity, key: string): void {
-    const session = new WorkerSession(ws, identity, key, {
+  private open(ws: WebSocket, identity: WorkerIdentity, key: string, address: string | undefined): void {
+    const session = new WorkerSession(ws, identity, key, address, {
       em: () => this.orm.em.fork() as EntityManager,
       log: this.log,
       heartbeatSeconds: this.heartbeatSeconds,
@@ -106,6 +109,16 @@ export class WorkerGateway {
     this.connections.add(session);
     void session.finished.then(() => this.connections.delete(session));
   }
+}
+
+/**
+ * The agent's address as this server sees its connection: the socket's peer or, behind a trusted proxy (TRUST_PROXY),
+ * the last X-Forwarded-For entry, the one that proxy added (those before it are whatever the agent sent).
+ */
+function agentAddress(req: IncomingMessage, trustProxy: boolean): string | undefined {
+  const forwarded = trustProxy ? req.headersDistinct['x-forwarded-for']?.at(-1)?.split(',').at(-1)?.trim() : undefined;
+  const address = forwarded ?? req.socket.remoteAddress;
+  return address && isIP(address) ? address : undefined;
 }
 
 /** Answers the upgrade request with a plain HTTP status and no socket. */
