@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { JobSpec } from '@vp/protocol';
+import { loadWorkerConfig } from '../worker-agent/src/config.ts';
+import { runtimeFromConfig } from '../worker-agent/src/runtime-from-config.ts';
 import { ProcessRuntime } from '../worker-agent/src/runtimes/process-runtime.ts';
 import type { LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
 
@@ -85,11 +87,61 @@ t.test('CUDA_VISIBLE_DEVICES follows the assigned GPUs; empty without GPUs', asy
   t.same((await run(spec(script))).lines('stdout'), ['""']);
 });
 
-t.test('the environment is the configured one plus the spec', async (t) => {
+t.test("the environment is the configured one, the job's own home, and the spec", async (t) => {
   const runtime = new ProcessRuntime({ workRoot, environment: { BASE: 'b', SHARED: 'base' } });
-  const script = 'const e = process.env; console.log([e.BASE, e.SHARED, e.OWN, e.HOME === undefined].join(" "))';
+  const script = 'const e = process.env; console.log([e.BASE, e.SHARED, e.OWN, e.HOME].join(" "))';
   const { lines } = await run(spec(script, { env: { SHARED: 'job', OWN: 'o' } }), runtime);
-  t.same(lines('stdout'), ['b job o true']);
+  t.same(lines('stdout'), [`b job o ${join(workRoot, 'job', '.home')}`]);
+});
+
+t.test("a job sees none of the agent's settings or secrets: its environment is built from an allowlist", async (t) => {
+  const dir = t.testdir({ venv: { bin: {} } });
+  const secrets = { VP_WORKER_KEY: `vpw_${'7'.repeat(48)}`, VP_WORKER_SERVER: 'http://127.0.0.1:9', VP_ADMIN_KEY: 'vp-admin-secret', AWS_SECRET_ACCESS_KEY: 'aws-secret', HTTPS_PROXY: 'http://user:pw@proxy:3128' };
+  const saved = Object.fromEntries(Object.keys(secrets).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, secrets);
+  t.teardown(() => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+  // As the agent builds it: its settings from the environment, its runtime from them.
+  const config = loadWorkerConfig({ ...process.env, XDG_CONFIG_HOME: dir, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_PROCESS_VENV: join(dir, 'venv') });
+  const { lines } = await run(spec('console.log(JSON.stringify(process.env))', { env: { ULTRALYTICS_API_KEY: 'the-jobs-own' } }), runtimeFromConfig(config) as ProcessRuntime);
+  const env = JSON.parse(lines('stdout')[0] as string) as Record<string, string>;
+  t.same(Object.keys(env).filter((name) => name.startsWith('VP_')), [], 'no VP_* setting');
+  t.notOk(Object.values(env).some((value) => Object.values(secrets).some((secret) => value.includes(secret))), 'no secret of the agent, under any name');
+  t.equal(env.ULTRALYTICS_API_KEY, 'the-jobs-own', "the spec's own environment");
+  t.equal(env.PATH?.split(':')[0], join(dir, 'venv', 'bin'), "the trainer's Python first on PATH");
+  t.equal(env.PATH?.split(':')[1], process.env.PATH?.split(':')[0], "then the agent's PATH");
+});
+
+t.test("each job gets its own home and ultralytics settings in its work dir: nothing one job writes there is left for another", async (t) => {
+  const dir = t.testdir({
+    venv: { 'yolo-config': { Ultralytics: { 'settings.json': JSON.stringify({ sync: false, datasets_dir: '/shared/datasets', weights_dir: '/shared/weights' }), 'Arial.ttf': 'font' }, datasets: { 'cached.txt': 'from an earlier job' } } },
+  });
+  const venv = join(dir, 'venv');
+  const runtime = new ProcessRuntime({ workRoot, venv, environment: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  const script = (name: string) => `const fs = require("node:fs"), path = require("node:path"), e = process.env;
+    const settings = JSON.parse(fs.readFileSync(path.join(e.YOLO_CONFIG_DIR, "Ultralytics", "settings.json"), "utf8"));
+    fs.mkdirSync(settings.datasets_dir, { recursive: true });
+    const seen = fs.readdirSync(settings.datasets_dir);
+    fs.writeFileSync(path.join(settings.datasets_dir, "${name}.txt"), "a workspace's data");
+    fs.writeFileSync(path.join(e.HOME, "${name}.pt"), "weights");
+    console.log(JSON.stringify({ config: e.YOLO_CONFIG_DIR, home: e.HOME, tmp: e.TMPDIR, cache: e.XDG_CACHE_HOME, mpl: e.MPLCONFIGDIR, settings, seen,
+      font: fs.existsSync(path.join(e.YOLO_CONFIG_DIR, "Ultralytics", "Arial.ttf")) }))`;
+  const first = JSON.parse((await run(spec(script('first'), { workDir: 'homes/a' }), runtime)).lines('stdout')[0] as string);
+  const second = JSON.parse((await run(spec(script('second'), { workDir: 'homes/b' }), runtime)).lines('stdout')[0] as string);
+  const a = join(workRoot, 'homes', 'a');
+  const b = join(workRoot, 'homes', 'b');
+  t.match(first, { config: join(a, '.home', 'yolo-config'), home: join(a, '.home'), tmp: join(a, '.home', 'tmp'), cache: join(a, '.home', '.cache'), mpl: join(a, '.home', 'yolo-config', 'matplotlib') });
+  t.match(second, { config: join(b, '.home', 'yolo-config'), home: join(b, '.home') });
+  t.same(first.settings, { sync: false, datasets_dir: join(a, '.home', 'yolo-config', 'datasets'), weights_dir: join(a, '.home', 'yolo-config', 'weights') }, "the venv's settings, with its own dataset and weights folders");
+  t.equal(first.font, true, 'the fonts come along');
+  t.same(first.seen, [], "no dataset cached in the venv reaches a job");
+  t.same(second.seen, [], "nothing of the first job's is in the second's dataset folder");
+  t.notOk(existsSync(join(b, '.home', 'first.pt')));
+  t.same(readdirSync(join(venv, 'yolo-config', 'datasets')), ['cached.txt'], "nothing is written to the venv's settings");
 });
 
 t.test('the job runs in its work dir, created under the work root; ../ is refused', async (t) => {

@@ -3,7 +3,6 @@ import type { WorkerConfig } from './config.ts';
 import { DockerRuntime } from './runtimes/docker-runtime.ts';
 import { ProcessRuntime, agentEnvironment } from './runtimes/process-runtime.ts';
 import type { JobRuntime } from './runtimes/runtime.ts';
-import { trainerSettingsEnvironment } from './runtimes/trainer-settings.ts';
 
 /** The runtime the config names: Docker containers, or plain processes in the configured Python environment. */
 export function runtimeFromConfig(config: WorkerConfig): JobRuntime {
@@ -15,7 +14,6 @@ export function runtimeFromConfig(config: WorkerConfig): JobRuntime {
   if (config.processVenv) {
     environment.VIRTUAL_ENV = config.processVenv;
     environment.PATH = `${join(config.processVenv, 'bin')}:${environment.PATH ?? '/usr/bin:/bin'}`;
-    Object.assign(environment, trainerSettingsEnvironment(config.processVenv, config.workDir));
   }
-  return new ProcessRuntime({ workRoot: config.workDir, environment });
+  return new ProcessRuntime({ workRoot: config.workDir, environment, venv: config.processVenv });
 }

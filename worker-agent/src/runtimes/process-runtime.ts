@@ -1,5 +1,8 @@
-// Runs a job as a plain child process on the host: no image, no isolation. memoryBytes, cpus and shmBytes are
-// ignored here; only the Docker runtime can enforce them. An inference job (a deployment's server) runs on the agent's
+// Runs a job as a plain child process on the host, as the agent's user: no image, and no isolation the operating
+// system enforces (README: the process runtime). What it does keep apart: a job's environment is built from an
+// allowlist (never the agent's settings or its worker key), and its home, temporary files, caches and ultralytics'
+// settings are its own, in its work dir (job-home.ts). memoryBytes, cpus and shmBytes are ignored here; only the Docker
+// runtime can enforce them. An inference job (a deployment's server) runs on the agent's
 // own Node; a service job gets a free port of the host in PORT. GPUs are chosen with CUDA_VISIBLE_DEVICES. Each job runs
 // under a small supervisor (job-supervisor.ts) that sends its output to files and records its exit status, so the
 // job outlives the agent: an agent stopped (or killed) mid-job adopts it again when it starts, like Docker's.
@@ -9,6 +12,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { JobSpec } from '@vp/protocol';
+import { jobHomeEnvironment } from './job-home.ts';
 import { PROBE_COMMAND, PROBE_MAX_OUTPUT_BYTES, PROBE_TIMEOUT_MS } from '../exporter-probe.ts';
 import { ProcessJob } from './process-job.ts';
 import { ProcessJobState, processStartTime, type ProcessJobRecord } from './process-job-state.ts';
@@ -22,8 +26,10 @@ const INFERENCE_SERVER_MAIN = fileURLToPath(import.meta.resolve('@vp/inference-s
 export interface ProcessRuntimeOptions {
   /** Absolute; each job runs in `<workRoot>/<spec.workDir>`. */
   workRoot: string;
-  /** The jobs' base environment. Default: the agent's own, less its VP_WORKER_* settings (the worker key). */
+  /** The jobs' base environment. Default: the allowed part of the agent's own (agentEnvironment()). */
   environment?: Record<string, string>;
+  /** The trainer's Python environment: each job gets a copy of its ultralytics settings (job-home.ts). */
+  venv?: string;
   /** How long stop() waits after SIGTERM before SIGKILL. */
   stopGraceMs?: number;
 }
@@ -31,17 +37,19 @@ export interface ProcessRuntimeOptions {
 export class ProcessRuntime implements JobRuntime {
   readonly #workRoot: string;
   readonly #environment: Record<string, string>;
+  readonly #venv: string | undefined;
   readonly #stopGraceMs: number;
 
   constructor(options: ProcessRuntimeOptions) {
     this.#workRoot = resolve(options.workRoot);
     this.#environment = options.environment ?? agentEnvironment();
+    this.#venv = options.venv;
     this.#stopGraceMs = options.stopGraceMs ?? 10_000;
   }
 
   async start({ jobId, attempt, spec }: JobAssignment, sink: LogSink): Promise<RunningJob> {
     const cwd = await prepareWorkDir(this.#workRoot, spec.workDir);
-    const env = { ...this.#environment, ...spec.env };
+    const env = { ...this.#environment, ...jobHomeEnvironment(cwd, this.#venv), ...spec.env };
     // Without indexes the job keeps whatever the configured environment says.
     if (spec.gpus.count === 0) env.CUDA_VISIBLE_DEVICES = '';
     else if (spec.gpus.indexes) env.CUDA_VISIBLE_DEVICES = spec.gpus.indexes.join(',');
@@ -104,11 +112,17 @@ function command(spec: JobSpec): string[] {
   return [process.execPath, INFERENCE_SERVER_MAIN, ...serviceCommand(spec)];
 }
 
-/** The agent's own environment less its VP_WORKER_* settings (the worker key): what a job may see of it. */
-export function agentEnvironment(): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('VP_WORKER_')),
-  );
+/**
+ * What a job may see of the agent's environment: where programs and libraries are, the locale and time zone, how
+ * CUDA and the thread pools are set up. Nothing else (the worker key, other settings, proxies, a shell's secrets):
+ * a job may run a workspace's code.
+ */
+const INHERITED = new Set(['PATH', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'USER', 'LOGNAME', 'LD_LIBRARY_PATH', 'CUDA_HOME', 'CUDA_PATH', 'CUDA_DEVICE_ORDER', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS']);
+const inherited = (name: string) => INHERITED.has(name) || name.startsWith('LC_');
+
+/** The allowed part of the agent's own environment (INHERITED). */
+export function agentEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && inherited(entry[0])));
 }
 
 /** A running supervisor's environment (the job's), which is not kept on disk as it holds the job's keys; empty once it has ended. */
