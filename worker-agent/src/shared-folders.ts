@@ -1,8 +1,10 @@
 // The folders this host's operator shares with the control plane (VP_WORKER_SHARED_FOLDERS), read-only. Every path
 // comes from a user: it is resolved to its real path (symlinks followed) and refused unless it stays inside the root
-// it was asked under, and the root inside a shared folder. Listings are bounded in entries visited and depth.
+// it was asked under, and the root inside a shared folder. A folder on the way may be swapped for a symlink after that
+// check: every file and folder is opened first and read through its descriptor, and refused unless what was opened
+// (its real path, /proc/self/fd) is still inside the root. Listings are bounded in entries visited and depth.
 import { constants, type Dirent } from 'node:fs';
-import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import type { FolderEntry, FolderObject } from '@vp/protocol';
 
@@ -23,10 +25,13 @@ type Entry = { kind: 'folder' | 'file'; name: string; key: string; size?: number
 
 export class SharedFolders {
   readonly folders: string[];
+  /** Runs between a path's check and its open (tests swap a folder for a symlink there). */
+  readonly #checked: (path: string) => Promise<void> | void;
 
   /** `folders`: absolute paths, as configured. */
-  constructor(folders: string[]) {
+  constructor(folders: string[], options: { checked?: (path: string) => Promise<void> | void } = {}) {
     this.folders = folders;
+    this.#checked = options.checked ?? (() => {});
   }
 
   /** The real path of `root`, which must be a shared folder or a folder inside one. */
@@ -60,7 +65,7 @@ export class SharedFolders {
     const { dir, start } = splitPrefix(prefix);
     const base = dir ? await this.resolveKey(root, dir) : root;
     const entries: Entry[] = [];
-    for (const candidate of await this.entriesOf(base, dir.replace(/\/$/, ''), { visited: 0 })) {
+    for (const candidate of await this.entriesOf(root, base, dir.replace(/\/$/, ''), { visited: 0 })) {
       if (!candidate.name.startsWith(start) || (cursor && sortKey(candidate) <= cursor)) continue;
       const entry = await described(root, base, candidate);
       if (entry) entries.push(entry);
@@ -83,7 +88,7 @@ export class SharedFolders {
     let more = false;
     const walk = async (folder: string, key: string, depth: number): Promise<void> => {
       if (depth > MAX_DEPTH) throw new FolderError('failed', `${key}: folders nested deeper than ${MAX_DEPTH}`);
-      for (const candidate of await this.entriesOf(folder, key, budget)) {
+      for (const candidate of await this.entriesOf(root, folder, key, budget)) {
         if (more) return;
         const entryKey = sortKey(candidate);
         const isFolder = candidate.kind === 'folder';
@@ -107,10 +112,9 @@ export class SharedFolders {
   /** Opens a file for reading; refused past maxBytes before a byte is read. */
   async open(root: string, key: string, maxBytes: number): Promise<{ file: FileHandle; size: number }> {
     const real = await this.resolveKey(root, key);
-    // O_NOFOLLOW: the real path has no symlink left, unless one was swapped in since it was resolved.
-    const file = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW).catch((error: NodeJS.ErrnoException) => {
-      throw asFolderError(error, key);
-    });
+    await this.#checked(real);
+    // O_NOFOLLOW: the file itself is no symlink; openInside: nor was a folder on its way swapped for one.
+    const file = await openInside(root, real, constants.O_RDONLY | constants.O_NOFOLLOW, key);
     const info = await file.stat();
     const problem = !info.isFile() ? new FolderError('missing', `${key} is not a file`) : info.size > maxBytes ? tooLarge(key, maxBytes) : undefined;
     if (problem) {
@@ -121,12 +125,17 @@ export class SharedFolders {
   }
 
   /** A folder's entries in key order (a folder's key with its trailing /, so "a.b" comes before "a/x"), not yet stat'ed. */
-  private async entriesOf(folder: string, key: string, budget: { visited: number }): Promise<Entry[]> {
+  private async entriesOf(root: string, folder: string, key: string, budget: { visited: number }): Promise<Entry[]> {
+    await this.#checked(folder);
+    const handle = await openInside(root, folder, constants.O_RDONLY | constants.O_DIRECTORY, key || '/');
     let dirents: Dirent[];
     try {
-      dirents = await readdir(folder, { withFileTypes: true });
+      // Through the descriptor: the folder checked above, whatever its path leads to now.
+      dirents = await readdir(`/proc/self/fd/${handle.fd}`, { withFileTypes: true });
     } catch (error) {
       throw asFolderError(error as NodeJS.ErrnoException, key || '/');
+    } finally {
+      await handle.close();
     }
     budget.visited += dirents.length;
     if (budget.visited > MAX_ENTRIES_VISITED) throw new FolderError('failed', `more than ${MAX_ENTRIES_VISITED} entries to look through; use a narrower prefix`);
@@ -162,6 +171,22 @@ function splitPrefix(prefix: string): { dir: string; start: string } {
 function inside(folder: string, path: string): boolean {
   const rel = relative(folder, path);
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+}
+
+/**
+ * Opens `path` and refuses what was opened unless its real path (the kernel's, through /proc/self/fd) is inside `root`:
+ * a folder on the way swapped for a symlink since the path was checked leads elsewhere.
+ */
+async function openInside(root: string, path: string, flags: number, shown: string): Promise<FileHandle> {
+  const file = await open(path, flags).catch((error: NodeJS.ErrnoException) => {
+    throw asFolderError(error, shown);
+  });
+  const opened = await readlink(`/proc/self/fd/${file.fd}`).catch(() => undefined);
+  if (opened === undefined || !inside(root, opened)) {
+    await file.close();
+    throw new FolderError('denied', `${shown} leads outside the folder`);
+  }
+  return file;
 }
 
 async function realOf(path: string, shown: string): Promise<string> {
