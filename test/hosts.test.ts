@@ -138,9 +138,13 @@ t.test('API: owner and admin manage private hosts of their workspace only', asyn
   t.match(await call(server, 'POST', '/api/hosts', { key: keys.team, body: { name: 'team-box' } }), { status: 409 });
   t.match(await call(server, 'POST', '/api/hosts', { key: keys.team, body: { name: '-bad' } }), { status: 400 });
 
-  const listed = await call<{ hosts: Array<{ name: string; state: string }>; total: number }>(server, 'GET', '/api/hosts', { key: keys.team });
+  const listed = await call<{ hosts: Array<{ name: string; state: string; pool: boolean }>; total: number }>(server, 'GET', '/api/hosts', { key: keys.team });
   t.equal(listed.status, 200);
-  t.same(listed.body.hosts.map((host) => `${host.name}:${host.state}`), ['gpu-03:enrolling', 'team-box:enrolling'], 'private hosts only: no pool host');
+  t.same(
+    listed.body.hosts.map((host) => `${host.name}:${host.pool ? 'pool' : 'private'}`),
+    ['gpu-03:private', 'team-box:private', 'gpu-01:pool', 'gpu-02:pool'],
+    "the workspace's own hosts, then the pool's it can use",
+  );
   t.match(listed.body.hosts[0], { lastHeartbeatAt: null, hardware: null, agentVersion: null, agentOutdated: false, exporters: [], missingExporters: {}, createdAt: String });
 
   t.match(await call(server, 'GET', '/api/hosts', { key: keys.editor }), { status: 403 });
@@ -148,7 +152,9 @@ t.test('API: owner and admin manage private hosts of their workspace only', asyn
   t.match(await call(server, 'DELETE', '/api/hosts/team-box', { key: keys.editor }), { status: 403 });
   t.match(await call(server, 'GET', '/api/hosts', {}), { status: 401 });
 
-  t.match(await call(server, 'GET', '/api/hosts', { key: keys.bobby }), { status: 200, body: { hosts: [], total: 0 } });
+  const strangers = await call<{ hosts: Array<{ name: string; pool: boolean }>; total: number }>(server, 'GET', '/api/hosts', { key: keys.bobby });
+  t.same(strangers.body.hosts.map((host) => `${host.name}:${host.pool ? 'pool' : 'private'}`), ['gpu-01:pool', 'gpu-02:pool'], "another workspace's private hosts are not listed");
+  t.match(await call(server, 'POST', '/api/hosts/gpu-01/rotate', { key: keys.team }), { status: 404 }, 'pool hosts are listed, not managed, through the API');
   t.match(await call(server, 'DELETE', '/api/hosts/team-box', { key: keys.bobby }), { status: 404 }, "another workspace's host is 404");
   t.match(await call(server, 'POST', '/api/hosts/team-box/rotate', { key: keys.bobby }), { status: 404 });
   t.match(await call(server, 'DELETE', '/api/hosts/gpu-01', { key: keys.team }), { status: 404 }, 'pool hosts are operator-only');

@@ -117,6 +117,10 @@ t.test('events from the job key land on its model; a cancel is answered cancelle
   t.same(reading.body.job.history.map((row: { epoch: number }) => row.epoch), [0]);
   t.equal((await call<{ model: { metrics: Record<string, number> } }>(server, 'GET', '/api/models/alice/detector/m1', { key: alice })).body.model.metrics.mAP50, 0.25);
   t.equal((await call(server, 'GET', '/api/models/alice/detector/m1/training', { key: bobby })).status, 404, 'another workspace');
+  const poolHost = async (key: string) =>
+    (await call<{ hosts: Array<{ name: string; pool: boolean; runningJobs: string[] }> }>(server, 'GET', '/api/hosts', { key })).body.hosts.find((host) => host.name === 'gpu-box');
+  t.match(await poolHost(alice), { pool: true, runningJobs: [jobId] }, 'the pool host is listed with the job it runs for this workspace');
+  t.match(await poolHost(bobby), { pool: true, runningJobs: [] }, "another workspace sees the pool host, not alice's job");
 
   t.match((await call(server, 'DELETE', '/api/models/alice/detector/m1/training', { key: alice })).body, { success: true, status: 'cancelled', warning: /stops after its current epoch/ });
   t.match((await metrics(jobKey, { event: 'epoch_end', modelId, data: { epoch: 1, metrics: {} } })).body, { cancelled: true }, 'the trainer hears it');

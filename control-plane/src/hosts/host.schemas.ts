@@ -17,6 +17,9 @@ export const HostCreate = z.object({
 
 export const HostListItem = z.object({
   name: z.string(),
+  pool: z.boolean().meta({
+    description: "true: a host of the appliance-wide pool, which runs every workspace's jobs; listed read-only (the operator connects, rotates and disconnects it with vpctl), with only this workspace's running jobs",
+  }),
   state: z.enum(HOST_STATES),
   runningJobs: z.array(z.string()).meta({ description: 'Ids of the jobs the host runs now' }),
   lastHeartbeatAt: z.iso.datetime().nullable(),

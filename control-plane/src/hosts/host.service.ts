@@ -22,6 +22,7 @@ export const ENROLLMENT_TTL_MS = 10 * 60_000;
 export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof HostListItem> {
   return {
     name: host.name,
+    pool: host.workspace === null,
     state: host.state,
     runningJobs,
     lastHeartbeatAt: host.lastHeartbeatAt?.toISOString() ?? null,
@@ -72,18 +73,21 @@ export class HostService {
     return this.em.find(Host, where, { populate: ['workspace'], orderBy: { name: 'asc', createdAt: 'asc' } });
   }
 
+  /** The workspace's private hosts, then the appliance-wide pool's (read-only here: the operator manages them), each with only this workspace's jobs. */
   async listForActor(actor: Actor): Promise<Array<z.input<typeof HostListItem>>> {
-    const hosts = await this.em.find(Host, { workspace: this.adminWorkspace(actor) }, { orderBy: { name: 'asc' } });
-    const running = await this.runningJobIds(hosts);
-    return hosts.map((host) => hostListItem(host, running.get(host.id) ?? []));
+    const workspaceId = this.adminWorkspace(actor);
+    const hosts = await this.em.find(Host, { $or: [{ workspace: workspaceId }, { workspace: null }] }, { orderBy: { name: 'asc', createdAt: 'asc' } });
+    const running = await this.runningJobIds(hosts, workspaceId);
+    const items = hosts.map((host) => hostListItem(host, running.get(host.id) ?? []));
+    return [...items.filter((item) => !item.pool), ...items.filter((item) => item.pool)];
   }
 
-  /** The ids of the jobs each host runs now, oldest first. */
-  async runningJobIds(hosts: Host[]): Promise<Map<string, string[]>> {
+  /** The ids of the jobs each host runs now, oldest first; with `workspaceId`, only that workspace's (a pool host runs everyone's). */
+  async runningJobIds(hosts: Host[], workspaceId?: string): Promise<Map<string, string[]>> {
     const rows = await query<{ host_id: string; id: string }>(
       this.em,
-      `select host_id, id from jobs where host_id = any(?::text[]) and status = 'running' order by started_at, id`,
-      [pgArray(hosts.map((host) => host.id))],
+      `select host_id, id from jobs where host_id = any(?::text[]) and status = 'running' and (?::text is null or workspace_id = ?) order by started_at, id`,
+      [pgArray(hosts.map((host) => host.id)), workspaceId ?? null, workspaceId ?? null],
     );
     const byHost = new Map<string, string[]>();
     for (const row of rows) byHost.set(row.host_id, [...(byHost.get(row.host_id) ?? []), row.id]);
