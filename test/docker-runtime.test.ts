@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import type { JobSpec } from '@vp/protocol';
-import { containerName, containerOptions, DockerRuntime, type DockerRuntimeOptions } from '../worker-agent/src/runtimes/docker-runtime.ts';
+import { containerName, containerOptions, DockerRuntime, JOB_NETWORK, jobUser, type DockerRuntimeOptions } from '../worker-agent/src/runtimes/docker-runtime.ts';
 import type { JobAssignment, LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
 import { dockerForTests } from './helpers/docker.ts';
 import { probeExporters } from '../worker-agent/src/exporter-probe.ts';
@@ -109,7 +109,8 @@ t.test('limits, labels, name, mount and environment are set as the spec says (se
   const { job, assigned, container } = await startUp(jobSpec);
   const info = await container.inspect();
   t.equal(info.State.Running, true);
-  t.match(info.HostConfig, { Memory: 64 * MiB, MemorySwap: 64 * MiB, NanoCpus: 500_000_000, ShmSize: 32 * MiB, Init: true, NetworkMode: 'host' });
+  t.match(info.HostConfig, { Memory: 64 * MiB, MemorySwap: 64 * MiB, NanoCpus: 500_000_000, ShmSize: 32 * MiB, Init: true, NetworkMode: JOB_NETWORK, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] });
+  t.equal(info.Config.User, `${jobUser().uid}:${jobUser().gid}`);
   t.same(info.Config.Labels, {
     'vp.managed': 'true',
     'vp.host': host,
@@ -126,6 +127,32 @@ t.test('limits, labels, name, mount and environment are set as the spec says (se
   await t.rejects(runtime().start(assigned, () => {}), /already has a container/);
   await job.stop('done looking');
   await job.release();
+});
+
+t.test("a job's container runs unprivileged: not root, no capabilities, no other job's files, not on the host's network", async (t) => {
+  const first = await run(spec('echo "first job\'s data" > secret.txt; cat /proc/self/status /proc/net/dev', { workDir: 'isolated/first' }));
+  t.same(first.outcome, { outcome: 'completed' }, first.lines('stderr').join('\n'));
+  const status = (name: string) => first.lines('stdout').find((line) => line.startsWith(`${name}:`))?.split(/\s+/).slice(1);
+  const { uid, gid } = jobUser();
+  t.not(uid, 0);
+  t.same(status('Uid'), [uid, uid, uid, uid].map(String), 'its user: the unprivileged job user');
+  t.same(status('Gid'), [gid, gid, gid, gid].map(String));
+  for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) t.equal(status(set)?.[0], '0000000000000000', `${set}: no capability`);
+  t.same(status('NoNewPrivs'), ['1'], 'no-new-privileges');
+  // /proc/net/dev lists the interfaces of the network namespace: the host's bridges are not in the container's.
+  const interfaces = (lines: readonly string[]) => lines.filter((line) => /^\s*[\w.@-]+:\s+\d/.test(line)).map((line) => line.split(':')[0]!.trim());
+  const own = interfaces(first.lines('stdout'));
+  const hostOnly = interfaces(readFileSync('/proc/net/dev', 'utf8').split('\n')).filter((name) => !own.includes(name));
+  t.ok(own.includes('lo') && hostOnly.length > 0, `a network namespace of its own (${own.join(', ')}), not the host's`);
+  const network = await docker.getNetwork(JOB_NETWORK).inspect();
+  t.equal(network.Options?.['com.docker.network.bridge.enable_icc'], 'false', 'containers on the job network cannot reach one another');
+
+  const secret = join(workRoot, 'isolated', 'first', 'secret.txt');
+  t.equal(readFileSync(secret, 'utf8'), "first job's data\n");
+  const second = await run(spec(`cat ${secret} || echo "not there"; cat /proc/1/root${secret} || echo "not there either"; echo mine > own.txt`, { workDir: 'isolated/second' }));
+  t.same(second.outcome, { outcome: 'completed' });
+  t.same(second.lines('stdout'), ['not there', 'not there either'], "another job's work dir is not in its container");
+  t.equal(readFileSync(join(workRoot, 'isolated', 'second', 'own.txt'), 'utf8'), 'mine\n', 'its own work dir is writable to it');
 });
 
 t.test('stop() cancels: the job gets SIGTERM, the container is stopped and removed', async (t) => {

@@ -92,9 +92,11 @@ log "venv /opt/trainer"
 in_root /bin/bash /tmp/trainer-setup/setup-env.sh /opt/trainer >&2
 
 log "trimming rootfs"
-# Containers may run under an arbitrary --user: keep matplotlib's (pre-built) cache dir writable and
-# give fontconfig a cache location (XDG_CACHE_HOME below) that is not under an unwritable $HOME.
-chmod 1777 "$root/opt/trainer/yolo-config/matplotlib"
+# Jobs run as an unprivileged user (the Docker runtime's, or an arbitrary --user): ultralytics' settings, its dataset
+# and weights caches and matplotlib's (pre-built) cache stay writable to it, each container writing its own copy (a
+# layer of its own: nothing one job caches there reaches another); fontconfig gets a cache location (XDG_CACHE_HOME
+# below) that is not under an unwritable $HOME.
+chmod -R a+rwX "$root/opt/trainer/yolo-config"
 in_root apt-get clean
 rm -rf "$root"/tmp/trainer-setup "$root"/var/lib/apt/lists/* "$root"/usr/share/{doc,man,info}/* \
   "$root"/root/.cache

@@ -6,7 +6,7 @@ import Docker from 'dockerode';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -30,6 +30,19 @@ export async function requireLocalImage(docker: Docker, image: string, script: s
     .catch(() => {
       throw new Error(`no image ${image}: run ${script} as root (.ci/run does)`);
     });
+}
+
+/**
+ * An address of this machine that containers on a bridge network reach it at (its loopback they cannot): the first
+ * IPv4 address of a network interface that is not Docker's own, as a control plane's public URL would name it.
+ */
+export function addressForContainers(): string {
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    if (/^(lo|docker|br-|veth)/.test(name)) continue;
+    const found = addresses?.find((address) => address.family === 'IPv4' && !address.internal);
+    if (found) return found.address;
+  }
+  throw new Error('no network interface with an IPv4 address that containers could reach this machine at');
 }
 
 async function reachable(docker: Docker): Promise<boolean> {

@@ -3,12 +3,16 @@
 // job's command is the container's Cmd, run without a shell; an image's ENTRYPOINT (NVIDIA's images set one up,
 // then exec their arguments) still comes first. Docker's init is PID 1, so the job gets the SIGTERM of a stop
 // (a process that is PID 1 ignores it) and its orphans are reaped. Containers carry labels naming the job, the
-// attempt and this agent, which is how recover() finds them after the agent restarts. A service job (a deployment's
-// inference server, from the inference image) runs on Docker's bridge instead, its port published on a free host port.
+// attempt and this agent, which is how recover() finds them after the agent restarts.
+// A job may run a workspace's code (weights are pickles), so its container is kept from the host and from other jobs:
+// it runs as an unprivileged user (jobUser), with every capability dropped and no-new-privileges, sees no other job's
+// files (only its own work dir is mounted), and runs on JOB_NETWORK, a bridge of its own on which containers cannot
+// reach one another; a service job (a deployment's inference server) publishes its port on a free host port there.
 import Docker from 'dockerode';
 import { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { resolve } from 'node:path';
+import { lchown, readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { failureCause } from './failure-cause.ts';
 import { LogBatcher, TAIL_LINES, jobFiles, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob, type ServiceKind } from './runtime.ts';
 import { causeContext, DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
@@ -29,7 +33,32 @@ export interface DockerRuntimeOptions {
   stopGraceMs?: number;
   /** The Docker engine's socket. Default: DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
+  /** Who jobs run as. Default: jobUser(). */
+  user?: JobUser;
 }
+
+export interface JobUser {
+  uid: number;
+  gid: number;
+}
+
+/** nobody:nogroup on Debian. */
+const NOBODY: JobUser = { uid: 65534, gid: 65534 };
+
+/** The agent's own user when that is not root (its work dirs are its own already), else nobody. */
+export function jobUser(): JobUser {
+  const uid = process.getuid?.() ?? 0;
+  return uid === 0 ? NOBODY : { uid, gid: process.getgid?.() ?? uid };
+}
+
+/**
+ * The bridge network jobs run on, created when missing: containers on it reach what the host's network reaches (the
+ * control plane at its public URL) but not one another (inter-container traffic off).
+ */
+export const JOB_NETWORK = 'vp-jobs';
+
+/** What every container of this runtime runs under: no root, no capabilities, no way to gain privileges. */
+const UNPRIVILEGED = { CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] };
 
 const LABELS = {
   managed: 'vp.managed',
@@ -54,7 +83,7 @@ export function containerName(jobId: string, attempt: number): string {
 /** What Docker is asked to create for a job; `workDir` is the job's absolute work dir on the host. */
 export function containerOptions(
   { jobId, attempt, spec }: JobAssignment,
-  { image, workDir, host }: { image: string; workDir: string; host: string },
+  { image, workDir, host, user = NOBODY }: { image: string; workDir: string; host: string; user?: JobUser },
 ): Docker.ContainerCreateOptions {
   const env: Record<string, string> = { ...spec.env, ...(spec.service && { PORT: String(spec.service.port) }) };
   // The NVIDIA runtime exposes what this names (images often bake in "all"); 'void' exposes nothing. With a count
@@ -70,16 +99,19 @@ export function containerOptions(
     name: containerName(jobId, attempt),
     Image: image,
     Cmd: spec.command,
+    User: `${user.uid}:${user.gid}`,
     Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
     WorkingDir: workDir,
     Labels: labels,
     ...(service && { ExposedPorts: { [service]: {} } }),
     HostConfig: {
       Init: true,
-      // The host's network: a job reaches the control plane at the URL the host does (a trainer reports through
-      // its webhooks), and multi-GPU collectives are not slowed by a bridge. A service gets a port of its own on
-      // the host instead (Docker picks a free one), so any number of them run side by side.
-      ...(service ? { PortBindings: { [service]: [{ HostPort: '' }] } } : { NetworkMode: 'host' }),
+      ...UNPRIVILEGED,
+      // Never the host's network (its loopback services, other jobs' ports): a trainer reaches the control plane at
+      // its public URL through the bridge. A service gets a port of its own on the host (Docker picks a free one),
+      // so any number of them run side by side.
+      NetworkMode: JOB_NETWORK,
+      ...(service && { PortBindings: { [service]: [{ HostPort: '' }] } }),
       Mounts: [{ Type: 'bind', Source: workDir, Target: workDir }],
       DeviceRequests: spec.gpus.count > 0 ? [{ Driver: 'nvidia', ...gpus, Capabilities: [['gpu']] }] : undefined,
       Memory: spec.memoryBytes,
@@ -111,6 +143,9 @@ export class DockerRuntime implements JobRuntime {
   readonly #defaultImage: string | undefined;
   readonly #inferenceImage: string;
   readonly #stopGraceMs: number;
+  readonly #user: JobUser;
+  /** Settles once JOB_NETWORK exists; reset after a failure, to be tried again by the next job. */
+  #network: Promise<void> | undefined;
 
   constructor(options: DockerRuntimeOptions) {
     this.#docker = new Docker(options.socketPath === undefined ? undefined : { socketPath: options.socketPath });
@@ -119,6 +154,7 @@ export class DockerRuntime implements JobRuntime {
     this.#defaultImage = options.defaultImage;
     this.#inferenceImage = options.inferenceImage ?? DEFAULT_INFERENCE_IMAGE;
     this.#stopGraceMs = options.stopGraceMs ?? 10_000;
+    this.#user = options.user ?? jobUser();
   }
 
   /** Rejects, with nothing left running, when the job cannot start: no image, an image that cannot be pulled, a bad work dir. */
@@ -128,8 +164,10 @@ export class DockerRuntime implements JobRuntime {
     const image = spec.image ?? (spec.environment === 'inference' ? this.#inferenceImage : this.#defaultImage);
     if (image === undefined) throw new Error('the job names no image and this agent has no trainer image configured');
     const workDir = await prepareWorkDir(this.#workRoot, spec.workDir);
+    await handOver(workDir, this.#user);
     await this.#ensureImage(image);
-    const container = await this.#docker.createContainer(containerOptions(assignment, { image, workDir, host: this.#host })).catch((error: unknown) => {
+    await this.#ensureNetwork();
+    const container = await this.#docker.createContainer(containerOptions(assignment, { image, workDir, host: this.#host, user: this.#user })).catch((error: unknown) => {
       if (statusOf(error) === 409) throw new Error(`job ${jobId} attempt ${attempt} already has a container (${containerName(jobId, attempt)})`);
       throw error;
     });
@@ -209,7 +247,8 @@ export class DockerRuntime implements JobRuntime {
       Image: image,
       Cmd: [PROBE_COMMAND],
       Labels: { [LABELS.host]: this.#host },
-      HostConfig: { NetworkMode: 'none', Init: true },
+      User: `${this.#user.uid}:${this.#user.gid}`,
+      HostConfig: { NetworkMode: 'none', Init: true, ...UNPRIVILEGED },
     });
     try {
       const output = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
@@ -251,6 +290,30 @@ export class DockerRuntime implements JobRuntime {
     return present ? ['inference'] : [];
   }
 
+  async #ensureNetwork(): Promise<void> {
+    this.#network ??= this.#createNetwork().catch((error: unknown) => {
+      this.#network = undefined;
+      throw error;
+    });
+    await this.#network;
+  }
+
+  async #createNetwork(): Promise<void> {
+    const present = await this.#docker.getNetwork(JOB_NETWORK).inspect().then(
+      () => true,
+      (error: unknown) => {
+        if (statusOf(error) === 404) return false;
+        throw error;
+      },
+    );
+    if (present) return;
+    const options = { Name: JOB_NETWORK, Driver: 'bridge', Options: { 'com.docker.network.bridge.enable_icc': 'false' }, Labels: { [LABELS.managed]: 'true' } };
+    // 409: another agent on this host created it meanwhile.
+    await this.#docker.createNetwork(options).catch((error: unknown) => {
+      if (statusOf(error) !== 409) throw error;
+    });
+  }
+
   /** Present locally: used as it is. Otherwise pulled, which fails on a host that cannot reach the registry. */
   async #ensureImage(image: string): Promise<void> {
     try {
@@ -279,5 +342,18 @@ export class DockerRuntime implements JobRuntime {
       });
     this.#docker.modem.demuxStream(output, to('stdout'), to('stderr'));
     return { output, logs };
+  }
+}
+
+/**
+ * Gives the job's user its work dir and what the agent fetched into it (its inputs), symlinks not followed, when the
+ * agent runs as root (so made them root's).
+ */
+async function handOver(dir: string, user: JobUser): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  await lchown(dir, user.uid, user.gid);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) await handOver(join(dir, entry.name), user);
+    else await lchown(join(dir, entry.name), user.uid, user.gid);
   }
 }
