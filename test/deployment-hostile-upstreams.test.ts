@@ -258,6 +258,31 @@ t.test('a server that sends a byte now and then: 504 at DEPLOYMENT_TIMEOUT_SECON
   );
 });
 
+t.test("a server that refuses its camera with a huge body: a few hundred bytes quoted, the rest not read", async (t) => {
+  const chunk = Buffer.alloc(MiB, 0x61);
+  let written = 0;
+  behaviour = (req, res) => {
+    req.resume();
+    res.writeHead(400, { 'content-type': 'text/plain' });
+    written = 0;
+    const more = () => {
+      while (written < 256 * MiB && !res.destroyed) {
+        written += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  };
+  t.equal((await call(server, 'PATCH', '/api/deployments/alice/own', { key: alice, body: { action: 'camera', url: 'rtsp://127.0.0.1:8554/cam', fps: 1 } })).status, 202);
+  const deployment = await eventually(async () => {
+    const { body } = await call<{ deployment: { cameraApplying: boolean; statusMessage?: string } }>(server, 'GET', '/api/deployments/alice/own', { key: alice });
+    return !body.deployment.cameraApplying && body.deployment;
+  }, 'the camera change to fail');
+  t.match(deployment.statusMessage, /^The camera change failed: its server answered 400: a{300}$/);
+  t.ok(written < 64 * MiB, `the refusal was not read to its end (${written / MiB} MiB written)`);
+});
+
 t.test('behind a trusted proxy the agent is where the proxy says, not where the agent says', async (t) => {
   const replica = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { TRUST_PROXY: 'true', LOG_LEVEL: 'silent' } });
   // What a proxy in front of the replica sends on: the agent's own claim first, then the address it saw.
