@@ -1,6 +1,6 @@
 // What a control plane killed mid-ingest or mid-upload leaves on disk (an extracted archive in the temp folder, a
-// partial file in the blob store's temp folder) is deleted at the next start and hourly; what live work, another
-// replica's included, still uses is kept.
+// partial file in the blob store's temp folder) is deleted at the next start and hourly, or as soon as another attempt
+// takes the ingest over or it ends; what live work, another replica's included, still uses is kept.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { newId } from '../control-plane/src/db/ids.ts';
 import { makeWorkDir } from '../control-plane/src/ingest/ingest-workdir.ts';
+import { processTag } from '../control-plane/src/process-identity.ts';
 import { adminQuery } from './helpers/db.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call, startTestServer } from './helpers/server.ts';
@@ -52,6 +53,12 @@ t.test('a restart deletes the work folders of dead ingest attempts and stale blo
   }
   const recent = randomUUID();
   writeFileSync(join(temp, recent), 'still arriving at another replica');
+  // Named after their writers: a process here that has ended (this one's pid with another start time), and a live one.
+  const deadWriter = processTag().replace(/-\d+-$/, '-1-');
+  const killedMidPut = `${deadWriter}${randomUUID()}`;
+  for (const name of [killedMidPut, `${killedMidPut}.json`]) writeFileSync(join(temp, name), 'partial, a minute ago');
+  const live = `${processTag()}${randomUUID()}`;
+  writeFileSync(join(temp, live), 'still arriving here');
 
   await world.server.close();
   await startTestServer(t, { databaseUrl: world.server.databaseUrl, env: { STORAGE_URL: `file://${blobs}` } });
@@ -59,7 +66,37 @@ t.test('a restart deletes the work folders of dead ingest attempts and stale blo
   t.notOk(existsSync(deadAttemptDir), 'so is the folder of an attempt another process took over');
   t.ok(existsSync(liveAttemptDir), 'the running attempt keeps its folder (whichever replica runs it)');
   t.ok(existsSync(strangerDir), 'a folder of a job this database does not know is left alone');
-  t.same(readdirSync(temp), [recent], 'stale temp files and their sidecars are deleted; a recent one is kept');
+  t.same(readdirSync(temp).sort(), [recent, live].sort(), "stale temp files, a dead process's however recent, and their sidecars are deleted; live ones are kept");
+});
+
+t.test("an ingest's folders left by a dead attempt go when another attempt takes over, or when the job ends cancelled", async (t) => {
+  const world = await startWorld(t);
+  const datasetId = await createDataset(world, world.alice, { dataset: 'resumed', name: 'Resumed' });
+  const sql = (text: string, params: unknown[] = []) => adminQuery(text, params, world.server.databaseUrl);
+  // Running attempt 1 of a process that died (kill -9): its lease lapsed, so this control plane takes the job again.
+  const orphaned = async (cancelRequested: boolean) => {
+    const id = newId();
+    await sql(
+      `insert into jobs (id, created_at, updated_at, workspace_id, kind, subject_id, status, payload, attempts, max_attempts, lease_owner, lease_expires_at, cancel_requested, priority)
+       select $1, now(), now(), workspace_id, 'ingest', id, 'running', '{}', 1, 3, 'killed', now() - interval '1 second', $2, 0 from datasets where id = $3`,
+      [id, cancelRequested, datasetId],
+    );
+    const dir = await makeWorkDir(tmpdir(), id, 1);
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'archive.zip'), 'half downloaded');
+    await sql(`select pg_notify('vp_jobs', 'ingest')`);
+    return { id, dir };
+  };
+  const ended = async (id: string) => {
+    const [job] = (await sql('select status, attempts from jobs where id = $1', [id])).rows;
+    return ['completed', 'failed', 'cancelled'].includes(job.status) && job;
+  };
+  const retried = await orphaned(false);
+  t.match(await eventually(() => ended(retried.id), 'the retried ingest to end', 30_000), { attempts: 2 }, 'a second attempt ran');
+  t.notOk(existsSync(retried.dir), "the dead attempt's folder was deleted by the attempt that took over");
+  const cancelled = await orphaned(true);
+  t.match(await eventually(() => ended(cancelled.id), 'the cancelled ingest to end', 30_000), { status: 'cancelled' });
+  t.notOk(existsSync(cancelled.dir), 'a job cancelled while its process was dead ends without its folder');
 });
 
 t.test('the sweep keeps the temp file of an upload in progress, however long it has been idle', async (t) => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { writeFileOnce } from '@vp/config';
 import type { Logger } from 'pino';
 import pg from 'pg';
+import { leftByEnded, processTag } from '../process-identity.ts';
 import { checkPostgresCanReach } from './embedded-access.ts';
 
 export interface EmbeddedDatabase {
@@ -16,7 +17,7 @@ export interface EmbeddedDatabase {
 }
 
 const DATABASE = 'vision';
-/** Which process started the running server (see processIdentity), kept beside its data while it runs. */
+/** Which process started the running server (processTag), kept beside its data while it runs. */
 const OWNER_FILE = 'postgres-owner';
 /** How long an orphaned server gets to shut down before the start gives up. */
 const ORPHAN_STOP_MS = 60_000;
@@ -59,24 +60,6 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-/** A live process's pid and, on Linux, start time (a pid used again is another process); undefined once it has ended. */
-function processIdentity(pid: number): string | undefined {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
-  }
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return String(pid);
-  }
-  // After the command's closing parenthesis: state, then 18 fields, then the start time (proc(5) fields 3 and 22).
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return fields[0] === 'Z' ? undefined : `${pid} ${fields[19]}`;
-}
-
 /**
  * A server whose starter died without stopping it (kill -9) is stopped, so that this start owns the one it starts and a
  * normal stop stops it. A server whose starter lives (the appliance, with vpctl beside it) or of unknown starter is kept.
@@ -84,7 +67,7 @@ function processIdentity(pid: number): string | undefined {
 async function stopOrphan(dataDir: string, databaseDir: string, log: Logger): Promise<boolean> {
   const owner = join(dataDir, OWNER_FILE);
   const recorded = existsSync(owner) ? readFileSync(owner, 'utf8').trim() : undefined;
-  if (recorded === undefined || processIdentity(Number(recorded.split(' ')[0])) === recorded) return false;
+  if (recorded === undefined || !leftByEnded(recorded)) return false;
   const pidFile = join(databaseDir, 'postmaster.pid');
   const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
   if (!Number.isInteger(postmaster) || postmaster <= 0) return false;
@@ -136,7 +119,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   }
   // Recorded first: a start killed from here on leaves a server the next start knows as an orphan.
   const owner = join(dataDir, OWNER_FILE);
-  writeFileSync(owner, processIdentity(process.pid)!, { mode: 0o600 });
+  writeFileSync(owner, processTag(), { mode: 0o600 });
   await server.start();
   const admin = new pg.Client({ connectionString: `postgres://postgres:${secret}@127.0.0.1:${port}/postgres` });
   await admin.connect();

@@ -12,6 +12,17 @@ export function makeWorkDir(root: string, jobId: string, attempt: number): Promi
 }
 
 /**
+ * Deletes the folders of the job's attempts other than `keep` (all of them without it), left behind where this
+ * process runs: a later attempt takes over from one whose process died, or the job ends without an attempt running.
+ */
+export async function removeJobWorkDirs(root: string, jobId: string, keep?: number): Promise<void> {
+  for (const name of await readdir(root)) {
+    const match = WORK_DIR.exec(name);
+    if (match?.[1] === jobId && Number(match[2]) !== keep) await rm(join(root, name), { recursive: true, force: true });
+  }
+}
+
+/**
  * Deletes the work folders that attempts left behind when their process died (kill -9 during an extraction).
  * A folder is abandoned when its job, in this database, is no longer running that attempt: it ended, or a later
  * attempt took it over (the one that lost the lease stops at its next renewal). Folders of running attempts,

@@ -24,7 +24,7 @@ import { fileReader, stageImages, type ItemReader } from './ingest-staging.ts';
 import { commitReference } from './reference/reference-commit.ts';
 import { planReference } from './reference/reference-plan.ts';
 import { openReference } from './reference/reference-storage.ts';
-import { makeWorkDir, sweepWorkDirs } from './ingest-workdir.ts';
+import { makeWorkDir, removeJobWorkDirs, sweepWorkDirs } from './ingest-workdir.ts';
 
 /**
  * An ingest: fetch the file → extract (archives) → plan (format detection, labels) → stage every image
@@ -53,6 +53,8 @@ export class IngestJob implements JobHandler {
 
   async run(context: JobContext): Promise<Record<string, unknown>> {
     const payload = context.payload as unknown as IngestPayload;
+    // This attempt takes over from earlier ones whose process died: what they left here goes now.
+    await removeJobWorkDirs(this.workRoot, context.id, context.attempt);
     const work = await makeWorkDir(this.workRoot, context.id, context.attempt);
     // Seconds per stage, reported with the result: where an ingest spends its time.
     const seconds: Record<string, number> = {};
@@ -131,8 +133,9 @@ export class IngestJob implements JobHandler {
     return sweepWorkDirs(em, this.workRoot);
   }
 
-  /** Drops what the attempt staged and deletes the bytes no image, version or other job uses. */
+  /** Drops what the attempt staged and deletes the bytes no image, version or other job uses, and its attempts' folders here. */
   async discard(context: JobContext): Promise<void> {
+    await removeJobWorkDirs(this.workRoot, context.id);
     const staged = await query<{ hash: string; ext: string }>(context.em, 'delete from ingest_staged_images where job_id = ? returning hash, ext', [context.id]);
     await releaseImageBlobs(context.em, this.storage, context.workspaceId, staged);
   }

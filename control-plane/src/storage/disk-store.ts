@@ -4,6 +4,7 @@ import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } fro
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { leftByEnded, processTag } from '../process-identity.ts';
 import {
   BlobExists,
   type BlobHead,
@@ -28,8 +29,9 @@ const META_DIR = '.meta';
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 const WRITE_CHUNK_BYTES = 1024 * 1024;
 /**
- * A temp file not written to for this long belongs to a put whose process died: every chunk a put receives
- * touches its file, and no upload stalls a day (replicas sharing the folder cannot see each other's puts).
+ * A temp file is named after the process writing it (processTag): one of a process here that has ended is deleted at
+ * once. One of another replica sharing the folder, whose process cannot be checked from here, goes when nothing has
+ * written to it for this long: every chunk a put receives touches its file, and no upload stalls a day.
  */
 const INTERRUPTED_AFTER_MS = 24 * 3600_000;
 
@@ -57,6 +59,7 @@ export class DiskBlobStore implements BlobStore {
   readonly root: string;
   /** Temp files of this process's puts in progress, never swept whatever their age. */
   private readonly writing = new Set<string>();
+  private readonly tag = processTag();
 
   constructor(root: string) {
     this.root = root;
@@ -64,7 +67,7 @@ export class DiskBlobStore implements BlobStore {
 
   async put(key: string, body: Readable, options: PutOptions): Promise<StoredBlob> {
     checkKey(key);
-    const tmp = join(this.root, TMP_DIR, randomUUID());
+    const tmp = join(this.root, TMP_DIR, `${this.tag}${randomUUID()}`);
     await mkdir(dirname(tmp), { recursive: true });
     const counter = new CountingHash(options.expectedBytes, { md5: false });
     this.writing.add(tmp);
@@ -149,7 +152,7 @@ export class DiskBlobStore implements BlobStore {
       const path = join(dir, name);
       if (this.writing.has(path.replace(/\.json$/, ''))) continue;
       const info = await stat(path).catch((error: unknown) => (isMissing(error) ? undefined : Promise.reject(error)));
-      if (!info?.isFile() || Date.now() - info.mtimeMs < INTERRUPTED_AFTER_MS) continue;
+      if (!info?.isFile() || (!leftByEnded(name) && Date.now() - info.mtimeMs < INTERRUPTED_AFTER_MS)) continue;
       await rm(path, { force: true });
       deleted++;
     }
