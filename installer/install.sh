@@ -3,7 +3,8 @@
 # sits in (installer/bundle/build-bundle.sh builds it; nothing is downloaded). As root:
 #   tar xf vision-appliance-<version>.tar && vision-appliance-<version>/install.sh [--port N] [--public-url URL]
 #   install.sh --rollback        back to the release the last upgrade replaced (vision-appliance rollback)
-#   install.sh --restore DIR     a new install that starts from a backup (vpctl backup DIR on the old server)
+#   install.sh --restore DIR --backup-key FILE   a new install that starts from a backup (vpctl backup DIR on the
+#                                old server; FILE: its backup key, backup-key in that server's DATA_DIR)
 #   install.sh --gpu-host NAME   this host runs jobs too (its GPUs, or CPU): the bundle's worker agent is installed and
 #                                enrolled as host NAME; later runs of install.sh upgrade it
 # It checks the bundle's checksums and the host, creates the user vision, unpacks the release into
@@ -16,19 +17,20 @@ set -euo pipefail
 started=$SECONDS
 bundle=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   printf 'install.sh: %s\n' "$*" >&2
   exit 1
 }
 
-port= public_url= rollback= restore= gpu_host=
+port= public_url= rollback= restore= backup_key= gpu_host=
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=${2:-}; shift 2 || die "--port needs a number" ;;
     --public-url) public_url=${2:-}; shift 2 || die "--public-url needs a URL" ;;
     --rollback) rollback=1; shift ;;
     --restore) restore=${2:-}; shift 2 || die "--restore needs the backup's folder" ;;
+    --backup-key) backup_key=${2:-}; shift 2 || die "--backup-key needs the backup key's file" ;;
     --gpu-host) gpu_host=${2:-}; shift 2 || die "--gpu-host needs the host's name" ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown option $1 (--help)" ;;
@@ -41,6 +43,9 @@ done
 if [ -n "$restore" ]; then
   [ -f "$restore/backup.json" ] || die "--restore $restore: no backup.json there (a folder vpctl backup wrote, complete)"
   restore=$(cd "$restore" && pwd)
+  [ -n "$backup_key" ] || die "--restore needs --backup-key FILE: the key the backup was made with (backup-key in the old server's DATA_DIR), kept apart from the backup"
+  [ -f "$backup_key" ] || die "--backup-key $backup_key: no such file"
+  backup_key=$(cd "$(dirname "$backup_key")" && pwd)/$(basename "$backup_key")
 fi
 if [ -n "$rollback" ]; then
   exec /opt/vision-appliance/current/installer/appliance/vision-appliance.sh rollback
@@ -282,6 +287,8 @@ fi
 if [ -n "$restore" ]; then
   step "Restoring the backup in $restore"
   (as_service_user test -r "$restore/backup.json") || die "the user $SERVICE_USER cannot read $restore: chown -R $SERVICE_USER $restore (or make it readable), then run install.sh again"
+  # The old server's backup key becomes this install's: its own backups are made with it too.
+  install -m 0600 -o "$SERVICE_USER" "$backup_key" "$data_dir/backup-key"
   (cd "$release" && as_service_user "$release/bin/node" installer/src/vpctl.ts restore "$restore") ||
     die "the restore failed (above): nothing was started; fix what it says and run install.sh --restore again"
 fi

@@ -316,7 +316,9 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   await ok(inContainer('vision-appliance', 'vpctl', 'backup', '/var/backups/appliance'), 'vpctl backup');
   const restoredAppliance = { url: `http://${await startContainer(RESTORED, image)}:3000` };
   await ok(bash(`docker cp ${APPLIANCE}:/var/backups/appliance - | docker cp - ${RESTORED}:/var/backups/`), 'copy the backup to the new host');
-  const restored = await install(RESTORED, FIRST, '--public-url', restoredAppliance.url, '--restore', '/var/backups/appliance');
+  // Its key apart: vpctl backup wrote it into the old server's data dir, not into the backup.
+  await ok(bash(`docker cp ${APPLIANCE}:/var/lib/vision-appliance/backup-key - | docker cp - ${RESTORED}:/root/`), 'copy the backup key to the new host');
+  const restored = await install(RESTORED, FIRST, '--public-url', restoredAppliance.url, '--restore', '/var/backups/appliance', '--backup-key', '/root/backup-key');
   t.match(restored.output, /Restored the backup of [^]* every checksum verified/);
   t.match(restored.output, `The Vision Platform appliance ${FIRST} is ready at ${restoredAppliance.url}/api`);
   const requests = [
@@ -334,7 +336,7 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   t.same(after.bodies, before.bodies, 'the same answers, with the same key');
   t.same(after.served, before.served, 'the same bytes behind every URL');
   t.ok(Object.keys(before.served).length > 0, `${Object.keys(before.served).length} signed URLs compared`);
-  const twice = await exec(RESTORED, `/root/vision-appliance-${FIRST}/install.sh`, '--restore', '/var/backups/appliance');
+  const twice = await exec(RESTORED, `/root/vision-appliance-${FIRST}/install.sh`, '--restore', '/var/backups/appliance', '--backup-key', '/root/backup-key');
   t.equal(twice.code, 1, 'a restore only into a new install');
   t.match(twice.stderr, '--restore: this host runs release');
 });

@@ -6,6 +6,7 @@ import type { AppConfig } from '@vp/config';
 import type { Logger } from 'pino';
 import { writeBackup } from '../../control-plane/src/backup/backup.ts';
 import { mib } from '../../control-plane/src/backup/backup-format.ts';
+import { BackupKey } from '../../control-plane/src/backup/backup-key.ts';
 import { restoreBackup } from '../../control-plane/src/backup/restore.ts';
 import { formatCheck, runDoctor } from '../../control-plane/src/health/doctor.ts';
 import { openDatabase } from '../../control-plane/src/server.ts';
@@ -60,13 +61,19 @@ async function folderBytes(dir: string): Promise<number> {
 const seconds = (startedAt: number) => `${((performance.now() - startedAt) / 1000).toFixed(1)} s`;
 const count = (value: number) => value.toLocaleString('en-US');
 
-export const backupCommand: (dir: string) => Operation = (dir) => ({
+/** Where the backup key is kept unless --key-file says: beside the signing secret, never in a backup. */
+export const defaultBackupKeyFile = (config: Pick<AppConfig, 'dataDir'>) => join(config.dataDir, 'backup-key');
+
+export const backupCommand: (dir: string, keyFile: string | undefined) => Operation = (dir, keyFile) => ({
   run: async ({ config, log, print, note, progress }) => {
     const startedAt = performance.now();
     const target = resolve(dir);
+    const keyPath = resolve(keyFile ?? defaultBackupKeyFile(config));
+    const { key, created } = await BackupKey.readOrCreate(keyPath);
     const manifest = await withDatabase(config, log, 'leave', ({ url }) =>
-      withStore(config, (store) => writeBackup({ databaseUrl: url, store, dir: target, progress: (text) => progress(`backup: ${text}`) })),
+      withStore(config, (store) => writeBackup({ databaseUrl: url, store, dir: target, key, progress: (text) => progress(`backup: ${text}`) })),
     );
+    if (created) note(`A new backup key (id ${key.id}) was written to ${keyPath}: keep a copy apart from the backups; vpctl restore needs it.`);
     const { database, storage, counts } = manifest;
     print(`Backup written to ${target} (${mib(await folderBytes(target))} in ${seconds(startedAt)})`);
     print(`  database: as of ${manifest.createdAt}, ${database.tables.length} tables, ${count(counts.rows)} rows, ${database.migrations.length} migrations (${database.server})`);
@@ -82,12 +89,13 @@ export const backupCommand: (dir: string) => Operation = (dir) => ({
   },
 });
 
-export const restoreCommand: (dir: string) => Operation = (dir) => ({
+export const restoreCommand: (dir: string, keyFile: string | undefined) => Operation = (dir, keyFile) => ({
   run: async ({ config, log, print, note, progress }) => {
     const startedAt = performance.now();
     const source = resolve(dir);
+    const key = await BackupKey.read(resolve(keyFile ?? defaultBackupKeyFile(config)));
     const restored = await withDatabase(config, log, 'leave', ({ orm, url }) =>
-      withStore(config, (store) => restoreBackup({ dir: source, orm, databaseUrl: url, store, progress: (text) => progress(`restore: ${text}`) })),
+      withStore(config, (store) => restoreBackup({ dir: source, key, orm, databaseUrl: url, store, progress: (text) => progress(`restore: ${text}`) })),
     );
     const { manifest } = restored;
     print(`Restored the backup of ${manifest.createdAt} (appliance ${manifest.applianceVersion}) from ${source} in ${seconds(startedAt)}`);

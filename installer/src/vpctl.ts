@@ -310,14 +310,18 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
   const listed = (verb: string, names: string[]) => `${verb} ${names.length} migration${names.length === 1 ? '' : 's'}:\n${names.map((name) => `  ${name}`).join('\n')}`;
   program
     .command('backup')
-    .description('Back up the database (one consistent snapshot, as it is) and the stored objects it uses into a new folder; progress on stderr')
+    .description(
+      'Back up the database (one consistent snapshot, as it is) and the stored objects it uses into a new folder (mode 0700, files 0600), authenticated with the backup key; progress on stderr',
+    )
     .argument('<dir>', 'a new or empty folder')
-    .action((dir: string) => operate(backupCommand(dir)));
+    .option('--key-file <file>', 'the backup key (created there if absent; default: backup-key in DATA_DIR); keep it apart from the backups')
+    .action((dir: string, options: { keyFile?: string }) => operate(backupCommand(dir, options.keyFile)));
   program
     .command('restore')
     .description('Restore a backup into a new, empty install (its control plane not started yet), then apply the migrations this version adds')
     .argument('<dir>', 'the folder `vpctl backup` wrote')
-    .action((dir: string) => operate(restoreCommand(dir)));
+    .option('--key-file <file>', 'the backup key it was made with (default: backup-key in DATA_DIR); a backup it does not authenticate is refused')
+    .action((dir: string, options: { keyFile?: string }) => operate(restoreCommand(dir, options.keyFile)));
   program
     .command('doctor')
     .description("Check the install: database, migrations, clock, signing secret and replicas, storage, GPU hosts and their agents' versions, disk space (exit 1 on a FAIL)")

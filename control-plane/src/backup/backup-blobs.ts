@@ -4,7 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type pg from 'pg';
 import type { BlobStore } from '../storage/blob-store.ts';
-import { BLOB_MANIFEST_FILE, BLOBS_DIR, blobPath, mib, type BlobEntry } from './backup-format.ts';
+import { BLOB_MANIFEST_FILE, BLOBS_DIR, blobPath, FOLDER_MODE, mib, type BlobEntry } from './backup-format.ts';
 import { LineFile, writeHashed } from './hashed-files.ts';
 import { throttled, type Progress } from './progress.ts';
 
@@ -15,7 +15,9 @@ const FETCH_KEYS = 1000;
  * after them by every other writer) and each key a row uses. A key a row uses was written completely before that
  * row committed (uploads, outputs and checkpoints store, then record; images store, then insert their rows), so
  * its bytes must be there; a key only recorded may belong to a write still in progress at the snapshot. The key
- * columns are those orphan-files.ts checks; image keys are built as images/image-urls.ts builds them.
+ * columns are those orphan-files.ts checks; image keys are built as images/image-urls.ts builds them. An image indexed
+ * in place (reference_key) is read from the customer's storage and never stored here: only its thumbnail is, and its
+ * row is in the dump.
  */
 const SNAPSHOT_KEYS_SQL = `
   with used(key) as (
@@ -27,7 +29,7 @@ const SNAPSHOT_KEYS_SQL = `
     union select checkpoint_key from training_runs where checkpoint_key is not null
     union select resume_key from training_runs where resume_key is not null
     union select storage_key from job_outputs
-    union select 'ws/' || workspace_id || '/images/' || hash || '.' || ext from images
+    union select 'ws/' || workspace_id || '/images/' || hash || '.' || ext from images where reference_key is null
     union select 'ws/' || workspace_id || '/thumbnails/' || hash || '.webp' from images where error is null
   )
   select coalesce(o.key, u.key) as key, coalesce(o.bytes, 0) as bytes, u.key is not null as used
@@ -49,7 +51,7 @@ export interface BlobsCopied {
  */
 export async function backUpBlobs(client: pg.Client, store: BlobStore, dir: string, progress: Progress): Promise<BlobsCopied> {
   const copy = store.kind === 'disk';
-  if (copy) await mkdir(join(dir, BLOBS_DIR));
+  if (copy) await mkdir(join(dir, BLOBS_DIR), { mode: FOLDER_MODE });
   const manifest = new LineFile(join(dir, BLOB_MANIFEST_FILE), { gzip: false });
   const report = throttled(progress);
   const result = { entries: 0, bytes: 0, missing: [] as string[], notWritten: 0 };
@@ -80,7 +82,7 @@ async function copyBlob(store: BlobStore, dir: string, key: string): Promise<Blo
   const read = await store.get(key);
   if (!read) return undefined;
   const path = blobPath(dir, key);
-  await mkdir(dirname(path), { recursive: true });
+  await mkdir(dirname(path), { recursive: true, mode: FOLDER_MODE });
   const { size, sha256 } = await writeHashed(read.stream, path);
   return { key, size, sha256, contentType: read.contentType };
 }

@@ -1,5 +1,6 @@
 // What `vpctl backup` writes into its folder, and how `vpctl restore` reads it back:
 //   backup.json            this manifest (written last: a folder without it is an unfinished backup)
+//   backup.mac             backup.json's HMAC under the operator's backup key (backup-key.ts)
 //   database/<table>.jsonl.gz   each table's rows, one JSON array of PostgreSQL text values per line
 //   blobs.jsonl            one line per stored object the dump knows: key, size, sha256, content type
 //   blobs/<key>            the objects' bytes, when the store is local disk
@@ -7,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { Invalid } from '../http/errors.ts';
+import type { BackupKey } from './backup-key.ts';
 
 export const BACKUP_FORMAT = 'vp-appliance-backup';
 export const BACKUP_FORMAT_VERSION = 1;
@@ -14,6 +16,12 @@ export const MANIFEST_FILE = 'backup.json';
 export const BLOB_MANIFEST_FILE = 'blobs.jsonl';
 export const TABLES_DIR = 'database';
 export const BLOBS_DIR = 'blobs';
+/**
+ * A backup holds key hashes, sealed credentials and every file: its folders are 0700 and its files 0600, whatever the
+ * umask (which can only take permissions away from these).
+ */
+export const FOLDER_MODE = 0o700;
+export const FILE_MODE = 0o600;
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 /** A stored object's key: a relative `/` path that cannot leave the folder it is joined to. */
@@ -73,18 +81,22 @@ export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 export const blobPath = (dir: string, key: string) => join(dir, BLOBS_DIR, ...key.split('/'));
 
-/** The folder's manifest, checked; a clear error when the folder holds no (finished, readable) backup. */
-export async function readManifest(dir: string): Promise<BackupManifest> {
-  let text: string;
+/**
+ * The folder's manifest, authenticated under `key`, then checked; a clear error when the folder holds no (finished,
+ * readable) backup, or one the key did not sign.
+ */
+export async function readManifest(dir: string, key: BackupKey): Promise<BackupManifest> {
+  let bytes: Buffer;
   try {
-    text = await readFile(join(dir, MANIFEST_FILE), 'utf8');
+    bytes = await readFile(join(dir, MANIFEST_FILE));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw Invalid(`${dir} holds no ${MANIFEST_FILE}: not a backup, or one that did not finish`);
     throw error;
   }
+  await key.verify(dir, bytes);
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(bytes.toString('utf8'));
   } catch {
     throw Invalid(`${join(dir, MANIFEST_FILE)} is not valid JSON`);
   }

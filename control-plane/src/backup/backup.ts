@@ -1,23 +1,25 @@
 // `vpctl backup <dir>`: the database's rows and the stored objects they use, from one snapshot.
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { migrationState } from '../db/migration-state.ts';
 import type { BlobStore } from '../storage/blob-store.ts';
 import { Conflict } from '../http/errors.ts';
 import { RELEASE_VERSION } from '../release-version.ts';
 import { backUpBlobs } from './backup-blobs.ts';
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BLOB_MANIFEST_FILE, MANIFEST_FILE, type BackupManifest, type TableDump } from './backup-format.ts';
+import type { BackupKey } from './backup-key.ts';
+import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BLOB_MANIFEST_FILE, FILE_MODE, FOLDER_MODE, MANIFEST_FILE, type BackupManifest, type TableDump } from './backup-format.ts';
 import type { Progress } from './progress.ts';
 import { dumpTables, sequenceStates, textClient, useTextSettings } from './table-dump.ts';
 
 /** Rows of these tables are counted in backup.json's summary. */
 const COUNTED = ['workspaces', 'users', 'datasets', 'images', 'models', 'projects', 'hosts'];
 
-/** The folder, created if need be; refused if it holds anything (a backup never mixes with another). */
+/** The folder, created if need be, its owner's only; refused if it holds anything (a backup never mixes with another). */
 async function emptyFolder(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
   const entries = await readdir(dir);
   if (entries.length > 0) throw Conflict(`${dir} is not empty: back up into a new folder`);
+  await chmod(dir, FOLDER_MODE);
 }
 
 /**
@@ -26,7 +28,7 @@ async function emptyFolder(dir: string): Promise<void> {
  * consistent by the writers' order: an object is complete before any row that uses it commits, so a row in the
  * snapshot finds its bytes, and an object whose row came later is simply not part of this backup.
  */
-export async function writeBackup(options: { databaseUrl: string; store: BlobStore; dir: string; progress: Progress }): Promise<BackupManifest> {
+export async function writeBackup(options: { databaseUrl: string; store: BlobStore; dir: string; key: BackupKey; progress: Progress }): Promise<BackupManifest> {
   const { dir, store, progress } = options;
   await emptyFolder(dir);
   const client = textClient(options.databaseUrl);
@@ -59,8 +61,10 @@ export async function writeBackup(options: { databaseUrl: string; store: BlobSto
       },
       counts: { ...rowCounts(tables), blobs: blobs.entries, blobBytes: blobs.bytes },
     };
+    const text = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`);
+    await options.key.sign(dir, text);
     // Last: a folder with a backup.json holds a finished backup.
-    await writeFile(join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx' });
+    await writeFile(join(dir, MANIFEST_FILE), text, { flag: 'wx', mode: FILE_MODE });
     return manifest;
   } finally {
     await client.end();

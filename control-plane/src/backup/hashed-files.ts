@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { PassThrough, Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
+import { FILE_MODE } from './backup-format.ts';
 
 /** A pass-through that SHA-256-hashes and counts what flows through it. */
 export class Sha256Tap extends Transform {
@@ -23,10 +24,10 @@ export class Sha256Tap extends Transform {
   }
 }
 
-/** Copies `source` into a new file (never over an existing one); returns the bytes' size and SHA-256. */
+/** Copies `source` into a new file (never over an existing one), its owner's only; returns the bytes' size and SHA-256. */
 export async function writeHashed(source: Readable, path: string): Promise<{ size: number; sha256: string }> {
   const tap = new Sha256Tap();
-  await pipeline(source, tap, createWriteStream(path, { flags: 'wx' }));
+  await pipeline(source, tap, createWriteStream(path, { flags: 'wx', mode: FILE_MODE }));
   return { size: tap.bytes, sha256: tap.hex() };
 }
 
@@ -41,14 +42,17 @@ export async function hashFile(path: string): Promise<{ size: number; sha256: st
   return { size, sha256: hash.digest('hex') };
 }
 
-/** A new file written line by line (gzipped if asked), waiting whenever the disk is behind; `close` gives its file's SHA-256. */
+/**
+ * A new file (its owner's only) written line by line, gzipped if asked, waiting whenever the disk is behind; `close`
+ * gives its file's SHA-256.
+ */
 export class LineFile {
   private readonly lines = new PassThrough();
   private readonly tap = new Sha256Tap();
   private readonly done: Promise<void>;
 
   constructor(path: string, options: { gzip: boolean }) {
-    const file = createWriteStream(path, { flags: 'wx' });
+    const file = createWriteStream(path, { flags: 'wx', mode: FILE_MODE });
     this.done = options.gzip ? pipeline(this.lines, createGzip(), this.tap, file) : pipeline(this.lines, this.tap, file);
     // Until close() awaits it, a write error must not go unhandled.
     this.done.catch(() => undefined);

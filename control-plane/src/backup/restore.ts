@@ -7,6 +7,7 @@ import { migrate, type Orm } from '../db/orm.ts';
 import type { BlobStore } from '../storage/blob-store.ts';
 import { Conflict, Invalid } from '../http/errors.ts';
 import { BLOB_MANIFEST_FILE, blobPath, mib, parseBlobEntry, readManifest, type BackupManifest, type BlobEntry } from './backup-format.ts';
+import type { BackupKey } from './backup-key.ts';
 import { hashFile, readLines } from './hashed-files.ts';
 import { throttled, type Progress } from './progress.ts';
 import { listTables, loadTables, NOT_DUMPED, textClient } from './table-dump.ts';
@@ -24,13 +25,13 @@ export interface Restored {
 }
 
 /**
- * Checks the whole backup (every checksum) before it touches the install, refuses an install that holds anything,
- * rebuilds the backup's schema from its migrations, loads the rows, puts the objects, then applies the migrations
- * this version adds.
+ * Checks the whole backup (its MAC under the operator's backup key, then every checksum) before it touches the
+ * install, refuses an install that holds anything, rebuilds the backup's schema from its migrations, loads the rows,
+ * puts the objects, then applies the migrations this version adds.
  */
-export async function restoreBackup(options: { dir: string; orm: Orm; databaseUrl: string; store: BlobStore; progress: Progress }): Promise<Restored> {
+export async function restoreBackup(options: { dir: string; key: BackupKey; orm: Orm; databaseUrl: string; store: BlobStore; progress: Progress }): Promise<Restored> {
   const { dir, orm, store, progress } = options;
-  const manifest = await readManifest(dir);
+  const manifest = await readManifest(dir, options.key);
   const backupMigrations = manifest.database.migrations;
   if (backupMigrations.some((name, index) => MIGRATION_NAMES[index] !== name)) {
     throw Conflict(

@@ -5,7 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Conflict, Invalid } from '../http/errors.ts';
-import { TABLES_DIR, type SequenceState, type TableDump } from './backup-format.ts';
+import { FOLDER_MODE, TABLES_DIR, type SequenceState, type TableDump } from './backup-format.ts';
 import { LineFile, readLines } from './hashed-files.ts';
 import type { Progress } from './progress.ts';
 
@@ -52,7 +52,7 @@ async function columnsOf(client: pg.Client, oid: string): Promise<Array<{ name: 
 
 /** Dumps every table but NOT_DUMPED into `<dir>/database/`; runs in the caller's snapshot transaction. */
 export async function dumpTables(client: pg.Client, dir: string, progress: Progress): Promise<TableDump[]> {
-  await mkdir(join(dir, TABLES_DIR));
+  await mkdir(join(dir, TABLES_DIR), { mode: FOLDER_MODE });
   const dumps: TableDump[] = [];
   for (const table of await listTables(client)) {
     if (NOT_DUMPED.has(table.name)) continue;
