@@ -69,19 +69,19 @@ t.test('a restart deletes the work folders of dead ingest attempts and stale blo
   t.same(readdirSync(temp).sort(), [recent, live].sort(), "stale temp files, a dead process's however recent, and their sidecars are deleted; live ones are kept");
 });
 
-t.test("an ingest's folders left by a dead attempt go when another attempt takes over, or when the job ends cancelled", async (t) => {
+t.test("an ingest's folders left by a dead attempt go when another attempt takes over, or when the job ends cancelled or given up", async (t) => {
   const world = await startWorld(t);
   const datasetId = await createDataset(world, world.alice, { dataset: 'resumed', name: 'Resumed' });
   const sql = (text: string, params: unknown[] = []) => adminQuery(text, params, world.server.databaseUrl);
   // Running attempt 1 of a process that died (kill -9): its lease lapsed, so this control plane takes the job again.
-  const orphaned = async (cancelRequested: boolean) => {
+  const orphaned = async (cancelRequested: boolean, attempt = 1) => {
     const id = newId();
     await sql(
       `insert into jobs (id, created_at, updated_at, workspace_id, kind, subject_id, status, payload, attempts, max_attempts, lease_owner, lease_expires_at, cancel_requested, priority)
-       select $1, now(), now(), workspace_id, 'ingest', id, 'running', '{}', 1, 3, 'killed', now() - interval '1 second', $2, 0 from datasets where id = $3`,
-      [id, cancelRequested, datasetId],
+       select $1, now(), now(), workspace_id, 'ingest', id, 'running', '{}', $2, 3, 'killed', now() - interval '1 second', $3, 0 from datasets where id = $4`,
+      [id, attempt, cancelRequested, datasetId],
     );
-    const dir = await makeWorkDir(tmpdir(), id, 1);
+    const dir = await makeWorkDir(tmpdir(), id, attempt);
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'archive.zip'), 'half downloaded');
     await sql(`select pg_notify('vp_jobs', 'ingest')`);
@@ -97,6 +97,10 @@ t.test("an ingest's folders left by a dead attempt go when another attempt takes
   const cancelled = await orphaned(true);
   t.match(await eventually(() => ended(cancelled.id), 'the cancelled ingest to end', 30_000), { status: 'cancelled' });
   t.notOk(existsSync(cancelled.dir), 'a job cancelled while its process was dead ends without its folder');
+  const exhausted = await orphaned(false, 3);
+  t.match(await eventually(() => ended(exhausted.id), 'the ingest to be given up', 30_000), { status: 'failed', attempts: 3 });
+  await eventually(async () => !existsSync(exhausted.dir), "the given-up job's folder to go");
+  t.pass('a job given up after its last attempt died ends without its folder');
 });
 
 t.test('the sweep keeps the temp file of an upload in progress, however long it has been idle', async (t) => {

@@ -133,6 +133,11 @@ export class IngestJob implements JobHandler {
     return sweepWorkDirs(em, this.workRoot);
   }
 
+  /** Deletes the folders its attempts left here (another machine's wait for that replica's start or hourly sweep). */
+  abandoned(jobId: string): Promise<void> {
+    return removeJobWorkDirs(this.workRoot, jobId);
+  }
+
   /** Drops what the attempt staged and deletes the bytes no image, version or other job uses, and its attempts' folders here. */
   async discard(context: JobContext): Promise<void> {
     await removeJobWorkDirs(this.workRoot, context.id);

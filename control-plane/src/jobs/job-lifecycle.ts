@@ -104,12 +104,13 @@ export class JobLifecycle {
   }
 
   /** Jobs whose lease lapsed on their last allowed attempt: their processes kept dying, so they fail (cancelled ones end cancelled, through claim). */
-  async failExhausted(em: EntityManager, kinds: string): Promise<void> {
-    await query(
+  async failExhausted(em: EntityManager, kinds: string): Promise<Array<{ id: string; kind: string }>> {
+    return query<{ id: string; kind: string }>(
       em,
       `update jobs set status = 'failed', error = 'The job was interrupted ' || attempts || ' times (its process stopped) and was given up',
          finished_at = now(), lease_owner = null, lease_expires_at = null, updated_at = now()
-       where status = 'running' and lease_expires_at < now() and attempts >= max_attempts and not cancel_requested and kind = any(?::text[])`,
+       where status = 'running' and lease_expires_at < now() and attempts >= max_attempts and not cancel_requested and kind = any(?::text[])
+       returning id, kind`,
       [kinds],
     );
   }

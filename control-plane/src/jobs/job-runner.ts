@@ -35,6 +35,8 @@ export interface JobHandler {
   run(context: JobContext): Promise<Record<string, unknown>>;
   /** After a failure or cancellation (not after success): undo what the attempt left behind. */
   discard?(context: JobContext): Promise<void>;
+  /** A job given up with no attempt running (its processes kept dying): delete what its attempts left where this runs. */
+  abandoned?(jobId: string): Promise<void>;
 }
 
 /** A failure the user can act on: its message becomes the job's error as is. */
@@ -110,7 +112,9 @@ export class JobRunner {
   private async fill(): Promise<void> {
     const em = this.orm.em.fork() as EntityManager;
     const kinds = pgArray(Object.keys(this.handlers));
-    await this.lifecycle.failExhausted(em, kinds);
+    for (const job of await this.lifecycle.failExhausted(em, kinds)) {
+      await this.handlers[job.kind]?.abandoned?.(job.id).catch((error: unknown) => this.log.warn({ err: error, jobId: job.id }, 'cleaning up a given-up job failed'));
+    }
     while (!this.stopped && this.running.size < this.concurrency) {
       const job = await this.lifecycle.claim(em, this.owner, this.leaseSeconds, kinds);
       if (!job) return;
