@@ -132,6 +132,18 @@ t.test('connect checks each folder: shared ones and folders inside them only', a
   t.equal(rows.length, 2, 'the refused ones saved nothing');
 });
 
+t.test('one folder spelled another way (./, //, a trailing /) is the same target', async (t) => {
+  const train = join(shared, 'train');
+  const connected = await connect([`${shared}/./train`, `${shared}//train/`, train]);
+  t.equal(connected.status, 201, JSON.stringify(connected.body));
+  t.same(connected.body.targets, [train], 'one target, in one spelling');
+  for (const spelled of [`${shared}/./train`, `${shared}//train/`]) {
+    const page = await browse(connected.body.id, { target: spelled });
+    t.equal(page.status, 200, `${spelled}: ${JSON.stringify(page.body)}`);
+    t.same(page.body.entries.map((entry) => entry.name), ['1.jpg', '2.jpg', '3.jpg']);
+  }
+});
+
 t.test('browse pages through folders and files in key order; symlinks out of the folder are left out', async (t) => {
   const seen: Entry[] = [];
   let cursor: string | undefined;
@@ -245,6 +257,9 @@ t.test('an ingest by reference indexes a YOLO layout in a shared folder in place
     t.equal(served.status, 200);
     t.ok(Buffer.from(await served.arrayBuffer()).equals(images[i].bytes), `${image.name}: the host's file, byte for byte`);
   }
+  const again = await ingest({ provider: 'local', keyId: hostId, root: `${shared}/./`, prefix: 'yolo' });
+  t.equal(again.status, 201, `a re-sync names the folder another way: the same reference (${JSON.stringify(again.body)})`);
+  t.equal((await waitForJob(t, world, world.alice, again.body.jobId)).status, 'completed');
 });
 
 t.test('another replica serves the host through the one holding its socket', async (t) => {

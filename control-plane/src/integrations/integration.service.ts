@@ -10,6 +10,7 @@ import { type ConnectBody, type DiscoverBody, type IntegrationView, type Objects
 import { IntegrationStore } from './integration.store.ts';
 import type { ObjectPage, ProviderName } from './providers/provider.ts';
 import { storageProviders, type ProviderEntry } from './providers/index.ts';
+import { normalizedFolder } from './providers/local.ts';
 import { usableHost } from '../hosts/usable-host.ts';
 
 export type { IntegrationDeps };
@@ -52,7 +53,7 @@ export class IntegrationService {
     const key = member(actor, 'admin');
     await this.mayUse(key.workspaceId, body);
     const { provider } = this.providers[body.provider];
-    const targets = [...new Set(body.targets)];
+    const targets = [...new Set(body.provider === 'local' ? body.targets.map(normalizedFolder) : body.targets)];
     for (const target of targets) await provider.checkTarget(body.credentials, target);
     const sealed = this.cipher.seal(body.credentials, key.workspaceId);
     const row = this.em.create(StorageIntegration, {
@@ -87,8 +88,9 @@ export class IntegrationService {
   async browse(actor: Actor, id: string, query: ObjectsQuery): Promise<ObjectPage> {
     const key = member(actor, 'editor');
     const row = await this.store.get(key.workspaceId, id);
-    if (!row.targets.includes(query.target)) throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
-    return this.providers[row.provider].provider.browse(this.credentialsOf(row), { target: query.target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
+    const target = row.provider === 'local' ? normalizedFolder(query.target) : query.target;
+    if (!row.targets.includes(target)) throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
+    return this.providers[row.provider].provider.browse(this.credentialsOf(row), { target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
   }
 
   /** A local folder's host must be one of the workspace's or of the shared pool (else 404, like one that does not exist). */

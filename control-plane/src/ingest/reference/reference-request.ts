@@ -3,16 +3,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Dataset, DatasetReference } from '../../datasets/dataset.entity.ts';
 import { Conflict } from '../../http/errors.ts';
 import type { IntegrationAccess } from '../../integrations/integration-access.ts';
+import { normalizedFolder } from '../../integrations/providers/local.ts';
 import type { IngestRequest } from '../ingest.schemas.ts';
 import type { IngestSource } from '../ingest-source.ts';
 import { normalizedPrefix, openReference } from './reference-storage.ts';
 
-/** The reference as a dataset keeps it: the prefix normalized, so a re-sync names the same reference however it is spelled. */
+/** The reference as a dataset keeps it: the prefix (and a host's folder) normalized, so a re-sync names the same reference however it is spelled. */
 export function datasetReference(reference: NonNullable<IngestRequest['reference']>): DatasetReference {
   const prefix = normalizedPrefix(reference.prefix);
   return reference.provider === 'cloud'
     ? { provider: 'cloud', integrationId: reference.integrationId, target: reference.target, prefix }
-    : { provider: 'local', keyId: reference.keyId, root: reference.root, prefix };
+    : { provider: 'local', keyId: reference.keyId, root: normalizedFolder(reference.root), prefix };
 }
 
 /**

@@ -1,9 +1,19 @@
+import { posix } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { HostFolderError, type HostFolders } from '../../workers/host-folders.ts';
 import type { LocalCredentials } from '../integration.schemas.ts';
 import { ProviderError, type BrowseRequest, type ListRequest, type ObjectPage, type ReadRequest, type StorageProvider, type StoredObjectPage } from './provider.ts';
 
 const LIST_PAGE = 1000;
+
+/**
+ * One spelling of a folder on a host (`/share/./imgs`, `/share//imgs/` and `/share/imgs` are one target): `.`, `..`
+ * and repeated or trailing slashes resolved as text. Symlinks are the agent's to resolve.
+ */
+export function normalizedFolder(path: string): string {
+  const normal = posix.normalize(path);
+  return normal.length > 1 ? normal.replace(/\/+$/, '') : normal;
+}
 
 /**
  * Folders on a worker host (`keyId` is the host's id), listed and read by its agent, which serves only the folders its
