@@ -6,7 +6,9 @@
 #   install.sh --restore DIR --backup-key FILE   a new install that starts from a backup (vpctl backup DIR on the
 #                                old server; FILE: its backup key, backup-key in that server's DATA_DIR)
 #   install.sh --gpu-host NAME   this host runs jobs too (its GPUs, or CPU): the bundle's worker agent is installed and
-#                                enrolled as host NAME; later runs of install.sh upgrade it
+#                                enrolled as host NAME; later runs of install.sh upgrade it. It is in the pool that
+#                                runs every workspace's jobs: without Docker here its process runtime cannot keep them
+#                                apart, and runs only with --allow-shared-process-runtime (install-worker.sh's)
 # It checks the bundle's checksums and the host, creates the user vision, unpacks the release into
 # /opt/vision-appliance/releases/<version> (`current` links to the running one), writes /etc/vision-appliance/appliance.env
 # (mode 0600, with a generated SIGNING_SECRET that is never printed), loads the bundle's images into Docker when there
@@ -17,13 +19,13 @@ set -euo pipefail
 started=$SECONDS
 bundle=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   printf 'install.sh: %s\n' "$*" >&2
   exit 1
 }
 
-port= public_url= rollback= restore= backup_key= gpu_host=
+port= public_url= rollback= restore= backup_key= gpu_host= allow_shared=
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=${2:-}; shift 2 || die "--port needs a number" ;;
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
     --restore) restore=${2:-}; shift 2 || die "--restore needs the backup's folder" ;;
     --backup-key) backup_key=${2:-}; shift 2 || die "--backup-key needs the backup key's file" ;;
     --gpu-host) gpu_host=${2:-}; shift 2 || die "--gpu-host needs the host's name" ;;
+    --allow-shared-process-runtime) allow_shared=yes; shift ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown option $1 (--help)" ;;
   esac
@@ -303,6 +306,7 @@ worker_settings=/etc/vp-worker/config.json
 if [ -n "$worker_dist" ] && { [ -n "$gpu_host" ] || [ -f "$worker_settings" ]; }; then
   step "Worker agent on this host"
   agent_args=(--server "$(base_url)" --images "$bundle/images")
+  [ -z "$allow_shared" ] || agent_args+=(--allow-shared-process-runtime)
   if ! grep -q '"workerKey"' "$worker_settings" 2>/dev/null; then
     [ -n "$gpu_host" ] || die "this host's worker agent is not enrolled ($worker_settings holds no key): run install.sh --gpu-host NAME"
     token=$(vision-appliance vpctl hosts connect "$gpu_host" 2>/dev/null) ||

@@ -41,7 +41,7 @@ const config = join(dir, 'etc/config.json');
 const workRoot = join(dir, 'work');
 const prefix = join(dir, 'opt');
 const installEnv = { ...hostEnv, VP_WORKER_PREFIX: prefix, VP_WORKER_CONFIG: config, VP_WORKER_WORK_DIR: workRoot, VP_WORKER_BIN_DIR: join(dir, 'bin'), VP_WORKER_USER: userInfo().username, VP_WORKER_RUNTIME: 'process' };
-const install = (token: string) => runCommand(join(unpacked, 'install-worker.sh'), ['--server', server.url, '--token', token, '--no-systemd'], { cwd: dir, env: installEnv });
+const install = (token: string) => runCommand(join(unpacked, 'install-worker.sh'), ['--server', server.url, '--token', token, '--no-systemd', '--allow-shared-process-runtime'], { cwd: dir, env: installEnv });
 
 t.test('the archive: the agent, its Node and its production packages, nothing of the tests or benchmarks', async (t) => {
   t.match(archive, new RegExp(`/vp-worker-${version}-linux-x64\\.tar\\.gz$`));
@@ -56,13 +56,13 @@ t.test('the archive: the agent, its Node and its production packages, nothing of
 });
 
 t.test('install-worker.sh installs, enrolls and says how to start the agent; run again, it changes nothing', async (t) => {
-  t.match(readFileSync(join(unpacked, 'vp-worker.service'), 'utf8'), /^RestartPreventExitStatus=3 4 5$/m, 'the unit does not restart on permanent failures');
+  t.match(readFileSync(join(unpacked, 'vp-worker.service'), 'utf8'), /^RestartPreventExitStatus=3 4 5 6$/m, 'the unit does not restart on permanent failures');
   const { enrollmentToken } = await server.services().hosts.connect('dist-host');
   const first = await install(enrollmentToken);
   t.match(first, /Enrolled as host dist-host/);
   t.match(first, `start the agent (restart it after an upgrade): ${join(dir, 'bin/vp-worker')} run --config ${config}\n`);
   t.equal(readlinkSync(join(prefix, 'current')), version, 'current points at the installed version');
-  t.match(JSON.parse(readFileSync(config, 'utf8')), { server: server.url, hostName: 'dist-host', workerKey: /^vpw_/, runtime: 'process', workDir: workRoot });
+  t.match(JSON.parse(readFileSync(config, 'utf8')), { server: server.url, hostName: 'dist-host', workerKey: /^vpw_/, runtime: 'process', workDir: workRoot, allowSharedProcessRuntime: 'true' });
   t.equal(statSync(config).mode & 0o777, 0o600, 'the worker key is readable by its owner only');
 
   // The token is spent: a second run must not need it.

@@ -231,9 +231,9 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   t.equal((await ok(inContainer('cat', KEY_FILE), 'key')).trim(), key);
   t.match(await call(appliance, 'GET', '/api/projects/admin/kept', { key }), KEPT, 'the same key still works, the data is there');
 
-  // The single-machine case: the appliance's host runs jobs too (no Docker there: the process runtime). Its agent is
-  // stopped again before the trainings below, which need the trainer's Python of the GPU host.
-  const local = await install(APPLIANCE, FIRST, '--gpu-host', 'local-gpu');
+  // The single-machine case: the appliance's host runs jobs too (no Docker there: the process runtime, in the pool, so
+  // allowed explicitly). Its agent is stopped again before the trainings below, which need the trainer's Python of the GPU host.
+  const local = await install(APPLIANCE, FIRST, '--gpu-host', 'local-gpu', '--allow-shared-process-runtime');
   t.match(local.output, `installed: /opt/vp-worker/${FIRST}`);
   t.match(local.output, 'Enrolled as host local-gpu');
   await ok(runProgram('docker', ['exec', '-d', '-u', 'vp-worker', APPLIANCE, 'sh', '-c', 'echo $$ >/tmp/agent.pid; exec vp-worker run --config /etc/vp-worker/config.json >>/var/lib/vp-worker/agent.log 2>&1']), 'start the local agent');

@@ -36,6 +36,7 @@ t.test('the file enroll writes is enough; the rest has defaults', async (t) => {
     maxConcurrentJobs: undefined,
     keepWorkDirsHours: 24,
     sharedFolders: [],
+    allowSharedProcessRuntime: false,
     configFile: env.VP_WORKER_CONFIG,
   });
 });
@@ -52,6 +53,8 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     hostId: 'h-1',
     keepWorkDirsHours: 0,
     sharedFolders: ['/data/images', '/mnt/nas/photos/'],
+    // As install-worker.sh --allow-shared-process-runtime writes it.
+    allowSharedProcessRuntime: 'true',
     hostName: 'gpu-01',
   });
   t.match(loadWorkerConfig(env), {
@@ -64,6 +67,7 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     hostId: 'h-1',
     keepWorkDirsHours: 0,
     sharedFolders: ['/data/images', '/mnt/nas/photos'],
+    allowSharedProcessRuntime: true,
   });
 });
 
@@ -81,6 +85,7 @@ t.test('environment variables override the file', async (t) => {
     VP_WORKER_INFERENCE_IMAGE: 'vp-inference:7',
     VP_WORKER_SERVICE_HOST: 'gpu-01.lan',
     VP_WORKER_SHARED_FOLDERS: '/data/a, /data/b/../c,',
+    VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '1',
   };
   t.match(loadWorkerConfig(env), {
     server: 'wss://new.example/ws',
@@ -94,6 +99,7 @@ t.test('environment variables override the file', async (t) => {
     inferenceImage: 'vp-inference:7',
     serviceHost: 'gpu-01.lan',
     sharedFolders: ['/data/a', '/data/c'],
+    allowSharedProcessRuntime: true,
   });
   t.equal(loadWorkerConfig({ ...env, VP_WORKER_KEY: '' }).workerKey, 'old', 'an empty variable does not override');
 });
@@ -119,6 +125,7 @@ t.test('every problem is reported together, named by where it came from', async 
   t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: 'a day' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be a number of hours, 0 or more/);
   t.match(loadError({ ...env, VP_WORKER_SERVICE_HOST: 'http://gpu-01/' }), /VP_WORKER_SERVICE_HOST must be a host name or an IP address/);
   t.match(loadError({ ...env, VP_WORKER_SHARED_FOLDERS: '/data/a,data/b' }), /VP_WORKER_SHARED_FOLDERS must list absolute paths/);
+  t.match(loadError({ ...env, VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: 'yes' }), /VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME must be true or false \(1 or 0\)/);
   t.match(loadError({ ...env, VP_WORKER_MAX_CONCURRENT_JOBS: '0' }), /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer$/);
   t.match(loadError({ ...withFile(t, { server: 'https://x.example', workerKey: '' }) }), /workerKey \(in .*\) must not be empty/);
 });

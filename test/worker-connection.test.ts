@@ -94,6 +94,7 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   hostId: undefined,
   keepWorkDirsHours: 24,
   sharedFolders: [],
+  allowSharedProcessRuntime: false,
   configFile: join(dir, 'config.json'),
 });
 

@@ -48,7 +48,7 @@ t.test('hello → welcome marks the host connected with its hardware; heartbeats
   const { hostId, workerKey } = await enroll('ws-01');
   t.equal((await findHost(hostId)).state, 'disconnected');
   const { client, welcome } = await welcomed(workerKey);
-  t.same(welcome, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId, heartbeatSeconds: 7 });
+  t.same(welcome, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId, heartbeatSeconds: 7, pool: true }, "a host of the appliance-wide pool is told so");
   const connected = await findHost(hostId);
   t.equal(connected.state, 'connected');
   t.same(connected.hardware, hardware);
@@ -61,6 +61,13 @@ t.test('hello → welcome marks the host connected with its hardware; heartbeats
   client.ws.close();
   t.equal((await client.closed).code, 1005);
   await eventually(async () => (await findHost(hostId)).state === 'disconnected', 'state disconnected after close');
+
+  await server.services().account.createTeam('ws-own-team', 'wanda');
+  const own = await enrollHost(server, 'ws-01-own', 'ws-own-team');
+  const { client: ownClient, welcome: ownWelcome } = await welcomed(own.workerKey);
+  t.match(ownWelcome, { type: 'welcome', hostId: own.hostId, pool: false }, "a workspace's own host is not in the pool");
+  ownClient.ws.close();
+  await ownClient.closed;
 });
 
 t.test('the key is checked before the upgrade: no key, API key, revoked key, wrong path are refused', async (t) => {
@@ -84,11 +91,12 @@ t.test('protocol versions: a hello whose range overlaps the server’s is welcom
   const { hostId, workerKey } = await enroll('ws-11');
   const newest = PROTOCOL_VERSION + 1;
   const { client, welcome } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: newest, protocolVersions: { min: 1, max: newest } });
-  t.same(welcome, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId, heartbeatSeconds: 7 }, `an agent speaking 1..${newest} gets ${PROTOCOL_VERSION}`);
+  t.same(welcome, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, hostId, heartbeatSeconds: 7, pool: true }, `an agent speaking 1..${newest} gets ${PROTOCOL_VERSION}`);
   client.ws.close();
   await client.closed;
   const { client: today, welcome: todays } = await WorkerClient.welcomed(server, workerKey, { protocolVersion: 1 });
   t.match(todays, { type: 'welcome', protocolVersion: 1 }, 'an agent of before ranges (protocolVersion 1 alone) still works');
+  t.notOk('pool' in todays, 'and gets no field it would refuse (pool is protocol 5)');
   today.ws.close();
   await today.closed;
 });

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the worker agent on a GPU host from this unpacked distribution and enrolls the host; run as root:
 #   ./install-worker.sh --server URL --token TOKEN [--images DIR] [--runtime docker|process] [--share DIR]... [--no-systemd] [--reenroll]
+#                       [--allow-shared-process-runtime]
 # URL and TOKEN are what `vpctl hosts connect NAME` printed (the token also fixes the host's workspace and region).
 # It checks the host, creates the service user, installs the agent as <prefix>/<version> with <prefix>/current pointing
 # at it (earlier versions stay, for a rollback), loads the trainer and inference images from DIR, writes the agent's
@@ -9,6 +10,9 @@
 # from `vpctl hosts rotate NAME`), an identical installed version is kept, and the service is restarted.
 # --share DIR (repeatable) lets the control plane list and read DIR, read-only, for storage integrations of the local
 # provider (sharedFolders; given again, it replaces the list, absent it keeps it).
+# --allow-shared-process-runtime lets a process-runtime agent run on a host of the appliance-wide pool (a host connected
+# without a workspace), whose jobs are every workspace's: the process runtime cannot keep them apart (one OS user, no
+# filesystem or network isolation), so without it such an agent refuses the pool and stops (allowSharedProcessRuntime).
 # The agent runs as root with the Docker runtime, else as the system user vp-worker (created). Paths and the user come
 # from the environment, so it also installs for an unprivileged user (tests; run `vp-worker run` yourself, --no-systemd):
 #   VP_WORKER_PREFIX (/opt/vp-worker)  VP_WORKER_CONFIG (/etc/vp-worker/config.json)  VP_WORKER_WORK_DIR (/var/lib/vp-worker)
@@ -21,9 +25,9 @@ source "$here/lib/host-checks.sh"
 log() { printf '[vp-worker] %s\n' "$*"; }
 warn() { printf '[vp-worker] WARNING: %s\n' "$*" >&2; }
 fail() { printf '[vp-worker] FAILED: %s\n' "$*" >&2; exit 1; }
-usage() { sed -n '2,3p' "$0" | sed 's/^# //'; exit 2; }
+usage() { sed -n '2,4p' "$0" | sed 's/^# //'; exit 2; }
 
-server='' token='' images='' runtime=${VP_WORKER_RUNTIME:-} systemd=yes reenroll=no shares=()
+server='' token='' images='' runtime=${VP_WORKER_RUNTIME:-} systemd=yes reenroll=no shares=() allow_shared=no
 while [ $# -gt 0 ]; do
   case $1 in
     --server) server=${2:?--server needs a URL}; shift 2 ;;
@@ -33,6 +37,7 @@ while [ $# -gt 0 ]; do
     --share) shares+=("${2:?--share needs a folder}"); shift 2 ;;
     --no-systemd) systemd=no; shift ;;
     --reenroll) reenroll=yes; shift ;;
+    --allow-shared-process-runtime) allow_shared=yes; shift ;;
     -h | --help) usage ;;
     *) printf 'unknown argument: %s\n' "$1" >&2; usage ;;
   esac
@@ -110,8 +115,8 @@ fi
 
 # --- the service user --------------------------------------------------------------------------------------------
 # The process runtime's agent and jobs run as a system user of their own. The Docker runtime's agent runs as root: the
-# Docker socket is as good as root on this host whoever holds it, and containers (root inside) leave root's files in
-# the jobs' work dirs, which the agent must be able to remove.
+# Docker socket is as good as root on this host whoever holds it; its jobs' containers run as nobody, and it hands each
+# job's work dir to them.
 if [ -n "${VP_WORKER_USER:-}" ]; then
   user=$VP_WORKER_USER
 elif [ "$(id -u)" != 0 ]; then
@@ -178,6 +183,10 @@ if [ ${#shares[@]} -gt 0 ]; then
       runuser -u "$user" -- test -r "$share" -a -x "$share" || warn "$user cannot read $share: the control plane will be refused until it can (chgrp/chmod, or an ACL)"
     done
   fi
+fi
+if [ "$allow_shared" = yes ]; then
+  settings+=("allowSharedProcessRuntime=true")
+  [ "$runtime" = docker ] || warn "--allow-shared-process-runtime: if this host is in the appliance-wide pool, every workspace's jobs run here as one user, able to read one another's files"
 fi
 config_set "${settings[@]}"
 if [ "$runtime" = docker ]; then

@@ -202,6 +202,11 @@ export const ServerMessage = z.discriminatedUnion('type', [
     protocolVersion: version,
     hostId: id,
     heartbeatSeconds: z.int().min(1).max(3600),
+    /**
+     * Protocol 5: the host is in the appliance-wide pool and runs every workspace's jobs (false: one workspace's
+     * only). An agent whose runtime cannot keep jobs apart refuses a pool unless its operator allowed it.
+     */
+    pool: z.boolean().optional(),
   }),
   z.strictObject({ type: z.literal('job.assign'), jobId: id, attempt: z.int().min(1), spec: JobSpec }),
   z.strictObject({ type: z.literal('job.cancel'), jobId: id, reason: text(1024) }),

@@ -6,8 +6,9 @@
  * 2: `capabilities` (the model formats a host exports) and job outputs (`JobSpec.outputs`).
  * 3: services (`JobSpec.environment` and `JobSpec.service`, `job.service`, `capabilities.services`): deployments.
  * 4: shared folders (`folder.*`, folders.ts): storage integrations of the local provider.
+ * 5: `welcome.pool`: whether the host is in the appliance-wide pool (runs every workspace's jobs).
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 /** The oldest version this build still speaks. */
 export const PROTOCOL_VERSION_MIN = 1;
 

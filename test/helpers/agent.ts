@@ -44,7 +44,8 @@ export async function enrollAgent(t: Teardown, server: string, token: string, co
 
 /**
  * `vp-worker run` with the given config file and VP_WORKER_* overrides. On the process runtime its jobs outlive it (the
- * next agent adopts them): those still running, a deployment's server for one, are killed when the test ends.
+ * next agent adopts them): those still running, a deployment's server for one, are killed when the test ends. The
+ * tests' pool hosts are one operator's, so the process runtime is allowed there unless `env` says otherwise.
  */
 export function runAgent(t: Teardown, config: string, env: Record<string, string>): Spawned {
   const workRoot = env.VP_WORKER_WORK_DIR;
@@ -59,7 +60,7 @@ export function runAgent(t: Teardown, config: string, env: Record<string, string
       }
     });
   }
-  return start(t, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], env);
+  return start(t, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], { VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '1', ...env });
 }
 
 /** A control plane as its own process (`node control-plane/src/main.ts`), ready once /api/health answers. */

@@ -24,6 +24,7 @@ const ENV_OVERRIDES = {
   hostId: 'VP_WORKER_HOST_ID',
   keepWorkDirsHours: 'VP_WORKER_KEEP_WORK_DIRS_HOURS',
   sharedFolders: 'VP_WORKER_SHARED_FOLDERS',
+  allowSharedProcessRuntime: 'VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME',
 } as const;
 type Setting = keyof typeof ENV_OVERRIDES;
 
@@ -48,6 +49,10 @@ const SettingsSchema = z.object({
       z.array(z.string().refine((folder) => isAbsolute(folder), 'must list absolute paths')).max(MAX_SHARED_FOLDERS, `must list at most ${MAX_SHARED_FOLDERS} folders`),
     )
     .default([]),
+  // true/false in the file; 1/0 (or true/false) in the environment.
+  allowSharedProcessRuntime: z
+    .preprocess((value) => (value === '1' || value === 'true' ? true : value === '0' || value === 'false' ? false : value), z.boolean({ error: 'must be true or false (1 or 0)' }))
+    .default(false),
 });
 
 export interface WorkerConfig {
@@ -77,6 +82,11 @@ export interface WorkerConfig {
    * outside them, symlinks leading out included, is refused. Empty: none.
    */
   sharedFolders: string[];
+  /**
+   * Run the process runtime on a host of the appliance-wide pool anyway, though it cannot keep one workspace's jobs
+   * from another's (README: the process runtime). Without it such an agent refuses the pool and stops.
+   */
+  allowSharedProcessRuntime: boolean;
   /** Where these settings were read from. */
   configFile: string;
 }
@@ -138,6 +148,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     hostId: settings.hostId,
     keepWorkDirsHours: settings.keepWorkDirsHours,
     sharedFolders: settings.sharedFolders.map((folder) => resolve(folder)),
+    allowSharedProcessRuntime: settings.allowSharedProcessRuntime,
     configFile,
   };
 }

@@ -40,10 +40,11 @@ export interface ConnectionJobs {
 }
 /**
  * Why run() ended: stop() was called; the server refused the worker key (revoked, rotated or wrong); it
- * does not speak this agent's protocol version; or another agent took over this host with the same key.
+ * does not speak this agent's protocol version; another agent took over this host with the same key; or the host is
+ * in the appliance-wide pool and this agent's process runtime may not run every workspace's jobs side by side.
  * Each but the first is permanent: reconnecting would not change it.
  */
-export type ConnectionOutcome = 'stopped' | 'unauthorized' | 'unsupported' | 'replaced';
+export type ConnectionOutcome = 'stopped' | 'unauthorized' | 'unsupported' | 'replaced' | 'sharedProcessRuntime';
 export type ConnectionState = 'connecting' | 'handshaking' | 'ready' | 'waiting' | ConnectionOutcome;
 
 /** Close codes after which the agent stops instead of reconnecting, and what each means for it. */
@@ -56,6 +57,10 @@ const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> 
   unauthorized: 'the control plane refused the worker key (revoked, rotated or wrong); re-enroll this host with `vp-worker enroll`',
   unsupported: 'the control plane does not speak this agent\'s protocol version; upgrade the agent',
   replaced: 'another agent connected with this host\'s key and took over; run one agent per host',
+  sharedProcessRuntime:
+    "this host is in the appliance-wide pool, so it runs every workspace's jobs, and the process runtime cannot keep them apart " +
+    '(one OS user, no filesystem or network isolation): use the Docker runtime (runtime: docker), or, to run them anyway, ' +
+    'set allowSharedProcessRuntime: true (VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME=1; install-worker.sh --allow-shared-process-runtime)',
 };
 
 /**
@@ -92,6 +97,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   #attempt = 0;
   #stopping = false;
   #unauthorized = false;
+  /** Set when a welcome named a pool this agent may not serve. */
+  #refusedPool = false;
   #timers = new Set<NodeJS.Timeout>();
   #done: Promise<ConnectionOutcome> | undefined;
   #finish: ((outcome: ConnectionOutcome) => void) | undefined;
@@ -203,7 +210,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       this.#clearTimers();
       this.#socket = undefined;
       this.#folders?.disconnected();
-      const permanent = this.#unauthorized ? 'unauthorized' : PERMANENT_CLOSES[code];
+      const permanent = this.#unauthorized ? 'unauthorized' : this.#refusedPool ? 'sharedProcessRuntime' : PERMANENT_CLOSES[code];
       if (permanent && !this.#stopping) {
         this.#log('error', PERMANENT_MESSAGES[permanent], { status: refusedStatus, code, reason: reason.toString() });
         this.#end(permanent);
@@ -251,6 +258,12 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
 
   #welcome(socket: WebSocket, welcome: Welcome): void {
     this.#clearTimers();
+    // Before any job can be assigned: terminate() drops whatever the server sent after its welcome.
+    if (welcome.pool && this.#config.runtime === 'process' && !this.#config.allowSharedProcessRuntime) {
+      this.#refusedPool = true;
+      socket.terminate();
+      return;
+    }
     this.#attempt = 0;
     this.#hostId = welcome.hostId;
     this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, protocolVersion: welcome.protocolVersion, heartbeatSeconds: welcome.heartbeatSeconds });

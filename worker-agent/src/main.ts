@@ -20,11 +20,12 @@ const USAGE = [
 
 /**
  * Exit statuses: 0 done, 1 failed, 2 usage error, 3 the control plane refused the worker key, 4 it does not
- * speak this agent's protocol version, 5 another agent took over this host's key. 3-5 are permanent until an
- * operator acts (re-enroll, upgrade, stop the other agent), so a service manager should not restart on them
- * (systemd: RestartPreventExitStatus=3 4 5).
+ * speak this agent's protocol version, 5 another agent took over this host's key, 6 the host is in the appliance-wide
+ * pool and the process runtime was not allowed there (allowSharedProcessRuntime). 3-6 are permanent until an operator
+ * acts (re-enroll, upgrade, stop the other agent, choose a runtime), so a service manager should not restart on them
+ * (systemd: RestartPreventExitStatus=3 4 5 6).
  */
-const EXIT_STATUS: Record<ConnectionOutcome, number> = { stopped: 0, unauthorized: 3, unsupported: 4, replaced: 5 };
+const EXIT_STATUS: Record<ConnectionOutcome, number> = { stopped: 0, unauthorized: 3, unsupported: 4, replaced: 5, sharedProcessRuntime: 6 };
 
 async function main(argv: string[]): Promise<number> {
   let parsed;

@@ -215,7 +215,8 @@ export class WorkerSession implements WorkerConnection {
     this.lastHeartbeatWrite = Date.now();
     // parseMessage refused a hello without a version in common.
     const protocolVersion = commonVersion(helloVersions(hello)!)!;
-    this.send({ type: 'welcome', protocolVersion, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds });
+    const pool = protocolVersion >= 5 ? { pool: this.workspaceId === null } : {};
+    this.send({ type: 'welcome', protocolVersion, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds, ...pool });
     this.log.info(
       { agentVersion: hello.agentVersion, protocolVersion, gpus: hello.hardware.gpus.length, runningJobs: hello.runningJobs.length, replaced: connected.replaced },
       'worker connected',
