@@ -19,7 +19,7 @@ set -euo pipefail
 started=$SECONDS
 bundle=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   printf 'install.sh: %s\n' "$*" >&2
   exit 1
