@@ -105,6 +105,8 @@ t.test("a job sees none of the agent's settings or secrets: its environment is b
       else process.env[name] = value;
     }
   });
+  // What an older agent left: one settings copy for every job, a workspace's dataset cached in it.
+  mkdirSync(join(dir, 'work', '.yolo-config', 'datasets', 'theirs'), { recursive: true });
   // As the agent builds it: its settings from the environment, its runtime from them.
   const config = loadWorkerConfig({ ...process.env, XDG_CONFIG_HOME: dir, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_PROCESS_VENV: join(dir, 'venv') });
   const { lines } = await run(spec('console.log(JSON.stringify(process.env))', { env: { ULTRALYTICS_API_KEY: 'the-jobs-own' } }), runtimeFromConfig(config) as ProcessRuntime);
@@ -114,6 +116,7 @@ t.test("a job sees none of the agent's settings or secrets: its environment is b
   t.equal(env.ULTRALYTICS_API_KEY, 'the-jobs-own', "the spec's own environment");
   t.equal(env.PATH?.split(':')[0], join(dir, 'venv', 'bin'), "the trainer's Python first on PATH");
   t.equal(env.PATH?.split(':')[1], process.env.PATH?.split(':')[0], "then the agent's PATH");
+  t.notOk(existsSync(join(dir, 'work', '.yolo-config')), "the shared settings copy of older agents is gone, with what they cached");
 });
 
 t.test("each job gets its own home and ultralytics settings in its work dir: nothing one job writes there is left for another", async (t) => {

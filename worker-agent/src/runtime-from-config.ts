@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorkerConfig } from './config.ts';
 import { DockerRuntime } from './runtimes/docker-runtime.ts';
@@ -10,6 +11,8 @@ export function runtimeFromConfig(config: WorkerConfig): JobRuntime {
     // Without an enrolled host id the key's public prefix still tells this agent's containers from others'.
     return new DockerRuntime({ workRoot: config.workDir, host: config.hostId ?? config.workerKey.slice(0, 12), defaultImage: config.trainerImage, inferenceImage: config.inferenceImage });
   }
+  // Agents before per-job homes shared one copy of the trainer's settings here, every workspace's datasets cached in it.
+  rmSync(join(config.workDir, '.yolo-config'), { recursive: true, force: true });
   const environment = agentEnvironment();
   if (config.processVenv) {
     environment.VIRTUAL_ENV = config.processVenv;
