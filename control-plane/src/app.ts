@@ -12,7 +12,7 @@ import { errorMiddleware } from './http/error-middleware.ts';
 import { buildOpenApi, stableStringify } from './http/openapi.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import { requestContext } from './http/request-context.ts';
-import { jsonBody } from './http/json-body.ts';
+import { JSON_FIELDS_LIMIT_BYTES, jsonBody } from './http/json-body.ts';
 import { buildRouter } from './http/router.ts';
 import { routes as allRoutes } from './routes.ts';
 import { Services, type ServiceDeps } from './services.ts';
@@ -54,6 +54,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   if (deps.summaryFigures) app.use(forgetFiguresOnWrite(deps.summaryFigures));
   if (deps.deploymentTraffic) app.use(serviceUrl({ authenticator: deps.authenticator, traffic: deps.deploymentTraffic }));
-  for (const middleware of buildRouter(routes, { ...deps, jsonBody: jsonBody(deps.config.jsonBodyLimitBytes) })) app.use(middleware);
+  const limit = deps.config.jsonBodyLimitBytes;
+  const jsonBodies = { fields: jsonBody(Math.min(JSON_FIELDS_LIMIT_BYTES, limit)), documents: jsonBody(limit, 'JSON_BODY_LIMIT_BYTES') };
+  for (const middleware of buildRouter(routes, { ...deps, jsonBody: jsonBodies })) app.use(middleware);
   return app;
 }

@@ -36,6 +36,7 @@ export const saveWorkflow = defineRoute({
   auth: 'key',
   limit: 'default',
   request: { query: OwnerQuery, body: WorkflowSave },
+  documentBody: true,
   response: { status: 200, description: 'Saved', schema: WorkflowSaved },
   errors: [403, 404, 409],
   handler: (ctx, { query, body }) => ctx.state.services.workflows.save(ctx.state.actor, query.owner, body),

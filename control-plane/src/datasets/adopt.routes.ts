@@ -22,6 +22,7 @@ export const adoptImages = defineRoute({
   auth: 'key',
   limit: 'default',
   request: { params: DatasetPath, body: AdoptBody },
+  documentBody: true,
   response: { status: 200, description: 'How many images were adopted and skipped', schema: Adopted },
   errors: [403, 404, 409],
   errorBodies: { 422: AdoptUnmatched },

@@ -95,6 +95,7 @@ export const updateDeployment = defineRoute({
   auth: 'key',
   limit: 'mutation',
   request: { params: DeploymentPath, body: DeploymentUpdate },
+  documentBody: true,
   response: {
     status: 200,
     description: 'Done (ready or stopped)',

@@ -35,6 +35,11 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   limit: RateCategory | null;
   request?: { params?: P; query?: Q; body?: B };
   /**
+   * The JSON body may carry a document (metadata, a class list or mapping, labels, an agent's graph, a training
+   * event): up to JSON_BODY_LIMIT_BYTES. Other JSON bodies (names, IDs, settings) are at most 64 KiB. Past either: 413, unparsed.
+   */
+  documentBody?: true;
+  /**
    * contentType: a non-JSON (streamed) response the handler writes to ctx.body itself; schema then documents it.
    * 'none': no body at all (a redirect); the handler sets status and headers.
    */

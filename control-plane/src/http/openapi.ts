@@ -1,5 +1,7 @@
+import { defaults } from '@vp/config';
 import { z } from 'zod';
 import type { RouteDefinition } from './define-route.ts';
+import { JSON_FIELDS_LIMIT_BYTES } from './json-body.ts';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Invalid path, query or body',
@@ -48,9 +50,16 @@ function parameters(schema: z.ZodType | undefined, location: 'path' | 'query') {
   });
 }
 
+/** What a JSON request body may weigh (the default settings), as the router enforces it before parsing. */
+const jsonBodyLimit = (route: RouteDefinition) =>
+  route.documentBody
+    ? `JSON of at most JSON_BODY_LIMIT_BYTES (default ${defaults.jsonBodyLimitBytes / 2 ** 20} MiB); larger: 413, not read`
+    : `JSON of at most ${JSON_FIELDS_LIMIT_BYTES / 1024} KiB; larger: 413, not read`;
+
 function operation(route: RouteDefinition) {
   const errors = new Set<number>([...(route.errors ?? []), ...Object.keys(route.errorBodies ?? {}).map(Number), 500]);
   if (route.request?.params || route.request?.query || route.request?.body) errors.add(400);
+  if (route.request?.body) errors.add(413);
   if (route.auth === 'key') errors.add(401);
   if (route.limit) errors.add(429);
   const content = route.response.contentType === 'none' ? {} : { content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } } };
@@ -73,7 +82,7 @@ function operation(route: RouteDefinition) {
     security: route.auth === 'public' ? [] : route.auth === 'optional' ? [{}, { bearerAuth: [] }] : [{ bearerAuth: [] }],
     parameters: [...parameters(route.request?.params, 'path'), ...parameters(route.request?.query, 'query')],
     ...(route.request?.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.request.body, 'input') } } } }
+      ? { requestBody: { required: true, description: jsonBodyLimit(route), content: { 'application/json': { schema: jsonSchema(route.request.body, 'input') } } } }
       : {}),
     ...(route.streamedBody
       ? {

@@ -14,7 +14,8 @@ import type { RateLimiter } from './rate-limit.ts';
 export interface RouterDeps {
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
-  jsonBody: Middleware<AppState>;
+  /** JSON body parsers: `fields` (most operations), `documents` (routes that declare documentBody). */
+  jsonBody: { fields: Middleware<AppState>; documents: Middleware<AppState> };
 }
 
 /**
@@ -53,7 +54,7 @@ function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<A
       const subject = actor.kind === 'key' ? `key:${actor.keyId}` : `ip:${ctx.state.clientAddress}`;
       await deps.rateLimiter.take(subject, route.limit);
     }
-    if (route.request?.body) await deps.jsonBody(ctx, async () => undefined);
+    if (route.request?.body) await deps.jsonBody[route.documentBody ? 'documents' : 'fields'](ctx, async () => undefined);
     const input = {
       params: parseInput(route.request?.params, (ctx as unknown as { params: unknown }).params, 'path'),
       query: parseInput(route.request?.query, ctx.query, 'query'),

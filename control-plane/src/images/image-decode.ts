@@ -64,16 +64,40 @@ const STREAMED_ROWS = 2048;
 /**
  * What decoding an image into its thumbnail takes, from its header: measured with sharp 0.35 on the worst
  * cases (wide, tall, 16-bit, tiny compressed files), rounded up. Baseline JPEG, non-interlaced PNG and WebP
- * are read a band of rows at a time; the other formats (progressive JPEG, interlaced PNG, GIF, TIFF, SVG)
- * whole, and AVIF/HEIF several times over.
+ * are read a band of rows at a time (unless `whole`: turned upright, which needs every row); the other
+ * formats (progressive JPEG, interlaced PNG, GIF, TIFF, SVG) whole, and AVIF/HEIF several times over.
  */
-function decodeMemoryOf(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive'>): number {
+function decodeMemoryOf(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive'>, whole = false): number {
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
   const pixelBytes = Math.max(meta.channels ?? 4, 4) * (SAMPLE_BYTES[meta.depth ?? ''] ?? 8);
-  const streamed = ['jpeg', 'png', 'webp'].includes(meta.format) && !meta.isProgressive;
+  const streamed = !whole && ['jpeg', 'png', 'webp'].includes(meta.format) && !meta.isProgressive;
   if (streamed) return width * pixelBytes * Math.min(4 * height + 16, STREAMED_ROWS);
   return width * height * pixelBytes * (meta.format === 'heif' ? 5 : 2);
+}
+
+/**
+ * The most one decode of a whole image at full size (a predict's input) may take: half the process's decoding
+ * memory, so that such decodes run a few at once and one image never holds all of it. A 24-megapixel JPEG or PNG
+ * (6000×4000) takes about 115 MiB.
+ */
+export const WHOLE_DECODE_MAX_BYTES = DECODE_MEMORY_BYTES / 2;
+
+/**
+ * What decoding `bytes` whole to 8-bit RGB takes, its pixels kept (as a predict's inference worker keeps them while
+ * the model runs), estimated from the header alone; `pixels` names the image for a refusal. Null when sharp cannot
+ * read the header: the decode itself then says why.
+ */
+export async function wholeDecodeMemoryOf(bytes: Uint8Array): Promise<{ memory: number; pixels: string } | null> {
+  let meta: Metadata;
+  try {
+    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch {
+    return null;
+  }
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  return { memory: width * height * 3 + decodeMemoryOf(meta, (meta.orientation ?? 1) > 1), pixels: `${width}×${height} px ${meta.format}` };
 }
 
 /** The file's extension, lower-cased, or `bin`: used where the bytes say nothing (undecodable files). */

@@ -73,6 +73,7 @@ export const updateImage = defineRoute({
   auth: 'key',
   limit: 'default',
   request: { params: ImagePath, body: ImagePatch },
+  documentBody: true,
   response: { status: 200, description: 'Saved', schema: ImagePatched },
   errors: [403, 404],
   handler: (ctx, { params, body }) => ctx.state.services.images.update(ctx.state.actor, params.imageId, body),

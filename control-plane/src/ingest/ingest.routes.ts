@@ -23,6 +23,7 @@ export const ingestDataset = defineRoute({
   auth: 'key',
   limit: 'upload',
   request: { params: DatasetPath, body: IngestBody },
+  documentBody: true,
   response: { status: 201, description: 'Queued', schema: IngestQueued },
   errors: [403, 404, 409],
   handler: (ctx, { params, body }) => ctx.state.services.ingest.start(ctx.state.actor, params.owner, params.dataset, body),

@@ -53,6 +53,7 @@ export const connectIntegration = defineRoute({
   auth: 'key',
   limit: 'mutation',
   request: { body: ConnectBody },
+  documentBody: true,
   response: { status: 201, description: 'The integration, without its credentials', schema: Integration },
   errors: [400, 403, 502],
   handler: (ctx, { body }) => ctx.state.services.integrations.connect(ctx.state.actor, body),

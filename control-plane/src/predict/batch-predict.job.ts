@@ -141,8 +141,8 @@ export class BatchPredictJob implements JobHandler {
       return await Promise.race([annotateImage(context.em, this.predictor, this.storage, annotation, image), aborted]);
     } catch (error) {
       if (context.signal.aborted) throw error;
-      // The image's own problem (undecodable, too many channels, file gone): it is skipped, uncharged.
-      if (error instanceof HttpError && [400, 404, 409].includes(error.status)) {
+      // The image's own problem (undecodable, too large to decode, too many channels, file gone): it is skipped, uncharged.
+      if (error instanceof HttpError && [400, 404, 409, 413].includes(error.status)) {
         context.log.warn({ imageId: image.id, err: error }, 'auto-annotation skipped an image');
         return null;
       }

@@ -18,6 +18,7 @@ export const predictImage = defineRoute({
   auth: 'key',
   limit: 'default',
   request: { params: ImagePath, body: ImagePredictBody },
+  documentBody: true,
   response: { status: 200, description: 'The predictions as labels, with their confidences', schema: ImagePredicted },
   errors: [400, 404, 409, 422, 503],
   errorBodies: { 422: ClassMismatch },

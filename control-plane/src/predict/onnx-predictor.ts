@@ -6,12 +6,14 @@ import type { PredictOptions } from '@vp/inference';
 import { InferenceError, InferencePool, MAX_IMAGE_PIXELS } from '@vp/inference/pool';
 import { ExportService } from '../exports/export.service.ts';
 import { Invalid, NotFound, Unavailable } from '../http/errors.ts';
+import { withDecodeMemory } from '../images/image-decode.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import type { ModelRef } from '../models/model-access.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
 import { completedOnnxExport, onnxExportArgs } from './onnx-export.ts';
 import { OnnxFiles, type LocalOnnx } from './onnx-files.ts';
+import { predictDecodeMemory } from './predict-decode-memory.ts';
 import type { ModelRun, Predictor } from './predictor.ts';
 
 /** Remembered completed exports (model, weights, export args → artifact key); forgotten all at once past this many. */
@@ -48,12 +50,14 @@ export class OnnxPredictor implements Predictor {
   }
 
   async run(em: EntityManager, model: ModelRef, image: Uint8Array, options: PredictOptions): Promise<ModelRun> {
+    // Refused from its header before anything waits for the model; the run holds its share of the process's decoding memory.
+    const decodeMemory = await predictDecodeMemory(image);
     const remembered = `${model.id}\0${model.fileKey}\0${JSON.stringify(onnxExportArgs(model))}`;
     const cached = this.artifacts.get(remembered);
     // The remembered artifact may be gone (its export deleted): then the exports are asked again.
     const artifact = (cached !== undefined && (await this.files.local(cached).then((local) => ({ key: cached, ...local }), () => undefined))) || (await this.lookUp(em, model, remembered));
     try {
-      return await this.pool.run(artifact, image, options, MAX_IMAGE_PIXELS);
+      return await withDecodeMemory(decodeMemory, () => this.pool.run(artifact, image, options, MAX_IMAGE_PIXELS));
     } catch (error) {
       if (!(error instanceof InferenceError)) throw error;
       if (error.kind === 'image') throw Invalid(`The input is not an image this server can read: ${error.message}`);

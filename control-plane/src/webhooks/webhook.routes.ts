@@ -27,6 +27,7 @@ export const trainingMetrics = defineRoute({
   jobKeys: true,
   limit: 'metrics',
   request: { body: MetricsEnvelope },
+  documentBody: true,
   response: { status: 200, description: 'Recorded', schema: MetricsAnswer },
   errors: [403, 404],
   handler: (ctx, { body }) => ctx.state.services.trainingEvents.receive(ctx.state.actor, body),

@@ -2,47 +2,62 @@
 // or JSON, read with a byte bound.
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import { type ByteBound, invalid, tooLarge } from './predict-input-error.ts';
+import { type ByteBound, invalid, PredictInputError, tooLarge } from './predict-input-error.ts';
 
 /** Room for the form's fields and boundaries besides the image itself. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
+/**
+ * A JSON or urlencoded body holds only the parameters and a source of at most 4,096 characters (a URL, or a small
+ * image in base64): even all escaped (`\uXXXX`, percent-encoded UTF-8) that is under 40 KB. Refused past this before
+ * anything is parsed, so a large body costs no memory or event-loop time; a larger image comes as a multipart file.
+ */
+export const FIELDS_BODY_MAX_BYTES = 64 * 1024;
+const FIELD_MEDIA = new Set(['application/json', 'application/x-www-form-urlencoded']);
 
 export interface PredictBody {
   fields: Record<string, unknown>;
   file?: { bytes: Uint8Array; name: string; type: string };
 }
 
-/** Reads the request body, never holding more than the image bound (413 past it). */
+/**
+ * Reads the request body, never holding more than it may need: the image bound and room for the fields for
+ * multipart, FIELDS_BODY_MAX_BYTES for JSON and urlencoded (413 past either, from Content-Length before reading).
+ */
 export async function readPredictBody(req: IncomingMessage, bound: ByteBound): Promise<PredictBody> {
   const contentType = req.headers['content-type'] ?? '';
-  const limit = bound.maxBytes + FORM_OVERHEAD_BYTES;
-  if (Number(req.headers['content-length'] ?? 0) > limit) throw tooLarge(bound);
+  const media = contentType.split(';')[0]!.trim().toLowerCase();
+  if (media !== 'multipart/form-data' && !FIELD_MEDIA.has(media)) {
+    throw invalid('Send the image as multipart/form-data with a file field, or source in a form or JSON body');
+  }
+  const multipart = media === 'multipart/form-data';
+  const limit = multipart ? bound.maxBytes + FORM_OVERHEAD_BYTES : FIELDS_BODY_MAX_BYTES;
+  const refusal = () =>
+    multipart
+      ? tooLarge(bound)
+      : new PredictInputError(413, `A ${media} predict body holds the parameters and a source of at most 4,096 characters: at most ${limit} bytes; send a larger image as the file of a multipart/form-data body`);
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw refusal();
   const state = { received: 0, over: false };
   async function* bounded() {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       state.received += chunk.length;
       if (state.received > limit) {
         state.over = true;
-        throw tooLarge(bound);
+        throw refusal();
       }
       yield chunk;
     }
   }
   const body = Readable.toWeb(Readable.from(bounded())) as ReadableStream<Uint8Array>;
   const request = new Request('http://predict.invalid/', { method: 'POST', headers: { 'content-type': contentType }, body, duplex: 'half' } as RequestInit);
-  const media = contentType.split(';')[0]!.trim().toLowerCase();
   try {
     if (media === 'application/json') {
       const parsed: unknown = JSON.parse(await request.text());
       if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('The JSON body must be an object of predict parameters');
       return { fields: parsed as Record<string, unknown> };
     }
-    if (media !== 'multipart/form-data' && media !== 'application/x-www-form-urlencoded') {
-      throw invalid('Send the image as multipart/form-data with a file field, or source in a form or JSON body');
-    }
     return fromForm(await request.formData(), bound);
   } catch (error) {
-    if (state.over) throw tooLarge(bound);
+    if (state.over) throw refusal();
     if (error instanceof SyntaxError) throw invalid('Malformed JSON body');
     if (error instanceof TypeError) throw invalid(`Malformed ${media} body`);
     throw error;
