@@ -41,7 +41,8 @@ export function nonMaxSuppression(output: Float32Array, channels: number, anchor
         cls = c;
       }
     }
-    if (best > conf) {
+    // A score that is not a finite number ranks nothing (a broken graph's NaN or Infinity).
+    if (best > conf && best !== Infinity) {
       candidates.push(a);
       classOf.push(cls);
       scoreOf.push(best);

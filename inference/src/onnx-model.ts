@@ -6,6 +6,7 @@ import type { DecodedImage } from './decode.ts';
 import { type Letterbox, letterbox, letterboxShape } from './letterbox.ts';
 import { anchorCount, modelInfo } from './model-info.ts';
 import type { ModelInfo } from './model-info.ts';
+import { checkInputs, checkOutputs, checkOutputTensors } from './onnx-io.ts';
 import { readOnnxMetadata } from './onnx-metadata.ts';
 import { postprocess } from './postprocess.ts';
 import type { Prediction, PredictOptions } from './prediction.ts';
@@ -49,19 +50,34 @@ export class OnnxModel {
     let session: ort.InferenceSession;
     try {
       props = readOnnxMetadata(bytes);
+    } catch (error) {
+      throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    // The metadata is checked before onnxruntime sees the file: a tenant's names or sizes must not cost more than their bounds.
+    let metadata: ModelInfo;
+    try {
+      metadata = modelInfo(props, true);
+    } catch (error) {
+      throw new InvalidModel(error instanceof Error ? error.message : String(error));
+    }
+    try {
       session = await ort.InferenceSession.create(bytes, {
         executionProviders: [options.executionProvider ?? 'cpu'],
         graphOptimizationLevel: 'all',
         intraOpNumThreads: options.intraOpThreads ?? 0,
+        executionMode: 'sequential',
+        // No arena: a run's tensors go back to the system when it ends, instead of the arena keeping its peak for good.
+        enableCpuMemArena: false,
         ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
       });
     } catch (error) {
       throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
     }
     try {
-      const input = session.inputMetadata[0];
-      const dynamicInput = input?.isTensor === true && input.shape.slice(2).some((dim) => typeof dim !== 'number');
-      return new OnnxModel(modelInfo(props, dynamicInput), session);
+      const dynamicInput = checkInputs(session.inputMetadata, metadata);
+      const info = { ...metadata, dynamic: metadata.dynamic && dynamicInput };
+      checkOutputs(session.outputMetadata, info);
+      return new OnnxModel(info, session);
     } catch (error) {
       await session.release();
       throw new InvalidModel(error instanceof Error ? error.message : String(error));
@@ -75,10 +91,22 @@ export class OnnxModel {
     const prepared = performance.now();
     const feeds = { [this.session.inputNames[0]]: new ort.Tensor('float32', tensor, [1, 3, height, width]) };
     if (this.spare === tensor) this.spare = undefined; // taken: a concurrent predict must not write into it
-    const results = await this.session.run(feeds);
+    let results: ort.InferenceSession.ReturnType;
+    try {
+      results = await this.session.run(feeds);
+    } catch (error) {
+      // The graph is the tenant's: a run that fails (shapes it cannot reshape, a node it cannot compute) is the model's fault.
+      throw new InvalidModel(`the model's graph failed to run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    }
     this.spare = tensor;
     const ran = performance.now();
     const outputs = this.session.outputNames.map((name) => results[name]);
+    try {
+      checkOutputTensors(outputs, this.info);
+    } catch (error) {
+      for (const output of outputs) output.dispose();
+      throw new InvalidModel(error instanceof Error ? error.message : String(error));
+    }
     const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], { conf: options.conf, iou: options.iou, maxDet: options.maxDet ?? 300 });
     for (const output of outputs) output.dispose();
     return { ...rows, speed: { preprocess: prepared - started, inference: ran - prepared, postprocess: performance.now() - ran } };

@@ -31,13 +31,15 @@ export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, 
     return { shape: original, boxes: [], confidences: [], classes: [], semanticMask: semanticClassMap(outputs[0], input, original) };
   }
   if (info.task === 'classify') {
-    return { shape: original, boxes: [], confidences: [], classes: [], probs: Array.from(outputs[0].data as Float32Array) };
+    // A probability that is not a number (a hostile or broken graph) is 0: the answer stays JSON.
+    const probs = Array.from((outputs[0].data as Float32Array).subarray(0, info.names.length), (p) => (Number.isFinite(p) ? p : 0));
+    return { shape: original, boxes: [], confidences: [], classes: [], probs };
   }
   const candidates = info.end2end ? endToEndRows(info, outputs[0], options) : nmsRows(info, outputs[0], options);
   const s = scaler(input, original);
   const n = candidates.scores.length;
   const rows: Rows = { shape: original, boxes: [], confidences: [], classes: [] };
-  let keep = Array.from({ length: n }, (_, k) => k);
+  let keep = Array.from({ length: n }, (_, k) => k).filter((k) => usable(candidates, k, info.names.length));
   if (info.task === 'segment') {
     // Masks are made from the boxes in input pixels, before they are scaled; rows whose mask is empty are dropped.
     const protos = outputs[1];
@@ -68,6 +70,17 @@ export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, 
     });
   }
   return rows;
+}
+
+/**
+ * A row JSON can carry and a class name can label: NaN or ±Infinity anywhere in it (what a broken or hostile graph can
+ * give), or a class the model does not name, and the row is dropped.
+ */
+function usable(candidates: Candidates, k: number, classes: number): boolean {
+  const finite = (values: ArrayLike<number>) => Array.prototype.every.call(values, Number.isFinite);
+  const cls = candidates.classes[k];
+  return Number.isFinite(candidates.scores[k]) && cls >= 0 && cls < classes && finite(candidates.boxes.subarray(k * 4, k * 4 + 4))
+    && (!candidates.angles || Number.isFinite(candidates.angles[k])) && finite(candidates.extras.subarray(k * candidates.extraCount, (k + 1) * candidates.extraCount));
 }
 
 /** ops.xywhr2xyxyxyxy: the 4 corners of a rotated box, in float32 as torch computes them. */
@@ -106,7 +119,7 @@ function endToEndRows(info: ModelInfo, output: Tensor, options: PostprocessOptio
   const [, count, width] = output.dims as number[];
   const data = output.data as Float32Array;
   const picked: number[] = [];
-  for (let r = 0; r < count && picked.length < options.maxDet; r++) if (data[r * width + 4] > options.conf) picked.push(r);
+  for (let r = 0; r < count && picked.length < options.maxDet; r++) if (data[r * width + 4] > options.conf && data[r * width + 4] !== Infinity) picked.push(r);
   const rotated = info.task === 'obb';
   const extraCount = rotated ? 0 : width - 6;
   const result: Candidates = {

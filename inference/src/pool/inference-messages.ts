@@ -1,4 +1,4 @@
-// What the pool (inference-pool.ts) and its worker threads (inference-worker.ts) say to each other.
+// What the pool (inference-pool.ts) and its worker processes (inference-worker.ts) say to each other.
 import type { ExecutionProvider, ModelInfo, Prediction, PredictOptions } from '../index.ts';
 
 export interface WorkerSetup {
@@ -23,7 +23,9 @@ export type WorkerRequest =
   | { kind: 'load'; id: number; sessionKey: string; file: string }
   | { kind: 'release'; sessionKey: string };
 
-/** cause: 'image': the bytes are not a usable image (400); 'model': the ONNX file did not load; 'internal': anything else. */
-export type WorkerFailure = { id: number; ok: false; cause: 'image' | 'model' | 'internal'; message: string };
-export type WorkerReply = { id: number; ok: true; prediction: Prediction; info: ModelInfo } | WorkerFailure;
-export type LoadReply = { id: number; ok: true; info: ModelInfo } | WorkerFailure;
+/** cause: 'image': the bytes are not a usable image (400); 'model': the ONNX file did not load or its run gave what no export gives; 'internal': anything else. */
+/** invalidFile: the ONNX file itself is not a runnable export (InvalidModel at load): it never will be. */
+export type WorkerFailure = { id: number; ok: false; cause: 'image' | 'model' | 'internal'; message: string; invalidFile?: boolean };
+/** loadedBytes: how much the process's resident memory grew while this request loaded the session (absent when it was loaded). */
+export type WorkerReply = { id: number; ok: true; prediction: Prediction; info: ModelInfo; loadedBytes?: number } | WorkerFailure;
+export type LoadReply = { id: number; ok: true; info: ModelInfo; loadedBytes?: number } | WorkerFailure;

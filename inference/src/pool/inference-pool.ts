@@ -1,30 +1,39 @@
-import { Worker } from 'node:worker_threads';
 import type { ExecutionProvider, ModelInfo, Prediction, PredictOptions } from '../index.ts';
-// sharp (libvips) is loaded by the main thread before any worker uses it: a worker thread that exits first would
-// otherwise unload the library under the others.
-import 'sharp';
-import type { LoadReply, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+import type { LoadReply, WorkerFailure, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+import { InferenceProcess } from './inference-process.ts';
 
 /** Images with more pixels are refused from their header, before decoding (50 MP: 150 MB of RGB). */
 export const MAX_IMAGE_PIXELS = 50_000_000;
 
-/** A session's footprint is estimated from its file: the weights twice (file buffer, arena) plus activations. */
+/** What a worker process holds before any session: Node, onnxruntime, libvips. */
+export const WORKER_BASELINE_BYTES = 256 * 2 ** 20;
+
+/** A session's footprint until its load is measured: the weights twice (file buffer, initializers) plus activations. */
 const ACTIVATION_BYTES = 64 * 2 ** 20;
 export const sessionBytes = (fileBytes: number) => 2 * fileBytes + ACTIVATION_BYTES;
 
+/** Files refused at load, remembered (their key names their bytes) so that asking again starts no process; forgotten all at once past this many. */
+const MAX_REFUSED = 1000;
+
 export interface PoolOptions {
+  /** Worker processes per partition (a workspace): its sessions are spread over them. */
   workers: number;
   /** onnxruntime intra-op threads per session. */
   intraOpThreads: number;
   /** Whether onnxruntime's idle threads spin (see SessionOptions.spinning). */
   spinning: boolean;
-  /** Estimated memory the resident sessions may take together; least recently used ones are released first. */
+  /** Memory the resident sessions may take together (measured at load); least recently used ones are released first. */
   cacheBytes: number;
+  /**
+   * Resident memory one worker process may reach (sessions, a run's tensors, decoded images) before it is killed and
+   * its requests fail as the model's; default cacheBytes plus the process's own baseline.
+   */
+  workerMemoryBytes?: number;
   /** Default cpu. */
   executionProvider?: ExecutionProvider;
 }
 
-/** The inference's failure, for the caller to map: 'image' is the client's (400), the others are the model's or ours. */
+/** The inference's failure, for the caller to map: 'image' is the client's (400), 'model' the model's (its file or what it does), 'internal' ours. */
 export class InferenceError extends Error {
   readonly kind: 'image' | 'model' | 'internal';
   constructor(kind: InferenceError['kind'], message: string) {
@@ -33,27 +42,34 @@ export class InferenceError extends Error {
   }
 }
 
-interface Slot {
-  worker: Worker;
-  pending: Map<number, { resolve: (reply: WorkerReply | LoadReply) => void; reject: (error: Error) => void }>;
+/** An ONNX file to run: its identity (blob key), the local file and its size; partition: whose processes run it. */
+export interface Artifact {
+  key: string;
+  file: string;
+  bytes: number;
+  /** A workspace's id: its models run in worker processes of their own. Default: one shared partition. */
+  partition?: string;
 }
 
 interface Resident {
-  slot: Slot;
+  worker: InferenceProcess;
   bytes: number;
   lastUsed: number;
   running: number;
 }
 
 /**
- * Worker threads that decode and run ONNX sessions. Each session lives in one worker (a model's requests all go
- * there; onnxruntime runs them concurrently off that worker's JS thread), placed on the worker holding the fewest
- * bytes; sessions are evicted least recently used first once their estimated memory passes `cacheBytes`.
+ * Worker processes that decode and run ONNX sessions, apart per partition (workspace): a model that crashes, starves
+ * or floods its process holds up only its own workspace's predicts, and a process past `workerMemoryBytes` is killed.
+ * Each session lives in one process of its partition (onnxruntime runs its requests concurrently there), placed on
+ * the one holding the fewest bytes; sessions are evicted least recently used first once their measured memory passes
+ * `cacheBytes`, and a process left without sessions exits.
  */
 export class InferencePool {
   private readonly options: PoolOptions;
-  private readonly slots: Slot[] = [];
+  private readonly partitions = new Map<string, InferenceProcess[]>();
   private readonly resident = new Map<string, Resident>();
+  private readonly refused = new Map<string, string>();
   private nextId = 1;
   private closed = false;
 
@@ -61,19 +77,17 @@ export class InferencePool {
     this.options = options;
   }
 
-  async run(artifact: { key: string; file: string; bytes: number }, image: Uint8Array, options: PredictOptions, maxPixels: number): Promise<{ prediction: Prediction; info: ModelInfo }> {
-    if (this.closed) throw new InferenceError('internal', 'the inference pool is closed');
-    const session = this.place(artifact.key, artifact.bytes);
+  async run(artifact: Artifact, image: Uint8Array, options: PredictOptions, maxPixels: number): Promise<{ prediction: Prediction; info: ModelInfo }> {
+    this.usable(artifact);
+    const session = this.place(artifact);
     session.running += 1;
     session.lastUsed = performance.now();
     this.evict(artifact.key);
-    // A copy the worker owns: the caller's bytes may be a view into a shared buffer.
-    const owned = new Uint8Array(image);
-    const id = this.nextId++;
-    const request: WorkerRequest = { kind: 'run', id, sessionKey: artifact.key, file: artifact.file, image: owned, options, maxPixels };
+    const request: WorkerRequest = { kind: 'run', id: this.nextId++, sessionKey: artifact.key, file: artifact.file, image, options, maxPixels };
     try {
-      const reply = (await this.ask(session.slot, request, [owned.buffer])) as WorkerReply;
-      if (!reply.ok) throw new InferenceError(reply.cause, reply.message);
+      const reply = (await session.worker.ask(request)) as WorkerReply;
+      if (!reply.ok) throw this.failed(artifact, reply);
+      this.measured(artifact, session, reply.loadedBytes);
       return { prediction: reply.prediction, info: reply.info };
     } finally {
       session.running -= 1;
@@ -82,36 +96,70 @@ export class InferencePool {
   }
 
   /** Loads the artifact's session before any run; rejects with InferenceError('model') when it does not load. */
-  async load(artifact: { key: string; file: string; bytes: number }): Promise<ModelInfo> {
-    if (this.closed) throw new InferenceError('internal', 'the inference pool is closed');
-    const session = this.place(artifact.key, artifact.bytes);
-    const reply = (await this.ask(session.slot, { kind: 'load', id: this.nextId++, sessionKey: artifact.key, file: artifact.file }, [])) as LoadReply;
-    if (!reply.ok) {
-      this.resident.delete(artifact.key);
-      throw new InferenceError(reply.cause, reply.message);
+  async load(artifact: Artifact): Promise<ModelInfo> {
+    this.usable(artifact);
+    const session = this.place(artifact);
+    session.running += 1;
+    try {
+      const reply = (await session.worker.ask({ kind: 'load', id: this.nextId++, sessionKey: artifact.key, file: artifact.file })) as LoadReply;
+      if (!reply.ok) throw this.failed(artifact, reply);
+      this.measured(artifact, session, reply.loadedBytes);
+      return reply.info;
+    } catch (error) {
+      if (this.resident.get(artifact.key) === session) this.resident.delete(artifact.key);
+      throw error;
+    } finally {
+      session.running -= 1;
     }
-    return reply.info;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+    const workers = [...this.partitions.values()].flat();
+    this.partitions.clear();
+    await Promise.all(workers.map((worker) => worker.close()));
   }
 
-  private place(key: string, fileBytes: number): Resident {
-    let session = this.resident.get(key);
-    if (!session) {
-      // The workers start with the first predict: a control plane that never predicts never loads onnxruntime.
-      while (this.slots.length < this.options.workers) this.slots.push(this.spawn());
-      const held = (slot: Slot) => [...this.resident.values()].filter((other) => other.slot === slot).reduce((sum, other) => sum + other.bytes, 0);
-      const slot = this.slots.reduce((best, candidate) => (held(candidate) < held(best) ? candidate : best));
-      session = { slot, bytes: sessionBytes(fileBytes), lastUsed: 0, running: 0 };
-      this.resident.set(key, session);
+  private usable(artifact: Artifact): void {
+    if (this.closed) throw new InferenceError('internal', 'the inference pool is closed');
+    const refused = this.refused.get(artifact.key);
+    if (refused !== undefined) throw new InferenceError('model', refused);
+  }
+
+  private failed(artifact: Artifact, failure: WorkerFailure): InferenceError {
+    if (failure.invalidFile) {
+      if (this.refused.size >= MAX_REFUSED) this.refused.clear();
+      this.refused.set(artifact.key, failure.message);
+      this.resident.delete(artifact.key);
+      this.closeEmpty();
+    }
+    return new InferenceError(failure.cause, failure.message);
+  }
+
+  /** The session's bytes become what its load measured (never less than the file it holds). */
+  private measured(artifact: Artifact, session: Resident, loadedBytes: number | undefined): void {
+    if (loadedBytes === undefined) return;
+    session.bytes = Math.max(artifact.bytes, loadedBytes);
+    this.evict(artifact.key);
+  }
+
+  private place(artifact: Artifact): Resident {
+    let session = this.resident.get(artifact.key);
+    if (!session || session.worker.stopped) {
+      // Processes start with their partition's first predict: a control plane that never predicts never loads onnxruntime.
+      const partition = artifact.partition ?? '';
+      let workers = this.partitions.get(partition);
+      if (!workers) this.partitions.set(partition, (workers = []));
+      while (workers.length < this.options.workers) workers.push(this.spawn(partition));
+      const held = (worker: InferenceProcess) => [...this.resident.values()].filter((other) => other.worker === worker).reduce((sum, other) => sum + other.bytes, 0);
+      const worker = workers.reduce((best, candidate) => (held(candidate) < held(best) ? candidate : best));
+      session = { worker, bytes: sessionBytes(artifact.bytes), lastUsed: 0, running: 0 };
+      this.resident.set(artifact.key, session);
     }
     return session;
   }
 
-  /** Releases idle sessions, least recently used first, until the estimate fits (the one in use always stays). */
+  /** Releases idle sessions, least recently used first, until the measured total fits (the one in use always stays). */
   private evict(keep: string): void {
     let total = [...this.resident.values()].reduce((sum, session) => sum + session.bytes, 0);
     const idle = [...this.resident.entries()].filter(([key, session]) => key !== keep && session.running === 0).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
@@ -119,39 +167,36 @@ export class InferencePool {
       if (total <= this.options.cacheBytes) break;
       this.resident.delete(key);
       total -= session.bytes;
-      session.slot.worker.postMessage({ kind: 'release', sessionKey: key } satisfies WorkerRequest);
+      session.worker.tell({ kind: 'release', sessionKey: key });
+    }
+    this.closeEmpty();
+  }
+
+  /** A process that holds no session and runs nothing goes, giving back its baseline memory. */
+  private closeEmpty(): void {
+    const used = new Set([...this.resident.values()].map((session) => session.worker));
+    for (const [partition, workers] of this.partitions) {
+      const kept = workers.filter((worker) => used.has(worker) || worker.busy);
+      for (const worker of workers) if (!kept.includes(worker)) void worker.close();
+      if (kept.length > 0) this.partitions.set(partition, kept);
+      else this.partitions.delete(partition);
     }
   }
 
-  private ask(slot: Slot, request: Extract<WorkerRequest, { id: number }>, transfer: ArrayBuffer[]): Promise<WorkerReply | LoadReply> {
-    return new Promise((resolve, reject) => {
-      slot.pending.set(request.id, { resolve, reject });
-      slot.worker.postMessage(request, transfer);
-    });
-  }
-
-  private spawn(): Slot {
-    const { intraOpThreads, spinning, executionProvider } = this.options;
+  private spawn(partition: string): InferenceProcess {
+    const { intraOpThreads, spinning, executionProvider, cacheBytes, workerMemoryBytes } = this.options;
     const setup: WorkerSetup = { intraOpThreads, spinning, executionProvider };
-    const worker = new Worker(new URL('./inference-worker.ts', import.meta.url), { workerData: setup });
-    const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (reply: WorkerReply | LoadReply) => {
-      const waiter = slot.pending.get(reply.id);
-      slot.pending.delete(reply.id);
-      waiter?.resolve(reply);
+    const worker = new InferenceProcess(setup, workerMemoryBytes ?? cacheBytes + WORKER_BASELINE_BYTES, (error) => new InferenceError(error.cause, error.message));
+    // A process that dies takes its sessions with it; the partition's next request starts another.
+    worker.onStop(() => {
+      for (const [key, session] of this.resident) if (session.worker === worker) this.resident.delete(key);
+      const workers = this.partitions.get(partition);
+      if (workers?.includes(worker)) {
+        const left = workers.filter((other) => other !== worker);
+        if (left.length > 0) this.partitions.set(partition, left);
+        else this.partitions.delete(partition);
+      }
     });
-    // A worker that dies takes its sessions and runs with it; a fresh one takes its place.
-    const lost = (error: Error) => {
-      for (const waiter of slot.pending.values()) waiter.reject(new InferenceError('internal', `inference worker stopped: ${error.message}`));
-      slot.pending.clear();
-      for (const [key, session] of this.resident) if (session.slot === slot) this.resident.delete(key);
-      const index = this.slots.indexOf(slot);
-      if (!this.closed && index >= 0) this.slots[index] = this.spawn();
-    };
-    worker.on('error', lost);
-    worker.on('exit', (code) => {
-      if (!this.closed) lost(new Error(`exit code ${code}`));
-    });
-    return slot;
+    return worker;
   }
 }

@@ -1,46 +1,53 @@
-// One inference worker thread: decodes images and runs ONNX sessions, so that neither blocks the event loop of the
-// process serving requests (the control plane, a deployment's inference server). Which sessions it holds is decided by the pool (inference-pool.ts): it loads a session on
-// its first run and releases it when told.
-import { parentPort, workerData } from 'node:worker_threads';
-import { decodeImage, InvalidImage, OnnxModel } from '../index.ts';
-import type { LoadReply, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+// One inference worker process: decodes images and runs ONNX sessions, so that neither blocks the event loop of the
+// process serving requests (the control plane, a deployment's inference server), and so that what a model does to
+// memory or to its process stays there. Which sessions it holds is decided by the pool (inference-pool.ts): it loads
+// a session on its first run and releases it when told.
+import { decodeImage, InvalidImage, InvalidModel, OnnxModel } from '../index.ts';
+import type { LoadReply, WorkerFailure, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
 
-const { intraOpThreads, spinning, executionProvider } = workerData as WorkerSetup;
+const { intraOpThreads, spinning, executionProvider } = JSON.parse(process.argv[2]!) as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
 
-function session(key: string, file: string): Promise<OnnxModel> {
-  let loading = sessions.get(key);
-  if (!loading) {
-    loading = OnnxModel.load(file, { intraOpThreads, spinning, executionProvider });
-    sessions.set(key, loading);
-    // A file that does not load is tried again on the next run, not remembered as broken.
-    loading.catch(() => sessions.delete(key));
-  }
-  return loading;
+/** The session, and when this call loaded it, how much resident memory the load added (what the pool accounts). */
+async function session(key: string, file: string): Promise<{ model: OnnxModel; loadedBytes?: number }> {
+  const loading = sessions.get(key);
+  if (loading) return { model: await loading };
+  const before = process.memoryUsage.rss();
+  const model = OnnxModel.load(file, { intraOpThreads, spinning, executionProvider });
+  sessions.set(key, model);
+  // A file that does not load is tried again on the next run, not remembered as broken.
+  model.catch(() => sessions.delete(key));
+  return { model: await model, loadedBytes: Math.max(0, process.memoryUsage.rss() - before) };
 }
 
 async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<WorkerReply> {
   // Decoded while the session loads: both wait on other threads (libvips, onnxruntime).
-  const [image, model] = await Promise.allSettled([decodeImage(request.image, { maxPixels: request.maxPixels }), session(request.sessionKey, request.file)]);
+  const [image, loaded] = await Promise.allSettled([decodeImage(request.image, { maxPixels: request.maxPixels }), session(request.sessionKey, request.file)]);
   if (image.status === 'rejected') {
     const error = image.reason as Error;
     return { id: request.id, ok: false, cause: error instanceof InvalidImage ? 'image' : 'internal', message: error.message };
   }
-  if (model.status === 'rejected') return { id: request.id, ok: false, cause: 'model', message: (model.reason as Error).message };
+  if (loaded.status === 'rejected') return loadFailure(request.id, loaded.reason);
+  const { model, loadedBytes } = loaded.value;
   try {
-    const prediction = await model.value.predict(image.value, request.options);
-    return { id: request.id, ok: true, prediction, info: model.value.info };
+    const prediction = await model.predict(image.value, request.options);
+    return { id: request.id, ok: true, prediction, info: model.info, loadedBytes };
   } catch (error) {
-    return { id: request.id, ok: false, cause: 'internal', message: (error as Error).message };
+    return { id: request.id, ok: false, cause: error instanceof InvalidModel ? 'model' : 'internal', message: (error as Error).message };
   }
 }
 
 async function load(request: Extract<WorkerRequest, { kind: 'load' }>): Promise<LoadReply> {
   try {
-    return { id: request.id, ok: true, info: (await session(request.sessionKey, request.file)).info };
+    const { model, loadedBytes } = await session(request.sessionKey, request.file);
+    return { id: request.id, ok: true, info: model.info, loadedBytes };
   } catch (error) {
-    return { id: request.id, ok: false, cause: 'model', message: (error as Error).message };
+    return loadFailure(request.id, error);
   }
+}
+
+function loadFailure(id: number, error: unknown): WorkerFailure {
+  return { id, ok: false, cause: 'model', message: (error as Error).message, invalidFile: error instanceof InvalidModel };
 }
 
 async function release(key: string): Promise<void> {
@@ -50,18 +57,10 @@ async function release(key: string): Promise<void> {
   await model?.release();
 }
 
-parentPort!.on('message', (request: WorkerRequest) => {
-  if (request.kind === 'release') {
-    void release(request.sessionKey);
-    return;
-  }
-  if (request.kind === 'load') {
-    void load(request).then((reply) => parentPort!.postMessage(reply));
-    return;
-  }
-  void run(request).then((reply) => {
-    // Typed arrays of dense outputs (masks, depth) are moved, not copied.
-    const transfer = [reply.ok && reply.prediction.semanticMask?.buffer, reply.ok && reply.prediction.depth?.buffer].filter((buffer): buffer is ArrayBuffer => buffer instanceof ArrayBuffer);
-    parentPort!.postMessage(reply, transfer);
-  });
+process.on('message', (request: WorkerRequest) => {
+  if (request.kind === 'release') void release(request.sessionKey);
+  else if (request.kind === 'load') void load(request).then((reply) => process.send!(reply));
+  else void run(request).then((reply) => process.send!(reply));
 });
+// The pool's process went: so does this one.
+process.on('disconnect', () => process.exit(0));
