@@ -79,6 +79,8 @@ async function predict(state: ServerState, req: IncomingMessage): Promise<unknow
     return await predictResponse(run, parameters, { model: settings.modelName, startedAt });
   } catch (error) {
     if (error instanceof InferenceError && error.kind === 'image') throw invalid(`The input is not an image this server can read: ${error.message}`);
+    // The served model's run failed or gave outputs no export gives (or flooded its worker): the model's, not the server's.
+    if (error instanceof InferenceError && error.kind === 'model') throw new Answer(422, `The model cannot be run on this input: ${error.message}`);
     throw error;
   }
 }

@@ -1,4 +1,4 @@
-// The one model a server serves: its ONNX file, loaded once into the inference pool (a worker thread, so decoding,
+// The one model a server serves: its ONNX file, loaded once into the inference pool (a worker process, so decoding,
 // letterboxing and post-processing never hold up the server's event loop), then run per request.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';

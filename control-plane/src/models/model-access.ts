@@ -28,8 +28,8 @@ export async function findModel(em: EntityManager, actor: Actor, owner: string, 
   return { model, role };
 }
 
-/** What running a model needs of it. */
-export type ModelRef = Pick<Model, 'id' | 'fileKey' | 'trainArgs'>;
+/** What running a model needs of it; its workspace is whose inference processes run it. */
+export type ModelRef = Pick<Model, 'id' | 'fileKey' | 'trainArgs'> & { workspace: { id: string } };
 
 /**
  * findModel's lookup and access rule in one SQL query, for predict's hot path: the entity with its workspace and
@@ -45,5 +45,5 @@ export async function findModelRef(em: EntityManager, actor: Actor, owner: strin
   );
   const guarded = row && { id: row.project_id, workspace: { id: row.workspace_id }, visibility: row.visibility };
   requireAccess(actor, guarded ?? null, need, `Model ${owner}/${project}/${slug} not found`);
-  return { id: row!.id, fileKey: row!.file_key, trainArgs: row!.train_args };
+  return { id: row!.id, fileKey: row!.file_key, trainArgs: row!.train_args, workspace: { id: row!.workspace_id } };
 }

@@ -5,7 +5,7 @@ import type { AppConfig } from '@vp/config';
 import type { PredictOptions } from '@vp/inference';
 import { InferenceError, InferencePool, MAX_IMAGE_PIXELS } from '@vp/inference/pool';
 import { ExportService } from '../exports/export.service.ts';
-import { Invalid, NotFound, Unavailable } from '../http/errors.ts';
+import { HttpError, Invalid, NotFound, Unavailable } from '../http/errors.ts';
 import { withDecodeMemory } from '../images/image-decode.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import type { ModelRef } from '../models/model-access.ts';
@@ -39,7 +39,7 @@ export class OnnxPredictor implements Predictor {
     this.files = new OnnxFiles(storage.store, join(config.dataDir, 'cache', 'onnx'), config.predictDiskCacheBytes);
     this.pool = new InferencePool({
       workers: config.predictWorkers,
-      // The cores are shared by the workers' sessions; onnxruntime's threads do the inference's heavy part.
+      // The cores are shared by a workspace's workers' sessions; onnxruntime's threads do the inference's heavy part.
       intraOpThreads: Math.max(1, Math.floor(availableParallelism() / config.predictWorkers)),
       cacheBytes: config.predictCacheBytes,
       // onnxruntime-node runs a session synchronously on its worker's thread, so a worker runs one model at a time and
@@ -57,11 +57,12 @@ export class OnnxPredictor implements Predictor {
     // The remembered artifact may be gone (its export deleted): then the exports are asked again.
     const artifact = (cached !== undefined && (await this.files.local(cached).then((local) => ({ key: cached, ...local }), () => undefined))) || (await this.lookUp(em, model, remembered));
     try {
-      return await withDecodeMemory(decodeMemory, () => this.pool.run(artifact, image, options, MAX_IMAGE_PIXELS));
+      // Each workspace's models run in processes of its own: a hostile export stalls only its own workspace.
+      return await withDecodeMemory(decodeMemory, () => this.pool.run({ ...artifact, partition: model.workspace.id }, image, options, MAX_IMAGE_PIXELS));
     } catch (error) {
       if (!(error instanceof InferenceError)) throw error;
       if (error.kind === 'image') throw Invalid(`The input is not an image this server can read: ${error.message}`);
-      if (error.kind === 'model') throw Unavailable(`The model's ONNX export could not be loaded: ${error.message}`);
+      if (error.kind === 'model') throw new HttpError(422, `The model's ONNX export cannot be run: ${error.message}`);
       throw error;
     }
   }

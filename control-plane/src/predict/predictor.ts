@@ -12,7 +12,8 @@ export interface ModelRun {
  * The process's inference: runs a model's ONNX export with onnxruntime-node off the event loop, sessions cached per
  * model and evicted by memory. The export is the one made automatically when the model got weights; a run before it
  * exists waits for it, and throws ServiceUnavailable (503) when no host can make it. Image bytes that are not a whole,
- * bounded image throw Invalid (400).
+ * bounded image throw Invalid (400); an export that cannot be run (refused at load, or its run fails or floods its
+ * workspace's worker) 422.
  */
 export interface Predictor {
   run(em: EntityManager, model: ModelRef, image: Uint8Array, options: PredictOptions): Promise<ModelRun>;
