@@ -20,14 +20,15 @@ export const predictModel = defineRoute({
     'The model runs as its ONNX export with onnxruntime: the platform queues that export itself (format onnx, dynamic true, imgsz the training ' +
     'size or 640) when the model gets weights (upload completed, training completed, clone) and it shows in the model’s exports list. A predict ' +
     'before it is completed queues it if needed and waits up to PREDICT_EXPORT_WAIT_SECONDS, then 503; 503 also names why no host can export ' +
-    'to onnx, or says that the export failed (the next predict queues it again). A model without weights is 409. Public models can be predicted ' +
+    'to onnx, or says that the export failed (the next predict queues it again). A model without weights is 409. An export that cannot be run ' +
+    '(metadata out of bounds, inputs or outputs no YOLO export has, a run that fails or passes its worker’s memory bound) is 422 saying why. Public models can be predicted ' +
     'anonymously and with any key (counted against the caller, Predict category); another workspace’s private model is 404.',
   auth: 'optional',
   limit: 'predict',
   request: { params: ModelPath },
   streamedBody: { contentType: 'multipart/form-data', description: 'The image and the parameters', schema: PredictForm },
   response: { status: 200, description: 'The predictions', schema: PredictResponse },
-  errors: [400, 404, 409, 413, 503],
+  errors: [400, 404, 409, 413, 422, 503],
   handler: (ctx, { params }) => ctx.state.services.modelPredict.predict(ctx.state.actor, params, ctx.req),
 });
 
