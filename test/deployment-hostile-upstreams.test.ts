@@ -4,6 +4,7 @@
 // which must never be requested; its own server (on 127.0.0.2) answers too much, or a byte now and then, which must
 // cost the control plane bounded memory and end within DEPLOYMENT_TIMEOUT_SECONDS as 502 or 504. Behind a trusted
 // proxy the agent's address is the last X-Forwarded-For entry, not one it wrote itself.
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -22,7 +23,9 @@ import { trainedModel } from './helpers/yolo-models.ts';
 
 const TIMEOUT_SECONDS = 3;
 const fixture = await trainedModel('detect');
-const world = await startWorld(t, { DEPLOYMENT_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS), RATE_LIMIT_PREDICT: '1000' });
+/** Replicas share the appliance's secret (revisions' tokens are sealed under it). */
+const APPLIANCE_SECRET = randomBytes(32).toString('hex');
+const world = await startWorld(t, { DEPLOYMENT_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS), RATE_LIMIT_PREDICT: '1000', SIGNING_SECRET: APPLIANCE_SECRET });
 const { server, alice } = world;
 const em = () => server.orm.em.fork() as EntityManager;
 const picture = (await shapeImage({ width: 64, height: 64 })).bytes;
@@ -284,7 +287,7 @@ t.test("a server that refuses its camera with a huge body: a few hundred bytes q
 });
 
 t.test('behind a trusted proxy the agent is where the proxy says, not where the agent says', async (t) => {
-  const replica = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { TRUST_PROXY: 'true', LOG_LEVEL: 'silent' } });
+  const replica = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { TRUST_PROXY: 'true', LOG_LEVEL: 'silent', SIGNING_SECRET: APPLIANCE_SECRET } });
   // What a proxy in front of the replica sends on: the agent's own claim first, then the address it saw.
   const proxied = await inferenceHost(replica, 'proxied-host', 'europe-west4', { headers: { 'x-forwarded-for': '127.0.0.1, 127.0.0.2' } });
   const behind = await deploy(proxied, 'behind', 'europe-west4', `http://127.0.0.1:${internalPort}`);

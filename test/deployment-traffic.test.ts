@@ -4,6 +4,7 @@
 // health, the upstream's failures as 502/504 (a plain HTTP server stands in for a failing or hanging server), the
 // metrics' percentiles against the recorded latencies, log paging, and the records written at shutdown. The host is
 // a scripted agent (test/helpers/worker-client.ts) that reports the real server's URL as its agent would.
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,7 +25,10 @@ import { annotatingModel } from './helpers/auto-annotate.ts';
 
 const fixture = await annotatingModel('detect');
 const PREDICT_LIMIT = 16;
+/** Replicas share the appliance's secret (revisions' tokens are sealed under it). */
+const SECRET = randomBytes(32).toString('hex');
 const world = await startWorld(t, {
+  SIGNING_SECRET: SECRET,
   RATE_LIMIT_PREDICT: String(PREDICT_LIMIT),
   DEPLOYMENT_TIMEOUT_SECONDS: '2',
   OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8',
@@ -310,7 +314,7 @@ t.test('logs: severity filter, bad tokens and limits', async (t) => {
 });
 
 t.test('the requests answered before a shutdown are recorded', async (t) => {
-  const second = await startTestServer(t, { databaseUrl: server.databaseUrl });
+  const second = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { SIGNING_SECRET: SECRET } });
   const before = await recorded(real.id);
   const answers = await Promise.all(
     Array.from({ length: 4 }, async () => (await fetch(`${second.url}/svc/${real.id}/predict`, { method: 'POST', body: form(picture), headers: { authorization: `Bearer ${alice}` } })).status),

@@ -12,6 +12,7 @@ import { recordReplica } from './health/replicas.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { Notifications } from './db/notifications.ts';
 import { initORM, migrate, type Orm } from './db/orm.ts';
+import { attachApplianceSecret } from './db/appliance-secret.ts';
 import { answerClientError } from './http/client-error.ts';
 import type { RouteDefinition } from './http/define-route.ts';
 import { RateLimiter } from './http/rate-limit.ts';
@@ -100,6 +101,7 @@ export async function openDatabase(
   let orm: Orm | undefined;
   try {
     orm = await initORM(url);
+    attachApplianceSecret(orm, () => resolveSigningSecret(config));
     const applied = options.migrations === 'leave' ? [] : await migrate(orm);
     return { orm, url, embedded, applied };
   } catch (error) {

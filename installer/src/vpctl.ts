@@ -18,6 +18,8 @@ import { agentOutdated } from '../../control-plane/src/hosts/agent-version.ts';
 import { hardwareSummary } from '../../control-plane/src/hosts/hardware-summary.ts';
 import type { Host } from '../../control-plane/src/hosts/host.entity.ts';
 import { RELEASE_VERSION } from '../../control-plane/src/release-version.ts';
+import { resealTokens } from '../../control-plane/src/deployments/deployment-tokens.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** A usage error's exit status (the others are with the operations). */
 const EXIT_USAGE = 2;
@@ -296,14 +298,21 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
   const integrations = program.command('integrations').description("Manage storage integrations' saved credentials");
   integrations
     .command('reseal')
-    .description('After the appliance secret (SIGNING_SECRET, or DATA_DIR/signing-secret) changed: encrypt the saved storage credentials again under the new one, reading them with the previous one')
+    .description(
+      "After the appliance secret (SIGNING_SECRET, or DATA_DIR/signing-secret) changed: encrypt the saved storage credentials and deployments' server tokens again under the new one, reading them with the previous one",
+    )
     .requiredOption('--previous-secret-file <file>', 'a file holding the previous secret (give the option again for older ones)', (file: string, files: string[] = []) => [...files, file])
     .action((options: { previousSecretFile: string[] }) =>
-      choose(async ({ services, print }) => {
+      choose(async ({ services, orm, print }) => {
         const previous = options.previousSecretFile.map((file) => readFileSync(file, 'utf8').trim());
         const { resealed, unreadable } = await services.integrations.reseal(previous);
         print(`Re-sealed ${resealed} integration${resealed === 1 ? '' : 's'} under the current secret`);
+        const tokens = await resealTokens(orm.em.fork() as EntityManager, previous);
+        if (tokens.resealed > 0) print(`Re-sealed ${tokens.resealed} deployment revision token${tokens.resealed === 1 ? '' : 's'} under the current secret`);
         if (unreadable.length > 0) throw Invalid(`${unreadable.length} integration(s) no given secret opens (connect them again): ${unreadable.join(', ')}`);
+        if (tokens.unreadable.length > 0) {
+          throw Invalid(`${tokens.unreadable.length} deployment revision token(s) no given secret opens (stop and start their deployments): ${tokens.unreadable.join(', ')}`);
+        }
       }),
     );
 

@@ -7,6 +7,8 @@ import { SERVICE_ROUTES, type CameraSettings } from '@vp/inference-server/contra
 import { query } from '../db/sql.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import { updateDeployment } from './deployment.store.ts';
+import { TOKEN_COLUMNS } from './deployment-revision.store.ts';
+import { revisionToken, type SealedToken } from './deployment-tokens.ts';
 
 /** How long the live server may take to accept a camera change. */
 const APPLY_TIMEOUT_MS = 30_000;
@@ -21,13 +23,12 @@ export interface Camera {
   fps: number;
 }
 
-/** A live server, with its deployment's camera. */
-interface LiveServer {
+/** A live server (its token sealed), with its deployment's camera. */
+interface LiveServer extends SealedToken {
   deploymentId: string;
   revisionId: string;
   number: number;
   serviceUrl: string;
-  token: string;
   url: string | null;
   fps: number;
 }
@@ -82,7 +83,7 @@ async function tell(em: EntityManager, live: LiveServer): Promise<void> {
   const settings: CameraSettings | undefined = live.url ? { url: live.url, fps: live.fps } : undefined;
   const response = await fetch(`${live.serviceUrl}${SERVICE_ROUTES.camera}`, {
     method: settings ? 'PUT' : 'DELETE',
-    headers: { authorization: `Bearer ${live.token}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${revisionToken(em, live)}`, 'content-type': 'application/json' },
     body: settings && JSON.stringify(settings),
     signal: AbortSignal.timeout(APPLY_TIMEOUT_MS),
   });
@@ -109,7 +110,7 @@ async function opening(response: Response, max: number): Promise<string> {
 function liveServers(em: EntityManager, scope: { deploymentId: string } | 'untold'): Promise<LiveServer[]> {
   return query<LiveServer>(
     em,
-    `select d.id as "deploymentId", r.id as "revisionId", r.number, r.service_url as "serviceUrl", r.token, d.camera_url as url, d.camera_fps as fps
+    `select d.id as "deploymentId", r.id as "revisionId", r.number, r.service_url as "serviceUrl", ${TOKEN_COLUMNS}, d.camera_url as url, d.camera_fps as fps
      from deployments d join deployment_revisions r on r.deployment_id = d.id and r.state = 'live' and r.service_url is not null
      where ${scope === 'untold' ? 'r.camera_url is distinct from d.camera_url and not d.camera_applying' : 'd.id = ?'}`,
     scope === 'untold' ? [] : [scope.deploymentId],

@@ -1,10 +1,10 @@
 // The deployment_revisions table's SQL: one inference server of a deployment, run by one service host job.
-import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { announceDeploymentChange } from './deployment-changes.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
+import type { SealedToken } from './deployment-tokens.ts';
 
 export type RevisionState = 'starting' | 'live' | 'retired' | 'failed';
 
@@ -17,24 +17,48 @@ export interface RevisionRecord {
   cpu: number;
   memoryGi: number;
   jobId: string | null;
-  token: string;
   serviceUrl: string | null;
   state: RevisionState;
 }
 
 /** The columns of a RevisionRecord, of the table under alias `r`. */
 const COLUMNS = `r.id, r.deployment_id as "deploymentId", r.number, r.model_id as "modelId", r.export_id as "exportId", r.cpu, r.memory_gi as "memoryGi",
-  r.job_id as "jobId", r.token, r.service_url as "serviceUrl", r.state`;
+  r.job_id as "jobId", r.service_url as "serviceUrl", r.state`;
 
-/** A new starting revision, numbered after the deployment's last, with its own bearer token for its server. */
-export async function insertRevision(em: EntityManager, deploymentId: string, modelId: string, size: DeploymentSize, exportId: string): Promise<RevisionRecord> {
+/** The columns of a SealedToken, of the table under alias `r` and its deployment under alias `d`. */
+export const TOKEN_COLUMNS = `d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"`;
+
+/** A new starting revision, numbered after the deployment's last, with its own bearer token for its server (sealed). */
+export async function insertRevision(
+  em: EntityManager,
+  deploymentId: string,
+  modelId: string,
+  size: DeploymentSize,
+  exportId: string,
+  { tokenKeyId, tokenSealed }: Omit<SealedToken, 'workspaceId'>,
+): Promise<RevisionRecord> {
   const [row] = await query<RevisionRecord>(
     em,
-    `insert into deployment_revisions as r (id, deployment_id, number, model_id, export_id, cpu, memory_gi, token)
-     values (?, ?, (select coalesce(max(number), 0) + 1 from deployment_revisions where deployment_id = ?), ?, ?, ?, ?, ?)
+    `insert into deployment_revisions as r (id, deployment_id, number, model_id, export_id, cpu, memory_gi, token_key_id, token_sealed)
+     values (?, ?, (select coalesce(max(number), 0) + 1 from deployment_revisions where deployment_id = ?), ?, ?, ?, ?, ?, ?)
      returning ${COLUMNS}`,
-    [newId(), deploymentId, deploymentId, modelId, exportId, size.cpu, size.memoryGi, randomBytes(32).toString('hex')],
+    [newId(), deploymentId, deploymentId, modelId, exportId, size.cpu, size.memoryGi, tokenKeyId, tokenSealed],
   );
+  return row;
+}
+
+/** Revisions whose token was sealed under another key than `keyId` (an earlier appliance secret's). */
+export async function tokensUnderOtherKeys(em: EntityManager, keyId: string): Promise<Array<SealedToken & { id: string }>> {
+  return query(em, `select r.id, ${TOKEN_COLUMNS} from deployment_revisions r join deployments d on d.id = r.deployment_id where r.token_key_id <> ?`, [keyId]);
+}
+
+export async function setSealedToken(em: EntityManager, id: string, sealed: Omit<SealedToken, 'workspaceId'>): Promise<void> {
+  await query(em, 'update deployment_revisions set token_key_id = ?, token_sealed = ? where id = ?', [sealed.tokenKeyId, sealed.tokenSealed, id]);
+}
+
+/** A revision's sealed token (deployment-tokens.ts opens it). */
+export async function sealedTokenOf(em: EntityManager, revisionId: string): Promise<SealedToken | undefined> {
+  const [row] = await query<SealedToken>(em, `select ${TOKEN_COLUMNS} from deployment_revisions r join deployments d on d.id = r.deployment_id where r.id = ?`, [revisionId]);
   return row;
 }
 

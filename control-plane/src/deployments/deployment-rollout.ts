@@ -25,6 +25,7 @@ import {
   setServiceUrl,
   type RevisionRecord,
 } from './deployment-revision.store.ts';
+import { newSealedToken } from './deployment-tokens.ts';
 
 export const DEPLOYMENT_JOB = 'deployment';
 /**
@@ -58,7 +59,7 @@ export async function startRevision(
   size: DeploymentSize,
   onnx: ExportRecord,
 ): Promise<RevisionRecord> {
-  const revision = await insertRevision(em, deployment.id, model.id, size, onnx.id);
+  const revision = await insertRevision(em, deployment.id, model.id, size, onnx.id, newSealedToken(em, deployment.workspaceId));
   await appendEvent(em, deployment.id, 'INFO', `Revision ${revision.number} starting: model ${model.slug}, ${size.cpu} CPU, ${size.memoryGi} GiB`);
   if (onnx.status === 'completed') await queueRevisionJob(em, revision, deployment);
   return revision;

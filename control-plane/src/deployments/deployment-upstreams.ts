@@ -11,6 +11,8 @@ import { appendEvent } from './deployment-events.store.ts';
 import type { DeploymentRouter, Upstream } from './deployment-router.ts';
 import { changeStatus, startRevision } from './deployment-rollout.ts';
 import { deploymentById, touchDeployments, updateDeployment } from './deployment.store.ts';
+import { revisionToken } from './deployment-tokens.ts';
+import { CredentialsUnreadable } from '../integrations/credential-cipher.ts';
 import { queueOnnxExport } from '../predict/onnx-export.ts';
 
 const POLL_MS = 200;
@@ -26,7 +28,8 @@ interface LiveRow {
   scaled_to_zero: boolean;
   revision_id: string | null;
   service_url: string | null;
-  token: string | null;
+  token_key_id: string | null;
+  token_sealed: Buffer | null;
 }
 
 /**
@@ -97,7 +100,7 @@ export class DeploymentUpstreams implements DeploymentRouter {
     for (;;) {
       const [row] = await query<LiveRow>(
         em,
-        `select d.workspace_id, d.status, d.status_message, d.scaled_to_zero, r.id as revision_id, r.service_url, r.token
+        `select d.workspace_id, d.status, d.status_message, d.scaled_to_zero, r.id as revision_id, r.service_url, r.token_key_id, r.token_sealed
          from deployments d left join deployment_revisions r on r.deployment_id = d.id and r.state = 'live'
          where d.id = ?`,
         [deploymentId],
@@ -105,7 +108,7 @@ export class DeploymentUpstreams implements DeploymentRouter {
       if (!row) throw NotFound('Deployment not found');
       // Deploying with a live server: a replacement is rolling out and the old revision serves until it takes over.
       if ((row.status === 'ready' || row.status === 'deploying') && row.service_url) {
-        return { deploymentId, workspaceId: row.workspace_id, revisionId: row.revision_id!, url: row.service_url, token: row.token! };
+        return { deploymentId, workspaceId: row.workspace_id, revisionId: row.revision_id!, url: row.service_url, token: liveToken(em, row) };
       }
       if (row.status === 'stopping' || row.status === 'stopped' || row.status === 'failed') {
         throw Unavailable(`The deployment is ${row.status}${row.status_message ? `: ${row.status_message}` : ''}`);
@@ -151,5 +154,15 @@ export class DeploymentUpstreams implements DeploymentRouter {
         await startRevision(tx, deployment, model!, deployment, onnx);
       }
     });
+  }
+}
+
+/** The live revision's token, opened from its row; 503 when it does not open. */
+function liveToken(em: EntityManager, row: LiveRow): string {
+  try {
+    return revisionToken(em, { workspaceId: row.workspace_id, tokenKeyId: row.token_key_id!, tokenSealed: row.token_sealed! });
+  } catch (error) {
+    if (error instanceof CredentialsUnreadable) throw Unavailable(`The deployment's server cannot be reached: ${error.message}`);
+    throw error;
   }
 }

@@ -7,7 +7,9 @@ import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import type { Storage } from '../storage/storage.ts';
 import { revisionEnded } from './deployment-rollout.ts';
-import { revisionById } from './deployment-revision.store.ts';
+import { revisionById, sealedTokenOf } from './deployment-revision.store.ts';
+import { revisionToken } from './deployment-tokens.ts';
+import { CredentialsUnreadable } from '../integrations/credential-cipher.ts';
 
 /** How long a revision's server may take to answer its health check (model download and load included). */
 export const START_SECONDS = 300;
@@ -35,6 +37,7 @@ export class DeploymentJob implements HostJobKind {
     if (!revision || revision.state === 'retired' || revision.state === 'failed') throw new JobFailure('The deployment revision was removed before it started');
     const onnx = revision.exportId ? await exportById(em, revision.exportId) : undefined;
     if (!onnx?.fileKey) throw new JobFailure("The model's ONNX export was deleted before the revision started");
+    const token = await tokenOf(em, revision.id);
     // Answered as predict's metadata.model, as the control plane's own predict names it.
     const [named] = await query<{ name: string }>(
       em,
@@ -46,7 +49,7 @@ export class DeploymentJob implements HostJobKind {
       command: [INFERENCE_SERVER],
       env: {
         [SERVER_ENV.model]: MODEL_FILE,
-        [SERVER_ENV.token]: revision.token,
+        [SERVER_ENV.token]: token,
         [SERVER_ENV.maxBytes]: String(this.maxBytes),
         ...(named && { [SERVER_ENV.modelName]: named.name }),
       },
@@ -61,5 +64,15 @@ export class DeploymentJob implements HostJobKind {
 
   async ended(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void> {
     if (attempt.subjectId) await revisionEnded(em, attempt.subjectId, attempt.id, outcome);
+  }
+}
+
+/** The revision's token for its server, opened from its row. */
+async function tokenOf(em: EntityManager, revisionId: string): Promise<string> {
+  try {
+    return revisionToken(em, (await sealedTokenOf(em, revisionId))!);
+  } catch (error) {
+    if (error instanceof CredentialsUnreadable) throw new JobFailure(`The revision cannot start: ${error.message}`);
+    throw error;
   }
 }
