@@ -36,7 +36,7 @@ export const defaults = {
   // PREDICT_WORKERS has no fixed default: one inference worker thread per 8 cores (at least 1). A model's session lives
   // in one worker and runs with cores / workers onnxruntime threads, off that worker's JS thread: on 2 cores one worker
   // with 2 threads measured 35 ms p50 and 30 images/s for 4 clients (yolo11n, 640), two workers of 1 thread 57 ms and 17/s.
-  predictCacheBytes: 2 * 2 ** 30, // PREDICT_CACHE_BYTES: loaded ONNX sessions, estimated from their files, evicted least recently used first
+  predictCacheBytes: 2 * 2 ** 30, // PREDICT_CACHE_BYTES: loaded ONNX sessions, as measured at load, evicted least recently used first
   predictDiskCacheBytes: 4 * 2 ** 30, // PREDICT_DISK_CACHE_BYTES: ONNX files fetched from an S3 store to DATA_DIR/cache/onnx
   predictMaxBytes: 20 * 2 ** 20, // PREDICT_MAX_BYTES: the largest image a predict takes (file, URL or base64); larger: 413
   predictExportWaitSeconds: 50, // PREDICT_EXPORT_WAIT_SECONDS: how long a predict waits for its model's ONNX export before 503 (under the SDK's 60 s timeout)

@@ -170,9 +170,9 @@ export interface AppConfig {
    * are not public (loopback, private, link-local, ...): sources on the premises. Empty: public addresses only.
    */
   outboundAllowedNetworks: string[];
-  /** Inference worker threads (PREDICT_WORKERS, else one per 8 cores, at least 1). */
+  /** Inference worker processes per workspace (PREDICT_WORKERS, else one per 8 cores, at least 1). */
   predictWorkers: number;
-  /** Memory the loaded ONNX sessions may take, estimated from their files; least recently used ones are released first. */
+  /** Memory the loaded ONNX sessions may take, as their loads measured it; least recently used ones are released first. A worker process past this plus 256 MiB is killed. */
   predictCacheBytes: number;
   /** Disk the local copies of ONNX files fetched from an S3 store may take (DATA_DIR/cache/onnx). */
   predictDiskCacheBytes: number;
