@@ -17,6 +17,7 @@
  * latency, printed.
  * Environment: BENCH_SECONDS (15), BENCH_ROUNDS (3), BENCH_CLIENTS (4), BENCH_CPU (2: the deployment's cpu), BENCH_IDLE_SECONDS (5), TEST_PG_URL.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +28,8 @@ import { SERVER_ENV, SERVICE_ROUTES } from '@vp/inference-server/contract';
 import { handle, type ServerState } from '../inference-server/src/routes.ts';
 import { ServedModel } from '../inference-server/src/served-model.ts';
 import { readSettings } from '../inference-server/src/settings.ts';
+import { openToken, type SealedToken } from '../control-plane/src/deployments/deployment-tokens.ts';
+import { CredentialCipher } from '../control-plane/src/integrations/credential-cipher.ts';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
@@ -116,9 +119,19 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
 }
 
 const status = async (owner: string, slug: string) => (await server.call<{ deployment: { status: string; statusMessage?: string } }>('GET', `/api/deployments/${owner}/${slug}`)).deployment;
+/** The control plane's secret: revisions' tokens are sealed under it, and opened here to reach their servers directly. */
+const SECRET = randomBytes(32).toString('hex');
 // Deployment ids are 24 hex digits from the API: safe in the SQL text (adminQuery takes no parameters).
 const liveRevisions = async (id: string) =>
-  (await adminQuery(`select id, service_url, token from deployment_revisions where deployment_id = '${id}' and state = 'live'`, database)).rows as Array<{ id: string; service_url: string; token: string }>;
+  (
+    (
+      await adminQuery(
+        `select r.id, r.service_url, d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"
+         from deployment_revisions r join deployments d on d.id = r.deployment_id where r.deployment_id = '${id}' and r.state = 'live'`,
+        database,
+      )
+    ).rows as Array<SealedToken & { id: string; service_url: string }>
+  ).map((row) => ({ id: row.id, service_url: row.service_url, token: openToken(new CredentialCipher(SECRET), row) }));
 
 async function deploy(owner: string, slug: string, model: string, size: { cpu: number; memoryGi: number }): Promise<{ id: string; apiKey: string }> {
   const created = await server.call<{ id: string; apiKey: string }>('POST', `/api/deployments/${owner}`, { project: 'bench', model, deployment: slug, name: slug, region: 'us-central1', ...size });
@@ -139,7 +152,7 @@ async function main(): Promise<void> {
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0]!;
-  const { base } = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false', DEPLOYMENT_IDLE_SECONDS: String(IDLE_SECONDS) } });
+  const { base } = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false', DEPLOYMENT_IDLE_SECONDS: String(IDLE_SECONDS), SIGNING_SECRET: SECRET } });
   server.url = base;
   server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
   const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
