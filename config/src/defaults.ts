@@ -33,7 +33,7 @@ export const defaults = {
   // OUTBOUND_ALLOWED_NETWORKS: comma-separated CIDRs, addresses or host names that downloads from user-given URLs
   // (sourceUrl, NDJSON image URLs) may reach although not public, e.g. an on-premises file server. Empty: public only.
   outboundAllowedNetworks: '',
-  // PREDICT_WORKERS has no fixed default: one inference worker thread per 8 cores (at least 1). A model's session lives
+  // PREDICT_WORKERS has no fixed default: one inference worker process per 8 cores (at least 1) for each workspace. A model's session lives
   // in one worker and runs with cores / workers onnxruntime threads, off that worker's JS thread: on 2 cores one worker
   // with 2 threads measured 35 ms p50 and 30 images/s for 4 clients (yolo11n, 640), two workers of 1 thread 57 ms and 17/s.
   predictCacheBytes: 2 * 2 ** 30, // PREDICT_CACHE_BYTES: loaded ONNX sessions, as measured at load, evicted least recently used first
