@@ -157,9 +157,11 @@ t.test('progress shows while a run works; a cancel stops it at once and charges 
 });
 
 t.test('admission errors', async (t) => {
-  const blur = await start('shapes', { operation: 'blur' });
-  t.equal(blur.status, 400);
-  t.match(blur.body.error, /face blurring is not available/);
+  const blur = await start('shapes', { operation: 'blur', boxScale: 2 });
+  t.equal(blur.status, 400, 'boxScale is 0.5-1.5');
+  t.match(blur.body.error, /boxScale/);
+  const annotateFields = await start('shapes', { operation: 'blur', modelId: detector.uri });
+  t.equal(annotateFields.status, 400, 'a blur takes no model');
   const short = await start('shapes', { modelId: detector.uri, classMapping: [0], includeAnnotated: true });
   t.equal(short.status, 400, 'classMapping checked as for one image, before admission');
   t.match(short.body.error, /the model has 3 classes/);
@@ -193,6 +195,21 @@ t.test('admission errors', async (t) => {
   t.equal(viewer.status, 404, "a key of another workspace does not see alice's private dataset");
   const stranger = await call(server, 'GET', path('shapes'), { key: world.bobby });
   t.equal(stranger.status, 404);
+});
+
+t.test('face blur is free: it needs no credit and charges nothing, whatever BILLING_ENFORCED says', async (t) => {
+  await picturesDataset(t, world, world.bobby, 'bobby', 'bob-faces', { task: 'detect', classNames: NAMES }, pictures.slice(0, 2));
+  const bobby = await query<{ id: string }>(server.services().em, `select id from workspaces where handle = 'bobby'`);
+  t.equal(await server.services().billing.balanceCents(bobby[0].id), 0);
+  const started = await start('bob-faces', { operation: 'blur' }, world.bobby, 'bobby');
+  t.equal(started.status, 202, JSON.stringify(started.body));
+  let answer: Status;
+  do answer = (await call<Status>(server, 'GET', path('bob-faces', 'bobby'), { key: world.bobby })).body;
+  while (answer.activeJob !== null || answer.lastRun === null);
+  t.match(answer.lastRun, { id: started.body.jobId, failed: false, results: { processed: 2, total: 2, chargedCents: null } });
+  t.equal(await server.services().billing.balanceCents(bobby[0].id), 0, 'nothing charged');
+  t.same((await call(server, 'DELETE', path('bob-faces', 'bobby'), { key: world.bobby })).body, { action: 'dismissed', jobId: started.body.jobId });
+  t.equal(await server.services().billing.balanceCents(bobby[0].id), 0, 'dismissing charges nothing either');
 });
 
 t.test('402 when the balance cannot cover every image the run may process', async (t) => {

@@ -183,7 +183,7 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   const vectorIndex = new VectorIndex(fork, { dir: join(config.dataDir, 'vector-index') });
   const controlPlaneJobs = {
     [INGEST_JOB]: ingest,
-    [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config),
+    [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config, faces),
     [EMBEDDINGS_JOB]: new EmbeddingJob(storage, embedder, new HostEmbedding(storage, lifecycle, { placement: config.embeddingPlacement, graceSeconds: config.hostLostGraceSeconds })),
     [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces),
   };

@@ -1,33 +1,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { buffer } from 'node:stream/consumers';
 import { query } from '../db/sql.ts';
-import { keepImageBytes, releaseImageBlobs } from '../images/image-blobs.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
-import { decodeImage } from '../images/image-decode.ts';
-import { imageKey } from '../images/image-urls.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
-import { withFacesBlurred } from './face-blur-image.ts';
+import { blurStoredImage, replaceImageFile, STORED_IMAGE_COLUMNS, type StoredImageRow } from './face-blur-stored.ts';
 import { FaceDetectorMissing, type FaceDetector } from './face-detector.ts';
 
 /** The job kind that blurs the faces of a dataset's images not yet checked (blurFaces turned on). */
 export const FACE_BLUR_JOB = 'face-blur';
 const BATCH = 50;
-/** Stored images larger than this are read whole for the blur no more: they are reported unchecked. */
-const MAX_BLUR_BYTES = 64 * 2 ** 20;
 /** Names of unchecked images kept on the job's result; the count covers all. */
 const MAX_REPORTED = 100;
-
-interface PendingImage {
-  id: string;
-  hash: string;
-  ext: string;
-  name: string;
-  bytes: string;
-  error: string | null;
-  reference_key: string | null;
-}
 
 /**
  * Queues the dataset's face blur unless one is queued or running (which takes every image not yet checked, however
@@ -66,7 +50,7 @@ export class FaceBlurJob implements JobHandler {
     const [{ count }] = await query<{ count: string }>(em, 'select count(*) from images where dataset_id = ? and not faces_blurred', [datasetId]);
     const total = Number(count);
     const outcome = { imagesChecked: 0, imagesBlurred: 0, imagesUnchecked: 0, unchecked: [] as string[], stopped: false };
-    const unchecked = (image: PendingImage, reason: string) => {
+    const unchecked = (image: StoredImageRow, reason: string) => {
       outcome.imagesUnchecked += 1;
       if (outcome.unchecked.length < MAX_REPORTED) outcome.unchecked.push(`${image.name}: ${reason}`);
     };
@@ -78,9 +62,9 @@ export class FaceBlurJob implements JobHandler {
         outcome.stopped = true;
         break;
       }
-      const batch = await query<PendingImage>(
+      const batch = await query<StoredImageRow>(
         em,
-        'select id, hash, ext, name, bytes, error, reference_key from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?',
+        `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?`,
         [datasetId, after, BATCH],
       );
       if (batch.length === 0) break;
@@ -96,31 +80,13 @@ export class FaceBlurJob implements JobHandler {
   }
 
   /** Checks one image and blurs its faces; returns why it could not be checked, if so. */
-  private async blur(em: EntityManager, workspaceId: string, image: PendingImage, outcome: { imagesBlurred: number }): Promise<string | undefined> {
-    if (image.error) return `undecodable: ${image.error}`;
-    if (image.reference_key) return 'read in place from connected storage, where it cannot be blurred';
-    if (Number(image.bytes) > MAX_BLUR_BYTES) return `larger than ${MAX_BLUR_BYTES} bytes`;
-    const read = await this.storage.store.get(imageKey(workspaceId, image.hash, image.ext));
-    if (!read) return 'its stored bytes are missing';
-    const body = await buffer(read.stream);
-    const result = await withFacesBlurred(this.detector, body, await decodeImage(body, image.name), image.name);
+  private async blur(em: EntityManager, workspaceId: string, image: StoredImageRow, outcome: { imagesBlurred: number }): Promise<string | undefined> {
+    const result = await blurStoredImage(this.storage, this.detector, workspaceId, image);
     if ('skip' in result) return result.skip;
     const { file } = result;
     if (file.hash !== image.hash) await storeImageFiles(em, this.storage, workspaceId, file, result.body);
-    const changed = await em.transactional(async (tx) => {
-      // Under the bytes lock a release cannot delete the new bytes before the row points at them.
-      await keepImageBytes(tx, workspaceId);
-      const rows = await query<{ id: string }>(
-        tx,
-        'update images set hash = ?, ext = ?, bytes = ?, channels = ?, faces_blurred = true, updated_at = clock_timestamp() where id = ? and hash = ? returning id',
-        [file.hash, file.ext, file.bytes, file.channels, image.id, image.hash],
-      );
-      return rows.length > 0;
-    });
-    if (changed && file.hash !== image.hash) {
-      outcome.imagesBlurred += 1;
-      await releaseImageBlobs(em, this.storage, workspaceId, [image]);
-    }
+    const changed = await replaceImageFile(em, this.storage, workspaceId, image, file, { markChecked: true });
+    if (changed && file.hash !== image.hash) outcome.imagesBlurred += 1;
     return undefined;
   }
 }

@@ -22,12 +22,22 @@ interface Region {
   height: number;
 }
 
-function enlarged(face: FaceBox, width: number, height: number): Region {
-  const dx = (face.x2 - face.x1) * MARGIN;
-  const dy = (face.y2 - face.y1) * MARGIN;
-  const left = Math.max(0, Math.floor(face.x1 - dx));
-  const top = Math.max(0, Math.floor(face.y1 - dy));
-  return { left, top, width: Math.max(1, Math.min(width, Math.ceil(face.x2 + dx)) - left), height: Math.max(1, Math.min(height, Math.ceil(face.y2 + dy)) - top) };
+/** How faces are found and how much around them goes. */
+export interface BlurOptions {
+  /** Detector score a face needs (centerface.ts FACE_THRESHOLD by default). */
+  threshold?: number;
+  /** The face box scaled around its centre before the margin (1: as detected). */
+  boxScale?: number;
+}
+
+function enlarged(face: FaceBox, width: number, height: number, boxScale: number): Region {
+  const cx = (face.x1 + face.x2) / 2;
+  const cy = (face.y1 + face.y2) / 2;
+  const halfWidth = (face.x2 - face.x1) * boxScale * (0.5 + MARGIN);
+  const halfHeight = (face.y2 - face.y1) * boxScale * (0.5 + MARGIN);
+  const left = Math.max(0, Math.floor(cx - halfWidth));
+  const top = Math.max(0, Math.floor(cy - halfHeight));
+  return { left, top, width: Math.max(1, Math.min(width, Math.ceil(cx + halfWidth)) - left), height: Math.max(1, Math.min(height, Math.ceil(cy + halfHeight)) - top) };
 }
 
 /** Encoded as the original was (HEIF as AVIF, the HEIF sharp writes); other formats as PNG. */
@@ -45,16 +55,16 @@ function encoded(image: Sharp, format: string | undefined): Promise<Buffer> {
  * dropped) and encoded in its format; null when there is no face (the bytes stay as they are). Throws TooLargeToBlur
  * over MAX_BLUR_PIXELS and sharp's error for an undecodable image.
  */
-export async function blurFaces(detector: FaceDetector, input: Buffer | string): Promise<{ bytes: Buffer; faces: number } | null> {
+export async function blurFaces(detector: FaceDetector, input: Buffer | string, options: BlurOptions = {}): Promise<{ bytes: Buffer; faces: number } | null> {
   const meta = await sharp(input).metadata();
   const pixels = meta.width * meta.height;
   if (pixels > MAX_BLUR_PIXELS) throw new TooLargeToBlur(`${meta.width}×${meta.height} px is more than the ${MAX_BLUR_PIXELS / 1e6} megapixels faces are blurred in`);
-  const { width, height, faces } = await detector.detect(input);
+  const { width, height, faces } = await detector.detect(input, options.threshold);
   if (faces.length === 0) return null;
   const bytes = await withDecodeMemory(pixels * 4 * 2, async () => {
     const { data, info } = await sharp(input, { failOn: 'error' }).rotate().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
     const raw = { width: info.width, height: info.height, channels: info.channels };
-    const regions = faces.length > MAX_FACES ? [{ left: 0, top: 0, width, height }] : faces.map((face) => enlarged(face, width, height));
+    const regions = faces.length > MAX_FACES ? [{ left: 0, top: 0, width, height }] : faces.map((face) => enlarged(face, width, height, options.boxScale ?? 1));
     const patches = await Promise.all(
       regions.map(async (region) => {
         const k = FACE_CELLS / Math.max(region.width, region.height);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
-import type { FaceBox } from './centerface.ts';
+import { FACE_THRESHOLD, type FaceBox } from './centerface.ts';
 import type { DetectReply, DetectRequest } from './face-detector.worker.ts';
 
 /** The detector's input is at most this many pixels on its long side: 41 ms per image on one core (i20 research). */
@@ -41,8 +41,8 @@ export class FaceDetector {
     }
   }
 
-  /** `input`: image bytes or a file whose pixels have been checked to be decodable within budget. */
-  async detect(input: Buffer | string): Promise<Detection> {
+  /** `input`: image bytes or a file whose pixels have been checked to be decodable within budget; faces score over `threshold`. */
+  async detect(input: Buffer | string, threshold = FACE_THRESHOLD): Promise<Detection> {
     this.requireModel();
     const meta = await sharp(input).metadata();
     const [width, height] = (meta.orientation ?? 1) >= 5 ? [meta.height, meta.width] : [meta.width, meta.height];
@@ -53,7 +53,7 @@ export class FaceDetector {
     const plane = w * h;
     const pixels = new Float32Array(3 * plane);
     for (let i = 0; i < plane; i++) for (let c = 0; c < 3; c++) pixels[c * plane + i] = rgb[i * 3 + c];
-    const faces = await this.run({ id: this.nextId++, pixels, width: w, height: h });
+    const faces = await this.run({ id: this.nextId++, pixels, width: w, height: h, threshold });
     const sx = width / w;
     const sy = height / h;
     return { width, height, faces: faces.map((f) => ({ score: f.score, x1: f.x1 * sx, y1: f.y1 * sy, x2: f.x2 * sx, y2: f.y2 * sy })) };

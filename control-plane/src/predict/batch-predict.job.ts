@@ -5,13 +5,15 @@ import { changeDelta, applyDelta, lockDataset } from '../datasets/dataset-counte
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { VersionService } from '../datasets/version.service.ts';
 import { query } from '../db/sql.ts';
+import { BatchBlurJob } from '../faces/batch-blur.ts';
+import type { FaceDetector } from '../faces/face-detector.ts';
 import { HttpError } from '../http/errors.ts';
 import { checkLabels, labelsOf, replaceLabels } from '../images/image-labels.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
 import { annotateImage, annotationOf, type Annotation } from './auto-annotate.ts';
-import { readProgress, writeProgress, type BatchPredictPayload, type BatchProgress } from './batch-predict.store.ts';
+import { readProgress, writeProgress, type BatchPredictPayload, type BatchProgress, type BatchRunPayload } from './batch-predict.store.ts';
 import type { PredictedLabels } from './prediction-labels.ts';
 import type { Predictor } from './predictor.ts';
 
@@ -29,8 +31,12 @@ interface TargetRow {
 /** Image ids read per query while walking the targets. */
 const TARGETS_PER_READ = 200;
 
-/** Charges a run for the images it processed, once (the ledger keeps one charge per job); nothing for none. */
-export async function chargeRun(em: EntityManager, config: AppConfig, run: { id: string; workspaceId: string; payload: BatchPredictPayload; processed: number }): Promise<void> {
+/**
+ * Charges a run for the images it processed, once (the ledger keeps one charge per job); nothing for none. Face blur
+ * runs are free: they run on the control plane's CPU, like blurring on ingest.
+ */
+export async function chargeRun(em: EntityManager, config: AppConfig, run: { id: string; workspaceId: string; payload: BatchRunPayload; processed: number }): Promise<void> {
+  if (run.payload.operation === 'blur') return;
   await new BillingService(em, config).chargeUsage({
     workspaceId: run.workspaceId,
     jobId: run.id,
@@ -46,20 +52,23 @@ export async function chargeRun(em: EntityManager, config: AppConfig, run: { id:
  * on each target image in id order and appends its predictions to the image's labels, one transaction per image that
  * also records the run's state (BatchProgress). Labels already there are never changed or removed. A cancel aborts the
  * inference in hand and nothing more is saved; a run is charged for the images it processed, when it ends whichever
- * way (or, after its process died, when its summary is dismissed).
+ * way (or, after its process died, when its summary is dismissed). A run of operation blur is BatchBlurJob's.
  */
 export class BatchPredictJob implements JobHandler {
   private readonly storage: Storage;
   private readonly predictor: Predictor;
   private readonly config: AppConfig;
+  private readonly blur: BatchBlurJob;
 
-  constructor(storage: Storage, predictor: Predictor, config: AppConfig) {
+  constructor(storage: Storage, predictor: Predictor, config: AppConfig, faces: FaceDetector) {
     this.storage = storage;
     this.predictor = predictor;
     this.config = config;
+    this.blur = new BatchBlurJob(storage, faces);
   }
 
   async run(context: JobContext): Promise<Record<string, unknown>> {
+    if ((context.payload as unknown as BatchRunPayload).operation === 'blur') return this.blur.run(context);
     const payload = context.payload as unknown as BatchPredictPayload;
     const { em } = context;
     const dataset = await em.findOne(Dataset, { id: payload.datasetId, deletedAt: null }, { populate: ['workspace'] });
@@ -106,6 +115,7 @@ export class BatchPredictJob implements JobHandler {
 
   /** A cancelled or failed run is charged for what it processed. */
   async discard(context: JobContext): Promise<void> {
+    if ((context.payload as unknown as BatchRunPayload).operation === 'blur') return this.blur.discard(context);
     const { processed = 0 } = await readProgress(context.em, context.id);
     await chargeRun(context.em, this.config, { id: context.id, workspaceId: context.workspaceId, payload: context.payload as unknown as BatchPredictPayload, processed });
   }
