@@ -5,14 +5,15 @@ import type { AzureCredentials } from '../integration.schemas.ts';
 import { MAX_DISCOVER_PAGES, ProviderHttp } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
 import type { BrowseRequest, ListRequest, ObjectPage, ReadRequest, StorageProvider, StoredObjectPage } from './provider.ts';
-import { elements, text } from './xml.ts';
+import { setQuery } from './query.ts';
+import { elements, text, type XmlElement } from './xml.ts';
 
 /** The REST version the requests speak (Azurite and Azure Stack Hub accept it too). */
 const API_VERSION = '2021-12-02';
 /** If-Match's place among the eleven standard headers of a Shared Key string to sign (Content-Encoding first). */
 const IF_MATCH = 7;
-/** Azure lists at most 5,000 blobs a page. */
-const LIST_PAGE = 5000;
+/** Blobs (or containers) asked for a page: Azure gives up to 5,000, but the XML reader bounds an answer's elements. */
+const LIST_PAGE = 1000;
 
 /**
  * Azure Blob Storage: a storage account's containers, with one of its access keys (requests signed here, Shared
@@ -34,7 +35,7 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
     const names: string[] = [];
     let marker: string | undefined;
     for (let page = 0; page === 0 || (marker && page < MAX_DISCOVER_PAGES); page += 1) {
-      const listing = await this.get(credentials, '', { comp: 'list', ...(marker ? { marker } : {}) }, 'list the containers');
+      const listing = await this.get(credentials, '', { comp: 'list', maxresults: String(LIST_PAGE), ...(marker ? { marker } : {}) }, 'list the containers');
       names.push(...elements(listing, 'Container').map((container) => text(container, 'Name') ?? '').filter(Boolean));
       marker = text(listing, 'NextMarker') || undefined;
     }
@@ -66,26 +67,25 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
     return this.http.stream({ url, headers: authorize(credentials, url, new Date(), ifMatch), what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }
 
-  private listBlobs(credentials: AzureCredentials, container: string, query: Record<string, string>, marker?: string): Promise<string> {
+  private listBlobs(credentials: AzureCredentials, container: string, query: Record<string, string>, marker?: string): Promise<XmlElement> {
     return this.get(credentials, container, { restype: 'container', comp: 'list', ...query, ...(marker ? { marker } : {}) }, `list container ${container}`);
   }
 
-  private get(credentials: AzureCredentials, path: string, query: Record<string, string>, what: string): Promise<string> {
+  private get(credentials: AzureCredentials, path: string, query: Record<string, string>, what: string): Promise<XmlElement> {
     const url = this.url(credentials, path, query);
-    return this.http.text({ url, headers: authorize(credentials, url), what });
+    return this.http.xml({ url, headers: authorize(credentials, url), what });
   }
 
   /** The blob service's URL for `path` (a container, a blob), the SAS's parameters appended when there is one. */
   private url(credentials: AzureCredentials, path: string, query: Record<string, string>): URL {
     const url = new URL(credentials.endpoint ?? `https://${credentials.accountName}.blob.core.windows.net`);
     url.pathname = `${url.pathname.replace(/\/$/, '')}/${path}`;
-    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-    if (credentials.sasToken) for (const [name, value] of new URLSearchParams(credentials.sasToken)) url.searchParams.append(name, value);
+    setQuery(url, [...Object.entries(query), ...new URLSearchParams(credentials.sasToken ?? '')]);
     return url;
   }
 }
 
-function blobs(listing: string) {
+function blobs(listing: XmlElement) {
   return elements(listing, 'Blob').map((blob) => ({
     key: text(blob, 'Name') ?? '',
     size: Number(text(blob, 'Content-Length') ?? 0),

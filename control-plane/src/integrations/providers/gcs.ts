@@ -6,6 +6,7 @@ import type { GcsCredentials, S3Credentials } from '../integration.schemas.ts';
 import { MAX_DISCOVER_PAGES, ProviderHttp, readableTargets, type Request } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
 import { ProviderError, type BrowseRequest, type ListRequest, type ObjectPage, type ReadRequest, type StorageProvider, type StoredObjectPage } from './provider.ts';
+import { setQuery } from './query.ts';
 import { S3Provider } from './s3.ts';
 
 type ServiceAccount = Extract<GcsCredentials, { serviceAccountKey: unknown }>;
@@ -160,7 +161,7 @@ const tokenId = (key: ServiceAccount['serviceAccountKey']): string =>
 
 function apiUrl(credentials: ServiceAccount, path: string, query: Record<string, string>): URL {
   const url = new URL(`/storage/v1/${path}`, credentials.endpoint ?? GOOGLE_STORAGE);
-  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  setQuery(url, Object.entries(query));
   return url;
 }
 

@@ -1,6 +1,7 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { guardedFetch, OutboundError, type OutboundPolicy } from '../../net/guarded-fetch.ts';
-import { ProviderError } from './provider.ts';
+import { AnswerError, ProviderError } from './provider.ts';
+import { XmlReader, type XmlElement } from './xml.ts';
 
 /** Listings and token answers are small documents (a thousand or so entries); anything past this is not one. */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
@@ -54,6 +55,18 @@ export class ProviderHttp {
     }
   }
 
+  /** An XML answer (a listing), read as it arrives: one that is not a listing is refused at its first wrong chunk. */
+  async xml(request: Request): Promise<XmlElement> {
+    const { body } = await this.send(request, MAX_ANSWER_BYTES);
+    const reader = new XmlReader();
+    try {
+      for await (const chunk of body) reader.write(chunk as Buffer);
+      return reader.end();
+    } catch (error) {
+      throw this.error(error, request);
+    }
+  }
+
   /** An object's bytes: a body cut off past maxBytes (or stalled) fails the stream with a ProviderError. */
   async stream(request: Request, maxBytes: number, signal?: AbortSignal): Promise<Readable> {
     const { body } = await this.send(request, maxBytes, signal);
@@ -72,6 +85,7 @@ export class ProviderHttp {
 
   private error(error: unknown, request: Request): unknown {
     const { url, what, field = 'credentials.endpoint', missing = this.service.missing } = request;
+    if (error instanceof AnswerError) return new ProviderError(`${this.service.name} at ${url.host} could not ${what}: its answer was not understood (${error.message})`, 'failing');
     if (!(error instanceof OutboundError)) return error;
     if (error.kind === 'refused') return new ProviderError(`${field}: ${error.message}; an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS`, 'refused');
     const { name, check } = this.service;

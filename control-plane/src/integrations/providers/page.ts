@@ -21,6 +21,8 @@ export function objectPage(prefix: string, folders: string[], files: FileRow[], 
   };
 }
 
+/** A time the service wrote, as ISO 8601; one that is no time is left out (it only informs). */
 export function isoTime(value: string | undefined): string | undefined {
-  return value ? new Date(value).toISOString() : undefined;
+  const time = value ? new Date(value) : undefined;
+  return time && !Number.isNaN(time.getTime()) ? time.toISOString() : undefined;
 }

@@ -39,7 +39,7 @@ export interface ListRequest {
   /** Every object whose key starts with this, at any depth. */
   prefix: string;
   cursor?: string;
-  /** At most this many objects a page; absent: as many as the service gives (1,000 for S3 and GCS, 5,000 for Azure). */
+  /** At most this many objects a page; absent: 1,000. */
   limit?: number;
 }
 
@@ -78,6 +78,12 @@ export class ProviderError extends Error {
     this.status = status;
   }
 }
+
+/**
+ * An answer that is not what the service should have sent: not well-formed, or past a bound. Its message says what,
+ * in words of our own (nothing the service sent is quoted); the request becomes a ProviderError 'failing'.
+ */
+export class AnswerError extends Error {}
 
 /** One kind of storage: reads with the credentials it is given, keeps nothing. */
 export interface StorageProvider<Credentials> {

@@ -5,7 +5,8 @@ import type { S3Credentials } from '../integration.schemas.ts';
 import { ProviderHttp, readableTargets, type Service } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
 import type { BrowseRequest, ListRequest, ObjectPage, ReadRequest, StorageProvider, StoredObjectPage } from './provider.ts';
-import { elements, text } from './xml.ts';
+import { encode, setQuery } from './query.ts';
+import { elements, text, type XmlElement } from './xml.ts';
 
 const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
 
@@ -66,11 +67,11 @@ export class S3Provider implements StorageProvider<S3Credentials> {
     return this.http.stream({ url, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }
 
-  /** A signed GET of the service (no bucket) or of a bucket, answered with its XML text. */
-  private async get(credentials: S3Credentials, bucket: string | undefined, query: Record<string, string>, what: string): Promise<string> {
+  /** A signed GET of the service (no bucket) or of a bucket, answered with an XML listing. */
+  private async get(credentials: S3Credentials, bucket: string | undefined, query: Record<string, string>, what: string): Promise<XmlElement> {
     const url = bucketUrl(credentials, bucket);
-    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-    return this.http.text({ url, headers: signV4(credentials, url), what });
+    setQuery(url, Object.entries(query));
+    return this.http.xml({ url, headers: signV4(credentials, url), what });
   }
 }
 
@@ -81,7 +82,7 @@ export class S3Provider implements StorageProvider<S3Credentials> {
 const LISTING = { 'list-type': '2', 'encoding-type': 'url' };
 
 /** Reads a key (or prefix) of a listing: URL-decoded (form style, + for space) when the service says it encoded them. */
-function keyReader(listing: string): (entry: string, name: string) => string {
+function keyReader(listing: XmlElement): (entry: XmlElement, name: string) => string {
   const encoded = text(listing, 'EncodingType') === 'url';
   return (entry, name) => {
     const value = text(entry, name) ?? '';
@@ -101,11 +102,6 @@ function bucketUrl(credentials: S3Credentials, bucket: string | undefined): URL 
   if (pathStyle) return new URL(`/${bucket}`, endpoint);
   endpoint.hostname = `${bucket}.${endpoint.hostname}`;
   return new URL('/', endpoint);
-}
-
-/** RFC 3986 encoding, as SigV4 wants it (encodeURIComponent leaves !'()* alone). */
-function encode(value: string): string {
-  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
