@@ -22,21 +22,23 @@ const api = <T = Record<string, any>>(method: string, path: string, body?: unkno
 const counts = async () =>
   (await adminQuery(`select (select count(*) from datasets)::int as datasets, (select count(*) from images)::int as images, (select count(*) from jobs)::int as jobs`, [], world.server.databaseUrl)).rows[0];
 
-// The connected dataset: two labeled JPEGs in a bucket, indexed in place.
-await put('set/data.yaml', 'names: [cat]\n');
-for (const name of ['a', 'b']) {
+// The connected dataset: two labeled JPEGs in a bucket, indexed in place from a folder whose name, like the
+// images', holds a space, a + and a non-ASCII letter (each a query or path must carry exactly).
+const PREFIX = 'my set+ü/';
+await put(`${PREFIX}data.yaml`, 'names: [cat]\n');
+for (const name of ['a b', 'ü+c']) {
   const image = await shapeImage({ format: 'jpeg' });
-  await put(`set/images/train/${name}.jpg`, image.bytes);
-  await put(`set/labels/train/${name}.txt`, `0 ${image.bbox.join(' ')}\n`);
+  await put(`${PREFIX}images/train/${name}.jpg`, image.bytes);
+  await put(`${PREFIX}labels/train/${name}.txt`, `0 ${image.bbox.join(' ')}\n`);
 }
 const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: s3.endpoint, region: 'us-east-1' };
 const integration = (await api<{ id: string }>('POST', '/api/integrations/buckets', { provider: 's3', credentials, targets: [s3.bucket] })).body;
 await createDataset(world, world.alice, { dataset: 'connected', name: 'Connected' });
-const indexed = await api<{ jobId: string }>('POST', '/api/datasets/alice/connected/ingest', { reference: { provider: 'cloud', integrationId: integration.id, target: s3.bucket, prefix: 'set/' } });
+const indexed = await api<{ jobId: string }>('POST', '/api/datasets/alice/connected/ingest', { reference: { provider: 'cloud', integrationId: integration.id, target: s3.bucket, prefix: PREFIX } });
 const indexing = await waitForJob(t, world, world.alice, indexed.body.jobId);
 if (indexing.status !== 'completed') throw new Error(`indexing: ${indexing.status} ${indexing.error}`);
 await api('POST', '/api/datasets/alice/connected/versions', { description: 'v1' });
-const connectedImages = (await api<{ images: Array<{ id: string }> }>('GET', '/api/datasets/alice/connected/images')).body.images;
+const connectedImages = (await api<{ images: Array<{ id: string; name: string }> }>('GET', '/api/datasets/alice/connected/images')).body.images;
 
 // An ordinary dataset beside it, with one image of its own.
 const plainId = await createDataset(world, world.alice, { dataset: 'plain', name: 'Plain' });
@@ -46,6 +48,13 @@ const plainImages = (await api<{ images: Array<{ id: string }> }>('GET', '/api/d
 
 const project = await createProject(world, world.alice, { project: 'p', name: 'P' });
 const model = await createModel(world, world.alice, { projectId: project, project: 'p', model: 'm', name: 'm' });
+
+t.test('a folder and files named with spaces, + and non-ASCII are indexed, and their bytes read', async (t) => {
+  t.strictSame(connectedImages.map((image) => image.name).sort(), ['a b.jpg', 'ü+c.jpg']);
+  const served = await fetch((await api<{ imageUrl: string }>('GET', `/api/images/${connectedImages[0].id}`)).body.imageUrl);
+  t.equal(served.status, 200);
+  t.equal(served.headers.get('content-type'), 'image/jpeg', 'the JPEG, read from the bucket');
+});
 
 t.test("the spec's refusals for a dataset backed by connected storage change nothing", async (t) => {
   const before = await counts();

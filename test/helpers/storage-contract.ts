@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable, type Readable } from 'node:stream';
 import type { Test } from 'tap';
@@ -38,8 +38,31 @@ interface Entry {
   updatedAt?: string;
 }
 
-const KEYS = ['cover.jpg', 'train/1.jpg', 'train/2.jpg', 'train/3.jpg', 'val/a b&c.jpg', 'val/deep/x.jpg'];
+/** A folder whose name a query must carry exactly: a space (form encoding's `+`), a `+` and a non-ASCII letter. */
+const SPACED = 'my photos+ü/';
+const KEYS = ['cover.jpg', `${SPACED}a b+ü.jpg`, `${SPACED}sub dir/c.jpg`, 'train/1.jpg', 'train/2.jpg', 'train/3.jpg', 'val/a b&c.jpg', 'val/deep/x.jpg'];
 const bytesOf = (key: string) => Buffer.from(`bytes of ${key}`);
+
+/** A query component as SigV4 signs it (RFC 3986): unreserved characters as themselves, every other byte %XX. */
+const CANONICAL = /^(?:[A-Za-z0-9\-._~]|%[0-9A-F]{2})*$/;
+
+/** A proxy on loopback in front of the service at `target` that records each query as the service receives it. */
+async function recordingProxy(t: Test, target: URL): Promise<{ endpoint: string; queries: string[] }> {
+  const queries: string[] = [];
+  const proxy = createServer((request, response) => {
+    const path = request.url ?? '/';
+    queries.push(path.includes('?') ? path.slice(path.indexOf('?') + 1) : '');
+    const forwarded = httpRequest({ host: target.hostname, port: target.port, method: request.method, path, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    forwarded.on('error', () => response.destroy());
+    request.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => proxy.close());
+  return { endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname.replace(/\/$/, '')}`, queries };
+}
 
 async function drain(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -106,12 +129,13 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
     const objects = (query: string) => api<{ entries: Entry[]; cursor?: string }>('GET', `/api/integrations/buckets/${connected.body.id}/objects?target=${bucket}&${query}`);
     const top = await objects('');
     t.strictSame(top.body.entries.map(({ kind, name, key }) => ({ kind, name, key })), [
+      { kind: 'folder', name: 'my photos+ü', key: SPACED },
       { kind: 'folder', name: 'train', key: 'train/' },
       { kind: 'folder', name: 'val', key: 'val/' },
       { kind: 'file', name: 'cover.jpg', key: 'cover.jpg' },
     ]);
-    t.equal(top.body.entries[2].size, bytesOf('cover.jpg').length);
-    t.ok(!Number.isNaN(Date.parse(top.body.entries[2].updatedAt ?? '')), 'files carry their time');
+    t.equal(top.body.entries[3].size, bytesOf('cover.jpg').length);
+    t.ok(!Number.isNaN(Date.parse(top.body.entries[3].updatedAt ?? '')), 'files carry their time');
     t.notOk('cursor' in top.body, 'no cursor on the last page');
     const val = await objects('prefix=val/');
     t.strictSame(val.body.entries.map(({ kind, name, key }) => ({ kind, name, key })), [
@@ -126,6 +150,40 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
     t.notOk('cursor' in second.body);
     answers.push(JSON.stringify([connected.body, listed.body, top.body]));
     await api('DELETE', `/api/integrations/buckets/${connected.body.id}`);
+  });
+
+  await t.test('a prefix and keys with spaces, + and non-ASCII: browsed page by page, listed and read', async (t) => {
+    // Through a proxy that records what the service receives: a query must be sent as it is signed, for a strict
+    // service (AWS) reads a `+` as itself where SigV4 signed a space.
+    const proxy = await recordingProxy(t, new URL(String(subject.credentials.endpoint)));
+    const credentials = subject.atEndpoint(proxy.endpoint);
+    const connected = await api<{ id: string }>('POST', '/api/integrations/buckets', { provider: subject.provider, credentials, targets: [bucket] });
+    t.equal(connected.status, 201, JSON.stringify(connected.body));
+    const entries: Entry[] = [];
+    let cursor: string | undefined;
+    do {
+      const query = `target=${bucket}&prefix=${encodeURIComponent(SPACED)}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await api<{ entries: Entry[]; cursor?: string }>('GET', `/api/integrations/buckets/${connected.body.id}/objects?${query}`);
+      t.equal(page.status, 200, JSON.stringify(page.body));
+      entries.push(...page.body.entries);
+      cursor = page.body.cursor;
+    } while (cursor && entries.length < 10);
+    t.strictSame(entries.map(({ kind, name, key }) => ({ kind, name, key })).sort((a, b) => (a.key < b.key ? -1 : 1)), [
+      { kind: 'file', name: 'a b+ü.jpg', key: `${SPACED}a b+ü.jpg` },
+      { kind: 'folder', name: 'sub dir', key: `${SPACED}sub dir/` },
+    ]);
+    await api('DELETE', `/api/integrations/buckets/${connected.body.id}`);
+
+    const first = await provider.list(credentials, { target: bucket, prefix: SPACED, limit: 1 });
+    const second = await provider.list(credentials, { target: bucket, prefix: SPACED, limit: 1, cursor: first.cursor });
+    t.strictSame([...first.objects, ...second.objects].map((object) => object.key), [`${SPACED}a b+ü.jpg`, `${SPACED}sub dir/c.jpg`], 'listed a page at a time');
+    t.notOk(second.cursor, 'and no more');
+    for (const object of [...first.objects, ...second.objects]) {
+      t.strictSame(await drain(await provider.read(credentials, { target: bucket, key: object.key, maxBytes: 1024, ifVersion: object.version })), bytesOf(object.key), `read ${object.key}`);
+    }
+    const components = proxy.queries.flatMap((query) => (query ? query.split(/[&=]/) : []));
+    t.ok(components.some((component) => decodeURIComponent(component) === SPACED), 'the prefix was sent');
+    t.strictSame(components.filter((component) => !CANONICAL.test(component)), [], 'every query sent RFC 3986-encoded, as SigV4 signs it');
   });
 
   await t.test('list: every object at any depth, page by page, its version changing when rewritten', async (t) => {
