@@ -87,7 +87,7 @@ async function finished(model: string, id: string, timeoutMs = 300_000): Promise
   }, `export ${id} to end`, timeoutMs);
 }
 
-/** Downloads a finished export; a directory format comes as a ZIP, unpacked here. Returns the path YOLO loads. */
+/** Downloads a finished export; a directory format comes as a ZIP of that directory, unpacked here as a user would. Returns the path YOLO loads. */
 async function download(view: ExportView, into: string): Promise<string> {
   mkdirSync(into, { recursive: true });
   const response = await fetch(view.file!.downloadUrl);
@@ -95,10 +95,10 @@ async function download(view: ExportView, into: string): Promise<string> {
   const path = join(into, view.file!.downloadFilename);
   writeFileSync(path, Buffer.from(await response.arrayBuffer()));
   if (!path.endsWith('.zip')) return path;
-  const unpacked = path.slice(0, -'.zip'.length);
-  const unzip = await python(['-m', 'zipfile', '-e', path, unpacked]);
+  const unzip = await python(['-m', 'zipfile', '-e', path, into]);
   if (unzip.code !== 0) throw new Error(unzip.out);
-  return unpacked;
+  // Straight after unzip, no renaming: the archive holds the folder under the name ultralytics wrote it with.
+  return path.slice(0, -'.zip'.length);
 }
 
 // The model every export here starts from: trained by the platform on the shapes dataset.

@@ -142,7 +142,11 @@ t.test('outputs: a file as it is, a directory as a zip of its files; uploaded be
   t.match(outputs[0], { size: file.length, sha256: createHash('sha256').update(file).digest('hex') });
   const zip = await stored(outputs[1].storageKey);
   t.match(outputs[1], { size: zip.length, sha256: createHash('sha256').update(zip).digest('hex') });
-  t.same(await unzip(zip), { 'best.xml': '<net/>', 'sub/': '', 'sub/best.bin': 'weights' }, "the directory's files, the symlink left out");
+  t.same(
+    await unzip(zip),
+    { 'best_openvino_model/': '', 'best_openvino_model/best.xml': '<net/>', 'best_openvino_model/sub/': '', 'best_openvino_model/sub/best.bin': 'weights' },
+    "the directory's files under its own name (unzipped, the folder YOLO() loads), the symlink left out",
+  );
   const lines = await logLines(jobId);
   t.match(lines, ['exported', /^uploading best\.onnx \(400\.0 kB\)$/, 'uploaded best.onnx', /^uploading best_openvino_model\.zip \(\d+ B\)$/, 'uploaded best_openvino_model.zip']);
 });

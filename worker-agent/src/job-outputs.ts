@@ -4,7 +4,7 @@
 // front when over its cap), and a retry must send the same bytes again without zipping twice.
 import { createReadStream, createWriteStream } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
@@ -63,15 +63,20 @@ async function outputSource(workDir: string, path: string): Promise<{ path: stri
   return { path: real, isDirectory: info.isDirectory() };
 }
 
-/** Streams the directory's regular files (symlinks are left out: they could point anywhere on the host) into a zip file. */
+/**
+ * Streams the directory's regular files (symlinks are left out: they could point anywhere on the host) into a zip file,
+ * under the directory's own name (`best_openvino_model/…`): unzipped, it is the folder `YOLO()` loads as it is.
+ */
 async function zipDirectory(dir: string, target: string): Promise<void> {
   await mkdir(dirname(target), { recursive: true });
   const zip = new yazl.ZipFile();
   const written = pipeline(zip.outputStream, createWriteStream(target));
+  const top = basename(dir);
+  zip.addEmptyDirectory(top);
   const add = async (path: string): Promise<void> => {
     for (const entry of await readdir(path, { withFileTypes: true })) {
       const full = join(path, entry.name);
-      const name = relative(dir, full).split(sep).join('/');
+      const name = [top, ...relative(dir, full).split(sep)].join('/');
       if (entry.isDirectory()) {
         zip.addEmptyDirectory(name);
         await add(full);

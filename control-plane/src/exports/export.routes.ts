@@ -65,7 +65,7 @@ export const readExport = defineRoute({
   summary: 'One export; when completed its file with a download URL valid for 1 hour',
   description:
     STATUSES +
-    'A directory artifact (openvino, coreml .mlpackage, saved_model, ncnn, …) is one zip, downloadFilename `<dir>.zip`. A failed export carries error ' +
+    'A directory artifact (openvino, coreml .mlpackage, saved_model, ncnn, …) is one zip, downloadFilename `<dir>.zip`, holding the folder `<dir>/` itself: unzipped, it is what YOLO() loads. A failed export carries error ' +
     '{ message, timestamp } (the job’s error; a job that ended without uploading its artifact fails too).',
   auth: 'key',
   limit: 'default',
