@@ -225,3 +225,13 @@ t.test('batch face blur: imageId limits the run to that image; DELETE with previ
   t.equal(after.get('astronaut.jpg')!.properties.hash, before.get('astronaut.jpg')!.properties.hash, 'the other is untouched');
   t.equal(await facesIn(await download(after.get('astronaut.jpg')!.imageUrl)), 1);
 });
+
+t.test('batch face blur without a face detector installed: 503 saying so, nothing queued', async (t) => {
+  const world = await startWorld(t, { FACE_DETECTOR_PATH: '/nonexistent/face-detector.onnx' });
+  const datasetId = await createDataset(world, world.alice, { dataset: 'nodetector', name: 'No detector' });
+  const zip = await zipOf({ 'images/train/astronaut.jpg': astronaut });
+  t.equal((await ingestArchive(t, world, world.alice, 'alice', 'nodetector', datasetId, 'one.zip', zip)).status, 'completed');
+  const answer = await call(world.server, 'POST', '/api/datasets/alice/nodetector/predict/batch', { key: world.alice, body: { operation: 'blur', preview: true } });
+  expectError(t, answer, 503, /no face detector/);
+  t.same((await call(world.server, 'GET', '/api/datasets/alice/nodetector/predict/batch', { key: world.alice })).body, { activeJob: null, lastRun: null });
+});
