@@ -1,5 +1,5 @@
-// The control plane runs predictions in worker threads: @vp/inference (sharp + onnxruntime-node) loads and predicts in
-// two workers at once and gives what it gives on the main thread.
+// The control plane runs onnxruntime and sharp in worker threads (the face detector, the image embedder): @vp/inference
+// (sharp + onnxruntime-node) loads and predicts in two workers at once and gives what it gives on the main thread.
 import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
 import t from 'tap';
