@@ -194,6 +194,21 @@ t.test('a session is counted by the memory its load took, not a flat estimate', 
   t.ok(counted < 64 * 2 ** 20, `a ${good.length}-byte model counts ${Math.round(counted / 2 ** 10)} KiB`);
 });
 
+t.test('processes count in the cache: many workspaces with small models do not keep a process each', async (t) => {
+  const good = constantDetector([[32], [32], [16], [16], [0.9]], ['a']);
+  const pool = new InferencePool({ workers: 1, intraOpThreads: 1, spinning: false, cacheBytes: 400 * 2 ** 20 });
+  t.teardown(() => pool.close());
+  const options = { conf: 0.25, iou: 0.7, imgsz: 64 };
+  let most = 0;
+  for (let i = 0; i < 6; i++) {
+    await pool.run({ key: `model-${i}`, file: file(`small-${i}.onnx`, good), bytes: good.length, partition: `workspace-${i}` }, picture, options, 1e8);
+    most = Math.max(most, childPids().length);
+  }
+  await waitFor(() => childPids().length <= 3);
+  t.ok(most <= 4, `at most ${most} processes lived at once for 6 workspaces`);
+  t.ok(childPids().length <= 3, `${childPids().length} processes left`);
+});
+
 /** This process's children (the pools' worker processes). */
 function childPids(): string[] {
   return readdirSafe('/proc/self/task').flatMap((task) => readSafe(`/proc/self/task/${task}/children`).split(' ').filter(Boolean));

@@ -5,8 +5,11 @@ import { InferenceProcess } from './inference-process.ts';
 /** Images with more pixels are refused from their header, before decoding (50 MP: 150 MB of RGB). */
 export const MAX_IMAGE_PIXELS = 50_000_000;
 
-/** What a worker process holds before any session: Node, onnxruntime, libvips. */
+/** Room a worker process has past `cacheBytes` before it is killed: its own baseline, a run's tensors, a decoded image. */
 export const WORKER_BASELINE_BYTES = 256 * 2 ** 20;
+
+/** What a live worker process counts in the cache besides its sessions: Node, onnxruntime and libvips (about 129 MB measured). */
+const PROCESS_BYTES = 128 * 2 ** 20;
 
 /** A session's footprint until its load is measured: the weights twice (file buffer, initializers) plus activations. */
 const ACTIVATION_BYTES = 64 * 2 ** 20;
@@ -159,15 +162,21 @@ export class InferencePool {
     return session;
   }
 
-  /** Releases idle sessions, least recently used first, until the measured total fits (the one in use always stays). */
+  /**
+   * Releases idle sessions, least recently used first, until the measured total fits (the one in use always stays); a
+   * live process counts too, so that many workspaces with small models do not keep a process each.
+   */
   private evict(keep: string): void {
-    let total = [...this.resident.values()].reduce((sum, session) => sum + session.bytes, 0);
+    const processes = [...this.partitions.values()].reduce((sum, workers) => sum + workers.length, 0);
+    let total = [...this.resident.values()].reduce((sum, session) => sum + session.bytes, processes * PROCESS_BYTES);
     const idle = [...this.resident.entries()].filter(([key, session]) => key !== keep && session.running === 0).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
     for (const [key, session] of idle) {
       if (total <= this.options.cacheBytes) break;
       this.resident.delete(key);
       total -= session.bytes;
       session.worker.tell({ kind: 'release', sessionKey: key });
+      const emptied = !session.worker.busy && ![...this.resident.values()].some((other) => other.worker === session.worker);
+      if (emptied) total -= PROCESS_BYTES;
     }
     this.closeEmpty();
   }
