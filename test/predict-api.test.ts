@@ -218,6 +218,15 @@ t.test('the Predict rate category counts against the caller', async (t) => {
   t.equal(document.body.paths['/api/models/{owner}/{project}/{model}/predict']!.post['x-rate-limit-category'], 'predict');
 });
 
+t.test('no worker host connected: an ONNX export of the same weights made with other arguments serves predict', async (t) => {
+  const model = await createModel(world, alice, { project: 'vision', model: 'exported-by-hand', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  await uploadWeights(world, alice, model.id, Buffer.from('weights a user exported to a static ONNX'));
+  await seedOnnxExport(server, model.id, fixture.onnx, { dynamic: false, imgsz: fixture.imgsz });
+  const answer = await predict('/api/models/alice/vision/exported-by-hand/predict', { key: alice, file: { bytes: picture } });
+  t.equal(answer.status, 200, JSON.stringify(answer.body));
+  t.strictSame(answer.body.images[0]!.shape, [120, 160]);
+});
+
 t.test('the automatic ONNX export: queued on weights, waited for, 503 while missing or failed', async (t) => {
   // Weights of their own: no completed artifact of the workspace to reuse.
   const pendingModel = await createModel(world, alice, { project: 'vision', model: 'pending', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { normalizeArgs } from '../../control-plane/src/exports/export-args.ts';
+import { normalizeArgs, type ExportArgs } from '../../control-plane/src/exports/export-args.ts';
 import { insertCompletedExport } from '../../control-plane/src/exports/export.store.ts';
 import { Model } from '../../control-plane/src/models/model.entity.ts';
 import { onnxExportArgs } from '../../control-plane/src/predict/onnx-export.ts';
@@ -12,15 +12,15 @@ import type { TestServer } from './server.ts';
 import type { World } from './world.ts';
 import type { TrainedModel } from './yolo-models.ts';
 
-/** The model's automatic ONNX export, completed with `onnxFile` as its artifact; returns the export's id. */
-export async function seedOnnxExport(server: TestServer, modelId: string, onnxFile: string): Promise<string> {
+/** An ONNX export of the model (its automatic one unless `given` args say otherwise), completed with `onnxFile` as its artifact; returns the export's id. */
+export async function seedOnnxExport(server: TestServer, modelId: string, onnxFile: string, given?: ExportArgs): Promise<string> {
   const em = server.orm.em.fork() as EntityManager;
   const model = await em.findOneOrFail(Model, modelId, { populate: ['workspace'] });
   const weights = await server.storage.store.get(model.fileKey!);
   const hash = createHash('sha256');
   for await (const chunk of weights!.stream) hash.update(chunk as Buffer);
   const weightsSha256 = hash.digest('hex');
-  const args = normalizeArgs('onnx', onnxExportArgs(model));
+  const args = normalizeArgs('onnx', given ?? onnxExportArgs(model));
   const fingerprint = createHash('sha256').update(JSON.stringify([weightsSha256, 'onnx', args, null])).digest('hex');
   const bytes = readFileSync(onnxFile);
   const key = `ws/${model.workspace.id}/exports/seeded-${fingerprint.slice(0, 12)}/model.onnx`;

@@ -22,6 +22,7 @@ import type { ExportCreate, ExportCreated, ExportDeleted, ExportList, ExportList
 import {
   activeExportJobs,
   completedEquivalent,
+  completedOfWeights,
   deleteExports,
   exportById,
   findExport,
@@ -113,6 +114,12 @@ export class ExportService {
       if (inFlight) return inFlight;
     }
     throw Unavailable(`The ONNX export of model ${model.slug} kept ending as it was queued; try again`);
+  }
+
+  /** The file of a completed export of the model's current weights to `format` made with any arguments, if there is one. */
+  async completedOfWeights(model: Model, format: ExportFormatId): Promise<string | undefined> {
+    if (!model.fileKey) return undefined;
+    return completedOfWeights(this.em, model.workspace.id, await this.weightsSha256(model, model.fileKey), format);
   }
 
   private async newExport(model: Model, format: ExportFormatId, args: NormalizedArgs, gpuType: string | null): Promise<NewExport> {

@@ -186,6 +186,17 @@ export async function completedEquivalent(em: EntityManager, workspaceId: string
   return row && { key: row.file_key, size: Number(row.file_size), sha256: row.file_sha256, name: row.file_name };
 }
 
+/** The file of the workspace's newest completed export of these weights to `format`, whatever its arguments (dynamic ones first). */
+export async function completedOfWeights(em: EntityManager, workspaceId: string, weightsSha256: string, format: string): Promise<string | undefined> {
+  const [row] = await query<{ file_key: string }>(
+    em,
+    `select file_key from model_exports where workspace_id = ? and weights_sha256 = ? and format = ? and status = 'completed' and file_key is not null
+     order by coalesce((args->>'dynamic')::boolean, false) desc, completed_at desc limit 1`,
+    [workspaceId, weightsSha256, format],
+  );
+  return row?.file_key;
+}
+
 /** The end of an export's job, written once (a later settle of the same export changes nothing). */
 export async function settleExport(
   em: EntityManager,

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExportArgs } from '../exports/export-args.ts';
 import type { ExportService } from '../exports/export.service.ts';
 import { exportById, type ExportRecord } from '../exports/export.store.ts';
-import { Unavailable } from '../http/errors.ts';
+import { HttpError, Unavailable } from '../http/errors.ts';
 import type { Model } from '../models/model.entity.ts';
 
 const DEFAULT_IMGSZ = 640;
@@ -29,11 +29,19 @@ export function queueOnnxExport(exports: ExportService, model: Model): Promise<E
 
 /**
  * The blob key of the model's completed ONNX export, waiting up to `waitSeconds` for one queued or running (one is
- * queued when there is none, or the last failed). 503 when it is not there in time, failed, or cannot be made.
+ * queued when there is none, or the last failed). When no host can make it now (no host connected), an ONNX export of
+ * the same weights made earlier with other arguments serves. 503 when it is not there in time, failed, or cannot be made.
  */
 export async function completedOnnxExport(em: EntityManager, exports: ExportService, model: Model, waitSeconds: number): Promise<string> {
   const deadline = Date.now() + waitSeconds * 1000;
-  let record: ExportRecord | undefined = await queueOnnxExport(exports, model);
+  let record: ExportRecord | undefined;
+  try {
+    record = await queueOnnxExport(exports, model);
+  } catch (error) {
+    const existing = error instanceof HttpError && error.status === 503 ? await exports.completedOfWeights(model, 'onnx') : undefined;
+    if (existing) return existing;
+    throw error;
+  }
   while (record && !['completed', 'failed', 'cancelled'].includes(record.status) && Date.now() < deadline) {
     await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
     record = await exportById(em, record.id);
