@@ -167,6 +167,47 @@ t.test('a graph that expands to gigabytes is stopped at its worker’s memory bo
   t.equal((await pool.run(friendly, picture, options, 1e8)).prediction.boxes.length, 1, 'and still answers after');
 });
 
+t.test('a graph that computes without answering is stopped when its worker stalls; another partition keeps answering', async (t) => {
+  // Eight products of 2048 × 2048 matrices made from the input (so nothing is folded at load): seconds of work, 16 MB each.
+  const products = Array.from({ length: 8 }, (_, i) => ({ op: 'MatMul', inputs: [i === 0 ? 'square' : `p${i - 1}`, 'square'], outputs: [`p${i}`] }));
+  const slow = craftOnnx({
+    inputs: [{ name: 'images', shape: [1, 3, 'h', 'w'] }],
+    outputs: [{ name: 'output0', shape: [1, 'c', 'n'] }],
+    nodes: [
+      { op: 'ReduceSum', inputs: ['images'], outputs: ['total'], attributes: { keepdims: 0 } },
+      { op: 'ConstantOfShape', inputs: ['side'], outputs: ['zeros'] },
+      { op: 'Add', inputs: ['zeros', 'total'], outputs: ['square'] },
+      ...products,
+      { op: 'Reshape', inputs: ['p7', 'rows'], outputs: ['output0'] },
+    ],
+    initializers: [{ name: 'side', dims: [2], data: BigInt64Array.of(2048n, 2048n) }, { name: 'rows', dims: [3], data: BigInt64Array.of(1n, 4096n, 1024n) }],
+    metadata: ultralyticsMetadata('detect', "{0: 'a'}"),
+  });
+  const good = constantDetector([[32], [32], [16], [16], [0.9]], ['a']);
+  const pool = new InferencePool({ workers: 1, intraOpThreads: 1, spinning: false, cacheBytes: 2 ** 30, workerStallMs: 1500 });
+  t.teardown(() => pool.close());
+  const options = { conf: 0.25, iou: 0.7, imgsz: 64 };
+  const friendly = { key: 'good', file: file('good-2.onnx', good), bytes: good.length, partition: 'alice' };
+  await pool.run(friendly, picture, options, 1e8);
+  let done = false;
+  let worst = 0;
+  const friendlyLoop = (async () => {
+    while (!done) {
+      const started = performance.now();
+      await pool.run(friendly, picture, options, 1e8);
+      worst = Math.max(worst, performance.now() - started);
+    }
+  })();
+  const started = performance.now();
+  const failed = await pool.run({ key: 'slow', file: file('slow.onnx', slow), bytes: slow.length, partition: 'mallory' }, picture, options, 1e8).then(() => undefined, (error: unknown) => error);
+  const took = performance.now() - started;
+  done = true;
+  await friendlyLoop;
+  t.match(failed, { kind: 'model', message: /gave no answer for 1.5 s, and was stopped/ }, 'stopped as the model’s');
+  t.ok(took < 10_000, `after ${Math.round(took)} ms`);
+  t.ok(worst < 1000, `the other partition answered meanwhile, the slowest in ${Math.round(worst)} ms`);
+});
+
 t.test('a file refused at load is remembered: asking again answers at once and starts no process', async (t) => {
   const bad = withMetadata({ names: "{100000000: 'x'}" });
   const pool = new InferencePool({ workers: 1, intraOpThreads: 1, spinning: false, cacheBytes: 2 ** 30 });

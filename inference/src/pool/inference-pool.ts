@@ -32,6 +32,8 @@ export interface PoolOptions {
    * its requests fail as the model's; default cacheBytes plus the process's own baseline.
    */
   workerMemoryBytes?: number;
+  /** A worker process with requests in flight that answers none for this long is killed (default 60 s). */
+  workerStallMs?: number;
   /** Default cpu. */
   executionProvider?: ExecutionProvider;
 }
@@ -193,9 +195,10 @@ export class InferencePool {
   }
 
   private spawn(partition: string): InferenceProcess {
-    const { intraOpThreads, spinning, executionProvider, cacheBytes, workerMemoryBytes } = this.options;
+    const { intraOpThreads, spinning, executionProvider, cacheBytes, workerMemoryBytes, workerStallMs } = this.options;
     const setup: WorkerSetup = { intraOpThreads, spinning, executionProvider };
-    const worker = new InferenceProcess(setup, workerMemoryBytes ?? cacheBytes + WORKER_BASELINE_BYTES, (error) => new InferenceError(error.cause, error.message));
+    const limits = { memoryBytes: workerMemoryBytes ?? cacheBytes + WORKER_BASELINE_BYTES, stallMs: workerStallMs ?? 60_000 };
+    const worker = new InferenceProcess(setup, limits, (error) => new InferenceError(error.cause, error.message));
     // A process that dies takes its sessions with it; the partition's next request starts another.
     worker.onStop(() => {
       for (const [key, session] of this.resident) if (session.worker === worker) this.resident.delete(key);

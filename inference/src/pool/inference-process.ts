@@ -1,5 +1,6 @@
-// One worker process of the inference pool and the watch on its memory: onnxruntime allocates outside any JS heap, so
-// a graph that expands (Tile, Expand …) to gigabytes is stopped by killing its process, not by a limit it would obey.
+// One worker process of the inference pool and the watch on its memory and progress: onnxruntime allocates outside any
+// JS heap and runs a session without yielding, so a graph that expands (Tile, Expand …) to gigabytes, or that computes
+// without end, is stopped by killing its process, not by a limit it would obey.
 import { type ChildProcess, fork } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -17,14 +18,18 @@ export class InferenceProcess {
   private readonly pending = new Map<number, Pending>();
   private readonly stopListeners: Array<() => void> = [];
   private readonly memoryBytes: number;
+  private readonly stallMs: number;
   private readonly failure: (error: Pick<WorkerFailure, 'cause' | 'message'>) => Error;
   private watch: NodeJS.Timeout | undefined;
+  /** Fires when a process with requests in flight has answered none for `stallMs`. */
+  private stall: NodeJS.Timeout | undefined;
   /** Why the process ended, for the requests it leaves unanswered. */
   private ended: Pick<WorkerFailure, 'cause' | 'message'> | undefined;
   private closing = false;
 
-  constructor(setup: WorkerSetup, memoryBytes: number, failure: InferenceProcess['failure']) {
-    this.memoryBytes = memoryBytes;
+  constructor(setup: WorkerSetup, limits: { memoryBytes: number; stallMs: number }, failure: InferenceProcess['failure']) {
+    this.memoryBytes = limits.memoryBytes;
+    this.stallMs = limits.stallMs;
     this.failure = failure;
     // Advanced serialization carries typed arrays (images in, masks and depth out) as they are.
     this.child = fork(WORKER, [JSON.stringify(setup)], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -33,6 +38,7 @@ export class InferenceProcess {
       this.pending.delete(reply.id);
       waiter?.resolve(reply);
       if (this.pending.size === 0) this.unwatch();
+      else this.restartStall();
     });
     this.child.on('error', (error) => this.stop({ cause: 'internal', message: `inference worker failed: ${error.message}` }));
     this.child.on('exit', (code, signal) => this.stop(this.ended ?? { cause: 'internal', message: `inference worker stopped (${signal ?? `exit code ${code}`})` }));
@@ -57,6 +63,7 @@ export class InferenceProcess {
       this.pending.set(request.id, { resolve, reject });
       this.child.send(request);
       this.startWatch();
+      if (!this.stall) this.restartStall();
     });
   }
 
@@ -78,17 +85,34 @@ export class InferenceProcess {
     this.watch = setInterval(() => {
       void readFile(statm, 'utf8').then((text) => {
         const rss = Number(text.split(' ')[1]) * PAGE_BYTES;
-        if (rss <= this.memoryBytes || this.stopped) return;
-        this.ended = { cause: 'model', message: `the model took more than the ${Math.round(this.memoryBytes / 2 ** 20)} MiB of memory an inference worker may use, and was stopped` };
-        this.child.kill('SIGKILL');
-      }, () => this.unwatch()); // no /proc (not Linux), or the process is gone
+        if (rss > this.memoryBytes) this.kill(`the model took more than the ${Math.round(this.memoryBytes / 2 ** 20)} MiB of memory an inference worker may use, and was stopped`);
+      }, () => {
+        // no /proc (not Linux), or the process is gone
+        clearInterval(this.watch);
+        this.watch = undefined;
+      });
     }, WATCH_MS);
     this.watch.unref();
+  }
+
+  /** onnxruntime runs a session on the process's JS thread: one that never returns is stopped only by killing it. */
+  private restartStall(): void {
+    clearTimeout(this.stall);
+    this.stall = setTimeout(() => this.kill(`the model gave no answer for ${this.stallMs / 1000} s, and was stopped`), this.stallMs);
+    this.stall.unref();
+  }
+
+  private kill(message: string): void {
+    if (this.stopped) return;
+    this.ended = { cause: 'model', message };
+    this.child.kill('SIGKILL');
   }
 
   private unwatch(): void {
     clearInterval(this.watch);
     this.watch = undefined;
+    clearTimeout(this.stall);
+    this.stall = undefined;
   }
 
   private stop(reason: Pick<WorkerFailure, 'cause' | 'message'>): void {
