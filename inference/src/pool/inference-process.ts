@@ -118,6 +118,8 @@ export class InferenceProcess {
   private stop(reason: Pick<WorkerFailure, 'cause' | 'message'>): void {
     this.unwatch();
     this.ended ??= reason;
+    // An IPC error leaves the process running: it is of no further use.
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
     for (const waiter of this.pending.values()) waiter.reject(this.failure(reason));
     this.pending.clear();
     for (const listener of this.stopListeners.splice(0)) listener();
