@@ -40,7 +40,10 @@ t.test('what the page reads: a public model anonymously, a private one only with
   t.equal((await call(server, 'GET', '/api/models/alice/detector/m2', { key: alice })).status, 200);
 });
 
-t.test('the API and other paths are not taken by the page', async (t) => {
+t.test('the API, signed file URLs and other paths are not taken by the page', async (t) => {
+  for (const path of ['/files/ws/abc/image.jpg', '/reference-files/ws/abc', '/svc/abc/health']) {
+    t.notMatch((await fetch(`${server.url}${path}`)).headers.get('content-type') ?? '', /text\/html/, path);
+  }
   const api = await call(server, 'GET', '/api/nothing/here/at-all');
   t.equal(api.status, 404);
   t.match(api.body, { error: String });

@@ -14,6 +14,7 @@ import type { RateLimiter } from './http/rate-limit.ts';
 import { requestContext } from './http/request-context.ts';
 import { JSON_FIELDS_LIMIT_BYTES, jsonBody } from './http/json-body.ts';
 import { buildRouter } from './http/router.ts';
+import { modelPage } from './models/model-page.ts';
 import { routes as allRoutes } from './routes.ts';
 import { Services, type ServiceDeps } from './services.ts';
 
@@ -34,18 +35,20 @@ export function openApiDocument(routes: RouteDefinition[] = allRoutes): string {
 }
 
 /**
- * The Koa middleware order, nothing else: context → errors → docs → ORM fork → (summary figures after writes) →
- * deployments' service URLs (outside /api and its limits) → routes (which parse their own bodies).
+ * The Koa middleware order, nothing else: context → errors → docs → the model page the trainer links to → ORM fork →
+ * (summary figures after writes) → deployments' service URLs (outside /api and its limits) → routes (which parse their
+ * own bodies).
  */
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
-  const routes = deps.routes ?? allRoutes;
-  let document: string | undefined;
   // What fails after the answer began (a streamed body that broke off: the response is cut short) goes to the log.
   app.on('error', (error: Error, ctx?: Koa.ParameterizedContext<AppState>) => (ctx?.state.log ?? deps.log).warn({ err: error }, 'a response broke off'));
+  const routes = deps.routes ?? allRoutes;
+  let document: string | undefined;
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));
+  app.use(modelPage(routes));
   app.use(async (ctx, next) => {
     const services = new Services(() => deps.orm.em.fork() as AppState['em'], deps);
     ctx.state.services = services;

@@ -1,5 +1,7 @@
 import type { Middleware } from 'koa';
+import { SERVICE_URL_PREFIX } from '../deployments/deployment-service-url.ts';
 import type { AppState } from '../http/app-context.ts';
+import type { RouteDefinition } from '../http/define-route.ts';
 
 /**
  * The page behind the "View results at <appliance>/owner/project/model" link the trainer and `ul cloud train` print: a
@@ -73,18 +75,21 @@ const ASSETS: Record<string, [string, string]> = {
   '/model-page/page.js': ['text/javascript; charset=utf-8', SCRIPT],
 };
 
-/** owner/project/model as the trainer's link spells them: three URL names, none of them the API's own prefixes. */
-const MODEL_PATH = /^\/(?!api\/|svc\/)[a-z0-9][a-z0-9._-]{0,99}\/[a-z0-9][a-z0-9._-]{0,99}\/[a-z0-9][a-z0-9._-]{0,99}\/?$/i;
+/** owner/project/model as the trainer's link spells them: three URL names. */
+const MODEL_PATH = /^\/([a-z0-9][a-z0-9._-]{0,99})\/[a-z0-9][a-z0-9._-]{0,99}\/[a-z0-9][a-z0-9._-]{0,99}\/?$/i;
 
-export function modelPage(): Middleware<AppState> {
+/** `routes`: the app's, whose first path segments (api, files, reference-files, …) are never an owner here. */
+export function modelPage(routes: RouteDefinition[]): Middleware<AppState> {
+  const reserved = new Set([...routes.map((route) => route.path.split('/')[1]), SERVICE_URL_PREFIX.split('/')[1]]);
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     const asset = ASSETS[ctx.path];
+    const owner = MODEL_PATH.exec(ctx.path)?.[1];
     if (asset) {
       ctx.type = asset[0];
       ctx.set('Cache-Control', 'public, max-age=3600');
       ctx.body = asset[1];
-    } else if (MODEL_PATH.test(ctx.path)) {
+    } else if (owner !== undefined && !reserved.has(owner)) {
       ctx.type = 'text/html; charset=utf-8';
       ctx.set('Content-Security-Policy', "default-src 'self'; frame-ancestors 'none'");
       ctx.body = PAGE;
