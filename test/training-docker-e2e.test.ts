@@ -1,7 +1,7 @@
 // Real training through the Docker runtime: a worker agent runs the job in a container of the locally built
 // trainer image (vp/trainer:latest, installer/trainer/build-trainer-image.sh), and it completes with weights; a
 // trainer that fails in its container shows its own error line. The container has a network of its own (never the
-// host's), so the control plane listens on every interface and is reached at this machine's address, as an appliance is.
+// host's), so the control plane listens on every interface and is reached at this machine's side of the jobs' bridge.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ const { docker } = await dockerForTests();
 await requireLocalImage(docker, IMAGE, 'installer/trainer/build-trainer-image.sh');
 
 const port = String(await freePort());
-const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_TRAINING: '1000', HOST: '0.0.0.0', PORT: port, PUBLIC_BASE_URL: `http://${addressForContainers()}:${port}` });
+const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1', RATE_LIMIT_TRAINING: '1000', HOST: '0.0.0.0', PORT: port, PUBLIC_BASE_URL: `http://${await addressForContainers(docker)}:${port}` });
 const { server, alice } = world;
 await server.services().billing.grant('alice', 100_000, 'CI credit');
 await createShapesDataset(t, world, alice, 'alice', 'shapes', { train: 32, val: 8 });

@@ -6,9 +6,10 @@ import Docker from 'dockerode';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureJobNetwork, JOB_NETWORK } from '../../worker-agent/src/runtimes/docker-runtime.ts';
 
 export const DOCKER_SOCKET = '/var/run/docker.sock';
 const STARTUP_MS = 60_000;
@@ -33,16 +34,15 @@ export async function requireLocalImage(docker: Docker, image: string, script: s
 }
 
 /**
- * An address of this machine that containers on a bridge network reach it at (its loopback they cannot): the first
- * IPv4 address of a network interface that is not Docker's own, as a control plane's public URL would name it.
+ * The address job containers reach this machine at (its loopback they cannot): this machine's side of the jobs'
+ * bridge (its gateway), created here when missing, so test traffic stays on the bridge the tests' engine made.
  */
-export function addressForContainers(): string {
-  for (const [name, addresses] of Object.entries(networkInterfaces())) {
-    if (/^(lo|docker|br-|veth)/.test(name)) continue;
-    const found = addresses?.find((address) => address.family === 'IPv4' && !address.internal);
-    if (found) return found.address;
-  }
-  throw new Error('no network interface with an IPv4 address that containers could reach this machine at');
+export async function addressForContainers(docker: Docker): Promise<string> {
+  await ensureJobNetwork(docker);
+  const network = (await docker.getNetwork(JOB_NETWORK).inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
+  const gateway = network.IPAM?.Config?.find((config) => config.Gateway)?.Gateway;
+  if (!gateway) throw new Error(`the Docker network ${JOB_NETWORK} has no gateway address for containers to reach this machine at`);
+  return gateway;
 }
 
 async function reachable(docker: Docker): Promise<boolean> {

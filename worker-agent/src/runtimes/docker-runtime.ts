@@ -57,6 +57,23 @@ export function jobUser(): JobUser {
  */
 export const JOB_NETWORK = 'vp-jobs';
 
+/** Creates JOB_NETWORK when missing. */
+export async function ensureJobNetwork(docker: Docker): Promise<void> {
+  const present = await docker.getNetwork(JOB_NETWORK).inspect().then(
+    () => true,
+    (error: unknown) => {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    },
+  );
+  if (present) return;
+  const options = { Name: JOB_NETWORK, Driver: 'bridge', Options: { 'com.docker.network.bridge.enable_icc': 'false' }, Labels: { [LABELS.managed]: 'true' } };
+  // 409: another agent on this host created it meanwhile.
+  await docker.createNetwork(options).catch((error: unknown) => {
+    if (statusOf(error) !== 409) throw error;
+  });
+}
+
 /** What every container of this runtime runs under: no root, no capabilities, no way to gain privileges. */
 const UNPRIVILEGED = { CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] };
 
@@ -291,27 +308,11 @@ export class DockerRuntime implements JobRuntime {
   }
 
   async #ensureNetwork(): Promise<void> {
-    this.#network ??= this.#createNetwork().catch((error: unknown) => {
+    this.#network ??= ensureJobNetwork(this.#docker).catch((error: unknown) => {
       this.#network = undefined;
       throw error;
     });
     await this.#network;
-  }
-
-  async #createNetwork(): Promise<void> {
-    const present = await this.#docker.getNetwork(JOB_NETWORK).inspect().then(
-      () => true,
-      (error: unknown) => {
-        if (statusOf(error) === 404) return false;
-        throw error;
-      },
-    );
-    if (present) return;
-    const options = { Name: JOB_NETWORK, Driver: 'bridge', Options: { 'com.docker.network.bridge.enable_icc': 'false' }, Labels: { [LABELS.managed]: 'true' } };
-    // 409: another agent on this host created it meanwhile.
-    await this.#docker.createNetwork(options).catch((error: unknown) => {
-      if (statusOf(error) !== 409) throw error;
-    });
   }
 
   /** Present locally: used as it is. Otherwise pulled, which fails on a host that cannot reach the registry. */
