@@ -16,6 +16,11 @@ const RAN_SINCE_ACCEPTED = 'coalesce(greatest(extract(epoch from now() - j.accep
 /** The same for an attempt whose host was lost: only until the host was last heard from, not through the grace period. */
 const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
   coalesce((select h.last_heartbeat_at from hosts h where h.id = j.host_id), now())) - j.accepted_at), 0), 0)`;
+/**
+ * A lost attempt whose own reports say it completed (d.completed_at, its kind's completedAt) ran at least until then,
+ * though its host went silent earlier: a trainer goes on while its agent is down.
+ */
+const RAN_UNTIL_COMPLETED = 'coalesce(greatest(extract(epoch from least(now(), d.completed_at) - j.accepted_at), 0), 0)';
 /** What every status-changing statement returns: enough to settle the job and tell what became of it. */
 const CHANGED = 'j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.host_id, j.status, j.settle_pending';
 
@@ -209,13 +214,16 @@ export class JobLifecycle {
   /**
    * Lets go of running host jobs whose host lost them (`where` selects them, on alias j). A job whose own reports say
    * it completed (its kind's completedWhen: a trainer that finished while its agent was down) is completed, never run
-   * again; an assignment the host never confirmed goes back to the queue as if never tried; a cancel request ends as
-   * cancelled; a restartable job with attempts left is requeued; anything else fails with `reason`.
+   * again, ending when it completed and counted as running until then (its kind's completedAt); an assignment the
+   * host never confirmed goes back to the queue as if never tried; a cancel request ends as cancelled; a restartable
+   * job with attempts left is requeued; anything else fails with `reason`.
    */
   release(em: EntityManager, where: string, params: unknown[], reason: string): Promise<ChangedJob[]> {
-    const completed = Object.entries(this.kinds)
-      .filter(([, kind]) => kind.completedWhen)
-      .map(([name, kind]) => `when j.kind = '${name}' and (${kind.completedWhen}) then 'completed'`)
+    const completing = Object.entries(this.kinds).filter(([, kind]) => kind.completedWhen);
+    const completed = completing.map(([name, kind]) => `when j.kind = '${name}' and (${kind.completedWhen}) then 'completed'`).join(' ');
+    const completedAt = completing
+      .filter(([, kind]) => kind.completedAt)
+      .map(([name, kind]) => `when j.kind = '${name}' then (${kind.completedAt})`)
       .join(' ');
     return em.transactional(async (tx) => {
       const changed = await query<ChangedJob>(
@@ -224,17 +232,19 @@ export class JobLifecycle {
          decided as (
            select j.id, case ${completed} when j.cancel_requested then 'cancelled'
                              when j.accepted_at is null or (j.restartable and j.attempts < j.max_attempts) then 'queued'
-                             else 'failed' end as next
+                             else 'failed' end as next,
+                  ${completedAt ? `case ${completedAt} end` : 'null::timestamptz'} as completed_at
            from jobs j join lost using (id))
          update jobs j set status = d.next,
            attempts = case when j.accepted_at is null and d.next = 'queued' then j.attempts - 1 else j.attempts end,
            error = case d.next when 'cancelled' then 'Cancelled' when 'failed' then ? else null end,
-           finished_at = case when d.next = 'queued' then null else now() end,
+           finished_at = case when d.next = 'queued' then null when d.next = 'completed' then least(now(), coalesce(d.completed_at, now())) else now() end,
            progress = case d.next when 'queued' then '{"stage":"queued","percent":0}'::jsonb
                                   when 'completed' then jsonb_build_object('stage', 'done', 'percent', 100) else j.progress end,
            host_id = case when d.next = 'queued' then null else j.host_id end,
            settle_pending = d.next <> 'queued',
-           run_seconds = j.run_seconds + ${RAN_UNTIL_LAST_HEARD},
+           run_seconds = j.run_seconds + case when d.next = 'completed' and d.completed_at is not null
+             then greatest(${RAN_UNTIL_LAST_HEARD}, ${RAN_UNTIL_COMPLETED}) else ${RAN_UNTIL_LAST_HEARD} end,
            gpu_indexes = null, accepted_at = null, lease_expires_at = null, updated_at = now()
          from decided d where j.id = d.id
          returning ${CHANGED}`,

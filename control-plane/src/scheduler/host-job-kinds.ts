@@ -26,6 +26,8 @@ export interface HostJobKind {
    * ended: a lost attempt of it is then completed rather than run again.
    */
   readonly completedWhen?: string;
+  /** With completedWhen: SQL of when its work completed by its own reports (alias j), the end a lost attempt of it gets. */
+  readonly completedAt?: string;
   /** After the job ended for good (not when it is requeued), in the transaction that ended it (its subject's status, keys, charges). */
   ended?(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void>;
 }

@@ -34,8 +34,9 @@ function computeOf(job: Job, run: TrainingRun | null, payload: TrainingPayload |
 export function trainingView(job: Job | null, run: TrainingRun | null, epochs: EpochRow[], console: string[]): View {
   const payload = job?.payload as TrainingPayload | undefined;
   const started = run?.createdAt ?? job?.startedAt ?? null;
-  // A run that reported its end shows it before its job has ended (the job waits for the trainer process to exit).
-  const ended = job?.finishedAt ?? run?.completedAt ?? null;
+  // The run's own end (the trainer's training_complete) when it reported one: its job ends later (the trainer's
+  // process exits after it, or its host reports the exit only on reconnecting), and the end shown must not move.
+  const ended = run?.completedAt ?? job?.finishedAt ?? null;
   const elapsedMs = started ? (ended ?? new Date()).getTime() - started.getTime() : 0;
   const done = run?.epochsDone ?? 0;
   const total = run?.epochs ?? payload?.trainArgs.epochs ?? 0;

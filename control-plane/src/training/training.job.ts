@@ -28,6 +28,8 @@ const SHM_BYTES = 2 * 2 ** 30;
 export class TrainingJob implements HostJobKind {
   /** The trainer reported training_complete (its weights are in): a lost attempt is complete, never trained again. */
   readonly completedWhen = `exists (select 1 from training_runs r where r.job_id = j.id and r.status = 'completed')`;
+  /** When the trainer reported training_complete: a lost attempt ran (and is charged) until then, and ended then. */
+  readonly completedAt = `(select max(r.completed_at) from training_runs r where r.job_id = j.id and r.status = 'completed')`;
   /** A cancelled trainer stops at its next epoch end and uploads what it has; only after this is it stopped. */
   readonly cancelGraceSeconds: number;
   private readonly config: AppConfig;
