@@ -265,6 +265,18 @@ t.test('metrics: totals, errors and latency percentiles of the recorded requests
   t.equal((await call(server, 'GET', '/api/deployments/alice/api/metrics?range=2d', { key: alice })).status, 400);
 });
 
+t.test('metrics and logs read right after requests include them: nothing waits for the next batch write', async (t) => {
+  const total = async () => (await call<{ summary: { totalRequests: number } }>(server, 'GET', '/api/deployments/alice/api/metrics?range=1h', { key: alice })).body.summary.totalRequests;
+  const before = await total();
+  for (const image of pictures) t.equal((await viaService(alice, form(image))).status, 200);
+  t.ok((await total()) >= before + pictures.length, `the ${pictures.length} requests just served are counted at once`);
+  const mark = Date.now();
+  for (const image of pictures) t.equal((await viaService(alice, form(image))).status, 200);
+  const page = await call<LogPage>(server, 'GET', '/api/deployments/alice/api/logs?limit=50', { key: alice });
+  const served = page.body.entries.filter((entry) => entry.httpRequest?.method === 'POST' && Date.parse(entry.timestamp) >= mark);
+  t.equal(served.length, pictures.length, 'and logged at once');
+});
+
 interface LogPage {
   entries: Array<{ timestamp: string; severity: string; message: string; httpRequest?: { method: string; url: string; status: number } }>;
   nextPageToken?: string;

@@ -86,11 +86,13 @@ export class DeploymentTrafficService {
 
   async metrics(actor: Actor, at: Address, options: z.output<typeof MetricsQuery>): Promise<z.input<typeof DeploymentMetrics>> {
     const target = await this.findOwn(actor, at);
+    await this.options.traffic.writeRecorded();
     return deploymentMetrics(this.em, target, options);
   }
 
   async logs(actor: Actor, at: Address, options: z.output<typeof LogsQuery>): Promise<z.input<typeof DeploymentLogs>> {
     const target = await this.findOwn(actor, at);
+    await this.options.traffic.writeRecorded();
     return deploymentLogs(this.em, target.id, this.options.traffic.pageTokens, options);
   }
 

@@ -60,6 +60,14 @@ export class DeploymentTraffic {
     return { ...answer, latencyMs };
   }
 
+  /**
+   * Writes the requests this process answered and has not written yet: metrics and logs read after it include every
+   * request answered here before the call (another replica's are written within a second of their answer).
+   */
+  writeRecorded(): Promise<void> {
+    return this.recorder.flush();
+  }
+
   /** Records what is queued and closes the connections (shutdown, after the requests in flight, before the pool). */
   async close(): Promise<void> {
     await this.recorder.close();
