@@ -9,7 +9,7 @@ import t from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CLOSE, Hardware, PROTOCOL_VERSION } from '@vp/protocol';
 import type { WorkerConfig } from '../worker-agent/src/config.ts';
-import { WorkerConnection, backoffDelay, connectUrl, DEFAULT_TIMING, type ConnectionTiming } from '../worker-agent/src/connection.ts';
+import { DEAD_AFTER_PINGS, WorkerConnection, backoffDelay, connectUrl, DEFAULT_TIMING, type ConnectionTiming } from '../worker-agent/src/connection.ts';
 import type { Capabilities } from '../worker-agent/src/exporter-probe.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
 
@@ -27,7 +27,7 @@ interface Received {
 /** A stand-in control plane: checks the key, answers hello with welcome, records every frame it receives. */
 async function fakeControlPlane(
   t: Fixtures,
-  options: { heartbeatSeconds?: number; welcome?: boolean; protocolVersion?: number; refuse?: (attempt: number) => number | undefined } = {},
+  options: { heartbeatSeconds?: number; welcome?: boolean; protocolVersion?: number; refuse?: (attempt: number) => number | undefined; autoPong?: boolean } = {},
 ) {
   let attempts = 0;
   const attemptTimes: number[] = [];
@@ -38,6 +38,7 @@ async function fakeControlPlane(
     host: '127.0.0.1',
     port: 0,
     path: '/api/workers/connect',
+    autoPong: options.autoPong ?? true,
     verifyClient: (info, callback) => {
       const attempt = attempts++;
       attemptTimes.push(Date.now());
@@ -170,6 +171,31 @@ t.test('a dropped socket is reconnected, and the new hello names the host from t
   t.equal(hellos.length, 2);
   t.equal(hellos[1].socket, 1, 'on a new socket');
   t.equal(hellos[1].message.hostId, 'h-1');
+});
+
+t.test('a control plane that went silent without closing (a cable pulled) is dropped within seconds, not heartbeats', async (t) => {
+  // Heartbeats every 10 s (the default): the old check, a ping per heartbeat, took 10 to 20 s to notice.
+  const server = await fakeControlPlane(t, { heartbeatSeconds: 10, autoPong: false });
+  const { connection, logs } = connect(t, server.url, { backoffBaseMs: 20, backoffCapMs: 50 });
+  await once(connection, 'welcome');
+  const welcomed = Date.now();
+  const again = once(connection, 'welcome');
+  await server.until(() => server.closes.length > 0);
+  const detectedMs = Date.now() - welcomed;
+  t.ok(detectedMs <= DEAD_AFTER_PINGS * DEFAULT_TIMING.pingIntervalMs + DEFAULT_TIMING.pingIntervalMs + 500, `noticed after ${detectedMs} ms`);
+  t.ok(detectedMs >= DEAD_AFTER_PINGS * DEFAULT_TIMING.pingIntervalMs - 100, 'not before it was silent that long');
+  t.ok(logs.some((entry) => entry.msg.includes('stopped answering pings')), 'logged');
+  await again;
+  t.pass('and reconnected');
+});
+
+t.test('a control plane that answers pings keeps the connection, whatever the heartbeat interval', async (t) => {
+  const server = await fakeControlPlane(t, { heartbeatSeconds: 10 });
+  const { connection } = connect(t, server.url);
+  await once(connection, 'welcome');
+  await new Promise((resolve) => setTimeout(resolve, 3 * DEFAULT_TIMING.pingIntervalMs + 500));
+  t.same(server.closes, [], 'still connected');
+  t.equal(server.attempts(), 1);
 });
 
 for (const [code, outcome] of [

@@ -24,9 +24,16 @@ export interface ConnectionTiming {
   backoffCapMs: number;
   /** A server that accepts the socket but never answers hello is treated as down. */
   welcomeTimeoutMs: number;
+  /**
+   * Once welcomed, a ping goes this often (or at each heartbeat, when those are closer together), and a control plane
+   * heard from neither by pong nor by message for DEAD_AFTER_PINGS of them is taken for gone.
+   */
+  pingIntervalMs: number;
 }
 
-export const DEFAULT_TIMING: ConnectionTiming = { backoffBaseMs: 1000, backoffCapMs: 30_000, welcomeTimeoutMs: 10_000 };
+export const DEFAULT_TIMING: ConnectionTiming = { backoffBaseMs: 1000, backoffCapMs: 30_000, welcomeTimeoutMs: 10_000, pingIntervalMs: 2000 };
+/** Ping intervals of silence after which the connection is dropped: more than 2, so one late pong (a busy server) is not a loss. */
+export const DEAD_AFTER_PINGS = 2.5;
 
 export type Welcome = Extract<ServerMessage, { type: 'welcome' }>;
 
@@ -267,21 +274,22 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     this.#attempt = 0;
     this.#hostId = welcome.hostId;
     this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, protocolVersion: welcome.protocolVersion, heartbeatSeconds: welcome.heartbeatSeconds });
-    // A ping rides along each heartbeat: a peer that has not answered the previous one is gone without a TCP
-    // close (a cable pulled, a NAT entry dropped), so the socket is dropped and reconnected.
-    let answered = true;
-    socket.on('pong', () => (answered = true));
-    const timer = setInterval(() => {
-      if (!answered) {
-        this.#log('warn', 'the control plane stopped answering pings; reconnecting');
+    // A control plane gone without a TCP close (a cable pulled, a NAT entry dropped) is noticed within seconds, not
+    // heartbeats: pings go every few seconds, and one silent that long is dropped and reconnected. Its jobs run on
+    // meanwhile, as across any reconnect: the hello lists them, and their ends are reported once welcomed.
+    const pingMs = Math.min(this.#timing.pingIntervalMs, welcome.heartbeatSeconds * 1000);
+    let heard = Date.now();
+    const alive = () => (heard = Date.now());
+    socket.on('pong', alive).on('message', alive);
+    this.#every(pingMs, () => {
+      if (Date.now() - heard > DEAD_AFTER_PINGS * pingMs) {
+        this.#log('warn', 'the control plane stopped answering pings; reconnecting', { silentMs: Date.now() - heard });
         socket.terminate();
         return;
       }
-      answered = false;
       socket.ping();
-      this.#send({ type: 'heartbeat', at: new Date().toISOString() });
-    }, welcome.heartbeatSeconds * 1000);
-    this.#timers.add(timer);
+    });
+    this.#every(welcome.heartbeatSeconds * 1000, () => this.#send({ type: 'heartbeat', at: new Date().toISOString() }));
     this.#setState('ready');
     // A version-1 control plane would refuse the message; the probe may still be running (it is waited for, not redone).
     if (welcome.protocolVersion >= 2) {
@@ -313,6 +321,10 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       fn();
     }, ms);
     this.#timers.add(timer);
+  }
+
+  #every(ms: number, fn: () => void): void {
+    this.#timers.add(setInterval(fn, ms));
   }
 
   #clearTimers(): void {
