@@ -6,7 +6,10 @@ import { MAX_IMAGE_PIXELS } from '@vp/inference/pool';
 // sharp (libvips) is loaded by the main thread before the embedder's thread uses it: a worker thread that exits first
 // would otherwise unload the library under the others.
 import 'sharp';
+import { DECODE_MEMORY_BYTES, decodeEstimateOf, withDecodeMemory } from '../images/image-decode.ts';
 import type { EmbedderReply, EmbedderRequest, EmbedderSetup } from './image-embedder.messages.ts';
+
+const MiB = 2 ** 20;
 
 /** No embedding model to run: none configured or built, or the file does not load. The message says which and what to do. */
 export class EmbedderUnavailable extends Error {}
@@ -56,8 +59,39 @@ export class ImageEmbedder {
     return this.resolve();
   }
 
-  /** One result per image, in order. */
+  /**
+   * One result per image, in order. The thread decodes a batch's images at once, so a batch is sent in parts whose
+   * decoding memory (estimated from each header) fits the process's decoding memory, each part holding its share of it;
+   * an image that would take more than all of it is refused, not decoded.
+   */
   async embed(images: Uint8Array[]): Promise<Embedding[]> {
+    // A model that does not load fails every call, one with no image (all of a batch missing) included.
+    await this.start();
+    const estimates = await Promise.all(images.map((bytes) => decodeEstimateOf(bytes)));
+    const results: Embedding[] = new Array(images.length);
+    let part: { indices: number[]; memory: number } = { indices: [], memory: 0 };
+    const send = async () => {
+      const { indices, memory } = part;
+      part = { indices: [], memory: 0 };
+      if (indices.length === 0) return;
+      const embedded = await withDecodeMemory(memory, () => this.exchange(indices.map((index) => images[index]!)));
+      embedded.forEach((embedding, n) => (results[indices[n]!] = embedding));
+    };
+    for (const [index, estimate] of estimates.entries()) {
+      const memory = estimate?.shrunk ?? 0;
+      if (memory > DECODE_MEMORY_BYTES) {
+        results[index] = { error: `the image (${estimate!.pixels}) would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB` };
+        continue;
+      }
+      if (part.memory + memory > DECODE_MEMORY_BYTES) await send();
+      part.indices.push(index);
+      part.memory += memory;
+    }
+    await send();
+    return results;
+  }
+
+  private async exchange(images: Uint8Array[]): Promise<Embedding[]> {
     const worker = await this.start();
     const id = this.nextId++;
     const reply = await new Promise<EmbedderReply>((resolve, reject) => {

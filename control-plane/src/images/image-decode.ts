@@ -23,7 +23,7 @@ sharp.concurrency(1);
  * (`decodeMemoryOf`) to be free, and an image whose estimate is over the whole is not decoded.
  */
 const MiB = 2 ** 20;
-const DECODE_MEMORY_BYTES = 256 * MiB;
+export const DECODE_MEMORY_BYTES = 256 * MiB;
 const decoding = new ByteBudget(DECODE_MEMORY_BYTES);
 
 /** Runs a decode of `bytes` of pixels (or more) within the process's decoding budget (at most all of it). */
@@ -83,12 +83,18 @@ function decodeMemoryOf(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'ch
  */
 export const WHOLE_DECODE_MAX_BYTES = DECODE_MEMORY_BYTES / 2;
 
-/**
- * What decoding `bytes` whole to 8-bit RGB takes, its pixels kept (as a predict's inference worker keeps them while
- * the model runs), estimated from the header alone; `pixels` names the image for a refusal. Null when sharp cannot
- * read the header: the decode itself then says why.
- */
-export async function wholeDecodeMemoryOf(bytes: Uint8Array): Promise<{ memory: number; pixels: string } | null> {
+/** What decoding an image takes, estimated from its header alone. */
+export interface DecodeEstimate {
+  /** Shrunk as it is read: a thumbnail, an embedder's input. */
+  shrunk: number;
+  /** Whole at full size to 8-bit RGB, its pixels kept: a predict's input (as its inference worker keeps them while the model runs). */
+  whole: number;
+  /** The image, for a refusal: `7071×7071 px png`. */
+  pixels: string;
+}
+
+/** The decode estimates of `bytes`; null when sharp cannot read the header (the decode itself then says why). */
+export async function decodeEstimateOf(bytes: Uint8Array): Promise<DecodeEstimate | null> {
   let meta: Metadata;
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();
@@ -97,7 +103,7 @@ export async function wholeDecodeMemoryOf(bytes: Uint8Array): Promise<{ memory: 
   }
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
-  return { memory: width * height * 3 + decodeMemoryOf(meta, (meta.orientation ?? 1) > 1), pixels: `${width}×${height} px ${meta.format}` };
+  return { shrunk: decodeMemoryOf(meta), whole: width * height * 3 + decodeMemoryOf(meta, (meta.orientation ?? 1) > 1), pixels: `${width}×${height} px ${meta.format}` };
 }
 
 /** The file's extension, lower-cased, or `bin`: used where the bytes say nothing (undecodable files). */

@@ -34,6 +34,8 @@ import {
 import { requireProcessing } from '../datasets/connected-storage.ts';
 
 const RUN_IN_PROGRESS = 'An auto-annotation or face blur run is already in progress on this dataset; wait for it or cancel it (DELETE on the same path)';
+/** Images the admission probe tries before it gives up finding one small enough to predict on (the run then checks as it goes). */
+const PROBED_IMAGES = 8;
 
 type BlurRequest = Extract<BatchPredictRequest, { operation: 'blur' }>;
 type AnnotateRequest = Exclude<BatchPredictRequest, BlurRequest>;
@@ -155,14 +157,24 @@ export class BatchPredictService {
     }
   }
 
-  /** Runs the model on the first image the run would label, for the class checks (400, 422) and the export (503) before admission. */
+  /**
+   * Runs the model on the first image the run would label, for the class checks (400, 422) and the export (503) before
+   * admission. An image too large to decode for predict (413) is passed over, as the run skips it: the next one is tried.
+   */
   private async probe(annotation: Annotation, dataset: Dataset, includeAnnotated: boolean): Promise<void> {
-    const [image] = await query<{ id: string; hash: string; ext: string; channels: number; referenceKey: string | null }>(
+    const images = await query<{ id: string; hash: string; ext: string; channels: number; referenceKey: string | null }>(
       this.em,
-      'select id, hash, ext, channels, reference_key as "referenceKey" from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit 1',
-      [dataset.id, includeAnnotated],
+      'select id, hash, ext, channels, reference_key as "referenceKey" from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit ?',
+      [dataset.id, includeAnnotated, PROBED_IMAGES],
     );
-    if (image) await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image, workspaceId: dataset.workspace.id });
+    for (const image of images) {
+      try {
+        await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image, workspaceId: dataset.workspace.id });
+        return;
+      } catch (error) {
+        if (!(error instanceof HttpError && error.status === 413)) throw error;
+      }
+    }
   }
 
   async status(actor: Actor, owner: string, slug: string): Promise<z.input<typeof BatchStatus>> {

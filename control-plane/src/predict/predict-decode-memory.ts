@@ -1,6 +1,6 @@
 // What a predict's image will take to decode, checked before the model is looked up or the image decoded.
 import { PayloadTooLarge } from '../http/errors.ts';
-import { WHOLE_DECODE_MAX_BYTES, wholeDecodeMemoryOf } from '../images/image-decode.ts';
+import { decodeEstimateOf, WHOLE_DECODE_MAX_BYTES } from '../images/image-decode.ts';
 
 const MiB = 2 ** 20;
 
@@ -10,12 +10,12 @@ const MiB = 2 ** 20;
  * 50 megapixels, 150 MB decoded). Bytes whose header cannot be read take none: the decode refuses them (400).
  */
 export async function predictDecodeMemory(image: Uint8Array): Promise<number> {
-  const estimate = await wholeDecodeMemoryOf(image);
+  const estimate = await decodeEstimateOf(image);
   if (!estimate) return 0;
-  if (estimate.memory > WHOLE_DECODE_MAX_BYTES) {
+  if (estimate.whole > WHOLE_DECODE_MAX_BYTES) {
     throw PayloadTooLarge(
-      `The image (${estimate.pixels}) would take about ${Math.ceil(estimate.memory / MiB)} MiB to decode, more than the ${WHOLE_DECODE_MAX_BYTES / MiB} MiB one predict may use: send it scaled down (the model sees it at imgsz anyway)`,
+      `The image (${estimate.pixels}) would take about ${Math.ceil(estimate.whole / MiB)} MiB to decode, more than the ${WHOLE_DECODE_MAX_BYTES / MiB} MiB one predict may use: send it scaled down (the model sees it at imgsz anyway)`,
     );
   }
-  return estimate.memory;
+  return estimate.whole;
 }
