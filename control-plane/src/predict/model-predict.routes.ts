@@ -13,7 +13,8 @@ export const predictModel = defineRoute({
     'policy, public addresses only unless OUTBOUND_ALLOWED_NETWORKS allows them, a data: URI, or base64). Parameters and ranges as in the spec ' +
     '(out of range: 400 naming the field); imgsz defaults to the size the model was trained at, else 640. An image larger than PREDICT_MAX_BYTES ' +
     '(uploaded, fetched or decoded) is 413, and so is a JSON or urlencoded body over 64 KiB (it holds only the parameters and a source of at ' +
-    'most 4,096 characters; a larger image comes as a multipart file), refused before it is read. An image whose decoding would take more ' +
+    'most 4,096 characters; a larger image comes as a multipart file), refused before it is read; a form of more than 16 parts is 400 as ' +
+    'it arrives. An image whose decoding would take more ' +
     'than 128 MiB, from what its header says (about 24 megapixels of baseline JPEG or PNG, fewer when progressive, interlaced or 16-bit), is ' +
     '413 before it is decoded; bytes that are not a whole image (truncated, unknown format) are 400. ' +
     'Video is not supported on this appliance: a video file is 400 (send frames as images); vid_stride is accepted and ignored. ' +

@@ -11,7 +11,7 @@ const FORM_OVERHEAD_BYTES = 64 * 1024;
  * image in base64): even all escaped (`\uXXXX`, percent-encoded UTF-8) that is under 40 KB. Refused past this before
  * anything is parsed, so a large body costs no memory or event-loop time; a larger image comes as a multipart file.
  */
-export const FIELDS_BODY_MAX_BYTES = 64 * 1024;
+const FIELDS_BODY_MAX_BYTES = 64 * 1024;
 const FIELD_MEDIA = new Set(['application/json', 'application/x-www-form-urlencoded']);
 /**
  * A predict form has the file and at most nine parameters. Parts are counted as the body arrives and a form of more is
