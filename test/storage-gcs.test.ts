@@ -37,6 +37,20 @@ await t.test('with a service account key (JSON API)', async (t) => {
   const read = await provider.read(credentials, { target: 'with_service-account', key: 'val/deep/x.jpg', maxBytes: 1024 });
   t.equal(Buffer.concat(await read.toArray()).toString(), 'bytes of val/deep/x.jpg', 'a read too');
   t.equal(gcs.tokensIssued(), 3);
+
+  // A name's `.` and `..` segments are its own (the JSON API carries a name as one path segment, its slashes encoded):
+  // each such object reads as itself, never as the object the segments resolve to. Only names that are `.` or `..`
+  // themselves would be resolved, and GCS allows no such name: a listing that names one is refused its read.
+  const keys = ['dots/../val/deep/x.jpg', 'dots/./cover.jpg', 'dots/a/../../cover.jpg', '..'];
+  for (const key of keys) await gcs.put('with_service-account', key, Buffer.from(`bytes of ${key}`));
+  const dots = await provider.list(credentials, { target: 'with_service-account', prefix: 'dots/' });
+  t.strictSame(dots.objects.map((object) => object.key), keys.slice(0, 3).sort(), 'listed as named');
+  for (const object of dots.objects) {
+    const bytes = Buffer.concat(await (await provider.read(credentials, { target: 'with_service-account', key: object.key, maxBytes: 1024, ifVersion: object.version })).toArray());
+    t.equal(bytes.toString(), `bytes of ${object.key}`, `${object.key} read as itself`);
+  }
+  const dotDot = await provider.read(credentials, { target: 'with_service-account', key: '..', maxBytes: 1024 }).then(() => undefined, (error: unknown) => error);
+  t.match(dotDot, { kind: 'rejected', message: /^GCS at 127\.0\.0\.1:\d+ could not read \.\. of bucket with_service-account: GCS resolves \. and \.\. path segments, so a name holding one would name another object$/ });
 });
 
 await t.test('with an HMAC key (XML API, SigV4)', async (t) => {

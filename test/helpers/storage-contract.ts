@@ -46,11 +46,13 @@ const bytesOf = (key: string) => Buffer.from(`bytes of ${key}`);
 /** A query component as SigV4 signs it (RFC 3986): unreserved characters as themselves, every other byte %XX. */
 const CANONICAL = /^(?:[A-Za-z0-9\-._~]|%[0-9A-F]{2})*$/;
 
-/** A proxy on loopback in front of the service at `target` that records each query as the service receives it. */
-async function recordingProxy(t: Test, target: URL): Promise<{ endpoint: string; queries: string[] }> {
+/** A proxy on loopback in front of the service at `target` that records each path and query as the service receives them. */
+export async function recordingProxy(t: Test, target: URL): Promise<{ endpoint: string; paths: string[]; queries: string[] }> {
+  const paths: string[] = [];
   const queries: string[] = [];
   const proxy = createServer((request, response) => {
     const path = request.url ?? '/';
+    paths.push(path.includes('?') ? path.slice(0, path.indexOf('?')) : path);
     queries.push(path.includes('?') ? path.slice(path.indexOf('?') + 1) : '');
     const forwarded = httpRequest({ host: target.hostname, port: target.port, method: request.method, path, headers: request.headers }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -61,7 +63,7 @@ async function recordingProxy(t: Test, target: URL): Promise<{ endpoint: string;
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   t.teardown(() => proxy.close());
-  return { endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname.replace(/\/$/, '')}`, queries };
+  return { endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname.replace(/\/$/, '')}`, paths, queries };
 }
 
 async function drain(stream: Readable): Promise<Buffer> {
@@ -235,6 +237,25 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
     await subject.put(bucket, key, Buffer.from('rewritten'));
     t.match(await read(indexed.version).catch((error: unknown) => error), { kind: 'changed', message: /it changed since it was listed/ }, 'at a version it left');
     t.strictSame(await read((await listed()).version), Buffer.from('rewritten'), 'at its new version');
+  });
+
+  await t.test('a key with . or .. segments reads the object it names or fails: never another, nor another bucket\'s', async (t) => {
+    // A listing (or a user) may name such keys, and URL parsing resolves the segments: `../secret-bucket/secret.jpg`
+    // read from the bucket would be the other bucket's object, `val/../cover.jpg` cover.jpg.
+    const secretBucket = `${bucket}-secret`;
+    await subject.createBucket(secretBucket);
+    await subject.put(secretBucket, 'secret.jpg', Buffer.from('the secret'));
+    const proxy = await recordingProxy(t, new URL(String(subject.credentials.endpoint)));
+    const credentials = subject.atEndpoint(proxy.endpoint);
+    for (const key of [`../${secretBucket}/secret.jpg`, `val/../../${secretBucket}/secret.jpg`, 'val/../cover.jpg', './cover.jpg', 'train/./1.jpg', '..', '.']) {
+      const sentBefore = proxy.paths.length;
+      const read = await provider.read(credentials, { target: bucket, key, maxBytes: 1024 }).then(drain).then((bytes) => bytes.toString(), (error: unknown) => error);
+      t.type(read, ProviderError, `${key}: none such, so a ProviderError`);
+      t.match(read, { message: new RegExp(`could not read ${key.replace(/\./g, '\\.')} of \\w+ ${bucket}`) });
+      // Sent with the key as named (the service refuses it or reads that very object), or refused before any request.
+      const sent = proxy.paths.slice(sentBefore).map((path) => decodeURIComponent(path));
+      t.ok(sent.every((path) => path.endsWith(`/${bucket}/${key}`) || path.endsWith(`/${bucket}/o/${key}`)), `${key}: sent as named or not at all (${sent.join(", ") || "not sent"})`);
+    }
   });
 
   await t.test('the credentials reach neither an answer nor the log', async (t) => {

@@ -23,6 +23,11 @@ export interface GuardedFetchOptions {
   headers?: Record<string, string>;
   /** A small form or JSON body, sent as a POST (a token exchange) that follows no redirect; without it, a GET. */
   body?: string;
+  /**
+   * The path and query sent, percent-encoded, in place of the URL's: URL parsing resolves `.` and `..` segments (even
+   * as %2E%2E), which a storage key holds as part of its name. Only the first request's: a redirect names its own.
+   */
+  path?: string;
 }
 
 export interface GuardedResponse {
@@ -47,7 +52,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<GuardedResponse> {
   let current = url;
   for (let hop = 0; ; hop += 1) {
-    const response = await requestOnce(current, options).catch((error: unknown) => {
+    const response = await requestOnce(current, hop === 0 ? options : { ...options, path: undefined }).catch((error: unknown) => {
       if (hop > 0 && error instanceof OutboundError && error.kind === 'refused') throw new OutboundError(`redirected to ${current}, which is refused: ${error.message}`, 'refused');
       throw error;
     });
@@ -82,7 +87,7 @@ export async function fetchBytes(url: string, options: GuardedFetchOptions): Pro
 }
 
 /** One request, resolved at its response headers; the URL's scheme and address are checked first. */
-function requestOnce(url: string, { policy, signal, headers, body, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
+function requestOnce(url: string, { policy, signal, headers, body, path, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
   const target = URL.parse(url);
   if (!target) return Promise.reject(new OutboundError('not a valid URL', 'refused'));
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
@@ -96,6 +101,7 @@ function requestOnce(url: string, { policy, signal, headers, body, timeoutMs = D
   return new Promise((resolve, reject) => {
     const secure = target.protocol === 'https:';
     const request = (secure ? httpsRequest : httpRequest)(target, {
+      ...(path === undefined ? {} : { path }),
       method: body === undefined ? 'GET' : 'POST',
       agent: secure ? policy.agents.https : policy.agents.http,
       signal,

@@ -61,10 +61,12 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
   }
 
   async read(credentials: AzureCredentials, request: ReadRequest): Promise<Readable> {
-    const url = this.url(credentials, `${request.target}/${request.key.split('/').map(encodeURIComponent).join('/')}`, {});
+    // A blob name with a `.` or `..` segment is refused before it is sent: Azure resolves them (Service.keepsDotSegments).
+    const { url, path } = this.address(credentials, `${request.target}/${request.key.split('/').map(encodeURIComponent).join('/')}`, {});
     // Listings give an ETag bare (0x8D…), the header wants it quoted.
     const ifMatch = request.ifVersion && (request.ifVersion.startsWith('"') ? request.ifVersion : `"${request.ifVersion}"`);
-    return this.http.stream({ url, headers: authorize(credentials, url, new Date(), ifMatch), what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    const headers = authorize(credentials, url, path, new Date(), ifMatch);
+    return this.http.stream({ url, path, headers, what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }
 
   private listBlobs(credentials: AzureCredentials, container: string, query: Record<string, string>, marker?: string): Promise<XmlElement> {
@@ -72,16 +74,18 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
   }
 
   private get(credentials: AzureCredentials, path: string, query: Record<string, string>, what: string): Promise<XmlElement> {
-    const url = this.url(credentials, path, query);
-    return this.http.xml({ url, headers: authorize(credentials, url), what });
+    const address = this.address(credentials, path, query);
+    return this.http.xml({ ...address, headers: authorize(credentials, address.url, address.path), what });
   }
 
-  /** The blob service's URL for `path` (a container, a blob), the SAS's parameters appended when there is one. */
-  private url(credentials: AzureCredentials, path: string, query: Record<string, string>): URL {
+  /**
+   * The blob service's URL (host; the query, with the SAS's parameters when there is one) and the path of `path` (a
+   * container, a blob; encoded) beneath the endpoint's, sent and signed as is.
+   */
+  private address(credentials: AzureCredentials, path: string, query: Record<string, string>): { url: URL; path: string } {
     const url = new URL(credentials.endpoint ?? `https://${credentials.accountName}.blob.core.windows.net`);
-    url.pathname = `${url.pathname.replace(/\/$/, '')}/${path}`;
     setQuery(url, [...Object.entries(query), ...new URLSearchParams(credentials.sasToken ?? '')]);
-    return url;
+    return { url, path: `${url.pathname.replace(/\/$/, '')}/${path}` };
   }
 }
 
@@ -94,8 +98,8 @@ function blobs(listing: XmlElement) {
   }));
 }
 
-/** The version and date headers, with a Shared Key signature when the credentials hold a key (a SAS is in the URL). */
-export function authorize(credentials: AzureCredentials, url: URL, now = new Date(), ifMatch?: string): Record<string, string> {
+/** The version and date headers, with a Shared Key signature of a GET of `path` (as sent) when the credentials hold a key (a SAS is in the URL). */
+export function authorize(credentials: AzureCredentials, url: URL, path: string, now = new Date(), ifMatch?: string): Record<string, string> {
   const headers: Record<string, string> = { 'x-ms-date': now.toUTCString(), 'x-ms-version': API_VERSION };
   const standard = Array<string>(11).fill('');
   if (ifMatch) standard[IF_MATCH] = ifMatch;
@@ -106,7 +110,7 @@ export function authorize(credentials: AzureCredentials, url: URL, now = new Dat
   const params = new Map<string, string[]>();
   for (const [name, value] of url.searchParams) params.set(name.toLowerCase(), [...(params.get(name.toLowerCase()) ?? []), value]);
   const canonicalQuery = [...params.keys()].sort().map((name) => `\n${name}:${params.get(name)!.sort().join(',')}`).join('');
-  const toSign = ['GET', ...standard, ...canonicalHeaders, `/${credentials.accountName}${url.pathname}${canonicalQuery}`].join('\n');
+  const toSign = ['GET', ...standard, ...canonicalHeaders, `/${credentials.accountName}${path}${canonicalQuery}`].join('\n');
   const signature = createHmac('sha256', Buffer.from(credentials.accountKey, 'base64')).update(toSign, 'utf8').digest('base64');
   return { ...sent, authorization: `SharedKey ${credentials.accountName}:${signature}` };
 }

@@ -88,9 +88,9 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
 
   async read(credentials: GcsCredentials, request: ReadRequest): Promise<Readable> {
     if ('hmacAccessId' in credentials) return this.xml.read(asS3(credentials), request);
-    const url = apiUrl(credentials, `b/${encodeURIComponent(request.target)}/o/${encodeURIComponent(request.key)}`, { alt: 'media', ...(request.ifVersion ? { ifGenerationMatch: request.ifVersion } : {}) });
+    const address = apiAddress(credentials, `b/${encodeURIComponent(request.target)}/o/${encodeURIComponent(request.key)}`, { alt: 'media', ...(request.ifVersion ? { ifGenerationMatch: request.ifVersion } : {}) });
     const what = `read ${request.key} of bucket ${request.target}`;
-    return this.withToken(credentials, (headers) => this.http.stream({ url, headers, what, missing: 'no such object' }, request.maxBytes, request.signal));
+    return this.withToken(credentials, (headers) => this.http.stream({ ...address, headers, what, missing: 'no such object' }, request.maxBytes, request.signal));
   }
 
   private objects(credentials: ServiceAccount, bucket: string, query: Record<string, string>, pageToken?: string) {
@@ -98,8 +98,8 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
   }
 
   private async json<T>(credentials: ServiceAccount, path: string, query: Record<string, string>, what: string, schema: z.ZodType<T>): Promise<T> {
-    const url = apiUrl(credentials, path, query);
-    return this.withToken(credentials, (headers) => this.answer({ url, headers, what }, schema));
+    const address = apiAddress(credentials, path, query);
+    return this.withToken(credentials, (headers) => this.answer({ ...address, headers, what }, schema));
   }
 
   /**
@@ -159,10 +159,14 @@ export class GcsProvider implements StorageProvider<GcsCredentials> {
 const tokenId = (key: ServiceAccount['serviceAccountKey']): string =>
   createHash('sha256').update(`${key.token_uri ?? GOOGLE_TOKEN_URI}\n${key.client_email}\n${key.private_key}`).digest('hex');
 
-function apiUrl(credentials: ServiceAccount, path: string, query: Record<string, string>): URL {
-  const url = new URL(`/storage/v1/${path}`, credentials.endpoint ?? GOOGLE_STORAGE);
+/**
+ * A JSON API request's URL (host, query) and path, sent as is: a key is one segment (its slashes encoded), so only a
+ * key that is `.` or `..` is a dot segment, a name GCS allows no object: its request is refused (Service.keepsDotSegments).
+ */
+function apiAddress(credentials: ServiceAccount, path: string, query: Record<string, string>): { url: URL; path: string } {
+  const url = new URL('/', credentials.endpoint ?? GOOGLE_STORAGE);
   setQuery(url, Object.entries(query));
-  return url;
+  return { url, path: `/storage/v1/${path}` };
 }
 
 function asS3(credentials: Hmac): S3Credentials {

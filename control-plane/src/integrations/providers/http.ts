@@ -15,10 +15,22 @@ export interface Service {
   missing: string;
   /** The credentials' fields to check after a 400 (the request did not fit the service). */
   check: string;
+  /**
+   * The service reads `.` and `..` path segments as part of a name, and the request's signature covers its exact path
+   * (S3's SigV4): anything on the way that resolved one would fail the signature, not name another object. Elsewhere
+   * (Azure, GCS's JSON API) they are resolved (`c/a/../b` names c/b): a request whose path holds one is refused.
+   */
+  keepsDotSegments?: boolean;
 }
 
 export interface Request {
+  /** The service's origin and the query; its path when `path` is not given. */
   url: URL;
+  /**
+   * The path sent (and signed), percent-encoded: a key's, which must reach the service exactly as it names the object,
+   * for URL parsing resolves `.` and `..` segments (even as %2E%2E): `bucket/../other/key` would read another bucket.
+   */
+  path?: string;
   headers: Record<string, string>;
   /** "list bucket photos": errors say the service could not do this. */
   what: string;
@@ -76,8 +88,13 @@ export class ProviderHttp {
   }
 
   private async send(request: Request, maxBytes: number, signal?: AbortSignal) {
+    const { url, path } = request;
+    if (path !== undefined && !this.service.keepsDotSegments && path.split('/').some((segment) => segment === '.' || segment === '..')) {
+      const { name } = this.service;
+      throw new ProviderError(`${name} at ${url.host} could not ${request.what}: ${name} resolves . and .. path segments, so a name holding one would name another object`, 'rejected');
+    }
     try {
-      return await guardedFetch(request.url.href, { policy: this.policy, maxBytes, timeoutMs: TIMEOUT_MS, idleTimeoutMs: TIMEOUT_MS, headers: request.headers, body: request.body, signal });
+      return await guardedFetch(url.href, { policy: this.policy, maxBytes, timeoutMs: TIMEOUT_MS, idleTimeoutMs: TIMEOUT_MS, headers: request.headers, body: request.body, path: path === undefined ? undefined : `${path}${url.search}`, signal });
     } catch (error) {
       throw this.error(error, request);
     }

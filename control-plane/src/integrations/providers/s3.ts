@@ -20,7 +20,7 @@ export class S3Provider implements StorageProvider<S3Credentials> {
 
   /** `service`: GCS's XML API speaks S3 too, and its errors say GCS. */
   constructor(policy: OutboundPolicy, service: Service = { name: 'S3', missing: 'no such bucket', check: 'credentials.region and credentials.endpoint' }) {
-    this.http = new ProviderHttp(policy, service);
+    this.http = new ProviderHttp(policy, { ...service, keepsDotSegments: true });
   }
 
   identity(credentials: S3Credentials): string {
@@ -60,18 +60,17 @@ export class S3Provider implements StorageProvider<S3Credentials> {
   }
 
   async read(credentials: S3Credentials, request: ReadRequest): Promise<Readable> {
-    const url = bucketUrl(credentials, request.target);
-    url.pathname = `${url.pathname.replace(/\/$/, '')}/${request.key.split('/').map(encode).join('/')}`;
+    const { url, path } = address(credentials, request.target, request.key);
     // If-Match is not signed (SigV4 signs the headers it lists), so it travels beside the signature.
-    const headers = { ...signV4(credentials, url), ...(request.ifVersion ? { 'if-match': request.ifVersion } : {}) };
-    return this.http.stream({ url, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    const headers = { ...signV4(credentials, url, path), ...(request.ifVersion ? { 'if-match': request.ifVersion } : {}) };
+    return this.http.stream({ url, path, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
   }
 
   /** A signed GET of the service (no bucket) or of a bucket, answered with an XML listing. */
   private async get(credentials: S3Credentials, bucket: string | undefined, query: Record<string, string>, what: string): Promise<XmlElement> {
-    const url = bucketUrl(credentials, bucket);
+    const { url, path } = address(credentials, bucket);
     setQuery(url, Object.entries(query));
-    return this.http.xml({ url, headers: signV4(credentials, url), what });
+    return this.http.xml({ url, path, headers: signV4(credentials, url, path), what });
   }
 }
 
@@ -95,19 +94,23 @@ function keyReader(listing: XmlElement): (entry: XmlElement, name: string) => st
   };
 }
 
-function bucketUrl(credentials: S3Credentials, bucket: string | undefined): URL {
-  const endpoint = new URL(credentials.endpoint ?? `https://s3.${credentials.region}.amazonaws.com`);
-  if (!bucket) return new URL('/', endpoint);
+/**
+ * Where a request for the service, a bucket or one of its objects goes: the URL (its host; the query is set on it) and
+ * the path, each segment RFC 3986-encoded, sent and signed exactly so. S3 takes a key's `.` and `..` segments as part
+ * of its name and resolves none: `a/../b.jpg` is its own object, never b.jpg (nor `../other/key` another bucket's).
+ */
+function address(credentials: S3Credentials, bucket?: string, key?: string): { url: URL; path: string } {
+  const url = new URL('/', credentials.endpoint ?? `https://s3.${credentials.region}.amazonaws.com`);
   const pathStyle = credentials.forcePathStyle ?? credentials.endpoint !== undefined;
-  if (pathStyle) return new URL(`/${bucket}`, endpoint);
-  endpoint.hostname = `${bucket}.${endpoint.hostname}`;
-  return new URL('/', endpoint);
+  if (bucket && !pathStyle) url.hostname = `${bucket}.${url.hostname}`;
+  const segments = [...(bucket && pathStyle ? [bucket] : []), ...(key === undefined ? [] : key.split('/'))];
+  return { url, path: `/${segments.map(encode).join('/')}` };
 }
 
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
 
-/** AWS Signature Version 4 headers for a GET with no body. */
-export function signV4(credentials: S3Credentials, url: URL, now = new Date()): Record<string, string> {
+/** AWS Signature Version 4 headers for a GET with no body of `url`'s host and query at `path`: encoded, as sent, and S3's canonical URI as it is (S3 normalises no path). */
+export function signV4(credentials: S3Credentials, url: URL, path: string, now = new Date()): Record<string, string> {
   const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const headers: Record<string, string> = { host: url.host, 'x-amz-content-sha256': EMPTY_SHA256, 'x-amz-date': amzDate };
@@ -118,7 +121,6 @@ export function signV4(credentials: S3Credentials, url: URL, now = new Date()): 
     .sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : 1) : a < b ? -1 : 1))
     .map(([name, value]) => `${name}=${value}`)
     .join('&');
-  const path = url.pathname.split('/').map((segment) => encode(decodeURIComponent(segment))).join('/');
   const canonicalHeaders = names.map((name) => `${name}:${headers[name]}\n`).join('');
   const canonical = ['GET', path, query, canonicalHeaders, names.join(';'), EMPTY_SHA256].join('\n');
   const scope = `${day}/${credentials.region}/s3/aws4_request`;
