@@ -149,6 +149,18 @@ t.test('redirects: followed up to 5, every hop checked again', async (t) => {
   t.match(await failure(fetchBytes(`${allowed.origin}/hops/6`, { policy, maxBytes: 1024 })), { kind: 'failed', message: 'more than 5 redirects' });
 });
 
+// A storage key's `.` and `..` segments are part of its name, which URL parsing would resolve (`bucket/../other/key`).
+t.test('a path given is sent as it is, . and .. segments included; a redirect hop goes where its URL says', async (t) => {
+  const source = await startHttpSource(t, '127.0.0.1', (req, res) => {
+    if (req.url === '/bucket/../moved') res.writeHead(302, { location: '/a/./b' }).end();
+    else res.end(req.url);
+  });
+  const fetched = (path: string) => fetchBytes(`${source.origin}/not-this`, { policy: new OutboundPolicy(['127.0.0.1/32']), maxBytes: 1024, path }).then(String);
+  t.equal(await fetched('/bucket/../other/key?list-type=2'), '/bucket/../other/key?list-type=2');
+  t.equal(await fetched('/bucket/a/./%2E%2E/key'), '/bucket/a/./%2E%2E/key');
+  t.equal(await fetched('/bucket/../moved'), '/a/b', "the redirect's own URL, resolved");
+});
+
 t.test('bodies are capped while they stream: endless chunked bodies stop at maxBytes, announced ones are refused up front', async (t) => {
   let written = 0;
   let closed!: () => void;
