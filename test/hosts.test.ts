@@ -1,6 +1,6 @@
 // Hosts and worker keys: vpctl and the API connect hosts, a real `vp-worker enroll` process exchanges
 // the one-time token for a worker key, and worker keys and API keys never pass for each other.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -46,6 +46,7 @@ t.test('vpctl connect, then a real vp-worker enroll writes a 0600 config holding
   t.match(connected.stdout, /^vpe_[0-9a-f]{32}\n$/, 'stdout is exactly the token');
   const token = connected.stdout.trim();
   t.match(connected.stderr, `vp-worker enroll --server ${server.url} --token ${token}`, 'the command to run is a note on stderr');
+  t.match(connected.stderr, `\n  sudo ./install-worker.sh --server ${server.url} --token ${token}\n`, 'and the install line, which keeps a working key');
   t.match(connected.stderr, /Single use, expires \d{4}-/);
 
   const configDir = join(tempDir(t, 'vp-agent-'), 'vp-worker');
@@ -73,7 +74,11 @@ t.test('vpctl connect, then a real vp-worker enroll writes a 0600 config holding
   t.equal(listed.code, 0, listed.stderr);
   t.match(listed.stdout, /^NAME\s+WORKSPACE\s+STATE\s+LAST HEARTBEAT\s+HARDWARE\s+AGENT\s+EXPORTERS\s+RUNNING JOBS\n/);
   t.match(listed.stdout, /gpu-01\s+\(pool\)\s+disconnected\s+never\s+not reported\s+-\s+-\s+-\n/);
-  t.match(await vpctl('hosts', 'connect', 'gpu-01'), { code: 1, stderr: /already exists/ }, 'one name per scope');
+  t.match(
+    await vpctl('hosts', 'connect', 'gpu-01'),
+    { code: 1, stderr: 'vpctl: A host named "gpu-01" already exists; to enroll it again, get a new token with vpctl hosts rotate gpu-01\n' },
+    'one name per scope',
+  );
 });
 
 t.test('worker keys and API keys never pass for each other', async (t) => {
@@ -109,6 +114,7 @@ t.test('rotate: the old key works until the new token is enrolled; disconnect re
   t.equal(rotated.code, 0, rotated.stderr);
   const newToken = rotated.stdout.trim();
   t.match(newToken, TOKEN);
+  t.match(rotated.stderr, `\n  sudo ./install-worker.sh --server ${server.url} --token ${newToken} --reenroll\n`, 'a rotation replaces a working key: --reenroll');
   const unused = await hosts.rotate('gpu-04', 'acme-team');
   t.match(await enrollOverHttp(newToken), { status: 401 }, 'a newer rotation voids the earlier unused token');
   t.ok(await lookup(oldKey), 'the old key still works before the new token is enrolled');
@@ -128,6 +134,11 @@ t.test('rotate: the old key works until the new token is enrolled; disconnect re
   t.equal(await lookup(newKey), null, 'refused at once');
   t.equal(await announced, hostId, 'announced on the worker-key channel with the host id');
   t.match(await vpctl('hosts', 'disconnect', 'gpu-04'), { code: 1, stderr: 'vpctl: Host "gpu-04" not found\n' });
+  t.match(
+    await vpctl('hosts', 'rotate', 'gpu-04', '--workspace', 'acme-team'),
+    { code: 1, stderr: 'vpctl: Host "gpu-04" not found: disconnecting removes a host; to enroll the machine again, connect it again (vpctl hosts connect gpu-04 --workspace acme-team)\n' },
+    'rotating a disconnected host says how to bring it back',
+  );
 });
 
 t.test('API: owner and admin manage private hosts of their workspace only', async (t) => {
@@ -168,4 +179,33 @@ t.test('API: owner and admin manage private hosts of their workspace only', asyn
   t.match(await call(server, 'DELETE', '/api/hosts/team-box', { key: keys.admin }), { status: 200, body: { name: 'team-box', disconnected: true } });
   t.equal(await lookup(enrolled.body.workerKey), null, 'the key is revoked with the host');
   t.match(await call(server, 'DELETE', '/api/hosts/team-box', { key: keys.admin }), { status: 404 });
+});
+
+t.test('vp-worker check tells a working key from a refused one and says how to enroll again, which keeps the config owner', async (t) => {
+  const connected = await vpctl('hosts', 'connect', 'gpu-05');
+  const configPath = join(tempDir(t, 'vp-agent-'), 'config.json');
+  t.equal((await vpWorker('enroll', '--server', server.url, '--token', connected.stdout.trim(), '--config', configPath)).code, 0);
+  const accepted = await vpWorker('check', '--config', configPath);
+  t.equal(accepted.code, 0, accepted.stderr);
+  t.equal(accepted.stdout, `${server.url} accepts the worker key of host gpu-05 (${configPath})\n`);
+  t.match(await lookup((JSON.parse(readFileSync(configPath, 'utf8')) as { workerKey: string }).workerKey), { hostName: 'gpu-05' }, 'checking uses the key, changes nothing');
+
+  t.equal((await vpctl('hosts', 'disconnect', 'gpu-05')).code, 0);
+  const refused = await vpWorker('check', '--config', configPath);
+  t.equal(refused.code, 3, 'the status `vp-worker run` stops with on a refused key');
+  t.match(refused.stderr, `vp-worker: ${server.url} refuses the worker key of host gpu-05 (${configPath}): to enroll this host again, on the appliance run \`vpctl hosts rotate gpu-05\``);
+  t.match(refused.stderr, `\`vpctl hosts connect gpu-05 [--workspace W]\` when \`vpctl hosts list\` no longer lists it`);
+  t.match(refused.stderr, `\`vp-worker enroll --server ${server.url} --token TOKEN --config ${configPath}\``);
+  t.match(await vpctl('hosts', 'rotate', 'gpu-05'), { code: 1, stderr: /not found: disconnecting removes a host; .*\(vpctl hosts connect gpu-05 \[--workspace W\]\)/ });
+
+  // What it says, run as root for an agent that runs as a user of its own: that user keeps its config.
+  const again = await vpctl('hosts', 'connect', 'gpu-05');
+  t.equal(again.code, 0, again.stderr);
+  const root = process.getuid?.() === 0;
+  if (root) chownSync(configPath, 65534, 65534);
+  const enrolled = await vpWorker('enroll', '--server', server.url, '--token', again.stdout.trim(), '--config', configPath);
+  t.equal(enrolled.code, 0, enrolled.stderr);
+  if (root) t.match(statSync(configPath), { uid: 65534, gid: 65534, mode: 0o100600 }, "the agent's user still owns it");
+  t.equal((await vpWorker('check', '--config', configPath)).code, 0, 'the new key is taken');
+  t.match(await vpWorker('check', '--config', join(tempDir(t, 'vp-agent-'), 'none.json')), { code: 1, stderr: /cannot check the worker key: Invalid configuration: .*does not exist/ });
 });

@@ -65,6 +65,7 @@ t.test('every setting from the file, and keys enroll may add are kept out of the
     maxConcurrentJobs: 4,
     processVenv: '/opt/vp-trainer',
     hostId: 'h-1',
+    hostName: 'gpu-01',
     keepWorkDirsHours: 0,
     sharedFolders: ['/data/images', '/mnt/nas/photos'],
     allowSharedProcessRuntime: true,

@@ -93,6 +93,7 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   maxConcurrentJobs: undefined,
   processVenv: undefined,
   hostId: undefined,
+  hostName: undefined,
   keepWorkDirsHours: 24,
   sharedFolders: [],
   allowSharedProcessRuntime: false,

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs the worker agent on a GPU host from this unpacked distribution and enrolls the host; run as root:
-#   ./install-worker.sh --server URL --token TOKEN [--images DIR] [--runtime docker|process] [--share DIR]... [--no-systemd] [--reenroll]
-#                       [--allow-shared-process-runtime]
+#   ./install-worker.sh --server URL --token TOKEN [--images DIR] [--runtime docker|process] [--venv DIR] [--share DIR]...
+#                       [--no-systemd] [--reenroll] [--allow-shared-process-runtime]
 # URL and TOKEN are what `vpctl hosts connect NAME` printed (the token also fixes the host's workspace and region).
 # It checks the host, creates the service user, installs the agent as <prefix>/<version> with <prefix>/current pointing
 # at it (earlier versions stay, for a rollback), loads the trainer and inference images from DIR, writes the agent's
 # settings, enrolls, and enables the systemd unit when systemd runs the machine (else prints how to start the agent).
-# Running it again is safe: a host already enrolled with URL is not enrolled again (--reenroll: with a new TOKEN, e.g.
-# from `vpctl hosts rotate NAME`), an identical installed version is kept, and the service is restarted.
+# Running it again is safe: a host already enrolled with URL whose worker key the control plane still takes is not
+# enrolled again (--reenroll: with a new TOKEN, e.g. from `vpctl hosts rotate NAME`); a refused key (the host was
+# disconnected, or enrolled again elsewhere) is replaced by enrolling TOKEN, and without a TOKEN it fails saying what to
+# run. An identical installed version is kept, and the service is restarted.
+# --venv DIR: the trainer's Python environment for the process runtime (installer/trainer/build-trainer-env.sh), saved
+# as processVenv: its bin/ comes first on the jobs' PATH. Without one, a process-runtime host cannot train or export.
 # --share DIR (repeatable) lets the control plane list and read DIR, read-only, for storage integrations of the local
 # provider (sharedFolders; given again, it replaces the list, absent it keeps it).
 # --allow-shared-process-runtime lets a process-runtime agent run on a host of the appliance-wide pool (a host connected
@@ -27,13 +31,14 @@ warn() { printf '[vp-worker] WARNING: %s\n' "$*" >&2; }
 fail() { printf '[vp-worker] FAILED: %s\n' "$*" >&2; exit 1; }
 usage() { sed -n '2,4p' "$0" | sed 's/^# //'; exit 2; }
 
-server='' token='' images='' runtime=${VP_WORKER_RUNTIME:-} systemd=yes reenroll=no shares=() allow_shared=no
+server='' token='' images='' venv='' runtime=${VP_WORKER_RUNTIME:-} systemd=yes reenroll=no shares=() allow_shared=no
 while [ $# -gt 0 ]; do
   case $1 in
     --server) server=${2:?--server needs a URL}; shift 2 ;;
     --token) token=${2:?--token needs the enrollment token}; shift 2 ;;
     --images) images=${2:?--images needs a directory}; shift 2 ;;
     --runtime) runtime=${2:?--runtime needs docker or process}; shift 2 ;;
+    --venv) venv=${2:?--venv needs a directory}; shift 2 ;;
     --share) shares+=("${2:?--share needs a folder}"); shift 2 ;;
     --no-systemd) systemd=no; shift ;;
     --reenroll) reenroll=yes; shift ;;
@@ -50,6 +55,8 @@ for share in "${shares[@]}"; do
   case $share in *,*) fail "--share $share: a folder with a comma in its path cannot be shared" ;; esac
   [ -d "$share" ] || fail "--share $share is not a folder"
 done
+[ -z "$venv" ] || [ -d "$venv" ] || fail "--venv $venv is not a folder"
+[ -z "$venv" ] || venv=$(cd "$venv" && pwd)
 
 version=$(cat "$here/VERSION")
 build=$(cat "$here/BUILD")
@@ -64,6 +71,15 @@ node=$here/bin/node
 # Reads and writes the agent's JSON settings with the bundled Node: the file holds the worker key, so mode 0600, and
 # it is replaced through a rename, never left half written.
 config_get() { "$node" -e 'try { process.stdout.write(String(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))[process.argv[2]] ?? "")) } catch {}' "$config" "$1"; }
+# Why DIR cannot be the trainer's environment of the process runtime, for its user; nothing when it can.
+trainer_venv_problem() {
+  local dir=$1 as=(env)
+  [ "$(id -u)" != 0 ] || [ "$user" = root ] || as=(runuser -u "$user" --)
+  "${as[@]}" test -x "$dir/bin/python" || { echo "$dir/bin/python is missing or not executable for $user: not a Python virtual environment"; return; }
+  "${as[@]}" "$dir/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("ultralytics") is None)' 2>/dev/null ||
+    { echo "$dir holds no ultralytics: not the trainer's environment"; return; }
+  "${as[@]}" test -x "$dir/bin/vp-probe-exporters" || echo "$dir/bin/vp-probe-exporters is missing: this host would report no export formats"
+}
 config_set() {
   "$node" -e '
     const fs = require("fs");
@@ -89,7 +105,7 @@ if [ -z "$runtime" ]; then
   case $(docker_engine_state) in
     missing)
       runtime=process
-      warn "no Docker engine: jobs run as plain processes of the agent's user (no images, no isolation, no memory limits). Training then needs the trainer's Python environment (set processVenv in $config). For containers: apt-get install docker.io, then run this again."
+      warn "no Docker engine: jobs run as plain processes of the agent's user (no images, no isolation, no memory limits). Training then needs the trainer's Python environment (--venv DIR). For containers: apt-get install docker.io, then run this again."
       ;;
     stopped) fail "Docker is installed but its engine does not answer (docker info): start it (systemctl enable --now docker), or pass --runtime process" ;;
     running) runtime=docker ;;
@@ -184,6 +200,19 @@ if [ ${#shares[@]} -gt 0 ]; then
     done
   fi
 fi
+if [ "$runtime" != process ]; then
+  [ -z "$venv" ] || warn "--venv skipped: the $runtime runtime runs the trainer image"
+else
+  venv=${venv:-$(config_get processVenv)}
+  if [ -z "$venv" ]; then
+    warn "no trainer environment (--venv DIR): training and export jobs fail here until you run this again with --venv DIR (the trainer's Python environment: installer/trainer/build-trainer-env.sh); deployments still run"
+  elif problem=$(trainer_venv_problem "$venv") && [ -n "$problem" ]; then
+    fail "the trainer environment $venv (--venv): $problem (installer/trainer/build-trainer-env.sh builds it)"
+  else
+    settings+=("processVenv=$venv")
+    log "trainer environment: $venv"
+  fi
+fi
 if [ "$allow_shared" = yes ]; then
   settings+=("allowSharedProcessRuntime=true")
   [ "$runtime" = docker ] || warn "--allow-shared-process-runtime: if this host is in the appliance-wide pool, every workspace's jobs run here as one user, able to read one another's files"
@@ -196,9 +225,24 @@ if [ "$runtime" = docker ]; then
 fi
 
 # --- enrollment --------------------------------------------------------------------------------------------------
+# A key stored for this server is kept while the control plane takes it (asked without connecting as the agent); a
+# refused one is replaced by enrolling the token.
+enroll=yes
 if [ "$reenroll" = no ] && [ "$(config_get server)" = "$server" ] && [ -n "$(config_get workerKey)" ]; then
-  log "enrolled: already, as host $(config_get hostName) (--reenroll with a new token to enroll again)"
-else
+  name=$(config_get hostName)
+  verdict=0
+  answer=$("$target/bin/vp-worker" check --config "$config" 2>&1) || verdict=$?
+  if [ "$verdict" = 3 ]; then
+    [ -n "$token" ] ||
+      fail "$server refuses the worker key in $config (host ${name:-NAME}: disconnected, or enrolled again elsewhere). On the appliance run vpctl hosts rotate ${name:-NAME} (or vpctl hosts connect ${name:-NAME} [--workspace W] when vpctl hosts list no longer lists it), then run this again with the --token it prints"
+    log "$server refuses the worker key in $config (host ${name:-NAME}): enrolling with the token"
+  else
+    [ "$verdict" = 0 ] || warn "the worker key could not be checked, so it is kept: ${answer#vp-worker: }"
+    enroll=no
+    log "enrolled: already, as host $name${token:+ (the token was not used: --reenroll to enroll with it instead)}"
+  fi
+fi
+if [ "$enroll" = yes ]; then
   [ -n "$token" ] || fail "--token is needed to enroll: run vpctl hosts connect NAME (or vpctl hosts rotate NAME) on the appliance"
   "$target/bin/vp-worker" enroll --server "$server" --token "$token" --config "$config" ||
     fail "enrollment refused (above). A token is single use and lasts 10 minutes: get a new one with vpctl hosts rotate NAME"

@@ -77,13 +77,23 @@ function hostRows(hosts: Host[], running: Map<string, string[]>): string[][] {
   ]);
 }
 
-/** The token goes to stdout alone, so `TOKEN=$(vpctl hosts connect ...)` captures it; the how-to goes to stderr. */
-function printEnrollment(print: (text: string) => void, note: (text: string) => void, enrollment: { enrollmentToken: string; expiresAt: string; command: string }): void {
+/**
+ * The token goes to stdout alone, so `TOKEN=$(vpctl hosts connect ...)` captures it; the how-to goes to stderr. The
+ * install-worker.sh line works on a new machine and on one whose agent knows the host: it keeps a key the control plane
+ * still takes and enrolls in place of a refused one; a rotation replaces a working key, so there it adds --reenroll.
+ */
+function printEnrollment(
+  print: (text: string) => void,
+  note: (text: string) => void,
+  enrollment: { enrollmentToken: string; expiresAt: string; command: string },
+  rotation: boolean,
+): void {
   print(enrollment.enrollmentToken);
-  const install = enrollment.command.replace(/^vp-worker enroll /, 'sudo ./install-worker.sh ');
+  const install = `${enrollment.command.replace(/^vp-worker enroll /, 'sudo ./install-worker.sh ')}${rotation ? ' --reenroll' : ''}`;
   note(
-    `Single use, expires ${enrollment.expiresAt.replace(/\.\d{3}Z$/, 'Z')}; it is not shown again. On the host run:\n  ${enrollment.command}\n` +
-      `or, where the agent is not installed yet, in the unpacked worker distribution (README, Worker hosts):\n  ${install}`,
+    `Single use, expires ${enrollment.expiresAt.replace(/\.\d{3}Z$/, 'Z')}; it is not shown again. On the host, in the unpacked worker ` +
+      `distribution (README, Worker hosts), run:\n  ${install}\n` +
+      `or, for an agent not installed by install-worker.sh, enroll it (--config PATH: its config file; then start it again):\n  ${enrollment.command}`,
   );
 }
 
@@ -214,16 +224,16 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
       choose(async ({ services, print, note }) => {
         const enrollment = await services.hosts.connect(name, options.workspace, options.region);
         note(`Connected host ${name} ${options.workspace ? `to workspace ${options.workspace}` : 'to the appliance-wide pool'}.`);
-        printEnrollment(print, note, enrollment);
+        printEnrollment(print, note, enrollment, false);
       }),
     );
   hosts
     .command('rotate')
-    .description("Print a new enrollment token for a host; its current worker key works until the new token is enrolled, then is revoked")
+    .description("Print a new enrollment token for a host, its agent connected or not; its current worker key works until the new token is enrolled, then is revoked")
     .argument('<name>', 'the host')
     .option('--workspace <handle>', 'the workspace of the host, when several hosts share the name')
     .action((name: string, options: { workspace?: string }) =>
-      choose(async ({ services, print, note }) => printEnrollment(print, note, await services.hosts.rotate(name, options.workspace))),
+      choose(async ({ services, print, note }) => printEnrollment(print, note, await services.hosts.rotate(name, options.workspace), true)),
     );
   hosts
     .command('disconnect')

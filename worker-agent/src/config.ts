@@ -41,6 +41,7 @@ const SettingsSchema = z.object({
   maxConcurrentJobs: z.coerce.number({ error: 'must be a positive integer' }).int().min(1).optional(),
   processVenv: z.string().min(1).optional(),
   hostId: z.string().min(1).optional(),
+  hostName: z.string().min(1).optional(),
   keepWorkDirsHours: z.coerce.number({ error: 'must be a number of hours, 0 or more' }).min(0, 'must be 0 or more').default(24),
   // A list in the file, comma-separated in the environment.
   sharedFolders: z
@@ -75,6 +76,8 @@ export interface WorkerConfig {
   processVenv: string | undefined;
   /** Written by `enroll`; labels this agent's containers so a restart adopts only its own. */
   hostId: string | undefined;
+  /** Written by `enroll`: the host's name on the control plane, for the operator's messages. */
+  hostName: string | undefined;
   /** How long a finished job's work dir is kept after its end was reported; 0: removed at once. */
   keepWorkDirsHours: number;
   /**
@@ -146,6 +149,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     maxConcurrentJobs: settings.maxConcurrentJobs,
     processVenv: settings.processVenv && resolve(settings.processVenv),
     hostId: settings.hostId,
+    hostName: settings.hostName,
     keepWorkDirsHours: settings.keepWorkDirsHours,
     sharedFolders: settings.sharedFolders.map((folder) => resolve(folder)),
     allowSharedProcessRuntime: settings.allowSharedProcessRuntime,

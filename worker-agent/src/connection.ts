@@ -8,6 +8,7 @@ import type { WorkerConfig } from './config.ts';
 import type { Capabilities } from './exporter-probe.ts';
 import type { FolderRequests } from './folder-requests.ts';
 import { readHardware } from './hardware.ts';
+import { reenrollAdvice } from './key-check.ts';
 import type { Logger } from './log.ts';
 
 /**
@@ -61,7 +62,7 @@ const PERMANENT_CLOSES: Partial<Record<number, Exclude<ConnectionOutcome, 'stopp
   [CLOSE.replaced]: 'replaced',
 };
 const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> = {
-  unauthorized: 'the control plane refused the worker key (revoked, rotated or wrong); re-enroll this host with `vp-worker enroll`',
+  unauthorized: 'the control plane refused the worker key (revoked, rotated or wrong)',
   unsupported: 'the control plane does not speak this agent\'s protocol version; upgrade the agent',
   replaced: 'another agent connected with this host\'s key and took over; run one agent per host',
   sharedProcessRuntime:
@@ -219,7 +220,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       this.#folders?.disconnected();
       const permanent = this.#unauthorized ? 'unauthorized' : this.#refusedPool ? 'sharedProcessRuntime' : PERMANENT_CLOSES[code];
       if (permanent && !this.#stopping) {
-        this.#log('error', PERMANENT_MESSAGES[permanent], { status: refusedStatus, code, reason: reason.toString() });
+        const message = permanent === 'unauthorized' ? `${PERMANENT_MESSAGES.unauthorized}: ${reenrollAdvice(this.#config)}` : PERMANENT_MESSAGES[permanent];
+        this.#log('error', message, { status: refusedStatus, code, reason: reason.toString() });
         this.#end(permanent);
       } else if (this.#stopping) {
         this.#end('stopped');

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { AGENT_ROUTES } from '@vp/protocol';
@@ -33,8 +33,19 @@ export async function enroll(options: { server: string; token: string; configPat
   const temporary = `${options.configPath}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   chmodSync(temporary, 0o600); // an existing file's mode is not changed by writeFileSync
+  // Root enrolling again for an agent that runs as its own user (install-worker.sh's vp-worker): that user keeps reading it.
+  const owner = ownerOf(options.configPath);
+  if (owner && process.getuid?.() === 0) chownSync(temporary, owner.uid, owner.gid);
   renameSync(temporary, options.configPath);
   return { hostId: body.hostId, name: body.name };
+}
+
+function ownerOf(path: string): { uid: number; gid: number } | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined; // none yet: the new file is the enrolling user's
+  }
 }
 
 function readExisting(path: string): Record<string, unknown> {

@@ -1,4 +1,5 @@
-// vp-worker: the agent's command line: `enroll` once, then `run` (as a service) to connect and work.
+// vp-worker: the agent's command line: `enroll` once, then `run` (as a service) to connect and work; `check` asks
+// whether the control plane still takes the enrolled key.
 import { parseArgs } from 'node:util';
 import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
 import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
@@ -7,6 +8,7 @@ import { FolderRequests } from './folder-requests.ts';
 import { SharedFolders } from './shared-folders.ts';
 import { probeExporters } from './exporter-probe.ts';
 import { JobManager } from './job-manager.ts';
+import { checkWorkerKey, reenrollAdvice } from './key-check.ts';
 import { jsonLinesLogger, type Logger } from './log.ts';
 import { runtimeFromConfig } from './runtime-from-config.ts';
 import type { JobRuntime, ServiceKind } from './runtimes/runtime.ts';
@@ -15,6 +17,7 @@ import { WorkDirRetention } from './work-dir-retention.ts';
 const USAGE = [
   'usage: vp-worker enroll --server URL --token TOKEN [--config PATH]',
   '       vp-worker run [--config PATH]',
+  '       vp-worker check [--config PATH]   (exit 0: the control plane takes the worker key; 3: it refuses it)',
   '(config default: VP_WORKER_CONFIG, else ~/.config/vp-worker/config.json)',
 ].join('\n');
 
@@ -45,6 +48,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length === 1 && positionals[0] === 'run' && !values.server && !values.token) return run(values.config);
+  if (positionals.length === 1 && positionals[0] === 'check' && !values.server && !values.token) return check(values.config);
   if (positionals.length !== 1 || positionals[0] !== 'enroll' || !values.server || !values.token) {
     console.error(USAGE);
     return 2;
@@ -104,6 +108,23 @@ async function run(configFile: string | undefined): Promise<number> {
     return 1;
   } finally {
     process.off('SIGINT', stop).off('SIGTERM', stop);
+  }
+}
+
+/** Asks the control plane whether it takes the configured worker key, without connecting as the agent (install-worker.sh does). */
+async function check(configFile: string | undefined): Promise<number> {
+  try {
+    const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
+    const host = config.hostName ? `host ${config.hostName}` : 'this host';
+    if ((await checkWorkerKey(config.server, config.workerKey)) === 'accepted') {
+      console.log(`${config.server} accepts the worker key of ${host} (${config.configFile})`);
+      return 0;
+    }
+    console.error(`vp-worker: ${config.server} refuses the worker key of ${host} (${config.configFile}): ${reenrollAdvice(config)}`);
+    return EXIT_STATUS.unauthorized;
+  } catch (error) {
+    console.error(`vp-worker: cannot check the worker key: ${(error as Error).message}`);
+    return 1;
   }
 }
 

@@ -61,11 +61,11 @@ export class HostService {
   /** `region`: the deployment region the host serves (vpctl's --region); absent: every region. */
   async connect(name: string, workspaceHandle?: string, region?: string): Promise<z.input<typeof HostEnrollment>> {
     const workspace = workspaceHandle ? await this.findWorkspace(workspaceHandle) : null;
-    return this.create(name, workspace, region);
+    return this.create(name, workspace, region, `vpctl hosts rotate ${name}${workspaceHandle ? ` --workspace ${workspaceHandle}` : ''}`);
   }
 
   async connectForActor(actor: Actor, name: string, region?: string): Promise<z.input<typeof HostEnrollment>> {
-    return this.create(name, this.em.getReference(Workspace, this.adminWorkspace(actor)), region);
+    return this.create(name, this.em.getReference(Workspace, this.adminWorkspace(actor)), region, `POST /api/hosts/${name}/rotate`);
   }
 
   async listAll(workspaceHandle?: string): Promise<Host[]> {
@@ -94,8 +94,10 @@ export class HostService {
     return byHost;
   }
 
+  /** Whatever the state of its agent; a disconnected host was removed, so the answer says to connect it again. */
   async rotate(name: string, workspaceHandle?: string): Promise<z.input<typeof HostEnrollment>> {
-    return this.replaceToken(await this.findForOperator(name, workspaceHandle));
+    const again = `vpctl hosts connect ${name}${workspaceHandle ? ` --workspace ${workspaceHandle}` : ' [--workspace W]'}`;
+    return this.replaceToken(await this.findForOperator(name, workspaceHandle, `: disconnecting removes a host; to enroll the machine again, connect it again (${again})`));
   }
 
   async rotateForActor(actor: Actor, name: string): Promise<z.input<typeof HostEnrollment>> {
@@ -134,10 +136,11 @@ export class HostService {
     return { hostId: host.id, name: host.name, workerKey };
   }
 
-  private async create(name: string, workspace: Workspace | null, region?: string): Promise<z.input<typeof HostEnrollment>> {
+  /** `rotate`: how the caller gets a new token for an existing host, named when the name is taken. */
+  private async create(name: string, workspace: Workspace | null, region: string | undefined, rotate: string): Promise<z.input<typeof HostEnrollment>> {
     if (!HOST_NAME_PATTERN.test(name)) throw Invalid('name: must be 1-63 lowercase letters, digits or hyphens, not starting or ending with a hyphen');
     if (region !== undefined && !(DEPLOYMENT_REGIONS as readonly string[]).includes(region)) throw Invalid(`region: must be one of the 42 deployment regions, not "${region}"`);
-    if (await this.em.count(Host, { workspace, name })) throw Conflict(`A host named "${name}" already exists`);
+    if (await this.em.count(Host, { workspace, name })) throw Conflict(`A host named "${name}" already exists; to enroll it again, get a new token with ${rotate}`);
     const host = this.em.create(Host, { workspace, name, state: 'enrolling', hostname: null, lastHeartbeatAt: null, hardware: null, region: region ?? null });
     return this.issueToken(host);
   }
@@ -174,11 +177,11 @@ export class HostService {
     return host;
   }
 
-  /** Without a workspace the name must be unambiguous across the pool and every workspace. */
-  private async findForOperator(name: string, workspaceHandle?: string): Promise<Host> {
+  /** Without a workspace the name must be unambiguous across the pool and every workspace; `missing` ends the 404's message. */
+  private async findForOperator(name: string, workspaceHandle?: string, missing = ''): Promise<Host> {
     const where = workspaceHandle ? { name, workspace: await this.findWorkspace(workspaceHandle) } : { name };
     const matches = await this.em.find(Host, where, { populate: ['workspace'] });
-    if (matches.length === 0) throw NotFound(`Host "${name}" not found`);
+    if (matches.length === 0) throw NotFound(`Host "${name}" not found${missing}`);
     if (matches.length > 1) throw Conflict(`${matches.length} hosts are named "${name}"; name the workspace too`);
     return matches[0];
   }
