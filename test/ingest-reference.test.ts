@@ -1,8 +1,10 @@
 // Ingest by reference: a YOLO layout in a bucket of a real S3 server (SeaweedFS) indexed in place through a storage
 // integration: images, splits, classes and boxes as from an archive, only thumbnails stored, the image URLs serving the
 // bucket's bytes; a re-sync picks up added, changed and removed files; a failed sync leaves the dataset as it was.
-import { DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { sweepOrphanImageBlobs } from '../control-plane/src/images/image-blobs.ts';
 import { decodeImage } from '../control-plane/src/images/image-decode.ts';
@@ -314,4 +316,40 @@ t.test('keys no archive path could be are skipped and reported, counted like an 
   t.match(job.result, { imagesAdded: 1, entriesSkipped: 1 });
   t.strictSame(job.result!.skippedReasons, { 'control character in name': 1 });
   t.strictSame((await images('odd-keys')).map((listed) => listed.name), ['plain.jpg']);
+});
+
+// A hostile listing may name keys whose `..` segments lead into another bucket (`named/../secret/secret.jpg`) or whose
+// `.` ones name another object: they are skipped with why, never read, and the secret bucket is never asked for.
+t.test("keys with . or .. segments in a listing are skipped and reported, and nothing they would resolve to is read", async (t) => {
+  await client.send(new CreateBucketCommand({ Bucket: 'secret' }));
+  await client.send(new PutObjectCommand({ Bucket: 'secret', Key: 'secret.jpg', Body: (await shapeImage({ format: 'jpeg' })).bytes }));
+  await put('named/plain.jpg', (await shapeImage({ format: 'jpeg' })).bytes);
+  const named = ['named/../secret/secret.jpg', 'named/a/../../secret/secret.jpg', 'named/./plain.jpg', 'named/a/./plain.jpg'];
+  const paths: string[] = [];
+  const proxy = createServer((request, response) => {
+    paths.push((request.url ?? '/').split('?')[0]);
+    const listing = /[?&]list-type=2/.test(request.url ?? '');
+    const forwarded = httpRequest({ host: '127.0.0.1', port: new URL(s3.endpoint).port, method: request.method, path: request.url, headers: request.headers }, async (answer) => {
+      if (!listing || answer.statusCode !== 200) {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        return void answer.pipe(response);
+      }
+      const entries = named.map((key) => `<Contents><Key>${encodeURIComponent(key)}</Key><Size>9</Size><ETag>"e"</ETag><LastModified>2026-01-01T00:00:00Z</LastModified></Contents>`).join('');
+      const body = Buffer.concat(await answer.toArray()).toString().replace('</ListBucketResult>', `${entries}</ListBucketResult>`);
+      response.writeHead(200, { 'content-type': 'application/xml' }).end(body);
+    });
+    forwarded.on('error', () => response.destroy());
+    request.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => proxy.close());
+  const hostile = await api<{ id: string }>('POST', '/api/integrations/buckets', world.alice, { provider: 's3', credentials: { ...credentials, endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` }, targets: [s3.bucket] });
+  t.equal(hostile.status, 201, JSON.stringify(hostile.body));
+  await createDataset(world, world.alice, { dataset: 'dot-keys', name: 'Dot keys' });
+  const job = await ingest('dot-keys', { provider: 'cloud', integrationId: hostile.body.id, target: s3.bucket, prefix: 'named/' });
+  t.equal(job.status, 'completed', job.error ?? '');
+  t.match(job.result, { imagesAdded: 1, entriesSkipped: 4 });
+  t.strictSame(job.result!.skippedReasons, { 'parent directory (..) in path': 2, 'a key that is not a plain relative path': 2 });
+  t.strictSame((await images('dot-keys')).map((listed) => listed.name), ['plain.jpg']);
+  t.strictSame([...new Set(paths)].sort(), [`/${s3.bucket}`, `/${s3.bucket}/named/plain.jpg`], 'only the listing and the plain object were asked for');
 });
