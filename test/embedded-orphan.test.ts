@@ -1,25 +1,13 @@
 // The embedded PostgreSQL after its control plane was killed (kill -9): the server it started keeps running, and the
 // next start takes over (stops that one, starts its own), so a normal stop leaves no PostgreSQL behind.
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { freePort } from './helpers/agent.ts';
-import { startMain } from './helpers/main-process.ts';
+import { accepts, startMain } from './helpers/main-process.ts';
 import { call } from './helpers/server.ts';
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 t.test('a start after kill -9 takes the orphaned embedded server over; a normal stop then stops it', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-orphan-'));

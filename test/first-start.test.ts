@@ -3,13 +3,13 @@
 // with DATABASE_URL on an empty database, and with the embedded PostgreSQL default.
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import { createEmptyDatabase } from './helpers/db.ts';
-import { startMain, type Teardown } from './helpers/main-process.ts';
+import { accepts, startMain, type Teardown } from './helpers/main-process.ts';
 import { call } from './helpers/server.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -20,17 +20,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 function tmpDataDir(t: Teardown): string {

@@ -1,6 +1,7 @@
 // The real entry point (`npm start` runs `node control-plane/src/main.ts`) as a child process: for tests of
 // the first start, and for tests that watch the control plane's own process (its memory).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -62,4 +63,16 @@ export async function startMain(t: Teardown, env: Record<string, string>, timeou
     });
   });
   return { child, url, startMs: Date.now() - started, output: () => output, stop };
+}
+
+/** Whether something accepts connections on 127.0.0.1:`port` (an embedded PostgreSQL still running, say). */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
