@@ -68,3 +68,46 @@ t.test('a trainer that completes while its agent is down: charged until it compl
   t.equal((await training()).progress.completedAt, ended.progress.completedAt, 'completedAt did not move');
   t.same((await charge()).map((row) => row.seconds), [Math.ceil(job!.run_seconds)], 'not charged again');
 });
+
+t.test('a trainer that runs on while its host is lost, the job requeued, then its host comes back: charged what the host says it ran, once', async (t) => {
+  const other = (await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model: 'm2' } })).body.id;
+  const { workerKey } = await enrollHost(server, 'gpu-two');
+  const { client } = await WorkerClient.welcomed(server, workerKey);
+  client.beat(200);
+  const started = await call<{ jobId: string }>(server, 'POST', '/api/training/start', {
+    key: alice,
+    body: { modelId: other, gpuType: 'rtx-4090', trainArgs: { model: 'yolo11n.yaml', data: 'ul://alice/datasets/shapes', epochs: 3, imgsz: 160 } },
+  });
+  t.equal(started.status, 200, JSON.stringify(started.body));
+  const { jobId } = started.body;
+  const assign = await client.nextOf('job.assign');
+  const jobKey = assign.spec.env.ULTRALYTICS_API_KEY!;
+  client.send({ type: 'job.accepted', jobId });
+  const trainerStarted = Date.now();
+  const { runId } = (await metrics(jobKey, { event: 'training_started', project: 'alice/detector', name: 'm2', data: { epochs: 3 } })).body;
+  await sleep(1000);
+  client.ws.terminate();
+  await client.closed;
+  const job = async () => (await query<{ status: string; run_seconds: number; finished_at: string | null }>(em(), 'select status, run_seconds, finished_at from jobs where id = ?', [jobId]))[0]!;
+  await eventually(async () => (await job()).status === 'queued', 'the lost attempt to be requeued', 20_000);
+  t.ok((await job()).run_seconds < 2, 'counted until its host was last heard, for now');
+
+  // The agent comes back: its trainer is still running, so it lists the job and keeps it (nobody else took it).
+  const { client: back } = await WorkerClient.welcomed(server, workerKey, { runningJobs: [{ jobId, attempt: 1, gpuIndexes: [0] }] });
+  t.teardown(() => back.ws.terminate());
+  back.beat(200);
+  await eventually(async () => (await job()).status === 'running', 'the host to take its attempt back');
+  t.equal((await metrics(jobKey, { event: 'training_complete', modelId: other, data: { runId, results: { metrics: {} } } })).status, 200, "the attempt's key works again");
+  await sleep(500);
+  const ranSeconds = (Date.now() - trainerStarted) / 1000;
+  const finished = { type: 'job.finished', jobId, outcome: 'completed', exitCode: 0, ranSeconds, endedSecondsAgo: 0.2 };
+  back.send(finished);
+  back.send(finished);
+  await eventually(async () => (await job()).status === 'completed', 'the job to end');
+  const ended = await job();
+  t.ok(Math.abs(ended.run_seconds - ranSeconds) < 0.5, `ran ${ended.run_seconds} s: the host's measure (${ranSeconds} s), not until it was lost plus since it came back`);
+  t.ok(Math.abs(Date.parse(ended.finished_at!) - (Date.now() - 200)) < 1500, 'ended when the host says it exited');
+  await sleep(300);
+  const charges = await query<{ seconds: number }>(em(), "select (metadata->>'seconds')::float as seconds from credit_transactions where job_id = ? and kind = 'charge'", [jobId]);
+  t.same(charges.map((row) => row.seconds), [Math.ceil(ended.run_seconds)], 'charged once, for that time');
+});

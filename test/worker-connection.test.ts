@@ -162,6 +162,21 @@ t.test('capabilities: sent after each welcome of protocol 2, once the probe answ
   t.same(old.received.map((entry) => entry.message.type), ['hello', 'heartbeat'], 'a version-1 control plane gets no capabilities, and the agent works on');
 });
 
+t.test("a job's run times (protocol 6) go to a control plane that speaks them, and are left out for an older one", async (t) => {
+  const finished = { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0, ranSeconds: 12.5, endedSecondsAgo: 3 } as const;
+  for (const [protocolVersion, expected] of [
+    [PROTOCOL_VERSION, finished],
+    [5, { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0 }],
+  ] as const) {
+    const server = await fakeControlPlane(t, { protocolVersion });
+    const { connection } = connect(t, server.url);
+    await once(connection, 'welcome');
+    t.ok(connection.send(finished));
+    await server.until(() => server.of('job.finished').length === 1);
+    t.same(server.of('job.finished')[0]!.message, expected, `to a control plane of protocol ${protocolVersion}`);
+  }
+});
+
 t.test('a dropped socket is reconnected, and the new hello names the host from the last welcome', async (t) => {
   const server = await fakeControlPlane(t);
   const { connection } = connect(t, server.url, { backoffBaseMs: 50, backoffCapMs: 200 });

@@ -136,6 +136,27 @@ t.test('the agent killed mid-job: the restarted agent adopts the running job and
   t.same(await logLines(jobId, host.key), ['stdout: before', 'stdout: after'], 'it ran once');
 });
 
+t.test('a job that ended while no agent ran: counted for what it ran and ended when it exited, not when the agent came back', async (t) => {
+  const host = await enrolledHost();
+  const agent = host.start();
+  const jobId = await queueCommand(server, host.handle, gated('jobs/timed'));
+  await eventually(async () => (await logLines(jobId, host.key)).includes('stdout: before'), 'the job to start');
+  const pid = pidOf(host.workRoot, 'jobs/timed');
+  agent.child.kill('SIGKILL');
+  await agent.exited;
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  writeFileSync(join(host.workRoot, 'jobs/timed/go'), '');
+  await eventually(async () => !alive(pid), 'the job to end while no agent runs');
+  const exited = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const again = host.start();
+  await eventually(async () => (await readJob(server, jobId)).status === 'completed', `the job to be reported; agent log:\n${again.output()}`);
+  const job = await readJob(server, jobId);
+  const ran = (exited - job.startedAt!.getTime()) / 1000;
+  t.ok(Math.abs(Number(job.runSeconds) - ran) < 1, `ran ${job.runSeconds} s, about its ${ran} s from assignment to exit, not until the agent came back`);
+  t.ok(Math.abs(job.finishedAt!.getTime() - exited) < 1000, 'ended when its process exited');
+});
+
 t.test("finished jobs' work dirs: kept for VP_WORKER_KEEP_WORK_DIRS_HOURS, removed once that is over (0: at once)", async (t) => {
   const host = await enrolledHost();
   let agent = host.start();

@@ -12,6 +12,8 @@ export const MAX_LOG_LINE_BYTES = 16 * 1024;
 export const MAX_ENV_ENTRIES = 256;
 export const MAX_GPUS_PER_HOST = 64;
 export const MAX_JOB_OUTPUTS = 8;
+/** The longest run a job.finished can report (a job's timeout is at most 30 days; a year leaves room for no timeout). */
+export const MAX_RUN_SECONDS = 366 * 86_400;
 
 const text = (max: number) => z.string().max(max);
 /** Job and host IDs travel into logs, labels and SQL parameters: keep them short and plain. */
@@ -189,6 +191,13 @@ export const AgentMessage = z.discriminatedUnion('type', [
     outcome: z.enum(['completed', 'failed', 'cancelled']),
     exitCode: z.int().optional(),
     error: text(4096).optional(),
+    /**
+     * Protocol 6: how long the attempt's process ran, start to exit, as its host's clock measured it (absent when the
+     * agent could not tell): a job whose host was lost and came back with it is charged what it really ran.
+     */
+    ranSeconds: z.number().min(0).max(MAX_RUN_SECONDS).optional(),
+    /** Protocol 6: seconds between the process's exit and this message (an end held while the socket was down). */
+    endedSecondsAgo: z.number().min(0).max(MAX_RUN_SECONDS).optional(),
   }),
   ...FolderAgentMessages,
 ]);

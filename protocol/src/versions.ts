@@ -7,8 +7,9 @@
  * 3: services (`JobSpec.environment` and `JobSpec.service`, `job.service`, `capabilities.services`): deployments.
  * 4: shared folders (`folder.*`, folders.ts): storage integrations of the local provider.
  * 5: `welcome.pool`: whether the host is in the appliance-wide pool (runs every workspace's jobs).
+ * 6: `job.finished`'s `ranSeconds` and `endedSecondsAgo`: the host's measure of a job's run (billing after a host loss).
  */
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 /** The oldest version this build still speaks. */
 export const PROTOCOL_VERSION_MIN = 1;
 

@@ -71,6 +71,13 @@ const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> 
     'set allowSharedProcessRuntime: true (VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME=1; install-worker.sh --allow-shared-process-runtime)',
 };
 
+/** A job.finished without the run times of protocol 6, for a control plane that speaks less (it refuses unknown fields). */
+function forVersion(message: AgentMessage, version: number): AgentMessage {
+  if (message.type !== 'job.finished' || version >= 6) return message;
+  const { ranSeconds, endedSecondsAgo, ...older } = message;
+  return older;
+}
+
 /**
  * Full jitter (a uniformly random wait up to the exponential bound): after a control-plane restart, hosts
  * reconnect spread out instead of all at once.
@@ -99,6 +106,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   #hardware: Hardware | undefined;
   /** From the last welcome, so a reconnect's hello names the host record it had. */
   #hostId: string | undefined;
+  /** The version the last welcome chose. */
+  #protocolVersion = 1;
   /** This end's address on the socket now open to the control plane: where it reaches this host, by default. */
   #localAddress: string | undefined;
   /** Failed attempts since the last welcome; sets the backoff. */
@@ -145,7 +154,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   /** Sends now when the socket is ready (welcomed); false otherwise, and the caller keeps the message. */
   send(message: AgentMessage): boolean {
     if (this.#state !== 'ready' || this.#socket?.readyState !== WebSocket.OPEN) return false;
-    this.#send(message);
+    this.#send(forVersion(message, this.#protocolVersion));
     return true;
   }
 
@@ -275,6 +284,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     }
     this.#attempt = 0;
     this.#hostId = welcome.hostId;
+    this.#protocolVersion = welcome.protocolVersion;
     this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, protocolVersion: welcome.protocolVersion, heartbeatSeconds: welcome.heartbeatSeconds });
     // A control plane gone without a TCP close (a cable pulled, a NAT entry dropped) is noticed within seconds, not
     // heartbeats: pings go every few seconds, and one silent that long is dropped and reconnected. Its jobs run on

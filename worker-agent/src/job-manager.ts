@@ -4,7 +4,7 @@
 // the job's work dir start its keep time. A job with outputs that exited 0 is reported completed only once its
 // outputs are uploaded. A service job (JobSpec.service) is announced (job.service) once it answers its health check,
 // and again after each reconnect; it fails when it does not answer in time or when it exits.
-import type { AgentMessage, ServerMessage } from '@vp/protocol';
+import { MAX_RUN_SECONDS, type AgentMessage, type ServerMessage } from '@vp/protocol';
 import { fetchInputs, watchCheckpoint, type JobFilesOptions } from './job-files.ts';
 import { OutputError, uploadOutputs } from './job-outputs.ts';
 import type { Logger } from './log.ts';
@@ -35,6 +35,10 @@ interface Tracked {
   servicePort?: number;
   /** Aborted when the job ends: stops waiting for its health check. */
   readonly ended: AbortController;
+  /** When this agent started it (epoch ms), for a runtime that does not say. */
+  startedAt?: number;
+  /** When it ended (epoch ms): its job.finished says how long ago, whenever it goes out. */
+  endedAt?: number;
 }
 
 export class JobManager {
@@ -127,6 +131,7 @@ export class JobManager {
       return;
     }
     tracked.job = job;
+    tracked.startedAt = Date.now();
     if (this.#detached) return job.detach();
     if (this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec });
     this.#send({ type: 'job.accepted', jobId });
@@ -226,11 +231,24 @@ export class JobManager {
     }
   }
 
-  #report(jobId: string, outcome: JobOutcome): void {
-    this.#jobs.get(jobId)?.stopWatching?.();
+  /** Its end, with how long it ran (start to exit, by this host's clock) when the runtime or this agent knows its start. */
+  #report(jobId: string, ended: JobOutcome): void {
+    const tracked = this.#jobs.get(jobId);
+    tracked?.stopWatching?.();
+    const { startedAt = tracked?.startedAt, endedAt = Date.now(), ...outcome } = ended;
+    if (tracked) tracked.endedAt = endedAt;
     this.#log('info', 'job ended', { jobId, ...outcome });
+    const ran = startedAt === undefined ? {} : { ranSeconds: Math.min(MAX_RUN_SECONDS, Math.max(0, (endedAt - startedAt) / 1000)) };
     // The job stays known (listed in hello) until this report is delivered.
-    this.#send({ type: 'job.finished', jobId, ...outcome, ...(outcome.error && { error: outcome.error.slice(0, 4096) }) });
+    this.#send({ type: 'job.finished', jobId, ...outcome, ...(outcome.error && { error: outcome.error.slice(0, 4096) }), ...ran });
+  }
+
+  /** A job.finished as it goes out: how long ago the job ended, counted now (it may have waited for the socket). */
+  #stamped(message: AgentMessage): AgentMessage {
+    if (message.type !== 'job.finished') return message;
+    const endedAt = this.#jobs.get(message.jobId)?.endedAt;
+    if (endedAt === undefined) return message;
+    return { ...message, endedSecondsAgo: Math.min(MAX_RUN_SECONDS, Math.max(0, (Date.now() - endedAt) / 1000)) };
   }
 
   #sink(jobId: string): LogSink {
@@ -238,7 +256,7 @@ export class JobManager {
   }
 
   #send(message: AgentMessage): void {
-    if (this.#held.length === 0 && this.#deliver(message)) {
+    if (this.#held.length === 0 && this.#deliver(this.#stamped(message))) {
       if (message.type === 'job.finished') this.#reported(message.jobId);
       return;
     }

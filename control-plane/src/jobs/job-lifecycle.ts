@@ -11,9 +11,10 @@ import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/h
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from './job-queue.ts';
 import type { JobProgress, JobStatus } from './job.entity.ts';
 
-/** The seconds the current attempt ran on its host, from the host's confirmation (none before it) to now. */
-const RAN_SINCE_ACCEPTED = 'coalesce(greatest(extract(epoch from now() - j.accepted_at), 0), 0)';
-/** The same for an attempt whose host was lost: only until the host was last heard from, not through the grace period. */
+/**
+ * The seconds the current attempt of a job whose host was lost ran, from the host's confirmation (none before it) until
+ * the host was last heard from, not through the grace period.
+ */
 const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
   coalesce((select h.last_heartbeat_at from hosts h where h.id = j.host_id), now())) - j.accepted_at), 0), 0)`;
 /**
@@ -21,6 +22,13 @@ const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
  * though its host went silent earlier: a trainer goes on while its agent is down.
  */
 const RAN_UNTIL_COMPLETED = 'coalesce(greatest(extract(epoch from least(now(), d.completed_at) - j.accepted_at), 0), 0)';
+/**
+ * The run seconds of a job its host reported the end of (r: the report's ran seconds and end): at least what this
+ * server saw it run, from the acceptance to that end; with the host's own measure of the attempt, that measure, which
+ * replaces what a loss of the attempt counted, up to the time since the job first started.
+ */
+const RAN_AS_REPORTED = `greatest(j.run_seconds + coalesce(greatest(extract(epoch from r.ended_at - j.accepted_at), 0), 0),
+  coalesce(least(j.run_seconds - j.lost_attempt_seconds + r.ran, extract(epoch from now() - coalesce(j.started_at, now()))), 0))`;
 /** What every status-changing statement returns: enough to settle the job and tell what became of it. */
 const CHANGED = 'j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.host_id, j.status, j.settle_pending';
 
@@ -53,6 +61,10 @@ export interface ReportedEnd {
   outcome: HostJobOutcome;
   exitCode?: number;
   error?: string;
+  /** The attempt's whole run, start to exit, as its host measured it (protocol 6). */
+  ranSeconds?: number;
+  /** How long before the report it ended (an end held while the host's socket was down). */
+  endedSecondsAgo?: number;
 }
 
 export class JobLifecycle {
@@ -153,7 +165,7 @@ export class JobLifecycle {
   async assign(tx: EntityManager, jobId: string, hostId: string, gpuIndexes: number[], graceSeconds: number): Promise<void> {
     await query(
       tx,
-      `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, attempts = attempts + 1, accepted_at = null,
+      `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, attempts = attempts + 1, accepted_at = null, lost_attempt_seconds = 0,
          lease_expires_at = now() + make_interval(secs => ?), started_at = coalesce(started_at, now()),
          progress = '{"stage":"assigned","percent":0}'::jsonb, updated_at = now() where id = ? and status = 'queued'`,
       [hostId, JSON.stringify(gpuIndexes), graceSeconds, jobId],
@@ -182,19 +194,26 @@ export class JobLifecycle {
     );
   }
 
-  /** The host reported the job's end (cancelled whatever the exit, once a user asked: a trainer stops cleanly). Null: it was not this host's running job. */
+  /**
+   * The host reported the job's end (cancelled whatever the exit, once a user asked: a trainer stops cleanly), ended
+   * when the host says it exited. Null: it was not this host's running job.
+   */
   finishReported(em: EntityManager, hostId: string, finished: ReportedEnd): Promise<ChangedJob | null> {
     return em.transactional(async (tx) => {
       const [job] = await query<ChangedJob>(
         tx,
-        `update jobs j set status = case when j.cancel_requested then 'cancelled' else ? end,
+        `with r as (select ?::float8 as ran, now() - make_interval(secs => coalesce(?::float8, 0)) as ended_at)
+         update jobs j set status = case when j.cancel_requested then 'cancelled' else ? end,
            error = case when j.cancel_requested then 'Cancelled' when ? = 'completed' then null else ? end,
            result = case when ?::int is null then j.result else coalesce(j.result, '{}'::jsonb) || jsonb_build_object('exitCode', ?::int) end,
            progress = case when ? = 'completed' then jsonb_build_object('stage', 'done', 'percent', 100) else j.progress end,
-           run_seconds = j.run_seconds + ${RAN_SINCE_ACCEPTED},
-           finished_at = now(), lease_expires_at = null, gpu_indexes = null, settle_pending = true, updated_at = now()
-         where j.id = ? and j.host_id = ? and j.status = 'running' returning ${CHANGED}`,
+           run_seconds = ${RAN_AS_REPORTED},
+           finished_at = greatest(r.ended_at, coalesce(j.started_at, now())),
+           lost_attempt_seconds = 0, lease_expires_at = null, gpu_indexes = null, settle_pending = true, updated_at = now()
+         from r where j.id = ? and j.host_id = ? and j.status = 'running' returning ${CHANGED}`,
         [
+          finished.ranSeconds ?? null,
+          finished.endedSecondsAgo ?? null,
           finished.outcome,
           finished.outcome,
           finished.error ?? `The job ${finished.outcome}`,
@@ -245,6 +264,7 @@ export class JobLifecycle {
            settle_pending = d.next <> 'queued',
            run_seconds = j.run_seconds + case when d.next = 'completed' and d.completed_at is not null
              then greatest(${RAN_UNTIL_LAST_HEARD}, ${RAN_UNTIL_COMPLETED}) else ${RAN_UNTIL_LAST_HEARD} end,
+           lost_attempt_seconds = case when d.next = 'queued' then j.lost_attempt_seconds + ${RAN_UNTIL_LAST_HEARD} else 0 end,
            gpu_indexes = null, accepted_at = null, lease_expires_at = null, updated_at = now()
          from decided d where j.id = d.id
          returning ${CHANGED}`,

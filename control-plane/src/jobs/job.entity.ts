@@ -75,6 +75,9 @@ export const JobSchema = defineEntity({
     acceptedAt: p.datetime().nullable(),
     /** Host jobs: seconds their attempts ran on hosts (acceptance to end, summed): what a training is charged for. */
     runSeconds: p.double().default(0),
+    /** Of runSeconds, what the current attempt was counted for when its host was lost (it waits in the queue): its own
+     * host, coming back with it, reports its whole run, which replaces this. */
+    lostAttemptSeconds: p.double().default(0),
     /** Host jobs: ended (for good), their kind's bookkeeping not yet done; set in the statement that ends them, so a
      * replica dying in between only delays it. */
     settlePending: p.boolean().default(false),

@@ -19,12 +19,19 @@ export function statusOf(error: unknown): number | undefined {
 export function outcomeOf(info: Docker.ContainerInspectInfo, cause?: string): JobOutcome {
   const { Status, ExitCode: exitCode, OOMKilled } = info.State;
   if (Status === 'created') return { outcome: 'failed', error: 'the agent stopped before the job started' };
-  if (exitCode === 0) return { outcome: 'completed' };
+  if (exitCode === 0) return { outcome: 'completed', ...runTimes(info) };
   if (OOMKilled) {
     const limit = info.HostConfig.Memory ? ` (its limit is ${info.HostConfig.Memory} bytes)` : '';
-    return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}` };
+    return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}`, ...runTimes(info) };
   }
-  return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}${cause === undefined ? '' : `: ${cause}`}` };
+  return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}${cause === undefined ? '' : `: ${cause}`}`, ...runTimes(info) };
+}
+
+/** When the container ran, as Docker recorded it (this host's clock); a time it never set (year 1) is left out. */
+export function runTimes(info: Docker.ContainerInspectInfo): Pick<JobOutcome, 'startedAt' | 'endedAt'> {
+  const startedAt = Date.parse(info.State.StartedAt);
+  const endedAt = Date.parse(info.State.FinishedAt);
+  return { ...(startedAt > 0 && { startedAt }), ...(endedAt > 0 && { endedAt }) };
 }
 
 /**
@@ -125,7 +132,7 @@ export class DockerJob implements RunningJob {
     this.#cancelTimeout();
     output.destroy();
     logs.end();
-    if (this.#stopped) return this.#stopped;
+    if (this.#stopped) return { ...this.#stopped, ...(info && runTimes(info)) };
     return info ? outcomeOf(info, failureCause(logs.tail, this.#cause)) : { outcome: 'failed', error: lost };
   }
 

@@ -2,7 +2,7 @@
 // process group is the job's, and what the job was), the job's output files, the exit status its supervisor writes,
 // how much of the output was delivered, and the stop the agent asked for. A restarted agent follows the job on
 // from these alone; they are removed once the job's end has been reported.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobFiles, JobOutcome, LogStream } from './runtime.ts';
@@ -83,6 +83,11 @@ export class ProcessJobState {
 
   exit(): ExitStatus | undefined {
     return this.#read(STATE_FILES.exit);
+  }
+
+  /** When the supervisor recorded the exit (epoch ms), even one an agent that was not running missed. */
+  exitedAt(): number | undefined {
+    return statSync(join(this.dir, STATE_FILES.exit), { throwIfNoEntry: false })?.mtimeMs;
   }
 
   delivered(): Offsets {

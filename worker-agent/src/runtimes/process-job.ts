@@ -114,7 +114,8 @@ export class ProcessJob implements RunningJob {
     clearTimeout(this.#killTimer);
     await this.#deliver(true);
     this.#options.logs.end();
-    return this.#stopped ?? this.#outcome(exit);
+    const times = { startedAt: this.#options.record.startedAt, endedAt: this.#options.state.exitedAt() ?? Date.now() };
+    return { ...(this.#stopped ?? this.#outcome(exit)), ...times };
   }
 
   #outcome(exit: ExitStatus | undefined): JobOutcome {

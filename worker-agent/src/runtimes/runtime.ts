@@ -11,6 +11,9 @@ export interface JobOutcome {
   exitCode?: number;
   /** Why it failed; after a non-zero exit, with the last error line of its output (failure-cause.ts). */
   error?: string;
+  /** When its process started and ended (epoch ms, this host's clock), when the runtime recorded them: even across an agent restart. */
+  startedAt?: number;
+  endedAt?: number;
 }
 
 export interface RunningJob {
