@@ -122,10 +122,10 @@ async function installWorker(version: string, server: string, ...args: string[])
   return ok(exec(GPU_HOST, `/root/${dist}/install-worker.sh`, '--server', server, '--runtime', 'process', '--no-systemd', ...args), `install-worker.sh ${version}`);
 }
 
-/** The agent as install-worker.sh says to start it where systemd does not run (as its user), on the trainer's Python. */
+/** The agent as install-worker.sh says to start it where systemd does not run (as its user): its config names the trainer's Python. */
 async function startAgent(): Promise<void> {
   const run = 'echo $$ >/tmp/agent.pid; exec vp-worker run --config /etc/vp-worker/config.json >>/var/lib/vp-worker/agent.log 2>&1';
-  await ok(runProgram('docker', ['exec', '-d', '-u', 'vp-worker', '-e', 'VP_WORKER_PROCESS_VENV=/opt/trainer', GPU_HOST, 'sh', '-c', run]), 'start the agent');
+  await ok(runProgram('docker', ['exec', '-d', '-u', 'vp-worker', GPU_HOST, 'sh', '-c', run]), 'start the agent');
 }
 const stopAgent = () => ok(exec(GPU_HOST, 'sh', '-c', 'pid=$(cat /tmp/agent.pid); kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done'), 'stop the agent');
 const agentLog = async () => (await exec(GPU_HOST, 'tail', '-n', '40', '/var/lib/vp-worker/agent.log')).stdout;
@@ -245,7 +245,7 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   // A GPU host enrolls from the bundle with a token from the appliance's operator CLI, and trains.
   await startContainer(GPU_HOST, TRAINER_IMAGE);
   const token = (await ok(inContainer('vision-appliance', 'vpctl', 'hosts', 'connect', 'gpu-1', '--workspace', 'admin'), 'vpctl hosts connect')).trim();
-  t.match(await installWorker(FIRST, appliance.url, '--token', token), 'Enrolled as host gpu-1');
+  t.match(await installWorker(FIRST, appliance.url, '--token', token, '--venv', '/opt/trainer'), 'Enrolled as host gpu-1');
   await startAgent();
   await eventually(async () => (await gpuHost(appliance, key))?.state === 'connected', 'the GPU host to connect', 60_000, POLL_MS);
   t.match(await gpuHost(appliance, key), { agentVersion: FIRST, agentOutdated: false }, 'the agent of the same bundle');
