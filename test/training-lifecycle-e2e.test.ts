@@ -1,7 +1,7 @@
 // Real trainings (the ultralytics trainer from .venv-trainer, on CPU) on a real agent (process runtime) that meet
 // trouble: a trainer that fails shows its user why (its last error line, without host paths), and an agent stopped
 // with SIGTERM mid-training leaves the trainer running; restarted, it reports the training completed, run once.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,7 +85,10 @@ t.test('SIGTERM to the agent mid-training: the trainer goes on; the restarted ag
   t.equal(await agent.exited, 0, 'the agent stops cleanly');
   t.doesNotThrow(() => process.kill(pid, 0), 'the trainer runs on without its agent');
   await eventually(async () => existsSync(join(state, 'exit.json')), 'the trainer to finish while no agent runs', 300_000);
+  const exitedAt = statSync(join(state, 'exit.json')).mtimeMs;
   t.equal((await training('outlives-agent'))?.compute?.jobStatus, 'running', 'the job waits for its agent to say how it ended');
+  // The agent comes back a while after the trainer ended: that while is not the trainer's.
+  await new Promise((resolve) => setTimeout(resolve, 5000));
 
   agent = startAgent();
   const job = await ended('outlives-agent', 'the training to end');
@@ -95,6 +98,15 @@ t.test('SIGTERM to the agent mid-training: the trainer goes on; the restarted ag
   const db = server.services().em.getConnection();
   const [{ runs }] = (await db.execute('select count(*)::int as runs from training_runs where job_id = ?', [jobId])) as Array<{ runs: number }>;
   t.equal(runs, 1, 'one training run');
+  const [charged] = (await db.execute(
+    `select j.run_seconds, extract(epoch from j.started_at) * 1000 as started, extract(epoch from j.finished_at) * 1000 as finished, (c.metadata->>'seconds')::float as seconds
+     from jobs j join credit_transactions c on c.job_id = j.id and c.kind = 'charge' where j.id = ?`,
+    [jobId],
+  )) as Array<{ run_seconds: number; started: number; finished: number; seconds: number }>;
+  const ran = (exitedAt - Number(charged!.started)) / 1000;
+  t.ok(charged!.run_seconds <= ran + 1 && charged!.run_seconds >= ran - 5, `counted ${charged!.run_seconds} s: the trainer's run (${ran} s since its assignment), not until its agent came back`);
+  t.equal(charged!.seconds, Math.ceil(charged!.run_seconds), 'charged for that');
+  t.ok(Math.abs(Number(charged!.finished) - exitedAt) < 1500, 'the job ended when the trainer exited');
   const model = await call<{ model: { status: string; weights: unknown } }>(server, 'GET', '/api/models/alice/lifecycle/outlives-agent', { key: alice });
   t.match(model.body.model, { status: 'completed', weights: { size: Number } });
 });
