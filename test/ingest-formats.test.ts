@@ -1,5 +1,6 @@
 // Ingest plans: what an extracted archive (YOLO, COCO, classify folders, raw images) or an NDJSON file holds,
 // with source class indexes and names, splits, label problems per image and the files left out.
+import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -23,9 +24,11 @@ async function writeTree(t: Test, files: Record<string, string>): Promise<string
 /** A plan with its skipped entries listed as the job reports them (grouped by reason; every one, in these small cases). */
 const listed = (plan: IngestPlan) => ({ ...plan, skipped: plan.skipped.summary().skippedEntries });
 
-async function plan(t: Test, files: Record<string, string>) {
+/** Plans the files; `chunkBytes` sets the size of the chunks that files are streamed in. */
+async function plan(t: Test, files: Record<string, string>, chunkBytes = 64 * 1024) {
   const root = await writeTree(t, files);
-  return listed(await planArchive((path) => readFile(join(root, path)), Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) }))));
+  const source = { read: (path: string) => readFile(join(root, path)), stream: async (path: string) => createReadStream(join(root, path), { highWaterMark: chunkBytes }) };
+  return listed(await planArchive(source, Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) }))));
 }
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -293,25 +296,38 @@ t.test('COCO segment: one label per polygon, normalized; RLE is a label error fo
   ]);
 });
 
-t.test('COCO JSON read record by record: layout and spacing as JSON allows, malformed files skipped with where', async (t) => {
-  const spaced = `\uFEFF {\n "info" : {"note": "a \\"quoted\\" ]} text"} ,\r\n "images" : [ ${json(cocoImages[0])} ] , "categories":[${json(cocoCategories[0])}],
-    "annotations": [ ${json({ image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] })} ] }\n`;
-  const result = await plan(t, {
-    'a.json': spaced,
-    'b.json': '{"images": [], "annotations": [{"image_id": 1,}], "categories": []}',
-    'c.json': '{"images": [] "annotations": [], "categories": []}',
-    'd.json': '[1, 2]',
-    'e.json': '{"images": [], "annotations": [], "categories": []} trailing',
-    '000001.jpg': '',
+// The files are streamed: a record, a key or an escape split between chunks (of one byte, or five) reads the same.
+for (const chunkBytes of [64 * 1024, 1, 5]) {
+  t.test(`COCO JSON read record by record (${chunkBytes}-byte chunks): layout and spacing as JSON allows, malformed files skipped with where`, async (t) => {
+    const spaced = `\uFEFF {\n "info" : {"note": "a \\"quoted\\" ]} text \\\\"} ,\r\n "im\\u0061ges" : [ ${json(cocoImages[0])} ] , "categories":[${json(cocoCategories[0])}],
+    "annotations": [ 7, "a \\\\\\" ]", ${json({ image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] })} ] }\n`;
+    const result = await plan(
+      t,
+      {
+        'a.json': spaced,
+        'b.json': '{"images": [], "annotations": [{"image_id": 1,}], "categories": []}',
+        'c.json': '{"images": [] "annotations": [], "categories": []}',
+        'd.json': '[1, 2]',
+        'e.json': '{"images": [], "annotations": [], "categories": []} trailing',
+        'f.json': '{"images": [], "annotations": [{"image_id": 1}], "categories": [',
+        'g.json': '{"images": [], "annotations": [1,], "categories": []}',
+        '000001.jpg': '',
+      },
+      chunkBytes,
+    );
+    t.strictSame(result.items, [{ path: '000001.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3] }] }]);
+    t.match(result.skipped, [
+      { path: 'a.json', reason: 'its image_id is not an image of this file found in the archive', at: 'annotations[0]' },
+      { path: 'a.json', reason: 'its image_id is not an image of this file found in the archive', at: 'annotations[1]' },
+      { path: 'b.json', reason: /^not readable JSON: annotations\[0\]: / },
+      { path: 'c.json', reason: 'not readable JSON: expected "," or "}" at byte 14' },
+      { path: 'd.json', reason: 'not readable JSON: expected a JSON object at byte 0' },
+      { path: 'e.json', reason: 'not readable JSON: unexpected text after the JSON object at byte 52' },
+      { path: 'f.json', reason: 'not readable JSON: expected a value at byte 64' },
+      { path: 'g.json', reason: 'not readable JSON: expected a value at byte 33' },
+    ]);
   });
-  t.strictSame(result.items, [{ path: '000001.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3] }] }]);
-  t.match(result.skipped, [
-    { path: 'b.json', reason: /^not readable JSON: annotations\[0\]: / },
-    { path: 'c.json', reason: 'not readable JSON: expected "," or "}" at byte 14' },
-    { path: 'd.json', reason: 'not readable JSON: expected a JSON object at byte 0' },
-    { path: 'e.json', reason: 'not readable JSON: unexpected text after the JSON object at byte 52' },
-  ]);
-});
+}
 
 t.test('COCO pose: keypoints normalized with visibility kept, kpt_shape from the category', async (t) => {
   const result = await plan(t, {

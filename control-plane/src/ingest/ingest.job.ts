@@ -119,7 +119,7 @@ export class IngestJob implements JobHandler {
     const archive = await openArchive(file, kind, filesDir, { signal: context.signal });
     try {
       context.progress({ stage: 'planning', percent: 12 });
-      const plan = await planArchive(archive.read, archive.files);
+      const plan = await planArchive(archive, archive.files);
       plan.skipped.addAll(archive.skipped);
       return { plan: nonEmpty(plan, payload), archive };
     } catch (error) {

@@ -28,6 +28,8 @@ export interface ArchiveFiles {
   skipped: Array<{ path: string; reason: string }>;
   /** The whole file (an ArchiveError when its bytes turn out bad: corrupt, or not the size its header says). */
   read(path: string): Promise<Buffer>;
+  /** The file as a stream of chunks, for a file too large to hold (errors as for `read`, from the stream). */
+  stream(path: string): Promise<AsyncIterable<Uint8Array>>;
   /**
    * A local file holding it, for a file too large to read into memory: a TAR's is where it was extracted; a
    * ZIP entry is extracted now, streaming, into the work folder (errors as for `read`).
@@ -86,6 +88,7 @@ export async function openArchive(file: string, kind: ArchiveKind, workDir: stri
     files: extraction.files,
     skipped: extraction.skipped,
     read: (path) => readFile(extraction.fileOf(path)),
+    stream: async (path) => createReadStream(extraction.fileOf(path)),
     localFile: async (path) => extraction.fileOf(path),
     close: async () => undefined,
   };
@@ -138,6 +141,14 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     }
     return bytes;
   };
+  async function* chunks(entry: ZipEntry): AsyncIterable<Uint8Array> {
+    try {
+      for await (const chunk of await zip.openReadStreamPromise(entry)) yield chunk as Buffer;
+    } catch (error) {
+      throw asArchiveError('zip', error);
+    }
+  }
+  const stream = async (path: string): Promise<AsyncIterable<Uint8Array>> => chunks(entryOf(path));
   const localFile = async (path: string): Promise<string> => {
     const entry = entryOf(path);
     const file = extraction.fileOf(path);
@@ -150,7 +161,7 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     }
     return file;
   };
-  return { files: extraction.files, skipped: extraction.skipped, read, localFile, close: async () => zip.close() };
+  return { files: extraction.files, skipped: extraction.skipped, read, stream, localFile, close: async () => zip.close() };
 }
 
 function zipEntryType(entry: ZipEntry, name: string): EntryType {

@@ -1,7 +1,7 @@
 // COCO archives: one or more JSON files with `images`, `annotations` and `categories`, pixel coordinates
-// normalized here with the image sizes the JSON records. A file is read one record at a time (COCO 2017
-// train is 450 MB of JSON): what is kept is its categories and, for the images found in the archive, their
-// record and annotations, each bounded.
+// normalized here with the image sizes the JSON records. A file is streamed and read one record at a time
+// (COCO 2017 train is 450 MB of JSON, a hostile file 100 million tiny records): what is kept is its categories
+// and, for the images found in the archive, their record and annotations, each bounded.
 import { posix } from 'node:path';
 import { z } from 'zod';
 import type { Split } from '../../datasets/dataset.entity.ts';
@@ -129,12 +129,13 @@ class CocoFileReader {
     this.split = splitFromWords(posix.basename(path, '.json')) ?? splitFromWords(posix.basename(this.dir));
   }
 
-  async read(text: Buffer): Promise<void> {
+  /** Reads the file from `open`, twice: categories and images first, then the annotations of those images. */
+  async read(open: () => Promise<AsyncIterable<Uint8Array>>): Promise<void> {
     try {
-      const arrays = await forEachElement(text, FIRST_PASS, (element) => (element.key === 'images' ? this.image(element) : this.category(element)));
+      const arrays = await forEachElement(await open(), FIRST_PASS, MAX_RECORD_BYTES, (element) => (element.key === 'images' ? this.image(element) : this.category(element)));
       if (!['images', 'annotations', 'categories'].every((key) => arrays.has(key))) this.problem = NOT_COCO;
       if (this.problem) return;
-      await forEachElement(text, SECOND_PASS, (element) => this.annotation(element));
+      await forEachElement(await open(), SECOND_PASS, MAX_RECORD_BYTES, (element) => this.annotation(element));
     } catch (error) {
       if (!(error instanceof JsonScanError)) throw error;
       this.problem = `not readable JSON: ${error.message}`;
@@ -143,13 +144,13 @@ class CocoFileReader {
 
   private record<T>(element: Element, schema: z.ZodType<T>): T | null {
     if (element.bytes > MAX_RECORD_BYTES) {
-      this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, `${element.key}[${element.index}]`);
+      this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, () => `${element.key}[${element.index}]`);
       return null;
     }
     const parsed = schema.safeParse(element.parse());
     if (parsed.success) return parsed.data;
     // The reason names the field and `at` the record, so that records with the same problem group.
-    this.skipped.add(this.path, issue('record', parsed.error), `${element.key}[${element.index}]`);
+    this.skipped.add(this.path, issue('record', parsed.error), () => `${element.key}[${element.index}]`);
     return null;
   }
 
@@ -170,20 +171,20 @@ class CocoFileReader {
   private image(element: Element): void {
     const record = this.record(element, ImageRecord);
     if (!record) return;
-    const at = `images[${element.index}]`;
+    const at = () => `images[${element.index}]`;
     const problem = textProblem(record.file_name);
     if (problem) return this.skipped.add(this.path, `file_name ${problem}`, at);
     const path = this.resolve(record.file_name, this.dir);
-    if (path === undefined) return this.skipped.add(this.path, 'its file_name is not in the archive', `${at} ${JSON.stringify(record.file_name)}`);
+    if (path === undefined) return this.skipped.add(this.path, 'its file_name is not in the archive', () => `${at()} ${JSON.stringify(record.file_name)}`);
     const claimedBy = (this.source.entries.get(path) ?? this.entries.get(path))?.json;
-    if (claimedBy) return this.skipped.add(this.path, 'its image is already annotated by an earlier record or file', `${at} ${JSON.stringify(record.file_name)}, by ${claimedBy}`);
+    if (claimedBy) return this.skipped.add(this.path, 'its image is already annotated by an earlier record or file', () => `${at()} ${JSON.stringify(record.file_name)}, by ${claimedBy}`);
     const entry: Entry = { json: this.path, split: this.split ?? splitFromPath(path), width: record.width, height: record.height, annotations: [] };
     this.entries.set(path, entry);
     this.byId.set(record.id, entry);
   }
 
   private annotation(element: Element): void {
-    const at = `annotations[${element.index}]`;
+    const at = () => `annotations[${element.index}]`;
     if (element.bytes > MAX_RECORD_BYTES) return this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, at);
     const raw = element.parse();
     const imageId = (raw as { image_id?: unknown } | null)?.image_id;
@@ -191,7 +192,7 @@ class CocoFileReader {
     if (!entry) return this.skipped.add(this.path, 'its image_id is not an image of this file found in the archive', at);
     if (entry.error) return;
     const parsed = Annotation.safeParse(raw);
-    if (!parsed.success) entry.error = issue(`${this.path} ${at}`, parsed.error);
+    if (!parsed.success) entry.error = issue(`${this.path} ${at()}`, parsed.error);
     else if (entry.annotations.length === MAX_LABELS_PER_IMAGE) {
       entry.error = `${this.path}: more than ${MAX_LABELS_PER_IMAGE} annotations for this image; an image has at most ${MAX_LABELS_PER_IMAGE}`;
       entry.annotations = [];
@@ -215,7 +216,7 @@ export async function readCoco(files: SizedReader, paths: string[], images: stri
   const budget = new PlanBudget();
   for (const path of [...paths].sort()) {
     const file = new CocoFileReader(path, source, resolve, budget);
-    await file.read(await files.read(path));
+    await file.read(() => files.stream(path));
     if (file.problem) {
       skipped.add(path, file.problem);
       continue;

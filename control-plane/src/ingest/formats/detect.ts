@@ -2,7 +2,7 @@
 import { posix } from 'node:path';
 import { planClassifyFolders } from './classify-folders.ts';
 import { planCoco, readCoco } from './coco.ts';
-import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadFile, type SizedReader } from './plan.ts';
+import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadableFiles, type SizedReader } from './plan.ts';
 import { Skips } from './skips.ts';
 import { datasetYamlPaths, hasYoloLabels, planYolo, readDatasetYaml } from './yolo.ts';
 
@@ -25,13 +25,13 @@ function planRaw(images: string[]): IngestPlan {
 }
 
 /**
- * Plans an archive. `files` are its regular files, read through `read` by path. Whatever the plan neither
+ * Plans an archive. `files` are its regular files, read through `source` by path. Whatever the plan neither
  * adds nor read as labels or metadata is counted in `skipped`. A DatasetFileError when the dataset as a
  * whole cannot be ingested (class names no dataset could have, labels too large to hold).
  */
-export async function planArchive(read: ReadFile, files: Array<{ path: string; size: number }>): Promise<IngestPlan> {
+export async function planArchive(source: ReadableFiles, files: Array<{ path: string; size: number }>): Promise<IngestPlan> {
   const sizes = new Map(files.map((file) => [normalizePath(file.path), file.size]));
-  const reader: SizedReader = { read, sizeOf: (path) => sizes.get(path) ?? 0 };
+  const reader: SizedReader = { read: source.read, stream: source.stream, sizeOf: (path) => sizes.get(path) ?? 0 };
   const paths = [...sizes.keys()].sort();
   const reported = new Skips();
   for (const path of paths.filter(isHidden)) reported.add(path, 'a hidden or system file');

@@ -26,9 +26,14 @@ export interface PlanItem {
 /** Reads one of the archive's files by its normalized path (in place for a ZIP, from disk for a TAR). */
 export type ReadFile = (path: string) => Promise<Buffer>;
 
-/** An archive's files read through `read`, with their sizes to check before reading. */
-export interface SizedReader {
+/** An archive's files by path: whole (label files, up to MiBs), or as a stream of chunks (COCO JSON, up to 512 MiB). */
+export interface ReadableFiles {
   read: ReadFile;
+  stream(path: string): Promise<AsyncIterable<Uint8Array>>;
+}
+
+/** An archive's files, with their sizes to check before reading. */
+export interface SizedReader extends ReadableFiles {
   sizeOf(path: string): number;
 }
 

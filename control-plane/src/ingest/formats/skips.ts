@@ -38,7 +38,8 @@ export class Skips {
   count = 0;
   private readonly groups = new Map<string, { count: number; examples: Skipped[] }>();
 
-  add(path: string, reason: string, at?: string): void {
+  /** `at` may be a function, called only for an example kept: a file can have a hundred million records to skip. */
+  add(path: string, reason: string, at?: string | (() => string)): void {
     this.count += 1;
     const key = this.groups.has(reason) || this.groups.size < MAX_REASONS ? reason : OTHER_REASONS;
     let group = this.groups.get(key);
@@ -46,7 +47,7 @@ export class Skips {
     group.count += 1;
     if (group.examples.length < EXAMPLES_PER_REASON) {
       const example: Skipped = { path: reportable(path), reason: reportable(reason) };
-      if (at !== undefined) example.at = reportable(at);
+      if (at !== undefined) example.at = reportable(typeof at === 'string' ? at : at());
       group.examples.push(example);
     }
   }

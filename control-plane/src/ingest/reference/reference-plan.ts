@@ -35,12 +35,12 @@ type Indexed = KnownFile & { version: string | null };
 export async function planReference(em: EntityManager, datasetId: string, ref: OpenedReference, signal: AbortSignal, onListed: (objects: number) => void): Promise<{ plan: IngestPlan; reader: ItemReader }> {
   const { objects, skipped } = await listObjects(ref, signal, onListed);
   const files = [...objects.values()].map((object) => ({ path: object.key.slice(ref.prefix.length), size: object.size }));
-  const readLabels = async (path: string): Promise<Buffer> => {
+  const streamLabels = async (path: string) => {
     const size = objects.get(path)?.size ?? 0;
     if (size > MAX_LABEL_FILE_BYTES) throw new DatasetFileError(`${path}: larger than ${MAX_LABEL_FILE_BYTES / 2 ** 20} MiB`);
-    return buffer(await readFile(ref, path, MAX_LABEL_FILE_BYTES, signal));
+    return readFile(ref, path, MAX_LABEL_FILE_BYTES, signal);
   };
-  const plan = await planArchive(readLabels, files);
+  const plan = await planArchive({ read: async (path) => buffer(await streamLabels(path)), stream: streamLabels }, files);
   plan.skipped.merge(skipped);
   const indexed = await indexedImages(em, datasetId);
   const versionOf = (path: string) => objects.get(path)?.version ?? null;
