@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { Label, Task } from '../control-plane/src/images/labels.ts';
+import { MAX_MALFORMED_IMAGES } from '../control-plane/src/ingest/formats/coco.ts';
 import { planArchive, planNdjson } from '../control-plane/src/ingest/formats/detect.ts';
 import { fromNdjsonAnnotations, toNdjsonAnnotations } from '../control-plane/src/ingest/formats/ndjson.ts';
 import type { IngestPlan } from '../control-plane/src/ingest/formats/plan.ts';
@@ -328,6 +329,19 @@ for (const chunkBytes of [64 * 1024, 1, 5]) {
     ]);
   });
 }
+
+t.test(`COCO: up to ${MAX_MALFORMED_IMAGES} malformed image records are skipped and counted; more fail the ingest, saying so`, async (t) => {
+  const cocoWith = (malformed: number) =>
+    `{"images":[${json(cocoImages[0])},${Array.from({ length: malformed }, (_, i) => i % 1000).join(',')}],"categories":[${json(cocoCategories[0])}],"annotations":[]}`;
+  const result = await plan(t, { 'a.json': cocoWith(MAX_MALFORMED_IMAGES), '000001.jpg': '' });
+  t.equal(result.format, 'coco');
+  t.equal(result.skipped.length, 3, 'three examples of the one reason');
+  t.match(result.skipped[0], { path: 'a.json', reason: 'record: Invalid input: expected object, received number', at: 'images[1]' });
+  await t.rejects(plan(t, { 'a.json': cocoWith(MAX_MALFORMED_IMAGES + 1), '000001.jpg': '' }), {
+    name: 'Error',
+    message: `a.json: more than ${MAX_MALFORMED_IMAGES} malformed image records (images[${MAX_MALFORMED_IMAGES + 1}] record: Invalid input: expected object, received number); fix or remove the file`,
+  });
+});
 
 t.test('COCO pose: keypoints normalized with visibility kept, kpt_shape from the category', async (t) => {
   const result = await plan(t, {

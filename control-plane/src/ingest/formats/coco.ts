@@ -25,6 +25,11 @@ import { Skips } from './skips.ts';
 
 /** A larger image, annotation or category record is skipped unread (the largest in COCO 2017 are a few KB). */
 export const MAX_RECORD_BYTES = 4 * 2 ** 20;
+/**
+ * More malformed image records than this in one file fail the ingest: each costs microseconds and garbage to
+ * describe, and a file of a hundred million of them would take many minutes and hundreds of MB for nothing.
+ */
+export const MAX_MALFORMED_IMAGES = 100_000;
 
 // supercategory is only compared with names (see classCategories): any value is taken, so an odd one never makes a file unusable.
 const Category = z.object({ id: z.number(), name: z.string(), supercategory: z.unknown().optional(), keypoints: z.array(z.string()).optional() });
@@ -115,6 +120,7 @@ class CocoFileReader {
   readonly entries = new Map<string, Entry>();
   /** Set when the file cannot be used: why, for its skipped entry. */
   problem: string | null = null;
+  private malformedImages = 0;
   private readonly byId = new Map<unknown, Entry>();
   private readonly path: string;
   private readonly source: CocoSource;
@@ -142,15 +148,19 @@ class CocoFileReader {
     }
   }
 
-  private record<T>(element: Element, schema: z.ZodType<T>): T | null {
+  private imageRecord(element: Element): z.output<typeof ImageRecord> | null {
     if (element.bytes > MAX_RECORD_BYTES) {
-      this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, () => `${element.key}[${element.index}]`);
+      this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, () => `images[${element.index}]`);
       return null;
     }
-    const parsed = schema.safeParse(element.parse());
+    const parsed = ImageRecord.safeParse(element.parse());
     if (parsed.success) return parsed.data;
     // The reason names the field and `at` the record, so that records with the same problem group.
-    this.skipped.add(this.path, issue('record', parsed.error), () => `${element.key}[${element.index}]`);
+    const reason = issue('record', parsed.error);
+    if (++this.malformedImages > MAX_MALFORMED_IMAGES) {
+      throw new DatasetFileError(`${this.path}: more than ${MAX_MALFORMED_IMAGES} malformed image records (images[${element.index}] ${reason}); fix or remove the file`);
+    }
+    this.skipped.add(this.path, reason, () => `images[${element.index}]`);
     return null;
   }
 
@@ -169,7 +179,7 @@ class CocoFileReader {
   }
 
   private image(element: Element): void {
-    const record = this.record(element, ImageRecord);
+    const record = this.imageRecord(element);
     if (!record) return;
     const at = () => `images[${element.index}]`;
     const problem = textProblem(record.file_name);
