@@ -218,6 +218,20 @@ t.test('the Predict rate category counts against the caller', async (t) => {
   t.equal(document.body.paths['/api/models/{owner}/{project}/{model}/predict']!.post['x-rate-limit-category'], 'predict');
 });
 
+t.test('imgsz defaults to the size the export was made at when the platform was not told the training size', async (t) => {
+  const model = await createModel(world, alice, { project: 'vision', model: 'size-untold', task: 'detect' });
+  await uploadWeights(world, alice, model.id, readFileSync(fixture.pt));
+  await seedOnnxExport(server, model.id, fixture.onnx);
+  const path = '/api/models/alice/vision/size-untold/predict';
+  const rows = async (fields: Record<string, string>) => {
+    const answer = await predict(path, { key: alice, file: { bytes: picture }, fields: { conf: '0.01', ...fields } });
+    t.equal(answer.status, 200, JSON.stringify(answer.body));
+    return answer.body.images[0]!.results;
+  };
+  const byDefault = await rows({});
+  t.strictSame(byDefault, await rows({ imgsz: String(fixture.imgsz) }), `the same rows as at the export's ${fixture.imgsz} px`);
+});
+
 t.test('no worker host connected: an ONNX export of the same weights made with other arguments serves predict', async (t) => {
   const model = await createModel(world, alice, { project: 'vision', model: 'exported-by-hand', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
   await uploadWeights(world, alice, model.id, Buffer.from('weights a user exported to a static ONNX'));
@@ -270,6 +284,12 @@ t.test('the automatic ONNX export: queued on weights, waited for, 503 while miss
   await uploadWeights(world, alice, fresh.id, Buffer.from('other weights'));
   const queued = await call<{ exports: Array<{ format: string; args: Record<string, unknown> }> }>(server, 'GET', '/api/models/alice/vision/fresh/exports', { key: alice });
   t.match(queued.body.exports, [{ format: 'onnx', args: { dynamic: true, imgsz: 96 } }], 'queued when the upload completed');
+  // Weights the platform was not told the training size of: the export leaves it to the checkpoint, as yolo export does.
+  const untold = await createModel(world, alice, { project: 'vision', model: 'untold' });
+  await uploadWeights(world, alice, untold.id, Buffer.from('weights of an unknown size'));
+  const untoldExports = await call<{ exports: Array<{ args: Record<string, unknown> }> }>(server, 'GET', '/api/models/alice/vision/untold/exports', { key: alice });
+  t.equal(untoldExports.body.exports.length, 1);
+  t.notOk('imgsz' in untoldExports.body.exports[0]!.args, `no imgsz imposed: ${JSON.stringify(untoldExports.body.exports[0]!.args)}`);
   // A clone shares the weights: its export reuses the completed artifact at once.
   const clone = await call<{ model: string }>(server, 'POST', '/api/models/alice/vision/detector/clone', { key: alice, body: { project: 'vision', model: 'detector-copy' } });
   t.equal(clone.status, 201);

@@ -118,7 +118,7 @@ export class OnnxModel {
    * rectangle (or a smaller square) has fewer anchors, onnxruntime fails, in ultralytics too. There we letterbox to
    * the full square, or the export size, so that the model answers instead of failing.
    */
-  private letterbox(image: DecodedImage, imgsz: number): Letterbox {
+  private letterbox(image: DecodedImage, imgsz: number | undefined): Letterbox {
     const { stride, dynamic, topK } = this.info;
     let size = this.inputSize(imgsz);
     // Depth predicts on the image stretched to the full size (DepthPredictor.scale_fill).
@@ -130,8 +130,11 @@ export class OnnxModel {
     return letterbox(image, size, false, stride, false, this.spare);
   }
 
-  /** check_imgsz: a dynamic export takes the requested size rounded up to the stride; a static one its own size. */
-  private inputSize(imgsz: number): [number, number] {
+  /**
+   * check_imgsz: a dynamic export takes the requested size rounded up to the stride, by default the size it was exported
+   * at (the checkpoint's training size, as ultralytics predicts a .pt); a static one its own size.
+   */
+  private inputSize(imgsz = Math.max(...this.info.imgsz)): [number, number] {
     if (!this.info.dynamic) return this.info.imgsz;
     const size = Math.max(Math.ceil(imgsz / this.info.stride) * this.info.stride, this.info.stride);
     return [size, size];

@@ -3,8 +3,8 @@ export interface PredictOptions {
   conf: number;
   /** NMS IoU threshold, as ultralytics' iou (ignored by end2end models). */
   iou: number;
-  /** Square inference size; rounded up to the model's stride as ultralytics' check_imgsz does; ignored by static exports. */
-  imgsz: number;
+  /** Square inference size; rounded up to the model's stride as ultralytics' check_imgsz does; ignored by static exports. Absent: the size the model was exported at. */
+  imgsz?: number;
   /** As ultralytics' max_det (300). */
   maxDet?: number;
 }

@@ -11,7 +11,7 @@ export const predictModel = defineRoute({
   description:
     'multipart/form-data with file (or a urlencoded or JSON body with source: an http(s) image URL fetched by the server through its outbound ' +
     'policy, public addresses only unless OUTBOUND_ALLOWED_NETWORKS allows them, a data: URI, or base64). Parameters and ranges as in the spec ' +
-    '(out of range: 400 naming the field); imgsz defaults to the size the model was trained at, else 640. An image larger than PREDICT_MAX_BYTES ' +
+    '(out of range: 400 naming the field); imgsz defaults to the size the model was trained at (trainArgs.imgsz, else the size its weights were trained at, read by the export). An image larger than PREDICT_MAX_BYTES ' +
     '(uploaded, fetched or decoded) is 413, and so is a JSON or urlencoded body over 64 KiB (it holds only the parameters and a source of at ' +
     'most 4,096 characters; a larger image comes as a multipart file), refused before it is read; a form of more than 16 parts is 400 as ' +
     'it arrives. An image whose decoding would take more ' +
@@ -19,7 +19,7 @@ export const predictModel = defineRoute({
     '413 before it is decoded; bytes that are not a whole image (truncated, unknown format) are 400. ' +
     'Video is not supported on this appliance: a video file is 400 (send frames as images); vid_stride is accepted and ignored. ' +
     'The model runs as its ONNX export with onnxruntime: the platform queues that export itself (format onnx, dynamic true, imgsz the training ' +
-    'size or 640) when the model gets weights (upload completed, training completed, clone) and it shows in the model’s exports list. A predict ' +
+    'size: trainArgs.imgsz, else left to the checkpoint, as yolo export does) when the model gets weights (upload completed, training completed, clone) and it shows in the model’s exports list. A predict ' +
     'before it is completed queues it if needed and waits up to PREDICT_EXPORT_WAIT_SECONDS, then 503; 503 also names why no host can export ' +
     'to onnx, or says that the export failed (the next predict queues it again). A model without weights is 409. An export that cannot be run ' +
     '(metadata out of bounds, inputs or outputs no YOLO export has, a run that fails or passes its worker’s memory bound) is 422 saying why. Public models can be predicted ' +

@@ -6,20 +6,23 @@ import { exportById, type ExportRecord } from '../exports/export.store.ts';
 import { HttpError, Unavailable } from '../http/errors.ts';
 import type { Model } from '../models/model.entity.ts';
 
-const DEFAULT_IMGSZ = 640;
 const POLL_MS = 500;
 
-/** The size a model was trained at (trainArgs.imgsz; the larger side of a pair), else 640. */
-export function trainingImgsz(model: Pick<Model, 'trainArgs'>): number {
+/**
+ * The size a model was trained at as the platform knows it (trainArgs.imgsz; the larger side of a pair); undefined when
+ * it was not told (uploaded weights): then the export takes the checkpoint's own training size, as `yolo export` does,
+ * and predict defaults to the size the export was made at.
+ */
+export function trainingImgsz(model: Pick<Model, 'trainArgs'>): number | undefined {
   const given = model.trainArgs?.imgsz;
   const size = Array.isArray(given) ? Math.max(...given.map(Number)) : Number(given);
-  return Number.isInteger(size) && size > 0 ? size : DEFAULT_IMGSZ;
+  return Number.isInteger(size) && size > 0 ? size : undefined;
 }
 
 /** Predict's ONNX export: dynamic (any size at predict time), at the training size rounded up to the exporter's 32. */
 export function onnxExportArgs(model: Pick<Model, 'trainArgs'>): ExportArgs {
-  const imgsz = Math.min(8192, Math.max(32, Math.ceil(trainingImgsz(model) / 32) * 32));
-  return { dynamic: true, imgsz };
+  const trained = trainingImgsz(model);
+  return trained === undefined ? { dynamic: true } : { dynamic: true, imgsz: Math.min(8192, Math.max(32, Math.ceil(trained / 32) * 32)) };
 }
 
 /** Queues (or finds) the model's automatic ONNX export: when it gets weights, and again by predict when it is missing. */
