@@ -11,10 +11,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import type { JobSpec } from '@vp/protocol';
 import { containerName, containerOptions, DockerRuntime, JOB_NETWORK, jobUser, type DockerRuntimeOptions } from '../worker-agent/src/runtimes/docker-runtime.ts';
-import type { JobAssignment, LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
+import type { JobAssignment, JobOutcome, LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
 import { dockerForTests } from './helpers/docker.ts';
 import { probeExporters } from '../worker-agent/src/exporter-probe.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
+
+
+/** An outcome without the run's start and end times (Docker's own, checked once below), for comparing the rest. */
+function withoutTimes(outcome: JobOutcome | undefined): Omit<JobOutcome, 'startedAt' | 'endedAt'> | undefined {
+  if (!outcome) return outcome;
+  const { startedAt: _startedAt, endedAt: _endedAt, ...rest } = outcome;
+  return rest;
+}
 
 const { docker, image } = await dockerForTests();
 const workRoot = realpathSync(mkdtempSync(join(tmpdir(), 'vp-docker-runtime-')));
@@ -79,7 +87,8 @@ t.test('exit 0 completes; stdout and stderr arrive apart, in order; the containe
   const assigned = assignment(spec('echo out 1; echo err 1 >&2; echo out 2; printf partial'));
   const job = await runtime().start(assigned, logs.sink);
   const outcome = await job.wait();
-  t.same(outcome, { outcome: 'completed' });
+  t.same(withoutTimes(outcome), { outcome: 'completed' });
+  t.ok(outcome.startedAt! > 0 && outcome.startedAt! <= outcome.endedAt!, 'the run\'s start and end as Docker measured them');
   t.same(logs.lines('stdout'), ['out 1', 'out 2', 'partial']);
   t.same(logs.lines('stderr'), ['err 1']);
   t.notOk(await isGone(assigned.jobId), 'kept until its end is reported, so a restarted agent could still report it');
@@ -89,14 +98,14 @@ t.test('exit 0 completes; stdout and stderr arrive apart, in order; the containe
 
 t.test("a non-zero exit fails with the exit code and the output's last error line", async (t) => {
   const { outcome } = await run(spec('exit 3'));
-  t.same(outcome, { outcome: 'failed', exitCode: 3, error: 'exited with status 3' });
+  t.same(withoutTimes(outcome), { outcome: 'failed', exitCode: 3, error: 'exited with status 3' });
   const said = await run(spec('echo "ValueError: no $(pwd)/data.yaml" >&2; echo bye; exit 2'));
-  t.same(said.outcome, { outcome: 'failed', exitCode: 2, error: 'exited with status 2: ValueError: no data.yaml' });
+  t.same(withoutTimes(said.outcome), { outcome: 'failed', exitCode: 2, error: 'exited with status 2: ValueError: no data.yaml' });
 });
 
 t.test('the work dir is mounted at its host path and is the working dir; paths outside the work root are refused', async (t) => {
   const { outcome, lines } = await run(spec('pwd; echo written > out.txt', { workDir: 'a/b' }));
-  t.same(outcome, { outcome: 'completed' });
+  t.same(withoutTimes(outcome), { outcome: 'completed' });
   t.same(lines('stdout'), [join(workRoot, 'a', 'b')]);
   t.equal(readFileSync(join(workRoot, 'a', 'b', 'out.txt'), 'utf8'), 'written\n');
   await t.rejects(run(spec('true', { workDir: '../escape' })), /outside the work root/);
@@ -131,7 +140,7 @@ t.test('limits, labels, name, mount and environment are set as the spec says (se
 
 t.test("a job's container runs unprivileged: not root, no capabilities, no other job's files, not on the host's network", async (t) => {
   const first = await run(spec('echo "first job\'s data" > secret.txt; cat /proc/self/status /proc/net/dev', { workDir: 'isolated/first' }));
-  t.same(first.outcome, { outcome: 'completed' }, first.lines('stderr').join('\n'));
+  t.same(withoutTimes(first.outcome), { outcome: 'completed' }, first.lines('stderr').join('\n'));
   const status = (name: string) => first.lines('stdout').find((line) => line.startsWith(`${name}:`))?.split(/\s+/).slice(1);
   const { uid, gid } = jobUser();
   t.not(uid, 0);
@@ -150,7 +159,7 @@ t.test("a job's container runs unprivileged: not root, no capabilities, no other
   const secret = join(workRoot, 'isolated', 'first', 'secret.txt');
   t.equal(readFileSync(secret, 'utf8'), "first job's data\n");
   const second = await run(spec(`cat ${secret} || echo "not there"; cat /proc/1/root${secret} || echo "not there either"; echo mine > own.txt`, { workDir: 'isolated/second' }));
-  t.same(second.outcome, { outcome: 'completed' });
+  t.same(withoutTimes(second.outcome), { outcome: 'completed' });
   t.same(second.lines('stdout'), ['not there', 'not there either'], "another job's work dir is not in its container");
   t.equal(readFileSync(join(workRoot, 'isolated', 'second', 'own.txt'), 'utf8'), 'mine\n', 'its own work dir is writable to it');
 });
@@ -160,7 +169,7 @@ t.test('stop() cancels: the job gets SIGTERM, the container is stopped and remov
   const started = Date.now();
   await job.stop('user asked');
   t.ok(Date.now() - started < 5000, 'well within the grace: the job ended on SIGTERM');
-  t.same(await job.wait(), { outcome: 'cancelled', error: 'user asked' });
+  t.same(withoutTimes(await job.wait()), { outcome: 'cancelled', error: 'user asked' });
   await job.release();
   t.ok(await isGone(assigned.jobId));
   await job.stop('again'); // nothing to do once it has ended
@@ -179,14 +188,14 @@ t.test('a job ignoring SIGTERM is killed after the grace period', async (t) => {
 t.test('a timeout fails the job with "timed out"', async (t) => {
   const started = Date.now();
   const { outcome } = await run(spec('sleep 60', { timeoutSeconds: 1 }));
-  t.same(outcome, { outcome: 'failed', error: 'timed out' });
+  t.same(withoutTimes(outcome), { outcome: 'failed', error: 'timed out' });
   t.ok(Date.now() - started < 5000);
 });
 
 t.test('a job over its memory limit fails as out of memory', async (t) => {
   const limit = 16 * 2 ** 20;
   const { outcome } = await run({ ...spec(''), command: ['dd', 'if=/dev/zero', 'of=/dev/null', 'bs=64M', 'count=1'], memoryBytes: limit });
-  t.same(outcome, { outcome: 'failed', exitCode: 137, error: `killed for running out of memory (its limit is ${limit} bytes)` });
+  t.same(withoutTimes(outcome), { outcome: 'failed', exitCode: 137, error: `killed for running out of memory (its limit is ${limit} bytes)` });
 });
 
 t.test('an image that is neither named nor configured, or not here and not pullable, fails the start clearly', async (t) => {
@@ -251,7 +260,7 @@ t.test('recover() after the agent was killed adopts running containers and repor
   t.same([...byId.keys()].sort(), [ticking.jobId, exiting.jobId, timed.jobId].sort());
   t.ok(recovered.every((found) => found.attempt === 1));
 
-  t.same(await byId.get(exiting.jobId)?.job.wait(), { outcome: 'failed', exitCode: 4, error: 'exited with status 4: RuntimeError: no data.yaml' }, 'the cause from the output Docker kept');
+  t.same(withoutTimes(await byId.get(exiting.jobId)?.job.wait()), { outcome: 'failed', exitCode: 4, error: 'exited with status 4: RuntimeError: no data.yaml' }, 'the cause from the output Docker kept');
   await byId.get(exiting.jobId)?.job.release();
   t.ok(await isGone(exiting.jobId), 'the ended container is removed once its end is reported');
 
@@ -259,11 +268,11 @@ t.test('recover() after the agent was killed adopts running containers and repor
   await until(() => tickLogs.lines('stdout').some((line) => line.startsWith('tick ')), 'ticks from the adopted job');
   const tickJob = byId.get(ticking.jobId)?.job;
   await tickJob?.stop('stopped after recovery');
-  t.same(await tickJob?.wait(), { outcome: 'cancelled', error: 'stopped after recovery' });
+  t.same(withoutTimes(await tickJob?.wait()), { outcome: 'cancelled', error: 'stopped after recovery' });
   await tickJob?.release();
   t.ok(await isGone(ticking.jobId));
 
-  t.same(await byId.get(timed.jobId)?.job.wait(), { outcome: 'failed', error: 'timed out' }, 'the timeout still counts from its start');
+  t.same(withoutTimes(await byId.get(timed.jobId)?.job.wait()), { outcome: 'failed', error: 'timed out' }, 'the timeout still counts from its start');
   await byId.get(timed.jobId)?.job.release();
   t.ok(await isGone(timed.jobId));
 });
