@@ -11,6 +11,7 @@ import { loadWorkerConfig } from '../worker-agent/src/config.ts';
 import { runtimeFromConfig } from '../worker-agent/src/runtime-from-config.ts';
 import { ProcessRuntime } from '../worker-agent/src/runtimes/process-runtime.ts';
 import type { LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
+import { withoutTimes } from './helpers/job-outcomes.ts';
 
 const workRoot = mkdtempSync(join(tmpdir(), 'vp-process-runtime-'));
 t.teardown(() => rmSync(workRoot, { recursive: true, force: true }));
@@ -48,7 +49,8 @@ async function firstLine(logs: ReturnType<typeof collector>): Promise<string> {
 
 t.test('exit 0 completes with stdout lines in order', async (t) => {
   const { outcome, lines } = await run(spec('for (let i = 1; i <= 3; i++) console.log("line " + i)'));
-  t.same(outcome, { outcome: 'completed' });
+  t.same(withoutTimes(outcome), { outcome: 'completed' });
+  t.ok(outcome.startedAt! > 0 && outcome.startedAt! <= outcome.endedAt!, 'the run\'s start and end as the runtime measured them');
   t.same(lines('stdout'), ['line 1', 'line 2', 'line 3']);
 });
 
@@ -75,7 +77,7 @@ t.test('over-long lines are truncated to the protocol limit', async (t) => {
 
 t.test('5,000 quick lines arrive in batches of at most 1,000', async (t) => {
   const { outcome, batches, lines } = await run(spec('for (let i = 0; i < 5000; i++) console.log(i)'));
-  t.same(outcome, { outcome: 'completed' });
+  t.same(withoutTimes(outcome), { outcome: 'completed' });
   t.same(lines('stdout'), Array.from({ length: 5000 }, (_, i) => String(i)));
   t.ok(batches.length >= 5 && batches.length < 100, `${batches.length} batches`);
   t.ok(batches.every((b) => b.lines.length <= 1000));
@@ -162,7 +164,7 @@ t.test('stop() cancels a long-running job quickly', async (t) => {
   const started = Date.now();
   await job.stop('user asked');
   t.ok(Date.now() - started < 2000);
-  t.same(await job.wait(), { outcome: 'cancelled', error: 'user asked' });
+  t.same(withoutTimes(await job.wait()), { outcome: 'cancelled', error: 'user asked' });
   await job.stop('again'); // no-op once ended
 });
 
@@ -193,7 +195,7 @@ t.test('stopping kills the grandchildren too (process group)', async (t) => {
 t.test('a timeout fails the job with "timed out"', async (t) => {
   const started = Date.now();
   const { outcome } = await run(spec('setInterval(() => {}, 1000)', { timeoutSeconds: 1 }));
-  t.same(outcome, { outcome: 'failed', error: 'timed out' });
+  t.same(withoutTimes(outcome), { outcome: 'failed', error: 'timed out' });
   t.ok(Date.now() - started < 3000);
 });
 
@@ -211,7 +213,7 @@ t.test("a non-zero exit says why: its output's last error line, without keys or 
     console.log("Sentry: nothing sent");
     process.exit(1)`;
   const { outcome } = await run(spec(script, { env: { ULTRALYTICS_API_KEY: key } }));
-  t.same(outcome, { outcome: 'failed', exitCode: 1, error: "exited with status 1: FileNotFoundError: 'runs/yolo99z.yaml' does not exist (key [redacted])" });
+  t.same(withoutTimes(outcome), { outcome: 'failed', exitCode: 1, error: "exited with status 1: FileNotFoundError: 'runs/yolo99z.yaml' does not exist (key [redacted])" });
   const plain = await run(spec('console.error("out of luck at /srv/data/x.bin"); process.exit(2)'));
   t.equal(plain.outcome.error, 'exited with status 2: out of luck at x.bin', 'else the last line, its outside path cut to its name');
 });
@@ -287,13 +289,13 @@ t.test('an agent killed mid-job: the jobs run on; a new agent adopts them, sends
   t.equal(byId.get('j-done')?.attempt, 2);
   t.same(byId.get('j-done')?.files, { workDir: 'gated/done' }, 'its work dir, for the sweep after it');
 
-  t.same(await byId.get('j-done')?.job.wait(), { outcome: 'completed' });
+  t.same(withoutTimes(await byId.get('j-done')?.job.wait()), { outcome: 'completed' });
   t.same([...sinks.get('j-done')!.lines('stdout'), ...sinks.get('j-done')!.lines('stderr')], ['done 2', 'done 3'], 'only what was not sent before');
-  t.same(await byId.get('j-failed')?.job.wait(), { outcome: 'failed', exitCode: 3, error: 'exited with status 3: failed 3' });
+  t.same(withoutTimes(await byId.get('j-failed')?.job.wait()), { outcome: 'failed', exitCode: 3, error: 'exited with status 3: failed 3' });
 
   const running = byId.get('j-running')!;
   writeFileSync(join(root, 'gated', 'running', 'go'), '');
-  t.same(await running.job.wait(), { outcome: 'completed' }, 'the adopted job is followed to its end');
+  t.same(withoutTimes(await running.job.wait()), { outcome: 'completed' }, 'the adopted job is followed to its end');
   t.same(sinks.get('j-running')!.lines('stdout'), ['running 2']);
 
   for (const { job } of recovered) await job.release();
@@ -318,7 +320,7 @@ t.test('an adopted job can be stopped: SIGTERM to its group, SIGKILL after the g
   const started = Date.now();
   await adopted?.job.stop('stopped after recovery');
   t.ok(Date.now() - started >= 250, 'waited the grace before SIGKILL');
-  t.same(await adopted?.job.wait(), { outcome: 'cancelled', error: 'stopped after recovery' });
+  t.same(withoutTimes(await adopted?.job.wait()), { outcome: 'cancelled', error: 'stopped after recovery' });
   for (let i = 0; i < 40 && (isAlive(leader) || isAlive(grandchild)); i++) await new Promise((r) => setTimeout(r, 50));
   t.notOk(isAlive(leader), 'the job is gone');
   t.notOk(isAlive(grandchild), 'so is what it started');
@@ -331,7 +333,7 @@ t.test("an adopted job's timeout still counts from its start", async (t) => {
   const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-slow', attempt: 1, spec: spec('setInterval(() => {}, 1000)', { timeoutSeconds: 2 }) }, () => {});
   first.detach();
   const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
-  t.same(await adopted?.job.wait(), { outcome: 'failed', error: 'timed out' });
+  t.same(withoutTimes(await adopted?.job.wait()), { outcome: 'failed', error: 'timed out' });
   const took = Date.now() - started;
   t.ok(took >= 1900 && took < 5000, `ended ${took} ms after its start`);
 });
@@ -351,8 +353,8 @@ t.test('recover(): a job whose supervisor is gone without an exit status is fail
   // The earlier agent had begun to stop this one: the new one carries the stop on, but signals no stranger.
   writeFileSync(join(root, '.vp-jobs', 'process', 'j-stopping', 'stop.json'), JSON.stringify({ outcome: 'cancelled', error: 'by a user' }));
   const byId = new Map((await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {})).map((found) => [found.jobId, found.job]));
-  t.same(await byId.get('j-old')?.wait(), { outcome: 'failed', error: 'the process that watched the job ended without recording how the job ended' });
-  t.same(await byId.get('j-stopping')?.wait(), { outcome: 'cancelled', error: 'by a user' });
+  t.same(withoutTimes(await byId.get('j-old')?.wait()), { outcome: 'failed', error: 'the process that watched the job ended without recording how the job ended' });
+  t.same(withoutTimes(await byId.get('j-stopping')?.wait()), { outcome: 'cancelled', error: 'by a user' });
   await new Promise((r) => setTimeout(r, 500));
   t.ok(isAlive(stranger.pid as number), 'the other process still runs');
 });
