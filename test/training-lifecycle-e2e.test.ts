@@ -76,7 +76,8 @@ t.test("a trainer that fails: the training shows the trainer's own error line, w
 });
 
 t.test('SIGTERM to the agent mid-training: the trainer goes on; the restarted agent reports it completed, run once', async (t) => {
-  const jobId = await start('outlives-agent', trainArgs(3));
+  // Enough epochs that the trainer is still running once the agent has stopped (the first one alone takes seconds).
+  const jobId = await start('outlives-agent', trainArgs(8));
   await eventually(async () => ((await training('outlives-agent'))?.progress.currentEpoch ?? 0) >= 1, `the first epoch; agent log:\n${agent.output().slice(-3000)}`, 240_000);
   const state = join(workRoot, '.vp-jobs', 'process', jobId);
   const { pid } = JSON.parse(readFileSync(join(state, 'job.json'), 'utf8')) as { pid: number };
@@ -93,8 +94,8 @@ t.test('SIGTERM to the agent mid-training: the trainer goes on; the restarted ag
   agent = startAgent();
   const job = await ended('outlives-agent', 'the training to end');
   await eventually(async () => (await training('outlives-agent'))?.compute?.jobStatus === 'completed' && true, `the job to be reported; agent log:\n${agent.output().slice(-3000)}`);
-  t.match(await training('outlives-agent'), { status: 'completed', progress: { currentEpoch: 3, totalEpochs: 3 }, compute: { host: 'lifecycle-host', attempts: 1, jobStatus: 'completed' } });
-  t.same(job.history.map((row) => row.epoch), [0, 1, 2], 'every epoch once');
+  t.match(await training('outlives-agent'), { status: 'completed', progress: { currentEpoch: 8, totalEpochs: 8 }, compute: { host: 'lifecycle-host', attempts: 1, jobStatus: 'completed' } });
+  t.same(job.history.map((row) => row.epoch), [0, 1, 2, 3, 4, 5, 6, 7], 'every epoch once');
   const db = server.services().em.getConnection();
   const [{ runs }] = (await db.execute('select count(*)::int as runs from training_runs where job_id = ?', [jobId])) as Array<{ runs: number }>;
   t.equal(runs, 1, 'one training run');
