@@ -168,8 +168,9 @@ t.test('a graph that expands to gigabytes is stopped at its worker’s memory bo
 });
 
 t.test('a graph that computes without answering is stopped when its worker stalls; another partition keeps answering', async (t) => {
-  // Eight products of 2048 × 2048 matrices made from the input (so nothing is folded at load): seconds of work, 16 MB each.
-  const products = Array.from({ length: 8 }, (_, i) => ({ op: 'MatMul', inputs: [i === 0 ? 'square' : `p${i - 1}`, 'square'], outputs: [`p${i}`] }));
+  // Forty products of 2048 × 2048 matrices made from the input (so nothing is folded at load): 16 MB each, and several
+  // seconds of work even where one core multiplies at 100 GFLOP/s, well past the 1.5 s the pool waits.
+  const products = Array.from({ length: 40 }, (_, i) => ({ op: 'MatMul', inputs: [i === 0 ? 'square' : `p${i - 1}`, 'square'], outputs: [`p${i}`] }));
   const slow = craftOnnx({
     inputs: [{ name: 'images', shape: [1, 3, 'h', 'w'] }],
     outputs: [{ name: 'output0', shape: [1, 'c', 'n'] }],
@@ -178,7 +179,7 @@ t.test('a graph that computes without answering is stopped when its worker stall
       { op: 'ConstantOfShape', inputs: ['side'], outputs: ['zeros'] },
       { op: 'Add', inputs: ['zeros', 'total'], outputs: ['square'] },
       ...products,
-      { op: 'Reshape', inputs: ['p7', 'rows'], outputs: ['output0'] },
+      { op: 'Reshape', inputs: ['p39', 'rows'], outputs: ['output0'] },
     ],
     initializers: [{ name: 'side', dims: [2], data: BigInt64Array.of(2048n, 2048n) }, { name: 'rows', dims: [3], data: BigInt64Array.of(1n, 4096n, 1024n) }],
     metadata: ultralyticsMetadata('detect', "{0: 'a'}"),
