@@ -1,6 +1,6 @@
 // Shared by the benchmarks: child processes that are always stopped, free ports, the benchmark database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -160,6 +160,33 @@ export async function startControlPlane(
 export function rssBytes(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
   return line ? Number(line[1]) * 1024 : 0;
+}
+
+/** Resident memory of a process and of every process under it (the control plane's inference workers), now, from /proc. */
+export function treeRssBytes(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The command name in parentheses may hold spaces: the parent's pid is the second field after it.
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  for (const queue = [pid]; queue.length > 0; ) {
+    const next = queue.pop()!;
+    try {
+      total += rssBytes(next);
+    } catch {
+      // gone meanwhile
+    }
+    queue.push(...(children.get(next) ?? []));
+  }
+  return total;
 }
 
 /**

@@ -92,7 +92,7 @@ export class InferencePool {
     try {
       const reply = (await session.worker.ask(request)) as WorkerReply;
       if (!reply.ok) throw this.failed(artifact, reply);
-      this.measured(artifact, session, reply.loadedBytes);
+      this.measured(artifact, session, reply.footprintBytes);
       return { prediction: reply.prediction, info: reply.info };
     } finally {
       session.running -= 1;
@@ -108,7 +108,7 @@ export class InferencePool {
     try {
       const reply = (await session.worker.ask({ kind: 'load', id: this.nextId++, sessionKey: artifact.key, file: artifact.file })) as LoadReply;
       if (!reply.ok) throw this.failed(artifact, reply);
-      this.measured(artifact, session, reply.loadedBytes);
+      this.measured(artifact, session, reply.footprintBytes);
       return reply.info;
     } catch (error) {
       if (this.resident.get(artifact.key) === session) this.resident.delete(artifact.key);
@@ -141,10 +141,9 @@ export class InferencePool {
     return new InferenceError(failure.cause, failure.message);
   }
 
-  /** The session's bytes become what its load measured (never less than the file it holds). */
-  private measured(artifact: Artifact, session: Resident, loadedBytes: number | undefined): void {
-    if (loadedBytes === undefined) return;
-    session.bytes = Math.max(artifact.bytes, loadedBytes);
+  /** The session's bytes become what its load and runs measured (never less than the file it holds). */
+  private measured(artifact: Artifact, session: Resident, footprintBytes: number): void {
+    session.bytes = Math.max(artifact.bytes, footprintBytes);
     this.evict(artifact.key);
   }
 

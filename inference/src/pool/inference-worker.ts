@@ -7,17 +7,34 @@ import type { LoadReply, WorkerFailure, WorkerReply, WorkerRequest, WorkerSetup 
 
 const { intraOpThreads, spinning, executionProvider } = JSON.parse(process.argv[2]!) as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
+/** How much resident memory each session's load and runs added to this process (its arena keeps the largest run's peak). */
+const footprints = new Map<string, number>();
 
-/** The session, and when this call loaded it, how much resident memory the load added (what the pool accounts). */
-async function session(key: string, file: string): Promise<{ model: OnnxModel; loadedBytes?: number }> {
-  const loading = sessions.get(key);
-  if (loading) return { model: await loading };
+/** Adds what the process's resident memory grew by while `work` ran to the session's footprint. */
+async function measured<T>(key: string, work: () => Promise<T>): Promise<T> {
   const before = process.memoryUsage.rss();
+  try {
+    return await work();
+  } finally {
+    const grew = process.memoryUsage.rss() - before;
+    if (grew > 0 && sessions.has(key)) footprints.set(key, (footprints.get(key) ?? 0) + grew);
+  }
+}
+
+async function session(key: string, file: string): Promise<OnnxModel> {
+  const loading = sessions.get(key);
+  if (loading) return loading;
   const model = OnnxModel.load(file, { intraOpThreads, spinning, executionProvider });
   sessions.set(key, model);
+  footprints.set(key, 0);
   // A file that does not load is tried again on the next run, not remembered as broken.
-  model.catch(() => sessions.delete(key));
-  return { model: await model, loadedBytes: Math.max(0, process.memoryUsage.rss() - before) };
+  model.catch(() => forget(key));
+  return measured(key, () => model);
+}
+
+function forget(key: string): void {
+  sessions.delete(key);
+  footprints.delete(key);
 }
 
 async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<WorkerReply> {
@@ -28,10 +45,10 @@ async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<Wo
     return { id: request.id, ok: false, cause: error instanceof InvalidImage ? 'image' : 'internal', message: error.message };
   }
   if (loaded.status === 'rejected') return loadFailure(request.id, loaded.reason);
-  const { model, loadedBytes } = loaded.value;
+  const model = loaded.value;
   try {
-    const prediction = await model.predict(image.value, request.options);
-    return { id: request.id, ok: true, prediction, info: model.info, loadedBytes };
+    const prediction = await measured(request.sessionKey, () => model.predict(image.value, request.options));
+    return { id: request.id, ok: true, prediction, info: model.info, footprintBytes: footprints.get(request.sessionKey) ?? 0 };
   } catch (error) {
     return { id: request.id, ok: false, cause: error instanceof InvalidModel ? 'model' : 'internal', message: (error as Error).message };
   }
@@ -39,8 +56,8 @@ async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<Wo
 
 async function load(request: Extract<WorkerRequest, { kind: 'load' }>): Promise<LoadReply> {
   try {
-    const { model, loadedBytes } = await session(request.sessionKey, request.file);
-    return { id: request.id, ok: true, info: model.info, loadedBytes };
+    const model = await session(request.sessionKey, request.file);
+    return { id: request.id, ok: true, info: model.info, footprintBytes: footprints.get(request.sessionKey) ?? 0 };
   } catch (error) {
     return loadFailure(request.id, error);
   }
@@ -52,7 +69,7 @@ function loadFailure(id: number, error: unknown): WorkerFailure {
 
 async function release(key: string): Promise<void> {
   const loading = sessions.get(key);
-  sessions.delete(key);
+  forget(key);
   const model = await loading?.catch(() => undefined);
   await model?.release();
 }
