@@ -9,7 +9,7 @@ import { query } from '../control-plane/src/db/sql.ts';
 import { JobLifecycle } from '../control-plane/src/jobs/job-lifecycle.ts';
 import { ActiveJobExists, enqueueJob } from '../control-plane/src/jobs/job-queue.ts';
 import type { HostJobKind } from '../control-plane/src/scheduler/host-job-kinds.ts';
-import { markAccepted, renewHostLeases } from '../control-plane/src/scheduler/host-job-store.ts';
+import { markAccepted, renewHostLeases } from '../control-plane/src/jobs/job.store.ts';
 import { reconcileHost } from '../control-plane/src/scheduler/reconcile.ts';
 import { seededRandom, type SeededRandom } from './helpers/random.ts';
 import { startTestServer } from './helpers/server.ts';

@@ -3,6 +3,10 @@
 // subject's status, keys, charges) commits with the end or not at all. settle_pending is set by the statement that
 // ends it and cleared by that bookkeeping, so when the bookkeeping fails, or this process does not know the kind
 // (vpctl), the flag stays and a scheduler retries it (settleNext).
+// This module is the store for a job's status (and settle_pending): its guarded UPDATEs stay here rather than in
+// job.store.ts because each is one step of the settling around it (same transaction, same savepoint), and keeping them
+// out of the store means no other module can import a statement that changes a status. Everything else on the jobs
+// table is in job.store.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { announceAuthChange } from '../auth/authenticator.ts';

@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
 import { Job } from './job.entity.ts';
+import { notifyJobQueued } from './job.store.ts';
 
 /** NOTIFY channel that wakes every replica's runner when work is queued. */
 export const JOBS_CHANNEL = 'vp_jobs';
@@ -77,6 +77,6 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
     throw error;
   });
   // Delivered at commit, so a runner never wakes for a job it cannot see yet.
-  await query(em, `select pg_notify('${JOBS_CHANNEL}', ?)`, [job.kind]);
+  await notifyJobQueued(em, job.kind);
   return created;
 }

@@ -4,10 +4,11 @@ import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
 import { newId } from '../db/ids.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { pgArray } from '../db/sql.ts';
 import type { ClaimedJob, JobLifecycle } from './job-lifecycle.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL } from './job-queue.ts';
 import type { JobProgress } from './job.entity.ts';
+import { lockHeldJob, recordHeldProgress, renewHeldLease } from './job.store.ts';
 
 /** What a handler gets: its job, its own EntityManager, a signal that fires on cancel or shutdown. */
 export interface JobContext {
@@ -139,7 +140,7 @@ export class JobRunner {
       const progress = pending;
       pending = undefined;
       lastWrite = Date.now();
-      await query(this.orm.em.fork() as EntityManager, 'update jobs set progress = ?::jsonb, updated_at = now() where id = ? and lease_owner = ?', [JSON.stringify(progress), job.id, this.owner]);
+      await recordHeldProgress(this.orm.em.fork() as EntityManager, job.id, this.owner, progress);
     };
     const context: JobContext = {
       id: job.id,
@@ -156,11 +157,7 @@ export class JobRunner {
         if (Date.now() - lastWrite >= PROGRESS_WRITE_MS) writeProgress().catch((error) => log.warn({ err: error }, 'progress write failed'));
       },
       confirmHeld: async (tx) => {
-        const [row] = await query<{ cancel_requested: boolean }>(
-          tx,
-          `select cancel_requested from jobs where id = ? and lease_owner = ? and status = 'running' for update`,
-          [job.id, this.owner],
-        );
+        const row = await lockHeldJob(tx, job.id, this.owner);
         if (!row) controller.abort('lease lost');
         else if (row.cancel_requested) controller.abort('cancelled');
         controller.signal.throwIfAborted();
@@ -194,11 +191,7 @@ export class JobRunner {
 
   /** Extends the lease; a cancel request or a lost lease aborts the handler. */
   private async renew(jobId: string, controller: AbortController): Promise<void> {
-    const [row] = await query<{ cancel_requested: boolean }>(
-      this.orm.em.fork() as EntityManager,
-      `update jobs set lease_expires_at = now() + make_interval(secs => ?) where id = ? and lease_owner = ? and status = 'running' returning cancel_requested`,
-      [this.leaseSeconds, jobId, this.owner],
-    );
+    const row = await renewHeldLease(this.orm.em.fork() as EntityManager, jobId, this.owner, this.leaseSeconds);
     if (!row) controller.abort('lease lost');
     else if (row.cancel_requested) controller.abort('cancelled');
   }

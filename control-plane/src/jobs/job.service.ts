@@ -2,12 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import { TRAINING_JOB } from '../training/training-payload.ts';
 import type { JobLifecycle } from './job-lifecycle.ts';
 import { Job } from './job.entity.ts';
+import { jobLogLines } from './job.store.ts';
 import type { JobCancelled, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
 
 /** Reading and cancelling background jobs; a key sees the jobs of its own workspace only. */
@@ -34,11 +34,7 @@ export class JobService {
   /** A host job's output in arrival order, a page at a time (any member of the job's workspace). */
   async logs(actor: Actor, jobId: string, page: z.output<typeof JobLogQuery>): Promise<z.input<typeof JobLogs>> {
     const job = await this.find(actor, jobId);
-    const rows = await query<{ seq: string; stream: 'stdout' | 'stderr'; line: string; at: string | Date }>(
-      this.em,
-      'select seq, stream, line, at from job_logs where job_id = ? and seq > ? order by seq limit ?',
-      [job.id, page.after, page.limit],
-    );
+    const rows = await jobLogLines(this.em, job.id, page.after, page.limit);
     const lines = rows.map((row) => ({ seq: Number(row.seq), stream: row.stream, line: row.line, at: new Date(row.at).toISOString() }));
     return { lines, nextAfter: lines.at(-1)?.seq ?? page.after, status: job.status };
   }

@@ -3,10 +3,10 @@ import { JobSpec, type Hardware, type ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import type { Orm } from '../db/orm.ts';
-import { pgArray, query } from '../db/sql.ts';
-import type { JobColumns, JobLifecycle } from '../jobs/job-lifecycle.ts';
+import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
+import { lockQueuedJobs, queuedHostJobs, runningHostJob, runningJobsOnHost, type QueuedHostJobRow } from '../jobs/job.store.ts';
 import type { HostJobAttempt, HostJobKind } from './host-job-kinds.ts';
 import { placeJobs, type QueuedJob } from './placement.ts';
 
@@ -36,14 +36,7 @@ const SETTLE_BATCH = 100;
 /** Queued jobs looked at per dispatch; more than one host could take at once. */
 const QUEUE_WINDOW = 200;
 
-interface QueuedRow extends JobColumns {
-  gpu_type: string | null;
-  gpu_count: number;
-  memory_bytes: string | null;
-  toolchain: string | null;
-  region: string | null;
-  service: string | null;
-}
+type QueuedRow = QueuedHostJobRow;
 
 /**
  * Assigns queued host jobs to the worker hosts connected to this process. State lives in PostgreSQL, so any
@@ -176,11 +169,7 @@ export class HostScheduler {
 
   /** Tells the job's host to stop it, when that host is connected here; after the kind's grace when it has one. */
   private async forwardCancel(jobId: string, graceOver = false): Promise<void> {
-    const [row] = await query<{ host_id: string | null; kind: string }>(
-      this.em(),
-      `select host_id, kind from jobs where id = ? and placement = 'host' and status = 'running'`,
-      [jobId],
-    );
+    const row = await runningHostJob(this.em(), jobId);
     const host = row?.host_id ? this.hosts.get(row.host_id) : undefined;
     if (!host) return;
     const grace = this.kinds[row!.kind]?.cancelGraceSeconds;
@@ -201,18 +190,8 @@ export class HostScheduler {
     const assignments = await this.em().transactional(async (em) => {
       // A socket another session took the host over from gets nothing: its agent is not the host any more.
       if (!(await host.holdsHost(em))) return [];
-      const busy = await query<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>(
-        em,
-        `select gpu_indexes, gpu_count, service from jobs where host_id = ? and status = 'running'`,
-        [host.hostId],
-      );
-      const queue = await query<QueuedRow>(
-        em,
-        `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service from jobs
-         where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
-         order by priority desc, created_at, id limit ${QUEUE_WINDOW}`,
-        [pgArray(kinds), host.workspaceId, host.workspaceId],
-      );
+      const busy = await runningJobsOnHost(em, host.hostId);
+      const queue = await queuedHostJobs(em, kinds, host.workspaceId, QUEUE_WINDOW);
       const placements = placeJobs(
         {
           gpus: host.hardware.gpus,
@@ -241,11 +220,7 @@ export class HostScheduler {
       // Only the jobs this host takes are locked: a host that cannot run a job must not hide it from one that can (a
       // locked row is skipped, and the host that skipped it would wait for the next tick). Taken meanwhile: try again.
       const locked = placements.length
-        ? new Set(
-            (await query<{ id: string }>(em, `select id from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`, [
-              pgArray(placements.map((placement) => placement.jobId)),
-            ])).map((row) => row.id),
-          )
+        ? new Set(await lockQueuedJobs(em, placements.map((placement) => placement.jobId)))
         : new Set<string>();
       const messages: ServerMessage[] = [];
       for (const placement of placements) {

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { pgArray, query } from '../db/sql.ts';
-import { renewHostLeases } from './host-job-store.ts';
+import { pgArray } from '../db/sql.ts';
+import { lockHostJobs, renewHostLeases } from '../jobs/job.store.ts';
 import type { ChangedJob, JobLifecycle } from '../jobs/job-lifecycle.ts';
 
 export interface ReportedJob {
@@ -32,11 +32,7 @@ export async function reconcileHost(
   return em.transactional(async (tx) => {
     const ids = reported.map((job) => job.jobId);
     const released = await lifecycle.release(tx, 'j.host_id = ? and not (j.id = any(?::text[]))', [hostId, pgArray(ids)], 'The host restarted without the job');
-    const known = await query<{ id: string; attempts: number; status: string; host_id: string | null; cancel_requested: boolean }>(
-      tx,
-      `select id, attempts, status, host_id, cancel_requested from jobs where id = any(?::text[]) and placement = 'host' for update`,
-      [pgArray(ids)],
-    );
+    const known = await lockHostJobs(tx, ids);
     const byId = new Map(known.map((row) => [row.id, row]));
     const cancel: string[] = [];
     for (const job of reported) {

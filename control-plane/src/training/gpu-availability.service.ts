@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
 import type { Actor } from '../auth/actor.ts';
 import { Unauthorized } from '../http/errors.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { runningJobsOnHosts } from '../jobs/job.store.ts';
 import { Host } from '../hosts/host.entity.ts';
 import type { GpuLevels, GpuStock, GpuStockDetail, STOCK_LEVELS, STOCK_STATUSES } from './gpu-availability.schemas.ts';
 
@@ -77,11 +77,7 @@ export class GpuAvailabilityService {
 
   /** Per host: the GPU indexes its running jobs hold, and whether a CPU job holds its CPU slot. */
   private async heldSlots(hostIds: string[]): Promise<Map<string, { gpus: Set<number>; cpu: boolean }>> {
-    const rows = await query<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>(
-      this.em,
-      `select host_id, gpu_indexes, gpu_count from jobs where host_id = any(?::text[]) and status = 'running'`,
-      [pgArray(hostIds)],
-    );
+    const rows = await runningJobsOnHosts(this.em, hostIds);
     const held = new Map<string, { gpus: Set<number>; cpu: boolean }>();
     for (const row of rows) {
       const slots = held.get(row.host_id) ?? { gpus: new Set<number>(), cpu: false };

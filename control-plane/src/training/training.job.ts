@@ -5,6 +5,7 @@ import { BillingService } from '../billing/billing.service.ts';
 import { Dataset } from '../datasets/dataset.entity.ts';
 import { query } from '../db/sql.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
+import { jobErrorAndRunSeconds } from '../jobs/job.store.ts';
 import { Model } from '../models/model.entity.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { mintJobKey, revokeJobKeys } from './job-keys.ts';
@@ -85,11 +86,7 @@ export class TrainingJob implements HostJobKind {
   async ended(em: EntityManager, attempt: HostJobAttempt, outcome: HostJobOutcome): Promise<void> {
     const payload = attempt.payload as unknown as TrainingPayload;
     await revokeJobKeys(em, attempt.id);
-    const [job] = await query<{ error: string | null; seconds: number | null }>(
-      em,
-      'select error, run_seconds as seconds from jobs where id = ?',
-      [attempt.id],
-    );
+    const job = await jobErrorAndRunSeconds(em, attempt.id);
     await endJobRuns(em, attempt.id, outcome);
     // A trainer that exited without reporting its end (or never started reporting) leaves the model to this.
     const modelError = outcome === 'completed' ? 'The trainer exited without reporting its results' : (job?.error ?? null);

@@ -6,7 +6,7 @@ import { newId } from '../db/ids.ts';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler, LocalHost } from '../scheduler/host-scheduler.ts';
-import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../scheduler/host-job-store.ts';
+import { appendLogs, markAccepted, recordProgress, renewHostLeases } from '../jobs/job.store.ts';
 import { reconcileHost } from '../scheduler/reconcile.ts';
 import { serviceReported } from '../deployments/deployment-rollout.ts';
 import { serviceOrigin } from '../deployments/deployment-service-origin.ts';

@@ -1,0 +1,179 @@
+// The jobs table (with its job_logs lines), everything but status: leases, acceptance, progress, logs, and the reads
+// the scheduler, runner and services make. Status changes are jobs/job-lifecycle.ts's alone (it is the store for a
+// job's status and settlement: its guarded UPDATEs stay next to the settling they start, so no other module can change
+// a status). Every write here is guarded by who holds the job (its host or lease owner) and its status, so a message
+// from a holder that lost the job changes nothing.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { pgArray, query } from '../db/sql.ts';
+import type { JobColumns } from './job-lifecycle.ts';
+import type { JobProgress } from './job.entity.ts';
+import { JOBS_CHANNEL } from './job-queue.ts';
+
+/** Log lines kept per job; later ones are dropped (one marker line says so). */
+export const MAX_JOB_LOG_LINES = 100_000;
+
+// --- Host jobs (the scheduler and worker sessions): held by their host. ---
+
+export async function renewHostLeases(em: EntityManager, hostId: string, graceSeconds: number): Promise<void> {
+  await query(em, `update jobs set lease_expires_at = now() + make_interval(secs => ?) where host_id = ? and status = 'running'`, [graceSeconds, hostId]);
+}
+
+/** The host confirmed it started the job. Null: the job is not (or no longer) this host's to run. */
+export async function markAccepted(em: EntityManager, hostId: string, jobId: string): Promise<{ cancelRequested: boolean } | null> {
+  const [row] = await query<{ cancel_requested: boolean }>(
+    em,
+    `update jobs set accepted_at = coalesce(accepted_at, now()), progress = coalesce(progress, '{}'::jsonb) || '{"stage":"running"}'::jsonb, updated_at = now()
+     where id = ? and host_id = ? and status = 'running' returning cancel_requested`,
+    [jobId, hostId],
+  );
+  return row ? { cancelRequested: row.cancel_requested } : null;
+}
+
+export async function recordProgress(em: EntityManager, hostId: string, jobId: string, fraction: number): Promise<void> {
+  await query(
+    em,
+    `update jobs set progress = jsonb_build_object('stage', 'running', 'percent', ?::numeric), updated_at = now() where id = ? and host_id = ? and status = 'running'`,
+    [Math.round(fraction * 1000) / 10, jobId, hostId],
+  );
+}
+
+/** Appends lines in order, up to MAX_JOB_LOG_LINES per job; false when the job is not this host's. */
+export async function appendLogs(em: EntityManager, hostId: string, jobId: string, stream: string, lines: string[]): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const [row] = await query<{ before: number }>(
+      tx,
+      `with old as (select id, log_lines from jobs where id = ? and host_id = ? and status = 'running' for update)
+       update jobs j set log_lines = least(old.log_lines + ?, ?) from old where j.id = old.id returning old.log_lines as before`,
+      [jobId, hostId, lines.length, MAX_JOB_LOG_LINES],
+    );
+    if (!row) return false;
+    const room = MAX_JOB_LOG_LINES - row.before;
+    if (room <= 0) return true;
+    const kept = lines.length <= room ? lines : [...lines.slice(0, room), `[log truncated: only the first ${MAX_JOB_LOG_LINES} lines are kept]`];
+    await query(
+      tx,
+      `insert into job_logs (job_id, stream, line, at) select ?, ?, line, now() from unnest(?::text[]) with ordinality as l(line, n) order by n`,
+      [jobId, stream, pgArray(kept)],
+    );
+    return true;
+  });
+}
+
+/** A page of a job's log lines after `after` (their seq), in arrival order. */
+export function jobLogLines(
+  em: EntityManager,
+  jobId: string,
+  after: number,
+  limit: number,
+): Promise<Array<{ seq: string; stream: 'stdout' | 'stderr'; line: string; at: string | Date }>> {
+  return query<{ seq: string; stream: 'stdout' | 'stderr'; line: string; at: string | Date }>(
+    em,
+    'select seq, stream, line, at from job_logs where job_id = ? and seq > ? order by seq limit ?',
+    [jobId, after, limit],
+  );
+}
+
+/** A running host job's host and kind (to forward a cancel); undefined when it is not running on a host. */
+export async function runningHostJob(em: EntityManager, jobId: string): Promise<{ host_id: string | null; kind: string } | undefined> {
+  const [row] = await query<{ host_id: string | null; kind: string }>(
+    em,
+    `select host_id, kind from jobs where id = ? and placement = 'host' and status = 'running'`,
+    [jobId],
+  );
+  return row;
+}
+
+/** The slots the jobs running on a host hold. */
+export function runningJobsOnHost(em: EntityManager, hostId: string): Promise<Array<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>> {
+  return query<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>(
+    em,
+    `select gpu_indexes, gpu_count, service from jobs where host_id = ? and status = 'running'`,
+    [hostId],
+  );
+}
+
+/** The slots the jobs running on each of `hostIds` hold. */
+export function runningJobsOnHosts(em: EntityManager, hostIds: string[]): Promise<Array<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>> {
+  return query<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>(
+    em,
+    `select host_id, gpu_indexes, gpu_count from jobs where host_id = any(?::text[]) and status = 'running'`,
+    [pgArray(hostIds)],
+  );
+}
+
+/** A queued host job as the scheduler places it. */
+export interface QueuedHostJobRow extends JobColumns {
+  gpu_type: string | null;
+  gpu_count: number;
+  memory_bytes: string | null;
+  toolchain: string | null;
+  region: string | null;
+  service: string | null;
+}
+
+/** The first `window` queued host jobs of `kinds` a host of `workspaceId` (null: the pool) may take, in queue order. */
+export function queuedHostJobs(em: EntityManager, kinds: string[], workspaceId: string | null, window: number): Promise<QueuedHostJobRow[]> {
+  return query<QueuedHostJobRow>(
+    em,
+    `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service from jobs
+         where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
+         order by priority desc, created_at, id limit ${window}`,
+    [pgArray(kinds), workspaceId, workspaceId],
+  );
+}
+
+/** Locks those of `jobIds` still queued and not locked by another dispatch; answers their ids. */
+export async function lockQueuedJobs(em: EntityManager, jobIds: string[]): Promise<string[]> {
+  return (await query<{ id: string }>(em, `select id from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`, [pgArray(jobIds)])).map(
+    (row) => row.id,
+  );
+}
+
+/** The host jobs among `jobIds`, locked for the caller's transaction (a reconnecting host's reconciliation). */
+export function lockHostJobs(
+  em: EntityManager,
+  jobIds: string[],
+): Promise<Array<{ id: string; attempts: number; status: string; host_id: string | null; cancel_requested: boolean }>> {
+  return query<{ id: string; attempts: number; status: string; host_id: string | null; cancel_requested: boolean }>(
+    em,
+    `select id, attempts, status, host_id, cancel_requested from jobs where id = any(?::text[]) and placement = 'host' for update`,
+    [pgArray(jobIds)],
+  );
+}
+
+/** What an ended job's bookkeeping charges: its error and run seconds. */
+export async function jobErrorAndRunSeconds(em: EntityManager, jobId: string): Promise<{ error: string | null; seconds: number | null } | undefined> {
+  const [job] = await query<{ error: string | null; seconds: number | null }>(em, 'select error, run_seconds as seconds from jobs where id = ?', [jobId]);
+  return job;
+}
+
+// --- Control-plane jobs (JobRunner): held by their lease owner. ---
+
+export async function recordHeldProgress(em: EntityManager, jobId: string, owner: string, progress: JobProgress): Promise<void> {
+  await query(em, 'update jobs set progress = ?::jsonb, updated_at = now() where id = ? and lease_owner = ?', [JSON.stringify(progress), jobId, owner]);
+}
+
+/** Locks the job while `owner` still holds it running; undefined when it does not. */
+export async function lockHeldJob(em: EntityManager, jobId: string, owner: string): Promise<{ cancel_requested: boolean } | undefined> {
+  const [row] = await query<{ cancel_requested: boolean }>(
+    em,
+    `select cancel_requested from jobs where id = ? and lease_owner = ? and status = 'running' for update`,
+    [jobId, owner],
+  );
+  return row;
+}
+
+/** Extends the lease `owner` holds; undefined when it no longer holds the job. */
+export async function renewHeldLease(em: EntityManager, jobId: string, owner: string, leaseSeconds: number): Promise<{ cancel_requested: boolean } | undefined> {
+  const [row] = await query<{ cancel_requested: boolean }>(
+    em,
+    `update jobs set lease_expires_at = now() + make_interval(secs => ?) where id = ? and lease_owner = ? and status = 'running' returning cancel_requested`,
+    [leaseSeconds, jobId, owner],
+  );
+  return row;
+}
+
+/** Wakes every replica's runner for `kind`, once the caller's transaction commits. */
+export async function notifyJobQueued(em: EntityManager, kind: string): Promise<void> {
+  await query(em, `select pg_notify('${JOBS_CHANNEL}', ?)`, [kind]);
+}
