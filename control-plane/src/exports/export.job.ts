@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JobSpec } from '@vp/protocol';
 import { query } from '../db/sql.ts';
+import { isModelLive } from '../models/model.store.ts';
 import { jobOutputs } from '../jobs/job-output.store.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
@@ -39,8 +40,7 @@ export class ExportJob implements HostJobKind {
     const payload = attempt.payload as unknown as ExportPayload;
     const exported = attempt.subjectId ? await exportById(em, attempt.subjectId) : undefined;
     if (!exported) throw new JobFailure('The export was deleted before it started');
-    const [model] = await query<{ live: boolean }>(em, 'select deleted_at is null as live from models where id = ?', [exported.modelId]);
-    if (!model?.live) throw new JobFailure('The model was deleted before its export started');
+    if (!(await isModelLive(em, exported.modelId))) throw new JobFailure('The model was deleted before its export started');
     const weights = `${payload.stem}.pt`;
     const artifact = artifactOf(payload.format, payload.stem, (payload.args.quantize ?? null) as Quantize | null);
     const onGpu = exported.gpuType !== null;

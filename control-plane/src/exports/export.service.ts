@@ -11,6 +11,7 @@ import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import { findModel } from '../models/model-access.ts';
 import type { Model } from '../models/model.entity.ts';
+import { cachedWeightsSha256, mobileModelOf, recordWeightsSha256 } from '../models/model.store.ts';
 import { someHostOffers } from '../scheduler/host-offers.ts';
 import { digestOf } from '../storage/md5-of.ts';
 import { BAD_SIGNATURE } from '../storage/signed-url.ts';
@@ -185,13 +186,7 @@ export class ExportService {
   async resolveMobile(exportId: string, body: z.output<typeof MobileResolve>): Promise<z.input<typeof MobileModel>> {
     this.storage.signer.verify('GET', mobilePath(exportId), { expires: String(body.expires), signature: body.signature });
     const record = await exportById(this.em, exportId);
-    const [model] = record
-      ? await query<{ name: string; task: string; live: boolean }>(
-          this.em,
-          `select m.name, m.task, m.deleted_at is null and p.deleted_at is null as live from models m join projects p on p.id = m.project_id where m.id = ?`,
-          [record.modelId],
-        )
-      : [];
+    const model = record ? await mobileModelOf(this.em, record.modelId) : undefined;
     if (!record || !model?.live || record.status !== 'completed' || !record.fileKey || !(MOBILE_FORMATS as string[]).includes(record.format)) throw Forbidden(BAD_SIGNATURE);
     const filename = record.fileName ?? record.format;
     return {
@@ -259,11 +254,11 @@ export class ExportService {
 
   /** The weights' SHA-256, streamed from the store once per file and kept on the model. */
   private async weightsSha256(model: Model, weightsKey: string): Promise<string> {
-    const [cached] = await query<{ sha: string | null }>(this.em, 'select weights_sha256 as sha from models where id = ? and weights_sha256_key = ?', [model.id, weightsKey]);
-    if (cached?.sha) return cached.sha;
+    const cached = await cachedWeightsSha256(this.em, model.id, weightsKey);
+    if (cached) return cached;
     const sha = await digestOf(this.storage.store, weightsKey, 'sha256');
     if (!sha) throw Invalid(`The weights of model ${model.slug} are missing from storage; upload them again`);
-    await query(this.em, 'update models set weights_sha256 = ?, weights_sha256_key = ? where file_key = ?', [sha, weightsKey, weightsKey]);
+    await recordWeightsSha256(this.em, weightsKey, sha);
     return sha;
   }
 

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { trainedFrom } from '../models/model.store.ts';
 
 /** A YOLO generation and size (n, s, m, l, x) as a model YAML or weights name spells it: yolo11n.yaml, yolov8s-seg.pt, yolo26n. */
 export interface ModelFamily {
@@ -26,12 +26,7 @@ export async function modelFamily(em: EntityManager, model: { trainArgs?: Record
   let source = typeof model.trainArgs?.model === 'string' ? model.trainArgs.model : undefined;
   for (let hop = 0; source?.startsWith('ul://') && hop < MAX_HOPS; hop += 1) {
     const [owner, project, slug] = source.slice('ul://'.length).split('/');
-    const [parent] = await query<{ model: string | null; name: string }>(
-      em,
-      `select m.train_args->>'model' as model, m.name from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id
-       where w.handle = ? and p.slug = ? and m.slug = ?`,
-      [owner ?? '', project ?? '', slug ?? ''],
-    );
+    const parent = await trainedFrom(em, owner ?? '', project ?? '', slug ?? '');
     source = parent?.model ?? parent?.name;
   }
   return (source && !source.startsWith('ul://') ? familyOf(source) : undefined) ?? familyOf(model.name) ?? familyOf(model.slug);

@@ -3,9 +3,9 @@ import type { Role } from '../account/roles.ts';
 import type { Actor } from '../auth/actor.ts';
 import { requireAccess, type AccessNeed } from '../auth/resource-access.ts';
 import type { SlugScope } from '../db/slugs.ts';
-import { query } from '../db/sql.ts';
 import { NotFound } from '../http/errors.ts';
 import { Model } from './model.entity.ts';
+import { modelRefByPath } from './model.store.ts';
 
 export interface ModelAccess {
   model: Model;
@@ -36,13 +36,7 @@ export type ModelRef = Pick<Model, 'id' | 'fileKey' | 'trainArgs'> & { workspace
  * project cost about 2 ms of ORM work per request (measured), a tenth of predict's whole overhead.
  */
 export async function findModelRef(em: EntityManager, actor: Actor, owner: string, project: string, slug: string, need: AccessNeed): Promise<ModelRef> {
-  const [row] = await query<{ id: string; file_key: string | null; train_args: Record<string, unknown> | null; project_id: string; workspace_id: string; visibility: 'public' | 'private' }>(
-    em,
-    `select m.id, m.file_key, m.train_args, p.id as project_id, p.workspace_id, p.visibility
-       from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id
-      where w.handle = ? and p.slug = ? and p.deleted_at is null and m.slug = ? and m.deleted_at is null`,
-    [owner, project, slug],
-  );
+  const row = await modelRefByPath(em, owner, project, slug);
   const guarded = row && { id: row.project_id, workspace: { id: row.workspace_id }, visibility: row.visibility };
   requireAccess(actor, guarded ?? null, need, `Model ${owner}/${project}/${slug} not found`);
   return { id: row!.id, fileKey: row!.file_key, trainArgs: row!.train_args, workspace: { id: row!.workspace_id } };

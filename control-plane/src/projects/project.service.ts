@@ -17,8 +17,10 @@ import { containsPattern } from '../images/image-search.ts';
 import { copyModel } from '../models/model-copy.ts';
 import { modelEntry } from '../models/model-view.ts';
 import { Model } from '../models/model.entity.ts';
+import { liveModelCounts, searchProjectModels, trashModelsWithProject } from '../models/model.store.ts';
 import { findProject, projectSlugScope } from './project-access.ts';
 import { Project } from './project.entity.ts';
+import { trashProject } from './project.store.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type {
   ProjectClone,
@@ -87,12 +89,8 @@ export class ProjectService {
     const where = { project: projectId, deletedAt: null };
     if (!search) return this.em.find(Model, where, { orderBy: { createdAt: 'desc', id: 'desc' } });
     const pattern = containsPattern(search);
-    const matching = await query<{ id: string }>(
-      this.em,
-      'select id from models where project_id = ? and deleted_at is null and (lower(name) like ? or lower(metadata::text) like ?)',
-      [projectId, pattern, pattern],
-    );
-    return this.em.find(Model, { ...where, id: { $in: matching.map((row) => row.id) } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+    const matching = await searchProjectModels(this.em, projectId, pattern);
+    return this.em.find(Model, { ...where, id: { $in: matching } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
   }
 
   async create(actor: Actor, body: z.output<typeof ProjectCreate>): Promise<z.input<typeof ProjectCreated>> {
@@ -136,13 +134,8 @@ export class ProjectService {
     const deletedAt = new Date();
     const cascaded = await this.em.transactional(async (em) => {
       // The project row first: its lock waits for models being put in it (holdProject) to be committed.
-      const [trashed] = await query(em, 'update projects set deleted_at = ?, updated_at = ? where id = ? and deleted_at is null returning id', [deletedAt, deletedAt, project.id]);
-      if (!trashed) throw NotFound(`Project ${owner}/${slug} not found`);
-      const models = await query<{ id: string; model: string }>(
-        em,
-        'update models set deleted_at = ?, trashed_with_project = true, updated_at = ? where project_id = ? and deleted_at is null returning id, slug as model',
-        [deletedAt, deletedAt, project.id],
-      );
+      if (!(await trashProject(em, project.id, deletedAt))) throw NotFound(`Project ${owner}/${slug} not found`);
+      const models = await trashModelsWithProject(em, project.id, deletedAt);
       // Their deployments go for good with the move to trash, or neither happens.
       await deleteDeploymentsOf(em, this.lifecycle, models.map((model) => model.id));
       return models;
@@ -185,12 +178,7 @@ export class ProjectService {
   /** Models not in trash, per project. */
   private async modelCounts(projectIds: string[]): Promise<Map<string, number>> {
     if (projectIds.length === 0) return new Map();
-    const rows = await query<{ project_id: string; count: string }>(
-      this.em,
-      'select project_id, count(*) from models where project_id = any(?::text[]) and deleted_at is null group by project_id',
-      [pgArray(projectIds)],
-    );
-    return new Map(rows.map((row) => [row.project_id, Number(row.count)]));
+    return liveModelCounts(this.em, projectIds);
   }
 
   /** The project's models as its read lists them, with the epochs their trainings reported. */

@@ -1,0 +1,93 @@
+// The models table: every hand-written statement that reads or writes it outside the ORM entity (model.entity.ts).
+// A model's status changes only through model-lifecycle.ts.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { pgArray, query } from '../db/sql.ts';
+
+/** What predict's hot path needs of a model and the project it is guarded by (see findModelRef). */
+export interface ModelRefRow {
+  id: string;
+  file_key: string | null;
+  train_args: Record<string, unknown> | null;
+  project_id: string;
+  workspace_id: string;
+  visibility: 'public' | 'private';
+}
+
+/** The model at owner/project/slug with its project's access columns; neither it nor its project in trash. */
+export async function modelRefByPath(em: EntityManager, owner: string, project: string, slug: string): Promise<ModelRefRow | undefined> {
+  const [row] = await query<ModelRefRow>(
+    em,
+    `select m.id, m.file_key, m.train_args, p.id as project_id, p.workspace_id, p.visibility
+       from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id
+      where w.handle = ? and p.slug = ? and p.deleted_at is null and m.slug = ? and m.deleted_at is null`,
+    [owner, project, slug],
+  );
+  return row;
+}
+
+/** Whether the model exists and is not in trash (its project may be). */
+export async function isModelLive(em: EntityManager, modelId: string): Promise<boolean> {
+  const [model] = await query<{ live: boolean }>(em, 'select deleted_at is null as live from models where id = ?', [modelId]);
+  return model?.live ?? false;
+}
+
+/** A model's name and task, and whether neither it nor its project is in trash (a mobile link resolves only then). */
+export async function mobileModelOf(em: EntityManager, modelId: string): Promise<{ name: string; task: string; live: boolean } | undefined> {
+  const [model] = await query<{ name: string; task: string; live: boolean }>(
+    em,
+    `select m.name, m.task, m.deleted_at is null and p.deleted_at is null as live from models m join projects p on p.id = m.project_id where m.id = ?`,
+    [modelId],
+  );
+  return model;
+}
+
+/** The SHA-256 kept on the model for the weights file `weightsKey`, if it was computed for that file. */
+export async function cachedWeightsSha256(em: EntityManager, modelId: string, weightsKey: string): Promise<string | null | undefined> {
+  const [cached] = await query<{ sha: string | null }>(em, 'select weights_sha256 as sha from models where id = ? and weights_sha256_key = ?', [modelId, weightsKey]);
+  return cached?.sha;
+}
+
+/** Keeps the SHA-256 of the weights file `weightsKey` on every model sharing it (clones share weights). */
+export async function recordWeightsSha256(em: EntityManager, weightsKey: string, sha: string): Promise<void> {
+  await query(em, 'update models set weights_sha256 = ?, weights_sha256_key = ? where file_key = ?', [sha, weightsKey, weightsKey]);
+}
+
+/** What the model at owner/project/slug was trained from (its training's `model` argument), and its name; trash included. */
+export async function trainedFrom(em: EntityManager, owner: string, project: string, slug: string): Promise<{ model: string | null; name: string } | undefined> {
+  const [parent] = await query<{ model: string | null; name: string }>(
+    em,
+    `select m.train_args->>'model' as model, m.name from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id
+       where w.handle = ? and p.slug = ? and m.slug = ?`,
+    [owner, project, slug],
+  );
+  return parent;
+}
+
+/** The ids of the project's models not in trash whose lowercased name or metadata is `like` the pattern. */
+export async function searchProjectModels(em: EntityManager, projectId: string, pattern: string): Promise<string[]> {
+  const matching = await query<{ id: string }>(
+    em,
+    'select id from models where project_id = ? and deleted_at is null and (lower(name) like ? or lower(metadata::text) like ?)',
+    [projectId, pattern, pattern],
+  );
+  return matching.map((row) => row.id);
+}
+
+/** The project's models not in trash go to trash with it (restoring the project brings them back); returns them. */
+export async function trashModelsWithProject(em: EntityManager, projectId: string, deletedAt: Date): Promise<Array<{ id: string; model: string }>> {
+  return query<{ id: string; model: string }>(
+    em,
+    'update models set deleted_at = ?, trashed_with_project = true, updated_at = ? where project_id = ? and deleted_at is null returning id, slug as model',
+    [deletedAt, deletedAt, projectId],
+  );
+}
+
+/** Models not in trash, per project (projects without any are absent). */
+export async function liveModelCounts(em: EntityManager, projectIds: string[]): Promise<Map<string, number>> {
+  const rows = await query<{ project_id: string; count: string }>(
+    em,
+    'select project_id, count(*) from models where project_id = any(?::text[]) and deleted_at is null group by project_id',
+    [pgArray(projectIds)],
+  );
+  return new Map(rows.map((row) => [row.project_id, Number(row.count)]));
+}
