@@ -7,6 +7,7 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/error
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { copyImageBytes, foreignFiles, holdImageBytes, type StoredFile } from '../images/image-bytes-copy.ts';
 import { copyImages, type ClassMapEntry } from '../images/image-copy.ts';
+import { deleteImagesOfDatasets, imagesWithWorkspace, splitsOfFiles } from '../images/image.store.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -118,11 +119,7 @@ export class AdoptService {
     // Copies keep their faces_blurred; the job blurs those that come from datasets without blurFaces.
     if (target.blurFaces && copies.length) await queueFaceBlur(tx, { id: target.id, workspaceId: target.workspace.id });
     if (release && copies.length) {
-      const removed = await query<{ dataset_id: string; split: Split; label_count: number; error: string | null }>(
-        tx,
-        'delete from images where id = any(?::text[]) returning dataset_id, split, label_count, error',
-        [pgArray(copies.map((image) => image.id))],
-      );
+      const removed = await deleteImagesOfDatasets(tx, copies.map((image) => image.id));
       for (const id of new Set(removed.map((row) => row.dataset_id))) {
         const rows = removed.filter((row) => row.dataset_id === id);
         await applyDelta(tx, id, countDelta(rows.map((row) => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null })), -1));
@@ -134,12 +131,7 @@ export class AdoptService {
 
 /** The selected images with their dataset's workspace, in request order. */
 async function selectedImages(em: EntityManager, imageIds: string[]): Promise<SelectedImage[]> {
-  const rows = await query<SelectedImage>(
-    em,
-    `select i.id, i.dataset_id, d.workspace_id as "workspaceId", i.hash, i.ext, i.split, i.class_ids, i.reference_key as "referenceKey"
-     from images i join datasets d on d.id = i.dataset_id where i.id = any(?::text[])`,
-    [pgArray(imageIds)],
-  );
+  const rows = await imagesWithWorkspace<SelectedImage>(em, imageIds);
   const order = new Map(imageIds.map((id, index) => [id, index]));
   return rows.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
 }
@@ -191,10 +183,7 @@ function requireCompatible(target: Dataset, sources: Dataset[]): void {
 
 /** The selection less images whose file (same hash) is already in the split it would go to, or earlier in the selection. */
 async function notInTarget(em: EntityManager, target: Dataset, selected: SelectedImage[], preserved: Set<string>): Promise<SelectedImage[]> {
-  const existing = await query<{ hash: string; split: Split }>(em, 'select hash, split from images where dataset_id = ? and hash = any(?::text[])', [
-    target.id,
-    pgArray([...new Set(selected.map((image) => image.hash))]),
-  ]);
+  const existing = await splitsOfFiles(em, target.id, [...new Set(selected.map((image) => image.hash))]);
   const taken = new Set(existing.map((image) => `${image.hash}:${image.split}`));
   return selected.filter((image) => {
     const key = `${image.hash}:${preserved.has(image.dataset_id) ? image.split : 'train'}`;

@@ -3,11 +3,11 @@ import type { Region } from '@vp/config';
 import type { z } from 'zod';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
 import { Forbidden, NotFound } from '../http/errors.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { copyImageBytes, foreignFiles, holdImageBytes, type StoredFile } from '../images/image-bytes-copy.ts';
 import { copyImages } from '../images/image-copy.ts';
+import { distinctFilesOf } from '../images/image.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { DatasetClone, DatasetCloned } from './clone.schemas.ts';
 import { findDataset } from './dataset-access.ts';
@@ -94,5 +94,5 @@ export class CloneService {
 
 /** The distinct files of a dataset's images. */
 function filesOf(em: EntityManager, dataset: Dataset): Promise<StoredFile[]> {
-  return query<StoredFile>(em, 'select distinct ?::text as "workspaceId", hash, ext from images where dataset_id = ?', [dataset.workspace.id, dataset.id]);
+  return distinctFilesOf(em, dataset.workspace.id, dataset.id);
 }

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { pgArray, query } from '../db/sql.ts';
+import { newestImagesOf } from '../images/image.store.ts';
 import { ImageUrls } from '../images/image-urls.ts';
 import type { FileUrls } from '../storage/file-urls.ts';
 import type { Sample, SampleImage } from './dataset.schemas.ts';
@@ -17,11 +17,10 @@ export async function datasetSamples(
   const bySet = new Map<string, Array<z.input<typeof Sample>>>();
   if (datasets.length === 0) return bySet;
   const workspaces = new Map(datasets.map((dataset) => [dataset.id, dataset.workspaceId]));
-  const rows = await query<{ dataset_id: string; id: string; hash: string; ext: string; name: string; width: number; height: number; error: string | null; reference_key: string | null }>(
+  const rows = await newestImagesOf(
     em,
-    `select d.id as dataset_id, s.* from unnest(?::text[]) as d(id)
-     cross join lateral (select id, hash, ext, name, width, height, error, reference_key from images where dataset_id = d.id order by created_at desc, id desc limit ${SAMPLES_PER_DATASET}) s`,
-    [pgArray(datasets.map((d) => d.id))],
+    datasets.map((d) => d.id),
+    SAMPLES_PER_DATASET,
   );
   const imageUrls = new ImageUrls(urls);
   for (const row of rows) {

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
+import { shuffleImageSplits } from '../images/image.store.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset, recount } from './dataset-counters.ts';
 import { Dataset } from './dataset.entity.ts';
@@ -22,13 +22,7 @@ export class SplitService {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     return this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
-      const moved = await query(
-        em,
-        `with ranked as (select id, split, row_number() over (order by random()) as rank, count(*) over () as total from images where dataset_id = ?),
-              target as (select id, split, case when rank <= round(total * ?::numeric / 100) then 'train' when rank <= round(total * ?::numeric / 100) then 'val' else 'test' end as next from ranked)
-         update images i set split = t.next, updated_at = clock_timestamp() from target t where i.id = t.id and t.split <> t.next returning 1`,
-        [dataset.id, shares.train, shares.train + shares.val],
-      );
+      const moved = await shuffleImageSplits(em, dataset.id, shares.train, shares.train + shares.val);
       await recount(em, dataset.id);
       const after = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
       return {

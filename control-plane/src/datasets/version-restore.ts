@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { insertImages } from '../images/image-intake.ts';
+import { deleteAllImagesNotInVersion } from '../images/image.store.ts';
 import { checkLabels } from '../images/image-labels.ts';
 import { classColors, classKey } from './class-names.ts';
 import { recount } from './dataset-counters.ts';
@@ -18,12 +18,7 @@ import { fieldsOf } from './version-snapshot.ts';
  * of removed images that the version does not use, for the caller to release after commit.
  */
 export async function restoreVersion(em: EntityManager, dataset: Dataset, version: DatasetVersion): Promise<Array<{ hash: string; ext: string }>> {
-  const dropped = await query<{ hash: string; ext: string }>(
-    em,
-    `with gone as (delete from images where dataset_id = ? returning hash, ext)
-     select distinct hash, ext from gone g where not exists (select 1 from dataset_version_images v where v.version_id = ? and v.hash = g.hash)`,
-    [dataset.id, version.id],
-  );
+  const dropped = await deleteAllImagesNotInVersion(em, dataset.id, version.id);
   const fields = fieldsOf(version);
   dataset.classColors = colorsByName(version.classNames, dataset);
   dataset.classNames = [...version.classNames];

@@ -2,10 +2,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
+import { blurTargetsAfter, findStoredImage } from '../images/image.store.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
 import { readProgress, writeProgress, type BatchBlurPayload, type BlurProgress, type PreviewImage } from '../predict/batch-predict.store.ts';
 import type { Storage } from '../storage/storage.ts';
-import { blurStoredImage, replaceImageFile, STORED_IMAGE_COLUMNS, type StoredImageRow } from './face-blur-stored.ts';
+import { blurStoredImage, replaceImageFile, type StoredImageRow } from './face-blur-stored.ts';
 import { FaceDetectorMissing, type FaceDetector } from './face-detector.ts';
 
 /** A preview processes at most this many images. */
@@ -13,19 +14,8 @@ export const PREVIEW_IMAGES = 6;
 /** Image rows read per query while walking the targets. */
 const TARGETS_PER_READ = 200;
 
-/** The images a blur run takes: stored (not read in place), decodable, in id order; one when it names an image. */
-const TARGETS = `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and error is null and reference_key is null
-  and (?::text is null or id = ?) and id > ? order by id limit ?`;
-
-/** Counts what TARGETS takes, for admission (a preview takes at most PREVIEW_IMAGES of them). */
-export async function countBlurTargets(em: EntityManager, datasetId: string, imageId: string | null): Promise<number> {
-  const [row] = await query<{ n: number }>(
-    em,
-    'select count(*)::int as n from images where dataset_id = ? and error is null and reference_key is null and (?::text is null or id = ?)',
-    [datasetId, imageId, imageId],
-  );
-  return row.n;
-}
+/** Counts what a blur run takes (blurTargetsAfter), for admission (a preview takes at most PREVIEW_IMAGES of them). */
+export { countBlurTargets } from '../images/image.store.ts';
 
 /**
  * Batch face blur, run by BatchPredictJob for operation blur (the same job kind, so one run per dataset and the same
@@ -70,7 +60,7 @@ export class BatchBlurJob {
     for (;;) {
       const left = payload.preview ? PREVIEW_IMAGES - state.processed - state.skipped : TARGETS_PER_READ;
       if (left <= 0) break;
-      const targets = await query<StoredImageRow>(em, TARGETS, [payload.datasetId, payload.imageId, payload.imageId, state.lastImageId ?? '', Math.min(left, TARGETS_PER_READ)]);
+      const targets = await blurTargetsAfter(em, payload.datasetId, payload.imageId, state.lastImageId ?? '', Math.min(left, TARGETS_PER_READ));
       if (targets.length === 0) break;
       for (const image of targets) {
         context.signal.throwIfAborted();
@@ -137,7 +127,7 @@ export class BatchBlurJob {
       }
     }
     // Read again: a prepared file that could not be used may be because the image changed meanwhile.
-    const [current] = await query<StoredImageRow>(context.em, `select ${STORED_IMAGE_COLUMNS} from images where id = ? and dataset_id = ?`, [image.id, payload.datasetId]);
+    const current = await findStoredImage(context.em, image.id, payload.datasetId);
     if (!current) return;
     const result = await blurStoredImage(this.storage, this.detector, context.workspaceId, current, { threshold: payload.confidence, boxScale: payload.boxScale });
     if ('skip' in result) {

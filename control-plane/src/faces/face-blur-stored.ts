@@ -4,6 +4,7 @@ import { query } from '../db/sql.ts';
 import { keepImageBytes, releaseImageBlobs } from '../images/image-blobs.ts';
 import { decodeImage, type DecodedImage } from '../images/image-decode.ts';
 import { imageKey } from '../images/image-urls.ts';
+import { pointImageAtFile, type StoredImageRow } from '../images/image.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { withFacesBlurred } from './face-blur-image.ts';
 import type { BlurOptions } from './face-blur.ts';
@@ -12,19 +13,7 @@ import type { FaceDetector } from './face-detector.ts';
 /** Stored images larger than this are read whole for the blur no more: they are reported unchecked. */
 const MAX_BLUR_BYTES = 64 * 2 ** 20;
 
-/** An image row as the blurs read it. */
-export interface StoredImageRow {
-  id: string;
-  hash: string;
-  ext: string;
-  name: string;
-  bytes: string | number;
-  error: string | null;
-  reference_key: string | null;
-}
-
-/** The columns of a StoredImageRow, for a select on images. */
-export const STORED_IMAGE_COLUMNS = 'id, hash, ext, name, bytes, error, reference_key';
+export { STORED_IMAGE_COLUMNS, type StoredImageRow } from '../images/image.store.ts';
 
 /**
  * A dataset's stored image with its faces blurred (new bytes, not stored yet), or as it is (faces 0); or why it
@@ -72,12 +61,7 @@ export async function replaceImageFile(
       const [kept] = await query(tx, 'select 1 from stored_objects where key = ?', [imageKey(workspaceId, file.hash, file.ext)]);
       if (!kept) return false;
     }
-    const rows = await query<{ id: string }>(
-      tx,
-      'update images set hash = ?, ext = ?, bytes = ?, channels = ?, faces_blurred = faces_blurred or ?, updated_at = clock_timestamp() where id = ? and hash = ? returning id',
-      [file.hash, file.ext, file.bytes, file.channels, options.markChecked, image.id, image.hash],
-    );
-    return rows.length > 0;
+    return pointImageAtFile(tx, image, file, options.markChecked);
   });
   if (changed && file.hash !== image.hash) await releaseImageBlobs(em, storage, workspaceId, [image]);
   return changed;

@@ -1,10 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
+import { countUncheckedForFaces, uncheckedForFacesAfter } from '../images/image.store.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
-import { blurStoredImage, replaceImageFile, STORED_IMAGE_COLUMNS, type StoredImageRow } from './face-blur-stored.ts';
+import { blurStoredImage, replaceImageFile, type StoredImageRow } from './face-blur-stored.ts';
 import { FaceDetectorMissing, type FaceDetector } from './face-detector.ts';
 
 /** The job kind that blurs the faces of a dataset's images not yet checked (blurFaces turned on). */
@@ -47,8 +48,7 @@ export class FaceBlurJob implements JobHandler {
       if (error instanceof FaceDetectorMissing) throw new JobFailure(error.message);
       throw error;
     }
-    const [{ count }] = await query<{ count: string }>(em, 'select count(*) from images where dataset_id = ? and not faces_blurred', [datasetId]);
-    const total = Number(count);
+    const total = await countUncheckedForFaces(em, datasetId);
     const outcome = { imagesChecked: 0, imagesBlurred: 0, imagesUnchecked: 0, unchecked: [] as string[], stopped: false };
     const unchecked = (image: StoredImageRow, reason: string) => {
       outcome.imagesUnchecked += 1;
@@ -62,11 +62,7 @@ export class FaceBlurJob implements JobHandler {
         outcome.stopped = true;
         break;
       }
-      const batch = await query<StoredImageRow>(
-        em,
-        `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?`,
-        [datasetId, after, BATCH],
-      );
+      const batch = await uncheckedForFacesAfter(em, datasetId, after, BATCH);
       if (batch.length === 0) break;
       for (const image of batch) {
         after = image.id;

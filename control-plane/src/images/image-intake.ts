@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { newId } from '../db/ids.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { imageContentType } from './image-bytes.ts';
@@ -13,6 +13,7 @@ import { keepImageBytes, releaseImageBlobs } from './image-blobs.ts';
 import { checkLabels, classIdsOf, insertAnnotations, type CheckedLabels } from './image-labels.ts';
 import { searchTextOf } from './image-search.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
+import { insertImageRows } from './image.store.ts';
 import type { Label } from './labels.ts';
 
 export interface NewImage {
@@ -35,9 +36,6 @@ export interface ImageRowInput {
   /** Indexed in place: the object (key beneath the dataset's reference) and its version. */
   reference?: { key: string; version: string | null };
 }
-
-/** Image rows per INSERT: 20 parameters each, well under PostgreSQL's parameter limit. */
-const ROWS_PER_INSERT = 500;
 
 /**
  * Puts an image and its thumbnail unless already stored (bytes are shared by hash). Their storage records
@@ -70,35 +68,30 @@ export async function storeImageFiles(em: EntityManager, storage: Storage, works
  */
 export async function insertImages(em: EntityManager, dataset: Dataset, rows: ImageRowInput[]): Promise<{ ids: string[]; delta: CountDelta }> {
   const ids = rows.map(() => newId());
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
-    await query(
-      em,
-      `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, bytes, error, metadata, search_text, label_count, class_ids, faces_blurred, reference_key, reference_version)
-       values ${chunk.map(() => '(?, clock_timestamp(), clock_timestamp(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int[], ?, ?, ?)').join(', ')}`,
-      chunk.flatMap(({ file, name, split, metadata, checked, facesBlurred, reference }, i) => [
-        ids[start + i],
-        dataset.workspace.id,
-        dataset.id,
-        file.hash,
-        file.ext,
-        name,
-        file.width,
-        file.height,
-        file.channels,
-        split,
-        file.bytes,
-        file.error,
-        JSON.stringify(metadata),
-        searchTextOf(name, metadata),
-        checked.labels.length,
-        pgArray(classIdsOf(checked.labels)),
-        facesBlurred,
-        reference?.key ?? null,
-        reference?.version ?? null,
-      ]),
-    );
-  }
+  await insertImageRows(
+    em,
+    dataset.workspace.id,
+    dataset.id,
+    rows.map(({ file, name, split, metadata, checked, facesBlurred, reference }, i) => ({
+      id: ids[i],
+      hash: file.hash,
+      ext: file.ext,
+      name,
+      width: file.width,
+      height: file.height,
+      channels: file.channels,
+      split,
+      bytes: file.bytes,
+      error: file.error,
+      metadata,
+      searchText: searchTextOf(name, metadata),
+      labelCount: checked.labels.length,
+      classIds: classIdsOf(checked.labels),
+      facesBlurred,
+      referenceKey: reference?.key ?? null,
+      referenceVersion: reference?.version ?? null,
+    })),
+  );
   await insertAnnotations(em, dataset.id, rows.map(({ checked }, i) => ({ imageId: ids[i], ...checked })));
   const delta = countDelta(rows.map(({ split, file, checked }) => ({ split, labelCount: checked.labels.length, hasError: file.error !== null })), 1);
   return { ids, delta };

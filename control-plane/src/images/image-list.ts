@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Dataset } from '../datasets/dataset.entity.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { pgArray } from '../db/sql.ts';
 import { datasetVectors, vectorOf } from '../embeddings/embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from '../embeddings/image-embedder.ts';
 import { nearestFirst, type VectorIndex } from '../embeddings/vector-index.ts';
@@ -9,6 +9,9 @@ import { Invalid } from '../http/errors.ts';
 import { LOOK_ALIKE_LIMIT, type ImageListOptions, type ImageSort } from './image.schemas.ts';
 import { containsPattern } from './image-search.ts';
 import { ListCache, listTotals } from './list-totals.ts';
+import { countImagesWhere, imagesOfVectors, isImageInDataset, listImagePage, listImagesInOrder, vectorsOfImagesWhere, type ImageRow } from './image.store.ts';
+
+export type { ImageRow } from './image.store.ts';
 
 /** The text matches whose vectors look-alikes are searched near, the most relevant first. */
 const QUERY_IMAGES = 4;
@@ -35,27 +38,6 @@ const ORDER: Record<ImageSort, [column: string, direction: 'asc' | 'desc']> = {
   'labels-asc': ['label_count', 'asc'],
   'labels-desc': ['label_count', 'desc'],
 };
-
-export interface ImageRow {
-  id: string;
-  hash: string;
-  ext: string;
-  name: string;
-  width: number;
-  height: number;
-  split: 'train' | 'val' | 'test';
-  label_count: number;
-  class_ids: number[];
-  bytes: string | number;
-  error: string | null;
-  reference_key: string | null;
-  /** ISO 8601, formatted by PostgreSQL (the driver hands timestamps over as text). */
-  created_at: string;
-  updated_at: string;
-}
-
-const iso = (column: string) => `to_char(${column} at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column.replace('i.', '')}`;
-const COLUMNS = `i.id, i.hash, i.ext, i.name, i.width, i.height, i.split, i.label_count, i.class_ids, i.bytes, i.error, i.reference_key, ${iso('i.created_at')}, ${iso('i.updated_at')}`;
 
 /** A WHERE clause under construction: SQL fragments and their parameters, in order. */
 class Conditions {
@@ -158,13 +140,7 @@ export class ImageListQuery {
   }
 
   private rows(where: Conditions, order: Order, skip: number): Promise<ImageRow[]> {
-    return query<ImageRow>(
-      this.em,
-      `select ${COLUMNS} from images i
-       join (select i.id from images i where ${where.sql} order by ${order.sql} limit ? offset ?) page on page.id = i.id
-       order by ${order.sql}`,
-      [...where.params, ...order.params, this.options.limit + 1, skip, ...order.params],
-    );
+    return listImagePage(this.em, where, order, this.options.limit + 1, skip);
   }
 
   /** q: the text matches, then their look-alikes. */
@@ -176,17 +152,12 @@ export class ImageListQuery {
     const start = Math.max(0, offset - matches);
     const ids = lookAlikes.slice(start, start + limit + 1 - text.length);
     if (ids.length === 0) return text;
-    const more = await query<ImageRow>(
-      this.em,
-      `select ${COLUMNS} from images i where i.dataset_id = ? and i.id = any(?::text[]) order by array_position(?::text[], i.id)`,
-      [this.dataset.id, pgArray(ids), pgArray(ids)],
-    );
+    const more = await listImagesInOrder(this.em, this.dataset.id, ids);
     return [...text, ...more];
   }
 
   private async afterCursor(where: Conditions, cursor: string, column: string, direction: 'asc' | 'desc'): Promise<void> {
-    const [found] = await query<{ found: boolean }>(this.em, 'select exists (select 1 from images where id = ? and dataset_id = ?) as found', [cursor, this.dataset.id]);
-    if (!found.found) throw Invalid('cursor: that image is no longer in the dataset; start again from the first page');
+    if (!(await isImageInDataset(this.em, cursor, this.dataset.id))) throw Invalid('cursor: that image is no longer in the dataset; start again from the first page');
     // Compared in SQL against the cursor row itself, so timestamps keep their full precision.
     where.add(`(i.${column}, i.id) ${direction === 'desc' ? '<' : '>'} (select c.${column}, c.id from images c where c.id = ?)`, cursor);
   }
@@ -202,8 +173,7 @@ export class ImageListQuery {
   private textTotal(q: string): Promise<number> {
     const count = async () => {
       const { where } = this.textMatches(q);
-      const [row] = await query<{ total: number }>(this.em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
-      return row.total;
+      return countImagesWhere(this.em, where);
     };
     return this.imageIds ? count() : listTotals.get(this.key(q), count);
   }
@@ -225,25 +195,13 @@ export class ImageListQuery {
     if (stored.count === 0) return [];
     return lookAlikeLists.get(createHash('sha256').update(`${this.key(q)}:${JSON.stringify([modelId, stored.newest, this.imageIds])}`).digest('base64url'), async () => {
       const { where, order } = this.textMatches(q);
-      const queries = await query<{ vector: Buffer }>(
-        this.em,
-        `select e.vector from images i join image_embeddings e on e.image_id = i.id and e.image_hash = i.hash and e.model_id = ?
-          where ${where.sql} order by ${order.sql} limit ?`,
-        [modelId, ...where.params, ...order.params, QUERY_IMAGES],
-      );
+      const queries = await vectorsOfImagesWhere(this.em, modelId, where, order, QUERY_IMAGES);
       if (queries.length === 0) return [];
       const others = this.filters();
       const { match } = relevance(this.dataset, q);
       others.add(`(${match.sql}) is not true`, ...match.params);
       const count = Math.min(LOOK_ALIKE_LIMIT, stored.count);
-      const lists = await index.nearestShown(modelId, queries.map((row) => vectorOf(row.vector)), count, (seqs) =>
-        query<{ seq: string; id: string; shown: boolean }>(
-          this.em,
-          `select e.seq, i.id, (e.model_id = ? and e.image_hash = i.hash and ${others.sql}) as shown
-             from image_embeddings e join images i on i.id = e.image_id where e.seq = any(?::bigint[])`,
-          [modelId, ...others.params, pgArray(seqs.map(String))],
-        ),
-      );
+      const lists = await index.nearestShown(modelId, queries.map((row) => vectorOf(row.vector)), count, (seqs) => imagesOfVectors(this.em, modelId, others, seqs));
       return nearestFirst(lists, count).map((row) => row.id);
     });
   }
@@ -269,8 +227,7 @@ export class ImageListQuery {
     }
     const count = async () => {
       const where = this.filters();
-      const [row] = await query<{ total: number }>(this.em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
-      return row.total;
+      return countImagesWhere(this.em, where);
     };
     if (this.imageIds) return count();
     return listTotals.get(this.key(undefined), count);

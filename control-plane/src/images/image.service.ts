@@ -5,29 +5,32 @@ import { classColors, colorMap } from '../datasets/class-names.ts';
 import { findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
 import { applyDelta, changeDelta, countDelta, lockDataset, type CountedImage } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { query } from '../db/sql.ts';
 import { HttpError, Invalid, NotFound } from '../http/errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { releaseImageBlobs } from './image-blobs.ts';
 import { checkLabels, labelsOf, replaceLabels } from './image-labels.ts';
-import { ImageListQuery, type ImageRow, type VectorSearch } from './image-list.ts';
+import { ImageListQuery, type VectorSearch } from './image-list.ts';
 import { searchTextOf } from './image-search.ts';
 import { ImageUrls } from './image-urls.ts';
 import { findImage } from './image-access.ts';
 import { Image } from './image.entity.ts';
+import {
+  copiesInSplit,
+  countImagesByDataset,
+  countedImagesOf,
+  deleteDatasetImages,
+  deleteImages,
+  findCountedImage,
+  moveImagesToSplit,
+  updateImageMetadata,
+  type CountedImageRow,
+  type ImageRow,
+} from './image.store.ts';
 import type { BulkDeleted, BulkMoved, ImageDeleted, ImageDetail, ImageList, ImageListOptions, ImagePatch, ImagePatched, ImageUrlsResult } from './image.schemas.ts';
 import { LABEL_PREVIEW_CAP } from './image.schemas.ts';
 
-interface StoredRow {
-  id: string;
-  split: Split;
-  label_count: number;
-  error: string | null;
-  hash: string;
-  ext: string;
-}
-
-const counted = (row: StoredRow): CountedImage => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null });
+const counted = (row: CountedImageRow): CountedImage => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null });
 
 /** Images of datasets: lists, reads, label and metadata edits, split moves, deletes and signed URLs. */
 /** `{ [name]: value }`, or nothing for a null value: optional answer fields are absent rather than null. */
@@ -133,13 +136,9 @@ export class ImageService {
   async update(actor: Actor, imageId: string, patch: z.output<typeof ImagePatch>): Promise<z.input<typeof ImagePatched>> {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'edit');
     if (patch.metadata) {
-      const [saved] = await this.em.transactional(async (em) => {
+      const saved = await this.em.transactional(async (em) => {
         await lockDataset(em, dataset.id);
-        const updated = await query<{ updated_at: Date }>(em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ? returning updated_at', [
-          JSON.stringify(patch.metadata),
-          searchTextOf(image.name, patch.metadata ?? {}),
-          image.id,
-        ]);
+        const updated = await updateImageMetadata(em, image.id, patch.metadata, searchTextOf(image.name, patch.metadata ?? {}));
         // Metadata is searched: filtered totals counted before this change are stale.
         await applyDelta(em, dataset.id, countDelta([], 1));
         return updated;
@@ -149,7 +148,7 @@ export class ImageService {
     const labels = patch.labels ?? [];
     return this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
-      const [before] = await query<StoredRow>(em, 'select id, split, label_count, error, hash, ext from images where id = ?', [image.id]);
+      const before = await findCountedImage(em, image.id);
       if (!before) throw NotFound(`Image ${imageId} not found`);
       const checked = checkLabels(await em.findOneOrFail(Dataset, dataset.id, { refresh: true }), labels);
       await replaceLabels(em, dataset.id, [{ imageId: image.id, ...checked }]);
@@ -167,7 +166,7 @@ export class ImageService {
   /** The selected images, all of one dataset the actor has `need` access to; unknown IDs are 404. */
   private async selection(actor: Actor, imageIds: string[], need: DatasetNeed): Promise<Dataset> {
     const ids = [...new Set(imageIds)];
-    const rows = await query<{ dataset_id: string; n: number }>(this.em, 'select dataset_id, count(*)::int as n from images where id = any(?::text[]) group by dataset_id', [pgArray(ids)]);
+    const rows = await countImagesByDataset(this.em, ids);
     if (rows.length > 1) throw Invalid('imageIds: the images must all belong to one dataset');
     const found = rows[0]?.n ?? 0;
     if (found < ids.length) throw NotFound(`${ids.length - found} of the ${ids.length} images were not found`);
@@ -185,7 +184,7 @@ export class ImageService {
   private async deleteRows(dataset: Dataset, imageIds: string[]): Promise<string[]> {
     const removed = await this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
-      const rows = await query<StoredRow>(em, 'delete from images where dataset_id = ? and id = any(?::text[]) returning id, split, label_count, error, hash, ext', [dataset.id, pgArray(imageIds)]);
+      const rows = await deleteDatasetImages(em, dataset.id, imageIds);
       await applyDelta(em, dataset.id, countDelta(rows.map(counted), -1));
       return rows;
     });
@@ -202,13 +201,9 @@ export class ImageService {
     const ids = [...new Set(body.imageIds)];
     const { moved, skipped, replaced } = await this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
-      const selected = await query<StoredRow>(em, 'select id, split, label_count, error, hash, ext from images where dataset_id = ? and id = any(?::text[])', [dataset.id, pgArray(ids)]);
+      const selected = await countedImagesOf(em, dataset.id, ids);
       const moving = selected.filter((row) => row.split !== body.split);
-      const copies = await query<StoredRow>(
-        em,
-        'select id, split, label_count, error, hash, ext from images where dataset_id = ? and split = ? and hash = any(?::text[]) and id <> all(?::text[])',
-        [dataset.id, body.split, pgArray(moving.map((row) => row.hash)), pgArray(ids)],
-      );
+      const copies = await copiesInSplit(em, dataset.id, body.split, moving.map((row) => row.hash), ids);
       const conflicted = new Set(copies.map((row) => row.hash));
       if (conflicted.size && !body.conflictPolicy) {
         const count = moving.filter((row) => conflicted.has(row.hash)).length;
@@ -217,10 +212,10 @@ export class ImageService {
       const toMove = body.conflictPolicy === 'skip' ? moving.filter((row) => !conflicted.has(row.hash)) : moving;
       let delta = changeDelta(toMove.map(counted), toMove.map((row) => ({ ...counted(row), split: body.split })));
       if (body.conflictPolicy === 'replace' && copies.length) {
-        await query(em, 'delete from images where id = any(?::text[])', [pgArray(copies.map((row) => row.id))]);
+        await deleteImages(em, copies.map((row) => row.id));
         delta = countDelta(copies.map(counted), -1, delta);
       }
-      await query(em, 'update images set split = ?, updated_at = clock_timestamp() where id = any(?::text[])', [body.split, pgArray(toMove.map((row) => row.id))]);
+      await moveImagesToSplit(em, toMove.map((row) => row.id), body.split);
       await applyDelta(em, dataset.id, delta);
       return { moved: toMove.length, skipped: moving.length - toMove.length, replaced: body.conflictPolicy === 'replace' ? copies : [] };
     });

@@ -2,12 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { addDelta, applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
 import { resolveClasses } from '../datasets/class-resolution.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { query } from '../db/sql.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { HttpError } from '../http/errors.ts';
 import { keepImageBytes } from '../images/image-blobs.ts';
 import { checkLabels, type CheckedLabels } from '../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../images/image-intake.ts';
+import { deleteImages, imagesWithFiles } from '../images/image.store.ts';
 import type { Label } from '../images/labels.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
 import type { IngestPlan } from './formats/plan.ts';
@@ -73,11 +74,7 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
     for (let offset = 0; ; offset += STAGED_PER_READ) {
       const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [jobId, STAGED_PER_READ, offset]);
       if (staged.length === 0) break;
-      const existing = await query<{ id: string; hash: string; split: Split; label_count: number; error: string | null; ext: string }>(
-        tx,
-        'select id, hash, split, label_count, error, ext from images where dataset_id = ? and hash = any(?::text[])',
-        [dataset.id, pgArray([...new Set(staged.map((row) => row.hash))])],
-      );
+      const existing = await imagesWithFiles(tx, dataset.id, [...new Set(staged.map((row) => row.hash))]);
       const rows: ImageRowInput[] = [];
       const doomed: typeof existing = [];
       for (const row of staged) {
@@ -97,7 +94,7 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
         unblurred ||= !row.faces_blurred;
       }
       if (doomed.length) {
-        await query(tx, 'delete from images where id = any(?::text[])', [pgArray(doomed.map((image) => image.id))]);
+        await deleteImages(tx, doomed.map((image) => image.id));
         delta = countDelta(doomed.map((image) => ({ split: image.split, labelCount: image.label_count, hasError: image.error !== null })), -1, delta);
         outcome.imagesReplaced += doomed.length;
         outcome.replaced.push(...doomed);

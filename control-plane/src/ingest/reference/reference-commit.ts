@@ -1,11 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { addDelta, applyDelta, changeDelta, countDelta, type CountDelta, type CountedImage } from '../../datasets/dataset-counters.ts';
 import type { DatasetReference, Split } from '../../datasets/dataset.entity.ts';
-import { pgArray, query } from '../../db/sql.ts';
+import { query } from '../../db/sql.ts';
 import { keepImageBytes } from '../../images/image-blobs.ts';
 import { replaceLabels, type CheckedLabels } from '../../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../../images/image-intake.ts';
 import { searchTextOf } from '../../images/image-search.ts';
+import { deleteImages, referencedImages, updateReferencedImages } from '../../images/image.store.ts';
 import { JobFailure, type JobContext } from '../../jobs/job-runner.ts';
 import type { IngestPlan } from '../formats/plan.ts';
 import { fileOf, openCommit, type CommitOutcome, type StagedRow } from '../ingest-commit.ts';
@@ -52,7 +53,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     );
     if (lost) throw new JobFailure(`The thumbnail of ${lost.path} was deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
     const indexed = new Map(
-      (await query<IndexedImage>(tx, 'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null', [dataset.id])).map((image) => [image.reference_key, image]),
+      (await referencedImages<IndexedImage>(tx, dataset.id)).map((image) => [image.reference_key, image]),
     );
     const result: ReferenceOutcome = Object.assign(outcome, { imagesUpdated: 0, imagesRemoved: 0 });
     let delta: CountDelta = countDelta([], 1);
@@ -83,7 +84,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     }
     const removed = [...indexed.values()];
     if (removed.length) {
-      await query(tx, 'delete from images where id = any(?::text[])', [pgArray(removed.map((image) => image.id))]);
+      await deleteImages(tx, removed.map((image) => image.id));
       delta = countDelta(removed.map(counted), -1, delta);
       result.imagesRemoved = removed.length;
       result.replaced.push(...removed);
@@ -114,13 +115,6 @@ async function updateImages(tx: EntityManager, datasetId: string, updated: Array
     name: row.name,
     search: searchTextOf(row.name, row.metadata),
   }));
-  await query(
-    tx,
-    `update images i set hash = v.hash, ext = v.ext, width = v.width, height = v.height, channels = v.channels, bytes = v.bytes, error = v.error,
-       split = v.split, reference_version = v.version, name = v.name, search_text = v.search, updated_at = clock_timestamp()
-     from jsonb_to_recordset(?::jsonb) as v(id text, hash text, ext text, width int, height int, channels int, bytes bigint, error text, split text, version text, name text, search text)
-     where i.id = v.id`,
-    [JSON.stringify(values)],
-  );
+  await updateReferencedImages(tx, values);
   await replaceLabels(tx, datasetId, updated.map(({ before, checked }) => ({ imageId: before.id, ...checked })));
 }

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../../db/sql.ts';
+import { referencedFiles } from '../../images/image.store.ts';
 import { ProviderError, type StoredObject } from '../../integrations/providers/provider.ts';
 import { JobFailure } from '../../jobs/job-runner.ts';
 import { normalizeEntryPath } from '../archive/safe-path.ts';
@@ -94,10 +94,6 @@ async function listObjects(ref: OpenedReference, signal: AbortSignal, onListed: 
 }
 
 async function indexedImages(em: EntityManager, datasetId: string): Promise<Map<string, Indexed>> {
-  const rows = await query<KnownFile & { reference_key: string; reference_version: string | null; bytes: string | number }>(
-    em,
-    'select reference_key, reference_version, hash, ext, width, height, channels, bytes, error from images where dataset_id = ? and reference_key is not null',
-    [datasetId],
-  );
+  const rows = await referencedFiles<KnownFile & { reference_key: string; reference_version: string | null; bytes: string | number }>(em, datasetId);
   return new Map(rows.map((row) => [row.reference_key, { hash: row.hash, ext: row.ext, width: row.width, height: row.height, channels: row.channels, bytes: Number(row.bytes), error: row.error, version: row.reference_version }]));
 }

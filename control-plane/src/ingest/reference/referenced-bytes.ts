@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { DatasetReference } from '../../datasets/dataset.entity.ts';
-import { query } from '../../db/sql.ts';
 import { BadGateway, Conflict, HttpError, NotFound } from '../../http/errors.ts';
 import type { ReferencedBytes, ReferencedRead } from '../../images/image-bytes.ts';
+import { findReferencedImage } from '../../images/image.store.ts';
 import type { IntegrationAccess } from '../../integrations/integration-access.ts';
 import { ProviderError } from '../../integrations/providers/provider.ts';
 import { openReference, readFile, type OpenedReference } from './reference-storage.ts';
@@ -25,11 +24,7 @@ export class ReferencedImages implements ReferencedBytes {
 
   async open(image: { id: string; workspaceId: string }, signal?: AbortSignal): Promise<ReferencedRead> {
     const em = this.fork();
-    const [row] = await query<{ reference_key: string | null; reference_version: string | null; bytes: string; ext: string; name: string; reference: DatasetReference | null }>(
-      em,
-      'select i.reference_key, i.reference_version, i.bytes, i.ext, i.name, d.reference from images i join datasets d on d.id = i.dataset_id where i.id = ? and i.workspace_id = ?',
-      [image.id, image.workspaceId],
-    );
+    const row = await findReferencedImage(em, image.id, image.workspaceId);
     if (!row?.reference_key || !row.reference) throw NotFound('Image not found');
     const ref = await openReference(em, this.access, image.workspaceId, row.reference).catch((error: unknown) => {
       if (error instanceof HttpError && error.status === 404) throw Conflict(`The storage of this image's dataset was disconnected (${error.message}); connect it again to read its files`);
