@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
 import type { TrainResultRow } from '../models/model.entity.ts';
+import { epochRows } from './training-run.store.ts';
 
 export interface EpochRow {
   epoch: number;
@@ -16,13 +16,7 @@ export interface EpochRow {
  * epochs are theirs together, the newest report winning; a run on the user's own machine is its own.
  */
 export function epochHistory(em: EntityManager, of: { jobId: string } | { runId: number }): Promise<EpochRow[]> {
-  const runs = 'jobId' in of ? 'select id from training_runs where job_id = ?' : 'select ?::bigint';
-  return query<EpochRow>(
-    em,
-    `select distinct on (e.epoch) e.epoch, e.metrics, e.system, e.fitness, e.best_fitness, e.at from training_epochs e
-     where e.run_id in (${runs}) order by e.epoch, e.run_id desc`,
-    ['jobId' in of ? of.jobId : of.runId],
-  );
+  return epochRows(em, of);
 }
 
 /** The numeric metrics of an epoch (the trainer sends null for non-finite ones). */

@@ -3,8 +3,8 @@
 // ends them (a lost host is noticed by its heartbeats).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
-import { query } from '../db/sql.ts';
 import { endRun } from './run-status.ts';
+import { lockSilentOwnComputeRuns } from './training-run.store.ts';
 
 export interface RunSilenceLimits {
   /** TRAINING_RUN_SILENCE_SECONDS: a run not heard of this long is taken for dead (failed). */
@@ -36,14 +36,7 @@ export async function expireSilentRuns(em: EntityManager, limits: RunSilenceLimi
   let ended = 0;
   for (;;) {
     const batch = await em.transactional(async (tx) => {
-      const runs = await query<{ id: number; cancel_requested: boolean }>(
-        tx,
-        `select id, cancel_requested from training_runs
-         where status = 'running' and job_id is null
-           and (last_report_at < now() - make_interval(secs => ?) or (cancel_requested and last_report_at < now() - make_interval(secs => ?)))
-         order by id limit ${BATCH} for update skip locked`,
-        [limits.silenceSeconds, limits.cancelGraceSeconds],
-      );
+      const runs = await lockSilentOwnComputeRuns(tx, limits.silenceSeconds, limits.cancelGraceSeconds, BATCH);
       for (const run of runs) {
         await endRun(tx, run.id, run.cancel_requested ? { outcome: 'cancelled', error: null } : { outcome: 'failed', error: silenceReason(limits.silenceSeconds) });
       }

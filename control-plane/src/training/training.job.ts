@@ -3,13 +3,13 @@ import type { AppConfig } from '@vp/config';
 import type { JobSpec } from '@vp/protocol';
 import { BillingService } from '../billing/billing.service.ts';
 import { Dataset } from '../datasets/dataset.entity.ts';
-import { query } from '../db/sql.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import { jobErrorAndRunSeconds } from '../jobs/job.store.ts';
 import { Model } from '../models/model.entity.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { mintJobKey, revokeJobKeys } from './job-keys.ts';
 import { endJobModel, endJobRuns } from './run-status.ts';
+import { completedModelOfJob, epochsDoneOfJob, JOB_RUN_COMPLETED, JOB_RUN_COMPLETED_AT, latestResumeKey } from './training-run.store.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { Storage } from '../storage/storage.ts';
 import { resumeCommand, trainCommand } from './train-args.ts';
@@ -28,9 +28,9 @@ const SHM_BYTES = 2 * 2 ** 30;
  */
 export class TrainingJob implements HostJobKind {
   /** The trainer reported training_complete (its weights are in): a lost attempt is complete, never trained again. */
-  readonly completedWhen = `exists (select 1 from training_runs r where r.job_id = j.id and r.status = 'completed')`;
+  readonly completedWhen = JOB_RUN_COMPLETED;
   /** When the trainer reported training_complete: a lost attempt ran (and is charged) until then, and ended then. */
-  readonly completedAt = `(select max(r.completed_at) from training_runs r where r.job_id = j.id and r.status = 'completed')`;
+  readonly completedAt = JOB_RUN_COMPLETED_AT;
   /** A cancelled trainer stops at its next epoch end and uploads what it has; only after this is it stopped. */
   readonly cancelGraceSeconds: number;
   private readonly config: AppConfig;
@@ -65,11 +65,7 @@ export class TrainingJob implements HostJobKind {
     });
     const gpuCount = attempt.gpuIndexes.length;
     // An earlier attempt's host was lost after uploading a checkpoint: this one continues from there.
-    const [resume] = await query<{ resume_key: string }>(
-      em,
-      'select resume_key from training_runs where job_id = ? and resume_key is not null order by id desc limit 1',
-      [attempt.id],
-    );
+    const resume = await latestResumeKey(em, attempt.id);
     const target = { owner: model.workspace.handle, project: model.project.slug, model: model.slug, gpuCount };
     return {
       command: resume ? resumeCommand(payload.trainArgs, target, RESUME_FILE) : trainCommand(payload.trainArgs, target),
@@ -91,7 +87,7 @@ export class TrainingJob implements HostJobKind {
     // A trainer that exited without reporting its end (or never started reporting) leaves the model to this.
     const modelError = outcome === 'completed' ? 'The trainer exited without reporting its results' : (job?.error ?? null);
     await endJobModel(em, payload.modelId, { outcome: outcome === 'completed' ? 'failed' : outcome, error: outcome === 'cancelled' ? null : modelError });
-    const [epochs] = await query<{ done: number }>(em, 'select coalesce(max(epochs_done), 0)::int as done from training_runs where job_id = ?', [attempt.id]);
+    const epochs = await epochsDoneOfJob(em, attempt.id);
     const model = await em.findOne(Model, { id: payload.modelId }, { populate: ['project', 'workspace'] });
     await new BillingService(em, this.config).chargeJob({
       workspaceId: attempt.workspaceId,
@@ -102,7 +98,7 @@ export class TrainingJob implements HostJobKind {
       epochs: epochs?.done ?? 0,
       description: `Training ${model ? `${model.workspace.handle}/${model.project.slug}/${model.slug}` : payload.modelId}`,
     });
-    const [trained] = await query<{ id: string }>(em, `select model_id as id from training_runs where job_id = ? and status = 'completed' limit 1`, [attempt.id]);
+    const trained = await completedModelOfJob(em, attempt.id);
     if (trained) await this.weightsArrived(em)([trained.id]);
   }
 }

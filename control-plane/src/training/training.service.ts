@@ -5,7 +5,6 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import type { BillingService } from '../billing/billing.service.ts';
 import type { VersionService } from '../datasets/version.service.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { ActiveJobExists, enqueueJob } from '../jobs/job-queue.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
@@ -20,6 +19,7 @@ import { epochHistory } from './epoch-history.ts';
 import { trainingView } from './training-view.ts';
 import { endRun } from './run-status.ts';
 import { TrainingRun } from './training-run.entity.ts';
+import { newestConsoleChunks, requestOwnComputeCancel } from './training-run.store.ts';
 import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type TrainingStart, type TrainingStarted } from './training.schemas.ts';
 import { requireProcessing } from '../datasets/connected-storage.ts';
 
@@ -145,7 +145,7 @@ export class TrainingService {
 
   /** The run's last console lines, from its newest chunks. */
   private async consoleTail(runId: number): Promise<string[]> {
-    const chunks = await query<{ content: string }>(this.em, 'select content from training_console where run_id = ? order by chunk_id desc limit 50', [runId]);
+    const chunks = await newestConsoleChunks(this.em, runId);
     return chunks.reverse().flatMap((chunk) => chunk.content.split('\n')).filter((line) => line !== '').slice(-CONSOLE_TAIL_LINES);
   }
 
@@ -168,12 +168,7 @@ export class TrainingService {
    */
   private async cancelOwnCompute(modelId: string): Promise<z.input<typeof TrainingCancelled>> {
     return this.em.transactional(async (em) => {
-      const runs = await query<{ id: number; silent: boolean }>(
-        em,
-        `update training_runs set cancel_requested = true, updated_at = now() where model_id = ? and status = 'running' and job_id is null
-         returning id, last_report_at < now() - make_interval(secs => ?) as silent`,
-        [modelId, this.cancelGraceSeconds],
-      );
+      const runs = await requestOwnComputeCancel(em, modelId, this.cancelGraceSeconds);
       if (runs.length === 0) throw Conflict('The model has no active training');
       let listening = false;
       for (const run of runs) {

@@ -5,6 +5,7 @@ import { query } from '../db/sql.ts';
 import { Conflict } from '../http/errors.ts';
 import { announcedSize } from '../storage/announced-size.ts';
 import type { Storage } from '../storage/storage.ts';
+import { newestRunOfJob, setResumeKey } from '../training/training-run.store.ts';
 import { runningAttempt } from './worker-job-access.ts';
 
 /**
@@ -23,7 +24,7 @@ export class JobCheckpointService {
 
   async receive(authorization: string | undefined, jobId: string, attempt: number, body: Readable, contentLength: string | undefined): Promise<{ success: true; size: number }> {
     const job = await runningAttempt(this.em, authorization, { id: jobId, attempt, kind: 'training' });
-    const [run] = await query<{ id: string }>(this.em, 'select id from training_runs where job_id = ? order by id desc limit 1', [jobId]);
+    const run = await newestRunOfJob(this.em, jobId);
     if (!run) throw Conflict('The trainer has not reported its start yet');
     const bytes = announcedSize(contentLength);
     const key = `ws/${job.workspaceId}/models/${job.subjectId}/checkpoints/job-${jobId}/last.pt`;
@@ -34,7 +35,7 @@ export class JobCheckpointService {
        on conflict (key) do update set bytes = excluded.bytes, updated_at = now()`,
       [newId(), job.workspaceId, key, stored.size],
     );
-    await query(this.em, 'update training_runs set resume_key = ?, updated_at = now() where id = ?', [key, run.id]);
+    await setResumeKey(this.em, run.id, key);
     return { success: true, size: stored.size };
   }
 }

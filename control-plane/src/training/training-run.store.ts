@@ -1,0 +1,100 @@
+// The training_runs table, with the rows that hang off a run (training_epochs, training_console) where this module
+// reads them. A run's status is training/run-status.ts's alone (the run lifecycle: RUN_TRANSITIONS and its guarded
+// UPDATEs); nothing here changes a status. Runs are created, and their epochs and console written, by the trainer's
+// webhooks (webhooks/training-events.service.ts).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import type { EpochRow } from './epoch-history.ts';
+
+/**
+ * SQL on a job alias j: the trainer of job j reported training_complete (its weights are in). A lost attempt is then
+ * complete, never trained again (TrainingJob.completedWhen, used in the job lifecycle's release).
+ */
+export const JOB_RUN_COMPLETED = `exists (select 1 from training_runs r where r.job_id = j.id and r.status = 'completed')`;
+/** SQL on a job alias j: when its trainer reported training_complete (TrainingJob.completedAt). */
+export const JOB_RUN_COMPLETED_AT = `(select max(r.completed_at) from training_runs r where r.job_id = j.id and r.status = 'completed')`;
+
+/** The checkpoint the job's newest run left to resume from (an earlier attempt's host was lost after uploading it). */
+export async function latestResumeKey(em: EntityManager, jobId: string): Promise<{ resume_key: string } | undefined> {
+  const [resume] = await query<{ resume_key: string }>(
+    em,
+    'select resume_key from training_runs where job_id = ? and resume_key is not null order by id desc limit 1',
+    [jobId],
+  );
+  return resume;
+}
+
+/** The most epochs any run of the job finished (0 without runs): what its training is charged for. */
+export async function epochsDoneOfJob(em: EntityManager, jobId: string): Promise<{ done: number } | undefined> {
+  const [epochs] = await query<{ done: number }>(em, 'select coalesce(max(epochs_done), 0)::int as done from training_runs where job_id = ?', [jobId]);
+  return epochs;
+}
+
+/** The model a completed run of the job trained; undefined when none completed. */
+export async function completedModelOfJob(em: EntityManager, jobId: string): Promise<{ id: string } | undefined> {
+  const [trained] = await query<{ id: string }>(em, `select model_id as id from training_runs where job_id = ? and status = 'completed' limit 1`, [jobId]);
+  return trained;
+}
+
+/** The job's newest run (a host's checkpoint upload lands on it); undefined before its trainer reported its start. */
+export async function newestRunOfJob(em: EntityManager, jobId: string): Promise<{ id: string } | undefined> {
+  const [run] = await query<{ id: string }>(em, 'select id from training_runs where job_id = ? order by id desc limit 1', [jobId]);
+  return run;
+}
+
+/** Records the checkpoint a requeued attempt resumes from. */
+export async function setResumeKey(em: EntityManager, runId: string, key: string): Promise<void> {
+  await query(em, 'update training_runs set resume_key = ?, updated_at = now() where id = ?', [key, runId]);
+}
+
+/**
+ * Asks the model's running runs on its users' own machines to stop (their next webhook answer says so); answers
+ * them, each with whether it was already silent past `cancelGraceSeconds`.
+ */
+export function requestOwnComputeCancel(em: EntityManager, modelId: string, cancelGraceSeconds: number): Promise<Array<{ id: number; silent: boolean }>> {
+  return query<{ id: number; silent: boolean }>(
+    em,
+    `update training_runs set cancel_requested = true, updated_at = now() where model_id = ? and status = 'running' and job_id is null
+         returning id, last_report_at < now() - make_interval(secs => ?) as silent`,
+    [modelId, cancelGraceSeconds],
+  );
+}
+
+/**
+ * Up to `batch` running runs on users' own machines not heard of for `silenceSeconds` (or, asked to cancel, for
+ * `cancelGraceSeconds`), locked with SKIP LOCKED (a run a webhook is writing to is skipped: it is alive).
+ */
+export function lockSilentOwnComputeRuns(
+  em: EntityManager,
+  silenceSeconds: number,
+  cancelGraceSeconds: number,
+  batch: number,
+): Promise<Array<{ id: number; cancel_requested: boolean }>> {
+  return query<{ id: number; cancel_requested: boolean }>(
+    em,
+    `select id, cancel_requested from training_runs
+         where status = 'running' and job_id is null
+           and (last_report_at < now() - make_interval(secs => ?) or (cancel_requested and last_report_at < now() - make_interval(secs => ?)))
+         order by id limit ${batch} for update skip locked`,
+    [silenceSeconds, cancelGraceSeconds],
+  );
+}
+
+/**
+ * Every epoch a training reported, in order: of all the job's runs (the newest report of an epoch winning), or of one
+ * run (see epochHistory).
+ */
+export function epochRows(em: EntityManager, of: { jobId: string } | { runId: number }): Promise<EpochRow[]> {
+  const runs = 'jobId' in of ? 'select id from training_runs where job_id = ?' : 'select ?::bigint';
+  return query<EpochRow>(
+    em,
+    `select distinct on (e.epoch) e.epoch, e.metrics, e.system, e.fitness, e.best_fitness, e.at from training_epochs e
+     where e.run_id in (${runs}) order by e.epoch, e.run_id desc`,
+    ['jobId' in of ? of.jobId : of.runId],
+  );
+}
+
+/** The run's newest 50 console chunks, newest first. */
+export function newestConsoleChunks(em: EntityManager, runId: number): Promise<Array<{ content: string }>> {
+  return query<{ content: string }>(em, 'select content from training_console where run_id = ? order by chunk_id desc limit 50', [runId]);
+}
