@@ -15,6 +15,7 @@ import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { findProject, holdProject } from '../projects/project-access.ts';
 import type { Storage } from '../storage/storage.ts';
 import { findModel, modelSlugScope } from './model-access.ts';
+import { recordStatus, type ModelStatus } from './model-lifecycle.ts';
 import { copyModel } from './model-copy.ts';
 import { modelAnalysis } from './model-analysis.ts';
 import { modelDetail, modelListItem, weightsName } from './model-view.ts';
@@ -33,14 +34,18 @@ import type {
 import { readableSlug } from './readable-slug.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
 
-/** PATCH fields as the record keeps them: a status clients call starting or running is the record's training. */
-function recordFields(patch: Omit<z.output<typeof ModelPatch>, 'starred' | 'projectId' | 'name'>): Partial<Model> {
-  const { status, trainingError, ...rest } = patch;
+/** PATCH fields as the record keeps them (the status apart: it changes through the model lifecycle). */
+function recordFields(patch: Omit<z.output<typeof ModelPatch>, 'starred' | 'projectId' | 'name' | 'status'>): Partial<Model> {
+  const { trainingError, ...rest } = patch;
   return {
     ...rest,
-    ...(status !== undefined && { status: status === 'starting' || status === 'running' ? 'training' : status === 'untrained' ? 'pending' : status }),
     ...(trainingError !== undefined && { trainingError: typeof trainingError === 'object' && trainingError !== null ? trainingError.message : trainingError }),
   };
+}
+
+/** A status as clients send it, as the record keeps it: starting or running is the record's training, untrained its pending. */
+function recordStatusOf(status: z.output<typeof ModelPatch>['status'] & string): ModelStatus {
+  return status === 'starting' || status === 'running' ? 'training' : status === 'untrained' ? 'pending' : status;
 }
 
 /** Download URLs of weights are short-lived. */
@@ -126,8 +131,13 @@ export class ModelService {
         model.slug = await renamedSlug(this.em, modelSlugScope(model.project.id), name, model.slug);
         model.name = name;
       }
-      Object.assign(model, recordFields(plain));
-      await this.em.flush();
+      const { status, ...fields } = plain;
+      Object.assign(model, recordFields(fields));
+      // The status with the other fields, in one transaction (the ORM's flush writes those).
+      await this.em.transactional(async (em) => {
+        await em.flush();
+        if (status !== undefined) await recordStatus(em, model.id, recordStatusOf(status));
+      });
     }
     return { success: true, model: model.slug, ...star };
   }
