@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { deleteAnnotationsOfClasses, reassignAnnotationClasses, shiftAnnotationClasses } from '../images/annotation.store.ts';
+import { refreshLabelSummariesFrom } from '../images/image.store.ts';
 import { Invalid } from '../http/errors.ts';
 import { classColors, colorMap } from './class-names.ts';
 import { findDataset } from './dataset-access.ts';
@@ -28,12 +29,7 @@ export class ClassService {
       const sources = checkClassIds(current, body.sourceClassIds, 'sourceClassIds');
       checkClassIds(current, [body.targetClassId], 'targetClassId');
       if (sources.includes(body.targetClassId)) throw Invalid('sourceClassIds: must not include targetClassId');
-      await query(em, `update annotations set class_id = ?, label = jsonb_set(label, '{classId}', to_jsonb(?::int)) where dataset_id = ? and class_id = any(?::int[])`, [
-        body.targetClassId,
-        body.targetClassId,
-        dataset.id,
-        pgArray(sources),
-      ]);
+      await reassignAnnotationClasses(em, dataset.id, sources, body.targetClassId);
       await this.removeClasses(em, current, sources);
       const shifted = body.targetClassId - sources.filter((id) => id < body.targetClassId).length;
       const summary = { mergedClassIds: sources, targetClassId: shifted };
@@ -46,9 +42,9 @@ export class ClassService {
     return this.em.transactional(async (em) => {
       const current = await this.locked(em, dataset.id);
       const classIds = checkClassIds(current, body.classIds, 'classIds');
-      const deleted = await query(em, 'delete from annotations where dataset_id = ? and class_id = any(?::int[]) returning 1', [dataset.id, pgArray(classIds)]);
+      const deleted = await deleteAnnotationsOfClasses(em, dataset.id, classIds);
       await this.removeClasses(em, current, classIds);
-      const summary = { deletedClassIds: classIds, deletedAnnotations: deleted.length };
+      const summary = { deletedClassIds: classIds, deletedAnnotations: deleted };
       return { success: true as const, classNames: current.classNames, classColors: colorMap(classColors(current.classNames, current.classColors)), ...summary, summary };
     });
   }
@@ -61,21 +57,9 @@ export class ClassService {
   /** Drops classes that no annotation uses any more, shifting higher IDs down, and brings images and counters in line. */
   private async removeClasses(em: EntityManager, dataset: Dataset, removed: number[]): Promise<void> {
     const lowest = Math.min(...removed);
-    await query(
-      em,
-      `update annotations a set class_id = a.class_id - s.shift, label = jsonb_set(a.label, '{classId}', to_jsonb(a.class_id - s.shift))
-       from (select c.id, (select count(*)::int from unnest(?::int[]) r where r < c.id) as shift from generate_series(?::int, ?::int) c(id)) s
-       where a.dataset_id = ? and a.class_id = s.id and s.shift > 0`,
-      [pgArray(removed), lowest, dataset.classNames.length - 1, dataset.id],
-    );
+    await shiftAnnotationClasses(em, dataset.id, removed, lowest, dataset.classNames.length - 1);
     // Only images that had one of the shifted or removed classes change.
-    await query(
-      em,
-      `update images i set class_ids = coalesce(l.class_ids, '{}'), label_count = coalesce(l.n, 0), updated_at = clock_timestamp()
-       from images t left join lateral (select array_agg(distinct a.class_id order by a.class_id) as class_ids, count(*)::int as n from annotations a where a.image_id = t.id) l on true
-       where t.id = i.id and t.dataset_id = ? and exists (select 1 from unnest(t.class_ids) c where c >= ?)`,
-      [dataset.id, lowest],
-    );
+    await refreshLabelSummariesFrom(em, dataset.id, lowest);
     const drop = new Set(removed);
     const colors = classColors(dataset.classNames, dataset.classColors);
     dataset.classNames = dataset.classNames.filter((_, id) => !drop.has(id));

@@ -1,10 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Dataset } from '../datasets/dataset.entity.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { annotationsOfImages, deleteAnnotationsOfImages, insertAnnotationRows, type AnnotationValues } from './annotation.store.ts';
+import { setLabelSummaries } from './image.store.ts';
 import { validateLabels, type Label, type LabelShape } from './labels.ts';
-
-/** Rows per INSERT: 10 parameters each, under PostgreSQL's 65,535-parameter limit. */
-const ROWS_PER_INSERT = 2000;
 
 export interface CheckedLabels {
   labels: Label[];
@@ -24,19 +22,12 @@ export function classIdsOf(labels: Label[]): number[] {
 /** Inserts annotation rows for images that have none yet (new images, or after their rows were deleted). */
 export async function insertAnnotations(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
   const rows = entries.flatMap(({ imageId, labels, shapes }) =>
-    labels.map((label, position) => {
+    labels.map((label, position): AnnotationValues => {
       const shape = shapes[position];
       return [imageId, position, datasetId, label.classId, JSON.stringify(label), shape?.cx ?? null, shape?.cy ?? null, shape?.w ?? null, shape?.h ?? null, shape?.points ?? 0];
     }),
   );
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
-    await query(
-      em,
-      `insert into annotations (image_id, position, dataset_id, class_id, label, cx, cy, w, h, points) values ${chunk.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?)').join(', ')}`,
-      chunk.flat(),
-    );
-  }
+  await insertAnnotationRows(em, rows);
 }
 
 /**
@@ -46,13 +37,13 @@ export async function insertAnnotations(em: EntityManager, datasetId: string, en
 export async function replaceLabels(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
   if (entries.length === 0) return;
   const imageIds = entries.map((entry) => entry.imageId);
-  await query(em, 'delete from annotations where image_id = any(?::text[])', [pgArray(imageIds)]);
+  await deleteAnnotationsOfImages(em, imageIds);
   await insertAnnotations(em, datasetId, entries);
-  await query(
+  await setLabelSummaries(
     em,
-    `update images i set label_count = v.n, class_ids = v.ids::int[], updated_at = clock_timestamp()
-     from (select unnest(?::text[]) as id, unnest(?::int[]) as n, unnest(?::text[]) as ids) v where i.id = v.id`,
-    [pgArray(imageIds), pgArray(entries.map((entry) => entry.labels.length)), pgArray(entries.map((entry) => `{${classIdsOf(entry.labels).join(',')}}`))],
+    imageIds,
+    entries.map((entry) => entry.labels.length),
+    entries.map((entry) => `{${classIdsOf(entry.labels).join(',')}}`),
   );
 }
 
@@ -60,11 +51,7 @@ export async function replaceLabels(em: EntityManager, datasetId: string, entrie
 export async function labelsOf(em: EntityManager, imageIds: string[], cap?: number): Promise<Map<string, Label[]>> {
   const byImage = new Map<string, Label[]>();
   if (imageIds.length === 0) return byImage;
-  const rows = await query<{ image_id: string; label: Label }>(
-    em,
-    `select image_id, label from annotations where image_id = any(?::text[])${cap === undefined ? '' : ' and position < ?'} order by image_id, position`,
-    cap === undefined ? [pgArray(imageIds)] : [pgArray(imageIds), cap],
-  );
+  const rows = await annotationsOfImages(em, imageIds, cap);
   for (const row of rows) {
     const labels = byImage.get(row.image_id);
     if (labels) labels.push(row.label);

@@ -125,6 +125,40 @@ export function newestImagesOf(
   );
 }
 
+/**
+ * A dataset's images with their labels in position order, in the dataset's oldest-first order: what an
+ * export writes and a version keeps. One placeholder, the dataset id; callers add conditions after it.
+ */
+export const IMAGES_WITH_LABELS = `
+  select i.id, i.created_at, i.hash, i.ext, i.name, i.width, i.height, i.channels, i.bytes, i.split, i.error, i.label_count, i.metadata, i.reference_key,
+    coalesce(l.labels, '[]'::jsonb) as labels
+  from images i left join lateral (select jsonb_agg(a.label order by a.position) as labels from annotations a where a.image_id = i.id) l on true
+  where i.dataset_id = ?`;
+
+/** Up to `limit` of the dataset's images with their labels (IMAGES_WITH_LABELS) after the image `afterId`, oldest first. */
+export function imagesWithLabelsAfter<T>(em: EntityManager, datasetId: string, afterId: string | undefined, limit: number): Promise<T[]> {
+  return query<T>(
+    em,
+    `${IMAGES_WITH_LABELS} ${afterId ? 'and (i.created_at, i.id) > (select created_at, id from images where id = ?)' : ''}
+       order by i.created_at, i.id limit ${limit}`,
+    afterId ? [datasetId, afterId] : [datasetId],
+  );
+}
+
+/**
+ * SHA-256 of `prefix` then the dataset's images with their labels (IMAGES_WITH_LABELS): each image's hash, split, name,
+ * labels and metadata as one JSON array, the arrays sorted and joined by newlines.
+ */
+export async function contentFingerprint(em: EntityManager, prefix: string, datasetId: string): Promise<string> {
+  const [row] = await query<{ fingerprint: string }>(
+    em,
+    `select encode(sha256(convert_to(? || coalesce(string_agg(e, E'\\n' order by e collate "C"), ''), 'UTF8')), 'hex') as fingerprint
+     from (select jsonb_build_array(c.hash, c.split, c.name, c.labels, c.metadata)::text as e from (${IMAGES_WITH_LABELS}) c) entries`,
+    [prefix, datasetId],
+  );
+  return row.fingerprint;
+}
+
 // The dataset images list.
 
 /** One page of the list: `limit` rows matching `where` in `order` after `skip` (a deferred join keeps deep offsets to an index walk). */
@@ -295,6 +329,27 @@ export async function updateImageMetadata(em: EntityManager, imageId: string, me
     imageId,
   ]);
   return updated;
+}
+
+/** Sets the labelCount and classIds (parallel arrays; classIds as int array literals) the images' labels now have. */
+export async function setLabelSummaries(em: EntityManager, imageIds: string[], labelCounts: number[], classIdLiterals: string[]): Promise<void> {
+  await query(
+    em,
+    `update images i set label_count = v.n, class_ids = v.ids::int[], updated_at = clock_timestamp()
+     from (select unnest(?::text[]) as id, unnest(?::int[]) as n, unnest(?::text[]) as ids) v where i.id = v.id`,
+    [pgArray(imageIds), pgArray(labelCounts), pgArray(classIdLiterals)],
+  );
+}
+
+/** Recomputes labelCount and classIds from the labels, for the dataset's images that had a class `lowestClass` or above. */
+export async function refreshLabelSummariesFrom(em: EntityManager, datasetId: string, lowestClass: number): Promise<void> {
+  await query(
+    em,
+    `update images i set class_ids = coalesce(l.class_ids, '{}'), label_count = coalesce(l.n, 0), updated_at = clock_timestamp()
+       from images t left join lateral (select array_agg(distinct a.class_id order by a.class_id) as class_ids, count(*)::int as n from annotations a where a.image_id = t.id) l on true
+       where t.id = i.id and t.dataset_id = ? and exists (select 1 from unnest(t.class_ids) c where c >= ?)`,
+    [datasetId, lowestClass],
+  );
 }
 
 /** Moves the images to the split. */
