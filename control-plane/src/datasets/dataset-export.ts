@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
 import { imageFileUrl } from '../images/image-bytes.ts';
+import { imagesWithLabelsAfter } from '../images/image.store.ts';
 import type { Label, Task } from '../images/labels.ts';
 import { toNdjsonAnnotations } from '../ingest/formats/ndjson.ts';
 import type { Storage } from '../storage/storage.ts';
+import { versionImagesAfter } from './dataset-version.store.ts';
 import type { Split } from './dataset.entity.ts';
 
 /** Image URLs in an export stay valid this long; the file itself is rewritten once it is a day old. */
@@ -44,16 +45,6 @@ export interface ExportImage {
 }
 
 /**
- * A dataset's images with their labels in position order, in the dataset's oldest-first order: what an
- * export writes and a version keeps. One placeholder, the dataset id; callers add conditions after it.
- */
-export const IMAGES_WITH_LABELS = `
-  select i.id, i.created_at, i.hash, i.ext, i.name, i.width, i.height, i.channels, i.bytes, i.split, i.error, i.label_count, i.metadata, i.reference_key,
-    coalesce(l.labels, '[]'::jsonb) as labels
-  from images i left join lateral (select jsonb_agg(a.label order by a.position) as labels from annotations a where a.image_id = i.id) l on true
-  where i.dataset_id = ?`;
-
-/**
  * Pages by keyset, asking for the next page before handing out this one: the database reads while the
  * caller signs and writes.
  */
@@ -70,14 +61,7 @@ async function* keysetPages<T>(fetchAfter: (last: T | undefined) => Promise<T[]>
 
 /** The dataset's images as they are now, oldest first. Run it in one snapshot (repeatable read) for a consistent file. */
 export function liveImagePages(em: EntityManager, datasetId: string): AsyncGenerator<ExportImage[]> {
-  return keysetPages<ExportImage & { id: string }>((last) =>
-    query(
-      em,
-      `${IMAGES_WITH_LABELS} ${last ? 'and (i.created_at, i.id) > (select created_at, id from images where id = ?)' : ''}
-       order by i.created_at, i.id limit ${PAGE_SIZE}`,
-      last ? [datasetId, last.id] : [datasetId],
-    ),
-  );
+  return keysetPages<ExportImage & { id: string }>((last) => imagesWithLabelsAfter(em, datasetId, last?.id, PAGE_SIZE));
 }
 
 /** An image of a version's manifest: what an export writes, plus what a restore needs. */
@@ -94,16 +78,7 @@ export interface VersionImageRow extends ExportImage {
  * still indexed with the same file (hash) is read in place, through its id and key.
  */
 export function versionImagePages(em: EntityManager, versionId: string): AsyncGenerator<VersionImageRow[]> {
-  return keysetPages<VersionImageRow>((last) =>
-    query(
-      em,
-      `select vi.position, vi.hash, vi.ext, vi.name, vi.width, vi.height, vi.channels, vi.bytes, vi.split, vi.error, vi.labels, vi.metadata, r.id, r.reference_key
-       from dataset_version_images vi join dataset_versions v on v.id = vi.version_id
-       left join lateral (select i.id, i.reference_key from images i where i.dataset_id = v.dataset_id and i.hash = vi.hash and i.reference_key is not null limit 1) r on true
-       where vi.version_id = ? and vi.position > ? order by vi.position limit ${PAGE_SIZE}`,
-      [versionId, last?.position ?? -1],
-    ),
-  );
+  return keysetPages<VersionImageRow>((last) => versionImagesAfter(em, versionId, last?.position ?? -1, PAGE_SIZE));
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
-import { IMAGES_WITH_LABELS } from './dataset-export.ts';
+import { contentFingerprint } from '../images/image.store.ts';
+import { snapshotVersionImages } from './dataset-version.store.ts';
 import type { Task } from '../images/labels.ts';
 import type { DatasetVersion } from './dataset-version.entity.ts';
 import type { Dataset } from './dataset.entity.ts';
@@ -33,23 +33,10 @@ export const fieldsOf = (version: DatasetVersion) => version.fields as unknown a
  */
 export async function fingerprintOf(em: EntityManager, dataset: Dataset): Promise<string> {
   const prefix = `${JSON.stringify([dataset.task, dataset.classNames])}\n`;
-  const [row] = await query<{ fingerprint: string }>(
-    em,
-    `select encode(sha256(convert_to(? || coalesce(string_agg(e, E'\\n' order by e collate "C"), ''), 'UTF8')), 'hex') as fingerprint
-     from (select jsonb_build_array(c.hash, c.split, c.name, c.labels, c.metadata)::text as e from (${IMAGES_WITH_LABELS}) c) entries`,
-    [prefix, dataset.id],
-  );
-  return row.fingerprint;
+  return contentFingerprint(em, prefix, dataset.id);
 }
 
 /** Copies the dataset's images, with their labels, into the version's manifest: one INSERT ... SELECT. */
 export async function snapshotImages(em: EntityManager, versionId: string, datasetId: string): Promise<void> {
-  await query(
-    em,
-    `insert into dataset_version_images (version_id, position, hash, ext, name, width, height, channels, bytes, split, error, label_count, labels, metadata)
-     select ?, (row_number() over (order by c.created_at, c.id) - 1)::int, c.hash, c.ext, c.name, c.width, c.height, c.channels, c.bytes, c.split, c.error,
-       c.label_count, c.labels, c.metadata
-     from (${IMAGES_WITH_LABELS}) c`,
-    [versionId, datasetId],
-  );
+  await snapshotVersionImages(em, versionId, datasetId);
 }

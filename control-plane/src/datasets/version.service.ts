@@ -13,6 +13,7 @@ import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
 import { liveImagePages, versionImagePages, writeExport, type ExportHeader } from './dataset-export.ts';
 import { DatasetVersion } from './dataset-version.entity.ts';
+import { nextVersionNumber, savedVersionRows, setVersionExportFile } from './dataset-version.store.ts';
 import { Dataset } from './dataset.entity.ts';
 import { compareVersions, imageInVersions } from './version-compare.ts';
 import { restoreVersion } from './version-restore.ts';
@@ -32,15 +33,7 @@ const versionKey = (dataset: Dataset, version: number) => `ws/${dataset.workspac
 
 /** The dataset's saved versions, oldest first, as the dataset read lists them. */
 export async function savedVersions(em: EntityManager, datasetId: string): Promise<Array<z.input<typeof VersionEntry>>> {
-  const rows = await query<{ version: number; description: string | null; class_count: number; image_count: number; annotation_count: number; created_at: Date; train: string; val: string; test: string; labeled: string }>(
-    em,
-    `select v.version, v.description, jsonb_array_length(v.class_names) as class_count, v.image_count, v.annotation_count, v.created_at,
-            count(*) filter (where vi.split = 'train') as train, count(*) filter (where vi.split = 'val') as val,
-            count(*) filter (where vi.split = 'test') as test, count(*) filter (where vi.label_count > 0) as labeled
-       from dataset_versions v left join dataset_version_images vi on vi.version_id = v.id
-      where v.dataset_id = ? group by v.id order by v.version`,
-    [datasetId],
-  );
+  const rows = await savedVersionRows(em, datasetId);
   return rows.map((row) => ({
     version: row.version,
     ...(row.description === null ? {} : { description: row.description }),
@@ -116,7 +109,7 @@ export class VersionService {
       const header: ExportHeader = { ...fieldsOf(version), version: version.version, createdAt: dataset.createdAt, updatedAt: version.createdAt };
       const bytes = await writeExport(this.storage, key, dataset.workspace.id, header, versionImagePages(this.em, version.id));
       await this.recordFile(dataset, key, bytes);
-      await query(this.em, 'update dataset_versions set ndjson_key = ?, ndjson_bytes = ? where id = ?', [key, bytes, version.id]);
+      await setVersionExportFile(this.em, version.id, key, bytes);
     }
     return this.fileUrl(key);
   }
@@ -147,7 +140,7 @@ export class VersionService {
         await em.flush();
         return { version: same, reused: true };
       }
-      const [{ next }] = await query<{ next: number }>(em, 'select coalesce(max(version), 0) + 1 as next from dataset_versions where dataset_id = ?', [current.id]);
+      const next = await nextVersionNumber(em, current.id);
       const saved = em.create(DatasetVersion, {
         dataset: current,
         version: next,

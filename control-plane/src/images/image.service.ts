@@ -4,8 +4,8 @@ import type { Actor } from '../auth/actor.ts';
 import { classColors, colorMap } from '../datasets/class-names.ts';
 import { findDataset, type DatasetNeed } from '../datasets/dataset-access.ts';
 import { applyDelta, changeDelta, countDelta, lockDataset, type CountedImage } from '../datasets/dataset-counters.ts';
+import { isFileInVersions } from '../datasets/dataset-version.store.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
-import { query } from '../db/sql.ts';
 import { HttpError, Invalid, NotFound } from '../http/errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { releaseImageBlobs } from './image-blobs.ts';
@@ -97,11 +97,7 @@ export class ImageService {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
     const labels = await labelsOf(this.em, [image.id]);
     const ref = { id: image.id, workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null, referenceKey: image.referenceKey };
-    const [retained] = await query<{ retained: boolean }>(
-      this.em,
-      'select exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id where v.dataset_id = ? and vi.hash = ?) as retained',
-      [dataset.id, image.hash],
-    );
+    const retained = await isFileInVersions(this.em, dataset.id, image.hash);
     return {
       id: image.id,
       dataset: { id: dataset.id, owner: dataset.workspace.handle, dataset: dataset.slug, task: dataset.task },
@@ -115,7 +111,7 @@ export class ImageService {
         extension: image.ext,
         annotationCount: image.labelCount,
         classIds: image.classIds,
-        retainedByVersion: retained!.retained,
+        retainedByVersion: retained,
         width: image.width,
         height: image.height,
         channels: image.channels,
