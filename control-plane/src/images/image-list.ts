@@ -9,9 +9,9 @@ import { Invalid } from '../http/errors.ts';
 import { LOOK_ALIKE_LIMIT, type ImageListOptions, type ImageSort } from './image.schemas.ts';
 import { containsPattern } from './image-search.ts';
 import { ListCache, listTotals } from './list-totals.ts';
-import { countImagesWhere, imagesOfVectors, isImageInDataset, listImagePage, listImagesInOrder, vectorsOfImagesWhere, type ImageRow } from './image.store.ts';
+import { countImagesWhere, imagesOfVectors, isImageInDataset, listImagePage, listImagesInOrder, vectorsOfImagesWhere, type ImageRow } from './image-list.store.ts';
 
-export type { ImageRow } from './image.store.ts';
+export type { ImageRow } from './image-list.store.ts';
 
 /** The text matches whose vectors look-alikes are searched near, the most relevant first. */
 const QUERY_IMAGES = 4;

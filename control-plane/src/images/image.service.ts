@@ -25,8 +25,8 @@ import {
   moveImagesToSplit,
   updateImageMetadata,
   type CountedImageRow,
-  type ImageRow,
 } from './image.store.ts';
+import type { ImageRow } from './image-list.store.ts';
 import type { BulkDeleted, BulkMoved, ImageDeleted, ImageDetail, ImageList, ImageListOptions, ImagePatch, ImagePatched, ImageUrlsResult } from './image.schemas.ts';
 import { LABEL_PREVIEW_CAP } from './image.schemas.ts';
 
