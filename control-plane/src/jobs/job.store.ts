@@ -73,6 +73,22 @@ export function jobLogLines(
   );
 }
 
+/** The job, when it runs on the host (and is of `kind`, when given); `lock`: held until the caller's transaction ends. */
+export async function runningJobOfHost(
+  em: EntityManager,
+  jobId: string,
+  hostId: string,
+  kind: string | undefined,
+  lock: boolean,
+): Promise<{ workspace_id: string; subject_id: string | null; attempts: number } | undefined> {
+  const [row] = await query<{ workspace_id: string; subject_id: string | null; attempts: number }>(
+    em,
+    `select workspace_id, subject_id, attempts from jobs where id = ? and host_id = ? and status = 'running' and (?::text is null or kind = ?)${lock ? ' for update' : ''}`,
+    [jobId, hostId, kind ?? null, kind ?? null],
+  );
+  return row;
+}
+
 /** A running host job's host and kind (to forward a cancel); undefined when it is not running on a host. */
 export async function runningHostJob(em: EntityManager, jobId: string): Promise<{ host_id: string | null; kind: string } | undefined> {
   const [row] = await query<{ host_id: string | null; kind: string }>(

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { someHostOffersNow } from '../workers/host.store.ts';
 
 /**
  * What a host job needs of a host: a GPU type ('cpu': none); for an export, the format's toolchain; for a deployment,
@@ -24,18 +24,5 @@ export const ANY_GPU = '*';
  * one is asked for. Busy GPUs count (a job for them waits in the queue) unless freeGpu is asked for.
  */
 export async function someHostOffers(em: EntityManager, workspaceId: string, offer: HostOffer, graceSeconds: number): Promise<boolean> {
-  const [row] = await query<{ found: boolean }>(
-    em,
-    `select exists (
-       select 1 from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)
-         and (h.workspace_id is null or h.workspace_id = ?)
-         and (? = 'cpu' or exists (select 1 from jsonb_array_elements(coalesce(h.hardware->'gpus', '[]'::jsonb)) g where (? = '${ANY_GPU}' or g->>'typeId' = ?)
-           and not (? and exists (select 1 from jobs j where j.host_id = h.id and j.status = 'running' and j.gpu_indexes @> jsonb_build_array(g->'index')))))
-         and (?::varchar is null or ? = any(h.exporters))
-         and (?::varchar is null or ? = any(h.services))
-         and (?::varchar is null or h.region is null or h.region = ?)
-     ) as found`,
-    [graceSeconds, workspaceId, offer.gpuType, offer.gpuType, offer.gpuType, offer.freeGpu ?? false, offer.toolchain ?? null, offer.toolchain ?? null, offer.service ?? null, offer.service ?? null, offer.region ?? null, offer.region ?? null],
-  );
-  return row.found;
+  return someHostOffersNow(em, workspaceId, offer, graceSeconds);
 }

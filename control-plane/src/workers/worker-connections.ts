@@ -11,7 +11,7 @@ export interface WorkerConnection {
 /**
  * This process's open worker sockets by host, until they have closed. A host may briefly have several (an agent
  * reconnecting before its old socket dropped, two agents on one key): which one is the host is decided in the
- * database (host-sessions.ts), and the others are closed when the takeover is announced.
+ * database (host.store.ts), and the others are closed when the takeover is announced.
  */
 export class WorkerConnections<C extends WorkerConnection = WorkerConnection> {
   private readonly byHost = new Map<string, Set<C>>();

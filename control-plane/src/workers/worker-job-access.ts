@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bearerToken } from '../auth/key-format.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, NotFound, Unauthorized } from '../http/errors.ts';
 import { findWorkerByKey } from '../hosts/worker-key-lookup.ts';
+import { runningJobOfHost } from '../jobs/job.store.ts';
 
 export interface RunningAttempt {
   workspaceId: string;
@@ -22,11 +22,7 @@ export async function runningAttempt(
 ): Promise<RunningAttempt> {
   const worker = await findWorkerByKey(em, bearerToken(authorization) ?? '');
   if (!worker) throw Unauthorized('A worker key is required');
-  const [row] = await query<{ workspace_id: string; subject_id: string | null; attempts: number }>(
-    em,
-    `select workspace_id, subject_id, attempts from jobs where id = ? and host_id = ? and status = 'running' and (?::text is null or kind = ?)${lock ? ' for update' : ''}`,
-    [job.id, worker.hostId, job.kind ?? null, job.kind ?? null],
-  );
+  const row = await runningJobOfHost(em, job.id, worker.hostId, job.kind, lock);
   if (!row) throw NotFound(`No running ${job.kind === undefined ? '' : `${job.kind} `}job ${job.id} on this host`);
   if (row.attempts !== job.attempt) throw Conflict(`Attempt ${job.attempt} is no longer the job's current attempt`);
   return { workspaceId: row.workspace_id, subjectId: row.subject_id };

@@ -11,7 +11,7 @@ import { reconcileHost } from '../scheduler/reconcile.ts';
 import { serviceReported } from '../deployments/deployment-rollout.ts';
 import { serviceOrigin } from '../deployments/deployment-service-origin.ts';
 import type { FolderChannel, HostFolders } from './host-folders.ts';
-import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host-sessions.ts';
+import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host.store.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
 export const HELLO_TIMEOUT_MS = 10_000;

@@ -12,7 +12,7 @@ import { WORKER_KEYS_CHANNEL, findWorkerByKey, type WorkerIdentity } from '../ho
 import { CLOSE } from '@vp/protocol';
 import type { HostScheduler } from '../scheduler/host-scheduler.ts';
 import type { HostFolders } from './host-folders.ts';
-import { HOST_SESSIONS_CHANNEL } from './host-sessions.ts';
+import { HOST_SESSIONS_CHANNEL } from './host.store.ts';
 import { WorkerConnections } from './worker-connections.ts';
 import { WorkerSession } from './worker-session.ts';
 

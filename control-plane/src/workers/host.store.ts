@@ -1,10 +1,13 @@
-// The host row's record of its worker socket, shared by every replica: which session (socket) is the host now,
-// on which replica, since when; state, last heartbeat, hardware, agent version and exporters. The newest hello takes
-// the host over, and every write a session makes is checked against it in the same transaction, so a socket that was
-// taken over (on this replica or another) changes nothing, even before its replica has closed it.
+// The hosts table's hand-written SQL (enrolment, renames and removal go through the ORM's Host entity in
+// hosts/host.service.ts). Most of it is the host row's record of its worker socket, shared by every replica: which
+// session (socket) is the host now, on which replica, since when; state, last heartbeat, hardware, agent version and
+// exporters. The newest hello takes the host over, and every write a session makes is checked against it in the same
+// transaction, so a socket that was taken over (on this replica or another) changes nothing, even before its replica
+// has closed it. The rest is the look-up of what live hosts offer (scheduler/host-offers.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Hardware } from '@vp/protocol';
 import { pgArray, query } from '../db/sql.ts';
+import { ANY_GPU, type HostOffer } from '../scheduler/host-offers.ts';
 
 /** Announced with the host id when a new session took a host over: the replica holding the older socket closes it. */
 export const HOST_SESSIONS_CHANNEL = 'vp_host_sessions';
@@ -99,4 +102,25 @@ export async function endSession(em: EntityManager, session: HostSession): Promi
      where id = ? and session_id = ?`,
     [session.hostId, session.sessionId],
   );
+}
+
+/**
+ * Whether a live connected host (heard from within `graceSeconds`) the workspace may use offers what `offer` asks
+ * (see someHostOffers in scheduler/host-offers.ts).
+ */
+export async function someHostOffersNow(em: EntityManager, workspaceId: string, offer: HostOffer, graceSeconds: number): Promise<boolean> {
+  const [row] = await query<{ found: boolean }>(
+    em,
+    `select exists (
+       select 1 from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)
+         and (h.workspace_id is null or h.workspace_id = ?)
+         and (? = 'cpu' or exists (select 1 from jsonb_array_elements(coalesce(h.hardware->'gpus', '[]'::jsonb)) g where (? = '${ANY_GPU}' or g->>'typeId' = ?)
+           and not (? and exists (select 1 from jobs j where j.host_id = h.id and j.status = 'running' and j.gpu_indexes @> jsonb_build_array(g->'index')))))
+         and (?::varchar is null or ? = any(h.exporters))
+         and (?::varchar is null or ? = any(h.services))
+         and (?::varchar is null or h.region is null or h.region = ?)
+     ) as found`,
+    [graceSeconds, workspaceId, offer.gpuType, offer.gpuType, offer.gpuType, offer.freeGpu ?? false, offer.toolchain ?? null, offer.toolchain ?? null, offer.service ?? null, offer.service ?? null, offer.region ?? null, offer.region ?? null],
+  );
+  return row.found;
 }
