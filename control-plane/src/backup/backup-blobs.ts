@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type pg from 'pg';
 import type { BlobStore } from '../storage/blob-store.ts';
+import { snapshotKeysSql } from '../storage/blob-keys.ts';
 import { BLOB_MANIFEST_FILE, BLOBS_DIR, blobPath, FOLDER_MODE, mib, type BlobEntry } from './backup-format.ts';
 import { LineFile, writeHashed } from './hashed-files.ts';
 import { throttled, type Progress } from './progress.ts';
@@ -15,26 +16,11 @@ const FETCH_KEYS = 1000;
  * after them by every other writer) and each key a row uses. A key a row uses was written completely before that
  * row committed (uploads, outputs and checkpoints store, then record; images store, then insert their rows), so
  * its bytes must be there; a key only recorded may belong to a write still in progress at the snapshot. The key
- * columns are those orphan-files.ts checks; image keys are built as images/image-urls.ts builds them. An image indexed
- * in place (reference_key) is read from the customer's storage and never stored here: only its thumbnail is, and its
- * row is in the dump.
+ * columns are those of storage/blob-keys.ts, which the orphan sweep and erase use too. An image indexed in place
+ * (reference_key) is read from the customer's storage and never stored here: only its thumbnail is, and its row is
+ * in the dump.
  */
-const SNAPSHOT_KEYS_SQL = `
-  with used(key) as (
-    select file_key from models where file_key is not null
-    union select file_key from model_exports where file_key is not null
-    union select weights_key from model_exports
-    union select export_key from datasets where export_key is not null
-    union select ndjson_key from dataset_versions where ndjson_key is not null
-    union select checkpoint_key from training_runs where checkpoint_key is not null
-    union select resume_key from training_runs where resume_key is not null
-    union select storage_key from job_outputs
-    union select 'ws/' || workspace_id || '/images/' || hash || '.' || ext from images where reference_key is null
-    union select 'ws/' || workspace_id || '/thumbnails/' || hash || '.webp' from images where error is null
-  )
-  select coalesce(o.key, u.key) as key, coalesce(o.bytes, 0) as bytes, u.key is not null as used
-  from stored_objects o full join used u on u.key = o.key
-  order by 1`;
+const SNAPSHOT_KEYS_SQL = snapshotKeysSql();
 
 export interface BlobsCopied {
   entries: number;

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import { HttpError } from '../http/errors.ts';
+import { imageKey } from '../storage/blob-keys.ts';
 import type { FileUrls } from '../storage/file-urls.ts';
 import type { Storage } from '../storage/storage.ts';
-import { imageKey } from './image-urls.ts';
 
 /** What finds an image's bytes: in the blob store by workspace and hash, or (connected dataset) the object it was indexed from. */
 export interface ImageBytesRef {
@@ -14,18 +14,8 @@ export interface ImageBytesRef {
   referenceKey?: string | null;
 }
 
-/** Reads images indexed in place from their storage (ingest/reference/referenced-bytes.ts). */
-export interface ReferencedBytes {
-  /** The object's bytes; an HttpError (404 gone, 409 changed since indexed or storage disconnected, 502 storage failing) when they cannot be had. */
-  open(image: { id: string; workspaceId: string }, signal?: AbortSignal): Promise<ReferencedRead>;
-}
-
-export interface ReferencedRead {
-  stream: Readable;
-  bytes: number;
-  ext: string;
-  name: string;
-}
+/** Reads images indexed in place from their storage: declared with Storage, which holds one. */
+export type { ReferencedBytes, ReferencedRead } from '../storage/storage.ts';
 
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
 export const imageContentType = (ext: string) => CONTENT_TYPES[ext] ?? 'application/octet-stream';

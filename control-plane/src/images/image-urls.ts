@@ -1,9 +1,9 @@
 import type { FileUrls } from '../storage/file-urls.ts';
+import { thumbnailKey } from '../storage/blob-keys.ts';
 import { imageFileUrl } from './image-bytes.ts';
 
-/** Image bytes are stored once per workspace and content hash, so copies share them. */
-export const imageKey = (workspaceId: string, hash: string, ext: string) => `ws/${workspaceId}/images/${hash}.${ext}`;
-export const thumbnailKey = (workspaceId: string, hash: string) => `ws/${workspaceId}/thumbnails/${hash}.webp`;
+/** Image bytes are stored once per workspace and content hash, so copies share them (built in storage/blob-keys.ts). */
+export { imageKey, thumbnailKey } from '../storage/blob-keys.ts';
 
 const URL_HOURS = 1;
 

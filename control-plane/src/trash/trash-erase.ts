@@ -3,6 +3,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import { exportFilesOf, unusedFiles } from '../exports/export.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
+import { datasetFilesSql } from '../storage/blob-keys.ts';
 import type { Storage } from '../storage/storage.ts';
 
 export const TRASH_TYPES = ['project', 'dataset', 'model'] as const;
@@ -91,6 +92,9 @@ async function eraseLocked(tx: EntityManager, type: TrashType, id: string): Prom
   return type === 'dataset' ? { cascadedModels: 0, leftovers: await eraseDataset(tx, id) } : eraseModels(tx, type, id);
 }
 
+/** The dataset's own files, as storage/blob-keys.ts lists the columns that hold them. */
+const DATASET_FILES = datasetFilesSql();
+
 /** A dataset with its images, labels, versions and stars (cascades); its files and the image bytes it used are leftovers. */
 async function eraseDataset(tx: EntityManager, id: string): Promise<Leftovers> {
   const images = await query<{ hash: string; ext: string }>(
@@ -99,12 +103,7 @@ async function eraseDataset(tx: EntityManager, id: string): Promise<Leftovers> {
      union select vi.hash, vi.ext from dataset_version_images vi join dataset_versions v on v.id = vi.version_id where v.dataset_id = ?`,
     [id, id],
   );
-  const files = await query<{ key: string }>(
-    tx,
-    `select export_key as key from datasets where id = ? and export_key is not null
-     union select ndjson_key from dataset_versions where dataset_id = ? and ndjson_key is not null`,
-    [id, id],
-  );
+  const files = await query<{ key: string }>(tx, DATASET_FILES.sql, Array<string>(DATASET_FILES.params).fill(id));
   const uploads = await query<{ key: string }>(tx, `delete from upload_sessions where asset_type = 'datasets' and asset_id = ? returning object_key as key`, [id]);
   const [{ workspace_id }] = await query<{ workspace_id: string }>(tx, 'delete from datasets where id = ? returning workspace_id', [id]);
   const keys = [...new Set([...files, ...uploads].map((row) => row.key))];
