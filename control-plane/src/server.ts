@@ -59,6 +59,7 @@ import { DeploymentUpstreams } from './deployments/deployment-upstreams.ts';
 import { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import { OnnxPredictor } from './predict/onnx-predictor.ts';
+import { FolderRelay } from './workers/host-folder-relay.ts';
 import { HostFolders } from './workers/host-folders.ts';
 import { WorkerGateway } from './workers/worker-socket.ts';
 
@@ -193,10 +194,30 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   scheduler.listen(notifications);
   const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler, folders: hostFolders, trustProxy: config.trustProxy });
   workers.listen(notifications);
-  hostFolders.listen(notifications, workers.replica, log);
+  hostFolders.listen(notifications, (local) => new FolderRelay(fork, workers.replica, local, log));
   await notifications.start();
 
-  const app = createApp({ config, orm, log, authenticator, rateLimiter, summaryFigures, storage, lifecycle, predictor, embedder, vectorIndex, deploymentRouter, deploymentTraffic, hostFolders, outbound, routes: options.routes });
+  // Process-wide objects (outbound policy and its agents, the secret, integration access) are built once above and shared by every request.
+  const app = createApp({
+    config,
+    orm,
+    log,
+    authenticator,
+    rateLimiter,
+    summaryFigures,
+    storage,
+    lifecycle,
+    predictor,
+    embedder,
+    vectorIndex,
+    deploymentRouter,
+    deploymentTraffic,
+    hostFolders,
+    outbound,
+    secret,
+    integrationAccess: integrations,
+    routes: options.routes,
+  });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
   const inFlight = new Set<Promise<void>>();

@@ -74,6 +74,10 @@ export interface ServiceDeps {
   hostFolders?: HostFolders;
   /** The process's outbound rules and their keep-alive agents, built once; absent (vpctl): built once per Services. */
   outbound?: OutboundPolicy;
+  /** The appliance's signing secret, resolved once at start; absent (vpctl): resolved once per Services. */
+  secret?: string;
+  /** The process's access to saved integrations (credentials' cipher, providers), built once; absent (vpctl): once per Services. */
+  integrationAccess?: IntegrationAccess;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -82,6 +86,9 @@ export class Services {
   private forked: EntityManager | undefined;
   private readonly fork: (() => EntityManager) | undefined;
   private ownOutbound: OutboundPolicy | undefined;
+  private ownSecret: string | undefined;
+  private ownIntegrationDeps: IntegrationDeps | undefined;
+  private ownIntegrationAccess: IntegrationAccess | undefined;
 
   /** `em`, or a function that forks one on first use: a request that reads no entity pays nothing for it. */
   constructor(em: EntityManager | (() => EntityManager), deps: ServiceDeps) {
@@ -187,12 +194,18 @@ export class Services {
     return new IngestService(this.em, this.integrationAccess);
   }
 
-  private get integrationDeps(): IntegrationDeps {
-    return { secret: resolveSigningSecret(this.deps.config), outbound: this.outbound, hostFolders: this.deps.hostFolders };
+  /** The secret the server resolved at start (read from the data dir at most once per Services otherwise). */
+  private get secret(): string {
+    return this.deps.secret ?? (this.ownSecret ??= resolveSigningSecret(this.deps.config));
   }
 
+  private get integrationDeps(): IntegrationDeps {
+    return (this.ownIntegrationDeps ??= { secret: this.secret, outbound: this.outbound, hostFolders: this.deps.hostFolders });
+  }
+
+  /** The process's integration access (the server's, also behind ingest and images read in place), or one per Services. */
   get integrationAccess(): IntegrationAccess {
-    return new IntegrationAccess(this.integrationDeps);
+    return this.deps.integrationAccess ?? (this.ownIntegrationAccess ??= new IntegrationAccess(this.integrationDeps));
   }
 
   get integrations(): IntegrationService {
@@ -291,4 +304,9 @@ export class Services {
   get workflows(): WorkflowService {
     return new WorkflowService(this.em, this.deps.config.region);
   }
+}
+
+// The HTTP layer's context names no domain (http/app-context.ts); the handlers of a request reach every service.
+declare module './http/app-context.ts' {
+  interface RequestServices extends Services {}
 }

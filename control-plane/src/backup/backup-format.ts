@@ -8,7 +8,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { Invalid } from '../http/errors.ts';
-import type { BackupKey } from './backup-key.ts';
 
 export const BACKUP_FORMAT = 'vp-appliance-backup';
 export const BACKUP_FORMAT_VERSION = 1;
@@ -81,11 +80,16 @@ export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 export const blobPath = (dir: string, key: string) => join(dir, BLOBS_DIR, ...key.split('/'));
 
+/** What authenticates a manifest: a BackupKey (backup-key.ts, which uses this module's file modes). */
+export interface ManifestVerifier {
+  verify(dir: string, manifest: Buffer): Promise<void>;
+}
+
 /**
  * The folder's manifest, authenticated under `key`, then checked; a clear error when the folder holds no (finished,
  * readable) backup, or one the key did not sign.
  */
-export async function readManifest(dir: string, key: BackupKey): Promise<BackupManifest> {
+export async function readManifest(dir: string, key: ManifestVerifier): Promise<BackupManifest> {
   let bytes: Buffer;
   try {
     bytes = await readFile(join(dir, MANIFEST_FILE));

@@ -2,7 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ParameterizedContext } from 'koa';
 import type { Logger } from 'pino';
 import type { Actor } from '../auth/actor.ts';
-import type { Services } from '../services.ts';
+
+/**
+ * The services a request's handlers reach (`ctx.state.services`). Empty here, so the HTTP layer depends on no domain:
+ * the composition root (services.ts) fills it in by declaration merging with its `Services`.
+ */
+export interface RequestServices {}
 
 export interface AppState {
   requestId: string;
@@ -11,7 +16,7 @@ export interface AppState {
   em: EntityManager;
   actor: Actor;
   clientAddress: string;
-  services: Services;
+  services: RequestServices;
 }
 
 export type AppContext = ParameterizedContext<AppState>;

@@ -12,10 +12,8 @@ import {
 } from '@vp/protocol';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
-import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
 import { query } from '../db/sql.ts';
-import { FolderRelay } from './host-folder-relay.ts';
 
 /** How long an agent may take to answer a request, or to send a read's next chunk once it has credit. */
 export const FOLDER_TIMEOUT_MS = 30_000;
@@ -63,21 +61,31 @@ export class FolderChannel {
   }
 }
 
+/**
+ * The relay to the worker sockets other replicas hold (FolderRelay, host-folder-relay.ts), built by the composition
+ * root around this process's own channels: the relay uses this module, not the other way round.
+ */
+export interface FolderRelayLink {
+  readonly replica: string;
+  listen(notifications: Notifications): void;
+  channelTo(hostId: string, owner: string): FolderChannel;
+}
+
 /** This process's worker sockets that can answer folder requests (the newest one of each host), and the relay to the others'. */
 export class HostFolders {
   private readonly channels = new Map<string, FolderChannel>();
   private readonly timeoutMs: number;
   private readonly fork: () => EntityManager;
-  private relay: FolderRelay | undefined;
+  private relay: FolderRelayLink | undefined;
 
   constructor(fork: () => EntityManager, options: { timeoutMs?: number } = {}) {
     this.fork = fork;
     this.timeoutMs = options.timeoutMs ?? FOLDER_TIMEOUT_MS;
   }
 
-  /** Relays requests to and from other replicas; `replica` is this process as host sessions record it. Before `notifications.start()`. */
-  listen(notifications: Notifications, replica: string, log: Logger): void {
-    this.relay = new FolderRelay(this.fork, replica, (hostId) => this.channels.get(hostId), log);
+  /** Relays requests to and from other replicas through the relay `relay` builds over this process's channels. Before `notifications.start()`. */
+  listen(notifications: Notifications, relay: (local: (hostId: string) => FolderChannel | undefined) => FolderRelayLink): void {
+    this.relay = relay((hostId) => this.channels.get(hostId));
     this.relay.listen(notifications);
   }
 
