@@ -4,11 +4,10 @@
 // and reconnects on its own; its latest results are at the service URL's /camera.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SERVICE_ROUTES, type CameraSettings } from '@vp/inference-server/contract';
-import { query } from '../db/sql.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import { updateDeployment } from './deployment.store.ts';
-import { TOKEN_COLUMNS } from './deployment-revision.store.ts';
-import { revisionToken, type SealedToken } from './deployment-tokens.ts';
+import { liveServers, setServerCamera, type LiveServer } from './deployment-revision.store.ts';
+import { revisionToken } from './deployment-tokens.ts';
 
 /** How long the live server may take to accept a camera change. */
 const APPLY_TIMEOUT_MS = 30_000;
@@ -19,16 +18,6 @@ const RETRY_MS = 15_000;
 
 export interface Camera {
   /** null: none. */
-  url: string | null;
-  fps: number;
-}
-
-/** A live server (its token sealed), with its deployment's camera. */
-interface LiveServer extends SealedToken {
-  deploymentId: string;
-  revisionId: string;
-  number: number;
-  serviceUrl: string;
   url: string | null;
   fps: number;
 }
@@ -88,7 +77,7 @@ async function tell(em: EntityManager, live: LiveServer): Promise<void> {
     signal: AbortSignal.timeout(APPLY_TIMEOUT_MS),
   });
   if (!response.ok) throw new Error(`its server answered ${response.status}: ${await opening(response, QUOTED_BYTES)}`);
-  await query(em, 'update deployment_revisions set camera_url = ? where id = ? and service_url = ?', [live.url, live.revisionId, live.serviceUrl]);
+  await setServerCamera(em, live.revisionId, live.serviceUrl, live.url);
 }
 
 /** The first `max` bytes of the body as text; the rest is not read. */
@@ -101,20 +90,6 @@ async function opening(response: Response, max: number): Promise<string> {
     if (bytes >= max) break;
   }
   return Buffer.concat(chunks).subarray(0, max).toString('utf8');
-}
-
-/**
- * The live server of a deployment, or 'untold': every live server whose camera differs from its deployment's (none
- * while a PATCH applies one).
- */
-function liveServers(em: EntityManager, scope: { deploymentId: string } | 'untold'): Promise<LiveServer[]> {
-  return query<LiveServer>(
-    em,
-    `select d.id as "deploymentId", r.id as "revisionId", r.number, r.service_url as "serviceUrl", ${TOKEN_COLUMNS}, d.camera_url as url, d.camera_fps as fps
-     from deployments d join deployment_revisions r on r.deployment_id = d.id and r.state = 'live' and r.service_url is not null
-     where ${scope === 'untold' ? 'r.camera_url is distinct from d.camera_url and not d.camera_applying' : 'd.id = ?'}`,
-    scope === 'untold' ? [] : [scope.deploymentId],
-  );
 }
 
 /** The URL as logs show it: without its password. */

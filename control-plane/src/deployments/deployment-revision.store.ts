@@ -1,4 +1,5 @@
-// The deployment_revisions table's SQL: one inference server of a deployment, run by one service host job.
+// The deployment_revisions table's SQL: one inference server of a deployment, run by one service host job. State
+// changes are revision-lifecycle.ts's alone (its guarded UPDATEs enforce the allowed moves).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
@@ -26,7 +27,7 @@ const COLUMNS = `r.id, r.deployment_id as "deploymentId", r.number, r.model_id a
   r.job_id as "jobId", r.service_url as "serviceUrl", r.state`;
 
 /** The columns of a SealedToken, of the table under alias `r` and its deployment under alias `d`. */
-export const TOKEN_COLUMNS = `d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"`;
+const TOKEN_COLUMNS = `d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"`;
 
 /** A new starting revision, numbered after the deployment's last, with its own bearer token for its server (sealed). */
 export async function insertRevision(
@@ -90,19 +91,6 @@ export async function setServiceUrl(em: EntityManager, id: string, url: string |
   await announceDeploymentChange(em);
 }
 
-/** live: it takes traffic now; retired or failed: it is done (failed with the reason). */
-export async function setRevisionState(em: EntityManager, id: string, state: RevisionState, error: string | null = null): Promise<void> {
-  await query(
-    em,
-    `update deployment_revisions set state = ?, error = coalesce(?, error),
-       live_at = case when ? = 'live' then now() else live_at end,
-       retired_at = case when ? in ('retired', 'failed') then now() else retired_at end
-     where id = ?`,
-    [state, error, state, state, id],
-  );
-  await announceDeploymentChange(em);
-}
-
 /** Starting revisions still waiting for their model's ONNX export (no job yet), with the export's state. */
 export async function revisionsAwaitingExport(em: EntityManager): Promise<Array<RevisionRecord & { exportStatus: string | null; exportError: string | null }>> {
   return query(
@@ -151,4 +139,43 @@ export async function drainingJobs(em: EntityManager, scope: { deploymentId: str
     ['deploymentId' in scope ? scope.deploymentId : scope.drainedSeconds],
   );
   return rows.map((row) => row.id);
+}
+
+/** Whether a revision of the deployment still has a queued or running job (a server not stopped yet). */
+export async function hasActiveJobs(em: EntityManager, deploymentId: string): Promise<boolean> {
+  const rows = await query(
+    em,
+    `select 1 from deployment_revisions r join jobs j on j.id = r.job_id where r.deployment_id = ? and j.status in ('queued', 'running') limit 1`,
+    [deploymentId],
+  );
+  return rows.length > 0;
+}
+
+/** A live server (its token sealed), with its deployment's camera. */
+export interface LiveServer extends SealedToken {
+  deploymentId: string;
+  revisionId: string;
+  number: number;
+  serviceUrl: string;
+  url: string | null;
+  fps: number;
+}
+
+/**
+ * The live server of a deployment, or 'untold': every live server whose camera differs from its deployment's (none
+ * while a PATCH applies one).
+ */
+export function liveServers(em: EntityManager, scope: { deploymentId: string } | 'untold'): Promise<LiveServer[]> {
+  return query<LiveServer>(
+    em,
+    `select d.id as "deploymentId", r.id as "revisionId", r.number, r.service_url as "serviceUrl", ${TOKEN_COLUMNS}, d.camera_url as url, d.camera_fps as fps
+     from deployments d join deployment_revisions r on r.deployment_id = d.id and r.state = 'live' and r.service_url is not null
+     where ${scope === 'untold' ? 'r.camera_url is distinct from d.camera_url and not d.camera_applying' : 'd.id = ?'}`,
+    scope === 'untold' ? [] : [scope.deploymentId],
+  );
+}
+
+/** The camera the revision's server reads now, unless the server was replaced since (another service URL). */
+export async function setServerCamera(em: EntityManager, revisionId: string, serviceUrl: string, url: string | null): Promise<void> {
+  await query(em, 'update deployment_revisions set camera_url = ? where id = ? and service_url = ?', [url, revisionId, serviceUrl]);
 }

@@ -10,22 +10,23 @@ import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
 import type { Model } from '../models/model.entity.ts';
 import type { HostJobOutcome } from '../scheduler/host-job-kinds.ts';
-import { appendEvent, type Severity } from './deployment-events.store.ts';
-import type { DeploymentStatus } from './deployment.schemas.ts';
+import { appendEvent } from './deployment-events.store.ts';
+import { changeStatus } from './deployment-lifecycle.ts';
 import { deleteDeploymentRows, deploymentById, deploymentsUsingModels, updateDeployment, type DeploymentRecord } from './deployment.store.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
 import {
   drainingJobs,
+  hasActiveJobs,
   insertRevision,
   revisionById,
   revisionOfJob,
   revisionsIn,
   setRevisionJob,
-  setRevisionState,
   setServiceUrl,
   type RevisionRecord,
 } from './deployment-revision.store.ts';
 import { newSealedToken } from './deployment-tokens.ts';
+import { changeRevisionState } from './revision-lifecycle.ts';
 
 export const DEPLOYMENT_JOB = 'deployment';
 /**
@@ -36,17 +37,6 @@ export const DEPLOYMENT_JOB = 'deployment';
 export const DRAIN_SECONDS = 5;
 /** Host losses a revision survives (each requeues it elsewhere) before it fails. */
 const MAX_ATTEMPTS = 100;
-
-/** Sets the status (and its message) and logs the change. */
-export async function changeStatus(
-  em: EntityManager,
-  deploymentId: string,
-  status: DeploymentStatus,
-  event: { message: string; severity?: Severity; statusMessage?: string | null },
-): Promise<void> {
-  await updateDeployment(em, deploymentId, { status, status_message: event.statusMessage ?? null });
-  await appendEvent(em, deploymentId, event.severity ?? 'INFO', `${status}: ${event.message}`);
-}
 
 /**
  * Starts a revision of `model` at `size` from its ONNX export (queueOnnxExport, before the caller's transaction): its job
@@ -76,8 +66,7 @@ export async function queueRevisionJob(em: EntityManager, revision: RevisionReco
     host: { gpuType: null, gpuCount: 0, memoryBytes: revision.memoryGi * 2 ** 30, restartable: true, region: deployment.region, service: 'inference' },
   });
   await setRevisionJob(em, revision.id, job.id);
-  const [creating] = await query(em, `select 1 from deployments where id = ? and status = 'creating'`, [deployment.id]);
-  if (creating) await changeStatus(em, deployment.id, 'deploying', { message: `revision ${revision.number} waits for a host` });
+  await changeStatus(em, deployment.id, 'deploying', { message: `revision ${revision.number} waits for a host` }, ['creating']);
 }
 
 /**
@@ -95,7 +84,7 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
     // Restarted (elsewhere) or reconnected: its new URL, and its idle and restart clocks start again. A replacement
     // still rolling out keeps the deployment deploying.
     await setServiceUrl(em, revision.id, url);
-    await setRevisionState(em, revision.id, 'live');
+    await changeRevisionState(em, revision.id, 'live');
     const rollingOut = (await revisionsIn(em, deployment.id, ['starting'])).length > 0;
     if (deployment.status === 'deploying' && !rollingOut) await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
     return true;
@@ -103,7 +92,7 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
   if (revision.state !== 'starting') return true;
   for (const old of await revisionsIn(em, deployment.id, ['live'])) await retire(em, lifecycle, old, { drain: true });
   await setServiceUrl(em, revision.id, url);
-  await setRevisionState(em, revision.id, 'live');
+  await changeRevisionState(em, revision.id, 'live');
   await updateDeployment(em, deployment.id, { model_id: revision.modelId, cpu: revision.cpu, memory_gi: revision.memoryGi, deployed_at: new Date(), scaled_to_zero: false });
   await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} is live and takes the traffic` });
   return true;
@@ -111,10 +100,10 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
 
 /**
  * Takes the revision out of service and cancels its job (its end then changes nothing more); with `drain`, the deployment
- * sweep cancels it DRAIN_SECONDS later.
+ * sweep cancels it DRAIN_SECONDS later. Nothing is done when it had ended already (retired or failed).
  */
 export async function retire(em: EntityManager, lifecycle: JobLifecycle, revision: RevisionRecord, options: { drain?: boolean } = {}): Promise<void> {
-  await setRevisionState(em, revision.id, 'retired');
+  if (!(await changeRevisionState(em, revision.id, 'retired'))) return;
   await appendEvent(em, revision.deploymentId, 'INFO', `Revision ${revision.number} retired${options.drain ? `; its server stops in ${DRAIN_SECONDS} s` : ''}`);
   if (revision.jobId && !options.drain) await lifecycle.requestCancel(em, revision.jobId);
 }
@@ -132,7 +121,7 @@ export async function revisionEnded(em: EntityManager, revisionId: string, jobId
   const reason = outcome === 'completed' ? 'its server exited' : (job?.error ?? `its job ${outcome}`);
   if (revision.state === 'starting') return rollBack(em, revision, reason);
   if (revision.state === 'live') {
-    await setRevisionState(em, revision.id, 'failed', reason);
+    await changeRevisionState(em, revision.id, 'failed', reason);
     await setServiceUrl(em, revision.id, null);
     const stopped = `The server of revision ${revision.number} stopped: ${reason}`;
     await changeStatus(em, deployment.id, 'failed', { severity: 'ERROR', statusMessage: `${stopped}; start the deployment again`, message: stopped });
@@ -143,10 +132,10 @@ export async function revisionEnded(em: EntityManager, revisionId: string, jobId
 
 /**
  * A starting revision failed (its job ended, its export failed, no health in time): marked failed; the deployment stays
- * on its live revision (ready, its message saying why) or, with none, fails.
+ * on its live revision (ready, its message saying why) or, with none, fails. Nothing is done when it had ended already.
  */
 export async function rollBack(em: EntityManager, revision: RevisionRecord, reason: string): Promise<void> {
-  await setRevisionState(em, revision.id, 'failed', reason);
+  if (!(await changeRevisionState(em, revision.id, 'failed', reason))) return;
   const [live] = await revisionsIn(em, revision.deploymentId, ['live']);
   const failed = `Revision ${revision.number} failed: ${reason}`;
   if (live) {
@@ -154,15 +143,6 @@ export async function rollBack(em: EntityManager, revision: RevisionRecord, reas
   } else {
     await changeStatus(em, revision.deploymentId, 'failed', { severity: 'ERROR', statusMessage: failed, message: failed });
   }
-}
-
-export async function hasActiveJobs(em: EntityManager, deploymentId: string): Promise<boolean> {
-  const rows = await query(
-    em,
-    `select 1 from deployment_revisions r join jobs j on j.id = r.job_id where r.deployment_id = ? and j.status in ('queued', 'running') limit 1`,
-    [deploymentId],
-  );
-  return rows.length > 0;
 }
 
 /** Retires every serving or starting revision; their jobs are cancelled, and those of revisions still draining. */

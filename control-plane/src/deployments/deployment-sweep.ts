@@ -8,7 +8,8 @@ import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import type { CameraSync } from './deployment-camera.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import { START_SECONDS } from './deployment.job.ts';
-import { changeStatus, DRAIN_SECONDS, queueRevisionJob, retire, rollBack } from './deployment-rollout.ts';
+import { changeStatus } from './deployment-lifecycle.ts';
+import { DRAIN_SECONDS, queueRevisionJob, retire, rollBack } from './deployment-rollout.ts';
 import { deploymentById, idleDeployments, updateDeployment } from './deployment.store.ts';
 import {
   drainingJobs,

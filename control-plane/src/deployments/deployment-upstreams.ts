@@ -2,15 +2,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
-import { query } from '../db/sql.ts';
 import type { ExportService } from '../exports/export.service.ts';
 import { NotFound, Unavailable } from '../http/errors.ts';
 import { Model } from '../models/model.entity.ts';
 import { DEPLOYMENTS_CHANNEL, onLocalDeploymentChange } from './deployment-changes.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import type { DeploymentRouter, Upstream } from './deployment-router.ts';
-import { changeStatus, startRevision } from './deployment-rollout.ts';
-import { deploymentById, touchDeployments, updateDeployment } from './deployment.store.ts';
+import { changeStatus } from './deployment-lifecycle.ts';
+import { startRevision } from './deployment-rollout.ts';
+import { deploymentById, touchDeployments, updateDeployment, upstreamOf, type UpstreamRow } from './deployment.store.ts';
 import { revisionToken } from './deployment-tokens.ts';
 import { CredentialsUnreadable } from '../integrations/credential-cipher.ts';
 import { queueOnnxExport } from '../predict/onnx-export.ts';
@@ -20,17 +20,6 @@ const POLL_MS = 200;
 const MAX_REMEMBERED = 10_000;
 /** How often the requests' idle clocks are written (one UPDATE for every deployment touched meanwhile). */
 const TOUCH_FLUSH_MS = 5000;
-
-interface LiveRow {
-  workspace_id: string;
-  status: string;
-  status_message: string | null;
-  scaled_to_zero: boolean;
-  revision_id: string | null;
-  service_url: string | null;
-  token_key_id: string | null;
-  token_sealed: Buffer | null;
-}
 
 /**
  * DeploymentRouter over the deployments' rows: the live revision's server once it reported its URL. A deployment scaled
@@ -98,13 +87,7 @@ export class DeploymentUpstreams implements DeploymentRouter {
   private async find(em: EntityManager, deploymentId: string): Promise<Upstream> {
     const deadline = Date.now() + this.wakeSeconds * 1000;
     for (;;) {
-      const [row] = await query<LiveRow>(
-        em,
-        `select d.workspace_id, d.status, d.status_message, d.scaled_to_zero, r.id as revision_id, r.service_url, r.token_key_id, r.token_sealed
-         from deployments d left join deployment_revisions r on r.deployment_id = d.id and r.state = 'live'
-         where d.id = ?`,
-        [deploymentId],
-      );
+      const row = await upstreamOf(em, deploymentId);
       if (!row) throw NotFound('Deployment not found');
       // Deploying with a live server: a replacement is rolling out and the old revision serves until it takes over.
       if ((row.status === 'ready' || row.status === 'deploying') && row.service_url) {
@@ -158,7 +141,7 @@ export class DeploymentUpstreams implements DeploymentRouter {
 }
 
 /** The live revision's token, opened from its row; 503 when it does not open. */
-function liveToken(em: EntityManager, row: LiveRow): string {
+function liveToken(em: EntityManager, row: UpstreamRow): string {
   try {
     return revisionToken(em, { workspaceId: row.workspace_id, tokenKeyId: row.token_key_id!, tokenSealed: row.token_sealed! });
   } catch (error) {

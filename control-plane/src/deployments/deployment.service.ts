@@ -15,7 +15,8 @@ import { queueOnnxExport } from '../predict/onnx-export.ts';
 import { someHostOffers } from '../scheduler/host-offers.ts';
 import { applyCamera } from './deployment-camera.ts';
 import { mintDeploymentKey } from './deployment-keys.ts';
-import { changeStatus, deleteDeployments, hasActiveJobs, retireAll, startRevision } from './deployment-rollout.ts';
+import { changeStatus } from './deployment-lifecycle.ts';
+import { deleteDeployments, retireAll, startRevision } from './deployment-rollout.ts';
 import type {
   DeploymentCreate,
   DeploymentCreated,
@@ -28,6 +29,7 @@ import type {
   DeploymentView,
 } from './deployment.schemas.ts';
 import { deploymentById, findDeployment, insertDeployment, listDeployments, slugTaken, updateDeployment, type DeploymentRecord } from './deployment.store.ts';
+import { hasActiveJobs } from './deployment-revision.store.ts';
 import { isDefaultSize, type DeploymentSize } from './deployment-sizes.ts';
 
 type Address = { owner: string; deployment: string };
@@ -202,7 +204,11 @@ export class DeploymentService {
     return this.rollOut(record, await this.modelOf(record.modelId), size, cameraAfterResize(size), `resizing to ${size.cpu} CPU, ${size.memoryGi} GiB`);
   }
 
-  /** A new revision (start, replace, resize); the live one, if any, serves until it is ready. 202 deploying. */
+  /**
+   * A new revision (start, replace, resize); the live one, if any, serves until it is ready. 202 deploying. A start moves
+   * a stopped or failed deployment, the others a ready one: one that changed meanwhile is refused (409) as it would have
+   * been had it been so when asked.
+   */
   private async rollOut(
     record: DeploymentRecord,
     model: Model,
@@ -214,11 +220,15 @@ export class DeploymentService {
     requireServable(model);
     await this.requireHost(record.workspaceId, record.region);
     const onnx = await queueOnnxExport(this.options.exports, model);
+    const starting = 'desired' in changes;
     await this.em.transactional(async (tx) => {
       // Held until commit: a wake or another rollout numbers its revision after this one.
-      await deploymentById(tx, record.id, true);
+      const current = await deploymentById(tx, record.id, true);
+      if (!current) throw NotFound(`Deployment ${record.owner}/${record.slug} not found`);
       await updateDeployment(tx, record.id, changes);
-      await changeStatus(tx, record.id, 'deploying', { message: why });
+      if (!(await changeStatus(tx, record.id, 'deploying', { message: why }, starting ? ['stopped', 'failed'] : ['ready']))) {
+        throw Conflict(`The deployment is ${current.status}; ${starting ? 'start it once it is stopped' : 'a rollout needs it ready'}`);
+      }
       await startRevision(tx, record, model, size, onnx);
     });
     return accepted('deploying', `${why[0]!.toUpperCase()}${why.slice(1)}; poll the deployment until its status is ready`);

@@ -1,5 +1,5 @@
-// The deployments table's SQL. Status changes go through setStatus, which the lifecycle (deployment-rollout.ts)
-// calls together with the event it logs.
+// The deployments table's SQL, but for its status: status changes are deployment-lifecycle.ts's alone (its guarded
+// UPDATEs enforce the allowed moves and log each change).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import { pgArray, query } from '../db/sql.ts';
@@ -93,16 +93,16 @@ export async function slugTaken(em: EntityManager, workspaceId: string, slug: st
   return rows.length > 0;
 }
 
-/** Any of the deployment's columns by name (the lifecycle's and the service's writes); bumps updated_at. */
+/** Any of the deployment's columns by name but its status (the rollout's and the service's writes); bumps updated_at. */
 export async function updateDeployment(em: EntityManager, id: string, changes: Partial<DeploymentColumns>): Promise<void> {
   const entries = Object.entries(changes);
   if (entries.length === 0) return;
   const sets = entries.map(([column]) => `${column} = ?${column === 'metadata' ? '::jsonb' : ''}`).join(', ');
   await query(em, `update deployments set ${sets}, updated_at = now() where id = ?`, [...entries.map(([column, value]) => (column === 'metadata' ? JSON.stringify(value) : value)), id]);
-  if ('status' in changes || 'scaled_to_zero' in changes) await announceDeploymentChange(em);
+  if ('scaled_to_zero' in changes) await announceDeploymentChange(em);
 }
 
-/** The writable columns, as updateDeployment takes them. */
+/** The writable columns, as updateDeployment takes them (not status: deployment-lifecycle.ts changes it). */
 export interface DeploymentColumns {
   model_id: string;
   slug: string;
@@ -110,7 +110,6 @@ export interface DeploymentColumns {
   cpu: number;
   memory_gi: number;
   metadata: Record<string, unknown>;
-  status: DeploymentStatus;
   status_message: string | null;
   desired: 'running' | 'stopped';
   scaled_to_zero: boolean;
@@ -149,6 +148,29 @@ export async function idleDeployments(em: EntityManager, idleSeconds: number): P
     [idleSeconds],
   );
   return rows.map((row) => row.id);
+}
+
+/** What the router needs of a deployment to reach its live server (the revision's columns null: no live revision). */
+export interface UpstreamRow {
+  workspace_id: string;
+  status: string;
+  status_message: string | null;
+  scaled_to_zero: boolean;
+  revision_id: string | null;
+  service_url: string | null;
+  token_key_id: string | null;
+  token_sealed: Buffer | null;
+}
+
+export async function upstreamOf(em: EntityManager, deploymentId: string): Promise<UpstreamRow | undefined> {
+  const [row] = await query<UpstreamRow>(
+    em,
+    `select d.workspace_id, d.status, d.status_message, d.scaled_to_zero, r.id as revision_id, r.service_url, r.token_key_id, r.token_sealed
+         from deployments d left join deployment_revisions r on r.deployment_id = d.id and r.state = 'live'
+         where d.id = ?`,
+    [deploymentId],
+  );
+  return row;
 }
 
 export async function touchDeployments(em: EntityManager, ids: string[]): Promise<void> {
