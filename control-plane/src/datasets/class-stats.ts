@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { query } from '../db/sql.ts';
+import { annotationGroupCounts, exactClassCounts, imageGroupCounts, imageValueRanges, type GroupRow, type RangeRow } from './class-stats.store.ts';
+import { findStatsCache, saveStatsCache } from './dataset.store.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import type { Dataset } from './dataset.entity.ts';
 
@@ -58,32 +59,6 @@ function grid(cells: Map<number, number>): { bins: number[][]; maxCount: number 
   return { bins, maxCount };
 }
 
-interface DatasetRow {
-  revision: number;
-  image_count: number;
-  class_names: string[];
-  cache: Result | null;
-}
-
-interface RangeRow {
-  min_w: number | null;
-  max_w: number | null;
-  min_h: number | null;
-  max_h: number | null;
-  min_b: string | number | null;
-  max_b: string | number | null;
-  min_l: number | null;
-  max_l: number | null;
-}
-
-/** One row per group of a grouping-sets pass: which statistic (`kind`), its integer key or format, and the count. */
-interface GroupRow {
-  kind: string;
-  k: number | null;
-  e: string | null;
-  n: number;
-}
-
 /**
  * Class and image statistics of a dataset. Served from `datasets.stats_cache` while the dataset's revision
  * has not moved; otherwise computed in SQL and cached under the revision read first, unless a write moved
@@ -96,11 +71,7 @@ interface GroupRow {
  */
 export async function classStats(em: EntityManager, dataset: Dataset, options: { sampleAbove?: number } = {}): Promise<Result> {
   const sampleAbove = options.sampleAbove ?? SAMPLE_ABOVE;
-  const [row] = await query<DatasetRow>(
-    em,
-    'select revision, image_count, class_names, case when stats_revision = revision then stats_cache end as cache from datasets where id = ?',
-    [dataset.id],
-  );
+  const row = await findStatsCache<Result>(em, dataset.id);
   if (!row) throw new Error(`dataset ${dataset.id} not found`);
   if (row.cache) {
     // Caches written before the normalized histograms had their own names lack them: the same histograms.
@@ -180,7 +151,7 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
     cached: false,
     sampleSize: sampled ? sampleSize : null,
   };
-  await query(em, 'update datasets set stats_cache = ?::jsonb, stats_revision = ? where id = ? and revision = ?', [JSON.stringify(result), row.revision, dataset.id, row.revision]);
+  await saveStatsCache(em, dataset.id, row.revision, result);
   return result;
 }
 
@@ -194,23 +165,10 @@ interface Ranges {
 
 /** Value ranges of the image columns: each min/max is one lookup in its (dataset_id, column, id) index. */
 async function imageRanges(em: EntityManager, datasetId: string, sample: string): Promise<Ranges> {
-  const [raw] = await query<RangeRow>(
-    em,
-    `select d.*, f.* from
-       (select min(width) as min_w, max(width) as max_w, min(height) as min_h, max(height) as max_h from images where dataset_id = ? and error is null${sample}) d,
-       (select min(bytes) as min_b, max(bytes) as max_b, min(label_count) as min_l, max(label_count) as max_l from images where dataset_id = ?${sample}) f`,
-    [datasetId, datasetId],
-  );
+  const raw = await imageValueRanges(em, datasetId, sample);
   const range = (min: string | number | null, max: string | number | null) => (min === null || max === null ? null : niceBinning(Number(min), Number(max)));
   return { raw, width: range(raw.min_w, raw.max_w), height: range(raw.min_h, raw.max_h), bytes: range(raw.min_b, raw.max_b), labels: range(raw.min_l, raw.max_l) };
 }
-
-/*
- * Both passes compute their keys in a subquery kept apart with `offset 0`: the planner then cannot trace
- * a key back to its columns' statistics (where a float column has as many distinct values as rows),
- * estimates the default 200 groups per key and hashes every grouping set in one scan instead of sorting
- * the whole table (3× faster at 100,000 images).
- */
 
 /**
  * One pass over the images: width (w), height (h), file size (b) and objects-per-image (l) bin indexes,
@@ -225,26 +183,7 @@ function imagePass(em: EntityManager, datasetId: string, sample: string, ranges:
   const minH = ranges.raw.min_h ?? 0;
   const spanW = Math.max((ranges.raw.max_w ?? 0) - minW, 1);
   const spanH = Math.max((ranges.raw.max_h ?? 0) - minH, 1);
-  return query<GroupRow>(
-    em,
-    `with g as (
-       select case when grouping(w) = 0 then 'w' when grouping(h) = 0 then 'h' when grouping(b) = 0 then 'b'
-                   when grouping(e) = 0 then 'e' when grouping(l) = 0 then 'l' when grouping(d) = 0 then 'd' else 'x' end as kind,
-              coalesce(w, h, b, l, d) as k, e, ids, count(*)::int as n
-       from (select case when error is null then (width - ?::int) / ?::int end as w,
-                    case when error is null then (height - ?::int) / ?::int end as h,
-                    ((bytes - ?::bigint) / ?::bigint)::int as b,
-                    ext as e,
-                    (label_count - ?::int) / ?::int as l,
-                    case when error is null then least((height - ?::int) * ${GRID} / ?::int, ${GRID - 1}) * ${GRID} + least((width - ?::int) * ${GRID} / ?::int, ${GRID - 1}) end as d,
-                    class_ids as ids
-             from images where dataset_id = ?${sample} offset 0) s
-       group by grouping sets ((w), (h), (b), (e), (l), (d), (ids)))
-     select kind, k, e, n from g where kind <> 'x'
-     union all
-     select 'i', c, null, sum(n)::int from g, unnest(ids) as c where kind = 'x' group by c`,
-    [width.lo, width.width, height.lo, height.width, bytes.lo, bytes.width, labels.lo, labels.width, minH, spanH, minW, spanW, datasetId],
-  );
+  return imageGroupCounts(em, datasetId, sample, GRID, { width, height, bytes, labels }, { minW, spanW, minH, spanH });
 }
 
 /**
@@ -253,30 +192,10 @@ function imagePass(em: EntityManager, datasetId: string, sample: string, ranges:
  * epsilon puts a value stored as real (0.35 → 0.34999999) in the bin its 5-decimal value names.
  */
 function annotationPass(em: EntityManager, datasetId: string, sample: string): Promise<GroupRow[]> {
-  // least/greatest skip nulls, hence the case: a label without a box stays out of the box groups.
-  const bin = (column: string) => `least(greatest(floor(${column}::float8 * ${GRID} + 1e-5), 0), ${GRID - 1})::int`;
-  return query<GroupRow>(
-    em,
-    `select case when grouping(bw) = 0 then 'w' when grouping(bh) = 0 then 'h' when grouping(p) = 0 then 'p' when grouping(c) = 0 then 'c' else 'k' end as kind,
-            coalesce(bw, bh, p, c, k) as k, null as e, count(*)::int as n
-     from (select case when w is not null then ${bin('w')} end as bw,
-                  case when h is not null then ${bin('h')} end as bh,
-                  nullif(points, 0) as p,
-                  case when cx is not null then ${bin('cy')} * ${GRID} + ${bin('cx')} end as c,
-                  class_id as k
-           from annotations where dataset_id = ?${sample} offset 0) a
-     group by grouping sets ((bw), (bh), (p), (c), (k))`,
-    [datasetId],
-  );
+  return annotationGroupCounts(em, datasetId, sample, GRID);
 }
 
 /** Exact per-class counts, for sampled datasets: annotations from the (dataset_id, class_id) index, images from their distinct class sets. */
 function classCounts(em: EntityManager, datasetId: string): Promise<GroupRow[]> {
-  return query<GroupRow>(
-    em,
-    `select 'k' as kind, class_id as k, null as e, count(*)::int as n from annotations where dataset_id = ? group by class_id
-     union all
-     select 'i', c, null, sum(n)::int from (select class_ids, count(*) as n from images where dataset_id = ? group by class_ids offset 0) s, unnest(class_ids) as c group by c`,
-    [datasetId, datasetId],
-  );
+  return exactClassCounts(em, datasetId);
 }

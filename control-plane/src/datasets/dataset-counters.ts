@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { addToCounters, lockDatasetRow, recountFromImages } from './dataset.store.ts';
 import type { Split } from './dataset.entity.ts';
 
 /**
@@ -8,7 +8,7 @@ import type { Split } from './dataset.entity.ts';
  * in the same transaction always match the rows.
  */
 export async function lockDataset(em: EntityManager, datasetId: string): Promise<void> {
-  await query(em, 'select 1 from datasets where id = ? for no key update', [datasetId]);
+  await lockDatasetRow(em, datasetId);
 }
 
 /** An image as the counters see it. */
@@ -53,28 +53,10 @@ export function addDelta(a: CountDelta, b: CountDelta): CountDelta {
 
 /** Applies a delta and moves the dataset's revision (caches keyed by it are now stale). Needs the lock. */
 export async function applyDelta(em: EntityManager, datasetId: string, delta: CountDelta): Promise<void> {
-  await query(
-    em,
-    `update datasets set image_count = image_count + ?, annotation_count = annotation_count + ?, train_count = train_count + ?,
-       val_count = val_count + ?, test_count = test_count + ?, labeled_count = labeled_count + ?, error_count = error_count + ?,
-       revision = revision + 1, updated_at = clock_timestamp()
-     where id = ?`,
-    [delta.images, delta.annotations, delta.train, delta.val, delta.test, delta.labeled, delta.errors, datasetId],
-  );
+  await addToCounters(em, datasetId, delta);
 }
 
 /** Sets every counter from the rows: after class operations, which touch many images at once. Needs the lock. */
 export async function recount(em: EntityManager, datasetId: string): Promise<void> {
-  await query(
-    em,
-    `update datasets d set image_count = c.images, annotation_count = c.annotations, train_count = c.train, val_count = c.val,
-       test_count = c.test, labeled_count = c.labeled, error_count = c.errors, revision = d.revision + 1, updated_at = clock_timestamp()
-     from (select count(*)::int as images, coalesce(sum(label_count), 0)::int as annotations,
-             count(*) filter (where split = 'train')::int as train, count(*) filter (where split = 'val')::int as val,
-             count(*) filter (where split = 'test')::int as test, count(*) filter (where label_count > 0)::int as labeled,
-             count(*) filter (where error is not null)::int as errors
-           from images where dataset_id = ?) c
-     where d.id = ?`,
-    [datasetId, datasetId],
-  );
+  await recountFromImages(em, datasetId);
 }

@@ -15,6 +15,7 @@ import { liveImagePages, versionImagePages, writeExport, type ExportHeader } fro
 import { DatasetVersion } from './dataset-version.entity.ts';
 import { nextVersionNumber, savedVersionRows, setVersionExportFile } from './dataset-version.store.ts';
 import { Dataset } from './dataset.entity.ts';
+import { findCurrentExport, setCurrentExport } from './dataset.store.ts';
 import { compareVersions, imageInVersions } from './version-compare.ts';
 import { restoreVersion } from './version-restore.ts';
 import { fieldsOf, fingerprintOf, snapshotImages, versionFields } from './version-snapshot.ts';
@@ -75,12 +76,7 @@ export class VersionService {
    * than the dataset's last change (name and description move updatedAt, not the revision).
    */
   private async currentExport(dataset: Dataset): Promise<z.input<typeof ExportRead>> {
-    const [stored] = await query<{ export_key: string | null; fresh: boolean | null }>(
-      this.em,
-      `select d.export_key, d.export_revision = d.revision and ${FRESH} and f.updated_at >= d.updated_at as fresh
-       from datasets d left join stored_objects f on f.key = d.export_key where d.id = ?`,
-      [dataset.id],
-    );
+    const stored = await findCurrentExport(this.em, dataset.id, FRESH);
     if (stored.fresh && stored.export_key) return { downloadUrl: await this.fileUrl(stored.export_key), cached: true };
     // One snapshot for the header and every page; its start time is what the file shows.
     const written = await this.em.transactional(
@@ -95,7 +91,7 @@ export class VersionService {
       { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
     );
     await this.recordFile(dataset, written.key, written.bytes, written.asOf);
-    await query(this.em, 'update datasets set export_key = ?, export_revision = ? where id = ?', [written.key, written.revision, dataset.id]);
+    await setCurrentExport(this.em, dataset.id, written.key, written.revision);
     // A rename moved the key: the file under the old name is no longer handed out.
     if (stored.export_key && stored.export_key !== written.key) await this.deleteFile(stored.export_key);
     return { downloadUrl: await this.fileUrl(written.key), cached: false };

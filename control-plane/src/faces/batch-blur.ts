@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { isDatasetLive } from '../datasets/dataset.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import { blurTargetsAfter, findStoredImage } from '../images/image.store.ts';
@@ -42,8 +42,7 @@ export class BatchBlurJob {
       if (error instanceof FaceDetectorMissing) throw new JobFailure(error.message);
       throw error;
     }
-    const [dataset] = await query(em, 'select 1 from datasets where id = ? and deleted_at is null', [payload.datasetId]);
-    if (!dataset) throw new JobFailure('The dataset was deleted');
+    if (!(await isDatasetLive(em, payload.datasetId))) throw new JobFailure('The dataset was deleted');
     const saved = await readProgress<BlurProgress>(em, context.id);
     const state: BlurProgress = {
       stage: payload.preview ? 'previewing' : 'blurring',

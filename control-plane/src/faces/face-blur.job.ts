@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { isBlurFacesOn } from '../datasets/dataset.store.ts';
 import { query } from '../db/sql.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import { countUncheckedForFaces, uncheckedForFacesAfter } from '../images/image.store.ts';
@@ -57,8 +58,7 @@ export class FaceBlurJob implements JobHandler {
     let after = '';
     for (;;) {
       context.signal.throwIfAborted();
-      const [dataset] = await query<{ on: boolean }>(em, 'select blur_faces and deleted_at is null as on from datasets where id = ?', [datasetId]);
-      if (!dataset?.on) {
+      if (!(await isBlurFacesOn(em, datasetId))) {
         outcome.stopped = true;
         break;
       }
