@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgArray, query } from '../db/sql.ts';
+import { discardStagedOfEndedJobs } from '../ingest/staged-image.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 
@@ -59,11 +60,7 @@ const ORPHAN_AGE_HOURS = 24;
  * recording their use), are removed. Runs hourly; safe on several replicas at once (hash locks).
  */
 export async function sweepOrphanImageBlobs(em: EntityManager, storage: Storage): Promise<number> {
-  const leftovers = await query<{ workspace_id: string; hash: string; ext: string }>(
-    em,
-    `delete from ingest_staged_images s using jobs j where j.id = s.job_id and j.status in ('completed', 'failed', 'cancelled')
-     returning j.workspace_id, s.hash, s.ext`,
-  );
+  const leftovers = await discardStagedOfEndedJobs(em);
   // A thumbnail alone counts too: an image indexed in place has no stored original. Per hash, the original's row
   // (which names the extension) is taken when there is one.
   const candidates = await query<{ workspace_id: string; hash: string; ext: string }>(

@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { addDelta, applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
 import { resolveClasses } from '../datasets/class-resolution.ts';
-import { Dataset, type Split } from '../datasets/dataset.entity.ts';
-import { query } from '../db/sql.ts';
+import { Dataset } from '../datasets/dataset.entity.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { HttpError } from '../http/errors.ts';
 import { keepImageBytes } from '../images/image-blobs.ts';
@@ -13,27 +12,13 @@ import type { Label } from '../images/labels.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
 import type { IngestPlan } from './formats/plan.ts';
 import type { IngestPayload } from './ingest-payload.ts';
+import { clearStagedImages, stagedImagesPage, stagedWithoutImageBytes, type StagedRow } from './staged-image.store.ts';
 
 const STAGED_PER_READ = 500;
 /** Per-image problems kept on the job's result; the counts cover all of them. */
 export const MAX_REPORTED_ERRORS = 100;
 
-export interface StagedRow {
-  entry_path: string;
-  hash: string;
-  ext: string;
-  name: string;
-  width: number;
-  height: number;
-  channels: number;
-  bytes: string | number;
-  error: string | null;
-  split: Split;
-  labels: Label[];
-  metadata: Record<string, unknown>;
-  faces_blurred: boolean;
-  reference_version: string | null;
-}
+export type { StagedRow } from './staged-image.store.ts';
 
 export interface CommitOutcome {
   imagesAdded: number;
@@ -61,18 +46,13 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
     // Staged bytes count as used, but a release between storing them and staging their row could have
     // taken them: under the bytes lock, make sure every staged image still has its bytes (keys as imageKey makes them).
     await keepImageBytes(tx, dataset.workspace.id);
-    const [lost] = await query<{ path: string }>(
-      tx,
-      `select s.entry_path as path from ingest_staged_images s
-       where s.job_id = ? and not exists (select 1 from stored_objects o where o.key = 'ws/' || ? || '/images/' || s.hash || '.' || s.ext) limit 1`,
-      [jobId, dataset.workspace.id],
-    );
+    const lost = await stagedWithoutImageBytes(tx, jobId, dataset.workspace.id);
     if (lost) throw new JobFailure(`The stored bytes of ${lost.path} were deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
     const added = new Set<string>();
     let unblurred = false;
     let delta: CountDelta = countDelta([], 1);
     for (let offset = 0; ; offset += STAGED_PER_READ) {
-      const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [jobId, STAGED_PER_READ, offset]);
+      const staged = await stagedImagesPage(tx, jobId, STAGED_PER_READ, offset);
       if (staged.length === 0) break;
       const existing = await imagesWithFiles(tx, dataset.id, [...new Set(staged.map((row) => row.hash))]);
       const rows: ImageRowInput[] = [];
@@ -108,7 +88,7 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
     if (dataset.blurFaces && unblurred) await queueFaceBlur(tx, { id: dataset.id, workspaceId: dataset.workspace.id });
     dataset.source = { format: plan.format, filename: payload.source.filename, jobId, ingestedAt: new Date().toISOString() };
     await tx.flush();
-    await query(tx, 'delete from ingest_staged_images where job_id = ?', [jobId]);
+    await clearStagedImages(tx, jobId);
     return outcome;
   });
 }

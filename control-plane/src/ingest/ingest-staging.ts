@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { basename, join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { insertStagedImages, stagedEntryPaths } from './staged-image.store.ts';
 import { ByteBudget } from '../images/byte-budget.ts';
 import { withFacesBlurred } from '../faces/face-blur-image.ts';
 import type { FaceDetector } from '../faces/face-detector.ts';
@@ -92,7 +92,7 @@ const inMemoryBytes = (item: PlanItem, size: number): number => (item.url || siz
  */
 export async function stageImages(context: JobContext, storage: Storage, spillDir: string, plan: IngestPlan, reader: ItemReader, faces?: FaceDetector): Promise<StagingOutcome> {
   const { em, signal } = context;
-  const done = new Set((await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [context.id])).map((row) => row.entry_path));
+  const done = new Set(await stagedEntryPaths(em, context.id));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
   const skipped: StagingOutcome['skipped'] = [];
   const total = plan.items.length;
@@ -154,27 +154,25 @@ export async function stageImages(context: JobContext, storage: Storage, spillDi
 }
 
 async function insertStaged(em: EntityManager, jobId: string, rows: StagedRow[]): Promise<void> {
-  await query(
+  await insertStagedImages(
     em,
-    `insert into ingest_staged_images (job_id, entry_path, position, hash, ext, name, width, height, channels, bytes, error, split, labels, metadata, faces_blurred, reference_version)
-     values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)').join(', ')} on conflict do nothing`,
-    rows.flatMap(({ item, position, file, facesBlurred, version }) => [
-      jobId,
-      item.path,
+    jobId,
+    rows.map(({ item, position, file, facesBlurred, version }) => ({
+      entryPath: item.path,
       position,
-      file.hash,
-      file.ext,
-      basename(item.path).slice(0, 256),
-      file.width,
-      file.height,
-      file.channels,
-      file.bytes,
-      file.error,
-      item.split ?? 'train',
-      JSON.stringify(item.labelError ? [] : item.labels),
-      JSON.stringify(item.metadata ?? {}),
+      hash: file.hash,
+      ext: file.ext,
+      name: basename(item.path).slice(0, 256),
+      width: file.width,
+      height: file.height,
+      channels: file.channels,
+      bytes: file.bytes,
+      error: file.error,
+      split: item.split ?? 'train',
+      labels: item.labelError ? [] : item.labels,
+      metadata: item.metadata ?? {},
       facesBlurred,
-      version,
-    ]),
+      referenceVersion: version,
+    })),
   );
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { discardStagedImages } from './staged-image.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import { Dataset, type DatasetReference } from '../datasets/dataset.entity.ts';
@@ -141,7 +141,7 @@ export class IngestJob implements JobHandler {
   /** Drops what the attempt staged and deletes the bytes no image, version or other job uses, and its attempts' folders here. */
   async discard(context: JobContext): Promise<void> {
     await removeJobWorkDirs(this.workRoot, context.id);
-    const staged = await query<{ hash: string; ext: string }>(context.em, 'delete from ingest_staged_images where job_id = ? returning hash, ext', [context.id]);
+    const staged = await discardStagedImages(context.em, context.id);
     await releaseImageBlobs(context.em, this.storage, context.workspaceId, staged);
   }
 }

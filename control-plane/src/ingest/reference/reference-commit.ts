@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { addDelta, applyDelta, changeDelta, countDelta, type CountDelta, type CountedImage } from '../../datasets/dataset-counters.ts';
 import type { DatasetReference, Split } from '../../datasets/dataset.entity.ts';
-import { query } from '../../db/sql.ts';
 import { keepImageBytes } from '../../images/image-blobs.ts';
 import { replaceLabels, type CheckedLabels } from '../../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../../images/image-intake.ts';
@@ -11,6 +10,7 @@ import { JobFailure, type JobContext } from '../../jobs/job-runner.ts';
 import type { IngestPlan } from '../formats/plan.ts';
 import { fileOf, openCommit, type CommitOutcome, type StagedRow } from '../ingest-commit.ts';
 import type { IngestPayload } from '../ingest-payload.ts';
+import { clearStagedImages, stagedImagesPage, stagedWithoutThumbnail } from '../staged-image.store.ts';
 import { checkConnectable } from './reference-request.ts';
 
 const STAGED_PER_READ = 500;
@@ -45,12 +45,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     const workspaceId = dataset.workspace.id;
     await keepImageBytes(tx, workspaceId);
     // Staged rows keep their thumbnails from a release; one could have run between storing and staging (see commitIngest).
-    const [lost] = await query<{ path: string }>(
-      tx,
-      `select s.entry_path as path from ingest_staged_images s
-       where s.job_id = ? and s.error is null and not exists (select 1 from stored_objects o where o.key = 'ws/' || ? || '/thumbnails/' || s.hash || '.webp') limit 1`,
-      [job.id, workspaceId],
-    );
+    const lost = await stagedWithoutThumbnail(tx, job.id, workspaceId);
     if (lost) throw new JobFailure(`The thumbnail of ${lost.path} was deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
     const indexed = new Map(
       (await referencedImages<IndexedImage>(tx, dataset.id)).map((image) => [image.reference_key, image]),
@@ -58,7 +53,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     const result: ReferenceOutcome = Object.assign(outcome, { imagesUpdated: 0, imagesRemoved: 0 });
     let delta: CountDelta = countDelta([], 1);
     for (let offset = 0; ; offset += STAGED_PER_READ) {
-      const staged = await query<StagedRow>(tx, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [job.id, STAGED_PER_READ, offset]);
+      const staged = await stagedImagesPage(tx, job.id, STAGED_PER_READ, offset);
       if (staged.length === 0) break;
       const added: ImageRowInput[] = [];
       const updated: Array<{ before: IndexedImage; row: StagedRow; split: Split; checked: CheckedLabels }> = [];
@@ -93,7 +88,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     dataset.reference = reference;
     dataset.source = { format: plan.format, filename: payload.source.filename, jobId: job.id, ingestedAt: new Date().toISOString() };
     await tx.flush();
-    await query(tx, 'delete from ingest_staged_images where job_id = ?', [job.id]);
+    await clearStagedImages(tx, job.id);
     return result;
   });
 }
