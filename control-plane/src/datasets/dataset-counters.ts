@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { addToCounters, lockDatasetRow, recountFromImages } from './dataset.store.ts';
+import { addToCounters, lockDatasetRow, recountFromImages, type CountDelta } from './dataset.store.ts';
 import type { Split } from './dataset.entity.ts';
 
 /**
@@ -18,15 +18,7 @@ export interface CountedImage {
   hasError: boolean;
 }
 
-export interface CountDelta {
-  images: number;
-  annotations: number;
-  train: number;
-  val: number;
-  test: number;
-  labeled: number;
-  errors: number;
-}
+export type { CountDelta } from './dataset.store.ts';
 
 const zero = (): CountDelta => ({ images: 0, annotations: 0, train: 0, val: 0, test: 0, labeled: 0, errors: 0 });
 

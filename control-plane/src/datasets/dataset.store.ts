@@ -4,7 +4,17 @@
 // takes the EntityManager first, so it runs inside the caller's transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import type { CountDelta } from './dataset-counters.ts';
+
+/** What a change of images adds to each counter (negative: takes away). */
+export interface CountDelta {
+  images: number;
+  annotations: number;
+  train: number;
+  val: number;
+  test: number;
+  labeled: number;
+  errors: number;
+}
 
 /** Takes the dataset's row lock until the transaction ends (writers of one dataset go one at a time). */
 export async function lockDatasetRow(em: EntityManager, datasetId: string): Promise<void> {
