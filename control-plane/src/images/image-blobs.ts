@@ -3,6 +3,7 @@ import { pgArray, query } from '../db/sql.ts';
 import { discardStagedOfEndedJobs } from '../ingest/staged-image.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
+import { unusedHashes } from './image.store.ts';
 
 /** Hashes released per transaction: one statement locks them, one finds the unused ones. */
 const RELEASE_BATCH = 500;
@@ -30,19 +31,7 @@ export async function releaseImageBlobs(em: EntityManager, storage: Storage, wor
     const batch = unique.slice(start, start + RELEASE_BATCH);
     await em.transactional(async (tx) => {
       await query(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [bytesLock(workspaceId)]);
-      const unused = new Set(
-        (
-          await query<{ hash: string }>(
-            tx,
-            `select h as hash from unnest(?::text[]) h
-             where not exists (select 1 from images where workspace_id = ? and hash = h)
-               and not exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id join datasets d on d.id = v.dataset_id
-                               where d.workspace_id = ? and vi.hash = h)
-               and not exists (select 1 from ingest_staged_images s join jobs j on j.id = s.job_id where j.workspace_id = ? and s.hash = h)`,
-            [pgArray(batch.map((file) => file.hash)), workspaceId, workspaceId, workspaceId],
-          )
-        ).map((row) => row.hash),
-      );
+      const unused = new Set(await unusedHashes(tx, workspaceId, batch.map((file) => file.hash)));
       const keys = batch.filter((file) => unused.has(file.hash)).flatMap((file) => [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)]);
       if (keys.length === 0) return;
       await query(tx, 'delete from stored_objects where key = any(?::text[])', [pgArray(keys)]);

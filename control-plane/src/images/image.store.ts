@@ -3,7 +3,7 @@
 // Every function takes the EntityManager first, so it runs inside the caller's transaction (and dataset lock).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CountDelta } from '../datasets/dataset-counters.ts';
-import type { DatasetReference, Split } from '../datasets/dataset.entity.ts';
+import type { Split } from '../datasets/dataset.entity.ts';
 import { NEW_ID_SQL } from '../db/ids.ts';
 import { pgArray, query } from '../db/sql.ts';
 
@@ -317,42 +317,21 @@ export function deleteAllImagesNotInVersion(em: EntityManager, datasetId: string
   );
 }
 
-// Images read in place from connected storage.
-
-/** The dataset's images indexed in place (with a reference key), as a commit of a reference ingest reads them. */
-export function referencedImages<T>(em: EntityManager, datasetId: string): Promise<T[]> {
-  return query<T>(em, 'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
-}
-
-/** The files of the dataset's images indexed in place, as a reference plan compares them. */
-export function referencedFiles<T>(em: EntityManager, datasetId: string): Promise<T[]> {
-  return query<T>(em, 'select reference_key, reference_version, hash, ext, width, height, channels, bytes, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
-}
-
-/** Where an image of the workspace is read from: its reference key and version, and its dataset's reference; undefined when unknown. */
-export async function findReferencedImage(
-  em: EntityManager,
-  imageId: string,
-  workspaceId: string,
-): Promise<{ reference_key: string | null; reference_version: string | null; bytes: string; ext: string; name: string; reference: DatasetReference | null } | undefined> {
-  const [row] = await query<{ reference_key: string | null; reference_version: string | null; bytes: string; ext: string; name: string; reference: DatasetReference | null }>(
+/**
+ * The files (hashes) nothing in the workspace refers to any more: no image row, no saved dataset version (restoring one
+ * needs the bytes) and no ingest that has them staged.
+ */
+export async function unusedHashes(em: EntityManager, workspaceId: string, hashes: string[]): Promise<string[]> {
+  const rows = await query<{ hash: string }>(
     em,
-    'select i.reference_key, i.reference_version, i.bytes, i.ext, i.name, d.reference from images i join datasets d on d.id = i.dataset_id where i.id = ? and i.workspace_id = ?',
-    [imageId, workspaceId],
+    `select h as hash from unnest(?::text[]) h
+     where not exists (select 1 from images where workspace_id = ? and hash = h)
+       and not exists (select 1 from dataset_version_images vi join dataset_versions v on v.id = vi.version_id join datasets d on d.id = v.dataset_id
+                       where d.workspace_id = ? and vi.hash = h)
+       and not exists (select 1 from ingest_staged_images s join jobs j on j.id = s.job_id where j.workspace_id = ? and s.hash = h)`,
+    [pgArray(hashes), workspaceId, workspaceId, workspaceId],
   );
-  return row;
-}
-
-/** Points indexed images at their file as staged again (`values`: a JSON array of id, hash, ext, width, height, channels, bytes, error, split, version, name, search). */
-export async function updateReferencedImages(em: EntityManager, values: unknown[]): Promise<void> {
-  await query(
-    em,
-    `update images i set hash = v.hash, ext = v.ext, width = v.width, height = v.height, channels = v.channels, bytes = v.bytes, error = v.error,
-       split = v.split, reference_version = v.version, name = v.name, search_text = v.search, updated_at = clock_timestamp()
-     from jsonb_to_recordset(?::jsonb) as v(id text, hash text, ext text, width int, height int, channels int, bytes bigint, error text, split text, version text, name text, search text)
-     where i.id = v.id`,
-    [JSON.stringify(values)],
-  );
+  return rows.map((row) => row.hash);
 }
 
 // Face blurs.

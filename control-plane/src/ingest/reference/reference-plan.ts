@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { referencedFiles } from '../../images/image.store.ts';
+import { referencedFiles } from '../../images/image-references.store.ts';
 import { ProviderError, type StoredObject } from '../../integrations/providers/provider.ts';
 import { JobFailure } from '../../jobs/job-runner.ts';
 import { normalizeEntryPath } from '../archive/safe-path.ts';

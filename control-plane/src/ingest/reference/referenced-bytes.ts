@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { BadGateway, Conflict, HttpError, NotFound } from '../../http/errors.ts';
 import type { ReferencedBytes, ReferencedRead } from '../../images/image-bytes.ts';
-import { findReferencedImage } from '../../images/image.store.ts';
+import { findReferencedImage } from '../../images/image-references.store.ts';
 import type { IntegrationAccess } from '../../integrations/integration-access.ts';
 import { ProviderError } from '../../integrations/providers/provider.ts';
 import { openReference, readFile, type OpenedReference } from './reference-storage.ts';
