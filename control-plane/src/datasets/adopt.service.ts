@@ -7,7 +7,7 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/error
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { copyImageBytes, foreignFiles, holdImageBytes, type StoredFile } from '../images/image-bytes-copy.ts';
 import { copyImages, type ClassMapEntry } from '../images/image-copy.ts';
-import { deleteImagesOfDatasets, imagesWithWorkspace, splitsOfFiles } from '../images/image.store.ts';
+import { deleteImagesOfDatasets, imagesWithWorkspace, splitsOfFiles, type SelectedImageRow } from '../images/image.store.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -16,17 +16,12 @@ import { classKey } from './class-names.ts';
 import { resolveClasses } from './class-resolution.ts';
 import { checkDatasetAccess, findDataset } from './dataset-access.ts';
 import { addDelta, applyDelta, countDelta, lockDataset } from './dataset-counters.ts';
-import { Dataset, type Split } from './dataset.entity.ts';
+import { Dataset } from './dataset.entity.ts';
 import { refuseConnected, refuseMoveOut } from './connected-storage.ts';
 
 type AdoptRequest = z.output<typeof AdoptBody>;
 
-interface SelectedImage extends StoredFile {
-  id: string;
-  dataset_id: string;
-  split: Split;
-  class_ids: number[];
-}
+type SelectedImage = SelectedImageRow;
 
 /** What an adoption will do, worked out from the datasets and images as they are. */
 interface Adoption {
@@ -131,7 +126,7 @@ export class AdoptService {
 
 /** The selected images with their dataset's workspace, in request order. */
 async function selectedImages(em: EntityManager, imageIds: string[]): Promise<SelectedImage[]> {
-  const rows = await imagesWithWorkspace<SelectedImage>(em, imageIds);
+  const rows = await imagesWithWorkspace(em, imageIds);
   const order = new Map(imageIds.map((id, index) => [id, index]));
   return rows.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
 }

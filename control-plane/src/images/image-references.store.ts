@@ -2,17 +2,41 @@
 // reference, read from there and synced again by a reference ingest. Every function takes the EntityManager first, so
 // it runs inside the caller's transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { DatasetReference } from '../datasets/dataset.entity.ts';
+import type { DatasetReference, Split } from '../datasets/dataset.entity.ts';
 import { query } from '../db/sql.ts';
 
+/** An image indexed in place, as a commit of a reference ingest reads it. */
+export interface IndexedImageRow {
+  id: string;
+  reference_key: string;
+  hash: string;
+  ext: string;
+  split: Split;
+  label_count: number;
+  error: string | null;
+}
+
+/** The file of an image indexed in place, as a reference plan compares it (bigint bytes come as text). */
+export interface ReferencedFileRow {
+  reference_key: string;
+  reference_version: string | null;
+  hash: string;
+  ext: string;
+  width: number;
+  height: number;
+  channels: number;
+  bytes: string | number;
+  error: string | null;
+}
+
 /** The dataset's images indexed in place (with a reference key), as a commit of a reference ingest reads them. */
-export function referencedImages<T>(em: EntityManager, datasetId: string): Promise<T[]> {
-  return query<T>(em, 'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
+export function referencedImages(em: EntityManager, datasetId: string): Promise<IndexedImageRow[]> {
+  return query<IndexedImageRow>(em, 'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
 }
 
 /** The files of the dataset's images indexed in place, as a reference plan compares them. */
-export function referencedFiles<T>(em: EntityManager, datasetId: string): Promise<T[]> {
-  return query<T>(em, 'select reference_key, reference_version, hash, ext, width, height, channels, bytes, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
+export function referencedFiles(em: EntityManager, datasetId: string): Promise<ReferencedFileRow[]> {
+  return query<ReferencedFileRow>(em, 'select reference_key, reference_version, hash, ext, width, height, channels, bytes, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
 }
 
 /** Where an image of the workspace is read from: its reference key and version, and its dataset's reference; undefined when unknown. */

@@ -59,9 +59,21 @@ export function countImagesByDataset(em: EntityManager, imageIds: string[]): Pro
   return query<{ dataset_id: string; n: number }>(em, 'select dataset_id, count(*)::int as n from images where id = any(?::text[]) group by dataset_id', [pgArray(imageIds)]);
 }
 
+/** A selected image with its dataset's workspace, as an adoption reads it. */
+export interface SelectedImageRow {
+  id: string;
+  dataset_id: string;
+  workspaceId: string;
+  hash: string;
+  ext: string;
+  split: Split;
+  class_ids: number[];
+  referenceKey: string | null;
+}
+
 /** The selected images with their dataset's workspace (any order). */
-export function imagesWithWorkspace<T>(em: EntityManager, imageIds: string[]): Promise<T[]> {
-  return query<T>(
+export function imagesWithWorkspace(em: EntityManager, imageIds: string[]): Promise<SelectedImageRow[]> {
+  return query<SelectedImageRow>(
     em,
     `select i.id, i.dataset_id, d.workspace_id as "workspaceId", i.hash, i.ext, i.split, i.class_ids, i.reference_key as "referenceKey"
      from images i join datasets d on d.id = i.dataset_id where i.id = any(?::text[])`,

@@ -5,7 +5,7 @@ import { keepImageBytes } from '../../images/image-blobs.ts';
 import { replaceLabels, type CheckedLabels } from '../../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../../images/image-intake.ts';
 import { searchTextOf } from '../../images/image-search.ts';
-import { referencedImages, updateReferencedImages } from '../../images/image-references.store.ts';
+import { referencedImages, updateReferencedImages, type IndexedImageRow } from '../../images/image-references.store.ts';
 import { deleteImages } from '../../images/image.store.ts';
 import { JobFailure, type JobContext } from '../../jobs/job-runner.ts';
 import type { IngestPlan } from '../formats/plan.ts';
@@ -16,15 +16,7 @@ import { checkConnectable } from './reference-request.ts';
 
 const STAGED_PER_READ = 500;
 
-interface IndexedImage {
-  id: string;
-  reference_key: string;
-  hash: string;
-  ext: string;
-  split: Split;
-  label_count: number;
-  error: string | null;
-}
+type IndexedImage = IndexedImageRow;
 
 export interface ReferenceOutcome extends CommitOutcome {
   imagesUpdated: number;
@@ -49,7 +41,7 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     const lost = await stagedWithoutThumbnail(tx, job.id, workspaceId);
     if (lost) throw new JobFailure(`The thumbnail of ${lost.path} was deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
     const indexed = new Map(
-      (await referencedImages<IndexedImage>(tx, dataset.id)).map((image) => [image.reference_key, image]),
+      (await referencedImages(tx, dataset.id)).map((image) => [image.reference_key, image]),
     );
     const result: ReferenceOutcome = Object.assign(outcome, { imagesUpdated: 0, imagesRemoved: 0 });
     let delta: CountDelta = countDelta([], 1);

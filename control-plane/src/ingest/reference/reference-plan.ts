@@ -94,6 +94,6 @@ async function listObjects(ref: OpenedReference, signal: AbortSignal, onListed: 
 }
 
 async function indexedImages(em: EntityManager, datasetId: string): Promise<Map<string, Indexed>> {
-  const rows = await referencedFiles<KnownFile & { reference_key: string; reference_version: string | null; bytes: string | number }>(em, datasetId);
+  const rows = await referencedFiles(em, datasetId);
   return new Map(rows.map((row) => [row.reference_key, { hash: row.hash, ext: row.ext, width: row.width, height: row.height, channels: row.channels, bytes: Number(row.bytes), error: row.error, version: row.reference_version }]));
 }
