@@ -163,6 +163,23 @@ export async function jobErrorAndRunSeconds(em: EntityManager, jobId: string): P
   return job;
 }
 
+/** Whether a user asked the job to stop (a trainer hears it in its next webhook answer); undefined for no such job. */
+export async function cancelRequested(em: EntityManager, jobId: string): Promise<{ cancel_requested: boolean } | undefined> {
+  const [job] = await query<{ cancel_requested: boolean }>(em, 'select cancel_requested from jobs where id = ?', [jobId]);
+  return job;
+}
+
+/** A running training job's progress, from its trainer's reports: `done` of `epochs` epochs. */
+export async function recordTrainingProgress(em: EntityManager, jobId: string, done: number, epochs: number | null | undefined): Promise<void> {
+  const percent = epochs ? Math.round((1000 * done) / epochs) / 10 : 0;
+  await query(
+    em,
+    `update jobs set progress = jsonb_build_object('stage', 'training', 'percent', ?::numeric, 'processed', ?::int, 'total', ?::int), updated_at = now()
+       where id = ? and status = 'running'`,
+    [percent, done, epochs ?? 0, jobId],
+  );
+}
+
 // --- Control-plane jobs (JobRunner): held by their lease owner. ---
 
 export async function recordHeldProgress(em: EntityManager, jobId: string, owner: string, progress: JobProgress): Promise<void> {

@@ -1,7 +1,8 @@
 // The training_runs table, with the rows that hang off a run (training_epochs, training_console) where this module
 // reads them. A run's status is training/run-status.ts's alone (the run lifecycle: RUN_TRANSITIONS and its guarded
 // UPDATEs); nothing here changes a status. Runs are created, and their epochs and console written, by the trainer's
-// webhooks (webhooks/training-events.service.ts).
+// webhooks (webhooks/training-events.service.ts: the run through the ORM, its epochs and console through
+// recordEpoch and recordConsoleChunk here).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
 import type { EpochRow } from './epoch-history.ts';
@@ -97,4 +98,28 @@ export function epochRows(em: EntityManager, of: { jobId: string } | { runId: nu
 /** The run's newest 50 console chunks, newest first. */
 export function newestConsoleChunks(em: EntityManager, runId: number): Promise<Array<{ content: string }>> {
   return query<{ content: string }>(em, 'select content from training_console where run_id = ? order by chunk_id desc limit 50', [runId]);
+}
+
+/** A console_output chunk of the run; a chunk sent again (a retried post) is kept once. */
+export async function recordConsoleChunk(em: EntityManager, runId: number, chunkId: number, content: string, lineCount: number): Promise<void> {
+  await query(
+    em,
+    `insert into training_console (run_id, chunk_id, content, line_count, at) values (?, ?, ?, ?, now()) on conflict (run_id, chunk_id) do nothing`,
+    [runId, chunkId, content, lineCount],
+  );
+}
+
+/** An epoch_end of the run; the epoch reported again replaces its metrics. */
+export async function recordEpoch(
+  em: EntityManager,
+  runId: number,
+  epoch: number,
+  report: { metrics: Record<string, unknown>; system: Record<string, unknown>; fitness: number | null; bestFitness: number | null },
+): Promise<void> {
+  await query(
+    em,
+    `insert into training_epochs (run_id, epoch, metrics, system, fitness, best_fitness, at) values (?, ?, ?::jsonb, ?::jsonb, ?, ?, now())
+       on conflict (run_id, epoch) do update set metrics = excluded.metrics, system = excluded.system, fitness = excluded.fitness, best_fitness = excluded.best_fitness`,
+    [runId, epoch, JSON.stringify(report.metrics), JSON.stringify(report.system), report.fitness, report.bestFitness],
+  );
 }
