@@ -14,6 +14,7 @@ import { query } from '../db/sql.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from './job-queue.ts';
 import type { JobProgress, JobStatus } from './job.entity.ts';
+import type { JobColumns } from './job.store.ts';
 
 /**
  * The seconds the current attempt of a job whose host was lost ran, from the host's confirmation (none before it) until
@@ -36,15 +37,7 @@ const RAN_AS_REPORTED = `greatest(j.run_seconds + coalesce(greatest(extract(epoc
 /** What every status-changing statement returns: enough to settle the job and tell what became of it. */
 const CHANGED = 'j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.host_id, j.status, j.settle_pending';
 
-/** The columns a job is run from, as SQL returns them. */
-export interface JobColumns {
-  id: string;
-  kind: string;
-  workspace_id: string;
-  subject_id: string | null;
-  payload: Record<string, unknown>;
-  attempts: number;
-}
+export type { JobColumns };
 
 /** A job whose status a statement changed. */
 export interface ChangedJob extends JobColumns {

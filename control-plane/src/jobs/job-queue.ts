@@ -3,17 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Job } from './job.entity.ts';
 import { notifyJobQueued } from './job.store.ts';
 
-/** NOTIFY channel that wakes every replica's runner when work is queued. */
-export const JOBS_CHANNEL = 'vp_jobs';
-/**
- * JOBS_CHANNEL payload asking schedulers to release host jobs whose lease ended now (a host was disconnected) and to
- * settle host jobs that ended (their kind's bookkeeping).
- */
-export const SETTLE_JOBS = 'settle';
-/** JOBS_CHANNEL payload when lost host jobs went back to the queue. */
-export const REQUEUED_HOST_JOBS = 'requeued';
-/** NOTIFY channel carrying the id of a running job to cancel, so whichever replica runs it stops at once. */
-export const JOB_CANCEL_CHANNEL = 'vp_job_cancel';
+export { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from './job-channels.ts';
 
 export interface NewJob {
   kind: string;

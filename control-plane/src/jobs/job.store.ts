@@ -5,9 +5,18 @@
 // from a holder that lost the job changes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgArray, query } from '../db/sql.ts';
-import type { JobColumns } from './job-lifecycle.ts';
 import type { JobProgress } from './job.entity.ts';
-import { JOBS_CHANNEL } from './job-queue.ts';
+import { JOBS_CHANNEL } from './job-channels.ts';
+
+/** The columns a job is run from, as SQL returns them. */
+export interface JobColumns {
+  id: string;
+  kind: string;
+  workspace_id: string;
+  subject_id: string | null;
+  payload: Record<string, unknown>;
+  attempts: number;
+}
 
 /** Log lines kept per job; later ones are dropped (one marker line says so). */
 export const MAX_JOB_LOG_LINES = 100_000;

@@ -1,22 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { someHostOffersNow } from '../workers/host.store.ts';
+import { someHostOffersNow, type HostOffer } from '../workers/host.store.ts';
 
-/**
- * What a host job needs of a host: a GPU type ('cpu': none); for an export, the format's toolchain; for a deployment,
- * the service and a region (hosts of no region serve every one).
- */
-export interface HostOffer {
-  /** A GPU type ID, ANY_GPU, or 'cpu'. */
-  gpuType: string;
-  /** Only a GPU no running job holds now counts (a job would start at once rather than wait). */
-  freeGpu?: boolean;
-  toolchain?: string;
-  service?: string;
-  region?: string;
-}
-
-/** HostOffer.gpuType: a GPU of any type. */
-export const ANY_GPU = '*';
+export { ANY_GPU, type HostOffer } from '../workers/host.store.ts';
 
 /**
  * Whether a live connected host (heard from within the grace period) the workspace may use (the pool or its own) has a GPU of the type, or, for cpu,

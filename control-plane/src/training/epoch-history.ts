@@ -1,15 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TrainResultRow } from '../models/model.entity.ts';
-import { epochRows } from './training-run.store.ts';
+import { epochRows, type EpochRow } from './training-run.store.ts';
 
-export interface EpochRow {
-  epoch: number;
-  metrics: Record<string, unknown>;
-  system: Record<string, unknown> | null;
-  fitness: number | null;
-  best_fitness: number | null;
-  at: string | Date;
-}
+export type { EpochRow };
 
 /**
  * Every epoch a training reported, in order. A platform job resumed on another host has a run per attempt: its

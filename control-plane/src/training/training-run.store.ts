@@ -5,7 +5,16 @@
 // recordEpoch and recordConsoleChunk here).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import type { EpochRow } from './epoch-history.ts';
+
+/** An epoch a trainer reported (training_epochs), as SQL returns it. */
+export interface EpochRow {
+  epoch: number;
+  metrics: Record<string, unknown>;
+  system: Record<string, unknown> | null;
+  fitness: number | null;
+  best_fitness: number | null;
+  at: string | Date;
+}
 
 /**
  * SQL on a job alias j: the trainer of job j reported training_complete (its weights are in). A lost attempt is then

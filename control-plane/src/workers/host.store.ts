@@ -7,7 +7,23 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Hardware } from '@vp/protocol';
 import { pgArray, query } from '../db/sql.ts';
-import { ANY_GPU, type HostOffer } from '../scheduler/host-offers.ts';
+
+/**
+ * What a host job needs of a host: a GPU type ('cpu': none); for an export, the format's toolchain; for a deployment,
+ * the service and a region (hosts of no region serve every one).
+ */
+export interface HostOffer {
+  /** A GPU type ID, ANY_GPU, or 'cpu'. */
+  gpuType: string;
+  /** Only a GPU no running job holds now counts (a job would start at once rather than wait). */
+  freeGpu?: boolean;
+  toolchain?: string;
+  service?: string;
+  region?: string;
+}
+
+/** HostOffer.gpuType: a GPU of any type. */
+export const ANY_GPU = '*';
 
 /** Announced with the host id when a new session took a host over: the replica holding the older socket closes it. */
 export const HOST_SESSIONS_CHANNEL = 'vp_host_sessions';
