@@ -28,7 +28,7 @@ export class SplitService {
       return {
         success: true as const,
         splits: { train: after.trainCount, val: after.valCount, test: after.testCount, labeled: after.labeledCount },
-        modified: moved.length,
+        modified: moved,
       };
     });
   }

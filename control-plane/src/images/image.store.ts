@@ -290,16 +290,17 @@ export async function moveImagesToSplit(em: EntityManager, imageIds: string[], s
 
 /**
  * Shuffles every image of the dataset into train/val/test: the first `trainPercent` go to train, up to
- * `trainValPercent` to val, the rest to test. Writes only the images whose split changes; returns one row for each.
+ * `trainValPercent` to val, the rest to test. Writes only the images whose split changes; returns how many it wrote.
  */
-export function shuffleImageSplits(em: EntityManager, datasetId: string, trainPercent: number, trainValPercent: number): Promise<unknown[]> {
-  return query(
+export async function shuffleImageSplits(em: EntityManager, datasetId: string, trainPercent: number, trainValPercent: number): Promise<number> {
+  const moved = await query(
     em,
     `with ranked as (select id, split, row_number() over (order by random()) as rank, count(*) over () as total from images where dataset_id = ?),
               target as (select id, split, case when rank <= round(total * ?::numeric / 100) then 'train' when rank <= round(total * ?::numeric / 100) then 'val' else 'test' end as next from ranked)
          update images i set split = t.next, updated_at = clock_timestamp() from target t where i.id = t.id and t.split <> t.next returning 1`,
     [datasetId, trainPercent, trainValPercent],
   );
+  return moved.length;
 }
 
 /** Deletes the images (their annotations cascade). */
