@@ -3,12 +3,11 @@
 // or migration without every caller passing it along. An ORM opened without it (a test's scratch database) seals
 // nothing: asking for it there is an error.
 import type { Configuration } from '@mikro-orm/core';
-import type { Orm } from './orm.ts';
 
 const EXTENSION = '@vp/appliance-secret';
 
 /** `secret` is read on first use (once): opening a database to look at it needs no secret. */
-export function attachApplianceSecret(orm: Orm, secret: () => string): void {
+export function attachApplianceSecret(orm: { config: Configuration }, secret: () => string): void {
   orm.config.registerExtension(EXTENSION, secret);
 }
 

@@ -5,7 +5,6 @@ import { newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { announceDeploymentChange } from './deployment-changes.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
-import type { SealedToken } from './deployment-tokens.ts';
 
 export type RevisionState = 'starting' | 'live' | 'retired' | 'failed';
 
@@ -25,6 +24,13 @@ export interface RevisionRecord {
 /** The columns of a RevisionRecord, of the table under alias `r`. */
 const COLUMNS = `r.id, r.deployment_id as "deploymentId", r.number, r.model_id as "modelId", r.export_id as "exportId", r.cpu, r.memory_gi as "memoryGi",
   r.job_id as "jobId", r.service_url as "serviceUrl", r.state`;
+
+/** A token as its row keeps it: which key sealed it, and iv ‖ tag ‖ ciphertext (deployment-tokens.ts seals and opens it). */
+export interface SealedToken {
+  workspaceId: string;
+  tokenKeyId: string;
+  tokenSealed: Buffer;
+}
 
 /** The columns of a SealedToken, of the table under alias `r` and its deployment under alias `d`. */
 const TOKEN_COLUMNS = `d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"`;

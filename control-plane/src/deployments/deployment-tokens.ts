@@ -7,14 +7,9 @@ import type { Configuration } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { applianceSecret } from '../db/appliance-secret.ts';
 import { CredentialCipher, CredentialsUnreadable } from '../integrations/credential-cipher.ts';
-import { setSealedToken, tokensUnderOtherKeys } from './deployment-revision.store.ts';
+import { setSealedToken, tokensUnderOtherKeys, type SealedToken } from './deployment-revision.store.ts';
 
-/** A token as its row keeps it: which key sealed it, and iv ‖ tag ‖ ciphertext. */
-export interface SealedToken {
-  workspaceId: string;
-  tokenKeyId: string;
-  tokenSealed: Buffer;
-}
+export type { SealedToken } from './deployment-revision.store.ts';
 
 const ciphers = new WeakMap<Configuration, CredentialCipher>();
 

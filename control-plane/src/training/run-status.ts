@@ -7,7 +7,7 @@
 // belong to the models store once there is one.)
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
-import { TRAINING_JOB } from './training-payload.ts';
+import { endTrainingOfJob, endTrainingOfRun } from '../models/model-lifecycle.ts';
 import type { RunStatus } from './training-run.entity.ts';
 
 export type RunOutcome = Exclude<RunStatus, 'running'>;
@@ -40,13 +40,6 @@ export interface RunEnd {
   error: string | null;
 }
 
-/**
- * A model follows a run only while that run is its training: no newer run on the model and no other active
- * training job for it, so a run that ends late never overwrites a training started since.
- */
-const MODEL_ON_RUN = `m.id = ? and not exists (select 1 from training_runs newer where newer.model_id = m.id and newer.id > ?)
-  and not exists (select 1 from jobs j where j.subject_id = m.id and j.kind = '${TRAINING_JOB}' and j.status in ('queued', 'running') and j.id is distinct from ?)`;
-
 interface EndedRow {
   id: number;
   model_id: string;
@@ -66,14 +59,9 @@ async function setRun(em: EntityManager, runId: number, end: RunEnd, wanted: rea
   return row;
 }
 
-async function setModelOfRun(em: EntityManager, run: EndedRow, end: RunEnd, onlyWhileTraining: boolean): Promise<boolean> {
-  const updated = await query(
-    em,
-    `update models m set status = ?, training_error = ?, completed_at = case when m.status = ? then m.completed_at else now() end, updated_at = now()
-     where ${MODEL_ON_RUN} ${onlyWhileTraining ? "and m.status = 'training'" : ''} returning m.id`,
-    [end.outcome, end.error, end.outcome, run.model_id, run.id, run.job_id],
-  );
-  return updated.length > 0;
+/** The run's model takes its end through the model's lifecycle, while that run is its training. */
+function setModelOfRun(em: EntityManager, run: EndedRow, end: RunEnd, onlyWhileTraining: boolean): Promise<boolean> {
+  return endTrainingOfRun(em, { id: run.id, modelId: run.model_id, jobId: run.job_id }, end, onlyWhileTraining);
 }
 
 /** A running run ends (a run already ended never changes), and its model with it when still training on it. */
@@ -106,5 +94,5 @@ export async function endJobRuns(em: EntityManager, jobId: string, outcome: RunO
 
 /** A training job ended: its model, if still training (no run reported the end), takes `end`. */
 export async function endJobModel(em: EntityManager, modelId: string, end: RunEnd): Promise<void> {
-  await query(em, `update models set status = ?, training_error = ?, completed_at = now(), updated_at = now() where id = ? and status = 'training'`, [end.outcome, end.error, modelId]);
+  await endTrainingOfJob(em, modelId, end);
 }
