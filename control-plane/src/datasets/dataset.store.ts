@@ -94,3 +94,27 @@ export async function findCurrentExport(em: EntityManager, datasetId: string, fr
 export async function setCurrentExport(em: EntityManager, datasetId: string, key: string, revision: number): Promise<void> {
   await query(em, 'update datasets set export_key = ?, export_revision = ? where id = ?', [key, revision, datasetId]);
 }
+
+/** A job queued or running on the dataset `d` (an ingest) still writes into it: it is not deleted under the job. */
+export const ACTIVE_JOB = `exists (select 1 from jobs j where j.subject_id = d.id and j.status in ('queued', 'running'))`;
+
+/** Takes the workspace's dataset out of trash; false when it is not there. */
+export async function restoreDataset(em: EntityManager, datasetId: string, workspaceId: string): Promise<boolean> {
+  const restored = await query(
+    em,
+    `update datasets set deleted_at = null, updated_at = now()
+         where id = ? and workspace_id = ? and deleted_at is not null returning id`,
+    [datasetId, workspaceId],
+  );
+  return restored.length > 0;
+}
+
+/** The slug of one of the workspace's datasets in trash that a job (an ingest) is still working on, if any. */
+export async function busyTrashedDatasetSlug(em: EntityManager, workspaceId: string): Promise<string | undefined> {
+  const [busy] = await query<{ slug: string }>(
+    em,
+    `select d.slug from datasets d where d.workspace_id = ? and d.deleted_at is not null and ${ACTIVE_JOB} limit 1`,
+    [workspaceId],
+  );
+  return busy?.slug;
+}

@@ -91,3 +91,48 @@ export async function liveModelCounts(em: EntityManager, projectIds: string[]): 
   );
   return new Map(rows.map((row) => [row.project_id, Number(row.count)]));
 }
+
+/** The slug of the project in trash that the workspace's model in trash belongs to, if its project is in trash. */
+export async function trashedProjectSlugOfModel(em: EntityManager, modelId: string, workspaceId: string): Promise<string | undefined> {
+  const [project] = await query<{ slug: string }>(
+    em,
+    'select p.slug from models m join projects p on p.id = m.project_id where m.id = ? and m.workspace_id = ? and m.deleted_at is not null and p.deleted_at is not null',
+    [modelId, workspaceId],
+  );
+  return project?.slug;
+}
+
+/** Takes the workspace's model out of trash (no longer trashed with its project); false when it is not there. */
+export async function restoreModel(em: EntityManager, modelId: string, workspaceId: string): Promise<boolean> {
+  const restored = await query(
+    em,
+    `update models set deleted_at = null, updated_at = now(), trashed_with_project = false
+         where id = ? and workspace_id = ? and deleted_at is not null returning id`,
+    [modelId, workspaceId],
+  );
+  return restored.length > 0;
+}
+
+/** Brings back the models that went to trash with the project; returns how many. */
+export async function restoreModelsTrashedWithProject(em: EntityManager, projectId: string): Promise<number> {
+  const models = await query(
+    em,
+    `update models set deleted_at = null, trashed_with_project = false, updated_at = now()
+         where project_id = ? and trashed_with_project and deleted_at is not null returning id`,
+    [projectId],
+  );
+  return models.length;
+}
+
+/** The models of a project (or the one model) that a restore or erase of a trash item touches, by slug. */
+export async function modelsOfTrashItem(
+  em: EntityManager,
+  type: 'project' | 'model',
+  id: string,
+): Promise<Array<{ id: string; slug: string; name: string; trashed_with_project: boolean }>> {
+  return query<{ id: string; slug: string; name: string; trashed_with_project: boolean }>(
+    em,
+    `select id, slug, name, trashed_with_project from models where ${type === 'project' ? 'project_id' : 'id'} = ? order by slug`,
+    [id],
+  );
+}

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgArray, query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import { exportFilesOf, unusedFiles } from '../exports/export.store.ts';
+import { ACTIVE_JOB } from '../datasets/dataset.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { datasetFilesSql } from '../storage/blob-keys.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -11,8 +12,7 @@ export type TrashType = (typeof TRASH_TYPES)[number];
 
 export const TRASH_TABLES = { project: 'projects', dataset: 'datasets', model: 'models' } as const satisfies Record<TrashType, string>;
 
-/** A job queued or running on the dataset (an ingest) still writes into it: it is not deleted under the job. */
-export const ACTIVE_JOB = `exists (select 1 from jobs j where j.subject_id = d.id and j.status in ('queued', 'running'))`;
+export { ACTIVE_JOB };
 
 /**
  * What bulk erasing picks, in this order: models trashed on their own (so they count as deleted items,
