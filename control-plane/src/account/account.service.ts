@@ -10,10 +10,12 @@ import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
 import type { AccountSummary, FollowedProfile, FollowResult, Member, StorageUsage, UserProfile } from './account.schemas.ts';
 import { HANDLE_PATTERN } from './handle.ts';
+import { largestItems } from './largest-items.store.ts';
 import { Membership } from './membership.entity.ts';
 import type { Role } from './roles.ts';
 import { SummaryFigures } from './summary-figures.ts';
 import { User } from './user.entity.ts';
+import { addFollow, followerCount, followFigures, removeFollow } from './user-follow.store.ts';
 import { Workspace } from './workspace.entity.ts';
 
 function checkHandle(handle: string): void {
@@ -169,22 +171,7 @@ export class AccountService {
 
   /** The ten largest live datasets (their images' bytes), models (their weights) and export artifacts (each file once) of a workspace. */
   private async largestItems(workspaceId: string): Promise<z.input<typeof StorageUsage>['breakdown']['topItems']> {
-    const rows = await query<{ id: string; name: string; slug: string; bytes: string; type: 'dataset' | 'model' | 'export'; parent_name: string | null; parent_slug: string | null }>(
-      this.em,
-      `(select d.id, d.name, d.slug, coalesce(sum(i.bytes), 0)::bigint as bytes, 'dataset' as type, null as parent_name, null as parent_slug
-          from datasets d left join images i on i.dataset_id = d.id
-         where d.workspace_id = ? and d.deleted_at is null group by d.id)
-       union all
-       (select m.id, m.name, m.slug, m.file_bytes as bytes, 'model' as type, p.name as parent_name, p.slug as parent_slug
-          from models m join projects p on p.id = m.project_id
-         where p.workspace_id = ? and m.deleted_at is null and m.file_bytes is not null)
-       union all
-       (select distinct on (e.file_key) e.id, e.file_name as name, e.format as slug, e.file_size as bytes, 'export' as type, m.name as parent_name, m.slug as parent_slug
-          from model_exports e join models m on m.id = e.model_id
-         where e.workspace_id = ? and e.file_key is not null order by e.file_key, e.created_at)
-       order by bytes desc, id limit 10`,
-      [workspaceId, workspaceId, workspaceId],
-    );
+    const rows = await largestItems(this.em, workspaceId);
     return rows.map((row) => ({
       _id: row.id,
       name: row.name,
@@ -202,22 +189,18 @@ export class AccountService {
 
   async followedProfile(actor: Actor, username: string): Promise<z.input<typeof FollowedProfile>> {
     const user = await this.findUser(username);
-    const [figures] = await query<{ followers: string; followed: boolean }>(
-      this.em,
-      'select count(*) as followers, coalesce(bool_or(follower_id = ?), false) as followed from user_follows where followed_id = ?',
-      [actor.kind === 'key' ? actor.userId : null, user.id],
-    );
-    return { user: { username: user.username, fullName: user.name, accountType: 'personal', followerCount: Number(figures!.followers), isFollowed: figures!.followed } };
+    const figures = await followFigures(this.em, user.id, actor.kind === 'key' ? actor.userId : null);
+    return { user: { username: user.username, fullName: user.name, accountType: 'personal', followerCount: Number(figures.followers), isFollowed: figures.followed } };
   }
 
   async follow(actor: Actor, username: string, followed: boolean): Promise<z.input<typeof FollowResult>> {
     const key = requireKey(actor);
     const user = await this.findUser(username);
     if (user.id === key.userId) throw Invalid('You cannot follow yourself');
-    if (followed) await query(this.em, 'insert into user_follows (follower_id, followed_id) values (?, ?) on conflict do nothing', [key.userId, user.id]);
-    else await query(this.em, 'delete from user_follows where follower_id = ? and followed_id = ?', [key.userId, user.id]);
-    const [count] = await query<{ followers: string }>(this.em, 'select count(*) as followers from user_follows where followed_id = ?', [user.id]);
-    return { followed, followerCount: Number(count!.followers) };
+    if (followed) await addFollow(this.em, key.userId, user.id);
+    else await removeFollow(this.em, key.userId, user.id);
+    const followers = await followerCount(this.em, user.id);
+    return { followed, followerCount: Number(followers) };
   }
 
   async listMembers(actor: Actor, handle: string): Promise<Array<z.input<typeof Member>>> {

@@ -2,9 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Middleware } from 'koa';
 import { Batcher } from '../db/batcher.ts';
 import type { Notifications } from '../db/notifications.ts';
-import { pgArray } from '../db/sql.ts';
 import type { AppState } from '../http/app-context.ts';
 import { COUNTED_RESOURCES } from './account.schemas.ts';
+import { figureRows } from './resource-count.store.ts';
 
 /** Named in the resource_counts migration's trigger, which sends a workspace's id here when its figures change. */
 export const SUMMARY_FIGURES_CHANNEL = 'vp_summary_figures';
@@ -18,20 +18,6 @@ export interface Figures {
   counts: ResourceCounts;
   creditsCents: number;
 }
-
-interface FigureRow {
-  workspace_id: string;
-  kind: keyof ResourceCounts | null;
-  total: number | null;
-  balance_cents: string | null;
-}
-
-/** One row per kept count (or one with kind null), each with the workspace's balance (null: no credit row, 0). */
-const FIGURES_SQL = `
-  select w.id as workspace_id, c.kind, c.total, b.balance_cents
-  from unnest(?::text[]) as w(id)
-  left join workspace_resource_counts c on c.workspace_id = w.id
-  left join credit_balances b on b.workspace_id = w.id`;
 
 /**
  * The account summary's figures (the most frequent authenticated call). Counters, not counting: the database keeps
@@ -91,7 +77,7 @@ export class SummaryFigures {
 
   private async readMany(workspaceIds: string[]): Promise<Figures[]> {
     const unique = [...new Set(workspaceIds)];
-    const rows = await this.em.getConnection().execute<FigureRow[]>(FIGURES_SQL, [pgArray(unique)]);
+    const rows = await figureRows(this.em, unique);
     const figures = new Map<string, Figures>(
       unique.map((id) => [id, { counts: Object.fromEntries(COUNTED_RESOURCES.map((kind) => [kind, 0])) as ResourceCounts, creditsCents: 0 }]),
     );
