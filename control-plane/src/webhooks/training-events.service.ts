@@ -3,12 +3,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { requireKey } from '../auth/access.ts';
 import type { Actor, KeyActor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
+import { cancelRequested, recordTrainingProgress } from '../jobs/job.store.ts';
 import { NotFound } from '../http/errors.ts';
 import type { Model } from '../models/model.entity.ts';
 import { endReportedRun, endRun } from '../training/run-status.ts';
 import { epochHistory, trainResults } from '../training/epoch-history.ts';
 import { TrainingRun } from '../training/training-run.entity.ts';
+import { recordConsoleChunk, recordEpoch } from '../training/training-run.store.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { UploadService } from '../uploads/upload.service.ts';
 import { headlineMetrics, numberOrNull } from './final-metrics.ts';
@@ -110,11 +111,7 @@ export class TrainingEventsService {
         return this.epochEnd(em, data, model, run);
       case 'console_output': {
         const chunkId = int(data.chunkId) ?? 0;
-        await query(
-          em,
-          `insert into training_console (run_id, chunk_id, content, line_count, at) values (?, ?, ?, ?, now()) on conflict (run_id, chunk_id) do nothing`,
-          [run.id, chunkId, String(data.content ?? '').slice(0, 1_000_000), int(data.lineCount) ?? 0],
-        );
+        await recordConsoleChunk(em, run.id, chunkId, String(data.content ?? '').slice(0, 1_000_000), int(data.lineCount) ?? 0);
         return;
       }
       case 'checkpoint_saved':
@@ -138,12 +135,7 @@ export class TrainingEventsService {
     // final metrics come with training_complete, so it is not an epoch of its own.
     if (epoch === null || epoch < 0 || (run.epochs != null && epoch >= run.epochs)) return;
     const metrics = record(data.metrics);
-    await query(
-      em,
-      `insert into training_epochs (run_id, epoch, metrics, system, fitness, best_fitness, at) values (?, ?, ?::jsonb, ?::jsonb, ?, ?, now())
-       on conflict (run_id, epoch) do update set metrics = excluded.metrics, system = excluded.system, fitness = excluded.fitness, best_fitness = excluded.best_fitness`,
-      [run.id, epoch, JSON.stringify(metrics), JSON.stringify(record(data.system)), numberOrNull(data.fitness), numberOrNull(data.best_fitness)],
-    );
+    await recordEpoch(em, run.id, epoch, { metrics, system: record(data.system), fitness: numberOrNull(data.fitness), bestFitness: numberOrNull(data.best_fitness) });
     run.epochsDone = Math.max(run.epochsDone, epoch + 1);
     if (data.modelInfo) run.modelInfo = record(data.modelInfo);
     model.metrics = headlineMetrics(metrics) ?? model.metrics ?? null;
@@ -182,17 +174,11 @@ export class TrainingEventsService {
   private async cancelled(em: EntityManager, run: TrainingRun): Promise<boolean> {
     if (run.cancelRequested) return true;
     if (!run.job) return false;
-    const [job] = await query<{ cancel_requested: boolean }>(em, 'select cancel_requested from jobs where id = ?', [run.job.id]);
+    const job = await cancelRequested(em, run.job.id);
     return job?.cancel_requested ?? false;
   }
 
   private async jobProgress(em: EntityManager, jobId: string, done: number, epochs: number | null | undefined): Promise<void> {
-    const percent = epochs ? Math.round((1000 * done) / epochs) / 10 : 0;
-    await query(
-      em,
-      `update jobs set progress = jsonb_build_object('stage', 'training', 'percent', ?::numeric, 'processed', ?::int, 'total', ?::int), updated_at = now()
-       where id = ? and status = 'running'`,
-      [percent, done, epochs ?? 0, jobId],
-    );
+    await recordTrainingProgress(em, jobId, done, epochs);
   }
 }
