@@ -1,14 +1,12 @@
 import { EventEmitter } from 'node:events';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Region } from '@vp/config';
 import type { Logger } from 'pino';
-import type { Role } from '../account/roles.ts';
 import type { Notifications } from '../db/notifications.ts';
 import { query } from '../db/sql.ts';
 import { Unauthorized, type HttpError } from '../http/errors.ts';
 import { tooManyRequests, type RateLimiter, type RateWait } from '../http/rate-limit.ts';
 import type { KeyActor } from './actor.ts';
-import type { JobScope } from './api-key.entity.ts';
+import { liveKeyByHash, recordKeyUse } from './api-key.store.ts';
 import { API_KEY_PATTERN, hashApiKey } from './key-format.ts';
 
 /** Channel on which any change to a key, a membership or what a key's profile shows is announced to every replica. */
@@ -27,38 +25,6 @@ const localAuthChanges = new EventEmitter().setMaxListeners(0);
 export async function announceAuthChange(em: EntityManager): Promise<void> {
   await query(em, `select pg_notify('${AUTH_CHANNEL}', '')`);
   localAuthChanges.emit('change');
-}
-
-const LOOKUP_SQL = `
-  select k.id, k.prefix, k.workspace_id, w.handle, w.kind, k.user_id, u.username,
-         case when w.owner_id = k.user_id then 'owner' else m.role end as role,
-         k.job_scope, k.deployment_id, w.name as workspace_name, w.region, w.created_at as workspace_created_at, u.name as user_name,
-         coalesce((select json_agg(json_build_object('id', t.id, 'handle', t.handle, 'name', t.name, 'region', t.region, 'role', tm.role) order by t.handle)
-           from memberships tm join workspaces t on t.id = tm.workspace_id
-           where tm.user_id = k.user_id and t.kind = 'team'), '[]') as teams
-  from api_keys k
-  join workspaces w on w.id = k.workspace_id
-  join users u on u.id = k.user_id
-  left join memberships m on m.workspace_id = k.workspace_id and m.user_id = k.user_id
-  where k.key_hash = ? and (k.expires_at is null or k.expires_at > now())
-    and (k.job_scope is null or exists (select 1 from jobs j where j.id = k.job_scope->>'jobId' and j.status = 'running'))`;
-
-interface LookupRow {
-  id: string;
-  prefix: string;
-  workspace_id: string;
-  handle: string;
-  kind: 'personal' | 'team';
-  user_id: string;
-  username: string;
-  role: Role | null;
-  job_scope: JobScope | null;
-  deployment_id: string | null;
-  workspace_name: string;
-  region: Region;
-  workspace_created_at: Date;
-  user_name: string;
-  teams: KeyActor['profile']['teams'];
 }
 
 interface CacheEntry {
@@ -175,8 +141,7 @@ export class Authenticator {
 
   private async lookup(hash: string, now: number): Promise<KeyActor | undefined> {
     const generation = this.generation;
-    const rows = await this.em.getConnection().execute<LookupRow[]>(LOOKUP_SQL, [hash]);
-    const row = rows[0];
+    const row = await liveKeyByHash(this.em, hash);
     if (!row || !row.role) return undefined;
     const actor: KeyActor = {
       kind: 'key',
@@ -206,9 +171,6 @@ export class Authenticator {
   private touch(keyId: string, now: number): void {
     if (now - (this.lastTouched.get(keyId) ?? 0) < this.touchEveryMs) return;
     this.lastTouched.set(keyId, now);
-    this.em
-      .getConnection()
-      .execute('update api_keys set last_used_at = ? where id = ?', [new Date(now), keyId])
-      .catch((error) => this.log.warn({ err: error }, 'could not record key use'));
+    recordKeyUse(this.em, keyId, new Date(now)).catch((error) => this.log.warn({ err: error }, 'could not record key use'));
   }
 }

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey, type JobScope } from '../auth/api-key.entity.ts';
+import { deleteJobKeys } from '../auth/api-key.store.ts';
 import { announceAuthChange } from '../auth/authenticator.ts';
 import { displayPrefix, generateApiKey, hashApiKey } from '../auth/key-format.ts';
-import { query } from '../db/sql.ts';
 
 /** A job key outlives no job, but a job that is never closed (its database gone) must not leave a key forever. */
 const JOB_KEY_DAYS = 14;
@@ -29,6 +29,6 @@ export async function mintJobKey(em: EntityManager, input: { workspaceId: string
 
 /** Deletes the job's keys and tells every replica, so a cached key stops at once. */
 export async function revokeJobKeys(em: EntityManager, jobId: string): Promise<void> {
-  const removed = await query(em, `delete from api_keys where job_scope->>'jobId' = ? returning id`, [jobId]);
+  const removed = await deleteJobKeys(em, jobId);
   if (removed.length > 0) await announceAuthChange(em);
 }
