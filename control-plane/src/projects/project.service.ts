@@ -7,7 +7,6 @@ import type { Actor } from '../auth/actor.ts';
 import { requireEditorOfOwn } from '../auth/resource-access.ts';
 import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { copySlug, firstFreeSlug, renamedSlug, requireSlugFree } from '../db/slugs.ts';
-import { pgArray, query } from '../db/sql.ts';
 import { PROJECT_STARS, setStar, starredAmong } from '../db/stars.ts';
 import { deleteDeploymentsOf } from '../deployments/deployment-rollout.ts';
 import { cancelExportsOf } from '../exports/export.service.ts';
@@ -22,6 +21,7 @@ import { findProject, projectSlugScope } from './project-access.ts';
 import { Project } from './project.entity.ts';
 import { trashProject } from './project.store.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
+import { reportedEpochCounts } from '../training/training-run.store.ts';
 import type {
   ProjectClone,
   ProjectCloned,
@@ -183,11 +183,7 @@ export class ProjectService {
 
   /** The project's models as its read lists them, with the epochs their trainings reported. */
   private async modelEntries(models: Model[]): Promise<z.input<typeof ProjectRead>['models']> {
-    const reported = await query<{ model_id: string; epochs: string }>(
-      this.em,
-      'select r.model_id, count(distinct e.epoch) as epochs from training_runs r join training_epochs e on e.run_id = r.id where r.model_id = any(?::text[]) group by r.model_id',
-      [pgArray(models.map((model) => model.id))],
-    );
+    const reported = await reportedEpochCounts(this.em, models.map((model) => model.id));
     const epochCounts = new Map(reported.map((row) => [row.model_id, Number(row.epochs)]));
     return models.map((model) => ({ ...modelEntry(model), epochCount: epochCounts.get(model.id) ?? 0 }));
   }

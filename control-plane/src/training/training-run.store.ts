@@ -4,7 +4,7 @@
 // webhooks (webhooks/training-events.service.ts: the run through the ORM, its epochs and console through
 // recordEpoch and recordConsoleChunk here).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { pgArray, query } from '../db/sql.ts';
 
 /** An epoch a trainer reported (training_epochs), as SQL returns it. */
 export interface EpochRow {
@@ -101,6 +101,15 @@ export function epochRows(em: EntityManager, of: { jobId: string } | { runId: nu
     `select distinct on (e.epoch) e.epoch, e.metrics, e.system, e.fitness, e.best_fitness, e.at from training_epochs e
      where e.run_id in (${runs}) order by e.epoch, e.run_id desc`,
     ['jobId' in of ? of.jobId : of.runId],
+  );
+}
+
+/** How many distinct epochs the runs of each of `modelIds` reported (models without any are left out). */
+export function reportedEpochCounts(em: EntityManager, modelIds: string[]): Promise<Array<{ model_id: string; epochs: string }>> {
+  return query<{ model_id: string; epochs: string }>(
+    em,
+    'select r.model_id, count(distinct e.epoch) as epochs from training_runs r join training_epochs e on e.run_id = r.id where r.model_id = any(?::text[]) group by r.model_id',
+    [pgArray(modelIds)],
   );
 }
 
