@@ -8,6 +8,7 @@ import type { Actor } from '../auth/actor.ts';
 import { ID_PATTERN, newId } from '../db/ids.ts';
 import { query } from '../db/sql.ts';
 import { Invalid, NotFound, PaymentRequired } from '../http/errors.ts';
+import { appendTransaction, balanceRow, isWorkspaceTransaction, jobChargeCents, ledgerCount, ledgerPage, recentChargeTimes, type LedgerRange, type TransactionRow } from './billing.store.ts';
 import type { BillingBalance, CreditTransactionView, PriceList, TransactionList, TransactionListQuery, UsageSummary } from './billing.schemas.ts';
 import type { ChargeMetadata, CreditKind } from './credit-transaction.entity.ts';
 
@@ -82,19 +83,8 @@ function checkCount(name: string, value: number): void {
 
 /** A workspace's credit in cents (0 before its first transaction); the account summary reads it too. */
 export async function workspaceBalanceCents(em: EntityManager, workspaceId: string): Promise<number> {
-  const [row] = await query<{ balance_cents: string }>(em, 'select balance_cents from credit_balances where workspace_id = ?', [workspaceId]);
+  const row = await balanceRow(em, workspaceId);
   return Number(row?.balance_cents ?? 0);
-}
-
-interface TransactionRow {
-  id: string;
-  kind: CreditKind;
-  amount_cents: string;
-  balance_after: string;
-  description: string;
-  job_id: string | null;
-  metadata: Record<string, unknown>;
-  created_at: string | Date;
 }
 
 const HOSTED_TYPES = { grant: 'adjustment', adjustment: 'adjustment', charge: 'training', refund: 'refund' } as const satisfies Record<CreditKind, string>;
@@ -177,16 +167,7 @@ export class BillingService {
    */
   private async measuredSecondsPerEpoch(workspaceId: string, gpuType: string): Promise<number | null> {
     for (const scope of [workspaceId, null]) {
-      const [row] = await query<{ seconds: number | null; epochs: number | null }>(
-        this.em,
-        `select sum(seconds) as seconds, sum(epochs) as epochs from (
-           select (metadata->>'seconds')::float8 as seconds, (metadata->>'epochs')::float8 as epochs
-             from credit_transactions
-            where kind = 'charge' and metadata->>'gpuType' = ? and (?::varchar is null or workspace_id = ?)
-              and (metadata->>'seconds')::float8 > 0 and (metadata->>'epochs')::float8 > 0
-            order by created_at desc limit ${MEASURED_CHARGES}) recent`,
-        [gpuType, scope, scope],
-      );
+      const row = await recentChargeTimes(this.em, gpuType, scope, MEASURED_CHARGES);
       if (row?.epochs) return Math.round((Number(row.seconds) / Number(row.epochs)) * 10) / 10;
     }
     return null;
@@ -240,13 +221,9 @@ export class BillingService {
 
   /** Gives a job's charge back, once (e.g. a job the platform failed); nothing when the job has no charge. */
   async refundJob(workspaceId: string, jobId: string, description: string): Promise<void> {
-    const [charge] = await query<{ amount_cents: string }>(
-      this.em,
-      "select amount_cents from credit_transactions where job_id = ? and kind = 'charge' and workspace_id = ?",
-      [jobId, workspaceId],
-    );
-    if (!charge) return;
-    await this.append(workspaceId, 'refund', -Number(charge.amount_cents), description, jobId, {});
+    const charge = await jobChargeCents(this.em, jobId, workspaceId);
+    if (charge === undefined) return;
+    await this.append(workspaceId, 'refund', -Number(charge), description, jobId, {});
   }
 
   /**
@@ -280,21 +257,16 @@ export class BillingService {
     metadata: object,
   ): Promise<{ id: string; balanceCents: number } | null> {
     const id = newId();
-    const [row] = await query<{ balance_cents: string }>(
-      this.em,
-      `with tx as (
-         insert into credit_transactions (id, workspace_id, kind, amount_cents, description, job_id, metadata, created_at)
-         values (?, ?, ?, ?, ?, ?, ?::jsonb, clock_timestamp())
-         on conflict (job_id, kind) where job_id is not null do nothing
-         returning workspace_id, amount_cents)
-       insert into credit_balances (workspace_id, balance_cents, updated_at)
-       select workspace_id, amount_cents, clock_timestamp() from tx
-       on conflict (workspace_id) do update
-         set balance_cents = credit_balances.balance_cents + excluded.balance_cents, updated_at = excluded.updated_at
-       returning balance_cents`,
-      [id, workspaceId, kind, amountCents, description.slice(0, DESCRIPTION_MAX), jobId, JSON.stringify(metadata)],
-    );
-    return row ? { id, balanceCents: Number(row.balance_cents) } : null;
+    const balance = await appendTransaction(this.em, {
+      id,
+      workspaceId,
+      kind,
+      amountCents,
+      description: description.slice(0, DESCRIPTION_MAX),
+      jobId,
+      metadata: JSON.stringify(metadata),
+    });
+    return balance !== undefined ? { id, balanceCents: Number(balance) } : null;
   }
 
   // The API: the key's own workspace, any member role.
@@ -318,39 +290,14 @@ export class BillingService {
     page: { limit: number; cursor?: string; offset?: number; includeTotal?: boolean; from?: string; to?: string },
   ): Promise<z.input<typeof TransactionList>> {
     // The date range bounds both the page and the total; the cursor only the page.
-    let range = '';
-    const rangeParams: unknown[] = [];
-    if (page.from) {
-      range += ' and created_at >= ?';
-      rangeParams.push(new Date(page.from));
-    }
-    if (page.to) {
-      range += ' and created_at < ?';
-      rangeParams.push(upperBound(page.to));
-    }
-    const params: unknown[] = [workspaceId, ...rangeParams];
-    let after = '';
-    if (page.cursor) {
-      const [known] = await query(this.em, 'select 1 from credit_transactions where id = ? and workspace_id = ?', [page.cursor, workspaceId]);
-      if (!known) throw Invalid('cursor: is not a transaction of this workspace');
-      after = 'and (created_at, id) < (select created_at, id from credit_transactions where id = ?)';
-      params.push(page.cursor);
-    }
-    const rows = await query<TransactionRow>(
-      this.em,
-      `with ledger as (
-         select id, kind, amount_cents, description, job_id, metadata, created_at,
-                sum(amount_cents) over (order by created_at, id) as balance_after
-           from credit_transactions where workspace_id = ?)
-       select * from ledger where true ${range} ${after} order by created_at desc, id desc limit ? offset ?`,
-      [...params, page.limit + 1, page.offset ?? 0],
-    );
+    const range: LedgerRange = { ...(page.from ? { from: new Date(page.from) } : {}), ...(page.to ? { before: upperBound(page.to) } : {}) };
+    if (page.cursor && !(await isWorkspaceTransaction(this.em, page.cursor, workspaceId))) throw Invalid('cursor: is not a transaction of this workspace');
+    const rows = await ledgerPage(this.em, workspaceId, range, page.cursor, page.limit + 1, page.offset ?? 0);
     const transactions = rows.slice(0, page.limit).map(view);
     const hasMore = rows.length > page.limit;
     let total: number | undefined;
     if (page.includeTotal !== false) {
-      const [count] = await query<{ count: string }>(this.em, `select count(*) as count from credit_transactions where workspace_id = ? ${range}`, [workspaceId, ...rangeParams]);
-      total = Number(count.count);
+      total = await ledgerCount(this.em, workspaceId, range);
     }
     return { transactions, ...(total === undefined ? {} : { total }), hasMore, nextCursor: hasMore ? (transactions.at(-1)?.id ?? null) : null };
   }
