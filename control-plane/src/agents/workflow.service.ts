@@ -5,11 +5,11 @@ import { roleAtLeast, type Role } from '../account/roles.ts';
 import { Workspace } from '../account/workspace.entity.ts';
 import { requireKey } from '../auth/access.ts';
 import type { Actor, KeyActor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, Forbidden, NotFound } from '../http/errors.ts';
 import { containsPattern } from '../images/image-search.ts';
 import { checkGraph } from './workflow-graph.ts';
 import { Workflow } from './workflow.entity.ts';
+import { saveWorkflowAtVersion, workflowVersion } from './workflow.store.ts';
 import { MAX_WORKFLOWS_LISTED } from './workflow.schemas.ts';
 import type { Graph, WorkflowDeleted, WorkflowList, WorkflowListItem, WorkflowSave, WorkflowSaved } from './workflow.schemas.ts';
 
@@ -59,15 +59,11 @@ export class WorkflowService {
     await this.find(key, owner, id, 'editor');
     const errors = checkGraph(body.graph);
     // One conditional statement: of two saves sent with the same version, PostgreSQL lets exactly one match.
-    const [updated] = await query<{ version: number }>(
-      this.em,
-      'update workflows set name = ?, graph = ?::jsonb, version = version + 1, updated_at = ? where id = ? and version = ? returning version',
-      [body.name, JSON.stringify(body.graph), new Date(), id, body.version],
-    );
-    if (updated) return { id, version: updated.version, errors, region: this.region };
-    const [current] = await query<{ version: number }>(this.em, 'select version from workflows where id = ?', [id]);
-    if (!current) throw NotFound(`Agent ${id} not found`);
-    throw Conflict(`Agent ${id} is at version ${current.version}, not ${body.version}: it was saved since you read it; reload it and save again`);
+    const updated = await saveWorkflowAtVersion(this.em, id, body.version, { name: body.name, graph: body.graph, updatedAt: new Date() });
+    if (updated !== undefined) return { id, version: updated, errors, region: this.region };
+    const current = await workflowVersion(this.em, id);
+    if (current === undefined) throw NotFound(`Agent ${id} not found`);
+    throw Conflict(`Agent ${id} is at version ${current}, not ${body.version}: it was saved since you read it; reload it and save again`);
   }
 
   async remove(actor: Actor, owner: string | undefined, id: string): Promise<z.input<typeof WorkflowDeleted>> {
