@@ -2,7 +2,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { roleAtLeast } from '../account/roles.ts';
 import type { Actor } from '../auth/actor.ts';
-import { pgArray, query } from '../db/sql.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/errors.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { copyImageBytes, foreignFiles, holdImageBytes, type StoredFile } from '../images/image-bytes-copy.ts';
@@ -10,6 +9,7 @@ import { copyImages, type ClassMapEntry } from '../images/image-copy.ts';
 import { deleteImagesOfDatasets, imagesWithWorkspace, splitsOfFiles, type SelectedImageRow } from '../images/image.store.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
+import { subjectWithActiveJob } from '../jobs/job.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { AdoptBody, Adopted } from './adopt.schemas.ts';
 import { classKey } from './class-names.ts';
@@ -153,11 +153,7 @@ function sourceEditable(actor: Actor, source: Dataset | null, imageCount: number
 
 /** 409 while an ingest of any dataset involved is queued or running: it would commit over the adoption's view of the dataset. */
 async function requireIdle(em: EntityManager, datasets: Dataset[]): Promise<void> {
-  const [busy] = await query<{ subject_id: string }>(
-    em,
-    `select subject_id from jobs where kind = ? and subject_id = any(?::text[]) and status in ('queued', 'running') limit 1`,
-    [INGEST_JOB, pgArray(datasets.map((dataset) => dataset.id))],
-  );
+  const busy = await subjectWithActiveJob(em, INGEST_JOB, datasets.map((dataset) => dataset.id));
   const dataset = datasets.find((candidate) => candidate.id === busy?.subject_id);
   if (dataset) throw Conflict(`Dataset ${dataset.workspace.handle}/${dataset.slug} is busy: an ingest is queued or running; try again when it has finished`);
 }

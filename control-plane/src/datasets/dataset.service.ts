@@ -5,11 +5,11 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { renamedSlug } from '../db/slugs.ts';
-import { query } from '../db/sql.ts';
 import { DATASET_STARS, setStar, starredAmong } from '../db/stars.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { JobProgress } from '../jobs/job.entity.ts';
+import { activeJobProgress } from '../jobs/job.store.ts';
 import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -251,10 +251,6 @@ const PROGRESS_FROM_IMAGES = 10_000;
 
 /** The progress of the dataset's queued or running ingest, if any. */
 async function activeIngest(em: EntityManager, datasetId: string): Promise<JobProgress | null> {
-  const [job] = await query<{ progress: JobProgress | null }>(
-    em,
-    `select progress from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') order by created_at limit 1`,
-    [datasetId, INGEST_JOB],
-  );
+  const job = await activeJobProgress(em, datasetId, INGEST_JOB);
   return job ? (job.progress ?? { stage: 'queued', percent: 0 }) : null;
 }

@@ -4,10 +4,10 @@
 // status change, revision start, failure and rollback is logged as a deployment event.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { announceAuthChange } from '../auth/authenticator.ts';
-import { query } from '../db/sql.ts';
 import type { ExportRecord } from '../exports/export.store.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
+import { isRunningOnHost, jobError } from '../jobs/job.store.ts';
 import type { Model } from '../models/model.entity.ts';
 import type { HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { appendEvent } from './deployment-events.store.ts';
@@ -75,7 +75,7 @@ export async function queueRevisionJob(em: EntityManager, revision: RevisionReco
  * restarted elsewhere (or reconnected) gets its new URL and is ready again. False: no revision's job runs there.
  */
 export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle, hostId: string, jobId: string, url: string): Promise<boolean> {
-  const [running] = await query(em, `select 1 from jobs where id = ? and host_id = ? and status = 'running'`, [jobId, hostId]);
+  const running = await isRunningOnHost(em, jobId, hostId);
   const revision = running && (await revisionOfJob(em, jobId));
   if (!revision) return false;
   const deployment = await deploymentById(em, revision.deploymentId, true);
@@ -117,7 +117,7 @@ export async function revisionEnded(em: EntityManager, revisionId: string, jobId
   const revision = await revisionById(em, revisionId);
   const deployment = revision && (await deploymentById(em, revision.deploymentId, true));
   if (!revision || !deployment) return;
-  const [job] = await query<{ error: string | null }>(em, 'select error from jobs where id = ?', [jobId]);
+  const job = await jobError(em, jobId);
   const reason = outcome === 'completed' ? 'its server exited' : (job?.error ?? `its job ${outcome}`);
   if (revision.state === 'starting') return rollBack(em, revision, reason);
   if (revision.state === 'live') {

@@ -6,6 +6,7 @@ import { query } from '../db/sql.ts';
 import { imageFileUrl } from '../images/image-bytes.ts';
 import { MAX_IMAGE_BYTES } from '../ingest/ingest-staging.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
+import { isRunningAttempt } from '../jobs/job.store.ts';
 import type { HostJobAttempt, HostJobKind } from '../scheduler/host-job-kinds.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { TargetImage } from './embeddings.store.ts';
@@ -52,7 +53,7 @@ export class EmbeddingChunkJob implements HostJobKind {
   async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec> {
     const payload = attempt.payload as unknown as ChunkPayload;
     // An analysis whose process died is taken again and queues chunks of its own: this one's vectors would go unread.
-    const [analysis] = await query(em, `select 1 from jobs where id = ? and status = 'running' and attempts = ?`, [payload.analysisJobId, payload.analysisAttempt]);
+    const analysis = await isRunningAttempt(em, payload.analysisJobId, payload.analysisAttempt);
     if (!analysis) throw new JobFailure('Its dataset analysis is no longer running');
     // Placement knows no environments: a host that cannot run the inference server fails the chunk here, not in a pull.
     const [host] = await query(em, `select 1 from hosts where id = ? and 'inference' = any(services)`, [attempt.hostId]);

@@ -7,9 +7,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmbeddingPlacement } from '@vp/config';
 import { MAX_EMBED_IMAGES } from '@vp/inference-server/contract';
-import { pgArray, query } from '../db/sql.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
+import { endedOrStaleQueuedJobs } from '../jobs/job.store.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
 import { ANY_GPU, someHostOffers } from '../scheduler/host-offers.ts';
 import { BlobExists } from '../storage/blob-store.ts';
@@ -90,13 +90,7 @@ export class HostEmbedding {
         }
         if (inFlight.size === 0) return after;
         await sleep(POLL_MS, undefined, { signal: context.signal }).catch(() => context.signal.throwIfAborted());
-        const ended = await query<{ id: string; status: string; error: string | null }>(
-          em,
-          `select id, status, error from jobs where id = any(?::text[])
-             and (status in ('completed', 'failed', 'cancelled') or (? and status = 'queued' and created_at < now() - make_interval(secs => ?)))
-           order by finished_at nulls first`,
-          [pgArray([...inFlight.keys()]), this.placement === 'auto', QUEUED_SECONDS],
-        );
+        const ended = await endedOrStaleQueuedJobs(em, [...inFlight.keys()], this.placement === 'auto', QUEUED_SECONDS);
         for (const job of ended) {
           // Still in flight, so it is cancelled on the way out.
           if (job.status === 'queued') throw new HostPathFailed(`no host took its host job ${job.id} within ${QUEUED_SECONDS} s`);

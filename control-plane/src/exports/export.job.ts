@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JobSpec } from '@vp/protocol';
-import { query } from '../db/sql.ts';
 import { isModelLive } from '../models/model.store.ts';
 import { jobOutputs } from '../jobs/job-output.store.ts';
+import { jobError } from '../jobs/job.store.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -59,7 +59,7 @@ export class ExportJob implements HostJobKind {
     if (!attempt.subjectId) return;
     const payload = attempt.payload as unknown as ExportPayload;
     if (outcome !== 'completed') {
-      const [job] = await query<{ error: string | null }>(em, 'select error from jobs where id = ?', [attempt.id]);
+      const job = await jobError(em, attempt.id);
       await settleExport(em, attempt.subjectId, { status: outcome, error: outcome === 'cancelled' ? null : (job?.error ?? 'The export failed') });
       return;
     }

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isBlurFacesOn } from '../datasets/dataset.store.ts';
-import { query } from '../db/sql.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import { countUncheckedForFaces, uncheckedForFacesAfter } from '../images/image.store.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
+import { activeJobId } from '../jobs/job.store.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
 import { blurStoredImage, replaceImageFile, type StoredImageRow } from './face-blur-stored.ts';
@@ -20,7 +20,7 @@ const MAX_REPORTED = 100;
  * they came). The caller holds the dataset's lock, so two callers never both queue one. Returns the job's id.
  */
 export async function queueFaceBlur(em: EntityManager, dataset: { id: string; workspaceId: string }): Promise<string> {
-  const [active] = await query<{ id: string }>(em, "select id from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') limit 1", [dataset.id, FACE_BLUR_JOB]);
+  const active = await activeJobId(em, dataset.id, FACE_BLUR_JOB);
   if (active) return active.id;
   const job = await enqueueJob(em, { kind: FACE_BLUR_JOB, workspaceId: dataset.workspaceId, subjectId: dataset.id, payload: { datasetId: dataset.id }, exclusive: true });
   return job.id;

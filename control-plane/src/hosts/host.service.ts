@@ -4,9 +4,10 @@ import type { z } from 'zod';
 import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { pgArray, query } from '../db/sql.ts';
+import { query } from '../db/sql.ts';
 import { DEPLOYMENT_REGIONS } from '../deployments/deployment-sizes.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
+import { runningJobsOfHosts } from '../jobs/job.store.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { agentOutdated } from './agent-version.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
@@ -84,11 +85,7 @@ export class HostService {
 
   /** The ids of the jobs each host runs now, oldest first; with `workspaceId`, only that workspace's (a pool host runs everyone's). */
   async runningJobIds(hosts: Host[], workspaceId?: string): Promise<Map<string, string[]>> {
-    const rows = await query<{ host_id: string; id: string }>(
-      this.em,
-      `select host_id, id from jobs where host_id = any(?::text[]) and status = 'running' and (?::text is null or workspace_id = ?) order by started_at, id`,
-      [pgArray(hosts.map((host) => host.id)), workspaceId ?? null, workspaceId ?? null],
-    );
+    const rows = await runningJobsOfHosts(this.em, hosts.map((host) => host.id), workspaceId ?? null);
     const byHost = new Map<string, string[]>();
     for (const row of rows) byHost.set(row.host_id, [...(byHost.get(row.host_id) ?? []), row.id]);
     return byHost;

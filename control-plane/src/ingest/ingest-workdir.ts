@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { pgArray, query } from '../db/sql.ts';
+import { runningAttempts } from '../jobs/job.store.ts';
 
 /** `vp-ingest-<job id>-<attempt>-<random>`: the attempt that owns a folder can be told from the job's row. */
 const WORK_DIR = /^vp-ingest-([0-9a-f]{24})-(\d+)-[A-Za-z0-9]{6}$/;
@@ -35,11 +35,7 @@ export async function sweepWorkDirs(em: EntityManager, root: string): Promise<nu
     return match ? [{ name, jobId: match[1], attempt: Number(match[2]) }] : [];
   });
   if (found.length === 0) return 0;
-  const jobs = await query<{ id: string; running_attempt: number | null }>(
-    em,
-    `select id, case when status = 'running' then attempts end as running_attempt from jobs where id = any(?::text[])`,
-    [pgArray([...new Set(found.map((dir) => dir.jobId))])],
-  );
+  const jobs = await runningAttempts(em, [...new Set(found.map((dir) => dir.jobId))]);
   const runningAttempt = new Map(jobs.map((job) => [job.id, job.running_attempt]));
   const abandoned = found.filter((dir) => runningAttempt.has(dir.jobId) && runningAttempt.get(dir.jobId) !== dir.attempt);
   for (const dir of abandoned) await rm(join(root, dir.name), { recursive: true, force: true });

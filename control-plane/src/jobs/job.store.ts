@@ -189,6 +189,95 @@ export async function recordTrainingProgress(em: EntityManager, jobId: string, d
   );
 }
 
+/** A job's error (null while it has none); undefined for no such job. */
+export async function jobError(em: EntityManager, jobId: string): Promise<{ error: string | null } | undefined> {
+  const [job] = await query<{ error: string | null }>(em, 'select error from jobs where id = ?', [jobId]);
+  return job;
+}
+
+/** Whether the job runs now on the host. */
+export async function isRunningOnHost(em: EntityManager, jobId: string, hostId: string): Promise<boolean> {
+  const [running] = await query(em, `select 1 from jobs where id = ? and host_id = ? and status = 'running'`, [jobId, hostId]);
+  return Boolean(running);
+}
+
+/** Whether the job runs now, in this attempt (a job taken again after its process died runs in a later one). */
+export async function isRunningAttempt(em: EntityManager, jobId: string, attempt: number): Promise<boolean> {
+  const [running] = await query(em, `select 1 from jobs where id = ? and status = 'running' and attempts = ?`, [jobId, attempt]);
+  return Boolean(running);
+}
+
+/** The attempt each of `jobIds` runs now (null when it does not run); jobs this database does not know are left out. */
+export function runningAttempts(em: EntityManager, jobIds: string[]): Promise<Array<{ id: string; running_attempt: number | null }>> {
+  return query<{ id: string; running_attempt: number | null }>(
+    em,
+    `select id, case when status = 'running' then attempts end as running_attempt from jobs where id = any(?::text[])`,
+    [pgArray(jobIds)],
+  );
+}
+
+/**
+ * Those of `jobIds` that ended, and, with `staleQueued`, those still queued after `queuedSeconds`; the ended in the
+ * order they finished, after the queued ones.
+ */
+export function endedOrStaleQueuedJobs(
+  em: EntityManager,
+  jobIds: string[],
+  staleQueued: boolean,
+  queuedSeconds: number,
+): Promise<Array<{ id: string; status: string; error: string | null }>> {
+  return query<{ id: string; status: string; error: string | null }>(
+    em,
+    `select id, status, error from jobs where id = any(?::text[])
+             and (status in ('completed', 'failed', 'cancelled') or (? and status = 'queued' and created_at < now() - make_interval(secs => ?)))
+           order by finished_at nulls first`,
+    [pgArray(jobIds), staleQueued, queuedSeconds],
+  );
+}
+
+/** The ids of the jobs running on each of `hostIds`, oldest first; with `workspaceId`, only that workspace's. */
+export function runningJobsOfHosts(em: EntityManager, hostIds: string[], workspaceId: string | null): Promise<Array<{ host_id: string; id: string }>> {
+  return query<{ host_id: string; id: string }>(
+    em,
+    `select host_id, id from jobs where host_id = any(?::text[]) and status = 'running' and (?::text is null or workspace_id = ?) order by started_at, id`,
+    [pgArray(hostIds), workspaceId, workspaceId],
+  );
+}
+
+// --- A subject's active job (queued or running) of a kind. ---
+
+/** Whether a job of `kind` on the subject is queued or running. */
+export async function hasActiveJob(em: EntityManager, kind: string, subjectId: string): Promise<boolean> {
+  const [busy] = await query(em, `select 1 from jobs where kind = ? and subject_id = ? and status in ('queued', 'running') limit 1`, [kind, subjectId]);
+  return Boolean(busy);
+}
+
+/** One of `subjectIds` with a job of `kind` queued or running; undefined when none has. */
+export async function subjectWithActiveJob(em: EntityManager, kind: string, subjectIds: string[]): Promise<{ subject_id: string } | undefined> {
+  const [busy] = await query<{ subject_id: string }>(
+    em,
+    `select subject_id from jobs where kind = ? and subject_id = any(?::text[]) and status in ('queued', 'running') limit 1`,
+    [kind, pgArray(subjectIds)],
+  );
+  return busy;
+}
+
+/** The id of the subject's queued or running job of `kind`. */
+export async function activeJobId(em: EntityManager, subjectId: string, kind: string): Promise<{ id: string } | undefined> {
+  const [active] = await query<{ id: string }>(em, "select id from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') limit 1", [subjectId, kind]);
+  return active;
+}
+
+/** The progress of the subject's oldest queued or running job of `kind`; undefined when none is. */
+export async function activeJobProgress(em: EntityManager, subjectId: string, kind: string): Promise<{ progress: JobProgress | null } | undefined> {
+  const [job] = await query<{ progress: JobProgress | null }>(
+    em,
+    `select progress from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') order by created_at limit 1`,
+    [subjectId, kind],
+  );
+  return job;
+}
+
 // --- Control-plane jobs (JobRunner): held by their lease owner. ---
 
 export async function recordHeldProgress(em: EntityManager, jobId: string, owner: string, progress: JobProgress): Promise<void> {
