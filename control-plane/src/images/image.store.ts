@@ -400,3 +400,73 @@ export async function countUncheckedForFaces(em: EntityManager, datasetId: strin
 export function uncheckedForFacesAfter(em: EntityManager, datasetId: string, afterId: string, limit: number): Promise<StoredImageRow[]> {
   return query<StoredImageRow>(em, `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?`, [datasetId, afterId, limit]);
 }
+
+// --- Auto-annotation (predict/batch-predict): its targets are decoded images, and, unless includeAnnotated, unlabeled ones. ---
+
+/** An image an auto-annotation run labels, as SQL returns it. */
+export interface AnnotateTargetRow {
+  id: string;
+  hash: string;
+  ext: string;
+  channels: number;
+  split: Split;
+  label_count: number;
+  error: string | null;
+  referenceKey: string | null;
+}
+
+/** How many images an auto-annotation run would label. */
+export async function countAnnotateTargets(em: EntityManager, datasetId: string, includeAnnotated: boolean): Promise<number> {
+  const [{ n }] = await query<{ n: number }>(em, 'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0)', [datasetId, includeAnnotated]);
+  return n;
+}
+
+/** The first `limit` targets the model can take (at most 3 channels), in id order: the ones probed before admission. */
+export function firstAnnotateTargets(
+  em: EntityManager,
+  datasetId: string,
+  includeAnnotated: boolean,
+  limit: number,
+): Promise<Array<{ id: string; hash: string; ext: string; channels: number; referenceKey: string | null }>> {
+  return query<{ id: string; hash: string; ext: string; channels: number; referenceKey: string | null }>(
+    em,
+    'select id, hash, ext, channels, reference_key as "referenceKey" from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit ?',
+    [datasetId, includeAnnotated, limit],
+  );
+}
+
+/** The targets after `after` (their id) in id order, at most `limit`. */
+export function annotateTargetsAfter(em: EntityManager, datasetId: string, includeAnnotated: boolean, after: string, limit: number): Promise<AnnotateTargetRow[]> {
+  return query<AnnotateTargetRow>(
+    em,
+    `select id, hash, ext, channels, split, label_count, error, reference_key as "referenceKey" from images
+       where dataset_id = ? and error is null and (? or label_count = 0) and id > ? order by id limit ?`,
+    [datasetId, includeAnnotated, after, limit],
+  );
+}
+
+/** How many targets are left after `after` (their id). */
+export async function countAnnotateTargetsAfter(em: EntityManager, datasetId: string, includeAnnotated: boolean, after: string): Promise<number> {
+  const [row] = await query<{ n: number }>(
+    em,
+    'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0) and id > ?',
+    [datasetId, includeAnnotated, after],
+  );
+  return row.n;
+}
+
+/** The image of the dataset as its labels are saved (under the dataset's lock): its split, label count and error. */
+export async function imageToLabel(
+  em: EntityManager,
+  imageId: string,
+  datasetId: string,
+): Promise<Pick<AnnotateTargetRow, 'id' | 'split' | 'label_count' | 'error'> | undefined> {
+  const [row] = await query<Pick<AnnotateTargetRow, 'id' | 'split' | 'label_count' | 'error'>>(em, 'select id, split, label_count, error from images where id = ? and dataset_id = ?', [imageId, datasetId]);
+  return row;
+}
+
+/** The image's error and where it is read in place, when it is the dataset's. */
+export async function imageErrorAndReference(em: EntityManager, imageId: string, datasetId: string): Promise<{ error: string | null; referenceKey: string | null } | undefined> {
+  const [image] = await query<{ error: string | null; referenceKey: string | null }>(em, 'select error, reference_key as "referenceKey" from images where id = ? and dataset_id = ?', [imageId, datasetId]);
+  return image;
+}

@@ -2,13 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppConfig } from '@vp/config';
 import { BillingService } from '../billing/billing.service.ts';
 import { changeDelta, applyDelta, lockDataset } from '../datasets/dataset-counters.ts';
-import { Dataset, type Split } from '../datasets/dataset.entity.ts';
+import { Dataset } from '../datasets/dataset.entity.ts';
 import { VersionService } from '../datasets/version.service.ts';
-import { query } from '../db/sql.ts';
 import { BatchBlurJob } from '../faces/batch-blur.ts';
 import type { FaceDetector } from '../faces/face-detector.ts';
 import { HttpError } from '../http/errors.ts';
 import { checkLabels, labelsOf, replaceLabels } from '../images/image-labels.ts';
+import { annotateTargetsAfter, countAnnotateTargetsAfter, imageToLabel, type AnnotateTargetRow } from '../images/image.store.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -17,16 +17,7 @@ import { readProgress, writeProgress, type BatchPredictPayload, type BatchProgre
 import type { PredictedLabels } from './prediction-labels.ts';
 import type { Predictor } from './predictor.ts';
 
-interface TargetRow {
-  id: string;
-  hash: string;
-  ext: string;
-  channels: number;
-  split: Split;
-  label_count: number;
-  error: string | null;
-  referenceKey: string | null;
-}
+type TargetRow = AnnotateTargetRow;
 
 /** Image ids read per query while walking the targets. */
 const TARGETS_PER_READ = 200;
@@ -122,21 +113,11 @@ export class BatchPredictJob implements JobHandler {
 
   /** The images still to do: decoded ones after `after` in id order, and, unless includeAnnotated, only unlabeled ones. */
   private targets(em: EntityManager, payload: BatchPredictPayload, after: string | null): Promise<TargetRow[]> {
-    return query<TargetRow>(
-      em,
-      `select id, hash, ext, channels, split, label_count, error, reference_key as "referenceKey" from images
-       where dataset_id = ? and error is null and (? or label_count = 0) and id > ? order by id limit ?`,
-      [payload.datasetId, payload.includeAnnotated, after ?? '', TARGETS_PER_READ],
-    );
+    return annotateTargetsAfter(em, payload.datasetId, payload.includeAnnotated, after ?? '', TARGETS_PER_READ);
   }
 
   private async countTargets(em: EntityManager, payload: BatchPredictPayload, after: string | null): Promise<number> {
-    const [row] = await query<{ n: number }>(
-      em,
-      'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0) and id > ?',
-      [payload.datasetId, payload.includeAnnotated, after ?? ''],
-    );
-    return row.n;
+    return countAnnotateTargetsAfter(em, payload.datasetId, payload.includeAnnotated, after ?? '');
   }
 
   /** The model on one image, abandoned the moment the run is cancelled. Null when the image cannot be read (skipped). */
@@ -178,7 +159,7 @@ export class BatchPredictJob implements JobHandler {
         return writeProgress(tx, context.id, state);
       }
       await lockDataset(tx, payload.datasetId);
-      const [now] = await query<TargetRow>(tx, 'select id, split, label_count, error from images where id = ? and dataset_id = ?', [image.id, payload.datasetId]);
+      const now = await imageToLabel(tx, image.id, payload.datasetId);
       if (!now || (!payload.includeAnnotated && now.label_count > 0)) return writeProgress(tx, context.id, state);
       state.processed += 1;
       if (predicted.labels.length > 0) {

@@ -4,17 +4,18 @@ import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
 import { BillingService } from '../billing/billing.service.ts';
 import { findDataset } from '../datasets/dataset-access.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, HttpError, NotFound, Unavailable } from '../http/errors.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { ActiveJobExists, enqueueJob } from '../jobs/job-queue.ts';
+import { hasActiveJob } from '../jobs/job.store.ts';
 import type { Dataset } from '../datasets/dataset.entity.ts';
 import type { Storage } from '../storage/storage.ts';
 import { checkPreviewToApply, previewOf, previewsOf } from '../faces/batch-blur-preview.ts';
 import { countBlurTargets, PREVIEW_IMAGES } from '../faces/batch-blur.ts';
 import { FaceDetector, FaceDetectorMissing } from '../faces/face-detector.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
+import { countAnnotateTargets, firstAnnotateTargets, imageErrorAndReference } from '../images/image.store.ts';
 import { ImageUrls } from '../images/image-urls.ts';
 import { annotateImage, prepareAnnotation, type Annotation } from './auto-annotate.ts';
 import type { Predictor } from './predictor.ts';
@@ -65,7 +66,7 @@ export class BatchPredictService {
   async start(actor: Actor, owner: string, slug: string, body: BatchPredictRequest): Promise<z.input<typeof BatchPredictQueued>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     await requireProcessing(this.em, dataset, 'Batch labeling');
-    const [busy] = await query(this.em, `select 1 from jobs where kind = ? and subject_id = ? and status in ('queued', 'running') limit 1`, [INGEST_JOB, dataset.id]);
+    const busy = await hasActiveJob(this.em, INGEST_JOB, dataset.id);
     if (dataset.status !== 'ready' || busy) throw Conflict(`The dataset is not ready (${busy ? 'an ingest is running' : dataset.status}); try again when it is`);
     if (await activeRun(this.em, dataset.id)) throw Conflict(RUN_IN_PROGRESS);
     return body.operation === 'blur' ? this.startBlur(dataset, body) : this.startAnnotate(actor, dataset, body);
@@ -79,11 +80,7 @@ export class BatchPredictService {
   private async startAnnotate(actor: Actor, dataset: Dataset, body: AnnotateRequest): Promise<z.input<typeof BatchPredictQueued>> {
     if (dataset.task !== 'depth' && dataset.classNames.length === 0) throw new HttpError(422, 'The dataset has no classes: add the classes to label with first');
     const annotation = await prepareAnnotation(this.em, actor, dataset, body);
-    const [{ n: total }] = await query<{ n: number }>(
-      this.em,
-      'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0)',
-      [dataset.id, body.includeAnnotated],
-    );
+    const total = await countAnnotateTargets(this.em, dataset.id, body.includeAnnotated);
     if (total === 0) throw Conflict(body.includeAnnotated ? 'No images left to label: the dataset has no usable images' : 'No images left to label: every image has labels (includeAnnotated runs on labeled images too)');
     // A model that recorded no class names has them in its export only: one image through it checks the classes now.
     if (annotation.classMap === null) await this.probe(annotation, dataset, body.includeAnnotated);
@@ -121,7 +118,7 @@ export class BatchPredictService {
     }
     const imageId = body.imageId ?? null;
     if (imageId) {
-      const [image] = await query<{ error: string | null; referenceKey: string | null }>(this.em, 'select error, reference_key as "referenceKey" from images where id = ? and dataset_id = ?', [imageId, dataset.id]);
+      const image = await imageErrorAndReference(this.em, imageId, dataset.id);
       if (!image) throw NotFound(`Image ${imageId} not found in this dataset`);
       if (image.error || image.referenceKey) throw Conflict(`Image ${imageId} cannot be blurred: ${image.error ? `it could not be decoded (${image.error})` : 'it is read in place from connected storage'}`);
     }
@@ -162,11 +159,7 @@ export class BatchPredictService {
    * admission. An image too large to decode for predict (413) is passed over, as the run skips it: the next one is tried.
    */
   private async probe(annotation: Annotation, dataset: Dataset, includeAnnotated: boolean): Promise<void> {
-    const images = await query<{ id: string; hash: string; ext: string; channels: number; referenceKey: string | null }>(
-      this.em,
-      'select id, hash, ext, channels, reference_key as "referenceKey" from images where dataset_id = ? and error is null and (? or label_count = 0) and channels <= 3 order by id limit ?',
-      [dataset.id, includeAnnotated, PROBED_IMAGES],
-    );
+    const images = await firstAnnotateTargets(this.em, dataset.id, includeAnnotated, PROBED_IMAGES);
     for (const image of images) {
       try {
         await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image, workspaceId: dataset.workspace.id });
