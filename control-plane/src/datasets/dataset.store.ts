@@ -4,6 +4,7 @@
 // takes the EntityManager first, so it runs inside the caller's transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../db/sql.ts';
+import { datasetFilesSql } from '../storage/blob-keys.ts';
 
 /** What a change of images adds to each counter (negative: takes away). */
 export interface CountDelta {
@@ -117,4 +118,57 @@ export async function busyTrashedDatasetSlug(em: EntityManager, workspaceId: str
     [workspaceId],
   );
   return busy?.slug;
+}
+
+/** Which trashed items a bulk erase takes: one workspace's, those deleted before a time, or both. */
+export interface TrashScope {
+  workspaceId?: string;
+  deletedBefore?: Date;
+}
+
+/** Locks the workspace's dataset in trash (waiting for another lock on it); whether a job is working on it, undefined when it is not in trash. */
+export async function lockTrashedDataset(em: EntityManager, datasetId: string, workspaceId: string): Promise<{ busy: boolean } | undefined> {
+  const [row] = await query<{ busy: boolean }>(
+    em,
+    `select ${ACTIVE_JOB} as busy from datasets d
+       where d.id = ? and d.workspace_id = ? and d.deleted_at is not null for update of d`,
+    [datasetId, workspaceId],
+  );
+  return row;
+}
+
+/** Claims the first dataset in trash in scope that no job is working on and no other transaction has locked (oldest deletion first). */
+export async function claimTrashedDataset(em: EntityManager, scope: TrashScope): Promise<string | undefined> {
+  const conditions = [scope.workspaceId ? 'and d.workspace_id = ?' : '', scope.deletedBefore ? 'and d.deleted_at < ?' : ''].join(' ');
+  const params = [scope.workspaceId, scope.deletedBefore].filter((value) => value !== undefined);
+  const [claimed] = await query<{ id: string }>(
+    em,
+    `select d.id from datasets d where d.deleted_at is not null and not ${ACTIVE_JOB} ${conditions} order by d.deleted_at, d.id limit 1 for update skip locked`,
+    params,
+  );
+  return claimed?.id;
+}
+
+/** The image files (hash, ext) of the dataset and of its versions (a read over images and dataset_version_images). */
+export async function imageFilesOfDatasetAndVersions(em: EntityManager, datasetId: string): Promise<Array<{ hash: string; ext: string }>> {
+  return query<{ hash: string; ext: string }>(
+    em,
+    `select hash, ext from images where dataset_id = ?
+     union select vi.hash, vi.ext from dataset_version_images vi join dataset_versions v on v.id = vi.version_id where v.dataset_id = ?`,
+    [datasetId, datasetId],
+  );
+}
+
+/** The dataset's own files, as storage/blob-keys.ts lists the columns that hold them. */
+const DATASET_FILES = datasetFilesSql();
+
+/** The keys of the dataset's own files (exports, archives...), from every column that holds one. */
+export async function datasetFiles(em: EntityManager, datasetId: string): Promise<Array<{ key: string }>> {
+  return query<{ key: string }>(em, DATASET_FILES.sql, Array<string>(DATASET_FILES.params).fill(datasetId));
+}
+
+/** Deletes the dataset (its images, labels, versions and stars cascade); returns its workspace. */
+export async function deleteDataset(em: EntityManager, datasetId: string): Promise<string> {
+  const [{ workspace_id }] = await query<{ workspace_id: string }>(em, 'delete from datasets where id = ? returning workspace_id', [datasetId]);
+  return workspace_id;
 }

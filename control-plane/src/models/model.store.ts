@@ -136,3 +136,55 @@ export async function modelsOfTrashItem(
     [id],
   );
 }
+
+/** Locks the workspace's model in trash (waiting for another lock on it); false when it is not in trash. */
+export async function lockTrashedModel(em: EntityManager, modelId: string, workspaceId: string): Promise<boolean> {
+  const [row] = await query<{ busy: boolean }>(
+    em,
+    `select false as busy from models x
+       where x.id = ? and x.workspace_id = ? and x.deleted_at is not null for update of x`,
+    [modelId, workspaceId],
+  );
+  return row !== undefined;
+}
+
+/**
+ * Claims the first model in trash in scope, trashed on its own (not with its project), that no other transaction
+ * has locked (oldest deletion first).
+ */
+export async function claimTrashedModel(em: EntityManager, scope: { workspaceId?: string; deletedBefore?: Date }): Promise<string | undefined> {
+  const conditions = [scope.workspaceId ? 'and m.workspace_id = ?' : '', scope.deletedBefore ? 'and m.deleted_at < ?' : ''].join(' ');
+  const params = [scope.workspaceId, scope.deletedBefore].filter((value) => value !== undefined);
+  const [claimed] = await query<{ id: string }>(
+    em,
+    `select m.id from models m where m.deleted_at is not null and not m.trashed_with_project ${conditions} order by m.deleted_at, m.id limit 1 for update skip locked`,
+    params,
+  );
+  return claimed?.id;
+}
+
+/** The project's models, locked in id order (type project), or the one model (unlocked: its row is), with their weights. */
+export async function modelFilesToErase(em: EntityManager, type: 'project' | 'model', id: string): Promise<Array<{ id: string; file_key: string | null }>> {
+  return query<{ id: string; file_key: string | null }>(
+    em,
+    type === 'project' ? 'select id, file_key from models where project_id = ? order by id for update' : 'select id, file_key from models where id = ?',
+    [id],
+  );
+}
+
+/** Deletes the model; returns its workspace. */
+export async function deleteModel(em: EntityManager, modelId: string): Promise<string> {
+  const [{ workspace_id }] = await query<{ workspace_id: string }>(em, `delete from models where id = ? returning workspace_id`, [modelId]);
+  return workspace_id;
+}
+
+/** Takes a transaction lock per weights key (in the order given), so two erasers of clones sharing weights go one at a time. */
+export async function lockWeightKeys(em: EntityManager, keys: string[]): Promise<void> {
+  await query(em, 'select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(?::text[]) k', [pgArray(keys)]);
+}
+
+/** The keys no model's file_key refers to. */
+export async function keysNoModelUses(em: EntityManager, keys: string[]): Promise<string[]> {
+  const unused = await query<{ key: string }>(em, 'select k as key from unnest(?::text[]) k where not exists (select 1 from models where file_key = k)', [pgArray(keys)]);
+  return unused.map((row) => row.key);
+}
