@@ -2,12 +2,11 @@ import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
-import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
 import { NotFound } from '../http/errors.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import type { Storage } from '../storage/storage.ts';
+import { forgetObject, isObjectFresh, recordDatasetArchive, transactionTime } from '../storage/stored-object.store.ts';
 import { refuseConnected } from './connected-storage.ts';
 import { findDataset } from './dataset-access.ts';
 import { lockDataset } from './dataset-counters.ts';
@@ -82,11 +81,11 @@ export class VersionService {
     const written = await this.em.transactional(
       async (em) => {
         const current = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
-        const [{ as_of }] = await query<{ as_of: string }>(em, 'select now()::text as as_of');
+        const asOf = await transactionTime(em);
         const key = currentKey(current);
         const header: ExportHeader = { ...versionFields(current), createdAt: current.createdAt, updatedAt: current.updatedAt };
         const bytes = await writeExport(this.storage, key, current.workspace.id, header, liveImagePages(em, current.id));
-        return { key, bytes, asOf: as_of, revision: current.revision };
+        return { key, bytes, asOf, revision: current.revision };
       },
       { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
     );
@@ -100,8 +99,8 @@ export class VersionService {
   /** A version's content never changes, so its file is rewritten only to renew the image URLs in it. */
   private async versionExport(dataset: Dataset, version: DatasetVersion): Promise<string> {
     const key = version.ndjsonKey ?? versionKey(dataset, version.version);
-    const [stored] = await query<{ fresh: boolean }>(this.em, `select exists (select 1 from stored_objects f where f.key = ? and ${FRESH}) as fresh`, [key]);
-    if (!version.ndjsonKey || !stored.fresh) {
+    const fresh = await isObjectFresh(this.em, key, FRESH);
+    if (!version.ndjsonKey || !fresh) {
       const header: ExportHeader = { ...fieldsOf(version), version: version.version, createdAt: dataset.createdAt, updatedAt: version.createdAt };
       const bytes = await writeExport(this.storage, key, dataset.workspace.id, header, versionImagePages(this.em, version.id));
       await this.recordFile(dataset, key, bytes);
@@ -202,16 +201,11 @@ export class VersionService {
 
   /** Export files count in the workspace's storage; updatedAt is when the file's content was taken (default: now). */
   private async recordFile(dataset: Dataset, key: string, bytes: number, takenAt?: string): Promise<void> {
-    await query(
-      this.em,
-      `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), coalesce(?::timestamptz, now()), ?, 'datasetArchives', ?, ?)
-       on conflict (key) do update set bytes = excluded.bytes, updated_at = excluded.updated_at`,
-      [newId(), takenAt ?? null, dataset.workspace.id, key, bytes],
-    );
+    await recordDatasetArchive(this.em, dataset.workspace.id, key, bytes, takenAt);
   }
 
   private async deleteFile(key: string): Promise<void> {
-    await query(this.em, 'delete from stored_objects where key = ?', [key]);
+    await forgetObject(this.em, key);
     await this.storage.store.delete(key);
   }
 }

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { query } from '../db/sql.ts';
 import { jobOutputs, type JobOutput } from '../jobs/job-output.store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { forgetObject } from '../storage/stored-object.store.ts';
 import { CHUNK_OUTPUTS } from './embedding-chunk.job.ts';
 
 /** How far a host's vector may be from unit length (float32 rounding is far below it). */
@@ -74,7 +75,7 @@ export async function readChunkOutput(em: EntityManager, storage: Storage, jobId
 export async function removeChunkOutputs(em: EntityManager, storage: Storage, jobId: string): Promise<void> {
   for (const output of await jobOutputs(em, jobId)) {
     await storage.store.delete(output.storageKey);
-    await query(em, 'delete from stored_objects where key = ?', [output.storageKey]);
+    await forgetObject(em, output.storageKey);
   }
   await query(em, 'delete from job_outputs where job_id = ?', [jobId]);
 }

@@ -16,6 +16,7 @@ import { someHostOffers } from '../scheduler/host-offers.ts';
 import { digestOf } from '../storage/md5-of.ts';
 import { BAD_SIGNATURE } from '../storage/signed-url.ts';
 import type { Storage } from '../storage/storage.ts';
+import { forgetObject } from '../storage/stored-object.store.ts';
 import { normalizeArgs, type ExportArgs, type NormalizedArgs } from './export-args.ts';
 import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
@@ -285,7 +286,7 @@ export class ExportService {
 export async function releaseExportFiles(em: EntityManager, storage: Storage, keys: string[]): Promise<void> {
   for (const key of keys) {
     await storage.store.delete(key);
-    await query(em, 'delete from stored_objects where key = ?', [key]);
+    await forgetObject(em, key);
   }
 }
 

@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { buffer } from 'node:stream/consumers';
-import { query } from '../db/sql.ts';
 import { keepImageBytes, releaseImageBlobs } from '../images/image-blobs.ts';
 import { decodeImage, type DecodedImage } from '../images/image-decode.ts';
 import { imageKey } from '../images/image-urls.ts';
 import { pointImageAtFile, type StoredImageRow } from '../images/image.store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { isObjectRecorded } from '../storage/stored-object.store.ts';
 import { withFacesBlurred } from './face-blur-image.ts';
 import type { BlurOptions } from './face-blur.ts';
 import type { FaceDetector } from './face-detector.ts';
@@ -58,8 +58,7 @@ export async function replaceImageFile(
     // Under the bytes lock a release cannot delete the new bytes before the row points at them.
     await keepImageBytes(tx, workspaceId);
     if (options.ifStored) {
-      const [kept] = await query(tx, 'select 1 from stored_objects where key = ?', [imageKey(workspaceId, file.hash, file.ext)]);
-      if (!kept) return false;
+      if (!(await isObjectRecorded(tx, imageKey(workspaceId, file.hash, file.ext)))) return false;
     }
     return pointImageAtFile(tx, image, file, options.markChecked);
   });

@@ -1,15 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { pgArray, query } from '../db/sql.ts';
 import { discardStagedOfEndedJobs } from '../ingest/staged-image.store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { forgetObjects, lockImageBytesExclusive, lockImageBytesShared, orphanImageObjects } from '../storage/stored-object.store.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 import { unusedHashes } from './image.store.ts';
 
 /** Hashes released per transaction: one statement locks them, one finds the unused ones. */
 const RELEASE_BATCH = 500;
-
-/** One advisory lock per workspace guards its image bytes: shared by writers, exclusive for a release. */
-const bytesLock = (workspaceId: string) => `image-bytes:${workspaceId}`;
 
 /**
  * Keeps the workspace's image bytes from being released until the transaction ends. Writers take it
@@ -18,7 +15,7 @@ const bytesLock = (workspaceId: string) => `image-bytes:${workspaceId}`;
  * them. So a release never deletes bytes a new row points at, however many images a transaction adds.
  */
 export async function keepImageBytes(em: EntityManager, workspaceId: string): Promise<void> {
-  await query(em, 'select pg_advisory_xact_lock_shared(hashtextextended(?, 0))', [bytesLock(workspaceId)]);
+  await lockImageBytesShared(em, workspaceId);
 }
 
 /**
@@ -30,11 +27,11 @@ export async function releaseImageBlobs(em: EntityManager, storage: Storage, wor
   for (let start = 0; start < unique.length; start += RELEASE_BATCH) {
     const batch = unique.slice(start, start + RELEASE_BATCH);
     await em.transactional(async (tx) => {
-      await query(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [bytesLock(workspaceId)]);
+      await lockImageBytesExclusive(tx, workspaceId);
       const unused = new Set(await unusedHashes(tx, workspaceId, batch.map((file) => file.hash)));
       const keys = batch.filter((file) => unused.has(file.hash)).flatMap((file) => [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)]);
       if (keys.length === 0) return;
-      await query(tx, 'delete from stored_objects where key = any(?::text[])', [pgArray(keys)]);
+      await forgetObjects(tx, keys);
       for (const key of keys) await storage.store.delete(key);
     });
   }
@@ -52,15 +49,7 @@ export async function sweepOrphanImageBlobs(em: EntityManager, storage: Storage)
   const leftovers = await discardStagedOfEndedJobs(em);
   // A thumbnail alone counts too: an image indexed in place has no stored original. Per hash, the original's row
   // (which names the extension) is taken when there is one.
-  const candidates = await query<{ workspace_id: string; hash: string; ext: string }>(
-    em,
-    `select distinct on (o.workspace_id, m[2]) o.workspace_id, m[2] as hash, m[3] as ext
-     from stored_objects o, regexp_match(o.key, '/(images|thumbnails)/([0-9a-f]{64})\\.([a-z0-9]+)$') m
-     where m is not null and o.kind = 'datasetImages' and o.created_at < now() - make_interval(hours => ?)
-       and not exists (select 1 from images i where i.workspace_id = o.workspace_id and i.hash = m[2])
-     order by o.workspace_id, m[2], m[1] = 'thumbnails'`,
-    [ORPHAN_AGE_HOURS],
-  );
+  const candidates = await orphanImageObjects(em, ORPHAN_AGE_HOURS);
   const byWorkspace = new Map<string, Array<{ hash: string; ext: string }>>();
   for (const row of [...leftovers, ...candidates]) {
     const files = byWorkspace.get(row.workspace_id);

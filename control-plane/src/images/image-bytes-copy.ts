@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { newId } from '../db/ids.ts';
-import { pgArray, query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { recordImageObjects, recordedKeys } from '../storage/stored-object.store.ts';
 import { imageContentType } from './image-bytes.ts';
 import { keepImageBytes } from './image-blobs.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
@@ -47,8 +46,7 @@ export async function copyImageBytes(em: EntityManager, storage: Storage, to: st
   const missing: Copy[] = [];
   for (let start = 0; start < copies.length; start += KEYS_PER_QUERY) {
     const batch = copies.slice(start, start + KEYS_PER_QUERY);
-    const recorded = await query<{ key: string }>(em, 'select key from stored_objects where key = any(?::text[])', [pgArray(batch.map((copy) => copy.to))]);
-    const present = new Set(recorded.map((row) => row.key));
+    const present = new Set(await recordedKeys(em, batch.map((copy) => copy.to)));
     missing.push(...batch.filter((copy) => !present.has(copy.to)));
   }
   // Workers stop at the first failure and all are awaited, so nothing is still copying when the caller cleans up.
@@ -90,11 +88,7 @@ async function copyBlob(em: EntityManager, storage: Storage, workspaceId: string
   // Undecodable images have no thumbnail; a missing source stays missing in the copy, as it was.
   const blob = copy.referenced ? await readReferenced(storage, copy.referenced) : await storage.store.get(copy.from!);
   if (!blob) return;
-  await query(
-    em,
-    `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'datasetImages', ?, ?) on conflict (key) do nothing`,
-    [newId(), workspaceId, toKey, blob.size],
-  );
+  await recordImageObjects(em, workspaceId, [{ key: toKey, bytes: blob.size }]);
   try {
     await storage.store.put(toKey, blob.stream, { contentType: blob.contentType, expectedBytes: blob.size, createOnly: true });
   } catch (error) {

@@ -4,9 +4,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDelta, countDelta, lockDataset, type CountDelta } from '../datasets/dataset-counters.ts';
 import { Dataset, type Split } from '../datasets/dataset.entity.ts';
 import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
 import { BlobExists } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { recordImageObjects } from '../storage/stored-object.store.ts';
 import { imageContentType } from './image-bytes.ts';
 import { decodeImage, sizeOf, type DecodedImage, type ImageFile } from './image-decode.ts';
 import { keepImageBytes, releaseImageBlobs } from './image-blobs.ts';
@@ -46,12 +46,7 @@ export async function storeImageFiles(em: EntityManager, storage: Storage, works
   const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: imageContentType(file.ext) }] : [];
   if (file.thumbnail) blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
   if (blobs.length === 0) return;
-  await query(
-    em,
-    `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes)
-     values ${blobs.map(() => "(?, now(), now(), ?, 'datasetImages', ?, ?)").join(', ')} on conflict (key) do nothing`,
-    blobs.flatMap((blob) => [newId(), workspaceId, blob.key, sizeOf(blob.body)]),
-  );
+  await recordImageObjects(em, workspaceId, blobs.map((blob) => ({ key: blob.key, bytes: sizeOf(blob.body) })));
   for (const blob of blobs) {
     const stream = Buffer.isBuffer(blob.body) ? Readable.from([blob.body]) : createReadStream(blob.body.path);
     // Create-only: bytes already there (the same file added before) are left as they are.

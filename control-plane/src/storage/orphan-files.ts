@@ -1,13 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
-import { unreferencedSql } from './blob-keys.ts';
 import type { Storage } from './storage.ts';
+import { forgetObject, orphanFileKeys } from './stored-object.store.ts';
 
 /** Recorded files younger than this may be on their way to the row that will refer to them. */
 const ORPHAN_AGE_HOURS = 24;
-
-/** No column that keeps an object refers to it (storage/blob-keys.ts). */
-const UNREFERENCED = unreferencedSql();
 
 /**
  * Deletes recorded files (dataset archives and exports, model weights) that nothing refers to any more:
@@ -17,17 +13,10 @@ const UNREFERENCED = unreferencedSql();
  * check needs no lock. Image bytes have their own sweep (images/image-blobs.ts).
  */
 export async function sweepOrphanFiles(em: EntityManager, storage: Storage): Promise<number> {
-  const orphans = await query<{ key: string }>(
-    em,
-    `select o.key from stored_objects o
-     where o.kind in ('datasetArchives', 'modelFiles', 'exports') and o.updated_at < now() - make_interval(hours => ?)
-       and ${UNREFERENCED}
-     limit 1000`,
-    [ORPHAN_AGE_HOURS],
-  );
-  for (const { key } of orphans) {
+  const orphans = await orphanFileKeys(em, ORPHAN_AGE_HOURS);
+  for (const key of orphans) {
     await storage.store.delete(key);
-    await query(em, 'delete from stored_objects where key = ?', [key]);
+    await forgetObject(em, key);
   }
   return orphans.length;
 }

@@ -1,10 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
 import { Conflict } from '../http/errors.ts';
 import { announcedSize } from '../storage/announced-size.ts';
 import type { Storage } from '../storage/storage.ts';
+import { recordUploadedObject } from '../storage/stored-object.store.ts';
 import { newestRunOfJob, setResumeKey } from '../training/training-run.store.ts';
 import { runningAttempt } from './worker-job-access.ts';
 
@@ -29,12 +28,7 @@ export class JobCheckpointService {
     const bytes = announcedSize(contentLength);
     const key = `ws/${job.workspaceId}/models/${job.subjectId}/checkpoints/job-${jobId}/last.pt`;
     const stored = await this.storage.store.put(key, body, { contentType: 'application/octet-stream', expectedBytes: bytes, createOnly: false });
-    await query(
-      this.em,
-      `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'modelFiles', ?, ?)
-       on conflict (key) do update set bytes = excluded.bytes, updated_at = now()`,
-      [newId(), job.workspaceId, key, stored.size],
-    );
+    await recordUploadedObject(this.em, job.workspaceId, 'modelFiles', key, stored.size);
     await setResumeKey(this.em, run.id, key);
     return { success: true, size: stored.size };
   }

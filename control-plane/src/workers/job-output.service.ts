@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
 import { Invalid } from '../http/errors.ts';
 import { recordJobOutput } from '../jobs/job-output.store.ts';
 import { announcedSize } from '../storage/announced-size.ts';
 import { BlobLengthMismatch } from '../storage/blob-store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { forgetObject, recordUploadedObject } from '../storage/stored-object.store.ts';
 import { runningAttempt } from './worker-job-access.ts';
 
 /**
@@ -57,14 +56,9 @@ export class JobOutputService {
       // Locked: a job that ended or moved to another attempt while the bytes streamed records nothing.
       replaced = await this.em.fork().transactional(async (tx) => {
         await runningAttempt(tx, authorization, { id: jobId, attempt }, true);
-        await query(
-          tx,
-          `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, 'exports', ?, ?)
-           on conflict (key) do update set bytes = excluded.bytes, updated_at = now()`,
-          [newId(), workspaceId, key, stored.size],
-        );
+        await recordUploadedObject(tx, workspaceId, 'exports', key, stored.size);
         const previous = await recordJobOutput(tx, output);
-        if (previous) await query(tx, 'delete from stored_objects where key = ?', [previous]);
+        if (previous) await forgetObject(tx, previous);
         return previous;
       });
     } catch (error) {
