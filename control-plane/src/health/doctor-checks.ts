@@ -12,6 +12,8 @@ import { query } from '../db/sql.ts';
 import { agentOutdated } from '../hosts/agent-version.ts';
 import { RELEASE_VERSION } from '../release-version.ts';
 import { openBlobStore } from '../storage/store-from-config.ts';
+import { hostAgentVersions, hostsWithLiveness } from '../workers/host.store.ts';
+import { replicasSeenWithin } from './replica.store.ts';
 import { REPLICA_GONE_SECONDS, secretFingerprint } from './replicas.ts';
 
 export type CheckStatus = 'OK' | 'WARN' | 'FAIL';
@@ -88,11 +90,7 @@ export async function clockCheck(em: EntityManager): Promise<CheckResult> {
 /** The replicas seen in the last minutes, and whether they (and this environment) sign with one secret. */
 export async function replicasCheck(em: EntityManager, ownSecret: string | undefined): Promise<CheckResult> {
   const check = 'replicas';
-  const replicas = await query<{ hostname: string; version: string; secret_fingerprint: string }>(
-    em,
-    'select hostname, version, secret_fingerprint from control_plane_replicas where seen_at > now() - make_interval(secs => ?) order by started_at',
-    [REPLICA_GONE_SECONDS],
-  );
+  const replicas = await replicasSeenWithin(em, REPLICA_GONE_SECONDS);
   if (replicas.length === 0) {
     return { status: 'WARN', check, message: `no control plane has reported in the last ${REPLICA_GONE_SECONDS / 60} minutes`, fix: 'start the appliance, or read its log for why it stopped' };
   }
@@ -124,13 +122,7 @@ export async function replicasCheck(em: EntityManager, ownSecret: string | undef
 /** Hosts that are enrolled but have no live socket or heartbeat are lost; the scheduler gives up their jobs. */
 export async function hostsCheck(em: EntityManager, graceSeconds: number): Promise<CheckResult> {
   const check = 'hosts';
-  const hosts = await query<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>(
-    em,
-    `select h.name, w.handle as workspace, h.state, h.last_heartbeat_at,
-       (h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)) as alive
-     from hosts h left join workspaces w on w.id = h.workspace_id order by h.name`,
-    [graceSeconds],
-  );
+  const hosts = await hostsWithLiveness(em, graceSeconds);
   if (hosts.length === 0) {
     return { status: 'WARN', check, message: 'no GPU hosts: training, exports and deployments need one', fix: 'vpctl hosts connect <name>, then enroll the host with the printed token' };
   }
@@ -155,11 +147,7 @@ export async function hostsCheck(em: EntityManager, graceSeconds: number): Promi
  */
 export async function agentVersionsCheck(em: EntityManager, serverUrl: string): Promise<CheckResult> {
   const check = 'agent versions';
-  const hosts = await query<{ name: string; workspace: string | null; agent_version: string }>(
-    em,
-    `select h.name, w.handle as workspace, h.agent_version from hosts h left join workspaces w on w.id = h.workspace_id
-     where h.agent_version is not null order by h.name`,
-  );
+  const hosts = await hostAgentVersions(em);
   if (hosts.length === 0) return { status: 'OK', check, message: 'no agent has connected yet' };
   const outdated = hosts.filter((host) => agentOutdated(host.agent_version));
   if (outdated.length === 0) return { status: 'OK', check, message: `${hosts.length} on ${RELEASE_VERSION}, the control plane's` };

@@ -5,8 +5,8 @@ import { hostname } from 'node:os';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
 import { RELEASE_VERSION } from '../release-version.ts';
+import { forgetReplicasUnseenFor, recordReplicaSeen, removeReplica } from './replica.store.ts';
 
 /** How often a replica says it still runs; one unseen for three of these has stopped. */
 export const REPLICA_SEEN_SECONDS = 60;
@@ -31,21 +31,15 @@ export interface ReplicaRecord {
 export async function recordReplica(fork: () => EntityManager, secret: string, log: Logger): Promise<ReplicaRecord> {
   const id = newId();
   // An upsert, so a row removed meanwhile (by a restore, by hand) comes back at the next minute.
-  const seen = () =>
-    query(
-      fork(),
-      `insert into control_plane_replicas (id, hostname, version, secret_fingerprint) values (?, ?, ?, ?)
-       on conflict (id) do update set seen_at = now()`,
-      [id, hostname().slice(0, 255), RELEASE_VERSION, secretFingerprint(secret)],
-    );
-  await query(fork(), 'delete from control_plane_replicas where seen_at < now() - make_interval(hours => ?)', [FORGOTTEN_AFTER_HOURS]);
+  const seen = () => recordReplicaSeen(fork(), { id, hostname: hostname().slice(0, 255), version: RELEASE_VERSION, secretFingerprint: secretFingerprint(secret) });
+  await forgetReplicasUnseenFor(fork(), FORGOTTEN_AFTER_HOURS);
   await seen();
   const timer = setInterval(() => seen().catch((error) => log.warn({ err: error }, 'recording this replica failed')), REPLICA_SEEN_SECONDS * 1000);
   timer.unref();
   return {
     stop: async () => {
       clearInterval(timer);
-      await query(fork(), 'delete from control_plane_replicas where id = ?', [id]).catch((error) => log.warn({ err: error }, 'removing this replica failed'));
+      await removeReplica(fork(), id).catch((error) => log.warn({ err: error }, 'removing this replica failed'));
     },
   };
 }

@@ -140,3 +140,26 @@ export async function someHostOffersNow(em: EntityManager, workspaceId: string, 
   );
   return row.found;
 }
+
+/** Every host with its workspace's handle (null: shared), state and last heartbeat, and whether it is alive (connected, heard within graceSeconds), by name. */
+export async function hostsWithLiveness(
+  em: EntityManager,
+  graceSeconds: number,
+): Promise<Array<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>> {
+  return query<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>(
+    em,
+    `select h.name, w.handle as workspace, h.state, h.last_heartbeat_at,
+       (h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)) as alive
+     from hosts h left join workspaces w on w.id = h.workspace_id order by h.name`,
+    [graceSeconds],
+  );
+}
+
+/** The hosts whose agent reported its version, with their workspace's handle (null: shared), by name. */
+export async function hostAgentVersions(em: EntityManager): Promise<Array<{ name: string; workspace: string | null; agent_version: string }>> {
+  return query<{ name: string; workspace: string | null; agent_version: string }>(
+    em,
+    `select h.name, w.handle as workspace, h.agent_version from hosts h left join workspaces w on w.id = h.workspace_id
+     where h.agent_version is not null order by h.name`,
+  );
+}
