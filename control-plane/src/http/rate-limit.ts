@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateCategory } from '@vp/config';
 import { Batcher } from '../db/batcher.ts';
 import { HttpError } from './errors.ts';
+import { dropWindowsBefore, takeFromBuckets } from './rate-limit-window.store.ts';
 
 interface TakeRow {
   allowed: boolean;
@@ -20,17 +21,6 @@ interface Take {
   bucket: string;
   limit: number;
 }
-
-/** How one bucket's takes of a batch went: the first `allowed` of them pass. */
-interface BucketRow extends Omit<TakeRow, 'allowed'> {
-  allowed: number;
-}
-
-/** Counts every bucket of a batch (a JSON array of [bucket, limit, takes]) in one statement, in the batch's order. */
-const TAKE_MANY_SQL = `
-  select r.* from jsonb_array_elements(?::jsonb) with ordinality as b(take, ord),
-    lateral rate_limit_take(b.take->>0, (b.take->>1)::int, ?, (b.take->>2)::int) r
-  order by b.ord`;
 
 /**
  * Sliding-window limits shared by every replica: counters live in PostgreSQL (an unlogged table,
@@ -71,12 +61,11 @@ export class RateLimiter {
     const byBucket = new Map<string, number[]>();
     batch.forEach((take, i) => (byBucket.get(take.bucket) ?? byBucket.set(take.bucket, []).get(take.bucket)!).push(i));
     const buckets = [...byBucket.keys()].sort();
-    const rows = await this.em
-      .getConnection()
-      .execute<BucketRow[]>(TAKE_MANY_SQL, [
-        JSON.stringify(buckets.map((bucket) => [bucket, batch[byBucket.get(bucket)![0]].limit, byBucket.get(bucket)!.length])),
-        this.settings.windowSeconds * 1000,
-      ]);
+    const rows = await takeFromBuckets(
+      this.em,
+      buckets.map((bucket) => [bucket, batch[byBucket.get(bucket)![0]].limit, byBucket.get(bucket)!.length]),
+      this.settings.windowSeconds * 1000,
+    );
     const answers: TakeRow[] = new Array(batch.length);
     buckets.forEach((bucket, b) => byBucket.get(bucket)!.forEach((i, nth) => (answers[i] = { ...rows[b], allowed: nth < rows[b].allowed })));
     return answers;
@@ -84,9 +73,7 @@ export class RateLimiter {
 
   /** Drops windows too old to weigh in any estimate. */
   async prune(): Promise<void> {
-    await this.em
-      .getConnection()
-      .execute('delete from rate_limit_windows where window_start_ms < ?', [Date.now() - 3 * this.settings.windowSeconds * 1000]);
+    await dropWindowsBefore(this.em, Date.now() - 3 * this.settings.windowSeconds * 1000);
   }
 }
 
