@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppConfig } from '@vp/config';
 import type { Logger } from 'pino';
+import { countUsers, lockFirstStart } from './account/user.store.ts';
 import type { Orm } from './db/orm.ts';
 import { Services } from './services.ts';
 
@@ -14,9 +15,8 @@ export const INITIAL_KEY_FILE = 'initial-api-key';
  */
 export async function bootstrapFirstStart(orm: Orm, config: AppConfig, log: Logger): Promise<void> {
   await orm.em.fork().transactional(async (em) => {
-    await em.getConnection().execute('select pg_advisory_xact_lock(7311002)', [], 'all', em.getTransactionContext());
-    const [{ count }] = await em.getConnection().execute<[{ count: string }]>('select count(*) from users', [], 'all', em.getTransactionContext());
-    if (Number(count) > 0) return;
+    await lockFirstStart(em);
+    if ((await countUsers(em)) > 0) return;
     const services = new Services(em, { config });
     await services.account.createUser('admin', 'Administrator');
     const { key } = await services.apiKeys.create('admin', 'initial');
