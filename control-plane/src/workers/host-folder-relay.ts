@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AgentMessage, ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
-import { query } from '../db/sql.ts';
+import { announceRelayMessages, dropStaleRelayMessages, enqueueRelayMessage, takeRelayMessages } from './host-folder-relay.store.ts';
 import { FolderChannel, FIRST_FOLDER_PROTOCOL, HostFolderError } from './host-folders.ts';
 
 /** NOTIFY channel whose payload is the replica that has relayed messages waiting. */
@@ -60,8 +60,8 @@ export class FolderRelay {
   private post(to: string, envelope: Envelope): void {
     this.posting = this.posting
       .then(async () => {
-        await query(this.fork(), 'insert into host_folder_relay (replica, payload) values (?, ?)', [to, JSON.stringify(envelope)]);
-        await query(this.fork(), 'select pg_notify(?, ?)', [FOLDER_RELAY_CHANNEL, to]);
+        await enqueueRelayMessage(this.fork(), to, JSON.stringify(envelope));
+        await announceRelayMessages(this.fork(), FOLDER_RELAY_CHANNEL, to);
       })
       .catch((error: unknown) => this.log.error({ err: error }, 'relaying a folder message failed'));
   }
@@ -69,9 +69,9 @@ export class FolderRelay {
   private drain(): void {
     this.draining = this.draining
       .then(async () => {
-        const rows = await query<{ id: string; payload: string }>(this.fork(), 'delete from host_folder_relay where replica = ? returning id, payload', [this.replica]);
+        const rows = await takeRelayMessages(this.fork(), this.replica);
         for (const row of rows.sort((a, b) => Number(a.id) - Number(b.id))) this.receive(JSON.parse(row.payload) as Envelope);
-        await query(this.fork(), `delete from host_folder_relay where created_at < now() - make_interval(secs => ?)`, [STALE_SECONDS]);
+        await dropStaleRelayMessages(this.fork(), STALE_SECONDS);
       })
       .catch((error: unknown) => this.log.error({ err: error }, 'reading relayed folder messages failed'));
   }

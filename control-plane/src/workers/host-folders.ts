@@ -13,7 +13,7 @@ import {
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
 import type { Notifications } from '../db/notifications.ts';
-import { query } from '../db/sql.ts';
+import { connectedHostReplica } from './host.store.ts';
 
 /** How long an agent may take to answer a request, or to send a read's next chunk once it has credit. */
 export const FOLDER_TIMEOUT_MS = 30_000;
@@ -129,7 +129,7 @@ export class HostFolders {
   private async channelOf(hostId: string): Promise<FolderChannel> {
     const channel = this.channels.get(hostId);
     if (!channel) {
-      const [host] = await query<{ session_replica: string | null }>(this.fork(), `select session_replica from hosts where id = ? and state = 'connected'`, [hostId]);
+      const host = await connectedHostReplica(this.fork(), hostId);
       if (!host?.session_replica || !this.relay || host.session_replica === this.relay.replica) throw offline(hostId, 'its agent is not connected');
       return this.relay.channelTo(hostId, host.session_replica);
     }

@@ -163,3 +163,9 @@ export async function hostAgentVersions(em: EntityManager): Promise<Array<{ name
      where h.agent_version is not null order by h.name`,
   );
 }
+
+/** The replica holding the connected host's worker socket (null: none recorded), if the host is connected. */
+export async function connectedHostReplica(em: EntityManager, hostId: string): Promise<{ session_replica: string | null } | undefined> {
+  const [host] = await query<{ session_replica: string | null }>(em, `select session_replica from hosts where id = ? and state = 'connected'`, [hostId]);
+  return host;
+}
