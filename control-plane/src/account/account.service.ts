@@ -5,9 +5,9 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { ApiKey } from '../auth/api-key.entity.ts';
 import { announceAuthChange } from '../auth/authenticator.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
+import { storedTotalsByKind } from '../storage/stored-object.store.ts';
 import type { AccountSummary, FollowedProfile, FollowResult, Member, StorageUsage, UserProfile } from './account.schemas.ts';
 import { HANDLE_PATTERN } from './handle.ts';
 import { largestItems } from './largest-items.store.ts';
@@ -140,11 +140,7 @@ export class AccountService {
   /** Bytes stored for the key's workspace, summed from the recorded size of each stored object. */
   async storage(actor: Actor, details: boolean): Promise<z.input<typeof StorageUsage>> {
     const key = requireKey(actor);
-    const rows = await query<{ kind: string; bytes: string; objects: string; latest: Date }>(
-      this.em,
-      'select kind, sum(bytes)::bigint as bytes, count(*) as objects, max(updated_at) as latest from stored_objects where workspace_id = ? group by kind',
-      [key.workspaceId],
-    );
+    const rows = await storedTotalsByKind(this.em, key.workspaceId);
     const stored = (kind: string) => rows.find((row) => row.kind === kind);
     const byKind = Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, Number(stored(kind)?.bytes ?? 0)])) as z.input<typeof StorageUsage>['byKind'];
     const totalBytes = Object.values(byKind).reduce((a, b) => a + b, 0);

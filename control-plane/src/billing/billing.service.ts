@@ -6,8 +6,8 @@ import { Workspace } from '../account/workspace.entity.ts';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { ID_PATTERN, newId } from '../db/ids.ts';
-import { query } from '../db/sql.ts';
 import { Invalid, NotFound, PaymentRequired } from '../http/errors.ts';
+import { storedBytesOf } from '../storage/stored-object.store.ts';
 import { appendTransaction, balanceRow, isWorkspaceTransaction, jobChargeCents, ledgerCount, ledgerPage, recentChargeTimes, type LedgerRange, type TransactionRow } from './billing.store.ts';
 import type { BillingBalance, CreditTransactionView, PriceList, TransactionList, TransactionListQuery, UsageSummary } from './billing.schemas.ts';
 import type { ChargeMetadata, CreditKind } from './credit-transaction.entity.ts';
@@ -313,11 +313,11 @@ export class BillingService {
   async usageSummaryFor(actor: Actor): Promise<z.input<typeof UsageSummary>> {
     const key = requireKey(actor);
     requireRole(actor, key.workspaceId, 'viewer');
-    const [stored] = await query<{ bytes: string }>(this.em, 'select coalesce(sum(bytes), 0)::bigint as bytes from stored_objects where workspace_id = ?', [key.workspaceId]);
+    const storedBytes = await storedBytesOf(this.em, key.workspaceId);
     const balance = await this.balanceCents(key.workspaceId);
     return {
       plan: { planId: 'enterprise', name: 'Enterprise (on-premise)', status: 'active', cancelAtPeriodEnd: false },
-      metrics: [{ metricId: 'storage_bytes', kind: 'GAUGE', period: 'NONE', limit: 0, used: Number(stored!.bytes), remaining: 0, overageAllowed: true }],
+      metrics: [{ metricId: 'storage_bytes', kind: 'GAUGE', period: 'NONE', limit: 0, used: Number(storedBytes), remaining: 0, overageAllowed: true }],
       trainingCredit: { monthlyGrant: 0, balanceAvailable: balance },
       features: { privateProjects: true, teams: true, enterpriseLicense: true },
       creditsCents: balance,

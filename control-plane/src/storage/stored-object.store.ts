@@ -117,3 +117,18 @@ export async function orphanFileKeys(em: EntityManager, ageHours: number): Promi
   );
   return orphans.map((row) => row.key);
 }
+
+/** The workspace's recorded bytes, object count and latest change per kind (kinds without any are absent). */
+export async function storedTotalsByKind(em: EntityManager, workspaceId: string): Promise<Array<{ kind: string; bytes: string; objects: string; latest: Date }>> {
+  return query<{ kind: string; bytes: string; objects: string; latest: Date }>(
+    em,
+    'select kind, sum(bytes)::bigint as bytes, count(*) as objects, max(updated_at) as latest from stored_objects where workspace_id = ? group by kind',
+    [workspaceId],
+  );
+}
+
+/** The workspace's recorded bytes, all kinds together. */
+export async function storedBytesOf(em: EntityManager, workspaceId: string): Promise<string> {
+  const [stored] = await query<{ bytes: string }>(em, 'select coalesce(sum(bytes), 0)::bigint as bytes from stored_objects where workspace_id = ?', [workspaceId]);
+  return stored!.bytes;
+}

@@ -8,7 +8,6 @@ import {
   lockTrashedDataset,
   type TrashScope,
 } from '../datasets/dataset.store.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import { exportFilesOf, unusedFiles } from '../exports/export.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
@@ -16,6 +15,7 @@ import { claimTrashedModel, deleteModel, keysNoModelUses, lockTrashedModel, lock
 import { claimTrashedProject, deleteProject, lockTrashedProject } from '../projects/project.store.ts';
 import { deleteDatasetUploads, deleteModelUploads } from '../uploads/upload-session.store.ts';
 import type { Storage } from '../storage/storage.ts';
+import { forgetObject } from '../storage/stored-object.store.ts';
 
 export const TRASH_TYPES = ['project', 'dataset', 'model'] as const;
 export type TrashType = (typeof TRASH_TYPES)[number];
@@ -133,7 +133,7 @@ async function releaseLeftovers(em: EntityManager, storage: Storage, leftovers: 
     // Each record goes after its file, so a file a crash leaves behind is still recorded and the hourly sweep finds it.
     for (const key of keys) {
       await storage.store.delete(key);
-      await query(em, 'delete from stored_objects where key = ?', [key]);
+      await forgetObject(em, key);
     }
     if (images.length) await releaseImageBlobs(em, storage, workspaceId, images);
   }
