@@ -36,7 +36,11 @@ function runOne(benchmark: string, dir: string): Promise<Outcome> {
     child.once('exit', (code, signal) => {
       if (existsSync(resultFile)) {
         const result = JSON.parse(readFileSync(resultFile, 'utf8')) as BenchResult;
-        resolve({ benchmark, figures: result.figures, error: code === 0 ? undefined : `exited ${signal ?? code} after its figures (see its report)` });
+        resolve({
+          benchmark,
+          figures: result.figures,
+          error: code === 0 ? undefined : `exited ${signal ?? code} after its figures (see its report)`,
+        });
       } else {
         resolve({ benchmark, figures: [], error: `no figures: exited ${signal ?? code} (see the lines above)` });
       }
@@ -44,7 +48,12 @@ function runOne(benchmark: string, dir: string): Promise<Outcome> {
   });
 }
 
-const number = (value: number) => (Number.isInteger(value) || Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 10 ? value.toFixed(1) : value.toFixed(2));
+const number = (value: number) =>
+  Number.isInteger(value) || Math.abs(value) >= 100
+    ? value.toFixed(0)
+    : Math.abs(value) >= 10
+      ? value.toFixed(1)
+      : value.toFixed(2);
 
 /** One row per figure, and one per benchmark that broke; every broken benchmark and failed target is FAIL. */
 function table(outcomes: Outcome[]): { lines: string[]; failed: number } {
@@ -70,7 +79,11 @@ function table(outcomes: Outcome[]): { lines: string[]; failed: number } {
     }
   }
   const widths = header.map((_, i) => Math.max(header[i].length, ...rows.map((row) => row[i].length)));
-  const line = (cells: string[]) => cells.map((cell, i) => (i >= 2 && i <= 4 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i >= 2 && i <= 4 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return { lines: [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)], failed };
 }
 

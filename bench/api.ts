@@ -17,7 +17,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Result } from 'autocannon';
-import { adminQuery, children, positiveInt, recordResult, runBenchmark, startChild, startControlPlane, stopChild } from './lib.ts';
+import {
+  adminQuery,
+  children,
+  positiveInt,
+  recordResult,
+  runBenchmark,
+  startChild,
+  startControlPlane,
+  stopChild,
+} from './lib.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 32);
@@ -48,7 +57,9 @@ interface Figures {
 }
 
 async function measure(target: string, url: string, headers: Record<string, string>): Promise<Figures> {
-  process.stderr.write(`${target}: warming up ${WARMUP_SECONDS} s, then ${SECONDS} s with ${CONNECTIONS} connections\n`);
+  process.stderr.write(
+    `${target}: warming up ${WARMUP_SECONDS} s, then ${SECONDS} s with ${CONNECTIONS} connections\n`,
+  );
   await autocannon({ url, headers, connections: CONNECTIONS, duration: WARMUP_SECONDS });
   const r: Result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS, title: target });
   return {
@@ -95,16 +106,24 @@ function report(ceiling: Figures, authenticated: Figures): { ratio: number; rati
   ];
   const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
   console.log();
-  console.log(`${CONNECTIONS} connections, ${SECONDS} s each (after ${WARMUP_SECONDS} s warm-up), ${cpus().length} CPUs, Node ${process.versions.node}`);
+  console.log(
+    `${CONNECTIONS} connections, ${SECONDS} s each (after ${WARMUP_SECONDS} s warm-up), ${cpus().length} CPUs, Node ${process.versions.node}`,
+  );
   console.log(row(columns));
   console.log(row(figures(ceiling)));
   console.log(row(figures(authenticated)));
   console.log();
-  console.log(`ratio authenticated/ceiling  ${(ratio * 100).toFixed(1)}%  (target >= ${TARGET_RATIO * 100}%)  ${verdict(ratioPass)}`);
-  console.log(`authenticated p99            ${authenticated.p99Ms} ms  (target < ${TARGET_P99_MS} ms)  ${verdict(p99Pass)}`);
+  console.log(
+    `ratio authenticated/ceiling  ${(ratio * 100).toFixed(1)}%  (target >= ${TARGET_RATIO * 100}%)  ${verdict(ratioPass)}`,
+  );
+  console.log(
+    `authenticated p99            ${authenticated.p99Ms} ms  (target < ${TARGET_P99_MS} ms)  ${verdict(p99Pass)}`,
+  );
   for (const f of [ceiling, authenticated]) {
     if (f.non2xx || f.errors || f.timeouts) {
-      console.log(`WARNING ${f.target}: ${f.non2xx} non-2xx (${JSON.stringify(f.statusCodes)}), ${f.errors} errors, ${f.timeouts} timeouts`);
+      console.log(
+        `WARNING ${f.target}: ${f.non2xx} non-2xx (${JSON.stringify(f.statusCodes)}), ${f.errors} errors, ${f.timeouts} timeouts`,
+      );
     }
   }
   return { ratio, ratioPass, p99Pass };
@@ -122,9 +141,18 @@ async function main(): Promise<void> {
     dbCreated = true;
     const pgVersion = String((await adminQuery('show server_version')).rows[0].server_version);
 
-    const { base: apiBase } = await startControlPlane('control-plane', { databaseName: dbName, dataDir, nodeArgs: SERVER_NODE_ARGS });
+    const { base: apiBase } = await startControlPlane('control-plane', {
+      databaseName: dbName,
+      dataDir,
+      nodeArgs: SERVER_NODE_ARGS,
+    });
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
-    const { match: bareBase } = await startChild('bare-koa', ['bench/bare-koa.ts'], { ...process.env, PORT: '0', HOST: '127.0.0.1' }, /^bare koa listening on (\S+)/);
+    const { match: bareBase } = await startChild(
+      'bare-koa',
+      ['bench/bare-koa.ts'],
+      { ...process.env, PORT: '0', HOST: '127.0.0.1' },
+      /^bare koa listening on (\S+)/,
+    );
 
     const summaryUrl = `${apiBase}/api/account/summary`;
     const auth = { authorization: `Bearer ${key}` };
@@ -147,7 +175,14 @@ async function main(): Promise<void> {
           target: `ratio >= ${TARGET_RATIO * 100}%`,
           pass: ratioPass,
         },
-        { figure: 'GET /api/account/summary, p99', value: authenticated.p99Ms, unit: 'ms', ceiling: ceiling.p99Ms, target: `< ${TARGET_P99_MS} ms`, pass: p99Pass },
+        {
+          figure: 'GET /api/account/summary, p99',
+          value: authenticated.p99Ms,
+          unit: 'ms',
+          ceiling: ceiling.p99Ms,
+          target: `< ${TARGET_P99_MS} ms`,
+          pass: p99Pass,
+        },
       ],
       {
         connections: CONNECTIONS,
@@ -161,7 +196,10 @@ async function main(): Promise<void> {
     if ([ceiling, authenticated].some((f) => f.non2xx || f.errors || f.timeouts)) process.exitCode = 1;
   } finally {
     await Promise.all(children.map(stopChild));
-    if (dbCreated) await adminQuery(`drop database if exists ${dbName} with (force)`).catch((error) => console.error(`could not drop ${dbName}: ${error.message}`));
+    if (dbCreated)
+      await adminQuery(`drop database if exists ${dbName} with (force)`).catch((error) =>
+        console.error(`could not drop ${dbName}: ${error.message}`),
+      );
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -33,7 +33,16 @@ import { CredentialCipher } from '../control-plane/src/integrations/credential-c
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
-import { BenchApi, benchImage, exportsSettled, helperTap, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights } from './trainer-env.ts';
+import {
+  BenchApi,
+  benchImage,
+  exportsSettled,
+  helperTap,
+  startExportHost,
+  trainerEnv,
+  ultralyticsConfig,
+  untrainedWeights,
+} from './trainer-env.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 15);
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
@@ -61,7 +70,8 @@ function httpCall(url: string, token: string, image: Buffer): Call {
     const started = performance.now();
     const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
     const body = (await response.json()) as { images?: unknown[]; error?: string };
-    if (response.status !== 200 || body.images?.length !== 1) throw new Error(`POST ${url}: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
+    if (response.status !== 200 || body.images?.length !== 1)
+      throw new Error(`POST ${url}: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
     return performance.now() - started;
   };
 }
@@ -77,7 +87,12 @@ interface Load {
 function merged(turns: Turn[]): Load {
   const latencies = turns.flatMap((one) => one.latencies);
   const seconds = turns.reduce((sum, one) => sum + one.seconds, 0);
-  return { rate: latencies.length / seconds, p99: p99(latencies.map((l) => l.ms)), latencies, errors: turns.flatMap((one) => one.errors) };
+  return {
+    rate: latencies.length / seconds,
+    p99: p99(latencies.map((l) => l.ms)),
+    latencies,
+    errors: turns.flatMap((one) => one.errors),
+  };
 }
 
 interface Turn {
@@ -106,9 +121,15 @@ async function turn(call: Call, until: () => boolean): Promise<Turn> {
   return { latencies, errors, seconds: (performance.now() - started) / 1000 };
 }
 
-const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(0.99 * values.length))] ?? NaN;
+const p99 = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(0.99 * values.length))] ?? NaN;
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = READY_TIMEOUT_MS, pollMs = 200): Promise<T> {
+async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = READY_TIMEOUT_MS,
+  pollMs = 200,
+): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -118,7 +139,13 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
   }
 }
 
-const status = async (owner: string, slug: string) => (await server.call<{ deployment: { status: string; statusMessage?: string } }>('GET', `/api/deployments/${owner}/${slug}`)).deployment;
+const status = async (owner: string, slug: string) =>
+  (
+    await server.call<{ deployment: { status: string; statusMessage?: string } }>(
+      'GET',
+      `/api/deployments/${owner}/${slug}`,
+    )
+  ).deployment;
 /** The control plane's secret: revisions' tokens are sealed under it, and opened here to reach their servers directly. */
 const SECRET = randomBytes(32).toString('hex');
 // Deployment ids are 24 hex digits from the API: safe in the SQL text (adminQuery takes no parameters).
@@ -133,8 +160,20 @@ const liveRevisions = async (id: string) =>
     ).rows as Array<SealedToken & { id: string; service_url: string }>
   ).map((row) => ({ id: row.id, service_url: row.service_url, token: openToken(new CredentialCipher(SECRET), row) }));
 
-async function deploy(owner: string, slug: string, model: string, size: { cpu: number; memoryGi: number }): Promise<{ id: string; apiKey: string }> {
-  const created = await server.call<{ id: string; apiKey: string }>('POST', `/api/deployments/${owner}`, { project: 'bench', model, deployment: slug, name: slug, region: 'us-central1', ...size });
+async function deploy(
+  owner: string,
+  slug: string,
+  model: string,
+  size: { cpu: number; memoryGi: number },
+): Promise<{ id: string; apiKey: string }> {
+  const created = await server.call<{ id: string; apiKey: string }>('POST', `/api/deployments/${owner}`, {
+    project: 'bench',
+    model,
+    deployment: slug,
+    name: slug,
+    region: 'us-central1',
+    ...size,
+  });
   await until(`${slug} ready`, async () => {
     const { status: now, statusMessage } = await status(owner, slug);
     if (now === 'failed') throw new Error(`${slug} failed: ${statusMessage}`);
@@ -152,15 +191,29 @@ async function main(): Promise<void> {
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0]!;
-  const { base } = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false', DEPLOYMENT_IDLE_SECONDS: String(IDLE_SECONDS), SIGNING_SECRET: SECRET } });
+  const { base } = await startControlPlane('control-plane', {
+    databaseName: database,
+    dataDir,
+    env: { BILLING_ENABLED: 'false', DEPLOYMENT_IDLE_SECONDS: String(IDLE_SECONDS), SIGNING_SECRET: SECRET },
+  });
   server.url = base;
   server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
   const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
   await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
   const agent = await startExportHost(t, server, database, work, env);
   for (let i = 0; i < 2; i++) {
-    const { id } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model: `model-${i}`, trainArgs: { imgsz: IMGSZ } });
-    await uploadWeights({ server } as unknown as World, server.key, id, readFileSync(join(work, `model-${i}.pt`)), 'best.pt');
+    const { id } = await server.call<{ id: string }>('POST', '/api/models', {
+      project: 'bench',
+      model: `model-${i}`,
+      trainArgs: { imgsz: IMGSZ },
+    });
+    await uploadWeights(
+      { server } as unknown as World,
+      server.key,
+      id,
+      readFileSync(join(work, `model-${i}.pt`)),
+      'best.pt',
+    );
   }
   process.stderr.write('waiting for the automatic ONNX exports…\n');
   await exportsSettled(database);
@@ -170,15 +223,32 @@ async function main(): Promise<void> {
     throw new Error(`${error.message}\n${agent.output().slice(-3000)}`);
   });
   const [revision] = await liveRevisions(served.id);
-  const { exports } = await server.call<{ exports: Array<{ format: string; status: string; file?: { downloadUrl: string } }> }>('GET', `/api/models/${owner}/bench/model-0/exports`);
+  const { exports } = await server.call<{
+    exports: Array<{ format: string; status: string; file?: { downloadUrl: string } }>;
+  }>('GET', `/api/models/${owner}/bench/model-0/exports`);
   const onnxFile = join(work, 'model-0.onnx');
-  writeFileSync(onnxFile, Buffer.from(await (await fetch(exports.find((e) => e.format === 'onnx' && e.status === 'completed')!.file!.downloadUrl)).arrayBuffer()));
-  const settings = readSettings({ [SERVER_ENV.model]: onnxFile, [SERVER_ENV.token]: revision!.token, [SERVER_ENV.threads]: String(CPU) });
+  writeFileSync(
+    onnxFile,
+    Buffer.from(
+      await (
+        await fetch(exports.find((e) => e.format === 'onnx' && e.status === 'completed')!.file!.downloadUrl)
+      ).arrayBuffer(),
+    ),
+  );
+  const settings = readSettings({
+    [SERVER_ENV.model]: onnxFile,
+    [SERVER_ENV.token]: revision!.token,
+    [SERVER_ENV.threads]: String(CPU),
+  });
   const state: ServerState = { settings, model: await ServedModel.load(settings), camera: undefined };
   const inProcess = createServer((req, res) => void handle(state, req, res));
   await new Promise<void>((listening) => inProcess.listen(0, '127.0.0.1', listening));
   const targets: Record<'ceiling' | 'revision' | 'service' | 'proxy', Call> = {
-    ceiling: httpCall(`http://127.0.0.1:${(inProcess.address() as AddressInfo).port}${SERVICE_ROUTES.predict}`, settings.token, image),
+    ceiling: httpCall(
+      `http://127.0.0.1:${(inProcess.address() as AddressInfo).port}${SERVICE_ROUTES.predict}`,
+      settings.token,
+      image,
+    ),
     revision: httpCall(`${revision!.service_url}/predict`, revision!.token, image),
     service: httpCall(`${base}/svc/${served.id}/predict`, served.apiKey, image),
     proxy: httpCall(`${base}/api/deployments/${owner}/bench/predict`, server.key, image),
@@ -189,14 +259,19 @@ async function main(): Promise<void> {
   const turns = Object.fromEntries(names.map((name) => [name, [] as Turn[]]));
   for (let round = 1; round <= ROUNDS; round++) {
     for (const name of names) {
-      process.stderr.write(`round ${round}/${ROUNDS}, ${name}: ${CLIENTS} clients for ${(SECONDS / ROUNDS).toFixed(1)} s…\n`);
+      process.stderr.write(
+        `round ${round}/${ROUNDS}, ${name}: ${CLIENTS} clients for ${(SECONDS / ROUNDS).toFixed(1)} s…\n`,
+      );
       const end = performance.now() + (SECONDS / ROUNDS) * 1000;
       const one = await turn(targets[name], () => performance.now() >= end);
       if (one.errors.length > 0) throw new Error(`${name}: ${one.errors.length} errors, first: ${one.errors[0]}`);
       turns[name]!.push(one);
     }
   }
-  const results = Object.fromEntries(names.map((name) => [name, merged(turns[name]!)])) as Record<keyof typeof targets, Load>;
+  const results = Object.fromEntries(names.map((name) => [name, merged(turns[name]!)])) as Record<
+    keyof typeof targets,
+    Load
+  >;
   inProcess.closeAllConnections();
   await new Promise((closed) => inProcess.close(closed));
   await state.model!.close();
@@ -205,11 +280,29 @@ async function main(): Promise<void> {
   let switched = false;
   const replacing = turn(targets.service, () => switched).then((one) => merged([one]));
   const patchedAt = performance.now();
-  await server.call('PATCH', `/api/deployments/${owner}/bench`, { action: 'replace', project: 'bench', model: 'model-1' });
-  await until('the replace to complete', async () => (await status(owner, 'bench')).status === 'ready' && (await liveRevisions(served.id))[0]?.id !== revision!.id);
+  await server.call('PATCH', `/api/deployments/${owner}/bench`, {
+    action: 'replace',
+    project: 'bench',
+    model: 'model-1',
+  });
+  await until(
+    'the replace to complete',
+    async () =>
+      (await status(owner, 'bench')).status === 'ready' && (await liveRevisions(served.id))[0]?.id !== revision!.id,
+  );
   const switchedAt = performance.now();
   // The old revision drains, then stops: the load goes on a second past its job's end.
-  await until('the old server to stop', async () => (await adminQuery(`select 1 from jobs j join deployment_revisions r on r.job_id = j.id where r.id = '${revision!.id}' and j.status not in ('queued', 'running')`, database)).rowCount, 120_000);
+  await until(
+    'the old server to stop',
+    async () =>
+      (
+        await adminQuery(
+          `select 1 from jobs j join deployment_revisions r on r.job_id = j.id where r.id = '${revision!.id}' and j.status not in ('queued', 'running')`,
+          database,
+        )
+      ).rowCount,
+    120_000,
+  );
   await new Promise((resolve) => setTimeout(resolve, 1000));
   switched = true;
   const replace = await replacing;
@@ -217,7 +310,13 @@ async function main(): Promise<void> {
 
   process.stderr.write(`cold start: a default-size deployment, scaled to zero after ${IDLE_SECONDS} s…\n`);
   const cold = await deploy(owner, 'cold', 'model-0', { cpu: 1, memoryGi: 2 });
-  await until('scale to zero', async () => (await adminQuery(`select 1 from deployments where id = '${cold.id}' and scaled_to_zero`, database)).rowCount, 120_000, 500);
+  await until(
+    'scale to zero',
+    async () =>
+      (await adminQuery(`select 1 from deployments where id = '${cold.id}' and scaled_to_zero`, database)).rowCount,
+    120_000,
+    500,
+  );
   const coldMs = await httpCall(`${base}/svc/${cold.id}/predict`, cold.apiKey, image)();
   const warmMs = await httpCall(`${base}/svc/${cold.id}/predict`, cold.apiKey, image)();
 
@@ -228,27 +327,60 @@ async function main(): Promise<void> {
     unit: 'req/s',
     ceiling: ceiling.rate,
     ratio: results[name].rate / ceiling.rate,
-    ...(target !== undefined && { target: `>= ${target * 100}% of in-process`, pass: results[name].rate >= target * ceiling.rate }),
+    ...(target !== undefined && {
+      target: `>= ${target * 100}% of in-process`,
+      pass: results[name].rate >= target * ceiling.rate,
+    }),
   });
   const figures: Figure[] = [
     figure('revision', "the revision's own server"),
     figure('service', 'service URL (/svc/{id}/predict)', TARGET_DIRECT),
     figure('proxy', 'platform predict (/api/deployments/…/predict)', TARGET_PROXY),
-    { figure: 'proxy p99 latency', value: results.proxy.p99, unit: 'ms', ceiling: ceiling.p99, ratio: results.proxy.p99 / ceiling.p99 },
-    { figure: 'replace under load: failed requests', value: replace.errors.length, unit: 'requests', target: '0', pass: replace.errors.length === 0 },
+    {
+      figure: 'proxy p99 latency',
+      value: results.proxy.p99,
+      unit: 'ms',
+      ceiling: ceiling.p99,
+      ratio: results.proxy.p99 / ceiling.p99,
+    },
+    {
+      figure: 'replace under load: failed requests',
+      value: replace.errors.length,
+      unit: 'requests',
+      target: '0',
+      pass: replace.errors.length === 0,
+    },
     { figure: 'replace under load: p99 during the switch', value: p99(duringSwitch), unit: 'ms' },
     { figure: 'cold start from zero (first request)', value: coldMs, unit: 'ms' },
   ];
   const ms = (value: number) => `${value.toFixed(1)} ms`;
-  console.log(`\nbench:deploy — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}`);
-  console.log(`model: yolo11n (untrained), automatic ONNX export, imgsz ${IMGSZ}; deployment: ${CPU} CPU, process runtime; image: 640 x 480 JPEG, ${image.length} bytes; ${CLIENTS} clients for ${SECONDS} s each, in ${ROUNDS} turns`);
+  console.log(
+    `\nbench:deploy — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}`,
+  );
+  console.log(
+    `model: yolo11n (untrained), automatic ONNX export, imgsz ${IMGSZ}; deployment: ${CPU} CPU, process runtime; image: 640 x 480 JPEG, ${image.length} bytes; ${CLIENTS} clients for ${SECONDS} s each, in ${ROUNDS} turns`,
+  );
   for (const [name, result] of Object.entries(results)) {
-    console.log(`  ${name.padEnd(9)} ${result.rate.toFixed(2).padStart(8)} req/s  p99 ${ms(result.p99).padStart(10)}  ${name === 'ceiling' ? '' : `${((result.rate / ceiling.rate) * 100).toFixed(1)} % of in-process`}`);
+    console.log(
+      `  ${name.padEnd(9)} ${result.rate.toFixed(2).padStart(8)} req/s  p99 ${ms(result.p99).padStart(10)}  ${name === 'ceiling' ? '' : `${((result.rate / ceiling.rate) * 100).toFixed(1)} % of in-process`}`,
+    );
   }
-  for (const f of figures.filter((f) => f.target)) console.log(`  ${f.figure}: target ${f.target} ${f.pass ? 'PASS' : 'FAIL'}`);
-  console.log(`replace under load: ${replace.latencies.length} answered, ${replace.errors.length} failed${replace.errors[0] ? ` (first: ${replace.errors[0]})` : ''}; switch took ${((switchedAt - patchedAt) / 1000).toFixed(1)} s, p99 during it ${ms(p99(duringSwitch))} (${duringSwitch.length} requests)`);
+  for (const f of figures.filter((f) => f.target))
+    console.log(`  ${f.figure}: target ${f.target} ${f.pass ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `replace under load: ${replace.latencies.length} answered, ${replace.errors.length} failed${replace.errors[0] ? ` (first: ${replace.errors[0]})` : ''}; switch took ${((switchedAt - patchedAt) / 1000).toFixed(1)} s, p99 during it ${ms(p99(duringSwitch))} (${duringSwitch.length} requests)`,
+  );
   console.log(`cold start from zero: first request ${ms(coldMs)}, the next ${ms(warmMs)}`);
-  recordResult('deploy', figures, { seconds: SECONDS, rounds: ROUNDS, clients: CLIENTS, cpu: CPU, rates: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.rate])), coldMs, warmMs, versions });
+  recordResult('deploy', figures, {
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    clients: CLIENTS,
+    cpu: CPU,
+    rates: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.rate])),
+    coldMs,
+    warmMs,
+    versions,
+  });
 }
 
 await runBenchmark('bench:deploy', main, async () => {

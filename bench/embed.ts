@@ -30,7 +30,16 @@ import { ClusteredVectors } from './clustered-vectors.ts';
 import { layout } from './embed-layout.ts';
 import { similar } from './embed-similar.ts';
 import { api, buildZip } from './generated-dataset.ts';
-import { adminQuery, positiveInt, putFile, recordResult, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
+import {
+  adminQuery,
+  positiveInt,
+  putFile,
+  recordResult,
+  runBenchmark,
+  startControlPlane,
+  stopChild,
+  type Figure,
+} from './lib.ts';
 
 const PARTS = ['analysis', 'layout', 'similar'] as const;
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
@@ -56,12 +65,17 @@ async function ceiling(session: ort.InferenceSession, jpegs: Buffer[]): Promise<
   const started = performance.now();
   for (let first = 0; first < jpegs.length; first += BATCH) {
     const batch = jpegs.slice(first, first + BATCH);
-    const pixels = await Promise.all(batch.map((jpeg) => sharp(jpeg).removeAlpha().resize(SIDE, SIDE, { fit: 'fill' }).raw().toBuffer()));
+    const pixels = await Promise.all(
+      batch.map((jpeg) => sharp(jpeg).removeAlpha().resize(SIDE, SIDE, { fit: 'fill' }).raw().toBuffer()),
+    );
     const tensor = new Float32Array(batch.length * 3 * plane);
     pixels.forEach((rgb, n) => {
-      for (let c = 0; c < 3; c++) for (let i = 0; i < plane; i++) tensor[(n * 3 + c) * plane + i] = (rgb[i * 3 + c] / 255 - mean[c]) / std[c];
+      for (let c = 0; c < 3; c++)
+        for (let i = 0; i < plane; i++) tensor[(n * 3 + c) * plane + i] = (rgb[i * 3 + c] / 255 - mean[c]) / std[c];
     });
-    const results = await session.run({ [session.inputNames[0]]: new ort.Tensor('float32', tensor, [batch.length, 3, SIDE, SIDE]) });
+    const results = await session.run({
+      [session.inputNames[0]]: new ort.Tensor('float32', tensor, [batch.length, 3, SIDE, SIDE]),
+    });
     for (const result of Object.values(results)) result.dispose();
   }
   return jpegs.length / ((performance.now() - started) / 1000);
@@ -70,8 +84,15 @@ async function ceiling(session: ort.InferenceSession, jpegs: Buffer[]): Promise<
 /** Part one: the analysis through a real control plane, against the model run bare. */
 async function analysis(): Promise<{ figures: Figure[]; details: Record<string, unknown> }> {
   const modelPath = loadConfig().embeddingModelPath;
-  if (!modelPath) throw new Error('no image embedder: run installer/models/build-models.sh (.ci/run does) or set EMBEDDING_MODEL_PATH');
-  const session = await ort.InferenceSession.create(modelPath, { executionProviders: ['cpu'], graphOptimizationLevel: 'all', intraOpNumThreads: THREADS });
+  if (!modelPath)
+    throw new Error(
+      'no image embedder: run installer/models/build-models.sh (.ci/run does) or set EMBEDDING_MODEL_PATH',
+    );
+  const session = await ort.InferenceSession.create(modelPath, {
+    executionProviders: ['cpu'],
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: THREADS,
+  });
   process.stderr.write(`generating ${IMAGES} JPEGs into a ZIP…\n`);
   const zipPath = join(work, 'bench.zip');
   const jpegs = await buildZip(zipPath, IMAGES);
@@ -85,14 +106,31 @@ async function analysis(): Promise<{ figures: Figure[]; details: Record<string, 
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const { username: owner } = await api<{ username: string }>(base, key, 'GET', '/api/account/summary');
     const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'bench', name: 'Bench' });
-    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(base, key, 'POST', '/api/upload/signed-url', {
-      assetType: 'datasets', assetId: id, filename: 'bench.zip', contentType: 'application/zip', totalBytes: statSync(zipPath).size,
-    });
+    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
+      base,
+      key,
+      'POST',
+      '/api/upload/signed-url',
+      {
+        assetType: 'datasets',
+        assetId: id,
+        filename: 'bench.zip',
+        contentType: 'application/zip',
+        totalBytes: statSync(zipPath).size,
+      },
+    );
     await putFile(ticket.uploadUrl, ticket.headers, zipPath);
     process.stderr.write('ingesting (not timed)…\n');
-    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, { sessionId: ticket.sessionId });
+    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, {
+      sessionId: ticket.sessionId,
+    });
     for (;;) {
-      const { job } = await api<{ job: { status: string; error: string | null } }>(base, key, 'GET', `/api/jobs/${jobId}`);
+      const { job } = await api<{ job: { status: string; error: string | null } }>(
+        base,
+        key,
+        'GET',
+        `/api/jobs/${jobId}`,
+      );
       if (job.status === 'completed') break;
       if (!['queued', 'running'].includes(job.status)) throw new Error(`ingest ${job.status}: ${job.error}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -111,17 +149,30 @@ async function analysis(): Promise<{ figures: Figure[]; details: Record<string, 
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const seconds = (performance.now() - started) / 1000;
-    if (summary.embeddingsCount !== IMAGES) throw new Error(`the analysis embedded ${summary.embeddingsCount} of ${IMAGES} images`);
+    if (summary.embeddingsCount !== IMAGES)
+      throw new Error(`the analysis embedded ${summary.embeddingsCount} of ${IMAGES} images`);
     const rate = IMAGES / seconds;
     process.stderr.write('ceiling again…\n');
     // This machine's speed drifts between runs: the ceiling is measured before and after, and averaged.
     const ceilingAfter = await ceiling(session, jpegs);
     const ceilingRate = (ceilingBefore + ceilingAfter) / 2;
     const ratio = rate / ceilingRate;
-    const embedded: Figure = { figure: `dataset analysis of ${IMAGES} JPEGs`, value: rate, unit: 'images/s', ceiling: ceilingRate, ratio, target: `ratio >= ${TARGET_RATIO * 100}%`, pass: ratio >= TARGET_RATIO };
+    const embedded: Figure = {
+      figure: `dataset analysis of ${IMAGES} JPEGs`,
+      value: rate,
+      unit: 'images/s',
+      ceiling: ceilingRate,
+      ratio,
+      target: `ratio >= ${TARGET_RATIO * 100}%`,
+      pass: ratio >= TARGET_RATIO,
+    };
     console.log(`\ndataset analysis — ${IMAGES} JPEGs 640×480, ${cpus().length} cores, model ${modelPath}`);
-    console.log(`ceiling (onnxruntime-node bare, ${THREADS} thread(s), batches of ${BATCH}): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`);
-    console.log(`analysis (request → completed): ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${embedded.pass ? 'PASS' : 'FAIL'}`);
+    console.log(
+      `ceiling (onnxruntime-node bare, ${THREADS} thread(s), batches of ${BATCH}): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`,
+    );
+    console.log(
+      `analysis (request → completed): ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${embedded.pass ? 'PASS' : 'FAIL'}`,
+    );
     return { figures: [embedded], details: { analysis: { seconds, ceilingBefore, ceilingAfter, threads: THREADS } } };
   } finally {
     await stopChild(child);
@@ -133,7 +184,8 @@ function chosenParts(): Set<string> {
   const raw = process.env.BENCH_EMBED_PARTS;
   const chosen = raw ? raw.split(',').map((part) => part.trim()) : [...PARTS];
   const unknown = chosen.filter((part) => !(PARTS as readonly string[]).includes(part));
-  if (unknown.length) throw new Error(`BENCH_EMBED_PARTS: unknown part ${unknown.join(', ')}; choose from ${PARTS.join(', ')}`);
+  if (unknown.length)
+    throw new Error(`BENCH_EMBED_PARTS: unknown part ${unknown.join(', ')}; choose from ${PARTS.join(', ')}`);
   return new Set(chosen);
 }
 
@@ -145,7 +197,11 @@ async function main(): Promise<void> {
   let vectors: ClusteredVectors | undefined;
   const generated = () => (vectors ??= new ClusteredVectors(DIMENSIONS, VECTOR_SEED));
   // The layout before the index: its thread's memory is given back before the index and its vectors take theirs.
-  const runs = { analysis, layout: () => layout(generated(), LAYOUT_POINTS), similar: () => similar(generated(), VECTORS, QUERIES, EXACT_QUERIES) };
+  const runs = {
+    analysis,
+    layout: () => layout(generated(), LAYOUT_POINTS),
+    similar: () => similar(generated(), VECTORS, QUERIES, EXACT_QUERIES),
+  };
   for (const part of PARTS) {
     if (!parts.has(part)) continue;
     const result = await runs[part]();

@@ -20,7 +20,17 @@ import { exportCommand } from '../control-plane/src/exports/export-args.ts';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
-import { BenchApi, exportsSettled, helperTap, run, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights, VENV } from './trainer-env.ts';
+import {
+  BenchApi,
+  exportsSettled,
+  helperTap,
+  run,
+  startExportHost,
+  trainerEnv,
+  ultralyticsConfig,
+  untrainedWeights,
+  VENV,
+} from './trainer-env.ts';
 
 const ROUNDS = positiveInt('BENCH_ROUNDS', 5);
 const IMGSZ = positiveInt('BENCH_EXPORT_IMGSZ', 640);
@@ -43,7 +53,11 @@ const server = new BenchApi();
 const exporterSeconds = (output: string) => Number(/Export complete \((\d+(?:\.\d+)?)s\)/.exec(output)?.[1] ?? NaN);
 
 /** The platform's own command line, alone in a fresh folder holding only the weights. */
-async function standalone(env: Record<string, string>, weights: string, round: number): Promise<{ total: number; exporter: number }> {
+async function standalone(
+  env: Record<string, string>,
+  weights: string,
+  round: number,
+): Promise<{ total: number; exporter: number }> {
   const dir = join(work, `standalone-${round}`);
   mkdirSync(dir);
   copyFileSync(weights, join(dir, 'bench.pt'));
@@ -68,7 +82,9 @@ interface Timeline {
   job_complete: number;
 }
 
-async function platform(owner: string): Promise<{ total: number; seen: number; exporter: number; bytes: number; timeline: Timeline }> {
+async function platform(
+  owner: string,
+): Promise<{ total: number; seen: number; exporter: number; bytes: number; timeline: Timeline }> {
   const path = `/api/models/${owner}/bench/weights/exports`;
   const started = performance.now();
   const { id } = await server.call<{ id: string }>('POST', path, { format: 'onnx', args: { imgsz: IMGSZ } });
@@ -76,7 +92,8 @@ async function platform(owner: string): Promise<{ total: number; seen: number; e
   for (;;) {
     ({ export: view } = await server.call<{ export: ExportView }>('GET', `${path}/${id}`));
     if (['completed', 'failed', 'cancelled'].includes(view.status)) break;
-    if (performance.now() - started > EXPORT_TIMEOUT_MS) throw new Error(`the export is still ${view.status} after ${EXPORT_TIMEOUT_MS / 1000} s`);
+    if (performance.now() - started > EXPORT_TIMEOUT_MS)
+      throw new Error(`the export is still ${view.status} after ${EXPORT_TIMEOUT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   if (view.status !== 'completed') throw new Error(`the export ended ${view.status}: ${view.error?.message}`);
@@ -85,21 +102,35 @@ async function platform(owner: string): Promise<{ total: number; seen: number; e
   const total = (performance.now() - started) / 1000;
   if (artifact.length !== view.file!.size) throw new Error(`downloaded ${artifact.length} of ${view.file!.size} bytes`);
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
-  const { rows: [row] } = await adminQuery(
+  const {
+    rows: [row],
+  } = await adminQuery(
     `select ${since('j.started_at')} as assigned, ${since('j.accepted_at')} as accepted,
        ${since('(select max(o.created_at) from job_outputs o where o.job_id = j.id)')} as uploaded, ${since('j.finished_at')} as job_complete
      from model_exports e join jobs j on j.id = e.job_id where e.id = '${id}'`,
     database,
   );
-  const { rows: [job] } = await adminQuery(`select job_id from model_exports where id = '${id}'`, database);
-  const { lines } = await server.call<{ lines: Array<{ line: string }> }>('GET', `/api/jobs/${job.job_id}/logs?limit=5000`);
+  const {
+    rows: [job],
+  } = await adminQuery(`select job_id from model_exports where id = '${id}'`, database);
+  const { lines } = await server.call<{ lines: Array<{ line: string }> }>(
+    'GET',
+    `/api/jobs/${job.job_id}/logs?limit=5000`,
+  );
   // The next round exports again rather than reusing this artifact.
   await server.call('DELETE', `${path}/${id}`);
-  return { total, seen, exporter: exporterSeconds(lines.map((line) => line.line).join('\n')), bytes: artifact.length, timeline: row as Timeline };
+  return {
+    total,
+    seen,
+    exporter: exporterSeconds(lines.map((line) => line.line).join('\n')),
+    bytes: artifact.length,
+    timeline: row as Timeline,
+  };
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh`);
+  if (!existsSync(join(VENV, 'bin/yolo')))
+    throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh`);
   const config = ultralyticsConfig(join(work, 'yolo-config'));
   const env = trainerEnv(config);
   const weights = join(work, 'bench.pt');
@@ -108,18 +139,28 @@ async function main(): Promise<void> {
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0];
-  const started = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false' } });
+  const started = await startControlPlane('control-plane', {
+    databaseName: database,
+    dataDir,
+    env: { BILLING_ENABLED: 'false' },
+  });
   server.url = started.base;
   server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
   const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
   await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
-  const { id: modelId } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model: 'weights' });
+  const { id: modelId } = await server.call<{ id: string }>('POST', '/api/models', {
+    project: 'bench',
+    model: 'weights',
+  });
   await uploadWeights({ server } as unknown as World, server.key, modelId, readFileSync(weights), 'bench.pt');
   await startExportHost(t, server, database, work, env);
   // The uploaded weights' automatic ONNX export (dynamic, for predict) runs first, alone.
   await exportsSettled(database);
 
-  const runs = { standalone: [] as Array<Awaited<ReturnType<typeof standalone>>>, platform: [] as Array<Awaited<ReturnType<typeof platform>>> };
+  const runs = {
+    standalone: [] as Array<Awaited<ReturnType<typeof standalone>>>,
+    platform: [] as Array<Awaited<ReturnType<typeof platform>>>,
+  };
   for (let round = 1; round <= ROUNDS; round++) {
     // Each kind goes first in turn: the first run after a pause pays for a cold page cache.
     const order = round % 2 ? (['standalone', 'platform'] as const) : (['platform', 'standalone'] as const);
@@ -135,8 +176,12 @@ async function main(): Promise<void> {
   const overheads = runs.platform.map((run, i) => (run.total - runs.standalone[i].total) / runs.standalone[i].total);
   const overhead = median(overheads);
   const p = runs.platform.find((run) => run.total === median(runs.platform.map((r) => r.total)))!;
-  console.log(`\nbench:export — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}, torch ${versions.torch}`);
-  console.log(`export: yolo11n (untrained, 80 classes) → onnx imgsz=${IMGSZ}, ${(p.bytes / 2 ** 20).toFixed(1)} MiB; ${ROUNDS} rounds\n`);
+  console.log(
+    `\nbench:export — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}, torch ${versions.torch}`,
+  );
+  console.log(
+    `export: yolo11n (untrained, 80 classes) → onnx imgsz=${IMGSZ}, ${(p.bytes / 2 ** 20).toFixed(1)} MiB; ${ROUNDS} rounds\n`,
+  );
   console.log('platform timeline of the median run (database clock, seconds after POST created the export):');
   console.log(`  job assigned to the host (started_at)                  ${s(p.timeline.assigned)}`);
   console.log(`  exporter spawned, accepted by the agent (accepted_at)  ${s(p.timeline.accepted)}`);
@@ -144,10 +189,16 @@ async function main(): Promise<void> {
   console.log(`  job completed (finished_at)                            ${s(p.timeline.job_complete)}`);
   console.log(`  completion seen by the client (polling, client clock)  ${s(p.seen)}`);
   console.log(`  request → artifact downloaded by the client            ${s(p.total)}`);
-  console.log(`by round: standalone ${runs.standalone.map((r) => s(r.total)).join(', ')}; platform ${runs.platform.map((r) => s(r.total)).join(', ')}`);
-  console.log(`  of which ultralytics' own "Export complete" time: standalone ${runs.standalone.map((r) => s(r.exporter)).join(', ')}; platform ${runs.platform.map((r) => s(r.exporter)).join(', ')}`);
+  console.log(
+    `by round: standalone ${runs.standalone.map((r) => s(r.total)).join(', ')}; platform ${runs.platform.map((r) => s(r.total)).join(', ')}`,
+  );
+  console.log(
+    `  of which ultralytics' own "Export complete" time: standalone ${runs.standalone.map((r) => s(r.exporter)).join(', ')}; platform ${runs.platform.map((r) => s(r.exporter)).join(', ')}`,
+  );
   const percent = overheads.map((value) => `${(100 * value).toFixed(1)}%`).join(', ');
-  console.log(`platform overhead (median of the rounds' ${percent}): ${(100 * overhead).toFixed(1)}% (target < ${TARGET_OVERHEAD * 100}%) ${overhead < TARGET_OVERHEAD ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `platform overhead (median of the rounds' ${percent}): ${(100 * overhead).toFixed(1)}% (target < ${TARGET_OVERHEAD * 100}%) ${overhead < TARGET_OVERHEAD ? 'PASS' : 'FAIL'}`,
+  );
   recordResult(
     'export',
     [

@@ -7,15 +7,27 @@ import yazl from 'yazl';
 /** Runs `task` over 0..count-1, `width` at a time. */
 export async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
 }
 
 /** A few noisy backgrounds (so JPEGs have realistic sizes), made once. */
 const backgrounds = Promise.all(
   Array.from({ length: 8 }, (_, k) =>
-    sharp({ create: { width: 640, height: 480, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 96 + 8 * k, sigma: 40 } } }).raw().toBuffer(),
+    sharp({
+      create: {
+        width: 640,
+        height: 480,
+        channels: 3,
+        background: '#000',
+        noise: { type: 'gaussian', mean: 96 + 8 * k, sigma: 40 },
+      },
+    })
+      .raw()
+      .toBuffer(),
   ),
 );
 
@@ -24,16 +36,25 @@ export async function picture(i: number): Promise<{ jpeg: Buffer; label: string 
   const [w, h] = [80 + (i % 200), 60 + ((i * 7) % 150)];
   const [left, top] = [(i * 37) % (640 - w), (i * 53) % (480 - h)];
   const background = (await backgrounds)[i % 8];
-  const box = { create: { width: w, height: h, channels: 3 as const, background: { r: (i * 13) % 255, g: 40, b: 90 } } };
-  const jpeg = await sharp(background, { raw: { width: 640, height: 480, channels: 3 } }).composite([{ input: box, left, top }]).jpeg({ quality: 85 }).toBuffer();
-  const line = [i % 5, (left + w / 2) / 640, (top + h / 2) / 480, w / 640, h / 480].map((v, k) => (k ? v.toFixed(6) : String(v))).join(' ');
+  const box = {
+    create: { width: w, height: h, channels: 3 as const, background: { r: (i * 13) % 255, g: 40, b: 90 } },
+  };
+  const jpeg = await sharp(background, { raw: { width: 640, height: 480, channels: 3 } })
+    .composite([{ input: box, left, top }])
+    .jpeg({ quality: 85 })
+    .toBuffer();
+  const line = [i % 5, (left + w / 2) / 640, (top + h / 2) / 480, w / 640, h / 480]
+    .map((v, k) => (k ? v.toFixed(6) : String(v)))
+    .join(' ');
   return { jpeg, label: `${line}\n` };
 }
 
 /** A ZIP at `path` of `count` pictures in the YOLO layout (80% train); the JPEGs, by index. */
 export async function buildZip(path: string, count: number): Promise<Buffer[]> {
   const zip = new yazl.ZipFile();
-  const done = new Promise<void>((resolve, reject) => zip.outputStream.pipe(createWriteStream(path)).on('close', resolve).on('error', reject));
+  const done = new Promise<void>((resolve, reject) =>
+    zip.outputStream.pipe(createWriteStream(path)).on('close', resolve).on('error', reject),
+  );
   zip.addBuffer(Buffer.from('names: [a, b, c, d, e]\n'), 'data.yaml');
   const jpegs: Buffer[] = new Array(count);
   await pool(count, availableParallelism(), async (i) => {
@@ -51,7 +72,11 @@ export async function buildZip(path: string, count: number): Promise<Buffer[]> {
 
 /** An API call with the key; its JSON body, or an error with the status. */
 export async function api<T>(base: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = (await response.json()) as T;
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
   return json;

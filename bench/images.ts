@@ -16,7 +16,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
+import {
+  adminQuery,
+  positiveInt,
+  recordResult,
+  runBenchmark,
+  startControlPlane,
+  stopChild,
+  type Figure,
+} from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 100_000);
 const SAMPLES = positiveInt('BENCH_SAMPLES', 30);
@@ -68,9 +76,13 @@ interface Row {
   verdict: 'PASS' | 'FAIL';
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
-async function timed(url: string, headers: Record<string, string>): Promise<{ ms: number; body: Record<string, unknown> }> {
+async function timed(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ ms: number; body: Record<string, unknown> }> {
   const started = performance.now();
   const response = await fetch(url, { headers });
   const body = (await response.json()) as Record<string, unknown>;
@@ -91,10 +103,16 @@ async function main(): Promise<void> {
   try {
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const owner = ((await (await fetch(`${base}/api/account/summary`, { headers })).json()) as { username: string }).username;
-    const created = await fetch(`${base}/api/datasets`, { method: 'POST', headers, body: JSON.stringify({ dataset: 'bench', name: 'Bench', classNames: CLASSES }) });
+    const owner = ((await (await fetch(`${base}/api/account/summary`, { headers })).json()) as { username: string })
+      .username;
+    const created = await fetch(`${base}/api/datasets`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ dataset: 'bench', name: 'Bench', classNames: CLASSES }),
+    });
     const { id: datasetId } = (await created.json()) as { id: string };
-    const workspace = (await adminQuery(`select workspace_id from datasets where id = '${datasetId}'`, database)).rows[0].workspace_id as string;
+    const workspace = (await adminQuery(`select workspace_id from datasets where id = '${datasetId}'`, database))
+      .rows[0].workspace_id as string;
     process.stderr.write(`seeding ${IMAGES} images with 3 boxes each (90% labeled)…\n`);
     const seedStart = performance.now();
     for (const statement of seedSql(datasetId, workspace)) await adminQuery(statement, database);
@@ -102,7 +120,8 @@ async function main(): Promise<void> {
 
     const images = `${base}/api/datasets/${owner}/bench/images`;
     const rows: Row[] = [];
-    const moveRevision = () => adminQuery(`update datasets set revision = revision + 1 where id = '${datasetId}'`, database);
+    const moveRevision = () =>
+      adminQuery(`update datasets set revision = revision + 1 where id = '${datasetId}'`, database);
     // Filtered totals are counted once per dataset revision; `uncached` moves the revision before each call.
     const measure = async (label: string, query: string, uncached = false) => {
       for (let i = 0; i < WARMUPS; i += 1) await timed(`${images}?${query}`, headers);
@@ -116,7 +135,9 @@ async function main(): Promise<void> {
     await measure('offset 0', 'limit=50');
     for (const offset of [10_000, 50_000, IMAGES - 50]) await measure(`offset ${offset}`, `limit=50&offset=${offset}`);
     // Cursor: the pages after a deep start, each one timed once in the walk.
-    const start = (await timed(`${images}?limit=50&offset=${Math.floor(IMAGES / 2)}`, headers)).body.images as Array<{ id: string }>;
+    const start = (await timed(`${images}?limit=50&offset=${Math.floor(IMAGES / 2)}`, headers)).body.images as Array<{
+      id: string;
+    }>;
     let cursor = start[start.length - 1].id;
     const cursorTimes: number[] = [];
     for (let i = 0; i < SAMPLES; i += 1) {
@@ -142,7 +163,20 @@ async function main(): Promise<void> {
     ]) {
       await measure(label, query, true);
     }
-    for (const sort of ['newest', 'oldest', 'name-asc', 'name-desc', 'height-asc', 'height-desc', 'width-asc', 'width-desc', 'size-asc', 'size-desc', 'labels-asc', 'labels-desc']) {
+    for (const sort of [
+      'newest',
+      'oldest',
+      'name-asc',
+      'name-desc',
+      'height-asc',
+      'height-desc',
+      'width-asc',
+      'width-desc',
+      'size-asc',
+      'size-desc',
+      'labels-asc',
+      'labels-desc',
+    ]) {
       await measure(`sort=${sort}`, `limit=50&sort=${sort}`);
     }
 
@@ -159,18 +193,32 @@ async function main(): Promise<void> {
     for (let i = 0; i < SAMPLES; i += 1) warm.push((await timed(stats, headers)).ms);
     rows.push(row('class-stats cached', warm, LIST_P95_MS, 'p95'));
 
-    console.log(`\nbench:images — ${IMAGES} images, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${SAMPLES} timed calls per list query, one at a time\n`);
+    console.log(
+      `\nbench:images — ${IMAGES} images, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${SAMPLES} timed calls per list query, one at a time\n`,
+    );
     const width = Math.max(...rows.map((r) => r.query.length));
-    console.log(`${'query'.padEnd(width)}  ${'p50 ms'.padStart(8)}  ${'p95 ms'.padStart(8)}  ${'max ms'.padStart(8)}  target          verdict`);
+    console.log(
+      `${'query'.padEnd(width)}  ${'p50 ms'.padStart(8)}  ${'p95 ms'.padStart(8)}  ${'max ms'.padStart(8)}  target          verdict`,
+    );
     for (const r of rows) {
-      console.log(`${r.query.padEnd(width)}  ${r.p50.toFixed(1).padStart(8)}  ${r.p95.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}  ${r.target.padEnd(14)}  ${r.verdict}`);
+      console.log(
+        `${r.query.padEnd(width)}  ${r.p50.toFixed(1).padStart(8)}  ${r.p95.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}  ${r.target.padEnd(14)}  ${r.verdict}`,
+      );
     }
-    console.log(`\n${rows.every((r) => r.verdict === 'PASS') ? 'ALL PASS' : `${rows.filter((r) => r.verdict === 'FAIL').length} FAIL`}`);
+    console.log(
+      `\n${rows.every((r) => r.verdict === 'PASS') ? 'ALL PASS' : `${rows.filter((r) => r.verdict === 'FAIL').length} FAIL`}`,
+    );
     // The table of all benchmarks shows the worst list query; every query's figures stay in the details.
     const lists = rows.filter((r) => !r.query.startsWith('class-stats'));
     const worst = lists.reduce((a, b) => (b.p95 > a.p95 ? b : a));
     const stat = (label: string) => rows.find((r) => r.query === label)!;
-    const figure = (label: string, r: Row, value: number): Figure => ({ figure: label, value, unit: 'ms', target: r.target, pass: r.verdict === 'PASS' });
+    const figure = (label: string, r: Row, value: number): Figure => ({
+      figure: label,
+      value,
+      unit: 'ms',
+      target: r.target,
+      pass: r.verdict === 'PASS',
+    });
     recordResult(
       'images',
       [

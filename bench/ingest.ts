@@ -16,7 +16,17 @@ import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import { THUMBNAIL_WEBP } from '../control-plane/src/images/image-decode.ts';
 import { api, buildZip, jobEnded, pool } from './generated-dataset.ts';
-import { adminQuery, positiveInt, putFile, recordResult, rssBytes, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
+import {
+  adminQuery,
+  positiveInt,
+  putFile,
+  recordResult,
+  rssBytes,
+  runBenchmark,
+  startControlPlane,
+  stopChild,
+  type Figure,
+} from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
 const EXPORT_IMAGES = positiveInt('BENCH_EXPORT_IMAGES', 100_000);
@@ -54,15 +64,27 @@ async function main(): Promise<void> {
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const { username: owner } = await api<{ username: string }>(base, key, 'GET', '/api/account/summary');
     const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'bench', name: 'Bench' });
-    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(base, key, 'POST', '/api/upload/signed-url', {
-      assetType: 'datasets', assetId: id, filename: 'bench.zip', contentType: 'application/zip', totalBytes: size,
-    });
+    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
+      base,
+      key,
+      'POST',
+      '/api/upload/signed-url',
+      {
+        assetType: 'datasets',
+        assetId: id,
+        filename: 'bench.zip',
+        contentType: 'application/zip',
+        totalBytes: size,
+      },
+    );
     await putFile(ticket.uploadUrl, ticket.headers, zipPath);
     const pid = child.proc.pid!;
     let peak = rssBytes(pid);
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
     const started = performance.now();
-    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, { sessionId: ticket.sessionId });
+    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, {
+      sessionId: ticket.sessionId,
+    });
     const job = await jobEnded(base, key, jobId, 'ingest');
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
@@ -78,17 +100,55 @@ async function main(): Promise<void> {
 
     const ratio = rate / ceilingRate;
     const peakMb = peak / MB;
-    const ingest: Figure = { figure: `ingest of ${IMAGES} JPEGs`, value: rate, unit: 'images/s', ceiling: ceilingRate, ratio, target: `ratio >= ${TARGET_RATIO * 100}%`, pass: ratio >= TARGET_RATIO };
-    const rss: Figure = { figure: 'ingest, control-plane peak RSS', value: peakMb, unit: 'MB', target: `< ${TARGET_RSS_MB} MB`, pass: peakMb < TARGET_RSS_MB };
-    const exported: Figure = { figure: `NDJSON export of ${EXPORT_IMAGES} images`, value: exportSeconds, unit: 's', target: `< ${TARGET_EXPORT_S} s`, pass: exportSeconds < TARGET_EXPORT_S };
+    const ingest: Figure = {
+      figure: `ingest of ${IMAGES} JPEGs`,
+      value: rate,
+      unit: 'images/s',
+      ceiling: ceilingRate,
+      ratio,
+      target: `ratio >= ${TARGET_RATIO * 100}%`,
+      pass: ratio >= TARGET_RATIO,
+    };
+    const rss: Figure = {
+      figure: 'ingest, control-plane peak RSS',
+      value: peakMb,
+      unit: 'MB',
+      target: `< ${TARGET_RSS_MB} MB`,
+      pass: peakMb < TARGET_RSS_MB,
+    };
+    const exported: Figure = {
+      figure: `NDJSON export of ${EXPORT_IMAGES} images`,
+      value: exportSeconds,
+      unit: 's',
+      target: `< ${TARGET_EXPORT_S} s`,
+      pass: exportSeconds < TARGET_EXPORT_S,
+    };
     const verdict = (figure: Figure) => (figure.pass ? 'PASS' : 'FAIL');
-    console.log(`\nbench:ingest — ${IMAGES} JPEGs 640×480 (${(size / MB).toFixed(0)} MB ZIP), ${cpus().length} cores\n`);
-    console.log(`ceiling (sharp decode + thumbnail, ${availableParallelism()} at a time): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`);
-    console.log(`ingest (request → job completed):                 ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${verdict(ingest)}`);
-    console.log(`job result: ${JSON.stringify({ imagesAdded: job.result?.imagesAdded, labelsAdded: job.result?.labelsAdded, labelErrors: job.result?.labelErrors, seconds: job.result?.seconds })}`);
-    console.log(`control-plane peak RSS during the ingest: ${peakMb.toFixed(0)} MB (target < ${TARGET_RSS_MB} MB) ${verdict(rss)}`);
-    console.log(`NDJSON export of ${EXPORT_IMAGES} images, cold: ${exportSeconds.toFixed(2)} s (target < ${TARGET_EXPORT_S} s) ${verdict(exported)}`);
-    recordResult('ingest', [ingest, rss, exported], { zipBytes: size, seconds, ceilingBefore, ceilingAfter, jobResult: job.result });
+    console.log(
+      `\nbench:ingest — ${IMAGES} JPEGs 640×480 (${(size / MB).toFixed(0)} MB ZIP), ${cpus().length} cores\n`,
+    );
+    console.log(
+      `ceiling (sharp decode + thumbnail, ${availableParallelism()} at a time): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`,
+    );
+    console.log(
+      `ingest (request → job completed):                 ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${verdict(ingest)}`,
+    );
+    console.log(
+      `job result: ${JSON.stringify({ imagesAdded: job.result?.imagesAdded, labelsAdded: job.result?.labelsAdded, labelErrors: job.result?.labelErrors, seconds: job.result?.seconds })}`,
+    );
+    console.log(
+      `control-plane peak RSS during the ingest: ${peakMb.toFixed(0)} MB (target < ${TARGET_RSS_MB} MB) ${verdict(rss)}`,
+    );
+    console.log(
+      `NDJSON export of ${EXPORT_IMAGES} images, cold: ${exportSeconds.toFixed(2)} s (target < ${TARGET_EXPORT_S} s) ${verdict(exported)}`,
+    );
+    recordResult('ingest', [ingest, rss, exported], {
+      zipBytes: size,
+      seconds,
+      ceilingBefore,
+      ceilingAfter,
+      jobResult: job.result,
+    });
   } finally {
     await stopChild(child);
   }
@@ -96,8 +156,13 @@ async function main(): Promise<void> {
 
 /** Seeds a second dataset in SQL (3 boxes an image), then times GET .../export until its file is downloaded. */
 async function timeExport(base: string, key: string, owner: string): Promise<number> {
-  const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'exported', name: 'Exported', classNames: ['a', 'b', 'c'] });
-  const workspace = (await adminQuery(`select workspace_id from datasets where id = '${id}'`, database)).rows[0].workspace_id as string;
+  const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', {
+    dataset: 'exported',
+    name: 'Exported',
+    classNames: ['a', 'b', 'c'],
+  });
+  const workspace = (await adminQuery(`select workspace_id from datasets where id = '${id}'`, database)).rows[0]
+    .workspace_id as string;
   const seconds = (Math.floor(Date.now() / 1000) - EXPORT_IMAGES).toString(16).padStart(8, '0');
   const image = `'${seconds}' || lpad(to_hex(g), 16, '0')`;
   await adminQuery(
@@ -120,7 +185,12 @@ async function timeExport(base: string, key: string, owner: string): Promise<num
   await adminQuery('vacuum analyze images', database);
   await adminQuery('vacuum analyze annotations', database);
   const started = performance.now();
-  const { downloadUrl, cached } = await api<{ downloadUrl: string; cached: boolean }>(base, key, 'GET', `/api/datasets/${owner}/exported/export`);
+  const { downloadUrl, cached } = await api<{ downloadUrl: string; cached: boolean }>(
+    base,
+    key,
+    'GET',
+    `/api/datasets/${owner}/exported/export`,
+  );
   if (cached) throw new Error('the first export of a dataset answered from cache');
   const file = await fetch(downloadUrl);
   const lines = (await file.text()).split('\n').filter(Boolean).length;

@@ -13,7 +13,9 @@ const PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/po
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 15_000;
 /** Rate limits per category and window far above anything one run can send, and within PostgreSQL's integer. */
-export const UNTHROTTLED_ENV = Object.fromEntries(RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, '1000000000']));
+export const UNTHROTTLED_ENV = Object.fromEntries(
+  RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, '1000000000']),
+);
 
 export function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -22,7 +24,6 @@ export function positiveInt(name: string, fallback: number): number {
   if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
   return value;
 }
-
 
 export interface Child {
   name: string;
@@ -55,7 +56,9 @@ export async function startChild(
       if (started) return;
       started = true;
       clearTimeout(timer);
-      reject(new Error(`${name} ${reason}${child.tail.length ? `; its last output:\n  ${child.tail.join('\n  ')}` : ''}`));
+      reject(
+        new Error(`${name} ${reason}${child.tail.length ? `; its last output:\n  ${child.tail.join('\n  ')}` : ''}`),
+      );
     };
     const timer = setTimeout(() => fail(`printed no ready line within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
     const onLine = (line: string) => {
@@ -96,7 +99,8 @@ export async function stopChild(child: Child): Promise<void> {
 
 // A last resort if a benchmark dies without stopping its children.
 process.once('exit', () => {
-  for (const child of children) if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
+  for (const child of children)
+    if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
 });
 
 export function freePort(): Promise<number> {
@@ -109,7 +113,6 @@ export function freePort(): Promise<number> {
     });
   });
 }
-
 
 /** One statement on the benchmark server, in its default database or in `database`. */
 export async function adminQuery(sql: string, database?: string): Promise<pg.QueryResult> {
@@ -177,7 +180,7 @@ export function treeRssBytes(pid: number): number {
     }
   }
   let total = 0;
-  for (const queue = [pid]; queue.length > 0; ) {
+  for (const queue = [pid]; queue.length > 0;) {
     const next = queue.pop()!;
     try {
       total += rssBytes(next);
@@ -196,16 +199,21 @@ export function treeRssBytes(pid: number): number {
 export function putFile(url: string, headers: Record<string, string>, path: string): Promise<void> {
   const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
   return new Promise((resolve, reject) => {
-    const curl = spawn('curl', ['-sS', '--fail-with-body', '-H', 'Expect:', ...headerArgs, '-T', path, '-o', '/dev/null', url], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const curl = spawn(
+      'curl',
+      ['-sS', '--fail-with-body', '-H', 'Expect:', ...headerArgs, '-T', path, '-o', '/dev/null', url],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     curl.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     curl.once('error', (error) => reject(new Error(`curl could not start (${error.message}); install curl`)));
-    curl.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`curl PUT failed (${code}): ${stderr.trim()}`))));
+    curl.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`curl PUT failed (${code}): ${stderr.trim()}`)),
+    );
   });
 }
-
 
 /** One measured figure against its target: a row of the table `npm run bench` prints. */
 export interface Figure {
@@ -239,11 +247,18 @@ export function recordResult(benchmark: string, figures: Figure[], details: Reco
   const result: BenchResult = {
     benchmark,
     timestamp,
-    environment: { node: process.versions.node, cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryBytes: totalmem() },
+    environment: {
+      node: process.versions.node,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memoryBytes: totalmem(),
+    },
     figures,
     details,
   };
-  const file = process.env.BENCH_RESULT_FILE || join(ROOT, 'bench', 'results', `${benchmark}-${timestamp.replace(/[:.]/g, '-')}.json`);
+  const file =
+    process.env.BENCH_RESULT_FILE ||
+    join(ROOT, 'bench', 'results', `${benchmark}-${timestamp.replace(/[:.]/g, '-')}.json`);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\nfigures written to ${file}`);
@@ -254,7 +269,11 @@ export function recordResult(benchmark: string, figures: Figure[], details: Reco
  * Runs a benchmark's main: a failure is printed and sets exit status 1; child processes are always
  * stopped and `cleanup` (dropping databases, removing folders) always runs.
  */
-export async function runBenchmark(name: string, main: () => Promise<void>, cleanup: () => Promise<unknown> | void = () => undefined): Promise<void> {
+export async function runBenchmark(
+  name: string,
+  main: () => Promise<void>,
+  cleanup: () => Promise<unknown> | void = () => undefined,
+): Promise<void> {
   try {
     await main();
   } catch (error) {

@@ -22,8 +22,26 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
-import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, treeRssBytes, type Figure } from './lib.ts';
-import { BenchApi, benchImage, helperTap, run, startExportHost, trainerEnv, ultralyticsConfig, untrainedWeights, VENV } from './trainer-env.ts';
+import {
+  adminQuery,
+  positiveInt,
+  recordResult,
+  runBenchmark,
+  startControlPlane,
+  treeRssBytes,
+  type Figure,
+} from './lib.ts';
+import {
+  BenchApi,
+  benchImage,
+  helperTap,
+  run,
+  startExportHost,
+  trainerEnv,
+  ultralyticsConfig,
+  untrainedWeights,
+  VENV,
+} from './trainer-env.ts';
 
 const REQUESTS = positiveInt('BENCH_REQUESTS', 60);
 const SECONDS = positiveInt('BENCH_SECONDS', 20);
@@ -47,9 +65,14 @@ async function predict(path: string, image: Buffer): Promise<number> {
   form.set('file', new Blob([new Uint8Array(image)], { type: 'image/jpeg' }), 'bench.jpg');
   form.set('imgsz', String(IMGSZ));
   const started = performance.now();
-  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${server.key}` }, body: form });
+  const response = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.key}` },
+    body: form,
+  });
   const body = (await response.json()) as { images?: unknown[]; error?: string };
-  if (response.status !== 200 || body.images?.length !== 1) throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(body).slice(0, 500)}`);
+  if (response.status !== 200 || body.images?.length !== 1)
+    throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(body).slice(0, 500)}`);
   return performance.now() - started;
 }
 
@@ -71,15 +94,19 @@ async function firstPredict(path: string, image: Buffer): Promise<void> {
 async function exportedOnnx(owner: string, model: string): Promise<string> {
   const started = performance.now();
   for (;;) {
-    const { exports } = await server.call<{ exports: Array<{ format: string; status: string; file?: { downloadUrl: string } }> }>('GET', `/api/models/${owner}/bench/${model}/exports`);
+    const { exports } = await server.call<{
+      exports: Array<{ format: string; status: string; file?: { downloadUrl: string } }>;
+    }>('GET', `/api/models/${owner}/bench/${model}/exports`);
     const onnx = exports.find((e) => e.format === 'onnx' && e.status === 'completed');
     if (onnx?.file) return onnx.file.downloadUrl;
-    if (performance.now() - started > EXPORT_TIMEOUT_MS) throw new Error(`no completed onnx export of ${model}: ${JSON.stringify(exports)}`);
+    if (performance.now() - started > EXPORT_TIMEOUT_MS)
+      throw new Error(`no completed onnx export of ${model}: ${JSON.stringify(exports)}`);
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 
-const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
+const quantile = (values: number[], q: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
 
 async function main(): Promise<void> {
   const config = ultralyticsConfig(join(work, 'yolo-config'));
@@ -93,7 +120,11 @@ async function main(): Promise<void> {
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0];
-  const { child, base } = await startControlPlane('control-plane', { databaseName: database, dataDir, env: { BILLING_ENABLED: 'false' } });
+  const { child, base } = await startControlPlane('control-plane', {
+    databaseName: database,
+    dataDir,
+    env: { BILLING_ENABLED: 'false' },
+  });
   server.url = base;
   server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
   const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
@@ -101,8 +132,18 @@ async function main(): Promise<void> {
   await startExportHost(t, server, database, work, env);
   const paths: string[] = [];
   for (let i = 0; i < MODELS; i++) {
-    const { id } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model: `model-${i}`, trainArgs: { imgsz: IMGSZ } });
-    await uploadWeights({ server } as unknown as World, server.key, id, readFileSync(join(work, `model-${i}.pt`)), 'best.pt');
+    const { id } = await server.call<{ id: string }>('POST', '/api/models', {
+      project: 'bench',
+      model: `model-${i}`,
+      trainArgs: { imgsz: IMGSZ },
+    });
+    await uploadWeights(
+      { server } as unknown as World,
+      server.key,
+      id,
+      readFileSync(join(work, `model-${i}.pt`)),
+      'best.pt',
+    );
     paths.push(`/api/models/${owner}/bench/model-${i}/predict`);
   }
   const [path] = paths;
@@ -123,11 +164,25 @@ async function main(): Promise<void> {
     // The control plane is idle while Python runs, and Python has exited before the control plane is timed.
     process.stderr.write(`round ${round}/${ROUNDS}: Python onnxruntime with ultralytics pre/post-processing…\n`);
     const perRound = Math.ceil(REQUESTS / ROUNDS);
-    const ceilingRun = await run(join(VENV, 'bin/python'), [join('bench', 'predict_ceiling.py'), onnxFile, imageFile, '--imgsz', String(IMGSZ), '--iterations', String(perRound)], { cwd: process.cwd(), env });
+    const ceilingRun = await run(
+      join(VENV, 'bin/python'),
+      [
+        join('bench', 'predict_ceiling.py'),
+        onnxFile,
+        imageFile,
+        '--imgsz',
+        String(IMGSZ),
+        '--iterations',
+        String(perRound),
+      ],
+      { cwd: process.cwd(), env },
+    );
     const measured = JSON.parse(ceilingRun.out.trim().split('\n').pop()!) as { times_ms: number[]; elapsed_s: number };
     ceilingTimes.push(...measured.times_ms);
     ceilingSeconds += measured.elapsed_s;
-    process.stderr.write(`round ${round}/${ROUNDS}: ${perRound} sequential requests, then ${CLIENTS} clients for ${SECONDS / ROUNDS} s…\n`);
+    process.stderr.write(
+      `round ${round}/${ROUNDS}: ${perRound} sequential requests, then ${CLIENTS} clients for ${SECONDS / ROUNDS} s…\n`,
+    );
     for (let i = 0; i < perRound; i++) latencies.push(await predict(path, image));
     const until = performance.now() + (SECONDS / ROUNDS) * 1000;
     const clientsStarted = performance.now();
@@ -142,7 +197,11 @@ async function main(): Promise<void> {
     clientSeconds += (performance.now() - clientsStarted) / 1000;
   }
   const throughput = answered / clientSeconds;
-  const ceiling = { p50_ms: quantile(ceilingTimes, 0.5), p95_ms: quantile(ceilingTimes, 0.95), throughput_ips: ceilingTimes.length / ceilingSeconds };
+  const ceiling = {
+    p50_ms: quantile(ceilingTimes, 0.5),
+    p95_ms: quantile(ceilingTimes, 0.95),
+    throughput_ips: ceilingTimes.length / ceilingSeconds,
+  };
 
   process.stderr.write(`memory: one predict on each of ${MODELS} models…\n`);
   let peak = treeRssBytes(child.proc.pid!);
@@ -153,19 +212,67 @@ async function main(): Promise<void> {
 
   const p50 = quantile(latencies, 0.5);
   const p95 = quantile(latencies, 0.95);
-  const latency: Figure = { figure: 'predict p50 latency (640 px yolo11n, one request at a time)', value: p50, unit: 'ms', ceiling: ceiling.p50_ms, ratio: p50 / ceiling.p50_ms, target: `<= ${TARGET_LATENCY} x Python`, pass: p50 <= TARGET_LATENCY * ceiling.p50_ms };
-  const tail: Figure = { figure: 'predict p95 latency', value: p95, unit: 'ms', ceiling: ceiling.p95_ms, ratio: p95 / ceiling.p95_ms };
-  const rate: Figure = { figure: `predict throughput, ${CLIENTS} concurrent clients`, value: throughput, unit: 'img/s', ceiling: ceiling.throughput_ips, ratio: throughput / ceiling.throughput_ips, target: `>= ${TARGET_THROUGHPUT} x Python`, pass: throughput >= TARGET_THROUGHPUT * ceiling.throughput_ips };
-  const memory: Figure = { figure: `control-plane peak RSS with its inference workers, ${MODELS} models cached`, value: peak / 2 ** 20, unit: 'MiB' };
+  const latency: Figure = {
+    figure: 'predict p50 latency (640 px yolo11n, one request at a time)',
+    value: p50,
+    unit: 'ms',
+    ceiling: ceiling.p50_ms,
+    ratio: p50 / ceiling.p50_ms,
+    target: `<= ${TARGET_LATENCY} x Python`,
+    pass: p50 <= TARGET_LATENCY * ceiling.p50_ms,
+  };
+  const tail: Figure = {
+    figure: 'predict p95 latency',
+    value: p95,
+    unit: 'ms',
+    ceiling: ceiling.p95_ms,
+    ratio: p95 / ceiling.p95_ms,
+  };
+  const rate: Figure = {
+    figure: `predict throughput, ${CLIENTS} concurrent clients`,
+    value: throughput,
+    unit: 'img/s',
+    ceiling: ceiling.throughput_ips,
+    ratio: throughput / ceiling.throughput_ips,
+    target: `>= ${TARGET_THROUGHPUT} x Python`,
+    pass: throughput >= TARGET_THROUGHPUT * ceiling.throughput_ips,
+  };
+  const memory: Figure = {
+    figure: `control-plane peak RSS with its inference workers, ${MODELS} models cached`,
+    value: peak / 2 ** 20,
+    unit: 'MiB',
+  };
   const ms = (value: number) => `${value.toFixed(1)} ms`;
-  console.log(`\nbench:predict — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}`);
-  console.log(`model: yolo11n (untrained, 80 classes), automatic ONNX export (dynamic), imgsz ${IMGSZ}; image: 640 x 480 JPEG, ${image.length} bytes`);
-  console.log(`latency over ${REQUESTS} requests: p50 ${ms(p50)}, p95 ${ms(p95)}; Python onnxruntime + ultralytics: p50 ${ms(ceiling.p50_ms)}, p95 ${ms(ceiling.p95_ms)}`);
-  console.log(`  p50 ratio ${(p50 / ceiling.p50_ms).toFixed(3)} (target <= ${TARGET_LATENCY}) ${latency.pass ? 'PASS' : 'FAIL'}`);
-  console.log(`throughput, ${CLIENTS} clients for ${SECONDS} s: ${throughput.toFixed(2)} img/s; Python one at a time: ${ceiling.throughput_ips.toFixed(2)} img/s`);
-  console.log(`  ratio ${(throughput / ceiling.throughput_ips).toFixed(3)} (target >= ${TARGET_THROUGHPUT}) ${rate.pass ? 'PASS' : 'FAIL'}`);
-  console.log(`control-plane peak RSS, its inference worker processes included, with ${MODELS} models cached: ${(peak / 2 ** 20).toFixed(0)} MiB`);
-  recordResult('predict', [latency, tail, rate, memory], { requests: REQUESTS, seconds: SECONDS, models: MODELS, rounds: ROUNDS, latencies, ceiling: { ...ceiling, times: ceilingTimes }, versions });
+  console.log(
+    `\nbench:predict — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions.ultralytics}`,
+  );
+  console.log(
+    `model: yolo11n (untrained, 80 classes), automatic ONNX export (dynamic), imgsz ${IMGSZ}; image: 640 x 480 JPEG, ${image.length} bytes`,
+  );
+  console.log(
+    `latency over ${REQUESTS} requests: p50 ${ms(p50)}, p95 ${ms(p95)}; Python onnxruntime + ultralytics: p50 ${ms(ceiling.p50_ms)}, p95 ${ms(ceiling.p95_ms)}`,
+  );
+  console.log(
+    `  p50 ratio ${(p50 / ceiling.p50_ms).toFixed(3)} (target <= ${TARGET_LATENCY}) ${latency.pass ? 'PASS' : 'FAIL'}`,
+  );
+  console.log(
+    `throughput, ${CLIENTS} clients for ${SECONDS} s: ${throughput.toFixed(2)} img/s; Python one at a time: ${ceiling.throughput_ips.toFixed(2)} img/s`,
+  );
+  console.log(
+    `  ratio ${(throughput / ceiling.throughput_ips).toFixed(3)} (target >= ${TARGET_THROUGHPUT}) ${rate.pass ? 'PASS' : 'FAIL'}`,
+  );
+  console.log(
+    `control-plane peak RSS, its inference worker processes included, with ${MODELS} models cached: ${(peak / 2 ** 20).toFixed(0)} MiB`,
+  );
+  recordResult('predict', [latency, tail, rate, memory], {
+    requests: REQUESTS,
+    seconds: SECONDS,
+    models: MODELS,
+    rounds: ROUNDS,
+    latencies,
+    ceiling: { ...ceiling, times: ceilingTimes },
+    versions,
+  });
 }
 
 await runBenchmark('bench:predict', main, async () => {

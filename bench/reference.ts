@@ -22,7 +22,15 @@ import { performance } from 'node:perf_hooks';
 import { decodeImage } from '../control-plane/src/images/image-decode.ts';
 import { startS3Process, type S3Process } from '../test/helpers/s3-server.ts';
 import { api, jobEnded, picture, pool } from './generated-dataset.ts';
-import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
+import {
+  adminQuery,
+  positiveInt,
+  recordResult,
+  runBenchmark,
+  startControlPlane,
+  stopChild,
+  type Figure,
+} from './lib.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
 const TARGET_RATIO = 0.6;
@@ -53,7 +61,9 @@ async function listAndRead(client: S3Client, bucket: string, decode = false): Pr
   const keys: string[] = [];
   let token: string | undefined;
   do {
-    const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: PREFIX, ContinuationToken: token }));
+    const page = await client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: PREFIX, ContinuationToken: token }),
+    );
     for (const object of page.Contents ?? []) keys.push(object.Key!);
     token = page.NextContinuationToken;
   } while (token);
@@ -68,9 +78,15 @@ async function listAndRead(client: S3Client, bucket: string, decode = false): Pr
 
 async function main(): Promise<void> {
   s3 = await startS3Process(join(work, 's3'));
-  const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
   process.stderr.write(`putting ${IMAGES} JPEGs and their labels into the bucket…\n`);
-  const put = (key: string, body: Buffer) => client.send(new PutObjectCommand({ Bucket: s3!.bucket, Key: `${PREFIX}${key}`, Body: body }));
+  const put = (key: string, body: Buffer) =>
+    client.send(new PutObjectCommand({ Bucket: s3!.bucket, Key: `${PREFIX}${key}`, Body: body }));
   await put('data.yaml', Buffer.from('names: [a, b, c, d, e]\n'));
   const sample: Buffer[] = [];
   await pool(IMAGES, 2 * availableParallelism(), async (i) => {
@@ -87,21 +103,43 @@ async function main(): Promise<void> {
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const { child, base } = await startControlPlane('control-plane', { databaseName: database, dataDir, nodeArgs, env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' } });
+  const { child, base } = await startControlPlane('control-plane', {
+    databaseName: database,
+    dataDir,
+    nodeArgs,
+    env: { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32' },
+  });
   try {
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const { username: owner } = await api<{ username: string }>(base, key, 'GET', '/api/account/summary');
     await api(base, key, 'POST', '/api/datasets', { dataset: 'bench', name: 'Bench' });
-    const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint };
-    const integration = await api<{ id: string }>(base, key, 'POST', '/api/integrations/buckets', { provider: 's3', credentials, targets: [s3.bucket] });
+    const credentials = {
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+      region: 'us-east-1',
+      endpoint: s3.endpoint,
+    };
+    const integration = await api<{ id: string }>(base, key, 'POST', '/api/integrations/buckets', {
+      provider: 's3',
+      credentials,
+      targets: [s3.bucket],
+    });
     const started = performance.now();
     const reference = { provider: 'cloud', integrationId: integration.id, target: s3.bucket, prefix: PREFIX };
-    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, { reference });
+    const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, {
+      reference,
+    });
     const job = await jobEnded(base, key, jobId, 'indexing');
     const seconds = (performance.now() - started) / 1000;
     if (job.status !== 'completed') throw new Error(`ingest by reference ${job.status}: ${job.error}`);
-    const { dataset } = await api<{ dataset: { imageCount: number } }>(base, key, 'GET', `/api/datasets/${owner}/bench`);
-    if (dataset.imageCount !== IMAGES) throw new Error(`the dataset has ${dataset.imageCount} images, expected ${IMAGES}`);
+    const { dataset } = await api<{ dataset: { imageCount: number } }>(
+      base,
+      key,
+      'GET',
+      `/api/datasets/${owner}/bench`,
+    );
+    if (dataset.imageCount !== IMAGES)
+      throw new Error(`the dataset has ${dataset.imageCount} images, expected ${IMAGES}`);
     const rate = IMAGES / seconds;
     // This machine's speed drifts between runs: the ceiling is measured before and after, and averaged.
     process.stderr.write('ceiling again…\n');
@@ -113,15 +151,45 @@ async function main(): Promise<void> {
     process.stderr.write('decoding alone…\n');
     const decodeOnlyRate = await decodeOnly(sample);
     const bound = 1 / (1 / ceilingRate + 1 / decodeOnlyRate);
-    const indexed: Figure = { figure: `indexing ${IMAGES} JPEGs in place from S3`, value: rate, unit: 'images/s', ceiling: ceilingRate, ratio, target: `ratio >= ${TARGET_RATIO * 100}%`, pass: ratio >= TARGET_RATIO };
+    const indexed: Figure = {
+      figure: `indexing ${IMAGES} JPEGs in place from S3`,
+      value: rate,
+      unit: 'images/s',
+      ceiling: ceilingRate,
+      ratio,
+      target: `ratio >= ${TARGET_RATIO * 100}%`,
+      pass: ratio >= TARGET_RATIO,
+    };
     console.log(`\nbench:reference — ${IMAGES} JPEGs 640×480 with labels in SeaweedFS, ${cpus().length} cores\n`);
-    console.log(`ceiling (list + read every object, ${READS_IN_FLIGHT} at a time): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`);
-    console.log(`ingest by reference (request → job completed): ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${indexed.pass ? 'PASS' : 'FAIL'}`);
-    console.log(`for comparison, no target: the same listing and reads, each image also decoded as the appliance does (hash, header, thumbnail): ${decodeRate.toFixed(1)} images/s = ${(100 * decodeRate / ceilingRate).toFixed(0)}% of the ceiling; the ingest reaches ${(100 * rate / decodeRate).toFixed(0)}% of it`);
-    console.log(`decoding alone, in memory (${DECODE_SAMPLE} images, ${READS_IN_FLIGHT} at a time): ${decodeOnlyRate.toFixed(1)} images/s; reads and decoding share these cores, so no indexing that makes thumbnails can pass ${bound.toFixed(1)} images/s = ${(100 * bound / ceilingRate).toFixed(0)}% of the ceiling; the ingest reaches ${(100 * rate / bound).toFixed(0)}% of that bound`);
+    console.log(
+      `ceiling (list + read every object, ${READS_IN_FLIGHT} at a time): ${ceilingRate.toFixed(1)} images/s (before ${ceilingBefore.toFixed(1)}, after ${ceilingAfter.toFixed(1)})`,
+    );
+    console.log(
+      `ingest by reference (request → job completed): ${rate.toFixed(1)} images/s in ${seconds.toFixed(1)} s = ${(100 * ratio).toFixed(0)}% of the ceiling (target ≥ ${TARGET_RATIO * 100}%) ${indexed.pass ? 'PASS' : 'FAIL'}`,
+    );
+    console.log(
+      `for comparison, no target: the same listing and reads, each image also decoded as the appliance does (hash, header, thumbnail): ${decodeRate.toFixed(1)} images/s = ${((100 * decodeRate) / ceilingRate).toFixed(0)}% of the ceiling; the ingest reaches ${((100 * rate) / decodeRate).toFixed(0)}% of it`,
+    );
+    console.log(
+      `decoding alone, in memory (${DECODE_SAMPLE} images, ${READS_IN_FLIGHT} at a time): ${decodeOnlyRate.toFixed(1)} images/s; reads and decoding share these cores, so no indexing that makes thumbnails can pass ${bound.toFixed(1)} images/s = ${((100 * bound) / ceilingRate).toFixed(0)}% of the ceiling; the ingest reaches ${((100 * rate) / bound).toFixed(0)}% of that bound`,
+    );
     console.log(`job result: ${JSON.stringify(job.result)}`);
-    const boundFigure: Figure = { figure: 'bound: reads and thumbnails on the same cores', value: bound, unit: 'images/s', ceiling: ceilingRate, ratio: bound / ceilingRate };
-    recordResult('reference', [indexed, boundFigure], { seconds, ceilingBefore, ceilingAfter, decodeRate, decodeOnlyRate, bound, jobResult: job.result });
+    const boundFigure: Figure = {
+      figure: 'bound: reads and thumbnails on the same cores',
+      value: bound,
+      unit: 'images/s',
+      ceiling: ceilingRate,
+      ratio: bound / ceilingRate,
+    };
+    recordResult('reference', [indexed, boundFigure], {
+      seconds,
+      ceilingBefore,
+      ceilingAfter,
+      decodeRate,
+      decodeOnlyRate,
+      bound,
+      jobResult: job.result,
+    });
   } finally {
     client.destroy();
     await stopChild(child);

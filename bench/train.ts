@@ -33,7 +33,16 @@ import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
-import { BenchApi, cpuSeconds, exportsSettled, helperTap, run, trainerEnv, ultralyticsConfig, VENV } from './trainer-env.ts';
+import {
+  BenchApi,
+  cpuSeconds,
+  exportsSettled,
+  helperTap,
+  run,
+  trainerEnv,
+  ultralyticsConfig,
+  VENV,
+} from './trainer-env.ts';
 
 const EPOCHS = positiveInt('BENCH_EPOCHS', 5);
 const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
@@ -67,17 +76,27 @@ interface Phases {
 }
 
 /** The platform's own command line on the local dataset; an epoch has ended when its results.csv row appears. */
-async function standalone(env: Record<string, string>, config: string, data: string, owner: string, model: string): Promise<Phases> {
+async function standalone(
+  env: Record<string, string>,
+  config: string,
+  data: string,
+  owner: string,
+  model: string,
+): Promise<Phases> {
   const [command, ...args] = trainCommand({ ...ARGS, data }, { owner, project: 'bench', model, gpuCount: 0 });
   // ultralytics puts a relative project under its runs_dir, by task.
   const csv = join(config, `runs/detect/${owner}/bench/${model}/results.csv`);
   const started = performance.now();
   const epochEnds: number[] = [];
   // The agent empties CUDA_VISIBLE_DEVICES for a CPU job; so does this.
-  const { seconds } = await run(command, args, { cwd: work, env: { ...env, CUDA_VISIBLE_DEVICES: '' }, onTick: () => {
-    const rows = existsSync(csv) ? readFileSync(csv, 'utf8').trim().split('\n').length - 1 : 0;
-    while (epochEnds.length < rows) epochEnds.push((performance.now() - started) / 1000);
-  } });
+  const { seconds } = await run(command, args, {
+    cwd: work,
+    env: { ...env, CUDA_VISIBLE_DEVICES: '' },
+    onTick: () => {
+      const rows = existsSync(csv) ? readFileSync(csv, 'utf8').trim().split('\n').length - 1 : 0;
+      while (epochEnds.length < rows) epochEnds.push((performance.now() - started) / 1000);
+    },
+  });
   if (epochEnds.length !== EPOCHS) throw new Error(`saw ${epochEnds.length} of ${EPOCHS} epochs in ${csv}`);
   return { total: seconds, firstEpoch: epochEnds[0], lastEpoch: epochEnds[EPOCHS - 1] };
 }
@@ -111,26 +130,42 @@ async function platform(owner: string, model: string, controlPlanePid: number, a
   const { id: modelId } = await server.call<{ id: string }>('POST', '/api/models', { project: 'bench', model });
   const cpuBefore = cpuSeconds(controlPlanePid);
   const started = performance.now();
-  const { jobId } = await server.call<{ jobId: string }>('POST', '/api/training/start', { modelId, trainArgs: { ...ARGS, data: `ul://${owner}/datasets/shapes` }, gpuType: 'cpu' });
+  const { jobId } = await server.call<{ jobId: string }>('POST', '/api/training/start', {
+    modelId,
+    trainArgs: { ...ARGS, data: `ul://${owner}/datasets/shapes` },
+    gpuType: 'cpu',
+  });
   let job: Training['job'] = null;
   try {
     for (;;) {
       ({ job } = await server.call<Training>('GET', `/api/models/${owner}/bench/${model}/training`));
       // The view says completed as soon as the trainer reports training_complete; the job ends after its process exits.
       if (job && ENDED.includes(job.compute.jobStatus ?? '')) break;
-      if (performance.now() - started > TRAINING_TIMEOUT_MS) throw new Error(`the training is still ${job?.status} after ${TRAINING_TIMEOUT_MS / 1000} s`);
+      if (performance.now() - started > TRAINING_TIMEOUT_MS)
+        throw new Error(`the training is still ${job?.status} after ${TRAINING_TIMEOUT_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
   } finally {
     // A trainer left running would outlive its agent (it leads its own process group): stop it through the API.
-    if (!job || !ENDED.includes(job.compute.jobStatus ?? '')) await call(server, 'DELETE', `/api/models/${owner}/bench/${model}/training`, { key: server.key }).catch(() => undefined);
+    if (!job || !ENDED.includes(job.compute.jobStatus ?? ''))
+      await call(server, 'DELETE', `/api/models/${owner}/bench/${model}/training`, { key: server.key }).catch(
+        () => undefined,
+      );
   }
   const controlPlaneCpu = cpuSeconds(controlPlanePid) - cpuBefore;
   const { lines } = await server.call<{ lines: Array<{ line: string }> }>('GET', `/api/jobs/${jobId}/logs?limit=5000`);
-  if (job!.status !== 'completed') throw new Error(`the training ended ${job!.status}: ${job!.error?.message}\n${lines.slice(-40).map((line) => line.line).join('\n')}`);
+  if (job!.status !== 'completed')
+    throw new Error(
+      `the training ended ${job!.status}: ${job!.error?.message}\n${lines
+        .slice(-40)
+        .map((line) => line.line)
+        .join('\n')}`,
+    );
   // Seconds from the job's creation (the POST) to each step, all on the database's clock.
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
-  const { rows: [row] } = await adminQuery(
+  const {
+    rows: [row],
+  } = await adminQuery(
     `select ${since('j.started_at')} as assigned, ${since('j.accepted_at')} as accepted, ${since('r.created_at')} as reporting,
        ${since('(select min(at) from training_epochs e where e.run_id = r.id)')} as first_epoch, ${since('(select max(at) from training_epochs e where e.run_id = r.id)')} as last_epoch,
        ${since('r.completed_at')} as trainer_complete, ${since('j.finished_at')} as job_complete, extract(epoch from j.created_at)::float8 as created_epoch,
@@ -140,11 +175,27 @@ async function platform(owner: string, model: string, controlPlanePid: number, a
   );
   const timeline = row as Timeline;
   // The agent logs (JSON lines) when the trainer's process has exited, on the same machine's clock.
-  const ended = agent.output().split('\n').find((line) => line.includes('"msg":"job ended"') && line.includes(jobId));
+  const ended = agent
+    .output()
+    .split('\n')
+    .find((line) => line.includes('"msg":"job ended"') && line.includes(jobId));
   const agentSawExit = ended ? Date.parse(JSON.parse(ended).time) / 1000 - timeline.created_epoch : NaN;
   // The trainer's own account of turning ul://… into a local dataset: the last frame of its converter's progress bar.
-  const conversion = lines.flatMap((line) => line.line.split(/\r|\x1b\[K/)).filter((frame) => /Converting .*ndjson/.test(frame)).pop()?.trim() ?? 'not found in the job log';
-  return { ...timeline, controlPlaneCpu, agentSawExit, conversion, firstEpoch: timeline.first_epoch, lastEpoch: timeline.last_epoch, total: timeline.job_complete };
+  const conversion =
+    lines
+      .flatMap((line) => line.line.split(/\r|\x1b\[K/))
+      .filter((frame) => /Converting .*ndjson/.test(frame))
+      .pop()
+      ?.trim() ?? 'not found in the job log';
+  return {
+    ...timeline,
+    controlPlaneCpu,
+    agentSawExit,
+    conversion,
+    firstEpoch: timeline.first_epoch,
+    lastEpoch: timeline.last_epoch,
+    total: timeline.job_complete,
+  };
 }
 
 /** ultralytics' converter on ul://owner/datasets/slug, timed in Python (export and NDJSON download apart, by wrapping them). */
@@ -173,30 +224,60 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "images": images, **phases}))
 
 async function materialize(owner: string, env: Record<string, string>, controlPlanePid: number, output: string) {
   const cpuBefore = cpuSeconds(controlPlanePid);
-  const { out } = await run(join(VENV, 'bin/python'), ['-c', MATERIALIZE_PY, `ul://${owner}/datasets/shapes-many`, output], {
-    cwd: work,
-    env: { ...env, ULTRALYTICS_API_KEY: server.key, ULTRALYTICS_PLATFORM_URL: server.url },
-  });
+  const { out } = await run(
+    join(VENV, 'bin/python'),
+    ['-c', MATERIALIZE_PY, `ul://${owner}/datasets/shapes-many`, output],
+    {
+      cwd: work,
+      env: { ...env, ULTRALYTICS_API_KEY: server.key, ULTRALYTICS_PLATFORM_URL: server.url },
+    },
+  );
   const controlPlaneCpu = cpuSeconds(controlPlanePid) - cpuBefore;
-  const result = JSON.parse(out.trim().split('\n').pop()!) as { seconds: number; cpu: number; images: number; export: number; ndjson: number };
+  const result = JSON.parse(out.trim().split('\n').pop()!) as {
+    seconds: number;
+    cpu: number;
+    images: number;
+    export: number;
+    ndjson: number;
+  };
   // The ingest keeps one copy of identical pictures (the generator draws a few twice): the dataset's count is the truth.
-  const { dataset } = await server.call<{ dataset: { imageCount: number } }>('GET', `/api/datasets/${owner}/shapes-many`);
-  if (result.images !== dataset.imageCount) throw new Error(`materialized ${result.images} images of ${dataset.imageCount}`);
+  const { dataset } = await server.call<{ dataset: { imageCount: number } }>(
+    'GET',
+    `/api/datasets/${owner}/shapes-many`,
+  );
+  if (result.images !== dataset.imageCount)
+    throw new Error(`materialized ${result.images} images of ${dataset.imageCount}`);
   return { ...result, controlPlaneCpu };
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh`);
+  if (!existsSync(join(VENV, 'bin/yolo')))
+    throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh`);
   const config = ultralyticsConfig(join(work, 'yolo-config'));
   const env = trainerEnv(config);
   // Loads torch and ultralytics once, so neither training pays for a cold page cache; gives the versions too.
-  const versions = (await run(join(VENV, 'bin/python'), ['-c', 'import torch, ultralytics.models.yolo; print(ultralytics.__version__, torch.__version__)'], { cwd: work, env })).out.trim().split('\n').pop()!.split(' ');
+  const versions = (
+    await run(
+      join(VENV, 'bin/python'),
+      ['-c', 'import torch, ultralytics.models.yolo; print(ultralytics.__version__, torch.__version__)'],
+      { cwd: work, env },
+    )
+  ).out
+    .trim()
+    .split('\n')
+    .pop()!
+    .split(' ');
 
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0];
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const started = await startControlPlane('control-plane', { databaseName: database, dataDir, nodeArgs, env: { BILLING_ENABLED: 'false' } });
+  const started = await startControlPlane('control-plane', {
+    databaseName: database,
+    dataDir,
+    nodeArgs,
+    env: { BILLING_ENABLED: 'false' },
+  });
   server.url = started.base;
   server.key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
   const { username: owner } = await server.call<{ username: string }>('GET', '/api/account/summary');
@@ -204,11 +285,23 @@ async function main(): Promise<void> {
   process.stderr.write('ingesting the shapes dataset, connecting a worker agent…\n');
   await createShapesDataset(t, world, server.key, owner, 'shapes');
   await server.call('POST', '/api/projects', { project: 'bench', name: 'Bench' });
-  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
+  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', {
+    name: 'bench-host',
+  });
   const agentConfig = join(work, 'agent.json');
   await enrollAgent(t, server.url, enrollmentToken, agentConfig);
-  const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
-  for (let tries = 0; (await server.call<Record<string, string | null>>('GET', '/api/training/gpu-availability?managed=true')).cpu === null; tries++) {
+  const agent = runAgent(t, agentConfig, {
+    ...env,
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: join(work, 'jobs'),
+    VP_WORKER_PROCESS_VENV: VENV,
+  });
+  for (
+    let tries = 0;
+    (await server.call<Record<string, string | null>>('GET', '/api/training/gpu-availability?managed=true')).cpu ===
+    null;
+    tries++
+  ) {
     if (tries > 300) throw new Error(`the agent did not connect:\n${agent.output().slice(-3000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -216,11 +309,17 @@ async function main(): Promise<void> {
   const data = await localDataset(env);
   const controlPlanePid = started.child.proc.pid!;
   const reportingEnv = { ...env, ULTRALYTICS_API_KEY: server.key, ULTRALYTICS_PLATFORM_URL: server.url };
-  const runs = { standalone: [] as Phases[], reporting: [] as Phases[], platform: [] as Array<Awaited<ReturnType<typeof platform>>> };
+  const runs = {
+    standalone: [] as Phases[],
+    reporting: [] as Phases[],
+    platform: [] as Array<Awaited<ReturnType<typeof platform>>>,
+  };
   let controlPlaneIdleCpu = 0;
   for (let round = 1; round <= ROUNDS; round++) {
     // Each kind of run goes first in turn: this machine's speed drifts, and a first run may pay for warming up.
-    const kinds = (['standalone', 'reporting', 'platform'] as const).map((_, i, all) => all[(i + round - 1) % all.length]);
+    const kinds = (['standalone', 'reporting', 'platform'] as const).map(
+      (_, i, all) => all[(i + round - 1) % all.length],
+    );
     for (const kind of kinds) {
       process.stderr.write(`round ${round}/${ROUNDS}: ${kind} training, ${EPOCHS} epochs…\n`);
       if (kind === 'platform') {
@@ -248,7 +347,8 @@ async function main(): Promise<void> {
   await createShapesDataset(t, world, server.key, owner, 'shapes-many', { train: MATERIALIZE_IMAGES - val, val });
   // Into a new folder each round, so nothing is reused locally; the appliance caches the export after the first.
   const materializations = [];
-  for (let round = 1; round <= ROUNDS; round++) materializations.push(await materialize(owner, env, controlPlanePid, join(work, `materialized-${round}`)));
+  for (let round = 1; round <= ROUNDS; round++)
+    materializations.push(await materialize(owner, env, controlPlanePid, join(work, `materialized-${round}`)));
 
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
   const s = (value: number) => `${value.toFixed(2)} s`;
@@ -259,9 +359,17 @@ async function main(): Promise<void> {
   const percent = (values: number[]) => values.map((value) => `${(100 * value).toFixed(1)}%`).join(', ');
   // The platform run whose total is the median, for its timeline.
   const p = runs.platform.find((run) => run.total === median(runs.platform.map((r) => r.total)))!;
-  console.log(`\nbench:train — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions[0]}, torch ${versions[1]}`);
-  console.log(`training: ${Object.entries(ARGS).map(([name, value]) => `${name}=${value}`).join(' ')} device=cpu, shapes dataset 64 train / 16 val, 160 px; ${ROUNDS} rounds\n`);
-  console.log(`platform timeline of the median run (database clock, seconds after POST /api/training/start created the job):`);
+  console.log(
+    `\nbench:train — ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average ${loadAtStart.toFixed(2)} at start, node ${process.version}, ultralytics ${versions[0]}, torch ${versions[1]}`,
+  );
+  console.log(
+    `training: ${Object.entries(ARGS)
+      .map(([name, value]) => `${name}=${value}`)
+      .join(' ')} device=cpu, shapes dataset 64 train / 16 val, 160 px; ${ROUNDS} rounds\n`,
+  );
+  console.log(
+    `platform timeline of the median run (database clock, seconds after POST /api/training/start created the job):`,
+  );
   console.log(`  job assigned to the host (started_at)                  ${s(p.assigned)}`);
   console.log(`  trainer spawned, accepted by the agent (accepted_at)   ${s(p.accepted)}`);
   console.log(`  training_started webhook received (run created)        ${s(p.reporting)}`);
@@ -271,28 +379,57 @@ async function main(): Promise<void> {
   console.log(`  the agent saw the trainer exit ("job ended")           ${s(p.agentSawExit)}`);
   console.log(`  job completed (finished_at)                            ${s(p.job_complete)}`);
   console.log(`  training_complete → job completed                      ${s(p.job_complete - p.trainer_complete)}`);
-  console.log(`  trainer output: ${p.log_lines} job log lines, ${p.console_chunks} console_output chunks; control plane CPU ${s(p.controlPlaneCpu)} (during the ${ROUNDS} standalone runs: ${s(controlPlaneIdleCpu)})`);
+  console.log(
+    `  trainer output: ${p.log_lines} job log lines, ${p.console_chunks} console_output chunks; control plane CPU ${s(p.controlPlaneCpu)} (during the ${ROUNDS} standalone runs: ${s(controlPlaneIdleCpu)})`,
+  );
   console.log(`  the trainer's dataset conversion: ${p.conversion}`);
   console.log(`compared (medians of ${ROUNDS} rounds, seconds):`);
-  console.log('  standalone   `yolo train` alone, from process start to exit: local YOLO folder, no platform env, YOLO_OFFLINE=1; epoch ends = results.csv rows');
-  console.log('  +reporting   the same with ULTRALYTICS_API_KEY and ULTRALYTICS_PLATFORM_URL set: the trainer\'s platform callbacks, no job, no agent');
-  console.log('  platform     the job, from POST /api/training/start to job completed; epoch ends = epoch_end received; difference = platform − standalone');
-  const phases = (all: Phases[]) => [median(all.map((r) => r.firstEpoch)), median(all.map((r) => r.lastEpoch - r.firstEpoch)), median(all.map((r) => r.total - r.lastEpoch)), median(all.map((r) => r.total))];
+  console.log(
+    '  standalone   `yolo train` alone, from process start to exit: local YOLO folder, no platform env, YOLO_OFFLINE=1; epoch ends = results.csv rows',
+  );
+  console.log(
+    "  +reporting   the same with ULTRALYTICS_API_KEY and ULTRALYTICS_PLATFORM_URL set: the trainer's platform callbacks, no job, no agent",
+  );
+  console.log(
+    '  platform     the job, from POST /api/training/start to job completed; epoch ends = epoch_end received; difference = platform − standalone',
+  );
+  const phases = (all: Phases[]) => [
+    median(all.map((r) => r.firstEpoch)),
+    median(all.map((r) => r.lastEpoch - r.firstEpoch)),
+    median(all.map((r) => r.total - r.lastEpoch)),
+    median(all.map((r) => r.total)),
+  ];
   const columns = [phases(runs.standalone), phases(runs.reporting), phases(runs.platform)];
   const cell = (value: number) => value.toFixed(2).padStart(12);
-  console.log(`  ${''.padEnd(28)}${['standalone', '+reporting', 'platform', 'difference'].map((name) => name.padStart(12)).join('')}`);
-  ['start → first epoch end', 'first → last epoch end', 'last epoch end → done', 'total'].forEach((label, i) =>
-    console.log(`  ${label.padEnd(28)}${columns.map((column) => cell(column[i])).join('')}${cell(columns[2][i] - columns[0][i])}`),
+  console.log(
+    `  ${''.padEnd(28)}${['standalone', '+reporting', 'platform', 'difference'].map((name) => name.padStart(12)).join('')}`,
   );
-  console.log(`  totals by round: standalone ${runs.standalone.map((r) => s(r.total)).join(', ')}; +reporting ${runs.reporting.map((r) => s(r.total)).join(', ')}; platform ${runs.platform.map((r) => s(r.total)).join(', ')}`);
-  console.log(`  platform overhead on the total (median of the rounds' ${percent(overheads)}): ${(100 * overhead).toFixed(1)}% (target < ${TARGET_OVERHEAD * 100}%) ${overhead < TARGET_OVERHEAD ? 'PASS' : 'FAIL'}`);
-  console.log(`  of which the trainer's callbacks alone (+reporting vs standalone, by round: ${percent(callbacks)}): ${(100 * median(callbacks)).toFixed(1)}%`);
+  ['start → first epoch end', 'first → last epoch end', 'last epoch end → done', 'total'].forEach((label, i) =>
+    console.log(
+      `  ${label.padEnd(28)}${columns.map((column) => cell(column[i])).join('')}${cell(columns[2][i] - columns[0][i])}`,
+    ),
+  );
+  console.log(
+    `  totals by round: standalone ${runs.standalone.map((r) => s(r.total)).join(', ')}; +reporting ${runs.reporting.map((r) => s(r.total)).join(', ')}; platform ${runs.platform.map((r) => s(r.total)).join(', ')}`,
+  );
+  console.log(
+    `  platform overhead on the total (median of the rounds' ${percent(overheads)}): ${(100 * overhead).toFixed(1)}% (target < ${TARGET_OVERHEAD * 100}%) ${overhead < TARGET_OVERHEAD ? 'PASS' : 'FAIL'}`,
+  );
+  console.log(
+    `  of which the trainer's callbacks alone (+reporting vs standalone, by round: ${percent(callbacks)}): ${(100 * median(callbacks)).toFixed(1)}%`,
+  );
   const rates = materializations.map((m) => m.images / m.seconds);
   const rate = median(rates);
-  console.log(`dataset materialization (ultralytics converter on ul://${owner}/datasets/shapes-many, ${materializations[0].images} images 160 px, export + NDJSON + images, ${ROUNDS} rounds):`);
-  console.log(`  ${rate.toFixed(0)} images/s, median of ${rates.map((r) => r.toFixed(0)).join(', ')} (target ≥ ${TARGET_RATE} images/s) ${rate >= TARGET_RATE ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `dataset materialization (ultralytics converter on ul://${owner}/datasets/shapes-many, ${materializations[0].images} images 160 px, export + NDJSON + images, ${ROUNDS} rounds):`,
+  );
+  console.log(
+    `  ${rate.toFixed(0)} images/s, median of ${rates.map((r) => r.toFixed(0)).join(', ')} (target ≥ ${TARGET_RATE} images/s) ${rate >= TARGET_RATE ? 'PASS' : 'FAIL'}`,
+  );
   for (const [i, m] of materializations.entries()) {
-    console.log(`  round ${i + 1}: ${s(m.seconds)} = export ${s(m.export)}${i ? ' (cached)' : ' (cold)'} + NDJSON download ${s(m.ndjson)} + images ${s(m.seconds - m.export - m.ndjson)}; CPU: converter ${s(m.cpu)}, control plane ${s(m.controlPlaneCpu)}`);
+    console.log(
+      `  round ${i + 1}: ${s(m.seconds)} = export ${s(m.export)}${i ? ' (cached)' : ' (cold)'} + NDJSON download ${s(m.ndjson)} + images ${s(m.seconds - m.export - m.ndjson)}; CPU: converter ${s(m.cpu)}, control plane ${s(m.controlPlaneCpu)}`,
+    );
   }
   recordResult(
     'train',
@@ -307,9 +444,23 @@ async function main(): Promise<void> {
         target: `overhead < ${TARGET_OVERHEAD * 100}%`,
         pass: overhead < TARGET_OVERHEAD,
       },
-      { figure: `ul:// dataset materialization, ${materializations[0].images} images`, value: rate, unit: 'images/s', target: `>= ${TARGET_RATE} images/s`, pass: rate >= TARGET_RATE },
+      {
+        figure: `ul:// dataset materialization, ${materializations[0].images} images`,
+        value: rate,
+        unit: 'images/s',
+        target: `>= ${TARGET_RATE} images/s`,
+        pass: rate >= TARGET_RATE,
+      },
     ],
-    { epochs: EPOCHS, rounds: ROUNDS, overheads, callbacks, runs, materializations, versions: { ultralytics: versions[0], torch: versions[1] } },
+    {
+      epochs: EPOCHS,
+      rounds: ROUNDS,
+      overheads,
+      callbacks,
+      runs,
+      materializations,
+      versions: { ultralytics: versions[0], torch: versions[1] },
+    },
   );
 }
 

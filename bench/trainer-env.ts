@@ -17,8 +17,19 @@ export const VENV = join(ROOT, '.venv-trainer');
  * PATH (as the process runtime puts it), the shared temporary ultralytics config.
  */
 export function trainerEnv(config: string): Record<string, string> {
-  const env = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('ULTRALYTICS_')));
-  return { ...env, VIRTUAL_ENV: VENV, PATH: `${join(VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`, YOLO_CONFIG_DIR: config, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' };
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('ULTRALYTICS_'),
+    ),
+  );
+  return {
+    ...env,
+    VIRTUAL_ENV: VENV,
+    PATH: `${join(VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`,
+    YOLO_CONFIG_DIR: config,
+    YOLO_OFFLINE: '1',
+    YOLO_AUTOINSTALL: 'false',
+  };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (in clock ticks of 1/100 s). */
@@ -28,7 +39,11 @@ export function cpuSeconds(pid: number): number {
 }
 
 /** Runs a command to its end; rejects with its last output when it fails. `onTick` runs every 100 ms meanwhile. */
-export function run(command: string, args: string[], options: { cwd: string; env: Record<string, string>; onTick?: () => void }): Promise<{ out: string; seconds: number }> {
+export function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; onTick?: () => void },
+): Promise<{ out: string; seconds: number }> {
   const started = performance.now();
   const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   const kill = () => child.kill('SIGKILL');
@@ -53,7 +68,12 @@ export function ultralyticsConfig(dir: string): string {
   cpSync(join(VENV, 'yolo-config/Ultralytics'), join(dir, 'Ultralytics'), { recursive: true });
   const file = join(dir, 'Ultralytics/settings.json');
   const settings = JSON.parse(readFileSync(file, 'utf8'));
-  Object.assign(settings, { datasets_dir: join(dir, 'datasets'), runs_dir: join(dir, 'runs'), weights_dir: join(dir, 'weights'), api_key: '' });
+  Object.assign(settings, {
+    datasets_dir: join(dir, 'datasets'),
+    runs_dir: join(dir, 'runs'),
+    weights_dir: join(dir, 'weights'),
+    api_key: '',
+  });
   writeFileSync(file, JSON.stringify(settings, null, 2));
   return dir;
 }
@@ -61,7 +81,12 @@ export function ultralyticsConfig(dir: string): string {
 /** All the test helpers use of tap, for a benchmark: teardowns (run by `runTeardowns`, last first) and failures (thrown). */
 export function helperTap(): { t: Test; runTeardowns(): Promise<void> } {
   const teardowns: Array<() => unknown> = [];
-  const t = { teardown: (fn: () => unknown) => void teardowns.push(fn), fail: (message: string) => { throw new Error(message); } } as unknown as Test;
+  const t = {
+    teardown: (fn: () => unknown) => void teardowns.push(fn),
+    fail: (message: string) => {
+      throw new Error(message);
+    },
+  } as unknown as Test;
   return {
     t,
     async runTeardowns() {
@@ -77,7 +102,8 @@ export class BenchApi {
 
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await call<T>(this, method, path, { key: this.key, body });
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+    if (response.status >= 300)
+      throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
     return response.body;
   }
 }
@@ -86,7 +112,11 @@ export class BenchApi {
  * Untrained YOLO weights from a model YAML (nothing downloaded), saved to `file`; a seed makes each file's weights, and
  * so its SHA-256, distinct. Returns the ultralytics and torch versions.
  */
-export async function untrainedWeights(file: string, env: Record<string, string>, options: { yaml?: string; seed?: number } = {}): Promise<{ ultralytics: string; torch: string }> {
+export async function untrainedWeights(
+  file: string,
+  env: Record<string, string>,
+  options: { yaml?: string; seed?: number } = {},
+): Promise<{ ultralytics: string; torch: string }> {
   const script = `import torch, ultralytics; from ultralytics import YOLO; torch.manual_seed(${options.seed ?? 0}); YOLO(${JSON.stringify(options.yaml ?? 'yolo11n.yaml')}).save(${JSON.stringify(file)}); print(ultralytics.__version__, torch.__version__)`;
   const { out } = await run(join(VENV, 'bin/python'), ['-c', script], { cwd: dirname(file), env });
   const [ultralytics, torch] = out.trim().split('\n').pop()!.split(' ');
@@ -97,13 +127,31 @@ export async function untrainedWeights(file: string, env: Record<string, string>
  * A `vp-worker` agent (process runtime, the trainer venv) enrolled with the control plane under benchmark; resolves once
  * it is connected and reports the onnx exporter.
  */
-export async function startExportHost(t: Test, server: BenchApi, database: string, work: string, env: Record<string, string>): Promise<{ output(): string }> {
-  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', { name: 'bench-host' });
+export async function startExportHost(
+  t: Test,
+  server: BenchApi,
+  database: string,
+  work: string,
+  env: Record<string, string>,
+): Promise<{ output(): string }> {
+  const { enrollmentToken } = await server.call<{ enrollmentToken: string }>('POST', '/api/hosts', {
+    name: 'bench-host',
+  });
   const agentConfig = join(work, 'agent.json');
   await enrollAgent(t, server.url, enrollmentToken, agentConfig);
-  const agent = runAgent(t, agentConfig, { ...env, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(work, 'jobs'), VP_WORKER_PROCESS_VENV: VENV });
-  for (let tries = 0; !(await adminQuery(`select 1 from hosts where state = 'connected' and 'onnx' = any(exporters)`, database)).rowCount; tries++) {
-    if (tries > 600) throw new Error(`the agent did not connect with the onnx exporter:\n${agent.output().slice(-3000)}`);
+  const agent = runAgent(t, agentConfig, {
+    ...env,
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: join(work, 'jobs'),
+    VP_WORKER_PROCESS_VENV: VENV,
+  });
+  for (
+    let tries = 0;
+    !(await adminQuery(`select 1 from hosts where state = 'connected' and 'onnx' = any(exporters)`, database)).rowCount;
+    tries++
+  ) {
+    if (tries > 600)
+      throw new Error(`the agent did not connect with the onnx exporter:\n${agent.output().slice(-3000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return agent;
@@ -119,7 +167,16 @@ export async function exportsSettled(database: string, modelSlug?: string): Prom
   const modelPending = modelSlug
     ? ` or not exists (select 1 from model_exports e join models m on m.id = e.model_id where m.slug = '${modelSlug}' and e.status is not null)`
     : '';
-  for (let tries = 0; (await adminQuery(`select 1 where exists (select 1 from jobs where kind = 'export' and finished_at is null)${modelPending}`, database)).rowCount; tries++) {
+  for (
+    let tries = 0;
+    (
+      await adminQuery(
+        `select 1 where exists (select 1 from jobs where kind = 'export' and finished_at is null)${modelPending}`,
+        database,
+      )
+    ).rowCount;
+    tries++
+  ) {
     if (tries > 6000) throw new Error('the automatic ONNX exports did not finish in 10 minutes');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

@@ -16,7 +16,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { startS3Process } from '../test/helpers/s3-server.ts';
-import { adminQuery, children, positiveInt, putFile, recordResult, rssBytes, runBenchmark, startControlPlane, stopChild, type Figure } from './lib.ts';
+import {
+  adminQuery,
+  children,
+  positiveInt,
+  putFile,
+  recordResult,
+  rssBytes,
+  runBenchmark,
+  startControlPlane,
+  stopChild,
+  type Figure,
+} from './lib.ts';
 
 const GIB = positiveInt('BENCH_UPLOAD_GIB', 2);
 /** Each figure is the median of this many runs: this disk's speed swings from run to run. */
@@ -47,7 +58,9 @@ async function timed(run: () => Promise<void>): Promise<number> {
 
 function command(name: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    spawn(name, args, { stdio: 'inherit' }).once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${name} exited ${code}`))));
+    spawn(name, args, { stdio: 'inherit' }).once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${name} exited ${code}`)),
+    );
   });
 }
 
@@ -71,7 +84,13 @@ interface Target {
   close(): Promise<void>;
 }
 
-async function openTarget(store: string, storageUrl: string | undefined, dir: string, source: string, size: number): Promise<Target> {
+async function openTarget(
+  store: string,
+  storageUrl: string | undefined,
+  dir: string,
+  source: string,
+  size: number,
+): Promise<Target> {
   const dbName = `vp_bench_upload_${store}_${process.pid}`;
   await adminQuery(`drop database if exists ${dbName} with (force)`);
   await adminQuery(`create database ${dbName}`);
@@ -91,13 +110,22 @@ async function openTarget(store: string, storageUrl: string | undefined, dir: st
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     // No dataset API yet in this issue: the benchmark writes the row the API would.
     const datasetId = 'b'.repeat(24);
-    await adminQuery(`insert into datasets (id, created_at, updated_at, workspace_id, slug, name)
-      select '${datasetId}', now(), now(), id, 'bench', 'Bench' from workspaces where handle = 'admin'`, dbName);
+    await adminQuery(
+      `insert into datasets (id, created_at, updated_at, workspace_id, slug, name)
+      select '${datasetId}', now(), now(), id, 'bench', 'Bench' from workspaces where handle = 'admin'`,
+      dbName,
+    );
     const ticket = async () => {
       const response = await fetch(`${base}/api/upload/signed-url`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ assetType: 'datasets', assetId: datasetId, filename: 'bench.tar', contentType: 'application/x-tar', totalBytes: size }),
+        body: JSON.stringify({
+          assetType: 'datasets',
+          assetId: datasetId,
+          filename: 'bench.tar',
+          contentType: 'application/x-tar',
+          totalBytes: size,
+        }),
       });
       const body = (await response.json()) as { uploadUrl: string; headers: Record<string, string>; error?: string };
       if (!response.ok) throw new Error(`signed-url answered ${response.status}: ${body.error}`);
@@ -148,7 +176,9 @@ async function main(): Promise<void> {
     const cpRuns: number[] = [];
     const putRuns = new Map<Target, number[]>(targets.map((target) => [target, []]));
     for (let round = 1; round <= REPEAT; round++) {
-      process.stderr.write(`round ${round}/${REPEAT}: cp, then PUT ${(size / MB).toFixed(0)} MB to ${targets.map((t) => t.store).join(', ')}\n`);
+      process.stderr.write(
+        `round ${round}/${REPEAT}: cp, then PUT ${(size / MB).toFixed(0)} MB to ${targets.map((t) => t.store).join(', ')}\n`,
+      );
       await settle();
       cpRuns.push(
         await timed(async () => {
@@ -163,8 +193,12 @@ async function main(): Promise<void> {
     const rate = (seconds: number) => size / MB / seconds;
     const cpSeconds = median(cpRuns);
     const figures: Figure[] = [];
-    console.log(`\n${(size / MB).toFixed(0)} MB file, same disk, median of ${REPEAT} rounds; Node ${process.versions.node}`);
-    console.log(`${'cp (ceiling)'.padEnd(28)}${rate(cpSeconds).toFixed(0).padStart(8)} MB/s   runs ${cpRuns.map((x) => rate(x).toFixed(0)).join(', ')}`);
+    console.log(
+      `\n${(size / MB).toFixed(0)} MB file, same disk, median of ${REPEAT} rounds; Node ${process.versions.node}`,
+    );
+    console.log(
+      `${'cp (ceiling)'.padEnd(28)}${rate(cpSeconds).toFixed(0).padStart(8)} MB/s   runs ${cpRuns.map((x) => rate(x).toFixed(0)).join(', ')}`,
+    );
     for (const target of targets) {
       const runs = putRuns.get(target)!;
       const ratio = cpSeconds / median(runs);
@@ -178,7 +212,13 @@ async function main(): Promise<void> {
         ratio,
         ...(target.store === 'disk' ? { target: `ratio >= ${TARGET_RATIO * 100}%`, pass: ratio >= TARGET_RATIO } : {}),
       };
-      const rss: Figure = { figure: `PUT → ${target.store}, peak RSS growth`, value: rssMb, unit: 'MB', target: `< ${TARGET_RSS_MB} MB`, pass: rssMb < TARGET_RSS_MB };
+      const rss: Figure = {
+        figure: `PUT → ${target.store}, peak RSS growth`,
+        value: rssMb,
+        unit: 'MB',
+        target: `< ${TARGET_RSS_MB} MB`,
+        pass: rssMb < TARGET_RSS_MB,
+      };
       figures.push(throughput, rss);
       const verdicts = [
         throughput.target
@@ -187,7 +227,9 @@ async function main(): Promise<void> {
         `peak RSS growth ${rssMb.toFixed(1)} MB (target < ${TARGET_RSS_MB} MB) ${rss.pass ? 'PASS' : 'FAIL'}`,
         `runs ${runs.map((x) => rate(x).toFixed(0)).join(', ')}`,
       ];
-      console.log(`${`PUT → ${target.store} store`.padEnd(28)}${rate(median(runs)).toFixed(0).padStart(8)} MB/s   ${verdicts.join('   ')}`);
+      console.log(
+        `${`PUT → ${target.store} store`.padEnd(28)}${rate(median(runs)).toFixed(0).padStart(8)} MB/s   ${verdicts.join('   ')}`,
+      );
     }
     recordResult('upload', figures, {
       bytes: size,

@@ -25,7 +25,9 @@ interface Manifest {
 
 const manifest = (dir: string) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
 /** The repo's own packages by name: the root manifest's workspaces. */
-const workspaces = new Map((manifest(repo).workspaces ?? []).map((folder) => [manifest(join(repo, folder)).name, folder]));
+const workspaces = new Map(
+  (manifest(repo).workspaces ?? []).map((folder) => [manifest(join(repo, folder)).name, folder]),
+);
 
 /** Where Node would find `name` from `dir`: the nearest node_modules up the tree. */
 function installed(name: string, dir: string): string | undefined {
@@ -36,7 +38,8 @@ function installed(name: string, dir: string): string | undefined {
   }
 }
 
-if (!workspaces.has(root)) throw new Error(`${root} is not one of this repo's packages (${[...workspaces.keys()].join(', ')})`);
+if (!workspaces.has(root))
+  throw new Error(`${root} is not one of this repo's packages (${[...workspaces.keys()].join(', ')})`);
 mkdirSync(join(out, 'node_modules', '@vp'), { recursive: true });
 writeFileSync(join(out, 'package.json'), '{ "private": true, "type": "module" }\n');
 const seen = new Set<string>();
@@ -54,11 +57,13 @@ while (queue.length > 0) {
   if (workspace === undefined) {
     cpSync(source, join(out, source.slice(repo.length)), { recursive: true, filter: (path) => !FOREIGN.test(path) });
   } else {
-    for (const part of ['package.json', 'src']) cpSync(join(source, part), join(out, workspace, part), { recursive: true });
+    for (const part of ['package.json', 'src'])
+      cpSync(join(source, part), join(out, workspace, part), { recursive: true });
     symlinkSync(`../../${workspace}`, join(out, 'node_modules', name));
   }
   const { dependencies = {}, optionalDependencies = {} } = manifest(source);
   for (const dependency of Object.keys(dependencies)) queue.push({ name: dependency, from: source, optional: false });
-  for (const dependency of Object.keys(optionalDependencies)) queue.push({ name: dependency, from: source, optional: true });
+  for (const dependency of Object.keys(optionalDependencies))
+    queue.push({ name: dependency, from: source, optional: true });
 }
 console.log(`staged ${root}: ${seen.size} packages in ${out}`);

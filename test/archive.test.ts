@@ -101,7 +101,10 @@ type Asserts = Pick<typeof t, 'ok' | 'match'>;
 
 /** Asserts the extraction fails with an ArchiveError whose message matches. */
 async function refuses(t: Asserts, run: Promise<unknown>, message: RegExp) {
-  const error = await run.then(() => undefined, (caught: unknown) => caught);
+  const error = await run.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   t.ok(error instanceof ArchiveError, 'an ArchiveError');
   t.match((error as Error | undefined)?.message, message);
 }
@@ -154,45 +157,56 @@ t.test('archiveKindOf', async (t) => {
 });
 
 t.test('DEFAULT_LIMITS', async (t) => {
-  t.same(DEFAULT_LIMITS, { maxEntries: 1_000_000, maxEntryBytes: 512 * MiB, maxTotalBytes: 64 * 1024 * MiB, maxRatio: 200 });
+  t.same(DEFAULT_LIMITS, {
+    maxEntries: 1_000_000,
+    maxEntryBytes: 512 * MiB,
+    maxTotalBytes: 64 * 1024 * MiB,
+    maxRatio: 200,
+  });
 });
 
 const photo = randomBytes(100_000);
 const text = Buffer.from('class,x,y\n'.repeat(1000));
 
-t.test('a ZIP: nested files with their exact bytes in archive order, directories silent, progress per file', async (t) => {
-  const archive = await zipOf([
-    { name: 'images/', directory: true },
-    { name: 'images/train/a.jpg', data: photo, compress: false },
-    { name: 'labels/train/a.txt', data: text },
-    { name: 'empty.txt' },
-  ]);
-  const progress: unknown[] = [];
-  const { dest, run } = await extract(archive, 'zip', { onProgress: (p) => progress.push(p) });
-  const result = await run;
-  t.equal(result.root, dest);
-  t.same(result.files, [
-    { path: 'images/train/a.jpg', size: photo.length },
-    { path: 'labels/train/a.txt', size: text.length },
-    { path: 'empty.txt', size: 0 },
-  ]);
-  t.same(result.skipped, []);
-  t.ok((await readFile(join(dest, 'images/train/a.jpg'))).equals(photo));
-  t.ok((await readFile(join(dest, 'labels/train/a.txt'))).equals(text));
-  t.equal((await stat(join(dest, 'empty.txt'))).size, 0);
-  // ZIP entries stream several at once: one progress call per file, ending at the totals.
-  t.equal(progress.length, 3);
-  t.same(progress.at(-1), { entries: 4, bytes: photo.length + text.length });
-});
+t.test(
+  'a ZIP: nested files with their exact bytes in archive order, directories silent, progress per file',
+  async (t) => {
+    const archive = await zipOf([
+      { name: 'images/', directory: true },
+      { name: 'images/train/a.jpg', data: photo, compress: false },
+      { name: 'labels/train/a.txt', data: text },
+      { name: 'empty.txt' },
+    ]);
+    const progress: unknown[] = [];
+    const { dest, run } = await extract(archive, 'zip', { onProgress: (p) => progress.push(p) });
+    const result = await run;
+    t.equal(result.root, dest);
+    t.same(result.files, [
+      { path: 'images/train/a.jpg', size: photo.length },
+      { path: 'labels/train/a.txt', size: text.length },
+      { path: 'empty.txt', size: 0 },
+    ]);
+    t.same(result.skipped, []);
+    t.ok((await readFile(join(dest, 'images/train/a.jpg'))).equals(photo));
+    t.ok((await readFile(join(dest, 'labels/train/a.txt'))).equals(text));
+    t.equal((await stat(join(dest, 'empty.txt'))).size, 0);
+    // ZIP entries stream several at once: one progress call per file, ending at the totals.
+    t.equal(progress.length, 3);
+    t.same(progress.at(-1), { entries: 4, bytes: photo.length + text.length });
+  },
+);
 
 for (const kind of ['tar', 'tgz'] as const) {
   t.test(`a ${kind.toUpperCase()}: nested files with their exact bytes`, async (t) => {
-    const archive = await tarOf([
-      { header: { name: './', type: 'directory' } },
-      { header: { name: './images/train/a.jpg' }, data: photo },
-      { header: { name: 'labels/train/a.txt' }, data: text },
-      { header: { name: 'empty.txt' }, data: Buffer.alloc(0) },
-    ], kind === 'tgz');
+    const archive = await tarOf(
+      [
+        { header: { name: './', type: 'directory' } },
+        { header: { name: './images/train/a.jpg' }, data: photo },
+        { header: { name: 'labels/train/a.txt' }, data: text },
+        { header: { name: 'empty.txt' }, data: Buffer.alloc(0) },
+      ],
+      kind === 'tgz',
+    );
     const { dest, run } = await extract(archive, kind);
     const result = await run;
     t.same(result.files, [
@@ -229,7 +243,10 @@ t.test('a TAR: unsafe names, links, special files, junk and duplicates are skipp
   ]);
   const { dir, dest, run } = await extract(archive, 'tar');
   const result = await run;
-  t.same(result.files, [{ path: 'ok/a.txt', size: 5 }, { path: 'ok/b.txt', size: 4 }]);
+  t.same(result.files, [
+    { path: 'ok/a.txt', size: 5 },
+    { path: 'ok/b.txt', size: 4 },
+  ]);
   t.same(result.skipped, [
     { path: '../evil', reason: 'parent directory (..) in path' },
     { path: '/etc/passwd', reason: 'absolute path' },
@@ -246,7 +263,11 @@ t.test('a TAR: unsafe names, links, special files, junk and duplicates are skipp
     { path: 'ok', reason: 'a folder of that name exists' },
   ]);
   t.equal(await readFile(join(dest, 'ok/a.txt'), 'utf8'), 'first', 'the first of duplicates is kept');
-  t.same(await tree(dir), ['archive.tar', 'out', 'out/ok', 'out/ok/a.txt', 'out/ok/b.txt'], 'nothing else written anywhere');
+  t.same(
+    await tree(dir),
+    ['archive.tar', 'out', 'out/ok', 'out/ok/a.txt', 'out/ok/b.txt'],
+    'nothing else written anywhere',
+  );
 });
 
 t.test('a ZIP: unsafe names, symlinks, encrypted entries, junk and duplicates are skipped with reasons', async (t) => {
@@ -268,7 +289,10 @@ t.test('a ZIP: unsafe names, symlinks, encrypted entries, junk and duplicates ar
   archive.writeUInt16LE(archive.readUInt16LE(secret + 8) | 1, secret + 8);
   const { dir, dest, run } = await extract(archive, 'zip');
   const result = await run;
-  t.same(result.files, [{ path: 'ok/a.txt', size: 5 }, { path: 'ok/b.txt', size: 4 }]);
+  t.same(result.files, [
+    { path: 'ok/a.txt', size: 5 },
+    { path: 'ok/b.txt', size: 4 },
+  ]);
   t.same(result.skipped, [
     { path: '../evil', reason: 'parent directory (..) in path' },
     { path: '/etc/passwd', reason: 'absolute path' },
@@ -286,32 +310,67 @@ t.test('a ZIP: unsafe names, symlinks, encrypted entries, junk and duplicates ar
 const zeros = Buffer.alloc(4 * MiB);
 
 t.test('a ZIP bomb is refused by its declared size, before anything is read', async (t) => {
-  const { dest, run } = await extract(await zipOf([{ name: 'zeros.bin', data: zeros }]), 'zip', { limits: { maxRatio: 100 } });
+  const { dest, run } = await extract(await zipOf([{ name: 'zeros.bin', data: zeros }]), 'zip', {
+    limits: { maxRatio: 100 },
+  });
   await refuses(t, run, /^expansion ratio above 100:1 \(zip bomb\?\)$/);
   t.notOk(existsSync(dest), 'a ZIP is read in place: nothing is written');
 });
 
 t.test('a TAR.GZ bomb is refused while streaming, counting the gunzipped bytes of skipped entries too', async (t) => {
   const archive = await tarOf([{ header: { name: '__MACOSX/zeros.bin' }, data: zeros }], true);
-  await refuses(t, (await extract(archive, 'tgz', { limits: { maxRatio: 100 } })).run, /^expansion ratio above 100:1 \(zip bomb\?\)$/);
+  await refuses(
+    t,
+    (await extract(archive, 'tgz', { limits: { maxRatio: 100 } })).run,
+    /^expansion ratio above 100:1 \(zip bomb\?\)$/,
+  );
   const { run } = await extract(archive, 'tgz', { limits: { maxRatio: 10_000 } });
-  t.same((await run).skipped, [{ path: '__MACOSX/zeros.bin', reason: 'ignored' }], 'within a higher ratio it is read through');
+  t.same(
+    (await run).skipped,
+    [{ path: '__MACOSX/zeros.bin', reason: 'ignored' }],
+    'within a higher ratio it is read through',
+  );
 });
 
 t.test('small archives are exempt from the ratio check', async (t) => {
-  const { run } = await extract(await zipOf([{ name: 'zeros.bin', data: Buffer.alloc(MiB) }]), 'zip', { limits: { maxRatio: 2 } });
+  const { run } = await extract(await zipOf([{ name: 'zeros.bin', data: Buffer.alloc(MiB) }]), 'zip', {
+    limits: { maxRatio: 2 },
+  });
   t.same((await run).files, [{ path: 'zeros.bin', size: MiB }]);
 });
 
 t.test('per-entry, total and entry-count limits', async (t) => {
-  const files = [{ name: 'a.bin', data: randomBytes(800) }, { name: 'b.bin', data: randomBytes(800) }, { name: 'c.bin', data: randomBytes(2048) }];
+  const files = [
+    { name: 'a.bin', data: randomBytes(800) },
+    { name: 'b.bin', data: randomBytes(800) },
+    { name: 'c.bin', data: randomBytes(2048) },
+  ];
   const zip = await zipOf(files);
   const tarball = await tarOf(files.map(({ name, data }) => ({ header: { name }, data })));
-  for (const [kind, archive] of [['zip', zip], ['tar', tarball]] as const) {
-    await refuses(t, (await extract(archive, kind, { limits: { maxEntryBytes: 1024 } })).run, /^entry "c.bin" is larger than 1 KiB$/);
-    await refuses(t, (await extract(archive, kind, { limits: { maxTotalBytes: 1000 } })).run, /^the archive expands to more than 1000 bytes$/);
-    await refuses(t, (await extract(archive, kind, { limits: { maxEntries: 2 } })).run, /^the archive has more than 2 entries$/);
-    t.equal((await (await extract(archive, kind, { limits: { maxEntries: 3, maxTotalBytes: 3648 } })).run).files.length, 3, 'at the limits');
+  for (const [kind, archive] of [
+    ['zip', zip],
+    ['tar', tarball],
+  ] as const) {
+    await refuses(
+      t,
+      (await extract(archive, kind, { limits: { maxEntryBytes: 1024 } })).run,
+      /^entry "c.bin" is larger than 1 KiB$/,
+    );
+    await refuses(
+      t,
+      (await extract(archive, kind, { limits: { maxTotalBytes: 1000 } })).run,
+      /^the archive expands to more than 1000 bytes$/,
+    );
+    await refuses(
+      t,
+      (await extract(archive, kind, { limits: { maxEntries: 2 } })).run,
+      /^the archive has more than 2 entries$/,
+    );
+    t.equal(
+      (await (await extract(archive, kind, { limits: { maxEntries: 3, maxTotalBytes: 3648 } })).run).files.length,
+      3,
+      'at the limits',
+    );
   }
 });
 
@@ -320,41 +379,70 @@ t.test('a ZIP whose header understates the size is stopped while streaming', asy
   const header = centralHeaders(archive)[0];
   archive.writeUInt32LE(100, header + 24); // the uncompressed size in the central directory
   const { dest, run } = await extract(archive, 'zip', { limits: { maxEntryBytes: 1000 } });
-  await refuses(t, run, /^the ZIP archive is corrupt or truncated: too many bytes in the stream|^entry "big.bin" is larger than 1000 bytes$/);
-  const written = await stat(join(dest, 'big.bin')).then((file) => file.size, () => 0);
+  await refuses(
+    t,
+    run,
+    /^the ZIP archive is corrupt or truncated: too many bytes in the stream|^entry "big.bin" is larger than 1000 bytes$/,
+  );
+  const written = await stat(join(dest, 'big.bin')).then(
+    (file) => file.size,
+    () => 0,
+  );
   t.ok(written <= 1000, 'no more than the limit written');
 });
 
-t.test('localFile: a ZIP entry is extracted into the work folder when asked for, a TAR file is where it was extracted', async (t) => {
-  const data = randomBytes(100_000);
-  for (const [kind, archive] of [['zip', await zipOf([{ name: 'images/a.bin', data }])], ['tar', await tarOf([{ header: { name: 'images/a.bin' }, data }])]] as const) {
+t.test(
+  'localFile: a ZIP entry is extracted into the work folder when asked for, a TAR file is where it was extracted',
+  async (t) => {
+    const data = randomBytes(100_000);
+    for (const [kind, archive] of [
+      ['zip', await zipOf([{ name: 'images/a.bin', data }])],
+      ['tar', await tarOf([{ header: { name: 'images/a.bin' }, data }])],
+    ] as const) {
+      const dir = join(work, `run-${++runs}`);
+      await mkdir(dir);
+      await writeFile(join(dir, 'archive'), archive);
+      const opened = await openArchive(join(dir, 'archive'), kind, join(dir, 'out'));
+      const file = await opened.localFile('images/a.bin');
+      t.equal(file, join(dir, 'out', 'images/a.bin'), `${kind}: in the work folder`);
+      t.ok((await readFile(file)).equals(data), `${kind}: byte for byte`);
+      await opened.close();
+    }
+    // Bytes that differ from the declared size fail as they do for read().
+    const lying = await zipOf([{ name: 'big.bin', data: Buffer.alloc(2 * MiB) }]);
+    lying.writeUInt32LE(100, centralHeaders(lying)[0] + 24);
     const dir = join(work, `run-${++runs}`);
     await mkdir(dir);
-    await writeFile(join(dir, 'archive'), archive);
-    const opened = await openArchive(join(dir, 'archive'), kind, join(dir, 'out'));
-    const file = await opened.localFile('images/a.bin');
-    t.equal(file, join(dir, 'out', 'images/a.bin'), `${kind}: in the work folder`);
-    t.ok((await readFile(file)).equals(data), `${kind}: byte for byte`);
+    await writeFile(join(dir, 'archive.zip'), lying);
+    const opened = await openArchive(join(dir, 'archive.zip'), 'zip', join(dir, 'out'));
+    await refuses(
+      t,
+      opened.localFile('big.bin'),
+      /^the ZIP archive is corrupt or truncated: too many bytes in the stream/,
+    );
     await opened.close();
-  }
-  // Bytes that differ from the declared size fail as they do for read().
-  const lying = await zipOf([{ name: 'big.bin', data: Buffer.alloc(2 * MiB) }]);
-  lying.writeUInt32LE(100, centralHeaders(lying)[0] + 24);
-  const dir = join(work, `run-${++runs}`);
-  await mkdir(dir);
-  await writeFile(join(dir, 'archive.zip'), lying);
-  const opened = await openArchive(join(dir, 'archive.zip'), 'zip', join(dir, 'out'));
-  await refuses(t, opened.localFile('big.bin'), /^the ZIP archive is corrupt or truncated: too many bytes in the stream/);
-  await opened.close();
-});
+  },
+);
 
 t.test('corrupt, truncated and mislabeled archives', async (t) => {
   const zip = await zipOf([{ name: 'a.bin', data: randomBytes(50_000) }]);
-  await refuses(t, (await extract(zip.subarray(0, zip.length / 2), 'zip')).run, /^the ZIP archive is corrupt or truncated: /);
+  await refuses(
+    t,
+    (await extract(zip.subarray(0, zip.length / 2), 'zip')).run,
+    /^the ZIP archive is corrupt or truncated: /,
+  );
   const tgz = await tarOf([{ header: { name: 'a.bin' }, data: randomBytes(50_000) }], true);
-  await refuses(t, (await extract(tgz.subarray(0, tgz.length / 2), 'tgz')).run, /^the TAR.GZ archive is corrupt or truncated: unexpected end of file$/);
+  await refuses(
+    t,
+    (await extract(tgz.subarray(0, tgz.length / 2), 'tgz')).run,
+    /^the TAR.GZ archive is corrupt or truncated: unexpected end of file$/,
+  );
   const tarball = await tarOf([{ header: { name: 'a.bin' }, data: randomBytes(50_000) }]);
-  await refuses(t, (await extract(tarball.subarray(0, 20_000), 'tar')).run, /^the TAR archive is corrupt or truncated: Unexpected end of data$/);
+  await refuses(
+    t,
+    (await extract(tarball.subarray(0, 20_000), 'tar')).run,
+    /^the TAR archive is corrupt or truncated: Unexpected end of data$/,
+  );
   // A flipped byte in the deflated data.
   const garbled = Buffer.from(await zipOf([{ name: 'a.txt', data: text }]));
   garbled[60] ^= 0xff;
@@ -367,7 +455,13 @@ t.test('corrupt, truncated and mislabeled archives', async (t) => {
 });
 
 t.test('aborting rejects with the signal reason, before the start and between entries', async (t) => {
-  const archive = await tarOf([{ header: { name: 'a.bin' }, data: photo }, { header: { name: 'b.bin' }, data: photo }], true);
+  const archive = await tarOf(
+    [
+      { header: { name: 'a.bin' }, data: photo },
+      { header: { name: 'b.bin' }, data: photo },
+    ],
+    true,
+  );
   const stop = new Error('job cancelled');
   const before = new AbortController();
   before.abort(stop);
@@ -390,7 +484,11 @@ t.test('aborting mid-entry rejects with the signal reason', async (t) => {
   const writer = await open(join(dir, 'archive.tar'), 'w');
   t.teardown(() => writer.close());
   await writer.write((await tarOf([{ header: { name: 'a.bin' }, data: photo }])).subarray(0, 50_000));
-  const written = () => stat(join(dir, 'out/a.bin')).then((file) => file.size, () => 0);
+  const written = () =>
+    stat(join(dir, 'out/a.bin')).then(
+      (file) => file.size,
+      () => 0,
+    );
   while ((await written()) === 0) await sleep(5);
   controller.abort(stop);
   t.equal(await run.catch((e: unknown) => e), stop);

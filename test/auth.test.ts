@@ -23,7 +23,8 @@ interface World {
 async function arrange(t: Tap): Promise<World> {
   const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000' } });
   const account = server.services().account;
-  for (const username of ['alice', 'bobby', 'vicky', 'eddie', 'adam']) await account.createUser(username, `${username[0].toUpperCase()}${username.slice(1)}`);
+  for (const username of ['alice', 'bobby', 'vicky', 'eddie', 'adam'])
+    await account.createUser(username, `${username[0].toUpperCase()}${username.slice(1)}`);
   await account.createTeam('acme-team', 'alice', 'Acme Vision');
   await account.setMemberRole('acme-team', 'vicky', 'viewer');
   await account.setMemberRole('acme-team', 'eddie', 'editor');
@@ -59,8 +60,16 @@ t.test('a missing key is 401 on every key-only route', async (t) => {
     t.match(response.body.error, /API key/);
   }
   // Nothing changed on the way: the unauthenticated PUT and DELETE were refused before acting.
-  const members = await call<{ members: Array<{ username: string; role: string }> }>(server, 'GET', '/api/workspaces/acme-team/members', { key: keys.team });
-  t.same(members.body.members.map((m) => `${m.username}:${m.role}`), ['adam:admin', 'alice:owner', 'eddie:editor', 'vicky:viewer']);
+  const members = await call<{ members: Array<{ username: string; role: string }> }>(
+    server,
+    'GET',
+    '/api/workspaces/acme-team/members',
+    { key: keys.team },
+  );
+  t.same(
+    members.body.members.map((m) => `${m.username}:${m.role}`),
+    ['adam:admin', 'alice:owner', 'eddie:editor', 'vicky:viewer'],
+  );
 });
 
 t.test('a malformed Authorization header or key is 401 Invalid API key', async (t) => {
@@ -123,10 +132,16 @@ t.test('a revoked key is refused at once on every replica, although it was just 
 
   const revoked = await services.apiKeys.revoke(record.prefix);
   t.equal(revoked.prefix, record.prefix);
-  for (const [label, instance] of [['instance 2', second], ['instance 1', server]] as const) {
+  for (const [label, instance] of [
+    ['instance 2', second],
+    ['instance 1', server],
+  ] as const) {
     const { response, elapsedMs, accepted } = await firstRefusal(instance, key);
     isError(t, response, 401, INVALID);
-    t.ok(elapsedMs <= REFUSAL_BOUND_MS, `${label} refused the revoked key ${elapsedMs} ms after revoke() returned (${accepted} accepted before)`);
+    t.ok(
+      elapsedMs <= REFUSAL_BOUND_MS,
+      `${label} refused the revoked key ${elapsedMs} ms after revoke() returned (${accepted} accepted before)`,
+    );
   }
   // Both replicas dropped their whole cache on the announcement, the witness with it.
   isError(t, await call(server, 'GET', '/api/account/summary', { key: witness }), 401, INVALID);
@@ -142,8 +157,21 @@ t.test('a key lookup that straddles an invalidation does not refill the cache', 
   // revocation commits and returns after the announcement has cleared the cache.
   let lookups = 0;
   let release: () => void = () => undefined;
-  const row = { id: 'k1', prefix: 'ul_00000000', workspace_id: 'w1', handle: 'alice', kind: 'personal', user_id: 'u1', username: 'alice', role: 'owner',
-    workspace_name: 'Alice', region: 'us', workspace_created_at: new Date(), user_name: 'Alice', teams: [] };
+  const row = {
+    id: 'k1',
+    prefix: 'ul_00000000',
+    workspace_id: 'w1',
+    handle: 'alice',
+    kind: 'personal',
+    user_id: 'u1',
+    username: 'alice',
+    role: 'owner',
+    workspace_name: 'Alice',
+    region: 'us',
+    workspace_created_at: new Date(),
+    user_name: 'Alice',
+    teams: [],
+  };
   const em = {
     getConnection: () => ({
       execute: async (sql: string) => {
@@ -155,7 +183,10 @@ t.test('a key lookup that straddles an invalidation does not refill the cache', 
     }),
   };
   const announce: Array<() => void> = [];
-  const notifications = { on: (_channel: string, handler: (payload: string) => void) => announce.push(() => handler('')), onReconnect: () => undefined };
+  const notifications = {
+    on: (_channel: string, handler: (payload: string) => void) => announce.push(() => handler('')),
+    onReconnect: () => undefined,
+  };
   const authenticator = new Authenticator(em as never, { warn: () => undefined } as never);
   authenticator.listen(notifications as never);
   const key = generateApiKey();
@@ -177,12 +208,28 @@ t.test('a key reaches only its own workspace', async (t) => {
   isError(t, await call(server, 'GET', '/api/workspaces/alice/members', { key: keys.bobby }), 403, DENIED);
   // alice owns acme-team, but her personal key is not a key of acme-team.
   isError(t, await call(server, 'GET', '/api/workspaces/acme-team/members', { key: keys.alice }), 403, DENIED);
-  isError(t, await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key: keys.alice, body: { role: 'viewer' } }), 403, DENIED);
+  isError(
+    t,
+    await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key: keys.alice, body: { role: 'viewer' } }),
+    403,
+    DENIED,
+  );
   // and a team key does not reach the owner's personal workspace.
   isError(t, await call(server, 'GET', '/api/workspaces/alice/members', { key: keys.team }), 403, DENIED);
   const own = await call(server, 'GET', '/api/workspaces/bobby/members', { key: keys.bobby });
   t.equal(own.status, 200);
-  t.same(own.body, { workspace: 'bobby', members: [{ username: 'bobby', name: 'Bobby', role: 'owner', since: own.body.members && (own.body.members as Array<{ since: string }>)[0].since }], total: 1 });
+  t.same(own.body, {
+    workspace: 'bobby',
+    members: [
+      {
+        username: 'bobby',
+        name: 'Bobby',
+        role: 'owner',
+        since: own.body.members && (own.body.members as Array<{ since: string }>)[0].since,
+      },
+    ],
+    total: 1,
+  });
   isError(t, await call(server, 'GET', '/api/workspaces/nobody-here/members', { key: keys.bobby }), 404);
 });
 
@@ -193,7 +240,12 @@ t.test('each role of a team workspace', async (t) => {
     t.equal(summary.status, 200, `${role}: summary`);
     t.match(summary.body, { username: 'acme-team', accountType: 'team', role }, `${role}: acts with its own role`);
 
-    const members = await call<{ members: Array<{ username: string }>; total: number }>(server, 'GET', '/api/workspaces/acme-team/members', { key });
+    const members = await call<{ members: Array<{ username: string }>; total: number }>(
+      server,
+      'GET',
+      '/api/workspaces/acme-team/members',
+      { key },
+    );
     t.equal(members.status, 200, `${role} can list members`);
     t.equal(members.body.total, 4);
 
@@ -201,23 +253,60 @@ t.test('each role of a team workspace', async (t) => {
   }
 
   for (const [role, key] of Object.entries({ viewer: keys.viewer, editor: keys.editor })) {
-    isError(t, await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, body: { role: 'viewer' } }), 403, DENIED);
-    isError(t, await call(server, 'PUT', '/api/workspaces/acme-team/members/vicky', { key, body: { role: 'admin' } }), 403, DENIED);
+    isError(
+      t,
+      await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, body: { role: 'viewer' } }),
+      403,
+      DENIED,
+    );
+    isError(
+      t,
+      await call(server, 'PUT', '/api/workspaces/acme-team/members/vicky', { key, body: { role: 'admin' } }),
+      403,
+      DENIED,
+    );
     isError(t, await call(server, 'DELETE', '/api/workspaces/acme-team/members/vicky', { key }), 403, DENIED);
     t.pass(`${role} cannot change members`);
   }
-  const before = await call<{ members: Array<{ username: string; role: string }> }>(server, 'GET', '/api/workspaces/acme-team/members', { key: keys.viewer });
-  t.same(before.body.members.map((m) => `${m.username}:${m.role}`), ['adam:admin', 'alice:owner', 'eddie:editor', 'vicky:viewer'], 'the refused changes did not happen');
+  const before = await call<{ members: Array<{ username: string; role: string }> }>(
+    server,
+    'GET',
+    '/api/workspaces/acme-team/members',
+    { key: keys.viewer },
+  );
+  t.same(
+    before.body.members.map((m) => `${m.username}:${m.role}`),
+    ['adam:admin', 'alice:owner', 'eddie:editor', 'vicky:viewer'],
+    'the refused changes did not happen',
+  );
 
-  const added = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key: keys.admin, body: { role: 'viewer' } });
+  const added = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key: keys.admin,
+    body: { role: 'viewer' },
+  });
   t.equal(added.status, 200);
   t.same(added.body, { success: true, username: 'bobby', role: 'viewer' });
-  const promoted = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key: keys.admin, body: { role: 'editor' } });
+  const promoted = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key: keys.admin,
+    body: { role: 'editor' },
+  });
   t.same(promoted.body, { success: true, username: 'bobby', role: 'editor' });
-  const after = await call<{ members: Array<{ username: string; role: string }> }>(server, 'GET', '/api/workspaces/acme-team/members', { key: keys.editor });
-  t.ok(after.body.members.some((m) => m.username === 'bobby' && m.role === 'editor'), 'the admin change is visible to others');
+  const after = await call<{ members: Array<{ username: string; role: string }> }>(
+    server,
+    'GET',
+    '/api/workspaces/acme-team/members',
+    { key: keys.editor },
+  );
+  t.ok(
+    after.body.members.some((m) => m.username === 'bobby' && m.role === 'editor'),
+    'the admin change is visible to others',
+  );
   // The owner's role never changes through the API, not even by an admin.
-  isError(t, await call(server, 'PUT', '/api/workspaces/acme-team/members/alice', { key: keys.admin, body: { role: 'viewer' } }), 409);
+  isError(
+    t,
+    await call(server, 'PUT', '/api/workspaces/acme-team/members/alice', { key: keys.admin, body: { role: 'viewer' } }),
+    409,
+  );
   const removed = await call(server, 'DELETE', '/api/workspaces/acme-team/members/bobby', { key: keys.admin });
   t.same(removed.body, { success: true, username: 'bobby' });
   // bobby's own personal key never gained access to acme-team through membership.
@@ -228,12 +317,17 @@ t.test('the owner lists the workspace keys; the list never holds a key or its ha
   const summary = await call(server, 'GET', '/api/account/summary', { key: keys.team });
   t.equal(summary.status, 200);
   const { key: unused } = await server.services().apiKeys.create('acme-team', 'never used');
-  const list = await call<{ keys: Array<{ keyId: string; keyPrefix: string; prefix: string; name: string; createdAt: string; lastUsedAt: string | null }>; total: number }>(
-    server,
-    'GET',
-    '/api/api-keys',
-    { key: keys.team },
-  );
+  const list = await call<{
+    keys: Array<{
+      keyId: string;
+      keyPrefix: string;
+      prefix: string;
+      name: string;
+      createdAt: string;
+      lastUsedAt: string | null;
+    }>;
+    total: number;
+  }>(server, 'GET', '/api/api-keys', { key: keys.team });
   t.equal(list.status, 200);
   const teamKeys = [keys.team, keys.viewer, keys.editor, keys.admin, unused];
   t.same(
@@ -264,7 +358,11 @@ t.test('the owner lists the workspace keys; the list never holds a key or its ha
   t.notOk(text.includes(keys.alice.slice(0, 11)), "alice's personal key is not a key of acme-team");
 
   const personal = await call<{ keys: Array<{ prefix: string }> }>(server, 'GET', '/api/api-keys', { key: keys.bobby });
-  t.same(personal.body.keys.map((k) => k.prefix), [keys.bobby.slice(0, 11)], 'a personal owner sees only their own keys');
+  t.same(
+    personal.body.keys.map((k) => k.prefix),
+    [keys.bobby.slice(0, 11)],
+    'a personal owner sees only their own keys',
+  );
 });
 
 t.test('a team key acts as the team owner', async (t) => {
@@ -280,7 +378,10 @@ t.test('a team key acts as the team owner', async (t) => {
     actingUser: { username: 'alice', name: 'Alice' },
   });
   // With full owner permissions there: it may manage members.
-  const added = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key: keys.team, body: { role: 'viewer' } });
+  const added = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key: keys.team,
+    body: { role: 'viewer' },
+  });
   t.equal(added.status, 200);
   t.equal((await call(server, 'DELETE', '/api/workspaces/acme-team/members/bobby', { key: keys.team })).status, 200);
 });
@@ -288,7 +389,19 @@ t.test('a team key acts as the team owner', async (t) => {
 t.test('a personal key authenticates as the personal account', async (t) => {
   const summary = await call<Record<string, unknown>>(server, 'GET', '/api/account/summary', { key: keys.alice });
   t.equal(summary.status, 200);
-  t.same(Object.keys(summary.body).sort(), ['accountType', 'actingUser', 'counts', 'createdAt', 'creditsCents', 'name', 'plan', 'region', 'role', 'teams', 'username']);
+  t.same(Object.keys(summary.body).sort(), [
+    'accountType',
+    'actingUser',
+    'counts',
+    'createdAt',
+    'creditsCents',
+    'name',
+    'plan',
+    'region',
+    'role',
+    'teams',
+    'username',
+  ]);
   t.match(summary.body, {
     username: 'alice',
     name: 'Alice',
@@ -297,7 +410,9 @@ t.test('a personal key authenticates as the personal account', async (t) => {
     actingUser: { username: 'alice', name: 'Alice' },
     counts: { projects: 0, datasets: 0, models: 0 },
   });
-  t.match(summary.body.teams, [{ handle: 'acme-team', username: 'acme-team', name: 'Acme Vision', role: 'owner', plan: 'enterprise' }]);
+  t.match(summary.body.teams, [
+    { handle: 'acme-team', username: 'acme-team', name: 'Acme Vision', role: 'owner', plan: 'enterprise' },
+  ]);
   const vicky = await call(server, 'GET', '/api/account/summary', { key: keys.viewer });
   t.same(vicky.body.actingUser, { username: 'vicky', name: 'Vicky' });
   t.match(vicky.body.teams, [{ handle: 'acme-team', name: 'Acme Vision', role: 'viewer' }]);
@@ -316,13 +431,17 @@ t.test('anonymous callers reach public content only', async (t) => {
   isError(t, await call(server, 'GET', '/api/account/summary'), 401);
 });
 
-t.test("removing a member stops the keys issued for that member", async (t) => {
+t.test('removing a member stops the keys issued for that member', async (t) => {
   const services = server.services();
   await services.account.createUser('mona');
   await services.account.setMemberRole('acme-team', 'mona', 'editor');
   const { key } = await services.apiKeys.create('acme-team', 'mona key', 'mona');
   const { key: personal } = await services.apiKeys.create('mona', 'mona personal');
-  t.equal((await call(server, 'GET', '/api/workspaces/acme-team/members', { key })).status, 200, 'works while a member');
+  t.equal(
+    (await call(server, 'GET', '/api/workspaces/acme-team/members', { key })).status,
+    200,
+    'works while a member',
+  );
   t.equal((await call(server, 'GET', '/api/account/summary', { key })).status, 200);
 
   const removed = await call(server, 'DELETE', '/api/workspaces/acme-team/members/mona', { key: keys.admin });
@@ -331,7 +450,11 @@ t.test("removing a member stops the keys issued for that member", async (t) => {
   isError(t, response, 401, INVALID);
   t.ok(elapsedMs <= REFUSAL_BOUND_MS, `refused ${elapsedMs} ms after the removal (${accepted} accepted before)`);
   isError(t, await call(server, 'GET', '/api/account/summary', { key }), 401, INVALID);
-  t.equal((await call(server, 'GET', '/api/account/summary', { key: personal })).status, 200, "the member's personal key still works");
+  t.equal(
+    (await call(server, 'GET', '/api/account/summary', { key: personal })).status,
+    200,
+    "the member's personal key still works",
+  );
 
   // A role change also reaches cached keys at once: adam, demoted to viewer, loses admin rights.
   t.equal((await call(server, 'GET', '/api/workspaces/acme-team/members', { key: keys.admin })).status, 200);
@@ -341,8 +464,17 @@ t.test("removing a member stops the keys issued for that member", async (t) => {
   while (summary.body.role === 'admin' && performance.now() - started < REFUSAL_BOUND_MS) {
     summary = await call(server, 'GET', '/api/account/summary', { key: keys.admin });
   }
-  t.equal(summary.body.role, 'viewer', `the demotion reached the cached key within ${Math.round(performance.now() - started)} ms`);
-  isError(t, await call(server, 'PUT', '/api/workspaces/acme-team/members/mona', { key: keys.admin, body: { role: 'viewer' } }), 403, DENIED);
+  t.equal(
+    summary.body.role,
+    'viewer',
+    `the demotion reached the cached key within ${Math.round(performance.now() - started)} ms`,
+  );
+  isError(
+    t,
+    await call(server, 'PUT', '/api/workspaces/acme-team/members/mona', { key: keys.admin, body: { role: 'viewer' } }),
+    403,
+    DENIED,
+  );
   await server.services().account.setMemberRole('acme-team', 'adam', 'admin');
 });
 
@@ -361,5 +493,9 @@ t.test('API keys cannot create or revoke API keys', async (t) => {
   }
   const after = (await server.services().apiKeys.listAll()).map((k) => k.prefix).sort();
   t.same(after, before, 'no key was created or removed');
-  t.equal((await call(server, 'GET', '/api/account/summary', { key: keys.viewer })).status, 200, 'the targeted key still works');
+  t.equal(
+    (await call(server, 'GET', '/api/account/summary', { key: keys.viewer })).status,
+    200,
+    'the targeted key still works',
+  );
 });

@@ -11,7 +11,14 @@ import t, { type Test } from 'tap';
 import { backUpBlobs } from '../control-plane/src/backup/backup-blobs.ts';
 import { BLOB_MANIFEST_FILE } from '../control-plane/src/backup/backup-format.ts';
 import { newId } from '../control-plane/src/db/ids.ts';
-import { BLOB_KEY_COLUMNS, datasetFilesSql, imageKey, snapshotKeysSql, thumbnailKey, unreferencedSql } from '../control-plane/src/storage/blob-keys.ts';
+import {
+  BLOB_KEY_COLUMNS,
+  datasetFilesSql,
+  imageKey,
+  snapshotKeysSql,
+  thumbnailKey,
+  unreferencedSql,
+} from '../control-plane/src/storage/blob-keys.ts';
 import { DiskBlobStore } from '../control-plane/src/storage/disk-store.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
@@ -29,7 +36,8 @@ async function connect(t: Test): Promise<pg.Client> {
   return client;
 }
 
-const listed = (table: string) => BLOB_KEY_COLUMNS.filter((entry) => entry.table === table).flatMap((entry) => entry.column.split(', '));
+const listed = (table: string) =>
+  BLOB_KEY_COLUMNS.filter((entry) => entry.table === table).flatMap((entry) => entry.column.split(', '));
 
 t.test('every migrated column that looks like a blob key is in the list, and every listed column exists', async (t) => {
   const client = await connect(t);
@@ -40,11 +48,22 @@ t.test('every migrated column that looks like a blob key is in the list, and eve
   for (const row of rows) columns.set(row.table_name, (columns.get(row.table_name) ?? new Set()).add(row.column_name));
   const unlisted: string[] = [];
   for (const [table, names] of columns) {
-    for (const name of names) if (LOOKS_LIKE_A_KEY.test(name) && !listed(table).includes(name)) unlisted.push(`${table}.${name}`);
-    if (names.has('hash') && names.has('ext') && !(listed(table).includes('hash') && listed(table).includes('ext'))) unlisted.push(`${table}.hash, ext`);
+    for (const name of names)
+      if (LOOKS_LIKE_A_KEY.test(name) && !listed(table).includes(name)) unlisted.push(`${table}.${name}`);
+    if (names.has('hash') && names.has('ext') && !(listed(table).includes('hash') && listed(table).includes('ext')))
+      unlisted.push(`${table}.hash, ext`);
   }
-  t.same(unlisted, [], 'columns holding keys that storage/blob-keys.ts does not list: add them, saying what the backup, the sweep and erase do with them');
-  const stale = BLOB_KEY_COLUMNS.flatMap((entry) => entry.column.split(', ').filter((name) => !columns.get(entry.table)?.has(name)).map((name) => `${entry.table}.${name}`));
+  t.same(
+    unlisted,
+    [],
+    'columns holding keys that storage/blob-keys.ts does not list: add them, saying what the backup, the sweep and erase do with them',
+  );
+  const stale = BLOB_KEY_COLUMNS.flatMap((entry) =>
+    entry.column
+      .split(', ')
+      .filter((name) => !columns.get(entry.table)?.has(name))
+      .map((name) => `${entry.table}.${name}`),
+  );
   t.same(stale, [], 'every listed column exists');
   t.ok(
     BLOB_KEY_COLUMNS.every((entry) => (entry.read === 'json') === (entry.path !== undefined)),
@@ -70,23 +89,34 @@ t.test('a backup of an image indexed in place lists its thumbnail, not its origi
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const store = new DiskBlobStore(join(dir, 'store'));
   const [userId, workspaceId, datasetId] = [newId(), newId(), newId()];
-  await client.query(`insert into users (id, created_at, updated_at, username, name) values ($1, now(), now(), 'keys', 'Keys')`, [userId]);
+  await client.query(
+    `insert into users (id, created_at, updated_at, username, name) values ($1, now(), now(), 'keys', 'Keys')`,
+    [userId],
+  );
   await client.query(
     `insert into workspaces (id, created_at, updated_at, handle, name, kind, region, owner_id) values ($1, now(), now(), 'keys', 'Keys', 'personal', 'us', $2)`,
     [workspaceId, userId],
   );
-  await client.query(`insert into datasets (id, created_at, updated_at, workspace_id, slug, name) values ($1, now(), now(), $2, 'mixed', 'Mixed')`, [datasetId, workspaceId]);
+  await client.query(
+    `insert into datasets (id, created_at, updated_at, workspace_id, slug, name) values ($1, now(), now(), $2, 'mixed', 'Mixed')`,
+    [datasetId, workspaceId],
+  );
   const stored = { hash: 'a'.repeat(64), ext: 'jpg' };
   const inPlace = { hash: 'b'.repeat(64), ext: 'png' };
-  const keys = [imageKey(workspaceId, stored.hash, stored.ext), thumbnailKey(workspaceId, stored.hash), thumbnailKey(workspaceId, inPlace.hash)];
+  const keys = [
+    imageKey(workspaceId, stored.hash, stored.ext),
+    thumbnailKey(workspaceId, stored.hash),
+    thumbnailKey(workspaceId, inPlace.hash),
+  ];
   for (const key of keys) {
-    await store.put(key, Readable.from([Buffer.from(key)]), { contentType: 'application/octet-stream', expectedBytes: Buffer.byteLength(key) });
-    await client.query(`insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values ($1, now(), now(), $2, 'datasetImages', $3, $4)`, [
-      newId(),
-      workspaceId,
-      key,
-      Buffer.byteLength(key),
-    ]);
+    await store.put(key, Readable.from([Buffer.from(key)]), {
+      contentType: 'application/octet-stream',
+      expectedBytes: Buffer.byteLength(key),
+    });
+    await client.query(
+      `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values ($1, now(), now(), $2, 'datasetImages', $3, $4)`,
+      [newId(), workspaceId, key, Buffer.byteLength(key)],
+    );
   }
   for (const [image, referenceKey] of [
     [stored, null],
@@ -107,7 +137,15 @@ t.test('a backup of an image indexed in place lists its thumbnail, not its origi
     .split('\n')
     .map((line) => (JSON.parse(line) as { key: string }).key)
     .sort();
-  t.same(listedKeys, [...keys].sort(), "the stored image, its thumbnail and the thumbnail of the image indexed in place; not that image's original");
-  t.same(copied.missing, [], 'the original of the image indexed in place is not reported missing: it never was in the store');
+  t.same(
+    listedKeys,
+    [...keys].sort(),
+    "the stored image, its thumbnail and the thumbnail of the image indexed in place; not that image's original",
+  );
+  t.same(
+    copied.missing,
+    [],
+    'the original of the image indexed in place is not reported missing: it never was in the store',
+  );
   t.equal(copied.notWritten, 0);
 });

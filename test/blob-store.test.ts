@@ -8,7 +8,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import t, { type Test } from 'tap';
-import { BlobExists, BlobLengthMismatch, BlobRangeNotSatisfiable, type BlobStore } from '../control-plane/src/storage/blob-store.ts';
+import {
+  BlobExists,
+  BlobLengthMismatch,
+  BlobRangeNotSatisfiable,
+  type BlobStore,
+} from '../control-plane/src/storage/blob-store.ts';
 import { DiskBlobStore } from '../control-plane/src/storage/disk-store.ts';
 import { md5Of } from '../control-plane/src/storage/md5-of.ts';
 import { partBytesFor } from '../control-plane/src/storage/s3-store.ts';
@@ -18,7 +23,8 @@ import { startS3Server, type TestS3Server } from './helpers/s3-server.ts';
 const MiB = 1024 * 1024;
 const md5 = (bytes: Buffer) => createHash('md5').update(bytes).digest('hex');
 /** What put returns: the S3 store hashes while streaming; the disk store leaves that to md5Of. */
-const receipt = (store: BlobStore, size: number, digest: string) => (store.kind === 's3' ? { size, md5: digest } : { size });
+const receipt = (store: BlobStore, size: number, digest: string) =>
+  store.kind === 's3' ? { size, md5: digest } : { size };
 
 /** 256 MiB made on the fly, one MiB at a time, hashed as it goes (nothing is computed ahead, to keep RSS honest). */
 const GENERATED_BYTES = 256 * MiB;
@@ -31,7 +37,11 @@ function* generated(hash: Hash): Generator<Buffer> {
 }
 
 /** What a promise rejects with (undefined if it resolves), for instanceof checks. */
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -43,13 +53,20 @@ async function readAll(stream: Readable): Promise<Buffer> {
 function brokenBody(bytes: Buffer, failAfter: number): Readable {
   return Readable.from(
     (async function* () {
-      for (let offset = 0; offset < failAfter; offset += MiB) yield bytes.subarray(offset, Math.min(offset + MiB, failAfter));
+      for (let offset = 0; offset < failAfter; offset += MiB)
+        yield bytes.subarray(offset, Math.min(offset + MiB, failAfter));
       throw new Error('client went away');
     })(),
   );
 }
 
-async function put(store: BlobStore, key: string, bytes: Buffer, contentType = 'application/octet-stream', createOnly = false) {
+async function put(
+  store: BlobStore,
+  key: string,
+  bytes: Buffer,
+  contentType = 'application/octet-stream',
+  createOnly = false,
+) {
   return store.put(key, Readable.from([bytes]), { contentType, expectedBytes: bytes.length, createOnly });
 }
 
@@ -85,7 +102,9 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
       t.type(await failure(put(store, 'once/key', Buffer.from('second!'), 'image/png', true)), BlobExists);
       t.same(await store.head('once/key'), { size: first.length, contentType: 'text/plain' });
       t.ok((await readAll((await store.get('once/key'))!.stream)).equals(first), 'first bytes kept');
-      const racing = await Promise.all(['a', 'b', 'c', 'd'].map((body) => failure(put(store, 'once/raced', Buffer.from(body), 'text/plain', true))));
+      const racing = await Promise.all(
+        ['a', 'b', 'c', 'd'].map((body) => failure(put(store, 'once/raced', Buffer.from(body), 'text/plain', true))),
+      );
       t.equal(racing.filter((error) => error === undefined).length, 1, 'of racing create-only puts exactly one wins');
       t.equal(racing.filter((error) => error instanceof BlobExists).length, 3, 'the others are told it exists');
       await put(store, 'once/key', Buffer.from('replaced'), 'text/csv');
@@ -95,25 +114,45 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
     t.test('a body longer or shorter than declared is refused and nothing is visible', async (t) => {
       const bytes = randomBytes(1000);
       const options = { contentType: 'text/plain' };
-      t.type(await failure(store.put('length/long', Readable.from([bytes]), { ...options, expectedBytes: 999 })), BlobLengthMismatch);
-      t.type(await failure(store.put('length/short', Readable.from([bytes]), { ...options, expectedBytes: 1001 })), BlobLengthMismatch);
+      t.type(
+        await failure(store.put('length/long', Readable.from([bytes]), { ...options, expectedBytes: 999 })),
+        BlobLengthMismatch,
+      );
+      t.type(
+        await failure(store.put('length/short', Readable.from([bytes]), { ...options, expectedBytes: 1001 })),
+        BlobLengthMismatch,
+      );
       t.equal(await store.head('length/long'), undefined);
       t.equal(await store.head('length/short'), undefined);
       // Large enough to be a multipart upload on S3: the parts already sent are abandoned.
       const big = Buffer.alloc(20 * MiB, 7);
-      t.type(await failure(store.put('length/big', Readable.from([big]), { ...options, expectedBytes: 21 * MiB })), BlobLengthMismatch);
+      t.type(
+        await failure(store.put('length/big', Readable.from([big]), { ...options, expectedBytes: 21 * MiB })),
+        BlobLengthMismatch,
+      );
       t.equal(await store.head('length/big'), undefined);
-      t.type(await failure(store.put('length/exists', Readable.from([bytes]), { ...options, expectedBytes: 10, createOnly: true })), BlobLengthMismatch);
+      t.type(
+        await failure(
+          store.put('length/exists', Readable.from([bytes]), { ...options, expectedBytes: 10, createOnly: true }),
+        ),
+        BlobLengthMismatch,
+      );
       t.equal(await store.head('length/exists'), undefined, 'a refused create-only put does not claim the key');
       await put(store, 'length/exists', bytes, 'text/plain', true);
     });
 
     t.test('a body that breaks midway leaves nothing visible', async (t) => {
       const bytes = randomBytes(12 * MiB);
-      const broken = store.put('broken/upload', brokenBody(bytes, 10 * MiB), { contentType: 'text/plain', expectedBytes: bytes.length });
+      const broken = store.put('broken/upload', brokenBody(bytes, 10 * MiB), {
+        contentType: 'text/plain',
+        expectedBytes: bytes.length,
+      });
       await t.rejects(broken, /client went away/);
       t.equal(await store.head('broken/upload'), undefined);
-      const early = store.put('broken/early', brokenBody(bytes, MiB), { contentType: 'text/plain', expectedBytes: bytes.length });
+      const early = store.put('broken/early', brokenBody(bytes, MiB), {
+        contentType: 'text/plain',
+        expectedBytes: bytes.length,
+      });
       await t.rejects(early, /client went away/);
       t.equal(await store.head('broken/early'), undefined);
     });
@@ -125,9 +164,21 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
         const got = await store.get('range/hundred', { start, end });
         return { range: got?.range, size: got?.size, bytes: [...(await readAll(got!.stream))] };
       };
-      t.same(await read(0, 9), { range: { start: 0, end: 9 }, size: 100, bytes: [...bytes.subarray(0, 10)] }, 'first bytes');
-      t.same(await read(40, 59), { range: { start: 40, end: 59 }, size: 100, bytes: [...bytes.subarray(40, 60)] }, 'middle');
-      t.same(await read(90, 10_000), { range: { start: 90, end: 99 }, size: 100, bytes: [...bytes.subarray(90)] }, 'tail clamped');
+      t.same(
+        await read(0, 9),
+        { range: { start: 0, end: 9 }, size: 100, bytes: [...bytes.subarray(0, 10)] },
+        'first bytes',
+      );
+      t.same(
+        await read(40, 59),
+        { range: { start: 40, end: 59 }, size: 100, bytes: [...bytes.subarray(40, 60)] },
+        'middle',
+      );
+      t.same(
+        await read(90, 10_000),
+        { range: { start: 90, end: 99 }, size: 100, bytes: [...bytes.subarray(90)] },
+        'tail clamped',
+      );
       t.same(await read(99, 99), { range: { start: 99, end: 99 }, size: 100, bytes: [99] }, 'last byte');
       const past = await failure(store.get('range/hundred', { start: 100, end: 200 }));
       t.type(past, BlobRangeNotSatisfiable);
@@ -144,11 +195,21 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
       await store.delete('gone/file');
       await store.delete('gone/never-was');
       await put(store, 'gone/file', Buffer.from('again'));
-      t.same(await store.head('gone/file'), { size: 5, contentType: 'application/octet-stream' }, 'no stale type comes back');
+      t.same(
+        await store.head('gone/file'),
+        { size: 5, contentType: 'application/octet-stream' },
+        'no stale type comes back',
+      );
     });
 
     t.test('list walks everything under a prefix', async (t) => {
-      for (const [key, size] of [['list/a/1', 1], ['list/a/2', 2], ['list/a/deep/3', 3], ['list/ab/4', 4], ['list/b/5', 5]] as const) {
+      for (const [key, size] of [
+        ['list/a/1', 1],
+        ['list/a/2', 2],
+        ['list/a/deep/3', 3],
+        ['list/ab/4', 4],
+        ['list/b/5', 5],
+      ] as const) {
         await put(store, key, Buffer.alloc(size));
       }
       const listed = async (prefix: string) => {
@@ -161,11 +222,19 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
         { key: 'list/a/2', size: 2 },
         { key: 'list/a/deep/3', size: 3 },
       ]);
-      t.same((await listed('list/a')).map((entry) => entry.key), ['list/a/1', 'list/a/2', 'list/a/deep/3', 'list/ab/4'], 'a prefix need not end at a folder');
+      t.same(
+        (await listed('list/a')).map((entry) => entry.key),
+        ['list/a/1', 'list/a/2', 'list/a/deep/3', 'list/ab/4'],
+        'a prefix need not end at a folder',
+      );
       t.same(await listed('list/nothing/'), []);
       t.equal(await store.head('list/a'), undefined, 'a prefix of keys is not an object');
       t.equal(await store.get('list/a'), undefined);
-      t.equal((await listed('')).filter((entry) => entry.key.startsWith('list/')).length, 5, 'the empty prefix lists all');
+      t.equal(
+        (await listed('')).filter((entry) => entry.key.startsWith('list/')).length,
+        5,
+        'the empty prefix lists all',
+      );
     });
 
     t.test('a 256 MiB body streams through without being held in memory', async (t) => {
@@ -177,7 +246,10 @@ function contract(name: string, open: (t: Test) => Promise<{ store: BlobStore; s
       const sentMd5 = () => sent.digest('hex');
       let digest;
       try {
-        const stored = await store.put('stream/big', body, { contentType: 'application/zip', expectedBytes: GENERATED_BYTES });
+        const stored = await store.put('stream/big', body, {
+          contentType: 'application/zip',
+          expectedBytes: GENERATED_BYTES,
+        });
         digest = sentMd5();
         t.same(stored, receipt(store, GENERATED_BYTES, digest));
       } finally {
@@ -213,7 +285,11 @@ function s3Only(t: Test, store: BlobStore, s3: TestS3Server) {
   t.test('presigned URLs: fetchable, with the download name; tampered or expired ones refused', async (t) => {
     await put(store, 'direct/report.csv', Buffer.from('a,b\n1,2\n'), 'text/csv');
     await put(store, 'direct/other.csv', Buffer.from('secret'), 'text/csv');
-    const url = await store.directUrl('direct/report.csv', { method: 'GET', expiresInSeconds: 60, filename: 'report.csv' });
+    const url = await store.directUrl('direct/report.csv', {
+      method: 'GET',
+      expiresInSeconds: 60,
+      filename: 'report.csv',
+    });
     const response = await fetch(url!);
     t.equal(response.status, 200);
     t.equal(await response.text(), 'a,b\n1,2\n');
@@ -249,7 +325,19 @@ function diskOnly(t: Test, store: DiskBlobStore) {
   });
 
   t.test('disk: keys that could leave the root or reach its own folders are refused', async (t) => {
-    const bad = ['', '../escape', 'a/../../escape', '/etc/passwd', 'a\\..\\b', 'a\0b', 'a//b', 'a/', './a', '.tmp/x', '.meta/x.json'];
+    const bad = [
+      '',
+      '../escape',
+      'a/../../escape',
+      '/etc/passwd',
+      'a\\..\\b',
+      'a\0b',
+      'a//b',
+      'a/',
+      './a',
+      '.tmp/x',
+      '.meta/x.json',
+    ];
     for (const key of bad) {
       await t.rejects(put(store, key, Buffer.from('x')), /invalid blob key/, `put ${JSON.stringify(key)}`);
       await t.rejects(store.get(key), /invalid blob key/, `get ${JSON.stringify(key)}`);
@@ -289,11 +377,15 @@ t.test('STORAGE_URL', async (t) => {
   const wrongSecret = server.storageUrl.replace(/secretAccessKey=[^&]+/, 'secretAccessKey=wrong');
   await t.rejects(openBlobStore(wrongSecret, dataDir), /STORAGE_URL: cannot reach bucket/);
   await t.rejects(openBlobStore('s3://bucket', dataDir), /needs a bucket and an endpoint/);
-  await t.rejects(openBlobStore(`${server.storageUrl.replace(/&secretAccessKey=[^&]+/, '')}`, dataDir), /both accessKeyId and secretAccessKey/);
+  await t.rejects(
+    openBlobStore(`${server.storageUrl.replace(/&secretAccessKey=[^&]+/, '')}`, dataDir),
+    /both accessKeyId and secretAccessKey/,
+  );
 });
 
 t.test('S3 part sizes: the 5 MiB minimum, larger only where 10,000 parts would not hold the object', async (t) => {
   t.equal(partBytesFor(1), 5 * MiB);
   t.equal(partBytesFor(2 * 1024 * MiB), 5 * MiB, 'a 2 GiB upload uses the smallest parts, bounding memory');
-  for (const size of [50 * 1024 * MiB, 2 ** 40]) t.ok(Math.ceil(size / partBytesFor(size)) <= 10_000, `${size} bytes fit in S3's part count`);
+  for (const size of [50 * 1024 * MiB, 2 ** 40])
+    t.ok(Math.ceil(size / partBytesFor(size)) <= 10_000, `${size} bytes fit in S3's part count`);
 });

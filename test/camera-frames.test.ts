@@ -8,9 +8,28 @@ import { JpegFrames } from '../inference-server/src/camera/jpeg-frames.ts';
 import { seededRandom } from './helpers/random.ts';
 
 const FRAMES = 5;
-const made = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=10', '-frames:v', String(FRAMES), '-c:v', 'mjpeg', '-f', 'image2pipe', 'pipe:1'], {
-  maxBuffer: 64 * 2 ** 20,
-});
+const made = spawnSync(
+  'ffmpeg',
+  [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc=size=160x120:rate=10',
+    '-frames:v',
+    String(FRAMES),
+    '-c:v',
+    'mjpeg',
+    '-f',
+    'image2pipe',
+    'pipe:1',
+  ],
+  {
+    maxBuffer: 64 * 2 ** 20,
+  },
+);
 if (made.status !== 0) throw new Error(`ffmpeg failed: ${made.stderr.toString()}`);
 const mjpeg = made.stdout;
 
@@ -39,7 +58,12 @@ t.test('bytes between frames are skipped, an FFD9 inside a segment ends nothing'
   // A comment segment right after SOI holding FFD9 (as an embedded thumbnail's end would).
   const comment = Buffer.from([0xff, 0xfe, 0x00, 0x08, 0x61, 0xff, 0xd9, 0x62, 0xff, 0xd9]);
   const withComment = Buffer.concat([first!.subarray(0, 2), comment, first!.subarray(2)]);
-  const stream = Buffer.concat([Buffer.from('noise before\xff'), withComment, Buffer.from([0xff, 0x00, 0x12]), ...rest]);
+  const stream = Buffer.concat([
+    Buffer.from('noise before\xff'),
+    withComment,
+    Buffer.from([0xff, 0x00, 0x12]),
+    ...rest,
+  ]);
   const frames = split(stream, 100);
   await assertImages(t, frames, FRAMES);
   t.same(frames[0], withComment, 'the frame with the comment is whole');

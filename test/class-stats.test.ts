@@ -13,11 +13,18 @@ const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000' } 
 const { workspace } = await server.services().account.createUser('alice');
 
 const image = (width: number, height: number, format: 'png' | 'jpeg' = 'png') =>
-  sharp({ create: { width, height, channels: 3, background: '#f00' } })[format]().toBuffer();
+  sharp({ create: { width, height, channels: 3, background: '#f00' } })
+    [format]()
+    .toBuffer();
 
 async function newDataset(slug: string, classNames: string[]): Promise<string> {
   const s = server.services();
-  const dataset = s.em.create(Dataset, { workspace: s.em.getReference(Workspace, workspace.id), slug, name: slug, classNames });
+  const dataset = s.em.create(Dataset, {
+    workspace: s.em.getReference(Workspace, workspace.id),
+    slug,
+    name: slug,
+    classNames,
+  });
   await s.em.flush();
   return dataset.id;
 }
@@ -30,7 +37,8 @@ async function stats(datasetId: string) {
 }
 
 const total = (bins: Array<{ count: number }>) => bins.reduce((sum, bin) => sum + bin.count, 0);
-const hits = (bins: Array<{ bin: number; count: number }>) => bins.filter((bin) => bin.count > 0).map(({ bin, count }) => [bin, count]);
+const hits = (bins: Array<{ bin: number; count: number }>) =>
+  bins.filter((bin) => bin.count > 0).map(({ bin, count }) => [bin, count]);
 const cells = (grid: number[][]) => grid.flatMap((row, y) => row.flatMap((n, x) => (n > 0 ? [[y, x, n]] : [])));
 
 t.test('nice bin widths are 1, 2 or 5 × 10^n, at least 1, aligned on their multiples', async (t) => {
@@ -54,7 +62,12 @@ t.test('statistics of a small dataset, cached until it changes', async (t) => {
         { classId: 1, bbox: [0.11, 0.14, 0.05, 0.05] },
       ],
     },
-    { bytes: await image(640, 480), filename: 'b.png', split: 'val', labels: [{ classId: 1, bbox: [0.9, 0.5, 0.35, 0.2] }] },
+    {
+      bytes: await image(640, 480),
+      filename: 'b.png',
+      split: 'val',
+      labels: [{ classId: 1, bbox: [0.9, 0.5, 0.35, 0.2] }],
+    },
     { bytes: await image(100, 200, 'jpeg'), filename: 'c.jpg' },
     { bytes: Buffer.from('not an image at all'), filename: 'd.jpg' },
   ]);
@@ -72,11 +85,19 @@ t.test('statistics of a small dataset, cached until it changes', async (t) => {
   t.same(s.formatDistribution, { jpg: 2, png: 2 }, 'the undecodable file counts under its name extension');
   // 64, 100, 640 wide (the broken file has no dimensions): 50-pixel bins from 50.
   t.equal(total(s.widthHistogram), 3);
-  t.same(hits(s.widthHistogram), [[50, 1], [100, 1], [600, 1]]);
+  t.same(hits(s.widthHistogram), [
+    [50, 1],
+    [100, 1],
+    [600, 1],
+  ]);
   t.same(s.widthHistogram[0], { bin: 50, count: 1, size: 50 });
   t.equal(s.widthHistogram.length, 12);
   t.equal(total(s.heightHistogram), 3);
-  t.same(hits(s.heightHistogram), [[0, 1], [200, 1], [450, 1]]);
+  t.same(hits(s.heightHistogram), [
+    [0, 1],
+    [200, 1],
+    [450, 1],
+  ]);
   t.same(s.objectsPerImageHistogram, [
     { bin: 0, count: 2, size: 1 },
     { bin: 1, count: 1, size: 1 },
@@ -86,24 +107,53 @@ t.test('statistics of a small dataset, cached until it changes', async (t) => {
   t.equal(total(s.fileSizeHistogram), 4);
   t.same(s.pointsHistogram, [{ bin: 2, count: 4, size: 1 }], 'boxes have 2 points');
   t.equal(s.bboxWidthHistogram.length, 20);
-  t.same(s.bboxWidthHistogram[7], { bin: 0.35, count: 1, size: 0.05 }, '0.35 lands in [0.35, 0.4) although stored as real');
-  t.same(hits(s.bboxWidthHistogram), [[0.05, 1], [0.1, 1], [0.2, 1], [0.35, 1]]);
-  t.same(hits(s.bboxHeightHistogram), [[0.05, 1], [0.1, 1], [0.2, 1], [0.3, 1]]);
-  t.same(cells(first.locationHeatmap.bins), [[2, 2, 3], [10, 18, 1]], 'rows are y, columns x');
+  t.same(
+    s.bboxWidthHistogram[7],
+    { bin: 0.35, count: 1, size: 0.05 },
+    '0.35 lands in [0.35, 0.4) although stored as real',
+  );
+  t.same(hits(s.bboxWidthHistogram), [
+    [0.05, 1],
+    [0.1, 1],
+    [0.2, 1],
+    [0.35, 1],
+  ]);
+  t.same(hits(s.bboxHeightHistogram), [
+    [0.05, 1],
+    [0.1, 1],
+    [0.2, 1],
+    [0.3, 1],
+  ]);
+  t.same(
+    cells(first.locationHeatmap.bins),
+    [
+      [2, 2, 3],
+      [10, 18, 1],
+    ],
+    'rows are y, columns x',
+  );
   t.equal(first.locationHeatmap.maxCount, 3);
   t.equal(first.locationHeatmap.bins.length, 20);
   t.ok(first.locationHeatmap.bins.every((row) => row.length === 20));
   const d = first.dimensionHeatmap;
   t.same([d.minWidth, d.maxWidth, d.minHeight, d.maxHeight], [64, 640, 48, 480]);
   // 100×200: column (100-64)·20/576 = 1, row (200-48)·20/432 = 7; the maxima fall in the last cell.
-  t.same(cells(d.bins), [[0, 0, 1], [7, 1, 1], [19, 19, 1]]);
+  t.same(cells(d.bins), [
+    [0, 0, 1],
+    [7, 1, 1],
+    [19, 19, 1],
+  ]);
   t.equal(d.maxCount, 1);
 
   const second = await stats(id);
   t.equal(second.cached, true, 'served from the cache while the revision stands');
   t.same({ ...second, cached: false }, first);
 
-  await server.services().imageIntake.add(id, [{ bytes: await image(64, 48, 'jpeg'), filename: 'e.jpg', labels: [{ classId: 2, bbox: [0.5, 0.5, 1, 1] }] }]);
+  await server
+    .services()
+    .imageIntake.add(id, [
+      { bytes: await image(64, 48, 'jpeg'), filename: 'e.jpg', labels: [{ classId: 2, bbox: [0.5, 0.5, 1, 1] }] },
+    ]);
   const third = await stats(id);
   t.equal(third.cached, false, 'a new image moves the revision');
   t.same(third.classes[2], { classId: 2, count: 1, imageCount: 1 });
@@ -123,7 +173,11 @@ t.test('a result computed while a write landed is returned but not cached', asyn
     await query(trx, 'update datasets set revision = revision + 1 where id = ?', [id]);
     t.equal((await result).cached, false);
   });
-  const [row] = await query<{ stats_revision: number | null }>(server.services().em, 'select stats_revision from datasets where id = ?', [id]);
+  const [row] = await query<{ stats_revision: number | null }>(
+    server.services().em,
+    'select stats_revision from datasets where id = ?',
+    [id],
+  );
   t.equal(row.stats_revision, null);
 });
 
@@ -136,7 +190,14 @@ t.test('an empty dataset gives empty histograms and zero heatmaps', async (t) =>
     { classId: 1, count: 0, imageCount: 0 },
   ]);
   const s = result.imageStats;
-  for (const name of ['widthHistogram', 'heightHistogram', 'pointsHistogram', 'fileSizeHistogram', 'objectsPerImageHistogram'] as const) t.same(s[name], [], name);
+  for (const name of [
+    'widthHistogram',
+    'heightHistogram',
+    'pointsHistogram',
+    'fileSizeHistogram',
+    'objectsPerImageHistogram',
+  ] as const)
+    t.same(s[name], [], name);
   t.equal(s.bboxWidthHistogram.length, 20);
   t.equal(total(s.bboxWidthHistogram) + total(s.bboxHeightHistogram), 0);
   t.same(s.formatDistribution, {});
@@ -171,7 +232,8 @@ t.test('above the sampling threshold the image statistics come from a sample; cl
   );
   await query(em, 'update datasets set image_count = ?, revision = revision + 1 where id = ?', [images, id]);
 
-  const run = async () => classStats(server.services().em, await server.services().em.findOneOrFail(Dataset, id), { sampleAbove });
+  const run = async () =>
+    classStats(server.services().em, await server.services().em.findOneOrFail(Dataset, id), { sampleAbove });
   const result = ClassStats.parse(await run());
   const sampleSize = result.sampleSize ?? 0;
   t.ok(sampleSize > 1800 && sampleSize < 2200, `about ${sampleAbove} sampled (${sampleSize})`);
@@ -182,7 +244,11 @@ t.test('above the sampling threshold the image statistics come from a sample; cl
     { classId: 0, count: images, imageCount: images },
     { classId: 1, count: images / 10, imageCount: images / 10 },
   ]);
-  t.equal(result.locationHeatmap.bins[10][10], sampleSize + twoBoxes, 'the annotations of the sampled images, no others');
+  t.equal(
+    result.locationHeatmap.bins[10][10],
+    sampleSize + twoBoxes,
+    'the annotations of the sampled images, no others',
+  );
   t.equal(total(result.imageStats.bboxWidthHistogram), sampleSize + twoBoxes);
   const again = await run();
   t.equal(again.cached, true);

@@ -42,10 +42,13 @@ const SIZE = 160;
 
 const world = await startWorld(t, { RATE_LIMIT_CLUSTERING: '1000000' });
 const { server } = world;
-const clustering = (slug: string, query = '', key = world.alice) => call<Page>(server, 'GET', `/api/datasets/alice/${slug}/images/clustering${query}`, { key });
+const clustering = (slug: string, query = '', key = world.alice) =>
+  call<Page>(server, 'GET', `/api/datasets/alice/${slug}/images/clustering${query}`, { key });
 
-const jitter = (random: SeededRandom, value: number, by: number) => Math.max(0, Math.min(255, Math.round(value + (random.next() - 0.5) * 2 * by)));
-const rgb = (random: SeededRandom, [r, g, b]: number[], by = 30) => `rgb(${jitter(random, r, by)},${jitter(random, g, by)},${jitter(random, b, by)})`;
+const jitter = (random: SeededRandom, value: number, by: number) =>
+  Math.max(0, Math.min(255, Math.round(value + (random.next() - 0.5) * 2 * by)));
+const rgb = (random: SeededRandom, [r, g, b]: number[], by = 30) =>
+  `rgb(${jitter(random, r, by)},${jitter(random, g, by)},${jitter(random, b, by)})`;
 
 /** One picture of a family: discs, stripes, a checkerboard or a noise texture, each varied in place, size and shade. */
 async function familyPicture(family: number, random: SeededRandom): Promise<Buffer> {
@@ -54,7 +57,10 @@ async function familyPicture(family: number, random: SeededRandom): Promise<Buff
     const cells = 8 + random.int(8);
     const noise = Buffer.alloc(cells * cells * 3);
     for (let i = 0; i < noise.length; i++) noise[i] = random.int(256);
-    return sharp(noise, { raw: { width: cells, height: cells, channels: 3 } }).resize(SIZE, SIZE, { kernel: 'nearest' }).png().toBuffer();
+    return sharp(noise, { raw: { width: cells, height: cells, channels: 3 } })
+      .resize(SIZE, SIZE, { kernel: 'nearest' })
+      .png()
+      .toBuffer();
   }
   let body = '';
   if (family === 0) {
@@ -65,16 +71,22 @@ async function familyPicture(family: number, random: SeededRandom): Promise<Buff
   } else if (family === 1) {
     const stripe = 8 + random.int(12);
     body = `<rect width="100%" height="100%" fill="${rgb(random, [20, 40, 160])}"/>`;
-    for (let y = random.int(stripe); y < SIZE; y += 2 * stripe) body += `<rect x="0" y="${y}" width="${SIZE}" height="${stripe}" fill="${rgb(random, [60, 200, 80])}"/>`;
+    for (let y = random.int(stripe); y < SIZE; y += 2 * stripe)
+      body += `<rect x="0" y="${y}" width="${SIZE}" height="${stripe}" fill="${rgb(random, [60, 200, 80])}"/>`;
   } else {
     const square = 16 + random.int(16);
     body = `<rect width="100%" height="100%" fill="${rgb(random, [15, 15, 15], 10)}"/>`;
     for (let y = 0; y < SIZE; y += square) {
-      for (let x = (y / square) % 2 === 0 ? 0 : square; x < SIZE; x += 2 * square) body += `<rect x="${x}" y="${y}" width="${square}" height="${square}" fill="${rgb(random, [240, 210, 30], 15)}"/>`;
+      for (let x = (y / square) % 2 === 0 ? 0 : square; x < SIZE; x += 2 * square)
+        body += `<rect x="${x}" y="${y}" width="${square}" height="${square}" fill="${rgb(random, [240, 210, 30], 15)}"/>`;
     }
   }
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${SIZE}" height="${SIZE}">${body}</svg>`;
-  return sharp(Buffer.from(svg)).removeAlpha().rotate(random.int(3) * 90).png().toBuffer();
+  return sharp(Buffer.from(svg))
+    .removeAlpha()
+    .rotate(random.int(3) * 90)
+    .png()
+    .toBuffer();
 }
 
 /** The dataset's files: family f's pictures are named fam-f-k; the discs are labelled (class 0, one box each). */
@@ -93,7 +105,8 @@ async function families(): Promise<Record<string, Buffer | string>> {
 /** Adjusted Rand index of two labellings of the same items (1: the same partition, about 0: chance). */
 function adjustedRandIndex(a: number[], b: number[]): number {
   const pairs = (n: number) => (n * (n - 1)) / 2;
-  const count = (keys: string[]) => keys.reduce((map, key) => map.set(key, (map.get(key) ?? 0) + 1), new Map<string, number>());
+  const count = (keys: string[]) =>
+    keys.reduce((map, key) => map.set(key, (map.get(key) ?? 0) + 1), new Map<string, number>());
   const sum = (map: Map<string, number>) => [...map.values()].reduce((total, n) => total + pairs(n), 0);
   const both = sum(count(a.map((x, i) => `${x}/${b[i]}`)));
   const [sumA, sumB] = [sum(count(a.map(String))), sum(count(b.map(String)))];
@@ -108,69 +121,172 @@ t.test('no layout before an analysis', async (t) => {
 });
 
 t.test('the layout of an analysis: its islands are the families', async (t) => {
-  const job = await ingestArchive(t, world, world.alice, 'alice', 'families', datasetId, 'families.zip', await zipOf(await families()));
+  const job = await ingestArchive(
+    t,
+    world,
+    world.alice,
+    'alice',
+    'families',
+    datasetId,
+    'families.zip',
+    await zipOf(await families()),
+  );
   t.equal(job.status, 'completed', job.error ?? 'ingested');
-  const started = await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice });
+  const started = await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', {
+    key: world.alice,
+  });
   t.equal(started.status, 202);
   const analysis = await waitForJob(t, world, world.alice, started.body.jobId, { seconds: 180 });
-  t.match(analysis, { status: 'completed', result: { embedded: FAMILIES * PER_FAMILY, laidOut: FAMILIES * PER_FAMILY } }, analysis.error ?? 'analyzed and laid out');
+  t.match(
+    analysis,
+    { status: 'completed', result: { embedded: FAMILIES * PER_FAMILY, laidOut: FAMILIES * PER_FAMILY } },
+    analysis.error ?? 'analyzed and laid out',
+  );
 
   const response = await clustering('families');
   t.equal(response.status, 200);
   const page = response.body;
-  t.match(page, { total: 60, offset: 0, limit: 50_000, hasMore: false, nextOffset: null }, 'one page holds the whole layout by default');
+  t.match(
+    page,
+    { total: 60, offset: 0, limit: 50_000, hasMore: false, nextOffset: null },
+    'one page holds the whole layout by default',
+  );
   t.ok(Date.parse(page.updatedAt) > 0, 'dated');
-  const images = (await call<{ images: Array<{ id: string; name: string }> }>(server, 'GET', '/api/datasets/alice/families/images?limit=100', { key: world.alice })).body.images;
+  const images = (
+    await call<{ images: Array<{ id: string; name: string }> }>(
+      server,
+      'GET',
+      '/api/datasets/alice/families/images?limit=100',
+      { key: world.alice },
+    )
+  ).body.images;
   const familyOf = new Map(images.map((image) => [image.id, Number(/^fam-(\d)-/.exec(image.name)![1])]));
   t.equal(page.images.length, FAMILIES * PER_FAMILY);
-  t.same(page.images.map((point) => point.id), [...familyOf.keys()].sort(), 'every image once, in ID order');
-  t.ok(page.images.every((point) => Number.isFinite(point.umapX) && Number.isFinite(point.umapY)), 'finite coordinates');
+  t.same(
+    page.images.map((point) => point.id),
+    [...familyOf.keys()].sort(),
+    'every image once, in ID order',
+  );
+  t.ok(
+    page.images.every((point) => Number.isFinite(point.umapX) && Number.isFinite(point.umapY)),
+    'finite coordinates',
+  );
 
   const clusters = page.images.map((point) => point.cluster!);
   const truth = page.images.map((point) => familyOf.get(point.id)!);
   const ari = adjustedRandIndex(clusters, truth);
   const islands = new Map<number, number[]>();
   page.images.forEach((point, i) => islands.set(point.cluster!, [...(islands.get(point.cluster!) ?? []), truth[i]]));
-  t.comment(`adjusted Rand index of islands against families: ${ari.toFixed(3)}; islands: ${[...islands].sort((a, b) => a[0] - b[0]).map(([island, members]) => `${island}: [${members.join('')}]`).join(' ')}`);
+  t.comment(
+    `adjusted Rand index of islands against families: ${ari.toFixed(3)}; islands: ${[...islands]
+      .sort((a, b) => a[0] - b[0])
+      .map(([island, members]) => `${island}: [${members.join('')}]`)
+      .join(' ')}`,
+  );
   t.ok(ari >= 0.8, `ARI ${ari.toFixed(3)} >= 0.8`);
-  const sizes = [...islands].filter(([island]) => island >= 0).sort((a, b) => a[0] - b[0]).map(([, members]) => members.length);
-  t.same(sizes, [...sizes].sort((a, b) => b - a), 'islands are ranked by size, 0 the largest');
+  const sizes = [...islands]
+    .filter(([island]) => island >= 0)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, members]) => members.length);
+  t.same(
+    sizes,
+    [...sizes].sort((a, b) => b - a),
+    'islands are ranked by size, 0 the largest',
+  );
 
   const disc = page.images.find((point) => familyOf.get(point.id) === 0)!;
-  t.match(disc, { split: 'train', classIds: [0], width: SIZE, height: SIZE, labelCount: 1, labeled: true, missing: false }, "an image's fields");
+  t.match(
+    disc,
+    { split: 'train', classIds: [0], width: SIZE, height: SIZE, labelCount: 1, labeled: true, missing: false },
+    "an image's fields",
+  );
   t.ok(disc.bytes! > 0, 'its size in bytes');
-  t.match(page.images.find((point) => familyOf.get(point.id) === 1), { classIds: [], labelCount: 0, labeled: false });
+  t.match(
+    page.images.find((point) => familyOf.get(point.id) === 1),
+    { classIds: [], labelCount: 0, labeled: false },
+  );
 
   // Paging: three pages of 25, 25 and 10 make the same layout.
   const pages: Page[] = [];
-  for (let offset = 0; offset !== null; ) {
+  for (let offset = 0; offset !== null;) {
     const next = (await clustering('families', `?offset=${offset}&limit=25`)).body;
     pages.push(next);
     offset = next.nextOffset!;
     if (!next.hasMore) break;
   }
-  t.same(pages.map((p) => [p.offset, p.images.length, p.hasMore, p.nextOffset]), [[0, 25, true, 25], [25, 25, true, 50], [50, 10, false, null]]);
-  t.same(pages.flatMap((p) => p.images), page.images, 'the pages together are the layout');
+  t.same(
+    pages.map((p) => [p.offset, p.images.length, p.hasMore, p.nextOffset]),
+    [
+      [0, 25, true, 25],
+      [25, 25, true, 50],
+      [50, 10, false, null],
+    ],
+  );
+  t.same(
+    pages.flatMap((p) => p.images),
+    page.images,
+    'the pages together are the layout',
+  );
   t.same((await clustering('families', '?offset=60')).body.images, [], 'past the end: empty');
   expectError(t, await clustering('families', '?limit=50001'), 400);
   expectError(t, await clustering('families', '?offset=-1'), 400);
 
   // An analysis with nothing new keeps the layout; a deleted image stays in it, missing.
-  const again = await waitForJob(t, world, world.alice, (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice })).body.jobId);
-  t.match(again, { status: 'completed', result: { embedded: 0, laidOut: null } }, 'nothing changed: the layout is kept');
+  const again = await waitForJob(
+    t,
+    world,
+    world.alice,
+    (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice }))
+      .body.jobId,
+  );
+  t.match(
+    again,
+    { status: 'completed', result: { embedded: 0, laidOut: null } },
+    'nothing changed: the layout is kept',
+  );
   t.same((await clustering('families')).body, page, 'the same layout');
   t.equal((await call(server, 'DELETE', `/api/images/${disc.id}`, { key: world.alice })).status, 200);
   const after = (await clustering('families')).body;
-  t.match(after.images.find((point) => point.id === disc.id), { id: disc.id, umapX: disc.umapX, umapY: disc.umapY, split: null, classIds: [], width: 0, height: 0, bytes: null, labelCount: 0, labeled: false, missing: true });
+  t.match(
+    after.images.find((point) => point.id === disc.id),
+    {
+      id: disc.id,
+      umapX: disc.umapX,
+      umapY: disc.umapY,
+      split: null,
+      classIds: [],
+      width: 0,
+      height: 0,
+      bytes: null,
+      labelCount: 0,
+      labeled: false,
+      missing: true,
+    },
+  );
 
   // The next analysis lays out the 59 images left; the same vectors give the same layout.
-  const relaid = await waitForJob(t, world, world.alice, (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice })).body.jobId);
+  const relaid = await waitForJob(
+    t,
+    world,
+    world.alice,
+    (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice }))
+      .body.jobId,
+  );
   t.match(relaid, { status: 'completed', result: { embedded: 0, laidOut: 59 } });
   const first = (await clustering('families')).body;
   t.equal(first.total, 59);
-  t.notOk(first.images.some((point) => point.missing), 'no image missing');
+  t.notOk(
+    first.images.some((point) => point.missing),
+    'no image missing',
+  );
   await server.orm.em.fork().getConnection().execute('delete from dataset_layouts where dataset_id = ?', [datasetId]);
-  await waitForJob(t, world, world.alice, (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice })).body.jobId);
+  await waitForJob(
+    t,
+    world,
+    world.alice,
+    (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice }))
+      .body.jobId,
+  );
   const second = (await clustering('families')).body;
   t.same(second.images, first.images, 'laid out again from the same vectors: the same layout');
 });

@@ -9,9 +9,17 @@ import { query } from '../control-plane/src/db/sql.ts';
 import { changeStatus, DEPLOYMENT_TRANSITIONS } from '../control-plane/src/deployments/deployment-lifecycle.ts';
 import { DEPLOYMENT_STATUSES, type DeploymentStatus } from '../control-plane/src/deployments/deployment.schemas.ts';
 import { insertDeployment } from '../control-plane/src/deployments/deployment.store.ts';
-import { insertRevision, setRevisionJob, type RevisionState } from '../control-plane/src/deployments/deployment-revision.store.ts';
+import {
+  insertRevision,
+  setRevisionJob,
+  type RevisionState,
+} from '../control-plane/src/deployments/deployment-revision.store.ts';
 import { newSealedToken } from '../control-plane/src/deployments/deployment-tokens.ts';
-import { changeRevisionState, REVISION_STATES, REVISION_TRANSITIONS } from '../control-plane/src/deployments/revision-lifecycle.ts';
+import {
+  changeRevisionState,
+  REVISION_STATES,
+  REVISION_TRANSITIONS,
+} from '../control-plane/src/deployments/revision-lifecycle.ts';
 import { seededRandom, type SeededRandom } from './helpers/random.ts';
 import { call, startTestServer } from './helpers/server.ts';
 
@@ -38,13 +46,29 @@ const deploymentMovesSeen = new Set<string>();
 const revisionMovesSeen = new Set<string>();
 
 async function newDeployment(seed: number, n: number | string): Promise<string> {
-  return em().transactional((tx) => insertDeployment(tx, { workspaceId, modelId, slug: `s${seed}-${n}`, name: `seed ${seed} #${n}`, region: 'us', ...SIZE }));
+  return em().transactional((tx) =>
+    insertDeployment(tx, {
+      workspaceId,
+      modelId,
+      slug: `s${seed}-${n}`,
+      name: `seed ${seed} #${n}`,
+      region: 'us',
+      ...SIZE,
+    }),
+  );
 }
 
 /** A starting revision whose job already ended: the sweep has nothing to do with it. */
 async function newRevision(deploymentId: string): Promise<string> {
   return em().transactional(async (tx) => {
-    const revision = await insertRevision(tx, deploymentId, modelId, SIZE, null as unknown as string, newSealedToken(tx, workspaceId));
+    const revision = await insertRevision(
+      tx,
+      deploymentId,
+      modelId,
+      SIZE,
+      null as unknown as string,
+      newSealedToken(tx, workspaceId),
+    );
     const [job] = await query<{ id: string }>(
       tx,
       `insert into jobs (id, workspace_id, kind, status, created_at, updated_at) values (substr(md5(random()::text), 1, 24), ?, 'probe', 'completed', now(), now()) returning id`,
@@ -57,12 +81,18 @@ async function newRevision(deploymentId: string): Promise<string> {
 
 /** The rows a move may touch, as text, to tell whether anything changed. */
 async function snapshot(table: 'deployments' | 'deployment_revisions', ids: string[]): Promise<string> {
-  const rows = await query(em(), `select * from ${table} where id = any(?::text[]) order by id`, [`{${ids.join(',')}}`]);
+  const rows = await query(em(), `select * from ${table} where id = any(?::text[]) order by id`, [
+    `{${ids.join(',')}}`,
+  ]);
   return JSON.stringify(rows);
 }
 
 async function eventCount(ids: string[]): Promise<number> {
-  const [row] = await query<{ count: number }>(em(), `select count(*)::int as count from deployment_events where deployment_id = any(?::text[])`, [`{${ids.join(',')}}`]);
+  const [row] = await query<{ count: number }>(
+    em(),
+    `select count(*)::int as count from deployment_events where deployment_id = any(?::text[])`,
+    [`{${ids.join(',')}}`],
+  );
   return row.count;
 }
 
@@ -92,18 +122,31 @@ async function deploymentRun(t: Test, seed: number, random: SeededRandom): Promi
     const statusMessage = random.next() < 0.5 ? `message ${step}` : null;
     const before = await snapshot('deployments', ids);
     const eventsBefore = await eventCount(ids);
-    const moved = await em().transactional((tx) => changeStatus(tx, id, to, { message: `step ${step}`, statusMessage }, only));
+    const moved = await em().transactional((tx) =>
+      changeStatus(tx, id, to, { message: `step ${step}`, statusMessage }, only),
+    );
     const where = `seed ${seed}, step ${step}: ${from ?? 'no deployment'} → ${to}${only ? ` (only from ${only.join(', ') || 'nothing'})` : ''}`;
     const allowed = from !== undefined && DEPLOYMENT_TRANSITIONS[from].includes(to) && (!only || only.includes(from));
-    if (moved !== allowed) t.fail(`${where}: ${moved ? 'moved' : 'refused'}, the table says ${allowed ? 'allowed' : 'refused'}`);
+    if (moved !== allowed)
+      t.fail(`${where}: ${moved ? 'moved' : 'refused'}, the table says ${allowed ? 'allowed' : 'refused'}`);
     if (moved) {
       moves++;
       deploymentMovesSeen.add(`${from}→${to}`);
       history.get(id)!.push(to);
-      const [after] = await query<{ status: string; status_message: string | null }>(em(), 'select status, status_message from deployments where id = ?', [id]);
-      if (after.status !== to || after.status_message !== statusMessage) t.fail(`${where}: the row reads ${JSON.stringify(after)}`);
-      const [event] = await query<{ message: string }>(em(), 'select message from deployment_events where deployment_id = ? order by id desc limit 1', [id]);
-      if ((await eventCount(ids)) !== eventsBefore + 1 || event?.message !== `${to}: step ${step}`) t.fail(`${where}: the change was not logged once`);
+      const [after] = await query<{ status: string; status_message: string | null }>(
+        em(),
+        'select status, status_message from deployments where id = ?',
+        [id],
+      );
+      if (after.status !== to || after.status_message !== statusMessage)
+        t.fail(`${where}: the row reads ${JSON.stringify(after)}`);
+      const [event] = await query<{ message: string }>(
+        em(),
+        'select message from deployment_events where deployment_id = ? order by id desc limit 1',
+        [id],
+      );
+      if ((await eventCount(ids)) !== eventsBefore + 1 || event?.message !== `${to}: step ${step}`)
+        t.fail(`${where}: the change was not logged once`);
     } else {
       refusals++;
       if ((await snapshot('deployments', ids)) !== before) t.fail(`${where}: refused, yet a deployment row changed`);
@@ -134,7 +177,9 @@ async function revisionRun(t: Test, seed: number, random: SeededRandom): Promise
     // Retired and failed are final: new revisions keep the run going.
     if (random.next() < 0.15) await add();
     const revision = random.pick(revisions);
-    const [row] = await query<{ state: RevisionState }>(em(), 'select state from deployment_revisions where id = ?', [revision.id]);
+    const [row] = await query<{ state: RevisionState }>(em(), 'select state from deployment_revisions where id = ?', [
+      revision.id,
+    ]);
     const from = row.state;
     const to = target(random, REVISION_STATES, REVISION_TRANSITIONS[from]);
     const error = to === 'failed' && random.next() < 0.7 ? `failure ${step}` : null;
@@ -146,57 +191,85 @@ async function revisionRun(t: Test, seed: number, random: SeededRandom): Promise
       [revision.id],
     );
     // One live revision per deployment (a unique index): a second one is refused by PostgreSQL, as the rollout never tries.
-    const [otherLive] = await query(em(), `select 1 from deployment_revisions where deployment_id = ? and state = 'live' and id <> ?`, [revision.deploymentId, revision.id]);
+    const [otherLive] = await query(
+      em(),
+      `select 1 from deployment_revisions where deployment_id = ? and state = 'live' and id <> ?`,
+      [revision.deploymentId, revision.id],
+    );
     const where = `seed ${seed}, step ${step}: ${from} → ${to}`;
     const allowed = REVISION_TRANSITIONS[from].includes(to);
     let moved: boolean;
     try {
       moved = await em().transactional((tx) => changeRevisionState(tx, revision.id, to, error));
     } catch (failure) {
-      if (!(allowed && to === 'live' && otherLive && /deployment_revisions_one_live/.test(String(failure)))) throw failure;
-      if ((await snapshot('deployment_revisions', ids)) !== before) t.fail(`${where}: a second live revision was refused, yet a row changed`);
+      if (!(allowed && to === 'live' && otherLive && /deployment_revisions_one_live/.test(String(failure))))
+        throw failure;
+      if ((await snapshot('deployment_revisions', ids)) !== before)
+        t.fail(`${where}: a second live revision was refused, yet a row changed`);
       continue;
     }
-    if (moved !== allowed) t.fail(`${where}: ${moved ? 'moved' : 'refused'}, the table says ${allowed ? 'allowed' : 'refused'}`);
+    if (moved !== allowed)
+      t.fail(`${where}: ${moved ? 'moved' : 'refused'}, the table says ${allowed ? 'allowed' : 'refused'}`);
     if (moved) {
       moves++;
       revisionMovesSeen.add(`${from}→${to}`);
       history.get(revision.id)!.push(to);
-      const [after] = await query<{ state: string; error: string | null; live_at: string | null; retired_at: string | null }>(
-        em(),
-        'select state, error, live_at, retired_at from deployment_revisions where id = ?',
-        [revision.id],
-      );
+      const [after] = await query<{
+        state: string;
+        error: string | null;
+        live_at: string | null;
+        retired_at: string | null;
+      }>(em(), 'select state, error, live_at, retired_at from deployment_revisions where id = ?', [revision.id]);
       if (after.state !== to) t.fail(`${where}: the row reads ${after.state}`);
       if (after.error !== (error ?? previous.error)) t.fail(`${where}: error reads ${after.error}`);
       const time = (at: string | null) => (at === null ? null : new Date(at).getTime());
-      if (to === 'live' && !(after.live_at && time(after.live_at)! >= (time(previous.live_at) ?? 0))) t.fail(`${where}: live_at not set`);
+      if (to === 'live' && !(after.live_at && time(after.live_at)! >= (time(previous.live_at) ?? 0)))
+        t.fail(`${where}: live_at not set`);
       if (to !== 'live' && time(after.live_at) !== time(previous.live_at)) t.fail(`${where}: live_at changed`);
-      if ((to === 'retired' || to === 'failed') !== (after.retired_at !== null)) t.fail(`${where}: retired_at reads ${after.retired_at}`);
+      if ((to === 'retired' || to === 'failed') !== (after.retired_at !== null))
+        t.fail(`${where}: retired_at reads ${after.retired_at}`);
     } else {
       refusals++;
-      if ((await snapshot('deployment_revisions', ids)) !== before) t.fail(`${where}: refused, yet a revision row changed`);
+      if ((await snapshot('deployment_revisions', ids)) !== before)
+        t.fail(`${where}: refused, yet a revision row changed`);
     }
   }
   for (const [id, states] of history) {
     const bad = states.slice(1).findIndex((to, i) => !REVISION_TRANSITIONS[states[i]].includes(to));
     if (bad >= 0) t.fail(`seed ${seed}: revision ${id} went ${states[bad]} → ${states[bad + 1]}`);
   }
-  t.ok(moves > STEPS / 10 && refusals > STEPS / 10, `seed ${seed}: ${moves} moves, ${refusals} refusals over ${revisions.length} revisions`);
+  t.ok(
+    moves > STEPS / 10 && refusals > STEPS / 10,
+    `seed ${seed}: ${moves} moves, ${refusals} refusals over ${revisions.length} revisions`,
+  );
 }
 
 for (const seed of SEEDS) {
-  t.test(`deployment status, random attempted moves, seed ${seed}: only the listed moves happen; a refused one changes nothing`, (t) =>
-    deploymentRun(t, seed, seededRandom(seed)),
+  t.test(
+    `deployment status, random attempted moves, seed ${seed}: only the listed moves happen; a refused one changes nothing`,
+    (t) => deploymentRun(t, seed, seededRandom(seed)),
   );
-  t.test(`revision state, random attempted moves, seed ${seed}: only the listed moves happen; a refused one changes nothing`, (t) =>
-    revisionRun(t, seed, seededRandom(seed * 7919)),
+  t.test(
+    `revision state, random attempted moves, seed ${seed}: only the listed moves happen; a refused one changes nothing`,
+    (t) => revisionRun(t, seed, seededRandom(seed * 7919)),
   );
 }
 
 t.test('the runs made every move the tables list', async (t) => {
-  const listedDeploymentMoves = DEPLOYMENT_STATUSES.flatMap((from) => DEPLOYMENT_TRANSITIONS[from].map((to) => `${from}→${to}`));
-  t.same(listedDeploymentMoves.filter((move) => !deploymentMovesSeen.has(move)), [], 'every deployment move');
-  const listedRevisionMoves = REVISION_STATES.flatMap((from) => REVISION_TRANSITIONS[from].map((to) => `${from}→${to}`));
-  t.same(listedRevisionMoves.filter((move) => !revisionMovesSeen.has(move)), [], 'every revision move');
+  const listedDeploymentMoves = DEPLOYMENT_STATUSES.flatMap((from) =>
+    DEPLOYMENT_TRANSITIONS[from].map((to) => `${from}→${to}`),
+  );
+  t.same(
+    listedDeploymentMoves.filter((move) => !deploymentMovesSeen.has(move)),
+    [],
+    'every deployment move',
+  );
+  const listedRevisionMoves = REVISION_STATES.flatMap((from) =>
+    REVISION_TRANSITIONS[from].map((to) => `${from}→${to}`),
+  );
+  t.same(
+    listedRevisionMoves.filter((move) => !revisionMovesSeen.has(move)),
+    [],
+    'every revision move',
+  );
 });

@@ -54,67 +54,129 @@ t.test('the migration seals the tokens of existing revisions, and down opens the
   await orm.migrator.up({ to: SEALING });
   const sealed = await revision();
   t.notOk('token' in sealed, 'no plain token column');
-  t.notOk(JSON.stringify(sealed).includes(token) || (sealed.token_sealed as Buffer).includes(Buffer.from(token)), 'the token is nowhere in the row');
+  t.notOk(
+    JSON.stringify(sealed).includes(token) || (sealed.token_sealed as Buffer).includes(Buffer.from(token)),
+    'the token is nowhere in the row',
+  );
   const opened = { workspaceId, tokenKeyId: sealed.token_key_id, tokenSealed: sealed.token_sealed };
-  t.equal(openToken(new CredentialCipher(SECRET), opened), token, 'it opens to the same token under the appliance secret');
+  t.equal(
+    openToken(new CredentialCipher(SECRET), opened),
+    token,
+    'it opens to the same token under the appliance secret',
+  );
   t.throws(() => openToken(new CredentialCipher(randomBytes(32).toString('hex')), opened), 'and under no other');
-  t.throws(() => openToken(new CredentialCipher(SECRET), { ...opened, workspaceId: newId() }), "nor as another workspace's");
+  t.throws(
+    () => openToken(new CredentialCipher(SECRET), { ...opened, workspaceId: newId() }),
+    "nor as another workspace's",
+  );
 
   await orm.migrator.down({ to: BEFORE_SEALING });
   t.match(await revision(), { token, token_sealed: undefined }, 'down: the plain token back');
 });
 
-t.test("a revision created through the API: its server's token is nowhere in the database or a backup, and the control plane presents it", async (t) => {
-  const fixture = await trainedModel('detect');
-  const world = await startWorld(t, { SIGNING_SECRET: SECRET });
-  const { server, alice } = world;
-  const em = () => server.orm.em.fork() as EntityManager;
-  await createProject(world, alice, { project: 'vision', name: 'vision' });
-  const model = await createModel(world, alice, { project: 'vision', model: 'detector', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
-  await uploadWeights(world, alice, model.id, readFileSync(fixture.pt));
-  await seedOnnxExport(server, model.id, fixture.onnx);
-  const { workerKey } = await enrollHost(server, 'inference-host', undefined, 'us-central1');
-  const { client: host } = await WorkerClient.welcomed(server, workerKey);
-  t.teardown(() => host.ws.close());
-  host.beat(300);
-  host.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
-  await eventually(async () => (await query(em(), `select 1 from hosts where 'inference' = any(services)`)).length > 0, 'the host to report its services');
+t.test(
+  "a revision created through the API: its server's token is nowhere in the database or a backup, and the control plane presents it",
+  async (t) => {
+    const fixture = await trainedModel('detect');
+    const world = await startWorld(t, { SIGNING_SECRET: SECRET });
+    const { server, alice } = world;
+    const em = () => server.orm.em.fork() as EntityManager;
+    await createProject(world, alice, { project: 'vision', name: 'vision' });
+    const model = await createModel(world, alice, {
+      project: 'vision',
+      model: 'detector',
+      task: 'detect',
+      trainArgs: { imgsz: fixture.imgsz },
+    });
+    await uploadWeights(world, alice, model.id, readFileSync(fixture.pt));
+    await seedOnnxExport(server, model.id, fixture.onnx);
+    const { workerKey } = await enrollHost(server, 'inference-host', undefined, 'us-central1');
+    const { client: host } = await WorkerClient.welcomed(server, workerKey);
+    t.teardown(() => host.ws.close());
+    host.beat(300);
+    host.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
+    await eventually(
+      async () => (await query(em(), `select 1 from hosts where 'inference' = any(services)`)).length > 0,
+      'the host to report its services',
+    );
 
-  const created = await call<{ id: string }>(server, 'POST', '/api/deployments/alice', {
-    key: alice,
-    body: { project: 'vision', model: 'detector', deployment: 'api', name: 'API', region: 'us-central1', cpu: 2, memoryGi: 4 },
-  });
-  t.equal(created.status, 201, JSON.stringify(created.body));
-  const assigned = await host.nextOf('job.assign', 60_000);
-  const token = assigned.spec.env!.VP_SERVICE_TOKEN!;
-  t.match(token, /^[0-9a-f]{64}$/, "the server's token, given to its host");
-  host.send({ type: 'job.accepted', jobId: assigned.jobId });
-  host.send({ type: 'job.service', jobId: assigned.jobId, url: 'http://127.0.0.1:18080' });
-  await eventually(async () => (await call<{ deployment: { status: string } }>(server, 'GET', '/api/deployments/alice/api', { key: alice })).body.deployment.status === 'ready', 'ready');
+    const created = await call<{ id: string }>(server, 'POST', '/api/deployments/alice', {
+      key: alice,
+      body: {
+        project: 'vision',
+        model: 'detector',
+        deployment: 'api',
+        name: 'API',
+        region: 'us-central1',
+        cpu: 2,
+        memoryGi: 4,
+      },
+    });
+    t.equal(created.status, 201, JSON.stringify(created.body));
+    const assigned = await host.nextOf('job.assign', 60_000);
+    const token = assigned.spec.env!.VP_SERVICE_TOKEN!;
+    t.match(token, /^[0-9a-f]{64}$/, "the server's token, given to its host");
+    host.send({ type: 'job.accepted', jobId: assigned.jobId });
+    host.send({ type: 'job.service', jobId: assigned.jobId, url: 'http://127.0.0.1:18080' });
+    await eventually(
+      async () =>
+        (await call<{ deployment: { status: string } }>(server, 'GET', '/api/deployments/alice/api', { key: alice }))
+          .body.deployment.status === 'ready',
+      'ready',
+    );
 
-  const hexOf = (text: string) => Buffer.from(text).toString('hex');
-  const rows = (await adminQuery('select to_jsonb(r)::text as row from deployment_revisions r', [], server.databaseUrl)).rows.map((row) => row.row as string);
-  t.equal(rows.length, 1);
-  t.notOk(rows[0].includes(token) || rows[0].includes(hexOf(token)), 'the token is nowhere in its row');
-  t.match(await server.deploymentRouter.upstream(em(), created.body.id), { url: 'http://127.0.0.1:18080', token }, 'the control plane opens it to present it');
+    const hexOf = (text: string) => Buffer.from(text).toString('hex');
+    const rows = (
+      await adminQuery('select to_jsonb(r)::text as row from deployment_revisions r', [], server.databaseUrl)
+    ).rows.map((row) => row.row as string);
+    t.equal(rows.length, 1);
+    t.notOk(rows[0].includes(token) || rows[0].includes(hexOf(token)), 'the token is nowhere in its row');
+    t.match(
+      await server.deploymentRouter.upstream(em(), created.body.id),
+      { url: 'http://127.0.0.1:18080', token },
+      'the control plane opens it to present it',
+    );
 
-  const dir = mkdtempSync(join(tmpdir(), 'vp-backup-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const env = { LOG_LEVEL: 'warn', DATABASE_URL: server.databaseUrl, DATA_DIR: server.dataDir, SIGNING_SECRET: SECRET };
-  const backup = await runNode(['installer/src/vpctl.ts', 'backup', join(dir, 'backup'), '--key-file', join(dir, 'backup-key')], env);
-  t.equal(backup.code, 0, backup.stderr);
-  const dumped = gunzipSync(readFileSync(join(dir, 'backup', 'database', 'deployment_revisions.jsonl.gz'))).toString('utf8');
-  t.equal(dumped.trim().split('\n').length, 1, 'the revision is in the backup');
-  t.notOk(dumped.includes(token) || dumped.includes(hexOf(token)), 'its token is not');
+    const dir = mkdtempSync(join(tmpdir(), 'vp-backup-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const env = {
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: server.databaseUrl,
+      DATA_DIR: server.dataDir,
+      SIGNING_SECRET: SECRET,
+    };
+    const backup = await runNode(
+      ['installer/src/vpctl.ts', 'backup', join(dir, 'backup'), '--key-file', join(dir, 'backup-key')],
+      env,
+    );
+    t.equal(backup.code, 0, backup.stderr);
+    const dumped = gunzipSync(readFileSync(join(dir, 'backup', 'database', 'deployment_revisions.jsonl.gz'))).toString(
+      'utf8',
+    );
+    t.equal(dumped.trim().split('\n').length, 1, 'the revision is in the backup');
+    t.notOk(dumped.includes(token) || dumped.includes(hexOf(token)), 'its token is not');
 
-  // Key rotation: under a new SIGNING_SECRET, vpctl integrations reseal seals it again, the same token.
-  const newSecret = randomBytes(32).toString('hex');
-  const previousFile = join(dir, 'previous-secret');
-  writeFileSync(previousFile, SECRET, { mode: 0o600 });
-  const reseal = await runNode(['installer/src/vpctl.ts', 'integrations', 'reseal', '--previous-secret-file', previousFile], { ...env, SIGNING_SECRET: newSecret });
-  t.equal(reseal.code, 0, reseal.stderr);
-  t.equal(reseal.stdout, 'Re-sealed 0 integrations under the current secret\nRe-sealed 1 deployment revision token under the current secret\n');
-  const [row] = (await adminQuery(`select d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed" from deployment_revisions r join deployments d on d.id = r.deployment_id`, [], server.databaseUrl)).rows;
-  t.equal(openToken(new CredentialCipher(newSecret), row), token, 'it opens under the new secret to the same token');
-  t.throws(() => openToken(new CredentialCipher(SECRET), row), 'and no longer under the old one');
-});
+    // Key rotation: under a new SIGNING_SECRET, vpctl integrations reseal seals it again, the same token.
+    const newSecret = randomBytes(32).toString('hex');
+    const previousFile = join(dir, 'previous-secret');
+    writeFileSync(previousFile, SECRET, { mode: 0o600 });
+    const reseal = await runNode(
+      ['installer/src/vpctl.ts', 'integrations', 'reseal', '--previous-secret-file', previousFile],
+      { ...env, SIGNING_SECRET: newSecret },
+    );
+    t.equal(reseal.code, 0, reseal.stderr);
+    t.equal(
+      reseal.stdout,
+      'Re-sealed 0 integrations under the current secret\nRe-sealed 1 deployment revision token under the current secret\n',
+    );
+    const [row] = (
+      await adminQuery(
+        `select d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed" from deployment_revisions r join deployments d on d.id = r.deployment_id`,
+        [],
+        server.databaseUrl,
+      )
+    ).rows;
+    t.equal(openToken(new CredentialCipher(newSecret), row), token, 'it opens under the new secret to the same token');
+    t.throws(() => openToken(new CredentialCipher(SECRET), row), 'and no longer under the old one');
+  },
+);

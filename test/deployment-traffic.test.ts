@@ -45,7 +45,12 @@ const pictures = (await writeTestPictures(pictureDir)).map((written) => readFile
 const picture = pictures[0]!;
 
 async function servable(project: string, slug: string): Promise<void> {
-  const model = await createModel(world, alice, { project, model: slug, task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  const model = await createModel(world, alice, {
+    project,
+    model: slug,
+    task: 'detect',
+    trainArgs: { imgsz: fixture.imgsz },
+  });
   await uploadWeights(world, alice, model.id, readFileSync(fixture.pt));
   await seedOnnxExport(server, model.id, fixture.onnx);
 }
@@ -57,7 +62,11 @@ const { client: host } = await WorkerClient.welcomed(server, workerKey);
 host.beat(300);
 host.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
 t.teardown(() => host.ws.close());
-await eventually(async () => (await query(em(), `select 1 from hosts where name = 'traffic-host' and 'inference' = any(services)`)).length > 0, 'the host to report that it runs inference servers');
+await eventually(
+  async () =>
+    (await query(em(), `select 1 from hosts where name = 'traffic-host' and 'inference' = any(services)`)).length > 0,
+  'the host to report that it runs inference servers',
+);
 
 interface Created {
   id: string;
@@ -66,16 +75,35 @@ interface Created {
 
 /** Creates a deployment (2 CPU: never scaled to zero) and serves its revision at what `serve` starts with its token. */
 async function deploy(slug: string, serve: (token: string) => Promise<string>): Promise<Created> {
-  const created = await call<Created>(server, 'POST', '/api/deployments/alice', { key: alice, body: { project: 'vision', model: 'detector', deployment: slug, name: slug, region: 'us-central1', cpu: 2, memoryGi: 4 } });
+  const created = await call<Created>(server, 'POST', '/api/deployments/alice', {
+    key: alice,
+    body: {
+      project: 'vision',
+      model: 'detector',
+      deployment: slug,
+      name: slug,
+      region: 'us-central1',
+      cpu: 2,
+      memoryGi: 4,
+    },
+  });
   if (created.status !== 201) throw new Error(`create ${slug}: ${created.status} ${JSON.stringify(created.body)}`);
   const assigned = await host.nextOf('job.assign');
   host.send({ type: 'job.accepted', jobId: assigned.jobId });
   host.send({ type: 'job.service', jobId: assigned.jobId, url: await serve(assigned.spec.env!.VP_SERVICE_TOKEN!) });
-  await eventually(async () => (await call<{ deployment: { status: string } }>(server, 'GET', `/api/deployments/alice/${slug}`, { key: alice })).body.deployment.status === 'ready', `${slug} ready`);
+  await eventually(
+    async () =>
+      (await call<{ deployment: { status: string } }>(server, 'GET', `/api/deployments/alice/${slug}`, { key: alice }))
+        .body.deployment.status === 'ready',
+    `${slug} ready`,
+  );
   return created.body;
 }
 
-const real = await deploy('api', async (token) => (await startInferenceServer(t, fixture.onnx, { VP_SERVICE_TOKEN: token })).url);
+const real = await deploy(
+  'api',
+  async (token) => (await startInferenceServer(t, fixture.onnx, { VP_SERVICE_TOKEN: token })).url,
+);
 
 /** What a stand-in upstream does with its next requests. */
 let standIn: 'fail' | 'hang' = 'fail';
@@ -103,75 +131,131 @@ function form(image: Uint8Array, fields: Record<string, string> = {}): FormData 
 }
 
 async function post(path: string, key: string | undefined, body: FormData | string, contentType?: string) {
-  const headers: Record<string, string> = { 'user-agent': 'traffic-test/1', ...(contentType && { 'content-type': contentType }) };
+  const headers: Record<string, string> = {
+    'user-agent': 'traffic-test/1',
+    ...(contentType && { 'content-type': contentType }),
+  };
   if (key) headers.authorization = `Bearer ${key}`;
   const started = performance.now();
   const response = await fetch(`${server.url}${path}`, { method: 'POST', body, headers });
-  return { status: response.status, body: (await response.json()) as { error?: string; images?: Array<{ results: unknown[] }> }, ms: performance.now() - started };
+  return {
+    status: response.status,
+    body: (await response.json()) as { error?: string; images?: Array<{ results: unknown[] }> },
+    ms: performance.now() - started,
+  };
 }
 
-const viaApi = (key: string | undefined, body: FormData | string, slug = 'api', contentType?: string) => post(`/api/deployments/alice/${slug}/predict`, key, body, contentType);
-const viaService = (key: string | undefined, body: FormData | string, id = real.id, contentType?: string) => post(`/svc/${id}/predict`, key, body, contentType);
-const recorded = async (id: string) => (await query<{ n: number }>(em(), 'select count(*)::int as n from deployment_requests where deployment_id = ?', [id]))[0]!.n;
+const viaApi = (key: string | undefined, body: FormData | string, slug = 'api', contentType?: string) =>
+  post(`/api/deployments/alice/${slug}/predict`, key, body, contentType);
+const viaService = (key: string | undefined, body: FormData | string, id = real.id, contentType?: string) =>
+  post(`/svc/${id}/predict`, key, body, contentType);
+const recorded = async (id: string) =>
+  (
+    await query<{ n: number }>(em(), 'select count(*)::int as n from deployment_requests where deployment_id = ?', [id])
+  )[0]!.n;
 
 t.test('predict through the platform and through the service URL answers what model predict answers', async (t) => {
   const [key, referenceKey] = [await freshKey(), await freshKey()];
   let detections = 0;
   for (const image of pictures) {
     // A low threshold: the fixture was trained on other pictures of the same kind.
-    const reference = await post('/api/models/alice/vision/detector/predict', referenceKey, form(image, { conf: '0.01' }));
+    const reference = await post(
+      '/api/models/alice/vision/detector/predict',
+      referenceKey,
+      form(image, { conf: '0.01' }),
+    );
     t.equal(reference.status, 200, JSON.stringify(reference.body));
     detections += reference.body.images![0]!.results.length;
     const proxied = await viaApi(key, form(image, { conf: '0.01' }));
     t.equal(proxied.status, 200, JSON.stringify(proxied.body));
-    t.same(proxied.body.images![0]!.results, reference.body.images![0]!.results, 'through the platform: the same predictions');
+    t.same(
+      proxied.body.images![0]!.results,
+      reference.body.images![0]!.results,
+      'through the platform: the same predictions',
+    );
     const direct = await viaService(alice, form(image, { conf: '0.01' }));
     t.equal(direct.status, 200, JSON.stringify(direct.body));
-    t.same(direct.body.images![0]!.results, reference.body.images![0]!.results, 'through the service URL: the same predictions');
+    t.same(
+      direct.body.images![0]!.results,
+      reference.body.images![0]!.results,
+      'through the service URL: the same predictions',
+    );
   }
   t.ok(detections > 0, `the pictures have detections (${detections})`);
-  const normalized = await viaApi(key, form(pictures.find(Boolean)!, { normalize: 'true', decimals: '2', conf: '0.01' }));
+  const normalized = await viaApi(
+    key,
+    form(pictures.find(Boolean)!, { normalize: 'true', decimals: '2', conf: '0.01' }),
+  );
   const boxes = (normalized.body.images![0]!.results as Array<{ box: { x2: number } }>).map((row) => row.box.x2);
-  t.ok(boxes.every((x2) => x2 <= 1 && Math.round(x2 * 100) === x2 * 100), 'parameters reach the server (normalize, decimals)');
+  t.ok(
+    boxes.every((x2) => x2 <= 1 && Math.round(x2 * 100) === x2 * 100),
+    'parameters reach the server (normalize, decimals)',
+  );
 });
 
-t.test('a URL source is fetched by the platform; the service URL leaves it to the server, which refuses it', async (t) => {
-  const images = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(picture));
-  await new Promise<void>((listening) => images.listen(0, '127.0.0.1', listening));
-  t.teardown(() => images.close());
-  const source = `http://127.0.0.1:${(images.address() as AddressInfo).port}/picture.png`;
-  const key = await freshKey();
-  const byFile = await viaApi(key, form(picture));
-  const bySource = await viaApi(key, JSON.stringify({ source }), 'api', 'application/json');
-  t.equal(bySource.status, 200, JSON.stringify(bySource.body));
-  t.same(bySource.body.images![0]!.results, byFile.body.images![0]!.results);
-  const direct = await viaService(alice, JSON.stringify({ source }), real.id, 'application/json');
-  t.equal(direct.status, 400);
-  t.match(direct.body.error, /source URLs are not fetched/);
-});
+t.test(
+  'a URL source is fetched by the platform; the service URL leaves it to the server, which refuses it',
+  async (t) => {
+    const images = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(picture));
+    await new Promise<void>((listening) => images.listen(0, '127.0.0.1', listening));
+    t.teardown(() => images.close());
+    const source = `http://127.0.0.1:${(images.address() as AddressInfo).port}/picture.png`;
+    const key = await freshKey();
+    const byFile = await viaApi(key, form(picture));
+    const bySource = await viaApi(key, JSON.stringify({ source }), 'api', 'application/json');
+    t.equal(bySource.status, 200, JSON.stringify(bySource.body));
+    t.same(bySource.body.images![0]!.results, byFile.body.images![0]!.results);
+    const direct = await viaService(alice, JSON.stringify({ source }), real.id, 'application/json');
+    t.equal(direct.status, 400);
+    t.match(direct.body.error, /source URLs are not fetched/);
+  },
+);
 
 t.test('who may call: owner keys and the deployment key; strangers 404; the deployment key nowhere else', async (t) => {
-  t.equal((await viaService(real.apiKey, form(picture))).status, 200, "the deployment's own key reaches its service URL");
-  t.equal((await viaApi(real.apiKey, form(picture))).status, 200, "and its predict through the platform");
+  t.equal(
+    (await viaService(real.apiKey, form(picture))).status,
+    200,
+    "the deployment's own key reaches its service URL",
+  );
+  t.equal((await viaApi(real.apiKey, form(picture))).status, 200, 'and its predict through the platform');
   t.equal((await viaService(real.apiKey, form(picture), flaky.id)).status, 404, 'not another deployment');
   t.equal((await viaApi(real.apiKey, form(picture), 'flaky')).status, 403, 'not through the platform either');
-  t.equal((await call(server, 'GET', '/api/deployments/alice', { key: real.apiKey })).status, 403, 'nor the rest of the API');
+  t.equal(
+    (await call(server, 'GET', '/api/deployments/alice', { key: real.apiKey })).status,
+    403,
+    'nor the rest of the API',
+  );
   t.equal((await viaService(bobby, form(picture))).status, 404, "another workspace's key: no such deployment");
   t.equal((await viaApi(bobby, form(picture))).status, 404, 'through the platform too (a private model)');
   t.equal((await viaService(undefined, form(picture))).status, 401, 'the service URL needs a key');
   t.equal((await viaService(alice, form(picture), 'f'.repeat(24))).status, 404);
-  const wrongMethod = await fetch(`${server.url}/svc/${real.id}/predict`, { headers: { authorization: `Bearer ${alice}` } });
+  const wrongMethod = await fetch(`${server.url}/svc/${real.id}/predict`, {
+    headers: { authorization: `Bearer ${alice}` },
+  });
   t.equal(wrongMethod.status, 405);
-  for (const path of ['metrics', 'logs', 'health']) t.equal((await call(server, 'GET', `/api/deployments/alice/api/${path}`, { key: bobby })).status, 404, `a stranger's ${path}: 404`);
+  for (const path of ['metrics', 'logs', 'health'])
+    t.equal(
+      (await call(server, 'GET', `/api/deployments/alice/api/${path}`, { key: bobby })).status,
+      404,
+      `a stranger's ${path}: 404`,
+    );
 });
 
 t.test('the service URL is outside the Predict rate limit; the platform predict is not', async (t) => {
   const key = await freshKey();
   const direct = await Promise.all(Array.from({ length: PREDICT_LIMIT + 3 }, () => viaService(key, form(picture))));
-  t.same(direct.map((answer) => answer.status), direct.map(() => 200), 'every service URL call answered');
+  t.same(
+    direct.map((answer) => answer.status),
+    direct.map(() => 200),
+    'every service URL call answered',
+  );
   const statuses: number[] = [];
   for (let i = 0; i < PREDICT_LIMIT + 1; i += 1) statuses.push((await viaApi(key, form(picture))).status);
-  t.same(statuses, [...Array(PREDICT_LIMIT).fill(200), 429], 'the platform predict counts against the Predict category');
+  t.same(
+    statuses,
+    [...Array(PREDICT_LIMIT).fill(200), 429],
+    'the platform predict counts against the Predict category',
+  );
 });
 
 t.test("the server's answers and failures: 4xx passed through, 5xx and unreachable 502, no answer 504", async (t) => {
@@ -179,7 +263,11 @@ t.test("the server's answers and failures: 4xx passed through, 5xx and unreachab
   const bad = await viaService(alice, form(picture, { imgsz: '5000' }));
   t.equal(bad.status, 400);
   t.match(bad.body.error, /imgsz/, "the server's own 400 and message");
-  t.equal((await viaApi(key, form(picture, { conf: '7' }))).status, 400, 'the platform checks parameters before sending');
+  t.equal(
+    (await viaApi(key, form(picture, { conf: '7' }))).status,
+    400,
+    'the platform checks parameters before sending',
+  );
   standIn = 'fail';
   const failed = await viaApi(key, form(picture), 'flaky');
   t.equal(failed.status, 502);
@@ -198,11 +286,18 @@ t.test("the server's answers and failures: 4xx passed through, 5xx and unreachab
 });
 
 t.test('health: the live server answers; not healthy where nothing serves', async (t) => {
-  const health = await call<{ healthy: boolean; status: number; latencyMs: number }>(server, 'GET', '/api/deployments/alice/api/health', { key: alice });
+  const health = await call<{ healthy: boolean; status: number; latencyMs: number }>(
+    server,
+    'GET',
+    '/api/deployments/alice/api/health',
+    { key: alice },
+  );
   t.equal(health.status, 200);
   t.match(health.body, { healthy: true, status: 200 });
   t.ok(health.body.latencyMs > 0);
-  const direct = await fetch(`${server.url}/svc/${real.id}/health`, { headers: { authorization: `Bearer ${real.apiKey}` } });
+  const direct = await fetch(`${server.url}/svc/${real.id}/health`, {
+    headers: { authorization: `Bearer ${real.apiKey}` },
+  });
   t.match(await direct.json(), { healthy: true, task: 'detect' }, "the service URL's health is the server's own");
 });
 
@@ -219,78 +314,142 @@ t.test('metrics: totals, errors and latency percentiles of the recorded requests
   const client: number[] = [];
   for (const image of [...pictures, ...pictures, ...pictures]) client.push((await viaService(alice, form(image))).ms);
   await eventually(async () => (await recorded(real.id)) >= before + client.length, 'the requests to be recorded');
-  const rows = await query<{ method: string; latency_ms: number; status: number; via: string; user_agent: string; request_bytes: string; response_bytes: string }>(
+  const rows = await query<{
+    method: string;
+    latency_ms: number;
+    status: number;
+    via: string;
+    user_agent: string;
+    request_bytes: string;
+    response_bytes: string;
+  }>(
     em(),
     'select method, latency_ms, status, via, user_agent, request_bytes, response_bytes from deployment_requests where deployment_id = ? order by id',
     [real.id],
   );
   const latest = rows.slice(-client.length);
-  t.ok(latest.every((row) => row.latency_ms > 0 && row.latency_ms <= Math.max(...client) + 1), 'the recorded latencies are within what the caller saw');
+  t.ok(
+    latest.every((row) => row.latency_ms > 0 && row.latency_ms <= Math.max(...client) + 1),
+    'the recorded latencies are within what the caller saw',
+  );
   t.match(latest[0], { via: 'service', user_agent: 'traffic-test/1' }, 'via and user agent');
   // A GET (a health check recorded meanwhile) has no body; every predict has both sizes.
-  const sizeless = latest.filter((row) => !((row.method === 'GET' || Number(row.request_bytes) > 0) && Number(row.response_bytes) > 0));
+  const sizeless = latest.filter(
+    (row) => !((row.method === 'GET' || Number(row.request_bytes) > 0) && Number(row.response_bytes) > 0),
+  );
   t.same(sizeless, [], 'every request and response has its size recorded');
-  t.ok(rows.some((row) => row.via === 'proxy'), 'platform predicts are recorded too');
+  t.ok(
+    rows.some((row) => row.via === 'proxy'),
+    'platform predicts are recorded too',
+  );
 
   const latencies = rows.map((row) => row.latency_ms).sort((a, b) => a - b);
   const errors = rows.filter((row) => row.status >= 500).length;
-  const metrics = await call<{ summary: Record<string, number>; timeSeries: Record<string, Array<{ timestamp: string; value: number }>>; timeRange: { start: string; end: string } }>(
-    server,
-    'GET',
-    '/api/deployments/alice/api/metrics?range=1h',
-    { key: alice },
-  );
+  const metrics = await call<{
+    summary: Record<string, number>;
+    timeSeries: Record<string, Array<{ timestamp: string; value: number }>>;
+    timeRange: { start: string; end: string };
+  }>(server, 'GET', '/api/deployments/alice/api/metrics?range=1h', { key: alice });
   t.equal(metrics.status, 200, JSON.stringify(metrics.body));
   const { summary, timeSeries } = metrics.body;
   t.equal(summary.totalRequests, rows.length);
   t.equal(summary.errorCount, errors);
-  const near = (actual: number, expected: number, what: string) => t.ok(Math.abs(actual - expected) <= 0.01, `${what}: ${actual} ≈ ${expected}`);
+  const near = (actual: number, expected: number, what: string) =>
+    t.ok(Math.abs(actual - expected) <= 0.01, `${what}: ${actual} ≈ ${expected}`);
   near(summary.avgLatencyMs!, latencies.reduce((sum, value) => sum + value, 0) / latencies.length, 'average');
   near(summary.p50LatencyMs!, percentile(latencies, 0.5), 'p50');
   near(summary.p95LatencyMs!, percentile(latencies, 0.95), 'p95');
   near(summary.p99LatencyMs!, percentile(latencies, 0.99), 'p99');
   t.ok(timeSeries.requests!.length >= 60 && timeSeries.requests!.length <= 61, 'a bucket per minute');
-  t.equal(timeSeries.requests!.reduce((sum, point) => sum + point.value, 0), rows.length, 'the buckets hold every request');
+  t.equal(
+    timeSeries.requests!.reduce((sum, point) => sum + point.value, 0),
+    rows.length,
+    'the buckets hold every request',
+  );
   t.same(timeSeries.cpuUtilization, [], 'CPU is not reported by the agents');
   t.ok(timeSeries.instanceCount!.at(-1)!.value === 1, 'one server serves now');
 
-  const overview = await call<Record<string, Record<string, unknown>>>(server, 'GET', '/api/deployments/alice/api/metrics?view=overview&range=6h', { key: alice });
+  const overview = await call<Record<string, Record<string, unknown>>>(
+    server,
+    'GET',
+    '/api/deployments/alice/api/metrics?view=overview&range=6h',
+    { key: alice },
+  );
   t.same(Object.keys(overview.body.timeSeries!).sort(), ['errors', 'latencyP95', 'requests']);
   t.match(overview.body.summary, { totalRequests: rows.length, p95LatencyMs: summary.p95LatencyMs });
-  const sparkline = await call<{ requests24h: number[]; totalRequests: number }>(server, 'GET', '/api/deployments/alice/api/metrics?sparkline=true', { key: alice });
+  const sparkline = await call<{ requests24h: number[]; totalRequests: number }>(
+    server,
+    'GET',
+    '/api/deployments/alice/api/metrics?sparkline=true',
+    { key: alice },
+  );
   t.equal(sparkline.body.totalRequests, rows.length);
-  t.equal(sparkline.body.requests24h.reduce((sum, value) => sum + value, 0), rows.length);
-  const flakyMetrics = await call<{ summary: { errorCount: number; errorRate: number } }>(server, 'GET', '/api/deployments/alice/flaky/metrics', { key: alice });
-  t.ok(flakyMetrics.body.summary.errorCount >= 3 && flakyMetrics.body.summary.errorRate === 1, "the stand-in's 500, 504 and 502 are errors");
+  t.equal(
+    sparkline.body.requests24h.reduce((sum, value) => sum + value, 0),
+    rows.length,
+  );
+  const flakyMetrics = await call<{ summary: { errorCount: number; errorRate: number } }>(
+    server,
+    'GET',
+    '/api/deployments/alice/flaky/metrics',
+    { key: alice },
+  );
+  t.ok(
+    flakyMetrics.body.summary.errorCount >= 3 && flakyMetrics.body.summary.errorRate === 1,
+    "the stand-in's 500, 504 and 502 are errors",
+  );
   t.equal((await call(server, 'GET', '/api/deployments/alice/api/metrics?range=2d', { key: alice })).status, 400);
 });
 
 t.test('metrics and logs read right after requests include them: nothing waits for the next batch write', async (t) => {
-  const total = async () => (await call<{ summary: { totalRequests: number } }>(server, 'GET', '/api/deployments/alice/api/metrics?range=1h', { key: alice })).body.summary.totalRequests;
+  const total = async () =>
+    (
+      await call<{ summary: { totalRequests: number } }>(server, 'GET', '/api/deployments/alice/api/metrics?range=1h', {
+        key: alice,
+      })
+    ).body.summary.totalRequests;
   const before = await total();
   for (const image of pictures) t.equal((await viaService(alice, form(image))).status, 200);
   t.ok((await total()) >= before + pictures.length, `the ${pictures.length} requests just served are counted at once`);
   const mark = Date.now();
   for (const image of pictures) t.equal((await viaService(alice, form(image))).status, 200);
   const page = await call<LogPage>(server, 'GET', '/api/deployments/alice/api/logs?limit=50', { key: alice });
-  const served = page.body.entries.filter((entry) => entry.httpRequest?.method === 'POST' && Date.parse(entry.timestamp) >= mark);
+  const served = page.body.entries.filter(
+    (entry) => entry.httpRequest?.method === 'POST' && Date.parse(entry.timestamp) >= mark,
+  );
   t.equal(served.length, pictures.length, 'and logged at once');
 });
 
 interface LogPage {
-  entries: Array<{ timestamp: string; severity: string; message: string; httpRequest?: { method: string; url: string; status: number } }>;
+  entries: Array<{
+    timestamp: string;
+    severity: string;
+    message: string;
+    httpRequest?: { method: string; url: string; status: number };
+  }>;
   nextPageToken?: string;
 }
 
-const logs = (slug: string, query: string) => call<LogPage>(server, 'GET', `/api/deployments/alice/${slug}/logs?${query}`, { key: alice });
+const logs = (slug: string, query: string) =>
+  call<LogPage>(server, 'GET', `/api/deployments/alice/${slug}/logs?${query}`, { key: alice });
 
 t.test('logs: every event and request once, newest first, across pages that new entries do not shift', async (t) => {
   const first = await logs('api', 'limit=200');
   t.equal(first.status, 200, JSON.stringify(first.body));
   const everything = first.body.entries;
-  const total = (await query<{ n: number }>(em(), `select (select count(*) from deployment_events where deployment_id = ?) + (select count(*) from deployment_requests where deployment_id = ?) as n`, [real.id, real.id]))[0]!.n;
+  const total = (
+    await query<{ n: number }>(
+      em(),
+      `select (select count(*) from deployment_events where deployment_id = ?) + (select count(*) from deployment_requests where deployment_id = ?) as n`,
+      [real.id, real.id],
+    )
+  )[0]!.n;
   t.equal(everything.length, Math.min(200, Number(total)));
-  t.ok(everything.some((entry) => entry.httpRequest?.url === `/svc/${real.id}/predict`) && everything.some((entry) => !entry.httpRequest), 'requests and events');
+  t.ok(
+    everything.some((entry) => entry.httpRequest?.url === `/svc/${real.id}/predict`) &&
+      everything.some((entry) => !entry.httpRequest),
+    'requests and events',
+  );
 
   const seen: string[] = [];
   let page = await logs('api', 'limit=7');
@@ -305,16 +464,31 @@ t.test('logs: every event and request once, newest first, across pages that new 
     seen.push(...page.body.entries.map((entry) => JSON.stringify(entry)));
   }
   t.equal(new Set(seen).size, seen.length, 'no entry twice');
-  t.same(seen, everything.map((entry) => JSON.stringify(entry)), 'the pages are exactly the log as it was, newest first');
+  t.same(
+    seen,
+    everything.map((entry) => JSON.stringify(entry)),
+    'the pages are exactly the log as it was, newest first',
+  );
   const times = seen.map((entry) => Date.parse((JSON.parse(entry) as { timestamp: string }).timestamp));
-  t.ok(times.every((time, index) => index === 0 || time <= times[index - 1]!), 'newest first');
+  t.ok(
+    times.every((time, index) => index === 0 || time <= times[index - 1]!),
+    'newest first',
+  );
 });
 
 t.test('logs: severity filter, bad tokens and limits', async (t) => {
   const errors = await logs('flaky', 'severity=ERROR');
-  t.ok(errors.body.entries.length >= 3 && errors.body.entries.every((entry) => entry.severity === 'ERROR' && entry.httpRequest!.status >= 500), 'only the failed requests');
+  t.ok(
+    errors.body.entries.length >= 3 &&
+      errors.body.entries.every((entry) => entry.severity === 'ERROR' && entry.httpRequest!.status >= 500),
+    'only the failed requests',
+  );
   const mixed = await logs('flaky', 'severity=error,INFO');
-  t.ok(mixed.body.entries.some((entry) => entry.severity === 'INFO') && mixed.body.entries.length > errors.body.entries.length, 'several severities, any case');
+  t.ok(
+    mixed.body.entries.some((entry) => entry.severity === 'INFO') &&
+      mixed.body.entries.length > errors.body.entries.length,
+    'several severities, any case',
+  );
   t.equal((await logs('api', 'severity=LOUD')).status, 400);
   t.equal((await logs('api', 'pageToken=garbage')).status, 400);
   const other = (await logs('flaky', 'limit=1')).body.nextPageToken!;
@@ -329,7 +503,17 @@ t.test('the requests answered before a shutdown are recorded', async (t) => {
   const second = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { SIGNING_SECRET: SECRET } });
   const before = await recorded(real.id);
   const answers = await Promise.all(
-    Array.from({ length: 4 }, async () => (await fetch(`${second.url}/svc/${real.id}/predict`, { method: 'POST', body: form(picture), headers: { authorization: `Bearer ${alice}` } })).status),
+    Array.from(
+      { length: 4 },
+      async () =>
+        (
+          await fetch(`${second.url}/svc/${real.id}/predict`, {
+            method: 'POST',
+            body: form(picture),
+            headers: { authorization: `Bearer ${alice}` },
+          })
+        ).status,
+    ),
   );
   t.same(answers, [200, 200, 200, 200]);
   await second.close();
@@ -340,8 +524,15 @@ t.test('a deployment that is stopped answers why', async (t) => {
   await call(server, 'PATCH', '/api/deployments/alice/flaky', { key: alice, body: { action: 'stop' } });
   const cancel = await host.nextOf('job.cancel');
   host.send({ type: 'job.finished', jobId: cancel.jobId, outcome: 'cancelled', exitCode: 143 });
-  await eventually(async () => (await call<{ deployment: { status: string } }>(server, 'GET', '/api/deployments/alice/flaky', { key: alice })).body.deployment.status === 'stopped', 'flaky stopped');
-  const health = await call<{ healthy: boolean; error: string }>(server, 'GET', '/api/deployments/alice/flaky/health', { key: alice });
+  await eventually(
+    async () =>
+      (await call<{ deployment: { status: string } }>(server, 'GET', '/api/deployments/alice/flaky', { key: alice }))
+        .body.deployment.status === 'stopped',
+    'flaky stopped',
+  );
+  const health = await call<{ healthy: boolean; error: string }>(server, 'GET', '/api/deployments/alice/flaky/health', {
+    key: alice,
+  });
   t.match(health.body, { healthy: false, error: /stopped/ });
   const predicted = await viaService(alice, form(picture), flaky.id);
   t.equal(predicted.status, 503);

@@ -43,7 +43,12 @@ interface Deployment {
 type Assignment = Extract<ServerMessage, { type: 'job.assign' }>;
 
 async function servable(project: string, slug: string): Promise<string> {
-  const model = await createModel(world, alice, { project, model: slug, task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  const model = await createModel(world, alice, {
+    project,
+    model: slug,
+    task: 'detect',
+    trainArgs: { imgsz: fixture.imgsz },
+  });
   await uploadWeights(world, alice, model.id, readFileSync(fixture.pt));
   await seedOnnxExport(server, model.id, fixture.onnx);
   return model.id;
@@ -64,7 +69,17 @@ async function inferenceHost(name: string, region?: string): Promise<WorkerClien
   client.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
   t.teardown(() => client.ws.close());
   // Capabilities are recorded asynchronously: a deployment created before that finds no host for it.
-  await eventually(async () => (await query<{ n: number }>(em(), `select count(*)::int as n from hosts where name = ? and 'inference' = any(services)`, [name]))[0]!.n > 0, `${name} to report its services`);
+  await eventually(
+    async () =>
+      (
+        await query<{ n: number }>(
+          em(),
+          `select count(*)::int as n from hosts where name = ? and 'inference' = any(services)`,
+          [name],
+        )
+      )[0]!.n > 0,
+    `${name} to report its services`,
+  );
   return client;
 }
 
@@ -84,16 +99,28 @@ async function stopped(host: WorkerClient, jobId: string): Promise<void> {
   host.send({ type: 'job.finished', jobId, outcome: 'cancelled', exitCode: 143 });
 }
 
-const create = (body: Record<string, unknown>, key = alice) => call<Record<string, string>>(server, 'POST', '/api/deployments/alice', { key, body });
-const read = async (slug: string, key = alice) => (await call<{ deployment: Deployment }>(server, 'GET', `/api/deployments/alice/${slug}`, { key })).body.deployment;
-const patch = (slug: string, body: Record<string, unknown>, key = alice) => call<Record<string, string>>(server, 'PATCH', `/api/deployments/alice/${slug}`, { key, body });
+const create = (body: Record<string, unknown>, key = alice) =>
+  call<Record<string, string>>(server, 'POST', '/api/deployments/alice', { key, body });
+const read = async (slug: string, key = alice) =>
+  (await call<{ deployment: Deployment }>(server, 'GET', `/api/deployments/alice/${slug}`, { key })).body.deployment;
+const patch = (slug: string, body: Record<string, unknown>, key = alice) =>
+  call<Record<string, string>>(server, 'PATCH', `/api/deployments/alice/${slug}`, { key, body });
 const untilStatus = (slug: string, status: string, timeoutMs = 20_000) =>
-  eventually(async () => {
-    const deployment = await read(slug);
-    return deployment.status === status && deployment;
-  }, `${slug} ${status}`, timeoutMs);
+  eventually(
+    async () => {
+      const deployment = await read(slug);
+      return deployment.status === status && deployment;
+    },
+    `${slug} ${status}`,
+    timeoutMs,
+  );
 const em = () => server.orm.em.fork() as EntityManager;
-const events = async (id: string) => (await query<{ severity: string; message: string }>(em(), 'select severity, message from deployment_events where deployment_id = ? order by id', [id]));
+const events = async (id: string) =>
+  await query<{ severity: string; message: string }>(
+    em(),
+    'select severity, message from deployment_events where deployment_id = ? order by id',
+    [id],
+  );
 
 t.test('create: validation, and 503 when no host runs inference in the region', async (t) => {
   const body = { project: 'vision', model: 'detector', deployment: 'early', name: 'early', region: 'us-central1' };
@@ -117,87 +144,174 @@ t.test('create: validation, and 503 when no host runs inference in the region', 
   t.equal((await create({ ...body, region: 'europe-west4' })).status, 503, 'a host of another region does not count');
 });
 
-t.test('create → deploying → ready: the revision is a service job with the model, its size and its token', async (t) => {
-  const host = await inferenceHost('api-host', 'us-west2');
-  const created = await create({ project: 'vision', model: 'detector', deployment: 'api', name: 'API', region: 'us-west2', cpu: 2, memoryGi: 4 });
-  t.equal(created.status, 201, JSON.stringify(created.body));
-  t.match(created.body, { deployment: 'api', status: 'creating', region: 'us-west2', apiKey: /^ul_/ });
-  t.equal((await create({ project: 'vision', model: 'detector', deployment: 'api', name: 'API', region: 'us-west2' })).status, 409, 'the URL name is taken');
+t.test(
+  'create → deploying → ready: the revision is a service job with the model, its size and its token',
+  async (t) => {
+    const host = await inferenceHost('api-host', 'us-west2');
+    const created = await create({
+      project: 'vision',
+      model: 'detector',
+      deployment: 'api',
+      name: 'API',
+      region: 'us-west2',
+      cpu: 2,
+      memoryGi: 4,
+    });
+    t.equal(created.status, 201, JSON.stringify(created.body));
+    t.match(created.body, { deployment: 'api', status: 'creating', region: 'us-west2', apiKey: /^ul_/ });
+    t.equal(
+      (await create({ project: 'vision', model: 'detector', deployment: 'api', name: 'API', region: 'us-west2' }))
+        .status,
+      409,
+      'the URL name is taken',
+    );
 
-  const assigned = await serve(host, 'http://127.0.0.1:18080');
-  const spec: JobSpec = assigned.spec;
-  t.match(spec, { environment: 'inference', command: ['vp-inference-server'], cpus: 2, memoryBytes: 4 * 2 ** 30, service: { port: 8080, healthPath: '/health' } });
-  t.match(spec.env, { VP_MODEL_FILE: 'model.onnx', VP_SERVICE_TOKEN: /^[0-9a-f]{64}$/, VP_MAX_BYTES: /^\d+$/ });
-  const download = await fetch(spec.inputs![0]!.url);
-  t.same(Buffer.from(await download.arrayBuffer()), readFileSync(fixture.onnx), "the job's input is the model's ONNX export");
+    const assigned = await serve(host, 'http://127.0.0.1:18080');
+    const spec: JobSpec = assigned.spec;
+    t.match(spec, {
+      environment: 'inference',
+      command: ['vp-inference-server'],
+      cpus: 2,
+      memoryBytes: 4 * 2 ** 30,
+      service: { port: 8080, healthPath: '/health' },
+    });
+    t.match(spec.env, { VP_MODEL_FILE: 'model.onnx', VP_SERVICE_TOKEN: /^[0-9a-f]{64}$/, VP_MAX_BYTES: /^\d+$/ });
+    const download = await fetch(spec.inputs![0]!.url);
+    t.same(
+      Buffer.from(await download.arrayBuffer()),
+      readFileSync(fixture.onnx),
+      "the job's input is the model's ONNX export",
+    );
 
-  const ready = await untilStatus('api', 'ready');
-  t.match(ready, { id: created.body.id, model: 'detector', serviceUrl: `${server.url}/svc/${created.body.id}`, resources: { cpu: 2, memoryGi: 4, minInstances: 1, maxInstances: 1 }, metered: true });
-  t.ok(ready.deployedAt && ready.apiKeyId, 'deployedAt and its own key');
-  const upstream = await server.deploymentRouter.upstream(em(), created.body.id);
-  t.match(upstream, { url: 'http://127.0.0.1:18080', token: spec.env.VP_SERVICE_TOKEN, workspaceId: /^[0-9a-f]{24}$/ });
-  t.match((await events(created.body.id)).map((event) => event.message), [/^creating/, /Revision 1 starting/, /^deploying/, /^ready: revision 1 is live/]);
+    const ready = await untilStatus('api', 'ready');
+    t.match(ready, {
+      id: created.body.id,
+      model: 'detector',
+      serviceUrl: `${server.url}/svc/${created.body.id}`,
+      resources: { cpu: 2, memoryGi: 4, minInstances: 1, maxInstances: 1 },
+      metered: true,
+    });
+    t.ok(ready.deployedAt && ready.apiKeyId, 'deployedAt and its own key');
+    const upstream = await server.deploymentRouter.upstream(em(), created.body.id);
+    t.match(upstream, {
+      url: 'http://127.0.0.1:18080',
+      token: spec.env.VP_SERVICE_TOKEN,
+      workspaceId: /^[0-9a-f]{24}$/,
+    });
+    t.match(
+      (await events(created.body.id)).map((event) => event.message),
+      [/^creating/, /Revision 1 starting/, /^deploying/, /^ready: revision 1 is live/],
+    );
 
-  t.test('rename: the slug follows, the old path is 404, the service URL stays', async (t) => {
-    const renamed = await patch('api', { name: 'Front Door' });
-    t.equal(renamed.status, 200);
-    t.equal(renamed.body.deployment, 'front-door');
-    t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: alice })).status, 404);
-    t.equal((await read('front-door')).serviceUrl, ready.serviceUrl);
-    t.equal((await patch('front-door', { name: 'API' })).body.deployment, 'api');
-  });
+    t.test('rename: the slug follows, the old path is 404, the service URL stays', async (t) => {
+      const renamed = await patch('api', { name: 'Front Door' });
+      t.equal(renamed.status, 200);
+      t.equal(renamed.body.deployment, 'front-door');
+      t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: alice })).status, 404);
+      t.equal((await read('front-door')).serviceUrl, ready.serviceUrl);
+      t.equal((await patch('front-door', { name: 'API' })).body.deployment, 'api');
+    });
 
-  t.test('metadata: set, and cleared by an empty object', async (t) => {
-    t.equal((await patch('api', { metadata: { team: 'vision', level: 2 } })).status, 200);
-    t.same((await read('api')).metadata, { team: 'vision', level: 2 });
-    await patch('api', { metadata: {} });
-    t.same((await read('api')).metadata, {});
-    t.equal((await patch('api', { name: 'x', metadata: {} })).status, 400, 'one change per call');
-    t.equal((await patch('api', { action: 'explode' })).status, 400);
-  });
+    t.test('metadata: set, and cleared by an empty object', async (t) => {
+      t.equal((await patch('api', { metadata: { team: 'vision', level: 2 } })).status, 200);
+      t.same((await read('api')).metadata, { team: 'vision', level: 2 });
+      await patch('api', { metadata: {} });
+      t.same((await read('api')).metadata, {});
+      t.equal((await patch('api', { name: 'x', metadata: {} })).status, 400, 'one change per call');
+      t.equal((await patch('api', { action: 'explode' })).status, 400);
+    });
 
-  t.test('who sees and changes it', async (t) => {
-    t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: bobby })).status, 404, 'a private model’s deployment is hidden');
-    t.equal((await call(server, 'GET', '/api/deployments/alice')).status, 401, 'anonymous must filter by a public model');
-    t.equal((await call(server, 'GET', '/api/deployments/alice', { key: bobby })).status, 403);
-    t.equal((await call(server, 'GET', '/api/deployments/alice?model=vision/detector', { key: bobby })).status, 404, 'a private model is 404');
-    t.equal((await patch('api', { metadata: {} }, viewer)).status, 404, "a team key does not reach alice's deployments");
-    const list = await call<{ deployments: Deployment[]; total: number }>(server, 'GET', '/api/deployments/alice?status=ready&model=vision/detector', { key: alice });
-    t.same(list.body.deployments.map((d) => d.deployment), ['api']);
-    t.equal(list.body.total, 1);
-    const deploymentKey = created.body.apiKey!;
-    t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: deploymentKey })).status, 403, 'the deployment key reaches only its predict and service URL');
-  });
+    t.test('who sees and changes it', async (t) => {
+      t.equal(
+        (await call(server, 'GET', '/api/deployments/alice/api', { key: bobby })).status,
+        404,
+        'a private model’s deployment is hidden',
+      );
+      t.equal(
+        (await call(server, 'GET', '/api/deployments/alice')).status,
+        401,
+        'anonymous must filter by a public model',
+      );
+      t.equal((await call(server, 'GET', '/api/deployments/alice', { key: bobby })).status, 403);
+      t.equal(
+        (await call(server, 'GET', '/api/deployments/alice?model=vision/detector', { key: bobby })).status,
+        404,
+        'a private model is 404',
+      );
+      t.equal(
+        (await patch('api', { metadata: {} }, viewer)).status,
+        404,
+        "a team key does not reach alice's deployments",
+      );
+      const list = await call<{ deployments: Deployment[]; total: number }>(
+        server,
+        'GET',
+        '/api/deployments/alice?status=ready&model=vision/detector',
+        { key: alice },
+      );
+      t.same(
+        list.body.deployments.map((d) => d.deployment),
+        ['api'],
+      );
+      t.equal(list.body.total, 1);
+      const deploymentKey = created.body.apiKey!;
+      t.equal(
+        (await call(server, 'GET', '/api/deployments/alice/api', { key: deploymentKey })).status,
+        403,
+        'the deployment key reaches only its predict and service URL',
+      );
+    });
 
-  t.test('stop → stopping → stopped (its server stopped), start → deploying → ready', async (t) => {
-    const stopping = await patch('api', { action: 'stop' });
-    t.equal(stopping.status, 202);
-    t.equal(stopping.body.status, 'stopping');
-    await t.rejects(server.deploymentRouter.upstream(em(), created.body.id), { message: /is stopping/ }, 'a stopping deployment takes no request (503)');
-    await stopped(host, assigned.jobId);
-    await untilStatus('api', 'stopped');
-    t.equal((await patch('api', { action: 'stop' })).status, 200, 'stopping a stopped deployment is done already');
-    const started = await patch('api', { action: 'start' });
-    t.equal(started.status, 202);
-    t.equal(started.body.status, 'deploying');
-    const again = await serve(host, 'http://127.0.0.1:18081');
-    t.not(again.jobId, assigned.jobId, 'a new revision');
-    await untilStatus('api', 'ready');
-    t.equal((await server.deploymentRouter.upstream(em(), created.body.id)).url, 'http://127.0.0.1:18081');
-  });
+    t.test('stop → stopping → stopped (its server stopped), start → deploying → ready', async (t) => {
+      const stopping = await patch('api', { action: 'stop' });
+      t.equal(stopping.status, 202);
+      t.equal(stopping.body.status, 'stopping');
+      await t.rejects(
+        server.deploymentRouter.upstream(em(), created.body.id),
+        { message: /is stopping/ },
+        'a stopping deployment takes no request (503)',
+      );
+      await stopped(host, assigned.jobId);
+      await untilStatus('api', 'stopped');
+      t.equal((await patch('api', { action: 'stop' })).status, 200, 'stopping a stopped deployment is done already');
+      const started = await patch('api', { action: 'start' });
+      t.equal(started.status, 202);
+      t.equal(started.body.status, 'deploying');
+      const again = await serve(host, 'http://127.0.0.1:18081');
+      t.not(again.jobId, assigned.jobId, 'a new revision');
+      await untilStatus('api', 'ready');
+      t.equal((await server.deploymentRouter.upstream(em(), created.body.id)).url, 'http://127.0.0.1:18081');
+    });
 
-  t.test('delete: its server stops, its key is revoked, the name is free again', async (t) => {
-    const [live] = await query<{ job_id: string }>(em(), `select job_id from deployment_revisions where deployment_id = ? and state = 'live'`, [created.body.id]);
-    t.same((await call(server, 'DELETE', '/api/deployments/alice/api', { key: alice })).body, { success: true });
-    await stopped(host, live!.job_id);
-    t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: alice })).status, 404);
-    t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: created.body.apiKey })).status, 401, 'its key is gone');
-  });
-});
+    t.test('delete: its server stops, its key is revoked, the name is free again', async (t) => {
+      const [live] = await query<{ job_id: string }>(
+        em(),
+        `select job_id from deployment_revisions where deployment_id = ? and state = 'live'`,
+        [created.body.id],
+      );
+      t.same((await call(server, 'DELETE', '/api/deployments/alice/api', { key: alice })).body, { success: true });
+      await stopped(host, live!.job_id);
+      t.equal((await call(server, 'GET', '/api/deployments/alice/api', { key: alice })).status, 404);
+      t.equal(
+        (await call(server, 'GET', '/api/deployments/alice/api', { key: created.body.apiKey })).status,
+        401,
+        'its key is gone',
+      );
+    });
+  },
+);
 
 t.test('replace: a failing revision is rolled back, a healthy one takes over with zero downtime', async (t) => {
   const host = await inferenceHost('rollout-host', 'europe-west4');
-  const created = await create({ project: 'vision', model: 'detector', deployment: 'rollout', name: 'rollout', region: 'europe-west4', cpu: 2, memoryGi: 4 });
+  const created = await create({
+    project: 'vision',
+    model: 'detector',
+    deployment: 'rollout',
+    name: 'rollout',
+    region: 'europe-west4',
+    cpu: 2,
+    memoryGi: 4,
+  });
   const first = await serve(host, 'http://127.0.0.1:18090');
   await untilStatus('rollout', 'ready');
 
@@ -206,13 +320,35 @@ t.test('replace: a failing revision is rolled back, a healthy one takes over wit
   t.equal(replacing.body.status, 'deploying');
   t.equal((await patch('rollout', { action: 'replace', model: 'detector-v2' })).status, 409, 'one rollout at a time');
   const failing = await host.nextOf('job.assign');
-  t.equal((await server.deploymentRouter.upstream(em(), created.body.id)).url, 'http://127.0.0.1:18090', 'the live revision serves during the rollout');
+  t.equal(
+    (await server.deploymentRouter.upstream(em(), created.body.id)).url,
+    'http://127.0.0.1:18090',
+    'the live revision serves during the rollout',
+  );
   host.send({ type: 'job.accepted', jobId: failing.jobId });
-  host.send({ type: 'job.finished', jobId: failing.jobId, outcome: 'failed', exitCode: 1, error: 'the model did not load' });
+  host.send({
+    type: 'job.finished',
+    jobId: failing.jobId,
+    outcome: 'failed',
+    exitCode: 1,
+    error: 'the model did not load',
+  });
   const rolledBack = await untilStatus('rollout', 'ready');
-  t.match(rolledBack, { model: 'detector', statusMessage: /Revision 2 failed: the model did not load; still serving revision 1/ });
-  t.equal((await server.deploymentRouter.upstream(em(), created.body.id)).url, 'http://127.0.0.1:18090', 'still on the old revision');
-  t.ok((await events(created.body.id)).some((event) => event.severity === 'ERROR' && /rolled back to revision 1/.test(event.message)), 'an ERROR log entry says why');
+  t.match(rolledBack, {
+    model: 'detector',
+    statusMessage: /Revision 2 failed: the model did not load; still serving revision 1/,
+  });
+  t.equal(
+    (await server.deploymentRouter.upstream(em(), created.body.id)).url,
+    'http://127.0.0.1:18090',
+    'still on the old revision',
+  );
+  t.ok(
+    (await events(created.body.id)).some(
+      (event) => event.severity === 'ERROR' && /rolled back to revision 1/.test(event.message),
+    ),
+    'an ERROR log entry says why',
+  );
 
   t.equal((await patch('rollout', { action: 'resize', cpu: 4, memoryGi: 8 })).status, 202);
   const bigger = await host.nextOf('job.assign');
@@ -223,7 +359,11 @@ t.test('replace: a failing revision is rolled back, a healthy one takes over wit
   const resized = await untilStatus('rollout', 'ready');
   t.match(resized, { resources: { cpu: 4, memoryGi: 8 }, serviceUrl: `${server.url}/svc/${created.body.id}` });
   t.notOk(resized.statusMessage, 'the failure message is cleared once a revision went live');
-  t.equal((await server.deploymentRouter.upstream(em(), created.body.id)).url, 'http://127.0.0.1:18091', 'traffic switched to the new revision');
+  t.equal(
+    (await server.deploymentRouter.upstream(em(), created.body.id)).url,
+    'http://127.0.0.1:18091',
+    'traffic switched to the new revision',
+  );
 });
 
 t.test('camera: refused on the default size', async (t) => {
@@ -231,43 +371,79 @@ t.test('camera: refused on the default size', async (t) => {
   await create({ project: 'vision', model: 'detector', deployment: 'small', name: 'small', region: 'us-south1' });
   const answer = await patch('small', { action: 'camera', url: 'rtsp://127.0.0.1:8554/cam' });
   t.equal(answer.status, 403);
-  t.equal((await patch('small', { action: 'camera', url: 'http://example.com/cam' })).status, 400, 'only rtsp:// or rtsps://');
+  t.equal(
+    (await patch('small', { action: 'camera', url: 'http://example.com/cam' })).status,
+    400,
+    'only rtsp:// or rtsps://',
+  );
 });
 
-t.test('a default-size deployment idle for DEPLOYMENT_IDLE_SECONDS scales to zero; the next request wakes it', async (t) => {
-  const host = await inferenceHost('idle-host', 'asia-east1');
-  const created = await create({ project: 'vision', model: 'detector', deployment: 'idle', name: 'idle', region: 'asia-east1' });
-  const first = await serve(host, 'http://127.0.0.1:18100');
-  const ready = await untilStatus('idle', 'ready');
-  t.match(ready.resources, { cpu: 1, memoryGi: 2, minInstances: 0 });
-  t.equal(ready.metered, false);
-  await stopped(host, first.jobId);
-  t.equal((await read('idle')).status, 'ready', 'scaled to zero, it still reads ready');
-  const [row] = await query<{ scaled_to_zero: boolean }>(em(), 'select scaled_to_zero from deployments where id = ?', [created.body.id]);
-  t.ok(row!.scaled_to_zero);
+t.test(
+  'a default-size deployment idle for DEPLOYMENT_IDLE_SECONDS scales to zero; the next request wakes it',
+  async (t) => {
+    const host = await inferenceHost('idle-host', 'asia-east1');
+    const created = await create({
+      project: 'vision',
+      model: 'detector',
+      deployment: 'idle',
+      name: 'idle',
+      region: 'asia-east1',
+    });
+    const first = await serve(host, 'http://127.0.0.1:18100');
+    const ready = await untilStatus('idle', 'ready');
+    t.match(ready.resources, { cpu: 1, memoryGi: 2, minInstances: 0 });
+    t.equal(ready.metered, false);
+    await stopped(host, first.jobId);
+    t.equal((await read('idle')).status, 'ready', 'scaled to zero, it still reads ready');
+    const [row] = await query<{ scaled_to_zero: boolean }>(
+      em(),
+      'select scaled_to_zero from deployments where id = ?',
+      [created.body.id],
+    );
+    t.ok(row!.scaled_to_zero);
 
-  const started = Date.now();
-  const waking = Promise.all([server.deploymentRouter.upstream(em(), created.body.id), server.deploymentRouter.upstream(em(), created.body.id)]);
-  const woke = await serve(host, 'http://127.0.0.1:18101');
-  const upstreams = await waking;
-  t.same(upstreams.map((upstream) => upstream.url), ['http://127.0.0.1:18101', 'http://127.0.0.1:18101'], 'both waiting requests get the woken server');
-  t.comment(`woken in ${Date.now() - started} ms`);
-  const [revisions] = await query<{ count: number }>(em(), 'select count(*)::int as count from deployment_revisions where deployment_id = ?', [created.body.id]);
-  t.equal(revisions!.count, 2, 'two racing requests started one revision');
-  t.not(woke.jobId, first.jobId);
+    const started = Date.now();
+    const waking = Promise.all([
+      server.deploymentRouter.upstream(em(), created.body.id),
+      server.deploymentRouter.upstream(em(), created.body.id),
+    ]);
+    const woke = await serve(host, 'http://127.0.0.1:18101');
+    const upstreams = await waking;
+    t.same(
+      upstreams.map((upstream) => upstream.url),
+      ['http://127.0.0.1:18101', 'http://127.0.0.1:18101'],
+      'both waiting requests get the woken server',
+    );
+    t.comment(`woken in ${Date.now() - started} ms`);
+    const [revisions] = await query<{ count: number }>(
+      em(),
+      'select count(*)::int as count from deployment_revisions where deployment_id = ?',
+      [created.body.id],
+    );
+    t.equal(revisions!.count, 2, 'two racing requests started one revision');
+    t.not(woke.jobId, first.jobId);
 
-  // Requests keep it awake: touched() restarts the idle clock.
-  const until = Date.now() + (IDLE_SECONDS + 4) * 1000;
-  while (Date.now() < until) {
-    server.deploymentRouter.touched(created.body.id);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  t.ok(await host.quiet(100), 'no cancel while it is busy');
-});
+    // Requests keep it awake: touched() restarts the idle clock.
+    const until = Date.now() + (IDLE_SECONDS + 4) * 1000;
+    while (Date.now() < until) {
+      server.deploymentRouter.touched(created.body.id);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    t.ok(await host.quiet(100), 'no cancel while it is busy');
+  },
+);
 
 t.test('a lost host: the revision is restarted on another host of the region, deploying until it serves', async (t) => {
   const doomed = await inferenceHost('lost-host-a', 'us-east1');
-  const created = await create({ project: 'vision', model: 'detector', deployment: 'survivor', name: 'survivor', region: 'us-east1', cpu: 2, memoryGi: 4 });
+  const created = await create({
+    project: 'vision',
+    model: 'detector',
+    deployment: 'survivor',
+    name: 'survivor',
+    region: 'us-east1',
+    cpu: 2,
+    memoryGi: 4,
+  });
   const first = await serve(doomed, 'http://127.0.0.1:18110');
   await untilStatus('survivor', 'ready');
   const spare = await inferenceHost('lost-host-b', 'us-east1');
@@ -284,7 +460,15 @@ t.test('a lost host: the revision is restarted on another host of the region, de
 t.test('deleting a model deletes its deployments for good', async (t) => {
   const host = await inferenceHost('delete-host', 'us-west1');
   await servable('vision', 'doomed');
-  await create({ project: 'vision', model: 'doomed', deployment: 'doomed', name: 'doomed', region: 'us-west1', cpu: 2, memoryGi: 4 });
+  await create({
+    project: 'vision',
+    model: 'doomed',
+    deployment: 'doomed',
+    name: 'doomed',
+    region: 'us-west1',
+    cpu: 2,
+    memoryGi: 4,
+  });
   const serving = await serve(host, 'http://127.0.0.1:18120');
   await untilStatus('doomed', 'ready');
   t.equal((await call(server, 'DELETE', '/api/models/alice/vision/doomed', { key: alice })).status, 200);
@@ -293,11 +477,30 @@ t.test('deleting a model deletes its deployments for good', async (t) => {
 });
 
 t.test('hosts take an optional region, one of the 42', async (t) => {
-  const refused = await call<{ error: string }>(server, 'POST', '/api/hosts', { key: alice, body: { name: 'moon-host', region: 'moon-1' } });
+  const refused = await call<{ error: string }>(server, 'POST', '/api/hosts', {
+    key: alice,
+    body: { name: 'moon-host', region: 'moon-1' },
+  });
   t.equal(refused.status, 400);
   t.match(refused.body.error, /region/);
-  t.equal((await call(server, 'POST', '/api/hosts', { key: alice, body: { name: 'eu-host', region: 'europe-west1' } })).status, 201);
-  const listed = await call<{ hosts: Array<{ name: string; region: string | null; services: string[] }> }>(server, 'GET', '/api/hosts', { key: alice });
-  t.match(listed.body.hosts.find((host) => host.name === 'eu-host'), { region: 'europe-west1', services: [] });
-  await t.rejects(server.services().hosts.connect('cli-host', undefined, 'moon-1'), { message: /region/ }, 'vpctl hosts connect --region checks it too');
+  t.equal(
+    (await call(server, 'POST', '/api/hosts', { key: alice, body: { name: 'eu-host', region: 'europe-west1' } }))
+      .status,
+    201,
+  );
+  const listed = await call<{ hosts: Array<{ name: string; region: string | null; services: string[] }> }>(
+    server,
+    'GET',
+    '/api/hosts',
+    { key: alice },
+  );
+  t.match(
+    listed.body.hosts.find((host) => host.name === 'eu-host'),
+    { region: 'europe-west1', services: [] },
+  );
+  await t.rejects(
+    server.services().hosts.connect('cli-host', undefined, 'moon-1'),
+    { message: /region/ },
+    'vpctl hosts connect --region checks it too',
+  );
 });

@@ -14,7 +14,17 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { enrollHost, WorkerClient } from './helpers/worker-client.ts';
 
 const SECRET = randomBytes(32).toString('hex');
-const CHECKS = ['database', 'migrations', 'clock', 'signing secret', 'replicas', 'storage', 'hosts', 'agent versions', 'disk'];
+const CHECKS = [
+  'database',
+  'migrations',
+  'clock',
+  'signing secret',
+  'replicas',
+  'storage',
+  'hosts',
+  'agent versions',
+  'disk',
+];
 
 interface Checked {
   code: number | null;
@@ -40,7 +50,12 @@ function tempDir(t: Test): string {
   return dir;
 }
 
-const environment = (server: TestServer) => ({ DATABASE_URL: server.databaseUrl, DATA_DIR: server.dataDir, SIGNING_SECRET: SECRET, PUBLIC_BASE_URL: server.url });
+const environment = (server: TestServer) => ({
+  DATABASE_URL: server.databaseUrl,
+  DATA_DIR: server.dataDir,
+  SIGNING_SECRET: SECRET,
+  PUBLIC_BASE_URL: server.url,
+});
 
 async function until(condition: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -60,19 +75,29 @@ t.test('a healthy install, then a lost host and an outdated agent, then a replic
   t.comment(healthy.stdout.trimEnd());
   t.equal(healthy.code, 0, healthy.stdout);
   t.same([...healthy.checks.keys()], CHECKS, 'one line per check, in order');
-  for (const check of CHECKS.filter((name) => name !== 'disk')) t.equal(healthy.checks.get(check)!.status, 'OK', `${check}: ${healthy.checks.get(check)!.text}`);
+  for (const check of CHECKS.filter((name) => name !== 'disk'))
+    t.equal(healthy.checks.get(check)!.status, 'OK', `${check}: ${healthy.checks.get(check)!.text}`);
   t.match(healthy.checks.get('disk')!.status, /^(OK|WARN)$/, 'the disk check depends on this machine');
   t.match(healthy.checks.get('migrations')!.text, /^all \d+ applied$/);
   t.match(healthy.checks.get('signing secret')!.text, 'from SIGNING_SECRET, 64 characters');
   t.match(healthy.checks.get('replicas')!.text, /^1 running \(.+ \d+\.\d+\.\d+\), one signing secret$/);
-  t.match(healthy.checks.get('storage')!.text, `${server.dataDir}/blobs: a probe object was written, read back and deleted`);
+  t.match(
+    healthy.checks.get('storage')!.text,
+    `${server.dataDir}/blobs: a probe object was written, read back and deleted`,
+  );
   t.equal(healthy.checks.get('hosts')!.text, '1 connected');
   t.equal(healthy.checks.get('agent versions')!.text, `1 on ${RELEASE_VERSION}, the control plane's`);
   t.match(healthy.checks.get('clock')!.text, /^this machine's clock is 0\.\d\d s (ahead of|behind) the database's$/);
 
   client.ws.close();
   await client.closed;
-  const stateOf = async () => (await server.orm.em.fork().getConnection().execute<[{ state: string }]>("select state from hosts where name = 'gpu-a'"))[0].state;
+  const stateOf = async () =>
+    (
+      await server.orm.em
+        .fork()
+        .getConnection()
+        .execute<[{ state: string }]>("select state from hosts where name = 'gpu-a'")
+    )[0].state;
   await until(async () => (await stateOf()) === 'disconnected');
   const older = await enrollHost(server, 'gpu-b');
   await WorkerClient.welcomed(server, older.workerKey, { agentVersion: '0.0.1-older' });
@@ -82,19 +107,29 @@ t.test('a healthy install, then a lost host and an outdated agent, then a replic
     status: 'WARN',
     text: /^1 of 2 lost: gpu-a \(last heartbeat \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\); 1 connected -> check the agent on each: systemctl status vp-worker/,
   });
-  t.same(lost.checks.get('agent versions'), {
-    status: 'WARN',
-    text:
-      `1 of 2 not on the control plane's ${RELEASE_VERSION}: gpu-b 0.0.1-older -> upgrade them before the next appliance upgrade (one release behind ` +
-      `still works): on each host, unpack worker/vp-worker-${RELEASE_VERSION}-linux-x64.tar.gz of the ${RELEASE_VERSION} bundle, run its ` +
-      `install-worker.sh --server ${server.url} as root (no token: the host stays enrolled), then restart the agent (systemctl restart vp-worker; ` +
-      'install-worker.sh does it where systemd runs the agent)',
-  }, 'the lost host of this release is not listed');
+  t.same(
+    lost.checks.get('agent versions'),
+    {
+      status: 'WARN',
+      text:
+        `1 of 2 not on the control plane's ${RELEASE_VERSION}: gpu-b 0.0.1-older -> upgrade them before the next appliance upgrade (one release behind ` +
+        `still works): on each host, unpack worker/vp-worker-${RELEASE_VERSION}-linux-x64.tar.gz of the ${RELEASE_VERSION} bundle, run its ` +
+        `install-worker.sh --server ${server.url} as root (no token: the host stays enrolled), then restart the agent (systemctl restart vp-worker; ` +
+        'install-worker.sh does it where systemd runs the agent)',
+    },
+    'the lost host of this release is not listed',
+  );
 
-  await startTestServer(t, { databaseUrl: server.databaseUrl, env: { SIGNING_SECRET: randomBytes(32).toString('hex') } });
+  await startTestServer(t, {
+    databaseUrl: server.databaseUrl,
+    env: { SIGNING_SECRET: randomBytes(32).toString('hex') },
+  });
   const split = await doctor(environment(server));
   t.equal(split.code, 1);
-  t.match(split.checks.get('replicas'), { status: 'FAIL', text: /^2 running sign with 2 different secrets: .*-> give every replica the same SIGNING_SECRET and restart them$/ });
+  t.match(split.checks.get('replicas'), {
+    status: 'FAIL',
+    text: /^2 running sign with 2 different secrets: .*-> give every replica the same SIGNING_SECRET and restart them$/,
+  });
 });
 
 t.test('FAIL for storage that cannot be written, a short secret, a database that does not answer', async (t) => {
@@ -103,23 +138,48 @@ t.test('FAIL for storage that cannot be written, a short secret, a database that
   writeFileSync(blocker, 'not a folder');
   const storage = await doctor({ ...environment(server), STORAGE_URL: pathToFileURL(join(blocker, 'blobs')).href });
   t.equal(storage.code, 1);
-  t.match(storage.checks.get('storage'), { status: 'FAIL', text: /^.*a-file\/blobs: cannot write \(ENOTDIR.*\) -> check STORAGE_URL/ });
+  t.match(storage.checks.get('storage'), {
+    status: 'FAIL',
+    text: /^.*a-file\/blobs: cannot write \(ENOTDIR.*\) -> check STORAGE_URL/,
+  });
   t.equal(storage.checks.get('database')!.status, 'OK', 'the other checks still run');
 
-  const shortEnv = await runNode(['installer/src/vpctl.ts', 'doctor'], { ...environment(server), SIGNING_SECRET: 'too-short' });
+  const shortEnv = await runNode(['installer/src/vpctl.ts', 'doctor'], {
+    ...environment(server),
+    SIGNING_SECRET: 'too-short',
+  });
   t.equal(shortEnv.code, 78, 'an invalid configuration, as the server would refuse it');
-  t.match(shortEnv.stdout, /^FAIL {2}configuration {3}.*SIGNING_SECRET.*at least 32 characters.* -> fix the environment/);
+  t.match(
+    shortEnv.stdout,
+    /^FAIL {2}configuration {3}.*SIGNING_SECRET.*at least 32 characters.* -> fix the environment/,
+  );
 
   // No SIGNING_SECRET: the secret is the data dir's file, cut short here.
   const dataDir = tempDir(t);
   writeFileSync(join(dataDir, 'signing-secret'), 'short');
   const shortFile = await doctor({ DATABASE_URL: server.databaseUrl, DATA_DIR: dataDir });
   t.equal(shortFile.code, 1);
-  t.match(shortFile.checks.get('signing secret'), { status: 'FAIL', text: /has 5 characters; signed URLs need at least 32 -> set SIGNING_SECRET/ });
-  t.match(shortFile.checks.get('replicas'), { status: 'WARN', text: /this environment's signing secret is not theirs/ });
+  t.match(shortFile.checks.get('signing secret'), {
+    status: 'FAIL',
+    text: /has 5 characters; signed URLs need at least 32 -> set SIGNING_SECRET/,
+  });
+  t.match(shortFile.checks.get('replicas'), {
+    status: 'WARN',
+    text: /this environment's signing secret is not theirs/,
+  });
 
-  const unreachable = await doctor({ ...environment(server), DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/nothing` });
+  const unreachable = await doctor({
+    ...environment(server),
+    DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/nothing`,
+  });
   t.equal(unreachable.code, 1);
-  t.same([...unreachable.checks.keys()], ['database', 'signing secret', 'storage', 'disk'], 'what needs no database is still checked');
-  t.match(unreachable.checks.get('database'), { status: 'FAIL', text: /^cannot reach it \(.*\) -> check DATABASE_URL/ });
+  t.same(
+    [...unreachable.checks.keys()],
+    ['database', 'signing secret', 'storage', 'disk'],
+    'what needs no database is still checked',
+  );
+  t.match(unreachable.checks.get('database'), {
+    status: 'FAIL',
+    text: /^cannot reach it \(.*\) -> check DATABASE_URL/,
+  });
 });

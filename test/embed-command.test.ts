@@ -17,7 +17,11 @@ import { seededRandom } from './helpers/random.ts';
 const MAIN = new URL('../inference-server/src/main.ts', import.meta.url).pathname;
 const config = loadConfig({});
 const files = await pictures(seededRandom(3), 2);
-const served: Record<string, Buffer> = { '/p0.png': files[0]!, '/p1.png': files[1]!, '/text.png': Buffer.from('not an image') };
+const served: Record<string, Buffer> = {
+  '/p0.png': files[0]!,
+  '/p1.png': files[1]!,
+  '/text.png': Buffer.from('not an image'),
+};
 const http = createServer((req, res) => {
   const body = served[req.url ?? ''];
   if (!body) res.writeHead(404).end();
@@ -40,21 +44,32 @@ async function embed(t: Test, manifest: unknown, env: Record<string, string> = {
     VP_DEVICE: 'cuda',
     VP_INTRA_OP_THREADS: '1',
   };
-  const run = spawnKept(t, process.execPath, [MAIN, 'embed'], { cwd: dir, env: { ...process.env, ...settings, ...env } });
+  const run = spawnKept(t, process.execPath, [MAIN, 'embed'], {
+    cwd: dir,
+    env: { ...process.env, ...settings, ...env },
+  });
   return { code: await run.exited, log: run.output(), dir };
 }
 
-t.test('asked for CUDA without it: the CPU, said; failures at their place; the control plane\'s vectors', async (t) => {
+t.test("asked for CUDA without it: the CPU, said; failures at their place; the control plane's vectors", async (t) => {
   const images = ['/p0.png', '/missing.png', '/text.png', '/p1.png'].map((path) => ({ url: `${origin}${path}` }));
   const { code, log, dir } = await embed(t, { images });
   t.equal(code, 0, log);
   const result = JSON.parse(readFileSync(join(dir, 'embeddings.json'), 'utf8'));
-  t.match(result, { device: 'cpu', deviceNote: /CUDA provider did not load.*ONNXRUNTIME_NODE_INSTALL=cuda12/, dims: 1280 });
+  t.match(result, {
+    device: 'cpu',
+    deviceNote: /CUDA provider did not load.*ONNXRUNTIME_NODE_INSTALL=cuda12/,
+    dims: 1280,
+  });
   t.match(result.images, [null, { stage: 'download', reason: 'HTTP 404' }, { stage: 'decode' }, null]);
   const bytes = readFileSync(join(dir, 'vectors.f32'));
   t.equal(bytes.length, 2 * 1280 * 4, 'two vectors');
   const vectors = new Float32Array(new Uint8Array(bytes).buffer);
-  const embedder = new ImageEmbedder({ modelPath: config.embeddingModelPath, mean: config.embeddingMean, std: config.embeddingStd });
+  const embedder = new ImageEmbedder({
+    modelPath: config.embeddingModelPath,
+    mean: config.embeddingMean,
+    std: config.embeddingStd,
+  });
   t.teardown(() => embedder.close());
   const local = (await embedder.embed(files)) as Float32Array[];
   local.forEach((mine, n) => {

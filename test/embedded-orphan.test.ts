@@ -31,7 +31,11 @@ t.test('a start after kill -9 takes the orphaned embedded server over; a normal 
   t.ok(await accepts(pgPort), 'the embedded server outlives a control plane killed with SIGKILL');
 
   const next = await startMain(t, env, 90_000);
-  t.equal((await call(next, 'GET', '/api/account/summary', { key })).status, 200, 'the next start serves the same database');
+  t.equal(
+    (await call(next, 'GET', '/api/account/summary', { key })).status,
+    200,
+    'the next start serves the same database',
+  );
   t.not(Number(readFileSync(pidFile, 'utf8').split('\n')[0]), orphan, 'on a server it started itself');
   t.match(next.output(), /left running by a control plane that died/, 'and says so');
   t.equal(await next.stop(), 0, 'SIGTERM: exit 0');

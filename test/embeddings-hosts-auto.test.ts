@@ -26,8 +26,10 @@ async function dataset(slug: string): Promise<string> {
   if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
   return id;
 }
-const analyze = async (slug: string) => (await call<{ jobId: string }>(server, 'POST', `/api/datasets/alice/${slug}/embeddings`, { key: alice })).body.jobId;
-const chunks = (datasetId: string) => query(em(), `select id from jobs where kind = 'embedding-chunk' and subject_id = ?`, [datasetId]);
+const analyze = async (slug: string) =>
+  (await call<{ jobId: string }>(server, 'POST', `/api/datasets/alice/${slug}/embeddings`, { key: alice })).body.jobId;
+const chunks = (datasetId: string) =>
+  query(em(), `select id from jobs where kind = 'embedding-chunk' and subject_id = ?`, [datasetId]);
 
 t.test('no GPU host: the control plane embeds', async (t) => {
   const datasetId = await dataset('here');
@@ -36,26 +38,57 @@ t.test('no GPU host: the control plane embeds', async (t) => {
   t.same(await chunks(datasetId), [], 'no host job');
 });
 
-t.test('a free GPU on a connected host takes the chunk; its failure hands the images to the control plane', async (t) => {
-  const { hostId, workerKey } = await enrollHost(server, 'gpu-host', 'alice');
-  const { client } = await WorkerClient.welcomed(server, workerKey);
-  client.beat();
-  t.teardown(() => client.ws.close());
-  client.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
-  await eventually(async () => (await query(em(), `select 1 from hosts where id = ? and 'inference' = any(services)`, [hostId])).length > 0, 'its capabilities');
-  const datasetId = await dataset('gpu');
+t.test(
+  'a free GPU on a connected host takes the chunk; its failure hands the images to the control plane',
+  async (t) => {
+    const { hostId, workerKey } = await enrollHost(server, 'gpu-host', 'alice');
+    const { client } = await WorkerClient.welcomed(server, workerKey);
+    client.beat();
+    t.teardown(() => client.ws.close());
+    client.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
+    await eventually(
+      async () =>
+        (await query(em(), `select 1 from hosts where id = ? and 'inference' = any(services)`, [hostId])).length > 0,
+      'its capabilities',
+    );
+    const datasetId = await dataset('gpu');
 
-  const analysis = await analyze('gpu');
-  const assigned = await client.nextOf('job.assign', 30_000);
-  t.match(assigned.spec, { environment: 'inference', command: ['vp-inference-server', 'embed'], gpus: { count: 1, indexes: [0] }, env: { VP_DEVICE: 'cuda' } }, 'the GPU, and CUDA');
-  t.equal(assigned.spec.inputs?.length, 2, 'the embedder and the manifest, by signed URLs');
-  const manifest = (await (await fetch(assigned.spec.inputs!.find((input) => input.path === 'manifest.json')!.url)).json()) as { images: Array<{ url: string }> };
-  t.equal(manifest.images.length, files.length, 'every image of the dataset');
-  t.equal((await fetch(manifest.images[0]!.url)).status, 200, "an image's signed URL works");
-  client.send({ type: 'job.accepted', jobId: assigned.jobId });
-  client.send({ type: 'job.finished', jobId: assigned.jobId, outcome: 'failed', exitCode: 1, error: 'CUDA out of memory' });
-  const job = await waitForJob(t, world, alice, analysis, { seconds: 120 });
-  t.match(job, { status: 'completed', result: { embedded: files.length, placement: 'control-plane' } }, 'the control plane took over');
-  t.equal((await chunks(datasetId)).length, 1, 'after the one chunk');
-  t.equal((await query(em(), 'select 1 from image_embeddings where dataset_id = ?', [datasetId])).length, files.length);
-});
+    const analysis = await analyze('gpu');
+    const assigned = await client.nextOf('job.assign', 30_000);
+    t.match(
+      assigned.spec,
+      {
+        environment: 'inference',
+        command: ['vp-inference-server', 'embed'],
+        gpus: { count: 1, indexes: [0] },
+        env: { VP_DEVICE: 'cuda' },
+      },
+      'the GPU, and CUDA',
+    );
+    t.equal(assigned.spec.inputs?.length, 2, 'the embedder and the manifest, by signed URLs');
+    const manifest = (await (
+      await fetch(assigned.spec.inputs!.find((input) => input.path === 'manifest.json')!.url)
+    ).json()) as { images: Array<{ url: string }> };
+    t.equal(manifest.images.length, files.length, 'every image of the dataset');
+    t.equal((await fetch(manifest.images[0]!.url)).status, 200, "an image's signed URL works");
+    client.send({ type: 'job.accepted', jobId: assigned.jobId });
+    client.send({
+      type: 'job.finished',
+      jobId: assigned.jobId,
+      outcome: 'failed',
+      exitCode: 1,
+      error: 'CUDA out of memory',
+    });
+    const job = await waitForJob(t, world, alice, analysis, { seconds: 120 });
+    t.match(
+      job,
+      { status: 'completed', result: { embedded: files.length, placement: 'control-plane' } },
+      'the control plane took over',
+    );
+    t.equal((await chunks(datasetId)).length, 1, 'after the one chunk');
+    t.equal(
+      (await query(em(), 'select 1 from image_embeddings where dataset_id = ?', [datasetId])).length,
+      files.length,
+    );
+  },
+);

@@ -57,23 +57,48 @@ t.test("a real agent embeds the dataset on its host: the control plane's vectors
   const config = join(dir, 'agent.json');
   await enrollAgent(t, server.url, enrollmentToken, config);
   const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'work') });
-  const [host] = await eventually(async () => {
-    const rows = await query<{ id: string }>(em(), `select id from hosts where name = 'embedding-host' and state = 'connected' and 'inference' = any(services)`);
-    return rows.length > 0 && rows;
-  }, 'the agent connected with the inference environment', 60_000);
+  const [host] = await eventually(
+    async () => {
+      const rows = await query<{ id: string }>(
+        em(),
+        `select id from hosts where name = 'embedding-host' and state = 'connected' and 'inference' = any(services)`,
+      );
+      return rows.length > 0 && rows;
+    },
+    'the agent connected with the inference environment',
+    60_000,
+  );
 
   const datasetId = await dataset(world.alice, 'alice', 'on-hosts');
-  const job = await waitForJob(t, world, world.alice, await analyze(world.alice, 'alice', 'on-hosts'), { seconds: 180 });
+  const job = await waitForJob(t, world, world.alice, await analyze(world.alice, 'alice', 'on-hosts'), {
+    seconds: 180,
+  });
   t.equal(job.status, 'completed', `${job.error ?? ''}\n${agent.output().slice(-3000)}`);
-  t.match(job.result, { embedded: files.length, placement: 'hosts', device: 'cpu', failedDownloads: 0, failedInference: 0 }, 'on hosts, on their CPU (no GPU here)');
+  t.match(
+    job.result,
+    { embedded: files.length, placement: 'hosts', device: 'cpu', failedDownloads: 0, failedInference: 0 },
+    'on hosts, on their CPU (no GPU here)',
+  );
   t.match(job.progress, { processed: files.length, total: files.length }, 'every image counted');
   const chunks = await chunksOf(datasetId);
-  t.match(chunks, [{ status: 'completed', host_id: host!.id, gpu_count: 0 }], 'one chunk, on the agent, in its CPU slot');
+  t.match(
+    chunks,
+    [{ status: 'completed', host_id: host!.id, gpu_count: 0 }],
+    'one chunk, on the agent, in its CPU slot',
+  );
 
-  const rows = await query<{ name: string; vector: Buffer }>(em(), 'select i.name, e.vector from image_embeddings e join images i on i.id = e.image_id where e.dataset_id = ?', [datasetId]);
+  const rows = await query<{ name: string; vector: Buffer }>(
+    em(),
+    'select i.name, e.vector from image_embeddings e join images i on i.id = e.image_id where e.dataset_id = ?',
+    [datasetId],
+  );
   t.equal(rows.length, files.length, 'a vector per image');
   const cfg = loadConfig({});
-  const embedder = new ImageEmbedder({ modelPath: cfg.embeddingModelPath, mean: cfg.embeddingMean, std: cfg.embeddingStd });
+  const embedder = new ImageEmbedder({
+    modelPath: cfg.embeddingModelPath,
+    mean: cfg.embeddingMean,
+    std: cfg.embeddingStd,
+  });
   t.teardown(() => embedder.close());
   const local = await embedder.embed(files);
   for (const row of rows) {
@@ -81,18 +106,24 @@ t.test("a real agent embeds the dataset on its host: the control plane's vectors
     const mine = local[index] as Float32Array;
     const theirs = new Float32Array(new Uint8Array(row.vector).buffer);
     t.equal(theirs.length, mine.length, `${row.name}: as many values`);
-    t.ok(mine.reduce((sum, value, i) => sum + value * theirs[i]!, 0) > 0.999, `${row.name}: the control plane's vector (cosine > 0.999)`);
+    t.ok(
+      mine.reduce((sum, value, i) => sum + value * theirs[i]!, 0) > 0.999,
+      `${row.name}: the control plane's vector (cosine > 0.999)`,
+    );
   }
   const left = await query(em(), `select 1 from job_outputs where job_id = ?`, [chunks[0]!.id]);
   t.same(left, [], "the chunk's outputs were removed once read");
   const manifests: string[] = [];
-  for await (const { key } of server.storage.store.list(`ws/`)) if (key.includes(`/jobs/${chunks[0]!.id}/`)) manifests.push(key);
+  for await (const { key } of server.storage.store.list(`ws/`))
+    if (key.includes(`/jobs/${chunks[0]!.id}/`)) manifests.push(key);
   t.same(manifests, [], 'and its manifest');
 });
 
 t.test('a hostile host fails its analysis cleanly; a cancelled analysis cancels its chunk', async (t) => {
   const { hostId, workerKey } = await enrollHost(server, 'scripted-host', 'bobby');
-  const { client } = await WorkerClient.welcomed(server, workerKey, { hardware: { ...testHardware, gpus: [], cpuOnly: true } });
+  const { client } = await WorkerClient.welcomed(server, workerKey, {
+    hardware: { ...testHardware, gpus: [], cpuOnly: true },
+  });
   client.beat();
   t.teardown(() => client.ws.close());
   client.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
@@ -102,38 +133,89 @@ t.test('a hostile host fails its analysis cleanly; a cancelled analysis cancels 
       headers: { authorization: `Bearer ${workerKey}`, 'content-type': 'application/octet-stream' },
       body,
     });
-  await eventually(async () => (await query(em(), `select 1 from hosts where id = ? and 'inference' = any(services)`, [hostId])).length > 0, 'its capabilities');
+  await eventually(
+    async () =>
+      (await query(em(), `select 1 from hosts where id = ? and 'inference' = any(services)`, [hostId])).length > 0,
+    'its capabilities',
+  );
   const datasetId = await dataset(world.bobby, 'bobby', 'hostile', 2);
 
   const outputs: Array<[string, Record<string, Buffer | string>]> = [
-    ['a short vectors file', { embeddings: JSON.stringify({ device: 'cuda', dims: 1280, images: [null, null] }), vectors: Buffer.alloc(100) }],
+    [
+      'a short vectors file',
+      { embeddings: JSON.stringify({ device: 'cuda', dims: 1280, images: [null, null] }), vectors: Buffer.alloc(100) },
+    ],
     ['a result that is no JSON', { embeddings: '{"device": "cuda", "dims": 12', vectors: Buffer.alloc(0) }],
-    ['vectors of another length', { embeddings: JSON.stringify({ device: 'cuda', dims: 4, images: [null, null] }), vectors: Buffer.alloc(32) }],
-    ['vectors that are not numbers', { embeddings: JSON.stringify({ device: 'cuda', dims: 1280, images: [null, null] }), vectors: Buffer.from(new Float32Array(2560).fill(Number.NaN).buffer) }],
+    [
+      'vectors of another length',
+      { embeddings: JSON.stringify({ device: 'cuda', dims: 4, images: [null, null] }), vectors: Buffer.alloc(32) },
+    ],
+    [
+      'vectors that are not numbers',
+      {
+        embeddings: JSON.stringify({ device: 'cuda', dims: 1280, images: [null, null] }),
+        vectors: Buffer.from(new Float32Array(2560).fill(Number.NaN).buffer),
+      },
+    ],
   ];
   for (const [what, files] of outputs) {
     const analysis = await analyze(world.bobby, 'bobby', 'hostile');
     const assigned = await client.nextOf('job.assign', 30_000);
-    t.match(assigned.spec, { environment: 'inference', command: ['vp-inference-server', 'embed'], gpus: { count: 0 } }, 'the embed command in the inference environment');
+    t.match(
+      assigned.spec,
+      { environment: 'inference', command: ['vp-inference-server', 'embed'], gpus: { count: 0 } },
+      'the embed command in the inference environment',
+    );
     client.send({ type: 'job.accepted', jobId: assigned.jobId });
-    for (const [name, body] of Object.entries(files)) t.equal((await put(assigned.jobId, name, body)).status, 200, `${what}: ${name} uploaded`);
+    for (const [name, body] of Object.entries(files))
+      t.equal((await put(assigned.jobId, name, body)).status, 200, `${what}: ${name} uploaded`);
     client.send({ type: 'job.finished', jobId: assigned.jobId, outcome: 'completed', exitCode: 0 });
     const job = await waitForJob(t, world, world.bobby, analysis, { seconds: 60 });
     t.equal(job.status, 'failed', what);
-    t.match(job.error, /^Embedding on worker hosts failed: its host job \S+ left an invalid output: /, `${what}: the reason`);
-    t.equal((await call(server, 'GET', '/api/datasets/bobby/hostile/embeddings', { key: world.bobby })).status, 200, `${what}: the control plane still answers`);
+    t.match(
+      job.error,
+      /^Embedding on worker hosts failed: its host job \S+ left an invalid output: /,
+      `${what}: the reason`,
+    );
+    t.equal(
+      (await call(server, 'GET', '/api/datasets/bobby/hostile/embeddings', { key: world.bobby })).status,
+      200,
+      `${what}: the control plane still answers`,
+    );
   }
   t.match(
-    (await query<{ error: string }>(em(), `select error from jobs where kind = 'dataset-embeddings' and subject_id = ? order by created_at`, [datasetId])).map((row) => row.error),
-    [/vectors are 100 bytes, not 2 images x 1280 values x 4/, /not a valid result/, /vectors have 4 values, not the model's 1280/, /not of unit length/],
+    (
+      await query<{ error: string }>(
+        em(),
+        `select error from jobs where kind = 'dataset-embeddings' and subject_id = ? order by created_at`,
+        [datasetId],
+      )
+    ).map((row) => row.error),
+    [
+      /vectors are 100 bytes, not 2 images x 1280 values x 4/,
+      /not a valid result/,
+      /vectors have 4 values, not the model's 1280/,
+      /not of unit length/,
+    ],
     'each says what was wrong',
   );
-  t.same(await query(em(), 'select 1 from image_embeddings where dataset_id = ?', [datasetId]), [], 'nothing of theirs kept');
+  t.same(
+    await query(em(), 'select 1 from image_embeddings where dataset_id = ?', [datasetId]),
+    [],
+    'nothing of theirs kept',
+  );
 
   const analysis = await analyze(world.bobby, 'bobby', 'hostile');
   const assigned = await client.nextOf('job.assign', 30_000);
   client.send({ type: 'job.accepted', jobId: assigned.jobId });
-  t.match((await call<{ cancelled: string }>(server, 'DELETE', '/api/datasets/bobby/hostile/embeddings', { key: world.bobby })).body, { cancelled: analysis });
+  t.match(
+    (
+      await call<{ cancelled: string }>(server, 'DELETE', '/api/datasets/bobby/hostile/embeddings', {
+        key: world.bobby,
+      })
+    ).body,
+    { cancelled: analysis },
+  );
   t.match(await client.nextOf('job.cancel', 30_000), { jobId: assigned.jobId }, 'the host is told to stop the chunk');
   client.send({ type: 'job.finished', jobId: assigned.jobId, outcome: 'cancelled' });
   t.equal((await waitForJob(t, world, world.bobby, analysis, { seconds: 60 })).status, 'cancelled');

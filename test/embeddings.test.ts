@@ -19,7 +19,12 @@ interface Summary {
   analyzedAt: string | null;
   embeddingsCount: number;
   latestImageAt: string | null;
-  activeJob: null | { id: string; status: string; progress: null | { stage: string; percent: number; processed?: number; total?: number }; createdAt: string };
+  activeJob: null | {
+    id: string;
+    status: string;
+    progress: null | { stage: string; percent: number; processed?: number; total?: number };
+    createdAt: string;
+  };
 }
 
 const BASES = 24;
@@ -38,7 +43,8 @@ const analyze = async (slug: string, key = world.alice): Promise<string> => {
   if (response.status !== 202) throw new Error(`POST embeddings: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body.jobId;
 };
-const analyzed = async (slug: string): Promise<JobView> => waitForJob(t, world, world.alice, await analyze(slug), { seconds: 120 });
+const analyzed = async (slug: string): Promise<JobView> =>
+  waitForJob(t, world, world.alice, await analyze(slug), { seconds: 120 });
 
 async function nearDuplicates(): Promise<Record<string, Buffer>> {
   const random = seededRandom(20);
@@ -46,7 +52,9 @@ async function nearDuplicates(): Promise<Record<string, Buffer>> {
   for (let b = 0; b < BASES; b++) {
     const base = await picture(random);
     files[`images/train/base-${b}.png`] = base;
-    (await copiesOf(base)).forEach((copy, k) => (files[`images/train/copy-${b}-${k}.${k === 0 ? 'png' : 'jpg'}`] = copy));
+    (await copiesOf(base)).forEach(
+      (copy, k) => (files[`images/train/copy-${b}-${k}.${k === 0 ? 'png' : 'jpg'}`] = copy),
+    );
   }
   return files;
 }
@@ -58,10 +66,13 @@ async function ingest(slug: string, datasetId: string, files: Record<string, Buf
 
 /** The stored vectors of the dataset's images, by image name (read from PostgreSQL as the analysis left them). */
 async function storedVectors(datasetId: string): Promise<Map<string, Float32Array>> {
-  const rows = await server.orm.em.fork().getConnection().execute<Array<{ name: string; vector: Buffer }>>(
-    'select i.name, e.vector from image_embeddings e join images i on i.id = e.image_id where e.dataset_id = ?',
-    [datasetId],
-  );
+  const rows = await server.orm.em
+    .fork()
+    .getConnection()
+    .execute<Array<{ name: string; vector: Buffer }>>(
+      'select i.name, e.vector from image_embeddings e join images i on i.id = e.image_id where e.dataset_id = ?',
+      [datasetId],
+    );
   return new Map(rows.map((row) => [row.name, new Float32Array(new Uint8Array(row.vector).buffer)]));
 }
 
@@ -71,7 +82,11 @@ const images = Object.keys(files).length;
 
 t.test('an analysis embeds every image; edited copies find their original among the 3 nearest', async (t) => {
   const datasetId = await createDataset(world, world.alice, { dataset: 'near-dups', name: 'near dups' });
-  t.same(await summary('near-dups'), { analyzedAt: null, embeddingsCount: 0, latestImageAt: null, activeJob: null }, 'nothing before any image or analysis');
+  t.same(
+    await summary('near-dups'),
+    { analyzedAt: null, embeddingsCount: 0, latestImageAt: null, activeJob: null },
+    'nothing before any image or analysis',
+  );
   await ingest('near-dups', datasetId, files);
   const before = await summary('near-dups');
   t.equal(before.analyzedAt, null, 'not analyzed yet');
@@ -100,7 +115,12 @@ t.test('an analysis embeds every image; edited copies find their original among 
     for (const [name, vector] of vectors) {
       const copy = /^copy-(\d+)-\d+\./.exec(name);
       if (!copy) continue;
-      const nearest = [...vectors].filter(([other]) => other !== name && among(other)).map(([other, v]) => [other, dot(vector, v)] as const).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([other]) => other);
+      const nearest = [...vectors]
+        .filter(([other]) => other !== name && among(other))
+        .map(([other, v]) => [other, dot(vector, v)] as const)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 3)
+        .map(([other]) => other);
       if (nearest.includes(`base-${copy[1]}.png`)) found += 1;
       else misses.push(`${name} -> ${nearest.join(', ')}`);
     }
@@ -108,18 +128,33 @@ t.test('an analysis embeds every image; edited copies find their original among 
   };
   const all = recallAt3(() => true);
   const originals = recallAt3((name) => name.startsWith('base-'));
-  t.comment(`near-duplicate recall@3 among all ${images} images: ${all.recall.toFixed(3)}${all.misses.length ? ` (misses: ${all.misses.join('; ')})` : ''}`);
-  t.comment(`near-duplicate recall@3 among the ${BASES} originals: ${originals.recall.toFixed(3)}${originals.misses.length ? ` (misses: ${originals.misses.join('; ')})` : ''}`);
+  t.comment(
+    `near-duplicate recall@3 among all ${images} images: ${all.recall.toFixed(3)}${all.misses.length ? ` (misses: ${all.misses.join('; ')})` : ''}`,
+  );
+  t.comment(
+    `near-duplicate recall@3 among the ${BASES} originals: ${originals.recall.toFixed(3)}${originals.misses.length ? ` (misses: ${originals.misses.join('; ')})` : ''}`,
+  );
   // Among all images a copy's two siblings compete with its original for the 3 places.
   t.ok(originals.recall >= 0.95, `recall@3 among the originals ${originals.recall.toFixed(3)} >= 0.95`);
   t.ok(all.recall >= 0.9, `recall@3 among all images ${all.recall.toFixed(3)} >= 0.9`);
 
   const again = await analyzed('near-dups');
-  t.match(again, { status: 'completed', result: { embedded: 0 }, progress: { total: 0 } }, 'a second analysis embeds nothing');
+  t.match(
+    again,
+    { status: 'completed', result: { embedded: 0 }, progress: { total: 0 } },
+    'a second analysis embeds nothing',
+  );
 
   const random = seededRandom(99);
-  await ingest('near-dups', datasetId, { 'images/train/late-0.png': await picture(random), 'images/train/late-1.png': await picture(random) });
-  t.match(await analyzed('near-dups'), { status: 'completed', result: { embedded: 2 }, progress: { total: 2 } }, 'only the new images are embedded');
+  await ingest('near-dups', datasetId, {
+    'images/train/late-0.png': await picture(random),
+    'images/train/late-1.png': await picture(random),
+  });
+  t.match(
+    await analyzed('near-dups'),
+    { status: 'completed', result: { embedded: 2 }, progress: { total: 2 } },
+    'only the new images are embedded',
+  );
   t.equal((await summary('near-dups')).embeddingsCount, images + 2);
 });
 
@@ -131,16 +166,26 @@ t.test('DELETE cancels the analysis in flight; the next one goes on from what it
   const datasetId = await createDataset(world, world.alice, { dataset: 'cancelled', name: 'cancelled' });
   await ingest('cancelled', datasetId, many);
   const jobId = await analyze('cancelled');
-  const running = await waitForJob(t, world, world.alice, jobId, { until: (job) => job.status !== 'queued' && (job.progress?.processed ?? 0) > 0 });
+  const running = await waitForJob(t, world, world.alice, jobId, {
+    until: (job) => job.status !== 'queued' && (job.progress?.processed ?? 0) > 0,
+  });
   t.equal(running.status, 'running', 'cancelled while it runs');
   const cancelled = await call<{ cancelled: string | null }>(server, 'DELETE', path('cancelled'), { key: world.alice });
   t.same(cancelled.body, { cancelled: jobId }, 'the active job is cancelled');
   t.equal((await waitForJob(t, world, world.alice, jobId)).status, 'cancelled');
   const kept = (await summary('cancelled')).embeddingsCount;
   t.ok(kept > 0 && kept < CANCELLED_IMAGES, `stopped early (${kept} of ${CANCELLED_IMAGES} embedded)`);
-  t.same((await call(server, 'DELETE', path('cancelled'), { key: world.alice })).body, { cancelled: null }, 'nothing left to cancel');
+  t.same(
+    (await call(server, 'DELETE', path('cancelled'), { key: world.alice })).body,
+    { cancelled: null },
+    'nothing left to cancel',
+  );
   const resumed = await analyzed('cancelled');
-  t.match(resumed, { status: 'completed', result: { embedded: CANCELLED_IMAGES - kept } }, 'the next analysis embeds only the rest');
+  t.match(
+    resumed,
+    { status: 'completed', result: { embedded: CANCELLED_IMAGES - kept } },
+    'the next analysis embeds only the rest',
+  );
   t.equal((await summary('cancelled')).embeddingsCount, CANCELLED_IMAGES);
 });
 
@@ -156,28 +201,46 @@ t.test('one analysis at a time; progress shows while it runs', async (t) => {
 
 t.test('other workspaces and bad paths', async (t) => {
   for (const method of ['GET', 'POST', 'DELETE']) {
-    expectError(t, await call(server, method, path('near-dups'), { key: world.bobby }), 404, 'Dataset alice/near-dups not found');
+    expectError(
+      t,
+      await call(server, method, path('near-dups'), { key: world.bobby }),
+      404,
+      'Dataset alice/near-dups not found',
+    );
     expectError(t, await call(server, method, path('no-such-dataset'), { key: world.alice }), 404);
     t.equal((await call(server, method, path('near-dups'))).status, 401, `${method} needs a key`);
   }
   expectError(t, await call(server, 'GET', path('Bad_Slug!'), { key: world.alice }), 400);
   await createDataset(world, world.team, { dataset: 'team-set', name: 'team set' });
-  t.equal((await call(server, 'GET', path('team-set', 'acme-team'), { key: world.viewer })).status, 200, 'a viewer reads the summary');
+  t.equal(
+    (await call(server, 'GET', path('team-set', 'acme-team'), { key: world.viewer })).status,
+    200,
+    'a viewer reads the summary',
+  );
   expectError(t, await call(server, 'POST', path('team-set', 'acme-team'), { key: world.viewer }), 403);
   expectError(t, await call(server, 'DELETE', path('team-set', 'acme-team'), { key: world.viewer }), 403);
 });
 
 t.test('without an embedding model an analysis is 503; the summary still answers', async (t) => {
-  const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
+  const bare = await startTestServer(t, {
+    databaseUrl: server.databaseUrl,
+    env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' },
+  });
   expectError(t, await call(bare, 'POST', path('near-dups'), { key: world.alice }), 503, /EMBEDDING_MODEL_PATH/);
-  t.match((await call<Summary>(bare, 'GET', path('near-dups'), { key: world.alice })).body, { embeddingsCount: images + 2, activeJob: null });
+  t.match((await call<Summary>(bare, 'GET', path('near-dups'), { key: world.alice })).body, {
+    embeddingsCount: images + 2,
+    activeJob: null,
+  });
 });
 
 t.test('a model file that does not load fails the analysis with a reason', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'vp-embedder-')), 'not-a-model.onnx');
   writeFileSync(file, 'not an ONNX model');
   t.teardown(() => rmSync(dirname(file), { recursive: true, force: true }));
-  const broken = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: file, RATE_LIMIT_DEFAULT: '1000000' } });
+  const broken = await startTestServer(t, {
+    databaseUrl: server.databaseUrl,
+    env: { EMBEDDING_MODEL_PATH: file, RATE_LIMIT_DEFAULT: '1000000' },
+  });
   await server.close(); // the broken server alone runs the job
   const started = await call<{ jobId: string }>(broken, 'POST', path('busy'), { key: world.alice });
   t.equal(started.status, 202);

@@ -7,7 +7,8 @@ import { routes } from '../control-plane/src/routes.ts';
 import { expectError } from './helpers/expect.ts';
 import { call, startTestServer } from './helpers/server.ts';
 
-const FAKE_SQL = 'insert into "api_keys" ("key_hash") values ($1) - duplicate key value violates unique constraint "api_keys_key_hash_unique"';
+const FAKE_SQL =
+  'insert into "api_keys" ("key_hash") values ($1) - duplicate key value violates unique constraint "api_keys_key_hash_unique"';
 
 /** Test-only routes that fail the ways real code can: a thrown Error, a thrown non-Error, an answer outside its own schema. */
 const boom = defineRoute({
@@ -57,14 +58,23 @@ const strict = defineRoute({
   handler: () => ({ ok: true as const }),
 });
 
-const server = await startTestServer(t, { routes: [...routes, boom, throwsString, leaky, strict], env: { JSON_BODY_LIMIT_BYTES: '1024', RATE_LIMIT_MUTATION: '100000', RATE_LIMIT_DEFAULT: '100000' } });
+const server = await startTestServer(t, {
+  routes: [...routes, boom, throwsString, leaky, strict],
+  env: { JSON_BODY_LIMIT_BYTES: '1024', RATE_LIMIT_MUTATION: '100000', RATE_LIMIT_DEFAULT: '100000' },
+});
 await server.services().account.createUser('alice');
 await server.services().account.createUser('bobby');
 await server.services().account.createTeam('acme-team', 'alice');
 const { key } = await server.services().apiKeys.create('acme-team', 'owner key');
 
 t.test('an unknown route is 404 with { error }, with or without a key', async (t) => {
-  for (const path of ['/api/nope', '/api/datasets/alice/cats/whiskers/more', '/nope', '/api/docs/assets/missing.js', '/api/users/alice/extra']) {
+  for (const path of [
+    '/api/nope',
+    '/api/datasets/alice/cats/whiskers/more',
+    '/nope',
+    '/api/docs/assets/missing.js',
+    '/api/users/alice/extra',
+  ]) {
     const anonymous = await call(server, 'GET', path);
     expectError(t, anonymous, 404, `No route for GET ${path}`);
     const keyed = await call(server, 'GET', path, { key });
@@ -97,28 +107,48 @@ t.test('malformed JSON is 400 Malformed JSON body', async (t) => {
     expectError(t, response, 400, 'Malformed JSON body');
   }
   // Nothing was changed by the refused requests.
-  const members = await call<{ members: Array<{ username: string }> }>(server, 'GET', '/api/workspaces/acme-team/members', { key });
-  t.same(members.body.members.map((m) => m.username), ['alice']);
+  const members = await call<{ members: Array<{ username: string }> }>(
+    server,
+    'GET',
+    '/api/workspaces/acme-team/members',
+    { key },
+  );
+  t.same(
+    members.body.members.map((m) => m.username),
+    ['alice'],
+  );
 });
 
 t.test('an oversized JSON body is 413', async (t) => {
   const padding = 'x'.repeat(4096);
-  const response = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, body: { role: 'viewer', padding } });
+  const response = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key,
+    body: { role: 'viewer', padding },
+  });
   expectError(t, response, 413, /1024 bytes/);
   // Just under the limit is parsed normally (the unknown field is ignored).
-  const fits = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, body: { role: 'viewer', padding: 'x'.repeat(900) } });
+  const fits = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key,
+    body: { role: 'viewer', padding: 'x'.repeat(900) },
+  });
   t.equal(fits.status, 200);
   t.same(fits.body, { success: true, username: 'bobby', role: 'viewer' });
 });
 
 t.test('validation errors are 400 and name the field and the rule', async (t) => {
-  const wrongRole = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, body: { role: 'owner' } });
+  const wrongRole = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key,
+    body: { role: 'owner' },
+  });
   expectError(t, wrongRole, 400, 'body.role: must be one of viewer, editor, admin');
   const missingRole = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, body: {} });
   expectError(t, missingRole, 400, /^body\.role: /);
   const noBody = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key });
   expectError(t, noBody, 400, /^body\b/);
-  const arrayBody = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', { key, rawBody: '["viewer"]' });
+  const arrayBody = await call(server, 'PUT', '/api/workspaces/acme-team/members/bobby', {
+    key,
+    rawBody: '["viewer"]',
+  });
   expectError(t, arrayBody, 400, /^body\b/);
 
   const handleRule = 'must be 4-32 lowercase letters or digits, with single hyphens between segments';
@@ -134,17 +164,34 @@ t.test('validation errors are 400 and name the field and the rule', async (t) =>
 t.test('a validation error lists the first 10 unknown keys and problems and counts the rest', async (t) => {
   const unknown = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, 0]));
   const response = await call(server, 'POST', '/api/test/strict', { body: { name: 'x', ...unknown } });
-  expectError(t, response, 400, 'body: Unrecognized keys: "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9" and 90 more keys');
+  expectError(
+    t,
+    response,
+    400,
+    'body: Unrecognized keys: "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9" and 90 more keys',
+  );
 
   // Bounded whatever the input: 200,000 unknown keys, 50,000 bad items, names and values of 100,000 characters.
-  const keys = describeZodError(z.strictObject({}).safeParse(Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`field${i}`, i]))).error!, 'body');
+  const keys = describeZodError(
+    z.strictObject({}).safeParse(Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`field${i}`, i])))
+      .error!,
+    'body',
+  );
   t.match(keys, /^body: Unrecognized keys: "field0", .*"field9" and 199990 more keys$/);
   t.ok(keys.length < 300, `${keys.length} characters`);
-  const items = describeZodError(z.array(z.number()).safeParse(Array.from({ length: 50_000 }, () => 'x')).error!, 'body');
+  const items = describeZodError(
+    z.array(z.number()).safeParse(Array.from({ length: 50_000 }, () => 'x')).error!,
+    'body',
+  );
   t.match(items, /^body\.0: .*; body\.9: [^;]*and 49990 more problems$/);
   t.equal(items.split('; ').length, 10);
   const long = 'y'.repeat(100_000);
-  const huge = describeZodError(z.record(z.string(), z.strictObject({})).safeParse(Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${i}${long}`, { [long]: 1 }]))).error!, 'body');
+  const huge = describeZodError(
+    z
+      .record(z.string(), z.strictObject({}))
+      .safeParse(Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${i}${long}`, { [long]: 1 }]))).error!,
+    'body',
+  );
   t.ok(huge.length < 12_000, `${huge.length} characters`);
   t.match(huge, / and 10 more problems$/);
 });
@@ -153,14 +200,31 @@ t.test('other client errors keep the shape', async (t) => {
   expectError(t, await call(server, 'GET', '/api/account/summary'), 401);
   expectError(t, await call(server, 'GET', '/api/account/summary', { key: 'nope' }), 401, 'Invalid API key');
   const { key: bobbyKey } = await server.services().apiKeys.create('bobby', 'bobby');
-  expectError(t, await call(server, 'GET', '/api/workspaces/acme-team/members', { key: bobbyKey }), 403, 'Permission denied for this operation');
+  expectError(
+    t,
+    await call(server, 'GET', '/api/workspaces/acme-team/members', { key: bobbyKey }),
+    403,
+    'Permission denied for this operation',
+  );
   expectError(t, await call(server, 'GET', '/api/users/nobody-here'), 404, /nobody-here/);
-  expectError(t, await call(server, 'PUT', '/api/workspaces/acme-team/members/alice', { key, body: { role: 'viewer' } }), 409);
+  expectError(
+    t,
+    await call(server, 'PUT', '/api/workspaces/acme-team/members/alice', { key, body: { role: 'viewer' } }),
+    409,
+  );
   expectError(t, await call(server, 'DELETE', '/api/workspaces/acme-team/members/nobody-here', { key }), 404);
 });
 
 t.test('an unexpected exception is 500 with a request id, and no stack or SQL', async (t) => {
-  const forbidden = [/insert into/i, /api_keys/, /duplicate key/, /\bat [\w.<>]+ \(/, /\.ts:\d+/, /stack/i, /query failed/];
+  const forbidden = [
+    /insert into/i,
+    /api_keys/,
+    /duplicate key/,
+    /\bat [\w.<>]+ \(/,
+    /\.ts:\d+/,
+    /stack/i,
+    /query failed/,
+  ];
   for (const [method, path] of [
     ['GET', '/api/test/boom'],
     ['POST', '/api/test/boom'],

@@ -6,15 +6,36 @@ import { createModel, createProject } from './helpers/models.ts';
 import { createDataset, startWorld } from './helpers/world.ts';
 
 interface ExploreAnswer {
-  projects: Array<{ project: string; owner: string; modelCount: number; modelNames: string[]; totalBytes: number; starCount: number; license?: string }>;
-  datasets: Array<{ dataset: string; owner: string; task: string; imageCount: number; starCount: number; license?: string }>;
+  projects: Array<{
+    project: string;
+    owner: string;
+    modelCount: number;
+    modelNames: string[];
+    totalBytes: number;
+    starCount: number;
+    license?: string;
+  }>;
+  datasets: Array<{
+    dataset: string;
+    owner: string;
+    task: string;
+    imageCount: number;
+    starCount: number;
+    license?: string;
+  }>;
   images?: unknown[];
   hasMore: boolean;
 }
 
 const world = await startWorld(t);
 const { server, alice, bobby } = world;
-await createProject(world, alice, { project: 'cars', name: 'Cars', visibility: 'public', description: 'road vehicles', license: 'MIT' });
+await createProject(world, alice, {
+  project: 'cars',
+  name: 'Cars',
+  visibility: 'public',
+  description: 'road vehicles',
+  license: 'MIT',
+});
 await createProject(world, alice, { project: 'hidden', name: 'Hidden', visibility: 'private' });
 await createProject(world, bobby, { project: 'birds', name: 'Birds', visibility: 'public', license: 'AGPL-3.0' });
 await createProject(world, bobby, { project: 'empty', name: 'Empty', visibility: 'public' });
@@ -22,7 +43,13 @@ await createModel(world, alice, { project: 'cars', model: 'yolo-a', task: 'detec
 await createModel(world, alice, { project: 'cars', model: 'yolo-b', task: 'segment' });
 await createModel(world, bobby, { project: 'birds', model: 'beak', task: 'pose' });
 await createModel(world, alice, { project: 'hidden', model: 'secret', task: 'detect' });
-await createDataset(world, alice, { dataset: 'roads', name: 'Roads', visibility: 'public', task: 'detect', license: 'MIT' });
+await createDataset(world, alice, {
+  dataset: 'roads',
+  name: 'Roads',
+  visibility: 'public',
+  task: 'detect',
+  license: 'MIT',
+});
 await createDataset(world, bobby, { dataset: 'feathers', name: 'Feathers', visibility: 'public', task: 'classify' });
 await createDataset(world, bobby, { dataset: 'private-set', name: 'Private set', visibility: 'private' });
 await call(server, 'PATCH', '/api/projects/bobby/birds', { key: alice, body: { starred: true } });
@@ -40,8 +67,14 @@ t.test('public only, newest first, with model summaries', async (t) => {
   const all = await explore('', alice);
   t.same(projects(all), ['bobby/empty', 'bobby/birds', 'alice/cars']);
   t.same(datasets(all), ['bobby/feathers', 'alice/roads']);
-  t.match(all.projects.find((project) => project.project === 'cars'), { modelCount: 2, modelNames: ['yolo-a', 'yolo-b'], totalBytes: 0, license: 'MIT' });
-  t.match(all.projects.find((project) => project.project === 'empty'), { modelCount: 0, modelNames: [], totalBytes: 0 });
+  t.match(
+    all.projects.find((project) => project.project === 'cars'),
+    { modelCount: 2, modelNames: ['yolo-a', 'yolo-b'], totalBytes: 0, license: 'MIT' },
+  );
+  t.match(
+    all.projects.find((project) => project.project === 'empty'),
+    { modelCount: 0, modelNames: [], totalBytes: 0 },
+  );
   t.equal(all.hasMore, false);
   t.same(projects(await explore('?sort=oldest')), ['alice/cars', 'bobby/birds', 'bobby/empty']);
 });
@@ -49,7 +82,11 @@ t.test('public only, newest first, with model summaries', async (t) => {
 t.test('filters combine', async (t) => {
   t.same(projects(await explore('?q=ROAD')), ['alice/cars'], 'text in the description, case ignored');
   t.same(datasets(await explore('?q=ROAD')), ['alice/roads']);
-  t.same(projects(await explore('?task=pose,segment')), ['bobby/birds', 'alice/cars'], 'projects with a model of a task');
+  t.same(
+    projects(await explore('?task=pose,segment')),
+    ['bobby/birds', 'alice/cars'],
+    'projects with a model of a task',
+  );
   t.same(datasets(await explore('?task=classify')), ['bobby/feathers']);
   t.same(projects(await explore('?license=MIT')), ['alice/cars']);
   t.same(datasets(await explore('?license=MIT')), ['alice/roads']);

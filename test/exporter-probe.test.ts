@@ -17,7 +17,10 @@ function venvWithProbe(t: Fixtures, script: string) {
   writeFileSync(join(venv, 'bin', PROBE_COMMAND), `#!/bin/sh\n${script}\n`);
   chmodSync(join(venv, 'bin', PROBE_COMMAND), 0o755);
   // A work root that does not exist yet, as on an agent's first start.
-  return new ProcessRuntime({ workRoot: join(venv, 'work'), environment: { PATH: `${join(venv, 'bin')}:/usr/bin:/bin`, VIRTUAL_ENV: venv } });
+  return new ProcessRuntime({
+    workRoot: join(venv, 'work'),
+    environment: { PATH: `${join(venv, 'bin')}:/usr/bin:/bin`, VIRTUAL_ENV: venv },
+  });
 }
 
 const probe = async (runtime: ProcessRuntime) => {
@@ -27,9 +30,15 @@ const probe = async (runtime: ProcessRuntime) => {
 };
 
 t.test("the venv's probe answers: its exporters and the reasons for the others", async (t) => {
-  const runtime = venvWithProbe(t, `echo '{"exporters": ["onnx", "torchscript", "onnx"], "missing": {"engine": "TensorRT needs an NVIDIA GPU"}}'`);
+  const runtime = venvWithProbe(
+    t,
+    `echo '{"exporters": ["onnx", "torchscript", "onnx"], "missing": {"engine": "TensorRT needs an NVIDIA GPU"}}'`,
+  );
   const { capabilities, logs } = await probe(runtime);
-  t.same(capabilities, { exporters: ['onnx', 'torchscript'], missingExporters: { engine: 'TensorRT needs an NVIDIA GPU' } });
+  t.same(capabilities, {
+    exporters: ['onnx', 'torchscript'],
+    missingExporters: { engine: 'TensorRT needs an NVIDIA GPU' },
+  });
   t.match(logs, [/^info probed the exporters/]);
 });
 

@@ -34,7 +34,9 @@ async function countRows(databaseUrl: string): Promise<{ users: number; keys: nu
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query('select (select count(*) from users)::int as users, (select count(*) from api_keys)::int as keys');
+    const { rows } = await client.query(
+      'select (select count(*) from users)::int as users, (select count(*) from api_keys)::int as keys',
+    );
     return rows[0];
   } finally {
     await client.end();
@@ -64,7 +66,12 @@ t.test('first start on an empty database (DATABASE_URL)', async (t) => {
   const key = readInitialKey(t, dataDir);
   const summary = await call(first, 'GET', '/api/account/summary', { key });
   t.equal(summary.status, 200);
-  t.match(summary.body, { username: 'admin', role: 'owner', accountType: 'personal', actingUser: { username: 'admin' } });
+  t.match(summary.body, {
+    username: 'admin',
+    role: 'owner',
+    accountType: 'personal',
+    actingUser: { username: 'admin' },
+  });
   t.equal(await first.stop(), 0, 'SIGTERM: exit 0');
   t.match(first.output(), join(dataDir, 'initial-api-key'), 'the path is logged');
   t.notMatch(first.output(), key, 'the key is never logged');

@@ -16,7 +16,13 @@ await server.services().account.createTeam('gpu-team', 'gina');
 await server.services().account.createTeam('other-team', 'gina');
 const key = (await server.services().apiKeys.create('gpu-team', 'ci')).key;
 
-const gpu = (index: number, typeId: string, memoryMiB: number): Gpu => ({ index, model: typeId, typeId, memoryMiB, driverVersion: '550.54' });
+const gpu = (index: number, typeId: string, memoryMiB: number): Gpu => ({
+  index,
+  model: typeId,
+  typeId,
+  memoryMiB,
+  driverVersion: '550.54',
+});
 const hardware = (gpus: Gpu[]): Hardware => ({
   cpu: { model: 'Test CPU', cores: 16 },
   memoryBytes: 64 * 2 ** 30,
@@ -27,15 +33,37 @@ const hardware = (gpus: Gpu[]): Hardware => ({
 
 const em = server.orm.em.fork();
 const workspace = (handle: string) => em.findOneOrFail(Workspace, { handle });
-const addHost = async (name: string, state: HostState, hw: Hardware | null, handle?: string, lastHeartbeatAt = new Date()) =>
-  em.create(Host, { name, state, hardware: hw as Record<string, unknown> | null, workspace: handle ? await workspace(handle) : null, lastHeartbeatAt });
-await addHost('pool-a', 'connected', hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'rtx-4090', 24_564), gpu(2, 'l40s', 46_068)]));
+const addHost = async (
+  name: string,
+  state: HostState,
+  hw: Hardware | null,
+  handle?: string,
+  lastHeartbeatAt = new Date(),
+) =>
+  em.create(Host, {
+    name,
+    state,
+    hardware: hw as Record<string, unknown> | null,
+    workspace: handle ? await workspace(handle) : null,
+    lastHeartbeatAt,
+  });
+await addHost(
+  'pool-a',
+  'connected',
+  hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'rtx-4090', 24_564), gpu(2, 'l40s', 46_068)]),
+);
 await addHost('pool-b', 'connected', hardware([gpu(0, 'h100-sxm', 81_559), gpu(1, 'gh200-480gb', 97_871)]));
 await addHost('pool-cpu', 'connected', hardware([]));
 await addHost('pool-off', 'disconnected', hardware([gpu(0, 'b200', 183_359)]));
 await addHost('pool-new', 'enrolling', null);
 // Marked connected by a replica that died: silent past the grace period, so not offered.
-await addHost('pool-stale', 'connected', hardware([gpu(0, 'b200', 183_359)]), undefined, new Date(Date.now() - 3600_000));
+await addHost(
+  'pool-stale',
+  'connected',
+  hardware([gpu(0, 'b200', 183_359)]),
+  undefined,
+  new Date(Date.now() - 3600_000),
+);
 await addHost('mine', 'connected', hardware([gpu(0, 'rtx-4090', 24_564), gpu(1, 'a100-80gb-sxm', 81_920)]), 'gpu-team');
 await addHost('theirs', 'connected', hardware([gpu(0, 'b300', 270_000)]), 'other-team');
 await em.flush();
@@ -49,33 +77,75 @@ type Availability = {
 type Levels = Record<string, 'High' | 'Medium' | 'Low' | null>;
 const unavailable = { status: 'unavailable', total: 0, free: 0, memoryGb: null };
 
-t.test('levels keyed by GPU type ID: High with half or more free, Medium with fewer, Low with none, null when absent', async (t) => {
-  const { status, body } = await call<Levels>(server, 'GET', '/api/training/gpu-availability');
-  t.equal(status, 200);
-  t.same(Object.keys(body).sort(), [...KNOWN_GPU_TYPE_IDS, 'gh200-480gb', 'cpu'].sort(), 'known IDs, the reported unknown one, and cpu');
-  t.match(body, { 'rtx-4090': 'High', l40s: 'High', 'h100-sxm': 'High', cpu: 'High', b200: null, 'a100-80gb-sxm': null });
-  // Jobs running on pool-a hold one of its two rtx-4090s, then the other one and its l40s too.
-  const poolA = await em.findOneOrFail(Host, { name: 'pool-a' });
-  const gpuTeam = await workspace('gpu-team');
-  const running = (gpuIndexes: number[]) =>
-    em.create(Job, { workspace: gpuTeam, kind: 'test', status: 'running', placement: 'host', host: poolA, gpuCount: gpuIndexes.length, gpuIndexes });
-  const held = [running([0])];
-  await em.flush();
-  t.match((await call<Levels>(server, 'GET', '/api/training/gpu-availability')).body, { 'rtx-4090': 'High' }, 'one of two free is half');
-  const managed = (await call<Levels>(server, 'GET', '/api/training/gpu-availability?managed=true', { key })).body;
-  t.match(managed, { 'rtx-4090': 'High', 'a100-80gb-sxm': 'High' }, 'two of three rtx-4090 free with the private host');
-  held.push(running([1, 2]));
-  await em.flush();
-  t.match((await call<Levels>(server, 'GET', '/api/training/gpu-availability')).body, { 'rtx-4090': 'Low', l40s: 'Low' }, 'all busy: Low');
-  t.match((await call<Levels>(server, 'GET', '/api/training/gpu-availability?managed=true', { key })).body, { 'rtx-4090': 'Medium' }, 'one of three free: Medium');
-  for (const job of held) em.remove(job);
-  await em.flush();
-});
+t.test(
+  'levels keyed by GPU type ID: High with half or more free, Medium with fewer, Low with none, null when absent',
+  async (t) => {
+    const { status, body } = await call<Levels>(server, 'GET', '/api/training/gpu-availability');
+    t.equal(status, 200);
+    t.same(
+      Object.keys(body).sort(),
+      [...KNOWN_GPU_TYPE_IDS, 'gh200-480gb', 'cpu'].sort(),
+      'known IDs, the reported unknown one, and cpu',
+    );
+    t.match(body, {
+      'rtx-4090': 'High',
+      l40s: 'High',
+      'h100-sxm': 'High',
+      cpu: 'High',
+      b200: null,
+      'a100-80gb-sxm': null,
+    });
+    // Jobs running on pool-a hold one of its two rtx-4090s, then the other one and its l40s too.
+    const poolA = await em.findOneOrFail(Host, { name: 'pool-a' });
+    const gpuTeam = await workspace('gpu-team');
+    const running = (gpuIndexes: number[]) =>
+      em.create(Job, {
+        workspace: gpuTeam,
+        kind: 'test',
+        status: 'running',
+        placement: 'host',
+        host: poolA,
+        gpuCount: gpuIndexes.length,
+        gpuIndexes,
+      });
+    const held = [running([0])];
+    await em.flush();
+    t.match(
+      (await call<Levels>(server, 'GET', '/api/training/gpu-availability')).body,
+      { 'rtx-4090': 'High' },
+      'one of two free is half',
+    );
+    const managed = (await call<Levels>(server, 'GET', '/api/training/gpu-availability?managed=true', { key })).body;
+    t.match(
+      managed,
+      { 'rtx-4090': 'High', 'a100-80gb-sxm': 'High' },
+      'two of three rtx-4090 free with the private host',
+    );
+    held.push(running([1, 2]));
+    await em.flush();
+    t.match(
+      (await call<Levels>(server, 'GET', '/api/training/gpu-availability')).body,
+      { 'rtx-4090': 'Low', l40s: 'Low' },
+      'all busy: Low',
+    );
+    t.match(
+      (await call<Levels>(server, 'GET', '/api/training/gpu-availability?managed=true', { key })).body,
+      { 'rtx-4090': 'Medium' },
+      'one of three free: Medium',
+    );
+    for (const job of held) em.remove(job);
+    await em.flush();
+  },
+);
 
 t.test('detail: anonymous callers see connected pool hosts only, with every known type listed', async (t) => {
   const { status, body } = await call<Availability>(server, 'GET', '/api/training/gpu-availability?detail=true');
   t.equal(status, 200);
-  t.same(Object.keys(body.gpus).sort(), [...KNOWN_GPU_TYPE_IDS, 'gh200-480gb'].sort(), 'known IDs plus the reported unknown one');
+  t.same(
+    Object.keys(body.gpus).sort(),
+    [...KNOWN_GPU_TYPE_IDS, 'gh200-480gb'].sort(),
+    'known IDs plus the reported unknown one',
+  );
   t.same(body.gpus['rtx-4090'], { status: 'available', total: 2, free: 2, memoryGb: 24 });
   t.same(body.gpus.l40s, { status: 'available', total: 1, free: 1, memoryGb: 45 });
   t.same(body.gpus['h100-sxm'], { status: 'available', total: 1, free: 1, memoryGb: 80 });
@@ -94,7 +164,12 @@ t.test('detail: anonymous callers see connected pool hosts only, with every know
 t.test('managed=true needs a key and adds the key workspace private hosts only', async (t) => {
   const anonymous = await call(server, 'GET', '/api/training/gpu-availability?managed=true');
   t.equal(anonymous.status, 401);
-  const { status, body } = await call<Availability>(server, 'GET', '/api/training/gpu-availability?managed=true&detail=true', { key });
+  const { status, body } = await call<Availability>(
+    server,
+    'GET',
+    '/api/training/gpu-availability?managed=true&detail=true',
+    { key },
+  );
   t.equal(status, 200);
   t.same(body.gpus['rtx-4090'], { status: 'available', total: 3, free: 3, memoryGb: 24 });
   t.same(body.gpus['a100-80gb-sxm'], { status: 'available', total: 1, free: 1, memoryGb: 80 });

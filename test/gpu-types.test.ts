@@ -67,7 +67,18 @@ t.test('unknown NVIDIA models get a slug of their name; other vendors get null',
 t.test('the known IDs are distinct, spec-style, and include the spec examples', async (t) => {
   t.equal(new Set(KNOWN_GPU_TYPE_IDS).size, KNOWN_GPU_TYPE_IDS.length);
   for (const typeId of KNOWN_GPU_TYPE_IDS) t.match(typeId, /^[a-z0-9]+(-[a-z0-9]+)*$/);
-  for (const typeId of ['rtx-2000-ada', 'rtx-4090', 'l40s', 'a100-80gb-pcie', 'a100-80gb-sxm', 'rtx-pro-6000', 'h100-sxm', 'h200-sxm', 'b200', 'b300']) {
+  for (const typeId of [
+    'rtx-2000-ada',
+    'rtx-4090',
+    'l40s',
+    'a100-80gb-pcie',
+    'a100-80gb-sxm',
+    'rtx-pro-6000',
+    'h100-sxm',
+    'h200-sxm',
+    'b200',
+    'b300',
+  ]) {
     t.ok(KNOWN_GPU_TYPE_IDS.includes(typeId), typeId);
   }
 });
@@ -76,7 +87,14 @@ t.test('graphics controllers: NVIDIA ones only, numbered, nvidia-smi data prefer
   const controller = { bus: 'PCI', vram: null, vramDynamic: false };
   const gpus = nvidiaGpus([
     { ...controller, vendor: 'ASPEED Technology, Inc.', model: 'ASPEED Graphics Family' },
-    { ...controller, vendor: 'NVIDIA Corporation', model: 'GH100 [H100 SXM5 80GB]', name: 'NVIDIA H100 80GB HBM3', memoryTotal: 81_559, driverVersion: '550.54.15' },
+    {
+      ...controller,
+      vendor: 'NVIDIA Corporation',
+      model: 'GH100 [H100 SXM5 80GB]',
+      name: 'NVIDIA H100 80GB HBM3',
+      memoryTotal: 81_559,
+      driverVersion: '550.54.15',
+    },
     // Without nvidia-smi only lspci's chip name and vendor are known.
     { ...controller, vendor: 'NVIDIA Corporation', model: 'AD102GL [L40S]', vram: 46_068 },
     { ...controller, vendor: 'NVIDIA Corporation', model: 'Device 2330' },

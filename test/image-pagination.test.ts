@@ -13,15 +13,23 @@ interface Page {
 }
 
 async function addImages(world: World, datasetId: string, count: number, prefix: string): Promise<string[]> {
-  const images = await Promise.all(Array.from({ length: count }, (_, i) => shapeImage({ width: 16 + (i % 7), height: 16 + (i % 5), box: [2, 2, 4, 4] })));
-  return world.server.services().imageIntake.add(datasetId, images.map((image, i) => ({ bytes: image.bytes, filename: `${prefix}-${String(i).padStart(3, '0')}.png` })));
+  const images = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      shapeImage({ width: 16 + (i % 7), height: 16 + (i % 5), box: [2, 2, 4, 4] }),
+    ),
+  );
+  return world.server.services().imageIntake.add(
+    datasetId,
+    images.map((image, i) => ({ bytes: image.bytes, filename: `${prefix}-${String(i).padStart(3, '0')}.png` })),
+  );
 }
 
 t.test('pages return each image exactly once while images are added', async (t) => {
   const world = await startWorld(t);
   const datasetId = await createDataset(world, world.alice, { dataset: 'stream', name: 'Stream' });
   const original = new Set(await addImages(world, datasetId, 60, 'first'));
-  const get = (query: string) => call<Page>(world.server, 'GET', `/api/datasets/alice/stream/images?${query}`, { key: world.alice });
+  const get = (query: string) =>
+    call<Page>(world.server, 'GET', `/api/datasets/alice/stream/images?${query}`, { key: world.alice });
 
   for (const sort of ['newest', 'oldest', 'name-asc', 'width-desc', 'size-asc']) {
     const seen: string[] = [];
@@ -48,6 +56,10 @@ t.test('pages return each image exactly once while images are added', async (t) 
     more = page.hasMore;
     await addImages(world, datasetId, 1, `offset-${offset}`);
   }
-  t.equal(seen.filter((id) => original.has(id)).length, original.size, 'offset pages (oldest first) return every original image');
+  t.equal(
+    seen.filter((id) => original.has(id)).length,
+    original.size,
+    'offset pages (oldest first) return every original image',
+  );
   t.equal(new Set(seen).size, seen.length, 'offset pages never repeat an image');
 });

@@ -50,7 +50,10 @@ async function cameraUntil(done: (state: CameraState) => boolean, timeoutMs = 30
 
 const ffmpegs = () => childProcesses(server.pid, 'ffmpeg');
 const namesOf = (results: unknown[]) => (results as Array<{ name: string }>).map((row) => row.name).sort();
-const countsOf = (results: unknown[]) => Object.fromEntries([...new Set(namesOf(results))].map((name) => [name, namesOf(results).filter((other) => other === name).length]));
+const countsOf = (results: unknown[]) =>
+  Object.fromEntries(
+    [...new Set(namesOf(results))].map((name) => [name, namesOf(results).filter((other) => other === name).length]),
+  );
 
 const predicted = await predictAt(server.url, readFileSync(picture.file));
 const expected = predicted.body.images![0]!.results;
@@ -134,25 +137,38 @@ t.test('a stalled camera fails, predict carries on, and it is read again once it
   t.equal(ffmpegs().length, 1, 'one ffmpeg reads it');
 });
 
-t.test('an unreachable camera fails with ffmpeg’s reason, its password never shown, and predict carries on', async (t) => {
-  const previous = ffmpegs();
-  const url = `rtsp://viewer:pa55word@127.0.0.1:${await freePort()}/stream`;
-  const put = await camera('PUT', { url, fps: 2, conf: 0.5 });
-  t.equal(put.status, 200);
-  t.equal(put.body.url, url.replace('pa55word', '***'));
-  t.same(put.body.latest, undefined, 'the previous camera’s frames are gone');
-  t.notOk(previous.some(isRunning), 'the previous ffmpeg was stopped');
-  const failed = await cameraUntil((state) => state.state === 'failed');
-  t.match(failed.error, /Connection refused/);
-  t.notMatch(failed.error, /pa55word/);
-  t.equal((await predictAt(server.url, readFileSync(picture.file))).status, 200, 'predict answers');
-  // Retried 2 s later, then 4 s after that failed too: the log says so.
-  const failures = () => server.output().split('\n').filter((line) => line.includes('"camera failed"') && line.includes('viewer:***@'));
-  await eventually(async () => failures().length >= 2, 'two failures in the log', 15_000);
-  t.match(failures().map((line) => JSON.parse(line) as unknown), [{ severity: 'WARNING', retryInSeconds: 2 }, { severity: 'WARNING', retryInSeconds: 4 }]);
-  t.match(server.output(), /"message":"camera connecting".*"url":"rtsp:\/\/viewer:\*\*\*@/);
-  t.notMatch(server.output(), /pa55word/, 'the log never shows the password');
-});
+t.test(
+  'an unreachable camera fails with ffmpeg’s reason, its password never shown, and predict carries on',
+  async (t) => {
+    const previous = ffmpegs();
+    const url = `rtsp://viewer:pa55word@127.0.0.1:${await freePort()}/stream`;
+    const put = await camera('PUT', { url, fps: 2, conf: 0.5 });
+    t.equal(put.status, 200);
+    t.equal(put.body.url, url.replace('pa55word', '***'));
+    t.same(put.body.latest, undefined, 'the previous camera’s frames are gone');
+    t.notOk(previous.some(isRunning), 'the previous ffmpeg was stopped');
+    const failed = await cameraUntil((state) => state.state === 'failed');
+    t.match(failed.error, /Connection refused/);
+    t.notMatch(failed.error, /pa55word/);
+    t.equal((await predictAt(server.url, readFileSync(picture.file))).status, 200, 'predict answers');
+    // Retried 2 s later, then 4 s after that failed too: the log says so.
+    const failures = () =>
+      server
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"camera failed"') && line.includes('viewer:***@'));
+    await eventually(async () => failures().length >= 2, 'two failures in the log', 15_000);
+    t.match(
+      failures().map((line) => JSON.parse(line) as unknown),
+      [
+        { severity: 'WARNING', retryInSeconds: 2 },
+        { severity: 'WARNING', retryInSeconds: 4 },
+      ],
+    );
+    t.match(server.output(), /"message":"camera connecting".*"url":"rtsp:\/\/viewer:\*\*\*@/);
+    t.notMatch(server.output(), /pa55word/, 'the log never shows the password');
+  },
+);
 
 t.test('DELETE stops the camera and its ffmpeg', async (t) => {
   await camera('PUT', { url: source.url, fps: FPS });

@@ -56,27 +56,54 @@ t.test('bytes that are not a whole, bounded image are refused as InvalidImage', 
   await refused(tt, new Uint8Array(0), /empty/, 'zero bytes');
   await refused(tt, Buffer.from('this is not an image, just some text'), /not an image/, 'text');
   await refused(tt, Buffer.from('%PDF-1.4\n1 0 obj\n<<>>\nendobj\n'), /not an image/, 'a PDF');
-  await refused(tt, jpeg.subarray(0, Math.floor(jpeg.length * 0.6)), /could not be decoded|truncated|premature|corrupt/i, 'a truncated JPEG');
+  await refused(
+    tt,
+    jpeg.subarray(0, Math.floor(jpeg.length * 0.6)),
+    /could not be decoded|truncated|premature|corrupt/i,
+    'a truncated JPEG',
+  );
   await refused(tt, jpeg.subarray(0, 20), /not an image|could not be decoded/, 'a JPEG cut inside its header');
   await refused(tt, hugePng(), /50000 × 50000 pixels, more than/, 'a 50,000 × 50,000 PNG header');
   const random = Buffer.alloc(4096);
   for (let i = 0; i < random.length; i++) random[i] = (i * 7919) % 251;
-  await refused(tt, Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), random]), /./, 'a JPEG signature followed by garbage');
+  await refused(
+    tt,
+    Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), random]),
+    /./,
+    'a JPEG signature followed by garbage',
+  );
 });
 
 t.test('images are read as cv2.imdecode(IMREAD_COLOR) reads them', async (tt) => {
   // A 3 × 2 picture with distinct pixels, stored turned by EXIF orientation 6 (90° clockwise to display).
   const pixels = Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 0, 0, 255, 255, 255, 0, 255]);
-  const rotated = await sharp(pixels, { raw: { width: 3, height: 2, channels: 3 } }).png().withMetadata({ orientation: 6 }).toBuffer();
+  const rotated = await sharp(pixels, { raw: { width: 3, height: 2, channels: 3 } })
+    .png()
+    .withMetadata({ orientation: 6 })
+    .toBuffer();
   const turned = await decodeImage(rotated, LIMITS);
   tt.same([turned.width, turned.height], [2, 3], 'EXIF orientation applied');
-  tt.same(Array.from(turned.data.subarray(0, 6)), [255, 255, 0, 255, 0, 0], 'first row is the old first column, bottom to top');
+  tt.same(
+    Array.from(turned.data.subarray(0, 6)),
+    [255, 255, 0, 255, 0, 0],
+    'first row is the old first column, bottom to top',
+  );
 
-  const grey = await sharp(Buffer.from([0, 128, 255, 7]), { raw: { width: 2, height: 2, channels: 1 } }).png().toBuffer();
+  const grey = await sharp(Buffer.from([0, 128, 255, 7]), { raw: { width: 2, height: 2, channels: 1 } })
+    .png()
+    .toBuffer();
   const greyImage = await decodeImage(grey, LIMITS);
-  tt.same(Array.from(greyImage.data), [0, 0, 0, 128, 128, 128, 255, 255, 255, 7, 7, 7], 'grey becomes three equal channels');
+  tt.same(
+    Array.from(greyImage.data),
+    [0, 0, 0, 128, 128, 128, 255, 255, 255, 7, 7, 7],
+    'grey becomes three equal channels',
+  );
 
-  const rgba = await sharp(Buffer.from([200, 100, 50, 0, 10, 20, 30, 128]), { raw: { width: 2, height: 1, channels: 4 } }).png().toBuffer();
+  const rgba = await sharp(Buffer.from([200, 100, 50, 0, 10, 20, 30, 128]), {
+    raw: { width: 2, height: 1, channels: 4 },
+  })
+    .png()
+    .toBuffer();
   const rgbaImage = await decodeImage(rgba, LIMITS);
   tt.same(Array.from(rgbaImage.data), [200, 100, 50, 10, 20, 30], 'alpha dropped, colours kept (not blended)');
 

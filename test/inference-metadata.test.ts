@@ -13,13 +13,36 @@ import { exportedVariant, trainedModel } from './helpers/yolo-models.ts';
 t.setTimeout(20 * 60_000);
 
 t.test('Python reprs parse as ast.literal_eval would', async (tt) => {
-  tt.same(parsePythonLiteral("{0: 'person', 1: 'car'}"), new Map([[0, 'person'], [1, 'car']]));
+  tt.same(
+    parsePythonLiteral("{0: 'person', 1: 'car'}"),
+    new Map([
+      [0, 'person'],
+      [1, 'car'],
+    ]),
+  );
   // repr() switches to double quotes when the name has a single quote, and escapes both when it has both.
-  tt.same(parsePythonLiteral(`{0: "person's bag", 1: 'say "hi" it\\'s', 2: 'tab\\there', 3: 'caf\\xe9 ü'}`), new Map([[0, "person's bag"], [1, `say "hi" it's`], [2, 'tab\there'], [3, 'café ü']]));
+  tt.same(
+    parsePythonLiteral(`{0: "person's bag", 1: 'say "hi" it\\'s', 2: 'tab\\there', 3: 'caf\\xe9 ü'}`),
+    new Map([
+      [0, "person's bag"],
+      [1, `say "hi" it's`],
+      [2, 'tab\there'],
+      [3, 'café ü'],
+    ]),
+  );
   tt.same(parsePythonLiteral('[17, 3]'), [17, 3]);
   tt.same(parsePythonLiteral('(640, 480)'), [640, 480]);
   tt.equal(parsePythonLiteral('True'), true);
-  tt.same(parsePythonLiteral("{'batch': 1, 'nms': None, 'dynamic': True, 'fraction': 1.0, 'half': False}"), new Map<string, unknown>([['batch', 1], ['nms', null], ['dynamic', true], ['fraction', 1], ['half', false]]));
+  tt.same(
+    parsePythonLiteral("{'batch': 1, 'nms': None, 'dynamic': True, 'fraction': 1.0, 'half': False}"),
+    new Map<string, unknown>([
+      ['batch', 1],
+      ['nms', null],
+      ['dynamic', true],
+      ['fraction', 1],
+      ['half', false],
+    ]),
+  );
   tt.throws(() => parsePythonLiteral("{0: 'unterminated}"));
   tt.throws(() => parsePythonLiteral('__import__("os")'));
 });
@@ -29,7 +52,16 @@ t.test('an export’s metadata_props become its ModelInfo', async (tt) => {
   const props = readOnnxMetadata(readFileSync(pose.onnx));
   tt.equal(props.get('task'), 'pose');
   tt.equal(props.get('version'), '8.4.190');
-  tt.same(modelInfo(props, true), { task: 'pose', names: ['triangle'], imgsz: [64, 64], stride: 32, dynamic: true, end2end: false, kptShape: [3, 3], topK: undefined });
+  tt.same(modelInfo(props, true), {
+    task: 'pose',
+    names: ['triangle'],
+    imgsz: [64, 64],
+    stride: 32,
+    dynamic: true,
+    end2end: false,
+    kptShape: [3, 3],
+    topK: undefined,
+  });
 
   const detect = await trainedModel('detect');
   const fixed = modelInfo(readOnnxMetadata(readFileSync(await exportedVariant(detect, ['dynamic=False']))), false);
@@ -37,7 +69,11 @@ t.test('an export’s metadata_props become its ModelInfo', async (tt) => {
   const e2e = modelInfo(readOnnxMetadata(readFileSync((await trainedModel('detect', 'yolo26n')).onnx)), true);
   tt.same([e2e.end2end, e2e.topK], [true, 84], 'a NMS-free head and its TopK (8² + 4² + 2² anchors at 64 px)');
 
-  tt.throws(() => readOnnxMetadata(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f])), /longer than its container/, 'a field longer than the file');
+  tt.throws(
+    () => readOnnxMetadata(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f])),
+    /longer than its container/,
+    'a field longer than the file',
+  );
   tt.same(modelInfo(new Map([['names', "{0: 'a'}"]]), true).task, 'detect', 'no task: detect, as ultralytics assumes');
   tt.throws(() => modelInfo(new Map(), true), /no class names/);
 });
@@ -50,7 +86,11 @@ t.test('a file that is not a usable export is refused as InvalidModel', async (t
   // A valid ONNX graph without ultralytics' metadata: the fixture with its metadata_props (field 14) dropped.
   const bytes = readFileSync((await trainedModel('detect')).onnx);
   writeFileSync(join(dir, 'bare.onnx'), withoutMetadata(bytes));
-  await tt.rejects(OnnxModel.load(join(dir, 'bare.onnx')), { name: 'InvalidModel', message: /no class names/ }, 'no metadata');
+  await tt.rejects(
+    OnnxModel.load(join(dir, 'bare.onnx')),
+    { name: 'InvalidModel', message: /no class names/ },
+    'no metadata',
+  );
 });
 
 /** The top-level protobuf fields of a ModelProto except metadata_props (field 14). */
@@ -75,8 +115,7 @@ function withoutMetadata(bytes: Buffer): Buffer {
     else if (wire === 2) {
       const length = varint();
       at += length;
-    }
-    else at += wire === 1 ? 8 : 4;
+    } else at += wire === 1 ? 8 : 4;
     if (Math.floor(tag / 8) !== 14) parts.push(bytes.subarray(start, at));
   }
   return Buffer.concat(parts);

@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { decodeImage, OnnxModel, type Prediction, summarize } from '../inference/src/index.ts';
 import { type TestPicture, writeTestPictures } from './helpers/inference-images.ts';
-import { exportedVariant, type FixtureTask, runCommand, TRAINER_VENV, trainedModel, trainerEnv } from './helpers/yolo-models.ts';
+import {
+  exportedVariant,
+  type FixtureTask,
+  runCommand,
+  TRAINER_VENV,
+  trainedModel,
+  trainerEnv,
+} from './helpers/yolo-models.ts';
 
 // The first run trains the fixture models (a few minutes on 2 cores); later runs take them from .cache/test-models.
 t.setTimeout(20 * 60_000);
@@ -46,10 +53,23 @@ const work = mkdtempSync(join(tmpdir(), 'inference-parity-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const scenes = writeTestPictures(mkdtempSync(join(work, 'scenes-')));
 
-async function reference(onnx: string, task: FixtureTask, pictures: TestPicture[], runs: Run[]): Promise<Reference[][]> {
+async function reference(
+  onnx: string,
+  task: FixtureTask,
+  pictures: TestPicture[],
+  runs: Run[],
+): Promise<Reference[][]> {
   const out = await runCommand(
     join(TRAINER_VENV, 'bin/python'),
-    ['test/inference/ultralytics_reference.py', 'predict', onnx, task, '--runs', JSON.stringify(runs), ...pictures.map((p) => p.file)],
+    [
+      'test/inference/ultralytics_reference.py',
+      'predict',
+      onnx,
+      task,
+      '--runs',
+      JSON.stringify(runs),
+      ...pictures.map((p) => p.file),
+    ],
     { cwd: process.cwd(), env: trainerEnv(join(work, 'settings')) },
   );
   return JSON.parse(out) as Reference[][];
@@ -78,7 +98,8 @@ function rasterize(polygon: number[], width: number, height: number): Uint8Array
     }
     xs.sort((a, b) => a - b);
     for (let k = 0; k + 1 < xs.length; k += 2) {
-      for (let x = Math.max(0, Math.ceil(xs[k] - 0.5)); x < Math.min(width, Math.ceil(xs[k + 1] - 0.5)); x++) mask[y * width + x] = 1;
+      for (let x = Math.max(0, Math.ceil(xs[k] - 0.5)); x < Math.min(width, Math.ceil(xs[k + 1] - 0.5)); x++)
+        mask[y * width + x] = 1;
     }
   }
   return mask;
@@ -111,14 +132,23 @@ class Worst {
   }
 }
 
-function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, names: string[], worst: Worst, where: string): void {
+function compare(
+  tt: Test,
+  task: FixtureTask,
+  ours: Prediction,
+  ref: Reference,
+  names: string[],
+  worst: Worst,
+  where: string,
+): void {
   tt.same(ours.shape, ref.shape, `${where}: shape`);
   if (task === 'depth') {
     const theirs = new Float32Array(new Uint8Array(Buffer.from(ref.depth!, 'base64')).buffer);
     const mine = ours.depth!;
     tt.equal(mine.length, theirs.length, `${where}: depth map size`);
     let diff = 0;
-    for (let i = 0; i < theirs.length; i++) diff = Math.max(diff, Math.abs(mine[i] - theirs[i]) / Math.max(Math.abs(theirs[i]), 1e-3));
+    for (let i = 0; i < theirs.length; i++)
+      diff = Math.max(diff, Math.abs(mine[i] - theirs[i]) / Math.max(Math.abs(theirs[i]), 1e-3));
     worst.count++;
     worst.depth = Math.max(worst.depth, diff);
     tt.ok(diff < 1e-5, `${where}: depth within 1e-5 relative (${diff})`);
@@ -138,9 +168,14 @@ function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, 
   if (task === 'classify') {
     const top5 = summarize(ours, names, { normalize: false, decimals: 10 });
     const refTop5 = ref.summaries['False-5'];
-    tt.same(top5.map((r) => r.class), refTop5.map((r) => r.class), `${where}: top-5 classes`);
+    tt.same(
+      top5.map((r) => r.class),
+      refTop5.map((r) => r.class),
+      `${where}: top-5 classes`,
+    );
     worst.count++;
-    for (let k = 0; k < ours.probs!.length; k++) worst.conf = Math.max(worst.conf, Math.abs(ours.probs![k] - ref.probs![k]));
+    for (let k = 0; k < ours.probs!.length; k++)
+      worst.conf = Math.max(worst.conf, Math.abs(ours.probs![k] - ref.probs![k]));
     tt.ok(worst.conf < 1e-3, `${where}: probabilities within 1e-3`);
     return;
   }
@@ -152,7 +187,10 @@ function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, 
     let bestIou = -1;
     for (let k = 0; k < ours.boxes.length; k++) {
       if (used.has(k) || ours.classes[k] !== ref.cls![r]) continue;
-      const score = task === 'obb' ? -Math.max(...ours.boxes[k].map((v, i) => Math.abs(v - ref.boxes![r][i]))) : iou(ours.boxes[k], ref.boxes![r]);
+      const score =
+        task === 'obb'
+          ? -Math.max(...ours.boxes[k].map((v, i) => Math.abs(v - ref.boxes![r][i])))
+          : iou(ours.boxes[k], ref.boxes![r]);
       if (score > bestIou) {
         bestIou = score;
         best = k;
@@ -167,7 +205,11 @@ function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, 
     worst.conf = Math.max(worst.conf, Math.abs(ours.confidences[best] - ref.conf![r]));
     if (task === 'obb') worst.corner = Math.max(worst.corner, -bestIou);
     else worst.boxIou = Math.min(worst.boxIou, bestIou);
-    if (task === 'segment') worst.maskIou = Math.min(worst.maskIou, maskIou(ours.polygons![best], ref.polygons![r], ref.shape[1], ref.shape[0]));
+    if (task === 'segment')
+      worst.maskIou = Math.min(
+        worst.maskIou,
+        maskIou(ours.polygons![best], ref.polygons![r], ref.shape[1], ref.shape[0]),
+      );
     if (task === 'pose') {
       ref.keypoints![r].forEach((point, p) => {
         const mine = ours.keypoints![best][p];
@@ -184,12 +226,21 @@ function compare(tt: Test, task: FixtureTask, ours: Prediction, ref: Reference, 
 }
 
 /** Every number of our summary within one unit of the last decimal of ultralytics', same names, classes, keys and lengths. */
-function compareSummary(tt: Test, ours: unknown, theirs: unknown, decimals: number, slack: number, worst: Worst, where: string): void {
+function compareSummary(
+  tt: Test,
+  ours: unknown,
+  theirs: unknown,
+  decimals: number,
+  slack: number,
+  worst: Worst,
+  where: string,
+): void {
   if (typeof theirs === 'number') {
     const diff = Math.abs((ours as number) - theirs);
     worst.summary = Math.max(worst.summary, diff);
     // One unit of the last decimal (a difference in the last float32 bit can flip it), plus `slack`.
-    if (!(diff <= 10 ** -decimals * 1.0001 + Math.abs(theirs) * 2 ** -22 + slack)) tt.fail(`${where}: ${ours} vs ${theirs}`);
+    if (!(diff <= 10 ** -decimals * 1.0001 + Math.abs(theirs) * 2 ** -22 + slack))
+      tt.fail(`${where}: ${ours} vs ${theirs}`);
     return;
   }
   if (Array.isArray(theirs)) {
@@ -202,7 +253,8 @@ function compareSummary(tt: Test, ours: unknown, theirs: unknown, decimals: numb
   }
   if (theirs && typeof theirs === 'object') {
     tt.same(Object.keys(ours as object).sort(), Object.keys(theirs).sort(), `${where}: keys`);
-    for (const [key, value] of Object.entries(theirs)) compareSummary(tt, (ours as Record<string, unknown>)[key], value, decimals, slack, worst, `${where}.${key}`);
+    for (const [key, value] of Object.entries(theirs))
+      compareSummary(tt, (ours as Record<string, unknown>)[key], value, decimals, slack, worst, `${where}.${key}`);
     return;
   }
   if (ours !== theirs) tt.fail(`${where}: ${String(ours)} vs ${String(theirs)}`);
@@ -230,7 +282,10 @@ for (const { task, arch, exportArgs } of CASES) {
     const trained = await trainedModel(task, arch);
     const fixture = exportArgs ? { ...trained, onnx: await exportedVariant(trained, exportArgs) } : trained;
     const endToEnd = arch?.startsWith('yolo26') === true || exportArgs?.includes('nms=True') === true;
-    const pictures = task === 'classify' ? await writeTestPictures(mkdtempSync(join(work, 'single-')), { single: true }) : await scenes;
+    const pictures =
+      task === 'classify'
+        ? await writeTestPictures(mkdtempSync(join(work, 'single-')), { single: true })
+        : await scenes;
     const model = await OnnxModel.load(fixture.onnx, { intraOpThreads: 1 });
     tt.teardown(() => model.release());
     tt.equal(model.info.task, task);
@@ -244,7 +299,12 @@ for (const { task, arch, exportArgs } of CASES) {
     for (const [r, run] of RUNS.entries()) {
       for (const [p, picture] of pictures.entries()) {
         const image = await decodeImage(readFileSync(picture.file), { maxPixels: 50_000_000 });
-        const ours = await model.predict(image, { conf: run.conf, iou: run.iou, imgsz: run.imgsz, maxDet: run.max_det });
+        const ours = await model.predict(image, {
+          conf: run.conf,
+          iou: run.iou,
+          imgsz: run.imgsz,
+          maxDet: run.max_det,
+        });
         const ref = references[r][p];
         const where = `${picture.label} @ imgsz ${run.imgsz} conf ${run.conf} iou ${run.iou} max_det ${run.max_det}`;
         if (ref.error) {
@@ -260,12 +320,21 @@ for (const { task, arch, exportArgs } of CASES) {
           for (const decimals of [5, 2]) {
             // obb corners: torch's vectorised float32 cos/sin are not correctly rounded; corners differ by up to ~1e-4 px.
             const slack = task === 'obb' ? (normalize ? 1e-6 : 2e-4) : 0;
-            compareSummary(tt, summarize(ours, model.info.names, { normalize, decimals }), ref.summaries[`${normalize ? 'True' : 'False'}-${decimals}`], decimals, slack, worst, `${where} summary(${normalize}, ${decimals})`);
+            compareSummary(
+              tt,
+              summarize(ours, model.info.names, { normalize, decimals }),
+              ref.summaries[`${normalize ? 'True' : 'False'}-${decimals}`],
+              decimals,
+              slack,
+              worst,
+              `${where} summary(${normalize}, ${decimals})`,
+            );
           }
         }
       }
     }
-    if (!['classify', 'semantic', 'depth'].includes(task)) tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
+    if (!['classify', 'semantic', 'depth'].includes(task))
+      tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
     tt.ok(skipped < (pictures.length * RUNS.length) / 2, `most comparisons ran (${skipped} where ultralytics failed)`);
     tt.comment(`${task}${variant ? ` (${variant})` : ''}: ${worst}`);
   });

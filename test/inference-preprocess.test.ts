@@ -27,7 +27,12 @@ async function picture(width: number, height: number, seed: number): Promise<str
     data[i] = ((x * 255) / width + (state >>> 24) / 2) % 256;
   }
   const file = join(work, `${width}x${height}.png`);
-  writeFileSync(file, await sharp(data, { raw: { width, height, channels: 3 } }).png().toBuffer());
+  writeFileSync(
+    file,
+    await sharp(data, { raw: { width, height, channels: 3 } })
+      .png()
+      .toBuffer(),
+  );
   return file;
 }
 
@@ -41,11 +46,20 @@ const SIZES: [number, number][] = [
   [129, 95], // nearly 1:1 downscale
 ];
 
-async function reference(onnx: string, task: FixtureTask, imgsz: number, files: string[]): Promise<{ shape: number[]; data: string }[]> {
-  const out = await runCommand(join(TRAINER_VENV, 'bin/python'), ['test/inference/ultralytics_reference.py', 'preprocess', onnx, task, '--imgsz', String(imgsz), ...files], {
-    cwd: process.cwd(),
-    env: trainerEnv(join(work, 'settings')),
-  });
+async function reference(
+  onnx: string,
+  task: FixtureTask,
+  imgsz: number,
+  files: string[],
+): Promise<{ shape: number[]; data: string }[]> {
+  const out = await runCommand(
+    join(TRAINER_VENV, 'bin/python'),
+    ['test/inference/ultralytics_reference.py', 'preprocess', onnx, task, '--imgsz', String(imgsz), ...files],
+    {
+      cwd: process.cwd(),
+      env: trainerEnv(join(work, 'settings')),
+    },
+  );
   return JSON.parse(out);
 }
 
@@ -67,7 +81,8 @@ for (const { task, imgsz } of [
     const expected = await reference(fixture.onnx, task, imgsz, files);
     for (const [i, file] of files.entries()) {
       const image = await decodeImage(readFileSync(file), { maxPixels: 1e8 });
-      const ours = task === 'classify' ? classifyTensor(image, [imgsz, imgsz]) : letterbox(image, [imgsz, imgsz], true, 32);
+      const ours =
+        task === 'classify' ? classifyTensor(image, [imgsz, imgsz]) : letterbox(image, [imgsz, imgsz], true, 32);
       const shape = expected[i].shape;
       tt.same([1, 3, ours.height, ours.width], shape, `${SIZES[i].join('×')}: input shape`);
       const theirs = new Float32Array(new Uint8Array(Buffer.from(expected[i].data, 'base64')).buffer);
@@ -78,7 +93,11 @@ for (const { task, imgsz } of [
         if (diff > 0) differ++;
         worst = Math.max(worst, diff);
       }
-      tt.equal(differ, 0, `${SIZES[i].join('×')}: every value equal (largest difference ${(worst * 255).toFixed(2)}/255)`);
+      tt.equal(
+        differ,
+        0,
+        `${SIZES[i].join('×')}: every value equal (largest difference ${(worst * 255).toFixed(2)}/255)`,
+      );
     }
   });
 }

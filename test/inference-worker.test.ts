@@ -23,17 +23,24 @@ t.test('predictions in worker threads equal those on the main thread', async (tt
   const fixture = await trainedModel('detect');
   const bytes = await picture();
   const model = await OnnxModel.load(fixture.onnx, { intraOpThreads: 1 });
-  const expected = await model.predict(await decodeImage(bytes, { maxPixels: 1e7 }), { conf: 0.001, iou: 0.7, imgsz: 96 });
+  const expected = await model.predict(await decodeImage(bytes, { maxPixels: 1e7 }), {
+    conf: 0.001,
+    iou: 0.7,
+    imgsz: 96,
+  });
   await model.release();
   tt.ok(expected.boxes.length > 0, 'the picture has detections');
   const run = () =>
     new Promise<unknown>((resolve, reject) => {
-      const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), { workerData: { onnx: fixture.onnx, bytes } });
+      const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), {
+        workerData: { onnx: fixture.onnx, bytes },
+      });
       worker.once('message', resolve);
       worker.once('error', reject);
     });
   const results = await Promise.all([run(), run()]);
-  for (const result of results) tt.same(result, { boxes: expected.boxes, confidences: expected.confidences, classes: expected.classes });
+  for (const result of results)
+    tt.same(result, { boxes: expected.boxes, confidences: expected.confidences, classes: expected.classes });
 });
 
 async function picture(): Promise<Uint8Array> {

@@ -43,23 +43,44 @@ async function writeTinyRecordsZip(zip: string, image: string, records: number):
     zip.addReadStream(Readable.from(chunks()), 'annotations/instances_train.json');
     zip.end();
     await pipeline(zip.outputStream, createWriteStream(zipPath));`;
-  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, zip, image, String(records)], { cwd: process.cwd() });
+  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, zip, image, String(records)], {
+    cwd: process.cwd(),
+  });
 }
 
 /** Uploads a file from disk through the signed-URL API, streaming; returns the session id. */
 async function uploadFile(world: World, datasetId: string, file: string): Promise<string> {
   const totalBytes = statSync(file).size;
-  const ticket = await call<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(world.server, 'POST', '/api/upload/signed-url', {
-    key: world.alice,
-    body: { assetType: 'datasets', assetId: datasetId, filename: 'tiny.zip', contentType: 'application/octet-stream', totalBytes },
-  });
+  const ticket = await call<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
+    world.server,
+    'POST',
+    '/api/upload/signed-url',
+    {
+      key: world.alice,
+      body: {
+        assetType: 'datasets',
+        assetId: datasetId,
+        filename: 'tiny.zip',
+        contentType: 'application/octet-stream',
+        totalBytes,
+      },
+    },
+  );
   if (ticket.status !== 200) throw new Error(`signed-url: ${ticket.status} ${JSON.stringify(ticket.body)}`);
   const body = Readable.toWeb(createReadStream(file)) as ReadableStream;
-  const put = await fetch(ticket.body.uploadUrl, { method: 'PUT', headers: { ...ticket.body.headers, 'content-length': String(totalBytes) }, body, duplex: 'half' } as RequestInit);
+  const put = await fetch(ticket.body.uploadUrl, {
+    method: 'PUT',
+    headers: { ...ticket.body.headers, 'content-length': String(totalBytes) },
+    body,
+    duplex: 'half',
+  } as RequestInit);
   if (put.status !== 200) throw new Error(`upload PUT: ${put.status} ${await put.text()}`);
   const md5 = createHash('md5');
   for await (const chunk of createReadStream(file)) md5.update(chunk as Buffer);
-  const complete = await call(world.server, 'POST', '/api/upload/complete', { key: world.alice, body: { sessionId: ticket.body.sessionId, md5: md5.digest('hex') } });
+  const complete = await call(world.server, 'POST', '/api/upload/complete', {
+    key: world.alice,
+    body: { sessionId: ticket.body.sessionId, md5: md5.digest('hex') },
+  });
   if (complete.status !== 200) throw new Error(`complete: ${complete.status}`);
   return ticket.body.sessionId;
 }
@@ -77,31 +98,46 @@ function rssSampler(): () => number {
   };
 }
 
-t.test(`a COCO file of ${RECORDS.toLocaleString('en')} tiny records: the control plane's memory does not grow with it`, async (t) => {
-  const work = mkdtempSync(join(tmpdir(), 'vp-coco-memory-'));
-  t.teardown(() => rmSync(work, { recursive: true, force: true }));
-  const world = await startWorld(t);
-  const datasetId = await createDataset(world, world.alice, { dataset: 'tiny', name: 'Tiny' });
-  const [zip, image] = [join(work, 'tiny.zip'), join(work, 'a.png')];
-  writeFileSync(image, (await shapeImage({ name: 'a.png' })).bytes);
-  await writeTinyRecordsZip(zip, image, RECORDS);
-  const sessionId = await uploadFile(world, datasetId, zip);
-  rmSync(zip);
-  const before = process.memoryUsage().rss;
-  const peakOf = rssSampler();
-  const started = Date.now();
-  const job = await call<{ jobId: string }>(world.server, 'POST', '/api/datasets/alice/tiny/ingest', { key: world.alice, body: { sessionId } });
-  t.equal(job.status, 201);
-  const ended = await waitForJob(t, world, world.alice, job.body.jobId, { seconds: 900 });
-  const seconds = (Date.now() - started) / 1000;
-  const peak = peakOf();
-  const fileMB = Math.round((RECORDS * 3.9) / MB);
-  t.comment(`${RECORDS} records (${fileMB} MB) in ${seconds.toFixed(1)} s; RSS ${Math.round(before / MB)} MB before the ingest, ${Math.round(peak / MB)} MB at its peak`);
-  t.equal(ended.status, 'completed', String(ended.error));
-  t.match(ended.result, { format: 'coco', imagesAdded: 1, labelsAdded: 0 });
-  t.equal(ended.result?.skippedReasons['its image_id is not an image of this file found in the archive'], RECORDS, 'every record is counted');
-  // Holding the file's bytes took all of them and more; streamed, what grows is garbage the next full GC takes
-  // (V8 lets the heap grow to a multiple of what is live, ~80 MB here, whatever the file's size).
-  t.ok(peak - before < 200 * MB, `the peak grew by ${Math.round((peak - before) / MB)} MB ingesting a ${fileMB} MB file`);
-  t.ok(peak < 600 * MB, `the peak stays under the README's 600 MB (${Math.round(peak / MB)} MB)`);
-});
+t.test(
+  `a COCO file of ${RECORDS.toLocaleString('en')} tiny records: the control plane's memory does not grow with it`,
+  async (t) => {
+    const work = mkdtempSync(join(tmpdir(), 'vp-coco-memory-'));
+    t.teardown(() => rmSync(work, { recursive: true, force: true }));
+    const world = await startWorld(t);
+    const datasetId = await createDataset(world, world.alice, { dataset: 'tiny', name: 'Tiny' });
+    const [zip, image] = [join(work, 'tiny.zip'), join(work, 'a.png')];
+    writeFileSync(image, (await shapeImage({ name: 'a.png' })).bytes);
+    await writeTinyRecordsZip(zip, image, RECORDS);
+    const sessionId = await uploadFile(world, datasetId, zip);
+    rmSync(zip);
+    const before = process.memoryUsage().rss;
+    const peakOf = rssSampler();
+    const started = Date.now();
+    const job = await call<{ jobId: string }>(world.server, 'POST', '/api/datasets/alice/tiny/ingest', {
+      key: world.alice,
+      body: { sessionId },
+    });
+    t.equal(job.status, 201);
+    const ended = await waitForJob(t, world, world.alice, job.body.jobId, { seconds: 900 });
+    const seconds = (Date.now() - started) / 1000;
+    const peak = peakOf();
+    const fileMB = Math.round((RECORDS * 3.9) / MB);
+    t.comment(
+      `${RECORDS} records (${fileMB} MB) in ${seconds.toFixed(1)} s; RSS ${Math.round(before / MB)} MB before the ingest, ${Math.round(peak / MB)} MB at its peak`,
+    );
+    t.equal(ended.status, 'completed', String(ended.error));
+    t.match(ended.result, { format: 'coco', imagesAdded: 1, labelsAdded: 0 });
+    t.equal(
+      ended.result?.skippedReasons['its image_id is not an image of this file found in the archive'],
+      RECORDS,
+      'every record is counted',
+    );
+    // Holding the file's bytes took all of them and more; streamed, what grows is garbage the next full GC takes
+    // (V8 lets the heap grow to a multiple of what is live, ~80 MB here, whatever the file's size).
+    t.ok(
+      peak - before < 200 * MB,
+      `the peak grew by ${Math.round((peak - before) / MB)} MB ingesting a ${fileMB} MB file`,
+    );
+    t.ok(peak < 600 * MB, `the peak stays under the README's 600 MB (${Math.round(peak / MB)} MB)`);
+  },
+);

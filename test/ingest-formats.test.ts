@@ -28,8 +28,16 @@ const listed = (plan: IngestPlan) => ({ ...plan, skipped: plan.skipped.summary()
 /** Plans the files; `chunkBytes` sets the size of the chunks that files are streamed in. */
 async function plan(t: Test, files: Record<string, string>, chunkBytes = 64 * 1024) {
   const root = await writeTree(t, files);
-  const source = { read: (path: string) => readFile(join(root, path)), stream: async (path: string) => createReadStream(join(root, path), { highWaterMark: chunkBytes }) };
-  return listed(await planArchive(source, Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) }))));
+  const source = {
+    read: (path: string) => readFile(join(root, path)),
+    stream: async (path: string) => createReadStream(join(root, path), { highWaterMark: chunkBytes }),
+  };
+  return listed(
+    await planArchive(
+      source,
+      Object.entries(files).map(([path, text]) => ({ path, size: Buffer.byteLength(text) })),
+    ),
+  );
 }
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -123,25 +131,28 @@ t.test('YOLO flat layout without a yaml: class names are the indexes up to the h
   });
 });
 
-t.test('YOLO segment: polygon lines, with 9-number lines read as 4-point polygons when boxes are mixed in', async (t) => {
-  const result = await plan(t, {
-    'images/a.jpg': '',
-    'labels/a.txt': '0 0.1 0.1 0.5 0.1 0.5 0.5\n1 0.1 0.1 0.9 0.1 0.9 0.9 0.1 0.9\n',
-    'images/b.jpg': '',
-    'labels/b.txt': '1 0.5 0.5 0.2 0.2\n',
-  });
-  t.equal(result.task, 'segment');
-  t.strictSame(result.items, [
-    {
-      path: 'images/a.jpg',
-      labels: [
-        { classId: 0, segments: [0.1, 0.1, 0.5, 0.1, 0.5, 0.5] },
-        { classId: 1, segments: [0.1, 0.1, 0.9, 0.1, 0.9, 0.9, 0.1, 0.9] },
-      ],
-    },
-    { path: 'images/b.jpg', labels: [{ classId: 1, bbox: [0.5, 0.5, 0.2, 0.2] }] },
-  ]);
-});
+t.test(
+  'YOLO segment: polygon lines, with 9-number lines read as 4-point polygons when boxes are mixed in',
+  async (t) => {
+    const result = await plan(t, {
+      'images/a.jpg': '',
+      'labels/a.txt': '0 0.1 0.1 0.5 0.1 0.5 0.5\n1 0.1 0.1 0.9 0.1 0.9 0.9 0.1 0.9\n',
+      'images/b.jpg': '',
+      'labels/b.txt': '1 0.5 0.5 0.2 0.2\n',
+    });
+    t.equal(result.task, 'segment');
+    t.strictSame(result.items, [
+      {
+        path: 'images/a.jpg',
+        labels: [
+          { classId: 0, segments: [0.1, 0.1, 0.5, 0.1, 0.5, 0.5] },
+          { classId: 1, segments: [0.1, 0.1, 0.9, 0.1, 0.9, 0.9, 0.1, 0.9] },
+        ],
+      },
+      { path: 'images/b.jpg', labels: [{ classId: 1, bbox: [0.5, 0.5, 0.2, 0.2] }] },
+    ]);
+  },
+);
 
 t.test('YOLO pose: kpt_shape gives box + keypoints, and other line lengths are label errors', async (t) => {
   const result = await plan(t, {
@@ -154,11 +165,15 @@ t.test('YOLO pose: kpt_shape gives box + keypoints, and other line lengths are l
   t.equal(result.task, 'pose');
   t.strictSame(result.kptShape, [2, 3]);
   t.strictSame(result.items, [
-    { path: 'images/a.jpg', labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2], keypoints: [0.4, 0.45, 2, 0.6, 0.55, 1] }] },
+    {
+      path: 'images/a.jpg',
+      labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2], keypoints: [0.4, 0.45, 2, 0.6, 0.55, 1] }],
+    },
     {
       path: 'images/b.jpg',
       labels: [],
-      labelError: 'labels/b.txt line 1: expected 11 numbers: class, box and the keypoints of kpt_shape [2, 3], got 5 numbers',
+      labelError:
+        'labels/b.txt line 1: expected 11 numbers: class, box and the keypoints of kpt_shape [2, 3], got 5 numbers',
     },
   ]);
 });
@@ -178,45 +193,64 @@ t.test('YOLO obb: every line with 9 numbers, or a yaml that says task: obb', asy
     'labels/a.txt': `0 ${corners}\n0 0.5 0.5 0.1 0.1\n`,
   });
   t.equal(declared.task, 'obb');
-  t.strictSame(declared.items[0].labels, [
-    { classId: 0, obb: [0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3] },
-    { classId: 0, bbox: [0.5, 0.5, 0.1, 0.1] },
-  ], 'a box line stays a box; validation refuses it later');
+  t.strictSame(
+    declared.items[0].labels,
+    [
+      { classId: 0, obb: [0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3] },
+      { classId: 0, bbox: [0.5, 0.5, 0.1, 0.1] },
+    ],
+    'a box line stays a box; validation refuses it later',
+  );
 });
 
-t.test('YOLO malformed lines: the image keeps no labels from that file and names the file, line and rule', async (t) => {
-  const result = await plan(t, {
-    'data.yaml': 'names: [a, b]\n',
-    'images/w.jpg': '',
-    'labels/w.txt': '0 0.5 0.5 0.1 0.1\n\n0 0.5 abc 0.1 0.1\n',
-    'images/x.jpg': '',
-    'labels/x.txt': '2 0.5 0.5 0.1 0.1\n',
-    'images/y.jpg': '',
-    'labels/y.txt': '0 0.5 0.5\n',
-    'images/z.jpg': '',
-    'labels/z.txt': '1.5 0.5 0.5 0.1 0.1\n',
-    'images/v.jpg': '',
-    'labels/v.txt': '0 0.1 0.1 0.5 0.1 0.5 0.5 0.9\n',
-    'images/ok.jpg': '',
-    'labels/ok.txt': '1 1e-1 .5 0.1 0.1\r\n',
-  });
-  t.strictSame(
-    result.items.map(({ path, labels, labelError }) => ({ path, labels, labelError })),
-    [
-      { path: 'images/ok.jpg', labels: [{ classId: 1, bbox: [0.1, 0.5, 0.1, 0.1] }], labelError: undefined },
-      {
-        path: 'images/v.jpg',
-        labels: [],
-        labelError: 'labels/v.txt line 1: expected a class and the x, y pairs of at least 3 points, got 8 numbers',
-      },
-      { path: 'images/w.jpg', labels: [], labelError: 'labels/w.txt line 3: "abc" is not a number' },
-      { path: 'images/x.jpg', labels: [], labelError: 'labels/x.txt line 1: class 2 is out of range; the source names 2 classes' },
-      { path: 'images/y.jpg', labels: [], labelError: 'labels/y.txt line 1: expected 5 numbers [class, xc, yc, w, h], got 3 numbers' },
-      { path: 'images/z.jpg', labels: [], labelError: 'labels/z.txt line 1: class index must be a non-negative integer, got 1.5' },
-    ],
-  );
-  t.equal(result.task, 'detect');
-});
+t.test(
+  'YOLO malformed lines: the image keeps no labels from that file and names the file, line and rule',
+  async (t) => {
+    const result = await plan(t, {
+      'data.yaml': 'names: [a, b]\n',
+      'images/w.jpg': '',
+      'labels/w.txt': '0 0.5 0.5 0.1 0.1\n\n0 0.5 abc 0.1 0.1\n',
+      'images/x.jpg': '',
+      'labels/x.txt': '2 0.5 0.5 0.1 0.1\n',
+      'images/y.jpg': '',
+      'labels/y.txt': '0 0.5 0.5\n',
+      'images/z.jpg': '',
+      'labels/z.txt': '1.5 0.5 0.5 0.1 0.1\n',
+      'images/v.jpg': '',
+      'labels/v.txt': '0 0.1 0.1 0.5 0.1 0.5 0.5 0.9\n',
+      'images/ok.jpg': '',
+      'labels/ok.txt': '1 1e-1 .5 0.1 0.1\r\n',
+    });
+    t.strictSame(
+      result.items.map(({ path, labels, labelError }) => ({ path, labels, labelError })),
+      [
+        { path: 'images/ok.jpg', labels: [{ classId: 1, bbox: [0.1, 0.5, 0.1, 0.1] }], labelError: undefined },
+        {
+          path: 'images/v.jpg',
+          labels: [],
+          labelError: 'labels/v.txt line 1: expected a class and the x, y pairs of at least 3 points, got 8 numbers',
+        },
+        { path: 'images/w.jpg', labels: [], labelError: 'labels/w.txt line 3: "abc" is not a number' },
+        {
+          path: 'images/x.jpg',
+          labels: [],
+          labelError: 'labels/x.txt line 1: class 2 is out of range; the source names 2 classes',
+        },
+        {
+          path: 'images/y.jpg',
+          labels: [],
+          labelError: 'labels/y.txt line 1: expected 5 numbers [class, xc, yc, w, h], got 3 numbers',
+        },
+        {
+          path: 'images/z.jpg',
+          labels: [],
+          labelError: 'labels/z.txt line 1: class index must be a non-negative integer, got 1.5',
+        },
+      ],
+    );
+    t.equal(result.task, 'detect');
+  },
+);
 
 const cocoImages = [
   { id: 11, file_name: '000001.jpg', width: 200, height: 100 },
@@ -229,40 +263,51 @@ const cocoCategories = [
   { id: 3, name: 'cat' },
 ];
 
-t.test('COCO detect: sparse category ids, pixel boxes normalized, basename matching, split from the file name', async (t) => {
-  const result = await plan(t, {
-    'annotations/instances_val2017.json': json({
-      images: cocoImages,
-      categories: cocoCategories,
-      annotations: [
-        { id: 1, image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] },
-        { id: 2, image_id: 12, category_id: 3, bbox: [0, 0, 100, 50] },
-        { id: 3, image_id: 12, category_id: 3, bbox: [0, 0, 400, 200], iscrowd: 1 },
-        { id: 4, image_id: 99, category_id: 3, bbox: [0, 0, 1, 1] },
+t.test(
+  'COCO detect: sparse category ids, pixel boxes normalized, basename matching, split from the file name',
+  async (t) => {
+    const result = await plan(t, {
+      'annotations/instances_val2017.json': json({
+        images: cocoImages,
+        categories: cocoCategories,
+        annotations: [
+          { id: 1, image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] },
+          { id: 2, image_id: 12, category_id: 3, bbox: [0, 0, 100, 50] },
+          { id: 3, image_id: 12, category_id: 3, bbox: [0, 0, 400, 200], iscrowd: 1 },
+          { id: 4, image_id: 99, category_id: 3, bbox: [0, 0, 1, 1] },
+        ],
+      }),
+      'images/val2017/000001.jpg': '',
+      'images/val2017/000002.jpg': '',
+      'images/train/extra.jpg': '',
+      'notes.json': '{"hello": 1}',
+    });
+    t.strictSame(result, {
+      format: 'coco',
+      task: 'detect',
+      classNames: ['cat', 'dog'],
+      kptShape: null,
+      items: [
+        { path: 'images/train/extra.jpg', labels: [], split: 'train' },
+        { path: 'images/val2017/000001.jpg', labels: [{ classId: 1, bbox: [0.2, 0.25, 0.2, 0.3] }], split: 'val' },
+        { path: 'images/val2017/000002.jpg', labels: [{ classId: 0, bbox: [0.125, 0.125, 0.25, 0.25] }], split: 'val' },
       ],
-    }),
-    'images/val2017/000001.jpg': '',
-    'images/val2017/000002.jpg': '',
-    'images/train/extra.jpg': '',
-    'notes.json': '{"hello": 1}',
-  });
-  t.strictSame(result, {
-    format: 'coco',
-    task: 'detect',
-    classNames: ['cat', 'dog'],
-    kptShape: null,
-    items: [
-      { path: 'images/train/extra.jpg', labels: [], split: 'train' },
-      { path: 'images/val2017/000001.jpg', labels: [{ classId: 1, bbox: [0.2, 0.25, 0.2, 0.3] }], split: 'val' },
-      { path: 'images/val2017/000002.jpg', labels: [{ classId: 0, bbox: [0.125, 0.125, 0.25, 0.25] }], split: 'val' },
-    ],
-    skipped: [
-      { path: 'annotations/instances_val2017.json', reason: 'its file_name is not in the archive', at: 'images[2] "missing.jpg"' },
-      { path: 'annotations/instances_val2017.json', reason: 'its image_id is not an image of this file found in the archive', at: 'annotations[3]' },
-      { path: 'notes.json', reason: 'not a COCO annotation file (needs images, annotations and categories arrays)' },
-    ],
-  });
-});
+      skipped: [
+        {
+          path: 'annotations/instances_val2017.json',
+          reason: 'its file_name is not in the archive',
+          at: 'images[2] "missing.jpg"',
+        },
+        {
+          path: 'annotations/instances_val2017.json',
+          reason: 'its image_id is not an image of this file found in the archive',
+          at: 'annotations[3]',
+        },
+        { path: 'notes.json', reason: 'not a COCO annotation file (needs images, annotations and categories arrays)' },
+      ],
+    });
+  },
+);
 
 t.test('COCO segment: one label per polygon, normalized; RLE is a label error for its image', async (t) => {
   const result = await plan(t, {
@@ -270,7 +315,15 @@ t.test('COCO segment: one label per polygon, normalized; RLE is a label error fo
       images: cocoImages.slice(0, 2),
       categories: cocoCategories,
       annotations: [
-        { image_id: 11, category_id: 3, bbox: [20, 10, 40, 30], segmentation: [[20, 10, 60, 10, 60, 40], [100, 50, 150, 50, 150, 100]] },
+        {
+          image_id: 11,
+          category_id: 3,
+          bbox: [20, 10, 40, 30],
+          segmentation: [
+            [20, 10, 60, 10, 60, 40],
+            [100, 50, 150, 50, 150, 100],
+          ],
+        },
         { image_id: 12, category_id: 7, bbox: [0, 0, 10, 10], segmentation: [[0, 0, 10, 0, 10, 10]] },
         { image_id: 12, category_id: 7, bbox: [0, 0, 10, 10], segmentation: { counts: [0, 100], size: [200, 400] } },
       ],
@@ -299,66 +352,99 @@ t.test('COCO segment: one label per polygon, normalized; RLE is a label error fo
 
 // The files are streamed: a record, a key or an escape split between chunks (of one byte, or five) reads the same.
 for (const chunkBytes of [64 * 1024, 1, 5]) {
-  t.test(`COCO JSON read record by record (${chunkBytes}-byte chunks): layout and spacing as JSON allows, malformed files skipped with where`, async (t) => {
-    const spaced = `\uFEFF {\n "info" : {"note": "a \\"quoted\\" ]} text \\\\"} ,\r\n "im\\u0061ges" : [ ${json(cocoImages[0])} ] , "categories":[${json(cocoCategories[0])}],
+  t.test(
+    `COCO JSON read record by record (${chunkBytes}-byte chunks): layout and spacing as JSON allows, malformed files skipped with where`,
+    async (t) => {
+      const spaced = `\uFEFF {\n "info" : {"note": "a \\"quoted\\" ]} text \\\\"} ,\r\n "im\\u0061ges" : [ ${json(cocoImages[0])} ] , "categories":[${json(cocoCategories[0])}],
     "annotations": [ 7, "a \\\\\\" ]", ${json({ image_id: 11, category_id: 7, bbox: [20, 10, 40, 30] })} ] }\n`;
-    const result = await plan(
-      t,
-      {
-        'a.json': spaced,
-        'b.json': '{"images": [], "annotations": [{"image_id": 1,}], "categories": []}',
-        'c.json': '{"images": [] "annotations": [], "categories": []}',
-        'd.json': '[1, 2]',
-        'e.json': '{"images": [], "annotations": [], "categories": []} trailing',
-        'f.json': '{"images": [], "annotations": [{"image_id": 1}], "categories": [',
-        'g.json': '{"images": [], "annotations": [1,], "categories": []}',
-        '000001.jpg': '',
-      },
-      chunkBytes,
-    );
-    t.strictSame(result.items, [{ path: '000001.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3] }] }]);
-    t.match(result.skipped, [
-      { path: 'a.json', reason: 'its image_id is not an image of this file found in the archive', at: 'annotations[0]' },
-      { path: 'a.json', reason: 'its image_id is not an image of this file found in the archive', at: 'annotations[1]' },
-      { path: 'b.json', reason: /^not readable JSON: annotations\[0\]: / },
-      { path: 'c.json', reason: 'not readable JSON: expected "," or "}" at byte 14' },
-      { path: 'd.json', reason: 'not readable JSON: expected a JSON object at byte 0' },
-      { path: 'e.json', reason: 'not readable JSON: unexpected text after the JSON object at byte 52' },
-      { path: 'f.json', reason: 'not readable JSON: expected a value at byte 64' },
-      { path: 'g.json', reason: 'not readable JSON: expected a value at byte 33' },
-    ]);
-  });
+      const result = await plan(
+        t,
+        {
+          'a.json': spaced,
+          'b.json': '{"images": [], "annotations": [{"image_id": 1,}], "categories": []}',
+          'c.json': '{"images": [] "annotations": [], "categories": []}',
+          'd.json': '[1, 2]',
+          'e.json': '{"images": [], "annotations": [], "categories": []} trailing',
+          'f.json': '{"images": [], "annotations": [{"image_id": 1}], "categories": [',
+          'g.json': '{"images": [], "annotations": [1,], "categories": []}',
+          '000001.jpg': '',
+        },
+        chunkBytes,
+      );
+      t.strictSame(result.items, [{ path: '000001.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3] }] }]);
+      t.match(result.skipped, [
+        {
+          path: 'a.json',
+          reason: 'its image_id is not an image of this file found in the archive',
+          at: 'annotations[0]',
+        },
+        {
+          path: 'a.json',
+          reason: 'its image_id is not an image of this file found in the archive',
+          at: 'annotations[1]',
+        },
+        { path: 'b.json', reason: /^not readable JSON: annotations\[0\]: / },
+        { path: 'c.json', reason: 'not readable JSON: expected "," or "}" at byte 14' },
+        { path: 'd.json', reason: 'not readable JSON: expected a JSON object at byte 0' },
+        { path: 'e.json', reason: 'not readable JSON: unexpected text after the JSON object at byte 52' },
+        { path: 'f.json', reason: 'not readable JSON: expected a value at byte 64' },
+        { path: 'g.json', reason: 'not readable JSON: expected a value at byte 33' },
+      ]);
+    },
+  );
 }
 
-t.test(`COCO: up to ${MAX_MALFORMED_IMAGES} malformed image records are skipped and counted; more fail the ingest, saying so`, async (t) => {
-  const cocoWith = (malformed: number) =>
-    `{"images":[${json(cocoImages[0])},${Array.from({ length: malformed }, (_, i) => i % 1000).join(',')}],"categories":[${json(cocoCategories[0])}],"annotations":[]}`;
-  const result = await plan(t, { 'a.json': cocoWith(MAX_MALFORMED_IMAGES), '000001.jpg': '' });
-  t.equal(result.format, 'coco');
-  t.equal(result.skipped.length, 3, 'three examples of the one reason');
-  t.match(result.skipped[0], { path: 'a.json', reason: 'record: Invalid input: expected object, received number', at: 'images[1]' });
-  await t.rejects(plan(t, { 'a.json': cocoWith(MAX_MALFORMED_IMAGES + 1), '000001.jpg': '' }), {
-    name: 'Error',
-    message: `a.json: more than ${MAX_MALFORMED_IMAGES} malformed image records (images[${MAX_MALFORMED_IMAGES + 1}] record: Invalid input: expected object, received number); fix or remove the file`,
-  });
-});
+t.test(
+  `COCO: up to ${MAX_MALFORMED_IMAGES} malformed image records are skipped and counted; more fail the ingest, saying so`,
+  async (t) => {
+    const cocoWith = (malformed: number) =>
+      `{"images":[${json(cocoImages[0])},${Array.from({ length: malformed }, (_, i) => i % 1000).join(',')}],"categories":[${json(cocoCategories[0])}],"annotations":[]}`;
+    const result = await plan(t, { 'a.json': cocoWith(MAX_MALFORMED_IMAGES), '000001.jpg': '' });
+    t.equal(result.format, 'coco');
+    t.equal(result.skipped.length, 3, 'three examples of the one reason');
+    t.match(result.skipped[0], {
+      path: 'a.json',
+      reason: 'record: Invalid input: expected object, received number',
+      at: 'images[1]',
+    });
+    await t.rejects(plan(t, { 'a.json': cocoWith(MAX_MALFORMED_IMAGES + 1), '000001.jpg': '' }), {
+      name: 'Error',
+      message: `a.json: more than ${MAX_MALFORMED_IMAGES} malformed image records (images[${MAX_MALFORMED_IMAGES + 1}] record: Invalid input: expected object, received number); fix or remove the file`,
+    });
+  },
+);
 
 t.test('COCO pose: keypoints normalized with visibility kept, kpt_shape from the category', async (t) => {
   const result = await plan(t, {
     'person_keypoints.json': json({
       images: [{ id: 'a', file_name: 'p.jpg', width: 200, height: 100 }],
       categories: [{ id: 1, name: 'person', keypoints: ['nose', 'eye'] }],
-      annotations: [{ image_id: 'a', category_id: 1, bbox: [20, 10, 40, 30], keypoints: [50, 25, 2, 0, 0, 0], segmentation: [[1, 2, 3, 4, 5, 6]] }],
+      annotations: [
+        {
+          image_id: 'a',
+          category_id: 1,
+          bbox: [20, 10, 40, 30],
+          keypoints: [50, 25, 2, 0, 0, 0],
+          segmentation: [[1, 2, 3, 4, 5, 6]],
+        },
+      ],
     }),
     'p.jpg': '',
   });
   t.equal(result.task, 'pose');
   t.strictSame(result.kptShape, [2, 3]);
-  t.strictSame(result.items, [{ path: 'p.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3], keypoints: [0.25, 0.25, 2, 0, 0, 0] }] }]);
+  t.strictSame(result.items, [
+    { path: 'p.jpg', labels: [{ classId: 0, bbox: [0.2, 0.25, 0.2, 0.3], keypoints: [0.25, 0.25, 2, 0, 0, 0] }] },
+  ]);
 });
 
 t.test('classify folders: split/class/image, class names sorted, and one wrapper folder', async (t) => {
-  const split = await plan(t, { 'train/cat/a.jpg': '', 'train/dog/b.jpg': '', 'val/cat/c.jpg': '', 'val/ant/d.jpg': '' });
+  const split = await plan(t, {
+    'train/cat/a.jpg': '',
+    'train/dog/b.jpg': '',
+    'val/cat/c.jpg': '',
+    'val/ant/d.jpg': '',
+  });
   t.strictSame(split, {
     format: 'classify-folders',
     task: 'classify',
@@ -379,7 +465,9 @@ t.test('classify folders: split/class/image, class names sorted, and one wrapper
     { path: 'flowers/daisy/b.png', labels: [{ classId: 0 }] },
     { path: 'flowers/rose/a.jpg', labels: [{ classId: 1 }] },
   ]);
-  t.strictSame(wrapped.skipped, [{ path: 'flowers/LICENSE.txt', reason: 'not an image, nor a label or metadata file of this format' }]);
+  t.strictSame(wrapped.skipped, [
+    { path: 'flowers/LICENSE.txt', reason: 'not an image, nor a label or metadata file of this format' },
+  ]);
 });
 
 t.test('raw: every image without labels, split from its folders; hidden and other files skipped', async (t) => {
@@ -416,7 +504,16 @@ async function writeNdjson(t: Test, lines: string[]): Promise<string> {
 
 t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad lines skipped', async (t) => {
   const image = (file: string, annotations: unknown, extra: Record<string, unknown> = {}) =>
-    json({ type: 'image', file, url: `https://img.example/${file}`, width: 640, height: 480, split: 'train', annotations, ...extra });
+    json({
+      type: 'image',
+      file,
+      url: `https://img.example/${file}`,
+      width: 640,
+      height: 480,
+      split: 'train',
+      annotations,
+      ...extra,
+    });
   const file = await writeNdjson(t, [
     json({ type: 'dataset', task: 'detect', name: 'mixed', class_names: { 0: 'person', 1: 'car' }, kpt_shape: [1, 3] }),
     image('boxes.jpg', { boxes: [[0, 0.5, 0.5, 0.2, 0.4]] }, { split: 'val', metadata: { camera: 'north' } }),
@@ -426,7 +523,12 @@ t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad line
     image('obb-angle.jpg', { obb: [[1, 0.5, 0.5, 0.4, 0.2, Math.PI / 2]] }),
     image('class.jpg', { classification: [1] }, { split: 'test' }),
     image('background.jpg', {}),
-    image('bad-class.jpg', { boxes: [[0, 0.5, 0.5, 0.1, 0.1], [5, 0.5, 0.5, 0.1, 0.1]] }),
+    image('bad-class.jpg', {
+      boxes: [
+        [0, 0.5, 0.5, 0.1, 0.1],
+        [5, 0.5, 0.5, 0.1, 0.1],
+      ],
+    }),
     '{not json',
     json({ type: 'image', file: 'no-split.jpg' }),
     json({ type: 'image', split: 'train' }),
@@ -442,16 +544,40 @@ t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad line
   const corners = angle.labels[0].obb!;
   const expected = [0.4, 0.7, 0.6, 0.7, 0.6, 0.3, 0.4, 0.3];
   t.equal(corners.length, 8);
-  t.ok(corners.every((value, index) => Math.abs(value - expected[index]) < 1e-12), `corners ${corners}`);
+  t.ok(
+    corners.every((value, index) => Math.abs(value - expected[index]) < 1e-12),
+    `corners ${corners}`,
+  );
 
   const url = (file: string) => `https://img.example/${file}`;
   t.strictSame(
     result.items.filter((item) => item !== angle),
     [
-      { path: 'boxes.jpg', split: 'val', labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.4] }], url: url('boxes.jpg'), metadata: { camera: 'north' } },
-      { path: 'segments.jpg', split: 'train', labels: [{ classId: 1, segments: [0.1, 0.1, 0.5, 0.1, 0.5, 0.5] }], url: url('segments.jpg') },
-      { path: 'pose.jpg', split: 'train', labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2], keypoints: [0.45, 0.4, 2] }], url: url('pose.jpg') },
-      { path: 'obb.jpg', split: 'train', labels: [{ classId: 1, obb: [0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3] }], url: url('obb.jpg') },
+      {
+        path: 'boxes.jpg',
+        split: 'val',
+        labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.4] }],
+        url: url('boxes.jpg'),
+        metadata: { camera: 'north' },
+      },
+      {
+        path: 'segments.jpg',
+        split: 'train',
+        labels: [{ classId: 1, segments: [0.1, 0.1, 0.5, 0.1, 0.5, 0.5] }],
+        url: url('segments.jpg'),
+      },
+      {
+        path: 'pose.jpg',
+        split: 'train',
+        labels: [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2], keypoints: [0.45, 0.4, 2] }],
+        url: url('pose.jpg'),
+      },
+      {
+        path: 'obb.jpg',
+        split: 'train',
+        labels: [{ classId: 1, obb: [0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3] }],
+        url: url('obb.jpg'),
+      },
       { path: 'class.jpg', split: 'test', labels: [{ classId: 1 }], url: url('class.jpg') },
       { path: 'background.jpg', split: 'train', labels: [], url: url('background.jpg') },
       {
@@ -472,7 +598,9 @@ t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad line
 });
 
 t.test('NDJSON without a header: task from the labels, class names from the indexes', async (t) => {
-  const file = await writeNdjson(t, [json({ file: 'a.jpg', split: 'valid', annotations: { segments: [[2, 0.1, 0.1, 0.5, 0.1, 0.5, 0.5]] } })]);
+  const file = await writeNdjson(t, [
+    json({ file: 'a.jpg', split: 'valid', annotations: { segments: [[2, 0.1, 0.1, 0.5, 0.1, 0.5, 0.5]] } }),
+  ]);
   const result = listed(await planNdjson(file));
   t.strictSame(result, {
     format: 'ndjson',
@@ -484,23 +612,41 @@ t.test('NDJSON without a header: task from the labels, class names from the inde
   });
 });
 
-t.test('NDJSON annotations round-trip: fromNdjsonAnnotations(toNdjsonAnnotations(task, labels)) is labels', async (t) => {
-  const cases: Array<[Task, Label[]]> = [
-    ['detect', [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.4] }, { classId: 3, bbox: [0.12345, 0.2, 0.1, 0.1] }]],
-    ['segment', [{ classId: 1, segments: [0.1, 0.1, 0.5, 0.1, 0.5, 0.5, 0.1, 0.5] }]],
-    ['pose', [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2], keypoints: [0.45, 0.4, 2, 0.55, 0.4, 0] }]],
-    ['obb', [{ classId: 2, obb: [0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3] }]],
-    ['classify', [{ classId: 4 }]],
-  ];
-  for (const [task, labels] of cases) t.strictSame(fromNdjsonAnnotations(toNdjsonAnnotations(task, labels)), labels, task);
-  t.strictSame(toNdjsonAnnotations('obb', cases[3][1]), { obb: [[2, 0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3]] }, 'obb as 8 corner coordinates');
-  t.strictSame(toNdjsonAnnotations('classify', [{ classId: 4 }]), { classification: [4] });
-  t.equal(toNdjsonAnnotations('detect', []), undefined, 'no labels: no annotations');
-  t.equal(toNdjsonAnnotations('depth', []), undefined);
-  t.strictSame(fromNdjsonAnnotations(undefined), []);
-});
+t.test(
+  'NDJSON annotations round-trip: fromNdjsonAnnotations(toNdjsonAnnotations(task, labels)) is labels',
+  async (t) => {
+    const cases: Array<[Task, Label[]]> = [
+      [
+        'detect',
+        [
+          { classId: 0, bbox: [0.5, 0.5, 0.2, 0.4] },
+          { classId: 3, bbox: [0.12345, 0.2, 0.1, 0.1] },
+        ],
+      ],
+      ['segment', [{ classId: 1, segments: [0.1, 0.1, 0.5, 0.1, 0.5, 0.5, 0.1, 0.5] }]],
+      ['pose', [{ classId: 0, bbox: [0.5, 0.5, 0.2, 0.2], keypoints: [0.45, 0.4, 2, 0.55, 0.4, 0] }]],
+      ['obb', [{ classId: 2, obb: [0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3] }]],
+      ['classify', [{ classId: 4 }]],
+    ];
+    for (const [task, labels] of cases)
+      t.strictSame(fromNdjsonAnnotations(toNdjsonAnnotations(task, labels)), labels, task);
+    t.strictSame(
+      toNdjsonAnnotations('obb', cases[3][1]),
+      { obb: [[2, 0.1, 0.1, 0.4, 0.1, 0.4, 0.3, 0.1, 0.3]] },
+      'obb as 8 corner coordinates',
+    );
+    t.strictSame(toNdjsonAnnotations('classify', [{ classId: 4 }]), { classification: [4] });
+    t.equal(toNdjsonAnnotations('detect', []), undefined, 'no labels: no annotations');
+    t.equal(toNdjsonAnnotations('depth', []), undefined);
+    t.strictSame(fromNdjsonAnnotations(undefined), []);
+  },
+);
 
 t.test('NDJSON annotations: only the known kinds, at most 10,000 labels', async (t) => {
-  t.throws(() => fromNdjsonAnnotations({ constructor: [[0, 0.5, 0.5, 0.1, 0.1]] }), { message: 'annotations."constructor": unknown kind; expected boxes, segments, pose, obb or classification' });
-  t.throws(() => fromNdjsonAnnotations({ classification: Array(10_001).fill(0) }), { message: 'annotations.classification: 10001 labels; an image has at most 10000' });
+  t.throws(() => fromNdjsonAnnotations({ constructor: [[0, 0.5, 0.5, 0.1, 0.1]] }), {
+    message: 'annotations."constructor": unknown kind; expected boxes, segments, pose, obb or classification',
+  });
+  t.throws(() => fromNdjsonAnnotations({ classification: Array(10_001).fill(0) }), {
+    message: 'annotations.classification: 10001 labels; an image has at most 10000',
+  });
 });

@@ -25,7 +25,10 @@ await server.services().account.createUser('alice');
 const em = () => server.orm.em.fork() as EntityManager;
 const workspaceId = (await em().findOneOrFail(Workspace, { handle: 'alice' })).id;
 const hosts = [(await enrollHost(server, 'prop-a')).hostId, (await enrollHost(server, 'prop-b')).hostId];
-await query(em(), `create table lifecycle_subjects (id varchar(24) primary key, status text not null, reported boolean not null default false, seed int not null)`);
+await query(
+  em(),
+  `create table lifecycle_subjects (id varchar(24) primary key, status text not null, reported boolean not null default false, seed int not null)`,
+);
 
 /** Like a training: its subject is active while it has a job, and takes the job's outcome when it ends. */
 const kind: HostJobKind = {
@@ -34,7 +37,10 @@ const kind: HostJobKind = {
   },
   completedWhen: `exists (select 1 from lifecycle_subjects s where s.id = j.subject_id and s.reported)`,
   ended: async (tx, attempt, outcome) => {
-    await query(tx, `update lifecycle_subjects set status = ? where id = ? and status = 'active'`, [outcome, attempt.subjectId]);
+    await query(tx, `update lifecycle_subjects set status = ? where id = ? and status = 'active'`, [
+      outcome,
+      attempt.subjectId,
+    ]);
   },
 };
 
@@ -52,7 +58,10 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
   let lifecycle = new JobLifecycle({ [KIND]: kind });
   /** A process that does not know the kind (vpctl): what it ends waits for a replica's retry. */
   const unaware = new JobLifecycle();
-  const subjects = Array.from({ length: 4 }, (_, i) => `${seed.toString(16).padStart(4, '0')}${i.toString(16).padStart(20, '0')}`);
+  const subjects = Array.from(
+    { length: 4 },
+    (_, i) => `${seed.toString(16).padStart(4, '0')}${i.toString(16).padStart(20, '0')}`,
+  );
   const completedJobs = new Set<string>();
   const jobs = () =>
     query<JobRow>(
@@ -71,8 +80,19 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
       const subject = random.pick(subjects);
       await em()
         .transactional(async (tx) => {
-          await query(tx, `insert into lifecycle_subjects (id, status, seed) values (?, 'active', ?) on conflict (id) do update set status = 'active', reported = false`, [subject, seed]);
-          await enqueueJob(tx, { kind: KIND, workspaceId, subjectId: subject, exclusive: true, payload: {}, host: { gpuType: null, gpuCount: 0, restartable: random.next() < 0.7 } });
+          await query(
+            tx,
+            `insert into lifecycle_subjects (id, status, seed) values (?, 'active', ?) on conflict (id) do update set status = 'active', reported = false`,
+            [subject, seed],
+          );
+          await enqueueJob(tx, {
+            kind: KIND,
+            workspaceId,
+            subjectId: subject,
+            exclusive: true,
+            payload: {},
+            host: { gpuType: null, gpuCount: 0, restartable: random.next() < 0.7 },
+          });
         })
         .catch((error: unknown) => {
           if (!(error instanceof ActiveJobExists)) throw error;
@@ -89,13 +109,23 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
     heartbeat: () => renewHostLeases(em(), random.pick(hosts), GRACE_SECONDS),
     loseHost: async () => {
       const host = random.pick(hosts);
-      await query(em(), `update jobs set lease_expires_at = now() - interval '1 second' where host_id = ? and status = 'running'`, [host]);
+      await query(
+        em(),
+        `update jobs set lease_expires_at = now() - interval '1 second' where host_id = ? and status = 'running'`,
+        [host],
+      );
       await lifecycle.releaseExpired(em(), GRACE_SECONDS);
     },
     reconnect: async () => {
       const host = random.pick(hosts);
       const held = (await jobs()).filter((j) => j.host_id === host && running(j) && random.next() < 0.6);
-      await reconcileHost(em(), lifecycle, host, held.map((j) => ({ jobId: j.id, attempt: j.attempts })), GRACE_SECONDS);
+      await reconcileHost(
+        em(),
+        lifecycle,
+        host,
+        held.map((j) => ({ jobId: j.id, attempt: j.attempts })),
+        GRACE_SECONDS,
+      );
     },
     cancel: async () => {
       const job = await pick((j) => j.status === 'queued' || running(j));
@@ -127,7 +157,8 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
     const unsettled = now.filter((j) => ['completed', 'failed', 'cancelled'].includes(j.status) && j.settle_pending);
     if (unsettled.length > 0) t.fail(`${where}: ended jobs left unsettled: ${unsettled.map((j) => j.id)}`);
     for (const job of now) {
-      if (completedJobs.has(job.id) && job.status !== 'completed') t.fail(`${where}: completed job ${job.id} is ${job.status} again`);
+      if (completedJobs.has(job.id) && job.status !== 'completed')
+        t.fail(`${where}: completed job ${job.id} is ${job.status} again`);
       if (job.status === 'completed') completedJobs.add(job.id);
     }
     const orphans = await query<{ id: string }>(
@@ -142,7 +173,8 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
       `select j.id from jobs j join lifecycle_subjects s on s.id = j.subject_id where s.seed = ? and s.reported and j.status = 'queued'`,
       [seed],
     );
-    if (rerun.length > 0) t.fail(`${where}: jobs whose work was reported complete are queued to run again: ${rerun.map((j) => j.id)}`);
+    if (rerun.length > 0)
+      t.fail(`${where}: jobs whose work was reported complete are queued to run again: ${rerun.map((j) => j.id)}`);
   }
   const outcomes = await query<{ status: string; count: string }>(
     em(),

@@ -40,17 +40,27 @@ function job(t: Fixtures, signal = new AbortController().signal) {
   const warnings: string[] = [];
   const log: Logger = (_level, msg) => warnings.push(msg);
   const files = { workDir: 'jobs/x', outputs: [{ path: 'best.onnx', name: 'best.onnx' }] };
-  return { workRoot, said, warnings, log, upload: { jobId: 'job-1', attempt: 2, files, say: (line: string) => said.push(line), signal } };
+  return {
+    workRoot,
+    said,
+    warnings,
+    log,
+    upload: { jobId: 'job-1', attempt: 2, files, say: (line: string) => said.push(line), signal },
+  };
 }
 
 t.test('transient failures are retried with the same bytes until one is stored', async (t) => {
   const server = await standIn(t, [503, 'drop', 200]);
   const { workRoot, said, warnings, log, upload } = job(t);
   await uploadOutputs({ server: server.url, workerKey: 'vpw_key', workRoot, log }, upload);
-  t.same(server.received, [
-    { url: '/api/workers/jobs/job-1/outputs/best.onnx?attempt=2', length: '9', body: 'the model' },
-    { url: '/api/workers/jobs/job-1/outputs/best.onnx?attempt=2', length: '9', body: 'the model' },
-  ], 'the refused try and the stored one (the dropped one never answered)');
+  t.same(
+    server.received,
+    [
+      { url: '/api/workers/jobs/job-1/outputs/best.onnx?attempt=2', length: '9', body: 'the model' },
+      { url: '/api/workers/jobs/job-1/outputs/best.onnx?attempt=2', length: '9', body: 'the model' },
+    ],
+    'the refused try and the stored one (the dropped one never answered)',
+  );
   t.same(said, ['uploading best.onnx (9 B)', 'uploaded best.onnx']);
   t.equal(warnings.filter((msg) => msg.includes('retrying')).length, 2);
 });
@@ -58,13 +68,22 @@ t.test('transient failures are retried with the same bytes until one is stored',
 t.test('a refusal is final and named; an abort ends the upload', async (t) => {
   const server = await standIn(t, [409]);
   const refused = job(t);
-  await t.rejects(uploadOutputs({ server: server.url, workerKey: 'vpw_key', workRoot: refused.workRoot, log: refused.log }, refused.upload), new OutputError('uploading best.onnx failed: HTTP 409: refused with 409'));
+  await t.rejects(
+    uploadOutputs(
+      { server: server.url, workerKey: 'vpw_key', workRoot: refused.workRoot, log: refused.log },
+      refused.upload,
+    ),
+    new OutputError('uploading best.onnx failed: HTTP 409: refused with 409'),
+  );
   t.equal(server.received.length, 1, 'not tried again');
 
   const stalled = await standIn(t, [503, 503, 503]);
   const abort = new AbortController();
   const aborted = job(t, abort.signal);
-  const upload = uploadOutputs({ server: stalled.url, workerKey: 'vpw_key', workRoot: aborted.workRoot, log: aborted.log }, aborted.upload);
+  const upload = uploadOutputs(
+    { server: stalled.url, workerKey: 'vpw_key', workRoot: aborted.workRoot, log: aborted.log },
+    aborted.upload,
+  );
   setTimeout(() => abort.abort('cancelled by a user'), 200);
   const started = Date.now();
   await t.rejects(upload);

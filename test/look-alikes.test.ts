@@ -21,7 +21,10 @@ const { server } = world;
 const random = seededRandom(47);
 const [sunrise, harbour] = [await picture(random), await picture(random)];
 /** A crop, a flipped JPEG and a smaller JPEG of a picture. */
-const edits = async (bytes: Buffer) => [...(await copiesOf(bytes)).slice(0, 2), await sharp(bytes).resize(280, 210).jpeg({ quality: 70 }).toBuffer()];
+const edits = async (bytes: Buffer) => [
+  ...(await copiesOf(bytes)).slice(0, 2),
+  await sharp(bytes).resize(280, 210).jpeg({ quality: 70 }).toBuffer(),
+];
 const [a1, a2, a3] = await edits(sunrise);
 const [b1, b2, b3] = await edits(harbour);
 const others = await Promise.all(Array.from({ length: 4 }, () => picture(random)));
@@ -48,7 +51,9 @@ async function dataset(slug: string, files: Record<string, Buffer>): Promise<voi
 }
 
 async function analyze(slug: string): Promise<void> {
-  const started = await call<{ jobId: string }>(server, 'POST', `/api/datasets/alice/${slug}/embeddings`, { key: world.alice });
+  const started = await call<{ jobId: string }>(server, 'POST', `/api/datasets/alice/${slug}/embeddings`, {
+    key: world.alice,
+  });
   if (started.status !== 202) throw new Error(`analyze ${slug}: ${started.status} ${JSON.stringify(started.body)}`);
   const job = await waitForJob(t, world, world.alice, started.body.jobId, { seconds: 120 });
   if (job.status !== 'completed') throw new Error(`analysis of ${slug}: ${job.status} ${job.error}`);
@@ -56,7 +61,10 @@ async function analyze(slug: string): Promise<void> {
 
 async function list(query: string, imageIds?: string[], on = server): Promise<Listing> {
   const response = imageIds
-    ? await call<Listing>(on, 'POST', `/api/datasets/alice/families/images?${query}`, { key: world.alice, body: { imageIds } })
+    ? await call<Listing>(on, 'POST', `/api/datasets/alice/families/images?${query}`, {
+        key: world.alice,
+        body: { imageIds },
+      })
     : await call<Listing>(on, 'GET', `/api/datasets/alice/families/images?${query}`, { key: world.alice });
   if (response.status !== 200) throw new Error(`list ${query}: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body;
@@ -65,7 +73,11 @@ const names = (listing: Listing) => listing.images.map((image) => image.name);
 
 await dataset('families', FILES);
 // Another dataset of the same workspace holding the same pictures: nearer than anything, never listed.
-await dataset('mirror', { 'images/train/mirror-sunrise.png': sunrise, 'images/train/mirror-a-crop.png': a1, 'images/train/mirror-a-flip.jpg': a2 });
+await dataset('mirror', {
+  'images/train/mirror-sunrise.png': sunrise,
+  'images/train/mirror-a-crop.png': a1,
+  'images/train/mirror-a-flip.jpg': a2,
+});
 await analyze('mirror');
 
 t.test('before the analysis: the text matches only', async (t) => {
@@ -81,9 +93,18 @@ t.test('after it: the text match, then its copies, then the rest of the dataset,
   t.comment(found.join(' '));
   t.equal(found[0], 'sunrise.png', 'the text match first');
   t.same(new Set(found.slice(1, 4)), new Set(FAMILY_A), 'then the copies of the matched picture');
-  t.notOk(found.slice(0, 4).some((name) => FAMILY_B.includes(name)), 'no picture of the other family among them');
+  t.notOk(
+    found.slice(0, 4).some((name) => FAMILY_B.includes(name)),
+    'no picture of the other family among them',
+  );
   t.equal(new Set(found).size, found.length, 'each image once');
-  t.same([...found].sort(), Object.keys(FILES).map((path) => path.split('/').pop()).sort(), 'every image of this dataset, none of the mirror');
+  t.same(
+    [...found].sort(),
+    Object.keys(FILES)
+      .map((path) => path.split('/').pop())
+      .sort(),
+    'every image of this dataset, none of the mirror',
+  );
   t.equal(listing.total, Object.keys(FILES).length, 'total: the text match and the look-alikes');
 
   const two = names(await list('q=r'));
@@ -91,7 +112,10 @@ t.test('after it: the text match, then its copies, then the rest of the dataset,
   t.same(names(await list('q=nothing-matches')), [], 'no text match: no look-alikes');
   const byId = names(await list(`q=${(await list('q=harbour')).images[0].id}`));
   t.equal(byId[0], 'harbour.png', 'an image ID finds that image');
-  t.notOk(byId.slice(1, 4).some((name) => !FAMILY_B.includes(name)), 'then its look-alikes');
+  t.notOk(
+    byId.slice(1, 4).some((name) => !FAMILY_B.includes(name)),
+    'then its look-alikes',
+  );
 });
 
 t.test('pages with offset agree with the whole list', async (t) => {
@@ -108,12 +132,17 @@ t.test('pages with offset agree with the whole list', async (t) => {
 
 t.test('the other filters hold for look-alikes', async (t) => {
   const train = await list('q=sunrise&split=train');
-  t.ok(train.images.every((image) => image.split === 'train'), 'split=train: train images only');
+  t.ok(
+    train.images.every((image) => image.split === 'train'),
+    'split=train: train images only',
+  );
   t.notOk(names(train).includes('a-flip.jpg'), 'the copy in val is left out');
   t.equal(train.total, train.images.length);
 
   const all = await list('limit=100');
-  const chosen = all.images.filter((image) => ['sunrise.png', 'a-crop.png', 'o-0.png', 'b-crop.png'].includes(image.name)).map((image) => image.id);
+  const chosen = all.images
+    .filter((image) => ['sunrise.png', 'a-crop.png', 'o-0.png', 'b-crop.png'].includes(image.name))
+    .map((image) => image.id);
   const selected = await list('q=sunrise', chosen);
   t.equal(names(selected)[0], 'sunrise.png');
   t.equal(names(selected)[1], 'a-crop.png', 'the selection only, nearest first');
@@ -122,7 +151,10 @@ t.test('the other filters hold for look-alikes', async (t) => {
 });
 
 t.test('a control plane without the embedding model lists the text matches only', async (t) => {
-  const bare = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' } });
+  const bare = await startTestServer(t, {
+    databaseUrl: server.databaseUrl,
+    env: { EMBEDDING_MODEL_PATH: '/nonexistent/image-embedder.onnx', RATE_LIMIT_DEFAULT: '1000000' },
+  });
   const listing = await list('q=sunrise', undefined, bare);
   t.same(names(listing), ['sunrise.png']);
   t.equal(listing.total, 1);

@@ -16,7 +16,8 @@ t.test('down to the previous release, then up again', async (t) => {
   t.teardown(db.drop);
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-migrate-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const vpctl = (...args: string[]) => runNode(['installer/src/vpctl.ts', 'migrate', ...args], { DATABASE_URL: db.url, DATA_DIR: dataDir });
+  const vpctl = (...args: string[]) =>
+    runNode(['installer/src/vpctl.ts', 'migrate', ...args], { DATABASE_URL: db.url, DATA_DIR: dataDir });
   // Columns and constraints: a migration may change either alone (a check constraint's list of values).
   const columns = async () =>
     (
@@ -28,12 +29,18 @@ t.test('down to the previous release, then up again', async (t) => {
         db.url,
       )
     ).rows.map((row) => row.c as string);
-  const applied = async () => (await adminQuery('select name from schema_migrations order by id', [], db.url)).rows.map((row) => row.name as string);
+  const applied = async () =>
+    (await adminQuery('select name from schema_migrations order by id', [], db.url)).rows.map(
+      (row) => row.name as string,
+    );
   const schema = await columns();
 
   const unknown = await vpctl('--down-to', 'Migration20990101000000_future');
   t.equal(unknown.code, 1);
-  t.equal(unknown.stderr, `vpctl: Migration20990101000000_future is not an applied migration of this database (its last is ${last})\n`);
+  t.equal(
+    unknown.stderr,
+    `vpctl: Migration20990101000000_future is not an applied migration of this database (its last is ${last})\n`,
+  );
   t.equal((await applied()).at(-1), last, 'nothing is reverted for a name not applied');
 
   const down = await vpctl('--down-to', previous);

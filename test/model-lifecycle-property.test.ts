@@ -30,7 +30,10 @@ const SEEDS = [1, 2, 3, 4];
 const world = await startWorld(t);
 const em = () => world.server.orm.em.fork() as EntityManager;
 await createProject(world, world.alice, { project: 'lifecycle', name: 'Lifecycle' });
-const [{ workspace_id: workspaceId }] = await query<{ workspace_id: string }>(em(), `select id as workspace_id from workspaces where handle = 'alice'`);
+const [{ workspace_id: workspaceId }] = await query<{ workspace_id: string }>(
+  em(),
+  `select id as workspace_id from workspaces where handle = 'alice'`,
+);
 
 interface Known {
   id: string;
@@ -42,7 +45,11 @@ interface Known {
 }
 
 async function statusOf(id: string): Promise<{ status: ModelStatus; completed_at: Date | null }> {
-  const [row] = await query<{ status: ModelStatus; completed_at: Date | null }>(em(), 'select status, completed_at from models where id = ?', [id]);
+  const [row] = await query<{ status: ModelStatus; completed_at: Date | null }>(
+    em(),
+    'select status, completed_at from models where id = ?',
+    [id],
+  );
   return row;
 }
 
@@ -55,13 +62,22 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
   const outcome = (): TrainingOutcome => random.pick(TRAINING_OUTCOMES);
   const moved: Record<ModelMove, number> = { record: 0, startTraining: 0, endTraining: 0, reportTrainingEnd: 0 };
   /** Each event: what the lifecycle answered, what the plain model expects, and the move it is. */
-  const events: Record<string, (model: Known) => Promise<{ move: ModelMove; answered: boolean; expected: boolean; to: ModelStatus; keepsCompletedAt?: boolean }>> = {
+  const events: Record<
+    string,
+    (
+      model: Known,
+    ) => Promise<{ move: ModelMove; answered: boolean; expected: boolean; to: ModelStatus; keepsCompletedAt?: boolean }>
+  > = {
     record: async (model) => {
       const to = random.pick(MODEL_STATUSES);
       return { move: 'record', answered: await recordStatus(em(), model.id, to), expected: model.status !== to, to };
     },
     startTraining: async (model) => {
-      const answered = await startTraining(em(), model.id, { trainArgs: { epochs: random.int(5) }, startedAt: new Date(), epochs: random.next() < 0.5 ? null : 3 });
+      const answered = await startTraining(em(), model.id, {
+        trainArgs: { epochs: random.int(5) },
+        startedAt: new Date(),
+        epochs: random.next() < 0.5 ? null : 3,
+      });
       const [row] = await query<{ id: string }>(
         em(),
         `insert into training_runs (workspace_id, model_id, status, created_at, updated_at, last_report_at) values (?, ?, 'running', now(), now(), now()) returning id`,
@@ -81,9 +97,17 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
     },
     endJob: async (model) => {
       const end = outcome();
-      const job = model.jobs.length > 0 && random.next() < 0.7 ? model.jobs.splice(random.int(model.jobs.length), 1)[0] : undefined;
+      const job =
+        model.jobs.length > 0 && random.next() < 0.7
+          ? model.jobs.splice(random.int(model.jobs.length), 1)[0]
+          : undefined;
       if (job) await query(em(), `update jobs set status = 'cancelled' where id = ?`, [job]);
-      return { move: 'endTraining', answered: await endTrainingOfJob(em(), model.id, { outcome: end, error: end === 'failed' ? 'boom' : null }), expected: model.status === 'training', to: end };
+      return {
+        move: 'endTraining',
+        answered: await endTrainingOfJob(em(), model.id, { outcome: end, error: end === 'failed' ? 'boom' : null }),
+        expected: model.status === 'training',
+        to: end,
+      };
     },
     endRun: async (model) => {
       if (model.runs.length === 0) return { move: 'record', answered: false, expected: false, to: model.status };
@@ -92,7 +116,12 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
       const onRun = runId === model.runs.at(-1) && model.jobs.every((job) => job === jobId);
       const reported = random.next() < 0.4;
       const end: TrainingOutcome = reported ? random.pick(['completed', 'cancelled'] as const) : outcome();
-      const answered = await endTrainingOfRun(em(), { id: runId, modelId: model.id, jobId }, { outcome: end, error: null }, !reported);
+      const answered = await endTrainingOfRun(
+        em(),
+        { id: runId, modelId: model.id, jobId },
+        { outcome: end, error: null },
+        !reported,
+      );
       return {
         move: reported ? 'reportTrainingEnd' : 'endTraining',
         answered,
@@ -110,21 +139,30 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
     const result = await events[name](model);
     const after = await statusOf(model.id);
     const where = `seed ${seed}, step ${step} (${name} on ${model.id}, ${before.status})`;
-    if (result.answered !== result.expected) t.fail(`${where}: answered ${result.answered}, expected ${result.expected}`);
+    if (result.answered !== result.expected)
+      t.fail(`${where}: answered ${result.answered}, expected ${result.expected}`);
     const expectedStatus = result.expected ? result.to : before.status;
     if (after.status !== expectedStatus) t.fail(`${where}: is ${after.status}, expected ${expectedStatus}`);
     if (after.status !== before.status) {
       const allowed = MODEL_MOVES[result.move];
-      if (!(allowed.from as readonly ModelStatus[]).includes(before.status) || !(allowed.to as readonly ModelStatus[]).includes(after.status)) {
+      if (
+        !(allowed.from as readonly ModelStatus[]).includes(before.status) ||
+        !(allowed.to as readonly ModelStatus[]).includes(after.status)
+      ) {
         t.fail(`${where}: ${result.move} moved ${before.status} → ${after.status}, which it does not list`);
       }
-      if (!MODEL_TRANSITIONS[before.status].includes(after.status)) t.fail(`${where}: ${before.status} → ${after.status} is not a transition`);
+      if (!MODEL_TRANSITIONS[before.status].includes(after.status))
+        t.fail(`${where}: ${before.status} → ${after.status} is not a transition`);
     }
-    if (result.answered && result.keepsCompletedAt && String(after.completed_at) !== String(before.completed_at)) t.fail(`${where}: a repeated end moved completed_at`);
+    if (result.answered && result.keepsCompletedAt && String(after.completed_at) !== String(before.completed_at))
+      t.fail(`${where}: a repeated end moved completed_at`);
     if (result.answered) moved[result.move] += 1;
     model.status = after.status;
   }
-  t.ok(Object.values(moved).every((count) => count > 0), `seed ${seed}: every move happened: ${JSON.stringify(moved)}`);
+  t.ok(
+    Object.values(moved).every((count) => count > 0),
+    `seed ${seed}: every move happened: ${JSON.stringify(moved)}`,
+  );
 }
 
 for (const seed of SEEDS) {
@@ -136,8 +174,14 @@ for (const seed of SEEDS) {
 
 t.test('a move to a status it does not list is refused before any statement', async (t) => {
   const { id } = await createModel(world, world.alice, { project: 'lifecycle', model: 'refused' });
-  await t.rejects(endTrainingOfRun(em(), { id: 1, modelId: id, jobId: null }, { outcome: 'failed', error: 'x' }, false), /reportTrainingEnd does not go to failed/);
-  await t.rejects(endTrainingOfJob(em(), id, { outcome: 'pending' as TrainingOutcome, error: null }), /endTraining does not go to pending/);
+  await t.rejects(
+    endTrainingOfRun(em(), { id: 1, modelId: id, jobId: null }, { outcome: 'failed', error: 'x' }, false),
+    /reportTrainingEnd does not go to failed/,
+  );
+  await t.rejects(
+    endTrainingOfJob(em(), id, { outcome: 'pending' as TrainingOutcome, error: null }),
+    /endTraining does not go to pending/,
+  );
   t.equal((await statusOf(id)).status, 'pending');
 });
 

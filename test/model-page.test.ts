@@ -12,7 +12,7 @@ await createProject(world, alice, { project: 'detector', name: 'Private' });
 await createModel(world, alice, { project: 'public-detector', model: 'm1', metrics: { 'metrics/mAP50(B)': 0.5 } });
 await createModel(world, alice, { project: 'detector', model: 'm2' });
 
-t.test('the trainer\'s link answers a page a person can read, not a JSON 404', async (t) => {
+t.test("the trainer's link answers a page a person can read, not a JSON 404", async (t) => {
   for (const path of ['/alice/public-detector/m1', '/alice/detector/m2', '/alice/detector/m2/']) {
     const page = await fetch(`${server.url}${path}`);
     t.equal(page.status, 200, path);
@@ -32,11 +32,18 @@ t.test('the trainer\'s link answers a page a person can read, not a JSON 404', a
 });
 
 t.test('what the page reads: a public model anonymously, a private one only with a key of its workspace', async (t) => {
-  t.match(await call(server, 'GET', '/api/models/alice/public-detector/m1'), { status: 200, body: { model: { status: String } } });
+  t.match(await call(server, 'GET', '/api/models/alice/public-detector/m1'), {
+    status: 200,
+    body: { model: { status: String } },
+  });
   t.equal((await call(server, 'GET', '/api/models/alice/public-detector/m1/training')).status, 200);
   const hidden = await call(server, 'GET', '/api/models/alice/detector/m2');
   t.ok([401, 404].includes(hidden.status), `anonymous: ${hidden.status}`);
-  t.equal((await call(server, 'GET', '/api/models/alice/detector/m2', { key: world.bobby })).status, 404, "another workspace's key");
+  t.equal(
+    (await call(server, 'GET', '/api/models/alice/detector/m2', { key: world.bobby })).status,
+    404,
+    "another workspace's key",
+  );
   t.equal((await call(server, 'GET', '/api/models/alice/detector/m2', { key: alice })).status, 200);
 });
 

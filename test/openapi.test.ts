@@ -11,7 +11,10 @@ const served = await fetch(`${server.url}/openapi.json`);
 const text = await served.text();
 const document = JSON.parse(text) as {
   openapi: string;
-  paths: Record<string, Record<string, { responses: Record<string, unknown>; security: unknown[]; 'x-rate-limit-category'?: string }>>;
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, unknown>; security: unknown[]; 'x-rate-limit-category'?: string }>
+  >;
 };
 
 t.test('a real OpenAPI validator accepts the document', async (t) => {
@@ -33,7 +36,11 @@ t.test('every route is documented with its auth, limit category and error shapes
     t.ok(operation, `${route.method} ${route.path} is documented`);
     if (!operation) continue;
     t.ok(operation.responses[String(route.response.status)], `${route.method} ${route.path}: success response`);
-    t.equal(operation['x-rate-limit-category'], route.limit ?? undefined, `${route.method} ${route.path}: limit category`);
+    t.equal(
+      operation['x-rate-limit-category'],
+      route.limit ?? undefined,
+      `${route.method} ${route.path}: limit category`,
+    );
     if (route.limit) t.ok(operation.responses['429'], `${route.method} ${route.path}: 429 documented`);
     if (route.auth === 'key') t.ok(operation.responses['401'], `${route.method} ${route.path}: 401 documented`);
   }
@@ -49,5 +56,9 @@ t.test('the interactive reference is served from local files only', async (t) =>
     t.equal(response.status, 200, `${asset[1]} is served`);
     t.ok((await response.arrayBuffer()).byteLength > 0, `${asset[1]} is not empty`);
   }
-  t.equal((await call(server, 'GET', '/api/docs/assets/package.json')).status, 404, 'only the listed assets, no other file of the package');
+  t.equal(
+    (await call(server, 'GET', '/api/docs/assets/package.json')).status,
+    404,
+    'only the listed assets, no other file of the package',
+  );
 });

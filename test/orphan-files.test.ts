@@ -15,7 +15,10 @@ t.test('replaced weights are deleted by the sweep once no model refers to them',
   const second = await createModel(world, world.alice, { project: 'cars', model: 'second', name: 'Second' });
   await uploadWeights(world, world.alice, first.id, Buffer.from('weights one'));
   await uploadWeights(world, world.alice, second.id, Buffer.from('weights two'));
-  const clone = await call(world.server, 'POST', '/api/models/alice/cars/second/clone', { key: world.alice, body: { project: 'cars', model: 'second-copy' } });
+  const clone = await call(world.server, 'POST', '/api/models/alice/cars/second/clone', {
+    key: world.alice,
+    body: { project: 'cars', model: 'second-copy' },
+  });
   t.equal(clone.status, 201);
   // New weights for both originals: the first's old file is now unused, the second's is the clone's.
   await uploadWeights(world, world.alice, first.id, Buffer.from('weights one, again'));
@@ -28,12 +31,27 @@ t.test('replaced weights are deleted by the sweep once no model refers to them',
   t.equal((await keys()).length, 4, 'replaced weights stay until the sweep');
   t.equal(await sweepOrphanFiles(services.em, services.storage), 0, 'young files are left alone');
   await query(services.em, `update stored_objects set updated_at = now() - interval '2 days'`);
-  t.equal(await sweepOrphanFiles(services.em, services.storage), 1, 'one file is unused: the first model\'s old weights');
+  t.equal(
+    await sweepOrphanFiles(services.em, services.storage),
+    1,
+    "one file is unused: the first model's old weights",
+  );
   t.equal((await keys()).length, 3);
   for (const model of ['first', 'second', 'second-copy']) {
-    const files = await call<{ files: Array<{ downloadUrl: string }> }>(world.server, 'GET', `/api/models/alice/cars/${model}/files`, { key: world.alice });
+    const files = await call<{ files: Array<{ downloadUrl: string }> }>(
+      world.server,
+      'GET',
+      `/api/models/alice/cars/${model}/files`,
+      { key: world.alice },
+    );
     t.equal((await fetch(files.body.files[0].downloadUrl)).status, 200, `${model}: its weights are still served`);
   }
-  const storage = await call<{ byKind: { modelFiles: number } }>(world.server, 'GET', '/api/storage', { key: world.alice });
-  t.equal(storage.body.byKind.modelFiles, 'weights one, again'.length + 'weights two'.length + 'weights two, again'.length, 'storage counts what is left');
+  const storage = await call<{ byKind: { modelFiles: number } }>(world.server, 'GET', '/api/storage', {
+    key: world.alice,
+  });
+  t.equal(
+    storage.body.byKind.modelFiles,
+    'weights one, again'.length + 'weights two'.length + 'weights two, again'.length,
+    'storage counts what is left',
+  );
 });

@@ -2,9 +2,20 @@
 // maximum (never clamped), defaults apply, and page tokens cannot be read back or forged.
 import t from 'tap';
 import { describeZodError } from '../control-plane/src/http/error-middleware.ts';
-import { cursorQuery, offsetPage, offsetQuery, pageInfo, pageQuery, PageTokens, tokenQuery } from '../control-plane/src/http/pagination.ts';
+import {
+  cursorQuery,
+  offsetPage,
+  offsetQuery,
+  pageInfo,
+  pageQuery,
+  PageTokens,
+  tokenQuery,
+} from '../control-plane/src/http/pagination.ts';
 
-const problem = (schema: { safeParse(value: unknown): { success: boolean; error?: unknown } }, query: Record<string, string>) => {
+const problem = (
+  schema: { safeParse(value: unknown): { success: boolean; error?: unknown } },
+  query: Record<string, string>,
+) => {
   const result = schema.safeParse(query);
   return result.success ? undefined : describeZodError(result.error as never, 'query');
 };
@@ -40,7 +51,13 @@ t.test('page tokens round-trip, and a tampered or foreign token is a 400', async
   t.same(tokens.decode(token), { after: 'img_123', sort: 'createdAt' });
   const [body, signature] = token.split('.');
   const forged = `${Buffer.from(JSON.stringify({ after: 'img_999', sort: 'createdAt' })).toString('base64url')}.${signature}`;
-  for (const bad of [forged, `${body}.`, body, 'garbage', new PageTokens('b'.repeat(64)).encode({ after: 'img_123' })]) {
+  for (const bad of [
+    forged,
+    `${body}.`,
+    body,
+    'garbage',
+    new PageTokens('b'.repeat(64)).encode({ after: 'img_123' }),
+  ]) {
     t.throws(() => tokens.decode(bad), { status: 400, message: /^pageToken: / }, `refused: ${bad.slice(0, 24)}`);
   }
 });

@@ -20,10 +20,16 @@ const host = (overrides: Partial<HostCapacity> = {}): HostCapacity => ({
 });
 
 t.test('GPUs of the asked type, lowest free indexes first; any type when none is asked', async (t) => {
-  t.same(placeJobs(host({ busyGpuIndexes: new Set([0]) }), [{ id: 'a', gpuType: 'a100-80gb-sxm', gpuCount: 1 }, { id: 'b', gpuType: null, gpuCount: 1 }]), [
-    { jobId: 'a', gpuIndexes: [1] },
-    { jobId: 'b', gpuIndexes: [2] },
-  ]);
+  t.same(
+    placeJobs(host({ busyGpuIndexes: new Set([0]) }), [
+      { id: 'a', gpuType: 'a100-80gb-sxm', gpuCount: 1 },
+      { id: 'b', gpuType: null, gpuCount: 1 },
+    ]),
+    [
+      { jobId: 'a', gpuIndexes: [1] },
+      { jobId: 'b', gpuIndexes: [2] },
+    ],
+  );
 });
 
 t.test('a job the host can never run is left for others; one it can run later blocks later GPU jobs', async (t) => {
@@ -34,16 +40,32 @@ t.test('a job the host can never run is left for others; one it can run later bl
     { id: 'small', gpuType: 'l40s', gpuCount: 1 },
     { id: 'cpu', gpuType: null, gpuCount: 0 },
   ];
-  t.same(placeJobs(host({ busyGpuIndexes: new Set([1]), runningJobs: 1 }), queue), [{ jobId: 'cpu', gpuIndexes: [] }], 'only the CPU slot is used');
-  t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['later', 'small', 'cpu']);
+  t.same(
+    placeJobs(host({ busyGpuIndexes: new Set([1]), runningJobs: 1 }), queue),
+    [{ jobId: 'cpu', gpuIndexes: [] }],
+    'only the CPU slot is used',
+  );
+  t.same(
+    placeJobs(host(), queue).map((placement) => placement.jobId),
+    ['later', 'small', 'cpu'],
+  );
 });
 
 t.test('the agent cap and the single CPU slot', async (t) => {
-  const cpuJobs = [{ id: 'c1', gpuType: null, gpuCount: 0 }, { id: 'c2', gpuType: 'cpu', gpuCount: 0 }];
-  t.same(placeJobs(host(), cpuJobs).map((placement) => placement.jobId), ['c1']);
+  const cpuJobs = [
+    { id: 'c1', gpuType: null, gpuCount: 0 },
+    { id: 'c2', gpuType: 'cpu', gpuCount: 0 },
+  ];
+  t.same(
+    placeJobs(host(), cpuJobs).map((placement) => placement.jobId),
+    ['c1'],
+  );
   t.same(placeJobs(host({ cpuSlotBusy: true }), cpuJobs), []);
   const gpuJobs = [1, 2, 3].map((n) => ({ id: `g${n}`, gpuType: null, gpuCount: 1 }));
-  t.same(placeJobs(host({ maxConcurrentJobs: 2, runningJobs: 1 }), gpuJobs).map((placement) => placement.jobId), ['g1']);
+  t.same(
+    placeJobs(host({ maxConcurrentJobs: 2, runningJobs: 1 }), gpuJobs).map((placement) => placement.jobId),
+    ['g1'],
+  );
 });
 
 t.test('a job needing more memory than the host has is left to other hosts', async (t) => {
@@ -51,30 +73,66 @@ t.test('a job needing more memory than the host has is left to other hosts', asy
     { id: 'huge', gpuType: null, gpuCount: 1, memoryBytes: 512 * 2 ** 30 },
     { id: 'fits', gpuType: null, gpuCount: 1, memoryBytes: 32 * 2 ** 30 },
   ];
-  t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['fits']);
+  t.same(
+    placeJobs(host(), queue).map((placement) => placement.jobId),
+    ['fits'],
+  );
 });
 
-t.test('a job needing an export toolchain goes only to a host that reports it, and does not hold up the queue', async (t) => {
-  const queue = [
-    { id: 'openvino', gpuType: null, gpuCount: 0, toolchain: 'openvino' },
-    { id: 'engine', gpuType: null, gpuCount: 1, toolchain: 'engine' },
-    { id: 'plain', gpuType: null, gpuCount: 0 },
-  ];
-  t.same(placeJobs(host(), queue).map((placement) => placement.jobId), ['plain'], 'a host that exports nothing takes neither export');
-  t.same(placeJobs(host({ exporters: new Set(['onnx', 'engine']) }), queue).map((placement) => placement.jobId), ['engine', 'plain']);
-  t.same(placeJobs(host({ exporters: new Set(['openvino']) }), queue).map((placement) => placement.jobId), ['openvino']);
-});
+t.test(
+  'a job needing an export toolchain goes only to a host that reports it, and does not hold up the queue',
+  async (t) => {
+    const queue = [
+      { id: 'openvino', gpuType: null, gpuCount: 0, toolchain: 'openvino' },
+      { id: 'engine', gpuType: null, gpuCount: 1, toolchain: 'engine' },
+      { id: 'plain', gpuType: null, gpuCount: 0 },
+    ];
+    t.same(
+      placeJobs(host(), queue).map((placement) => placement.jobId),
+      ['plain'],
+      'a host that exports nothing takes neither export',
+    );
+    t.same(
+      placeJobs(host({ exporters: new Set(['onnx', 'engine']) }), queue).map((placement) => placement.jobId),
+      ['engine', 'plain'],
+    );
+    t.same(
+      placeJobs(host({ exporters: new Set(['openvino']) }), queue).map((placement) => placement.jobId),
+      ['openvino'],
+    );
+  },
+);
 
-t.test('a service goes only to a host that runs it in its region (a host of no region serves all), beside the CPU slot', async (t) => {
-  const queue = [
-    { id: 'serve-eu', gpuType: null, gpuCount: 0, service: 'inference', region: 'europe-west4' },
-    { id: 'serve-us', gpuType: null, gpuCount: 0, service: 'inference', region: 'us-central1' },
-    { id: 'plain', gpuType: null, gpuCount: 0 },
-  ];
-  const taken = (capacity: Partial<HostCapacity>) => placeJobs(host(capacity), queue).map((placement) => placement.jobId);
-  t.same(taken({}), ['plain'], 'a host that runs no service takes none');
-  t.same(taken({ services: new Set(['inference']) }), ['serve-eu', 'serve-us', 'plain'], 'services take no CPU slot: the plain job still runs');
-  t.same(taken({ services: new Set(['inference']), region: 'us-central1' }), ['serve-us', 'plain'], 'a host in a region serves only it');
-  t.same(taken({ services: new Set(['inference']), cpuSlotBusy: true }), ['serve-eu', 'serve-us'], 'a busy CPU slot holds up no service');
-  t.same(taken({ services: new Set(['inference']), maxConcurrentJobs: 1 }), ['serve-eu'], "the agent's cap counts services");
-});
+t.test(
+  'a service goes only to a host that runs it in its region (a host of no region serves all), beside the CPU slot',
+  async (t) => {
+    const queue = [
+      { id: 'serve-eu', gpuType: null, gpuCount: 0, service: 'inference', region: 'europe-west4' },
+      { id: 'serve-us', gpuType: null, gpuCount: 0, service: 'inference', region: 'us-central1' },
+      { id: 'plain', gpuType: null, gpuCount: 0 },
+    ];
+    const taken = (capacity: Partial<HostCapacity>) =>
+      placeJobs(host(capacity), queue).map((placement) => placement.jobId);
+    t.same(taken({}), ['plain'], 'a host that runs no service takes none');
+    t.same(
+      taken({ services: new Set(['inference']) }),
+      ['serve-eu', 'serve-us', 'plain'],
+      'services take no CPU slot: the plain job still runs',
+    );
+    t.same(
+      taken({ services: new Set(['inference']), region: 'us-central1' }),
+      ['serve-us', 'plain'],
+      'a host in a region serves only it',
+    );
+    t.same(
+      taken({ services: new Set(['inference']), cpuSlotBusy: true }),
+      ['serve-eu', 'serve-us'],
+      'a busy CPU slot holds up no service',
+    );
+    t.same(
+      taken({ services: new Set(['inference']), maxConcurrentJobs: 1 }),
+      ['serve-eu'],
+      "the agent's cap counts services",
+    );
+  },
+);

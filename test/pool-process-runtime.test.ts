@@ -26,14 +26,29 @@ t.test('on a pool host the process runtime stops at the welcome, before any job,
   const config = await enrolled('pool-host');
   const work = join(dir, 'pool-work');
   // Queued first: the control plane assigns it right after the welcome.
-  const jobId = await queueCommand(server, 'polly', { command: [process.execPath, '-e', 'console.log("ran")'], workDir: 'jobs/first' });
-  const refused = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: work, VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '0' });
+  const jobId = await queueCommand(server, 'polly', {
+    command: [process.execPath, '-e', 'console.log("ran")'],
+    workDir: 'jobs/first',
+  });
+  const refused = runAgent(t, config, {
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: work,
+    VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '0',
+  });
   t.equal(await refused.exited, 6, 'a permanent refusal: a service manager does not restart it');
   t.match(refused.output(), /appliance-wide pool.*process runtime cannot keep them apart.*allowSharedProcessRuntime/);
   t.notOk(existsSync(join(work, 'jobs', 'first')), 'the job was never started here');
 
-  const allowed = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: work, VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '1' });
-  await eventually(async () => (await readJob(server, jobId)).status === 'completed', `the job to run once allowed; agent log:\n${allowed.output()}`, 60_000);
+  const allowed = runAgent(t, config, {
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: work,
+    VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '1',
+  });
+  await eventually(
+    async () => (await readJob(server, jobId)).status === 'completed',
+    `the job to run once allowed; agent log:\n${allowed.output()}`,
+    60_000,
+  );
   t.ok(existsSync(join(work, 'jobs', 'first')), 'it ran here');
   allowed.child.kill('SIGTERM');
   t.equal(await allowed.exited, 0);
@@ -41,8 +56,19 @@ t.test('on a pool host the process runtime stops at the welcome, before any job,
 
 t.test("a workspace's own host runs the process runtime without that choice", async (t) => {
   const config = await enrolled('own-host', 'polly');
-  const jobId = await queueCommand(server, 'polly', { command: [process.execPath, '-e', 'console.log("ran")'], workDir: 'jobs/own' });
-  const agent = runAgent(t, config, { VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'own-work'), VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '0' });
-  await eventually(async () => (await readJob(server, jobId)).status === 'completed', `the job to run; agent log:\n${agent.output()}`, 60_000);
+  const jobId = await queueCommand(server, 'polly', {
+    command: [process.execPath, '-e', 'console.log("ran")'],
+    workDir: 'jobs/own',
+  });
+  const agent = runAgent(t, config, {
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: join(dir, 'own-work'),
+    VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '0',
+  });
+  await eventually(
+    async () => (await readJob(server, jobId)).status === 'completed',
+    `the job to run; agent log:\n${agent.output()}`,
+    60_000,
+  );
   t.ok(existsSync(join(dir, 'own-work', 'jobs', 'own')), 'it ran here');
 });

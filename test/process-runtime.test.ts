@@ -2,7 +2,16 @@
 // stopping (a process group, SIGKILL after the grace), timeouts, failure causes, and recover() after the agent died
 // mid-job: the job runs on and is adopted.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -50,7 +59,10 @@ async function firstLine(logs: ReturnType<typeof collector>): Promise<string> {
 t.test('exit 0 completes with stdout lines in order', async (t) => {
   const { outcome, lines } = await run(spec('for (let i = 1; i <= 3; i++) console.log("line " + i)'));
   t.same(withoutTimes(outcome), { outcome: 'completed' });
-  t.ok(outcome.startedAt! > 0 && outcome.startedAt! <= outcome.endedAt!, 'the run\'s start and end as the runtime measured them');
+  t.ok(
+    outcome.startedAt! > 0 && outcome.startedAt! <= outcome.endedAt!,
+    "the run's start and end as the runtime measured them",
+  );
   t.same(lines('stdout'), ['line 1', 'line 2', 'line 3']);
 });
 
@@ -78,7 +90,10 @@ t.test('over-long lines are truncated to the protocol limit', async (t) => {
 t.test('5,000 quick lines arrive in batches of at most 1,000', async (t) => {
   const { outcome, batches, lines } = await run(spec('for (let i = 0; i < 5000; i++) console.log(i)'));
   t.same(withoutTimes(outcome), { outcome: 'completed' });
-  t.same(lines('stdout'), Array.from({ length: 5000 }, (_, i) => String(i)));
+  t.same(
+    lines('stdout'),
+    Array.from({ length: 5000 }, (_, i) => String(i)),
+  );
   t.ok(batches.length >= 5 && batches.length < 100, `${batches.length} batches`);
   t.ok(batches.every((b) => b.lines.length <= 1000));
 });
@@ -98,7 +113,13 @@ t.test("the environment is the configured one, the job's own home, and the spec"
 
 t.test("a job sees none of the agent's settings or secrets: its environment is built from an allowlist", async (t) => {
   const dir = t.testdir({ venv: { bin: {} } });
-  const secrets = { VP_WORKER_KEY: `vpw_${'7'.repeat(48)}`, VP_WORKER_SERVER: 'http://127.0.0.1:9', VP_ADMIN_KEY: 'vp-admin-secret', AWS_SECRET_ACCESS_KEY: 'aws-secret', HTTPS_PROXY: 'http://user:pw@proxy:3128' };
+  const secrets = {
+    VP_WORKER_KEY: `vpw_${'7'.repeat(48)}`,
+    VP_WORKER_SERVER: 'http://127.0.0.1:9',
+    VP_ADMIN_KEY: 'vp-admin-secret',
+    AWS_SECRET_ACCESS_KEY: 'aws-secret',
+    HTTPS_PROXY: 'http://user:pw@proxy:3128',
+  };
   const saved = Object.fromEntries(Object.keys(secrets).map((name) => [name, process.env[name]]));
   Object.assign(process.env, secrets);
   t.teardown(() => {
@@ -110,24 +131,57 @@ t.test("a job sees none of the agent's settings or secrets: its environment is b
   // What an older agent left: one settings copy for every job, a workspace's dataset cached in it.
   mkdirSync(join(dir, 'work', '.yolo-config', 'datasets', 'theirs'), { recursive: true });
   // As the agent builds it: its settings from the environment, its runtime from them.
-  const config = loadWorkerConfig({ ...process.env, XDG_CONFIG_HOME: dir, VP_WORKER_RUNTIME: 'process', VP_WORKER_WORK_DIR: join(dir, 'work'), VP_WORKER_PROCESS_VENV: join(dir, 'venv') });
-  const { lines } = await run(spec('console.log(JSON.stringify(process.env))', { env: { ULTRALYTICS_API_KEY: 'the-jobs-own' } }), runtimeFromConfig(config) as ProcessRuntime);
+  const config = loadWorkerConfig({
+    ...process.env,
+    XDG_CONFIG_HOME: dir,
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: join(dir, 'work'),
+    VP_WORKER_PROCESS_VENV: join(dir, 'venv'),
+  });
+  const { lines } = await run(
+    spec('console.log(JSON.stringify(process.env))', { env: { ULTRALYTICS_API_KEY: 'the-jobs-own' } }),
+    runtimeFromConfig(config) as ProcessRuntime,
+  );
   const env = JSON.parse(lines('stdout')[0] as string) as Record<string, string>;
-  t.same(Object.keys(env).filter((name) => name.startsWith('VP_')), [], 'no VP_* setting');
-  t.notOk(Object.values(env).some((value) => Object.values(secrets).some((secret) => value.includes(secret))), 'no secret of the agent, under any name');
+  t.same(
+    Object.keys(env).filter((name) => name.startsWith('VP_')),
+    [],
+    'no VP_* setting',
+  );
+  t.notOk(
+    Object.values(env).some((value) => Object.values(secrets).some((secret) => value.includes(secret))),
+    'no secret of the agent, under any name',
+  );
   t.equal(env.ULTRALYTICS_API_KEY, 'the-jobs-own', "the spec's own environment");
   t.equal(env.PATH?.split(':')[0], join(dir, 'venv', 'bin'), "the trainer's Python first on PATH");
   t.equal(env.PATH?.split(':')[1], process.env.PATH?.split(':')[0], "then the agent's PATH");
-  t.notOk(existsSync(join(dir, 'work', '.yolo-config')), "the shared settings copy of older agents is gone, with what they cached");
+  t.notOk(
+    existsSync(join(dir, 'work', '.yolo-config')),
+    'the shared settings copy of older agents is gone, with what they cached',
+  );
 });
 
-t.test("each job gets its own home and ultralytics settings in its work dir: nothing one job writes there is left for another", async (t) => {
-  const dir = t.testdir({
-    venv: { 'yolo-config': { Ultralytics: { 'settings.json': JSON.stringify({ sync: false, datasets_dir: '/shared/datasets', weights_dir: '/shared/weights' }), 'Arial.ttf': 'font' }, datasets: { 'cached.txt': 'from an earlier job' } } },
-  });
-  const venv = join(dir, 'venv');
-  const runtime = new ProcessRuntime({ workRoot, venv, environment: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-  const script = (name: string) => `const fs = require("node:fs"), path = require("node:path"), e = process.env;
+t.test(
+  'each job gets its own home and ultralytics settings in its work dir: nothing one job writes there is left for another',
+  async (t) => {
+    const dir = t.testdir({
+      venv: {
+        'yolo-config': {
+          Ultralytics: {
+            'settings.json': JSON.stringify({
+              sync: false,
+              datasets_dir: '/shared/datasets',
+              weights_dir: '/shared/weights',
+            }),
+            'Arial.ttf': 'font',
+          },
+          datasets: { 'cached.txt': 'from an earlier job' },
+        },
+      },
+    });
+    const venv = join(dir, 'venv');
+    const runtime = new ProcessRuntime({ workRoot, venv, environment: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    const script = (name: string) => `const fs = require("node:fs"), path = require("node:path"), e = process.env;
     const settings = JSON.parse(fs.readFileSync(path.join(e.YOLO_CONFIG_DIR, "Ultralytics", "settings.json"), "utf8"));
     fs.mkdirSync(settings.datasets_dir, { recursive: true });
     const seen = fs.readdirSync(settings.datasets_dir);
@@ -135,19 +189,42 @@ t.test("each job gets its own home and ultralytics settings in its work dir: not
     fs.writeFileSync(path.join(e.HOME, "${name}.pt"), "weights");
     console.log(JSON.stringify({ config: e.YOLO_CONFIG_DIR, home: e.HOME, tmp: e.TMPDIR, cache: e.XDG_CACHE_HOME, mpl: e.MPLCONFIGDIR, settings, seen,
       font: fs.existsSync(path.join(e.YOLO_CONFIG_DIR, "Ultralytics", "Arial.ttf")) }))`;
-  const first = JSON.parse((await run(spec(script('first'), { workDir: 'homes/a' }), runtime)).lines('stdout')[0] as string);
-  const second = JSON.parse((await run(spec(script('second'), { workDir: 'homes/b' }), runtime)).lines('stdout')[0] as string);
-  const a = join(workRoot, 'homes', 'a');
-  const b = join(workRoot, 'homes', 'b');
-  t.match(first, { config: join(a, '.home', 'yolo-config'), home: join(a, '.home'), tmp: join(a, '.home', 'tmp'), cache: join(a, '.home', '.cache'), mpl: join(a, '.home', 'yolo-config', 'matplotlib') });
-  t.match(second, { config: join(b, '.home', 'yolo-config'), home: join(b, '.home') });
-  t.same(first.settings, { sync: false, datasets_dir: join(a, '.home', 'yolo-config', 'datasets'), weights_dir: join(a, '.home', 'yolo-config', 'weights') }, "the venv's settings, with its own dataset and weights folders");
-  t.equal(first.font, true, 'the fonts come along');
-  t.same(first.seen, [], "no dataset cached in the venv reaches a job");
-  t.same(second.seen, [], "nothing of the first job's is in the second's dataset folder");
-  t.notOk(existsSync(join(b, '.home', 'first.pt')));
-  t.same(readdirSync(join(venv, 'yolo-config', 'datasets')), ['cached.txt'], "nothing is written to the venv's settings");
-});
+    const first = JSON.parse(
+      (await run(spec(script('first'), { workDir: 'homes/a' }), runtime)).lines('stdout')[0] as string,
+    );
+    const second = JSON.parse(
+      (await run(spec(script('second'), { workDir: 'homes/b' }), runtime)).lines('stdout')[0] as string,
+    );
+    const a = join(workRoot, 'homes', 'a');
+    const b = join(workRoot, 'homes', 'b');
+    t.match(first, {
+      config: join(a, '.home', 'yolo-config'),
+      home: join(a, '.home'),
+      tmp: join(a, '.home', 'tmp'),
+      cache: join(a, '.home', '.cache'),
+      mpl: join(a, '.home', 'yolo-config', 'matplotlib'),
+    });
+    t.match(second, { config: join(b, '.home', 'yolo-config'), home: join(b, '.home') });
+    t.same(
+      first.settings,
+      {
+        sync: false,
+        datasets_dir: join(a, '.home', 'yolo-config', 'datasets'),
+        weights_dir: join(a, '.home', 'yolo-config', 'weights'),
+      },
+      "the venv's settings, with its own dataset and weights folders",
+    );
+    t.equal(first.font, true, 'the fonts come along');
+    t.same(first.seen, [], 'no dataset cached in the venv reaches a job');
+    t.same(second.seen, [], "nothing of the first job's is in the second's dataset folder");
+    t.notOk(existsSync(join(b, '.home', 'first.pt')));
+    t.same(
+      readdirSync(join(venv, 'yolo-config', 'datasets')),
+      ['cached.txt'],
+      "nothing is written to the venv's settings",
+    );
+  },
+);
 
 t.test('the job runs in its work dir, created under the work root; ../ is refused', async (t) => {
   const { lines } = await run(spec('console.log(process.cwd())', { workDir: 'a/b' }));
@@ -159,7 +236,10 @@ t.test('the job runs in its work dir, created under the work root; ../ is refuse
 
 t.test('stop() cancels a long-running job quickly', async (t) => {
   const logs = collector();
-  const job = await new ProcessRuntime({ workRoot }).start({ jobId: 'j1', attempt: 1, spec: spec('console.log("up"); setInterval(() => {}, 1000)') }, logs.sink);
+  const job = await new ProcessRuntime({ workRoot }).start(
+    { jobId: 'j1', attempt: 1, spec: spec('console.log("up"); setInterval(() => {}, 1000)') },
+    logs.sink,
+  );
   await firstLine(logs);
   const started = Date.now();
   await job.stop('user asked');
@@ -171,7 +251,10 @@ t.test('stop() cancels a long-running job quickly', async (t) => {
 t.test('a job ignoring SIGTERM is killed after the grace period', async (t) => {
   const logs = collector();
   const script = 'process.on("SIGTERM", () => {}); console.log("up"); setInterval(() => {}, 1000)';
-  const job = await new ProcessRuntime({ workRoot, stopGraceMs: 300 }).start({ jobId: 'j1', attempt: 1, spec: spec(script) }, logs.sink);
+  const job = await new ProcessRuntime({ workRoot, stopGraceMs: 300 }).start(
+    { jobId: 'j1', attempt: 1, spec: spec(script) },
+    logs.sink,
+  );
   await firstLine(logs);
   const started = Date.now();
   await job.stop('user asked');
@@ -213,9 +296,17 @@ t.test("a non-zero exit says why: its output's last error line, without keys or 
     console.log("Sentry: nothing sent");
     process.exit(1)`;
   const { outcome } = await run(spec(script, { env: { ULTRALYTICS_API_KEY: key } }));
-  t.same(withoutTimes(outcome), { outcome: 'failed', exitCode: 1, error: "exited with status 1: FileNotFoundError: 'runs/yolo99z.yaml' does not exist (key [redacted])" });
+  t.same(withoutTimes(outcome), {
+    outcome: 'failed',
+    exitCode: 1,
+    error: "exited with status 1: FileNotFoundError: 'runs/yolo99z.yaml' does not exist (key [redacted])",
+  });
   const plain = await run(spec('console.error("out of luck at /srv/data/x.bin"); process.exit(2)'));
-  t.equal(plain.outcome.error, 'exited with status 2: out of luck at x.bin', 'else the last line, its outside path cut to its name');
+  t.equal(
+    plain.outcome.error,
+    'exited with status 2: out of luck at x.bin',
+    'else the last line, its outside path cut to its name',
+  );
 });
 
 t.test("a job's state stays until its end is released; the agent state dir is no work dir", async (t) => {
@@ -243,64 +334,82 @@ const gated = (name: string, code: number) =>
     { workDir: `gated/${name}` },
   );
 
-t.test('an agent killed mid-job: the jobs run on; a new agent adopts them, sends only the output not yet sent, and reports how they really ended', async (t) => {
-  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const runtimeModule = new URL('../worker-agent/src/runtimes/process-runtime.ts', import.meta.url).href;
-  const assignments = [
-    { jobId: 'j-done', attempt: 2, spec: gated('done', 0) },
-    { jobId: 'j-failed', attempt: 1, spec: gated('failed', 3) },
-    { jobId: 'j-running', attempt: 1, spec: gated('running', 0) },
-  ];
-  // The first agent, in a process of its own: it starts the jobs and prints each batch of output it sends.
-  const agent = spawn(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `const { ProcessRuntime } = await import(${JSON.stringify(runtimeModule)});
+t.test(
+  'an agent killed mid-job: the jobs run on; a new agent adopts them, sends only the output not yet sent, and reports how they really ended',
+  async (t) => {
+    const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+    t.teardown(() => rmSync(root, { recursive: true, force: true }));
+    const runtimeModule = new URL('../worker-agent/src/runtimes/process-runtime.ts', import.meta.url).href;
+    const assignments = [
+      { jobId: 'j-done', attempt: 2, spec: gated('done', 0) },
+      { jobId: 'j-failed', attempt: 1, spec: gated('failed', 3) },
+      { jobId: 'j-running', attempt: 1, spec: gated('running', 0) },
+    ];
+    // The first agent, in a process of its own: it starts the jobs and prints each batch of output it sends.
+    const agent = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const { ProcessRuntime } = await import(${JSON.stringify(runtimeModule)});
        const runtime = new ProcessRuntime({ workRoot: ${JSON.stringify(root)} });
        for (const assigned of ${JSON.stringify(assignments)}) await runtime.start(assigned, (batch) => console.log(JSON.stringify(batch)));
        setInterval(() => {}, 1000);`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let sent = '';
-  agent.stdout.on('data', (chunk: Buffer) => (sent += chunk));
-  await until(() => ['done 1', 'failed 1', 'running 1'].every((line) => sent.includes(line)), 'the first lines to be sent');
-  agent.kill('SIGKILL');
-  await new Promise((resolve) => agent.once('close', resolve));
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let sent = '';
+    agent.stdout.on('data', (chunk: Buffer) => (sent += chunk));
+    await until(
+      () => ['done 1', 'failed 1', 'running 1'].every((line) => sent.includes(line)),
+      'the first lines to be sent',
+    );
+    agent.kill('SIGKILL');
+    await new Promise((resolve) => agent.once('close', resolve));
 
-  // Two jobs end while no agent runs; the third still runs when the next agent starts.
-  const exitFile = (jobId: string) => join(root, '.vp-jobs', 'process', jobId, 'exit.json');
-  writeFileSync(join(root, 'gated', 'done', 'go'), '');
-  writeFileSync(join(root, 'gated', 'failed', 'go'), '');
-  await until(() => existsSync(exitFile('j-done')) && existsSync(exitFile('j-failed')), 'the two jobs to end');
-  t.notOk(existsSync(exitFile('j-running')), 'the third runs on');
+    // Two jobs end while no agent runs; the third still runs when the next agent starts.
+    const exitFile = (jobId: string) => join(root, '.vp-jobs', 'process', jobId, 'exit.json');
+    writeFileSync(join(root, 'gated', 'done', 'go'), '');
+    writeFileSync(join(root, 'gated', 'failed', 'go'), '');
+    await until(() => existsSync(exitFile('j-done')) && existsSync(exitFile('j-failed')), 'the two jobs to end');
+    t.notOk(existsSync(exitFile('j-running')), 'the third runs on');
 
-  const sinks = new Map<string, ReturnType<typeof collector>>();
-  const recovered = await new ProcessRuntime({ workRoot: root }).recover((jobId) => {
-    const logs = collector();
-    sinks.set(jobId, logs);
-    return logs.sink;
-  });
-  const byId = new Map(recovered.map((found) => [found.jobId, found]));
-  t.same([...byId.keys()].sort(), ['j-done', 'j-failed', 'j-running']);
-  t.equal(byId.get('j-done')?.attempt, 2);
-  t.same(byId.get('j-done')?.files, { workDir: 'gated/done' }, 'its work dir, for the sweep after it');
+    const sinks = new Map<string, ReturnType<typeof collector>>();
+    const recovered = await new ProcessRuntime({ workRoot: root }).recover((jobId) => {
+      const logs = collector();
+      sinks.set(jobId, logs);
+      return logs.sink;
+    });
+    const byId = new Map(recovered.map((found) => [found.jobId, found]));
+    t.same([...byId.keys()].sort(), ['j-done', 'j-failed', 'j-running']);
+    t.equal(byId.get('j-done')?.attempt, 2);
+    t.same(byId.get('j-done')?.files, { workDir: 'gated/done' }, 'its work dir, for the sweep after it');
 
-  t.same(withoutTimes(await byId.get('j-done')?.job.wait()), { outcome: 'completed' });
-  t.same([...sinks.get('j-done')!.lines('stdout'), ...sinks.get('j-done')!.lines('stderr')], ['done 2', 'done 3'], 'only what was not sent before');
-  t.same(withoutTimes(await byId.get('j-failed')?.job.wait()), { outcome: 'failed', exitCode: 3, error: 'exited with status 3: failed 3' });
+    t.same(withoutTimes(await byId.get('j-done')?.job.wait()), { outcome: 'completed' });
+    t.same(
+      [...sinks.get('j-done')!.lines('stdout'), ...sinks.get('j-done')!.lines('stderr')],
+      ['done 2', 'done 3'],
+      'only what was not sent before',
+    );
+    t.same(withoutTimes(await byId.get('j-failed')?.job.wait()), {
+      outcome: 'failed',
+      exitCode: 3,
+      error: 'exited with status 3: failed 3',
+    });
 
-  const running = byId.get('j-running')!;
-  writeFileSync(join(root, 'gated', 'running', 'go'), '');
-  t.same(withoutTimes(await running.job.wait()), { outcome: 'completed' }, 'the adopted job is followed to its end');
-  t.same(sinks.get('j-running')!.lines('stdout'), ['running 2']);
+    const running = byId.get('j-running')!;
+    writeFileSync(join(root, 'gated', 'running', 'go'), '');
+    t.same(withoutTimes(await running.job.wait()), { outcome: 'completed' }, 'the adopted job is followed to its end');
+    t.same(sinks.get('j-running')!.lines('stdout'), ['running 2']);
 
-  for (const { job } of recovered) await job.release();
-  t.same(await new ProcessRuntime({ workRoot: root }).recover(() => () => {}), [], 'once released, nothing is reported twice');
-});
+    for (const { job } of recovered) await job.release();
+    t.same(
+      await new ProcessRuntime({ workRoot: root }).recover(() => () => {}),
+      [],
+      'once released, nothing is reported twice',
+    );
+  },
+);
 
 t.test('an adopted job can be stopped: SIGTERM to its group, SIGKILL after the grace', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
@@ -311,7 +420,10 @@ t.test('an adopted job can be stopped: SIGTERM to its group, SIGKILL after the g
     console.log(process.pid + " " + c.pid); setInterval(() => {}, 1000)`;
   const logs = collector();
   // The first agent started the job and went away (it stops following it, as at SIGTERM).
-  const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-lost', attempt: 2, spec: spec(script) }, logs.sink);
+  const first = await new ProcessRuntime({ workRoot: root }).start(
+    { jobId: 'j-lost', attempt: 2, spec: spec(script) },
+    logs.sink,
+  );
   const [leader, grandchild] = (await firstLine(logs)).split(' ').map(Number) as [number, number];
   first.detach();
 
@@ -330,7 +442,10 @@ t.test("an adopted job's timeout still counts from its start", async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   const started = Date.now();
-  const first = await new ProcessRuntime({ workRoot: root }).start({ jobId: 'j-slow', attempt: 1, spec: spec('setInterval(() => {}, 1000)', { timeoutSeconds: 2 }) }, () => {});
+  const first = await new ProcessRuntime({ workRoot: root }).start(
+    { jobId: 'j-slow', attempt: 1, spec: spec('setInterval(() => {}, 1000)', { timeoutSeconds: 2 }) },
+    () => {},
+  );
   first.detach();
   const [adopted] = await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {});
   t.same(withoutTimes(await adopted?.job.wait()), { outcome: 'failed', error: 'timed out' });
@@ -338,26 +453,53 @@ t.test("an adopted job's timeout still counts from its start", async (t) => {
   t.ok(took >= 1900 && took < 5000, `ended ${took} ms after its start`);
 });
 
-t.test('recover(): a job whose supervisor is gone without an exit status is failed, and a process that got its pid later is left alone', async (t) => {
-  const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
-  const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
-  t.teardown(() => {
-    stranger.kill('SIGKILL');
-    rmSync(root, { recursive: true, force: true });
-  });
-  for (const jobId of ['j-old', 'j-stopping']) {
-    const dir = join(root, '.vp-jobs', 'process', jobId);
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'job.json'), JSON.stringify({ jobId, attempt: 1, pid: stranger.pid, startTime: '1', startedAt: Date.now(), files: { workDir: 'old' } }));
-  }
-  // The earlier agent had begun to stop this one: the new one carries the stop on, but signals no stranger.
-  writeFileSync(join(root, '.vp-jobs', 'process', 'j-stopping', 'stop.json'), JSON.stringify({ outcome: 'cancelled', error: 'by a user' }));
-  const byId = new Map((await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {})).map((found) => [found.jobId, found.job]));
-  t.same(withoutTimes(await byId.get('j-old')?.wait()), { outcome: 'failed', error: 'the process that watched the job ended without recording how the job ended' });
-  t.same(withoutTimes(await byId.get('j-stopping')?.wait()), { outcome: 'cancelled', error: 'by a user' });
-  await new Promise((r) => setTimeout(r, 500));
-  t.ok(isAlive(stranger.pid as number), 'the other process still runs');
-});
+t.test(
+  'recover(): a job whose supervisor is gone without an exit status is failed, and a process that got its pid later is left alone',
+  async (t) => {
+    const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));
+    const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+      detached: true,
+      stdio: 'ignore',
+    });
+    t.teardown(() => {
+      stranger.kill('SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+    });
+    for (const jobId of ['j-old', 'j-stopping']) {
+      const dir = join(root, '.vp-jobs', 'process', jobId);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(
+        join(dir, 'job.json'),
+        JSON.stringify({
+          jobId,
+          attempt: 1,
+          pid: stranger.pid,
+          startTime: '1',
+          startedAt: Date.now(),
+          files: { workDir: 'old' },
+        }),
+      );
+    }
+    // The earlier agent had begun to stop this one: the new one carries the stop on, but signals no stranger.
+    writeFileSync(
+      join(root, '.vp-jobs', 'process', 'j-stopping', 'stop.json'),
+      JSON.stringify({ outcome: 'cancelled', error: 'by a user' }),
+    );
+    const byId = new Map(
+      (await new ProcessRuntime({ workRoot: root, stopGraceMs: 300 }).recover(() => () => {})).map((found) => [
+        found.jobId,
+        found.job,
+      ]),
+    );
+    t.same(withoutTimes(await byId.get('j-old')?.wait()), {
+      outcome: 'failed',
+      error: 'the process that watched the job ended without recording how the job ended',
+    });
+    t.same(withoutTimes(await byId.get('j-stopping')?.wait()), { outcome: 'cancelled', error: 'by a user' });
+    await new Promise((r) => setTimeout(r, 500));
+    t.ok(isAlive(stranger.pid as number), 'the other process still runs');
+  },
+);
 
 t.test('recover() with nothing recorded finds nothing', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'vp-process-recover-'));

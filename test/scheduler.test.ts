@@ -9,13 +9,30 @@ import { call, startTestServer } from './helpers/server.ts';
 import { eventually, queueCommand, readJob } from './helpers/host-jobs.ts';
 import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
 
-const env = { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1', HOST_LOST_GRACE_SECONDS: '2' };
+const env = {
+  RATE_LIMIT_DEFAULT: '100000',
+  RATE_LIMIT_MUTATION: '100000',
+  WORKER_HEARTBEAT_SECONDS: '1',
+  HOST_LOST_GRACE_SECONDS: '2',
+};
 const server = await startTestServer(t, { env });
 const account = server.services().account;
 await account.createUser('samuel');
 
-const gpu = (index: number, typeId = 'rtx-4090'): Gpu => ({ index, model: typeId, typeId, memoryMiB: 24_564, driverVersion: '550.54' });
-const hardware = (gpus: Gpu[]): Hardware => ({ cpu: { model: 'Test CPU', cores: 8 }, memoryBytes: 2 ** 34, diskFreeBytes: 2 ** 36, gpus, cpuOnly: gpus.length === 0 });
+const gpu = (index: number, typeId = 'rtx-4090'): Gpu => ({
+  index,
+  model: typeId,
+  typeId,
+  memoryMiB: 24_564,
+  driverVersion: '550.54',
+});
+const hardware = (gpus: Gpu[]): Hardware => ({
+  cpu: { model: 'Test CPU', cores: 8 },
+  memoryBytes: 2 ** 34,
+  diskFreeBytes: 2 ** 36,
+  gpus,
+  cpuOnly: gpus.length === 0,
+});
 
 let teams = 0;
 /** A fresh team with a key, so each test's jobs meet only its own private hosts. */
@@ -25,7 +42,13 @@ async function team(): Promise<{ handle: string; key: string }> {
   return { handle, key: (await server.services().apiKeys.create(handle, 'ci')).key };
 }
 
-async function host(handle: string, name: string, gpus: Gpu[], target: { url: string; services: typeof server.services } = server, hello: Record<string, unknown> = {}) {
+async function host(
+  handle: string,
+  name: string,
+  gpus: Gpu[],
+  target: { url: string; services: typeof server.services } = server,
+  hello: Record<string, unknown> = {},
+) {
   const { hostId, workerKey } = await enrollHost(target, name, handle);
   const { client } = await WorkerClient.welcomed(target, workerKey, { hardware: hardware(gpus), ...hello });
   t.teardown(() => client.ws.terminate());
@@ -37,12 +60,17 @@ const status = async (jobId: string) => (await readJob(server, jobId)).status;
 t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the next job', async (t) => {
   const { handle } = await team();
   const jobs = [];
-  for (let n = 0; n < 3; n++) jobs.push(await queueCommand(server, handle, { command: ['train'] }, { gpuType: 'rtx-4090', gpuCount: 1 }));
+  for (let n = 0; n < 3; n++)
+    jobs.push(await queueCommand(server, handle, { command: ['train'] }, { gpuType: 'rtx-4090', gpuCount: 1 }));
   const { client } = await host(handle, 'two-gpus', [gpu(0), gpu(1)]);
   const first = await client.nextOf('job.assign');
   const second = await client.nextOf('job.assign');
   t.same([first.jobId, second.jobId], jobs.slice(0, 2), 'oldest first');
-  t.same([first.spec.gpus, second.spec.gpus].map((gpus) => gpus.indexes).sort(), [[0], [1]], 'each job sees its own GPU');
+  t.same(
+    [first.spec.gpus, second.spec.gpus].map((gpus) => gpus.indexes).sort(),
+    [[0], [1]],
+    'each job sees its own GPU',
+  );
   t.equal(first.attempt, 1);
   t.ok(await client.quiet(600), 'the third waits: no GPU is free');
   t.equal(await status(jobs[2]), 'queued');
@@ -56,7 +84,10 @@ t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the ne
   t.same(third.spec.gpus, first.spec.gpus, 'it gets the freed GPU');
   const done = await readJob(server, first.jobId);
   t.match(done, { status: 'completed', result: { exitCode: 0 }, error: null });
-  t.ok(Number(done.runSeconds) >= 0.3 && Number(done.runSeconds) < 5, `its run time from acceptance to end is recorded (${done.runSeconds} s)`);
+  t.ok(
+    Number(done.runSeconds) >= 0.3 && Number(done.runSeconds) < 5,
+    `its run time from acceptance to end is recorded (${done.runSeconds} s)`,
+  );
   t.ok(done.finishedAt);
 });
 
@@ -105,7 +136,12 @@ t.test('GPU type, CPU jobs and workspaces: a host takes only what it can run and
 
   const { client: cpuOnly } = await host(handle, 'cpu-box', []);
   t.equal((await cpuOnly.nextOf('job.assign')).jobId, cpu2, 'a CPU-only host takes CPU jobs');
-  const tooBig = await queueCommand(server, handle, { command: ['big-memory'] }, { gpuType: 'h100-sxm', gpuCount: 1, memoryBytes: 2 ** 40 });
+  const tooBig = await queueCommand(
+    server,
+    handle,
+    { command: ['big-memory'] },
+    { gpuType: 'h100-sxm', gpuCount: 1, memoryBytes: 2 ** 40 },
+  );
   const { client: h100Host } = await host(handle, 'h100', [gpu(0, 'h100-sxm')]);
   t.equal((await h100Host.nextOf('job.assign')).jobId, h100);
   t.ok(await h100Host.quiet(300), 'the other workspace’s job stays with its own hosts');
@@ -114,23 +150,30 @@ t.test('GPU type, CPU jobs and workspaces: a host takes only what it can run and
   t.equal((await theirs.nextOf('job.assign')).jobId, foreign);
 });
 
-t.test('a job another dispatch held for a moment goes to the host as soon as it is let go, not at the next poll', async (t) => {
-  const { handle } = await team();
-  const { client } = await host(handle, 'patient', [gpu(0)]);
-  const first = await queueCommand(server, handle, { command: ['first'] }, { gpuCount: 1 });
-  t.equal((await client.nextOf('job.assign')).jobId, first);
-  const second = await queueCommand(server, handle, { command: ['second'] }, { gpuCount: 1 });
-  // What another host's dispatch does for an instant: hold the queued job's row in its transaction.
-  const holder = new pg.Client({ connectionString: server.databaseUrl });
-  await holder.connect();
-  t.teardown(() => holder.end());
-  await holder.query('begin');
-  await holder.query('select id from jobs where id = $1 for update', [second]);
-  client.send({ type: 'job.finished', jobId: first, outcome: 'completed', exitCode: 0 });
-  t.ok(await client.quiet(700), 'not while it is held');
-  await holder.query('commit');
-  t.equal((await client.nextOf('job.assign', 800)).jobId, second, 'at once after, without waiting for the scheduler’s 5-second poll');
-});
+t.test(
+  'a job another dispatch held for a moment goes to the host as soon as it is let go, not at the next poll',
+  async (t) => {
+    const { handle } = await team();
+    const { client } = await host(handle, 'patient', [gpu(0)]);
+    const first = await queueCommand(server, handle, { command: ['first'] }, { gpuCount: 1 });
+    t.equal((await client.nextOf('job.assign')).jobId, first);
+    const second = await queueCommand(server, handle, { command: ['second'] }, { gpuCount: 1 });
+    // What another host's dispatch does for an instant: hold the queued job's row in its transaction.
+    const holder = new pg.Client({ connectionString: server.databaseUrl });
+    await holder.connect();
+    t.teardown(() => holder.end());
+    await holder.query('begin');
+    await holder.query('select id from jobs where id = $1 for update', [second]);
+    client.send({ type: 'job.finished', jobId: first, outcome: 'completed', exitCode: 0 });
+    t.ok(await client.quiet(700), 'not while it is held');
+    await holder.query('commit');
+    t.equal(
+      (await client.nextOf('job.assign', 800)).jobId,
+      second,
+      'at once after, without waiting for the scheduler’s 5-second poll',
+    );
+  },
+);
 
 t.test('a spec beyond the protocol’s limits fails its job instead of reaching the agent', async (t) => {
   const { handle } = await team();
@@ -157,15 +200,43 @@ t.test('logs stream into the job in order and are read page by page by its works
   await eventually(async () => (await readJob(server, jobId)).logLines === 4, 'the lines to land');
   t.match((await readJob(server, jobId)).progress, { stage: 'running', percent: 50 });
 
-  const first = await call<{ lines: Array<{ seq: number; stream: string; line: string }>; nextAfter: number; status: string }>(server, 'GET', `/api/jobs/${jobId}/logs?limit=3`, { key });
+  const first = await call<{
+    lines: Array<{ seq: number; stream: string; line: string }>;
+    nextAfter: number;
+    status: string;
+  }>(server, 'GET', `/api/jobs/${jobId}/logs?limit=3`, { key });
   t.equal(first.status, 200);
-  t.same(first.body.lines.map((line) => [line.stream, line.line]), [['stdout', 'epoch 1'], ['stdout', 'epoch 2'], ['stderr', 'warning: slow']]);
+  t.same(
+    first.body.lines.map((line) => [line.stream, line.line]),
+    [
+      ['stdout', 'epoch 1'],
+      ['stdout', 'epoch 2'],
+      ['stderr', 'warning: slow'],
+    ],
+  );
   t.equal(first.body.status, 'running');
-  const rest = await call<{ lines: Array<{ line: string }>; nextAfter: number }>(server, 'GET', `/api/jobs/${jobId}/logs?after=${first.body.nextAfter}`, { key });
-  t.same(rest.body.lines.map((line) => line.line), ['epoch 3']);
-  const none = await call<{ lines: unknown[]; nextAfter: number }>(server, 'GET', `/api/jobs/${jobId}/logs?after=${rest.body.nextAfter}`, { key });
+  const rest = await call<{ lines: Array<{ line: string }>; nextAfter: number }>(
+    server,
+    'GET',
+    `/api/jobs/${jobId}/logs?after=${first.body.nextAfter}`,
+    { key },
+  );
+  t.same(
+    rest.body.lines.map((line) => line.line),
+    ['epoch 3'],
+  );
+  const none = await call<{ lines: unknown[]; nextAfter: number }>(
+    server,
+    'GET',
+    `/api/jobs/${jobId}/logs?after=${rest.body.nextAfter}`,
+    { key },
+  );
   t.same(none.body, { lines: [], nextAfter: rest.body.nextAfter, status: 'running' });
-  t.equal((await call(server, 'GET', `/api/jobs/${jobId}/logs`, { key: stranger.key })).status, 404, 'another workspace: 404');
+  t.equal(
+    (await call(server, 'GET', `/api/jobs/${jobId}/logs`, { key: stranger.key })).status,
+    404,
+    'another workspace: 404',
+  );
   t.equal((await call(server, 'GET', `/api/jobs/${jobId}/logs?limit=0`, { key })).status, 400);
 });
 
@@ -185,57 +256,69 @@ t.test('cancelling a running job reaches its host; the host’s report ends it a
   t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 409, 'ended: 409');
 });
 
-t.test('a host silent past the grace period loses its jobs: restartable ones go to another host, others fail', async (t) => {
-  const { handle } = await team();
-  const plain = await queueCommand(server, handle, { command: ['plain'] });
-  const { client } = await host(handle, 'doomed', []);
-  t.equal((await client.nextOf('job.assign')).jobId, plain);
-  client.send({ type: 'job.accepted', jobId: plain });
-  const restartable = await queueCommand(server, handle, { command: ['again'] }, { gpuCount: 1, restartable: true });
-  const { client: gpuHost } = await host(handle, 'doomed-gpu', [gpu(0)]);
-  t.equal((await gpuHost.nextOf('job.assign')).jobId, restartable);
-  gpuHost.send({ type: 'job.accepted', jobId: restartable });
-  await eventually(async () => (await readJob(server, restartable)).acceptedAt, 'acceptance');
-  client.ws.terminate();
-  gpuHost.ws.terminate();
+t.test(
+  'a host silent past the grace period loses its jobs: restartable ones go to another host, others fail',
+  async (t) => {
+    const { handle } = await team();
+    const plain = await queueCommand(server, handle, { command: ['plain'] });
+    const { client } = await host(handle, 'doomed', []);
+    t.equal((await client.nextOf('job.assign')).jobId, plain);
+    client.send({ type: 'job.accepted', jobId: plain });
+    const restartable = await queueCommand(server, handle, { command: ['again'] }, { gpuCount: 1, restartable: true });
+    const { client: gpuHost } = await host(handle, 'doomed-gpu', [gpu(0)]);
+    t.equal((await gpuHost.nextOf('job.assign')).jobId, restartable);
+    gpuHost.send({ type: 'job.accepted', jobId: restartable });
+    await eventually(async () => (await readJob(server, restartable)).acceptedAt, 'acceptance');
+    client.ws.terminate();
+    gpuHost.ws.terminate();
 
-  const silentSince = Date.now();
-  await eventually(async () => (await status(plain)) === 'failed', 'the plain job to fail');
-  const lostAfter = (Date.now() - silentSince) / 1000;
-  const runSeconds = Number((await readJob(server, plain)).runSeconds);
-  t.ok(runSeconds < lostAfter, `a lost host's job is counted until the host was last heard from (${runSeconds} s), not until it was released (${lostAfter} s later)`);
-  t.match((await readJob(server, plain)).error, /host running the job was lost \(no heartbeat for 2 s\)/);
-  await eventually(async () => (await status(restartable)) === 'queued', 'the restartable job to be requeued');
-  const { client: rescue } = await host(handle, 'rescue', [gpu(0)]);
-  const again = await rescue.nextOf('job.assign');
-  t.equal(again.jobId, restartable);
-  t.equal(again.attempt, 2, 'a second attempt');
-});
+    const silentSince = Date.now();
+    await eventually(async () => (await status(plain)) === 'failed', 'the plain job to fail');
+    const lostAfter = (Date.now() - silentSince) / 1000;
+    const runSeconds = Number((await readJob(server, plain)).runSeconds);
+    t.ok(
+      runSeconds < lostAfter,
+      `a lost host's job is counted until the host was last heard from (${runSeconds} s), not until it was released (${lostAfter} s later)`,
+    );
+    t.match((await readJob(server, plain)).error, /host running the job was lost \(no heartbeat for 2 s\)/);
+    await eventually(async () => (await status(restartable)) === 'queued', 'the restartable job to be requeued');
+    const { client: rescue } = await host(handle, 'rescue', [gpu(0)]);
+    const again = await rescue.nextOf('job.assign');
+    t.equal(again.jobId, restartable);
+    t.equal(again.attempt, 2, 'a second attempt');
+  },
+);
 
-t.test('after a reconnect: jobs the host still runs stay its own, jobs it lost are released, strangers are stopped', async (t) => {
-  const { handle } = await team();
-  const kept = await queueCommand(server, handle, { command: ['kept'] }, { gpuCount: 1 });
-  const lost = await queueCommand(server, handle, { command: ['lost'] }, { gpuCount: 1 });
-  const { client, workerKey, hostId } = await host(handle, 'flaky', [gpu(0), gpu(1)]);
-  const assigned = [await client.nextOf('job.assign'), await client.nextOf('job.assign')];
-  for (const message of assigned) client.send({ type: 'job.accepted', jobId: message.jobId });
-  await eventually(async () => (await readJob(server, lost)).acceptedAt, 'acceptance');
-  client.ws.terminate();
-  await client.closed;
+t.test(
+  'after a reconnect: jobs the host still runs stay its own, jobs it lost are released, strangers are stopped',
+  async (t) => {
+    const { handle } = await team();
+    const kept = await queueCommand(server, handle, { command: ['kept'] }, { gpuCount: 1 });
+    const lost = await queueCommand(server, handle, { command: ['lost'] }, { gpuCount: 1 });
+    const { client, workerKey, hostId } = await host(handle, 'flaky', [gpu(0), gpu(1)]);
+    const assigned = [await client.nextOf('job.assign'), await client.nextOf('job.assign')];
+    for (const message of assigned) client.send({ type: 'job.accepted', jobId: message.jobId });
+    await eventually(async () => (await readJob(server, lost)).acceptedAt, 'acceptance');
+    client.ws.terminate();
+    await client.closed;
 
-  const keptAttempt = assigned.find((message) => message.jobId === kept)!;
-  const { client: back } = await WorkerClient.welcomed(server, workerKey, {
-    hardware: hardware([gpu(0), gpu(1)]),
-    runningJobs: [{ jobId: kept, attempt: keptAttempt.attempt, gpuIndexes: keptAttempt.spec.gpus.indexes }, { jobId: 'stray-job', attempt: 1 }],
-  });
-  t.teardown(() => back.ws.terminate());
-  back.beat();
-  t.match(await back.nextOf('job.cancel'), { jobId: 'stray-job' }, 'an unknown job is stopped');
-  t.match(await readJob(server, kept), { status: 'running', host: { id: hostId } });
-  t.match(await readJob(server, lost), { status: 'failed', error: 'The host restarted without the job' });
-  back.send({ type: 'job.finished', jobId: kept, outcome: 'completed', exitCode: 0 });
-  await eventually(async () => (await status(kept)) === 'completed', 'the kept job to complete');
-});
+    const keptAttempt = assigned.find((message) => message.jobId === kept)!;
+    const { client: back } = await WorkerClient.welcomed(server, workerKey, {
+      hardware: hardware([gpu(0), gpu(1)]),
+      runningJobs: [
+        { jobId: kept, attempt: keptAttempt.attempt, gpuIndexes: keptAttempt.spec.gpus.indexes },
+        { jobId: 'stray-job', attempt: 1 },
+      ],
+    });
+    t.teardown(() => back.ws.terminate());
+    back.beat();
+    t.match(await back.nextOf('job.cancel'), { jobId: 'stray-job' }, 'an unknown job is stopped');
+    t.match(await readJob(server, kept), { status: 'running', host: { id: hostId } });
+    t.match(await readJob(server, lost), { status: 'failed', error: 'The host restarted without the job' });
+    back.send({ type: 'job.finished', jobId: kept, outcome: 'completed', exitCode: 0 });
+    await eventually(async () => (await status(kept)) === 'completed', 'the kept job to complete');
+  },
+);
 
 t.test('an assignment the host never confirmed goes back to the queue without using up an attempt', async (t) => {
   const { handle } = await team();
@@ -251,21 +334,29 @@ t.test('an assignment the host never confirmed goes back to the queue without us
   t.same([again.jobId, again.attempt], [jobId, 1]);
 });
 
-t.test('two replicas: a job queued through one reaches a host connected to the other, and so does its cancel', async (t) => {
-  const replica = await startTestServer(t, { env, databaseUrl: server.databaseUrl });
-  const { handle, key } = await team();
-  const { client } = await host(handle, 'far-away', [gpu(0)], replica);
-  const jobId = await queueCommand(server, handle, { command: ['remote'] }, { gpuCount: 1 });
-  t.equal((await client.nextOf('job.assign')).jobId, jobId, 'assigned on the other replica');
-  client.send({ type: 'job.accepted', jobId });
-  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
-  t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 200);
-  t.match(await client.nextOf('job.cancel'), { jobId });
-  const availability = await call<{ gpus: Record<string, { total: number; free: number }> }>(server, 'GET', '/api/training/gpu-availability?managed=true&detail=true', { key });
-  t.match(availability.body.gpus['rtx-4090'], { total: 1, free: 0 }, 'the busy GPU is not offered');
-  client.send({ type: 'job.finished', jobId, outcome: 'cancelled' });
-  await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');
-});
+t.test(
+  'two replicas: a job queued through one reaches a host connected to the other, and so does its cancel',
+  async (t) => {
+    const replica = await startTestServer(t, { env, databaseUrl: server.databaseUrl });
+    const { handle, key } = await team();
+    const { client } = await host(handle, 'far-away', [gpu(0)], replica);
+    const jobId = await queueCommand(server, handle, { command: ['remote'] }, { gpuCount: 1 });
+    t.equal((await client.nextOf('job.assign')).jobId, jobId, 'assigned on the other replica');
+    client.send({ type: 'job.accepted', jobId });
+    await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+    t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 200);
+    t.match(await client.nextOf('job.cancel'), { jobId });
+    const availability = await call<{ gpus: Record<string, { total: number; free: number }> }>(
+      server,
+      'GET',
+      '/api/training/gpu-availability?managed=true&detail=true',
+      { key },
+    );
+    t.match(availability.body.gpus['rtx-4090'], { total: 1, free: 0 }, 'the busy GPU is not offered');
+    client.send({ type: 'job.finished', jobId, outcome: 'cancelled' });
+    await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');
+  },
+);
 
 t.test('disconnecting a host cancels its running jobs and closes its socket', async (t) => {
   const { handle } = await team();
@@ -280,16 +371,28 @@ t.test('disconnecting a host cancels its running jobs and closes its socket', as
   t.match(await readJob(server, jobId), { error: 'Cancelled' });
 });
 
-t.test('protocol 1: an agent that sends no capabilities gets no export (a job needing a toolchain), the others as before', async (t) => {
-  const { handle } = await team();
-  const exportJob = await queueCommand(server, handle, { command: ['export'], outputs: [{ path: 'best.onnx', name: 'best.onnx' }] }, { toolchain: 'onnx' });
-  const plain = await queueCommand(server, handle, { command: ['echo'] });
-  const { client } = await host(handle, 'old-agent', [], server, { protocolVersion: 1 });
-  t.equal((await client.nextOf('job.assign')).jobId, plain, 'the plain job');
-  t.ok(await client.quiet(1000), 'nothing more');
-  t.equal(await status(exportJob), 'queued', 'the export waits for a host that reports its toolchain');
-  const { client: current } = await host(handle, 'new-agent', []);
-  current.send({ type: 'capabilities', exporters: ['onnx'], missingExporters: {} });
-  const assigned = await current.nextOf('job.assign');
-  t.match(assigned, { jobId: exportJob, spec: { outputs: [{ path: 'best.onnx', name: 'best.onnx' }] } }, 'given once its capabilities arrived');
-});
+t.test(
+  'protocol 1: an agent that sends no capabilities gets no export (a job needing a toolchain), the others as before',
+  async (t) => {
+    const { handle } = await team();
+    const exportJob = await queueCommand(
+      server,
+      handle,
+      { command: ['export'], outputs: [{ path: 'best.onnx', name: 'best.onnx' }] },
+      { toolchain: 'onnx' },
+    );
+    const plain = await queueCommand(server, handle, { command: ['echo'] });
+    const { client } = await host(handle, 'old-agent', [], server, { protocolVersion: 1 });
+    t.equal((await client.nextOf('job.assign')).jobId, plain, 'the plain job');
+    t.ok(await client.quiet(1000), 'nothing more');
+    t.equal(await status(exportJob), 'queued', 'the export waits for a host that reports its toolchain');
+    const { client: current } = await host(handle, 'new-agent', []);
+    current.send({ type: 'capabilities', exporters: ['onnx'], missingExporters: {} });
+    const assigned = await current.nextOf('job.assign');
+    t.match(
+      assigned,
+      { jobId: exportJob, spec: { outputs: [{ path: 'best.onnx', name: 'best.onnx' }] } },
+      'given once its capabilities arrived',
+    );
+  },
+);

@@ -29,7 +29,9 @@ const RUN_LIMIT_MS = (FUZZ_SECONDS + 60) * 1000;
 const OWNER = 'acme-team';
 
 /** Every category high: fuzzing sends thousands of requests with one key, and 429s would hide the answers. */
-const UNLIMITED = Object.fromEntries(RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, '100000000']));
+const UNLIMITED = Object.fromEntries(
+  RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, '100000000']),
+);
 
 async function ok<T = Record<string, unknown>>(world: World, method: string, path: string, body?: unknown): Promise<T> {
   const response = await call<T>(world.server, method, path, { key: world.team, body });
@@ -43,7 +45,16 @@ async function ok<T = Record<string, unknown>>(world: World, method: string, pat
  */
 async function seed(world: World) {
   const shapes = await createDataset(world, world.team, { dataset: 'shapes', name: 'shapes', task: 'detect' });
-  const ingest = await ingestArchive(t, world, world.team, OWNER, 'shapes', shapes, 'shapes.zip', await shapesDataset(4, 2));
+  const ingest = await ingestArchive(
+    t,
+    world,
+    world.team,
+    OWNER,
+    'shapes',
+    shapes,
+    'shapes.zip',
+    await shapesDataset(4, 2),
+  );
   if (ingest.status !== 'completed') throw new Error(`seed ingest: ${ingest.status} ${ingest.error}`);
   await ok(world, 'POST', `/api/datasets/${OWNER}/shapes/export`, { description: 'first' });
   const images = await ok<{ images: Array<{ id: string }> }>(world, 'GET', `/api/datasets/${OWNER}/shapes/images`);
@@ -56,25 +67,50 @@ async function seed(world: World) {
   const spare = await createDataset(world, world.team, { dataset: 'spare', name: 'spare' });
   const session = await uploadArchive(world, world.team, spare, 'later.zip', await shapesDataset(1, 0));
 
-  for (const project of ['vision', 'renamed-project', 'doomed-project']) await createProject(world, world.team, { project, name: project });
+  for (const project of ['vision', 'renamed-project', 'doomed-project'])
+    await createProject(world, world.team, { project, name: project });
   const detector = await createModel(world, world.team, { project: 'vision', model: 'detector', task: 'detect' });
   await uploadWeights(world, world.team, detector.id, Buffer.from('not really weights'));
   // Its automatic ONNX export, made: predict and auto-annotation answer instead of waiting for an export no host runs.
   await seedOnnxExport(world.server, detector.id, (await trainedModel('detect')).onnx);
-  for (const model of ['renamed-model', 'doomed-model']) await createModel(world, world.team, { project: 'vision', model });
+  for (const model of ['renamed-model', 'doomed-model'])
+    await createModel(world, world.team, { project: 'vision', model });
   // Predict has a trained model of its own with its ONNX export in place (fuzzed uploads may change the detector's weights).
   const fixture = await trainedModel('detect');
-  const predictor = await createModel(world, world.team, { project: 'vision', model: 'predictor', task: 'detect', trainArgs: { imgsz: fixture.imgsz } });
+  const predictor = await createModel(world, world.team, {
+    project: 'vision',
+    model: 'predictor',
+    task: 'detect',
+    trainArgs: { imgsz: fixture.imgsz },
+  });
   await uploadWeights(world, world.team, predictor.id, readFileSync(fixture.pt));
   await seedOnnxExport(world.server, predictor.id, fixture.onnx);
 
   for (const name of ['gpu-box', 'doomed-host']) await ok(world, 'POST', '/api/hosts', { name });
   // A connected pool host (no agent: it never heartbeats, so HOST_LOST_GRACE_SECONDS is long) exporting every format: exports queue there, never 503.
   const em = world.server.orm.em.fork();
-  em.create(Host, { name: 'exporter', state: 'connected', hardware: { ...testHardware }, workspace: null, lastHeartbeatAt: new Date(), exporters: [...EXPORT_FORMAT_IDS] });
+  em.create(Host, {
+    name: 'exporter',
+    state: 'connected',
+    hardware: { ...testHardware },
+    workspace: null,
+    lastHeartbeatAt: new Date(),
+    exporters: [...EXPORT_FORMAT_IDS],
+  });
   await em.flush();
-  const agent = await ok<{ id: string }>(world, 'PUT', `/api/workflows?owner=${OWNER}`, { name: 'agent', graph: { nodes: [], edges: [] }, version: 0 });
-  return { images: images.images.map((image) => image.id), job: ingest.id, session, assets: [spare, detector.id], model: detector.id, ids: [trashed, agent.id] };
+  const agent = await ok<{ id: string }>(world, 'PUT', `/api/workflows?owner=${OWNER}`, {
+    name: 'agent',
+    graph: { nodes: [], edges: [] },
+    version: 0,
+  });
+  return {
+    images: images.images.map((image) => image.id),
+    job: ingest.id,
+    session,
+    assets: [spare, detector.id],
+    model: detector.id,
+    ids: [trashed, agent.id],
+  };
 }
 
 /**
@@ -132,28 +168,44 @@ function config(seeded: Awaited<ReturnType<typeof seed>>): string {
     '[dictionaries]',
     ...Object.entries(dictionaries).map(([name, values]) => `${name} = { values = [${values.map(toml).join(', ')}] }`),
     '[parameters]',
-    ...Object.entries(bindings).map(([key, dictionary]) => `${toml(key)} = { dictionary = ${toml(dictionary)}, probability = 0.9 }`),
+    ...Object.entries(bindings).map(
+      ([key, dictionary]) => `${toml(key)} = { dictionary = ${toml(dictionary)}, probability = 0.9 }`,
+    ),
     ...pinned.map(([method, path, parameters]) =>
       [
         '[[operations]]',
         // The name, "METHOD path": include-method and include-path would each select on their own.
         `include-name = ${toml(`${method} ${path}`)}`,
-        `parameters = { ${Object.entries(parameters).map(([name, value]) => `${toml(`path.${name}`)} = ${toml(value)}`).join(', ')} }`,
+        `parameters = { ${Object.entries(parameters)
+          .map(([name, value]) => `${toml(`path.${name}`)} = ${toml(value)}`)
+          .join(', ')} }`,
       ].join('\n'),
     ),
     // Roboflow needs the internet: on this appliance a valid request's documented answer is 501, not a server failure.
     ...['preview', 'import'].map((operation) =>
-      ['[[operations]]', `include-name = ${toml(`POST /api/integrations/roboflow/${operation}`)}`, `checks.not_a_server_error.expected-statuses = ${toml(['2xx', '3xx', '4xx', '501'])}`].join('\n'),
+      [
+        '[[operations]]',
+        `include-name = ${toml(`POST /api/integrations/roboflow/${operation}`)}`,
+        `checks.not_a_server_error.expected-statuses = ${toml(['2xx', '3xx', '4xx', '501'])}`,
+      ].join('\n'),
     ),
   ].join('\n');
 }
 
 function schemathesis(args: string[], cwd: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(SCHEMATHESIS, args, { cwd, timeout: RUN_LIMIT_MS, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ code, output: `${stdout}${stderr}${error?.killed ? `\nkilled after ${RUN_LIMIT_MS / 1000} s` : ''}` });
-    });
+    execFile(
+      SCHEMATHESIS,
+      args,
+      { cwd, timeout: RUN_LIMIT_MS, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({
+          code,
+          output: `${stdout}${stderr}${error?.killed ? `\nkilled after ${RUN_LIMIT_MS / 1000} s` : ''}`,
+        });
+      },
+    );
   });
 }
 
@@ -169,17 +221,27 @@ t.test('schemathesis finds no server error and no answer outside its documented 
   writeFileSync(join(dir, 'schemathesis.toml'), config(seeded));
   const { code, output } = await schemathesis(
     [
-      '--config-file', join(dir, 'schemathesis.toml'),
-      'run', `${world.server.url}/openapi.json`,
-      '-H', `Authorization: Bearer ${world.team}`,
-      '--checks', 'not_a_server_error,response_schema_conformance',
-      '--max-examples', String(MAX_EXAMPLES),
-      '--max-time', String(FUZZ_SECONDS),
-      '--seed', String(SEED),
-      '--generation-database', 'none',
+      '--config-file',
+      join(dir, 'schemathesis.toml'),
+      'run',
+      `${world.server.url}/openapi.json`,
+      '-H',
+      `Authorization: Bearer ${world.team}`,
+      '--checks',
+      'not_a_server_error,response_schema_conformance',
+      '--max-examples',
+      String(MAX_EXAMPLES),
+      '--max-time',
+      String(FUZZ_SECONDS),
+      '--seed',
+      String(SEED),
+      '--generation-database',
+      'none',
       // One worker: the same order every run, and Python 3.11's parser is not safe to use from two threads at once.
-      '--workers', '1',
-      '--request-timeout', '30',
+      '--workers',
+      '1',
+      '--request-timeout',
+      '30',
       '--no-color',
     ],
     dir,

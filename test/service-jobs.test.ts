@@ -39,7 +39,14 @@ const modelUrl = `http://127.0.0.1:${(files.address() as { port: number }).port}
 function deployment(name: string, env: Record<string, string> = {}): JobSpec {
   return {
     command: [INFERENCE_SERVER],
-    env: { VP_MODEL_FILE: 'model.onnx', VP_SERVICE_TOKEN: SERVICE_TOKEN, VP_MAX_BYTES: String(10 * 2 ** 20), VP_INTRA_OP_THREADS: '1', VP_MODEL_NAME: 'alice/shapes/detector', ...env },
+    env: {
+      VP_MODEL_FILE: 'model.onnx',
+      VP_SERVICE_TOKEN: SERVICE_TOKEN,
+      VP_MAX_BYTES: String(10 * 2 ** 20),
+      VP_INTRA_OP_THREADS: '1',
+      VP_MODEL_NAME: 'alice/shapes/detector',
+      ...env,
+    },
     workDir: `deployments/${name}`,
     gpus: { count: 0 },
     cpus: 1,
@@ -53,18 +60,32 @@ function deployment(name: string, env: Record<string, string> = {}): JobSpec {
 /** A job manager on `runtime` whose messages are kept, as the control plane would receive them. */
 function agent(runtime: JobRuntime, workRoot: string) {
   const messages: AgentMessage[] = [];
-  const jobs = new JobManager(runtime, () => {}, (message) => messages.push(message) > 0, {
-    files: { server: 'http://127.0.0.1:9', workerKey: 'unused', workRoot, log: () => {} },
-    serviceHost: () => '127.0.0.1',
-  });
+  const jobs = new JobManager(
+    runtime,
+    () => {},
+    (message) => messages.push(message) > 0,
+    {
+      files: { server: 'http://127.0.0.1:9', workerKey: 'unused', workRoot, log: () => {} },
+      serviceHost: () => '127.0.0.1',
+    },
+  );
   const of = <T extends AgentMessage['type']>(type: T, jobId: string) =>
-    messages.filter((message): message is Extract<AgentMessage, { type: T }> => message.type === type && 'jobId' in message && message.jobId === jobId);
-  const finished = (jobId: string) => eventually(async () => of('job.finished', jobId)[0], `job ${jobId} to finish`, 60_000);
-  const service = (jobId: string, count = 1) => eventually(async () => of('job.service', jobId)[count - 1], `job.service #${count} of ${jobId}`, 90_000);
+    messages.filter(
+      (message): message is Extract<AgentMessage, { type: T }> =>
+        message.type === type && 'jobId' in message && message.jobId === jobId,
+    );
+  const finished = (jobId: string) =>
+    eventually(async () => of('job.finished', jobId)[0], `job ${jobId} to finish`, 60_000);
+  const service = (jobId: string, count = 1) =>
+    eventually(async () => of('job.service', jobId)[count - 1], `job.service #${count} of ${jobId}`, 90_000);
   return { jobs, messages, of, finished, service };
 }
 
-const answers = (url: string) => fetch(`${url}/health`).then((response) => response.status === 200, () => false);
+const answers = (url: string) =>
+  fetch(`${url}/health`).then(
+    (response) => response.status === 200,
+    () => false,
+  );
 
 async function runsAService(t: Test, runtime: JobRuntime, workRoot: string, jobId: string) {
   const host = agent(runtime, workRoot);
@@ -86,7 +107,12 @@ async function runsAService(t: Test, runtime: JobRuntime, workRoot: string, jobI
 
 async function failsWhenTheServerExits(t: Test, runtime: JobRuntime, workRoot: string, jobId: string) {
   const host = agent(runtime, workRoot);
-  await host.jobs.assign({ type: 'job.assign', jobId, attempt: 1, spec: deployment(jobId, { VP_MODEL_FILE: 'missing.onnx' }) });
+  await host.jobs.assign({
+    type: 'job.assign',
+    jobId,
+    attempt: 1,
+    spec: deployment(jobId, { VP_MODEL_FILE: 'missing.onnx' }),
+  });
   const finished = await host.finished(jobId);
   t.match(finished, { outcome: 'failed', exitCode: 1 });
   t.match(finished.error, /the model could not be loaded/, 'its last log line says why');
@@ -97,22 +123,37 @@ t.test('process runtime', async (t) => {
   const workRoot = join(dir, 'process');
   const runtime = new ProcessRuntime({ workRoot, stopGraceMs: 5000 });
   t.same(await runtime.services(), ['inference']);
-  await t.test('a deployment is served, announced, re-announced and stopped', (t) => runsAService(t, runtime, workRoot, 'process-service'));
-  await t.test('a server that exits fails the job', (t) => failsWhenTheServerExits(t, runtime, workRoot, 'process-exits'));
+  await t.test('a deployment is served, announced, re-announced and stopped', (t) =>
+    runsAService(t, runtime, workRoot, 'process-service'),
+  );
+  await t.test('a server that exits fails the job', (t) =>
+    failsWhenTheServerExits(t, runtime, workRoot, 'process-exits'),
+  );
 
   await t.test('a service that does not answer its health check in time fails and is stopped', async (t) => {
     const host = agent(runtime, workRoot);
     // Predict without the token answers 401: never healthy.
-    const spec = { ...deployment('process-unhealthy'), service: { port: SERVICE_PORT, healthPath: '/predict', startSeconds: 2 } };
+    const spec = {
+      ...deployment('process-unhealthy'),
+      service: { port: SERVICE_PORT, healthPath: '/predict', startSeconds: 2 },
+    };
     await host.jobs.assign({ type: 'job.assign', jobId: 'process-unhealthy', attempt: 1, spec });
     const finished = await host.finished('process-unhealthy');
-    t.match(finished, { outcome: 'failed', error: /the service did not start: it did not answer \/predict with 200 within 2 s \(last: HTTP 401\)/ });
+    t.match(finished, {
+      outcome: 'failed',
+      error: /the service did not start: it did not answer \/predict with 200 within 2 s \(last: HTTP 401\)/,
+    });
     t.same(host.of('job.service', 'process-unhealthy'), [], 'never announced');
   });
 
   await t.test('an agent restart adopts the service and announces it again', async (t) => {
     const first = agent(runtime, workRoot);
-    await first.jobs.assign({ type: 'job.assign', jobId: 'process-restart', attempt: 1, spec: deployment('process-restart') });
+    await first.jobs.assign({
+      type: 'job.assign',
+      jobId: 'process-restart',
+      attempt: 1,
+      spec: deployment('process-restart'),
+    });
     const { url } = await first.service('process-restart');
     first.jobs.detachAll();
     const second = agent(new ProcessRuntime({ workRoot, stopGraceMs: 5000 }), workRoot);
@@ -129,9 +170,27 @@ t.test('docker runtime, the vp-inference image', async (t) => {
   const { docker } = await dockerForTests();
   await requireLocalImage(docker, IMAGE, 'installer/inference/build-inference-image.sh');
   const workRoot = join(dir, 'docker');
-  const runtime = new DockerRuntime({ workRoot, host: 'service-jobs-test', socketPath: DOCKER_SOCKET, stopGraceMs: 5000 });
+  const runtime = new DockerRuntime({
+    workRoot,
+    host: 'service-jobs-test',
+    socketPath: DOCKER_SOCKET,
+    stopGraceMs: 5000,
+  });
   t.same(await runtime.services(), ['inference']);
-  t.same(await new DockerRuntime({ workRoot, host: 'x', socketPath: DOCKER_SOCKET, inferenceImage: 'vp-inference:absent' }).services(), [], 'no image, no service');
-  await t.test('a deployment is served from a container, announced and stopped', (t) => runsAService(t, runtime, workRoot, 'docker-service'));
-  await t.test('a server that exits fails the job', (t) => failsWhenTheServerExits(t, runtime, workRoot, 'docker-exits'));
+  t.same(
+    await new DockerRuntime({
+      workRoot,
+      host: 'x',
+      socketPath: DOCKER_SOCKET,
+      inferenceImage: 'vp-inference:absent',
+    }).services(),
+    [],
+    'no image, no service',
+  );
+  await t.test('a deployment is served from a container, announced and stopped', (t) =>
+    runsAService(t, runtime, workRoot, 'docker-service'),
+  );
+  await t.test('a server that exits fails the job', (t) =>
+    failsWhenTheServerExits(t, runtime, workRoot, 'docker-exits'),
+  );
 });

@@ -33,35 +33,53 @@ const refusal = (t: Test, error: unknown, key: string) => {
   t.match(error, { kind: 'denied', message: `${key} leads outside the folder` });
 };
 
-t.test('a read of a file whose folder is swapped for a symlink out of the share after the check is refused', async (t) => {
-  const { shared, folders, arm } = setUp(t);
-  const root = await folders.resolveRoot(shared);
-  const before = await folders.open(root, 'imgs/a.jpg', 1000);
-  t.equal((await before.file.readFile()).toString(), 'inside', 'read as usual without a swap');
-  await before.file.close();
-  arm();
-  const error = await folders.open(root, 'imgs/a.jpg', 1000).then(async ({ file }) => {
-    const read = (await file.readFile()).toString();
-    await file.close();
-    return new Error(`read ${JSON.stringify(read)}`);
-  }, (e: unknown) => e);
-  refusal(t, error, 'imgs/a.jpg');
-});
+t.test(
+  'a read of a file whose folder is swapped for a symlink out of the share after the check is refused',
+  async (t) => {
+    const { shared, folders, arm } = setUp(t);
+    const root = await folders.resolveRoot(shared);
+    const before = await folders.open(root, 'imgs/a.jpg', 1000);
+    t.equal((await before.file.readFile()).toString(), 'inside', 'read as usual without a swap');
+    await before.file.close();
+    arm();
+    const error = await folders.open(root, 'imgs/a.jpg', 1000).then(
+      async ({ file }) => {
+        const read = (await file.readFile()).toString();
+        await file.close();
+        return new Error(`read ${JSON.stringify(read)}`);
+      },
+      (e: unknown) => e,
+    );
+    refusal(t, error, 'imgs/a.jpg');
+  },
+);
 
 t.test('a listing of a folder swapped for a symlink out of the share after the check is refused', async (t) => {
   const { shared, folders, arm } = setUp(t);
   const root = await folders.resolveRoot(shared);
-  t.same((await folders.browse(root, 'imgs/', undefined, 10)).entries.map((entry) => entry.key), ['imgs/a.jpg']);
+  t.same(
+    (await folders.browse(root, 'imgs/', undefined, 10)).entries.map((entry) => entry.key),
+    ['imgs/a.jpg'],
+  );
   arm();
-  const error = await folders.browse(root, 'imgs/', undefined, 10).then((page) => new Error(`listed ${JSON.stringify(page)}`), (e: unknown) => e);
+  const error = await folders.browse(root, 'imgs/', undefined, 10).then(
+    (page) => new Error(`listed ${JSON.stringify(page)}`),
+    (e: unknown) => e,
+  );
   refusal(t, error, 'imgs');
 });
 
 t.test('a walk into a folder swapped for a symlink out of the share on the way is refused', async (t) => {
   const { shared, folders, arm } = setUp(t);
   const root = await folders.resolveRoot(shared);
-  t.same((await folders.list(root, '', undefined, 10)).objects.map((object) => object.key), ['imgs/a.jpg']);
+  t.same(
+    (await folders.list(root, '', undefined, 10)).objects.map((object) => object.key),
+    ['imgs/a.jpg'],
+  );
   arm();
-  const error = await folders.list(root, '', undefined, 10).then((page) => new Error(`listed ${JSON.stringify(page)}`), (e: unknown) => e);
+  const error = await folders.list(root, '', undefined, 10).then(
+    (page) => new Error(`listed ${JSON.stringify(page)}`),
+    (e: unknown) => e,
+  );
   refusal(t, error, 'imgs');
 });

@@ -30,11 +30,19 @@ console.log(JSON.stringify(answers));
 
 function creator(rounds: Array<{ dir: string; at: number }>): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', CREATOR], { cwd: ROOT, env: { ...process.env, ROUNDS: JSON.stringify(rounds) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', CREATOR], {
+      cwd: ROOT,
+      env: { ...process.env, ROUNDS: JSON.stringify(rounds) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout) as string[]) : reject(new Error(`creator exited with ${code}: ${stdout}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(JSON.parse(stdout) as string[])
+        : reject(new Error(`creator exited with ${code}: ${stdout}`)),
+    );
   });
 }
 
@@ -42,12 +50,19 @@ t.test('processes creating the signing secret at once all get the same one', asy
   const root = mkdtempSync(join(tmpdir(), 'vp-signing-secret-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   const start = Date.now() + 4000;
-  const rounds = Array.from({ length: ROUNDS }, (_, i) => ({ dir: join(root, `replica-dir-${i}`), at: start + i * 25 }));
+  const rounds = Array.from({ length: ROUNDS }, (_, i) => ({
+    dir: join(root, `replica-dir-${i}`),
+    at: start + i * 25,
+  }));
   const answers = await Promise.all(Array.from({ length: PROCESSES }, () => creator(rounds)));
   rounds.forEach(({ dir }, i) => {
     const kept = readFileSync(join(dir, 'signing-secret'), 'utf8');
     t.match(kept, /^[0-9a-f]{64}$/, `round ${i}: one whole secret is kept`);
-    t.strictSame(answers.map((answer) => answer[i]), Array(PROCESSES).fill(kept), `round ${i}: every process has it`);
+    t.strictSame(
+      answers.map((answer) => answer[i]),
+      Array(PROCESSES).fill(kept),
+      `round ${i}: every process has it`,
+    );
     t.strictSame(readdirSync(dir), ['signing-secret'], `round ${i}: nothing else is left`);
   });
 });

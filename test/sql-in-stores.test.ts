@@ -52,19 +52,31 @@ t.test('no SQL outside stores, lifecycle modules and db/, but for the files not 
   for (const [name, calls] of found) {
     const allowed = NOT_YET_MOVED[name];
     t.ok(allowed !== undefined, `${name} runs SQL (${calls} calls): move it into its table's store`);
-    if (allowed !== undefined) t.ok(calls <= allowed, `${name}: ${calls} SQL calls, at most ${allowed} (move new SQL into a store)`);
+    if (allowed !== undefined)
+      t.ok(calls <= allowed, `${name}: ${calls} SQL calls, at most ${allowed} (move new SQL into a store)`);
   }
 });
 
 t.test('the list of files not yet moved is current', async (t) => {
   for (const [name, allowed] of Object.entries(NOT_YET_MOVED)) {
     const calls = found.get(name) ?? 0;
-    t.equal(calls, allowed, `${name}: ${calls} SQL calls now; set its entry to ${calls}${calls === 0 ? ' (remove it)' : ''}`);
+    t.equal(
+      calls,
+      allowed,
+      `${name}: ${calls} SQL calls now; set its entry to ${calls}${calls === 0 ? ' (remove it)' : ''}`,
+    );
   }
 });
 
 t.test('the rule sees SQL where it is', async (t) => {
   // The pattern itself: what it must catch and what it must not.
-  for (const text of ["query(em, 'select 1')", 'query<Row>(em, `update jobs`)', 'query<Array<{ id: string }>>(em, `select id from jobs`)', "em.getConnection().execute('select 1')"]) t.match(text, new RegExp(SQL_CALL.source), text);
-  for (const text of ['request.query', 'ctx.query.limit', 'queryString(']) t.notMatch(text, new RegExp(SQL_CALL.source), text);
+  for (const text of [
+    "query(em, 'select 1')",
+    'query<Row>(em, `update jobs`)',
+    'query<Array<{ id: string }>>(em, `select id from jobs`)',
+    "em.getConnection().execute('select 1')",
+  ])
+    t.match(text, new RegExp(SQL_CALL.source), text);
+  for (const text of ['request.query', 'ctx.query.limit', 'queryString('])
+    t.notMatch(text, new RegExp(SQL_CALL.source), text);
 });

@@ -11,13 +11,19 @@ import { storageContract } from './helpers/storage-contract.ts';
 
 await t.test('with a service account key (JSON API)', async (t) => {
   const gcs = await startGcs(t);
-  const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
   await storageContract(t, {
     provider: 'gcs',
     bucket: 'with_service-account', // GCS allows underscores, S3 does not
     credentials: { serviceAccountKey: gcs.serviceAccountKey, endpoint: gcs.endpoint },
-    wrongCredentials: { serviceAccountKey: { ...gcs.serviceAccountKey, private_key: otherKey }, endpoint: gcs.endpoint },
-    wrongCredentialsError: /^GCS at 127\.0\.0\.1:\d+ could not get an access token for reader-\w+@vp-test-project\.iam\.gserviceaccount\.com \(HTTP 400\): check credentials\.serviceAccountKey/,
+    wrongCredentials: {
+      serviceAccountKey: { ...gcs.serviceAccountKey, private_key: otherKey },
+      endpoint: gcs.endpoint,
+    },
+    wrongCredentialsError:
+      /^GCS at 127\.0\.0\.1:\d+ could not get an access token for reader-\w+@vp-test-project\.iam\.gserviceaccount\.com \(HTTP 400\): check credentials\.serviceAccountKey/,
     atEndpoint: (endpoint) => ({ serviceAccountKey: gcs.serviceAccountKey, endpoint }),
     identity: gcs.serviceAccountKey.client_email,
     secrets: [gcs.serviceAccountKey.private_key.split('\n')[1]],
@@ -31,10 +37,18 @@ await t.test('with a service account key (JSON API)', async (t) => {
   const provider = new GcsProvider(new OutboundPolicy(['127.0.0.1/32']));
   const credentials = { serviceAccountKey: gcs.serviceAccountKey, endpoint: gcs.endpoint };
   const listed = await provider.list(credentials, { target: 'with_service-account', prefix: 'val/' });
-  t.strictSame(listed.objects.map((object) => object.key), ['val/a b&c.jpg', 'val/deep/x.jpg'], 'listed with a new token');
+  t.strictSame(
+    listed.objects.map((object) => object.key),
+    ['val/a b&c.jpg', 'val/deep/x.jpg'],
+    'listed with a new token',
+  );
   t.equal(gcs.tokensIssued(), 2, 'one new token');
   gcs.revokeTokens();
-  const read = await provider.read(credentials, { target: 'with_service-account', key: 'val/deep/x.jpg', maxBytes: 1024 });
+  const read = await provider.read(credentials, {
+    target: 'with_service-account',
+    key: 'val/deep/x.jpg',
+    maxBytes: 1024,
+  });
   t.equal(Buffer.concat(await read.toArray()).toString(), 'bytes of val/deep/x.jpg', 'a read too');
   t.equal(gcs.tokensIssued(), 3);
 
@@ -44,13 +58,33 @@ await t.test('with a service account key (JSON API)', async (t) => {
   const keys = ['dots/../val/deep/x.jpg', 'dots/./cover.jpg', 'dots/a/../../cover.jpg', '..'];
   for (const key of keys) await gcs.put('with_service-account', key, Buffer.from(`bytes of ${key}`));
   const dots = await provider.list(credentials, { target: 'with_service-account', prefix: 'dots/' });
-  t.strictSame(dots.objects.map((object) => object.key), keys.slice(0, 3).sort(), 'listed as named');
+  t.strictSame(
+    dots.objects.map((object) => object.key),
+    keys.slice(0, 3).sort(),
+    'listed as named',
+  );
   for (const object of dots.objects) {
-    const bytes = Buffer.concat(await (await provider.read(credentials, { target: 'with_service-account', key: object.key, maxBytes: 1024, ifVersion: object.version })).toArray());
+    const bytes = Buffer.concat(
+      await (
+        await provider.read(credentials, {
+          target: 'with_service-account',
+          key: object.key,
+          maxBytes: 1024,
+          ifVersion: object.version,
+        })
+      ).toArray(),
+    );
     t.equal(bytes.toString(), `bytes of ${object.key}`, `${object.key} read as itself`);
   }
-  const dotDot = await provider.read(credentials, { target: 'with_service-account', key: '..', maxBytes: 1024 }).then(() => undefined, (error: unknown) => error);
-  t.match(dotDot, { kind: 'rejected', message: /^GCS at 127\.0\.0\.1:\d+ could not read \.\. of bucket with_service-account: GCS resolves \. and \.\. path segments, so a name holding one would name another object$/ });
+  const dotDot = await provider.read(credentials, { target: 'with_service-account', key: '..', maxBytes: 1024 }).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  t.match(dotDot, {
+    kind: 'rejected',
+    message:
+      /^GCS at 127\.0\.0\.1:\d+ could not read \.\. of bucket with_service-account: GCS resolves \. and \.\. path segments, so a name holding one would name another object$/,
+  });
 });
 
 await t.test('with an HMAC key (XML API, SigV4)', async (t) => {
@@ -59,8 +93,13 @@ await t.test('with an HMAC key (XML API, SigV4)', async (t) => {
     provider: 'gcs',
     bucket: 'with-hmac',
     credentials: { hmacAccessId: s3.accessKeyId, hmacSecret: s3.secretAccessKey, endpoint: s3.endpoint },
-    wrongCredentials: { hmacAccessId: s3.accessKeyId, hmacSecret: randomBytes(20).toString('hex'), endpoint: s3.endpoint },
-    wrongCredentialsError: /^GCS at 127\.0\.0\.1:\d+ refused these credentials to (list the buckets|list bucket with-hmac) \(HTTP 403\)$/,
+    wrongCredentials: {
+      hmacAccessId: s3.accessKeyId,
+      hmacSecret: randomBytes(20).toString('hex'),
+      endpoint: s3.endpoint,
+    },
+    wrongCredentialsError:
+      /^GCS at 127\.0\.0\.1:\d+ refused these credentials to (list the buckets|list bucket with-hmac) \(HTTP 403\)$/,
     atEndpoint: (endpoint) => ({ hmacAccessId: s3.accessKeyId, hmacSecret: s3.secretAccessKey, endpoint }),
     identity: s3.accessKeyId,
     secrets: [s3.secretAccessKey],

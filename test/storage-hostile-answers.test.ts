@@ -31,27 +31,62 @@ interface Answer {
 
 const SHAPES: Record<string, (listing: Listing) => Answer> = {
   'unclosed tags': ({ head, element, field }) => ({ head, unit: `<${element}><${field}>` }),
-  'one element opened over and over within another': ({ head, element, field }) => ({ head: `${head}<${element}>`, unit: `<${field}>`, tail: `</${element}>` }),
+  'one element opened over and over within another': ({ head, element, field }) => ({
+    head: `${head}<${element}>`,
+    unit: `<${field}>`,
+    tail: `</${element}>`,
+  }),
   'huge attributes': ({ head, element }) => ({ head, unit: `<${element} a="${'x'.repeat(4096)}">` }),
-  'more entries than any page': ({ head, element, field }) => ({ head, unit: `<${element}><${field}>b</${field}></${element}>` }),
-  'a reference to no character': ({ head, element, field }) => ({ head: `${head}<${element}><${field}>&#x110000;</${field}></${element}>` }),
+  'more entries than any page': ({ head, element, field }) => ({
+    head,
+    unit: `<${element}><${field}>b</${field}></${element}>`,
+  }),
+  'a reference to no character': ({ head, element, field }) => ({
+    head: `${head}<${element}><${field}>&#x110000;</${field}></${element}>`,
+  }),
 };
 
 const PROVIDERS = [
   {
     provider: 's3',
     name: 'S3',
-    credentials: (endpoint: string) => ({ accessKeyId: 'AKIAHOSTILE', secretAccessKey: 'secret', endpoint, region: 'us-east-1' }),
-    discover: { head: '<?xml version="1.0" encoding="UTF-8"?><ListAllMyBucketsResult><Buckets>', element: 'Bucket', field: 'Name' },
-    browse: { head: '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated>', element: 'Contents', field: 'Key' },
-    empty: '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>',
+    credentials: (endpoint: string) => ({
+      accessKeyId: 'AKIAHOSTILE',
+      secretAccessKey: 'secret',
+      endpoint,
+      region: 'us-east-1',
+    }),
+    discover: {
+      head: '<?xml version="1.0" encoding="UTF-8"?><ListAllMyBucketsResult><Buckets>',
+      element: 'Bucket',
+      field: 'Name',
+    },
+    browse: {
+      head: '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated>',
+      element: 'Contents',
+      field: 'Key',
+    },
+    empty:
+      '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>',
   },
   {
     provider: 'azure',
     name: 'Azure Blob',
-    credentials: (endpoint: string) => ({ accountName: 'hostile', accountKey: Buffer.from('key').toString('base64'), endpoint: `${endpoint}/hostile` }),
-    discover: { head: '<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Containers>', element: 'Container', field: 'Name' },
-    browse: { head: '<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Blobs>', element: 'Blob', field: 'Name' },
+    credentials: (endpoint: string) => ({
+      accountName: 'hostile',
+      accountKey: Buffer.from('key').toString('base64'),
+      endpoint: `${endpoint}/hostile`,
+    }),
+    discover: {
+      head: '<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Containers>',
+      element: 'Container',
+      field: 'Name',
+    },
+    browse: {
+      head: '<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Blobs>',
+      element: 'Blob',
+      field: 'Name',
+    },
     empty: '<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Blobs /><NextMarker /></EnumerationResults>',
   },
 ];
@@ -99,7 +134,9 @@ const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', R
  * `request` while another workspace's requests go on, one after another from before it was sent until after it was
  * answered: its answer, the event loop's longest delay meanwhile, and how the other requests fared.
  */
-async function underLoad(request: () => Promise<Fetched>): Promise<{ answer: Fetched; maxDelayMs: number; statuses: number[]; slowestMs: number }> {
+async function underLoad(
+  request: () => Promise<Fetched>,
+): Promise<{ answer: Fetched; maxDelayMs: number; statuses: number[]; slowestMs: number }> {
   const delay = monitorEventLoopDelay({ resolution: 10 });
   let answered = false;
   const statuses: number[] = [];
@@ -122,17 +159,27 @@ for (const subject of PROVIDERS) {
   await t.test(subject.provider, async (t) => {
     const credentials = subject.credentials(endpoint);
     await answerWith({ head: subject.empty });
-    const connected = await call<{ id: string }>(world.server, 'POST', '/api/integrations/buckets', { key: world.alice, body: { provider: subject.provider, credentials, targets: ['photos'] } });
+    const connected = await call<{ id: string }>(world.server, 'POST', '/api/integrations/buckets', {
+      key: world.alice,
+      body: { provider: subject.provider, credentials, targets: ['photos'] },
+    });
     t.equal(connected.status, 201, 'connected to the endpoint while it answers a listing');
     const operations = {
       discover: {
         listing: subject.discover,
-        request: () => call(world.server, 'POST', '/api/integrations/buckets/discover', { key: world.alice, body: { provider: subject.provider, credentials } }),
+        request: () =>
+          call(world.server, 'POST', '/api/integrations/buckets/discover', {
+            key: world.alice,
+            body: { provider: subject.provider, credentials },
+          }),
         error: `could not list the ${subject.provider === 's3' ? 'buckets' : 'containers'}`,
       },
       browse: {
         listing: subject.browse,
-        request: () => call(world.server, 'GET', `/api/integrations/buckets/${connected.body.id}/objects?target=photos`, { key: world.alice }),
+        request: () =>
+          call(world.server, 'GET', `/api/integrations/buckets/${connected.body.id}/objects?target=photos`, {
+            key: world.alice,
+          }),
         error: `could not list ${subject.provider === 's3' ? 'bucket' : 'container'} photos`,
       },
     };
@@ -144,9 +191,17 @@ for (const subject of PROVIDERS) {
           // event loop does so every time: the better of two tries is measured.
           let measured = await underLoad(request);
           if (measured.maxDelayMs >= 100) measured = await underLoad(request);
-          expectError(t, measured.answer, 502, new RegExp(`^${subject.name} at 127\\.0\\.0\\.1:\\d+ ${error}: its answer was not understood \\(.+\\)$`));
+          expectError(
+            t,
+            measured.answer,
+            502,
+            new RegExp(`^${subject.name} at 127\\.0\\.0\\.1:\\d+ ${error}: its answer was not understood \\(.+\\)$`),
+          );
           t.ok(measured.maxDelayMs < 100, `the event loop was held at most ${measured.maxDelayMs.toFixed(1)} ms`);
-          t.ok(measured.statuses.every((status) => status === 200), `another workspace's ${measured.statuses.length} requests meanwhile were served`);
+          t.ok(
+            measured.statuses.every((status) => status === 200),
+            `another workspace's ${measured.statuses.length} requests meanwhile were served`,
+          );
           t.ok(measured.slowestMs < 1000, `each in under a second (the slowest: ${measured.slowestMs.toFixed(1)} ms)`);
         });
       }
@@ -156,18 +211,35 @@ for (const subject of PROVIDERS) {
 
 await t.test('a listing that arrives a byte at a time is read as a whole', async (t) => {
   // Comments, CDATA, references, a self-closed element and a character of two UTF-8 bytes, each cut wherever a byte falls.
-  const listing = '<?xml version="1.0" encoding="UTF-8"?>\n<ListAllMyBucketsResult><!-- <Bucket> -->\n<Buckets>' +
+  const listing =
+    '<?xml version="1.0" encoding="UTF-8"?>\n<ListAllMyBucketsResult><!-- <Bucket> -->\n<Buckets>' +
     '<Bucket><Name>photos-&#xFC;&amp;&#49;</Name></Bucket><Bucket><Name><![CDATA[ü-2]]></Name><Region/></Bucket></Buckets></ListAllMyBucketsResult>';
   await answerWith({ head: listing, pieces: Buffer.byteLength(listing) });
-  const found = await call(world.server, 'POST', '/api/integrations/buckets/discover', { key: world.alice, body: { provider: 's3', credentials: PROVIDERS[0].credentials(endpoint) } });
+  const found = await call(world.server, 'POST', '/api/integrations/buckets/discover', {
+    key: world.alice,
+    body: { provider: 's3', credentials: PROVIDERS[0].credentials(endpoint) },
+  });
   t.strictSame([found.status, found.body], [200, { targets: ['photos-ü&1', 'ü-2'] }]);
 });
 
 await t.test('a time that is no time is left out of an entry, not a 500', async (t) => {
   const credentials = PROVIDERS[0].credentials(endpoint);
   await answerWith({ head: PROVIDERS[0].empty });
-  const connected = await call<{ id: string }>(world.server, 'POST', '/api/integrations/buckets', { key: world.alice, body: { provider: 's3', credentials, targets: ['photos'] } });
-  await answerWith({ head: '<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a.jpg</Key><LastModified>not a time</LastModified><Size>3</Size></Contents></ListBucketResult>' });
-  const browsed = await call(world.server, 'GET', `/api/integrations/buckets/${connected.body.id}/objects?target=photos`, { key: world.alice });
-  t.strictSame([browsed.status, browsed.body], [200, { entries: [{ kind: 'file', name: 'a.jpg', key: 'a.jpg', size: 3 }] }]);
+  const connected = await call<{ id: string }>(world.server, 'POST', '/api/integrations/buckets', {
+    key: world.alice,
+    body: { provider: 's3', credentials, targets: ['photos'] },
+  });
+  await answerWith({
+    head: '<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a.jpg</Key><LastModified>not a time</LastModified><Size>3</Size></Contents></ListBucketResult>',
+  });
+  const browsed = await call(
+    world.server,
+    'GET',
+    `/api/integrations/buckets/${connected.body.id}/objects?target=photos`,
+    { key: world.alice },
+  );
+  t.strictSame(
+    [browsed.status, browsed.body],
+    [200, { entries: [{ kind: 'file', name: 'a.jpg', key: 'a.jpg', size: 3 }] }],
+  );
 });

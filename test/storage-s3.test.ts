@@ -11,10 +11,26 @@ const s3 = await startS3Server(t);
 await storageContract(t, {
   provider: 's3',
   bucket: 'contract',
-  credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: s3.endpoint, region: 'us-east-1' },
-  wrongCredentials: { accessKeyId: s3.accessKeyId, secretAccessKey: 'not-the-secret', endpoint: s3.endpoint, region: 'us-east-1' },
-  wrongCredentialsError: /^S3 at 127\.0\.0\.1:\d+ refused these credentials to (list the buckets|list bucket contract) \(HTTP 403\)$/,
-  atEndpoint: (endpoint) => ({ accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint, region: 'us-east-1' }),
+  credentials: {
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+  },
+  wrongCredentials: {
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: 'not-the-secret',
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+  },
+  wrongCredentialsError:
+    /^S3 at 127\.0\.0\.1:\d+ refused these credentials to (list the buckets|list bucket contract) \(HTTP 403\)$/,
+  atEndpoint: (endpoint) => ({
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    endpoint,
+    region: 'us-east-1',
+  }),
   identity: s3.accessKeyId,
   secrets: [s3.secretAccessKey],
   ...s3Writer(t, s3),
@@ -24,8 +40,19 @@ await storageContract(t, {
 // client sends it, where URL parsing would have read another object (`photos/../other/x.jpg` as other/x.jpg).
 await t.test("a key's . and .. segments reach the service as AWS's own client sends them", async (t) => {
   const proxy = await recordingProxy(t, new URL(s3.endpoint));
-  const credentials = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: proxy.endpoint, region: 'us-east-1' };
-  const aws = new S3Client({ endpoint: proxy.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3, maxAttempts: 1 });
+  const credentials = {
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    endpoint: proxy.endpoint,
+    region: 'us-east-1',
+  };
+  const aws = new S3Client({
+    endpoint: proxy.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: s3,
+    maxAttempts: 1,
+  });
   t.teardown(() => aws.destroy());
   const provider = new S3Provider(new OutboundPolicy(['127.0.0.1/32']));
   for (const key of ['photos/../other/x.jpg', './cover.jpg', 'a/./b/../../c.jpg', '..']) {

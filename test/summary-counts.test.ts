@@ -16,7 +16,10 @@ interface Figures {
 
 const world = await startWorld(t, { RATE_LIMIT_MUTATION: '1000000' });
 const a = world.server;
-const b = await startTestServer(t, { databaseUrl: a.databaseUrl, env: { RATE_LIMIT_DEFAULT: '1000000', RATE_LIMIT_MUTATION: '1000000' } });
+const b = await startTestServer(t, {
+  databaseUrl: a.databaseUrl,
+  env: { RATE_LIMIT_DEFAULT: '1000000', RATE_LIMIT_MUTATION: '1000000' },
+});
 const key = world.alice;
 
 async function figures(server: TestServer, as = key): Promise<Figures> {
@@ -45,7 +48,10 @@ async function both(changedOn: TestServer, other: TestServer, expected: Figures,
   await settlesOn(other, expected, what);
 }
 
-const counts = (datasets: number, projects: number, models: number, creditsCents = 0): Figures => ({ counts: { datasets, projects, models }, creditsCents });
+const counts = (datasets: number, projects: number, models: number, creditsCents = 0): Figures => ({
+  counts: { datasets, projects, models },
+  creditsCents,
+});
 
 async function trash(server: TestServer, path: string): Promise<void> {
   const response = await call(server, 'DELETE', path, { key });
@@ -54,7 +60,8 @@ async function trash(server: TestServer, path: string): Promise<void> {
 
 async function fromTrash(server: TestServer, method: 'POST' | 'DELETE', id: string, type: string): Promise<void> {
   const response = await call(server, method, '/api/trash', { key, body: { id, type } });
-  if (response.status !== 200) throw new Error(`${method} /api/trash: ${response.status} ${JSON.stringify(response.body)}`);
+  if (response.status !== 200)
+    throw new Error(`${method} /api/trash: ${response.status} ${JSON.stringify(response.body)}`);
 }
 
 t.test('counts follow every change on both replicas, while both keep answering from their caches', async (t) => {
@@ -64,7 +71,11 @@ t.test('counts follow every change on both replicas, while both keep answering f
 
   const datasetId = await createDataset(world, key, { dataset: 'cars', name: 'Cars' });
   await both(a, b, counts(1, 0, 0), 'dataset created');
-  t.equal((await call(b, 'POST', '/api/datasets/alice/cars/clone', { key, body: {} })).status, 201, 'cloned on the other replica');
+  t.equal(
+    (await call(b, 'POST', '/api/datasets/alice/cars/clone', { key, body: {} })).status,
+    201,
+    'cloned on the other replica',
+  );
   await both(b, a, counts(2, 0, 0), 'dataset cloned');
 
   const projectId = await createProject(world, key, { project: 'detector', name: 'Detector' });

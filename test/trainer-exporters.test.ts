@@ -12,7 +12,8 @@ import { EXPORT_FORMAT_IDS, formatOf, type ExportFormatId } from '../control-pla
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VENV = join(ROOT, '.venv-trainer');
-if (!existsSync(join(VENV, 'bin/yolo'))) throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh (.ci/run does)`);
+if (!existsSync(join(VENV, 'bin/yolo')))
+  throw new Error(`no trainer environment at ${VENV}: run installer/trainer/build-trainer-env.sh (.ci/run does)`);
 const PYTHON = join(VENV, 'bin/python');
 const COMPARE = join(ROOT, 'test/exports/compare_predictions.py');
 /** The formats the appliance's CI environment must export (and predict) on CPU. */
@@ -22,11 +23,21 @@ const artifactPath = (format: string, stem: string) => formatOf(format as Export
 // Few, mostly low-confidence boxes come out of a 3-epoch model: compare everything it predicts.
 const CONF = '0.001';
 
-function run(file: string, args: string[], cwd: string, timeoutMs = 240_000): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  file: string,
+  args: string[],
+  cwd: string,
+  timeoutMs = 240_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      file,
+      args,
+      { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -40,10 +51,24 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 async function train(name: string, epochs: number, seed: number): Promise<string> {
   const trained = await run(
     join(VENV, 'bin/yolo'),
-    ['train', 'model=yolo11n.yaml', `data=${join(dir, 'dataset/data.yaml')}`, `epochs=${epochs}`, `seed=${seed}`, 'imgsz=64', 'batch=16', 'workers=0', 'device=cpu', 'plots=False', `project=${dir}`, `name=${name}`],
+    [
+      'train',
+      'model=yolo11n.yaml',
+      `data=${join(dir, 'dataset/data.yaml')}`,
+      `epochs=${epochs}`,
+      `seed=${seed}`,
+      'imgsz=64',
+      'batch=16',
+      'workers=0',
+      'device=cpu',
+      'plots=False',
+      `project=${dir}`,
+      `name=${name}`,
+    ],
     dir,
   );
-  if (trained.code !== 0) throw new Error(`training ${name} failed:\n${trained.stdout.slice(-3000)}${trained.stderr.slice(-3000)}`);
+  if (trained.code !== 0)
+    throw new Error(`training ${name} failed:\n${trained.stdout.slice(-3000)}${trained.stderr.slice(-3000)}`);
   return join(dir, name, 'weights/last.pt');
 }
 
@@ -51,11 +76,20 @@ t.test('the probe lists the CI formats and names what is missing for the others,
   const started = Date.now();
   const probe = await run(join(VENV, 'bin/vp-probe-exporters'), [], dir, 60_000);
   t.equal(probe.code, 0, probe.stderr);
-  const result = JSON.parse(probe.stdout) as { exporters: string[]; missing: Record<string, string>; export_only: Record<string, string> };
-  for (const format of CI_FORMATS) t.ok(result.exporters.includes(format), `${format} is exportable${format in result.missing ? `, not: ${result.missing[format]}` : ''}`);
+  const result = JSON.parse(probe.stdout) as {
+    exporters: string[];
+    missing: Record<string, string>;
+    export_only: Record<string, string>;
+  };
+  for (const format of CI_FORMATS)
+    t.ok(
+      result.exporters.includes(format),
+      `${format} is exportable${format in result.missing ? `, not: ${result.missing[format]}` : ''}`,
+    );
   t.match(result.missing.saved_model, /tensorflow/, 'a format whose toolchain is not installed names what is missing');
   t.notOk(result.exporters.includes('engine'), 'no TensorRT export without tensorrt and a CUDA device');
-  for (const format of result.exporters) t.ok((EXPORT_FORMAT_IDS as string[]).includes(format), `the control plane knows the format ${format}`);
+  for (const format of result.exporters)
+    t.ok((EXPORT_FORMAT_IDS as string[]).includes(format), `the control plane knows the format ${format}`);
   t.ok(Date.now() - started < 30_000, `probe took ${Date.now() - started} ms`);
 });
 
@@ -67,7 +101,11 @@ t.test('yolo export writes each CI format offline, and the artifact predicts wha
 
   for (const format of CI_FORMATS) {
     await t.test(format, async (t) => {
-      const exported = await run(join(VENV, 'bin/yolo'), ['export', `model=${weights}`, `format=${format}`, 'imgsz=64'], dir);
+      const exported = await run(
+        join(VENV, 'bin/yolo'),
+        ['export', `model=${weights}`, `format=${format}`, 'imgsz=64'],
+        dir,
+      );
       const log = `${exported.stdout}${exported.stderr}`;
       t.equal(exported.code, 0, log.slice(-3000));
       // With YOLO_AUTOINSTALL=false a missing package is reported by ultralytics' check_requirements ("requirements:").
@@ -76,7 +114,11 @@ t.test('yolo export writes each CI format offline, and the artifact predicts wha
       const artifact = join(dirname(weights), expected);
       t.ok(existsSync(artifact), `${artifact} exists`);
       if (!existsSync(artifact)) return;
-      t.equal(statSync(artifact).isDirectory(), expected.endsWith('/'), 'a file or a directory, as the control plane expects');
+      t.equal(
+        statSync(artifact).isDirectory(),
+        expected.endsWith('/'),
+        'a file or a directory, as the control plane expects',
+      );
 
       // The 3-epoch model's confidences are near zero, where OpenVINO's default bf16 (AVX512-BF16 CPUs) reorders boxes.
       const precision = format === 'openvino' ? ['--openvino-f32'] : [];
@@ -90,7 +132,11 @@ t.test('yolo export writes each CI format offline, and the artifact predicts wha
 
   await t.test('a different model does not match the artifact', async (t) => {
     const other = await train('other', 1, 1);
-    const compared = await run(PYTHON, [COMPARE, other, join(dirname(weights), 'last.onnx'), image, '--conf', CONF], dir);
+    const compared = await run(
+      PYTHON,
+      [COMPARE, other, join(dirname(weights), 'last.onnx'), image, '--conf', CONF],
+      dir,
+    );
     t.equal(compared.code, 1, compared.stdout);
     t.match(JSON.parse(compared.stdout), { ok: false });
   });

@@ -7,7 +7,13 @@ import t, { type Test } from 'tap';
 import { query } from '../control-plane/src/db/sql.ts';
 import { enqueueJob } from '../control-plane/src/jobs/job-queue.ts';
 import { expireSilentRuns } from '../control-plane/src/training/run-expiry.ts';
-import { endJobRuns, endReportedRun, endRun, RUN_TRANSITIONS, type RunOutcome } from '../control-plane/src/training/run-status.ts';
+import {
+  endJobRuns,
+  endReportedRun,
+  endRun,
+  RUN_TRANSITIONS,
+  type RunOutcome,
+} from '../control-plane/src/training/run-status.ts';
 import type { RunStatus } from '../control-plane/src/training/training-run.entity.ts';
 import { requestOwnComputeCancel } from '../control-plane/src/training/training-run.store.ts';
 import { seededRandom, type SeededRandom } from './helpers/random.ts';
@@ -21,12 +27,19 @@ const SILENCE_SECONDS = 3600;
 const CANCEL_GRACE_SECONDS = 1800;
 const OUTCOMES: readonly RunOutcome[] = ['completed', 'failed', 'cancelled'];
 
-const world = await startWorld(t, { TRAINING_RUN_SILENCE_SECONDS: '10000000', TRAINING_CANCEL_GRACE_SECONDS: '10000000', RATE_LIMIT_METRICS: '100000' });
+const world = await startWorld(t, {
+  TRAINING_RUN_SILENCE_SECONDS: '10000000',
+  TRAINING_CANCEL_GRACE_SECONDS: '10000000',
+  RATE_LIMIT_METRICS: '100000',
+});
 const { server, alice } = world;
 const em = () => server.orm.em.fork() as EntityManager;
 const report = (body: Record<string, unknown>) =>
   call<{ modelId: string; runId: number }>(server, 'POST', '/api/webhooks/training/metrics', { key: alice, body });
-const [{ workspace_id: workspaceId }] = await query<{ workspace_id: string }>(em(), `select id as workspace_id from workspaces where handle = 'alice'`);
+const [{ workspace_id: workspaceId }] = await query<{ workspace_id: string }>(
+  em(),
+  `select id as workspace_id from workspaces where handle = 'alice'`,
+);
 
 interface RunRow {
   id: number;
@@ -60,7 +73,9 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
   const names = Array.from({ length: 4 }, (_, i) => `s${seed}-m${i}`);
   const jobs: string[] = [];
   for (let i = 0; i < 2; i++) {
-    jobs.push((await em().transactional((tx) => enqueueJob(tx, { kind: 'run-lifecycle-test', workspaceId, payload: {} }))).id);
+    jobs.push(
+      (await em().transactional((tx) => enqueueJob(tx, { kind: 'run-lifecycle-test', workspaceId, payload: {} }))).id,
+    );
   }
   const moved = new Map<string, number>();
   let refused = 0;
@@ -75,22 +90,31 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
     const choice = runs.length === 0 ? 0 : random.int(7);
     if (choice === 0) {
       event = 'start';
-      const started = await report({ event: 'training_started', project: 'alice/prop', name: random.pick(names), data: { epochs: 5 } });
+      const started = await report({
+        event: 'training_started',
+        project: 'alice/prop',
+        name: random.pick(names),
+        data: { epochs: 5 },
+      });
       t.equal(started.status, 200, JSON.stringify(started.body));
       // Some runs belong to a training job (their job ends them); the others run on the user's own machine.
-      if (random.next() < 0.4) await query(em(), 'update training_runs set job_id = ? where id = ?', [random.pick(jobs), started.body.runId]);
+      if (random.next() < 0.4)
+        await query(em(), 'update training_runs set job_id = ? where id = ?', [random.pick(jobs), started.body.runId]);
     } else if (choice === 1) {
       const target = random.pick(runs);
       const outcome = random.pick(OUTCOMES);
       event = `endRun ${target.id} ${outcome}`;
       if (target.status === 'running') expected.set(target.id, outcome);
-      const ended = await em().transactional((tx) => endRun(tx, target.id, { outcome, error: outcome === 'failed' ? 'boom' : null }));
+      const ended = await em().transactional((tx) =>
+        endRun(tx, target.id, { outcome, error: outcome === 'failed' ? 'boom' : null }),
+      );
       t.equal(ended, target.status === 'running', `${event}: answers whether it moved`);
     } else if (choice === 2) {
       const target = random.pick(runs);
       const outcome = random.pick(['completed', 'cancelled'] as const);
       event = `endReportedRun ${target.id} ${outcome}`;
-      const from: RunStatus[] = outcome === 'completed' ? ['running', 'failed', 'completed'] : ['running', 'failed', 'cancelled'];
+      const from: RunStatus[] =
+        outcome === 'completed' ? ['running', 'failed', 'completed'] : ['running', 'failed', 'cancelled'];
       if (from.includes(target.status)) expected.set(target.id, outcome);
       await em().transactional((tx) => endReportedRun(tx, target.id, outcome));
     } else if (choice === 3) {
@@ -104,7 +128,10 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
       const target = random.pick(runs);
       event = `silence ${target.id}`;
       const seconds = random.pick([CANCEL_GRACE_SECONDS + 60, SILENCE_SECONDS + 60]);
-      await query(em(), 'update training_runs set last_report_at = now() - make_interval(secs => ?) where id = ?', [seconds, target.id]);
+      await query(em(), 'update training_runs set last_report_at = now() - make_interval(secs => ?) where id = ?', [
+        seconds,
+        target.id,
+      ]);
       before = await runsOf(seed);
     } else if (choice === 5) {
       event = 'sweep';
@@ -138,13 +165,16 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
       if (now.status !== status) t.fail(`${where}: run ${id} went ${was.status} → ${now.status}, expected ${status}`);
       const repeated = event === `endReportedRun ${id} ${was.status}` && status === was.status;
       if (now.status !== was.status || repeated) {
-        if (!RUN_TRANSITIONS[was.status].includes(now.status)) t.fail(`${where}: run ${id} made a move the table does not list: ${was.status} → ${now.status}`);
+        if (!RUN_TRANSITIONS[was.status].includes(now.status))
+          t.fail(`${where}: run ${id} made a move the table does not list: ${was.status} → ${now.status}`);
         moved.set(`${was.status}→${now.status}`, (moved.get(`${was.status}→${now.status}`) ?? 0) + 1);
       }
-      if (repeated && now.completed_at !== was.completed_at) t.fail(`${where}: run ${id} repeated ${was.status} but its completed_at moved`);
+      if (repeated && now.completed_at !== was.completed_at)
+        t.fail(`${where}: run ${id} repeated ${was.status} but its completed_at moved`);
       // A run the step left alone (a refused move, or not its target) is unchanged: no status, no error, no timestamps.
       if (status === was.status && !repeated && !touched.has(id)) {
-        if (now.row !== was.row) t.fail(`${where}: run ${id} was left ${was.status} but changed: ${was.row} → ${now.row}`);
+        if (now.row !== was.row)
+          t.fail(`${where}: run ${id} was left ${was.status} but changed: ${was.row} → ${now.row}`);
         if (event.startsWith('end') && event.includes(` ${id} `)) refused++;
       }
     }

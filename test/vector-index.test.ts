@@ -17,14 +17,32 @@ const random = seededRandom(47);
 const dir = mkdtempSync(join(tmpdir(), 'vp-vector-index-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-const sql = async <T>(text: string, params: unknown[] = []) => server.orm.em.fork().getConnection().execute<T[]>(text, params);
+const sql = async <T>(text: string, params: unknown[] = []) =>
+  server.orm.em.fork().getConnection().execute<T[]>(text, params);
 const fork = () => server.orm.em.fork();
 const stored = async () => (await sql<{ n: number }>('select count(*)::int as n from image_embeddings'))[0].n;
 
-await pictureDataset(t, world, world.alice, { owner: 'alice', slug: 'first' }, Object.fromEntries((await pictures(random, 6)).map((png, i) => [`p-${i}.png`, png])));
-const [{ model_id: modelId, vector }] = await sql<{ model_id: string; vector: Buffer }>('select model_id, vector from image_embeddings order by seq limit 1');
+await pictureDataset(
+  t,
+  world,
+  world.alice,
+  { owner: 'alice', slug: 'first' },
+  Object.fromEntries((await pictures(random, 6)).map((png, i) => [`p-${i}.png`, png])),
+);
+const [{ model_id: modelId, vector }] = await sql<{ model_id: string; vector: Buffer }>(
+  'select model_id, vector from image_embeddings order by seq limit 1',
+);
 const probe = vectorOf(vector);
-const about = () => JSON.parse(readFileSync(join(dir, readdirSync(dir).find((name) => name.endsWith('.json'))!), 'utf8')) as { watermark: string; modelId: string };
+const about = () =>
+  JSON.parse(
+    readFileSync(
+      join(
+        dir,
+        readdirSync(dir).find((name) => name.endsWith('.json'))!,
+      ),
+      'utf8',
+    ),
+  ) as { watermark: string; modelId: string };
 const search = (index: VectorIndex) => index.nearest(modelId, probe, 3);
 
 t.test('a search saves the index; a new process loads it and adds only what was written since', async (t) => {
@@ -39,26 +57,53 @@ t.test('a search saves the index; a new process loads it and adds only what was 
   await sql(`delete from image_embeddings where seq = (select min(seq) from image_embeddings)`);
   const loaded = await search(new VectorIndex(fork, { dir, saveAfter: 1 }));
   t.equal(loaded.size, 6, 'loaded from the file, not rebuilt from PostgreSQL (which holds 5)');
-  t.same(loaded.neighbours.map((n) => n.seq), first.neighbours.map((n) => n.seq), 'the same neighbours');
+  t.same(
+    loaded.neighbours.map((n) => n.seq),
+    first.neighbours.map((n) => n.seq),
+    'the same neighbours',
+  );
 
-  await pictureDataset(t, world, world.alice, { owner: 'alice', slug: 'second' }, Object.fromEntries((await pictures(random, 3)).map((png, i) => [`q-${i}.png`, png])));
-  t.equal((await search(new VectorIndex(fork, { dir, saveAfter: 1 }))).size, 9, 'the 3 written since are read and added');
+  await pictureDataset(
+    t,
+    world,
+    world.alice,
+    { owner: 'alice', slug: 'second' },
+    Object.fromEntries((await pictures(random, 3)).map((png, i) => [`q-${i}.png`, png])),
+  );
+  t.equal(
+    (await search(new VectorIndex(fork, { dir, saveAfter: 1 }))).size,
+    9,
+    'the 3 written since are read and added',
+  );
 });
 
 t.test('a damaged file is rebuilt from PostgreSQL, and saved again', async (t) => {
-  const file = join(dir, readdirSync(dir).find((name) => name.endsWith('.usearch'))!);
+  const file = join(
+    dir,
+    readdirSync(dir).find((name) => name.endsWith('.usearch'))!,
+  );
   writeFileSync(file, readFileSync(file).subarray(0, 100));
   t.equal((await search(new VectorIndex(fork, { dir, saveAfter: 1 }))).size, await stored(), 'what PostgreSQL holds');
   t.equal((await search(new VectorIndex(fork, { dir, saveAfter: 1 }))).size, await stored(), 'the saved rebuild loads');
 });
 
-t.test("a database that is not the file's (another vector at the watermark, as after a restore) is rebuilt", async (t) => {
-  await search(new VectorIndex(fork, { dir, saveAfter: 1 }));
-  await sql(`delete from image_embeddings where seq = (select min(seq) from image_embeddings)`);
-  const [{ seq }] = await sql<{ seq: string }>('select max(seq)::text as seq from image_embeddings');
-  await sql('update image_embeddings set vector = ? where seq = ?', [Buffer.from(new Float32Array(probe.length).fill(1 / Math.sqrt(probe.length)).buffer), seq]);
-  t.equal((await search(new VectorIndex(fork, { dir, saveAfter: 1 }))).size, await stored(), 'rebuilt: the deleted vector is not held');
-});
+t.test(
+  "a database that is not the file's (another vector at the watermark, as after a restore) is rebuilt",
+  async (t) => {
+    await search(new VectorIndex(fork, { dir, saveAfter: 1 }));
+    await sql(`delete from image_embeddings where seq = (select min(seq) from image_embeddings)`);
+    const [{ seq }] = await sql<{ seq: string }>('select max(seq)::text as seq from image_embeddings');
+    await sql('update image_embeddings set vector = ? where seq = ?', [
+      Buffer.from(new Float32Array(probe.length).fill(1 / Math.sqrt(probe.length)).buffer),
+      seq,
+    ]);
+    t.equal(
+      (await search(new VectorIndex(fork, { dir, saveAfter: 1 }))).size,
+      await stored(),
+      'rebuilt: the deleted vector is not held',
+    );
+  },
+);
 
 t.test('without a dir nothing is saved; below saveAfter nothing is saved', async (t) => {
   const other = mkdtempSync(join(tmpdir(), 'vp-vector-index-'));

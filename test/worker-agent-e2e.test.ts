@@ -15,11 +15,19 @@ import { call, startTestServer } from './helpers/server.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 interface Hosts {
-  hosts: Array<{ name: string; state: string; lastHeartbeatAt: string | null; agentVersion: string | null; agentOutdated: boolean }>;
+  hosts: Array<{
+    name: string;
+    state: string;
+    lastHeartbeatAt: string | null;
+    agentVersion: string | null;
+    agentOutdated: boolean;
+  }>;
 }
 
 t.test('enroll, run, connected with a heartbeat and its version; disconnect stops the agent', async (t) => {
-  const server = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1' } });
+  const server = await startTestServer(t, {
+    env: { RATE_LIMIT_DEFAULT: '100000', RATE_LIMIT_MUTATION: '100000', WORKER_HEARTBEAT_SECONDS: '1' },
+  });
   const account = server.services().account;
   await account.createUser('alice');
   const { key } = await server.services().apiKeys.create('alice', 'ops');
@@ -27,9 +35,25 @@ t.test('enroll, run, connected with a heartbeat and its version; disconnect stop
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const config = join(dir, 'config.json');
 
-  const created = await call<{ enrollmentToken: string }>(server, 'POST', '/api/hosts', { key, body: { name: 'gpu-01' } });
+  const created = await call<{ enrollmentToken: string }>(server, 'POST', '/api/hosts', {
+    key,
+    body: { name: 'gpu-01' },
+  });
   t.equal(created.status, 201);
-  const enroll = spawn(process.execPath, ['worker-agent/bin/vp-worker.js', 'enroll', '--server', server.url, '--token', created.body.enrollmentToken, '--config', config], { cwd: ROOT, stdio: 'ignore' });
+  const enroll = spawn(
+    process.execPath,
+    [
+      'worker-agent/bin/vp-worker.js',
+      'enroll',
+      '--server',
+      server.url,
+      '--token',
+      created.body.enrollmentToken,
+      '--config',
+      config,
+    ],
+    { cwd: ROOT, stdio: 'ignore' },
+  );
   t.equal(await new Promise((resolve) => enroll.on('close', resolve)), 0, 'enrolled');
 
   const agent = spawn(process.execPath, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], {
@@ -54,7 +78,10 @@ t.test('enroll, run, connected with a heartbeat and its version; disconnect stop
   await until('the host never showed as connected', (list) => list[0]?.state === 'connected');
   const first = (await hosts())[0].lastHeartbeatAt!;
   t.match((await hosts())[0], { agentVersion: '0.0.1-older', agentOutdated: true });
-  const listed = await runNode(['installer/src/vpctl.ts', 'hosts', 'list'], { DATABASE_URL: server.databaseUrl, DATA_DIR: server.dataDir });
+  const listed = await runNode(['installer/src/vpctl.ts', 'hosts', 'list'], {
+    DATABASE_URL: server.databaseUrl,
+    DATA_DIR: server.dataDir,
+  });
   t.match(listed.stdout, `0.0.1-older (control plane ${RELEASE_VERSION}: upgrade)`, listed.stderr);
   await until('no heartbeat moved lastHeartbeatAt', (list) => (list[0]?.lastHeartbeatAt ?? '') > first);
 

@@ -105,11 +105,14 @@ t.test('environment variables override the file', async (t) => {
   t.equal(loadWorkerConfig({ ...env, VP_WORKER_KEY: '' }).workerKey, 'old', 'an empty variable does not override');
 });
 
-t.test('the config path: VP_WORKER_CONFIG, else $XDG_CONFIG_HOME or ~/.config, then vp-worker/config.json', async (t) => {
-  t.equal(configPath({}), join(homedir(), '.config', 'vp-worker', 'config.json'));
-  t.equal(configPath({ XDG_CONFIG_HOME: '/cfg' }), '/cfg/vp-worker/config.json');
-  t.equal(configPath({ VP_WORKER_CONFIG: '/etc/vp-worker.json', XDG_CONFIG_HOME: '/cfg' }), '/etc/vp-worker.json');
-});
+t.test(
+  'the config path: VP_WORKER_CONFIG, else $XDG_CONFIG_HOME or ~/.config, then vp-worker/config.json',
+  async (t) => {
+    t.equal(configPath({}), join(homedir(), '.config', 'vp-worker', 'config.json'));
+    t.equal(configPath({ XDG_CONFIG_HOME: '/cfg' }), '/cfg/vp-worker/config.json');
+    t.equal(configPath({ VP_WORKER_CONFIG: '/etc/vp-worker.json', XDG_CONFIG_HOME: '/cfg' }), '/etc/vp-worker.json');
+  },
+);
 
 t.test('every problem is reported together, named by where it came from', async (t) => {
   const env = {
@@ -122,17 +125,41 @@ t.test('every problem is reported together, named by where it came from', async 
   t.match(message, /workerKey \(in .*\) is missing; run `vp-worker enroll --server URL --token T` first/);
   t.match(message, /runtime \(in .*\) must be one of docker, process/);
   t.match(message, /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer/);
-  t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: '-1' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be 0 or more/);
-  t.match(loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: 'a day' }), /VP_WORKER_KEEP_WORK_DIRS_HOURS must be a number of hours, 0 or more/);
-  t.match(loadError({ ...env, VP_WORKER_SERVICE_HOST: 'http://gpu-01/' }), /VP_WORKER_SERVICE_HOST must be a host name or an IP address/);
-  t.match(loadError({ ...env, VP_WORKER_SHARED_FOLDERS: '/data/a,data/b' }), /VP_WORKER_SHARED_FOLDERS must list absolute paths/);
-  t.match(loadError({ ...env, VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: 'yes' }), /VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME must be true or false \(1 or 0\)/);
-  t.match(loadError({ ...env, VP_WORKER_MAX_CONCURRENT_JOBS: '0' }), /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer$/);
-  t.match(loadError({ ...withFile(t, { server: 'https://x.example', workerKey: '' }) }), /workerKey \(in .*\) must not be empty/);
+  t.match(
+    loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: '-1' }),
+    /VP_WORKER_KEEP_WORK_DIRS_HOURS must be 0 or more/,
+  );
+  t.match(
+    loadError({ ...env, VP_WORKER_KEEP_WORK_DIRS_HOURS: 'a day' }),
+    /VP_WORKER_KEEP_WORK_DIRS_HOURS must be a number of hours, 0 or more/,
+  );
+  t.match(
+    loadError({ ...env, VP_WORKER_SERVICE_HOST: 'http://gpu-01/' }),
+    /VP_WORKER_SERVICE_HOST must be a host name or an IP address/,
+  );
+  t.match(
+    loadError({ ...env, VP_WORKER_SHARED_FOLDERS: '/data/a,data/b' }),
+    /VP_WORKER_SHARED_FOLDERS must list absolute paths/,
+  );
+  t.match(
+    loadError({ ...env, VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: 'yes' }),
+    /VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME must be true or false \(1 or 0\)/,
+  );
+  t.match(
+    loadError({ ...env, VP_WORKER_MAX_CONCURRENT_JOBS: '0' }),
+    /VP_WORKER_MAX_CONCURRENT_JOBS must be a positive integer$/,
+  );
+  t.match(
+    loadError({ ...withFile(t, { server: 'https://x.example', workerKey: '' }) }),
+    /workerKey \(in .*\) must not be empty/,
+  );
 });
 
 t.test('an unreadable file is refused outright', async (t) => {
   t.match(loadError(withFile(t, '{"server": ')), /^Invalid configuration: .*config\.json is not valid JSON/);
   t.match(loadError(withFile(t, '["server"]')), /must hold a JSON object/);
-  t.match(loadError({ VP_WORKER_CONFIG: join(t.testdir(), 'missing.json') }), /missing\.json \(from VP_WORKER_CONFIG\) does not exist/);
+  t.match(
+    loadError({ VP_WORKER_CONFIG: join(t.testdir(), 'missing.json') }),
+    /missing\.json \(from VP_WORKER_CONFIG\) does not exist/,
+  );
 });

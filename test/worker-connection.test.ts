@@ -9,7 +9,14 @@ import t from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CLOSE, Hardware, PROTOCOL_VERSION } from '@vp/protocol';
 import type { WorkerConfig } from '../worker-agent/src/config.ts';
-import { DEAD_AFTER_PINGS, WorkerConnection, backoffDelay, connectUrl, DEFAULT_TIMING, type ConnectionTiming } from '../worker-agent/src/connection.ts';
+import {
+  DEAD_AFTER_PINGS,
+  WorkerConnection,
+  backoffDelay,
+  connectUrl,
+  DEFAULT_TIMING,
+  type ConnectionTiming,
+} from '../worker-agent/src/connection.ts';
 import type { Capabilities } from '../worker-agent/src/exporter-probe.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
 
@@ -27,7 +34,13 @@ interface Received {
 /** A stand-in control plane: checks the key, answers hello with welcome, records every frame it receives. */
 async function fakeControlPlane(
   t: Fixtures,
-  options: { heartbeatSeconds?: number; welcome?: boolean; protocolVersion?: number; refuse?: (attempt: number) => number | undefined; autoPong?: boolean } = {},
+  options: {
+    heartbeatSeconds?: number;
+    welcome?: boolean;
+    protocolVersion?: number;
+    refuse?: (attempt: number) => number | undefined;
+    autoPong?: boolean;
+  } = {},
 ) {
   let attempts = 0;
   const attemptTimes: number[] = [];
@@ -42,7 +55,8 @@ async function fakeControlPlane(
     verifyClient: (info, callback) => {
       const attempt = attempts++;
       attemptTimes.push(Date.now());
-      const status = options.refuse?.(attempt) ?? (info.req.headers.authorization === `Bearer ${KEY}` ? undefined : 401);
+      const status =
+        options.refuse?.(attempt) ?? (info.req.headers.authorization === `Bearer ${KEY}` ? undefined : 401);
       callback(status === undefined, status);
     },
   });
@@ -54,7 +68,14 @@ async function fakeControlPlane(
       received.push({ socket: index, at: Date.now(), message });
       if (message.type === 'hello' && options.welcome !== false) {
         const protocolVersion = options.protocolVersion ?? PROTOCOL_VERSION;
-        socket.send(JSON.stringify({ type: 'welcome', protocolVersion, hostId: 'h-1', heartbeatSeconds: options.heartbeatSeconds ?? 30 }));
+        socket.send(
+          JSON.stringify({
+            type: 'welcome',
+            protocolVersion,
+            hostId: 'h-1',
+            heartbeatSeconds: options.heartbeatSeconds ?? 30,
+          }),
+        );
       }
     });
   });
@@ -101,7 +122,12 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
 });
 
 /** A connection whose log is kept for assertions; stopped at teardown. */
-function connect(t: Fixtures, server: string, timing: Partial<ConnectionTiming> = {}, capabilities?: Promise<Capabilities>) {
+function connect(
+  t: Fixtures,
+  server: string,
+  timing: Partial<ConnectionTiming> = {},
+  capabilities?: Promise<Capabilities>,
+) {
   const logs: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
   const log: Logger = (level, msg, fields) => logs.push({ level, msg, fields });
   const connection = new WorkerConnection(configFor(server, t.testdir()), log, timing);
@@ -113,69 +139,116 @@ function connect(t: Fixtures, server: string, timing: Partial<ConnectionTiming> 
 
 t.test('backoff: full jitter under a doubling bound that stops at the cap', async (t) => {
   const timing = { ...DEFAULT_TIMING, backoffBaseMs: 1000, backoffCapMs: 30_000 };
-  t.same([0, 1, 2, 4, 5, 10].map((attempt) => backoffDelay(attempt, timing, () => 0.999_999)), [999, 1999, 3999, 15_999, 29_999, 29_999]);
-  t.equal(backoffDelay(3, timing, () => 0), 0, 'full jitter may retry at once');
+  t.same(
+    [0, 1, 2, 4, 5, 10].map((attempt) => backoffDelay(attempt, timing, () => 0.999_999)),
+    [999, 1999, 3999, 15_999, 29_999, 29_999],
+  );
+  t.equal(
+    backoffDelay(3, timing, () => 0),
+    0,
+    'full jitter may retry at once',
+  );
   t.equal(connectUrl('https://vision.example.com/base'), 'wss://vision.example.com/base/api/workers/connect');
   t.equal(connectUrl('http://10.0.0.5:3000'), 'ws://10.0.0.5:3000/api/workers/connect');
 });
 
-t.test('hello carries the protocol version and valid hardware; heartbeats follow at the server’s interval', async (t) => {
-  const server = await fakeControlPlane(t, { heartbeatSeconds: 1 });
-  const { connection } = connect(t, server.url);
-  const [welcome] = await once(connection, 'welcome');
-  t.match(welcome, { hostId: 'h-1', heartbeatSeconds: 1 });
-  t.equal(connection.state, 'ready');
-
-  const [hello] = server.of('hello');
-  t.match(hello.message, { type: 'hello', protocolVersion: PROTOCOL_VERSION, agentVersion: '0.1.0', runningJobs: [] });
-  t.notOk('hostId' in hello.message, 'a first connection names no host id');
-  t.ok(Hardware.safeParse(hello.message.hardware).success, 'hardware passes the protocol schema');
-
-  await server.until(() => server.of('heartbeat').length >= 3);
-  const heartbeats = server.of('heartbeat');
-  const times = [hello.at, ...heartbeats.map((entry) => entry.at)];
-  for (let i = 1; i < times.length; i++) t.ok(Math.abs(times[i] - times[i - 1] - 1000) < 300, `heartbeat ${i} about 1 s after the previous (${times[i] - times[i - 1]} ms)`);
-  t.ok(heartbeats.every((entry) => !Number.isNaN(Date.parse(entry.message.at as string))), 'each heartbeat carries its time');
-});
-
-t.test('capabilities: sent after each welcome of protocol 2, once the probe answered; never to a control plane speaking 1', async (t) => {
-  const capabilities: Capabilities = { exporters: ['onnx'], missingExporters: { engine: 'TensorRT is not installed' } };
-  let answer!: (value: Capabilities) => void;
-  const server = await fakeControlPlane(t);
-  const { connection } = connect(t, server.url, { backoffBaseMs: 50, backoffCapMs: 200 }, new Promise((resolve) => (answer = resolve)));
-  await once(connection, 'welcome');
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  t.equal(server.of('capabilities').length, 0, 'not before the probe answered');
-  answer(capabilities);
-  await server.until(() => server.of('capabilities').length === 1);
-  t.same(server.of('capabilities')[0].message, { type: 'capabilities', ...capabilities });
-  server.sockets[0].terminate();
-  await once(connection, 'welcome');
-  await server.until(() => server.of('capabilities').length === 2);
-  t.equal(server.of('capabilities')[1].socket, 1, 'again on the new socket, from the same probe');
-
-  const old = await fakeControlPlane(t, { protocolVersion: 1, heartbeatSeconds: 1 });
-  const { connection: toOld } = connect(t, old.url, {}, Promise.resolve(capabilities));
-  const [welcome] = await once(toOld, 'welcome');
-  t.equal(welcome.protocolVersion, 1);
-  await old.until(() => old.of('heartbeat').length >= 1);
-  t.same(old.received.map((entry) => entry.message.type), ['hello', 'heartbeat'], 'a version-1 control plane gets no capabilities, and the agent works on');
-});
-
-t.test("a job's run times (protocol 6) go to a control plane that speaks them, and are left out for an older one", async (t) => {
-  const finished = { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0, ranSeconds: 12.5, endedSecondsAgo: 3 } as const;
-  for (const [protocolVersion, expected] of [
-    [PROTOCOL_VERSION, finished],
-    [5, { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0 }],
-  ] as const) {
-    const server = await fakeControlPlane(t, { protocolVersion });
+t.test(
+  'hello carries the protocol version and valid hardware; heartbeats follow at the server’s interval',
+  async (t) => {
+    const server = await fakeControlPlane(t, { heartbeatSeconds: 1 });
     const { connection } = connect(t, server.url);
+    const [welcome] = await once(connection, 'welcome');
+    t.match(welcome, { hostId: 'h-1', heartbeatSeconds: 1 });
+    t.equal(connection.state, 'ready');
+
+    const [hello] = server.of('hello');
+    t.match(hello.message, {
+      type: 'hello',
+      protocolVersion: PROTOCOL_VERSION,
+      agentVersion: '0.1.0',
+      runningJobs: [],
+    });
+    t.notOk('hostId' in hello.message, 'a first connection names no host id');
+    t.ok(Hardware.safeParse(hello.message.hardware).success, 'hardware passes the protocol schema');
+
+    await server.until(() => server.of('heartbeat').length >= 3);
+    const heartbeats = server.of('heartbeat');
+    const times = [hello.at, ...heartbeats.map((entry) => entry.at)];
+    for (let i = 1; i < times.length; i++)
+      t.ok(
+        Math.abs(times[i] - times[i - 1] - 1000) < 300,
+        `heartbeat ${i} about 1 s after the previous (${times[i] - times[i - 1]} ms)`,
+      );
+    t.ok(
+      heartbeats.every((entry) => !Number.isNaN(Date.parse(entry.message.at as string))),
+      'each heartbeat carries its time',
+    );
+  },
+);
+
+t.test(
+  'capabilities: sent after each welcome of protocol 2, once the probe answered; never to a control plane speaking 1',
+  async (t) => {
+    const capabilities: Capabilities = {
+      exporters: ['onnx'],
+      missingExporters: { engine: 'TensorRT is not installed' },
+    };
+    let answer!: (value: Capabilities) => void;
+    const server = await fakeControlPlane(t);
+    const { connection } = connect(
+      t,
+      server.url,
+      { backoffBaseMs: 50, backoffCapMs: 200 },
+      new Promise((resolve) => (answer = resolve)),
+    );
     await once(connection, 'welcome');
-    t.ok(connection.send(finished));
-    await server.until(() => server.of('job.finished').length === 1);
-    t.same(server.of('job.finished')[0]!.message, expected, `to a control plane of protocol ${protocolVersion}`);
-  }
-});
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.equal(server.of('capabilities').length, 0, 'not before the probe answered');
+    answer(capabilities);
+    await server.until(() => server.of('capabilities').length === 1);
+    t.same(server.of('capabilities')[0].message, { type: 'capabilities', ...capabilities });
+    server.sockets[0].terminate();
+    await once(connection, 'welcome');
+    await server.until(() => server.of('capabilities').length === 2);
+    t.equal(server.of('capabilities')[1].socket, 1, 'again on the new socket, from the same probe');
+
+    const old = await fakeControlPlane(t, { protocolVersion: 1, heartbeatSeconds: 1 });
+    const { connection: toOld } = connect(t, old.url, {}, Promise.resolve(capabilities));
+    const [welcome] = await once(toOld, 'welcome');
+    t.equal(welcome.protocolVersion, 1);
+    await old.until(() => old.of('heartbeat').length >= 1);
+    t.same(
+      old.received.map((entry) => entry.message.type),
+      ['hello', 'heartbeat'],
+      'a version-1 control plane gets no capabilities, and the agent works on',
+    );
+  },
+);
+
+t.test(
+  "a job's run times (protocol 6) go to a control plane that speaks them, and are left out for an older one",
+  async (t) => {
+    const finished = {
+      type: 'job.finished',
+      jobId: 'j-1',
+      outcome: 'completed',
+      exitCode: 0,
+      ranSeconds: 12.5,
+      endedSecondsAgo: 3,
+    } as const;
+    for (const [protocolVersion, expected] of [
+      [PROTOCOL_VERSION, finished],
+      [5, { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0 }],
+    ] as const) {
+      const server = await fakeControlPlane(t, { protocolVersion });
+      const { connection } = connect(t, server.url);
+      await once(connection, 'welcome');
+      t.ok(connection.send(finished));
+      await server.until(() => server.of('job.finished').length === 1);
+      t.same(server.of('job.finished')[0]!.message, expected, `to a control plane of protocol ${protocolVersion}`);
+    }
+  },
+);
 
 t.test('a dropped socket is reconnected, and the new hello names the host from the last welcome', async (t) => {
   const server = await fakeControlPlane(t);
@@ -189,21 +262,30 @@ t.test('a dropped socket is reconnected, and the new hello names the host from t
   t.equal(hellos[1].message.hostId, 'h-1');
 });
 
-t.test('a control plane that went silent without closing (a cable pulled) is dropped within seconds, not heartbeats', async (t) => {
-  // Heartbeats every 10 s (the default): the old check, a ping per heartbeat, took 10 to 20 s to notice.
-  const server = await fakeControlPlane(t, { heartbeatSeconds: 10, autoPong: false });
-  const { connection, logs } = connect(t, server.url, { backoffBaseMs: 20, backoffCapMs: 50 });
-  await once(connection, 'welcome');
-  const welcomed = Date.now();
-  const again = once(connection, 'welcome');
-  await server.until(() => server.closes.length > 0);
-  const detectedMs = Date.now() - welcomed;
-  t.ok(detectedMs <= DEAD_AFTER_PINGS * DEFAULT_TIMING.pingIntervalMs + DEFAULT_TIMING.pingIntervalMs + 500, `noticed after ${detectedMs} ms`);
-  t.ok(detectedMs >= DEAD_AFTER_PINGS * DEFAULT_TIMING.pingIntervalMs - 100, 'not before it was silent that long');
-  t.ok(logs.some((entry) => entry.msg.includes('stopped answering pings')), 'logged');
-  await again;
-  t.pass('and reconnected');
-});
+t.test(
+  'a control plane that went silent without closing (a cable pulled) is dropped within seconds, not heartbeats',
+  async (t) => {
+    // Heartbeats every 10 s (the default): the old check, a ping per heartbeat, took 10 to 20 s to notice.
+    const server = await fakeControlPlane(t, { heartbeatSeconds: 10, autoPong: false });
+    const { connection, logs } = connect(t, server.url, { backoffBaseMs: 20, backoffCapMs: 50 });
+    await once(connection, 'welcome');
+    const welcomed = Date.now();
+    const again = once(connection, 'welcome');
+    await server.until(() => server.closes.length > 0);
+    const detectedMs = Date.now() - welcomed;
+    t.ok(
+      detectedMs <= DEAD_AFTER_PINGS * DEFAULT_TIMING.pingIntervalMs + DEFAULT_TIMING.pingIntervalMs + 500,
+      `noticed after ${detectedMs} ms`,
+    );
+    t.ok(detectedMs >= DEAD_AFTER_PINGS * DEFAULT_TIMING.pingIntervalMs - 100, 'not before it was silent that long');
+    t.ok(
+      logs.some((entry) => entry.msg.includes('stopped answering pings')),
+      'logged',
+    );
+    await again;
+    t.pass('and reconnected');
+  },
+);
 
 t.test('a control plane that answers pings keeps the connection, whatever the heartbeat interval', async (t) => {
   const server = await fakeControlPlane(t, { heartbeatSeconds: 10 });
@@ -227,7 +309,10 @@ for (const [code, outcome] of [
     t.equal(await done, outcome);
     await new Promise((resolve) => setTimeout(resolve, 200));
     t.equal(server.attempts(), 1, 'no reconnect');
-    t.ok(logs.some((entry) => entry.level === 'error'), 'the reason is logged as an error');
+    t.ok(
+      logs.some((entry) => entry.level === 'error'),
+      'the reason is logged as an error',
+    );
   });
 }
 
@@ -248,7 +333,9 @@ t.test('while the server refuses, attempts back off under the cap, then connect'
   await once(connection, 'welcome');
   t.equal(server.attempts(), 5, 'four refusals, then the fifth attempt connects');
   const bounds = [40, 80, 120, 120];
-  server.gaps().forEach((gap, i) => t.ok(gap < bounds[i] + 50, `wait ${i + 1} (${gap} ms) under its bound of ${bounds[i]} ms`));
+  server
+    .gaps()
+    .forEach((gap, i) => t.ok(gap < bounds[i] + 50, `wait ${i + 1} (${gap} ms) under its bound of ${bounds[i]} ms`));
   t.same(
     logs.filter((entry) => entry.msg.startsWith('disconnected')).map((entry) => entry.fields?.status),
     [503, 503, 503, 503],
@@ -277,7 +364,9 @@ t.test('invalid frames are logged and ignored; error messages are logged; the co
 
   t.equal(connection.state, 'ready');
   t.equal(server.sockets.length, 1, 'still the first socket');
-  const ignored = logs.filter((entry) => entry.msg === 'ignored an invalid message from the control plane').map((entry) => entry.fields?.error);
+  const ignored = logs
+    .filter((entry) => entry.msg === 'ignored an invalid message from the control plane')
+    .map((entry) => entry.fields?.error);
   t.match(ignored, [/not valid JSON/, /unknown message type/, /protocol version 99/, /invalid job.assign/, /binary/]);
   t.match(
     logs.filter((entry) => entry.level === 'error'),
@@ -305,15 +394,26 @@ t.test('stop() while waiting to reconnect ends at once', async (t) => {
 });
 
 /** `vp-worker run` as a real process; resolves with its exit code and stderr. */
-function vpWorkerRun(t: Fixtures, server: string, workerKey: string, onStderr?: (text: string, child: ReturnType<typeof spawn>) => void) {
+function vpWorkerRun(
+  t: Fixtures,
+  server: string,
+  workerKey: string,
+  onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
+) {
   const dir = t.testdir({ 'config.json': JSON.stringify({ server, workerKey, workDir: 'work' }) });
-  const child = spawn(process.execPath, ['worker-agent/bin/vp-worker.js', 'run', '--config', join(dir, 'config.json')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['worker-agent/bin/vp-worker.js', 'run', '--config', join(dir, 'config.json')],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
     onStderr?.(stderr, child);
   });
-  return new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+  return new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stderr })),
+  );
 }
 
 t.test('vp-worker run: a refused key (401) ends the agent with status 3 after one attempt', async (t) => {
@@ -321,7 +421,10 @@ t.test('vp-worker run: a refused key (401) ends the agent with status 3 after on
   const { code, stderr } = await vpWorkerRun(t, server.url, 'vpw_revoked');
   t.equal(code, 3);
   t.equal(server.attempts(), 1, 'no retries against a refused key');
-  const lines = stderr.trim().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string; status?: number });
+  const lines = stderr
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { level: string; msg: string; status?: number });
   t.match(lines.at(-1), { level: 'error', msg: /refused the worker key/, status: 401 });
   t.notMatch(stderr, /vpw_revoked/, 'the key itself is never logged');
 });

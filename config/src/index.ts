@@ -6,9 +6,24 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { writeFileOnce } from './file-once.ts';
-import { defaults, EMBEDDING_PLACEMENTS, RATE_CATEGORIES, REGIONS, type EmbeddingPlacement, type RateCategory } from './defaults.ts';
+import {
+  defaults,
+  EMBEDDING_PLACEMENTS,
+  RATE_CATEGORIES,
+  REGIONS,
+  type EmbeddingPlacement,
+  type RateCategory,
+} from './defaults.ts';
 
-export { defaults, EMBEDDING_PLACEMENTS, RATE_CATEGORIES, REGIONS, type EmbeddingPlacement, type RateCategory, type Region } from './defaults.ts';
+export {
+  defaults,
+  EMBEDDING_PLACEMENTS,
+  RATE_CATEGORIES,
+  REGIONS,
+  type EmbeddingPlacement,
+  type RateCategory,
+  type Region,
+} from './defaults.ts';
 export { writeFileOnce } from './file-once.ts';
 
 const port = z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int().min(0).max(65535);
@@ -16,10 +31,14 @@ const positiveInt = z.coerce.number({ error: 'must be a positive integer' }).int
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 const rateLimitEnv = Object.fromEntries(
-  RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, positiveInt.default(defaults.rateLimits[category])]),
+  RATE_CATEGORIES.map((category) => [
+    `RATE_LIMIT_${category.toUpperCase()}`,
+    positiveInt.default(defaults.rateLimits[category]),
+  ]),
 ) as Record<`RATE_LIMIT_${string}`, z.ZodDefault<typeof positiveInt>>;
 
-const PRICE_TABLE_RULE = 'must be a JSON object of GPU type ID to whole cents per GPU-hour, e.g. {"rtx-4090":69,"cpu":5}';
+const PRICE_TABLE_RULE =
+  'must be a JSON object of GPU type ID to whole cents per GPU-hour, e.g. {"rtx-4090":69,"cpu":5}';
 /** GPU_PRICES_CENTS_PER_HOUR: JSON, merged over the default price table. */
 const gpuPrices = z
   .string()
@@ -34,12 +53,24 @@ const gpuPrices = z
   .pipe(
     z.record(
       z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/),
-      z.number({ error: 'must be a whole number of cents per GPU-hour' }).int('must be a whole number of cents per GPU-hour').min(0, 'must not be negative').max(10_000_000),
-      { error: (issue) => (issue.code === 'invalid_key' ? 'is not a GPU type ID (1-64 lowercase letters, digits or hyphens)' : issue.code === 'invalid_type' ? PRICE_TABLE_RULE : undefined) },
+      z
+        .number({ error: 'must be a whole number of cents per GPU-hour' })
+        .int('must be a whole number of cents per GPU-hour')
+        .min(0, 'must not be negative')
+        .max(10_000_000),
+      {
+        error: (issue) =>
+          issue.code === 'invalid_key'
+            ? 'is not a GPU type ID (1-64 lowercase letters, digits or hyphens)'
+            : issue.code === 'invalid_type'
+              ? PRICE_TABLE_RULE
+              : undefined,
+      },
     ),
   );
 
-const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
+const HOST_NAME =
+  /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
 /** One OUTBOUND_ALLOWED_NETWORKS entry: a CIDR, a single address or a host name. */
 function isNetworkOrHost(entry: string): boolean {
   const [address, bits, extra] = entry.split('/');
@@ -51,9 +82,15 @@ function isNetworkOrHost(entry: string): boolean {
 const outboundAllowed = z
   .string()
   .default(defaults.outboundAllowedNetworks)
-  .transform((text) => text.split(',').map((entry) => entry.trim()).filter(Boolean))
+  .transform((text) =>
+    text
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
+  )
   .refine((entries) => entries.every(isNetworkOrHost), {
-    error: (issue) => `must be comma-separated CIDRs (10.20.0.0/16), addresses or host names; not: ${(issue.input as string[]).filter((entry) => !isNetworkOrHost(entry)).join(', ')}`,
+    error: (issue) =>
+      `must be comma-separated CIDRs (10.20.0.0/16), addresses or host names; not: ${(issue.input as string[]).filter((entry) => !isNetworkOrHost(entry)).join(', ')}`,
   });
 
 const MEAN_STD_RULE = 'must be three comma-separated numbers (R,G,B on a 0-1 scale), e.g. 0.485,0.456,0.406';
@@ -94,7 +131,11 @@ const EnvSchema = z.object({
   BILLING_ENFORCED: flag.default(defaults.billingEnforced),
   GPU_PRICES_CENTS_PER_HOUR: gpuPrices.optional(),
   TRAINING_SECONDS_PER_EPOCH_ESTIMATE: positiveInt.default(defaults.trainingSecondsPerEpochEstimate),
-  BATCH_PREDICT_CENTS_PER_IMAGE: z.coerce.number({ error: 'must be a number of cents, 0 or more' }).min(0).max(100_000).default(defaults.batchPredictCentsPerImage),
+  BATCH_PREDICT_CENTS_PER_IMAGE: z.coerce
+    .number({ error: 'must be a number of cents, 0 or more' })
+    .min(0)
+    .max(100_000)
+    .default(defaults.batchPredictCentsPerImage),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   STORAGE_URL: z
     .string()
@@ -105,15 +146,26 @@ const EnvSchema = z.object({
   PREDICT_CACHE_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.predictCacheBytes),
   PREDICT_DISK_CACHE_BYTES: positiveInt.max(Number.MAX_SAFE_INTEGER).default(defaults.predictDiskCacheBytes),
   PREDICT_MAX_BYTES: positiveInt.max(2 ** 31).default(defaults.predictMaxBytes),
-  PREDICT_EXPORT_WAIT_SECONDS: z.coerce.number({ error: 'must be a whole number of seconds' }).int().min(0).max(3600).default(defaults.predictExportWaitSeconds),
+  PREDICT_EXPORT_WAIT_SECONDS: z.coerce
+    .number({ error: 'must be a whole number of seconds' })
+    .int()
+    .min(0)
+    .max(3600)
+    .default(defaults.predictExportWaitSeconds),
   DEPLOYMENT_IDLE_SECONDS: positiveInt.max(30 * 86_400).default(defaults.deploymentIdleSeconds),
   DEPLOYMENT_WAKE_SECONDS: positiveInt.max(3600).default(defaults.deploymentWakeSeconds),
   DEPLOYMENT_TIMEOUT_SECONDS: positiveInt.max(3600).default(defaults.deploymentTimeoutSeconds),
   FACE_DETECTOR_PATH: z.string().min(1).optional(),
   EMBEDDING_MODEL_PATH: z.string().min(1).optional(),
-  EMBEDDING_MODEL_MEAN: rgbTriple.refine((values) => values.every((value) => value >= 0 && value <= 1), MEAN_STD_RULE).optional(),
-  EMBEDDING_MODEL_STD: rgbTriple.refine((values) => values.every((value) => value > 0), 'must be three comma-separated positive numbers').optional(),
-  EMBEDDING_PLACEMENT: z.enum(EMBEDDING_PLACEMENTS, { error: `must be one of ${EMBEDDING_PLACEMENTS.join(', ')}` }).default(defaults.embeddingPlacement),
+  EMBEDDING_MODEL_MEAN: rgbTriple
+    .refine((values) => values.every((value) => value >= 0 && value <= 1), MEAN_STD_RULE)
+    .optional(),
+  EMBEDDING_MODEL_STD: rgbTriple
+    .refine((values) => values.every((value) => value > 0), 'must be three comma-separated positive numbers')
+    .optional(),
+  EMBEDDING_PLACEMENT: z
+    .enum(EMBEDDING_PLACEMENTS, { error: `must be one of ${EMBEDDING_PLACEMENTS.join(', ')}` })
+    .default(defaults.embeddingPlacement),
   ...rateLimitEnv,
 });
 
@@ -246,7 +298,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
     rateLimitWindowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
     rateLimits: Object.fromEntries(
-      RATE_CATEGORIES.map((category) => [category, (e as Record<string, unknown>)[`RATE_LIMIT_${category.toUpperCase()}`] as number]),
+      RATE_CATEGORIES.map((category) => [
+        category,
+        (e as Record<string, unknown>)[`RATE_LIMIT_${category.toUpperCase()}`] as number,
+      ]),
     ) as Record<RateCategory, number>,
     authFailureLimit: e.AUTH_FAILURE_LIMIT,
     jobConcurrency: e.JOB_CONCURRENCY,
@@ -273,8 +328,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deploymentIdleSeconds: e.DEPLOYMENT_IDLE_SECONDS,
     deploymentWakeSeconds: e.DEPLOYMENT_WAKE_SECONDS,
     deploymentTimeoutSeconds: e.DEPLOYMENT_TIMEOUT_SECONDS,
-    faceDetectorPath: e.FACE_DETECTOR_PATH === undefined ? builtModel('face-detector.onnx') : resolve(e.FACE_DETECTOR_PATH),
-    embeddingModelPath: e.EMBEDDING_MODEL_PATH === undefined ? builtModel('image-embedder.onnx') : resolve(e.EMBEDDING_MODEL_PATH),
+    faceDetectorPath:
+      e.FACE_DETECTOR_PATH === undefined ? builtModel('face-detector.onnx') : resolve(e.FACE_DETECTOR_PATH),
+    embeddingModelPath:
+      e.EMBEDDING_MODEL_PATH === undefined ? builtModel('image-embedder.onnx') : resolve(e.EMBEDDING_MODEL_PATH),
     embeddingMean: e.EMBEDDING_MODEL_MEAN ?? [...defaults.embeddingMean],
     embeddingStd: e.EMBEDDING_MODEL_STD ?? [...defaults.embeddingStd],
     embeddingPlacement: e.EMBEDDING_PLACEMENT,
@@ -294,7 +351,9 @@ function builtModel(file: string): string | undefined {
   if (existsSync(join(RELEASE_MODELS, file))) return join(RELEASE_MODELS, file);
   if (!existsSync(MODELS_CACHE)) return undefined;
   const builds = readdirSync(MODELS_CACHE, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && existsSync(join(MODELS_CACHE, entry.name, file)))
+    .filter(
+      (entry) => entry.isDirectory() && !entry.name.startsWith('.') && existsSync(join(MODELS_CACHE, entry.name, file)),
+    )
     .map((entry) => join(MODELS_CACHE, entry.name, file));
   return builds.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
 }

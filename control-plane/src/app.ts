@@ -42,7 +42,9 @@ export function openApiDocument(routes: RouteDefinition[] = allRoutes): string {
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
   // What fails after the answer began (a streamed body that broke off: the response is cut short) goes to the log.
-  app.on('error', (error: Error, ctx?: Koa.ParameterizedContext<AppState>) => (ctx?.state.log ?? deps.log).warn({ err: error }, 'a response broke off'));
+  app.on('error', (error: Error, ctx?: Koa.ParameterizedContext<AppState>) =>
+    (ctx?.state.log ?? deps.log).warn({ err: error }, 'a response broke off'),
+  );
   const routes = deps.routes ?? allRoutes;
   let document: string | undefined;
   app.use(requestContext(deps.log));
@@ -56,9 +58,13 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     await next();
   });
   if (deps.summaryFigures) app.use(forgetFiguresOnWrite(deps.summaryFigures));
-  if (deps.deploymentTraffic) app.use(serviceUrl({ authenticator: deps.authenticator, traffic: deps.deploymentTraffic }));
+  if (deps.deploymentTraffic)
+    app.use(serviceUrl({ authenticator: deps.authenticator, traffic: deps.deploymentTraffic }));
   const limit = deps.config.jsonBodyLimitBytes;
-  const jsonBodies = { fields: jsonBody(Math.min(JSON_FIELDS_LIMIT_BYTES, limit)), documents: jsonBody(limit, 'JSON_BODY_LIMIT_BYTES') };
+  const jsonBodies = {
+    fields: jsonBody(Math.min(JSON_FIELDS_LIMIT_BYTES, limit)),
+    documents: jsonBody(limit, 'JSON_BODY_LIMIT_BYTES'),
+  };
   for (const middleware of buildRouter(routes, { ...deps, jsonBody: jsonBodies })) app.use(middleware);
   return app;
 }

@@ -4,6 +4,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 
 const root = new URL('../../', import.meta.url);
-const versionIn = (file: string) => (JSON.parse(readFileSync(new URL(file, root), 'utf8')) as { version: string }).version;
+const versionIn = (file: string) =>
+  (JSON.parse(readFileSync(new URL(file, root), 'utf8')) as { version: string }).version;
 
-export const RELEASE_VERSION = existsSync(new URL('bundle-manifest.json', root)) ? versionIn('bundle-manifest.json') : versionIn('package.json');
+export const RELEASE_VERSION = existsSync(new URL('bundle-manifest.json', root))
+  ? versionIn('bundle-manifest.json')
+  : versionIn('package.json');

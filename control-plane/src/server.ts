@@ -78,9 +78,24 @@ export interface RunningServer {
 }
 
 /** The secret fields of each storage provider's credentials. */
-const SECRET_FIELDS = ['secretAccessKey', 'sessionToken', 'accountKey', 'sasToken', 'hmacSecret', 'serviceAccountKey', 'private_key'];
+const SECRET_FIELDS = [
+  'secretAccessKey',
+  'sessionToken',
+  'accountKey',
+  'sasToken',
+  'hmacSecret',
+  'serviceAccountKey',
+  'private_key',
+];
 /** Storage credentials are redacted wherever an object carrying them is logged (a request body, an error's details). */
-const REDACTED = ['req.headers.authorization', 'key', 'secret', 'credentials', '*.credentials', ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`])];
+const REDACTED = [
+  'req.headers.authorization',
+  'key',
+  'secret',
+  'credentials',
+  '*.credentials',
+  ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`]),
+];
 
 /** `destination`: where the JSON lines go (standard output by default). */
 export function createLogger(config: Pick<AppConfig, 'logLevel'>, destination?: DestinationStream): Logger {
@@ -97,7 +112,9 @@ export async function openDatabase(
   log: Logger,
   options: { migrations?: 'apply' | 'leave' } = {},
 ): Promise<{ orm: Orm; url: string; embedded?: EmbeddedDatabase; applied: string[] }> {
-  const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, log);
+  const embedded = config.databaseUrl
+    ? undefined
+    : await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, log);
   const url = config.databaseUrl ?? embedded!.url;
   let orm: Orm | undefined;
   try {
@@ -117,7 +134,10 @@ export async function openDatabase(
  * load config → database → migrate → first-start bootstrap → listen. `predictor` replaces the process's inference
  * (tests of what is built on predictions pass one over their own exports).
  */
-export async function startServer(config: AppConfig, options: { log?: Logger; routes?: RouteDefinition[]; predictor?: Predictor } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: AppConfig,
+  options: { log?: Logger; routes?: RouteDefinition[]; predictor?: Predictor } = {},
+): Promise<RunningServer> {
   const log = options.log ?? createLogger(config);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o755 });
   const secret = resolveSigningSecret(config);
@@ -125,14 +145,24 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   await bootstrapFirstStart(orm, config, log);
 
   const notifications = new Notifications(databaseUrl, log);
-  const rateLimiter = new RateLimiter(orm.em, { windowSeconds: config.rateLimitWindowSeconds, limits: config.rateLimits });
+  const rateLimiter = new RateLimiter(orm.em, {
+    windowSeconds: config.rateLimitWindowSeconds,
+    limits: config.rateLimits,
+  });
   const authenticator = new Authenticator(orm.em, log, {
-    failures: { limiter: rateLimiter, perWindow: config.authFailureLimit, windowSeconds: config.rateLimitWindowSeconds },
+    failures: {
+      limiter: rateLimiter,
+      perWindow: config.authFailureLimit,
+      windowSeconds: config.rateLimitWindowSeconds,
+    },
   });
   authenticator.listen(notifications);
   const summaryFigures = new SummaryFigures(orm.em);
   summaryFigures.listen(notifications);
-  const pruneTimer = setInterval(() => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')), 60_000);
+  const pruneTimer = setInterval(
+    () => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')),
+    60_000,
+  );
   pruneTimer.unref();
 
   let baseUrl = config.publicBaseUrl;
@@ -142,20 +172,33 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   // Folder requests to worker hosts (local storage), through their sockets on this replica or another.
   const hostFolders = new HostFolders(() => orm.em.fork() as EntityManager);
   const integrations = new IntegrationAccess({ secret, outbound, hostFolders });
-  const storage: Storage = { store, signer, urls: new FileUrls(store, signer), references: new ReferencedImages(() => orm.em.fork() as EntityManager, integrations) };
+  const storage: Storage = {
+    store,
+    signer,
+    urls: new FileUrls(store, signer),
+    references: new ReferencedImages(() => orm.em.fork() as EntityManager, integrations),
+  };
   const faces = new FaceDetector(config.faceDetectorPath);
   const ingest = new IngestJob(storage, outbound, faces, integrations);
   // What a process killed mid-ingest or mid-upload left on disk: at start (most likely after such a crash) and hourly.
   const sweepLeftovers = () =>
     Promise.all([
-      ingest.sweepWorkDirs(orm.em.fork() as EntityManager).catch((error) => log.warn({ err: error }, 'ingest work folder sweep failed')),
+      ingest
+        .sweepWorkDirs(orm.em.fork() as EntityManager)
+        .catch((error) => log.warn({ err: error }, 'ingest work folder sweep failed')),
       store.sweepInterrupted().catch((error) => log.warn({ err: error }, 'temp file sweep failed')),
     ]);
   await sweepLeftovers();
   const sweepTimer = setInterval(() => {
-    new UploadService(orm.em.fork(), storage).sweepExpired().catch((error) => log.warn({ err: error }, 'upload sweep failed'));
-    sweepOrphanImageBlobs(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'image sweep failed'));
-    sweepOrphanFiles(orm.em.fork() as EntityManager, storage).catch((error) => log.warn({ err: error }, 'file sweep failed'));
+    new UploadService(orm.em.fork(), storage)
+      .sweepExpired()
+      .catch((error) => log.warn({ err: error }, 'upload sweep failed'));
+    sweepOrphanImageBlobs(orm.em.fork() as EntityManager, storage).catch((error) =>
+      log.warn({ err: error }, 'image sweep failed'),
+    );
+    sweepOrphanFiles(orm.em.fork() as EntityManager, storage).catch((error) =>
+      log.warn({ err: error }, 'file sweep failed'),
+    );
     void sweepLeftovers();
   }, 3600_000);
   sweepTimer.unref();
@@ -175,24 +218,54 @@ export async function startServer(config: AppConfig, options: { log?: Logger; ro
   };
   const lifecycle = new JobLifecycle(hostJobs, log);
   const fork = () => orm.em.fork() as EntityManager;
-  const deploymentSweep = scheduleDeploymentSweep(fork, { lifecycle, idleSeconds: config.deploymentIdleSeconds, cameras: new CameraSync() }, log);
+  const deploymentSweep = scheduleDeploymentSweep(
+    fork,
+    { lifecycle, idleSeconds: config.deploymentIdleSeconds, cameras: new CameraSync() },
+    log,
+  );
   const deploymentRouter = new DeploymentUpstreams(fork, exportsIn, { wakeSeconds: config.deploymentWakeSeconds, log });
   deploymentRouter.listen(notifications);
-  const deploymentTraffic = new DeploymentTraffic(deploymentRouter, { fork, timeoutSeconds: config.deploymentTimeoutSeconds, secret, log });
+  const deploymentTraffic = new DeploymentTraffic(deploymentRouter, {
+    fork,
+    timeoutSeconds: config.deploymentTimeoutSeconds,
+    secret,
+    log,
+  });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
-  const embedder = new ImageEmbedder({ modelPath: config.embeddingModelPath, mean: config.embeddingMean, std: config.embeddingStd });
+  const embedder = new ImageEmbedder({
+    modelPath: config.embeddingModelPath,
+    mean: config.embeddingMean,
+    std: config.embeddingStd,
+  });
   const vectorIndex = new VectorIndex(fork, { dir: join(config.dataDir, 'vector-index') });
   const controlPlaneJobs = {
     [INGEST_JOB]: ingest,
     [BATCH_PREDICT_JOB]: new BatchPredictJob(storage, predictor, config, faces),
-    [EMBEDDINGS_JOB]: new EmbeddingJob(storage, embedder, new HostEmbedding(storage, lifecycle, { placement: config.embeddingPlacement, graceSeconds: config.hostLostGraceSeconds })),
+    [EMBEDDINGS_JOB]: new EmbeddingJob(
+      storage,
+      embedder,
+      new HostEmbedding(storage, lifecycle, {
+        placement: config.embeddingPlacement,
+        graceSeconds: config.hostLostGraceSeconds,
+      }),
+    ),
     [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces),
   };
-  const jobs = new JobRunner(orm, controlPlaneJobs, { log, concurrency: config.jobConcurrency, leaseSeconds: config.jobLeaseSeconds, lifecycle });
+  const jobs = new JobRunner(orm, controlPlaneJobs, {
+    log,
+    concurrency: config.jobConcurrency,
+    leaseSeconds: config.jobLeaseSeconds,
+    lifecycle,
+  });
   jobs.listen(notifications);
   const scheduler = new HostScheduler(orm, hostJobs, { log, graceSeconds: config.hostLostGraceSeconds, lifecycle });
   scheduler.listen(notifications);
-  const workers = new WorkerGateway(orm, log, { heartbeatSeconds: config.workerHeartbeatSeconds, scheduler, folders: hostFolders, trustProxy: config.trustProxy });
+  const workers = new WorkerGateway(orm, log, {
+    heartbeatSeconds: config.workerHeartbeatSeconds,
+    scheduler,
+    folders: hostFolders,
+    trustProxy: config.trustProxy,
+  });
   workers.listen(notifications);
   hostFolders.listen(notifications, (local) => new FolderRelay(fork, workers.replica, local, log));
   await notifications.start();

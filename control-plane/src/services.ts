@@ -157,7 +157,12 @@ export class Services {
   }
 
   get batchPredict(): BatchPredictService {
-    return new BatchPredictService(this.em, { config: this.deps.config, lifecycle: this.lifecycle, storage: this.storage, predictor: this.predictor });
+    return new BatchPredictService(this.em, {
+      config: this.deps.config,
+      lifecycle: this.lifecycle,
+      storage: this.storage,
+      predictor: this.predictor,
+    });
   }
 
   get embeddings(): EmbeddingService {
@@ -167,17 +172,29 @@ export class Services {
 
   get similarImages(): SimilarImagesService {
     if (!this.deps.embedder || !this.deps.vectorIndex) throw new Error('no image embedder in this process');
-    return new SimilarImagesService(this.em, { storage: this.storage, embedder: this.deps.embedder, index: this.deps.vectorIndex });
+    return new SimilarImagesService(this.em, {
+      storage: this.storage,
+      embedder: this.deps.embedder,
+      index: this.deps.vectorIndex,
+    });
   }
 
   get modelSimilar(): ModelSimilarService {
     if (!this.deps.embedder || !this.deps.vectorIndex) throw new Error('no image embedder in this process');
-    return new ModelSimilarService(this.em, { storage: this.storage, embedder: this.deps.embedder, index: this.deps.vectorIndex });
+    return new ModelSimilarService(this.em, {
+      storage: this.storage,
+      embedder: this.deps.embedder,
+      index: this.deps.vectorIndex,
+    });
   }
 
   get images(): ImageService {
     const { embedder, vectorIndex } = this.deps;
-    return new ImageService(this.em, this.storage, embedder && vectorIndex ? { embedder, index: vectorIndex } : undefined);
+    return new ImageService(
+      this.em,
+      this.storage,
+      embedder && vectorIndex ? { embedder, index: vectorIndex } : undefined,
+    );
   }
 
   /** How images get into a dataset (ingest and tests). */
@@ -187,7 +204,11 @@ export class Services {
 
   get hosts(): HostService {
     // In the server the address it serves at (PORT=0 resolved); vpctl has the configured one only.
-    return new HostService(this.em, this.deps.storage?.signer.baseUrl() ?? this.deps.config.publicBaseUrl, this.lifecycle);
+    return new HostService(
+      this.em,
+      this.deps.storage?.signer.baseUrl() ?? this.deps.config.publicBaseUrl,
+      this.lifecycle,
+    );
   }
 
   get ingest(): IngestService {
@@ -200,7 +221,11 @@ export class Services {
   }
 
   private get integrationDeps(): IntegrationDeps {
-    return (this.ownIntegrationDeps ??= { secret: this.secret, outbound: this.outbound, hostFolders: this.deps.hostFolders });
+    return (this.ownIntegrationDeps ??= {
+      secret: this.secret,
+      outbound: this.outbound,
+      hostFolders: this.deps.hostFolders,
+    });
   }
 
   /** The process's integration access (the server's, also behind ingest and images read in place), or one per Services. */
@@ -234,7 +259,10 @@ export class Services {
   }
 
   get modelPredict(): ModelPredictService {
-    return new ModelPredictService(this.em, this.predictor, { outbound: this.outbound, maxBytes: this.deps.config.predictMaxBytes });
+    return new ModelPredictService(this.em, this.predictor, {
+      outbound: this.outbound,
+      maxBytes: this.deps.config.predictMaxBytes,
+    });
   }
 
   get exports(): ExportService {
@@ -258,7 +286,11 @@ export class Services {
 
   get deploymentTraffic(): DeploymentTrafficService {
     if (!this.deps.deploymentTraffic) throw new Error('no deployment traffic in this process');
-    return new DeploymentTrafficService(this.em, { traffic: this.deps.deploymentTraffic, outbound: this.outbound, maxBytes: this.deps.config.predictMaxBytes });
+    return new DeploymentTrafficService(this.em, {
+      traffic: this.deps.deploymentTraffic,
+      outbound: this.outbound,
+      maxBytes: this.deps.config.predictMaxBytes,
+    });
   }
 
   get gpuAvailability(): GpuAvailabilityService {

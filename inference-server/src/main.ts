@@ -39,10 +39,18 @@ async function main(): Promise<number> {
     const started = performance.now();
     state.model = await ServedModel.load(settings);
     state.camera = new Camera(settings.ffmpeg, state.model);
-    log('INFO', 'model loaded', { task: state.model.info.task, classes: state.model.info.names.length, sha256: state.model.sha256, ms: Math.round(performance.now() - started) });
+    log('INFO', 'model loaded', {
+      task: state.model.info.task,
+      classes: state.model.info.names.length,
+      sha256: state.model.sha256,
+      ms: Math.round(performance.now() - started),
+    });
   } catch (error) {
     // onnxruntime-node bundles the CPU provider only: CUDA's is installed apart (ONNXRUNTIME_NODE_INSTALL=cuda12).
-    const hint = settings.device === 'cuda' ? " (VP_DEVICE=cuda needs a GPU and onnxruntime-node's CUDA provider, installed with ONNXRUNTIME_NODE_INSTALL=cuda12)" : '';
+    const hint =
+      settings.device === 'cuda'
+        ? " (VP_DEVICE=cuda needs a GPU and onnxruntime-node's CUDA provider, installed with ONNXRUNTIME_NODE_INSTALL=cuda12)"
+        : '';
     log('CRITICAL', `the model could not be loaded: ${(error as Error).message}${hint}`, { file: settings.modelFile });
     server.close();
     return 1;
@@ -83,4 +91,5 @@ class InFlight {
   }
 }
 
-process.exitCode = process.argv[2] === EMBED_COMMAND ? await (await import('./embed/embed-chunk.ts')).embedChunk() : await main();
+process.exitCode =
+  process.argv[2] === EMBED_COMMAND ? await (await import('./embed/embed-chunk.ts')).embedChunk() : await main();

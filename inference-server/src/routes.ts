@@ -53,7 +53,11 @@ async function route(state: ServerState, req: IncomingMessage): Promise<{ status
   if (path === SERVICE_ROUTES.health) {
     allow(req, ['GET', 'HEAD']);
     const { model } = state;
-    const answer: HealthAnswer = { healthy: model !== undefined, task: model?.info.task ?? '', modelSha256: model?.sha256 ?? '' };
+    const answer: HealthAnswer = {
+      healthy: model !== undefined,
+      task: model?.info.task ?? '',
+      modelSha256: model?.sha256 ?? '',
+    };
     return { status: model ? 200 : 503, body: answer };
   }
   authorize(req, state.settings.token);
@@ -72,15 +76,19 @@ async function predict(state: ServerState, req: IncomingMessage): Promise<unknow
   const { model, settings } = state;
   if (!model) throw new Answer(503, 'the model is still loading');
   const startedAt = performance.now();
-  const input = await readPredictInput(req, { maxBytes: settings.maxBytes, setting: SERVER_ENV.maxBytes }, () => Promise.reject(invalid(URL_SOURCE_REFUSED)));
+  const input = await readPredictInput(req, { maxBytes: settings.maxBytes, setting: SERVER_ENV.maxBytes }, () =>
+    Promise.reject(invalid(URL_SOURCE_REFUSED)),
+  );
   const { parameters, image } = input;
   try {
     const run = await model.run(image, parameters);
     return await predictResponse(run, parameters, { model: settings.modelName, startedAt });
   } catch (error) {
-    if (error instanceof InferenceError && error.kind === 'image') throw invalid(`The input is not an image this server can read: ${error.message}`);
+    if (error instanceof InferenceError && error.kind === 'image')
+      throw invalid(`The input is not an image this server can read: ${error.message}`);
     // The served model's run failed or gave outputs no export gives (or flooded its worker): the model's, not the server's.
-    if (error instanceof InferenceError && error.kind === 'model') throw new Answer(422, `The model cannot be run on this input: ${error.message}`);
+    if (error instanceof InferenceError && error.kind === 'model')
+      throw new Answer(422, `The model cannot be run on this input: ${error.message}`);
     throw error;
   }
 }
@@ -115,13 +123,15 @@ async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown
 }
 
 function allow(req: IncomingMessage, methods: string[]): void {
-  if (!methods.includes(req.method ?? '')) throw new Answer(405, `method ${req.method} not allowed; use ${methods.join(', ')}`);
+  if (!methods.includes(req.method ?? ''))
+    throw new Answer(405, `method ${req.method} not allowed; use ${methods.join(', ')}`);
 }
 
 function authorize(req: IncomingMessage, token: string): void {
   const given = Buffer.from(/^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
   const expected = Buffer.from(token);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Answer(401, 'a valid bearer token is required (Authorization: Bearer <token>)');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw new Answer(401, 'a valid bearer token is required (Authorization: Bearer <token>)');
 }
 
 function reply(res: ServerResponse, status: number, body: unknown): void {

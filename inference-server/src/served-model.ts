@@ -47,7 +47,12 @@ export class ServedModel {
   /** Predict's and the camera's run; imgsz defaults to the export's own (the size the model was trained at), as the control plane's predict does. */
   run(image: Uint8Array, options: { conf: number; iou: number; imgsz?: number | undefined }) {
     const imgsz = options.imgsz ?? Math.max(...this.info.imgsz);
-    return this.#pool.run(this.#artifact, image, { conf: options.conf, iou: options.iou, imgsz } satisfies PredictOptions, MAX_IMAGE_PIXELS);
+    return this.#pool.run(
+      this.#artifact,
+      image,
+      { conf: options.conf, iou: options.iou, imgsz } satisfies PredictOptions,
+      MAX_IMAGE_PIXELS,
+    );
   }
 
   close(): Promise<void> {

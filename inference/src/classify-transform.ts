@@ -6,7 +6,10 @@ import { pyRound } from './py-math.ts';
 const PRECISION_BITS = 32 - 8 - 2;
 const UNIT = new Float32Array(256).map((_, value) => value / 255);
 
-export function classifyTensor(image: DecodedImage, size: [number, number]): { tensor: Float32Array; height: number; width: number } {
+export function classifyTensor(
+  image: DecodedImage,
+  size: [number, number],
+): { tensor: Float32Array; height: number; width: number } {
   const [cropH, cropW] = size;
   let { width, height } = image;
   let pixels = image.data;
@@ -130,7 +133,8 @@ function coefficients(inSize: number, outSize: number) {
     }
     for (let x = 0; x < max; x++) {
       const w = total !== 0 ? weights[x] / total : weights[x];
-      kk[xx * ksize + x] = w < 0 ? Math.trunc(-0.5 + w * (1 << PRECISION_BITS)) : Math.trunc(0.5 + w * (1 << PRECISION_BITS));
+      kk[xx * ksize + x] =
+        w < 0 ? Math.trunc(-0.5 + w * (1 << PRECISION_BITS)) : Math.trunc(0.5 + w * (1 << PRECISION_BITS));
     }
     bounds[xx * 2] = min;
     bounds[xx * 2 + 1] = max;
@@ -139,7 +143,7 @@ function coefficients(inSize: number, outSize: number) {
 }
 
 function clip8(value: number): number {
-  if (value >= 1 << PRECISION_BITS << 8) return 255;
+  if (value >= (1 << PRECISION_BITS) << 8) return 255;
   if (value <= 0) return 0;
   return value >> PRECISION_BITS;
 }

@@ -38,13 +38,23 @@ export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Prom
   try {
     // Each step only where the image needs it: they cost a pass over the pixels each.
     // ignoreIcc: cv2 reads the stored values; sharp would otherwise convert them through an embedded profile.
-    let pipeline = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: 'truncated', sequentialRead: true, ignoreIcc: true });
+    let pipeline = sharp(bytes, {
+      limitInputPixels: limits.maxPixels,
+      failOn: 'truncated',
+      sequentialRead: true,
+      ignoreIcc: true,
+    });
     if ((header.orientation ?? 1) > 1) pipeline = pipeline.autoOrient();
     if (header.hasAlpha) pipeline = pipeline.removeAlpha();
-    if (header.space !== 'srgb' || header.channels - (header.hasAlpha ? 1 : 0) !== 3 || header.depth !== 'uchar') pipeline = pipeline.toColourspace('srgb');
+    if (header.space !== 'srgb' || header.channels - (header.hasAlpha ? 1 : 0) !== 3 || header.depth !== 'uchar')
+      pipeline = pipeline.toColourspace('srgb');
     const { data, info } = await pipeline.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new InvalidImage(`the image decodes to ${info.channels} channels, not 3`);
-    return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    return {
+      width: info.width,
+      height: info.height,
+      data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    };
   } catch (error) {
     if (error instanceof InvalidImage) throw error;
     throw new InvalidImage(`the image could not be decoded: ${reason(error)}`);
@@ -53,5 +63,10 @@ export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Prom
 
 function reason(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.split('\n')[0].replace(/^Input buffer (contains|has) /, '').trim() || 'unknown format';
+  return (
+    message
+      .split('\n')[0]
+      .replace(/^Input buffer (contains|has) /, '')
+      .trim() || 'unknown format'
+  );
 }

@@ -15,8 +15,16 @@ export interface Letterbox {
  * LetterBox.get_params: the resized size and the padding on each side, exactly as ultralytics computes them. `auto`:
  * pad only to a multiple of the stride; `stretch` (scale_fill, depth models): resize to the target, no padding.
  */
-export function letterboxShape(imageHeight: number, imageWidth: number, target: [number, number], auto: boolean, stride: number, stretch = false) {
-  if (stretch) return { unpadWidth: target[1], unpadHeight: target[0], top: 0, left: 0, height: target[0], width: target[1] };
+export function letterboxShape(
+  imageHeight: number,
+  imageWidth: number,
+  target: [number, number],
+  auto: boolean,
+  stride: number,
+  stretch = false,
+) {
+  if (stretch)
+    return { unpadWidth: target[1], unpadHeight: target[0], top: 0, left: 0, height: target[0], width: target[1] };
   const r = Math.min(target[0] / imageHeight, target[1] / imageWidth);
   const unpadWidth = Math.max(pyRound(imageWidth * r), 1);
   const unpadHeight = Math.max(pyRound(imageHeight * r), 1);
@@ -40,7 +48,14 @@ const PAD = UNIT[114];
 const COEF_SCALE = 2048; // OpenCV's INTER_RESIZE_COEF_SCALE (1 << 11)
 
 /** `reuse`: a tensor of an earlier call to write into when it has the right size (every value is written). */
-export function letterbox(image: DecodedImage, target: [number, number], auto: boolean, stride: number, stretch = false, reuse?: Float32Array): Letterbox {
+export function letterbox(
+  image: DecodedImage,
+  target: [number, number],
+  auto: boolean,
+  stride: number,
+  stretch = false,
+  reuse?: Float32Array,
+): Letterbox {
   const shape = letterboxShape(image.height, image.width, target, auto, stride, stretch);
   const { width, height, unpadWidth, unpadHeight, top, left } = shape;
   const plane = width * height;
@@ -73,7 +88,12 @@ export function letterbox(image: DecodedImage, target: [number, number], auto: b
 }
 
 /** cv2.resize(src, (dstWidth, dstHeight), INTER_LINEAR) on 8-bit, 3-channel pixels; hands each output row to `emit`. */
-export function resizeLinear(image: DecodedImage, dstWidth: number, dstHeight: number, emit: (dy: number, row: Uint8Array) => void): void {
+export function resizeLinear(
+  image: DecodedImage,
+  dstWidth: number,
+  dstHeight: number,
+  emit: (dy: number, row: Uint8Array) => void,
+): void {
   const { width: srcWidth, height: srcHeight, data } = image;
   const stride = srcWidth * 3;
   const out = new Uint8Array(dstWidth * 3);
@@ -166,4 +186,3 @@ export function resizeLinear(image: DecodedImage, dstWidth: number, dstHeight: n
     emit(dy, out);
   }
 }
-

@@ -11,7 +11,13 @@ interface MaskInput extends Detections {
 }
 
 /** One polygon [x1, y1, …] per detection in original-image pixels; null where the mask is empty. */
-export function maskPolygons(detections: MaskInput, protos: Float32Array, dims: number[], input: [number, number], s: Scaler): (number[] | null)[] {
+export function maskPolygons(
+  detections: MaskInput,
+  protos: Float32Array,
+  dims: number[],
+  input: [number, number],
+  s: Scaler,
+): (number[] | null)[] {
   const [, channels, mh, mw] = dims;
   const [height, width] = input;
   const plane = mh * mw;
@@ -50,7 +56,9 @@ export function maskPolygons(detections: MaskInput, protos: Float32Array, dims: 
         const x1i = xTaps.index[x * 2 + 1];
         const wx0 = xTaps.weight[x * 2];
         const wx1 = xTaps.weight[x * 2 + 1];
-        const value = wy0 * (wx0 * lowRes[y0 * mw + x0] + wx1 * lowRes[y0 * mw + x1i]) + wy1 * (wx0 * lowRes[y1i * mw + x0] + wx1 * lowRes[y1i * mw + x1i]);
+        const value =
+          wy0 * (wx0 * lowRes[y0 * mw + x0] + wx1 * lowRes[y0 * mw + x1i]) +
+          wy1 * (wx0 * lowRes[y1i * mw + x0] + wx1 * lowRes[y1i * mw + x1i]);
         if (value > 0) {
           mask[y * width + x] = 1;
           any = true;
@@ -99,7 +107,8 @@ export function findExternalContours(mask: Uint8Array, width: number, height: nu
   const w = width + 2;
   const h = height + 2;
   const img = new Int8Array(w * h);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) if (mask[y * width + x]) img[(y + 1) * w + x + 1] = 1;
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) if (mask[y * width + x]) img[(y + 1) * w + x + 1] = 1;
   const deltas = new Int32Array(16);
   for (let s = 0; s < 8; s++) deltas[s] = deltas[s + 8] = DY[s] * w + DX[s];
   const contours: number[][] = [];
@@ -164,7 +173,9 @@ function traceBorder(img: Int8Array, start: number, x: number, y: number, deltas
 
 /** data/converter.merge_multi_segment: joins several contours into one polygon through their closest points. */
 export function mergeMultiSegment(contours: number[][]): number[] {
-  let segments = contours.map((flat) => Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]]));
+  let segments = contours.map((flat) =>
+    Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]]),
+  );
   const idxList: number[][] = segments.map(() => []);
   for (let i = 1; i < segments.length; i++) {
     const [a, b] = closestPair(segments[i - 1], segments[i]);

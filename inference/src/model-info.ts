@@ -41,11 +41,13 @@ export const MODEL_LIMITS = {
 export function modelInfo(props: Map<string, string>, dynamicInput: boolean): ModelInfo {
   const literal = (key: string): PythonValue | undefined => {
     const text = props.get(key);
-    if (text !== undefined && text.length > MODEL_LIMITS.metadataValue) throw new Error(`the ONNX file's metadata '${key}' is longer than ${MODEL_LIMITS.metadataValue} characters`);
+    if (text !== undefined && text.length > MODEL_LIMITS.metadataValue)
+      throw new Error(`the ONNX file's metadata '${key}' is longer than ${MODEL_LIMITS.metadataValue} characters`);
     return text === undefined ? undefined : parsePythonLiteral(text);
   };
   const task = props.get('task') ?? 'detect';
-  if (!TASKS.includes(task as Task)) throw new Error(`the ONNX file is for task '${task.slice(0, 40)}', which is not supported`);
+  if (!TASKS.includes(task as Task))
+    throw new Error(`the ONNX file is for task '${task.slice(0, 40)}', which is not supported`);
   const names = classNames(literal('names'));
   const imgsz = literal('imgsz');
   const size: [number, number] = imgsz === undefined ? [640, 640] : imageSize(imgsz);
@@ -70,35 +72,45 @@ export function modelInfo(props: Map<string, string>, dynamicInput: boolean): Mo
 
 /** `{0: 'a', 1: 'b'}` as ultralytics' check_class_names requires it: indices 0 … n-1, each once. */
 function classNames(names: PythonValue | undefined): string[] {
-  if (!(names instanceof Map)) throw new Error('the ONNX file has no class names in its metadata (not an ultralytics export?)');
-  if (names.size > MODEL_LIMITS.classes) throw new Error(`the ONNX file names ${names.size} classes; at most ${MODEL_LIMITS.classes} are allowed`);
+  if (!(names instanceof Map))
+    throw new Error('the ONNX file has no class names in its metadata (not an ultralytics export?)');
+  if (names.size > MODEL_LIMITS.classes)
+    throw new Error(`the ONNX file names ${names.size} classes; at most ${MODEL_LIMITS.classes} are allowed`);
   const list = new Array<string | undefined>(names.size).fill(undefined);
   for (const [key, name] of names) {
     const index = Number(key);
-    if (!Number.isInteger(index) || index < 0 || index >= names.size) throw new Error(`the ONNX file's class names have index ${String(key).slice(0, 20)}: a model of ${names.size} classes has indices 0-${names.size - 1}`);
+    if (!Number.isInteger(index) || index < 0 || index >= names.size)
+      throw new Error(
+        `the ONNX file's class names have index ${String(key).slice(0, 20)}: a model of ${names.size} classes has indices 0-${names.size - 1}`,
+      );
     if (list[index] !== undefined) throw new Error(`the ONNX file's class names give index ${index} twice`);
-    if (typeof name !== 'string' && typeof name !== 'number') throw new Error(`the ONNX file's class name ${index} is not a string`);
+    if (typeof name !== 'string' && typeof name !== 'number')
+      throw new Error(`the ONNX file's class name ${index} is not a string`);
     const text = String(name);
-    if (text.length > MODEL_LIMITS.className) throw new Error(`the ONNX file's class name ${index} is longer than ${MODEL_LIMITS.className} characters`);
+    if (text.length > MODEL_LIMITS.className)
+      throw new Error(`the ONNX file's class name ${index} is longer than ${MODEL_LIMITS.className} characters`);
     list[index] = text;
   }
   return list as string[];
 }
 
 function imageSize(value: PythonValue): [number, number] {
-  const sides = typeof value === 'number' ? [value, value] : Array.isArray(value) && value.length === 2 ? value : undefined;
-  if (!sides) throw new Error('the ONNX file\'s imgsz is not [height, width]');
+  const sides =
+    typeof value === 'number' ? [value, value] : Array.isArray(value) && value.length === 2 ? value : undefined;
+  if (!sides) throw new Error("the ONNX file's imgsz is not [height, width]");
   return [boundedInt(sides[0], 1, MODEL_LIMITS.imgsz, 'imgsz'), boundedInt(sides[1], 1, MODEL_LIMITS.imgsz, 'imgsz')];
 }
 
 function keypointShape(value: PythonValue): [number, number] {
-  if (!Array.isArray(value) || value.length !== 2) throw new Error('the ONNX file\'s kpt_shape is not [keypoints, 2 or 3]');
+  if (!Array.isArray(value) || value.length !== 2)
+    throw new Error("the ONNX file's kpt_shape is not [keypoints, 2 or 3]");
   const dims = boundedInt(value[1], 2, 3, 'kpt_shape dims');
   return [boundedInt(value[0], 1, MODEL_LIMITS.keypoints, 'kpt_shape keypoints'), dims];
 }
 
 function boundedInt(value: PythonValue | undefined, min: number, max: number, what: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) throw new Error(`the ONNX file's ${what} must be an integer from ${min} to ${max}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    throw new Error(`the ONNX file's ${what} must be an integer from ${min} to ${max}`);
   return value;
 }
 

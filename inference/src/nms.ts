@@ -26,7 +26,12 @@ const MAX_NMS = 30000;
 const MAX_WH = 7680;
 
 /** `output` is channel-major [channels, anchors] (the batch's first image of a [1, C, N] tensor). */
-export function nonMaxSuppression(output: Float32Array, channels: number, anchors: number, options: NmsOptions): Detections {
+export function nonMaxSuppression(
+  output: Float32Array,
+  channels: number,
+  anchors: number,
+  options: NmsOptions,
+): Detections {
   const { conf, nc } = options;
   const candidates: number[] = [];
   const classOf: number[] = [];
@@ -70,7 +75,18 @@ export function nonMaxSuppression(output: Float32Array, channels: number, anchor
       boxes.set([Math.fround(x - hw), Math.fround(y - hh), Math.fround(x + hw), Math.fround(y + hh)], k * 4);
     }
   }
-  const keep = options.rotated ? fastRotatedNms(boxes, angles!, order.map((k) => classOf[k]), options.iou) : greedyNms(boxes, order.map((k) => classOf[k]), options.iou);
+  const keep = options.rotated
+    ? fastRotatedNms(
+        boxes,
+        angles!,
+        order.map((k) => classOf[k]),
+        options.iou,
+      )
+    : greedyNms(
+        boxes,
+        order.map((k) => classOf[k]),
+        options.iou,
+      );
   const count = Math.min(keep.length, options.maxDet);
   const result: Detections = {
     anchors: new Int32Array(count),
@@ -100,7 +116,9 @@ function greedyNms(boxes: Float64Array, classes: number[], iou: number): number[
   for (let k = 0; k < n; k++) {
     const offset = classes[k] * MAX_WH;
     for (let j = 0; j < 4; j++) shifted[k * 4 + j] = Math.fround(boxes[k * 4 + j] + offset);
-    areas[k] = Math.fround(Math.fround(shifted[k * 4 + 2] - shifted[k * 4]) * Math.fround(shifted[k * 4 + 3] - shifted[k * 4 + 1]));
+    areas[k] = Math.fround(
+      Math.fround(shifted[k * 4 + 2] - shifted[k * 4]) * Math.fround(shifted[k * 4 + 3] - shifted[k * 4 + 1]),
+    );
   }
   for (let i = 0; i < n; i++) {
     if (suppressed[i]) continue;
@@ -155,7 +173,13 @@ function fastRotatedNms(boxes: Float64Array, angles: Float64Array, classes: numb
 const EPS = 1e-7;
 
 /** utils/metrics.batch_probiou for one pair (1 − Hellinger distance between the boxes' Gaussians). */
-export function probiou(cx: ArrayLike<number>, cy: ArrayLike<number>, cov: ArrayLike<number>, i: number, j: number): number {
+export function probiou(
+  cx: ArrayLike<number>,
+  cy: ArrayLike<number>,
+  cov: ArrayLike<number>,
+  i: number,
+  j: number,
+): number {
   const a1 = cov[i * 3];
   const b1 = cov[i * 3 + 1];
   const c1 = cov[i * 3 + 2];
@@ -168,7 +192,11 @@ export function probiou(cx: ArrayLike<number>, cy: ArrayLike<number>, cov: Array
   const t1 = (((a1 + a2) * dy * dy + (b1 + b2) * dx * dx) / denominator) * 0.25;
   const t2 = (((c1 + c2) * -dx * dy) / denominator) * 0.5;
   const t3 =
-    Math.log(((a1 + a2) * (b1 + b2) - (c1 + c2) ** 2) / (4 * Math.sqrt(Math.max(a1 * b1 - c1 * c1, 0) * Math.max(a2 * b2 - c2 * c2, 0)) + EPS) + EPS) * 0.5;
+    Math.log(
+      ((a1 + a2) * (b1 + b2) - (c1 + c2) ** 2) /
+        (4 * Math.sqrt(Math.max(a1 * b1 - c1 * c1, 0) * Math.max(a2 * b2 - c2 * c2, 0)) + EPS) +
+        EPS,
+    ) * 0.5;
   const bd = Math.min(Math.max(t1 + t2 + t3, EPS), 100);
   const hd = Math.sqrt(1 - Math.exp(-bd) + EPS);
   return 1 - hd;

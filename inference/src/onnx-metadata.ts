@@ -87,8 +87,7 @@ class ProtoReader {
     else if (wire === 2) {
       const length = this.length();
       this.at += length;
-    }
-    else if (wire === 5) this.at += 4;
+    } else if (wire === 5) this.at += 4;
     else throw new Error(`ONNX file has an unsupported protobuf wire type ${wire}`);
     if (this.at > this.end) throw new Error('ONNX file ends inside a field');
   }
@@ -101,11 +100,24 @@ export function parsePythonLiteral(text: string): PythonValue {
   const parser = new LiteralParser(text);
   const value = parser.value();
   parser.space();
-  if (!parser.done()) throw new Error(`unexpected text after a Python literal: ${text.slice(parser.at, parser.at + 20)}`);
+  if (!parser.done())
+    throw new Error(`unexpected text after a Python literal: ${text.slice(parser.at, parser.at + 20)}`);
   return value;
 }
 
-const ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"', '0': '\0', a: '\x07', b: '\b', f: '\f', v: '\v' };
+const ESCAPES: Record<string, string> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  '0': '\0',
+  a: '\x07',
+  b: '\b',
+  f: '\f',
+  v: '\v',
+};
 
 class LiteralParser {
   private readonly text: string;
@@ -136,7 +148,8 @@ class LiteralParser {
       item();
       this.space();
       if (this.text[this.at] === ',') this.at++;
-      else if (this.text[this.at] !== close) throw new Error(`expected ',' or '${close}' at ${this.at} of a Python literal`);
+      else if (this.text[this.at] !== close)
+        throw new Error(`expected ',' or '${close}' at ${this.at} of a Python literal`);
       this.space();
     }
     this.at++;
@@ -150,7 +163,8 @@ class LiteralParser {
       const map = new Map<string | number, PythonValue>();
       this.items('}', () => {
         const key = this.value();
-        if (typeof key !== 'string' && typeof key !== 'number') throw new Error('a Python dict key that is not a string or number');
+        if (typeof key !== 'string' && typeof key !== 'number')
+          throw new Error('a Python dict key that is not a string or number');
         this.expect(':');
         map.set(key, this.value());
       });
@@ -163,8 +177,11 @@ class LiteralParser {
       return list;
     }
     if (char === "'" || char === '"') return this.string(char);
-    const word = /^(True|False|None|[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|inf|nan))/i.exec(this.text.slice(this.at));
-    if (!word) throw new Error(`unexpected text in a Python literal at ${this.at}: ${this.text.slice(this.at, this.at + 20)}`);
+    const word = /^(True|False|None|[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|inf|nan))/i.exec(
+      this.text.slice(this.at),
+    );
+    if (!word)
+      throw new Error(`unexpected text in a Python literal at ${this.at}: ${this.text.slice(this.at, this.at + 20)}`);
     this.at += word[0].length;
     if (word[0] === 'True') return true;
     if (word[0] === 'False') return false;

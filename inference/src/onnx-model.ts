@@ -51,7 +51,9 @@ export class OnnxModel {
     try {
       props = readOnnxMetadata(bytes);
     } catch (error) {
-      throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message : String(error)}`);
+      throw new InvalidModel(
+        `not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     // The metadata is checked before onnxruntime sees the file: a tenant's names or sizes must not cost more than their bounds.
     let metadata: ModelInfo;
@@ -72,7 +74,9 @@ export class OnnxModel {
         ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
       });
     } catch (error) {
-      throw new InvalidModel(`not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      throw new InvalidModel(
+        `not an ONNX model onnxruntime can load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+      );
     }
     try {
       const dynamicInput = checkInputs(session.inputMetadata, metadata);
@@ -88,7 +92,10 @@ export class OnnxModel {
   /** Letterbox (or classify transforms), one session run, post-processing: what ultralytics' predict returns. */
   async predict(image: DecodedImage, options: PredictOptions): Promise<Prediction> {
     const started = performance.now();
-    const { tensor, height, width } = this.info.task === 'classify' ? classifyTensor(image, this.inputSize(options.imgsz)) : this.letterbox(image, options.imgsz);
+    const { tensor, height, width } =
+      this.info.task === 'classify'
+        ? classifyTensor(image, this.inputSize(options.imgsz))
+        : this.letterbox(image, options.imgsz);
     const prepared = performance.now();
     const feeds = { [this.session.inputNames[0]]: new ort.Tensor('float32', tensor, [1, 3, height, width]) };
     if (this.spare === tensor) this.spare = undefined; // taken: a concurrent predict must not write into it
@@ -97,7 +104,9 @@ export class OnnxModel {
       results = await this.session.run(feeds);
     } catch (error) {
       // The graph is the tenant's: a run that fails (shapes it cannot reshape, a node it cannot compute) is the model's fault.
-      throw new InvalidModel(`the model's graph failed to run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      throw new InvalidModel(
+        `the model's graph failed to run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+      );
     }
     this.spare = tensor;
     const ran = performance.now();
@@ -108,9 +117,16 @@ export class OnnxModel {
       for (const output of outputs) output.dispose();
       throw new InvalidModel(error instanceof Error ? error.message : String(error));
     }
-    const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], { conf: options.conf, iou: options.iou, maxDet: options.maxDet ?? 300 });
+    const rows = postprocess(this.info, outputs, [height, width], [image.height, image.width], {
+      conf: options.conf,
+      iou: options.iou,
+      maxDet: options.maxDet ?? 300,
+    });
     for (const output of outputs) output.dispose();
-    return { ...rows, speed: { preprocess: prepared - started, inference: ran - prepared, postprocess: performance.now() - ran } };
+    return {
+      ...rows,
+      speed: { preprocess: prepared - started, inference: ran - prepared, postprocess: performance.now() - ran },
+    };
   }
 
   /**
@@ -126,7 +142,8 @@ export class OnnxModel {
     if (this.info.task === 'depth') return letterbox(image, size, false, stride, true, this.spare);
     if (!dynamic || topK === undefined) return letterbox(image, size, dynamic, stride, false, this.spare);
     const rect = letterboxShape(image.height, image.width, size, true, stride);
-    if (anchorCount([rect.height, rect.width], stride) >= topK) return letterbox(image, size, true, stride, false, this.spare);
+    if (anchorCount([rect.height, rect.width], stride) >= topK)
+      return letterbox(image, size, true, stride, false, this.spare);
     if (anchorCount(size, stride) < topK) size = this.info.imgsz;
     return letterbox(image, size, false, stride, false, this.spare);
   }
@@ -145,4 +162,3 @@ export class OnnxModel {
     await this.session.release();
   }
 }
-

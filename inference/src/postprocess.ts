@@ -23,16 +23,30 @@ interface Candidates extends Detections {
   extraCount: number;
 }
 
-export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, number], original: [number, number], options: PostprocessOptions): Rows {
+export function postprocess(
+  info: ModelInfo,
+  outputs: Tensor[],
+  input: [number, number],
+  original: [number, number],
+  options: PostprocessOptions,
+): Rows {
   if (info.task === 'depth') {
     return { shape: original, boxes: [], confidences: [], classes: [], depth: depthMap(outputs[0], input, original) };
   }
   if (info.task === 'semantic') {
-    return { shape: original, boxes: [], confidences: [], classes: [], semanticMask: semanticClassMap(outputs[0], input, original) };
+    return {
+      shape: original,
+      boxes: [],
+      confidences: [],
+      classes: [],
+      semanticMask: semanticClassMap(outputs[0], input, original),
+    };
   }
   if (info.task === 'classify') {
     // A probability that is not a number (a hostile or broken graph) is 0: the answer stays JSON.
-    const probs = Array.from((outputs[0].data as Float32Array).subarray(0, info.names.length), (p) => (Number.isFinite(p) ? p : 0));
+    const probs = Array.from((outputs[0].data as Float32Array).subarray(0, info.names.length), (p) =>
+      Number.isFinite(p) ? p : 0,
+    );
     return { shape: original, boxes: [], confidences: [], classes: [], probs };
   }
   const candidates = info.end2end ? endToEndRows(info, outputs[0], options) : nmsRows(info, outputs[0], options);
@@ -50,7 +64,15 @@ export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, 
   for (const k of keep) {
     const b = candidates.boxes.subarray(k * 4, k * 4 + 4);
     if (info.task === 'obb') {
-      rows.boxes.push(corners(scaleX(s, b[0], false), scaleY(s, b[1], false), Math.fround(b[2] / s.gainX), Math.fround(b[3] / s.gainY), candidates.angles![k]));
+      rows.boxes.push(
+        corners(
+          scaleX(s, b[0], false),
+          scaleY(s, b[1], false),
+          Math.fround(b[2] / s.gainX),
+          Math.fround(b[3] / s.gainY),
+          candidates.angles![k],
+        ),
+      );
     } else {
       rows.boxes.push([scaleX(s, b[0]), scaleY(s, b[1]), scaleX(s, b[2]), scaleY(s, b[3])]);
     }
@@ -79,8 +101,14 @@ export function postprocess(info: ModelInfo, outputs: Tensor[], input: [number, 
 function usable(candidates: Candidates, k: number, classes: number): boolean {
   const finite = (values: ArrayLike<number>) => Array.prototype.every.call(values, Number.isFinite);
   const cls = candidates.classes[k];
-  return Number.isFinite(candidates.scores[k]) && cls >= 0 && cls < classes && finite(candidates.boxes.subarray(k * 4, k * 4 + 4))
-    && (!candidates.angles || Number.isFinite(candidates.angles[k])) && finite(candidates.extras.subarray(k * candidates.extraCount, (k + 1) * candidates.extraCount));
+  return (
+    Number.isFinite(candidates.scores[k]) &&
+    cls >= 0 &&
+    cls < classes &&
+    finite(candidates.boxes.subarray(k * 4, k * 4 + 4)) &&
+    (!candidates.angles || Number.isFinite(candidates.angles[k])) &&
+    finite(candidates.extras.subarray(k * candidates.extraCount, (k + 1) * candidates.extraCount))
+  );
 }
 
 /** ops.xywhr2xyxyxyxy: the 4 corners of a rotated box, in float32 as torch computes them. */
@@ -92,7 +120,16 @@ function corners(x: number, y: number, w: number, h: number, angle: number): num
   const v1y = f(f(w / 2) * sin);
   const v2x = f(f(-h / 2) * sin);
   const v2y = f(f(h / 2) * cos);
-  return [f(f(x + v1x) + v2x), f(f(y + v1y) + v2y), f(f(x + v1x) - v2x), f(f(y + v1y) - v2y), f(f(x - v1x) - v2x), f(f(y - v1y) - v2y), f(f(x - v1x) + v2x), f(f(y - v1y) + v2y)];
+  return [
+    f(f(x + v1x) + v2x),
+    f(f(y + v1y) + v2y),
+    f(f(x + v1x) - v2x),
+    f(f(y + v1y) - v2y),
+    f(f(x - v1x) - v2x),
+    f(f(y - v1y) - v2y),
+    f(f(x - v1x) + v2x),
+    f(f(y - v1y) + v2y),
+  ];
 }
 
 function extraCountOf(info: ModelInfo, channels: number, boxChannels: number): { nc: number; extra: number } {
@@ -109,7 +146,8 @@ function nmsRows(info: ModelInfo, output: Tensor, options: PostprocessOptions): 
   const extraCount = info.task === 'obb' ? 0 : extra;
   const extras = new Float32Array(detections.anchors.length * extraCount);
   for (let r = 0; r < detections.anchors.length; r++) {
-    for (let e = 0; e < extraCount; e++) extras[r * extraCount + e] = data[(4 + nc + e) * anchors + detections.anchors[r]];
+    for (let e = 0; e < extraCount; e++)
+      extras[r * extraCount + e] = data[(4 + nc + e) * anchors + detections.anchors[r]];
   }
   return { ...detections, extras, extraCount };
 }
@@ -119,7 +157,8 @@ function endToEndRows(info: ModelInfo, output: Tensor, options: PostprocessOptio
   const [, count, width] = output.dims as number[];
   const data = output.data as Float32Array;
   const picked: number[] = [];
-  for (let r = 0; r < count && picked.length < options.maxDet; r++) if (data[r * width + 4] > options.conf && data[r * width + 4] !== Infinity) picked.push(r);
+  for (let r = 0; r < count && picked.length < options.maxDet; r++)
+    if (data[r * width + 4] > options.conf && data[r * width + 4] !== Infinity) picked.push(r);
   const rotated = info.task === 'obb';
   const extraCount = rotated ? 0 : width - 6;
   const result: Candidates = {

@@ -6,7 +6,10 @@ import { pyRound } from './py-math.ts';
 
 export function semanticClassMap(output: Tensor, input: [number, number], original: [number, number]): Uint8Array {
   const dims = output.dims as number[];
-  if (dims.length !== 3) throw new Error(`semantic output of shape [${dims.join(', ')}]: expected a [1, H, W] class map (ArgMax in the graph)`);
+  if (dims.length !== 3)
+    throw new Error(
+      `semantic output of shape [${dims.join(', ')}]: expected a [1, H, W] class map (ArgMax in the graph)`,
+    );
   const [, mapH, mapW] = dims;
   const values = output.data as ArrayLike<number | bigint>;
   let map: Uint8Array = Uint8Array.from({ length: mapH * mapW }, (_, i) => Number(values[i]));
@@ -26,7 +29,17 @@ export function semanticClassMap(output: Tensor, input: [number, number], origin
 }
 
 /** F.interpolate(mode='nearest') of the [top, left, height, width] window of a map to outH × outW. */
-function nearest(map: Uint8Array, _mapH: number, mapW: number, top: number, left: number, inH: number, inW: number, outH: number, outW: number): Uint8Array {
+function nearest(
+  map: Uint8Array,
+  _mapH: number,
+  mapW: number,
+  top: number,
+  left: number,
+  inH: number,
+  inW: number,
+  outH: number,
+  outW: number,
+): Uint8Array {
   const out = new Uint8Array(outH * outW);
   const columns = Int32Array.from({ length: outW }, (_, x) => left + sourceIndex(x, inW, outW));
   for (let y = 0; y < outH; y++) {

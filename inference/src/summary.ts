@@ -26,8 +26,12 @@ export function summarize(prediction: Prediction, names: string[], options: Summ
   const { decimals } = options;
   const round = (value: number) => pyRoundTo(value, decimals);
   if (prediction.probs) {
-    const order = prediction.probs.map((_, index) => index).sort((a, b) => prediction.probs![b] - prediction.probs![a] || a - b);
-    return order.slice(0, 5).map((index) => ({ name: names[index], class: index, confidence: round(prediction.probs![index]) }));
+    const order = prediction.probs
+      .map((_, index) => index)
+      .sort((a, b) => prediction.probs![b] - prediction.probs![a] || a - b);
+    return order
+      .slice(0, 5)
+      .map((index) => ({ name: names[index], class: index, confidence: round(prediction.probs![index]) }));
   }
   if (prediction.semanticMask) return pixelRatios(prediction.semanticMask, names, round);
   const [h, w] = options.normalize ? prediction.shape : [1, 1];
@@ -39,10 +43,18 @@ export function summarize(prediction: Prediction, names: string[], options: Summ
       box[`x${j + 1}`] = round(coords[2 * j] / w);
       box[`y${j + 1}`] = round(coords[2 * j + 1] / h);
     }
-    const row: SummaryRow = { name: names[prediction.classes[i]], class: prediction.classes[i], confidence: round(prediction.confidences[i]), box: box as Box };
+    const row: SummaryRow = {
+      name: names[prediction.classes[i]],
+      class: prediction.classes[i],
+      confidence: round(prediction.confidences[i]),
+      box: box as Box,
+    };
     const polygon = prediction.polygons?.[i];
     if (polygon) {
-      row.segments = { x: polygon.filter((_, k) => k % 2 === 0).map((x) => npRound(x, w)), y: polygon.filter((_, k) => k % 2 === 1).map((y) => npRound(y, h)) };
+      row.segments = {
+        x: polygon.filter((_, k) => k % 2 === 0).map((x) => npRound(x, w)),
+        y: polygon.filter((_, k) => k % 2 === 1).map((y) => npRound(y, h)),
+      };
     }
     const points = prediction.keypoints?.[i];
     if (points) {

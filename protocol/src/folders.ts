@@ -16,7 +16,11 @@ export const MAX_SHARED_FOLDERS = 64;
 
 const requestId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/);
 /** An absolute path on the host: a shared folder or one inside it. */
-const folderPath = z.string().min(1).max(4096).refine((path) => path.startsWith('/') && !path.includes('\0'), 'must be an absolute path');
+const folderPath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((path) => path.startsWith('/') && !path.includes('\0'), 'must be an absolute path');
 /** A path relative to the root, as the user typed it: checked by the agent, never trusted. */
 const relative = z.string().max(4096);
 const cursor = z.string().min(1).max(4096);
@@ -24,17 +28,40 @@ const cursor = z.string().min(1).max(4096);
 export const FolderOp = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('roots') }),
   /** The folders and files directly beneath a prefix (ending in / or empty). */
-  z.strictObject({ kind: z.literal('browse'), root: folderPath, prefix: relative, cursor: cursor.optional(), limit: z.int().min(1).max(MAX_FOLDER_PAGE) }),
+  z.strictObject({
+    kind: z.literal('browse'),
+    root: folderPath,
+    prefix: relative,
+    cursor: cursor.optional(),
+    limit: z.int().min(1).max(MAX_FOLDER_PAGE),
+  }),
   /** Every file beneath a prefix, at any depth, in key order. */
-  z.strictObject({ kind: z.literal('list'), root: folderPath, prefix: relative, cursor: cursor.optional(), limit: z.int().min(1).max(MAX_FOLDER_PAGE) }),
+  z.strictObject({
+    kind: z.literal('list'),
+    root: folderPath,
+    prefix: relative,
+    cursor: cursor.optional(),
+    limit: z.int().min(1).max(MAX_FOLDER_PAGE),
+  }),
   z.strictObject({ kind: z.literal('read'), root: folderPath, key: relative.min(1), maxBytes: z.int().min(1) }),
 ]);
 export type FolderOp = z.infer<typeof FolderOp>;
 
 const name = z.string().max(4096);
 const size = z.int().min(0);
-export const FolderEntry = z.strictObject({ kind: z.enum(['folder', 'file']), name, key: name, size: size.optional(), updatedAt: z.iso.datetime().optional() });
-export const FolderObject = z.strictObject({ key: name, size, version: z.string().max(128), updatedAt: z.iso.datetime() });
+export const FolderEntry = z.strictObject({
+  kind: z.enum(['folder', 'file']),
+  name,
+  key: name,
+  size: size.optional(),
+  updatedAt: z.iso.datetime().optional(),
+});
+export const FolderObject = z.strictObject({
+  key: name,
+  size,
+  version: z.string().max(128),
+  updatedAt: z.iso.datetime(),
+});
 export type FolderEntry = z.infer<typeof FolderEntry>;
 export type FolderObject = z.infer<typeof FolderObject>;
 
@@ -61,11 +88,18 @@ export const FolderServerMessages = [
 
 export const FolderAgentMessages = [
   z.strictObject({ type: z.literal('folder.result'), requestId, result: FolderResult }),
-  z.strictObject({ type: z.literal('folder.error'), requestId, error: z.enum(FOLDER_ERRORS), message: z.string().max(4096) }),
+  z.strictObject({
+    type: z.literal('folder.error'),
+    requestId,
+    error: z.enum(FOLDER_ERRORS),
+    message: z.string().max(4096),
+  }),
   z.strictObject({
     type: z.literal('folder.chunk'),
     requestId,
-    data: z.base64().refine((data) => data.length <= Math.ceil(FOLDER_CHUNK_BYTES / 3) * 4, `at most ${FOLDER_CHUNK_BYTES} bytes`),
+    data: z
+      .base64()
+      .refine((data) => data.length <= Math.ceil(FOLDER_CHUNK_BYTES / 3) * 4, `at most ${FOLDER_CHUNK_BYTES} bytes`),
   }),
   z.strictObject({ type: z.literal('folder.end'), requestId }),
 ] as const;

@@ -113,11 +113,18 @@ export function gpuTypeId(modelName: string, memoryMiB?: number): string | null 
   const memoryGiB = (memoryMiB ?? 0) / 1024;
   const rule = RULES.find(([, matches]) => matches(name, memoryGiB));
   if (rule) return rule[0];
-  const slug = name.replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64).replace(/-+$/, '');
+  const slug = name
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
   return slug === '' ? null : slug;
 }
 
 /** A GPU type ID as people write it: rtx-4090 → RTX 4090, a100-80gb-sxm → A100 80GB SXM; cpu → CPU. */
 export function gpuDisplayName(typeId: string): string {
-  return typeId.split('-').map((part) => part.toUpperCase()).join(' ');
+  return typeId
+    .split('-')
+    .map((part) => part.toUpperCase())
+    .join(' ');
 }

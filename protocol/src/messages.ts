@@ -3,7 +3,13 @@
 // a reason (to log, and to answer with `error`) instead of throwing inside a socket handler.
 import { z } from 'zod';
 import { FolderAgentMessages, FolderServerMessages } from './folders.ts';
-import { MAX_PROTOCOL_VERSION_NUMBER, SUPPORTED_VERSIONS, commonVersion, describeVersions, helloVersions } from './versions.ts';
+import {
+  MAX_PROTOCOL_VERSION_NUMBER,
+  SUPPORTED_VERSIONS,
+  commonVersion,
+  describeVersions,
+  helloVersions,
+} from './versions.ts';
 
 /** The largest frame either side accepts; senders batch and split below it. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -19,7 +25,10 @@ const text = (max: number) => z.string().max(max);
 /** Job and host IDs travel into logs, labels and SQL parameters: keep them short and plain. */
 const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'must be 1-128 letters, digits, _ . : -');
 const count = z.int().min(0);
-const gpuIndex = z.int().min(0).max(MAX_GPUS_PER_HOST - 1);
+const gpuIndex = z
+  .int()
+  .min(0)
+  .max(MAX_GPUS_PER_HOST - 1);
 const version = z.int().min(1).max(MAX_PROTOCOL_VERSION_NUMBER);
 const distinct = (indexes: number[]) => new Set(indexes).size === indexes.length;
 const gpuIndexes = z.array(gpuIndex).max(MAX_GPUS_PER_HOST).refine(distinct, 'must not repeat a GPU index');
@@ -59,7 +68,10 @@ const relativePath = z
   .refine((path) => !path.startsWith('/') && !path.split('/').includes('..'), 'must be a relative path without ..');
 
 /** A file name the agent uploads under or looks for: no directories. */
-const outputName = z.string().regex(/^[\w.-]{1,128}$/).refine((name) => name !== '.' && name !== '..', 'must be a file name');
+const outputName = z
+  .string()
+  .regex(/^[\w.-]{1,128}$/)
+  .refine((name) => name !== '.' && name !== '..', 'must be a file name');
 
 /** A model format a host can export to (the spec's format IDs: onnx, openvino, engine, ...). */
 const formatId = z.string().regex(/^[a-z0-9_]{1,32}$/);
@@ -79,7 +91,10 @@ export const SERVICE_KINDS = ['inference'] as const;
 export const JobSpec = z.strictObject({
   /** Absent: the agent's configured trainer image (docker runtime) or no image at all (process runtime). */
   image: text(512).min(1).optional(),
-  command: z.array(text(16 * 1024)).min(1).max(1024),
+  command: z
+    .array(text(16 * 1024))
+    .min(1)
+    .max(1024),
   env: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/), text(32 * 1024))
     .refine((env) => Object.keys(env).length <= MAX_ENV_ENTRIES, `at most ${MAX_ENV_ENTRIES} entries`),
@@ -91,20 +106,32 @@ export const JobSpec = z.strictObject({
   memoryBytes: z.int().min(1).optional(),
   cpus: z.number().positive().max(65_536).optional(),
   shmBytes: z.int().min(1).optional(),
-  timeoutSeconds: z.int().min(1).max(30 * 24 * 3600).optional(),
+  timeoutSeconds: z
+    .int()
+    .min(1)
+    .max(30 * 24 * 3600)
+    .optional(),
   /** Files the agent downloads into the work dir before the job starts (a checkpoint to resume from). */
-  inputs: z.array(z.strictObject({ url: z.url({ protocol: /^https?$/ }).max(8192), path: relativePath })).max(16).optional(),
+  inputs: z
+    .array(z.strictObject({ url: z.url({ protocol: /^https?$/ }).max(8192), path: relativePath }))
+    .max(16)
+    .optional(),
   /**
    * A file the job keeps rewriting (a trainer's last.pt) that the agent uploads whenever it changed, at most every
    * everySeconds: the newest file of that name under `under` in the work dir. A requeued job resumes from it.
    */
-  checkpoint: z.strictObject({ under: relativePath, file: outputName, everySeconds: z.int().min(1).max(86_400) }).optional(),
+  checkpoint: z
+    .strictObject({ under: relativePath, file: outputName, everySeconds: z.int().min(1).max(86_400) })
+    .optional(),
   /**
    * What the job leaves behind for the control plane (an exported model): after it exits 0, the agent uploads each
    * path under its name (a directory as one zip archive of its contents) and only then reports it completed; a path
    * that is missing or fails to upload fails the job. Protocol 2.
    */
-  outputs: z.array(z.strictObject({ path: relativePath, name: outputName })).max(MAX_JOB_OUTPUTS).optional(),
+  outputs: z
+    .array(z.strictObject({ path: relativePath, name: outputName }))
+    .max(MAX_JOB_OUTPUTS)
+    .optional(),
   /** Absent: trainer. Protocol 3. */
   environment: z.enum(JOB_ENVIRONMENTS).optional(),
   /**
@@ -124,7 +151,9 @@ export const JobSpec = z.strictObject({
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
-const logLine = z.string().refine((line) => Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES, `each line at most ${MAX_LOG_LINE_BYTES} bytes`);
+const logLine = z
+  .string()
+  .refine((line) => Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES, `each line at most ${MAX_LOG_LINE_BYTES} bytes`);
 
 /** Agent → control plane. */
 export const AgentMessage = z.discriminatedUnion('type', [
@@ -137,7 +166,10 @@ export const AgentMessage = z.discriminatedUnion('type', [
        * The versions the agent speaks, when more than one; the control plane answers with the highest it speaks too. A
        * hello must read the same in every version of its range.
        */
-      protocolVersions: z.strictObject({ min: version, max: version }).refine((range) => range.min <= range.max, 'min must not exceed max').optional(),
+      protocolVersions: z
+        .strictObject({ min: version, max: version })
+        .refine((range) => range.min <= range.max, 'min must not exceed max')
+        .optional(),
       agentVersion: text(64).min(1),
       /** Absent on the first connection; afterwards the id from `welcome`, kept on disk so a restart reuses the host. */
       hostId: id.optional(),
@@ -148,7 +180,9 @@ export const AgentMessage = z.discriminatedUnion('type', [
        * The jobs the agent knows of: still running, or ended while the socket was down (their job.finished
        * follows the welcome). After a reconnect this is how the server neither loses nor re-assigns them.
        */
-      runningJobs: z.array(z.strictObject({ jobId: id, attempt: z.int().min(1), gpuIndexes: gpuIndexes.optional() })).max(1024),
+      runningJobs: z
+        .array(z.strictObject({ jobId: id, attempt: z.int().min(1), gpuIndexes: gpuIndexes.optional() }))
+        .max(1024),
     })
     .refine((hello) => hello.protocolVersions === undefined || hello.protocolVersions.max === hello.protocolVersion, {
       message: 'must be the highest of protocolVersions',
@@ -166,7 +200,9 @@ export const AgentMessage = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('capabilities'),
     exporters: z.array(formatId).max(MAX_EXPORTERS),
-    missingExporters: z.record(formatId, text(512)).refine((missing) => Object.keys(missing).length <= MAX_EXPORTERS, `at most ${MAX_EXPORTERS} entries`),
+    missingExporters: z
+      .record(formatId, text(512))
+      .refine((missing) => Object.keys(missing).length <= MAX_EXPORTERS, `at most ${MAX_EXPORTERS} entries`),
     /** Protocol 3: the services this host can run (its inference image is built, or its Node can run the server). */
     services: z.array(z.enum(SERVICE_KINDS)).max(SERVICE_KINDS.length).optional(),
   }),
@@ -229,7 +265,8 @@ export type Direction = 'toServer' | 'toAgent';
 export type ParseResult<M> = { ok: true; message: M } | { ok: false; error: string; unsupportedVersion?: true };
 
 const schemas = { toServer: AgentMessage, toAgent: ServerMessage } as const;
-const typesOf = (union: typeof AgentMessage | typeof ServerMessage) => new Set<string>(union.options.map((option) => option.shape.type.value));
+const typesOf = (union: typeof AgentMessage | typeof ServerMessage) =>
+  new Set<string>(union.options.map((option) => option.shape.type.value));
 const knownTypes = { toServer: typesOf(AgentMessage), toAgent: typesOf(ServerMessage) };
 
 /** Parses one frame; never throws. The error is short and safe to log or send back in an `error` message. */
@@ -238,23 +275,33 @@ export function parseMessage(raw: string | Buffer, direction: 'toAgent'): ParseR
 export function parseMessage(raw: string | Buffer, direction: Direction): ParseResult<AgentMessage | ServerMessage>;
 export function parseMessage(raw: string | Buffer, direction: Direction): ParseResult<AgentMessage | ServerMessage> {
   // A string's UTF-8 size is at least its length, so a huge string is refused before it is measured.
-  const bytes = typeof raw === 'string' ? (raw.length > MAX_MESSAGE_BYTES ? raw.length : Buffer.byteLength(raw)) : raw.length;
-  if (bytes > MAX_MESSAGE_BYTES) return refuse(`message of ${bytes}+ bytes exceeds the ${MAX_MESSAGE_BYTES}-byte limit`);
+  const bytes =
+    typeof raw === 'string' ? (raw.length > MAX_MESSAGE_BYTES ? raw.length : Buffer.byteLength(raw)) : raw.length;
+  if (bytes > MAX_MESSAGE_BYTES)
+    return refuse(`message of ${bytes}+ bytes exceeds the ${MAX_MESSAGE_BYTES}-byte limit`);
   let value: unknown;
   try {
     value = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
   } catch {
     return refuse('message is not valid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse('message must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return refuse('message must be a JSON object');
   const { type, protocolVersion } = value as Record<string, unknown>;
   if (typeof type !== 'string') return refuse('message has no string "type"');
   if (!knownTypes[direction].has(type)) return refuse(`unknown message type ${JSON.stringify(type.slice(0, 64))}`);
-  const versionProblem = type === 'hello' ? helloVersionProblem(value) : type === 'welcome' ? welcomeVersionProblem(protocolVersion) : undefined;
+  const versionProblem =
+    type === 'hello'
+      ? helloVersionProblem(value)
+      : type === 'welcome'
+        ? welcomeVersionProblem(protocolVersion)
+        : undefined;
   if (versionProblem) return { ok: false, error: versionProblem, unsupportedVersion: true };
   const parsed = schemas[direction].safeParse(value);
   if (parsed.success) return { ok: true, message: parsed.data };
-  const problems = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(message)'}: ${issue.message}`);
+  const problems = parsed.error.issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.join('.') || '(message)'}: ${issue.message}`);
   return refuse(`invalid ${type}: ${problems.join('; ')}`.slice(0, 500));
 }
 
@@ -264,19 +311,23 @@ const refuse = (error: string): { ok: false; error: string } => ({ ok: false, er
 function helloVersionProblem(hello: { protocolVersion?: unknown; protocolVersions?: unknown }): string | undefined {
   const range = helloVersions(hello);
   const ours = describeVersions(SUPPORTED_VERSIONS);
-  if (!range) return `protocol version ${JSON.stringify(hello.protocolVersions ?? hello.protocolVersion) ?? 'missing'} is not supported; the control plane speaks ${ours}`;
-  if (commonVersion(range) === null) return `no common protocol version: the agent speaks ${describeVersions(range)}, the control plane ${ours}`;
+  if (!range)
+    return `protocol version ${JSON.stringify(hello.protocolVersions ?? hello.protocolVersion) ?? 'missing'} is not supported; the control plane speaks ${ours}`;
+  if (commonVersion(range) === null)
+    return `no common protocol version: the agent speaks ${describeVersions(range)}, the control plane ${ours}`;
   return undefined;
 }
 
 function welcomeVersionProblem(chosen: unknown): string | undefined {
-  if (Number.isInteger(chosen) && commonVersion({ min: chosen as number, max: chosen as number }) !== null) return undefined;
+  if (Number.isInteger(chosen) && commonVersion({ min: chosen as number, max: chosen as number }) !== null)
+    return undefined;
   return `protocol version ${JSON.stringify(chosen) ?? 'missing'} chosen by the control plane is not supported; this agent speaks ${describeVersions(SUPPORTED_VERSIONS)}`;
 }
 
 /** Serialises a message; a frame the peer would refuse for its size is a sender bug, so it throws. */
 export function encodeMessage(message: AgentMessage | ServerMessage): string {
   const frame = JSON.stringify(message);
-  if (Buffer.byteLength(frame) > MAX_MESSAGE_BYTES) throw new RangeError(`${message.type} message exceeds ${MAX_MESSAGE_BYTES} bytes; split it`);
+  if (Buffer.byteLength(frame) > MAX_MESSAGE_BYTES)
+    throw new RangeError(`${message.type} message exceeds ${MAX_MESSAGE_BYTES} bytes; split it`);
   return frame;
 }

@@ -33,8 +33,13 @@ export const describeVersions = (range: VersionRange): string => `${range.min}..
  * is added only for a range of more than one, so a hello of a single version reads as it did before ranges existed
  * and control planes of that time accept it.
  */
-export function helloVersionFields(range: VersionRange = SUPPORTED_VERSIONS): { protocolVersion: number; protocolVersions?: VersionRange } {
-  return range.min === range.max ? { protocolVersion: range.max } : { protocolVersion: range.max, protocolVersions: { ...range } };
+export function helloVersionFields(range: VersionRange = SUPPORTED_VERSIONS): {
+  protocolVersion: number;
+  protocolVersions?: VersionRange;
+} {
+  return range.min === range.max
+    ? { protocolVersion: range.max }
+    : { protocolVersion: range.max, protocolVersions: { ...range } };
 }
 
 /** The range a hello announces (an agent before ranges announces its one version), read from a parsed hello or a raw frame. */

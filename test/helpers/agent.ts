@@ -17,7 +17,12 @@ export interface Spawned {
 }
 
 /** `command` with its output kept, killed when the test ends. */
-export function spawnKept(t: Teardown, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Spawned {
+export function spawnKept(
+  t: Teardown,
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Spawned {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -37,7 +42,11 @@ function start(t: Teardown, args: string[], env: Record<string, string>): Spawne
 
 /** `vp-worker enroll`; resolves once the config holds the key. */
 export async function enrollAgent(t: Teardown, server: string, token: string, config: string): Promise<void> {
-  const enroll = start(t, ['worker-agent/bin/vp-worker.js', 'enroll', '--server', server, '--token', token, '--config', config], {});
+  const enroll = start(
+    t,
+    ['worker-agent/bin/vp-worker.js', 'enroll', '--server', server, '--token', token, '--config', config],
+    {},
+  );
   const code = await enroll.exited;
   if (code !== 0) throw new Error(`vp-worker enroll exited with ${code}: ${enroll.output()}`);
 }
@@ -60,7 +69,10 @@ export function runAgent(t: Teardown, config: string, env: Record<string, string
       }
     });
   }
-  return start(t, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], { VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '1', ...env });
+  return start(t, ['worker-agent/bin/vp-worker.js', 'run', '--config', config], {
+    VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME: '1',
+    ...env,
+  });
 }
 
 /** A control plane as its own process (`node control-plane/src/main.ts`), ready once /api/health answers. */
@@ -92,4 +104,3 @@ export async function freePort(): Promise<number> {
     });
   });
 }
-

@@ -6,7 +6,11 @@ import { call } from './server.ts';
  * The bodies of GETs ([key, path] each) by path, each URL under `server.url` reduced to its path; `urls` (path → URL)
  * collects the URLs found, so what they serve can be compared too.
  */
-export async function answersByPath(server: { url: string }, requests: Array<[string, string]>, urls: Map<string, string>): Promise<Record<string, unknown>> {
+export async function answersByPath(
+  server: { url: string },
+  requests: Array<[string, string]>,
+  urls: Map<string, string>,
+): Promise<Record<string, unknown>> {
   const strip = (value: unknown): unknown => {
     if (typeof value === 'string' && value.startsWith(`${server.url}/`)) {
       const path = new URL(value).pathname;
@@ -14,7 +18,8 @@ export async function answersByPath(server: { url: string }, requests: Array<[st
       return path;
     }
     if (Array.isArray(value)) return value.map(strip);
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, strip(inner)]));
+    if (value && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, strip(inner)]));
     return value;
   };
   const bodies: Record<string, unknown> = {};

@@ -13,7 +13,10 @@ export interface ApiTarget {
 /** An archive's files by path, or as a list of entries (which may repeat a path). */
 export type ArchiveEntries = Record<string, Buffer | string> | Array<[string, Buffer | string]>;
 
-const entriesOf = (files: ArchiveEntries) => (Array.isArray(files) ? files : Object.entries(files)).map(([path, content]) => [path, Buffer.isBuffer(content) ? content : Buffer.from(content)] as const);
+const entriesOf = (files: ArchiveEntries) =>
+  (Array.isArray(files) ? files : Object.entries(files)).map(
+    ([path, content]) => [path, Buffer.isBuffer(content) ? content : Buffer.from(content)] as const,
+  );
 
 /**
  * A ZIP holding the given files. yazl refuses unsafe names, so `unsafe` maps a safe placeholder name
@@ -120,19 +123,44 @@ export async function deflatedZeros(mib: number): Promise<Omit<RawZipEntry, 'nam
   let crc = 0;
   for (let i = 0; i < mib; i += 1) crc = crc32(zeros, crc);
   const finalEmptyBlock = Buffer.from([0x03, 0x00]);
-  return { method: 8, data: Buffer.concat([first, ...Array<Buffer>(mib - 1).fill(next), finalEmptyBlock]), size: mib * 2 ** 20, crc };
+  return {
+    method: 8,
+    data: Buffer.concat([first, ...Array<Buffer>(mib - 1).fill(next), finalEmptyBlock]),
+    size: mib * 2 ** 20,
+    crc,
+  };
 }
 
 /** Uploads a file for a dataset through the signed-URL API; returns the session id. */
-export async function uploadArchive(world: ApiTarget, key: string, datasetId: string, filename: string, bytes: Buffer): Promise<string> {
-  const ticket = await call<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(world.server, 'POST', '/api/upload/signed-url', {
-    key,
-    body: { assetType: 'datasets', assetId: datasetId, filename, contentType: 'application/octet-stream', totalBytes: bytes.length },
-  });
+export async function uploadArchive(
+  world: ApiTarget,
+  key: string,
+  datasetId: string,
+  filename: string,
+  bytes: Buffer,
+): Promise<string> {
+  const ticket = await call<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
+    world.server,
+    'POST',
+    '/api/upload/signed-url',
+    {
+      key,
+      body: {
+        assetType: 'datasets',
+        assetId: datasetId,
+        filename,
+        contentType: 'application/octet-stream',
+        totalBytes: bytes.length,
+      },
+    },
+  );
   if (ticket.status !== 200) throw new Error(`signed-url: ${ticket.status} ${JSON.stringify(ticket.body)}`);
   const put = await fetch(ticket.body.uploadUrl, { method: 'PUT', headers: ticket.body.headers, body: bytes });
   if (put.status !== 200) throw new Error(`upload PUT: ${put.status} ${await put.text()}`);
-  const complete = await call(world.server, 'POST', '/api/upload/complete', { key, body: { sessionId: ticket.body.sessionId, md5: createHash('md5').update(bytes).digest('hex') } });
+  const complete = await call(world.server, 'POST', '/api/upload/complete', {
+    key,
+    body: { sessionId: ticket.body.sessionId, md5: createHash('md5').update(bytes).digest('hex') },
+  });
   if (complete.status !== 200) throw new Error(`complete: ${complete.status}`);
   return ticket.body.sessionId;
 }
@@ -146,7 +174,13 @@ export interface JobView {
 }
 
 /** Polls a job until it has ended (or `until` says so), failing the test after `seconds`. */
-export async function waitForJob(t: Test, world: ApiTarget, key: string, jobId: string, options: { seconds?: number; until?: (job: JobView) => boolean } = {}): Promise<JobView> {
+export async function waitForJob(
+  t: Test,
+  world: ApiTarget,
+  key: string,
+  jobId: string,
+  options: { seconds?: number; until?: (job: JobView) => boolean } = {},
+): Promise<JobView> {
   const deadline = Date.now() + (options.seconds ?? 60) * 1000;
   const until = options.until ?? ((job: JobView) => ['completed', 'failed', 'cancelled'].includes(job.status));
   for (;;) {
@@ -162,9 +196,24 @@ export async function waitForJob(t: Test, world: ApiTarget, key: string, jobId: 
 }
 
 /** Starts an ingest of an uploaded archive and waits for its job. */
-export async function ingestArchive(t: Test, world: ApiTarget, key: string, owner: string, slug: string, datasetId: string, filename: string, bytes: Buffer, options: Record<string, unknown> = {}): Promise<JobView> {
+export async function ingestArchive(
+  t: Test,
+  world: ApiTarget,
+  key: string,
+  owner: string,
+  slug: string,
+  datasetId: string,
+  filename: string,
+  bytes: Buffer,
+  options: Record<string, unknown> = {},
+): Promise<JobView> {
   const sessionId = await uploadArchive(world, key, datasetId, filename, bytes);
-  const started = await call<{ jobId: string; status: string }>(world.server, 'POST', `/api/datasets/${owner}/${slug}/ingest`, { key, body: { sessionId, ...options } });
+  const started = await call<{ jobId: string; status: string }>(
+    world.server,
+    'POST',
+    `/api/datasets/${owner}/${slug}/ingest`,
+    { key, body: { sessionId, ...options } },
+  );
   if (started.status !== 201) throw new Error(`ingest: ${started.status} ${JSON.stringify(started.body)}`);
   return waitForJob(t, world, key, started.body.jobId);
 }

@@ -9,7 +9,14 @@ import type { FixturePredictor } from './fixture-predictor.ts';
 import { createModel, createProject, uploadWeights } from './models.ts';
 import { call } from './server.ts';
 import type { World } from './world.ts';
-import { runCommand, trainedModel, trainerEnv, TRAINER_VENV, type FixtureTask, type TrainedModel } from './yolo-models.ts';
+import {
+  runCommand,
+  trainedModel,
+  trainerEnv,
+  TRAINER_VENV,
+  type FixtureTask,
+  type TrainedModel,
+} from './yolo-models.ts';
 
 const GENERATOR = new URL('../inference/make_dataset.py', import.meta.url).pathname;
 
@@ -22,7 +29,11 @@ export interface Picture {
 export async function generatorPictures(task: FixtureTask, count: number, seed = 31): Promise<Picture[]> {
   const dir = mkdtempSync(join(tmpdir(), 'vp-pictures-'));
   try {
-    await runCommand(join(TRAINER_VENV, 'bin/python'), [GENERATOR, task, dir, '--train', String(count), '--val', '1', '--seed', String(seed)], { cwd: dir, env: trainerEnv(join(dir, 'settings')) });
+    await runCommand(
+      join(TRAINER_VENV, 'bin/python'),
+      [GENERATOR, task, dir, '--train', String(count), '--val', '1', '--seed', String(seed)],
+      { cwd: dir, env: trainerEnv(join(dir, 'settings')) },
+    );
     const images = join(dir, 'images/train');
     return readdirSync(images)
       .sort()
@@ -33,7 +44,8 @@ export async function generatorPictures(task: FixtureTask, count: number, seed =
 }
 
 /** The parity fixtures are barely trained; auto-annotation tests need a model that finds the shapes with confidence. */
-export const annotatingModel = (task: FixtureTask) => trainedModel(task, undefined, { imgsz: 96, epochs: 40, pictures: 48 });
+export const annotatingModel = (task: FixtureTask) =>
+  trainedModel(task, undefined, { imgsz: 96, epochs: 40, pictures: 48 });
 
 export interface UploadedModel extends TrainedModel {
   id: string;
@@ -41,18 +53,43 @@ export interface UploadedModel extends TrainedModel {
 }
 
 /** The fixture model of `task` as model `slug` of project `project` (created when missing), trained size recorded; its export registered with `predictor` when given. */
-export async function uploadFixtureModel(world: World, predictor: FixturePredictor | null, key: string, owner: string, project: string, slug: string, task: FixtureTask): Promise<UploadedModel> {
+export async function uploadFixtureModel(
+  world: World,
+  predictor: FixturePredictor | null,
+  key: string,
+  owner: string,
+  project: string,
+  slug: string,
+  task: FixtureTask,
+): Promise<UploadedModel> {
   const trained = await annotatingModel(task);
   await createProject(world, key, { project, name: project }).catch(() => undefined);
-  const { id } = await createModel(world, key, { project, model: slug, name: slug, task, trainArgs: { imgsz: trained.imgsz } });
+  const { id } = await createModel(world, key, {
+    project,
+    model: slug,
+    name: slug,
+    task,
+    trainArgs: { imgsz: trained.imgsz },
+  });
   await uploadWeights(world, key, id, readFileSync(trained.pt));
   predictor?.register(id, trained.onnx);
   return { ...trained, id, uri: `ul://${owner}/${project}/${slug}` };
 }
 
 /** A dataset of unlabeled pictures (ingested as a YOLO archive with data.yaml names and no label files); returns its id. */
-export async function picturesDataset(t: Test, world: World, key: string, owner: string, slug: string, body: { task: string; classNames: string[] }, pictures: Picture[]): Promise<string> {
-  const created = await call<{ id: string }>(world.server, 'POST', '/api/datasets', { key, body: { dataset: slug, name: slug, ...body } });
+export async function picturesDataset(
+  t: Test,
+  world: World,
+  key: string,
+  owner: string,
+  slug: string,
+  body: { task: string; classNames: string[] },
+  pictures: Picture[],
+): Promise<string> {
+  const created = await call<{ id: string }>(world.server, 'POST', '/api/datasets', {
+    key,
+    body: { dataset: slug, name: slug, ...body },
+  });
   if (created.status !== 201) throw new Error(`create dataset: ${created.status} ${JSON.stringify(created.body)}`);
   const yaml = `names:\n${body.classNames.map((name, index) => `  ${index}: ${name}`).join('\n')}\n`;
   const files: Record<string, Buffer | string> = { 'data.yaml': yaml };
@@ -70,7 +107,12 @@ export interface ImageRow {
 
 /** The dataset's images, oldest first. */
 export async function imagesOf(world: World, key: string, owner: string, slug: string): Promise<ImageRow[]> {
-  const listed = await call<{ images: ImageRow[] }>(world.server, 'GET', `/api/datasets/${owner}/${slug}/images?sort=name-asc&limit=1000`, { key });
+  const listed = await call<{ images: ImageRow[] }>(
+    world.server,
+    'GET',
+    `/api/datasets/${owner}/${slug}/images?sort=name-asc&limit=1000`,
+    { key },
+  );
   if (listed.status !== 200) throw new Error(`list images: ${listed.status} ${JSON.stringify(listed.body)}`);
   return listed.body.images;
 }

@@ -26,11 +26,26 @@ export async function startAzurite(t: { teardown(fn: () => unknown): void }): Pr
   let output = '';
   // --skipApiVersionCheck: the test's client (@azure/storage-blob) speaks a newer REST version than Azurite knows;
   // the provider's own requests use an older one.
-  const azurite = spawn(process.execPath, [AZURITE, '--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence', '--skipApiVersionCheck', '--disableTelemetry', '--silent'], {
-    env: { ...process.env, AZURITE_ACCOUNTS: `${accountName}:${accountKey}` },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  for (const stream of [azurite.stdout, azurite.stderr]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
+  const azurite = spawn(
+    process.execPath,
+    [
+      AZURITE,
+      '--blobHost',
+      '127.0.0.1',
+      '--blobPort',
+      String(port),
+      '--inMemoryPersistence',
+      '--skipApiVersionCheck',
+      '--disableTelemetry',
+      '--silent',
+    ],
+    {
+      env: { ...process.env, AZURITE_ACCOUNTS: `${accountName}:${accountKey}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  for (const stream of [azurite.stdout, azurite.stderr])
+    stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
   const exited = new Promise<void>((resolve) => azurite.once('exit', () => resolve()));
   t.teardown(async () => {
     azurite.kill('SIGKILL');
@@ -43,7 +58,8 @@ export async function startAzurite(t: { teardown(fn: () => unknown): void }): Pr
       await client.getProperties();
       break;
     } catch (error) {
-      if (azurite.exitCode !== null || Date.now() > deadline) throw new Error(`Azurite did not start: ${(error as Error).message}\n${output}`);
+      if (azurite.exitCode !== null || Date.now() > deadline)
+        throw new Error(`Azurite did not start: ${(error as Error).message}\n${output}`);
     }
   }
   return { endpoint, accountName, accountKey, client };

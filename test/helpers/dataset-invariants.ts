@@ -25,7 +25,13 @@ export async function checkDatasetInvariants(t: Test, server: TestServer, datase
   );
   const { classes, ...kept } = counters;
   t.same(kept, rows, 'dataset counters match the image rows');
-  const [mismatch] = await query<{ images: number; annotations: number; out_of_range: number; label_json: number; total: number }>(
+  const [mismatch] = await query<{
+    images: number;
+    annotations: number;
+    out_of_range: number;
+    label_json: number;
+    total: number;
+  }>(
     em,
     `select
        (select count(*)::int from images i where i.dataset_id = ? and (i.label_count <> (select count(*) from annotations a where a.image_id = i.id)
@@ -36,6 +42,10 @@ export async function checkDatasetInvariants(t: Test, server: TestServer, datase
        (select count(*)::int from annotations a where a.dataset_id = ?) as total`,
     [datasetId, datasetId, datasetId, classes, datasetId, datasetId],
   );
-  t.same({ ...mismatch, total: undefined }, { images: 0, annotations: 0, out_of_range: 0, label_json: 0, total: undefined }, 'labelCount, classIds and classId agree with the annotations');
+  t.same(
+    { ...mismatch, total: undefined },
+    { images: 0, annotations: 0, out_of_range: 0, label_json: 0, total: undefined },
+    'labelCount, classIds and classId agree with the annotations',
+  );
   t.equal(mismatch.total, rows.annotation_count, 'annotationCount is the number of annotation rows');
 }

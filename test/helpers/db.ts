@@ -8,7 +8,12 @@ const migrationsDir = new URL('../../control-plane/src/db/migrations/', import.m
 
 /** Named after a digest of the migrations, so a template is built once per schema and reused. */
 export const TEMPLATE_DB = `vp_tpl_${createHash('sha256')
-  .update(readdirSync(migrationsDir).sort().map((file) => readFileSync(new URL(file, migrationsDir), 'utf8')).join('\0'))
+  .update(
+    readdirSync(migrationsDir)
+      .sort()
+      .map((file) => readFileSync(new URL(file, migrationsDir), 'utf8'))
+      .join('\0'),
+  )
   .digest('hex')
   .slice(0, 12)}`;
 
@@ -33,12 +38,20 @@ export async function adminQuery(sql: string, params: unknown[] = [], url = TEST
 export async function createTestDatabase(): Promise<{ name: string; url: string; drop: () => Promise<void> }> {
   const name = `vp_t_${process.pid}_${randomBytes(4).toString('hex')}`;
   await adminQuery(`create database ${name} template ${TEMPLATE_DB}`);
-  return { name, url: databaseUrl(name), drop: async () => void (await adminQuery(`drop database if exists ${name} with (force)`)) };
+  return {
+    name,
+    url: databaseUrl(name),
+    drop: async () => void (await adminQuery(`drop database if exists ${name} with (force)`)),
+  };
 }
 
 /** An empty database with no schema at all, for first-start tests. */
 export async function createEmptyDatabase(): Promise<{ name: string; url: string; drop: () => Promise<void> }> {
   const name = `vp_e_${process.pid}_${randomBytes(4).toString('hex')}`;
   await adminQuery(`create database ${name}`);
-  return { name, url: databaseUrl(name), drop: async () => void (await adminQuery(`drop database if exists ${name} with (force)`)) };
+  return {
+    name,
+    url: databaseUrl(name),
+    drop: async () => void (await adminQuery(`drop database if exists ${name} with (force)`)),
+  };
 }

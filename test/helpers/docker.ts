@@ -5,7 +5,18 @@
 import Docker from 'dockerode';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -39,14 +50,20 @@ export async function requireLocalImage(docker: Docker, image: string, script: s
  */
 export async function addressForContainers(docker: Docker): Promise<string> {
   await ensureJobNetwork(docker);
-  const network = (await docker.getNetwork(JOB_NETWORK).inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
+  const network = (await docker.getNetwork(JOB_NETWORK).inspect()) as {
+    IPAM?: { Config?: Array<{ Gateway?: string }> };
+  };
   const gateway = network.IPAM?.Config?.find((config) => config.Gateway)?.Gateway;
-  if (!gateway) throw new Error(`the Docker network ${JOB_NETWORK} has no gateway address for containers to reach this machine at`);
+  if (!gateway)
+    throw new Error(`the Docker network ${JOB_NETWORK} has no gateway address for containers to reach this machine at`);
   return gateway;
 }
 
 async function reachable(docker: Docker): Promise<boolean> {
-  return docker.ping().then(() => true, () => false);
+  return docker.ping().then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Starts dockerd when nothing answers on the socket; it is left running for later tests, as a CI service would be. */
@@ -77,7 +94,13 @@ async function testImage(docker: Docker): Promise<string> {
   const busybox = staticBusybox();
   const tag = createHash('sha256').update(busybox).update(APPLETS.join(' ')).digest('hex').slice(0, 16);
   const image = `${REPOSITORY}:${tag}`;
-  const present = await docker.getImage(image).inspect().then(() => true, () => false);
+  const present = await docker
+    .getImage(image)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
   if (present) return image;
   const root = mkdtempSync(join(tmpdir(), 'vp-test-image-'));
   try {
@@ -86,9 +109,13 @@ async function testImage(docker: Docker): Promise<string> {
     for (const applet of APPLETS) symlinkSync('busybox', join(root, 'bin', applet));
     mkdirSync(join(root, 'tmp'));
     chmodSync(join(root, 'tmp'), 0o1777);
-    const tar = spawn('tar', ['-C', root, '--owner=0', '--group=0', '--numeric-owner', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const tar = spawn('tar', ['-C', root, '--owner=0', '--group=0', '--numeric-owner', '-c', '.'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const progress = await docker.importImage(tar.stdout, { repo: REPOSITORY, tag });
-    await new Promise<void>((done, fail) => docker.modem.followProgress(progress, (error) => (error ? fail(error) : done())));
+    await new Promise<void>((done, fail) =>
+      docker.modem.followProgress(progress, (error) => (error ? fail(error) : done())),
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -97,10 +124,15 @@ async function testImage(docker: Docker): Promise<string> {
 
 /** The busybox on PATH, if it needs no shared libraries (an image with nothing else in it could not run it otherwise). */
 function staticBusybox(): Buffer {
-  const path = (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'busybox')).find((file) => existsSync(file));
+  const path = (process.env.PATH ?? '')
+    .split(delimiter)
+    .map((dir) => join(dir, 'busybox'))
+    .find((file) => existsSync(file));
   const binary = path === undefined ? undefined : readFileSync(path);
   if (binary === undefined || !isStaticElf(binary)) {
-    throw new Error(`the Docker tests build their image from a statically linked busybox (found: ${path ?? 'none'}): apt-get install busybox-static (.ci/run does)`);
+    throw new Error(
+      `the Docker tests build their image from a statically linked busybox (found: ${path ?? 'none'}): apt-get install busybox-static (.ci/run does)`,
+    );
   }
   return binary;
 }
@@ -111,6 +143,7 @@ function isStaticElf(file: Buffer): boolean {
   const offset = Number(file.readBigUInt64LE(0x20));
   const size = file.readUInt16LE(0x36);
   const PT_INTERP = 3;
-  for (let i = 0; i < file.readUInt16LE(0x38); i++) if (file.readUInt32LE(offset + i * size) === PT_INTERP) return false;
+  for (let i = 0; i < file.readUInt16LE(0x38); i++)
+    if (file.readUInt32LE(offset + i * size) === PT_INTERP) return false;
   return true;
 }

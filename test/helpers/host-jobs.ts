@@ -20,7 +20,13 @@ export async function queueCommand(
     workspaceId: workspace.id,
     payload: { spec: { env: {}, workDir: 'jobs/test', gpus: { count: 0 }, ...spec } },
     priority: options.priority,
-    host: { gpuType: options.gpuType ?? null, gpuCount: options.gpuCount ?? 0, restartable: options.restartable, memoryBytes: options.memoryBytes, toolchain: options.toolchain },
+    host: {
+      gpuType: options.gpuType ?? null,
+      gpuCount: options.gpuCount ?? 0,
+      restartable: options.restartable,
+      memoryBytes: options.memoryBytes,
+      toolchain: options.toolchain,
+    },
   });
   return job.id;
 }
@@ -30,7 +36,12 @@ export async function readJob(server: { orm: Orm }, jobId: string): Promise<Job>
 }
 
 /** Polls until `check` holds, every `intervalMs`; fails with `what` after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 15_000,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -20,9 +20,15 @@ function scene(width: number, height: number, seed: number, count: number, angle
     const kind = Math.floor(next() * 3);
     const turn = angled ? next() * 90 : 0;
     const transform = `transform="rotate(${turn.toFixed(1)} ${cx.toFixed(1)} ${cy.toFixed(1)})"`;
-    if (kind === 0) shapes.push(`<rect x="${cx - r * 0.9}" y="${cy - r * (angled ? 0.5 : 0.9)}" width="${r * 1.8}" height="${r * (angled ? 1 : 1.8)}" fill="#e02020" ${transform}/>`);
+    if (kind === 0)
+      shapes.push(
+        `<rect x="${cx - r * 0.9}" y="${cy - r * (angled ? 0.5 : 0.9)}" width="${r * 1.8}" height="${r * (angled ? 1 : 1.8)}" fill="#e02020" ${transform}/>`,
+      );
     else if (kind === 1) shapes.push(`<circle cx="${cx}" cy="${cy}" r="${r}" fill="#2040e0"/>`);
-    else shapes.push(`<polygon points="${cx},${cy - r} ${cx + r * 0.87},${cy + r / 2} ${cx - r * 0.87},${cy + r / 2}" fill="#28aa28" ${transform}/>`);
+    else
+      shapes.push(
+        `<polygon points="${cx},${cy - r} ${cx + r * 0.87},${cy + r / 2} ${cx - r * 0.87},${cy + r / 2}" fill="#28aa28" ${transform}/>`,
+      );
   }
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="#c4c4bc"/>${shapes.join('')}</svg>`;
 }
@@ -38,10 +44,20 @@ export async function writeTestPictures(dir: string, options: { single?: boolean
   const count = (seed: number) => (options.single ? 1 : 3 + (seed % 3));
   const angled = !options.single;
   const pictures: TestPicture[] = [];
-  const add = async (label: string, name: string, make: (image: Sharp) => Sharp, width: number, height: number, seed: number) => {
+  const add = async (
+    label: string,
+    name: string,
+    make: (image: Sharp) => Sharp,
+    width: number,
+    height: number,
+    seed: number,
+  ) => {
     const file = join(dir, name);
     // SVG renders with an (opaque) alpha channel; every form but the RGBA one drops it first.
-    writeFileSync(file, await make(sharp(Buffer.from(scene(width, height, seed, count(seed), angled))).removeAlpha()).toBuffer());
+    writeFileSync(
+      file,
+      await make(sharp(Buffer.from(scene(width, height, seed, count(seed), angled))).removeAlpha()).toBuffer(),
+    );
     pictures.push({ file, label });
   };
   await add('square PNG', 'square.png', (i) => i.png(), 96, 96, 1);
@@ -50,7 +66,14 @@ export async function writeTestPictures(dir: string, options: { single?: boolean
   await add('small PNG, upscaled', 'small.png', (i) => i.png(), 61, 45, 4);
   await add('exact 2x PNG', 'double.png', (i) => i.png(), 192, 192, 5);
   await add('large JPEG', 'large.jpg', (i) => i.jpeg({ quality: 85 }), 517, 389, 6);
-  await add('EXIF-rotated JPEG (orientation 6)', 'rotated.jpg', (i) => i.jpeg({ quality: 92 }).withMetadata({ orientation: 6 }), 200, 120, 7);
+  await add(
+    'EXIF-rotated JPEG (orientation 6)',
+    'rotated.jpg',
+    (i) => i.jpeg({ quality: 92 }).withMetadata({ orientation: 6 }),
+    200,
+    120,
+    7,
+  );
   await add('grayscale PNG', 'gray.png', (i) => i.toColourspace('b-w').png(), 128, 100, 8);
   await add('RGBA PNG', 'rgba.png', (i) => i.ensureAlpha(0.6).png(), 110, 140, 9);
   return pictures;

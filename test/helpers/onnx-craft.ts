@@ -18,11 +18,48 @@ const ELEM: Record<ElemType, number> = { float32: 1, int64: 7 };
 /** The ONNX file (ir_version 8, opset 17) of `graph`. */
 export function craftOnnx(graph: CraftedGraph): Buffer {
   const valueInfo = ({ name, type = 'float32', shape }: CraftedGraph['inputs'][number]) =>
-    message([str(1, name), msg(2, message([msg(1, message([int(1, ELEM[type]), msg(2, message(shape.map((dim) => msg(1, typeof dim === 'number' ? message([int(1, dim)]) : message([str(2, dim)])))))]))]))]);
+    message([
+      str(1, name),
+      msg(
+        2,
+        message([
+          msg(
+            1,
+            message([
+              int(1, ELEM[type]),
+              msg(
+                2,
+                message(
+                  shape.map((dim) => msg(1, typeof dim === 'number' ? message([int(1, dim)]) : message([str(2, dim)]))),
+                ),
+              ),
+            ]),
+          ),
+        ]),
+      ),
+    ]);
   const tensor = ({ name, dims, data }: NonNullable<CraftedGraph['initializers']>[number]) =>
-    message([...dims.map((dim) => int(1, dim)), int(2, data instanceof Float32Array ? ELEM.float32 : ELEM.int64), str(8, name), bytes(9, Buffer.from(data.buffer, data.byteOffset, data.byteLength))]);
+    message([
+      ...dims.map((dim) => int(1, dim)),
+      int(2, data instanceof Float32Array ? ELEM.float32 : ELEM.int64),
+      str(8, name),
+      bytes(9, Buffer.from(data.buffer, data.byteOffset, data.byteLength)),
+    ]);
   const graphProto = message([
-    ...graph.nodes.map((node, index) => msg(1, message([...node.inputs.map((name) => str(1, name)), ...node.outputs.map((name) => str(2, name)), str(3, `n${index}`), str(4, node.op), ...Object.entries(node.attributes ?? {}).map(([name, value]) => msg(5, message([str(1, name), int(3, value), int(20, 2)])))]))),
+    ...graph.nodes.map((node, index) =>
+      msg(
+        1,
+        message([
+          ...node.inputs.map((name) => str(1, name)),
+          ...node.outputs.map((name) => str(2, name)),
+          str(3, `n${index}`),
+          str(4, node.op),
+          ...Object.entries(node.attributes ?? {}).map(([name, value]) =>
+            msg(5, message([str(1, name), int(3, value), int(20, 2)])),
+          ),
+        ]),
+      ),
+    ),
     str(2, 'crafted'),
     ...(graph.initializers ?? []).map((init) => msg(5, tensor(init))),
     ...graph.inputs.map((input) => msg(11, valueInfo(input))),
@@ -38,7 +75,11 @@ export function craftOnnx(graph: CraftedGraph): Buffer {
 }
 
 /** Metadata as ultralytics writes it, for `names` (Python repr of {index: name}) and a dynamic 64 px export. */
-export function ultralyticsMetadata(task: string, names: string, extra: Record<string, string> = {}): Record<string, string> {
+export function ultralyticsMetadata(
+  task: string,
+  names: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return { task, names, stride: '32', imgsz: '[64, 64]', batch: '1', args: "{'batch': 1, 'dynamic': True}", ...extra };
 }
 

@@ -2,7 +2,20 @@
 import sharp from 'sharp';
 import type { SeededRandom } from './random.ts';
 
-const WORDS = ['harbour', 'quartz', 'lantern', 'meadow', 'voltage', 'orchid', 'glacier', 'pixel', 'saffron', 'tundra', 'ember', 'nimbus'];
+const WORDS = [
+  'harbour',
+  'quartz',
+  'lantern',
+  'meadow',
+  'voltage',
+  'orchid',
+  'glacier',
+  'pixel',
+  'saffron',
+  'tundra',
+  'ember',
+  'nimbus',
+];
 
 const color = (random: SeededRandom) => `rgb(${random.int(256)},${random.int(256)},${random.int(256)})`;
 
@@ -15,8 +28,14 @@ export async function picture(random: SeededRandom): Promise<Buffer> {
     const style = `fill="${color(random)}" stroke="${color(random)}" stroke-width="${random.int(6)}"`;
     const kind = random.int(3);
     if (kind === 0) shapes.push(`<circle cx="${x}" cy="${y}" r="${size / 2}" ${style}/>`);
-    else if (kind === 1) shapes.push(`<rect x="${x - size / 2}" y="${y - size / 3}" width="${size}" height="${(size * 2) / 3}" transform="rotate(${random.int(90)} ${x} ${y})" ${style}/>`);
-    else shapes.push(`<polygon points="${x},${y - size / 2} ${x + size / 2},${y + size / 2} ${x - size / 2},${y + size / 2}" ${style}/>`);
+    else if (kind === 1)
+      shapes.push(
+        `<rect x="${x - size / 2}" y="${y - size / 3}" width="${size}" height="${(size * 2) / 3}" transform="rotate(${random.int(90)} ${x} ${y})" ${style}/>`,
+      );
+    else
+      shapes.push(
+        `<polygon points="${x},${y - size / 2} ${x + size / 2},${y + size / 2} ${x - size / 2},${y + size / 2}" ${style}/>`,
+      );
   }
   const word = `<text x="${10 + random.int(150)}" y="${40 + random.int(180)}" font-size="${24 + random.int(30)}" font-family="sans-serif" fill="${color(random)}">${random.pick(WORDS)}</text>`;
   const [x2, y2] = [random.next(), random.next()];
@@ -25,8 +44,11 @@ export async function picture(random: SeededRandom): Promise<Buffer> {
     <rect width="100%" height="100%" fill="url(#g)"/>${shapes.join('')}${word}</svg>`;
   const { data } = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   const amplitude = random.int(40);
-  for (let i = 0; i < data.length; i++) data[i] = Math.max(0, Math.min(255, data[i] + Math.round((random.next() - 0.5) * amplitude)));
-  return sharp(data, { raw: { width, height, channels: 3 } }).png().toBuffer();
+  for (let i = 0; i < data.length; i++)
+    data[i] = Math.max(0, Math.min(255, data[i] + Math.round((random.next() - 0.5) * amplitude)));
+  return sharp(data, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 /** `count` distinct pictures, made one after another: a picture draws from `random` after an await, so pictures made at once would differ from run to run. */
@@ -41,6 +63,10 @@ export async function copiesOf(base: Buffer): Promise<Buffer[]> {
   return Promise.all([
     sharp(base).extract({ left: 32, top: 20, width: 256, height: 192 }).png().toBuffer(),
     sharp(base).flop().jpeg({ quality: 75 }).toBuffer(),
-    sharp(base).modulate({ brightness: 1.2, saturation: 1.3, hue: 15 }).linear(1.1, -8).jpeg({ quality: 35 }).toBuffer(),
+    sharp(base)
+      .modulate({ brightness: 1.2, saturation: 1.3, hue: 15 })
+      .linear(1.1, -8)
+      .jpeg({ quality: 35 })
+      .toBuffer(),
   ]);
 }

@@ -29,7 +29,10 @@ export async function startRtspSource(t: Teardown, picture: string, fps = 10): P
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the RTSP source did not start within ${START_TIMEOUT_MS} ms: ${stderr}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`the RTSP source did not start within ${START_TIMEOUT_MS} ms: ${stderr}`)),
+      START_TIMEOUT_MS,
+    );
     child.stdout.setEncoding('utf8').on('data', (text: string) => {
       stdout += text;
       const line = /^(rtsp:\/\/\S+)\n/.exec(stdout);

@@ -36,10 +36,14 @@ export interface TestS3Server {
 /** Free loopback ports, all held until every one is picked so none repeats. */
 export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
-      const server = createServer();
-      server.listen(0, '127.0.0.1', () => resolve(server));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve) => {
+          const server = createServer();
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((server) => (server.address() as AddressInfo).port);
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
@@ -83,8 +87,16 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
     join(dir, 's3.json'),
     JSON.stringify({
       identities: [
-        { name: 'test', credentials: [{ accessKey: accessKeyId, secretKey: secretAccessKey }], actions: ['Admin', 'Read', 'List', 'Write'] },
-        ...(options.identities ?? []).map((identity, i) => ({ name: `extra-${i}`, credentials: [{ accessKey: identity.accessKeyId, secretKey: identity.secretAccessKey }], actions: identity.actions })),
+        {
+          name: 'test',
+          credentials: [{ accessKey: accessKeyId, secretKey: secretAccessKey }],
+          actions: ['Admin', 'Read', 'List', 'Write'],
+        },
+        ...(options.identities ?? []).map((identity, i) => ({
+          name: `extra-${i}`,
+          credentials: [{ accessKey: identity.accessKeyId, secretKey: identity.secretAccessKey }],
+          actions: identity.actions,
+        })),
       ],
     }),
   );
@@ -94,13 +106,28 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
   const weed = spawn(
     WEED,
     [
-      'server', `-dir=${dir}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+      'server',
+      `-dir=${dir}`,
+      '-ip=127.0.0.1',
+      '-ip.bind=127.0.0.1',
       // Volumes as large as free space allows, so a multi-GB benchmark fits.
-      '-master.volumeSizeLimitMB=256', '-volume.max=0',
-      `-master.port=${master}`, `-master.port.grpc=${masterGrpc}`, `-volume.port=${volume}`, `-volume.port.grpc=${volumeGrpc}`,
-      '-filer', `-filer.port=${filer}`, `-filer.port.grpc=${filerGrpc}`, `-filer.localSocket=${join(dir, 'filer.sock')}`,
-      '-s3', `-s3.port=${s3}`, `-s3.port.grpc=${s3Grpc}`, `-s3.localSocket=${join(dir, 's3.sock')}`,
-      '-s3.port.iceberg=0', '-s3.port.lance=0', `-s3.config=${join(dir, 's3.json')}`,
+      '-master.volumeSizeLimitMB=256',
+      '-volume.max=0',
+      `-master.port=${master}`,
+      `-master.port.grpc=${masterGrpc}`,
+      `-volume.port=${volume}`,
+      `-volume.port.grpc=${volumeGrpc}`,
+      '-filer',
+      `-filer.port=${filer}`,
+      `-filer.port.grpc=${filerGrpc}`,
+      `-filer.localSocket=${join(dir, 'filer.sock')}`,
+      '-s3',
+      `-s3.port=${s3}`,
+      `-s3.port.grpc=${s3Grpc}`,
+      `-s3.localSocket=${join(dir, 's3.sock')}`,
+      '-s3.port.iceberg=0',
+      '-s3.port.lance=0',
+      `-s3.config=${join(dir, 's3.json')}`,
     ],
     { stdio: ['ignore', output, output] },
   );
@@ -112,7 +139,12 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
   };
 
   const endpoint = `http://127.0.0.1:${s3}`;
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId, secretAccessKey },
+  });
   try {
     await createBucketOnceUp(client, bucket, () => weed.exitCode !== null);
   } catch (error) {
@@ -125,8 +157,14 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
   const shell = (command: string) =>
     new Promise<string>((resolve, reject) => {
       // Addresses as host:port.grpcPort: the shell reaches both servers over gRPC.
-      const child = execFile(WEED, ['shell', `-master=127.0.0.1:${master}.${masterGrpc}`, `-filer=127.0.0.1:${filer}.${filerGrpc}`], { timeout: 30_000 }, (error, stdout, stderr) =>
-        error ? reject(new Error(`weed shell ${command.split(' ')[0]}: ${error.message}\n${stderr}`)) : resolve(stdout),
+      const child = execFile(
+        WEED,
+        ['shell', `-master=127.0.0.1:${master}.${masterGrpc}`, `-filer=127.0.0.1:${filer}.${filerGrpc}`],
+        { timeout: 30_000 },
+        (error, stdout, stderr) =>
+          error
+            ? reject(new Error(`weed shell ${command.split(' ')[0]}: ${error.message}\n${stderr}`))
+            : resolve(stdout),
       );
       child.stdin!.end(`${command}\n`);
     });
@@ -139,7 +177,8 @@ export function s3Writer(t: Teardown, s3: TestS3Server) {
   t.teardown(() => client.destroy());
   return {
     createBucket: async (name: string) => void (await client.send(new CreateBucketCommand({ Bucket: name }))),
-    put: async (bucket: string, key: string, bytes: Buffer) => void (await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }))),
+    put: async (bucket: string, key: string, bytes: Buffer) =>
+      void (await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }))),
   };
 }
 

@@ -26,7 +26,13 @@ export interface TestServer extends RunningServer {
  */
 export async function startTestServer(
   t: Teardown,
-  options: { env?: Record<string, string>; databaseUrl?: string; routes?: RouteDefinition[]; predictor?: Predictor; log?: Logger } = {},
+  options: {
+    env?: Record<string, string>;
+    databaseUrl?: string;
+    routes?: RouteDefinition[];
+    predictor?: Predictor;
+    log?: Logger;
+  } = {},
 ): Promise<TestServer> {
   let databaseUrl = options.databaseUrl;
   if (!databaseUrl) {
@@ -35,13 +41,25 @@ export async function startTestServer(
     databaseUrl = db.url;
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'vp-test-'));
-  const config = loadConfig({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...options.env });
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    ...options.env,
+  });
   const running = await startServer(config, { routes: options.routes, predictor: options.predictor, log: options.log });
   t.teardown(async () => {
     await running.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  return { ...running, databaseUrl, dataDir, services: () => new Services(running.orm.em.fork() as never, { config, storage: running.storage }) };
+  return {
+    ...running,
+    databaseUrl,
+    dataDir,
+    services: () => new Services(running.orm.em.fork() as never, { config, storage: running.storage }),
+  };
 }
 
 export interface Fetched<T = Record<string, unknown>> {

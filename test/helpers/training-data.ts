@@ -37,7 +37,10 @@ async function picture(next: () => number): Promise<{ bytes: Buffer; label: stri
 export async function shapesFiles(train = 64, val = 16, seed = 7): Promise<Record<string, Buffer | string>> {
   const next = random(seed);
   const files: Record<string, Buffer | string> = { 'data.yaml': 'names:\n  0: square\n  1: disc\n' };
-  for (const [split, count] of [['train', train], ['val', val]] as const) {
+  for (const [split, count] of [
+    ['train', train],
+    ['val', val],
+  ] as const) {
     for (let index = 0; index < count; index++) {
       const { bytes, label } = await picture(next);
       files[`images/${split}/${split}-${index}.jpg`] = bytes;
@@ -53,10 +56,29 @@ export async function shapesDataset(train = 64, val = 16, seed = 7): Promise<Buf
 }
 
 /** Creates a detect dataset in the key's workspace and ingests the shapes into it. */
-export async function createShapesDataset(t: Test, world: ApiTarget, key: string, owner: string, slug: string, counts = { train: 64, val: 16 }): Promise<string> {
-  const created = await call<{ id: string }>(world.server, 'POST', '/api/datasets', { key, body: { dataset: slug, name: slug, task: 'detect' } });
+export async function createShapesDataset(
+  t: Test,
+  world: ApiTarget,
+  key: string,
+  owner: string,
+  slug: string,
+  counts = { train: 64, val: 16 },
+): Promise<string> {
+  const created = await call<{ id: string }>(world.server, 'POST', '/api/datasets', {
+    key,
+    body: { dataset: slug, name: slug, task: 'detect' },
+  });
   if (created.status !== 201) throw new Error(`create dataset: ${created.status} ${JSON.stringify(created.body)}`);
-  const job = await ingestArchive(t, world, key, owner, slug, created.body.id, 'shapes.zip', await shapesDataset(counts.train, counts.val));
+  const job = await ingestArchive(
+    t,
+    world,
+    key,
+    owner,
+    slug,
+    created.body.id,
+    'shapes.zip',
+    await shapesDataset(counts.train, counts.val),
+  );
   if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
   return created.body.id;
 }

@@ -9,7 +9,9 @@ export const testHardware: Hardware = {
   cpu: { model: 'Test CPU', cores: 8 },
   memoryBytes: 64 * 2 ** 30,
   diskFreeBytes: 500 * 2 ** 30,
-  gpus: [{ index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' }],
+  gpus: [
+    { index: 0, model: 'NVIDIA GeForce RTX 4090', typeId: 'rtx-4090', memoryMiB: 24_564, driverVersion: '550.54' },
+  ],
   cpuOnly: false,
 };
 
@@ -25,13 +27,22 @@ export const helloFrame = (overrides: Record<string, unknown> = {}) => ({
 
 /** Connects a pool host (or one of `workspace`; in `region`, else every region) through vpctl's service and enrolls it over HTTP. */
 export async function enrollHost(
-  server: { url: string; services(): { hosts: { connect(name: string, workspace?: string, region?: string): Promise<{ enrollmentToken: string }> } } },
+  server: {
+    url: string;
+    services(): {
+      hosts: { connect(name: string, workspace?: string, region?: string): Promise<{ enrollmentToken: string }> };
+    };
+  },
   name: string,
   workspace?: string,
   region?: string,
 ): Promise<{ hostId: string; workerKey: string }> {
   const { enrollmentToken } = await server.services().hosts.connect(name, workspace, region);
-  return (await call<{ hostId: string; workerKey: string }>(server, 'POST', '/api/hosts/enroll', { body: { token: enrollmentToken } })).body;
+  return (
+    await call<{ hostId: string; workerKey: string }>(server, 'POST', '/api/hosts/enroll', {
+      body: { token: enrollmentToken },
+    })
+  ).body;
 }
 
 /** A client socket that records what the server sends and how it ends. */
@@ -44,7 +55,11 @@ export class WorkerClient {
   readonly upgraded: Promise<number>;
 
   /** `localAddress`: the address the socket connects from (127.0.0.2: another host, as the control plane sees it). */
-  constructor(target: { url: string }, key: string | undefined, options: { path?: string; localAddress?: string; headers?: Record<string, string> } = {}) {
+  constructor(
+    target: { url: string },
+    key: string | undefined,
+    options: { path?: string; localAddress?: string; headers?: Record<string, string> } = {},
+  ) {
     const url = `${target.url.replace(/^http/, 'ws')}${options.path ?? AGENT_ROUTES.connect}`;
     const headers = { ...options.headers, ...(key !== undefined && { authorization: `Bearer ${key}` }) };
     this.ws = new WebSocket(url, { headers, ...(options.localAddress && { localAddress: options.localAddress }) });
@@ -58,7 +73,9 @@ export class WorkerClient {
       this.ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
       this.ws.once('error', () => resolve(0));
     });
-    this.closed = new Promise((resolve) => this.ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.closed = new Promise((resolve) =>
+      this.ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
   }
 
   send(message: unknown): void {
@@ -82,13 +99,19 @@ export class WorkerClient {
 
   /** Heartbeats every `ms` until the socket closes, as a live agent does (its jobs' leases are renewed by them). */
   beat(ms = 500): this {
-    const timer = setInterval(() => this.ws.readyState === WebSocket.OPEN && this.send({ type: 'heartbeat', at: new Date().toISOString() }), ms);
+    const timer = setInterval(
+      () => this.ws.readyState === WebSocket.OPEN && this.send({ type: 'heartbeat', at: new Date().toISOString() }),
+      ms,
+    );
     this.ws.once('close', () => clearInterval(timer));
     return this;
   }
 
   /** The next message of `type`, skipping others. */
-  async nextOf<T extends ServerMessage['type']>(type: T, timeoutMs = 10_000): Promise<Extract<ServerMessage, { type: T }>> {
+  async nextOf<T extends ServerMessage['type']>(
+    type: T,
+    timeoutMs = 10_000,
+  ): Promise<Extract<ServerMessage, { type: T }>> {
     for (;;) {
       const message = await this.next(timeoutMs);
       if (message.type === type) return message as Extract<ServerMessage, { type: T }>;

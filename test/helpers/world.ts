@@ -17,8 +17,23 @@ export interface World {
 }
 
 /** A server with users, a team with a viewer and an editor, and their keys; limits raised (not under test here). */
-export async function startWorld(t: Test, env: Record<string, string> = {}, options: { predictor?: Predictor; log?: Logger } = {}): Promise<World> {
-  const server = await startTestServer(t, { predictor: options.predictor, log: options.log, env: { RATE_LIMIT_DEFAULT: '1000000', RATE_LIMIT_HYDRATE: '1000000', RATE_LIMIT_UPLOAD: '1000000', RATE_LIMIT_COMPARE: '1000000', RATE_LIMIT_EXPORT: '1000000', ...env } });
+export async function startWorld(
+  t: Test,
+  env: Record<string, string> = {},
+  options: { predictor?: Predictor; log?: Logger } = {},
+): Promise<World> {
+  const server = await startTestServer(t, {
+    predictor: options.predictor,
+    log: options.log,
+    env: {
+      RATE_LIMIT_DEFAULT: '1000000',
+      RATE_LIMIT_HYDRATE: '1000000',
+      RATE_LIMIT_UPLOAD: '1000000',
+      RATE_LIMIT_COMPARE: '1000000',
+      RATE_LIMIT_EXPORT: '1000000',
+      ...env,
+    },
+  });
   const account = server.services().account;
   for (const username of ['alice', 'bobby', 'vicky', 'eddie']) await account.createUser(username);
   await account.createTeam('acme-team', 'alice');

@@ -5,7 +5,17 @@
 // the same time (a lock directory, then an atomic rename of the finished folder).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +50,15 @@ interface Recipe {
   exportArgs: string[];
 }
 
-const DEFAULT_ARCH: Record<FixtureTask, string> = { detect: 'yolo11n', segment: 'yolo11n-seg', semantic: 'yolo26n-sem', depth: 'yolo26n-depth', pose: 'yolo11n-pose', obb: 'yolo11n-obb', classify: 'yolo11n-cls' };
+const DEFAULT_ARCH: Record<FixtureTask, string> = {
+  detect: 'yolo11n',
+  segment: 'yolo11n-seg',
+  semantic: 'yolo26n-sem',
+  depth: 'yolo26n-depth',
+  pose: 'yolo11n-pose',
+  obb: 'yolo11n-obb',
+  classify: 'yolo11n-cls',
+};
 
 /** Longer training than the parity fixtures need: for tests that need a model that finds the shapes with confidence. */
 export interface TrainingOverride {
@@ -57,8 +75,25 @@ function recipe(task: FixtureTask, arch: string, override: TrainingOverride = {}
     model: `${arch}.yaml`,
     imgsz: override.imgsz ?? 64,
     epochs: override.epochs ?? (classify ? 10 : 20),
-    dataset: ['--size', '96', '--train', String(override.pictures ?? (classify ? 45 : 32)), '--val', classify ? '6' : '4'],
-    trainArgs: ['batch=8', 'warmup_epochs=1', 'pretrained=False', 'amp=False', 'plots=False', 'workers=0', 'device=cpu', 'val=False', 'seed=0'],
+    dataset: [
+      '--size',
+      '96',
+      '--train',
+      String(override.pictures ?? (classify ? 45 : 32)),
+      '--val',
+      classify ? '6' : '4',
+    ],
+    trainArgs: [
+      'batch=8',
+      'warmup_epochs=1',
+      'pretrained=False',
+      'amp=False',
+      'plots=False',
+      'workers=0',
+      'device=cpu',
+      'val=False',
+      'seed=0',
+    ],
     exportArgs: arch.startsWith('yolo26') ? ['nms=False'] : [],
   };
 }
@@ -66,11 +101,22 @@ function recipe(task: FixtureTask, arch: string, override: TrainingOverride = {}
 /** The environment of the trainer venv: first on PATH, offline, its own settings folder. */
 export function trainerEnv(configDir: string): NodeJS.ProcessEnv {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('ULTRALYTICS_')));
-  return { ...env, VIRTUAL_ENV: TRAINER_VENV, PATH: `${join(TRAINER_VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`, YOLO_CONFIG_DIR: configDir, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' };
+  return {
+    ...env,
+    VIRTUAL_ENV: TRAINER_VENV,
+    PATH: `${join(TRAINER_VENV, 'bin')}:${env.PATH ?? '/usr/bin:/bin'}`,
+    YOLO_CONFIG_DIR: configDir,
+    YOLO_OFFLINE: '1',
+    YOLO_AUTOINSTALL: 'false',
+  };
 }
 
 /** Runs a command to its end; rejects with the tail of its output when it fails. */
-export function runCommand(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<string> {
+export function runCommand(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -81,7 +127,9 @@ export function runCommand(command: string, args: string[], options: { cwd: stri
     });
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (tail = (tail + chunk).slice(-4000)));
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${tail}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${tail}`)),
+    );
   });
 }
 
@@ -96,7 +144,11 @@ const building = new Map<string, Promise<TrainedModel>>();
  * A trained model for `task` (and `arch`, a model YAML name without .yaml: yolo26n for the end2end head), trained as
  * `override` says where given (cached apart).
  */
-export function trainedModel(task: FixtureTask, arch = DEFAULT_ARCH[task], override: TrainingOverride = {}): Promise<TrainedModel> {
+export function trainedModel(
+  task: FixtureTask,
+  arch = DEFAULT_ARCH[task],
+  override: TrainingOverride = {},
+): Promise<TrainedModel> {
   const key = `${task}/${arch}/${JSON.stringify(override)}`;
   let promise = building.get(key);
   if (!promise) {
@@ -107,13 +159,23 @@ export function trainedModel(task: FixtureTask, arch = DEFAULT_ARCH[task], overr
 }
 
 async function build(r: Recipe): Promise<TrainedModel> {
-  const hash = createHash('sha256').update(readFileSync(GENERATOR)).update(JSON.stringify(r)).update(ultralyticsVersion()).digest('hex').slice(0, 16);
+  const hash = createHash('sha256')
+    .update(readFileSync(GENERATOR))
+    .update(JSON.stringify(r))
+    .update(ultralyticsVersion())
+    .digest('hex')
+    .slice(0, 16);
   const dir = join(CACHE, `${r.model.replace('.yaml', '')}-${hash}`);
   const done = join(dir, 'model.json');
   mkdirSync(CACHE, { recursive: true });
   const lock = `${dir}.lock`;
   for (;;) {
-    if (existsSync(done)) return { ...(JSON.parse(readFileSync(done, 'utf8')) as Omit<TrainedModel, 'pt' | 'onnx'>), pt: join(dir, 'model.pt'), onnx: join(dir, 'model.onnx') };
+    if (existsSync(done))
+      return {
+        ...(JSON.parse(readFileSync(done, 'utf8')) as Omit<TrainedModel, 'pt' | 'onnx'>),
+        pt: join(dir, 'model.pt'),
+        onnx: join(dir, 'model.onnx'),
+      };
     try {
       mkdirSync(lock);
       break;
@@ -142,7 +204,10 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
     const yolo = join(TRAINER_VENV, 'bin/yolo');
     // Semantic models learn from polygon labels (pixels outside every polygon become a 'background' class).
     const drawn = r.task === 'semantic' ? 'segment' : r.task;
-    const data = (await runCommand(python, [GENERATOR, drawn, join(work, 'data'), ...r.dataset], { cwd: work, env })).trim().split('\n').pop()!;
+    const data = (await runCommand(python, [GENERATOR, drawn, join(work, 'data'), ...r.dataset], { cwd: work, env }))
+      .trim()
+      .split('\n')
+      .pop()!;
     await runCommand(
       yolo,
       [
@@ -160,12 +225,21 @@ async function trainAndExport(r: Recipe, dir: string): Promise<TrainedModel> {
       { cwd: work, env },
     );
     const weights = join(work, 'runs/train/weights');
-    await runCommand(yolo, ['export', `model=${join(weights, 'best.pt')}`, 'format=onnx', 'dynamic=True', ...r.exportArgs], { cwd: work, env });
+    await runCommand(
+      yolo,
+      ['export', `model=${join(weights, 'best.pt')}`, 'format=onnx', 'dynamic=True', ...r.exportArgs],
+      { cwd: work, env },
+    );
     const result = join(work, 'result');
     mkdirSync(result);
     copyFileSync(join(weights, 'best.pt'), join(result, 'model.pt'));
     copyFileSync(join(weights, 'best.onnx'), join(result, 'model.onnx'));
-    const meta = { names: datasetNames(r.task, join(work, 'data')), task: r.task, imgsz: r.imgsz, buildSeconds: Math.round((Date.now() - started) / 1000) };
+    const meta = {
+      names: datasetNames(r.task, join(work, 'data')),
+      task: r.task,
+      imgsz: r.imgsz,
+      buildSeconds: Math.round((Date.now() - started) / 1000),
+    };
     writeFileSync(join(result, 'model.json'), JSON.stringify(meta));
     rmSync(dir, { recursive: true, force: true });
     renameSync(result, dir);
@@ -186,7 +260,11 @@ export async function exportedVariant(model: TrainedModel, args: string[]): Prom
   const work = mkdtempSync(`${file}.tmp-`);
   try {
     copyFileSync(model.pt, join(work, 'model.pt'));
-    await runCommand(join(TRAINER_VENV, 'bin/yolo'), ['export', `model=${join(work, 'model.pt')}`, 'format=onnx', ...args], { cwd: work, env: trainerEnv(join(work, 'settings')) });
+    await runCommand(
+      join(TRAINER_VENV, 'bin/yolo'),
+      ['export', `model=${join(work, 'model.pt')}`, 'format=onnx', ...args],
+      { cwd: work, env: trainerEnv(join(work, 'settings')) },
+    );
     renameSync(join(work, 'model.onnx'), file);
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -10,5 +10,7 @@ if (exists.rowCount === 0) {
   await migrate(orm);
   await orm.close();
   // Renamed into place only when complete, so a concurrent run never clones a half-built template.
-  await adminQuery(`alter database ${building} rename to ${TEMPLATE_DB}`).catch(() => adminQuery(`drop database ${building}`));
+  await adminQuery(`alter database ${building} rename to ${TEMPLATE_DB}`).catch(() =>
+    adminQuery(`drop database ${building}`),
+  );
 }

@@ -31,28 +31,50 @@ type Setting = keyof typeof ENV_OVERRIDES;
 // Not strict: enroll may keep more in the same file (the host's id, say) than the agent's settings.
 const SettingsSchema = z.object({
   server: z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) or ws(s) URL' }),
-  workerKey: z.string({ error: 'is missing; run `vp-worker enroll --server URL --token T` first' }).min(1, 'must not be empty'),
-  workDir: z.string().min(1).default(join(homedir(), '.local', 'share', 'vp-worker')),
+  workerKey: z
+    .string({ error: 'is missing; run `vp-worker enroll --server URL --token T` first' })
+    .min(1, 'must not be empty'),
+  workDir: z
+    .string()
+    .min(1)
+    .default(join(homedir(), '.local', 'share', 'vp-worker')),
   runtime: z.enum(RUNTIMES, { error: `must be one of ${RUNTIMES.join(', ')}` }).default('docker'),
   trainerImage: z.string().min(1).optional(),
   inferenceImage: z.string().min(1).default(DEFAULT_INFERENCE_IMAGE),
   // A host name or an IP address (IPv6 without brackets), as the control plane reaches this host.
-  serviceHost: z.string().regex(/^[\w.:-]{1,253}$/, 'must be a host name or an IP address').optional(),
+  serviceHost: z
+    .string()
+    .regex(/^[\w.:-]{1,253}$/, 'must be a host name or an IP address')
+    .optional(),
   maxConcurrentJobs: z.coerce.number({ error: 'must be a positive integer' }).int().min(1).optional(),
   processVenv: z.string().min(1).optional(),
   hostId: z.string().min(1).optional(),
   hostName: z.string().min(1).optional(),
-  keepWorkDirsHours: z.coerce.number({ error: 'must be a number of hours, 0 or more' }).min(0, 'must be 0 or more').default(24),
+  keepWorkDirsHours: z.coerce
+    .number({ error: 'must be a number of hours, 0 or more' })
+    .min(0, 'must be 0 or more')
+    .default(24),
   // A list in the file, comma-separated in the environment.
   sharedFolders: z
     .preprocess(
-      (value) => (typeof value === 'string' ? value.split(',').map((folder) => folder.trim()).filter(Boolean) : value),
-      z.array(z.string().refine((folder) => isAbsolute(folder), 'must list absolute paths')).max(MAX_SHARED_FOLDERS, `must list at most ${MAX_SHARED_FOLDERS} folders`),
+      (value) =>
+        typeof value === 'string'
+          ? value
+              .split(',')
+              .map((folder) => folder.trim())
+              .filter(Boolean)
+          : value,
+      z
+        .array(z.string().refine((folder) => isAbsolute(folder), 'must list absolute paths'))
+        .max(MAX_SHARED_FOLDERS, `must list at most ${MAX_SHARED_FOLDERS} folders`),
     )
     .default([]),
   // true/false in the file; 1/0 (or true/false) in the environment.
   allowSharedProcessRuntime: z
-    .preprocess((value) => (value === '1' || value === 'true' ? true : value === '0' || value === 'false' ? false : value), z.boolean({ error: 'must be true or false (1 or 0)' }))
+    .preprocess(
+      (value) => (value === '1' || value === 'true' ? true : value === '0' || value === 'false' ? false : value),
+      z.boolean({ error: 'must be true or false (1 or 0)' }),
+    )
     .default(false),
 });
 
@@ -98,7 +120,9 @@ export class WorkerConfigError extends Error {}
 
 /** VP_WORKER_CONFIG, else `~/.config/vp-worker/config.json` (XDG_CONFIG_HOME respected, as `enroll` does). */
 export function configPath(env: Record<string, string | undefined> = process.env): string {
-  return resolve(env.VP_WORKER_CONFIG || join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'vp-worker', 'config.json'));
+  return resolve(
+    env.VP_WORKER_CONFIG || join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'vp-worker', 'config.json'),
+  );
 }
 
 function readConfigFile(file: string, required: boolean): Record<string, unknown> {

@@ -3,7 +3,17 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
-import { AGENT_ROUTES, CLOSE, MAX_MESSAGE_BYTES, encodeMessage, helloVersionFields, parseMessage, type AgentMessage, type Hardware, type ServerMessage } from '@vp/protocol';
+import {
+  AGENT_ROUTES,
+  CLOSE,
+  MAX_MESSAGE_BYTES,
+  encodeMessage,
+  helloVersionFields,
+  parseMessage,
+  type AgentMessage,
+  type Hardware,
+  type ServerMessage,
+} from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { Capabilities } from './exporter-probe.ts';
 import type { FolderRequests } from './folder-requests.ts';
@@ -16,7 +26,8 @@ import type { Logger } from './log.ts';
  * the release it came with, which the control plane compares with its own; a checkout reports its package's.
  */
 const AGENT_VERSION =
-  process.env.VP_AGENT_VERSION || (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  process.env.VP_AGENT_VERSION ||
+  (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface ConnectionTiming {
   /** The first reconnect waits up to this long; each failure doubles it... */
@@ -32,7 +43,12 @@ export interface ConnectionTiming {
   pingIntervalMs: number;
 }
 
-export const DEFAULT_TIMING: ConnectionTiming = { backoffBaseMs: 1000, backoffCapMs: 30_000, welcomeTimeoutMs: 10_000, pingIntervalMs: 2000 };
+export const DEFAULT_TIMING: ConnectionTiming = {
+  backoffBaseMs: 1000,
+  backoffCapMs: 30_000,
+  welcomeTimeoutMs: 10_000,
+  pingIntervalMs: 2000,
+};
 /** Ping intervals of silence after which the connection is dropped: more than 2, so one late pong (a busy server) is not a loss. */
 export const DEAD_AFTER_PINGS = 2.5;
 
@@ -63,8 +79,8 @@ const PERMANENT_CLOSES: Partial<Record<number, Exclude<ConnectionOutcome, 'stopp
 };
 const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> = {
   unauthorized: 'the control plane refused the worker key (revoked, rotated or wrong)',
-  unsupported: 'the control plane does not speak this agent\'s protocol version; upgrade the agent',
-  replaced: 'another agent connected with this host\'s key and took over; run one agent per host',
+  unsupported: "the control plane does not speak this agent's protocol version; upgrade the agent",
+  replaced: "another agent connected with this host's key and took over; run one agent per host",
   sharedProcessRuntime:
     "this host is in the appliance-wide pool, so it runs every workspace's jobs, and the process runtime cannot keep them apart " +
     '(one OS user, no filesystem or network isolation): use the Docker runtime (runtime: docker), or, to run them anyway, ' +
@@ -209,7 +225,9 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     socket.on('open', () => {
       this.#setState('handshaking');
       this.#after(this.#timing.welcomeTimeoutMs, () => {
-        this.#log('warn', 'no welcome from the control plane; reconnecting', { timeoutMs: this.#timing.welcomeTimeoutMs });
+        this.#log('warn', 'no welcome from the control plane; reconnecting', {
+          timeoutMs: this.#timing.welcomeTimeoutMs,
+        });
         socket.terminate();
       });
       this.#send({
@@ -227,9 +245,16 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       this.#clearTimers();
       this.#socket = undefined;
       this.#folders?.disconnected();
-      const permanent = this.#unauthorized ? 'unauthorized' : this.#refusedPool ? 'sharedProcessRuntime' : PERMANENT_CLOSES[code];
+      const permanent = this.#unauthorized
+        ? 'unauthorized'
+        : this.#refusedPool
+          ? 'sharedProcessRuntime'
+          : PERMANENT_CLOSES[code];
       if (permanent && !this.#stopping) {
-        const message = permanent === 'unauthorized' ? `${PERMANENT_MESSAGES.unauthorized}: ${reenrollAdvice(this.#config)}` : PERMANENT_MESSAGES[permanent];
+        const message =
+          permanent === 'unauthorized'
+            ? `${PERMANENT_MESSAGES.unauthorized}: ${reenrollAdvice(this.#config)}`
+            : PERMANENT_MESSAGES[permanent];
         this.#log('error', message, { status: refusedStatus, code, reason: reason.toString() });
         this.#end(permanent);
       } else if (this.#stopping) {
@@ -242,7 +267,10 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
 
   /** `data` is null for a binary frame, which the protocol never uses. */
   #receive(socket: WebSocket, data: Buffer | null): void {
-    const parsed = data === null ? { ok: false as const, error: 'binary frames are not part of the protocol' } : parseMessage(data, 'toAgent');
+    const parsed =
+      data === null
+        ? { ok: false as const, error: 'binary frames are not part of the protocol' }
+        : parseMessage(data, 'toAgent');
     if (!parsed.ok) {
       this.#log('warn', 'ignored an invalid message from the control plane', { error: parsed.error });
       return;
@@ -285,7 +313,11 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     this.#attempt = 0;
     this.#hostId = welcome.hostId;
     this.#protocolVersion = welcome.protocolVersion;
-    this.#log('info', 'connected to the control plane', { hostId: welcome.hostId, protocolVersion: welcome.protocolVersion, heartbeatSeconds: welcome.heartbeatSeconds });
+    this.#log('info', 'connected to the control plane', {
+      hostId: welcome.hostId,
+      protocolVersion: welcome.protocolVersion,
+      heartbeatSeconds: welcome.heartbeatSeconds,
+    });
     // A control plane gone without a TCP close (a cable pulled, a NAT entry dropped) is noticed within seconds, not
     // heartbeats: pings go every few seconds, and one silent that long is dropped and reconnected. Its jobs run on
     // meanwhile, as across any reconnect: the hello lists them, and their ends are reported once welcomed.

@@ -22,14 +22,25 @@ export async function enroll(options: { server: string; token: string; configPat
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ token: options.token, hostname: hostname() }),
   });
-  const body = (await response.json().catch(() => ({}))) as { hostId?: string; name?: string; workerKey?: string; error?: string };
+  const body = (await response.json().catch(() => ({}))) as {
+    hostId?: string;
+    name?: string;
+    workerKey?: string;
+    error?: string;
+  };
   if (!response.ok || !body.workerKey || !body.hostId || !body.name) {
     throw new Error(`enrollment refused (${response.status}): ${body.error ?? 'unexpected response'}`);
   }
 
   const dir = dirname(options.configPath);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const config = { ...readExisting(options.configPath), server, workerKey: body.workerKey, hostId: body.hostId, hostName: body.name };
+  const config = {
+    ...readExisting(options.configPath),
+    server,
+    workerKey: body.workerKey,
+    hostId: body.hostId,
+    hostName: body.name,
+  };
   const temporary = `${options.configPath}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   chmodSync(temporary, 0o600); // an existing file's mode is not changed by writeFileSync

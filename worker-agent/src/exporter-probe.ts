@@ -25,10 +25,17 @@ export function parseProbeOutput(stdout: string): Capabilities {
   }
   const { exporters, missing } = (value ?? {}) as { exporters?: unknown; missing?: unknown };
   const reasons = typeof missing === 'object' && missing !== null && !Array.isArray(missing) ? missing : {};
-  const missingExporters = Object.fromEntries(Object.entries(reasons).map(([format, reason]) => [format, typeof reason === 'string' ? reason.slice(0, MAX_REASON_CHARS) : reason]));
+  const missingExporters = Object.fromEntries(
+    Object.entries(reasons).map(([format, reason]) => [
+      format,
+      typeof reason === 'string' ? reason.slice(0, MAX_REASON_CHARS) : reason,
+    ]),
+  );
   const parsed = AgentMessage.safeParse({ type: 'capabilities', exporters, missingExporters });
   if (!parsed.success || parsed.data.type !== 'capabilities') {
-    throw new Error(`the probe's answer is not {"exporters": [...], "missing": {...}}: ${parsed.error?.issues[0]?.message ?? 'wrong shape'}`);
+    throw new Error(
+      `the probe's answer is not {"exporters": [...], "missing": {...}}: ${parsed.error?.issues[0]?.message ?? 'wrong shape'}`,
+    );
   }
   return { exporters: [...new Set(parsed.data.exporters)], missingExporters: parsed.data.missingExporters };
 }
@@ -37,7 +44,10 @@ export function parseProbeOutput(stdout: string): Capabilities {
 export async function probeExporters(run: () => Promise<string>, log: Logger): Promise<Capabilities> {
   try {
     const capabilities = parseProbeOutput(await run());
-    log('info', 'probed the exporters', { exporters: capabilities.exporters, missing: Object.keys(capabilities.missingExporters) });
+    log('info', 'probed the exporters', {
+      exporters: capabilities.exporters,
+      missing: Object.keys(capabilities.missingExporters),
+    });
     return capabilities;
   } catch (error) {
     log('warn', `no exporters: the ${PROBE_COMMAND} probe failed`, { error: (error as Error).message });

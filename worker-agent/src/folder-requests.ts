@@ -2,7 +2,13 @@
 // reads as chunks sent only against the credit the control plane grants, so a slow reader holds the file, not
 // this process's memory. Every request ends by itself after REQUEST_TIMEOUT_MS without credit.
 import type { FileHandle } from 'node:fs/promises';
-import { FOLDER_CHUNK_BYTES, FOLDER_READ_WINDOW, type AgentMessage, type FolderOp, type ServerMessage } from '@vp/protocol';
+import {
+  FOLDER_CHUNK_BYTES,
+  FOLDER_READ_WINDOW,
+  type AgentMessage,
+  type FolderOp,
+  type ServerMessage,
+} from '@vp/protocol';
 import type { Logger } from './log.ts';
 import { FolderError, tooLarge, type SharedFolders } from './shared-folders.ts';
 
@@ -56,17 +62,42 @@ export class FolderRequests {
 
   private async answer(requestId: string, op: FolderOp): Promise<void> {
     try {
-      if (op.kind === 'roots') return void this.send({ type: 'folder.result', requestId, result: { roots: this.folders.folders } });
+      if (op.kind === 'roots')
+        return void this.send({ type: 'folder.result', requestId, result: { roots: this.folders.folders } });
       const root = await this.folders.resolveRoot(op.root);
-      if (op.kind === 'browse') return void this.send({ type: 'folder.result', requestId, result: await this.folders.browse(root, op.prefix, op.cursor, op.limit) });
-      if (op.kind === 'list') return void this.send({ type: 'folder.result', requestId, result: await this.folders.list(root, op.prefix, op.cursor, op.limit) });
-      if (this.reads.size + this.opening.size >= MAX_OPEN_READS) throw new FolderError('failed', `${MAX_OPEN_READS} files are being read from this host already; try again`);
+      if (op.kind === 'browse')
+        return void this.send({
+          type: 'folder.result',
+          requestId,
+          result: await this.folders.browse(root, op.prefix, op.cursor, op.limit),
+        });
+      if (op.kind === 'list')
+        return void this.send({
+          type: 'folder.result',
+          requestId,
+          result: await this.folders.list(root, op.prefix, op.cursor, op.limit),
+        });
+      if (this.reads.size + this.opening.size >= MAX_OPEN_READS)
+        throw new FolderError('failed', `${MAX_OPEN_READS} files are being read from this host already; try again`);
       const opening = { cancelled: false };
       this.opening.set(requestId, opening);
-      const { file, size } = await this.folders.open(root, op.key, op.maxBytes).finally(() => this.opening.delete(requestId));
+      const { file, size } = await this.folders
+        .open(root, op.key, op.maxBytes)
+        .finally(() => this.opening.delete(requestId));
       if (opening.cancelled) return void (await file.close());
-      const timer = setTimeout(() => void this.finish(requestId, new FolderError('failed', `no credit for ${REQUEST_TIMEOUT_MS / 1000} s`)), REQUEST_TIMEOUT_MS);
-      this.reads.set(requestId, { file, credit: FOLDER_READ_WINDOW, sent: 0, maxBytes: op.maxBytes, key: op.key, timer, busy: false });
+      const timer = setTimeout(
+        () => void this.finish(requestId, new FolderError('failed', `no credit for ${REQUEST_TIMEOUT_MS / 1000} s`)),
+        REQUEST_TIMEOUT_MS,
+      );
+      this.reads.set(requestId, {
+        file,
+        credit: FOLDER_READ_WINDOW,
+        sent: 0,
+        maxBytes: op.maxBytes,
+        key: op.key,
+        timer,
+        busy: false,
+      });
       this.send({ type: 'folder.result', requestId, result: { size } });
       await this.pump(requestId);
     } catch (error) {
@@ -99,7 +130,8 @@ export class FolderRequests {
         // The file may have grown since it was opened.
         if (read.sent > read.maxBytes) throw tooLarge(read.key, read.maxBytes);
         read.credit -= 1;
-        if (!this.send({ type: 'folder.chunk', requestId, data: buffer.subarray(0, bytesRead).toString('base64') })) return await this.finish(requestId);
+        if (!this.send({ type: 'folder.chunk', requestId, data: buffer.subarray(0, bytesRead).toString('base64') }))
+          return await this.finish(requestId);
       }
     } catch (error) {
       this.fail(requestId, error);
@@ -109,8 +141,12 @@ export class FolderRequests {
   }
 
   private fail(requestId: string, error: unknown): void {
-    const known = error instanceof FolderError ? error : new FolderError('failed', `the agent could not read the folder: ${(error as Error).message}`);
-    if (!(error instanceof FolderError)) this.log('warn', 'a shared folder request failed', { error: (error as Error).message });
+    const known =
+      error instanceof FolderError
+        ? error
+        : new FolderError('failed', `the agent could not read the folder: ${(error as Error).message}`);
+    if (!(error instanceof FolderError))
+      this.log('warn', 'a shared folder request failed', { error: (error as Error).message });
     this.send({ type: 'folder.error', requestId, error: known.kind, message: known.message });
     void this.finish(requestId);
   }

@@ -8,7 +8,9 @@ import { gpuTypeId } from '@vp/protocol';
 type Controller = Systeminformation.GraphicsControllerData;
 
 const isNvidia = (controller: Controller) =>
-  /nvidia/i.test(controller.vendor) || controller.vendorId?.toLowerCase() === '10de' || gpuTypeId(controller.name ?? controller.model) !== null;
+  /nvidia/i.test(controller.vendor) ||
+  controller.vendorId?.toLowerCase() === '10de' ||
+  gpuTypeId(controller.name ?? controller.model) !== null;
 
 /**
  * The NVIDIA GPUs among the graphics controllers, in the order nvidia-smi numbers them. systeminformation lists
@@ -20,7 +22,13 @@ export function nvidiaGpus(controllers: Controller[]): Gpu[] {
     const memoryMiB = Math.max(0, Math.round(controller.memoryTotal ?? controller.vram ?? 0));
     // lspci names a device by its chip ("GA102 [GeForce RTX 3090]"); the vendor already says it is NVIDIA's.
     const typeId = gpuTypeId(name, memoryMiB) ?? gpuTypeId(`NVIDIA ${name}`, memoryMiB) ?? 'nvidia-unknown';
-    return { index, model: name.slice(0, 256), typeId, memoryMiB, driverVersion: controller.driverVersion?.slice(0, 64) || null };
+    return {
+      index,
+      model: name.slice(0, 256),
+      typeId,
+      memoryMiB,
+      driverVersion: controller.driverVersion?.slice(0, 64) || null,
+    };
   });
 }
 
@@ -43,7 +51,12 @@ async function freeBytesAt(path: string): Promise<number> {
 
 /** Reads this host's hardware; the result passes the protocol's Hardware schema, which is checked here. */
 export async function readHardware(workDir: string): Promise<Hardware> {
-  const [cpu, memory, graphics, diskFreeBytes] = await Promise.all([si.cpu(), si.mem(), si.graphics(), freeBytesAt(workDir)]);
+  const [cpu, memory, graphics, diskFreeBytes] = await Promise.all([
+    si.cpu(),
+    si.mem(),
+    si.graphics(),
+    freeBytesAt(workDir),
+  ]);
   const gpus = nvidiaGpus(graphics.controllers);
   return Hardware.parse({
     cpu: { model: `${cpu.manufacturer} ${cpu.brand}`.trim().slice(0, 256), cores: Math.max(1, cpu.cores) },

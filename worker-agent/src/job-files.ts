@@ -32,13 +32,23 @@ export async function fetchInputs(options: JobFilesOptions, spec: JobSpec): Prom
 }
 
 /** The newest file named `name` under `dir` (a few levels deep, as a trainer's runs/<task>/<owner>/<project>/<name>/weights). */
-async function newest(dir: string, name: string, depth = 8): Promise<{ path: string; mtimeMs: number; size: number } | undefined> {
+async function newest(
+  dir: string,
+  name: string,
+  depth = 8,
+): Promise<{ path: string; mtimeMs: number; size: number } | undefined> {
   let best: { path: string; mtimeMs: number; size: number } | undefined;
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    const found = entry.isDirectory() && depth > 0 ? await newest(path, name, depth - 1) : entry.isFile() && entry.name === name ? { path, ...(await stat(path)) } : undefined;
-    if (found && (!best || found.mtimeMs > best.mtimeMs)) best = { path: found.path, mtimeMs: found.mtimeMs, size: found.size };
+    const found =
+      entry.isDirectory() && depth > 0
+        ? await newest(path, name, depth - 1)
+        : entry.isFile() && entry.name === name
+          ? { path, ...(await stat(path)) }
+          : undefined;
+    if (found && (!best || found.mtimeMs > best.mtimeMs))
+      best = { path: found.path, mtimeMs: found.mtimeMs, size: found.size };
   }
   return best;
 }
@@ -47,7 +57,10 @@ async function newest(dir: string, name: string, depth = 8): Promise<{ path: str
  * Uploads the job's checkpoint whenever it changed, at most every `everySeconds`, to the control plane (worker-key
  * auth). Returns a function that stops watching. Failures are logged and retried at the next tick.
  */
-export function watchCheckpoint(options: JobFilesOptions, job: { jobId: string; attempt: number; spec: JobFiles }): () => void {
+export function watchCheckpoint(
+  options: JobFilesOptions,
+  job: { jobId: string; attempt: number; spec: JobFiles },
+): () => void {
   const checkpoint = job.spec.checkpoint;
   if (!checkpoint) return () => {};
   const root = resolve(options.workRoot, job.spec.workDir, checkpoint.under);
@@ -63,12 +76,19 @@ export function watchCheckpoint(options: JobFilesOptions, job: { jobId: string; 
       await new Promise((settle) => setTimeout(settle, 500));
       const now = await stat(file.path);
       if (now.mtimeMs !== file.mtimeMs || now.size !== file.size) return;
-      const response = await fetch(`${options.server}${routePath(AGENT_ROUTES.checkpoint, { jobId: job.jobId })}?attempt=${job.attempt}`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${options.workerKey}`, 'content-type': 'application/octet-stream', 'content-length': String(file.size) },
-        body: Readable.toWeb(createReadStream(file.path)) as never,
-        duplex: 'half',
-      } as RequestInit);
+      const response = await fetch(
+        `${options.server}${routePath(AGENT_ROUTES.checkpoint, { jobId: job.jobId })}?attempt=${job.attempt}`,
+        {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${options.workerKey}`,
+            'content-type': 'application/octet-stream',
+            'content-length': String(file.size),
+          },
+          body: Readable.toWeb(createReadStream(file.path)) as never,
+          duplex: 'half',
+        } as RequestInit,
+      );
       if (!response.ok) throw new Error(`HTTP ${response.status} ${await response.text()}`);
       uploadedMtime = file.mtimeMs;
       options.log('info', 'checkpoint uploaded', { jobId: job.jobId, bytes: file.size });

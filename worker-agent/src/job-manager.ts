@@ -9,7 +9,14 @@ import { fetchInputs, watchCheckpoint, type JobFilesOptions } from './job-files.
 import { OutputError, uploadOutputs } from './job-outputs.ts';
 import type { Logger } from './log.ts';
 import { serviceUrl, waitHealthy } from './service-health.ts';
-import { jobFiles, type JobFiles, type JobOutcome, type JobRuntime, type LogSink, type RunningJob } from './runtimes/runtime.ts';
+import {
+  jobFiles,
+  type JobFiles,
+  type JobOutcome,
+  type JobRuntime,
+  type LogSink,
+  type RunningJob,
+} from './runtimes/runtime.ts';
 import type { WorkDirRetention } from './work-dir-retention.ts';
 
 /** Output lines held while disconnected; beyond this they are dropped (the agent's log says how many). */
@@ -77,7 +84,14 @@ export class JobManager {
   async recover(): Promise<void> {
     for (const { jobId, attempt, job, files } of await this.#runtime.recover((id) => this.#sink(id))) {
       this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
-      const tracked: Tracked = { attempt, gpuIndexes: [], job, files, uploads: new AbortController(), ended: new AbortController() };
+      const tracked: Tracked = {
+        attempt,
+        gpuIndexes: [],
+        job,
+        files,
+        uploads: new AbortController(),
+        ended: new AbortController(),
+      };
       // An adopted trainer keeps uploading its checkpoint, so a later host loss still resumes from a recent one.
       if (files && this.#files) tracked.stopWatching = watchCheckpoint(this.#files, { jobId, attempt, spec: files });
       this.#jobs.set(jobId, tracked);
@@ -88,7 +102,11 @@ export class JobManager {
 
   /** For hello: what this agent knows of, so the server neither loses nor re-assigns it. */
   known(): Array<{ jobId: string; attempt: number; gpuIndexes: number[] }> {
-    return [...this.#jobs].map(([jobId, tracked]) => ({ jobId, attempt: tracked.attempt, gpuIndexes: tracked.gpuIndexes }));
+    return [...this.#jobs].map(([jobId, tracked]) => ({
+      jobId,
+      attempt: tracked.attempt,
+      gpuIndexes: tracked.gpuIndexes,
+    }));
   }
 
   get running(): number {
@@ -105,7 +123,8 @@ export class JobManager {
     const held = this.#held;
     this.#held = [];
     this.#heldLines = 0;
-    if (this.#droppedLines > 0) this.#log('warn', 'output lines were dropped while disconnected', { lines: this.#droppedLines });
+    if (this.#droppedLines > 0)
+      this.#log('warn', 'output lines were dropped while disconnected', { lines: this.#droppedLines });
     this.#droppedLines = 0;
     for (const message of held) this.#send(message);
     // The control plane may reach this host at another address now, and must hear of its services again anyway.
@@ -118,11 +137,18 @@ export class JobManager {
       this.#log('warn', 'ignored a repeated assignment', { jobId, attempt });
       return;
     }
-    const tracked: Tracked = { attempt, gpuIndexes: spec.gpus.indexes ?? [], files: jobFiles(spec), uploads: new AbortController(), ended: new AbortController() };
+    const tracked: Tracked = {
+      attempt,
+      gpuIndexes: spec.gpus.indexes ?? [],
+      files: jobFiles(spec),
+      uploads: new AbortController(),
+      ended: new AbortController(),
+    };
     this.#jobs.set(jobId, tracked);
     let job: RunningJob;
     try {
-      if ((spec.inputs?.length || spec.checkpoint || spec.outputs?.length) && !this.#files) throw new Error('this agent takes no job files');
+      if ((spec.inputs?.length || spec.checkpoint || spec.outputs?.length) && !this.#files)
+        throw new Error('this agent takes no job files');
       if (this.#files) await fetchInputs(this.#files, spec);
       job = await this.#runtime.start({ jobId, attempt, spec }, this.#sink(jobId));
     } catch (error) {
@@ -176,14 +202,19 @@ export class JobManager {
     const service = tracked.files?.service;
     const port = job.servicePort;
     if (!service || port === undefined) return;
-    waitHealthy(`http://127.0.0.1:${port}${service.healthPath}`, service.startSeconds * 1000, tracked.ended.signal).then(
+    waitHealthy(
+      `http://127.0.0.1:${port}${service.healthPath}`,
+      service.startSeconds * 1000,
+      tracked.ended.signal,
+    ).then(
       () => {
         tracked.servicePort = port;
         this.#log('info', 'service ready', { jobId, port });
         this.#announce(jobId);
       },
       (error: unknown) => {
-        if (!tracked.ended.signal.aborted) void job.stop(`the service did not start: ${(error as Error).message}`, 'failed');
+        if (!tracked.ended.signal.aborted)
+          void job.stop(`the service did not start: ${(error as Error).message}`, 'failed');
       },
     );
   }
@@ -192,7 +223,8 @@ export class JobManager {
   #announce(jobId: string): void {
     const port = this.#jobs.get(jobId)?.servicePort;
     const host = this.#serviceHost();
-    if (port !== undefined && host !== undefined) this.#send({ type: 'job.service', jobId, url: serviceUrl(host, port) });
+    if (port !== undefined && host !== undefined)
+      this.#send({ type: 'job.service', jobId, url: serviceUrl(host, port) });
   }
 
   #watch(jobId: string, job: RunningJob): void {
@@ -201,11 +233,15 @@ export class JobManager {
         const tracked = this.#jobs.get(jobId);
         tracked?.ended.abort();
         // A service runs until it is stopped: one that exits on its own, even with status 0, has failed.
-        const outcome: JobOutcome = tracked?.files?.service && ended.outcome === 'completed' ? { outcome: 'failed', exitCode: 0, error: 'the service exited with status 0' } : ended;
+        const outcome: JobOutcome =
+          tracked?.files?.service && ended.outcome === 'completed'
+            ? { outcome: 'failed', exitCode: 0, error: 'the service exited with status 0' }
+            : ended;
         const delivered = outcome.outcome === 'completed' ? await this.#uploadOutputs(jobId, outcome) : outcome;
         if (delivered) this.#report(jobId, delivered);
       },
-      (error: unknown) => this.#report(jobId, { outcome: 'failed', error: `the runtime lost the job: ${(error as Error).message}` }),
+      (error: unknown) =>
+        this.#report(jobId, { outcome: 'failed', error: `the runtime lost the job: ${(error as Error).message}` }),
     );
   }
 
@@ -225,7 +261,8 @@ export class JobManager {
     } catch (error) {
       if (this.#detached) return undefined;
       if (signal.aborted) return { outcome: 'cancelled', error: String(signal.reason) };
-      const message = error instanceof OutputError ? error.message : `uploading its outputs failed: ${(error as Error).message}`;
+      const message =
+        error instanceof OutputError ? error.message : `uploading its outputs failed: ${(error as Error).message}`;
       say(message);
       return { outcome: 'failed', exitCode: 0, error: message };
     }
@@ -238,9 +275,18 @@ export class JobManager {
     const { startedAt = tracked?.startedAt, endedAt = Date.now(), ...outcome } = ended;
     if (tracked) tracked.endedAt = endedAt;
     this.#log('info', 'job ended', { jobId, ...outcome });
-    const ran = startedAt === undefined ? {} : { ranSeconds: Math.min(MAX_RUN_SECONDS, Math.max(0, (endedAt - startedAt) / 1000)) };
+    const ran =
+      startedAt === undefined
+        ? {}
+        : { ranSeconds: Math.min(MAX_RUN_SECONDS, Math.max(0, (endedAt - startedAt) / 1000)) };
     // The job stays known (listed in hello) until this report is delivered.
-    this.#send({ type: 'job.finished', jobId, ...outcome, ...(outcome.error && { error: outcome.error.slice(0, 4096) }), ...ran });
+    this.#send({
+      type: 'job.finished',
+      jobId,
+      ...outcome,
+      ...(outcome.error && { error: outcome.error.slice(0, 4096) }),
+      ...ran,
+    });
   }
 
   /** A job.finished as it goes out: how long ago the job ended, counted now (it may have waited for the socket). */
@@ -279,6 +325,8 @@ export class JobManager {
       await tracked.job?.release();
       if (tracked.files !== undefined) await this.#retention?.ended(tracked.files.workDir);
     };
-    forget().catch((error: unknown) => this.#log('warn', 'could not clean up after a job', { jobId, error: (error as Error).message }));
+    forget().catch((error: unknown) =>
+      this.#log('warn', 'could not clean up after a job', { jobId, error: (error as Error).message }),
+    );
   }
 }

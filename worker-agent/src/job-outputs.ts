@@ -37,14 +37,18 @@ export async function uploadOutputs(options: JobFilesOptions, job: OutputUpload)
   const workDir = await realpath(resolve(options.workRoot, job.files.workDir));
   for (const output of job.files.outputs ?? []) {
     const source = await outputSource(workDir, output.path);
-    const zip = source.isDirectory ? join(options.workRoot, AGENT_STATE_DIR, 'outputs', `${encodeURIComponent(job.jobId)}-${output.name}`) : undefined;
+    const zip = source.isDirectory
+      ? join(options.workRoot, AGENT_STATE_DIR, 'outputs', `${encodeURIComponent(job.jobId)}-${output.name}`)
+      : undefined;
     try {
       if (zip) await zipDirectory(source.path, zip);
       const file = zip ?? source.path;
       const { size } = await stat(file);
       job.say(`uploading ${output.name} (${formatBytes(size)})`);
       await upload(options, job, output.name, file, size).catch((error: unknown) => {
-        throw error instanceof OutputError || job.signal.aborted ? error : new OutputError(`uploading ${output.name} failed: ${(error as Error).message}`);
+        throw error instanceof OutputError || job.signal.aborted
+          ? error
+          : new OutputError(`uploading ${output.name} failed: ${(error as Error).message}`);
       });
       job.say(`uploaded ${output.name}`);
     } finally {
@@ -57,7 +61,8 @@ export async function uploadOutputs(options: JobFilesOptions, job: OutputUpload)
 async function outputSource(workDir: string, path: string): Promise<{ path: string; isDirectory: boolean }> {
   const real = await realpath(resolve(workDir, path)).catch(() => undefined);
   if (real === undefined) throw new OutputError(`the job produced no ${path}`);
-  if (real !== workDir && !real.startsWith(workDir + sep)) throw new OutputError(`output ${path} leads outside the job's work dir`);
+  if (real !== workDir && !real.startsWith(workDir + sep))
+    throw new OutputError(`output ${path} leads outside the job's work dir`);
   const info = await stat(real);
   if (!info.isFile() && !info.isDirectory()) throw new OutputError(`output ${path} is neither a file nor a directory`);
   return { path: real, isDirectory: info.isDirectory() };
@@ -94,7 +99,13 @@ async function zipDirectory(dir: string, target: string): Promise<void> {
   await written;
 }
 
-async function upload(options: JobFilesOptions, job: OutputUpload, name: string, file: string, size: number): Promise<void> {
+async function upload(
+  options: JobFilesOptions,
+  job: OutputUpload,
+  name: string,
+  file: string,
+  size: number,
+): Promise<void> {
   const url = `${options.server}${routePath(AGENT_ROUTES.output, { jobId: job.jobId, name })}?attempt=${job.attempt}`;
   for (let tried = 1; ; tried++) {
     try {
@@ -112,7 +123,11 @@ async function put(url: string, workerKey: string, file: string, size: number, s
   try {
     response = await fetch(url, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${workerKey}`, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+      headers: {
+        authorization: `Bearer ${workerKey}`,
+        'content-type': 'application/octet-stream',
+        'content-length': String(size),
+      },
       body: Readable.toWeb(createReadStream(file)) as never,
       duplex: 'half',
       signal,

@@ -23,7 +23,12 @@ export function checkWorkerKey(server: string, workerKey: string): Promise<KeyVe
       response.resume();
       if (response.statusCode === 401) resolve('refused');
       else if (response.statusCode === 400) resolve('accepted');
-      else reject(new Error(`${url.href} answered HTTP ${response.statusCode}, neither a refusal (401) nor the handshake (400)`));
+      else
+        reject(
+          new Error(
+            `${url.href} answered HTTP ${response.statusCode}, neither a refusal (401) nor the handshake (400)`,
+          ),
+        );
     });
     // An accepted key with a complete handshake would be a session; this request never sends one.
     req.on('upgrade', (_response, socket) => {
@@ -41,7 +46,7 @@ export function reenrollAdvice(config: { server: string; configFile: string; hos
   const name = config.hostName ?? 'NAME';
   return (
     `to enroll this host again, on the appliance run \`vpctl hosts rotate ${name}\` (or \`vpctl hosts connect ${name} [--workspace W]\` ` +
-    'when `vpctl hosts list` no longer lists it: disconnecting removes a host), then on this host, as root or the agent\'s user, ' +
+    "when `vpctl hosts list` no longer lists it: disconnecting removes a host), then on this host, as root or the agent's user, " +
     `\`vp-worker enroll --server ${config.server} --token TOKEN --config ${config.configFile}\` with the token it printed, and start the agent again`
   );
 }

@@ -28,7 +28,13 @@ const USAGE = [
  * acts (re-enroll, upgrade, stop the other agent, choose a runtime), so a service manager should not restart on them
  * (systemd: RestartPreventExitStatus=3 4 5 6).
  */
-const EXIT_STATUS: Record<ConnectionOutcome, number> = { stopped: 0, unauthorized: 3, unsupported: 4, replaced: 5, sharedProcessRuntime: 6 };
+const EXIT_STATUS: Record<ConnectionOutcome, number> = {
+  stopped: 0,
+  unauthorized: 3,
+  unsupported: 4,
+  replaced: 5,
+  sharedProcessRuntime: 6,
+};
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -36,7 +42,12 @@ async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { server: { type: 'string' }, token: { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        server: { type: 'string' },
+        token: { type: 'string' },
+        config: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (error) {
     console.error(`vp-worker: ${(error as Error).message}\n${USAGE}`);
@@ -47,8 +58,10 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  if (positionals.length === 1 && positionals[0] === 'run' && !values.server && !values.token) return run(values.config);
-  if (positionals.length === 1 && positionals[0] === 'check' && !values.server && !values.token) return check(values.config);
+  if (positionals.length === 1 && positionals[0] === 'run' && !values.server && !values.token)
+    return run(values.config);
+  if (positionals.length === 1 && positionals[0] === 'check' && !values.server && !values.token)
+    return check(values.config);
   if (positionals.length !== 1 || positionals[0] !== 'enroll' || !values.server || !values.token) {
     console.error(USAGE);
     return 2;
@@ -76,16 +89,33 @@ async function run(configFile: string | undefined): Promise<number> {
   try {
     const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
     connection = new WorkerConnection(config, log);
-    const files = { server: config.server.replace(/^ws/, 'http'), workerKey: config.workerKey, workRoot: config.workDir, log };
-    const retention = new WorkDirRetention({ workRoot: config.workDir, keepMs: config.keepWorkDirsHours * 3_600_000, log, inUse: () => jobs.workDirs() });
+    const files = {
+      server: config.server.replace(/^ws/, 'http'),
+      workerKey: config.workerKey,
+      workRoot: config.workDir,
+      log,
+    };
+    const retention = new WorkDirRetention({
+      workRoot: config.workDir,
+      keepMs: config.keepWorkDirsHours * 3_600_000,
+      log,
+      inUse: () => jobs.workDirs(),
+    });
     const runtime = runtimeFromConfig(config);
     // Not awaited: the agent connects (and adopts its jobs) while the probe runs; its answer follows the welcome.
-    connection.setCapabilities(Promise.all([probeExporters(() => runtime.runExporterProbe(), log), serviceKinds(runtime, log)]).then(([formats, services]) => ({ ...formats, services })));
+    connection.setCapabilities(
+      Promise.all([probeExporters(() => runtime.runExporterProbe(), log), serviceKinds(runtime, log)]).then(
+        ([formats, services]) => ({ ...formats, services }),
+      ),
+    );
     const serviceHost = () => config.serviceHost ?? connection.localAddress;
     jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention, serviceHost });
     connection.setJobs(jobs);
-    connection.setFolders(new FolderRequests(new SharedFolders(config.sharedFolders), log, (message) => connection.send(message)));
-    if (config.sharedFolders.length) log('info', 'sharing folders with the control plane, read-only', { folders: config.sharedFolders });
+    connection.setFolders(
+      new FolderRequests(new SharedFolders(config.sharedFolders), log, (message) => connection.send(message)),
+    );
+    if (config.sharedFolders.length)
+      log('info', 'sharing folders with the control plane, read-only', { folders: config.sharedFolders });
     await jobs.recover();
     retention.start();
   } catch (error) {
@@ -120,7 +150,9 @@ async function check(configFile: string | undefined): Promise<number> {
       console.log(`${config.server} accepts the worker key of ${host} (${config.configFile})`);
       return 0;
     }
-    console.error(`vp-worker: ${config.server} refuses the worker key of ${host} (${config.configFile}): ${reenrollAdvice(config)}`);
+    console.error(
+      `vp-worker: ${config.server} refuses the worker key of ${host} (${config.configFile}): ${reenrollAdvice(config)}`,
+    );
     return EXIT_STATUS.unauthorized;
   } catch (error) {
     console.error(`vp-worker: cannot check the worker key: ${(error as Error).message}`);

@@ -9,7 +9,12 @@ import type { JobRuntime } from './runtimes/runtime.ts';
 export function runtimeFromConfig(config: WorkerConfig): JobRuntime {
   if (config.runtime === 'docker') {
     // Without an enrolled host id the key's public prefix still tells this agent's containers from others'.
-    return new DockerRuntime({ workRoot: config.workDir, host: config.hostId ?? config.workerKey.slice(0, 12), defaultImage: config.trainerImage, inferenceImage: config.inferenceImage });
+    return new DockerRuntime({
+      workRoot: config.workDir,
+      host: config.hostId ?? config.workerKey.slice(0, 12),
+      defaultImage: config.trainerImage,
+      inferenceImage: config.inferenceImage,
+    });
   }
   // Agents before per-job homes shared one copy of the trainer's settings here, every workspace's datasets cached in it.
   rmSync(join(config.workDir, '.yolo-config'), { recursive: true, force: true });

@@ -19,7 +19,10 @@ export async function waitHealthy(url: string, timeoutMs: number, signal: AbortS
     } catch (error) {
       last = (error as Error).message;
     }
-    if (Date.now() >= deadline) throw new Error(`it did not answer ${new URL(url).pathname} with 200 within ${Math.round(timeoutMs / 1000)} s (last: ${last})`);
+    if (Date.now() >= deadline)
+      throw new Error(
+        `it did not answer ${new URL(url).pathname} with 200 within ${Math.round(timeoutMs / 1000)} s (last: ${last})`,
+      );
     await sleep(POLL_MS, undefined, { signal }).catch(() => {});
   }
   throw new Error('the job ended');

@@ -36,7 +36,8 @@ export class SharedFolders {
 
   /** The real path of `root`, which must be a shared folder or a folder inside one. */
   async resolveRoot(root: string): Promise<string> {
-    if (!this.folders.length) throw new FolderError('denied', 'this host shares no folder (its operator sets VP_WORKER_SHARED_FOLDERS)');
+    if (!this.folders.length)
+      throw new FolderError('denied', 'this host shares no folder (its operator sets VP_WORKER_SHARED_FOLDERS)');
     const real = await realOf(root, root);
     for (const folder of this.folders) {
       const shared = await realpath(folder).catch(() => undefined);
@@ -52,7 +53,11 @@ export class SharedFolders {
   async resolveKey(root: string, key: string): Promise<string> {
     // Plain segments only, so every file has one key (no "a//b" or "./a" twins of "a/b").
     const segments = key.replace(/\/$/, '').split('/');
-    if (isAbsolute(key) || key.includes('\0') || segments.some((segment) => segment === '..' || segment === '.' || segment === '')) {
+    if (
+      isAbsolute(key) ||
+      key.includes('\0') ||
+      segments.some((segment) => segment === '..' || segment === '.' || segment === '')
+    ) {
       throw new FolderError('denied', `${key}: must be a path inside the folder, without .. (or . or empty segments)`);
     }
     const real = await realOf(join(root, key), key);
@@ -61,7 +66,12 @@ export class SharedFolders {
   }
 
   /** One page of the folders and files directly beneath `prefix` (a folder, ending in /, or empty). */
-  async browse(root: string, prefix: string, cursor: string | undefined, limit: number): Promise<{ entries: FolderEntry[]; cursor?: string }> {
+  async browse(
+    root: string,
+    prefix: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ entries: FolderEntry[]; cursor?: string }> {
     const { dir, start } = splitPrefix(prefix);
     const base = dir ? await this.resolveKey(root, dir) : root;
     const entries: Entry[] = [];
@@ -73,13 +83,24 @@ export class SharedFolders {
     }
     const page = entries.slice(0, limit);
     return {
-      entries: page.map((entry) => ({ kind: entry.kind, name: entry.name, key: sortKey(entry), size: entry.size, updatedAt: entry.mtime?.toISOString() })),
+      entries: page.map((entry) => ({
+        kind: entry.kind,
+        name: entry.name,
+        key: sortKey(entry),
+        size: entry.size,
+        updatedAt: entry.mtime?.toISOString(),
+      })),
       cursor: entries.length > limit ? sortKey(page.at(-1)!) : undefined,
     };
   }
 
   /** One page of every file beneath `prefix`, at any depth, in key order; the cursor is the last key given. */
-  async list(root: string, prefix: string, cursor: string | undefined, limit: number): Promise<{ objects: FolderObject[]; cursor?: string }> {
+  async list(
+    root: string,
+    prefix: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ objects: FolderObject[]; cursor?: string }> {
     const { dir } = splitPrefix(prefix);
     const base = dir ? await this.resolveKey(root, dir).catch(missingIsEmpty) : root;
     const objects: FolderObject[] = [];
@@ -102,7 +123,13 @@ export class SharedFolders {
         const entry = await described(root, folder, candidate);
         if (!entry) continue;
         if (objects.length === limit) more = true;
-        else objects.push({ key: entry.key, size: entry.size!, version: `${entry.mtime!.getTime()}-${entry.size}`, updatedAt: entry.mtime!.toISOString() });
+        else
+          objects.push({
+            key: entry.key,
+            size: entry.size!,
+            version: `${entry.mtime!.getTime()}-${entry.size}`,
+            updatedAt: entry.mtime!.toISOString(),
+          });
       }
     };
     await walk(base, dir.replace(/\/$/, ''), 0);
@@ -116,7 +143,11 @@ export class SharedFolders {
     // O_NOFOLLOW: the file itself is no symlink; openInside: nor was a folder on its way swapped for one.
     const file = await openInside(root, real, constants.O_RDONLY | constants.O_NOFOLLOW, key);
     const info = await file.stat();
-    const problem = !info.isFile() ? new FolderError('missing', `${key} is not a file`) : info.size > maxBytes ? tooLarge(key, maxBytes) : undefined;
+    const problem = !info.isFile()
+      ? new FolderError('missing', `${key} is not a file`)
+      : info.size > maxBytes
+        ? tooLarge(key, maxBytes)
+        : undefined;
     if (problem) {
       await file.close();
       throw problem;
@@ -138,10 +169,18 @@ export class SharedFolders {
       await handle.close();
     }
     budget.visited += dirents.length;
-    if (budget.visited > MAX_ENTRIES_VISITED) throw new FolderError('failed', `more than ${MAX_ENTRIES_VISITED} entries to look through; use a narrower prefix`);
+    if (budget.visited > MAX_ENTRIES_VISITED)
+      throw new FolderError(
+        'failed',
+        `more than ${MAX_ENTRIES_VISITED} entries to look through; use a narrower prefix`,
+      );
     return dirents
       .filter((dirent) => dirent.isDirectory() || dirent.isFile() || dirent.isSymbolicLink())
-      .map((dirent): Entry => ({ kind: dirent.isDirectory() ? 'folder' : 'file', name: dirent.name, key: key ? `${key}/${dirent.name}` : dirent.name }))
+      .map((dirent): Entry => ({
+        kind: dirent.isDirectory() ? 'folder' : 'file',
+        name: dirent.name,
+        key: key ? `${key}/${dirent.name}` : dirent.name,
+      }))
       .sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1));
   }
 }
@@ -160,7 +199,8 @@ async function described(root: string, folder: string, entry: Entry): Promise<En
 
 const sortKey = (entry: Entry) => (entry.kind === 'folder' ? `${entry.key}/` : entry.key);
 
-export const tooLarge = (key: string, maxBytes: number) => new FolderError('tooLarge', `${key} is larger than ${maxBytes} bytes`);
+export const tooLarge = (key: string, maxBytes: number) =>
+  new FolderError('tooLarge', `${key} is larger than ${maxBytes} bytes`);
 
 /** "a/b/c" → dir "a/b/", start "c"; "a/" → dir "a/", start "". */
 function splitPrefix(prefix: string): { dir: string; start: string } {
@@ -203,8 +243,10 @@ function missingIsEmpty(error: unknown): undefined {
 }
 
 function asFolderError(error: NodeJS.ErrnoException, shown: string): FolderError {
-  if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return new FolderError('missing', `${shown}: no such file or folder`);
-  if (error.code === 'EACCES' || error.code === 'EPERM') return new FolderError('denied', `${shown}: the agent may not read it`);
+  if (error.code === 'ENOENT' || error.code === 'ENOTDIR')
+    return new FolderError('missing', `${shown}: no such file or folder`);
+  if (error.code === 'EACCES' || error.code === 'EPERM')
+    return new FolderError('denied', `${shown}: the agent may not read it`);
   if (error.code === 'ELOOP') return new FolderError('denied', `${shown}: a symlink`);
   return new FolderError('failed', `${shown}: ${error.code ?? 'read failed'}`);
 }

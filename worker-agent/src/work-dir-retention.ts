@@ -54,18 +54,24 @@ export class WorkDirRetention {
         if (dir && isJobDir(workRoot, dir)) {
           await rm(dir, { recursive: true, force: true });
           await removeEmptyParents(workRoot, dir);
-          log('info', 'removed a finished job\'s work dir', { workDir: note.workDir });
+          log('info', "removed a finished job's work dir", { workDir: note.workDir });
         }
         await rm(file, { force: true });
       } catch (error) {
-        log('warn', 'could not remove a finished job\'s work dir', { workDir: note?.workDir, error: (error as Error).message });
+        log('warn', "could not remove a finished job's work dir", {
+          workDir: note?.workDir,
+          error: (error as Error).message,
+        });
       }
     }
   }
 
   /** Sweeps now and every SWEEP_INTERVAL_MS; returns a function that stops it. */
   start(): () => void {
-    const sweep = () => void this.sweep().catch((error: unknown) => this.#options.log('warn', 'work dir sweep failed', { error: (error as Error).message }));
+    const sweep = () =>
+      void this.sweep().catch((error: unknown) =>
+        this.#options.log('warn', 'work dir sweep failed', { error: (error as Error).message }),
+      );
     sweep();
     const timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref();
     return () => clearInterval(timer);
@@ -83,8 +89,15 @@ function overlaps(a: string, b: string): boolean {
 
 /** A job's dir `training/<job>/<attempt>` leaves `training/<job>` behind; empty parents go too, up to the work root. */
 async function removeEmptyParents(workRoot: string, dir: string): Promise<void> {
-  for (let parent = dirname(dir); relative(workRoot, parent) !== '' && !relative(workRoot, parent).startsWith('..'); parent = dirname(parent)) {
-    const removed = await rmdir(parent).then(() => true, () => false);
+  for (
+    let parent = dirname(dir);
+    relative(workRoot, parent) !== '' && !relative(workRoot, parent).startsWith('..');
+    parent = dirname(parent)
+  ) {
+    const removed = await rmdir(parent).then(
+      () => true,
+      () => false,
+    );
     if (!removed) return;
   }
 }

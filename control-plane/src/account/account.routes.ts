@@ -127,4 +127,13 @@ export const removeMember = defineRoute({
   },
 });
 
-export const accountRoutes = [accountSummary, storageUsage, userLookup, profileByQuery, follow, listMembers, setMemberRole, removeMember];
+export const accountRoutes = [
+  accountSummary,
+  storageUsage,
+  userLookup,
+  profileByQuery,
+  follow,
+  listMembers,
+  setMemberRole,
+  removeMember,
+];

@@ -14,11 +14,20 @@ export const AccountSummary = z.object({
   username: Handle.meta({ description: "The key's workspace handle (a username for personal workspaces)" }),
   name: z.string(),
   accountType: z.enum(['personal', 'team']),
-  plan: z.literal('enterprise').meta({ description: 'On-premise appliances have every feature; there are no plan tiers' }),
+  plan: z
+    .literal('enterprise')
+    .meta({ description: 'On-premise appliances have every feature; there are no plan tiers' }),
   region: Region,
   role: Role.meta({ description: "The key's role in its workspace" }),
-  actingUser: z.object({ username: Handle, name: z.string() }).meta({ description: 'Whose permissions the key carries' }),
-  counts: z.object(Object.fromEntries(COUNTED_RESOURCES.map((kind) => [kind, z.number().int()])) as Record<(typeof COUNTED_RESOURCES)[number], z.ZodNumber>),
+  actingUser: z
+    .object({ username: Handle, name: z.string() })
+    .meta({ description: 'Whose permissions the key carries' }),
+  counts: z.object(
+    Object.fromEntries(COUNTED_RESOURCES.map((kind) => [kind, z.number().int()])) as Record<
+      (typeof COUNTED_RESOURCES)[number],
+      z.ZodNumber
+    >,
+  ),
   teams: z
     .array(
       z.object({
@@ -32,7 +41,10 @@ export const AccountSummary = z.object({
       }),
     )
     .meta({ description: 'Team workspaces the acting user belongs to' }),
-  creditsCents: z.number().int().meta({ description: "The workspace's credit balance in US cents, as GET /api/billing/balance reports it" }),
+  creditsCents: z
+    .number()
+    .int()
+    .meta({ description: "The workspace's credit balance in US cents, as GET /api/billing/balance reports it" }),
   createdAt: Timestamp,
 });
 
@@ -43,7 +55,13 @@ const UsageFigure = z
 const CategoryBytes = z.object({ bytes: z.number().int(), count: z.number().int() });
 
 export const StorageQuery = z.object({
-  details: z.enum(['true', 'false']).optional().meta({ description: 'true: also list the ten largest datasets, models and model exports (breakdown.topItems; an export artifact shared by reuse is listed once)' }),
+  details: z
+    .enum(['true', 'false'])
+    .optional()
+    .meta({
+      description:
+        'true: also list the ten largest datasets, models and model exports (breakdown.topItems; an export artifact shared by reuse is listed once)',
+    }),
 });
 
 export const StorageUsage = z.object({
@@ -53,9 +71,17 @@ export const StorageUsage = z.object({
   usage: z.object({ storage: UsageFigure.meta({ description: 'Bytes stored; no quota on an appliance' }) }),
   updatedAt: Timestamp.nullable().meta({ description: 'When the latest stored object was written; null when none is' }),
   breakdown: z.object({
-    byCategory: z.object(Object.fromEntries(STORAGE_CATEGORIES.map((category) => [category, CategoryBytes])) as Record<(typeof STORAGE_CATEGORIES)[number], typeof CategoryBytes>).meta({
-      description: 'datasets: image bytes and version archives; models: weights; exports: exported model files. count: resources of that kind (stored objects for exports)',
-    }),
+    byCategory: z
+      .object(
+        Object.fromEntries(STORAGE_CATEGORIES.map((category) => [category, CategoryBytes])) as Record<
+          (typeof STORAGE_CATEGORIES)[number],
+          typeof CategoryBytes
+        >,
+      )
+      .meta({
+        description:
+          'datasets: image bytes and version archives; models: weights; exports: exported model files. count: resources of that kind (stored objects for exports)',
+      }),
     topItems: z
       .array(
         z.object({
@@ -71,7 +97,12 @@ export const StorageUsage = z.object({
       .meta({ description: 'With details=true: the ten largest datasets and models; empty otherwise' }),
   }),
   totalBytes: z.number().int(),
-  byKind: z.object(Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, z.number().int()])) as Record<(typeof STORED_OBJECT_KINDS)[number], z.ZodNumber>),
+  byKind: z.object(
+    Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, z.number().int()])) as Record<
+      (typeof STORED_OBJECT_KINDS)[number],
+      z.ZodNumber
+    >,
+  ),
 });
 
 export const UserPath = z.object({ username: Handle });
@@ -84,10 +115,15 @@ export const FollowedProfile = z.object({
     fullName: z.string(),
     accountType: z.literal('personal'),
     followerCount: z.number().int(),
-    isFollowed: z.boolean().meta({ description: 'Whether the calling key\'s user follows this user (false without a key)' }),
+    isFollowed: z
+      .boolean()
+      .meta({ description: "Whether the calling key's user follows this user (false without a key)" }),
   }),
 });
-export const FollowBody = z.object({ username: Handle, followed: z.boolean().meta({ description: 'true: follow; false: stop following. Both are idempotent' }) });
+export const FollowBody = z.object({
+  username: Handle,
+  followed: z.boolean().meta({ description: 'true: follow; false: stop following. Both are idempotent' }),
+});
 export const FollowResult = z.object({ followed: z.boolean(), followerCount: z.number().int() });
 
 export const WorkspacePath = z.object({ owner: Handle });

@@ -8,7 +8,14 @@ import { announceAuthChange } from '../auth/authenticator.ts';
 import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
 import { storedTotalsByKind } from '../storage/stored-object.store.ts';
-import type { AccountSummary, FollowedProfile, FollowResult, Member, StorageUsage, UserProfile } from './account.schemas.ts';
+import type {
+  AccountSummary,
+  FollowedProfile,
+  FollowResult,
+  Member,
+  StorageUsage,
+  UserProfile,
+} from './account.schemas.ts';
 import { HANDLE_PATTERN } from './handle.ts';
 import { largestItems } from './largest-items.store.ts';
 import { Membership } from './membership.entity.ts';
@@ -58,7 +65,13 @@ export class AccountService {
     checkName(name);
     await this.requireHandleFree(username);
     const user = this.em.create(User, { username, name });
-    const workspace = this.em.create(Workspace, { handle: username, name, kind: 'personal', region: this.region, owner: user });
+    const workspace = this.em.create(Workspace, {
+      handle: username,
+      name,
+      kind: 'personal',
+      region: this.region,
+      owner: user,
+    });
     this.em.create(Membership, { workspace, user, role: 'owner' });
     await this.em.flush();
     return { user, workspace };
@@ -90,10 +103,13 @@ export class AccountService {
   /** Adds a member or changes a member's role; the owner is set at creation and never changed here. */
   async setMemberRole(workspaceHandle: string, username: string, role: Exclude<Role, 'owner'>): Promise<Membership> {
     const workspace = await this.findWorkspace(workspaceHandle);
-    if (workspace.kind !== 'team') throw Invalid(`"${workspaceHandle}" is a personal workspace; only team workspaces have members`);
+    if (workspace.kind !== 'team')
+      throw Invalid(`"${workspaceHandle}" is a personal workspace; only team workspaces have members`);
     const user = await this.findUser(username);
-    if (workspace.owner.id === user.id) throw Conflict(`"${username}" owns "${workspaceHandle}"; the owner's role cannot change`);
-    const membership = (await this.em.findOne(Membership, { workspace, user })) ?? this.em.create(Membership, { workspace, user, role });
+    if (workspace.owner.id === user.id)
+      throw Conflict(`"${username}" owns "${workspaceHandle}"; the owner's role cannot change`);
+    const membership =
+      (await this.em.findOne(Membership, { workspace, user })) ?? this.em.create(Membership, { workspace, user, role });
     membership.role = role;
     await this.em.flush();
     await announceAuthChange(this.em);
@@ -132,7 +148,12 @@ export class AccountService {
       actingUser: { username: key.username, name: key.profile.userName },
       counts,
       creditsCents,
-      teams: key.profile.teams.map(({ id, ...team }) => ({ userId: id, username: team.handle, plan: 'enterprise' as const, ...team })),
+      teams: key.profile.teams.map(({ id, ...team }) => ({
+        userId: id,
+        username: team.handle,
+        plan: 'enterprise' as const,
+        ...team,
+      })),
       createdAt: key.profile.workspaceCreatedAt,
     };
   }
@@ -142,7 +163,9 @@ export class AccountService {
     const key = requireKey(actor);
     const rows = await storedTotalsByKind(this.em, key.workspaceId);
     const stored = (kind: string) => rows.find((row) => row.kind === kind);
-    const byKind = Object.fromEntries(STORED_OBJECT_KINDS.map((kind) => [kind, Number(stored(kind)?.bytes ?? 0)])) as z.input<typeof StorageUsage>['byKind'];
+    const byKind = Object.fromEntries(
+      STORED_OBJECT_KINDS.map((kind) => [kind, Number(stored(kind)?.bytes ?? 0)]),
+    ) as z.input<typeof StorageUsage>['byKind'];
     const totalBytes = Object.values(byKind).reduce((a, b) => a + b, 0);
     const latest = rows.length ? Math.max(...rows.map((row) => new Date(row.latest).getTime())) : undefined;
     const { counts } = await (this.figures ??= new SummaryFigures(this.em)).read(key.workspaceId);
@@ -186,7 +209,15 @@ export class AccountService {
   async followedProfile(actor: Actor, username: string): Promise<z.input<typeof FollowedProfile>> {
     const user = await this.findUser(username);
     const figures = await followFigures(this.em, user.id, actor.kind === 'key' ? actor.userId : null);
-    return { user: { username: user.username, fullName: user.name, accountType: 'personal', followerCount: Number(figures.followers), isFollowed: figures.followed } };
+    return {
+      user: {
+        username: user.username,
+        fullName: user.name,
+        accountType: 'personal',
+        followerCount: Number(figures.followers),
+        isFollowed: figures.followed,
+      },
+    };
   }
 
   async follow(actor: Actor, username: string, followed: boolean): Promise<z.input<typeof FollowResult>> {
@@ -202,11 +233,25 @@ export class AccountService {
   async listMembers(actor: Actor, handle: string): Promise<Array<z.input<typeof Member>>> {
     const workspace = await this.findWorkspace(handle);
     requireRole(actor, workspace.id, 'viewer');
-    const memberships = await this.em.find(Membership, { workspace }, { populate: ['user'], orderBy: { user: { username: 'asc' } } });
-    return memberships.map((m) => ({ username: m.user.username, name: m.user.name, role: m.role, since: m.createdAt.toISOString() }));
+    const memberships = await this.em.find(
+      Membership,
+      { workspace },
+      { populate: ['user'], orderBy: { user: { username: 'asc' } } },
+    );
+    return memberships.map((m) => ({
+      username: m.user.username,
+      name: m.user.name,
+      role: m.role,
+      since: m.createdAt.toISOString(),
+    }));
   }
 
-  async changeMember(actor: Actor, handle: string, username: string, role: Exclude<Role, 'owner'>): Promise<Membership> {
+  async changeMember(
+    actor: Actor,
+    handle: string,
+    username: string,
+    role: Exclude<Role, 'owner'>,
+  ): Promise<Membership> {
     requireRole(actor, (await this.findWorkspace(handle)).id, 'admin');
     return this.setMemberRole(handle, username, role);
   }

@@ -4,7 +4,10 @@ import { z } from 'zod';
 export const HANDLE_PATTERN = /^(?=.{4,32}$)[a-z0-9]+(-[a-z0-9]+)*$/;
 /** Lowercase alphanumeric segments joined by single hyphens: handles and URL names alike. */
 const SEGMENTS = /^[a-z0-9]+(-[a-z0-9]+)*$/;
-const HANDLE_RULE = { error: 'must be 4-32 lowercase letters or digits, with single hyphens between segments', abort: true };
+const HANDLE_RULE = {
+  error: 'must be 4-32 lowercase letters or digits, with single hyphens between segments',
+  abort: true,
+};
 
 // The length as its own checks rather than HANDLE_PATTERN's lookahead, so the OpenAPI document says it in
 // minLength/maxLength, which clients and request generators understand.

@@ -79,7 +79,10 @@ export class SummaryFigures {
     const unique = [...new Set(workspaceIds)];
     const rows = await figureRows(this.em, unique);
     const figures = new Map<string, Figures>(
-      unique.map((id) => [id, { counts: Object.fromEntries(COUNTED_RESOURCES.map((kind) => [kind, 0])) as ResourceCounts, creditsCents: 0 }]),
+      unique.map((id) => [
+        id,
+        { counts: Object.fromEntries(COUNTED_RESOURCES.map((kind) => [kind, 0])) as ResourceCounts, creditsCents: 0 },
+      ]),
     );
     for (const row of rows) {
       const entry = figures.get(row.workspace_id)!;

@@ -8,6 +8,8 @@ export async function lockFirstStart(em: EntityManager): Promise<void> {
 
 /** How many users there are, in the caller's transaction. */
 export async function countUsers(em: EntityManager): Promise<number> {
-  const [{ count }] = await em.getConnection().execute<[{ count: string }]>('select count(*) from users', [], 'all', em.getTransactionContext());
+  const [{ count }] = await em
+    .getConnection()
+    .execute<[{ count: string }]>('select count(*) from users', [], 'all', em.getTransactionContext());
   return Number(count);
 }

@@ -14,7 +14,18 @@ export interface GraphProblem {
 }
 
 /** The block types of the ultralytics clients (data.type). */
-export const BLOCK_TYPES = ['Dataset', 'Image', 'YOLO', 'LLM', 'Gate', 'Export', 'Deployment', 'Output', 'Slack', 'Webhook'] as const;
+export const BLOCK_TYPES = [
+  'Dataset',
+  'Image',
+  'YOLO',
+  'LLM',
+  'Gate',
+  'Export',
+  'Deployment',
+  'Output',
+  'Slack',
+  'Webhook',
+] as const;
 /** Blocks that start a chain without an input (a Dataset given one collects its images instead). */
 export const STARTING_BLOCK_TYPES = ['Dataset', 'Image', 'Export'];
 /** Blocks that end a chain: nothing follows them. */
@@ -42,7 +53,8 @@ function checkStructure(graph: GraphShape): void {
     if (edgeIds.has(edge.id)) throw Invalid(`graph.edges: duplicate edge id "${edge.id}"`);
     edgeIds.add(edge.id);
     for (const end of [edge.source, edge.target]) {
-      if (!nodeIds.has(end)) throw Invalid(`graph.edges: edge "${edge.id}" refers to node "${end}", which is not in graph.nodes`);
+      if (!nodeIds.has(end))
+        throw Invalid(`graph.edges: edge "${edge.id}" refers to node "${end}", which is not in graph.nodes`);
     }
     if (parentOf.has(edge.target)) throw Invalid(`graph.edges: block "${edge.target}" has more than one input`);
     parentOf.set(edge.target, edge.source);
@@ -74,14 +86,16 @@ function softProblems(graph: GraphShape): GraphProblem[] {
   for (const node of graph.nodes) {
     if (!node.data.label.trim()) flag(node, 'Block has no label');
     const connected = withInput.has(node.id) || withOutput.has(node.id);
-    if (!connected && graph.nodes.length > 1 && typeOf(node) !== 'Export') flag(node, 'Block is not connected to any other block');
+    if (!connected && graph.nodes.length > 1 && typeOf(node) !== 'Export')
+      flag(node, 'Block is not connected to any other block');
     else if (!withInput.has(node.id) && !STARTING_BLOCK_TYPES.includes(typeOf(node))) flag(node, 'Block has no input');
   }
   for (const edge of graph.edges) {
     const source = byId.get(edge.source)!;
     const target = byId.get(edge.target)!;
     if (typeOf(target) === 'Image') flag(target, 'An Image block starts a chain and takes no input');
-    if (ENDING_BLOCK_TYPES.includes(typeOf(source))) flag(source, `${typeOf(source)} ends a chain: no block can follow it`);
+    if (ENDING_BLOCK_TYPES.includes(typeOf(source)))
+      flag(source, `${typeOf(source)} ends a chain: no block can follow it`);
   }
   return problems;
 }

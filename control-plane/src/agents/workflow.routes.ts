@@ -1,5 +1,13 @@
 import { defineRoute } from '../http/define-route.ts';
-import { OwnerQuery, WorkflowDeleted, WorkflowDeleteQuery, WorkflowList, WorkflowListQuery, WorkflowSave, WorkflowSaved } from './workflow.schemas.ts';
+import {
+  OwnerQuery,
+  WorkflowDeleted,
+  WorkflowDeleteQuery,
+  WorkflowList,
+  WorkflowListQuery,
+  WorkflowSave,
+  WorkflowSaved,
+} from './workflow.schemas.ts';
 
 export const listWorkflows = defineRoute({
   method: 'GET',

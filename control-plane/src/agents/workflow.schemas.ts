@@ -44,7 +44,10 @@ export const Graph = z
     edges: z.array(Edge).max(MAX_EDGES),
     templateId: z.string().max(128).nullable().optional(),
   })
-  .refine((graph) => JSON.stringify(graph).length <= MAX_GRAPH_CHARS, `is longer than ${MAX_GRAPH_CHARS} characters serialized`)
+  .refine(
+    (graph) => JSON.stringify(graph).length <= MAX_GRAPH_CHARS,
+    `is longer than ${MAX_GRAPH_CHARS} characters serialized`,
+  )
   .meta({
     description:
       `Up to ${MAX_NODES} nodes and ${MAX_EDGES} edges, ${MAX_GRAPH_CHARS} characters serialized. ` +
@@ -69,7 +72,11 @@ export const WorkflowListQuery = z.object({
 });
 export const WorkflowList = z.object({
   workflows: z
-    .array(WorkflowListItem.extend({ graph: GraphRead.optional().meta({ description: 'Only when one agent is read by id' }) }))
+    .array(
+      WorkflowListItem.extend({
+        graph: GraphRead.optional().meta({ description: 'Only when one agent is read by id' }),
+      }),
+    )
     .meta({ description: `Up to ${MAX_WORKFLOWS_LISTED}, most recently updated first; with id, that one agent` }),
   total: z.number().int().meta({ description: 'Agents matching, including any beyond the first 100' }),
   region: Region,
@@ -85,13 +92,15 @@ export const WorkflowSave = z
     version: int().min(0).meta({ description: '0 creates; an update sends the version last returned for this agent' }),
   })
   .superRefine((body, ctx) => {
-    if (body.version === 0 && body.id) ctx.addIssue({ code: 'custom', path: ['id'], message: 'version 0 creates a new agent; leave out id' });
-    if (body.version > 0 && !body.id) ctx.addIssue({ code: 'custom', path: ['id'], message: 'required to update an agent (version above 0)' });
+    if (body.version === 0 && body.id)
+      ctx.addIssue({ code: 'custom', path: ['id'], message: 'version 0 creates a new agent; leave out id' });
+    if (body.version > 0 && !body.id)
+      ctx.addIssue({ code: 'custom', path: ['id'], message: 'required to update an agent (version above 0)' });
   });
 
 export const GraphProblem = z.object({
   id: z.string().meta({ description: 'The block flagged; "" for the agent as a whole' }),
-  label: z.string().meta({ description: "The block's label; \"\" for the agent as a whole" }),
+  label: z.string().meta({ description: 'The block\'s label; "" for the agent as a whole' }),
   message: z.string(),
 });
 export const WorkflowSaved = z.object({

@@ -11,7 +11,14 @@ import { checkGraph } from './workflow-graph.ts';
 import { Workflow } from './workflow.entity.ts';
 import { saveWorkflowAtVersion, workflowVersion } from './workflow.store.ts';
 import { MAX_WORKFLOWS_LISTED } from './workflow.schemas.ts';
-import type { Graph, WorkflowDeleted, WorkflowList, WorkflowListItem, WorkflowSave, WorkflowSaved } from './workflow.schemas.ts';
+import type {
+  Graph,
+  WorkflowDeleted,
+  WorkflowList,
+  WorkflowListItem,
+  WorkflowSave,
+  WorkflowSaved,
+} from './workflow.schemas.ts';
 
 /**
  * Saved agent workflows. Unlike other resources, the Agents API takes an `owner`: besides the key's own
@@ -26,10 +33,17 @@ export class WorkflowService {
     this.region = region;
   }
 
-  async list(actor: Actor, owner: string | undefined, search: string | undefined): Promise<z.input<typeof WorkflowList>> {
+  async list(
+    actor: Actor,
+    owner: string | undefined,
+    search: string | undefined,
+  ): Promise<z.input<typeof WorkflowList>> {
     const workspace = await this.reach(requireKey(actor), owner, 'viewer');
     const where = { workspace: workspace.id, ...(search ? { name: { $ilike: containsPattern(search) } } : {}) };
-    const [workflows, total] = await this.em.findAndCount(Workflow, where, { limit: MAX_WORKFLOWS_LISTED, orderBy: { updatedAt: 'desc', id: 'desc' } });
+    const [workflows, total] = await this.em.findAndCount(Workflow, where, {
+      limit: MAX_WORKFLOWS_LISTED,
+      orderBy: { updatedAt: 'desc', id: 'desc' },
+    });
     return { workflows: workflows.map((workflow) => listItem(workflow, workspace.handle)), total, region: this.region };
   }
 
@@ -38,32 +52,63 @@ export class WorkflowService {
     const workflow = await this.find(requireKey(actor), owner, id, 'viewer');
     // Stored graphs passed the Graph schema on save; the response schema checks them again.
     const graph = workflow.graph as z.output<typeof Graph>;
-    return { workflows: [{ ...listItem(workflow, workflow.workspace.handle), graph: { ...graph, templateId: graph.templateId ?? '' } }], total: 1, region: this.region };
+    return {
+      workflows: [
+        { ...listItem(workflow, workflow.workspace.handle), graph: { ...graph, templateId: graph.templateId ?? '' } },
+      ],
+      total: 1,
+      region: this.region,
+    };
   }
 
   /** Creates (version 0) or updates (id and the version last read); the graph's soft problems come back as errors. */
-  async save(actor: Actor, owner: string | undefined, body: z.output<typeof WorkflowSave>): Promise<z.input<typeof WorkflowSaved>> {
+  async save(
+    actor: Actor,
+    owner: string | undefined,
+    body: z.output<typeof WorkflowSave>,
+  ): Promise<z.input<typeof WorkflowSaved>> {
     const key = requireKey(actor);
     return body.id ? this.update(key, owner, body.id, body) : this.create(key, owner, body);
   }
 
-  private async create(key: KeyActor, owner: string | undefined, body: z.output<typeof WorkflowSave>): Promise<z.input<typeof WorkflowSaved>> {
+  private async create(
+    key: KeyActor,
+    owner: string | undefined,
+    body: z.output<typeof WorkflowSave>,
+  ): Promise<z.input<typeof WorkflowSaved>> {
     const workspace = await this.reach(key, owner, 'editor');
     const errors = checkGraph(body.graph);
-    const created = this.em.create(Workflow, { workspace: workspace.id, name: body.name, graph: body.graph, version: 1, createdBy: key.userId });
+    const created = this.em.create(Workflow, {
+      workspace: workspace.id,
+      name: body.name,
+      graph: body.graph,
+      version: 1,
+      createdBy: key.userId,
+    });
     await this.em.flush();
     return { id: created.id, version: created.version, errors, region: this.region };
   }
 
-  private async update(key: KeyActor, owner: string | undefined, id: string, body: z.output<typeof WorkflowSave>): Promise<z.input<typeof WorkflowSaved>> {
+  private async update(
+    key: KeyActor,
+    owner: string | undefined,
+    id: string,
+    body: z.output<typeof WorkflowSave>,
+  ): Promise<z.input<typeof WorkflowSaved>> {
     await this.find(key, owner, id, 'editor');
     const errors = checkGraph(body.graph);
     // One conditional statement: of two saves sent with the same version, PostgreSQL lets exactly one match.
-    const updated = await saveWorkflowAtVersion(this.em, id, body.version, { name: body.name, graph: body.graph, updatedAt: new Date() });
+    const updated = await saveWorkflowAtVersion(this.em, id, body.version, {
+      name: body.name,
+      graph: body.graph,
+      updatedAt: new Date(),
+    });
     if (updated !== undefined) return { id, version: updated, errors, region: this.region };
     const current = await workflowVersion(this.em, id);
     if (current === undefined) throw NotFound(`Agent ${id} not found`);
-    throw Conflict(`Agent ${id} is at version ${current}, not ${body.version}: it was saved since you read it; reload it and save again`);
+    throw Conflict(
+      `Agent ${id} is at version ${current}, not ${body.version}: it was saved since you read it; reload it and save again`,
+    );
   }
 
   async remove(actor: Actor, owner: string | undefined, id: string): Promise<z.input<typeof WorkflowDeleted>> {
@@ -77,7 +122,9 @@ export class WorkflowService {
   private async reach(key: KeyActor, owner: string | undefined, needed: Role): Promise<{ id: string; handle: string }> {
     const handle = owner ?? key.workspaceHandle;
     const role = roleOf(key, handle);
-    const workspace = role && (handle === key.workspaceHandle ? { id: key.workspaceId, handle } : await this.em.findOne(Workspace, { handle }));
+    const workspace =
+      role &&
+      (handle === key.workspaceHandle ? { id: key.workspaceId, handle } : await this.em.findOne(Workspace, { handle }));
     if (!role || !workspace) throw NotFound(`Workspace "${handle}" not found`);
     if (!roleAtLeast(role, needed)) throw Forbidden();
     return { id: workspace.id, handle };

@@ -6,7 +6,8 @@ export const listApiKeys = defineRoute({
   path: '/api/api-keys',
   tag: 'Account',
   summary: "List the workspace's API keys (owner only)",
-  description: 'Shows prefix, name, creation and last-use dates; never the key. Keys are created and revoked with `vpctl keys`.',
+  description:
+    'Shows prefix, name, creation and last-use dates; never the key. Keys are created and revoked with `vpctl keys`.',
   auth: 'key',
   limit: 'mutation',
   response: { status: 200, description: 'The keys of the workspace that issued the calling key', schema: ApiKeyList },

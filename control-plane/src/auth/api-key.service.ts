@@ -50,7 +50,13 @@ export class ApiKeyService {
       user = member.user;
     }
     const key = generateApiKey();
-    const record = this.em.create(ApiKey, { workspace, user: user as User, name, keyHash: hashApiKey(key), prefix: displayPrefix(key) });
+    const record = this.em.create(ApiKey, {
+      workspace,
+      user: user as User,
+      name,
+      keyHash: hashApiKey(key),
+      prefix: displayPrefix(key),
+    });
     await this.em.flush();
     return { key, record };
   }
@@ -58,20 +64,29 @@ export class ApiKeyService {
   /** Owner only ("Workspace owner access required" for other roles). */
   async listForActor(actor: Actor): Promise<Array<z.input<typeof ApiKeyListItem>>> {
     const key = requireRole(actor, actor.kind === 'key' ? actor.workspaceId : '', 'owner');
-    const records = await this.em.find(ApiKey, { workspace: key.workspaceId, jobScope: null }, { orderBy: { createdAt: 'asc' } });
+    const records = await this.em.find(
+      ApiKey,
+      { workspace: key.workspaceId, jobScope: null },
+      { orderBy: { createdAt: 'asc' } },
+    );
     return records.map(listItem);
   }
 
   async listAll(workspaceHandle?: string): Promise<ApiKey[]> {
-    return this.em.find(ApiKey, workspaceHandle ? { workspace: { handle: workspaceHandle }, jobScope: null } : { jobScope: null }, {
-      populate: ['workspace', 'user'],
-      orderBy: { createdAt: 'asc' },
-    });
+    return this.em.find(
+      ApiKey,
+      workspaceHandle ? { workspace: { handle: workspaceHandle }, jobScope: null } : { jobScope: null },
+      {
+        populate: ['workspace', 'user'],
+        orderBy: { createdAt: 'asc' },
+      },
+    );
   }
 
   /** Deletes the key whose display prefix matches; immediate on every replica. */
   async revoke(prefix: string, workspaceHandle?: string): Promise<ApiKey> {
-    if (!/^ul_[0-9a-f]{8}$/.test(prefix)) throw Invalid('prefix: must be the 11-character display prefix, e.g. ul_1a2b3c4d');
+    if (!/^ul_[0-9a-f]{8}$/.test(prefix))
+      throw Invalid('prefix: must be the 11-character display prefix, e.g. ul_1a2b3c4d');
     const where = workspaceHandle ? { prefix, workspace: { handle: workspaceHandle } } : { prefix };
     const matches = await this.em.find(ApiKey, where, { populate: ['workspace'] });
     if (matches.length === 0) throw NotFound(`No API key with prefix ${prefix}`);

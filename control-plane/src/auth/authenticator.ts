@@ -40,7 +40,10 @@ export interface FailedAuthLimit {
 }
 
 function tooManyFailures(limit: FailedAuthLimit, wait: RateWait): HttpError {
-  return tooManyRequests(`Too many failed authentications from this address (${limit.perWindow} per ${limit.windowSeconds} s)`, wait);
+  return tooManyRequests(
+    `Too many failed authentications from this address (${limit.perWindow} per ${limit.windowSeconds} s)`,
+    wait,
+  );
 }
 
 /** Addresses remembered as over their failures at once; beyond this the oldest are forgotten (their next failure is counted again). */
@@ -67,7 +70,11 @@ export class Authenticator {
   private readonly touchEveryMs: number;
   private readonly failures: FailedAuthLimit | undefined;
 
-  constructor(em: EntityManager, log: Logger, options: { ttlMs?: number; touchEveryMs?: number; failures?: FailedAuthLimit } = {}) {
+  constructor(
+    em: EntityManager,
+    log: Logger,
+    options: { ttlMs?: number; touchEveryMs?: number; failures?: FailedAuthLimit } = {},
+  ) {
     this.em = em;
     this.log = log;
     this.ttlMs = options.ttlMs ?? 60_000;
@@ -171,6 +178,8 @@ export class Authenticator {
   private touch(keyId: string, now: number): void {
     if (now - (this.lastTouched.get(keyId) ?? 0) < this.touchEveryMs) return;
     this.lastTouched.set(keyId, now);
-    recordKeyUse(this.em, keyId, new Date(now)).catch((error) => this.log.warn({ err: error }, 'could not record key use'));
+    recordKeyUse(this.em, keyId, new Date(now)).catch((error) =>
+      this.log.warn({ err: error }, 'could not record key use'),
+    );
   }
 }

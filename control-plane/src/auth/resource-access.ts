@@ -20,11 +20,17 @@ export interface Guarded {
  * resources do not leak; a visible resource the actor may not change is 403. Resources in trash are
  * gone for every endpoint.
  */
-export function requireAccess<T extends Guarded>(actor: Actor, resource: T | null, need: AccessNeed, missing: string): { resource: T; role: Role | null } {
+export function requireAccess<T extends Guarded>(
+  actor: Actor,
+  resource: T | null,
+  need: AccessNeed,
+  missing: string,
+): { resource: T; role: Role | null } {
   const role = resource ? roleIn(actor, resource.workspace.id) : null;
   if (!resource || resource.deletedAt || (resource.visibility !== 'public' && !role)) throw NotFound(missing);
   // A training job's key reaches only what its job reads and writes.
-  if (actor.kind === 'key' && actor.jobScope && !actor.jobScope.resourceIds.includes(resource.id)) throw NotFound(missing);
+  if (actor.kind === 'key' && actor.jobScope && !actor.jobScope.resourceIds.includes(resource.id))
+    throw NotFound(missing);
   if (need === 'edit') {
     requireKey(actor);
     if (!role || !roleAtLeast(role, 'editor')) throw Forbidden();
@@ -38,6 +44,7 @@ export function requireAccess<T extends Guarded>(actor: Actor, resource: T | nul
  */
 export function requireEditorOfOwn(actor: Actor, owner: string | undefined, action: string): KeyActor {
   const key = requireKey(actor);
-  if (owner && owner !== key.workspaceHandle) throw Forbidden(`This key belongs to "${key.workspaceHandle}"; use a key created in "${owner}" to ${action}`);
+  if (owner && owner !== key.workspaceHandle)
+    throw Forbidden(`This key belongs to "${key.workspaceHandle}"; use a key created in "${owner}" to ${action}`);
   return requireRole(actor, key.workspaceId, 'editor');
 }

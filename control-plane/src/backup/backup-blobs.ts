@@ -35,7 +35,12 @@ export interface BlobsCopied {
  * Writes blobs.jsonl (and, from a disk store, the objects under blobs/) for the snapshot `client` is in. Objects
  * deleted since the snapshot that a row uses are `missing`; those only recorded and absent are `notWritten`.
  */
-export async function backUpBlobs(client: pg.Client, store: BlobStore, dir: string, progress: Progress): Promise<BlobsCopied> {
+export async function backUpBlobs(
+  client: pg.Client,
+  store: BlobStore,
+  dir: string,
+  progress: Progress,
+): Promise<BlobsCopied> {
   const copy = store.kind === 'disk';
   if (copy) await mkdir(join(dir, BLOBS_DIR), { mode: FOLDER_MODE });
   const manifest = new LineFile(join(dir, BLOB_MANIFEST_FILE), { gzip: false });
@@ -43,7 +48,9 @@ export async function backUpBlobs(client: pg.Client, store: BlobStore, dir: stri
   const result = { entries: 0, bytes: 0, missing: [] as string[], notWritten: 0 };
   await client.query(`declare blob_keys no scroll cursor for ${SNAPSHOT_KEYS_SQL}`);
   for (;;) {
-    const batch = await client.query<{ key: string; bytes: string; used: string }>(`fetch ${FETCH_KEYS} from blob_keys`);
+    const batch = await client.query<{ key: string; bytes: string; used: string }>(
+      `fetch ${FETCH_KEYS} from blob_keys`,
+    );
     if (batch.rows.length === 0) break;
     for (const row of batch.rows) {
       const entry = copy ? await copyBlob(store, dir, row.key) : { key: row.key, size: Number(row.bytes) };
@@ -56,7 +63,9 @@ export async function backUpBlobs(client: pg.Client, store: BlobStore, dir: stri
       result.entries++;
       result.bytes += entry.size;
     }
-    report.report(`blobs: ${result.entries.toLocaleString('en-US')} ${copy ? `copied, ${mib(result.bytes)}` : 'listed'}`);
+    report.report(
+      `blobs: ${result.entries.toLocaleString('en-US')} ${copy ? `copied, ${mib(result.bytes)}` : 'listed'}`,
+    );
   }
   await client.query('close blob_keys');
   report.last(`blobs: ${result.entries.toLocaleString('en-US')} ${copy ? `copied, ${mib(result.bytes)}` : 'listed'}`);

@@ -28,7 +28,11 @@ const BlobKey = z
   .string()
   .min(1)
   .max(1024)
-  .refine((key) => !/[\\\0]/.test(key) && key.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..'), 'is not a relative key');
+  .refine(
+    (key) =>
+      !/[\\\0]/.test(key) && key.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..'),
+    'is not a relative key',
+  );
 
 export const TableDump = z.object({
   name: z.string().min(1),
@@ -40,11 +44,20 @@ export const TableDump = z.object({
 });
 export type TableDump = z.infer<typeof TableDump>;
 
-export const SequenceState = z.object({ name: z.string().min(1), lastValue: z.string().regex(/^-?\d+$/), isCalled: z.boolean() });
+export const SequenceState = z.object({
+  name: z.string().min(1),
+  lastValue: z.string().regex(/^-?\d+$/),
+  isCalled: z.boolean(),
+});
 export type SequenceState = z.infer<typeof SequenceState>;
 
 /** One line of blobs.jsonl; sha256 and contentType are known for the objects that were copied. */
-export const BlobEntry = z.object({ key: BlobKey, size: z.number().int().min(0), sha256: Sha256.optional(), contentType: z.string().optional() });
+export const BlobEntry = z.object({
+  key: BlobKey,
+  size: z.number().int().min(0),
+  sha256: Sha256.optional(),
+  contentType: z.string().optional(),
+});
 export type BlobEntry = z.infer<typeof BlobEntry>;
 
 export const BackupManifest = z.object({
@@ -94,7 +107,8 @@ export async function readManifest(dir: string, key: ManifestVerifier): Promise<
   try {
     bytes = await readFile(join(dir, MANIFEST_FILE));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw Invalid(`${dir} holds no ${MANIFEST_FILE}: not a backup, or one that did not finish`);
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw Invalid(`${dir} holds no ${MANIFEST_FILE}: not a backup, or one that did not finish`);
     throw error;
   }
   await key.verify(dir, bytes);
@@ -107,7 +121,9 @@ export async function readManifest(dir: string, key: ManifestVerifier): Promise<
   const parsed = BackupManifest.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw Invalid(`${join(dir, MANIFEST_FILE)} is not a backup manifest this version reads (${issue.path.join('.') || 'format'}: ${issue.message})`);
+    throw Invalid(
+      `${join(dir, MANIFEST_FILE)} is not a backup manifest this version reads (${issue.path.join('.') || 'format'}: ${issue.message})`,
+    );
   }
   return parsed.data;
 }
@@ -121,6 +137,9 @@ export function parseBlobEntry(line: string, lineNumber: number): BlobEntry {
     throw Invalid(`${BLOB_MANIFEST_FILE} line ${lineNumber} is not valid JSON`);
   }
   const parsed = BlobEntry.safeParse(json);
-  if (!parsed.success) throw Invalid(`${BLOB_MANIFEST_FILE} line ${lineNumber}: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
+  if (!parsed.success)
+    throw Invalid(
+      `${BLOB_MANIFEST_FILE} line ${lineNumber}: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`,
+    );
   return parsed.data;
 }

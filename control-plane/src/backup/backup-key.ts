@@ -15,7 +15,11 @@ const ALGORITHM = 'HMAC-SHA256';
 const DOMAIN = 'vp-appliance-backup mac v1\n';
 const KEY_HEX = /^[0-9a-f]{64}$/;
 
-const MacFile = z.object({ algorithm: z.literal(ALGORITHM), keyId: z.string(), mac: z.string().regex(/^[0-9a-f]{64}$/) });
+const MacFile = z.object({
+  algorithm: z.literal(ALGORITHM),
+  keyId: z.string(),
+  mac: z.string().regex(/^[0-9a-f]{64}$/),
+});
 
 /** The operator's backup key: 32 random bytes, kept as hex in a file only its owner reads. */
 export class BackupKey {
@@ -35,11 +39,14 @@ export class BackupKey {
       text = (await readFile(file, 'utf8')).trim();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw Invalid(`no backup key at ${file}: give the key file the backup was made with (--key-file FILE); a backup is not restored without it`);
+        throw Invalid(
+          `no backup key at ${file}: give the key file the backup was made with (--key-file FILE); a backup is not restored without it`,
+        );
       }
       throw error;
     }
-    if (!KEY_HEX.test(text)) throw Invalid(`${file} is not a backup key (64 hexadecimal characters, as vpctl backup writes one)`);
+    if (!KEY_HEX.test(text))
+      throw Invalid(`${file} is not a backup key (64 hexadecimal characters, as vpctl backup writes one)`);
     return new BackupKey(Buffer.from(text, 'hex'));
   }
 
@@ -72,7 +79,8 @@ export class BackupKey {
     try {
       text = await readFile(join(dir, MAC_FILE), 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw Invalid(`the backup has no ${MAC_FILE}: it cannot be authenticated, so it is not restored`);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        throw Invalid(`the backup has no ${MAC_FILE}: it cannot be authenticated, so it is not restored`);
       throw error;
     }
     let parsed: z.infer<typeof MacFile>;
@@ -81,9 +89,14 @@ export class BackupKey {
     } catch {
       throw Invalid(`${MAC_FILE} is not a backup MAC this version reads: the backup is not restored`);
     }
-    if (parsed.keyId !== this.id) throw Invalid(`the backup was made with another backup key (id ${parsed.keyId}; the key given is ${this.id}): give the key file it was made with`);
+    if (parsed.keyId !== this.id)
+      throw Invalid(
+        `the backup was made with another backup key (id ${parsed.keyId}; the key given is ${this.id}): give the key file it was made with`,
+      );
     if (!timingSafeEqual(Buffer.from(parsed.mac, 'hex'), this.mac(manifest))) {
-      throw Invalid(`backup.json does not match ${MAC_FILE} under the backup key: the backup was altered, and is not restored`);
+      throw Invalid(
+        `backup.json does not match ${MAC_FILE} under the backup key: the backup was altered, and is not restored`,
+      );
     }
   }
 }

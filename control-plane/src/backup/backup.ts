@@ -7,7 +7,16 @@ import { Conflict } from '../http/errors.ts';
 import { RELEASE_VERSION } from '../release-version.ts';
 import { backUpBlobs } from './backup-blobs.ts';
 import type { BackupKey } from './backup-key.ts';
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BLOB_MANIFEST_FILE, FILE_MODE, FOLDER_MODE, MANIFEST_FILE, type BackupManifest, type TableDump } from './backup-format.ts';
+import {
+  BACKUP_FORMAT,
+  BACKUP_FORMAT_VERSION,
+  BLOB_MANIFEST_FILE,
+  FILE_MODE,
+  FOLDER_MODE,
+  MANIFEST_FILE,
+  type BackupManifest,
+  type TableDump,
+} from './backup-format.ts';
 import type { Progress } from './progress.ts';
 import { dumpTables, sequenceStates, textClient, useTextSettings } from './table-dump.ts';
 
@@ -28,7 +37,13 @@ async function emptyFolder(dir: string): Promise<void> {
  * consistent by the writers' order: an object is complete before any row that uses it commits, so a row in the
  * snapshot finds its bytes, and an object whose row came later is simply not part of this backup.
  */
-export async function writeBackup(options: { databaseUrl: string; store: BlobStore; dir: string; key: BackupKey; progress: Progress }): Promise<BackupManifest> {
+export async function writeBackup(options: {
+  databaseUrl: string;
+  store: BlobStore;
+  dir: string;
+  key: BackupKey;
+  progress: Progress;
+}): Promise<BackupManifest> {
   const { dir, store, progress } = options;
   await emptyFolder(dir);
   const client = textClient(options.databaseUrl);
@@ -36,10 +51,19 @@ export async function writeBackup(options: { databaseUrl: string; store: BlobSto
   try {
     await client.query('begin isolation level repeatable read read only');
     await useTextSettings(client);
-    const [snapshot] = (await client.query<{ created_at: string; server: string }>(`select to_json(now()) #>> '{}' as created_at, version() as server`)).rows;
-    const migrations = (await client.query<{ name: string }>('select name from schema_migrations order by id')).rows.map((row) => row.name);
+    const [snapshot] = (
+      await client.query<{ created_at: string; server: string }>(
+        `select to_json(now()) #>> '{}' as created_at, version() as server`,
+      )
+    ).rows;
+    const migrations = (
+      await client.query<{ name: string }>('select name from schema_migrations order by id')
+    ).rows.map((row) => row.name);
     const { unknown } = migrationState(migrations);
-    if (unknown.length > 0) throw Conflict(`the database was migrated by a newer version of the appliance (${unknown.join(', ')}): back it up with that version's vpctl`);
+    if (unknown.length > 0)
+      throw Conflict(
+        `the database was migrated by a newer version of the appliance (${unknown.join(', ')}): back it up with that version's vpctl`,
+      );
     progress(`snapshot taken at ${snapshot.created_at}`);
     const tables = await dumpTables(client, dir, progress);
     const sequences = await sequenceStates(client);

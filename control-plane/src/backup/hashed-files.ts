@@ -53,7 +53,9 @@ export class LineFile {
 
   constructor(path: string, options: { gzip: boolean }) {
     const file = createWriteStream(path, { flags: 'wx', mode: FILE_MODE });
-    this.done = options.gzip ? pipeline(this.lines, createGzip(), this.tap, file) : pipeline(this.lines, this.tap, file);
+    this.done = options.gzip
+      ? pipeline(this.lines, createGzip(), this.tap, file)
+      : pipeline(this.lines, this.tap, file);
     // Until close() awaits it, a write error must not go unhandled.
     this.done.catch(() => undefined);
   }

@@ -6,7 +6,15 @@ import { MIGRATION_NAMES } from '../db/migration-state.ts';
 import { migrate, type Orm } from '../db/orm.ts';
 import type { BlobStore } from '../storage/blob-store.ts';
 import { Conflict, Invalid } from '../http/errors.ts';
-import { BLOB_MANIFEST_FILE, blobPath, mib, parseBlobEntry, readManifest, type BackupManifest, type BlobEntry } from './backup-format.ts';
+import {
+  BLOB_MANIFEST_FILE,
+  blobPath,
+  mib,
+  parseBlobEntry,
+  readManifest,
+  type BackupManifest,
+  type BlobEntry,
+} from './backup-format.ts';
 import type { BackupKey } from './backup-key.ts';
 import { hashFile, readLines } from './hashed-files.ts';
 import { throttled, type Progress } from './progress.ts';
@@ -29,7 +37,14 @@ export interface Restored {
  * install, refuses an install that holds anything, rebuilds the backup's schema from its migrations, loads the rows,
  * puts the objects, then applies the migrations this version adds.
  */
-export async function restoreBackup(options: { dir: string; key: BackupKey; orm: Orm; databaseUrl: string; store: BlobStore; progress: Progress }): Promise<Restored> {
+export async function restoreBackup(options: {
+  dir: string;
+  key: BackupKey;
+  orm: Orm;
+  databaseUrl: string;
+  store: BlobStore;
+  progress: Progress;
+}): Promise<Restored> {
   const { dir, orm, store, progress } = options;
   const manifest = await readManifest(dir, options.key);
   const backupMigrations = manifest.database.migrations;
@@ -62,7 +77,8 @@ async function verifyBackup(dir: string, manifest: BackupManifest, progress: Pro
       if (error.code === 'ENOENT') throw Invalid(`the backup lacks ${file}`);
       throw error;
     });
-    if (found.sha256 !== sha256) throw Invalid(`${file} does not match its checksum in backup.json: the backup is damaged`);
+    if (found.sha256 !== sha256)
+      throw Invalid(`${file} does not match its checksum in backup.json: the backup is damaged`);
   };
   for (const table of manifest.database.tables) await check(table.file, table.sha256);
   await check(BLOB_MANIFEST_FILE, manifest.storage.manifest.sha256);
@@ -74,10 +90,16 @@ async function verifyBackup(dir: string, manifest: BackupManifest, progress: Pro
       if (error.code === 'ENOENT') throw Invalid(`the backup lacks the object ${entry.key}`);
       throw error;
     });
-    if (found.size !== entry.size || found.sha256 !== entry.sha256) throw Invalid(`the object ${entry.key} does not match its checksum in ${BLOB_MANIFEST_FILE}: the backup is damaged`);
+    if (found.size !== entry.size || found.sha256 !== entry.sha256)
+      throw Invalid(
+        `the object ${entry.key} does not match its checksum in ${BLOB_MANIFEST_FILE}: the backup is damaged`,
+      );
     report.report(`verify: ${++verified} of ${manifest.storage.manifest.entries} objects`);
   }
-  if (verified !== manifest.storage.manifest.entries) throw Invalid(`${BLOB_MANIFEST_FILE} lists ${verified} objects where backup.json says ${manifest.storage.manifest.entries}: the backup is damaged`);
+  if (verified !== manifest.storage.manifest.entries)
+    throw Invalid(
+      `${BLOB_MANIFEST_FILE} lists ${verified} objects where backup.json says ${manifest.storage.manifest.entries}: the backup is damaged`,
+    );
   report.last(`verify: every checksum matches (${manifest.database.tables.length} tables, ${verified} objects)`);
 }
 
@@ -96,15 +118,23 @@ async function* blobEntries(dir: string): AsyncIterable<BlobEntry> {
 async function requireEmptyInstall(client: pg.Client, store: BlobStore, bringsBlobs: boolean): Promise<void> {
   const tables = (await listTables(client)).map((table) => table.name);
   if (tables.length > 0 && !tables.includes('schema_migrations')) {
-    throw Conflict(`the database holds tables that are not the appliance's (${tables.slice(0, 5).join(', ')}): restore into the appliance's own, new database`);
+    throw Conflict(
+      `the database holds tables that are not the appliance's (${tables.slice(0, 5).join(', ')}): restore into the appliance's own, new database`,
+    );
   }
   const checked = tables.filter((name) => !NOT_DUMPED.has(name));
   if (checked.length > 0) {
     const { rows } = await client.query<{ name: string }>(
-      checked.map((name) => `select ${client.escapeLiteral(name)} as name where exists (select 1 from ${client.escapeIdentifier(name)})`).join(' union all '),
+      checked
+        .map(
+          (name) =>
+            `select ${client.escapeLiteral(name)} as name where exists (select 1 from ${client.escapeIdentifier(name)})`,
+        )
+        .join(' union all '),
     );
     if (rows.length > 0) {
-      const workspaces = (await client.query<{ count: string }>('select count(*) from workspaces')).rows[0]?.count ?? '0';
+      const workspaces =
+        (await client.query<{ count: string }>('select count(*) from workspaces')).rows[0]?.count ?? '0';
       throw Conflict(
         `the database is not empty (${workspaces} workspaces; rows in ${rows.map((row) => row.name).join(', ')}): restore only into a new install whose control plane has not started yet`,
       );
@@ -112,7 +142,9 @@ async function requireEmptyInstall(client: pg.Client, store: BlobStore, bringsBl
   }
   if (bringsBlobs) {
     for await (const object of store.list('')) {
-      throw Conflict(`the blob store is not empty (it holds ${object.key}, among others): restore into a new install with an empty store`);
+      throw Conflict(
+        `the blob store is not empty (it holds ${object.key}, among others): restore into a new install with an empty store`,
+      );
     }
   }
 }

@@ -14,7 +14,12 @@ import type { Progress } from './progress.ts';
  * migration list instead; replicas record themselves when they start; rate-limit windows last a minute; relayed
  * folder messages, moments.)
  */
-export const NOT_DUMPED = new Set(['schema_migrations', 'control_plane_replicas', 'rate_limit_windows', 'host_folder_relay']);
+export const NOT_DUMPED = new Set([
+  'schema_migrations',
+  'control_plane_replicas',
+  'rate_limit_windows',
+  'host_folder_relay',
+]);
 
 const FETCH_ROWS = 1000;
 /** Parameters per INSERT stay well under PostgreSQL's 65535, and statements under a few MB of text. */
@@ -28,7 +33,9 @@ export function textClient(url: string): pg.Client {
 
 /** What text values are written and read under, as pg_dump sets it; for the current transaction. */
 export async function useTextSettings(client: pg.Client): Promise<void> {
-  await client.query("set local datestyle = 'ISO'; set local intervalstyle = 'postgres'; set local extra_float_digits = 3; set local timezone = 'UTC'");
+  await client.query(
+    "set local datestyle = 'ISO'; set local intervalstyle = 'postgres'; set local extra_float_digits = 3; set local timezone = 'UTC'",
+  );
 }
 
 /** The current schema's tables, by name, with their oids. */
@@ -60,7 +67,9 @@ export async function dumpTables(client: pg.Client, dir: string, progress: Progr
     const file = `${TABLES_DIR}/${table.name}.jsonl.gz`;
     const out = new LineFile(join(dir, file), { gzip: true });
     let rows = 0;
-    await client.query(`declare dump_rows no scroll cursor for select ${columns.map((name) => client.escapeIdentifier(name)).join(', ')} from ${client.escapeIdentifier(table.name)}`);
+    await client.query(
+      `declare dump_rows no scroll cursor for select ${columns.map((name) => client.escapeIdentifier(name)).join(', ')} from ${client.escapeIdentifier(table.name)}`,
+    );
     for (;;) {
       const batch = await client.query<unknown[]>({ text: `fetch ${FETCH_ROWS} from dump_rows`, rowMode: 'array' });
       if (batch.rows.length === 0) break;
@@ -86,7 +95,11 @@ export async function sequenceStates(client: pg.Client): Promise<SequenceState[]
   const states: SequenceState[] = [];
   for (const { name, owner } of rows) {
     if (owner !== null && NOT_DUMPED.has(owner)) continue;
-    const [state] = (await client.query<{ last_value: string; is_called: string }>(`select last_value, is_called from ${client.escapeIdentifier(name)}`)).rows;
+    const [state] = (
+      await client.query<{ last_value: string; is_called: string }>(
+        `select last_value, is_called from ${client.escapeIdentifier(name)}`,
+      )
+    ).rows;
     states.push({ name, lastValue: state.last_value, isCalled: state.is_called === 't' });
   }
   return states;
@@ -97,7 +110,12 @@ export async function sequenceStates(client: pg.Client): Promise<SequenceState[]
  * foreign-key checks are off while it runs (session_replication_role = replica): the rows are consistent
  * already, and the counting triggers must not count them again.
  */
-export async function loadTables(client: pg.Client, dir: string, dump: { tables: TableDump[]; sequences: SequenceState[] }, progress: Progress): Promise<number> {
+export async function loadTables(
+  client: pg.Client,
+  dir: string,
+  dump: { tables: TableDump[]; sequences: SequenceState[] },
+  progress: Progress,
+): Promise<number> {
   const present = new Map((await listTables(client)).map((table) => [table.name, table.oid]));
   let total = 0;
   await client.query('begin');
@@ -113,20 +131,33 @@ export async function loadTables(client: pg.Client, dir: string, dump: { tables:
       if (!oid) throw Invalid(`the backup has a table "${table.name}" that its migrations do not create here`);
       const types = new Map((await columnsOf(client, oid)).map((column) => [column.name, column.type]));
       const missing = table.columns.find((column) => !types.has(column));
-      if (missing) throw Invalid(`the backup's table "${table.name}" has a column "${missing}" that its migrations do not create here`);
-      const insert = new BatchInsert(client, table.name, table.columns.map((name) => ({ name, type: types.get(name)! })));
+      if (missing)
+        throw Invalid(
+          `the backup's table "${table.name}" has a column "${missing}" that its migrations do not create here`,
+        );
+      const insert = new BatchInsert(
+        client,
+        table.name,
+        table.columns.map((name) => ({ name, type: types.get(name)! })),
+      );
       for await (const line of readLines(join(dir, table.file), { gzip: true })) {
         const row = JSON.parse(line) as Array<string | null>;
-        if (row.length !== table.columns.length) throw Invalid(`${table.file}: a row has ${row.length} values for ${table.columns.length} columns`);
+        if (row.length !== table.columns.length)
+          throw Invalid(`${table.file}: a row has ${row.length} values for ${table.columns.length} columns`);
         await insert.add(row);
       }
       await insert.flush();
-      if (insert.rows !== table.rows) throw Invalid(`${table.file}: ${insert.rows} rows where the manifest says ${table.rows}`);
+      if (insert.rows !== table.rows)
+        throw Invalid(`${table.file}: ${insert.rows} rows where the manifest says ${table.rows}`);
       total += insert.rows;
       if (insert.rows > 0) progress(`database: ${table.name}, ${insert.rows.toLocaleString('en-US')} rows`);
     }
     for (const sequence of dump.sequences) {
-      await client.query('select setval($1::regclass, $2::bigint, $3::boolean)', [client.escapeIdentifier(sequence.name), sequence.lastValue, sequence.isCalled]);
+      await client.query('select setval($1::regclass, $2::bigint, $3::boolean)', [
+        client.escapeIdentifier(sequence.name),
+        sequence.lastValue,
+        sequence.isCalled,
+      ]);
     }
     await client.query('commit');
   } catch (error) {
@@ -164,7 +195,10 @@ class BatchInsert {
   async flush(): Promise<void> {
     if (this.pendingRows === 0) return;
     const width = this.casts.length;
-    const tuples = Array.from({ length: this.pendingRows }, (_, row) => `(${this.casts.map((type, column) => `$${row * width + column + 1}::${type}`).join(', ')})`);
+    const tuples = Array.from(
+      { length: this.pendingRows },
+      (_, row) => `(${this.casts.map((type, column) => `$${row * width + column + 1}::${type}`).join(', ')})`,
+    );
     await this.client.query(this.prefix + tuples.join(', '), this.pending);
     this.rows += this.pendingRows;
     this.pending = [];

@@ -14,12 +14,17 @@ const BillingEnforced = z.boolean().meta({
 });
 
 export const BillingBalance = z.object({
-  balanceCents: Cents.meta({ description: "The workspace's credit in US cents; negative when a job cost more than was left" }),
+  balanceCents: Cents.meta({
+    description: "The workspace's credit in US cents; negative when a job cost more than was left",
+  }),
   balanceDisplay: Display,
   currency: z.literal('USD'),
   billingEnabled: z
     .boolean()
-    .meta({ description: 'false: this appliance shows estimates but refuses nothing for credit and records charges at 0 (BILLING_ENABLED)' }),
+    .meta({
+      description:
+        'false: this appliance shows estimates but refuses nothing for credit and records charges at 0 (BILLING_ENABLED)',
+    }),
   billingEnforced: BillingEnforced,
 });
 
@@ -30,16 +35,23 @@ export const CreditTransactionView = z.object({
       'grant: credit the operator added (vpctl credits grant); adjustment: an operator correction (negative, with a note); ' +
       'charge: what a job cost (0 while billing is off); refund: a job charge given back',
   }),
-  amountCents: Cents.meta({ description: 'Signed US cents: grants and refunds positive, charges and adjustments negative' }),
+  amountCents: Cents.meta({
+    description: 'Signed US cents: grants and refunds positive, charges and adjustments negative',
+  }),
   type: z.enum(['adjustment', 'training', 'refund']).meta({
-    description: "The hosted service's transaction type for kind: grant and adjustment are adjustment, charge is training, refund is refund",
+    description:
+      "The hosted service's transaction type for kind: grant and adjustment are adjustment, charge is training, refund is refund",
   }),
   amountDisplay: Display,
   balanceAfter: Cents.meta({ description: "The workspace's balance in US cents right after this transaction" }),
   gpuType: z.string().optional().meta({ description: 'Charges: the GPU type the job ran on (also in metadata)' }),
-  runId: ObjectId.optional().meta({ description: 'Charges and refunds: the job (jobId again, under the hosted service name)' }),
+  runId: ObjectId.optional().meta({
+    description: 'Charges and refunds: the job (jobId again, under the hosted service name)',
+  }),
   description: z.string(),
-  jobId: ObjectId.nullable().meta({ description: 'The job charged or refunded (read it at /api/jobs/{id} while it exists)' }),
+  jobId: ObjectId.nullable().meta({
+    description: 'The job charged or refunded (read it at /api/jobs/{id} while it exists)',
+  }),
   metadata: z.record(z.string(), z.unknown()).meta({
     description:
       'Charges: gpuType, gpuCount, seconds (run time), epochs, priceCentsPerHour (the price applied; null when the type had none) ' +
@@ -48,32 +60,57 @@ export const CreditTransactionView = z.object({
   createdAt: z.iso.datetime(),
 });
 
-const DateBound = z.string().refine((value) => /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value)), { message: 'must be an ISO 8601 date or date-time' });
+const DateBound = z
+  .string()
+  .refine((value) => /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value)), {
+    message: 'must be an ISO 8601 date or date-time',
+  });
 
 export const TransactionListQuery = limitQuery(50, 200)
   .extend({
-    cursor: ObjectId.optional().meta({ description: 'nextCursor of the previous page: the transactions older than that one' }),
-    offset: queryInt().min(0).optional().meta({ description: 'Skip this many of the newest transactions (instead of cursor)' }),
-    includeTotal: z.stringbool().default(true).meta({ description: 'Count all transactions (total); false skips the count' }),
+    cursor: ObjectId.optional().meta({
+      description: 'nextCursor of the previous page: the transactions older than that one',
+    }),
+    offset: queryInt()
+      .min(0)
+      .optional()
+      .meta({ description: 'Skip this many of the newest transactions (instead of cursor)' }),
+    includeTotal: z
+      .stringbool()
+      .default(true)
+      .meta({ description: 'Count all transactions (total); false skips the count' }),
     from: DateBound.optional().meta({ description: 'Only transactions at or after this date or date-time (ISO 8601)' }),
-    to: DateBound.optional().meta({ description: 'Only transactions before this date-time, or on or before this date (a date alone includes its whole day)' }),
+    to: DateBound.optional().meta({
+      description:
+        'Only transactions before this date-time, or on or before this date (a date alone includes its whole day)',
+    }),
   })
-  .refine((query) => query.cursor === undefined || query.offset === undefined, { message: 'use cursor or offset, not both', path: ['offset'] });
+  .refine((query) => query.cursor === undefined || query.offset === undefined, {
+    message: 'use cursor or offset, not both',
+    path: ['offset'],
+  });
 
 export const TransactionList = z.object({
   transactions: z.array(CreditTransactionView).meta({ description: 'Newest first' }),
-  total: z.number().int().min(0).optional().meta({ description: 'All transactions of the workspace (absent with includeTotal=false)' }),
+  total: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: 'All transactions of the workspace (absent with includeTotal=false)' }),
   hasMore: z.boolean(),
   nextCursor: ObjectId.nullable().meta({ description: 'Pass as cursor for the next page; null on the last page' }),
 });
 
 export const UsageSummary = z.object({
-  plan: z.object({
-    planId: z.literal('enterprise'),
-    name: z.string(),
-    status: z.literal('active'),
-    cancelAtPeriodEnd: z.literal(false),
-  }).meta({ description: 'An appliance has one plan with every feature and no billing period' }),
+  plan: z
+    .object({
+      planId: z.literal('enterprise'),
+      name: z.string(),
+      status: z.literal('active'),
+      cancelAtPeriodEnd: z.literal(false),
+    })
+    .meta({ description: 'An appliance has one plan with every feature and no billing period' }),
   metrics: z.array(
     z.object({
       metricId: z.literal('storage_bytes'),
@@ -86,7 +123,9 @@ export const UsageSummary = z.object({
     }),
   ),
   trainingCredit: z.object({
-    monthlyGrant: z.literal(0).meta({ description: 'No monthly grant: the operator grants credit (vpctl credits grant)' }),
+    monthlyGrant: z
+      .literal(0)
+      .meta({ description: 'No monthly grant: the operator grants credit (vpctl credits grant)' }),
     balanceAvailable: Cents.meta({ description: 'The credit balance in US cents' }),
   }),
   features: z.object({ privateProjects: z.literal(true), teams: z.literal(true), enterpriseLicense: z.literal(true) }),
@@ -96,7 +135,10 @@ export const UsageSummary = z.object({
 export const GpuPrice = z.object({
   centsPerHour: Cents.meta({ description: 'US cents per GPU-hour (per job-hour for cpu)' }),
   pricePerHour: z.number().meta({ description: 'US dollars per GPU-hour' }),
-  gpuMemoryGb: z.number().nullable().meta({ description: 'Memory of one GPU of the type; null for cpu and types without a known size' }),
+  gpuMemoryGb: z
+    .number()
+    .nullable()
+    .meta({ description: 'Memory of one GPU of the type; null for cpu and types without a known size' }),
 });
 
 export const PriceList = z.object({
@@ -106,6 +148,11 @@ export const PriceList = z.object({
   secondsPerEpochEstimate: z
     .number()
     .int()
-    .meta({ description: 'Seconds per epoch that estimates assume for a GPU type until charges of that type give a measured average' }),
-  prices: z.record(z.string(), GpuPrice).meta({ description: 'By GPU type ID (the gpuType of POST /api/training/start); cpu: jobs without GPUs' }),
+    .meta({
+      description:
+        'Seconds per epoch that estimates assume for a GPU type until charges of that type give a measured average',
+    }),
+  prices: z
+    .record(z.string(), GpuPrice)
+    .meta({ description: 'By GPU type ID (the gpuType of POST /api/training/start); cpu: jobs without GPUs' }),
 });

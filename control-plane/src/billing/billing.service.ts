@@ -8,11 +8,31 @@ import type { Actor } from '../auth/actor.ts';
 import { ID_PATTERN, newId } from '../db/ids.ts';
 import { Invalid, NotFound, PaymentRequired } from '../http/errors.ts';
 import { storedBytesOf } from '../storage/stored-object.store.ts';
-import { appendTransaction, balanceRow, isWorkspaceTransaction, jobChargeCents, ledgerCount, ledgerPage, recentChargeTimes, type LedgerRange, type TransactionRow } from './billing.store.ts';
-import type { BillingBalance, CreditTransactionView, PriceList, TransactionList, TransactionListQuery, UsageSummary } from './billing.schemas.ts';
+import {
+  appendTransaction,
+  balanceRow,
+  isWorkspaceTransaction,
+  jobChargeCents,
+  ledgerCount,
+  ledgerPage,
+  recentChargeTimes,
+  type LedgerRange,
+  type TransactionRow,
+} from './billing.store.ts';
+import type {
+  BillingBalance,
+  CreditTransactionView,
+  PriceList,
+  TransactionList,
+  TransactionListQuery,
+  UsageSummary,
+} from './billing.schemas.ts';
 import type { ChargeMetadata, CreditKind } from './credit-transaction.entity.ts';
 
-export type BillingConfig = Pick<AppConfig, 'billingEnabled' | 'billingEnforced' | 'gpuPricesCentsPerHour' | 'trainingSecondsPerEpochEstimate'>;
+export type BillingConfig = Pick<
+  AppConfig,
+  'billingEnabled' | 'billingEnforced' | 'gpuPricesCentsPerHour' | 'trainingSecondsPerEpochEstimate'
+>;
 
 export interface EstimateInput {
   workspaceId: string;
@@ -87,7 +107,12 @@ export async function workspaceBalanceCents(em: EntityManager, workspaceId: stri
   return Number(row?.balance_cents ?? 0);
 }
 
-const HOSTED_TYPES = { grant: 'adjustment', adjustment: 'adjustment', charge: 'training', refund: 'refund' } as const satisfies Record<CreditKind, string>;
+const HOSTED_TYPES = {
+  grant: 'adjustment',
+  adjustment: 'adjustment',
+  charge: 'training',
+  refund: 'refund',
+} as const satisfies Record<CreditKind, string>;
 
 /** A date alone as the bound `to` takes its whole day. */
 function upperBound(to: string): Date {
@@ -136,7 +161,9 @@ export class BillingService {
 
   /** Cents per GPU-hour of a type ID (per job-hour for `cpu`), or null when the operator priced no such type. */
   priceCentsPerHour(gpuType: string): number | null {
-    return Object.hasOwn(this.config.gpuPricesCentsPerHour, gpuType) ? this.config.gpuPricesCentsPerHour[gpuType] : null;
+    return Object.hasOwn(this.config.gpuPricesCentsPerHour, gpuType)
+      ? this.config.gpuPricesCentsPerHour[gpuType]
+      : null;
   }
 
   /** What a training job should cost: price × GPUs × epochs × seconds per epoch (measured, else the configured default). */
@@ -146,7 +173,9 @@ export class BillingService {
     const { type, units } = priced(input.gpuType, input.gpuCount);
     const price = this.priceCentsPerHour(type);
     if (price === null) {
-      throw Invalid(`gpuType: no price is configured for "${type}" (the operator sets prices with GPU_PRICES_CENTS_PER_HOUR)`);
+      throw Invalid(
+        `gpuType: no price is configured for "${type}" (the operator sets prices with GPU_PRICES_CENTS_PER_HOUR)`,
+      );
     }
     const measured = await this.measuredSecondsPerEpoch(input.workspaceId, type);
     const secondsPerEpoch = measured ?? this.config.trainingSecondsPerEpochEstimate;
@@ -203,7 +232,14 @@ export class BillingService {
     const { type, units } = priced(input.gpuType, input.gpuCount);
     const price = this.priceCentsPerHour(type);
     const cents = this.enabled && price !== null ? ceilCents((price * units * seconds) / 3600) : 0;
-    const metadata: ChargeMetadata = { gpuType: type, gpuCount: input.gpuCount, seconds, epochs: input.epochs, priceCentsPerHour: price, billed: this.enabled };
+    const metadata: ChargeMetadata = {
+      gpuType: type,
+      gpuCount: input.gpuCount,
+      seconds,
+      epochs: input.epochs,
+      priceCentsPerHour: price,
+      billed: this.enabled,
+    };
     await this.append(input.workspaceId, 'charge', -cents, input.description, input.jobId, metadata);
   }
 
@@ -211,12 +247,24 @@ export class BillingService {
    * Charges a job priced by use rather than time (batch auto-annotation: images × price per image), up to the next
    * cent, at most once per job; nothing for 0 units. Recorded at 0 with billing off, like chargeJob.
    */
-  async chargeUsage(input: { workspaceId: string; jobId: string; units: number; centsPerUnit: number; description: string; metadata: Record<string, unknown> }): Promise<void> {
+  async chargeUsage(input: {
+    workspaceId: string;
+    jobId: string;
+    units: number;
+    centsPerUnit: number;
+    description: string;
+    metadata: Record<string, unknown>;
+  }): Promise<void> {
     if (!ID_PATTERN.test(input.jobId)) throw Invalid('jobId: must be a 24-character hexadecimal id');
     checkCount('units', input.units);
     if (input.units === 0) return;
     const cents = this.enabled ? ceilCents(input.units * input.centsPerUnit) : 0;
-    await this.append(input.workspaceId, 'charge', -cents, input.description, input.jobId, { ...input.metadata, units: input.units, centsPerUnit: input.centsPerUnit, billed: this.enabled });
+    await this.append(input.workspaceId, 'charge', -cents, input.description, input.jobId, {
+      ...input.metadata,
+      units: input.units,
+      centsPerUnit: input.centsPerUnit,
+      billed: this.enabled,
+    });
   }
 
   /** Gives a job's charge back, once (e.g. a job the platform failed); nothing when the job has no charge. */
@@ -275,10 +323,19 @@ export class BillingService {
     const key = requireKey(actor);
     requireRole(actor, key.workspaceId, 'viewer');
     const balanceCents = await this.balanceCents(key.workspaceId);
-    return { balanceCents, balanceDisplay: formatCents(balanceCents), currency: 'USD', billingEnabled: this.enabled, billingEnforced: this.config.billingEnforced };
+    return {
+      balanceCents,
+      balanceDisplay: formatCents(balanceCents),
+      currency: 'USD',
+      billingEnabled: this.enabled,
+      billingEnforced: this.config.billingEnforced,
+    };
   }
 
-  async transactionsFor(actor: Actor, page: z.output<typeof TransactionListQuery>): Promise<z.input<typeof TransactionList>> {
+  async transactionsFor(
+    actor: Actor,
+    page: z.output<typeof TransactionListQuery>,
+  ): Promise<z.input<typeof TransactionList>> {
     const key = requireKey(actor);
     requireRole(actor, key.workspaceId, 'viewer');
     return this.transactions(key.workspaceId, page);
@@ -290,8 +347,12 @@ export class BillingService {
     page: { limit: number; cursor?: string; offset?: number; includeTotal?: boolean; from?: string; to?: string },
   ): Promise<z.input<typeof TransactionList>> {
     // The date range bounds both the page and the total; the cursor only the page.
-    const range: LedgerRange = { ...(page.from ? { from: new Date(page.from) } : {}), ...(page.to ? { before: upperBound(page.to) } : {}) };
-    if (page.cursor && !(await isWorkspaceTransaction(this.em, page.cursor, workspaceId))) throw Invalid('cursor: is not a transaction of this workspace');
+    const range: LedgerRange = {
+      ...(page.from ? { from: new Date(page.from) } : {}),
+      ...(page.to ? { before: upperBound(page.to) } : {}),
+    };
+    if (page.cursor && !(await isWorkspaceTransaction(this.em, page.cursor, workspaceId)))
+      throw Invalid('cursor: is not a transaction of this workspace');
     const rows = await ledgerPage(this.em, workspaceId, range, page.cursor, page.limit + 1, page.offset ?? 0);
     const transactions = rows.slice(0, page.limit).map(view);
     const hasMore = rows.length > page.limit;
@@ -299,11 +360,19 @@ export class BillingService {
     if (page.includeTotal !== false) {
       total = await ledgerCount(this.em, workspaceId, range);
     }
-    return { transactions, ...(total === undefined ? {} : { total }), hasMore, nextCursor: hasMore ? (transactions.at(-1)?.id ?? null) : null };
+    return {
+      transactions,
+      ...(total === undefined ? {} : { total }),
+      hasMore,
+      nextCursor: hasMore ? (transactions.at(-1)?.id ?? null) : null,
+    };
   }
 
   /** For the operator CLI: a workspace's balance and newest transactions, by handle. */
-  async statement(workspaceHandle: string, limit: number): Promise<{ balanceCents: number; transactions: Array<z.input<typeof CreditTransactionView>> }> {
+  async statement(
+    workspaceHandle: string,
+    limit: number,
+  ): Promise<{ balanceCents: number; transactions: Array<z.input<typeof CreditTransactionView>> }> {
     const workspace = await this.em.findOne(Workspace, { handle: workspaceHandle });
     if (!workspace) throw NotFound(`Workspace "${workspaceHandle}" not found`);
     const { transactions } = await this.transactions(workspace.id, { limit, includeTotal: false });
@@ -317,7 +386,17 @@ export class BillingService {
     const balance = await this.balanceCents(key.workspaceId);
     return {
       plan: { planId: 'enterprise', name: 'Enterprise (on-premise)', status: 'active', cancelAtPeriodEnd: false },
-      metrics: [{ metricId: 'storage_bytes', kind: 'GAUGE', period: 'NONE', limit: 0, used: Number(storedBytes), remaining: 0, overageAllowed: true }],
+      metrics: [
+        {
+          metricId: 'storage_bytes',
+          kind: 'GAUGE',
+          period: 'NONE',
+          limit: 0,
+          used: Number(storedBytes),
+          remaining: 0,
+          overageAllowed: true,
+        },
+      ],
       trainingCredit: { monthlyGrant: 0, balanceAvailable: balance },
       features: { privateProjects: true, teams: true, enterpriseLicense: true },
       creditsCents: balance,
@@ -331,6 +410,12 @@ export class BillingService {
         { centsPerHour, pricePerHour: centsPerHour / 100, gpuMemoryGb: type === 'cpu' ? null : gpuMemoryGb(type) },
       ]),
     );
-    return { currency: 'USD', billingEnabled: this.enabled, billingEnforced: this.config.billingEnforced, secondsPerEpochEstimate: this.config.trainingSecondsPerEpochEstimate, prices };
+    return {
+      currency: 'USD',
+      billingEnabled: this.enabled,
+      billingEnforced: this.config.billingEnforced,
+      secondsPerEpochEstimate: this.config.trainingSecondsPerEpochEstimate,
+      prices,
+    };
   }
 }

@@ -22,8 +22,15 @@ export interface LedgerRange {
 }
 
 /** A workspace's balance row, if it has one (none before its first transaction). */
-export async function balanceRow(em: EntityManager, workspaceId: string): Promise<{ balance_cents: string } | undefined> {
-  const [row] = await query<{ balance_cents: string }>(em, 'select balance_cents from credit_balances where workspace_id = ?', [workspaceId]);
+export async function balanceRow(
+  em: EntityManager,
+  workspaceId: string,
+): Promise<{ balance_cents: string } | undefined> {
+  const [row] = await query<{ balance_cents: string }>(
+    em,
+    'select balance_cents from credit_balances where workspace_id = ?',
+    [workspaceId],
+  );
   return row;
 }
 
@@ -51,7 +58,11 @@ export async function recentChargeTimes(
 }
 
 /** The amount of the job's charge in the workspace, if it was charged. */
-export async function jobChargeCents(em: EntityManager, jobId: string, workspaceId: string): Promise<string | undefined> {
+export async function jobChargeCents(
+  em: EntityManager,
+  jobId: string,
+  workspaceId: string,
+): Promise<string | undefined> {
   const [charge] = await query<{ amount_cents: string }>(
     em,
     "select amount_cents from credit_transactions where job_id = ? and kind = 'charge' and workspace_id = ?",
@@ -66,7 +77,15 @@ export async function jobChargeCents(em: EntityManager, jobId: string, workspace
  */
 export async function appendTransaction(
   em: EntityManager,
-  row: { id: string; workspaceId: string; kind: CreditKind; amountCents: number; description: string; jobId: string | null; metadata: string },
+  row: {
+    id: string;
+    workspaceId: string;
+    kind: CreditKind;
+    amountCents: number;
+    description: string;
+    jobId: string | null;
+    metadata: string;
+  },
 ): Promise<string | undefined> {
   const [balance] = await query<{ balance_cents: string }>(
     em,
@@ -87,7 +106,10 @@ export async function appendTransaction(
 
 /** Whether the transaction is the workspace's. */
 export async function isWorkspaceTransaction(em: EntityManager, id: string, workspaceId: string): Promise<boolean> {
-  const [known] = await query(em, 'select 1 from credit_transactions where id = ? and workspace_id = ?', [id, workspaceId]);
+  const [known] = await query(em, 'select 1 from credit_transactions where id = ? and workspace_id = ?', [
+    id,
+    workspaceId,
+  ]);
   return known !== undefined;
 }
 
@@ -133,6 +155,10 @@ export async function ledgerPage(
 /** How many transactions the workspace has in the range. */
 export async function ledgerCount(em: EntityManager, workspaceId: string, range: LedgerRange): Promise<number> {
   const { sql, params } = rangeSql(range);
-  const [count] = await query<{ count: string }>(em, `select count(*) as count from credit_transactions where workspace_id = ? ${sql}`, [workspaceId, ...params]);
+  const [count] = await query<{ count: string }>(
+    em,
+    `select count(*) as count from credit_transactions where workspace_id = ? ${sql}`,
+    [workspaceId, ...params],
+  );
   return Number(count!.count);
 }

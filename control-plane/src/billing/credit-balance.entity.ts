@@ -11,7 +11,10 @@ export const CreditBalanceSchema = defineEntity({
   properties: {
     workspace: () => p.manyToOne(Workspace).primary().deleteRule('cascade'),
     balanceCents: p.bigint('number').default(0),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export class CreditBalance extends CreditBalanceSchema.class {}

@@ -39,11 +39,16 @@ export const CreditTransactionSchema = defineEntity({
   uniques: [
     {
       name: 'credit_transactions_job_id_kind_unique',
-      expression: 'create unique index "credit_transactions_job_id_kind_unique" on "credit_transactions" ("job_id", "kind") where "job_id" is not null',
+      expression:
+        'create unique index "credit_transactions_job_id_kind_unique" on "credit_transactions" ("job_id", "kind") where "job_id" is not null',
     },
   ],
   properties: {
-    id: p.string().length(24).primary().onCreate(() => newId()),
+    id: p
+      .string()
+      .length(24)
+      .primary()
+      .onCreate(() => newId()),
     workspace: () => p.manyToOne(Workspace).deleteRule('cascade'),
     kind: p.enum(CREDIT_KINDS),
     amountCents: p.bigint('number'),

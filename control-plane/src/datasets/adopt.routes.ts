@@ -26,7 +26,8 @@ export const adoptImages = defineRoute({
   response: { status: 200, description: 'How many images were adopted and skipped', schema: Adopted },
   errors: [403, 404, 409],
   errorBodies: { 422: AdoptUnmatched },
-  handler: (ctx, { params, body }) => ctx.state.services.adoptions.adopt(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.adoptions.adopt(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const adoptRoutes = [adoptImages];

@@ -6,7 +6,12 @@ import { Conflict, Forbidden, HttpError, Invalid, NotFound } from '../http/error
 import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { copyImageBytes, foreignFiles, holdImageBytes, type StoredFile } from '../images/image-bytes-copy.ts';
 import { copyImages, type ClassMapEntry } from '../images/image-copy.ts';
-import { deleteImagesOfDatasets, imagesWithWorkspace, splitsOfFiles, type SelectedImageRow } from '../images/image.store.ts';
+import {
+  deleteImagesOfDatasets,
+  imagesWithWorkspace,
+  splitsOfFiles,
+  type SelectedImageRow,
+} from '../images/image.store.ts';
 import { queueFaceBlur } from '../faces/face-blur.job.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import { subjectWithActiveJob } from '../jobs/job.store.ts';
@@ -78,23 +83,42 @@ export class AdoptService {
   }
 
   /** Checks access, busy datasets, tasks and classes; finds the images to copy and where their classes go. */
-  private async plan(em: EntityManager, actor: Actor, label: string, targetId: string, imageIds: string[], body: AdoptRequest): Promise<Adoption> {
+  private async plan(
+    em: EntityManager,
+    actor: Actor,
+    label: string,
+    targetId: string,
+    imageIds: string[],
+    body: AdoptRequest,
+  ): Promise<Adoption> {
     const selected = await selectedImages(em, imageIds);
-    if (selected.length < imageIds.length) throw NotFound(`${imageIds.length - selected.length} of the ${imageIds.length} images were not found`);
+    if (selected.length < imageIds.length)
+      throw NotFound(`${imageIds.length - selected.length} of the ${imageIds.length} images were not found`);
     const sourceIds = [...new Set(selected.map((image) => image.dataset_id))];
     const datasets = new Map(
-      (await em.find(Dataset, { id: { $in: [targetId, ...sourceIds] } }, { populate: ['workspace'], refresh: true })).map((dataset) => [dataset.id, dataset]),
+      (
+        await em.find(Dataset, { id: { $in: [targetId, ...sourceIds] } }, { populate: ['workspace'], refresh: true })
+      ).map((dataset) => [dataset.id, dataset]),
     );
     const target = checkDatasetAccess(actor, datasets.get(targetId) ?? null, 'edit', label).dataset;
     // Spec: setting release (true or false) or classMapping preserves labels and splits.
     const preserve = body.release !== undefined || body.classMapping !== undefined;
     const preserved = new Set<string>();
     for (const id of sourceIds) {
-      const editable = sourceEditable(actor, datasets.get(id) ?? null, selected.filter((image) => image.dataset_id === id).length, body.release === true);
+      const editable = sourceEditable(
+        actor,
+        datasets.get(id) ?? null,
+        selected.filter((image) => image.dataset_id === id).length,
+        body.release === true,
+      );
       if (editable && preserve) preserved.add(id);
     }
     await requireIdle(em, [...datasets.values()]);
-    if (preserved.size) requireCompatible(target, [...preserved].map((id) => datasets.get(id) as Dataset));
+    if (preserved.size)
+      requireCompatible(
+        target,
+        [...preserved].map((id) => datasets.get(id) as Dataset),
+      );
     const copies = await notInTarget(em, target, selected, preserved);
     const classes = mapClasses(target, copies, datasets, preserved, body.classMapping ?? {});
     return { target, datasetIds: [...datasets.keys()], copies, preserved, ...classes };
@@ -109,15 +133,26 @@ export class AdoptService {
     const unlabeled = copies.filter((image) => !preserved.has(image.dataset_id)).map((image) => image.id);
     let delta = countDelta([], 1);
     if (labeled.length) delta = addDelta(delta, await copyImages(tx, target, { imageIds: labeled }, { classMap }));
-    if (unlabeled.length) delta = addDelta(delta, await copyImages(tx, target, { imageIds: unlabeled }, { classMap: [], split: 'train' }));
+    if (unlabeled.length)
+      delta = addDelta(delta, await copyImages(tx, target, { imageIds: unlabeled }, { classMap: [], split: 'train' }));
     await applyDelta(tx, target.id, delta);
     // Copies keep their faces_blurred; the job blurs those that come from datasets without blurFaces.
     if (target.blurFaces && copies.length) await queueFaceBlur(tx, { id: target.id, workspaceId: target.workspace.id });
     if (release && copies.length) {
-      const removed = await deleteImagesOfDatasets(tx, copies.map((image) => image.id));
+      const removed = await deleteImagesOfDatasets(
+        tx,
+        copies.map((image) => image.id),
+      );
       for (const id of new Set(removed.map((row) => row.dataset_id))) {
         const rows = removed.filter((row) => row.dataset_id === id);
-        await applyDelta(tx, id, countDelta(rows.map((row) => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null })), -1));
+        await applyDelta(
+          tx,
+          id,
+          countDelta(
+            rows.map((row) => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null })),
+            -1,
+          ),
+        );
       }
     }
     return copies.length;
@@ -140,22 +175,32 @@ function sourceEditable(actor: Actor, source: Dataset | null, imageCount: number
   try {
     role = checkDatasetAccess(actor, source, 'view', '').role;
   } catch (error) {
-    if (error instanceof HttpError && error.status === 404) throw NotFound(`${imageCount} of the images were not found`);
+    if (error instanceof HttpError && error.status === 404)
+      throw NotFound(`${imageCount} of the images were not found`);
     throw error;
   }
   const editable = role !== null && roleAtLeast(role, 'editor');
   if (release && source) refuseMoveOut(source);
   if (release && !editable) {
-    throw Forbidden(`release: moving images out of ${source?.workspace.handle}/${source?.slug} needs editor access there; copy them instead (release false)`);
+    throw Forbidden(
+      `release: moving images out of ${source?.workspace.handle}/${source?.slug} needs editor access there; copy them instead (release false)`,
+    );
   }
   return editable;
 }
 
 /** 409 while an ingest of any dataset involved is queued or running: it would commit over the adoption's view of the dataset. */
 async function requireIdle(em: EntityManager, datasets: Dataset[]): Promise<void> {
-  const busy = await subjectWithActiveJob(em, INGEST_JOB, datasets.map((dataset) => dataset.id));
+  const busy = await subjectWithActiveJob(
+    em,
+    INGEST_JOB,
+    datasets.map((dataset) => dataset.id),
+  );
   const dataset = datasets.find((candidate) => candidate.id === busy?.subject_id);
-  if (dataset) throw Conflict(`Dataset ${dataset.workspace.handle}/${dataset.slug} is busy: an ingest is queued or running; try again when it has finished`);
+  if (dataset)
+    throw Conflict(
+      `Dataset ${dataset.workspace.handle}/${dataset.slug} is busy: an ingest is queued or running; try again when it has finished`,
+    );
 }
 
 /**
@@ -165,15 +210,25 @@ async function requireIdle(em: EntityManager, datasets: Dataset[]): Promise<void
 function requireCompatible(target: Dataset, sources: Dataset[]): void {
   for (const source of sources) {
     const name = `${source.workspace.handle}/${source.slug}`;
-    if (source.task !== target.task) throw Conflict(`Labels of ${name} are for ${source.task}, this dataset's task is ${target.task}; omit release and classMapping to adopt the images unlabeled`);
+    if (source.task !== target.task)
+      throw Conflict(
+        `Labels of ${name} are for ${source.task}, this dataset's task is ${target.task}; omit release and classMapping to adopt the images unlabeled`,
+      );
     if (target.task === 'pose' && JSON.stringify(source.kptShape ?? null) !== JSON.stringify(target.kptShape ?? null)) {
-      throw Conflict(`Keypoints of ${name} have shape ${JSON.stringify(source.kptShape ?? null)}, this dataset's are ${JSON.stringify(target.kptShape ?? null)}`);
+      throw Conflict(
+        `Keypoints of ${name} have shape ${JSON.stringify(source.kptShape ?? null)}, this dataset's are ${JSON.stringify(target.kptShape ?? null)}`,
+      );
     }
   }
 }
 
 /** The selection less images whose file (same hash) is already in the split it would go to, or earlier in the selection. */
-async function notInTarget(em: EntityManager, target: Dataset, selected: SelectedImage[], preserved: Set<string>): Promise<SelectedImage[]> {
+async function notInTarget(
+  em: EntityManager,
+  target: Dataset,
+  selected: SelectedImage[],
+  preserved: Set<string>,
+): Promise<SelectedImage[]> {
   const existing = await splitsOfFiles(em, target.id, [...new Set(selected.map((image) => image.hash))]);
   const taken = new Set(existing.map((image) => `${image.hash}:${image.split}`));
   return selected.filter((image) => {
@@ -189,7 +244,13 @@ async function notInTarget(em: EntityManager, target: Dataset, selected: Selecte
  * sources (case ignored beyond 2 characters); classMapping wins. Adopt adds a class only where the mapping
  * names a new one: a class neither mapped nor matching a destination class is 422 with unmatchedClasses.
  */
-function mapClasses(target: Dataset, copies: SelectedImage[], datasets: Map<string, Dataset>, preserved: Set<string>, classMapping: Record<string, number | string | null>) {
+function mapClasses(
+  target: Dataset,
+  copies: SelectedImage[],
+  datasets: Map<string, Dataset>,
+  preserved: Set<string>,
+  classMapping: Record<string, number | string | null>,
+) {
   const used = new Map<string, Set<number>>();
   for (const image of copies) {
     if (!preserved.has(image.dataset_id)) continue;
@@ -200,7 +261,8 @@ function mapClasses(target: Dataset, copies: SelectedImage[], datasets: Map<stri
   const byKey = new Map<string, string>();
   for (const [datasetId, ids] of used) {
     const names = (datasets.get(datasetId) as Dataset).classNames;
-    for (const classId of [...ids].sort((a, b) => a - b)) if (!byKey.has(classKey(names[classId]))) byKey.set(classKey(names[classId]), names[classId]);
+    for (const classId of [...ids].sort((a, b) => a - b))
+      if (!byKey.has(classKey(names[classId]))) byKey.set(classKey(names[classId]), names[classId]);
   }
   const sourceNames = [...byKey.values()];
   const resolution = resolveClasses(target, sourceNames, classMapping, { unmatched: 'report', fail: Invalid });

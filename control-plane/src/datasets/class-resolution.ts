@@ -26,7 +26,12 @@ export interface ClassResolutionOptions {
  * existing or new — or null to drop); other classes match an existing class by name (case ignored beyond
  * 2 characters), else are appended or reported as `options.unmatched` says.
  */
-export function resolveClasses(dataset: Dataset, sourceNames: string[], classMapping: ClassMappingInput, options: ClassResolutionOptions): ClassResolution {
+export function resolveClasses(
+  dataset: Dataset,
+  sourceNames: string[],
+  classMapping: ClassMappingInput,
+  options: ClassResolutionOptions,
+): ClassResolution {
   const classNames = [...dataset.classNames];
   const byKey = new Map(classNames.map((name, index) => [classKey(name), index]));
   const added: string[] = [];
@@ -42,7 +47,8 @@ export function resolveClasses(dataset: Dataset, sourceNames: string[], classMap
     const to = mappedKeys.get(classKey(name));
     if (to === null) return null;
     if (typeof to === 'number') {
-      if (to >= dataset.classNames.length) throw options.fail(`classMapping: "${name}" → ${to}, but the dataset has ${dataset.classNames.length} classes`);
+      if (to >= dataset.classNames.length)
+        throw options.fail(`classMapping: "${name}" → ${to}, but the dataset has ${dataset.classNames.length} classes`);
       return to;
     }
     // A name the mapping gives is added when new; the source's own name only in 'add' mode.
@@ -52,6 +58,9 @@ export function resolveClasses(dataset: Dataset, sourceNames: string[], classMap
     unmatched.push(name);
     return null;
   });
-  if (classNames.length > MAX_CLASS_NAMES) throw options.fail(`This would give the dataset ${classNames.length} classes; at most ${MAX_CLASS_NAMES} are allowed`);
+  if (classNames.length > MAX_CLASS_NAMES)
+    throw options.fail(
+      `This would give the dataset ${classNames.length} classes; at most ${MAX_CLASS_NAMES} are allowed`,
+    );
   return { target, classNames, added, unmatched };
 }

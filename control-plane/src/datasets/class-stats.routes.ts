@@ -7,7 +7,8 @@ export const classStatsRoute = defineRoute({
   path: '/api/datasets/:owner/:dataset/class-stats',
   tag: 'Datasets',
   summary: 'Class counts, image and box histograms and heatmaps',
-  description: 'Computed in the database and cached until the dataset changes (cached: true). Datasets over 200,000 images are sampled (sampleSize).',
+  description:
+    'Computed in the database and cached until the dataset changes (cached: true). Datasets over 200,000 images are sampled (sampleSize).',
   auth: 'optional',
   limit: 'default',
   request: { params: DatasetPath },

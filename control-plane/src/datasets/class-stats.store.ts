@@ -82,12 +82,31 @@ export function imageGroupCounts(
      select kind, k, e, n from g where kind <> 'x'
      union all
      select 'i', c, null, sum(n)::int from g, unnest(ids) as c where kind = 'x' group by c`,
-    [width.lo, width.width, height.lo, height.width, bytes.lo, bytes.width, labels.lo, labels.width, minH, spanH, minW, spanW, datasetId],
+    [
+      width.lo,
+      width.width,
+      height.lo,
+      height.width,
+      bytes.lo,
+      bytes.width,
+      labels.lo,
+      labels.width,
+      minH,
+      spanH,
+      minW,
+      spanW,
+      datasetId,
+    ],
   );
 }
 
 /** One pass over the annotations: box width (w) and height (h) bins, point counts (p), box-centre cells (c) and annotations per class (k). */
-export function annotationGroupCounts(em: EntityManager, datasetId: string, sample: string, grid: number): Promise<GroupRow[]> {
+export function annotationGroupCounts(
+  em: EntityManager,
+  datasetId: string,
+  sample: string,
+  grid: number,
+): Promise<GroupRow[]> {
   // least/greatest skip nulls, hence the case: a label without a box stays out of the box groups.
   const bin = (column: string) => `least(greatest(floor(${column}::float8 * ${grid} + 1e-5), 0), ${grid - 1})::int`;
   return query<GroupRow>(

@@ -1,6 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { annotationGroupCounts, exactClassCounts, imageGroupCounts, imageValueRanges, type GroupRow, type RangeRow } from './class-stats.store.ts';
+import {
+  annotationGroupCounts,
+  exactClassCounts,
+  imageGroupCounts,
+  imageValueRanges,
+  type GroupRow,
+  type RangeRow,
+} from './class-stats.store.ts';
 import { findStatsCache, saveStatsCache } from './dataset.store.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import type { Dataset } from './dataset.entity.ts';
@@ -40,7 +47,11 @@ export function niceBinning(min: number, max: number): Binning {
 /** Dense bins, empty ones included, from per-bin counts. */
 function histogram(binning: Binning | null, counts: Map<number, number>): Bin[] {
   if (!binning) return [];
-  return Array.from({ length: binning.bins }, (_, i) => ({ bin: binning.lo + i * binning.width, count: counts.get(i) ?? 0, size: binning.width }));
+  return Array.from({ length: binning.bins }, (_, i) => ({
+    bin: binning.lo + i * binning.width,
+    count: counts.get(i) ?? 0,
+    size: binning.width,
+  }));
 }
 
 /** The fixed 0-1 histograms of normalized box sizes. */
@@ -69,7 +80,11 @@ function grid(cells: Map<number, number>): { bins: number[][]; maxCount: number 
  * Outside a transaction a write landing meanwhile may show in one pass and not the other; such a result
  * is returned but not cached.
  */
-export async function classStats(em: EntityManager, dataset: Dataset, options: { sampleAbove?: number } = {}): Promise<Result> {
+export async function classStats(
+  em: EntityManager,
+  dataset: Dataset,
+  options: { sampleAbove?: number } = {},
+): Promise<Result> {
   const sampleAbove = options.sampleAbove ?? SAMPLE_ABOVE;
   const row = await findStatsCache<Result>(em, dataset.id);
   if (!row) throw new Error(`dataset ${dataset.id} not found`);
@@ -90,7 +105,10 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
   const annotationSample = sampled ? ` and (hashtext(image_id) & ${HASH_RANGE - 1}) < ${threshold}` : '';
 
   const [{ ranges, groups: imageGroups }, annotationGroups, exactClasses] = await Promise.all([
-    imageRanges(em, dataset.id, imageSample).then(async (ranges) => ({ ranges, groups: await imagePass(em, dataset.id, imageSample, ranges) })),
+    imageRanges(em, dataset.id, imageSample).then(async (ranges) => ({
+      ranges,
+      groups: await imagePass(em, dataset.id, imageSample, ranges),
+    })),
     annotationPass(em, dataset.id, annotationSample),
     sampled ? classCounts(em, dataset.id) : null,
   ]);
@@ -103,9 +121,15 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
   const classNames = row.class_names;
   const annotationsPerClass = counts(exactClasses ?? annotationGroups, 'k');
   const imagesPerClass = counts(exactClasses ?? imageGroups, 'i');
-  const classes = classNames.map((_, classId) => ({ classId, count: annotationsPerClass.get(classId) ?? 0, imageCount: imagesPerClass.get(classId) ?? 0 }));
+  const classes = classNames.map((_, classId) => ({
+    classId,
+    count: annotationsPerClass.get(classId) ?? 0,
+    imageCount: imagesPerClass.get(classId) ?? 0,
+  }));
 
-  const formats = imageGroups.filter((r) => r.kind === 'e').sort((a, b) => b.n - a.n || String(a.e).localeCompare(String(b.e)));
+  const formats = imageGroups
+    .filter((r) => r.kind === 'e')
+    .sort((a, b) => b.n - a.n || String(a.e).localeCompare(String(b.e)));
   const formatDistribution = Object.fromEntries(formats.map((r) => [r.e ?? '', r.n]));
   const sampleSize = formats.reduce((sum, r) => sum + r.n, 0);
 
@@ -115,7 +139,10 @@ export async function classStats(em: EntityManager, dataset: Dataset, options: {
   const pointBins = new Map<number, number>();
   if (pointCounts.size > 0) {
     const values = [...pointCounts.keys()];
-    const binning = niceBinning(values.reduce((a, b) => Math.min(a, b)), values.reduce((a, b) => Math.max(a, b)));
+    const binning = niceBinning(
+      values.reduce((a, b) => Math.min(a, b)),
+      values.reduce((a, b) => Math.max(a, b)),
+    );
     for (const [value, n] of pointCounts) {
       const bin = Math.floor((value - binning.lo) / binning.width);
       pointBins.set(bin, (pointBins.get(bin) ?? 0) + n);
@@ -166,8 +193,15 @@ interface Ranges {
 /** Value ranges of the image columns: each min/max is one lookup in its (dataset_id, column, id) index. */
 async function imageRanges(em: EntityManager, datasetId: string, sample: string): Promise<Ranges> {
   const raw = await imageValueRanges(em, datasetId, sample);
-  const range = (min: string | number | null, max: string | number | null) => (min === null || max === null ? null : niceBinning(Number(min), Number(max)));
-  return { raw, width: range(raw.min_w, raw.max_w), height: range(raw.min_h, raw.max_h), bytes: range(raw.min_b, raw.max_b), labels: range(raw.min_l, raw.max_l) };
+  const range = (min: string | number | null, max: string | number | null) =>
+    min === null || max === null ? null : niceBinning(Number(min), Number(max));
+  return {
+    raw,
+    width: range(raw.min_w, raw.max_w),
+    height: range(raw.min_h, raw.max_h),
+    bytes: range(raw.min_b, raw.max_b),
+    labels: range(raw.min_l, raw.max_l),
+  };
 }
 
 /**
@@ -178,7 +212,12 @@ async function imageRanges(em: EntityManager, datasetId: string, sample: string)
 function imagePass(em: EntityManager, datasetId: string, sample: string, ranges: Ranges): Promise<GroupRow[]> {
   // A missing range means no row has a value there (no images, or none decoded): any binning will do.
   const none = { lo: 0, width: 1, bins: 1 };
-  const [width, height, bytes, labels] = [ranges.width ?? none, ranges.height ?? none, ranges.bytes ?? none, ranges.labels ?? none];
+  const [width, height, bytes, labels] = [
+    ranges.width ?? none,
+    ranges.height ?? none,
+    ranges.bytes ?? none,
+    ranges.labels ?? none,
+  ];
   const minW = ranges.raw.min_w ?? 0;
   const minH = ranges.raw.min_h ?? 0;
   const spanW = Math.max((ranges.raw.max_w ?? 0) - minW, 1);

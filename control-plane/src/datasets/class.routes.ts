@@ -15,7 +15,8 @@ export const mergeClasses = defineRoute({
   documentBody: true,
   response: { status: 200, description: 'Merged', schema: ClassesMerged },
   errors: [403, 404],
-  handler: (ctx, { params, body }) => ctx.state.services.classes.merge(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.classes.merge(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const deleteClasses = defineRoute({
@@ -30,7 +31,8 @@ export const deleteClasses = defineRoute({
   documentBody: true,
   response: { status: 200, description: 'Deleted', schema: ClassesDeleted },
   errors: [403, 404],
-  handler: (ctx, { params, body }) => ctx.state.services.classes.delete(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.classes.delete(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const classRoutes = [mergeClasses, deleteClasses, classStatsRoute];

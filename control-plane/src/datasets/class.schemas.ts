@@ -5,7 +5,10 @@ import { int } from '../validation/integers.ts';
 export const ClassId = int().min(0);
 
 /** Source class name → class index, class name (existing or new) or null to drop its labels: ingest and adopt. */
-export const ClassMapping = z.record(z.string().min(1).max(256), z.union([ClassId, z.string().min(1).max(256), z.null()]));
+export const ClassMapping = z.record(
+  z.string().min(1).max(256),
+  z.union([ClassId, z.string().min(1).max(256), z.null()]),
+);
 
 export const ClassMergeBody = z.object({
   sourceClassIds: z.array(ClassId).min(1).max(25_000),
@@ -16,9 +19,14 @@ export const ClassDeleteBody = z.object({ classIds: z.array(ClassId).min(1).max(
 const ClassListAfter = {
   success: z.literal(true),
   classNames: z.array(z.string()).meta({ description: 'The class list after the change; IDs are positions in it' }),
-  classColors: z.record(z.string(), z.string()).meta({ description: 'Class index → hex colour, for every class after the change' }),
+  classColors: z
+    .record(z.string(), z.string())
+    .meta({ description: 'Class index → hex colour, for every class after the change' }),
 };
-const Merged = { mergedClassIds: z.array(z.number().int()), targetClassId: z.number().int().meta({ description: "The target's ID after the sources were removed" }) };
+const Merged = {
+  mergedClassIds: z.array(z.number().int()),
+  targetClassId: z.number().int().meta({ description: "The target's ID after the sources were removed" }),
+};
 const Deleted = { deletedClassIds: z.array(z.number().int()), deletedAnnotations: z.number().int() };
 /** The summary's fields are also at the top level, where the hosted service's client reads them. */
 export const ClassesMerged = z.object({
@@ -31,4 +39,3 @@ export const ClassesDeleted = z.object({
   ...Deleted,
   summary: z.object(Deleted),
 });
-

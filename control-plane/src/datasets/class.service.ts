@@ -1,7 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { Actor } from '../auth/actor.ts';
-import { deleteAnnotationsOfClasses, reassignAnnotationClasses, shiftAnnotationClasses } from '../images/annotation.store.ts';
+import {
+  deleteAnnotationsOfClasses,
+  reassignAnnotationClasses,
+  shiftAnnotationClasses,
+} from '../images/annotation.store.ts';
 import { refreshLabelSummariesFrom } from '../images/image.store.ts';
 import { Invalid } from '../http/errors.ts';
 import { classColors, colorMap } from './class-names.ts';
@@ -22,7 +26,12 @@ export class ClassService {
     this.em = em;
   }
 
-  async merge(actor: Actor, owner: string, slug: string, body: { sourceClassIds: number[]; targetClassId: number }): Promise<z.input<typeof ClassesMerged>> {
+  async merge(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: { sourceClassIds: number[]; targetClassId: number },
+  ): Promise<z.input<typeof ClassesMerged>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     return this.em.transactional(async (em) => {
       const current = await this.locked(em, dataset.id);
@@ -33,11 +42,22 @@ export class ClassService {
       await this.removeClasses(em, current, sources);
       const shifted = body.targetClassId - sources.filter((id) => id < body.targetClassId).length;
       const summary = { mergedClassIds: sources, targetClassId: shifted };
-      return { success: true as const, classNames: current.classNames, classColors: colorMap(classColors(current.classNames, current.classColors)), ...summary, summary };
+      return {
+        success: true as const,
+        classNames: current.classNames,
+        classColors: colorMap(classColors(current.classNames, current.classColors)),
+        ...summary,
+        summary,
+      };
     });
   }
 
-  async delete(actor: Actor, owner: string, slug: string, body: { classIds: number[] }): Promise<z.input<typeof ClassesDeleted>> {
+  async delete(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: { classIds: number[] },
+  ): Promise<z.input<typeof ClassesDeleted>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     return this.em.transactional(async (em) => {
       const current = await this.locked(em, dataset.id);
@@ -45,7 +65,13 @@ export class ClassService {
       const deleted = await deleteAnnotationsOfClasses(em, dataset.id, classIds);
       await this.removeClasses(em, current, classIds);
       const summary = { deletedClassIds: classIds, deletedAnnotations: deleted };
-      return { success: true as const, classNames: current.classNames, classColors: colorMap(classColors(current.classNames, current.classColors)), ...summary, summary };
+      return {
+        success: true as const,
+        classNames: current.classNames,
+        classColors: colorMap(classColors(current.classNames, current.classColors)),
+        ...summary,
+        summary,
+      };
     });
   }
 
@@ -73,6 +99,7 @@ export class ClassService {
 function checkClassIds(dataset: Dataset, ids: number[], field: string): number[] {
   const unique = [...new Set(ids)].sort((a, b) => a - b);
   const outside = unique.find((id) => id >= dataset.classNames.length);
-  if (outside !== undefined) throw Invalid(`${field}: class ${outside} does not exist; the dataset has ${dataset.classNames.length} classes`);
+  if (outside !== undefined)
+    throw Invalid(`${field}: class ${outside} does not exist; the dataset has ${dataset.classNames.length} classes`);
   return unique;
 }

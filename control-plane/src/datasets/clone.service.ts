@@ -35,14 +35,24 @@ export class CloneService {
     this.storage = storage;
   }
 
-  async clone(actor: Actor, owner: string, slug: string, body: z.output<typeof DatasetClone>): Promise<z.input<typeof DatasetCloned>> {
+  async clone(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: z.output<typeof DatasetClone>,
+  ): Promise<z.input<typeof DatasetCloned>> {
     const key = requireKey(actor);
     const { dataset: source } = await findDataset(this.em, actor, owner, slug, 'view');
     if (body.owner && body.owner !== key.workspaceHandle) {
-      throw Forbidden(`This key belongs to "${key.workspaceHandle}"; use a key created in "${body.owner}" to clone into that workspace`);
+      throw Forbidden(
+        `This key belongs to "${key.workspaceHandle}"; use a key created in "${body.owner}" to clone into that workspace`,
+      );
     }
     requireRole(actor, key.workspaceId, 'editor');
-    refuseConnected(source, 'a clone would copy files that live in the storage; connect the storage to another dataset instead');
+    refuseConnected(
+      source,
+      'a clone would copy files that live in the storage; connect the storage to another dataset instead',
+    );
     if (body.dataset) await requireSlugFree(this.em, key.workspaceId, body.dataset);
     const cloneSlug = body.dataset ?? (await freeCopySlug(this.em, key.workspaceId, source.slug));
     const to = key.workspaceId;
@@ -82,7 +92,15 @@ export class CloneService {
         const classMap = current.classNames.map((_, index) => ({ datasetId: source.id, from: index, to: index }));
         const added = await copyImages(tx, clone, { datasetId: source.id }, { classMap });
         await applyDelta(tx, clone.id, added);
-        return { id: clone.id, owner: key.workspaceHandle, dataset: clone.slug, name: clone.name, imageCount: added.images, classCount: clone.classNames.length, region: this.region };
+        return {
+          id: clone.id,
+          owner: key.workspaceHandle,
+          dataset: clone.slug,
+          name: clone.name,
+          imageCount: added.images,
+          classCount: clone.classNames.length,
+          region: this.region,
+        };
       });
     } catch (error) {
       // Nothing was cloned: copied bytes no other image uses go again.

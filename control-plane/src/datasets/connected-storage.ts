@@ -15,13 +15,16 @@ export function isConnected(dataset: Dataset): boolean {
 
 /** 409 for an operation the spec refuses on a connected dataset (clone, adopt into it, auto-annotate, ingest another source). */
 export function refuseConnected(dataset: Dataset, operation: string): void {
-  if (isConnected(dataset)) throw Conflict(`Dataset ${dataset.workspace.handle}/${dataset.slug} is backed by connected storage: ${operation}`);
+  if (isConnected(dataset))
+    throw Conflict(`Dataset ${dataset.workspace.handle}/${dataset.slug} is backed by connected storage: ${operation}`);
 }
 
 /** 403: the spec's "moving from a read-only source"; copying (release false) stays allowed. */
 export function refuseMoveOut(dataset: Dataset): void {
   if (isConnected(dataset)) {
-    throw Forbidden(`release: ${dataset.workspace.handle}/${dataset.slug} is backed by connected storage and read-only; copy its images instead (release false)`);
+    throw Forbidden(
+      `release: ${dataset.workspace.handle}/${dataset.slug} is backed by connected storage and read-only; copy its images instead (release false)`,
+    );
   }
 }
 
@@ -32,12 +35,19 @@ export function refuseMoveOut(dataset: Dataset): void {
 export async function requireProcessing(em: EntityManager, dataset: Dataset, feature: string): Promise<void> {
   const reference = dataset.reference;
   if (reference?.provider !== 'cloud') return;
-  const integration = await em.findOne(StorageIntegration, { id: reference.integrationId, workspace: dataset.workspace.id });
+  const integration = await em.findOne(StorageIntegration, {
+    id: reference.integrationId,
+    workspace: dataset.workspace.id,
+  });
   if (!integration) {
-    throw Conflict(`${feature}: the storage integration of ${dataset.workspace.handle}/${dataset.slug} was disconnected; its files are unavailable until the storage is connected again`);
+    throw Conflict(
+      `${feature}: the storage integration of ${dataset.workspace.handle}/${dataset.slug} was disconnected; its files are unavailable until the storage is connected again`,
+    );
   }
   if (!integration.processing) {
-    throw Conflict(`${feature}: AI features are turned off for storage integration ${integration.id}; a workspace admin turns them on with PATCH /api/integrations/buckets/${integration.id} {"processing": true}`);
+    throw Conflict(
+      `${feature}: AI features are turned off for storage integration ${integration.id}; a workspace admin turns them on with PATCH /api/integrations/buckets/${integration.id} {"processing": true}`,
+    );
   }
 }
 
@@ -53,19 +63,34 @@ export interface ConnectionFields {
 
 /** The connection fields of each connected dataset among `datasets` (one query per kind of storage), by dataset id. */
 export async function connectionFields(em: EntityManager, datasets: Dataset[]): Promise<Map<string, ConnectionFields>> {
-  const cloudIds = datasets.flatMap((dataset) => (dataset.reference?.provider === 'cloud' ? [dataset.reference.integrationId] : []));
-  const integrations = new Map(
-    cloudIds.length ? (await em.find(StorageIntegration, { id: { $in: cloudIds } })).map((row) => [row.id, row] as const) : [],
+  const cloudIds = datasets.flatMap((dataset) =>
+    dataset.reference?.provider === 'cloud' ? [dataset.reference.integrationId] : [],
   );
-  const hostIds = datasets.flatMap((dataset) => (dataset.reference?.provider === 'local' ? [dataset.reference.keyId] : []));
-  const connectedHosts = new Set(hostIds.length ? (await em.find(Host, { id: { $in: hostIds }, state: 'connected' }, { fields: ['id'] })).map((host) => host.id) : []);
+  const integrations = new Map(
+    cloudIds.length
+      ? (await em.find(StorageIntegration, { id: { $in: cloudIds } })).map((row) => [row.id, row] as const)
+      : [],
+  );
+  const hostIds = datasets.flatMap((dataset) =>
+    dataset.reference?.provider === 'local' ? [dataset.reference.keyId] : [],
+  );
+  const connectedHosts = new Set(
+    hostIds.length
+      ? (await em.find(Host, { id: { $in: hostIds }, state: 'connected' }, { fields: ['id'] })).map((host) => host.id)
+      : [],
+  );
   const fields = new Map<string, ConnectionFields>();
   for (const dataset of datasets) {
     const reference = dataset.reference;
     if (!reference) continue;
     if (reference.provider === 'local') {
       const status = connectedHosts.has(reference.keyId) ? 'online' : 'offline';
-      fields.set(dataset.id, { integrationProvider: 'on-premise', integrationStatus: status, integrationProcessing: true, integrationWritable: false });
+      fields.set(dataset.id, {
+        integrationProvider: 'on-premise',
+        integrationStatus: status,
+        integrationProcessing: true,
+        integrationWritable: false,
+      });
       continue;
     }
     // Scoped to the dataset's workspace: an id another workspace holds is as good as removed.

@@ -40,7 +40,15 @@ export function changeDelta(before: CountedImage[], after: CountedImage[]): Coun
 }
 
 export function addDelta(a: CountDelta, b: CountDelta): CountDelta {
-  return { images: a.images + b.images, annotations: a.annotations + b.annotations, train: a.train + b.train, val: a.val + b.val, test: a.test + b.test, labeled: a.labeled + b.labeled, errors: a.errors + b.errors };
+  return {
+    images: a.images + b.images,
+    annotations: a.annotations + b.annotations,
+    train: a.train + b.train,
+    val: a.val + b.val,
+    test: a.test + b.test,
+    labeled: a.labeled + b.labeled,
+    errors: a.errors + b.errors,
+  };
 }
 
 /** Applies a delta and moves the dataset's revision (caches keyed by it are now stale). Needs the lock. */

@@ -141,17 +141,34 @@ export async function writeExport(
 }
 
 /** The file's text, one chunk per page (pipeline waits for the disk between chunks). */
-async function* ndjsonChunks(storage: Storage, workspaceId: string, header: ExportHeader, pages: AsyncIterable<ExportImage[]>): AsyncGenerator<string> {
+async function* ndjsonChunks(
+  storage: Storage,
+  workspaceId: string,
+  header: ExportHeader,
+  pages: AsyncIterable<ExportImage[]>,
+): AsyncGenerator<string> {
   yield `${headerLine(header)}\n`;
   const names = new UniqueNames();
   for await (const page of pages) {
-    const lines = await Promise.all(page.map((image) => imageLine(storage, workspaceId, header.task, names.take(image.name, image.hash), image)));
+    const lines = await Promise.all(
+      page.map((image) => imageLine(storage, workspaceId, header.task, names.take(image.name, image.hash), image)),
+    );
     yield lines.join('');
   }
 }
 
-async function imageLine(storage: Storage, workspaceId: string, task: Task, file: string, image: ExportImage): Promise<string> {
-  const url = await imageFileUrl(storage.urls, { id: image.id ?? '', workspaceId, hash: image.hash, ext: image.ext, referenceKey: image.reference_key ?? null }, { expiresInSeconds: EXPORT_URL_SECONDS, filename: file });
+async function imageLine(
+  storage: Storage,
+  workspaceId: string,
+  task: Task,
+  file: string,
+  image: ExportImage,
+): Promise<string> {
+  const url = await imageFileUrl(
+    storage.urls,
+    { id: image.id ?? '', workspaceId, hash: image.hash, ext: image.ext, referenceKey: image.reference_key ?? null },
+    { expiresInSeconds: EXPORT_URL_SECONDS, filename: file },
+  );
   const annotations = toNdjsonAnnotations(task, image.labels);
   const line = {
     type: 'image',

@@ -24,8 +24,22 @@ export async function datasetSamples(
   );
   const imageUrls = new ImageUrls(urls);
   for (const row of rows) {
-    const ref = { id: row.id, workspaceId: workspaces.get(row.dataset_id)!, hash: row.hash, ext: row.ext, name: row.name, error: row.error, referenceKey: row.reference_key };
-    const sample = { id: row.id, width: row.width, height: row.height, thumbnailUrl: await imageUrls.thumbnail(ref), ...(withImageUrls ? { imageUrl: await imageUrls.image(ref) } : {}) };
+    const ref = {
+      id: row.id,
+      workspaceId: workspaces.get(row.dataset_id)!,
+      hash: row.hash,
+      ext: row.ext,
+      name: row.name,
+      error: row.error,
+      referenceKey: row.reference_key,
+    };
+    const sample = {
+      id: row.id,
+      width: row.width,
+      height: row.height,
+      thumbnailUrl: await imageUrls.thumbnail(ref),
+      ...(withImageUrls ? { imageUrl: await imageUrls.image(ref) } : {}),
+    };
     bySet.set(row.dataset_id, [...(bySet.get(row.dataset_id) ?? []), sample]);
   }
   return bySet;
@@ -33,5 +47,7 @@ export async function datasetSamples(
 
 /** Samples as the hosted service's client reads them (sampleImages: url is the thumbnail), leaving out images without one. */
 export function sampleImagesOf(samples: Array<z.input<typeof Sample>>): Array<z.input<typeof SampleImage>> {
-  return samples.flatMap(({ thumbnailUrl, imageUrl, width, height }) => (thumbnailUrl ? [{ url: thumbnailUrl, ...(imageUrl ? { imageUrl } : {}), width, height }] : []));
+  return samples.flatMap(({ thumbnailUrl, imageUrl, width, height }) =>
+    thumbnailUrl ? [{ url: thumbnailUrl, ...(imageUrl ? { imageUrl } : {}), width, height }] : [],
+  );
 }

@@ -1,7 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { copySlug, firstFreeSlug, requireSlugFree as requireFree, type SlugScope } from '../db/slugs.ts';
 
-export const datasetSlugScope = (workspaceId: string): SlugScope => ({ table: 'datasets', column: 'workspace_id', id: workspaceId, noun: 'dataset' });
+export const datasetSlugScope = (workspaceId: string): SlugScope => ({
+  table: 'datasets',
+  column: 'workspace_id',
+  id: workspaceId,
+  noun: 'dataset',
+});
 
 /** Trashed datasets keep their slug: it is freed only when the trash is emptied. */
 export function requireSlugFree(em: EntityManager, workspaceId: string, slug: string): Promise<void> {

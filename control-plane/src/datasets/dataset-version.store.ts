@@ -37,12 +37,21 @@ export function savedVersionRows(em: EntityManager, datasetId: string): Promise<
 
 /** The number the dataset's next version takes (call under the dataset lock). */
 export async function nextVersionNumber(em: EntityManager, datasetId: string): Promise<number> {
-  const [{ next }] = await query<{ next: number }>(em, 'select coalesce(max(version), 0) + 1 as next from dataset_versions where dataset_id = ?', [datasetId]);
+  const [{ next }] = await query<{ next: number }>(
+    em,
+    'select coalesce(max(version), 0) + 1 as next from dataset_versions where dataset_id = ?',
+    [datasetId],
+  );
   return next;
 }
 
 /** Records the NDJSON file written for the version. */
-export async function setVersionExportFile(em: EntityManager, versionId: string, key: string, bytes: number): Promise<void> {
+export async function setVersionExportFile(
+  em: EntityManager,
+  versionId: string,
+  key: string,
+  bytes: number,
+): Promise<void> {
   await query(em, 'update dataset_versions set ndjson_key = ?, ndjson_bytes = ? where id = ?', [key, bytes, versionId]);
 }
 
@@ -72,7 +81,12 @@ export async function snapshotVersionImages(em: EntityManager, versionId: string
  * Up to `limit` images of the version's manifest after position `afterPosition`, in position order; an image still
  * indexed in place with the same file (hash) comes with its id and reference key.
  */
-export function versionImagesAfter<T>(em: EntityManager, versionId: string, afterPosition: number, limit: number): Promise<T[]> {
+export function versionImagesAfter<T>(
+  em: EntityManager,
+  versionId: string,
+  afterPosition: number,
+  limit: number,
+): Promise<T[]> {
   return query<T>(
     em,
     `select vi.position, vi.hash, vi.ext, vi.name, vi.width, vi.height, vi.channels, vi.bytes, vi.split, vi.error, vi.labels, vi.metadata, r.id, r.reference_key
@@ -88,7 +102,20 @@ export function versionCopiesOfFile(
   em: EntityManager,
   versionIds: string[],
   hash: string,
-): Promise<Array<{ version_id: string; split: Split; labels: Label[]; label_count: number; ext: string; name: string; width: number; height: number; metadata: Record<string, unknown>; error: string | null }>> {
+): Promise<
+  Array<{
+    version_id: string;
+    split: Split;
+    labels: Label[];
+    label_count: number;
+    ext: string;
+    name: string;
+    width: number;
+    height: number;
+    metadata: Record<string, unknown>;
+    error: string | null;
+  }>
+> {
   return query(
     em,
     `select version_id, split, labels, label_count, ext, name, width, height, metadata, error from dataset_version_images
@@ -137,7 +164,14 @@ export interface VersionPairRow {
 }
 
 /** Up to `limit` differences from base to head after (hash, n), by hash and n. */
-export function versionDifferencesAfter(em: EntityManager, baseId: string, headId: string, afterHash: string, afterN: number, limit: number): Promise<VersionPairRow[]> {
+export function versionDifferencesAfter(
+  em: EntityManager,
+  baseId: string,
+  headId: string,
+  afterHash: string,
+  afterN: number,
+  limit: number,
+): Promise<VersionPairRow[]> {
   return query<VersionPairRow>(
     em,
     `${PAIRS} select hash, n, name, ext, change, base_split, base_labels, head_split, head_labels,
@@ -158,7 +192,9 @@ export async function versionDifferenceCounts(
   baseId: string,
   headId: string,
 ): Promise<Record<'added' | 'removed' | 'modified' | 'moved' | 'labels_added' | 'labels_removed', number>> {
-  const [counts] = await query<Record<'added' | 'removed' | 'modified' | 'moved' | 'labels_added' | 'labels_removed', number>>(
+  const [counts] = await query<
+    Record<'added' | 'removed' | 'modified' | 'moved' | 'labels_added' | 'labels_removed', number>
+  >(
     em,
     `${PAIRS} select count(*) filter (where change = 'added')::int as added, count(*) filter (where change = 'removed')::int as removed,
        count(*) filter (where change = 'modified')::int as modified, count(*) filter (where change = 'moved')::int as moved,

@@ -38,7 +38,9 @@ export const readDataset = defineRoute({
   request: { params: DatasetPath },
   response: { status: 200, description: 'The dataset', schema: DatasetRead },
   errors: [404],
-  handler: async (ctx, { params }) => ({ dataset: await ctx.state.services.datasets.read(ctx.state.actor, params.owner, params.dataset) }),
+  handler: async (ctx, { params }) => ({
+    dataset: await ctx.state.services.datasets.read(ctx.state.actor, params.owner, params.dataset),
+  }),
 });
 
 export const createDataset = defineRoute({
@@ -70,7 +72,8 @@ export const updateDataset = defineRoute({
   documentBody: true,
   response: { status: 200, description: 'Updated', schema: DatasetPatched },
   errors: [403, 404, 409],
-  handler: (ctx, { params, body }) => ctx.state.services.datasets.update(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.datasets.update(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const deleteDataset = defineRoute({

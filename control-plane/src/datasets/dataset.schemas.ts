@@ -16,11 +16,16 @@ export const Timestamp = z.iso.datetime();
 export const Task = z.enum(TASKS, { error: `must be one of ${TASKS.join(', ')}` });
 export const Visibility = z.enum(VISIBILITIES, { error: 'must be public or private' });
 const Format = z.enum(DATASET_FORMATS, { error: `must be one of ${DATASET_FORMATS.join(', ')}` });
-export const Tags = z.array(z.string().trim().min(1).max(50)).max(50).meta({ description: 'Up to 50 tags of up to 50 characters' });
+export const Tags = z
+  .array(z.string().trim().min(1).max(50))
+  .max(50)
+  .meta({ description: 'Up to 50 tags of up to 50 characters' });
 const ClassNames = z
   .array(z.string().trim().min(1).max(MAX_CLASS_NAME))
   .max(MAX_CLASS_NAMES)
-  .meta({ description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)' });
+  .meta({
+    description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)',
+  });
 const BlurFaces = z.boolean().meta({
   description:
     'Faces found by the offline face detector (CenterFace) are blurred in the stored images and thumbnails: on ingest, and for the images already there ' +
@@ -33,7 +38,12 @@ const Boolish = z.stringbool();
 export const OwnerPath = z.object({ owner: Handle });
 export const DatasetPath = OwnerPath.extend({ dataset: Slug });
 
-export const Splits = z.object({ train: z.number().int(), val: z.number().int(), test: z.number().int(), labeled: z.number().int() });
+export const Splits = z.object({
+  train: z.number().int(),
+  val: z.number().int(),
+  test: z.number().int(),
+  labeled: z.number().int(),
+});
 
 export const Sample = z.object({
   id: ObjectId,
@@ -71,11 +81,31 @@ export const DatasetListItem = z.object({
   iconColor: z.string().optional().meta({ description: 'Absent when none is set' }),
   iconLetter: z.string().optional().meta({ description: 'Absent when none is set' }),
   samples: z.array(Sample).optional().meta({ description: 'Up to 4 recent images, with includeSamples' }),
-  sampleImages: z.array(SampleImage).optional().meta({ description: 'The same samples as the hosted service names them (images that could not be processed left out), with includeSamples' }),
-  integrationProvider: z.enum(['gcs', 's3', 'azure', 'on-premise']).optional().meta({ description: 'Connected datasets: the storage their files are read from in place' }),
-  integrationStatus: z.enum(['online', 'offline', 'disconnected']).optional().meta({ description: 'Connected datasets: disconnected once their storage integration is removed' }),
-  integrationProcessing: z.boolean().optional().meta({ description: "Connected datasets: whether AI features may read their files (the integration's processing)" }),
-  integrationWritable: z.boolean().optional().meta({ description: 'Connected datasets: always false (their storage is never written)' }),
+  sampleImages: z
+    .array(SampleImage)
+    .optional()
+    .meta({
+      description:
+        'The same samples as the hosted service names them (images that could not be processed left out), with includeSamples',
+    }),
+  integrationProvider: z
+    .enum(['gcs', 's3', 'azure', 'on-premise'])
+    .optional()
+    .meta({ description: 'Connected datasets: the storage their files are read from in place' }),
+  integrationStatus: z
+    .enum(['online', 'offline', 'disconnected'])
+    .optional()
+    .meta({ description: 'Connected datasets: disconnected once their storage integration is removed' }),
+  integrationProcessing: z
+    .boolean()
+    .optional()
+    .meta({
+      description: "Connected datasets: whether AI features may read their files (the integration's processing)",
+    }),
+  integrationWritable: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Connected datasets: always false (their storage is never written)' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -94,14 +124,21 @@ export const ProcessingProgress = z.object({
   objects: z.number().int().optional(),
 });
 
-const VersionSplits = z.object({ train: z.number().int(), val: z.number().int(), test: z.number().int(), labeled: z.number().int() });
+const VersionSplits = z.object({
+  train: z.number().int(),
+  val: z.number().int(),
+  test: z.number().int(),
+  labeled: z.number().int(),
+});
 export const VersionEntry = z.object({
   version: z.number().int(),
   description: z.string().optional().meta({ description: 'Absent when none was given' }),
   imageCount: z.number().int(),
   classCount: z.number().int(),
   annotationCount: z.number().int(),
-  splits: VersionSplits.meta({ description: 'Images per split in the version; labeled: images with at least one label' }),
+  splits: VersionSplits.meta({
+    description: 'Images per split in the version; labeled: images with at least one label',
+  }),
   createdAt: Timestamp,
 });
 
@@ -111,7 +148,11 @@ export const DatasetDetail = DatasetListItem.omit({ samples: true, sampleImages:
   blurFaces: z.boolean(),
   kptSkeletonId: z.string().nullable(),
   // An array of length 2 rather than a tuple, whose prefixItems schemathesis misreads in responses.
-  kptShape: z.array(z.number().int()).length(2).optional().meta({ description: '[keypoints per label, values per keypoint (2 or 3)]; pose datasets only' }),
+  kptShape: z
+    .array(z.number().int())
+    .length(2)
+    .optional()
+    .meta({ description: '[keypoints per label, values per keypoint (2 or 3)]; pose datasets only' }),
   metadata: z.record(z.string(), z.unknown()),
   source: z
     .object({ provider: z.enum(['local', 'cloud']), keyId: z.string().optional() })
@@ -120,14 +161,16 @@ export const DatasetDetail = DatasetListItem.omit({ samples: true, sampleImages:
     .meta({
       description:
         'Where the images came from, with format, filename, jobId, ingestedAt: provider cloud (indexed in place from a storage integration), ' +
-        'local with keyId (a worker host\'s folder), or local (uploaded or fetched by this appliance); absent before the first ingest',
+        "local with keyId (a worker host's folder), or local (uploaded or fetched by this appliance); absent before the first ingest",
     }),
   versions: z.array(VersionEntry).meta({ description: 'Saved versions, oldest first, with their counts' }),
   errorCount: z.number().int(),
   region: Region,
   isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }),
   canEdit: z.boolean(),
-  processingProgress: ProcessingProgress.optional().meta({ description: 'Editors, while an import of 10,000 or more images runs' }),
+  processingProgress: ProcessingProgress.optional().meta({
+    description: 'Editors, while an import of 10,000 or more images runs',
+  }),
 });
 export const DatasetRead = z.object({ dataset: DatasetDetail });
 
@@ -154,9 +197,15 @@ export const DatasetPatch = z
     visibility: Visibility,
     metadata: MetadataObject.meta({ description: 'Replaces the metadata object; {} clears it' }),
     tags: Tags,
-    classNames: ClassNames.meta({ description: 'The current names in index order (renamed as needed) followed by any new classes; fewer names than now is 400' }),
+    classNames: ClassNames.meta({
+      description:
+        'The current names in index order (renamed as needed) followed by any new classes; fewer names than now is 400',
+    }),
     classColors: z
-      .union([z.array(HexColor).max(MAX_CLASS_NAMES), z.record(z.string().regex(/^\d+$/, 'keys must be class indexes'), HexColor)])
+      .union([
+        z.array(HexColor).max(MAX_CLASS_NAMES),
+        z.record(z.string().regex(/^\d+$/, 'keys must be class indexes'), HexColor),
+      ])
       .meta({ description: 'Colours in class order, or class index → colour for just the classes to change' }),
     format: Format,
     task: Task,
@@ -167,17 +216,26 @@ export const DatasetPatch = z
     blurFaces: BlurFaces,
     kptSkeletonId: z.string().max(64).nullable(),
     kptShape: z.tuple([z.number().int().min(1).max(MAX_KEYPOINTS), z.union([z.literal(2), z.literal(3)])]).nullable(),
-    initializeClassNames: ClassNames.meta({ description: 'Sets the class list of a dataset with no classes or annotations (else 409)' }),
+    initializeClassNames: ClassNames.meta({
+      description: 'Sets the class list of a dataset with no classes or annotations (else 409)',
+    }),
   })
   .partial()
   .strict();
 export const DatasetPatched = z.object({
   success: z.literal(true),
   dataset: Slug.meta({ description: 'The current URL name' }),
-  faceBlurJobId: ObjectId.optional().meta({ description: 'blurFaces turned on for a dataset with images: the job blurring them (GET /api/jobs/{jobId})' }),
+  faceBlurJobId: ObjectId.optional().meta({
+    description: 'blurFaces turned on for a dataset with images: the job blurring them (GET /api/jobs/{jobId})',
+  }),
   ...StarChange,
 });
-export const DatasetDeleted = z.object({ success: z.literal(true), dataset: Slug, deletedAt: Timestamp, daysRemaining: z.number().int() });
+export const DatasetDeleted = z.object({
+  success: z.literal(true),
+  dataset: Slug,
+  deletedAt: Timestamp,
+  daysRemaining: z.number().int(),
+});
 
 export const DatasetModels = z.object({
   models: z.array(

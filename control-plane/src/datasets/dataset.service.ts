@@ -23,7 +23,17 @@ import { lockDataset } from './dataset-counters.ts';
 import { datasetSlugScope, requireSlugFree } from './dataset-slugs.ts';
 import { Dataset } from './dataset.entity.ts';
 import { savedVersions } from './version.service.ts';
-import type { DatasetCreate, DatasetCreated, DatasetDeleted, DatasetDetail, DatasetList, DatasetListItem, DatasetModels, DatasetPatch, DatasetPatched } from './dataset.schemas.ts';
+import type {
+  DatasetCreate,
+  DatasetCreated,
+  DatasetDeleted,
+  DatasetDetail,
+  DatasetList,
+  DatasetListItem,
+  DatasetModels,
+  DatasetPatch,
+  DatasetPatched,
+} from './dataset.schemas.ts';
 
 export const TRASH_DAYS = 30;
 
@@ -42,17 +52,42 @@ export class DatasetService {
   }
 
   /** The owner's public datasets, plus the private ones when the key belongs to that workspace. */
-  async list(actor: Actor, owner: string, query: { limit: number; includeSamples: boolean; includeImageUrls: boolean }): Promise<z.input<typeof DatasetList>> {
+  async list(
+    actor: Actor,
+    owner: string,
+    query: { limit: number; includeSamples: boolean; includeImageUrls: boolean },
+  ): Promise<z.input<typeof DatasetList>> {
     const workspace = await this.em.findOne(Workspace, { handle: owner });
     if (!workspace) throw NotFound(`Workspace "${owner}" not found`);
     const member = actor.kind === 'key' && actor.workspaceId === workspace.id;
     const where = { workspace, deletedAt: null, ...(member ? {} : { visibility: 'public' as const }) };
-    const [datasets, total] = await this.em.findAndCount(Dataset, where, { limit: query.limit, orderBy: { updatedAt: 'desc', id: 'desc' } });
-    const starred = await starredAmong(this.em, DATASET_STARS, actor, datasets.map((d) => d.id));
-    const samples = query.includeSamples ? await datasetSamples(this.em, this.storage.urls, datasets.map((d) => ({ id: d.id, workspaceId: workspace.id })), query.includeImageUrls) : undefined;
+    const [datasets, total] = await this.em.findAndCount(Dataset, where, {
+      limit: query.limit,
+      orderBy: { updatedAt: 'desc', id: 'desc' },
+    });
+    const starred = await starredAmong(
+      this.em,
+      DATASET_STARS,
+      actor,
+      datasets.map((d) => d.id),
+    );
+    const samples = query.includeSamples
+      ? await datasetSamples(
+          this.em,
+          this.storage.urls,
+          datasets.map((d) => ({ id: d.id, workspaceId: workspace.id })),
+          query.includeImageUrls,
+        )
+      : undefined;
     const connections = await connectionFields(this.em, datasets);
     return {
-      datasets: datasets.map((dataset) => ({ ...this.listItem(dataset, owner, starred.has(dataset.id)), ...connections.get(dataset.id), ...(samples ? { samples: samples.get(dataset.id) ?? [], sampleImages: sampleImagesOf(samples.get(dataset.id) ?? []) } : {}) })),
+      datasets: datasets.map((dataset) => ({
+        ...this.listItem(dataset, owner, starred.has(dataset.id)),
+        ...connections.get(dataset.id),
+        ...(samples
+          ? { samples: samples.get(dataset.id) ?? [], sampleImages: sampleImagesOf(samples.get(dataset.id) ?? []) }
+          : {}),
+      })),
       total,
       region: this.region,
     };
@@ -87,7 +122,9 @@ export class DatasetService {
   async create(actor: Actor, body: z.output<typeof DatasetCreate>): Promise<z.input<typeof DatasetCreated>> {
     const key = requireKey(actor);
     if (body.owner && body.owner !== key.workspaceHandle) {
-      throw Forbidden(`This key belongs to "${key.workspaceHandle}"; use a key created in "${body.owner}" to create datasets there`);
+      throw Forbidden(
+        `This key belongs to "${key.workspaceHandle}"; use a key created in "${body.owner}" to create datasets there`,
+      );
     }
     requireRole(actor, key.workspaceId, 'editor');
     const classNames = body.task === 'depth' ? [] : (body.classNames ?? []);
@@ -113,19 +150,28 @@ export class DatasetService {
     return { id: dataset.id, owner: key.workspaceHandle, dataset: dataset.slug, region: this.region };
   }
 
-  async update(actor: Actor, owner: string, slug: string, patch: z.output<typeof DatasetPatch>): Promise<z.input<typeof DatasetPatched>> {
+  async update(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    patch: z.output<typeof DatasetPatch>,
+  ): Promise<z.input<typeof DatasetPatched>> {
     const { starred, ...changes } = patch;
     const needsEdit = Object.keys(changes).length > 0;
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { dataset } = await findDataset(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
-    if (starred !== undefined) dataset.starCount = await setStar(this.em, DATASET_STARS, dataset.id, requireKey(actor).userId, starred);
+    if (starred !== undefined)
+      dataset.starCount = await setStar(this.em, DATASET_STARS, dataset.id, requireKey(actor).userId, starred);
     const faceBlurJobId = needsEdit ? await this.applyChanges(dataset, changes) : undefined;
     const star = starred === undefined ? {} : { starred, starCount: dataset.starCount };
     return { success: true, dataset: dataset.slug, ...(faceBlurJobId ? { faceBlurJobId } : {}), ...star };
   }
 
   /** Returns the face blur job's id when blurFaces was turned on for a dataset with images. */
-  private async applyChanges(dataset: Dataset, changes: Omit<z.output<typeof DatasetPatch>, 'starred'>): Promise<string | undefined> {
+  private async applyChanges(
+    dataset: Dataset,
+    changes: Omit<z.output<typeof DatasetPatch>, 'starred'>,
+  ): Promise<string | undefined> {
     const { name, classNames, classColors: colors, initializeClassNames, task, ...plain } = changes;
     return this.em.transactional(async (em) => {
       // Class lists are checked against annotations under the dataset's row lock, like every label write.
@@ -135,14 +181,18 @@ export class DatasetService {
       const nextTask = task ?? dataset.task;
       if (initializeClassNames !== undefined) {
         if (dataset.classNames.length > 0 || dataset.annotationCount > 0) {
-          throw Conflict('initializeClassNames: the dataset already has classes or annotations; rename classes with classNames');
+          throw Conflict(
+            'initializeClassNames: the dataset already has classes or annotations; rename classes with classNames',
+          );
         }
         checkClassNames(initializeClassNames, 'initializeClassNames');
         dataset.classNames = initializeClassNames;
       }
       if (classNames !== undefined) {
         if (classNames.length < dataset.classNames.length) {
-          throw Invalid(`classNames: send all ${dataset.classNames.length} current names in index order (renamed as needed), then any new ones; remove classes with classes/delete or classes/merge`);
+          throw Invalid(
+            `classNames: send all ${dataset.classNames.length} current names in index order (renamed as needed), then any new ones; remove classes with classes/delete or classes/merge`,
+          );
         }
         if (nextTask === 'depth' && classNames.length) throw Invalid('classNames: depth datasets have no classes');
         checkClassNames(classNames, 'classNames');
@@ -150,8 +200,12 @@ export class DatasetService {
       }
       if (colors !== undefined) dataset.classColors = changedColors(dataset, colors);
       if (task !== undefined && task !== dataset.task) {
-        if (dataset.annotationCount > 0) throw Conflict(`task: the dataset has ${dataset.annotationCount} annotations made for ${dataset.task}; change the task of an unlabeled dataset only`);
-        if (nextTask === 'depth' && dataset.classNames.length) throw Conflict('task: depth datasets have no classes; delete the classes first');
+        if (dataset.annotationCount > 0)
+          throw Conflict(
+            `task: the dataset has ${dataset.annotationCount} annotations made for ${dataset.task}; change the task of an unlabeled dataset only`,
+          );
+        if (nextTask === 'depth' && dataset.classNames.length)
+          throw Conflict('task: depth datasets have no classes; delete the classes first');
         dataset.task = task;
       }
       const blurOn = plain.blurFaces === true && !dataset.blurFaces;
@@ -159,7 +213,9 @@ export class DatasetService {
       if (classNames || initializeClassNames || task) dataset.revision += 1;
       await em.flush();
       // Under the dataset lock, so an ingest committing now either sees the setting or has its images taken by the job.
-      return blurOn && dataset.imageCount > 0 ? queueFaceBlur(em, { id: dataset.id, workspaceId: dataset.workspace.id }) : undefined;
+      return blurOn && dataset.imageCount > 0
+        ? queueFaceBlur(em, { id: dataset.id, workspaceId: dataset.workspace.id })
+        : undefined;
     });
   }
 
@@ -173,12 +229,21 @@ export class DatasetService {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     dataset.deletedAt = new Date();
     await this.em.flush();
-    return { success: true, dataset: dataset.slug, deletedAt: dataset.deletedAt.toISOString(), daysRemaining: TRASH_DAYS };
+    return {
+      success: true,
+      dataset: dataset.slug,
+      deletedAt: dataset.deletedAt.toISOString(),
+      daysRemaining: TRASH_DAYS,
+    };
   }
 
   async models(actor: Actor, owner: string, slug: string): Promise<z.input<typeof DatasetModels>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
-    const models = await this.em.find(Model, { dataset, workspace: dataset.workspace, deletedAt: null }, { populate: ['project'], orderBy: { createdAt: 'desc' } });
+    const models = await this.em.find(
+      Model,
+      { dataset, workspace: dataset.workspace, deletedAt: null },
+      { populate: ['project'], orderBy: { createdAt: 'desc' } },
+    );
     return {
       models: models.map((model) => ({
         id: model.id,
@@ -216,7 +281,12 @@ export class DatasetService {
       imageCount: dataset.imageCount,
       classCount: dataset.classNames.length,
       classNames: dataset.classNames,
-      splits: { train: dataset.trainCount, val: dataset.valCount, test: dataset.testCount, labeled: dataset.labeledCount },
+      splits: {
+        train: dataset.trainCount,
+        val: dataset.valCount,
+        test: dataset.testCount,
+        labeled: dataset.labeledCount,
+      },
       annotationCount: dataset.annotationCount,
       starCount: dataset.starCount,
       isStarred,

@@ -58,12 +58,19 @@ export async function isDatasetLive(em: EntityManager, datasetId: string): Promi
 
 /** Whether the dataset exists, is not deleted and has blurFaces on. */
 export async function isBlurFacesOn(em: EntityManager, datasetId: string): Promise<boolean> {
-  const [dataset] = await query<{ on: boolean }>(em, 'select blur_faces and deleted_at is null as on from datasets where id = ?', [datasetId]);
+  const [dataset] = await query<{ on: boolean }>(
+    em,
+    'select blur_faces and deleted_at is null as on from datasets where id = ?',
+    [datasetId],
+  );
   return dataset?.on ?? false;
 }
 
 /** The dataset's revision, image count and classes, and its cached statistics when they are of that revision; undefined when unknown. */
-export async function findStatsCache<T>(em: EntityManager, datasetId: string): Promise<{ revision: number; image_count: number; class_names: string[]; cache: T | null } | undefined> {
+export async function findStatsCache<T>(
+  em: EntityManager,
+  datasetId: string,
+): Promise<{ revision: number; image_count: number; class_names: string[]; cache: T | null } | undefined> {
   const [row] = await query<{ revision: number; image_count: number; class_names: string[]; cache: T | null }>(
     em,
     'select revision, image_count, class_names, case when stats_revision = revision then stats_cache end as cache from datasets where id = ?',
@@ -73,15 +80,29 @@ export async function findStatsCache<T>(em: EntityManager, datasetId: string): P
 }
 
 /** Caches the statistics computed at `revision`, unless a write moved the revision meanwhile. */
-export async function saveStatsCache(em: EntityManager, datasetId: string, revision: number, stats: unknown): Promise<void> {
-  await query(em, 'update datasets set stats_cache = ?::jsonb, stats_revision = ? where id = ? and revision = ?', [JSON.stringify(stats), revision, datasetId, revision]);
+export async function saveStatsCache(
+  em: EntityManager,
+  datasetId: string,
+  revision: number,
+  stats: unknown,
+): Promise<void> {
+  await query(em, 'update datasets set stats_cache = ?::jsonb, stats_revision = ? where id = ? and revision = ?', [
+    JSON.stringify(stats),
+    revision,
+    datasetId,
+    revision,
+  ]);
 }
 
 /**
  * The export file of the dataset's current state, and whether it can be handed out again: written at the current
  * revision, younger than `freshSql` (a condition on its stored object f) and no older than the dataset's last change.
  */
-export async function findCurrentExport(em: EntityManager, datasetId: string, freshSql: string): Promise<{ export_key: string | null; fresh: boolean | null }> {
+export async function findCurrentExport(
+  em: EntityManager,
+  datasetId: string,
+  freshSql: string,
+): Promise<{ export_key: string | null; fresh: boolean | null }> {
   const [stored] = await query<{ export_key: string | null; fresh: boolean | null }>(
     em,
     `select d.export_key, d.export_revision = d.revision and ${freshSql} and f.updated_at >= d.updated_at as fresh
@@ -92,7 +113,12 @@ export async function findCurrentExport(em: EntityManager, datasetId: string, fr
 }
 
 /** Records the export file written of the dataset at `revision`. */
-export async function setCurrentExport(em: EntityManager, datasetId: string, key: string, revision: number): Promise<void> {
+export async function setCurrentExport(
+  em: EntityManager,
+  datasetId: string,
+  key: string,
+  revision: number,
+): Promise<void> {
   await query(em, 'update datasets set export_key = ?, export_revision = ? where id = ?', [key, revision, datasetId]);
 }
 
@@ -127,7 +153,11 @@ export interface TrashScope {
 }
 
 /** Locks the workspace's dataset in trash (waiting for another lock on it); whether a job is working on it, undefined when it is not in trash. */
-export async function lockTrashedDataset(em: EntityManager, datasetId: string, workspaceId: string): Promise<{ busy: boolean } | undefined> {
+export async function lockTrashedDataset(
+  em: EntityManager,
+  datasetId: string,
+  workspaceId: string,
+): Promise<{ busy: boolean } | undefined> {
   const [row] = await query<{ busy: boolean }>(
     em,
     `select ${ACTIVE_JOB} as busy from datasets d
@@ -139,7 +169,10 @@ export async function lockTrashedDataset(em: EntityManager, datasetId: string, w
 
 /** Claims the first dataset in trash in scope that no job is working on and no other transaction has locked (oldest deletion first). */
 export async function claimTrashedDataset(em: EntityManager, scope: TrashScope): Promise<string | undefined> {
-  const conditions = [scope.workspaceId ? 'and d.workspace_id = ?' : '', scope.deletedBefore ? 'and d.deleted_at < ?' : ''].join(' ');
+  const conditions = [
+    scope.workspaceId ? 'and d.workspace_id = ?' : '',
+    scope.deletedBefore ? 'and d.deleted_at < ?' : '',
+  ].join(' ');
   const params = [scope.workspaceId, scope.deletedBefore].filter((value) => value !== undefined);
   const [claimed] = await query<{ id: string }>(
     em,
@@ -150,7 +183,10 @@ export async function claimTrashedDataset(em: EntityManager, scope: TrashScope):
 }
 
 /** The image files (hash, ext) of the dataset and of its versions (a read over images and dataset_version_images). */
-export async function imageFilesOfDatasetAndVersions(em: EntityManager, datasetId: string): Promise<Array<{ hash: string; ext: string }>> {
+export async function imageFilesOfDatasetAndVersions(
+  em: EntityManager,
+  datasetId: string,
+): Promise<Array<{ hash: string; ext: string }>> {
   return query<{ hash: string; ext: string }>(
     em,
     `select hash, ext from images where dataset_id = ?
@@ -169,6 +205,10 @@ export async function datasetFiles(em: EntityManager, datasetId: string): Promis
 
 /** Deletes the dataset (its images, labels, versions and stars cascade); returns its workspace. */
 export async function deleteDataset(em: EntityManager, datasetId: string): Promise<string> {
-  const [{ workspace_id }] = await query<{ workspace_id: string }>(em, 'delete from datasets where id = ? returning workspace_id', [datasetId]);
+  const [{ workspace_id }] = await query<{ workspace_id: string }>(
+    em,
+    'delete from datasets where id = ? returning workspace_id',
+    [datasetId],
+  );
   return workspace_id;
 }

@@ -12,7 +12,8 @@ export const redistributeSplits = defineRoute({
   request: { params: DatasetPath, body: RedistributeBody },
   response: { status: 200, description: 'Redistributed', schema: Redistributed },
   errors: [403, 404],
-  handler: (ctx, { params, body }) => ctx.state.services.splits.redistribute(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.splits.redistribute(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const splitRoutes = [redistributeSplits];

@@ -18,7 +18,12 @@ export class SplitService {
    * Shuffles every image into train/val/test by the given percentages (rounded to whole images). Only
    * images whose split changes are written.
    */
-  async redistribute(actor: Actor, owner: string, slug: string, shares: { train: number; val: number; test: number }): Promise<z.input<typeof Redistributed>> {
+  async redistribute(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    shares: { train: number; val: number; test: number },
+  ): Promise<z.input<typeof Redistributed>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     return this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);

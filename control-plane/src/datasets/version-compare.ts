@@ -14,8 +14,15 @@ export const COMPARE_PAGE_SIZE = 100;
 const COMPARED_FIELDS: Array<keyof VersionFields> = ['name', 'description', 'task', 'kptShape'];
 
 /** One page of the differences from base to head, by hash; the summary comes with the first page only. */
-export async function compareVersions(em: EntityManager, base: DatasetVersion, head: DatasetVersion, cursor?: string): Promise<z.input<typeof VersionCompare>> {
-  const [afterHash, afterN] = cursor ? [cursor.slice(0, cursor.indexOf(':')), Number(cursor.slice(cursor.indexOf(':') + 1))] : ['', 0];
+export async function compareVersions(
+  em: EntityManager,
+  base: DatasetVersion,
+  head: DatasetVersion,
+  cursor?: string,
+): Promise<z.input<typeof VersionCompare>> {
+  const [afterHash, afterN] = cursor
+    ? [cursor.slice(0, cursor.indexOf(':')), Number(cursor.slice(cursor.indexOf(':') + 1))]
+    : ['', 0];
   const rows = await versionDifferencesAfter(em, base.id, head.id, afterHash, afterN, COMPARE_PAGE_SIZE + 1);
   const page = rows.slice(0, COMPARE_PAGE_SIZE);
   const last = page[page.length - 1];
@@ -39,8 +46,16 @@ export async function compareVersions(em: EntityManager, base: DatasetVersion, h
 async function summary(em: EntityManager, base: DatasetVersion, head: DatasetVersion) {
   const counts = await versionDifferenceCounts(em, base.id, head.id);
   const [before, after] = [fieldsOf(base), fieldsOf(head)];
-  const classChanges = { added: head.classNames.filter((name) => !base.classNames.includes(name)), removed: base.classNames.filter((name) => !head.classNames.includes(name)) };
-  const fields = Object.fromEntries(COMPARED_FIELDS.filter((key) => !isDeepStrictEqual(before[key], after[key])).map((key) => [key, { base: before[key], head: after[key] }]));
+  const classChanges = {
+    added: head.classNames.filter((name) => !base.classNames.includes(name)),
+    removed: base.classNames.filter((name) => !head.classNames.includes(name)),
+  };
+  const fields = Object.fromEntries(
+    COMPARED_FIELDS.filter((key) => !isDeepStrictEqual(before[key], after[key])).map((key) => [
+      key,
+      { base: before[key], head: after[key] },
+    ]),
+  );
   return {
     added: counts.added,
     removed: counts.removed,
@@ -55,7 +70,9 @@ async function summary(em: EntityManager, base: DatasetVersion, head: DatasetVer
       // A rename is a class at the same index under another name, both names present in one version only.
       classesRenamed: base.classNames.flatMap((from, index) => {
         const to = head.classNames[index];
-        return to !== undefined && to !== from && !head.classNames.includes(from) && !base.classNames.includes(to) ? [{ from, to }] : [];
+        return to !== undefined && to !== from && !head.classNames.includes(from) && !base.classNames.includes(to)
+          ? [{ from, to }]
+          : [];
       }),
       fields,
       changed: Object.keys(fields),
@@ -64,8 +81,18 @@ async function summary(em: EntityManager, base: DatasetVersion, head: DatasetVer
 }
 
 /** One image (by hash) as each of the versions keeps it, with a signed URL of its bytes. */
-export async function imageInVersions(em: EntityManager, urls: FileUrls, workspaceId: string, versions: DatasetVersion[], hash: string): Promise<z.input<typeof CompareImage>> {
-  const rows = await versionCopiesOfFile(em, versions.map((version) => version.id), hash);
+export async function imageInVersions(
+  em: EntityManager,
+  urls: FileUrls,
+  workspaceId: string,
+  versions: DatasetVersion[],
+  hash: string,
+): Promise<z.input<typeof CompareImage>> {
+  const rows = await versionCopiesOfFile(
+    em,
+    versions.map((version) => version.id),
+    hash,
+  );
   const imageUrls = new ImageUrls(urls);
   return {
     versions: await Promise.all(

@@ -17,7 +17,11 @@ import { fieldsOf } from './version-snapshot.ts';
  * bytes. Run in a transaction holding the dataset lock; the counters are recounted. Returns the files
  * of removed images that the version does not use, for the caller to release after commit.
  */
-export async function restoreVersion(em: EntityManager, dataset: Dataset, version: DatasetVersion): Promise<Array<{ hash: string; ext: string }>> {
+export async function restoreVersion(
+  em: EntityManager,
+  dataset: Dataset,
+  version: DatasetVersion,
+): Promise<Array<{ hash: string; ext: string }>> {
   const dropped = await deleteAllImagesNotInVersion(em, dataset.id, version.id);
   const fields = fieldsOf(version);
   dataset.classColors = colorsByName(version.classNames, dataset);
@@ -28,7 +32,15 @@ export async function restoreVersion(em: EntityManager, dataset: Dataset, versio
   for await (const page of versionImagePages(em, version.id)) {
     // Labels go through the same checks and writer as any new image, against the classes just restored.
     const rows = page.map((image) => ({
-      file: { hash: image.hash, ext: image.ext, width: image.width, height: image.height, channels: image.channels, bytes: Number(image.bytes), error: image.error },
+      file: {
+        hash: image.hash,
+        ext: image.ext,
+        width: image.width,
+        height: image.height,
+        channels: image.channels,
+        bytes: Number(image.bytes),
+        error: image.error,
+      },
       name: image.name,
       split: image.split,
       metadata: image.metadata,

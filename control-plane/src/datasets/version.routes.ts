@@ -1,6 +1,17 @@
 import { defineRoute } from '../http/define-route.ts';
 import { DatasetPath } from './dataset.schemas.ts';
-import { CompareQuery, CompareRead, ExportQuery, ExportRead, Restored, RestoreBody, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
+import {
+  CompareQuery,
+  CompareRead,
+  ExportQuery,
+  ExportRead,
+  Restored,
+  RestoreBody,
+  VersionCreate,
+  VersionCreated,
+  VersionPatch,
+  VersionPatched,
+} from './version.schemas.ts';
 
 export const readExport = defineRoute({
   method: 'GET',
@@ -17,7 +28,8 @@ export const readExport = defineRoute({
   request: { params: DatasetPath, query: ExportQuery },
   response: { status: 200, description: 'The download URL', schema: ExportRead },
   errors: [404],
-  handler: (ctx, { params, query }) => ctx.state.services.versions.export(ctx.state.actor, params.owner, params.dataset, query.v),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.versions.export(ctx.state.actor, params.owner, params.dataset, query.v),
 });
 
 export const createVersion = defineRoute({
@@ -25,13 +37,15 @@ export const createVersion = defineRoute({
   path: '/api/datasets/:owner/:dataset/export',
   tag: 'Datasets',
   summary: 'Save the dataset as an immutable numbered version (editor or above)',
-  description: 'A dataset whose content (images, labels, splits, metadata, classes, task) matches a saved version answers that version with reused true.',
+  description:
+    'A dataset whose content (images, labels, splits, metadata, classes, task) matches a saved version answers that version with reused true.',
   auth: 'key',
   limit: 'export',
   request: { params: DatasetPath, body: VersionCreate },
   response: { status: 200, description: 'The version', schema: VersionCreated },
   errors: [403, 404],
-  handler: (ctx, { params, body }) => ctx.state.services.versions.create(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.versions.create(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const describeVersion = defineRoute({
@@ -44,7 +58,8 @@ export const describeVersion = defineRoute({
   request: { params: DatasetPath, body: VersionPatch },
   response: { status: 200, description: 'Updated', schema: VersionPatched },
   errors: [403, 404],
-  handler: (ctx, { params, body }) => ctx.state.services.versions.describe(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.versions.describe(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const restoreVersion = defineRoute({
@@ -60,7 +75,8 @@ export const restoreVersion = defineRoute({
   request: { params: DatasetPath, body: RestoreBody },
   response: { status: 200, description: 'Restored', schema: Restored },
   errors: [403, 404, 409],
-  handler: (ctx, { params, body }) => ctx.state.services.versions.restore(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.versions.restore(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const compareVersions = defineRoute({
@@ -76,7 +92,8 @@ export const compareVersions = defineRoute({
   request: { params: DatasetPath, query: CompareQuery },
   response: { status: 200, description: 'Differences, or the image per version', schema: CompareRead },
   errors: [404],
-  handler: (ctx, { params, query }) => ctx.state.services.versions.compare(ctx.state.actor, params.owner, params.dataset, query),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.versions.compare(ctx.state.actor, params.owner, params.dataset, query),
 });
 
 export const versionRoutes = [readExport, createVersion, describeVersion, restoreVersion, compareVersions];

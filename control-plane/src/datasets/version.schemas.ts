@@ -6,7 +6,9 @@ import { SplitName, Task } from './dataset.schemas.ts';
 
 const VersionNumber = int().min(1).meta({ description: 'A saved version, numbered from 1' });
 const Description = z.string().max(1000);
-const DownloadUrl = z.string().meta({ description: 'Signed URL of the NDJSON file; its path stays the same across calls, only the query changes' });
+const DownloadUrl = z
+  .string()
+  .meta({ description: 'Signed URL of the NDJSON file; its path stays the same across calls, only the query changes' });
 
 export const ExportQuery = z.object({
   v: queryInt().min(1).optional().meta({ description: 'A saved version (1-indexed); omit for the current state' }),
@@ -14,7 +16,9 @@ export const ExportQuery = z.object({
 
 export const CurrentExport = z.object({
   downloadUrl: DownloadUrl,
-  cached: z.boolean().meta({ description: 'The file written earlier was reused: nothing changed since and it is under a day old' }),
+  cached: z
+    .boolean()
+    .meta({ description: 'The file written earlier was reused: nothing changed since and it is under a day old' }),
 });
 export const SavedExport = z.object({ downloadUrl: DownloadUrl, version: VersionNumber });
 export const ExportRead = z.union([CurrentExport, SavedExport]);
@@ -30,7 +34,11 @@ export const VersionCreate = z
 export const VersionCreated = z.object({
   version: VersionNumber,
   downloadUrl: DownloadUrl.optional(),
-  reused: z.boolean().meta({ description: 'The dataset matched a saved version, which is answered (its description updated when one was sent)' }),
+  reused: z
+    .boolean()
+    .meta({
+      description: 'The dataset matched a saved version, which is answered (its description updated when one was sent)',
+    }),
 });
 
 export const VersionPatch = z.object({ version: VersionNumber, description: Description }).strict();
@@ -47,7 +55,9 @@ export const CompareQuery = z.object({
     .regex(/^[0-9a-f]{64}:\d{1,6}$/, 'must be the nextCursor of the previous page')
     .optional()
     .meta({ description: 'nextCursor of the previous page' }),
-  hash: ImageHash.optional().meta({ description: 'Answer that image as each of the two versions keeps it, instead of the differences' }),
+  hash: ImageHash.optional().meta({
+    description: 'Answer that image as each of the two versions keeps it, instead of the differences',
+  }),
 });
 
 const CompareSide = z.object({ split: SplitName, labelCount: z.number().int() });
@@ -55,10 +65,14 @@ export const CompareItem = z.object({
   hash: z.string(),
   name: z.string(),
   ext: z.string(),
-  fields: z.array(z.enum(['labels', 'metadata', 'name', 'error'])).meta({ description: 'What differs for a modified or moved image; empty for added and removed' }),
+  fields: z
+    .array(z.enum(['labels', 'metadata', 'name', 'error']))
+    .meta({ description: 'What differs for a modified or moved image; empty for added and removed' }),
   labelsAdded: z.number().int(),
   labelsRemoved: z.number().int(),
-  change: z.enum(['added', 'removed', 'modified', 'moved']).meta({ description: 'modified: same file, other labels or metadata; moved: same file, other split' }),
+  change: z
+    .enum(['added', 'removed', 'modified', 'moved'])
+    .meta({ description: 'modified: same file, other labels or metadata; moved: same file, other split' }),
   base: CompareSide.optional().meta({ description: 'The image in base; absent when added' }),
   head: CompareSide.optional().meta({ description: 'The image in head; absent when removed' }),
 });
@@ -74,8 +88,12 @@ export const CompareSummary = z.object({
     classChanges: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }),
     classesAdded: z.array(z.string()).meta({ description: 'classChanges.added, as the hosted service names it' }),
     classesRemoved: z.array(z.string()).meta({ description: 'classChanges.removed, as the hosted service names it' }),
-    classesRenamed: z.array(z.object({ from: z.string(), to: z.string() })).meta({ description: 'A class at the same index under a name the other version does not have' }),
-    fields: z.record(z.string(), FieldChange).meta({ description: 'Dataset fields (name, description, task, kptShape) that differ' }),
+    classesRenamed: z
+      .array(z.object({ from: z.string(), to: z.string() }))
+      .meta({ description: 'A class at the same index under a name the other version does not have' }),
+    fields: z
+      .record(z.string(), FieldChange)
+      .meta({ description: 'Dataset fields (name, description, task, kptShape) that differ' }),
     changed: z.array(z.string()).meta({ description: 'The names of those fields' }),
   }),
 });
@@ -92,7 +110,9 @@ export const CompareImage = z.object({
           version: VersionNumber,
           task: Task,
           kptShape: z.array(z.number().int()).optional(),
-          classNames: z.array(z.string()).meta({ description: "The version's classes: a label's classId indexes them" }),
+          classNames: z
+            .array(z.string())
+            .meta({ description: "The version's classes: a label's classId indexes them" }),
           images: z
             .array(
               z.object({
@@ -112,6 +132,9 @@ export const CompareImage = z.object({
         })
         .nullable(),
     )
-    .meta({ description: 'base then head (one entry when they are the same version); null where that version does not hold the image' }),
+    .meta({
+      description:
+        'base then head (one entry when they are the same version); null where that version does not hold the image',
+    }),
 });
 export const CompareRead = z.union([VersionCompare, CompareImage]);

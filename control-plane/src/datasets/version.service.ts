@@ -18,7 +18,16 @@ import { findCurrentExport, setCurrentExport } from './dataset.store.ts';
 import { compareVersions, imageInVersions } from './version-compare.ts';
 import { restoreVersion } from './version-restore.ts';
 import { fieldsOf, fingerprintOf, snapshotImages, versionFields } from './version-snapshot.ts';
-import type { CompareQuery, CompareRead, ExportRead, Restored, VersionCreate, VersionCreated, VersionPatch, VersionPatched } from './version.schemas.ts';
+import type {
+  CompareQuery,
+  CompareRead,
+  ExportRead,
+  Restored,
+  VersionCreate,
+  VersionCreated,
+  VersionPatch,
+  VersionPatched,
+} from './version.schemas.ts';
 import type { VersionEntry } from './dataset.schemas.ts';
 
 /** Signed URLs of an export file: the client fetches it right away; its image URLs last days. */
@@ -28,11 +37,16 @@ const FRESH = `f.updated_at > now() - interval '1 day'`;
 
 // One key per dataset (and per version), overwritten when rewritten, so the signed URL's path stays put:
 // the ultralytics client caches a converted dataset by its URLs without their query strings.
-const currentKey = (dataset: Dataset) => `ws/${dataset.workspace.id}/datasets/${dataset.id}/export/${dataset.slug}.ndjson`;
-const versionKey = (dataset: Dataset, version: number) => `ws/${dataset.workspace.id}/datasets/${dataset.id}/versions/${version}/${dataset.slug}-v${version}.ndjson`;
+const currentKey = (dataset: Dataset) =>
+  `ws/${dataset.workspace.id}/datasets/${dataset.id}/export/${dataset.slug}.ndjson`;
+const versionKey = (dataset: Dataset, version: number) =>
+  `ws/${dataset.workspace.id}/datasets/${dataset.id}/versions/${version}/${dataset.slug}-v${version}.ndjson`;
 
 /** The dataset's saved versions, oldest first, as the dataset read lists them. */
-export async function savedVersions(em: EntityManager, datasetId: string): Promise<Array<z.input<typeof VersionEntry>>> {
+export async function savedVersions(
+  em: EntityManager,
+  datasetId: string,
+): Promise<Array<z.input<typeof VersionEntry>>> {
   const rows = await savedVersionRows(em, datasetId);
   return rows.map((row) => ({
     version: row.version,
@@ -83,8 +97,18 @@ export class VersionService {
         const current = await em.findOneOrFail(Dataset, dataset.id, { refresh: true });
         const asOf = await transactionTime(em);
         const key = currentKey(current);
-        const header: ExportHeader = { ...versionFields(current), createdAt: current.createdAt, updatedAt: current.updatedAt };
-        const bytes = await writeExport(this.storage, key, current.workspace.id, header, liveImagePages(em, current.id));
+        const header: ExportHeader = {
+          ...versionFields(current),
+          createdAt: current.createdAt,
+          updatedAt: current.updatedAt,
+        };
+        const bytes = await writeExport(
+          this.storage,
+          key,
+          current.workspace.id,
+          header,
+          liveImagePages(em, current.id),
+        );
         return { key, bytes, asOf, revision: current.revision };
       },
       { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
@@ -101,8 +125,19 @@ export class VersionService {
     const key = version.ndjsonKey ?? versionKey(dataset, version.version);
     const fresh = await isObjectFresh(this.em, key, FRESH);
     if (!version.ndjsonKey || !fresh) {
-      const header: ExportHeader = { ...fieldsOf(version), version: version.version, createdAt: dataset.createdAt, updatedAt: version.createdAt };
-      const bytes = await writeExport(this.storage, key, dataset.workspace.id, header, versionImagePages(this.em, version.id));
+      const header: ExportHeader = {
+        ...fieldsOf(version),
+        version: version.version,
+        createdAt: dataset.createdAt,
+        updatedAt: version.createdAt,
+      };
+      const bytes = await writeExport(
+        this.storage,
+        key,
+        dataset.workspace.id,
+        header,
+        versionImagePages(this.em, version.id),
+      );
       await this.recordFile(dataset, key, bytes);
       await setVersionExportFile(this.em, version.id, key, bytes);
     }
@@ -113,7 +148,12 @@ export class VersionService {
    * Saves the dataset as the next numbered version, or answers the saved version with the same content
    * (reused). Numbering and the snapshot run under the dataset lock: concurrent saves take turns.
    */
-  async create(actor: Actor, owner: string, slug: string, body: z.output<typeof VersionCreate>): Promise<z.input<typeof VersionCreated>> {
+  async create(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: z.output<typeof VersionCreate>,
+  ): Promise<z.input<typeof VersionCreated>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     const { version, reused } = await this.save(dataset.id, body.description);
     const downloadUrl = body.download ? await this.versionExport(dataset, version) : undefined;
@@ -124,7 +164,10 @@ export class VersionService {
    * The save itself, for callers that checked access already (batch auto-annotation saves one before labeling).
    * A description given to a reused version replaces its own.
    */
-  async save(datasetId: string, description: string | undefined): Promise<{ version: DatasetVersion; reused: boolean }> {
+  async save(
+    datasetId: string,
+    description: string | undefined,
+  ): Promise<{ version: DatasetVersion; reused: boolean }> {
     return this.em.transactional(async (em) => {
       await lockDataset(em, datasetId);
       const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
@@ -153,7 +196,12 @@ export class VersionService {
     });
   }
 
-  async describe(actor: Actor, owner: string, slug: string, body: z.output<typeof VersionPatch>): Promise<z.input<typeof VersionPatched>> {
+  async describe(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: z.output<typeof VersionPatch>,
+  ): Promise<z.input<typeof VersionPatched>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     const version = await this.findVersion(dataset, body.version);
     version.description = body.description;
@@ -162,9 +210,17 @@ export class VersionService {
   }
 
   /** Rebuilds images, labels and classes from the version in one transaction; bytes only the replaced images used are freed after. */
-  async restore(actor: Actor, owner: string, slug: string, body: { version: number }): Promise<z.input<typeof Restored>> {
+  async restore(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: { version: number },
+  ): Promise<z.input<typeof Restored>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
-    refuseConnected(dataset, 'restoring a version would replace the files of its storage; ingest its reference again to re-sync');
+    refuseConnected(
+      dataset,
+      'restoring a version would replace the files of its storage; ingest its reference again to re-sync',
+    );
     const version = await this.findVersion(dataset, body.version);
     const dropped = await this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
@@ -175,7 +231,12 @@ export class VersionService {
   }
 
   /** The differences between two versions page by page, or one image (hash) as each of them keeps it. */
-  async compare(actor: Actor, owner: string, slug: string, options: z.output<typeof CompareQuery>): Promise<z.input<typeof CompareRead>> {
+  async compare(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    options: z.output<typeof CompareQuery>,
+  ): Promise<z.input<typeof CompareRead>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
     const base = await this.findVersion(dataset, options.base);
     const head = await this.findVersion(dataset, options.head);
@@ -184,8 +245,15 @@ export class VersionService {
       await this.rateLimiter?.take(`${actor.kind === 'key' ? actor.userId : 'anonymous'}:${dataset.id}`, 'compare');
       return compareVersions(this.em, base, head, options.cursor);
     }
-    const image = await imageInVersions(this.em, this.storage.urls, dataset.workspace.id, base.id === head.id ? [base] : [base, head], options.hash);
-    if (image.versions.every((version) => version === null)) throw NotFound(`Image ${options.hash} is in neither version`);
+    const image = await imageInVersions(
+      this.em,
+      this.storage.urls,
+      dataset.workspace.id,
+      base.id === head.id ? [base] : [base, head],
+      options.hash,
+    );
+    if (image.versions.every((version) => version === null))
+      throw NotFound(`Image ${options.hash} is in neither version`);
     return image;
   }
 
@@ -196,7 +264,10 @@ export class VersionService {
   }
 
   private fileUrl(key: string): Promise<string> {
-    return this.storage.urls.download(key, { expiresInSeconds: FILE_URL_SECONDS, filename: key.slice(key.lastIndexOf('/') + 1) });
+    return this.storage.urls.download(key, {
+      expiresInSeconds: FILE_URL_SECONDS,
+      filename: key.slice(key.lastIndexOf('/') + 1),
+    });
   }
 
   /** Export files count in the workspace's storage; updatedAt is when the file's content was taken (default: now). */

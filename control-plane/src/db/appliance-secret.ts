@@ -13,6 +13,7 @@ export function attachApplianceSecret(orm: { config: Configuration }, secret: ()
 
 export function applianceSecret(config: Configuration): string {
   const secret = config.getExtension<string>(EXTENSION);
-  if (secret === undefined) throw new Error("this database was opened without the appliance's secret (openDatabase attaches it)");
+  if (secret === undefined)
+    throw new Error("this database was opened without the appliance's secret (openDatabase attaches it)");
   return secret;
 }

@@ -6,8 +6,15 @@ export const BaseSchema = defineEntity({
   name: 'BaseEntity',
   abstract: true,
   properties: {
-    id: p.string().length(24).primary().onCreate(() => newId()),
+    id: p
+      .string()
+      .length(24)
+      .primary()
+      .onCreate(() => newId()),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });

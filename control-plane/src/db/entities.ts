@@ -30,4 +30,37 @@ import { BaseSchema } from './base.entity.ts';
 import { NamedResourceSchema } from './named-resource.entity.ts';
 
 /** Every entity the ORM knows; a new domain adds its own here. */
-export const entities = [BaseSchema, NamedResourceSchema, User, Workspace, Membership, ApiKey, StoredObject, Dataset, DatasetStar, DatasetVersion, DatasetVersionImage, Image, Annotation, Job, JobLogLine, StagedImage, Project, ProjectStar, Model, ModelStar, Workflow, UploadSession, Host, EnrollmentToken, WorkerKey, CreditTransaction, CreditBalance, ResourceCount, TrainingRun, TrainingEpoch, ConsoleChunk, StorageIntegration];
+export const entities = [
+  BaseSchema,
+  NamedResourceSchema,
+  User,
+  Workspace,
+  Membership,
+  ApiKey,
+  StoredObject,
+  Dataset,
+  DatasetStar,
+  DatasetVersion,
+  DatasetVersionImage,
+  Image,
+  Annotation,
+  Job,
+  JobLogLine,
+  StagedImage,
+  Project,
+  ProjectStar,
+  Model,
+  ModelStar,
+  Workflow,
+  UploadSession,
+  Host,
+  EnrollmentToken,
+  WorkerKey,
+  CreditTransaction,
+  CreditBalance,
+  ResourceCount,
+  TrainingRun,
+  TrainingEpoch,
+  ConsoleChunk,
+  StorageIntegration,
+];

@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 
 /** 24-hex identifiers: 4 bytes of seconds then 8 random bytes, so IDs sort by creation time. */
 export function newId(): string {
-  const seconds = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
+  const seconds = Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0');
   return seconds + randomBytes(8).toString('hex');
 }
 

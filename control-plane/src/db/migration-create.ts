@@ -7,7 +7,10 @@ import pg from 'pg';
 import { initORM, migrate } from './orm.ts';
 
 const blank = process.argv.includes('--blank');
-const name = process.argv.slice(2).find((arg) => arg !== '--blank')?.replace(/[^A-Za-z0-9_]/g, '_');
+const name = process.argv
+  .slice(2)
+  .find((arg) => arg !== '--blank')
+  ?.replace(/[^A-Za-z0-9_]/g, '_');
 if (!name) {
   console.error('usage: npm run migration:create -- NAME [--blank]');
   process.exit(2);
@@ -31,10 +34,19 @@ try {
     const className = result.fileName.replace(/\.ts$/, '');
     // The diff does not see the hand-written rate-limit function and would recreate it in every down().
     const file = new URL(result.fileName, dir);
-    writeFileSync(file, readFileSync(file, 'utf8').replace(/\n\s*this\.addSql\(`create or replace function "rate_limit_take"[\s\S]*?`\);/, ''));
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(
+        /\n\s*this\.addSql\(`create or replace function "rate_limit_take"[\s\S]*?`\);/,
+        '',
+      ),
+    );
     const indexFile = new URL('index.ts', dir);
     const index = readFileSync(indexFile, 'utf8')
-      .replace(/(\n\/\*\*[^\n]*\n)?(export const migrations)/, `import { ${className} } from './${className}.ts';\n$1$2`)
+      .replace(
+        /(\n\/\*\*[^\n]*\n)?(export const migrations)/,
+        `import { ${className} } from './${className}.ts';\n$1$2`,
+      )
       .replace(/\];\s*$/, `  { name: '${className}', class: ${className} },\n];\n`);
     writeFileSync(indexFile, index);
     console.log(`wrote control-plane/src/db/migrations/${result.fileName}; review it, then commit`);

@@ -10,5 +10,8 @@ export const MIGRATION_NAMES = migrations.map((migration) => migration.name);
 export function migrationState(executed: string[]): { pending: string[]; unknown: string[] } {
   const known = new Set(MIGRATION_NAMES);
   const done = new Set(executed);
-  return { pending: MIGRATION_NAMES.filter((name) => !done.has(name)), unknown: executed.filter((name) => !known.has(name)) };
+  return {
+    pending: MIGRATION_NAMES.filter((name) => !done.has(name)),
+    unknown: executed.filter((name) => !known.has(name)),
+  };
 }

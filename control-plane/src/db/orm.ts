@@ -48,10 +48,14 @@ export async function migrateDown(orm: Orm, to: string): Promise<string[]> {
     await connection.execute('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK], 'all', trx);
     const applied = (await orm.migrator.getExecuted()).map((row) => row.name);
     const at = applied.indexOf(to);
-    if (at < 0) throw Invalid(`${to} is not an applied migration of this database (its last is ${applied.at(-1) ?? 'none'})`);
+    if (at < 0)
+      throw Invalid(`${to} is not an applied migration of this database (its last is ${applied.at(-1) ?? 'none'})`);
     const known = new Set(migrations.map((migration) => migration.name));
     const unknown = applied.slice(at + 1).filter((name) => !known.has(name));
-    if (unknown.length > 0) throw Conflict(`this release does not know the applied migrations ${unknown.join(', ')}: migrate down with the release that applied them`);
+    if (unknown.length > 0)
+      throw Conflict(
+        `this release does not know the applied migrations ${unknown.join(', ')}: migrate down with the release that applied them`,
+      );
     return (await orm.migrator.down({ to, transaction: trx })).map((migration) => migration.name);
   });
 }

@@ -39,16 +39,31 @@ export const numberedSlug = (slug: string) => (n: number) => (n === 1 ? slug : w
 
 /** Resources in trash keep their slug: it is freed only when the trash is emptied. */
 export async function requireSlugFree(em: EntityManager, scope: SlugScope, slug: string): Promise<void> {
-  const [taken] = await query<{ trashed: boolean }>(em, `select deleted_at is not null as trashed from ${scope.table} where ${scope.column} = ? and slug = ?`, [scope.id, slug]);
+  const [taken] = await query<{ trashed: boolean }>(
+    em,
+    `select deleted_at is not null as trashed from ${scope.table} where ${scope.column} = ? and slug = ?`,
+    [scope.id, slug],
+  );
   const where = scope.column === 'workspace_id' ? 'workspace' : 'project';
-  if (taken) throw Conflict(`A ${scope.noun} named "${slug}" already exists in this ${where}${taken.trashed ? ' (in trash)' : ''}`);
+  if (taken)
+    throw Conflict(
+      `A ${scope.noun} named "${slug}" already exists in this ${where}${taken.trashed ? ' (in trash)' : ''}`,
+    );
 }
 
 /** The first of `candidate(1)`, `candidate(2)`… not taken in the scope (trash included). */
-export async function firstFreeSlug(em: EntityManager, scope: SlugScope, candidate: (n: number) => string): Promise<string> {
+export async function firstFreeSlug(
+  em: EntityManager,
+  scope: SlugScope,
+  candidate: (n: number) => string,
+): Promise<string> {
   for (let first = 1; ; first += CANDIDATES_PER_QUERY) {
     const candidates = Array.from({ length: CANDIDATES_PER_QUERY }, (_, i) => candidate(first + i));
-    const rows = await query<{ slug: string }>(em, `select slug from ${scope.table} where ${scope.column} = ? and slug = any(?::text[])`, [scope.id, pgArray(candidates)]);
+    const rows = await query<{ slug: string }>(
+      em,
+      `select slug from ${scope.table} where ${scope.column} = ? and slug = any(?::text[])`,
+      [scope.id, pgArray(candidates)],
+    );
     const taken = new Set(rows.map((row) => row.slug));
     const free = candidates.find((name) => !taken.has(name));
     if (free) return free;

@@ -1,7 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** Runs hand-written SQL (`?` placeholders) on the EntityManager's connection, inside its transaction if any. */
-export function query<T = Record<string, unknown>>(em: EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
+export function query<T = Record<string, unknown>>(
+  em: EntityManager,
+  text: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   return em.getConnection().execute<T[]>(text, params, 'all', em.getTransactionContext());
 }
 

@@ -14,7 +14,13 @@ export const PROJECT_STARS: StarTables = { items: 'projects', stars: 'project_st
 export const MODEL_STARS: StarTables = { items: 'models', stars: 'model_stars', column: 'model_id' };
 
 /** Stars or unstars for one user; returns the new star count. Repeats change nothing. */
-export async function setStar(em: EntityManager, tables: StarTables, id: string, userId: string, starred: boolean): Promise<number> {
+export async function setStar(
+  em: EntityManager,
+  tables: StarTables,
+  id: string,
+  userId: string,
+  starred: boolean,
+): Promise<number> {
   // Row and counter change in one statement, so concurrent stars keep star_count exact.
   const sql = starred
     ? `with added as (insert into ${tables.stars} (${tables.column}, user_id, created_at) values (?, ?, now()) on conflict do nothing returning 1)
@@ -26,8 +32,17 @@ export async function setStar(em: EntityManager, tables: StarTables, id: string,
 }
 
 /** Which of `ids` the key's user has starred (none for anonymous callers). */
-export async function starredAmong(em: EntityManager, tables: StarTables, actor: Actor, ids: string[]): Promise<Set<string>> {
+export async function starredAmong(
+  em: EntityManager,
+  tables: StarTables,
+  actor: Actor,
+  ids: string[],
+): Promise<Set<string>> {
   if (actor.kind !== 'key' || ids.length === 0) return new Set();
-  const rows = await query<{ id: string }>(em, `select ${tables.column} as id from ${tables.stars} where user_id = ? and ${tables.column} = any(?::text[])`, [actor.userId, pgArray(ids)]);
+  const rows = await query<{ id: string }>(
+    em,
+    `select ${tables.column} as id from ${tables.stars} where user_id = ? and ${tables.column} = any(?::text[])`,
+    [actor.userId, pgArray(ids)],
+  );
   return new Set(rows.map((row) => row.id));
 }

@@ -33,10 +33,20 @@ export function applyCamera(em: EntityManager, deploymentId: string, change: Cam
       if (!live) throw new Error('the deployment has no live server');
       await tell(em, { ...live, ...change });
       await updateDeployment(em, deploymentId, { camera_applying: false, status_message: null });
-      await appendEvent(em, deploymentId, 'INFO', change.url ? `Camera set to ${redacted(change.url)} at ${change.fps} fps` : 'Camera removed');
+      await appendEvent(
+        em,
+        deploymentId,
+        'INFO',
+        change.url ? `Camera set to ${redacted(change.url)} at ${change.fps} fps` : 'Camera removed',
+      );
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      await updateDeployment(em, deploymentId, { camera_url: previous.url, camera_fps: previous.fps, camera_applying: false, status_message: `The camera change failed: ${reason}` });
+      await updateDeployment(em, deploymentId, {
+        camera_url: previous.url,
+        camera_fps: previous.fps,
+        camera_applying: false,
+        status_message: `The camera change failed: ${reason}`,
+      });
       await appendEvent(em, deploymentId, 'ERROR', `The camera change failed (${reason}); the previous camera is kept`);
     }
   })().catch(() => undefined); // The deployment was deleted meanwhile: nothing is left to record it on.
@@ -55,11 +65,23 @@ export class CameraSync {
       if ((this.retryAt.get(live.revisionId) ?? 0) > now) continue;
       try {
         await tell(em, live);
-        await appendEvent(em, live.deploymentId, 'INFO', live.url ? `Revision ${live.number} reads the camera ${redacted(live.url)} at ${live.fps} fps` : `Revision ${live.number}'s camera removed`);
+        await appendEvent(
+          em,
+          live.deploymentId,
+          'INFO',
+          live.url
+            ? `Revision ${live.number} reads the camera ${redacted(live.url)} at ${live.fps} fps`
+            : `Revision ${live.number}'s camera removed`,
+        );
         this.retryAt.delete(live.revisionId);
       } catch (error) {
         if (!this.retryAt.has(live.revisionId)) {
-          await appendEvent(em, live.deploymentId, 'WARNING', `Revision ${live.number} could not be given the camera (${(error as Error).message}); trying again`);
+          await appendEvent(
+            em,
+            live.deploymentId,
+            'WARNING',
+            `Revision ${live.number} could not be given the camera (${(error as Error).message}); trying again`,
+          );
         }
         this.retryAt.set(live.revisionId, now + RETRY_MS);
       }

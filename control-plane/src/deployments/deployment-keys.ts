@@ -7,7 +7,10 @@ import { displayPrefix, generateApiKey, hashApiKey } from '../auth/key-format.ts
  * deployment's predict and service URL (KeyActor.deploymentId), is listed with the user's keys, and is deleted with the
  * deployment. The key itself is answered once, by create.
  */
-export async function mintDeploymentKey(em: EntityManager, input: { workspaceId: string; userId: string; deploymentId: string; slug: string }): Promise<{ id: string; key: string }> {
+export async function mintDeploymentKey(
+  em: EntityManager,
+  input: { workspaceId: string; userId: string; deploymentId: string; slug: string },
+): Promise<{ id: string; key: string }> {
   const key = generateApiKey();
   const record = em.create(ApiKey, {
     workspace: input.workspaceId,

@@ -25,12 +25,17 @@ export interface LogRow extends LogPosition {
 /** A request's severity: the server failing is an error, the caller's mistake a warning. */
 const REQUEST_SEVERITY = `case when status >= 500 then 'ERROR' when status >= 400 then 'WARNING' else 'INFO' end`;
 
-export async function logPage(em: EntityManager, deploymentId: string, options: { severities: readonly Severity[]; after?: LogPosition; limit: number }): Promise<LogRow[]> {
+export async function logPage(
+  em: EntityManager,
+  deploymentId: string,
+  options: { severities: readonly Severity[]; after?: LogPosition; limit: number },
+): Promise<LogRow[]> {
   const severities = pgArray(options.severities);
   const after = options.after;
   // Each side filters by the position itself, so both walk their (deployment_id, at) index; the table aliases keep
   // ORDER BY on the columns, not on the text of `at` selected under the same name.
-  const before = (source: 'e' | 'r') => (after ? `and (${source}.at, '${source}'::text, ${source}.id) < (?::timestamptz, ?::text, ?::bigint)` : '');
+  const before = (source: 'e' | 'r') =>
+    after ? `and (${source}.at, '${source}'::text, ${source}.id) < (?::timestamptz, ?::text, ?::bigint)` : '';
   const position = after ? [after.at, after.source, after.id] : [];
   return query<LogRow>(
     em,
@@ -44,6 +49,16 @@ export async function logPage(em: EntityManager, deploymentId: string, options: 
         from deployment_requests r where deployment_id = ? and ${REQUEST_SEVERITY} = any(?::text[]) ${before('r')}
         order by r.at desc, r.id desc limit ?)
      ) entries order by time desc, source desc, id::bigint desc limit ?`,
-    [deploymentId, severities, ...position, options.limit, deploymentId, severities, ...position, options.limit, options.limit],
+    [
+      deploymentId,
+      severities,
+      ...position,
+      options.limit,
+      deploymentId,
+      severities,
+      ...position,
+      options.limit,
+      options.limit,
+    ],
   );
 }

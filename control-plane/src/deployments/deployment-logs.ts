@@ -8,21 +8,37 @@ import { LOG_SEVERITIES, type DeploymentLogs, type LogsQuery } from './deploymen
 
 type Answer = z.input<typeof DeploymentLogs>;
 
-export async function deploymentLogs(em: EntityManager, deploymentId: string, tokens: PageTokens, options: z.output<typeof LogsQuery>): Promise<Answer> {
+export async function deploymentLogs(
+  em: EntityManager,
+  deploymentId: string,
+  tokens: PageTokens,
+  options: z.output<typeof LogsQuery>,
+): Promise<Answer> {
   const after = options.pageToken === undefined ? undefined : position(tokens, deploymentId, options.pageToken);
-  const rows = await logPage(em, deploymentId, { severities: options.severity ?? LOG_SEVERITIES, after, limit: options.limit + 1 });
+  const rows = await logPage(em, deploymentId, {
+    severities: options.severity ?? LOG_SEVERITIES,
+    after,
+    limit: options.limit + 1,
+  });
   const page = rows.slice(0, options.limit);
   const last = page.at(-1);
   return {
     entries: page.map(entry),
-    ...(rows.length > options.limit && last && { nextPageToken: tokens.encode({ d: deploymentId, at: last.at, s: last.source, id: last.id }) }),
+    ...(rows.length > options.limit &&
+      last && { nextPageToken: tokens.encode({ d: deploymentId, at: last.at, s: last.source, id: last.id }) }),
   };
 }
 
 /** The position a token names; 400 for a token of another deployment or not issued here. */
 function position(tokens: PageTokens, deploymentId: string, token: string): LogPosition {
   const { d, at, s, id } = tokens.decode(token);
-  if (d !== deploymentId || typeof at !== 'string' || (s !== 'e' && s !== 'r') || typeof id !== 'string' || !/^\d+$/.test(id)) {
+  if (
+    d !== deploymentId ||
+    typeof at !== 'string' ||
+    (s !== 'e' && s !== 'r') ||
+    typeof id !== 'string' ||
+    !/^\d+$/.test(id)
+  ) {
     throw Invalid("pageToken: is not a token of this deployment's logs");
   }
   return { at, source: s, id };
@@ -36,6 +52,12 @@ function entry(row: LogRow): Answer['entries'][number] {
     timestamp,
     severity: row.severity,
     message: `${row.method} ${row.path} ${row.status} ${Math.round(latencyMs)} ms`,
-    httpRequest: { method: row.method!, url: row.path!, status: row.status!, latencyMs, ...(row.userAgent && { userAgent: row.userAgent }) },
+    httpRequest: {
+      method: row.method!,
+      url: row.path!,
+      status: row.status!,
+      latencyMs,
+      ...(row.userAgent && { userAgent: row.userAgent }),
+    },
   };
 }

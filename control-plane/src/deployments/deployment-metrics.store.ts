@@ -16,7 +16,12 @@ export interface RequestSummary {
   p99: number | null;
 }
 
-export async function requestSummary(em: EntityManager, deploymentId: string, from: Date, to: Date): Promise<RequestSummary> {
+export async function requestSummary(
+  em: EntityManager,
+  deploymentId: string,
+  from: Date,
+  to: Date,
+): Promise<RequestSummary> {
   const [row] = await query<RequestSummary>(
     em,
     `select count(*)::int as total, (count(*) filter (where ${ERROR}))::int as errors, avg(latency_ms) as avg,
@@ -40,7 +45,13 @@ export interface Bucket {
 }
 
 /** Every bucket of `stepSeconds` (aligned to the epoch) from the one holding `from` to the one holding `to`. */
-export async function requestBuckets(em: EntityManager, deploymentId: string, from: Date, to: Date, stepSeconds: number): Promise<Bucket[]> {
+export async function requestBuckets(
+  em: EntityManager,
+  deploymentId: string,
+  from: Date,
+  to: Date,
+  stepSeconds: number,
+): Promise<Bucket[]> {
   return query<Bucket>(
     em,
     `with buckets as (

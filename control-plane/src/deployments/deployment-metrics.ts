@@ -24,7 +24,11 @@ const series = (buckets: Bucket[], value: (bucket: Bucket) => number | null): Po
     return v === null ? [] : [{ timestamp: new Date(bucket.start).toISOString(), value: v }];
   });
 
-export async function deploymentMetrics(em: EntityManager, deployment: { id: string; region: string }, options: z.output<typeof MetricsQuery>): Promise<Answer> {
+export async function deploymentMetrics(
+  em: EntityManager,
+  deployment: { id: string; region: string },
+  options: z.output<typeof MetricsQuery>,
+): Promise<Answer> {
   const to = new Date();
   if (options.sparkline) {
     const hours = await requestHours(em, deployment.id, to);
@@ -40,14 +44,25 @@ export async function deploymentMetrics(em: EntityManager, deployment: { id: str
   }
   const range = RANGES[options.range];
   const from = new Date(to.getTime() - range.seconds * 1000);
-  const [summary, buckets] = await Promise.all([requestSummary(em, deployment.id, from, to), requestBuckets(em, deployment.id, from, to, range.step)]);
-  const head = { deploymentId: deployment.id, region: deployment.region, timeRange: { start: from.toISOString(), end: to.toISOString() } };
+  const [summary, buckets] = await Promise.all([
+    requestSummary(em, deployment.id, from, to),
+    requestBuckets(em, deployment.id, from, to, range.step),
+  ]);
+  const head = {
+    deploymentId: deployment.id,
+    region: deployment.region,
+    timeRange: { start: from.toISOString(), end: to.toISOString() },
+  };
   const requests = series(buckets, (bucket) => bucket.requests);
   const errors = series(buckets, (bucket) => bucket.errors);
   const latencyP95 = series(buckets, (bucket) => (bucket.p95 === null ? null : ms(bucket.p95)));
   const errorRate = rate(summary.errors, summary.total);
   if (options.view === 'overview') {
-    return { ...head, summary: { totalRequests: summary.total, errorRate, p95LatencyMs: ms(summary.p95) }, timeSeries: { requests, errors, latencyP95 } };
+    return {
+      ...head,
+      summary: { totalRequests: summary.total, errorRate, p95LatencyMs: ms(summary.p95) },
+      timeSeries: { requests, errors, latencyP95 },
+    };
   }
   return {
     ...head,

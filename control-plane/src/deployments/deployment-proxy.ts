@@ -58,7 +58,12 @@ export class DeploymentProxy {
 
   constructor(timeoutSeconds: number) {
     this.timeoutMs = timeoutSeconds * 1000;
-    this.agent = new Agent({ keepAliveTimeout: KEEP_ALIVE_MS, connect: { timeout: CONNECT_TIMEOUT_MS }, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
+    this.agent = new Agent({
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      connect: { timeout: CONNECT_TIMEOUT_MS },
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    });
   }
 
   /**
@@ -72,7 +77,13 @@ export class DeploymentProxy {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
     try {
-      const answer = await request(new URL(call.route, upstream.url), { method: call.method, headers, body: call.body, dispatcher: this.agent, signal: deadline.signal });
+      const answer = await request(new URL(call.route, upstream.url), {
+        method: call.method,
+        headers,
+        body: call.body,
+        dispatcher: this.agent,
+        signal: deadline.signal,
+      });
       // Its failures are read where it is read (held, streamed); one after that (dropped by its reader) is no news.
       answer.body.on('error', () => undefined).once('close', () => clearTimeout(timer));
       if (Number(answer.headers['content-length']) > call.maxBytes) {
@@ -144,7 +155,9 @@ export class DeploymentProxy {
   private failure(error: unknown, deadline: AbortSignal): HttpError {
     if (error instanceof HttpError) return error;
     if (deadline.aborted || error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError) {
-      return GatewayTimeout(`The deployment's server did not answer within ${this.timeoutMs / 1000} s (DEPLOYMENT_TIMEOUT_SECONDS)`);
+      return GatewayTimeout(
+        `The deployment's server did not answer within ${this.timeoutMs / 1000} s (DEPLOYMENT_TIMEOUT_SECONDS)`,
+      );
     }
     // Not how it failed: the caller learns nothing about the server's host (which ports answer) beyond that.
     return BadGateway("The deployment's server could not be reached; if it was just replaced or woken, try again");
@@ -162,8 +175,12 @@ export function predictAnswer(answer: UpstreamAnswer): Buffer | Readable {
   if (!Buffer.isBuffer(answer.body)) answer.body.destroy();
   const error = Buffer.isBuffer(answer.body) ? jsonField(answer.body, 'error') : undefined;
   const said = typeof error === 'string' ? error : undefined;
-  if (answer.status === 401) throw BadGateway("The deployment's server refused the platform's token (its revision may have just been replaced); try again");
-  if (answer.status < 500) throw new HttpError(answer.status, said ?? `The deployment's server answered ${answer.status}`);
+  if (answer.status === 401)
+    throw BadGateway(
+      "The deployment's server refused the platform's token (its revision may have just been replaced); try again",
+    );
+  if (answer.status < 500)
+    throw new HttpError(answer.status, said ?? `The deployment's server answered ${answer.status}`);
   throw BadGateway(`The deployment's server failed (${answer.status})${said ? `: ${said}` : ''}`);
 }
 

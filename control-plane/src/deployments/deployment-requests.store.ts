@@ -32,7 +32,9 @@ const COLUMNS = {
   via: 'varchar',
 };
 const NAMES = Object.keys(COLUMNS).join(', ');
-const TUPLE = `(${Object.values(COLUMNS).map((type) => `?::${type}`).join(', ')})`;
+const TUPLE = `(${Object.values(COLUMNS)
+  .map((type) => `?::${type}`)
+  .join(', ')})`;
 /** Rows per INSERT (10 parameters each, far under PostgreSQL's 65,535). */
 const BATCH_ROWS = 500;
 const FLUSH_MS = 1000;
@@ -54,7 +56,11 @@ export class RequestRecorder {
   }
 
   record(request: RecordedRequest): void {
-    this.queue.push({ ...request, path: request.path.slice(0, 512), userAgent: request.userAgent?.slice(0, 512) ?? null });
+    this.queue.push({
+      ...request,
+      path: request.path.slice(0, 512),
+      userAgent: request.userAgent?.slice(0, 512) ?? null,
+    });
     if (this.queue.length > MAX_QUEUED) {
       const dropped = this.queue.splice(0, this.queue.length - MAX_QUEUED);
       this.log.warn({ dropped: dropped.length }, 'deployment request records dropped: the database is not keeping up');
@@ -80,7 +86,10 @@ export class RequestRecorder {
       try {
         await insertRequests(this.fork(), batch);
       } catch (error) {
-        this.log.warn({ err: error, rows: batch.length }, 'recording deployment requests failed; retrying with the next flush');
+        this.log.warn(
+          { err: error, rows: batch.length },
+          'recording deployment requests failed; retrying with the next flush',
+        );
         return;
       }
       this.queue.splice(0, batch.length);
@@ -89,7 +98,18 @@ export class RequestRecorder {
 }
 
 async function insertRequests(em: EntityManager, rows: RecordedRequest[]): Promise<void> {
-  const values = rows.flatMap((row) => [row.deploymentId, row.at, row.method, row.path, row.status, row.latencyMs, row.requestBytes, row.responseBytes, row.userAgent, row.via]);
+  const values = rows.flatMap((row) => [
+    row.deploymentId,
+    row.at,
+    row.method,
+    row.path,
+    row.status,
+    row.latencyMs,
+    row.requestBytes,
+    row.responseBytes,
+    row.userAgent,
+    row.via,
+  ]);
   // A deployment deleted meanwhile has no rows to keep: its requests are skipped, not an error.
   await query(
     em,

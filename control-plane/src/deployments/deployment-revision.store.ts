@@ -55,17 +55,36 @@ export async function insertRevision(
 }
 
 /** Revisions whose token was sealed under another key than `keyId` (an earlier appliance secret's). */
-export async function tokensUnderOtherKeys(em: EntityManager, keyId: string): Promise<Array<SealedToken & { id: string }>> {
-  return query(em, `select r.id, ${TOKEN_COLUMNS} from deployment_revisions r join deployments d on d.id = r.deployment_id where r.token_key_id <> ?`, [keyId]);
+export async function tokensUnderOtherKeys(
+  em: EntityManager,
+  keyId: string,
+): Promise<Array<SealedToken & { id: string }>> {
+  return query(
+    em,
+    `select r.id, ${TOKEN_COLUMNS} from deployment_revisions r join deployments d on d.id = r.deployment_id where r.token_key_id <> ?`,
+    [keyId],
+  );
 }
 
-export async function setSealedToken(em: EntityManager, id: string, sealed: Omit<SealedToken, 'workspaceId'>): Promise<void> {
-  await query(em, 'update deployment_revisions set token_key_id = ?, token_sealed = ? where id = ?', [sealed.tokenKeyId, sealed.tokenSealed, id]);
+export async function setSealedToken(
+  em: EntityManager,
+  id: string,
+  sealed: Omit<SealedToken, 'workspaceId'>,
+): Promise<void> {
+  await query(em, 'update deployment_revisions set token_key_id = ?, token_sealed = ? where id = ?', [
+    sealed.tokenKeyId,
+    sealed.tokenSealed,
+    id,
+  ]);
 }
 
 /** A revision's sealed token (deployment-tokens.ts opens it). */
 export async function sealedTokenOf(em: EntityManager, revisionId: string): Promise<SealedToken | undefined> {
-  const [row] = await query<SealedToken>(em, `select ${TOKEN_COLUMNS} from deployment_revisions r join deployments d on d.id = r.deployment_id where r.id = ?`, [revisionId]);
+  const [row] = await query<SealedToken>(
+    em,
+    `select ${TOKEN_COLUMNS} from deployment_revisions r join deployments d on d.id = r.deployment_id where r.id = ?`,
+    [revisionId],
+  );
   return row;
 }
 
@@ -75,16 +94,23 @@ export async function revisionById(em: EntityManager, id: string): Promise<Revis
 }
 
 export async function revisionOfJob(em: EntityManager, jobId: string): Promise<RevisionRecord | undefined> {
-  const [row] = await query<RevisionRecord>(em, `select ${COLUMNS} from deployment_revisions r where job_id = ?`, [jobId]);
+  const [row] = await query<RevisionRecord>(em, `select ${COLUMNS} from deployment_revisions r where job_id = ?`, [
+    jobId,
+  ]);
   return row;
 }
 
 /** The deployment's revisions in these states, newest first. */
-export async function revisionsIn(em: EntityManager, deploymentId: string, states: RevisionState[]): Promise<RevisionRecord[]> {
-  return query<RevisionRecord>(em, `select ${COLUMNS} from deployment_revisions r where deployment_id = ? and state = any(?::text[]) order by number desc`, [
-    deploymentId,
-    `{${states.join(',')}}`,
-  ]);
+export async function revisionsIn(
+  em: EntityManager,
+  deploymentId: string,
+  states: RevisionState[],
+): Promise<RevisionRecord[]> {
+  return query<RevisionRecord>(
+    em,
+    `select ${COLUMNS} from deployment_revisions r where deployment_id = ? and state = any(?::text[]) order by number desc`,
+    [deploymentId, `{${states.join(',')}}`],
+  );
 }
 
 export async function setRevisionJob(em: EntityManager, id: string, jobId: string): Promise<void> {
@@ -98,7 +124,9 @@ export async function setServiceUrl(em: EntityManager, id: string, url: string |
 }
 
 /** Starting revisions still waiting for their model's ONNX export (no job yet), with the export's state. */
-export async function revisionsAwaitingExport(em: EntityManager): Promise<Array<RevisionRecord & { exportStatus: string | null; exportError: string | null }>> {
+export async function revisionsAwaitingExport(
+  em: EntityManager,
+): Promise<Array<RevisionRecord & { exportStatus: string | null; exportError: string | null }>> {
   return query(
     em,
     `select ${COLUMNS}, e.status as "exportStatus", e.error as "exportError"
@@ -136,7 +164,10 @@ export async function liveRevisionsRestarted(em: EntityManager): Promise<Revisio
  * Jobs of retired revisions still serving (a replaced revision draining its last requests): those of one deployment,
  * or with `drainedSeconds`, every deployment's retired at least that long ago. Their cancel was not requested yet.
  */
-export async function drainingJobs(em: EntityManager, scope: { deploymentId: string } | { drainedSeconds: number }): Promise<string[]> {
+export async function drainingJobs(
+  em: EntityManager,
+  scope: { deploymentId: string } | { drainedSeconds: number },
+): Promise<string[]> {
   const rows = await query<{ id: string }>(
     em,
     `select j.id from deployment_revisions r join jobs j on j.id = r.job_id
@@ -182,6 +213,15 @@ export function liveServers(em: EntityManager, scope: { deploymentId: string } |
 }
 
 /** The camera the revision's server reads now, unless the server was replaced since (another service URL). */
-export async function setServerCamera(em: EntityManager, revisionId: string, serviceUrl: string, url: string | null): Promise<void> {
-  await query(em, 'update deployment_revisions set camera_url = ? where id = ? and service_url = ?', [url, revisionId, serviceUrl]);
+export async function setServerCamera(
+  em: EntityManager,
+  revisionId: string,
+  serviceUrl: string,
+  url: string | null,
+): Promise<void> {
+  await query(em, 'update deployment_revisions set camera_url = ? where id = ? and service_url = ?', [
+    url,
+    revisionId,
+    serviceUrl,
+  ]);
 }

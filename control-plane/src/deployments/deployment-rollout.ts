@@ -12,7 +12,13 @@ import type { Model } from '../models/model.entity.ts';
 import type { HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { appendEvent } from './deployment-events.store.ts';
 import { changeStatus } from './deployment-lifecycle.ts';
-import { deleteDeploymentRows, deploymentById, deploymentsUsingModels, updateDeployment, type DeploymentRecord } from './deployment.store.ts';
+import {
+  deleteDeploymentRows,
+  deploymentById,
+  deploymentsUsingModels,
+  updateDeployment,
+  type DeploymentRecord,
+} from './deployment.store.ts';
 import type { DeploymentSize } from './deployment-sizes.ts';
 import {
   drainingJobs,
@@ -49,24 +55,49 @@ export async function startRevision(
   size: DeploymentSize,
   onnx: ExportRecord,
 ): Promise<RevisionRecord> {
-  const revision = await insertRevision(em, deployment.id, model.id, size, onnx.id, newSealedToken(em, deployment.workspaceId));
-  await appendEvent(em, deployment.id, 'INFO', `Revision ${revision.number} starting: model ${model.slug}, ${size.cpu} CPU, ${size.memoryGi} GiB`);
+  const revision = await insertRevision(
+    em,
+    deployment.id,
+    model.id,
+    size,
+    onnx.id,
+    newSealedToken(em, deployment.workspaceId),
+  );
+  await appendEvent(
+    em,
+    deployment.id,
+    'INFO',
+    `Revision ${revision.number} starting: model ${model.slug}, ${size.cpu} CPU, ${size.memoryGi} GiB`,
+  );
   if (onnx.status === 'completed') await queueRevisionJob(em, revision, deployment);
   return revision;
 }
 
 /** The revision's service job, restartable on another host of the region when its host is lost. */
-export async function queueRevisionJob(em: EntityManager, revision: RevisionRecord, deployment: Pick<DeploymentRecord, 'id' | 'workspaceId' | 'region'>): Promise<void> {
+export async function queueRevisionJob(
+  em: EntityManager,
+  revision: RevisionRecord,
+  deployment: Pick<DeploymentRecord, 'id' | 'workspaceId' | 'region'>,
+): Promise<void> {
   const job = await enqueueJob(em, {
     kind: DEPLOYMENT_JOB,
     workspaceId: deployment.workspaceId,
     subjectId: revision.id,
     payload: { deploymentId: deployment.id, revision: revision.number },
     maxAttempts: MAX_ATTEMPTS,
-    host: { gpuType: null, gpuCount: 0, memoryBytes: revision.memoryGi * 2 ** 30, restartable: true, region: deployment.region, service: 'inference' },
+    host: {
+      gpuType: null,
+      gpuCount: 0,
+      memoryBytes: revision.memoryGi * 2 ** 30,
+      restartable: true,
+      region: deployment.region,
+      service: 'inference',
+    },
   });
   await setRevisionJob(em, revision.id, job.id);
-  await changeStatus(em, deployment.id, 'deploying', { message: `revision ${revision.number} waits for a host` }, ['creating']);
+  await changeStatus(em, deployment.id, 'deploying', { message: `revision ${revision.number} waits for a host` }, [
+    'creating',
+  ]);
 }
 
 /**
@@ -74,7 +105,13 @@ export async function queueRevisionJob(em: EntityManager, revision: RevisionReco
  * live one before it is retired (its job cancelled) and the deployment is ready on the new one. A live revision
  * restarted elsewhere (or reconnected) gets its new URL and is ready again. False: no revision's job runs there.
  */
-export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle, hostId: string, jobId: string, url: string): Promise<boolean> {
+export async function serviceReported(
+  em: EntityManager,
+  lifecycle: JobLifecycle,
+  hostId: string,
+  jobId: string,
+  url: string,
+): Promise<boolean> {
   const running = await isRunningOnHost(em, jobId, hostId);
   const revision = running && (await revisionOfJob(em, jobId));
   if (!revision) return false;
@@ -86,15 +123,24 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
     await setServiceUrl(em, revision.id, url);
     await changeRevisionState(em, revision.id, 'live');
     const rollingOut = (await revisionsIn(em, deployment.id, ['starting'])).length > 0;
-    if (deployment.status === 'deploying' && !rollingOut) await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
+    if (deployment.status === 'deploying' && !rollingOut)
+      await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} serves again` });
     return true;
   }
   if (revision.state !== 'starting') return true;
   for (const old of await revisionsIn(em, deployment.id, ['live'])) await retire(em, lifecycle, old, { drain: true });
   await setServiceUrl(em, revision.id, url);
   await changeRevisionState(em, revision.id, 'live');
-  await updateDeployment(em, deployment.id, { model_id: revision.modelId, cpu: revision.cpu, memory_gi: revision.memoryGi, deployed_at: new Date(), scaled_to_zero: false });
-  await changeStatus(em, deployment.id, 'ready', { message: `revision ${revision.number} is live and takes the traffic` });
+  await updateDeployment(em, deployment.id, {
+    model_id: revision.modelId,
+    cpu: revision.cpu,
+    memory_gi: revision.memoryGi,
+    deployed_at: new Date(),
+    scaled_to_zero: false,
+  });
+  await changeStatus(em, deployment.id, 'ready', {
+    message: `revision ${revision.number} is live and takes the traffic`,
+  });
   return true;
 }
 
@@ -102,9 +148,19 @@ export async function serviceReported(em: EntityManager, lifecycle: JobLifecycle
  * Takes the revision out of service and cancels its job (its end then changes nothing more); with `drain`, the deployment
  * sweep cancels it DRAIN_SECONDS later. Nothing is done when it had ended already (retired or failed).
  */
-export async function retire(em: EntityManager, lifecycle: JobLifecycle, revision: RevisionRecord, options: { drain?: boolean } = {}): Promise<void> {
+export async function retire(
+  em: EntityManager,
+  lifecycle: JobLifecycle,
+  revision: RevisionRecord,
+  options: { drain?: boolean } = {},
+): Promise<void> {
   if (!(await changeRevisionState(em, revision.id, 'retired'))) return;
-  await appendEvent(em, revision.deploymentId, 'INFO', `Revision ${revision.number} retired${options.drain ? `; its server stops in ${DRAIN_SECONDS} s` : ''}`);
+  await appendEvent(
+    em,
+    revision.deploymentId,
+    'INFO',
+    `Revision ${revision.number} retired${options.drain ? `; its server stops in ${DRAIN_SECONDS} s` : ''}`,
+  );
   if (revision.jobId && !options.drain) await lifecycle.requestCancel(em, revision.jobId);
 }
 
@@ -113,7 +169,12 @@ export async function retire(em: EntityManager, lifecycle: JobLifecycle, revisio
  * the deployment stays on its live revision (ready, saying why) or, with none, fails. A live one whose server stopped
  * leaves the deployment failed. A stopping deployment whose last job ended is stopped.
  */
-export async function revisionEnded(em: EntityManager, revisionId: string, jobId: string, outcome: HostJobOutcome): Promise<void> {
+export async function revisionEnded(
+  em: EntityManager,
+  revisionId: string,
+  jobId: string,
+  outcome: HostJobOutcome,
+): Promise<void> {
   const revision = await revisionById(em, revisionId);
   const deployment = revision && (await deploymentById(em, revision.deploymentId, true));
   if (!revision || !deployment) return;
@@ -124,10 +185,15 @@ export async function revisionEnded(em: EntityManager, revisionId: string, jobId
     await changeRevisionState(em, revision.id, 'failed', reason);
     await setServiceUrl(em, revision.id, null);
     const stopped = `The server of revision ${revision.number} stopped: ${reason}`;
-    await changeStatus(em, deployment.id, 'failed', { severity: 'ERROR', statusMessage: `${stopped}; start the deployment again`, message: stopped });
+    await changeStatus(em, deployment.id, 'failed', {
+      severity: 'ERROR',
+      statusMessage: `${stopped}; start the deployment again`,
+      message: stopped,
+    });
     return;
   }
-  if (deployment.status === 'stopping' && !(await hasActiveJobs(em, deployment.id))) await changeStatus(em, deployment.id, 'stopped', { message: 'every server stopped' });
+  if (deployment.status === 'stopping' && !(await hasActiveJobs(em, deployment.id)))
+    await changeStatus(em, deployment.id, 'stopped', { message: 'every server stopped' });
 }
 
 /**
@@ -139,15 +205,24 @@ export async function rollBack(em: EntityManager, revision: RevisionRecord, reas
   const [live] = await revisionsIn(em, revision.deploymentId, ['live']);
   const failed = `Revision ${revision.number} failed: ${reason}`;
   if (live) {
-    await changeStatus(em, revision.deploymentId, 'ready', { severity: 'ERROR', statusMessage: `${failed}; still serving revision ${live.number}`, message: `${failed}; rolled back to revision ${live.number}` });
+    await changeStatus(em, revision.deploymentId, 'ready', {
+      severity: 'ERROR',
+      statusMessage: `${failed}; still serving revision ${live.number}`,
+      message: `${failed}; rolled back to revision ${live.number}`,
+    });
   } else {
-    await changeStatus(em, revision.deploymentId, 'failed', { severity: 'ERROR', statusMessage: failed, message: failed });
+    await changeStatus(em, revision.deploymentId, 'failed', {
+      severity: 'ERROR',
+      statusMessage: failed,
+      message: failed,
+    });
   }
 }
 
 /** Retires every serving or starting revision; their jobs are cancelled, and those of revisions still draining. */
 export async function retireAll(em: EntityManager, lifecycle: JobLifecycle, deploymentId: string): Promise<void> {
-  for (const revision of await revisionsIn(em, deploymentId, ['starting', 'live'])) await retire(em, lifecycle, revision);
+  for (const revision of await revisionsIn(em, deploymentId, ['starting', 'live']))
+    await retire(em, lifecycle, revision);
   for (const jobId of await drainingJobs(em, { deploymentId })) await lifecycle.requestCancel(em, jobId);
 }
 
@@ -162,7 +237,11 @@ export async function deleteDeployments(em: EntityManager, lifecycle: JobLifecyc
 }
 
 /** A model (or its project) was deleted: its deployments, and those replacing their model by it, go for good. */
-export async function deleteDeploymentsOf(em: EntityManager, lifecycle: JobLifecycle, modelIds: string[]): Promise<number> {
+export async function deleteDeploymentsOf(
+  em: EntityManager,
+  lifecycle: JobLifecycle,
+  modelIds: string[],
+): Promise<number> {
   const ids = await deploymentsUsingModels(em, modelIds);
   await deleteDeployments(em, lifecycle, ids);
   return ids.length;

@@ -25,18 +25,29 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
   return async (ctx, next) => {
     if (!ctx.path.startsWith(SERVICE_URL_PREFIX)) return next();
     const match = SERVICE_PATH.exec(ctx.path);
-    if (!match) throw NotFound(`No route for ${ctx.method} ${ctx.path}: a service URL answers /svc/{deploymentId}/predict, /health and /camera`);
+    if (!match)
+      throw NotFound(
+        `No route for ${ctx.method} ${ctx.path}: a service URL answers /svc/{deploymentId}/predict, /health and /camera`,
+      );
     const [, deploymentId, action] = match as unknown as [string, string, 'predict' | 'health' | 'camera'];
     const method = action === 'predict' ? 'POST' : 'GET';
     if (ctx.method !== method) throw MethodNotAllowed([method]);
 
     const key = bearerToken(ctx.get('authorization') || undefined);
-    if (key === undefined) throw Unauthorized("Missing API key: send Authorization: Bearer <API_KEY> (a key of the deployment's workspace or its own key)");
+    if (key === undefined)
+      throw Unauthorized(
+        "Missing API key: send Authorization: Bearer <API_KEY> (a key of the deployment's workspace or its own key)",
+      );
     const actor = await deps.authenticator.authenticate(key, ctx.state.clientAddress);
     ctx.state.actor = actor;
     if (actor.jobScope) throw Forbidden('This key belongs to a training job and reaches only what that job needs');
     // Another workspace's deployment, or another deployment of a deployment key, does not exist for this key.
-    if (actor.deploymentId ? actor.deploymentId !== deploymentId : (await workspaceOf(ctx.state.em, deploymentId)) !== actor.workspaceId) throw NotFound('Deployment not found');
+    if (
+      actor.deploymentId
+        ? actor.deploymentId !== deploymentId
+        : (await workspaceOf(ctx.state.em, deploymentId)) !== actor.workspaceId
+    )
+      throw NotFound('Deployment not found');
 
     let received = 0;
     const answer = await deps.traffic.exchange(
@@ -61,7 +72,12 @@ export function serviceUrl(deps: { authenticator: Authenticator; traffic: Deploy
           contentLength: ctx.request.length,
         }),
       },
-      { via: 'service', path: ctx.path, userAgent: ctx.get('user-agent') || null, requestBytes: () => ctx.request.length ?? received },
+      {
+        via: 'service',
+        path: ctx.path,
+        userAgent: ctx.get('user-agent') || null,
+        requestBytes: () => ctx.request.length ?? received,
+      },
     );
     // Health passes the server's status on (503 while it loads); predict's and the camera's failures are the platform's.
     const body = action === 'health' ? answer.body : predictAnswer(answer);

@@ -33,7 +33,12 @@ export interface SweepOptions {
 }
 
 /** Runs `change` on the revision, re-read under its deployment's lock, when it is still in `state`. */
-async function underLock(em: EntityManager, revision: RevisionRecord, state: RevisionRecord['state'], change: (tx: EntityManager, current: RevisionRecord) => Promise<void>): Promise<void> {
+async function underLock(
+  em: EntityManager,
+  revision: RevisionRecord,
+  state: RevisionRecord['state'],
+  change: (tx: EntityManager, current: RevisionRecord) => Promise<void>,
+): Promise<void> {
   await em.transactional(async (tx) => {
     if (!(await deploymentById(tx, revision.deploymentId, true))) return;
     const current = await revisionById(tx, revision.id);
@@ -43,12 +48,22 @@ async function underLock(em: EntityManager, revision: RevisionRecord, state: Rev
 
 export async function sweepDeployments(em: EntityManager, options: SweepOptions): Promise<void> {
   for (const waiting of await revisionsAwaitingExport(em)) {
-    if (waiting.exportStatus !== null && waiting.exportStatus !== 'failed' && waiting.exportStatus !== 'cancelled' && waiting.exportStatus !== 'completed') continue;
+    if (
+      waiting.exportStatus !== null &&
+      waiting.exportStatus !== 'failed' &&
+      waiting.exportStatus !== 'cancelled' &&
+      waiting.exportStatus !== 'completed'
+    )
+      continue;
     await underLock(em, waiting, 'starting', async (tx, current) => {
       if (current.jobId) return;
       const deployment = (await deploymentById(tx, current.deploymentId))!;
       if (waiting.exportStatus === 'completed') return queueRevisionJob(tx, current, deployment);
-      await rollBack(tx, current, `the model's ONNX export ${waiting.exportStatus ?? 'was deleted'}${waiting.exportError ? ` (${waiting.exportError})` : ''}`);
+      await rollBack(
+        tx,
+        current,
+        `the model's ONNX export ${waiting.exportStatus ?? 'was deleted'}${waiting.exportError ? ` (${waiting.exportError})` : ''}`,
+      );
     });
   }
   for (const silent of await revisionsPastStart(em, START_SECONDS + START_SLACK_SECONDS)) {
@@ -57,12 +72,14 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
       if (current.jobId) await options.lifecycle.requestCancel(tx, current.jobId);
     });
   }
-  for (const jobId of await drainingJobs(em, { drainedSeconds: DRAIN_SECONDS })) await options.lifecycle.requestCancel(em, jobId);
+  for (const jobId of await drainingJobs(em, { drainedSeconds: DRAIN_SECONDS }))
+    await options.lifecycle.requestCancel(em, jobId);
   for (const lost of await liveRevisionsRestarted(em)) {
     await underLock(em, lost, 'live', async (tx, current) => {
       await setServiceUrl(tx, current.id, null);
       const message = `the host serving revision ${current.number} was lost; restarting it on another host`;
-      if ((await deploymentById(tx, current.deploymentId))!.status === 'ready') await changeStatus(tx, current.deploymentId, 'deploying', { severity: 'WARNING', message });
+      if ((await deploymentById(tx, current.deploymentId))!.status === 'ready')
+        await changeStatus(tx, current.deploymentId, 'deploying', { severity: 'WARNING', message });
       else await appendEvent(tx, current.deploymentId, 'WARNING', message);
     });
   }
@@ -72,14 +89,23 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
       if (!deployment || deployment.scaledToZero || deployment.status !== 'ready') return;
       for (const live of await revisionsIn(tx, id, ['live'])) await retire(tx, options.lifecycle, live);
       await updateDeployment(tx, id, { scaled_to_zero: true });
-      await appendEvent(tx, id, 'INFO', `Scaled to zero after ${options.idleSeconds} s without a request; the next request starts it again`);
+      await appendEvent(
+        tx,
+        id,
+        'INFO',
+        `Scaled to zero after ${options.idleSeconds} s without a request; the next request starts it again`,
+      );
     });
   }
   await options.cameras.sweep(em);
 }
 
 /** Sweeps every second on every replica. */
-export function scheduleDeploymentSweep(fork: () => EntityManager, options: SweepOptions, log: Logger): { stop(): Promise<void> } {
+export function scheduleDeploymentSweep(
+  fork: () => EntityManager,
+  options: SweepOptions,
+  log: Logger,
+): { stop(): Promise<void> } {
   let sweeping: Promise<void> | undefined;
   const timer = setInterval(() => {
     sweeping ??= sweepDeployments(fork(), options)

@@ -20,7 +20,11 @@ export function tokenCipher(config: Configuration): CredentialCipher {
   return cipher;
 }
 
-export function sealToken(cipher: CredentialCipher, token: string, workspaceId: string): { tokenKeyId: string; tokenSealed: Buffer } {
+export function sealToken(
+  cipher: CredentialCipher,
+  token: string,
+  workspaceId: string,
+): { tokenKeyId: string; tokenSealed: Buffer } {
   const sealed = cipher.seal({ token }, workspaceId);
   return { tokenKeyId: sealed.keyId, tokenSealed: sealed.ciphertext };
 }
@@ -32,13 +36,17 @@ export function newSealedToken(em: EntityManager, workspaceId: string): { tokenK
 
 /** Opens a sealed token; CredentialsUnreadable when the secret that sealed it is no longer the appliance's. */
 export function openToken(cipher: CredentialCipher, sealed: SealedToken): string {
-  const opened = cipher.open({ keyId: sealed.tokenKeyId, ciphertext: Buffer.from(sealed.tokenSealed) }, sealed.workspaceId) as { token?: unknown };
+  const opened = cipher.open(
+    { keyId: sealed.tokenKeyId, ciphertext: Buffer.from(sealed.tokenSealed) },
+    sealed.workspaceId,
+  ) as { token?: unknown };
   if (typeof opened?.token !== 'string') throw new CredentialsUnreadable('the sealed token holds no token');
   return opened.token;
 }
 
 /** Why a token does not open: the secret changed (and the tokens were not re-sealed), or the row was altered. */
-export const TOKEN_UNREADABLE = "its token does not open under this appliance's SIGNING_SECRET (after changing it, run vpctl integrations reseal with the previous one)";
+export const TOKEN_UNREADABLE =
+  "its token does not open under this appliance's SIGNING_SECRET (after changing it, run vpctl integrations reseal with the previous one)";
 
 /** The token of a revision's row, with the appliance secret of `em`'s ORM; CredentialsUnreadable saying TOKEN_UNREADABLE. */
 export function revisionToken(em: EntityManager, sealed: SealedToken): string {
@@ -54,7 +62,10 @@ export function revisionToken(em: EntityManager, sealed: SealedToken): string {
  * After the appliance secret changed (key rotation): tokens sealed under an earlier secret's key are opened with
  * `previousSecrets` and sealed again under the current one. Revisions no given secret opens are named, untouched.
  */
-export async function resealTokens(em: EntityManager, previousSecrets: string[]): Promise<{ resealed: number; unreadable: string[] }> {
+export async function resealTokens(
+  em: EntityManager,
+  previousSecrets: string[],
+): Promise<{ resealed: number; unreadable: string[] }> {
   const cipher = new CredentialCipher(applianceSecret(em.config), previousSecrets);
   const unreadable: string[] = [];
   let resealed = 0;

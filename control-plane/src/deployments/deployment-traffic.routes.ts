@@ -1,7 +1,13 @@
 // /api/deployments/{owner}/{deployment}/predict, health, metrics and logs: a deployment's traffic through the platform.
 import { defineRoute } from '../http/define-route.ts';
 import { PredictForm, PredictResponse } from '../predict/model-predict.schemas.ts';
-import { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
+import {
+  DeploymentHealth,
+  DeploymentLogs,
+  DeploymentMetrics,
+  LogsQuery,
+  MetricsQuery,
+} from './deployment-traffic.schemas.ts';
 import { DeploymentPath } from './deployment.schemas.ts';
 
 const PATH = '/api/deployments/:owner/:deployment';
@@ -24,7 +30,11 @@ export const predictDeployment = defineRoute({
   deploymentKeys: true,
   limit: 'predict',
   request: { params: DeploymentPath },
-  streamedBody: { contentType: 'multipart/form-data', description: 'The image and the parameters', schema: PredictForm },
+  streamedBody: {
+    contentType: 'multipart/form-data',
+    description: 'The image and the parameters',
+    schema: PredictForm,
+  },
   response: { status: 200, description: 'The predictions', schema: PredictResponse, contentType: 'application/json' },
   errors: [400, 403, 404, 413, 502, 503, 504],
   handler: async (ctx, { params }) => {

@@ -13,7 +13,13 @@ import { deploymentMetrics } from './deployment-metrics.ts';
 import { ANSWER_MAX_BYTES, HEALTH_MAX_BYTES, jsonField, predictAnswer } from './deployment-proxy.ts';
 import { revisionsIn } from './deployment-revision.store.ts';
 import type { DeploymentTraffic } from './deployment-traffic.ts';
-import type { DeploymentHealth, DeploymentLogs, DeploymentMetrics, LogsQuery, MetricsQuery } from './deployment-traffic.schemas.ts';
+import type {
+  DeploymentHealth,
+  DeploymentLogs,
+  DeploymentMetrics,
+  LogsQuery,
+  MetricsQuery,
+} from './deployment-traffic.schemas.ts';
 import { findDeployment, type DeploymentRecord } from './deployment.store.ts';
 
 type Address = { owner: string; deployment: string };
@@ -44,10 +50,12 @@ export class DeploymentTrafficService {
    */
   async predict(actor: Actor, at: Address, request: IncomingMessage, path: string): Promise<Buffer> {
     const target = await this.find(actor, at);
-    if (actor.kind === 'key' && actor.deploymentId && actor.deploymentId !== target.id) throw Forbidden('This key belongs to another deployment');
+    if (actor.kind === 'key' && actor.deploymentId && actor.deploymentId !== target.id)
+      throw Forbidden('This key belongs to another deployment');
     const { parameters, image } = await readPredictInput(request, this.bound, this.fetchSource);
     const form = new FormData();
-    for (const [name, value] of Object.entries(parameters)) if (name !== 'source' && value !== undefined) form.set(name, String(value));
+    for (const [name, value] of Object.entries(parameters))
+      if (name !== 'source' && value !== undefined) form.set(name, String(value));
     form.set('file', new Blob([image]), 'image');
     const encoded = new Response(form);
     const body = new Uint8Array(await encoded.arrayBuffer());
@@ -55,7 +63,14 @@ export class DeploymentTrafficService {
     const answer = await this.options.traffic.exchange(
       this.em,
       target.id,
-      { method: 'POST', route: SERVICE_ROUTES.predict, body, contentType: encoded.headers.get('content-type')!, contentLength: body.length, maxBytes: ANSWER_MAX_BYTES },
+      {
+        method: 'POST',
+        route: SERVICE_ROUTES.predict,
+        body,
+        contentType: encoded.headers.get('content-type')!,
+        contentLength: body.length,
+        maxBytes: ANSWER_MAX_BYTES,
+      },
       { via: 'proxy', path, userAgent: request.headers['user-agent'] ?? null, requestBytes: () => sent },
     );
     // Held whole (holdBytes is maxBytes): at most ANSWER_MAX_BYTES.
@@ -68,23 +83,45 @@ export class DeploymentTrafficService {
    */
   async health(actor: Actor, at: Address): Promise<z.input<typeof DeploymentHealth>> {
     const target = await this.find(actor, at);
-    const serving = target.status === 'ready' || (target.status === 'deploying' && (await revisionsIn(this.em, target.id, ['live'])).some((live) => live.serviceUrl));
+    const serving =
+      target.status === 'ready' ||
+      (target.status === 'deploying' &&
+        (await revisionsIn(this.em, target.id, ['live'])).some((live) => live.serviceUrl));
     if (!serving) {
-      return { healthy: false, latencyMs: 0, error: `The deployment is ${target.status}${target.statusMessage ? `: ${target.statusMessage}` : ''}` };
+      return {
+        healthy: false,
+        latencyMs: 0,
+        error: `The deployment is ${target.status}${target.statusMessage ? `: ${target.statusMessage}` : ''}`,
+      };
     }
     const started = performance.now();
     try {
-      const answer = await this.options.traffic.exchange(this.em, target.id, { method: 'GET', route: SERVICE_ROUTES.health, maxBytes: HEALTH_MAX_BYTES });
+      const answer = await this.options.traffic.exchange(this.em, target.id, {
+        method: 'GET',
+        route: SERVICE_ROUTES.health,
+        maxBytes: HEALTH_MAX_BYTES,
+      });
       const healthy = answer.status === 200 && jsonField(answer.body, 'healthy') === true;
       const latencyMs = Math.round(answer.latencyMs * 100) / 100;
-      return { healthy, status: answer.status, latencyMs, ...(!healthy && { error: `GET /health answered ${answer.status}${answer.status === 503 ? ': its model is still loading' : ''}` }) };
+      return {
+        healthy,
+        status: answer.status,
+        latencyMs,
+        ...(!healthy && {
+          error: `GET /health answered ${answer.status}${answer.status === 503 ? ': its model is still loading' : ''}`,
+        }),
+      };
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
       return { healthy: false, latencyMs: Math.round((performance.now() - started) * 100) / 100, error: error.message };
     }
   }
 
-  async metrics(actor: Actor, at: Address, options: z.output<typeof MetricsQuery>): Promise<z.input<typeof DeploymentMetrics>> {
+  async metrics(
+    actor: Actor,
+    at: Address,
+    options: z.output<typeof MetricsQuery>,
+  ): Promise<z.input<typeof DeploymentMetrics>> {
     const target = await this.findOwn(actor, at);
     await this.options.traffic.writeRecorded();
     return deploymentMetrics(this.em, target, options);
@@ -99,7 +136,8 @@ export class DeploymentTrafficService {
   /** Members see every deployment of their workspace; others only those of public models, as 404 otherwise. */
   private async find(actor: Actor, at: Address): Promise<DeploymentRecord> {
     const target = await findDeployment(this.em, at.owner, at.deployment);
-    if (!target || (!roleIn(actor, target.workspaceId) && !target.projectPublic)) throw NotFound(`Deployment ${at.owner}/${at.deployment} not found`);
+    if (!target || (!roleIn(actor, target.workspaceId) && !target.projectPublic))
+      throw NotFound(`Deployment ${at.owner}/${at.deployment} not found`);
     return target;
   }
 

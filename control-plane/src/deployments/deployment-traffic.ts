@@ -27,7 +27,10 @@ export class DeploymentTraffic {
   private readonly proxy: DeploymentProxy;
   private readonly recorder: RequestRecorder;
 
-  constructor(router: DeploymentRouter, options: { fork: () => EntityManager; timeoutSeconds: number; secret: string; log: Logger }) {
+  constructor(
+    router: DeploymentRouter,
+    options: { fork: () => EntityManager; timeoutSeconds: number; secret: string; log: Logger },
+  ) {
     this.router = router;
     this.pageTokens = new PageTokens(options.secret);
     this.proxy = new DeploymentProxy(options.timeoutSeconds);
@@ -39,14 +42,30 @@ export class DeploymentTraffic {
    * (its status also when it fails: 502, 503, 504) and restarts the idle clock; without (the platform's own health
    * check) it only warms.
    */
-  async exchange(em: EntityManager, deploymentId: string, call: UpstreamRequest, origin?: RequestOrigin): Promise<UpstreamAnswer & { latencyMs: number }> {
+  async exchange(
+    em: EntityManager,
+    deploymentId: string,
+    call: UpstreamRequest,
+    origin?: RequestOrigin,
+  ): Promise<UpstreamAnswer & { latencyMs: number }> {
     const at = new Date();
     const started = performance.now();
     const done = (status: number, responseBytes: number) => {
       this.router.touched(deploymentId);
       if (!origin) return;
       const latencyMs = performance.now() - started;
-      this.recorder.record({ deploymentId, at, method: call.method, path: origin.path, status, latencyMs, requestBytes: origin.requestBytes(), responseBytes, userAgent: origin.userAgent, via: origin.via });
+      this.recorder.record({
+        deploymentId,
+        at,
+        method: call.method,
+        path: origin.path,
+        status,
+        latencyMs,
+        requestBytes: origin.requestBytes(),
+        responseBytes,
+        userAgent: origin.userAgent,
+        via: origin.via,
+      });
     };
     let answer: UpstreamAnswer;
     try {

@@ -10,7 +10,13 @@ import { appendEvent } from './deployment-events.store.ts';
 import type { DeploymentRouter, Upstream } from './deployment-router.ts';
 import { changeStatus } from './deployment-lifecycle.ts';
 import { startRevision } from './deployment-rollout.ts';
-import { deploymentById, touchDeployments, updateDeployment, upstreamOf, type UpstreamRow } from './deployment.store.ts';
+import {
+  deploymentById,
+  touchDeployments,
+  updateDeployment,
+  upstreamOf,
+  type UpstreamRow,
+} from './deployment.store.ts';
 import { revisionToken } from './deployment-tokens.ts';
 import { CredentialsUnreadable } from '../integrations/credential-cipher.ts';
 import { queueOnnxExport } from '../predict/onnx-export.ts';
@@ -46,7 +52,11 @@ export class DeploymentUpstreams implements DeploymentRouter {
   private generation = 0;
   private readonly stopHearing: () => void;
 
-  constructor(fork: () => EntityManager, exportsFor: (em: EntityManager) => ExportService, options: { wakeSeconds: number; log: Logger }) {
+  constructor(
+    fork: () => EntityManager,
+    exportsFor: (em: EntityManager) => ExportService,
+    options: { wakeSeconds: number; log: Logger },
+  ) {
     this.fork = fork;
     this.exportsFor = exportsFor;
     this.wakeSeconds = options.wakeSeconds;
@@ -91,13 +101,20 @@ export class DeploymentUpstreams implements DeploymentRouter {
       if (!row) throw NotFound('Deployment not found');
       // Deploying with a live server: a replacement is rolling out and the old revision serves until it takes over.
       if ((row.status === 'ready' || row.status === 'deploying') && row.service_url) {
-        return { deploymentId, workspaceId: row.workspace_id, revisionId: row.revision_id!, url: row.service_url, token: liveToken(em, row) };
+        return {
+          deploymentId,
+          workspaceId: row.workspace_id,
+          revisionId: row.revision_id!,
+          url: row.service_url,
+          token: liveToken(em, row),
+        };
       }
       if (row.status === 'stopping' || row.status === 'stopped' || row.status === 'failed') {
         throw Unavailable(`The deployment is ${row.status}${row.status_message ? `: ${row.status_message}` : ''}`);
       }
       if (row.scaled_to_zero) await this.wake(em, deploymentId);
-      if (Date.now() >= deadline) throw Unavailable(`The deployment did not come up within ${this.wakeSeconds} s; try again shortly`);
+      if (Date.now() >= deadline)
+        throw Unavailable(`The deployment did not come up within ${this.wakeSeconds} s; try again shortly`);
       await sleep(POLL_MS);
     }
   }
@@ -117,22 +134,33 @@ export class DeploymentUpstreams implements DeploymentRouter {
     if (this.touchedIds.size === 0) return;
     const ids = [...this.touchedIds];
     this.touchedIds = new Set();
-    await touchDeployments(this.fork(), ids).catch((error) => this.log.warn({ err: error }, 'recording deployment requests failed'));
+    await touchDeployments(this.fork(), ids).catch((error) =>
+      this.log.warn({ err: error }, 'recording deployment requests failed'),
+    );
   }
 
   /** Starts a revision of the deployment's model at its size, unless another request did already. */
   private async wake(em: EntityManager, deploymentId: string): Promise<void> {
     const found = await deploymentById(em, deploymentId);
-    const model = found && (await em.findOne(Model, { id: found.modelId, deletedAt: null }, { populate: ['workspace'] }));
+    const model =
+      found && (await em.findOne(Model, { id: found.modelId, deletedAt: null }, { populate: ['workspace'] }));
     // The export first, outside the transaction (it has its own): the model's, already completed unless it was deleted.
-    const onnx = model ? await queueOnnxExport(this.exportsFor(em), model).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) : new Error('its model was deleted');
+    const onnx = model
+      ? await queueOnnxExport(this.exportsFor(em), model).catch((error: unknown) =>
+          error instanceof Error ? error : new Error(String(error)),
+        )
+      : new Error('its model was deleted');
     await em.transactional(async (tx) => {
       const deployment = await deploymentById(tx, deploymentId, true);
       if (!deployment?.scaledToZero) return;
       await updateDeployment(tx, deploymentId, { scaled_to_zero: false });
       await appendEvent(tx, deploymentId, 'INFO', 'A request woke the deployment from zero');
       if (onnx instanceof Error) {
-        await changeStatus(tx, deploymentId, 'failed', { severity: 'ERROR', statusMessage: `Waking from zero failed: ${onnx.message}`, message: `waking from zero failed: ${onnx.message}` });
+        await changeStatus(tx, deploymentId, 'failed', {
+          severity: 'ERROR',
+          statusMessage: `Waking from zero failed: ${onnx.message}`,
+          message: `waking from zero failed: ${onnx.message}`,
+        });
       } else {
         await startRevision(tx, deployment, model!, deployment, onnx);
       }
@@ -143,9 +171,14 @@ export class DeploymentUpstreams implements DeploymentRouter {
 /** The live revision's token, opened from its row; 503 when it does not open. */
 function liveToken(em: EntityManager, row: UpstreamRow): string {
   try {
-    return revisionToken(em, { workspaceId: row.workspace_id, tokenKeyId: row.token_key_id!, tokenSealed: row.token_sealed! });
+    return revisionToken(em, {
+      workspaceId: row.workspace_id,
+      tokenKeyId: row.token_key_id!,
+      tokenSealed: row.token_sealed!,
+    });
   } catch (error) {
-    if (error instanceof CredentialsUnreadable) throw Unavailable(`The deployment's server cannot be reached: ${error.message}`);
+    if (error instanceof CredentialsUnreadable)
+      throw Unavailable(`The deployment's server cannot be reached: ${error.message}`);
     throw error;
   }
 }

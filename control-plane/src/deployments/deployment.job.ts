@@ -34,7 +34,8 @@ export class DeploymentJob implements HostJobKind {
 
   async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec> {
     const revision = attempt.subjectId ? await revisionById(em, attempt.subjectId) : undefined;
-    if (!revision || revision.state === 'retired' || revision.state === 'failed') throw new JobFailure('The deployment revision was removed before it started');
+    if (!revision || revision.state === 'retired' || revision.state === 'failed')
+      throw new JobFailure('The deployment revision was removed before it started');
     const onnx = revision.exportId ? await exportById(em, revision.exportId) : undefined;
     if (!onnx?.fileKey) throw new JobFailure("The model's ONNX export was deleted before the revision started");
     const token = await tokenOf(em, revision.id);
@@ -57,7 +58,15 @@ export class DeploymentJob implements HostJobKind {
       gpus: { count: 0 },
       cpus: revision.cpu,
       memoryBytes: revision.memoryGi * 2 ** 30,
-      inputs: [{ url: await this.storage.urls.download(onnx.fileKey, { expiresInSeconds: MODEL_URL_SECONDS, filename: MODEL_FILE }), path: MODEL_FILE }],
+      inputs: [
+        {
+          url: await this.storage.urls.download(onnx.fileKey, {
+            expiresInSeconds: MODEL_URL_SECONDS,
+            filename: MODEL_FILE,
+          }),
+          path: MODEL_FILE,
+        },
+      ],
       service: { port: SERVICE_PORT, healthPath: SERVICE_ROUTES.health, startSeconds: START_SECONDS },
     };
   }

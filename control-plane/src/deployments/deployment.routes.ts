@@ -80,7 +80,8 @@ export const updateDeployment = defineRoute({
   method: 'PATCH',
   path: '/api/deployments/:owner/:deployment',
   tag: 'Deployments',
-  summary: 'Rename, set metadata, stop, start, replace, resize or set the camera (editor or above; one change per call)',
+  summary:
+    'Rename, set metadata, stop, start, replace, resize or set the camera (editor or above; one change per call)',
   description:
     'Bodies: {name}: renames; the URL name becomes a slug of it (answered as deployment; 409 when taken), the old path is 404, serviceUrl is ' +
     'unchanged. {metadata}: replaces it ({} clears). {action: "stop"}: its servers stop; 200 stopped, or 202 stopping while a host stops one. ' +
@@ -100,7 +101,11 @@ export const updateDeployment = defineRoute({
     status: 200,
     description: 'Done (ready or stopped)',
     schema: DeploymentUpdated,
-    alternate: { status: 202, description: 'Rolling out (deploying or stopping), or a camera change applying', when: (result) => (result as UpdateOutcome).accepted },
+    alternate: {
+      status: 202,
+      description: 'Rolling out (deploying or stopping), or a camera change applying',
+      when: (result) => (result as UpdateOutcome).accepted,
+    },
   },
   errors: [403, 404, 409, 503],
   handler: (ctx, { params, body }) => ctx.state.services.deployments.update(ctx.state.actor, params, body),
@@ -111,7 +116,8 @@ export const deleteDeployment = defineRoute({
   path: '/api/deployments/:owner/:deployment',
   tag: 'Deployments',
   summary: 'Delete a deployment for good (editor or above)',
-  description: 'Its servers are stopped, its record, log and request history deleted and its own key revoked; its name is free again.',
+  description:
+    'Its servers are stopped, its record, log and request history deleted and its own key revoked; its name is free again.',
   auth: 'key',
   limit: 'default',
   request: { params: DeploymentPath },

@@ -10,9 +10,21 @@ export const DEPLOYMENT_STATUSES = ['creating', 'deploying', 'ready', 'stopping'
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
 
 const Status = z.enum(DEPLOYMENT_STATUSES, { error: `must be one of ${DEPLOYMENT_STATUSES.join(', ')}` });
-export const DeploymentRegion = z.enum(DEPLOYMENT_REGIONS, { error: 'must be one of the 42 deployment regions (us-central1, europe-west4, asia-east1, …)' });
-const Cpu = z.union(CPU_SIZES.map((size) => z.literal(size)), { error: `must be one of ${CPU_SIZES.join(', ')}` }).meta({ description: 'vCPU cores' });
-const MemoryGi = z.union(MEMORY_SIZES_GI.map((size) => z.literal(size)), { error: `must be one of ${MEMORY_SIZES_GI.join(', ')}` }).meta({ description: 'Memory in GiB' });
+export const DeploymentRegion = z.enum(DEPLOYMENT_REGIONS, {
+  error: 'must be one of the 42 deployment regions (us-central1, europe-west4, asia-east1, …)',
+});
+const Cpu = z
+  .union(
+    CPU_SIZES.map((size) => z.literal(size)),
+    { error: `must be one of ${CPU_SIZES.join(', ')}` },
+  )
+  .meta({ description: 'vCPU cores' });
+const MemoryGi = z
+  .union(
+    MEMORY_SIZES_GI.map((size) => z.literal(size)),
+    { error: `must be one of ${MEMORY_SIZES_GI.join(', ')}` },
+  )
+  .meta({ description: 'Memory in GiB' });
 const Name = z.string().trim().min(1).max(128);
 const CameraUrl = z
   .string()
@@ -29,7 +41,10 @@ export const DeploymentListQuery = limitQuery(20, 100).extend({
     .regex(/^[a-z0-9]+(-[a-z0-9]+)*\/[a-z0-9]+(-[a-z0-9]+)*$/, 'must be {project}/{model}')
     .max(257)
     .optional()
-    .meta({ description: 'Project and model URL names separated by a slash; required without a key of the workspace (a public model)' }),
+    .meta({
+      description:
+        'Project and model URL names separated by a slash; required without a key of the workspace (a public model)',
+    }),
 });
 
 export const DeploymentCreate = z.strictObject({
@@ -48,7 +63,12 @@ export const DeploymentCreated = z.object({
   status: z.literal('creating'),
   message: z.string(),
   region: z.string().meta({ description: 'The deployment region' }),
-  apiKey: z.string().meta({ description: 'The deployment’s own key (apiKeyId), shown this once: it reaches this deployment’s predict and service URL only' }),
+  apiKey: z
+    .string()
+    .meta({
+      description:
+        'The deployment’s own key (apiKeyId), shown this once: it reaches this deployment’s predict and service URL only',
+    }),
 });
 
 const Resources = z.object({
@@ -69,16 +89,21 @@ export const DeploymentListItem = z.object({
   status: Status,
   statusMessage: z.string().optional(),
   region: z.string().meta({ description: 'The deployment region' }),
-  serviceUrl: z.string().optional().meta({
-    description:
-      'The deployment’s own URL: `<appliance>/svc/<id>`, kept across renames and replaces. It answers POST `/predict` (as the platform’s ' +
-      'predict), GET `/health`, and GET `/camera`: the camera’s state (`off`, `connecting`, `streaming`, `failed` with `error`), frames ' +
-      'read and predicted, the newest frame’s `latest.results` and its detections per class (`counts`). Keys: the workspace’s or the deployment’s own.',
-  }),
+  serviceUrl: z
+    .string()
+    .optional()
+    .meta({
+      description:
+        'The deployment’s own URL: `<appliance>/svc/<id>`, kept across renames and replaces. It answers POST `/predict` (as the platform’s ' +
+        'predict), GET `/health`, and GET `/camera`: the camera’s state (`off`, `connecting`, `streaming`, `failed` with `error`), frames ' +
+        'read and predicted, the newest frame’s `latest.results` and its detections per class (`counts`). Keys: the workspace’s or the deployment’s own.',
+    }),
   resources: Resources.meta({ description: 'The size the live revision runs with' }),
   metered: z.boolean().optional().meta({ description: 'Every size but the default (1 CPU, 2 GiB) is metered' }),
   deployedAt: Timestamp.optional().meta({ description: 'When the live revision took traffic' }),
-  apiKeyId: ObjectId.optional().meta({ description: 'Owner only: the deployment’s own key, which reaches this deployment’s predict and service URL only' }),
+  apiKeyId: ObjectId.optional().meta({
+    description: 'Owner only: the deployment’s own key, which reaches this deployment’s predict and service URL only',
+  }),
   camera: z.string().optional().meta({ description: 'Owner only: the RTSP/RTSPS camera the server reads' }),
   cameraApplying: z.boolean().optional().meta({ description: 'Owner only: a camera change is being applied' }),
   createdAt: Timestamp,
@@ -86,7 +111,11 @@ export const DeploymentListItem = z.object({
 });
 export const DeploymentView = DeploymentListItem.extend({ metadata: z.record(z.string(), z.unknown()) });
 
-export const DeploymentList = z.object({ deployments: z.array(DeploymentListItem), total: z.number().int(), region: Region });
+export const DeploymentList = z.object({
+  deployments: z.array(DeploymentListItem),
+  total: z.number().int(),
+  region: Region,
+});
 export const DeploymentRead = z.object({ deployment: DeploymentView, region: Region });
 
 const Rename = z.strictObject({ name: Name.meta({ description: 'Rename: the URL name becomes a slug of it' }) });
@@ -96,7 +125,9 @@ const Start = z.strictObject({ action: z.literal('start') });
 const Replace = z
   .strictObject({
     action: z.literal('replace'),
-    project: Slug.optional().meta({ description: 'The new model’s project; default: the project of the model deployed now' }),
+    project: Slug.optional().meta({
+      description: 'The new model’s project; default: the project of the model deployed now',
+    }),
     model: Slug.meta({ description: 'The new model (completed, with weights)' }),
     cpu: Cpu.optional(),
     memoryGi: MemoryGi.optional(),
@@ -120,7 +151,8 @@ const Camera = z
 
 export const DeploymentUpdate = z
   .union([Rename, SetMetadata, Stop, Start, Replace, Resize, Camera], {
-    error: 'send one of: {name}, {metadata}, {action: "stop"}, {action: "start"}, {action: "replace", model, project?, cpu?, memoryGi?}, ' +
+    error:
+      'send one of: {name}, {metadata}, {action: "stop"}, {action: "start"}, {action: "replace", model, project?, cpu?, memoryGi?}, ' +
       '{action: "resize", cpu?, memoryGi?}, {action: "camera", url}',
   })
   .meta({ description: 'One change per call (see the description)' });

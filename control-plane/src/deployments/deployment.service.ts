@@ -28,7 +28,15 @@ import type {
   DeploymentUpdated,
   DeploymentView,
 } from './deployment.schemas.ts';
-import { deploymentById, findDeployment, insertDeployment, listDeployments, slugTaken, updateDeployment, type DeploymentRecord } from './deployment.store.ts';
+import {
+  deploymentById,
+  findDeployment,
+  insertDeployment,
+  listDeployments,
+  slugTaken,
+  updateDeployment,
+  type DeploymentRecord,
+} from './deployment.store.ts';
 import { hasActiveJobs } from './deployment-revision.store.ts';
 import { isDefaultSize, type DeploymentSize } from './deployment-sizes.ts';
 
@@ -58,7 +66,11 @@ export class DeploymentService {
     this.options = options;
   }
 
-  async list(actor: Actor, owner: string, filter: z.output<typeof DeploymentListQuery>): Promise<z.input<typeof DeploymentList>> {
+  async list(
+    actor: Actor,
+    owner: string,
+    filter: z.output<typeof DeploymentListQuery>,
+  ): Promise<z.input<typeof DeploymentList>> {
     const [workspace] = await query<{ id: string }>(this.em, 'select id from workspaces where handle = ?', [owner]);
     if (!workspace) throw NotFound(`Workspace ${owner} not found`);
     let modelId: string | undefined;
@@ -66,9 +78,16 @@ export class DeploymentService {
       const [project, slug] = filter.model.split('/') as [string, string];
       modelId = (await findModel(this.em, actor, owner, project, slug, 'view')).model.id;
     } else if (!roleIn(requireKey(actor), workspace.id)) {
-      throw Forbidden(`Listing the deployments of "${owner}" needs a key of that workspace; others filter by one public model (model={project}/{model})`);
+      throw Forbidden(
+        `Listing the deployments of "${owner}" needs a key of that workspace; others filter by one public model (model={project}/{model})`,
+      );
     }
-    const { rows, total } = await listDeployments(this.em, { workspaceId: workspace.id, status: filter.status, modelId, limit: filter.limit });
+    const { rows, total } = await listDeployments(this.em, {
+      workspaceId: workspace.id,
+      status: filter.status,
+      modelId,
+      limit: filter.limit,
+    });
     return { deployments: rows.map((row) => this.view(actor, row)), total, region: this.options.region };
   }
 
@@ -77,17 +96,34 @@ export class DeploymentService {
     return { deployment: { ...this.view(actor, record), metadata: record.metadata }, region: this.options.region };
   }
 
-  async create(actor: Actor, owner: string, body: z.output<typeof DeploymentCreate>): Promise<z.input<typeof DeploymentCreated>> {
+  async create(
+    actor: Actor,
+    owner: string,
+    body: z.output<typeof DeploymentCreate>,
+  ): Promise<z.input<typeof DeploymentCreated>> {
     const key = requireEditorOfOwn(actor, owner, 'deploy in that workspace');
     const { model } = await findModel(this.em, actor, owner, body.project, body.model, 'view');
     requireServable(model);
-    if (await slugTaken(this.em, key.workspaceId, body.deployment)) throw Conflict(`A deployment named "${body.deployment}" already exists in this workspace`);
+    if (await slugTaken(this.em, key.workspaceId, body.deployment))
+      throw Conflict(`A deployment named "${body.deployment}" already exists in this workspace`);
     await this.requireHost(key.workspaceId, body.region);
     const onnx = await queueOnnxExport(this.options.exports, model);
     const size = { cpu: body.cpu, memoryGi: body.memoryGi };
     const created = await this.em.transactional(async (tx) => {
-      const id = await insertDeployment(tx, { workspaceId: key.workspaceId, modelId: model.id, slug: body.deployment, name: body.name, region: body.region, ...size });
-      const minted = await mintDeploymentKey(tx, { workspaceId: key.workspaceId, userId: key.userId, deploymentId: id, slug: body.deployment });
+      const id = await insertDeployment(tx, {
+        workspaceId: key.workspaceId,
+        modelId: model.id,
+        slug: body.deployment,
+        name: body.name,
+        region: body.region,
+        ...size,
+      });
+      const minted = await mintDeploymentKey(tx, {
+        workspaceId: key.workspaceId,
+        userId: key.userId,
+        deploymentId: id,
+        slug: body.deployment,
+      });
       await updateDeployment(tx, id, { api_key_id: minted.id });
       await changeStatus(tx, id, 'creating', { message: `deploying ${body.project}/${body.model} in ${body.region}` });
       await startRevision(tx, { id, workspaceId: key.workspaceId, region: body.region }, model, size, onnx);
@@ -135,7 +171,8 @@ export class DeploymentService {
   /** Members see every deployment of their workspace; others only those of public models, as 404 otherwise. */
   private async find(actor: Actor, at: Address): Promise<DeploymentRecord> {
     const record = await findDeployment(this.em, at.owner, at.deployment);
-    if (!record || (!roleIn(actor, record.workspaceId) && !record.projectPublic)) throw NotFound(`Deployment ${at.owner}/${at.deployment} not found`);
+    if (!record || (!roleIn(actor, record.workspaceId) && !record.projectPublic))
+      throw NotFound(`Deployment ${at.owner}/${at.deployment} not found`);
     return record;
   }
 
@@ -169,7 +206,8 @@ export class DeploymentService {
   private async rename(record: DeploymentRecord, name: string): Promise<UpdateOutcome> {
     const slug = slugify(name);
     if (!slug) throw Invalid('name: must contain a letter or digit (the URL name is made of them)');
-    if (slug !== record.slug && (await slugTaken(this.em, record.workspaceId, slug))) throw Conflict(`A deployment named "${slug}" already exists in this workspace`);
+    if (slug !== record.slug && (await slugTaken(this.em, record.workspaceId, slug)))
+      throw Conflict(`A deployment named "${slug}" already exists in this workspace`);
     await updateDeployment(this.em, record.id, { name, slug });
     return { ...done(record.status, `Renamed; its URL name is now ${slug}`), deployment: slug };
   }
@@ -181,27 +219,51 @@ export class DeploymentService {
       await changeStatus(tx, record.id, 'stopping', { message: 'stop requested' });
       await retireAll(tx, this.options.lifecycle, record.id);
       const current = (await deploymentById(tx, record.id))!;
-      if (current.status === 'stopping' && !(await hasActiveJobs(tx, record.id))) await changeStatus(tx, record.id, 'stopped', { message: 'every server stopped' });
+      if (current.status === 'stopping' && !(await hasActiveJobs(tx, record.id)))
+        await changeStatus(tx, record.id, 'stopped', { message: 'every server stopped' });
       const stopped = (await deploymentById(tx, record.id))!.status === 'stopped';
-      return stopped ? done('stopped', 'Stopped') : accepted('stopping', 'Stopping; poll the deployment until its status is stopped');
+      return stopped
+        ? done('stopped', 'Stopped')
+        : accepted('stopping', 'Stopping; poll the deployment until its status is stopped');
     });
   }
 
   private async start(record: DeploymentRecord): Promise<UpdateOutcome> {
     if (record.status === 'ready') return done('ready', 'The deployment is already running');
-    if (record.status !== 'stopped' && record.status !== 'failed') throw Conflict(`The deployment is ${record.status}; start it once it is stopped`);
-    return this.rollOut(record, await this.modelOf(record.modelId), record, { desired: 'running', scaled_to_zero: false }, 'start requested');
+    if (record.status !== 'stopped' && record.status !== 'failed')
+      throw Conflict(`The deployment is ${record.status}; start it once it is stopped`);
+    return this.rollOut(
+      record,
+      await this.modelOf(record.modelId),
+      record,
+      { desired: 'running', scaled_to_zero: false },
+      'start requested',
+    );
   }
 
   private async replace(actor: Actor, record: DeploymentRecord, body: Replace): Promise<UpdateOutcome> {
-    const { model } = await findModel(this.em, actor, record.owner, body.project ?? record.projectSlug, body.model, 'view');
+    const { model } = await findModel(
+      this.em,
+      actor,
+      record.owner,
+      body.project ?? record.projectSlug,
+      body.model,
+      'view',
+    );
     const size = { cpu: body.cpu ?? record.cpu, memoryGi: body.memoryGi ?? record.memoryGi };
     return this.rollOut(record, model, size, cameraAfterResize(size), `replacing the model with ${model.slug}`);
   }
 
   private async resize(record: DeploymentRecord, size: DeploymentSize): Promise<UpdateOutcome> {
-    if (size.cpu === record.cpu && size.memoryGi === record.memoryGi) return done(record.status, 'The deployment already has this size');
-    return this.rollOut(record, await this.modelOf(record.modelId), size, cameraAfterResize(size), `resizing to ${size.cpu} CPU, ${size.memoryGi} GiB`);
+    if (size.cpu === record.cpu && size.memoryGi === record.memoryGi)
+      return done(record.status, 'The deployment already has this size');
+    return this.rollOut(
+      record,
+      await this.modelOf(record.modelId),
+      size,
+      cameraAfterResize(size),
+      `resizing to ${size.cpu} CPU, ${size.memoryGi} GiB`,
+    );
   }
 
   /**
@@ -216,7 +278,8 @@ export class DeploymentService {
     changes: Parameters<typeof updateDeployment>[2],
     why: string,
   ): Promise<UpdateOutcome> {
-    if (record.status !== 'ready' && !('desired' in changes)) throw Conflict(`The deployment is ${record.status}; a rollout needs it ready`);
+    if (record.status !== 'ready' && !('desired' in changes))
+      throw Conflict(`The deployment is ${record.status}; a rollout needs it ready`);
     requireServable(model);
     await this.requireHost(record.workspaceId, record.region);
     const onnx = await queueOnnxExport(this.options.exports, model);
@@ -226,20 +289,46 @@ export class DeploymentService {
       const current = await deploymentById(tx, record.id, true);
       if (!current) throw NotFound(`Deployment ${record.owner}/${record.slug} not found`);
       await updateDeployment(tx, record.id, changes);
-      if (!(await changeStatus(tx, record.id, 'deploying', { message: why }, starting ? ['stopped', 'failed'] : ['ready']))) {
-        throw Conflict(`The deployment is ${current.status}; ${starting ? 'start it once it is stopped' : 'a rollout needs it ready'}`);
+      if (
+        !(await changeStatus(
+          tx,
+          record.id,
+          'deploying',
+          { message: why },
+          starting ? ['stopped', 'failed'] : ['ready'],
+        ))
+      ) {
+        throw Conflict(
+          `The deployment is ${current.status}; ${starting ? 'start it once it is stopped' : 'a rollout needs it ready'}`,
+        );
       }
       await startRevision(tx, record, model, size, onnx);
     });
-    return accepted('deploying', `${why[0]!.toUpperCase()}${why.slice(1)}; poll the deployment until its status is ready`);
+    return accepted(
+      'deploying',
+      `${why[0]!.toUpperCase()}${why.slice(1)}; poll the deployment until its status is ready`,
+    );
   }
 
   private async camera(record: DeploymentRecord, url: string | null, fps: number): Promise<UpdateOutcome> {
-    if (isDefaultSize(record)) throw Forbidden('A camera needs a deployment with custom resources (not the default 1 CPU, 2 GiB); resize it first');
+    if (isDefaultSize(record))
+      throw Forbidden(
+        'A camera needs a deployment with custom resources (not the default 1 CPU, 2 GiB); resize it first',
+      );
     if (record.status !== 'ready') throw Conflict(`The deployment is ${record.status}; a camera needs it ready`);
     await updateDeployment(this.em, record.id, { camera_url: url, camera_fps: fps, camera_applying: true });
-    applyCamera(this.em.fork() as EntityManager, record.id, { url, fps }, { url: record.cameraUrl, fps: record.cameraFps });
-    return accepted('ready', url ? 'Applying the camera; poll until cameraApplying is false' : 'Removing the camera; poll until cameraApplying is false');
+    applyCamera(
+      this.em.fork() as EntityManager,
+      record.id,
+      { url, fps },
+      { url: record.cameraUrl, fps: record.cameraFps },
+    );
+    return accepted(
+      'ready',
+      url
+        ? 'Applying the camera; poll until cameraApplying is false'
+        : 'Removing the camera; poll until cameraApplying is false',
+    );
   }
 
   private async modelOf(modelId: string): Promise<Model> {
@@ -250,8 +339,16 @@ export class DeploymentService {
 
   /** 503 naming the region when no live host the workspace may use runs inference there. */
   private async requireHost(workspaceId: string, region: string): Promise<void> {
-    const offered = await someHostOffers(this.em, workspaceId, { gpuType: 'cpu', service: 'inference', region }, this.options.graceSeconds);
-    if (!offered) throw Unavailable(`No connected worker host runs inference servers in region ${region} (hosts of no region serve every region)`);
+    const offered = await someHostOffers(
+      this.em,
+      workspaceId,
+      { gpuType: 'cpu', service: 'inference', region },
+      this.options.graceSeconds,
+    );
+    if (!offered)
+      throw Unavailable(
+        `No connected worker host runs inference servers in region ${region} (hosts of no region serve every region)`,
+      );
   }
 }
 
@@ -264,10 +361,12 @@ function accepted(status: DeploymentRecord['status'], message: string): UpdateOu
 }
 
 /** Resizing to the default size removes the camera (a camera needs custom resources). */
-const cameraAfterResize = (size: DeploymentSize) => (isDefaultSize(size) ? { camera_url: null, camera_applying: false } : {});
+const cameraAfterResize = (size: DeploymentSize) =>
+  isDefaultSize(size) ? { camera_url: null, camera_applying: false } : {};
 
 /** A model serves once it has weights and is not training (its weights would change under the deployment). */
 function requireServable(model: Model): void {
   if (!model.fileKey) throw Invalid(`Model ${model.slug} has no weights yet`);
-  if (model.status === 'training') throw Conflict(`Model ${model.slug} is training; deploy it once training has finished`);
+  if (model.status === 'training')
+    throw Conflict(`Model ${model.slug} is training; deploy it once training has finished`);
 }

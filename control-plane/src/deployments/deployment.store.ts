@@ -58,17 +58,34 @@ export async function insertDeployment(em: EntityManager, created: NewDeployment
   await query(
     em,
     `insert into deployments (id, workspace_id, model_id, slug, name, region, cpu, memory_gi) values (?, ?, ?, ?, ?, ?, ?, ?)`,
-    [id, created.workspaceId, created.modelId, created.slug, created.name, created.region, created.cpu, created.memoryGi],
+    [
+      id,
+      created.workspaceId,
+      created.modelId,
+      created.slug,
+      created.name,
+      created.region,
+      created.cpu,
+      created.memoryGi,
+    ],
   );
   return id;
 }
 
-export async function findDeployment(em: EntityManager, owner: string, slug: string): Promise<DeploymentRecord | undefined> {
+export async function findDeployment(
+  em: EntityManager,
+  owner: string,
+  slug: string,
+): Promise<DeploymentRecord | undefined> {
   const [row] = await query<DeploymentRecord>(em, `${SELECT} where w.handle = ? and d.slug = ?`, [owner, slug]);
   return row;
 }
 
-export async function deploymentById(em: EntityManager, id: string, lock = false): Promise<DeploymentRecord | undefined> {
+export async function deploymentById(
+  em: EntityManager,
+  id: string,
+  lock = false,
+): Promise<DeploymentRecord | undefined> {
   const [row] = await query<DeploymentRecord>(em, `${SELECT} where d.id = ?${lock ? ' for update of d' : ''}`, [id]);
   return row;
 }
@@ -80,11 +97,27 @@ export interface DeploymentFilter {
   limit: number;
 }
 
-export async function listDeployments(em: EntityManager, filter: DeploymentFilter): Promise<{ rows: DeploymentRecord[]; total: number }> {
+export async function listDeployments(
+  em: EntityManager,
+  filter: DeploymentFilter,
+): Promise<{ rows: DeploymentRecord[]; total: number }> {
   const where = `where d.workspace_id = ? and (?::varchar is null or d.status = ?) and (?::varchar is null or d.model_id = ?)`;
-  const params = [filter.workspaceId, filter.status ?? null, filter.status ?? null, filter.modelId ?? null, filter.modelId ?? null];
-  const rows = await query<DeploymentRecord>(em, `${SELECT} ${where} order by d.created_at desc, d.id desc limit ?`, [...params, filter.limit]);
-  const [count] = await query<{ total: number }>(em, `select count(*)::int as total from deployments d ${where}`, params);
+  const params = [
+    filter.workspaceId,
+    filter.status ?? null,
+    filter.status ?? null,
+    filter.modelId ?? null,
+    filter.modelId ?? null,
+  ];
+  const rows = await query<DeploymentRecord>(em, `${SELECT} ${where} order by d.created_at desc, d.id desc limit ?`, [
+    ...params,
+    filter.limit,
+  ]);
+  const [count] = await query<{ total: number }>(
+    em,
+    `select count(*)::int as total from deployments d ${where}`,
+    params,
+  );
   return { rows, total: count.total };
 }
 
@@ -94,11 +127,18 @@ export async function slugTaken(em: EntityManager, workspaceId: string, slug: st
 }
 
 /** Any of the deployment's columns by name but its status (the rollout's and the service's writes); bumps updated_at. */
-export async function updateDeployment(em: EntityManager, id: string, changes: Partial<DeploymentColumns>): Promise<void> {
+export async function updateDeployment(
+  em: EntityManager,
+  id: string,
+  changes: Partial<DeploymentColumns>,
+): Promise<void> {
   const entries = Object.entries(changes);
   if (entries.length === 0) return;
   const sets = entries.map(([column]) => `${column} = ?${column === 'metadata' ? '::jsonb' : ''}`).join(', ');
-  await query(em, `update deployments set ${sets}, updated_at = now() where id = ?`, [...entries.map(([column, value]) => (column === 'metadata' ? JSON.stringify(value) : value)), id]);
+  await query(em, `update deployments set ${sets}, updated_at = now() where id = ?`, [
+    ...entries.map(([column, value]) => (column === 'metadata' ? JSON.stringify(value) : value)),
+    id,
+  ]);
   if ('scaled_to_zero' in changes) await announceDeploymentChange(em);
 }
 
@@ -174,5 +214,6 @@ export async function upstreamOf(em: EntityManager, deploymentId: string): Promi
 }
 
 export async function touchDeployments(em: EntityManager, ids: string[]): Promise<void> {
-  if (ids.length > 0) await query(em, 'update deployments set last_request_at = now() where id = any(?::text[])', [pgArray(ids)]);
+  if (ids.length > 0)
+    await query(em, 'update deployments set last_request_at = now() where id = any(?::text[])', [pgArray(ids)]);
 }

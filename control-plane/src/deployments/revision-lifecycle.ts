@@ -33,7 +33,12 @@ export function revisionStatesBefore(to: RevisionState): RevisionState[] {
  * live: it takes traffic now; retired or failed: it is done (failed with the reason). False: refused (the revision is
  * gone or its state allows no such move), nothing changed.
  */
-export async function changeRevisionState(em: EntityManager, id: string, state: RevisionState, error: string | null = null): Promise<boolean> {
+export async function changeRevisionState(
+  em: EntityManager,
+  id: string,
+  state: RevisionState,
+  error: string | null = null,
+): Promise<boolean> {
   const [moved] = await query<{ id: string }>(
     em,
     `update deployment_revisions set state = ?, error = coalesce(?, error),

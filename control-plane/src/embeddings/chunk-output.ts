@@ -21,7 +21,9 @@ const Result = z.strictObject({
   device: z.enum(['cpu', 'cuda']),
   deviceNote: z.string().max(MAX_REASON).optional(),
   dims: z.int().min(0).max(MAX_EMBED_DIMS),
-  images: z.array(z.strictObject({ stage: z.enum(['download', 'decode']), reason: z.string().max(MAX_REASON) }).nullable()),
+  images: z.array(
+    z.strictObject({ stage: z.enum(['download', 'decode']), reason: z.string().max(MAX_REASON) }).nullable(),
+  ),
 });
 
 export interface ChunkOutcome {
@@ -33,7 +35,13 @@ export interface ChunkOutcome {
 }
 
 /** The chunk's outcome for its `images` images; `dims`: the length the model's vectors already have, when known. */
-export async function readChunkOutput(em: EntityManager, storage: Storage, jobId: string, images: number, dims: number | null): Promise<ChunkOutcome> {
+export async function readChunkOutput(
+  em: EntityManager,
+  storage: Storage,
+  jobId: string,
+  images: number,
+  dims: number | null,
+): Promise<ChunkOutcome> {
   const outputs = await jobOutputs(em, jobId);
   const named = (name: string) => {
     const output = outputs.find((candidate) => candidate.name === name);
@@ -43,19 +51,27 @@ export async function readChunkOutput(em: EntityManager, storage: Storage, jobId
   const resultFile = named(CHUNK_OUTPUTS.result);
   let parsed: z.infer<typeof Result>;
   try {
-    parsed = Result.parse(JSON.parse((await readCapped(storage, resultFile, 4096 + images * (MAX_REASON + 100))).toString('utf8')));
+    parsed = Result.parse(
+      JSON.parse((await readCapped(storage, resultFile, 4096 + images * (MAX_REASON + 100))).toString('utf8')),
+    );
   } catch (error) {
     if (error instanceof ChunkOutputInvalid) throw error;
-    throw new ChunkOutputInvalid(`its ${CHUNK_OUTPUTS.result} is not a valid result: ${(error as Error).message.split('\n')[0].slice(0, 300)}`);
+    throw new ChunkOutputInvalid(
+      `its ${CHUNK_OUTPUTS.result} is not a valid result: ${(error as Error).message.split('\n')[0].slice(0, 300)}`,
+    );
   }
-  if (parsed.images.length !== images) throw new ChunkOutputInvalid(`its result covers ${parsed.images.length} images, not the chunk's ${images}`);
+  if (parsed.images.length !== images)
+    throw new ChunkOutputInvalid(`its result covers ${parsed.images.length} images, not the chunk's ${images}`);
   const embedded = parsed.images.filter((image) => image === null).length;
   if (embedded > 0 && (parsed.dims === 0 || (dims !== null && parsed.dims !== dims))) {
     throw new ChunkOutputInvalid(`its vectors have ${parsed.dims} values, not the model's ${dims ?? 'at least 1'}`);
   }
   const vectorsFile = named(CHUNK_OUTPUTS.vectors);
   const expected = embedded * parsed.dims * 4;
-  if (vectorsFile.size !== expected) throw new ChunkOutputInvalid(`its vectors are ${vectorsFile.size} bytes, not ${embedded} images x ${parsed.dims} values x 4`);
+  if (vectorsFile.size !== expected)
+    throw new ChunkOutputInvalid(
+      `its vectors are ${vectorsFile.size} bytes, not ${embedded} images x ${parsed.dims} values x 4`,
+    );
   const bytes = await readCapped(storage, vectorsFile, expected);
   const values = new Float32Array(new Uint8Array(bytes).buffer);
   let next = 0;
@@ -65,10 +81,16 @@ export async function readChunkOutput(em: EntityManager, storage: Storage, jobId
     next++;
     let squares = 0;
     for (const value of vector) squares += value * value;
-    if (!Number.isFinite(squares) || Math.abs(Math.sqrt(squares) - 1) > UNIT_TOLERANCE) throw new ChunkOutputInvalid('its vectors are not of unit length');
+    if (!Number.isFinite(squares) || Math.abs(Math.sqrt(squares) - 1) > UNIT_TOLERANCE)
+      throw new ChunkOutputInvalid('its vectors are not of unit length');
     return vector;
   });
-  return { device: parsed.device, ...(parsed.deviceNote && { deviceNote: parsed.deviceNote }), dims: parsed.dims, embeddings };
+  return {
+    device: parsed.device,
+    ...(parsed.deviceNote && { deviceNote: parsed.deviceNote }),
+    dims: parsed.dims,
+    embeddings,
+  };
 }
 
 /** Removes the chunk's outputs once read (or not needed): the objects, their records, their storage accounting. */
@@ -82,7 +104,8 @@ export async function removeChunkOutputs(em: EntityManager, storage: Storage, jo
 
 /** The object's bytes, refused past `max` whatever its record or the store says. */
 async function readCapped(storage: Storage, output: JobOutput, max: number): Promise<Buffer> {
-  if (output.size > max) throw new ChunkOutputInvalid(`its ${output.name} is ${output.size} bytes, over the ${max} expected`);
+  if (output.size > max)
+    throw new ChunkOutputInvalid(`its ${output.name} is ${output.size} bytes, over the ${max} expected`);
   const read = await storage.store.get(output.storageKey);
   if (!read) throw new ChunkOutputInvalid(`its ${output.name} is gone from storage`);
   const chunks: Buffer[] = [];

@@ -1,6 +1,12 @@
 import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { EMBED_COMMAND, EMBED_ENV, EMBED_FILES, INFERENCE_SERVER, type EmbedManifest } from '@vp/inference-server/contract';
+import {
+  EMBED_COMMAND,
+  EMBED_ENV,
+  EMBED_FILES,
+  INFERENCE_SERVER,
+  type EmbedManifest,
+} from '@vp/inference-server/contract';
 import type { JobSpec } from '@vp/protocol';
 import { query } from '../db/sql.ts';
 import { imageFileUrl } from '../images/image-bytes.ts';
@@ -36,7 +42,8 @@ export interface ChunkPayload {
 /** Where worker hosts download the embedder from: one object per file content. */
 export const embedderKey = (sha256: string) => `embedders/${sha256}.onnx`;
 /** The manifests of a chunk's attempts, removed when it ends. */
-const manifestPrefix = (attempt: { workspaceId: string; id: string }) => `ws/${attempt.workspaceId}/jobs/${attempt.id}/inputs/`;
+const manifestPrefix = (attempt: { workspaceId: string; id: string }) =>
+  `ws/${attempt.workspaceId}/jobs/${attempt.id}/inputs/`;
 
 /**
  * A chunk of a dataset analysis on a worker host: the inference server's embed command (the inference environment
@@ -56,15 +63,35 @@ export class EmbeddingChunkJob implements HostJobKind {
     const analysis = await isRunningAttempt(em, payload.analysisJobId, payload.analysisAttempt);
     if (!analysis) throw new JobFailure('Its dataset analysis is no longer running');
     // Placement knows no environments: a host that cannot run the inference server fails the chunk here, not in a pull.
-    const [host] = await query(em, `select 1 from hosts where id = ? and 'inference' = any(services)`, [attempt.hostId]);
+    const [host] = await query(em, `select 1 from hosts where id = ? and 'inference' = any(services)`, [
+      attempt.hostId,
+    ]);
     if (!host) throw new JobFailure(`Its host ${attempt.hostId} does not run the inference environment`);
     // Signed per attempt, so a chunk that waited long or moved to another host gets fresh URLs.
-    const url = (key: string, filename?: string) => this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });
-    const imageUrlOf = (image: TargetImage) => imageFileUrl(this.storage.urls, { id: image.id, workspaceId: image.workspace_id, hash: image.hash, ext: image.ext, referenceKey: image.reference_key }, { expiresInSeconds: URL_SECONDS });
-    const manifest: EmbedManifest = { images: await Promise.all(payload.images.map(async (image) => ({ url: await imageUrlOf(image) }))) };
+    const url = (key: string, filename?: string) =>
+      this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });
+    const imageUrlOf = (image: TargetImage) =>
+      imageFileUrl(
+        this.storage.urls,
+        {
+          id: image.id,
+          workspaceId: image.workspace_id,
+          hash: image.hash,
+          ext: image.ext,
+          referenceKey: image.reference_key,
+        },
+        { expiresInSeconds: URL_SECONDS },
+      );
+    const manifest: EmbedManifest = {
+      images: await Promise.all(payload.images.map(async (image) => ({ url: await imageUrlOf(image) }))),
+    };
     const body = Buffer.from(JSON.stringify(manifest));
     const manifestKey = `${manifestPrefix(attempt)}${attempt.attempt}/${MANIFEST_FILE}`;
-    await this.storage.store.put(manifestKey, Readable.from([body]), { contentType: 'application/json', expectedBytes: body.length, createOnly: false });
+    await this.storage.store.put(manifestKey, Readable.from([body]), {
+      contentType: 'application/json',
+      expectedBytes: body.length,
+      createOnly: false,
+    });
     const onGpu = attempt.gpuIndexes.length > 0;
     return {
       environment: 'inference',

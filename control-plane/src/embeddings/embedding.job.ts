@@ -4,7 +4,14 @@ import { Dataset } from '../datasets/dataset.entity.ts';
 import { openImageBytes } from '../images/image-bytes.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import type { Storage } from '../storage/storage.ts';
-import { countStaleImages, saveEmbeddings, staleImages, type AnalysisProgress, type NewEmbedding, type TargetImage } from './embeddings.store.ts';
+import {
+  countStaleImages,
+  saveEmbeddings,
+  staleImages,
+  type AnalysisProgress,
+  type NewEmbedding,
+  type TargetImage,
+} from './embeddings.store.ts';
 import type { ChunkOutcome } from './chunk-output.ts';
 import { HostPathFailed, type HostEmbedding } from './host-embedding.ts';
 import { EmbedderUnavailable, type Embedding, type ImageEmbedder } from './image-embedder.ts';
@@ -45,23 +52,44 @@ export class EmbeddingJob implements JobHandler {
     const dataset = await em.findOne(Dataset, { id: context.subjectId!, deletedAt: null });
     if (!dataset) throw new JobFailure('The dataset was deleted');
     const modelId = await this.embedder.modelId().catch(failJob);
-    const state: AnalysisProgress = { stage: 'embedding', percent: 0, processed: 0, total: await countStaleImages(em, dataset.id, modelId), failedDownloads: 0, failedInference: 0 };
+    const state: AnalysisProgress = {
+      stage: 'embedding',
+      percent: 0,
+      processed: 0,
+      total: await countStaleImages(em, dataset.id, modelId),
+      failedDownloads: 0,
+      failedInference: 0,
+    };
     context.progress({ ...state });
     const counts = { embedded: 0 };
-    const keep = (targets: TargetImage[], embeddings: Embedding[]) => this.keep(context, dataset, modelId, targets, embeddings, state, counts);
+    const keep = (targets: TargetImage[], embeddings: Embedding[]) =>
+      this.keep(context, dataset, modelId, targets, embeddings, state, counts);
     let after = '';
     const onHosts = state.total > 0 ? await this.hosts.choose(em, dataset.workspace.id) : null;
     if (onHosts) {
       state.placement = 'hosts';
       context.progress({ ...state });
       const model = await this.embedder.describe().catch(failJob);
-      const run = { datasetId: dataset.id, workspaceId: dataset.workspace.id, model, modelId, gpuCount: onHosts.gpuCount };
+      const run = {
+        datasetId: dataset.id,
+        workspaceId: dataset.workspace.id,
+        model,
+        modelId,
+        gpuCount: onHosts.gpuCount,
+      };
       try {
-        after = await this.hosts.run(context, { ...run, keep: (targets, outcome) => keep(targets, this.fromHost(outcome, state)) });
+        after = await this.hosts.run(context, {
+          ...run,
+          keep: (targets, outcome) => keep(targets, this.fromHost(outcome, state)),
+        });
       } catch (error) {
         if (!(error instanceof HostPathFailed)) throw error;
-        if (this.hosts.placement === 'hosts') throw new JobFailure(`Embedding on worker hosts failed: ${error.message}`);
-        context.log.warn({ reason: error.message }, 'dataset analysis embeds on the control plane: the host path failed');
+        if (this.hosts.placement === 'hosts')
+          throw new JobFailure(`Embedding on worker hosts failed: ${error.message}`);
+        context.log.warn(
+          { reason: error.message },
+          'dataset analysis embeds on the control plane: the host path failed',
+        );
         state.placement = 'control-plane';
         after = '';
       }
@@ -72,30 +100,59 @@ export class EmbeddingJob implements JobHandler {
       await this.embedHere(context, dataset.id, modelId, after, state, keep);
     }
     const laidOut = await this.layOut(context, dataset, modelId, state);
-    return { embedded: counts.embedded, laidOut, failedDownloads: state.failedDownloads, failedInference: state.failedInference, modelId, placement: state.placement, ...(state.device && { device: state.device }) };
+    return {
+      embedded: counts.embedded,
+      laidOut,
+      failedDownloads: state.failedDownloads,
+      failedInference: state.failedInference,
+      modelId,
+      placement: state.placement,
+      ...(state.device && { device: state.device }),
+    };
   }
 
   /** Replaces the dataset's layout when its vectors changed; the number of images laid out (null: the layout was current). */
-  private async layOut(context: JobContext, dataset: Dataset, modelId: string, state: AnalysisProgress): Promise<number | null> {
+  private async layOut(
+    context: JobContext,
+    dataset: Dataset,
+    modelId: string,
+    state: AnalysisProgress,
+  ): Promise<number | null> {
     const { em } = context;
     // The embedding stage's counts stay in the progress: they are the analysis's result.
     const progress = (percent: number) => context.progress({ ...state, stage: 'umap', percent: Math.min(99, percent) });
     progress(0);
     const keys = evenSample(await currentVectorKeys(em, dataset.id, modelId), MAX_LAYOUT);
-    const digest = keys.reduce((hash, key) => hash.update(`${key.image_id}:${key.image_hash};`), createHash('sha256').update(`${modelId};`)).digest('hex');
+    const digest = keys
+      .reduce(
+        (hash, key) => hash.update(`${key.image_id}:${key.image_hash};`),
+        createHash('sha256').update(`${modelId};`),
+      )
+      .digest('hex');
     if ((await layoutDigest(em, dataset.id)) === digest) return null;
     const imageIds = keys.map((key) => key.image_id);
     const { vectors, dims } = await this.readVectors(context, dataset.id, imageIds);
     const layout = await computeLayout(vectors, dims, { seed: LAYOUT_SEED, signal: context.signal, progress });
     await em.transactional(async (tx) => {
       await context.confirmHeld(tx);
-      await saveLayout(tx, { datasetId: dataset.id, workspaceId: dataset.workspace.id, modelId, digest, imageIds, ...layout });
+      await saveLayout(tx, {
+        datasetId: dataset.id,
+        workspaceId: dataset.workspace.id,
+        modelId,
+        digest,
+        imageIds,
+        ...layout,
+      });
     });
     return imageIds.length;
   }
 
   /** The images' vectors, in their order, in one float32 buffer (dims: the vectors' length, 0 when there are none). */
-  private async readVectors(context: JobContext, datasetId: string, imageIds: string[]): Promise<{ vectors: Float32Array; dims: number }> {
+  private async readVectors(
+    context: JobContext,
+    datasetId: string,
+    imageIds: string[],
+  ): Promise<{ vectors: Float32Array; dims: number }> {
     let vectors = new Float32Array(0);
     let dims = 0;
     for (let start = 0; start < imageIds.length; start += READ_BATCH) {
@@ -110,14 +167,25 @@ export class EmbeddingJob implements JobHandler {
           dims = bytes.byteLength / 4;
           vectors = new Float32Array(imageIds.length * dims);
         }
-        vectors.set(new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + dims * 4)), (start + k) * dims);
+        vectors.set(
+          new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + dims * 4)),
+          (start + k) * dims,
+        );
       });
     }
     return { vectors, dims };
   }
 
   /** Saves the vectors of a batch (or host chunk) in one transaction that confirms the job is held; counts and reports it. */
-  private async keep(context: JobContext, dataset: Dataset, modelId: string, targets: TargetImage[], embeddings: Embedding[], state: AnalysisProgress, counts: { embedded: number }): Promise<void> {
+  private async keep(
+    context: JobContext,
+    dataset: Dataset,
+    modelId: string,
+    targets: TargetImage[],
+    embeddings: Embedding[],
+    state: AnalysisProgress,
+    counts: { embedded: number },
+  ): Promise<void> {
     const rows: NewEmbedding[] = [];
     embeddings.forEach((embedding, index) => {
       const image = targets[index];
@@ -143,7 +211,14 @@ export class EmbeddingJob implements JobHandler {
    * Embeds the stale images after `after` on this control plane, two batches in flight: the next batch's files are read
    * and decoded while the model runs on this one and its vectors are saved, so the model is not left idle between batches.
    */
-  private async embedHere(context: JobContext, datasetId: string, modelId: string, after: string, state: AnalysisProgress, keep: (targets: TargetImage[], embeddings: Embedding[]) => Promise<void>): Promise<void> {
+  private async embedHere(
+    context: JobContext,
+    datasetId: string,
+    modelId: string,
+    after: string,
+    state: AnalysisProgress,
+    keep: (targets: TargetImage[], embeddings: Embedding[]) => Promise<void>,
+  ): Promise<void> {
     let next = this.startBatch(context, datasetId, modelId, after, state);
     for (;;) {
       const batch = await next;
@@ -158,7 +233,13 @@ export class EmbeddingJob implements JobHandler {
   }
 
   /** The next stale images after `after`, their embedding started; undefined when none is left. */
-  private async startBatch(context: JobContext, datasetId: string, modelId: string, after: string, state: AnalysisProgress): Promise<{ targets: TargetImage[]; embedded: Promise<Embedding[]> } | undefined> {
+  private async startBatch(
+    context: JobContext,
+    datasetId: string,
+    modelId: string,
+    after: string,
+    state: AnalysisProgress,
+  ): Promise<{ targets: TargetImage[]; embedded: Promise<Embedding[]> } | undefined> {
     const targets = await staleImages(context.em, datasetId, modelId, after, BATCH);
     if (targets.length === 0) return undefined;
     context.signal.throwIfAborted();
@@ -171,7 +252,13 @@ export class EmbeddingJob implements JobHandler {
   private async embedBatch(targets: TargetImage[], state: AnalysisProgress): Promise<Embedding[]> {
     const files = await Promise.all(
       targets.map(async (image) => {
-        const read = await openImageBytes(this.storage, { id: image.id, workspaceId: image.workspace_id, hash: image.hash, ext: image.ext, referenceKey: image.reference_key });
+        const read = await openImageBytes(this.storage, {
+          id: image.id,
+          workspaceId: image.workspace_id,
+          hash: image.hash,
+          ext: image.ext,
+          referenceKey: image.reference_key,
+        });
         return read ? buffer(read) : undefined;
       }),
     );

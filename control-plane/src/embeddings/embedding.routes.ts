@@ -2,7 +2,13 @@ import { DatasetPath } from '../datasets/dataset.schemas.ts';
 import { defineRoute } from '../http/define-route.ts';
 import { MAX_EMBED_IMAGES } from '@vp/inference-server/contract';
 import { MAX_LAYOUT } from './embedding.job.ts';
-import { AnalysisCancelled, AnalysisQueued, ClusteringPage, ClusteringQuery, EmbeddingsSummary } from './embedding.schemas.ts';
+import {
+  AnalysisCancelled,
+  AnalysisQueued,
+  ClusteringPage,
+  ClusteringQuery,
+  EmbeddingsSummary,
+} from './embedding.schemas.ts';
 
 const PATH = '/api/datasets/:owner/:dataset/embeddings';
 
@@ -46,7 +52,8 @@ export const cancelAnalysis = defineRoute({
   path: PATH,
   tag: 'Datasets',
   summary: 'Cancel the analysis in flight',
-  description: 'It stops after the batch of images in hand; the vectors made so far are kept, and the next analysis goes on from them.',
+  description:
+    'It stops after the batch of images in hand; the vectors made so far are kept, and the next analysis goes on from them.',
   auth: 'key',
   limit: 'default',
   request: { params: DatasetPath },
@@ -70,7 +77,8 @@ export const clustering = defineRoute({
   request: { params: DatasetPath, query: ClusteringQuery },
   response: { status: 200, description: 'A page of the layout', schema: ClusteringPage },
   errors: [400, 404],
-  handler: (ctx, { params, query }) => ctx.state.services.embeddings.clustering(ctx.state.actor, params.owner, params.dataset, query),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.embeddings.clustering(ctx.state.actor, params.owner, params.dataset, query),
 });
 
 export const embeddingRoutes = [startAnalysis, analysisSummary, cancelAnalysis, clustering];

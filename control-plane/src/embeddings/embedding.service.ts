@@ -6,13 +6,20 @@ import { Conflict, NotFound, Unavailable } from '../http/errors.ts';
 import { offsetPage } from '../http/pagination.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { ActiveJobExists, enqueueJob } from '../jobs/job-queue.ts';
-import type { AnalysisCancelled, AnalysisQueued, ClusteringPage, ClusteringQuery, EmbeddingsSummary } from './embedding.schemas.ts';
+import type {
+  AnalysisCancelled,
+  AnalysisQueued,
+  ClusteringPage,
+  ClusteringQuery,
+  EmbeddingsSummary,
+} from './embedding.schemas.ts';
 import { activeAnalysis, datasetEmbeddingCounts, EMBEDDINGS_JOB, lastAnalyzedAt } from './embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
 import { layoutHeader, layoutPoints } from './layouts.store.ts';
 import { requireProcessing } from '../datasets/connected-storage.ts';
 
-const IN_PROGRESS = 'An analysis of this dataset is already in progress; wait for it or cancel it (DELETE on the same path)';
+const IN_PROGRESS =
+  'An analysis of this dataset is already in progress; wait for it or cancel it (DELETE on the same path)';
 
 /** Dataset analysis: admission, its summary, cancel. The work is EmbeddingJob's. */
 export class EmbeddingService {
@@ -36,7 +43,13 @@ export class EmbeddingService {
     if (await activeAnalysis(this.em, dataset.id)) throw Conflict(IN_PROGRESS);
     try {
       const job = await this.em.transactional((em) =>
-        enqueueJob(em, { kind: EMBEDDINGS_JOB, workspaceId: dataset.workspace.id, subjectId: dataset.id, payload: {}, exclusive: true }),
+        enqueueJob(em, {
+          kind: EMBEDDINGS_JOB,
+          workspaceId: dataset.workspace.id,
+          subjectId: dataset.id,
+          payload: {},
+          exclusive: true,
+        }),
       );
       return { jobId: job.id };
     } catch (error) {
@@ -62,7 +75,10 @@ export class EmbeddingService {
         ? {
             id: active.id,
             status: active.status === 'queued' ? 'queued' : 'running',
-            progress: active.progress?.stage === 'embedding' || active.progress?.stage === 'umap' ? { percent: 0, ...active.progress, stage: active.progress.stage } : null,
+            progress:
+              active.progress?.stage === 'embedding' || active.progress?.stage === 'umap'
+                ? { percent: 0, ...active.progress, stage: active.progress.stage }
+                : null,
             createdAt: new Date(active.created_at).toISOString(),
           }
         : null,
@@ -78,11 +94,22 @@ export class EmbeddingService {
   }
 
   /** A page of the dataset's layout; 404 before its first analysis completes. */
-  async clustering(actor: Actor, owner: string, slug: string, page: z.output<typeof ClusteringQuery>): Promise<z.input<typeof ClusteringPage>> {
+  async clustering(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    page: z.output<typeof ClusteringQuery>,
+  ): Promise<z.input<typeof ClusteringPage>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
     const header = await layoutHeader(this.em, dataset.id);
-    if (!header) throw NotFound(`Dataset ${owner}/${slug} has no layout yet: analyze it first (POST /api/datasets/${owner}/${slug}/embeddings)`);
-    const { items, hasMore } = offsetPage(await layoutPoints(this.em, dataset.id, page.offset, page.limit + 1), page.limit);
+    if (!header)
+      throw NotFound(
+        `Dataset ${owner}/${slug} has no layout yet: analyze it first (POST /api/datasets/${owner}/${slug}/embeddings)`,
+      );
+    const { items, hasMore } = offsetPage(
+      await layoutPoints(this.em, dataset.id, page.offset, page.limit + 1),
+      page.limit,
+    );
     return {
       images: items.map((point) => ({
         id: point.image_id,

@@ -51,8 +51,18 @@ const STALE = `from images i where i.dataset_id = ? and i.error is null and not 
   (select e.dataset_id = i.dataset_id and e.image_hash = i.hash from image_embeddings e where e.image_id = i.id and e.model_id = ?), false)`;
 
 /** The next images to embed after `after`, in id order. */
-export function staleImages(em: EntityManager, datasetId: string, modelId: string, after: string, limit: number): Promise<TargetImage[]> {
-  return query<TargetImage>(em, `select i.id, i.workspace_id, i.hash, i.ext, i.reference_key ${STALE} and i.id > ? order by i.id limit ?`, [datasetId, modelId, after, limit]);
+export function staleImages(
+  em: EntityManager,
+  datasetId: string,
+  modelId: string,
+  after: string,
+  limit: number,
+): Promise<TargetImage[]> {
+  return query<TargetImage>(
+    em,
+    `select i.id, i.workspace_id, i.hash, i.ext, i.reference_key ${STALE} and i.id > ? order by i.id limit ?`,
+    [datasetId, modelId, after, limit],
+  );
 }
 
 export async function countStaleImages(em: EntityManager, datasetId: string, modelId: string): Promise<number> {
@@ -66,11 +76,20 @@ export async function countStaleImages(em: EntityManager, datasetId: string, mod
  * Every row written gets a new seq; writers take turns (a transaction lock), so seqs commit in order and a reader that
  * goes on from the highest seq it has seen misses none (see VectorIndex).
  */
-export async function saveEmbeddings(tx: EntityManager, datasetId: string, modelId: string, rows: NewEmbedding[]): Promise<void> {
+export async function saveEmbeddings(
+  tx: EntityManager,
+  datasetId: string,
+  modelId: string,
+  rows: NewEmbedding[],
+): Promise<void> {
   if (rows.length === 0) return;
   await query(tx, `select pg_advisory_xact_lock(hashtextextended('image_embeddings', 0))`);
   const values = rows.map(() => '(?, ?, ?::bytea)').join(', ');
-  const params = rows.flatMap((row) => [row.imageId, row.hash, Buffer.from(row.vector.buffer, row.vector.byteOffset, row.vector.byteLength)]);
+  const params = rows.flatMap((row) => [
+    row.imageId,
+    row.hash,
+    Buffer.from(row.vector.buffer, row.vector.byteOffset, row.vector.byteLength),
+  ]);
   await query(
     tx,
     `insert into image_embeddings (image_id, workspace_id, dataset_id, image_hash, model_id, vector)
@@ -84,7 +103,11 @@ export async function saveEmbeddings(tx: EntityManager, datasetId: string, model
 }
 
 /** Current vectors of the dataset's images (of `modelId` when known), and when its newest image arrived. */
-export async function datasetEmbeddingCounts(em: EntityManager, datasetId: string, modelId: string | null): Promise<{ embeddings: number; latestImageAt: Date | null }> {
+export async function datasetEmbeddingCounts(
+  em: EntityManager,
+  datasetId: string,
+  modelId: string | null,
+): Promise<{ embeddings: number; latestImageAt: Date | null }> {
   const [row] = await query<{ embeddings: number; latest_image_at: Date | null }>(
     em,
     `select (select count(*)::int from image_embeddings e join images i on i.id = e.image_id and i.dataset_id = e.dataset_id and i.hash = e.image_hash
@@ -96,7 +119,11 @@ export async function datasetEmbeddingCounts(em: EntityManager, datasetId: strin
 }
 
 /** How many vectors of `modelId` the dataset's images have (current or not), and the seq of the newest. */
-export async function datasetVectors(em: EntityManager, datasetId: string, modelId: string): Promise<{ count: number; newest: string | null }> {
+export async function datasetVectors(
+  em: EntityManager,
+  datasetId: string,
+  modelId: string,
+): Promise<{ count: number; newest: string | null }> {
   const [row] = await query<{ count: number; newest: string | null }>(
     em,
     'select count(*)::int as count, max(seq)::text as newest from image_embeddings where dataset_id = ? and model_id = ?',
@@ -117,7 +144,11 @@ export async function activeAnalysis(em: EntityManager, datasetId: string): Prom
 
 /** When the dataset's last analysis completed. */
 export async function lastAnalyzedAt(em: EntityManager, datasetId: string): Promise<Date | null> {
-  const [row] = await query<{ at: Date | null }>(em, `select max(finished_at) as at from jobs where kind = ? and subject_id = ? and status = 'completed'`, [EMBEDDINGS_JOB, datasetId]);
+  const [row] = await query<{ at: Date | null }>(
+    em,
+    `select max(finished_at) as at from jobs where kind = ? and subject_id = ? and status = 'completed'`,
+    [EMBEDDINGS_JOB, datasetId],
+  );
   return row.at;
 }
 
@@ -127,8 +158,17 @@ export interface StoredVector {
 }
 
 /** The next vectors of `modelId` written after seq `after`, in seq order. */
-export function vectorsAfter(em: EntityManager, modelId: string, after: bigint, limit: number): Promise<StoredVector[]> {
-  return query<StoredVector>(em, 'select seq, vector from image_embeddings where model_id = ? and seq > ? order by seq limit ?', [modelId, after.toString(), limit]);
+export function vectorsAfter(
+  em: EntityManager,
+  modelId: string,
+  after: bigint,
+  limit: number,
+): Promise<StoredVector[]> {
+  return query<StoredVector>(
+    em,
+    'select seq, vector from image_embeddings where model_id = ? and seq > ? order by seq limit ?',
+    [modelId, after.toString(), limit],
+  );
 }
 
 /** A stored vector as float32 values. */
@@ -138,6 +178,10 @@ export function vectorOf(bytes: Uint8Array): Float32Array {
 
 /** The length of the vectors `modelId` gave so far (null before its first): a host's vectors must match it. */
 export async function modelDims(em: EntityManager, modelId: string): Promise<number | null> {
-  const [row] = await query<{ dims: number }>(em, 'select octet_length(vector) / 4 as dims from image_embeddings where model_id = ? limit 1', [modelId]);
+  const [row] = await query<{ dims: number }>(
+    em,
+    'select octet_length(vector) / 4 as dims from image_embeddings where model_id = ? limit 1',
+    [modelId],
+  );
   return row ? Number(row.dims) : null;
 }

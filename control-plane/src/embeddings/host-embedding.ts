@@ -47,7 +47,11 @@ export class HostEmbedding {
   private readonly lifecycle: JobLifecycle;
   private readonly graceSeconds: number;
 
-  constructor(storage: Storage, lifecycle: JobLifecycle, options: { placement: EmbeddingPlacement; graceSeconds: number }) {
+  constructor(
+    storage: Storage,
+    lifecycle: JobLifecycle,
+    options: { placement: EmbeddingPlacement; graceSeconds: number },
+  ) {
     this.storage = storage;
     this.lifecycle = lifecycle;
     this.placement = options.placement;
@@ -61,9 +65,18 @@ export class HostEmbedding {
    */
   async choose(em: EntityManager, workspaceId: string): Promise<{ gpuCount: number } | null> {
     if (this.placement === 'control-plane') return null;
-    if (await someHostOffers(em, workspaceId, { gpuType: ANY_GPU, freeGpu: true, service: 'inference' }, this.graceSeconds)) return { gpuCount: 1 };
+    if (
+      await someHostOffers(
+        em,
+        workspaceId,
+        { gpuType: ANY_GPU, freeGpu: true, service: 'inference' },
+        this.graceSeconds,
+      )
+    )
+      return { gpuCount: 1 };
     if (this.placement === 'auto') return null;
-    if (await someHostOffers(em, workspaceId, { gpuType: 'cpu', service: 'inference' }, this.graceSeconds)) return { gpuCount: 0 };
+    if (await someHostOffers(em, workspaceId, { gpuType: 'cpu', service: 'inference' }, this.graceSeconds))
+      return { gpuCount: 0 };
     throw new JobFailure('EMBEDDING_PLACEMENT is hosts, but no connected worker host runs the inference environment');
   }
 
@@ -93,29 +106,47 @@ export class HostEmbedding {
         const ended = await endedOrStaleQueuedJobs(em, [...inFlight.keys()], this.placement === 'auto', QUEUED_SECONDS);
         for (const job of ended) {
           // Still in flight, so it is cancelled on the way out.
-          if (job.status === 'queued') throw new HostPathFailed(`no host took its host job ${job.id} within ${QUEUED_SECONDS} s`);
+          if (job.status === 'queued')
+            throw new HostPathFailed(`no host took its host job ${job.id} within ${QUEUED_SECONDS} s`);
           const targets = inFlight.get(job.id)!;
           inFlight.delete(job.id);
           try {
-            if (job.status !== 'completed') throw new HostPathFailed(`its host job ${job.id} ${job.status}${job.error ? `: ${job.error}` : ''}`);
-            const outcome = await readChunkOutput(em, this.storage, job.id, targets.length, dims).catch((error: unknown) => {
-              throw error instanceof ChunkOutputInvalid ? new HostPathFailed(`its host job ${job.id} left an invalid output: ${error.message}`) : error;
-            });
+            if (job.status !== 'completed')
+              throw new HostPathFailed(`its host job ${job.id} ${job.status}${job.error ? `: ${job.error}` : ''}`);
+            const outcome = await readChunkOutput(em, this.storage, job.id, targets.length, dims).catch(
+              (error: unknown) => {
+                throw error instanceof ChunkOutputInvalid
+                  ? new HostPathFailed(`its host job ${job.id} left an invalid output: ${error.message}`)
+                  : error;
+              },
+            );
             // The first chunk of a model's first analysis sets the length the others must have.
             if (outcome.embeddings.some((embedding) => embedding instanceof Float32Array)) dims ??= outcome.dims;
             await run.keep(targets, outcome);
           } finally {
-            await removeChunkOutputs(em, this.storage, job.id).catch((error) => context.log.warn({ err: error, jobId: job.id }, 'removing an embedding chunk\'s outputs failed'));
+            await removeChunkOutputs(em, this.storage, job.id).catch((error) =>
+              context.log.warn({ err: error, jobId: job.id }, "removing an embedding chunk's outputs failed"),
+            );
           }
         }
       }
     } finally {
-      for (const jobId of inFlight.keys()) await this.lifecycle.requestCancel(em, jobId).catch((error) => context.log.warn({ err: error, jobId }, 'cancelling an embedding chunk failed'));
+      for (const jobId of inFlight.keys())
+        await this.lifecycle
+          .requestCancel(em, jobId)
+          .catch((error) => context.log.warn({ err: error, jobId }, 'cancelling an embedding chunk failed'));
     }
   }
 
   private async queue(context: JobContext, run: HostRun, modelKey: string, images: TargetImage[]): Promise<string> {
-    const payload: ChunkPayload = { analysisJobId: context.id, analysisAttempt: context.attempt, modelKey, mean: run.model.mean, std: run.model.std, images };
+    const payload: ChunkPayload = {
+      analysisJobId: context.id,
+      analysisAttempt: context.attempt,
+      modelKey,
+      mean: run.model.mean,
+      std: run.model.std,
+      images,
+    };
     const job = await context.em.transactional((tx) =>
       enqueueJob(tx, {
         kind: EMBEDDING_CHUNK_JOB,
@@ -135,9 +166,15 @@ export class HostEmbedding {
     const key = embedderKey(model.sha256);
     if (await this.storage.store.head(key)) return key;
     const { size } = await stat(model.file);
-    await this.storage.store.put(key, createReadStream(model.file), { contentType: 'application/octet-stream', expectedBytes: size, createOnly: true }).catch((error: unknown) => {
-      if (!(error instanceof BlobExists)) throw error;
-    });
+    await this.storage.store
+      .put(key, createReadStream(model.file), {
+        contentType: 'application/octet-stream',
+        expectedBytes: size,
+        createOnly: true,
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof BlobExists)) throw error;
+      });
     return key;
   }
 }

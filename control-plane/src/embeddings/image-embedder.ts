@@ -42,7 +42,10 @@ export class ImageEmbedder {
   private readonly options: EmbedderOptions;
   private model: Promise<EmbedderModel> | undefined;
   private worker: Promise<Worker> | undefined;
-  private readonly pending = new Map<number, { resolve: (reply: EmbedderReply) => void; reject: (error: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (reply: EmbedderReply) => void; reject: (error: Error) => void }
+  >();
   private nextId = 1;
 
   constructor(options: EmbedderOptions) {
@@ -80,7 +83,9 @@ export class ImageEmbedder {
     for (const [index, estimate] of estimates.entries()) {
       const memory = estimate?.shrunk ?? 0;
       if (memory > DECODE_MEMORY_BYTES) {
-        results[index] = { error: `the image (${estimate!.pixels}) would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB` };
+        results[index] = {
+          error: `the image (${estimate!.pixels}) would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB`,
+        };
         continue;
       }
       if (part.memory + memory > DECODE_MEMORY_BYTES) await send();
@@ -98,9 +103,15 @@ export class ImageEmbedder {
       this.pending.set(id, { resolve, reject });
       // Copies the thread owns: the callers' buffers may be views into shared ones.
       const owned = images.map((bytes) => new Uint8Array(bytes));
-      worker.postMessage({ id, images: owned } satisfies EmbedderRequest, owned.map((bytes) => bytes.buffer));
+      worker.postMessage(
+        { id, images: owned } satisfies EmbedderRequest,
+        owned.map((bytes) => bytes.buffer),
+      );
     });
-    if (reply.kind !== 'embedded') throw new EmbedderUnavailable(`The image embedder failed: ${reply.kind === 'failed' ? reply.message : reply.kind}`);
+    if (reply.kind !== 'embedded')
+      throw new EmbedderUnavailable(
+        `The image embedder failed: ${reply.kind === 'failed' ? reply.message : reply.kind}`,
+      );
     const vectors = reply.vectors.values();
     return reply.errors.map((error) => (error === null ? vectors.next().value! : { error }));
   }
@@ -115,8 +126,16 @@ export class ImageEmbedder {
     this.model ??= locate(this.options.modelPath).then(async (file) => {
       const { mean, std } = this.options;
       const bytes = await readFile(file);
-      const digest = createHash('sha256').update(bytes).update(JSON.stringify([mean, std]));
-      return { file, sha256: createHash('sha256').update(bytes).digest('hex'), id: digest.digest('hex').slice(0, 32), mean, std };
+      const digest = createHash('sha256')
+        .update(bytes)
+        .update(JSON.stringify([mean, std]));
+      return {
+        file,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        id: digest.digest('hex').slice(0, 32),
+        mean,
+        std,
+      };
     });
     // A model found missing is looked for again next time (an operator may build or mount it meanwhile).
     this.model.catch(() => (this.model = undefined));
@@ -128,7 +147,13 @@ export class ImageEmbedder {
     this.worker ??= this.resolve().then(
       ({ file }) =>
         new Promise<Worker>((resolve, reject) => {
-          const setup: EmbedderSetup = { file, threads: Math.max(1, Math.floor(availableParallelism() / 2)), mean: this.options.mean, std: this.options.std, maxPixels: MAX_IMAGE_PIXELS };
+          const setup: EmbedderSetup = {
+            file,
+            threads: Math.max(1, Math.floor(availableParallelism() / 2)),
+            mean: this.options.mean,
+            std: this.options.std,
+            maxPixels: MAX_IMAGE_PIXELS,
+          };
           const worker = new Worker(new URL('./image-embedder.worker.ts', import.meta.url), { workerData: setup });
           worker.on('message', (reply: EmbedderReply) => {
             if (reply.kind === 'ready') return resolve(worker);
@@ -144,7 +169,8 @@ export class ImageEmbedder {
           const lost = (error: Error) => {
             this.worker = undefined;
             reject(error);
-            for (const waiter of this.pending.values()) waiter.reject(new Error(`the image embedder's thread stopped: ${error.message}`));
+            for (const waiter of this.pending.values())
+              waiter.reject(new Error(`the image embedder's thread stopped: ${error.message}`));
             this.pending.clear();
           };
           worker.on('error', lost);
@@ -158,8 +184,16 @@ export class ImageEmbedder {
 
 /** The model file (config: EMBEDDING_MODEL_PATH, else the newest build); EmbedderUnavailable when there is none. */
 async function locate(configured: string | undefined): Promise<string> {
-  if (!configured) throw new EmbedderUnavailable('No image embedder: set EMBEDDING_MODEL_PATH, or build one with installer/models/build-models.sh');
-  if (!(await stat(configured).then((found) => found.isFile(), () => false))) {
+  if (!configured)
+    throw new EmbedderUnavailable(
+      'No image embedder: set EMBEDDING_MODEL_PATH, or build one with installer/models/build-models.sh',
+    );
+  if (
+    !(await stat(configured).then(
+      (found) => found.isFile(),
+      () => false,
+    ))
+  ) {
     throw new EmbedderUnavailable(`No image embedder at EMBEDDING_MODEL_PATH ${configured}`);
   }
   return configured;

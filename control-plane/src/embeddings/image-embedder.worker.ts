@@ -10,12 +10,22 @@ const setup = workerData as EmbedderSetup;
 const loading = openEmbedder(setup.file, { threads: setup.threads, executionProvider: 'cpu' });
 loading.then(
   () => parentPort!.postMessage({ kind: 'ready' } satisfies EmbedderReply),
-  (error: Error) => parentPort!.postMessage({ kind: 'failed', message: error.message.split('\n')[0] } satisfies EmbedderReply),
+  (error: Error) =>
+    parentPort!.postMessage({ kind: 'failed', message: error.message.split('\n')[0] } satisfies EmbedderReply),
 );
 
 parentPort!.on('message', (request: EmbedderRequest) => {
   void loading
-    .then(async (model): Promise<EmbedderReply> => ({ kind: 'embedded', id: request.id, ...(await embedImages(model, request.images, setup)) }))
+    .then(async (model): Promise<EmbedderReply> => ({
+      kind: 'embedded',
+      id: request.id,
+      ...(await embedImages(model, request.images, setup)),
+    }))
     .catch((error: Error): EmbedderReply => ({ kind: 'failed', id: request.id, message: error.message.split('\n')[0] }))
-    .then((reply) => parentPort!.postMessage(reply, reply.kind === 'embedded' ? reply.vectors.map((vector) => vector.buffer as ArrayBuffer) : []));
+    .then((reply) =>
+      parentPort!.postMessage(
+        reply,
+        reply.kind === 'embedded' ? reply.vectors.map((vector) => vector.buffer as ArrayBuffer) : [],
+      ),
+    );
 });

@@ -39,7 +39,10 @@ export function islands(xy: Float32Array): Int32Array {
     sizes.push(tail);
   }
   const minimum = Math.max(MIN_ISLAND, Math.ceil(n / 1000));
-  const order = sizes.map((size, id) => ({ size, id })).filter(({ size }) => size >= minimum).sort((a, b) => b.size - a.size || a.id - b.id);
+  const order = sizes
+    .map((size, id) => ({ size, id }))
+    .filter(({ size }) => size >= minimum)
+    .sort((a, b) => b.size - a.size || a.id - b.id);
   const rankOf = new Int32Array(sizes.length).fill(-1);
   order.forEach(({ id }, index) => (rankOf[id] = index));
   for (let i = 0; i < n; i++) rank[i] = rankOf[component[i]];

@@ -18,7 +18,10 @@ function layout(): Float32Array {
   }
   const umap = new UMAP({ nComponents: 2, nNeighbors: Math.min(15, count - 1), random: seeded(seed) });
   // Row views over the one buffer: umap-js only indexes its rows.
-  const rows = Array.from({ length: count }, (_, i) => vectors.subarray(i * dims, (i + 1) * dims) as unknown as number[]);
+  const rows = Array.from(
+    { length: count },
+    (_, i) => vectors.subarray(i * dims, (i + 1) * dims) as unknown as number[],
+  );
   const epochs = umap.initializeFit(rows);
   let reported = -1;
   for (let epoch = 0; epoch < epochs; epoch++) {
@@ -38,4 +41,7 @@ function layout(): Float32Array {
 
 const xy = layout();
 const ranks = islands(xy);
-parentPort!.postMessage({ kind: 'done', xy, islands: ranks } satisfies LayoutReply, [xy.buffer as ArrayBuffer, ranks.buffer as ArrayBuffer]);
+parentPort!.postMessage({ kind: 'done', xy, islands: ranks } satisfies LayoutReply, [
+  xy.buffer as ArrayBuffer,
+  ranks.buffer as ArrayBuffer,
+]);

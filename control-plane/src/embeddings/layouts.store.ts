@@ -51,40 +51,65 @@ export function currentVectorKeys(em: EntityManager, datasetId: string, modelId:
 }
 
 /** The vectors (float32 bytes) of some of the dataset's images. */
-export function vectorsOf(em: EntityManager, datasetId: string, imageIds: string[]): Promise<Array<{ image_id: string; vector: Buffer }>> {
-  return query(em, `select image_id, vector from image_embeddings where dataset_id = ? and image_id = any(?::text[])`, [datasetId, pgArray(imageIds)]);
+export function vectorsOf(
+  em: EntityManager,
+  datasetId: string,
+  imageIds: string[],
+): Promise<Array<{ image_id: string; vector: Buffer }>> {
+  return query(em, `select image_id, vector from image_embeddings where dataset_id = ? and image_id = any(?::text[])`, [
+    datasetId,
+    pgArray(imageIds),
+  ]);
 }
 
 /** What the dataset's layout was made from (see NewLayout.digest), when it has one. */
 export async function layoutDigest(em: EntityManager, datasetId: string): Promise<string | undefined> {
-  const [row] = await query<{ digest: string }>(em, `select digest from dataset_layouts where dataset_id = ?`, [datasetId]);
+  const [row] = await query<{ digest: string }>(em, `select digest from dataset_layouts where dataset_id = ?`, [
+    datasetId,
+  ]);
   return row?.digest;
 }
 
 /** Replaces the dataset's layout. */
 export async function saveLayout(tx: EntityManager, layout: NewLayout): Promise<void> {
   await query(tx, `delete from dataset_layouts where dataset_id = ?`, [layout.datasetId]);
-  await query(tx, `insert into dataset_layouts (dataset_id, workspace_id, model_id, digest, points) values (?, ?, ?, ?, ?)`, [
-    layout.datasetId, layout.workspaceId, layout.modelId, layout.digest, layout.imageIds.length,
-  ]);
+  await query(
+    tx,
+    `insert into dataset_layouts (dataset_id, workspace_id, model_id, digest, points) values (?, ?, ?, ?, ?)`,
+    [layout.datasetId, layout.workspaceId, layout.modelId, layout.digest, layout.imageIds.length],
+  );
   for (let start = 0; start < layout.imageIds.length; start += INSERT_CHUNK) {
     const end = Math.min(start + INSERT_CHUNK, layout.imageIds.length);
-    const pick = (values: ArrayLike<number>, offset: number, stride: number) => pgArray(Array.from({ length: end - start }, (_, k) => values[(start + k) * stride + offset]));
+    const pick = (values: ArrayLike<number>, offset: number, stride: number) =>
+      pgArray(Array.from({ length: end - start }, (_, k) => values[(start + k) * stride + offset]));
     await query(
       tx,
       `insert into dataset_layout_points (dataset_id, image_id, x, y, cluster) select ?, * from unnest(?::text[], ?::real[], ?::real[], ?::int[])`,
-      [layout.datasetId, pgArray(layout.imageIds.slice(start, end)), pick(layout.xy, 0, 2), pick(layout.xy, 1, 2), pick(layout.islands, 0, 1)],
+      [
+        layout.datasetId,
+        pgArray(layout.imageIds.slice(start, end)),
+        pick(layout.xy, 0, 2),
+        pick(layout.xy, 1, 2),
+        pick(layout.islands, 0, 1),
+      ],
     );
   }
 }
 
 export async function layoutHeader(em: EntityManager, datasetId: string): Promise<LayoutHeader | undefined> {
-  const [row] = await query<LayoutHeader>(em, `select points, created_at from dataset_layouts where dataset_id = ?`, [datasetId]);
+  const [row] = await query<LayoutHeader>(em, `select points, created_at from dataset_layouts where dataset_id = ?`, [
+    datasetId,
+  ]);
   return row;
 }
 
 /** A page of the layout's points in image id order, with each image's fields as they are now. */
-export function layoutPoints(em: EntityManager, datasetId: string, offset: number, limit: number): Promise<LayoutPointRow[]> {
+export function layoutPoints(
+  em: EntityManager,
+  datasetId: string,
+  offset: number,
+  limit: number,
+): Promise<LayoutPointRow[]> {
   return query<LayoutPointRow>(
     em,
     `select p.image_id, p.x, p.y, p.cluster, i.split, i.class_ids, i.width, i.height, i.bytes, i.label_count, i.id is null as missing

@@ -58,8 +58,11 @@ interface SavedIndex {
 /** The rows found for several queries, each once with its best similarity, most similar first, up to `count`. */
 export function nearestFirst<R extends Kept & { similarity: number }>(lists: R[][], count: number): R[] {
   const best = new Map<string, R>();
-  for (const row of lists.flat()) if (row.similarity > (best.get(row.seq)?.similarity ?? -Infinity)) best.set(row.seq, row);
-  return [...best.values()].sort((a, b) => b.similarity - a.similarity || (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1)).slice(0, count);
+  for (const row of lists.flat())
+    if (row.similarity > (best.get(row.seq)?.similarity ?? -Infinity)) best.set(row.seq, row);
+  return [...best.values()]
+    .sort((a, b) => b.similarity - a.similarity || (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))
+    .slice(0, count);
 }
 
 /**
@@ -85,7 +88,11 @@ export class VectorIndex {
   }
 
   /** The `count` nearest vectors of `modelId`, best first, searched among all the index holds when it holds fewer. */
-  async nearest(modelId: string, vector: Float32Array, count: number): Promise<{ neighbours: Neighbour[]; size: number }> {
+  async nearest(
+    modelId: string,
+    vector: Float32Array,
+    count: number,
+  ): Promise<{ neighbours: Neighbour[]; size: number }> {
     this.wanted = modelId;
     const state = await this.catchUp();
     const size = state.index?.size() ?? 0;
@@ -105,7 +112,12 @@ export class VectorIndex {
    * too few are shown, at most `count` × OVERSAMPLE × WIDEN² or MAX_ASKED; the vectors `rows` does not return are gone
    * from PostgreSQL and forgotten.
    */
-  async nearestShown<R extends Kept>(modelId: string, vectors: Float32Array[], count: number, rows: (seqs: bigint[]) => Promise<R[]>): Promise<Array<Array<R & { similarity: number }>>> {
+  async nearestShown<R extends Kept>(
+    modelId: string,
+    vectors: Float32Array[],
+    count: number,
+    rows: (seqs: bigint[]) => Promise<R[]>,
+  ): Promise<Array<Array<R & { similarity: number }>>> {
     const most = Math.min(count * OVERSAMPLE * WIDEN * WIDEN, MAX_ASKED);
     for (let asked = Math.min(count * OVERSAMPLE, most); ; asked = Math.min(asked * WIDEN, most)) {
       const searched: Array<{ neighbours: Neighbour[]; size: number }> = [];
@@ -147,7 +159,14 @@ export class VectorIndex {
   }
 
   private async load(): Promise<State> {
-    if (this.state?.modelId !== this.wanted) this.state = (await this.saved(this.wanted)) ?? { modelId: this.wanted, index: undefined, watermark: 0n, unsaved: 0, watermarkDigest: '' };
+    if (this.state?.modelId !== this.wanted)
+      this.state = (await this.saved(this.wanted)) ?? {
+        modelId: this.wanted,
+        index: undefined,
+        watermark: 0n,
+        unsaved: 0,
+        watermarkDigest: '',
+      };
     const state = this.state;
     const em = this.fork();
     for (;;) {
@@ -159,7 +178,10 @@ export class VectorIndex {
           const slice = rows.slice(first, first + ADD_SLICE);
           const vectors = new Float32Array(slice.length * dimensions);
           slice.forEach((row, i) => vectors.set(vectorOf(row.vector), i * dimensions));
-          state.index.add(BigUint64Array.from(slice, (row) => BigInt(row.seq)), vectors);
+          state.index.add(
+            BigUint64Array.from(slice, (row) => BigInt(row.seq)),
+            vectors,
+          );
           await setImmediate();
         }
         state.watermark = BigInt(rows.at(-1)!.seq);
@@ -186,7 +208,8 @@ export class VectorIndex {
     if (!files) return undefined;
     try {
       const about = JSON.parse(readFileSync(files.about, 'utf8')) as SavedIndex;
-      if (about.modelId !== modelId || !Number.isSafeInteger(about.dimensions) || about.dimensions <= 0) return undefined;
+      if (about.modelId !== modelId || !Number.isSafeInteger(about.dimensions) || about.dimensions <= 0)
+        return undefined;
       // The watermark's vector deleted since, or another one there: rebuilt rather than trusted.
       const [last] = await vectorsAfter(this.fork(), modelId, BigInt(about.watermark) - 1n, 1);
       if (last?.seq.toString() !== about.watermark || digestOf(last.vector) !== about.watermarkDigest) return undefined;
@@ -209,7 +232,12 @@ export class VectorIndex {
       rmSync(files.about, { force: true });
       state.index.save(`${files.index}.partial`);
       renameSync(`${files.index}.partial`, files.index);
-      const about: SavedIndex = { modelId: state.modelId, watermark: state.watermark.toString(), dimensions: state.index.dimensions(), watermarkDigest: state.watermarkDigest };
+      const about: SavedIndex = {
+        modelId: state.modelId,
+        watermark: state.watermark.toString(),
+        dimensions: state.index.dimensions(),
+        watermarkDigest: state.watermarkDigest,
+      };
       writeFileSync(`${files.about}.partial`, JSON.stringify(about));
       renameSync(`${files.about}.partial`, files.about);
     } catch {
@@ -228,5 +256,13 @@ export async function newIndex(dimensions: number): Promise<Index> {
   const usearch = (await import('usearch')).default;
   // expansion_search: the candidates a search keeps (at least the neighbours asked for). 64 found 85% of the true top
   // 10 at a million clustered vectors (bench:embed, target 95%); searches cost about linearly more, 1 ms at 64.
-  return new usearch.Index({ dimensions, metric: usearch.MetricKind.IP, quantization: usearch.ScalarKind.F16, connectivity: 16, expansion_add: 128, expansion_search: 512, multi: false });
+  return new usearch.Index({
+    dimensions,
+    metric: usearch.MetricKind.IP,
+    quantization: usearch.ScalarKind.F16,
+    connectivity: 16,
+    expansion_add: 128,
+    expansion_search: 512,
+    multi: false,
+  });
 }

@@ -4,31 +4,62 @@ import { SampleImage, Task, Timestamp, Visibility } from '../datasets/dataset.sc
 import { ObjectId } from '../db/ids.ts';
 import { queryInt } from '../validation/integers.ts';
 
-export const EXPLORE_SORTS = ['relevance', 'stars', 'newest', 'oldest', 'name-asc', 'name-desc', 'count-desc', 'count-asc'] as const;
+export const EXPLORE_SORTS = [
+  'relevance',
+  'stars',
+  'newest',
+  'oldest',
+  'name-asc',
+  'name-desc',
+  'count-desc',
+  'count-asc',
+] as const;
 const CommaList = z
   .string()
   .max(1000)
-  .transform((list) => list.split(',').map((item) => item.trim()).filter(Boolean));
+  .transform((list) =>
+    list
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
 
 export const ExploreQuery = z.object({
-  q: z.string().trim().max(200).optional().meta({ description: 'Text in the name, URL name or description (case ignored)' }),
+  q: z
+    .string()
+    .trim()
+    .max(200)
+    .optional()
+    .meta({ description: 'Text in the name, URL name or description (case ignored)' }),
   type: z.enum(['all', 'projects', 'datasets', 'images']).default('all').meta({
-    description: 'images: searching images by what they show needs embeddings, not built on this appliance yet: answers empty lists',
+    description:
+      'images: searching images by what they show needs embeddings, not built on this appliance yet: answers empty lists',
   }),
   sort: z.enum(EXPLORE_SORTS).default('newest').meta({
-    description: 'relevance lists the newest first (no search ranking here); stars: most starred; count: images of a dataset, models of a project',
+    description:
+      'relevance lists the newest first (no search ranking here); stars: most starred; count: images of a dataset, models of a project',
   }),
   offset: queryInt().min(0).default(0),
   limit: queryInt().min(1).max(100).default(20).meta({ description: 'Per resource type, 1-100' }),
-  task: CommaList.optional().meta({ description: 'Comma-separated tasks: datasets of them, projects with a model of them' }),
+  task: CommaList.optional().meta({
+    description: 'Comma-separated tasks: datasets of them, projects with a model of them',
+  }),
   license: CommaList.optional().meta({ description: 'Comma-separated licenses' }),
   author: Handle.optional().meta({ description: 'Only this workspace' }),
-  starred: z.stringbool().optional().meta({ description: "true: only what the key's user starred (nothing without a key)" }),
+  starred: z
+    .stringbool()
+    .optional()
+    .meta({ description: "true: only what the key's user starred (nothing without a key)" }),
   minImages: queryInt().min(0).optional().meta({ description: 'Datasets with at least this many images' }),
   maxImages: queryInt().min(0).optional().meta({ description: 'Datasets with at most this many images' }),
 });
 
-const Splits = z.object({ train: z.number().int(), val: z.number().int(), test: z.number().int(), labeled: z.number().int() });
+const Splits = z.object({
+  train: z.number().int(),
+  val: z.number().int(),
+  test: z.number().int(),
+  labeled: z.number().int(),
+});
 
 export const ExploreResult = z.object({
   projects: z.array(

@@ -35,7 +35,12 @@ export class ExploreService {
   /** One more than the limit, so hasMore can be told. */
   private async datasets(actor: Actor, search: Search): Promise<z.input<typeof ExploreResult>['datasets']> {
     const rows = await searchPublicDatasets(this.em, search, starredBy(actor));
-    const samples = await datasetSamples(this.em, this.storage.urls, rows.map((row) => ({ id: row.id, workspaceId: row.workspace_id })), false);
+    const samples = await datasetSamples(
+      this.em,
+      this.storage.urls,
+      rows.map((row) => ({ id: row.id, workspaceId: row.workspace_id })),
+      false,
+    );
     return rows.map((row) => ({
       id: row.id,
       dataset: row.slug,

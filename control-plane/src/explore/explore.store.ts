@@ -25,7 +25,12 @@ function orderBy(sort: Sort, alias: string, count: string): string {
 }
 
 /** The WHERE conditions every resource type shares, for the table aliased `alias`, and their parameters. */
-function commonFilters(search: Search, starredBy: string | null, alias: string, stars: { table: string; column: string }): { sql: string; params: unknown[] } {
+function commonFilters(
+  search: Search,
+  starredBy: string | null,
+  alias: string,
+  stars: { table: string; column: string },
+): { sql: string; params: unknown[] } {
   const conditions = [`${alias}.visibility = 'public'`, `${alias}.deleted_at is null`];
   const params: unknown[] = [];
   if (search.q) {
@@ -49,7 +54,11 @@ function commonFilters(search: Search, starredBy: string | null, alias: string, 
 }
 
 /** Public datasets matching `search` (`starredBy`: the user whose stars `starred` means), one more than the limit. */
-export function searchPublicDatasets(em: EntityManager, search: Search, starredBy: string | null): Promise<DatasetRow[]> {
+export function searchPublicDatasets(
+  em: EntityManager,
+  search: Search,
+  starredBy: string | null,
+): Promise<DatasetRow[]> {
   const filters = commonFilters(search, starredBy, 'd', { table: 'dataset_stars', column: 'dataset_id' });
   const extra: string[] = [];
   const params = [...filters.params];
@@ -77,12 +86,18 @@ export function searchPublicDatasets(em: EntityManager, search: Search, starredB
 }
 
 /** Public projects matching `search`, with their models' names, bytes and count, one more than the limit. */
-export function searchPublicProjects(em: EntityManager, search: Search, starredBy: string | null): Promise<ProjectRow[]> {
+export function searchPublicProjects(
+  em: EntityManager,
+  search: Search,
+  starredBy: string | null,
+): Promise<ProjectRow[]> {
   const filters = commonFilters(search, starredBy, 'p', { table: 'project_stars', column: 'project_id' });
   const extra: string[] = [];
   const params = [...filters.params];
   if (search.task?.length) {
-    extra.push('exists (select 1 from models t where t.project_id = p.id and t.deleted_at is null and t.task = any(?::text[]))');
+    extra.push(
+      'exists (select 1 from models t where t.project_id = p.id and t.deleted_at is null and t.task = any(?::text[]))',
+    );
     params.push(pgArray(search.task));
   }
   return query<ProjectRow>(

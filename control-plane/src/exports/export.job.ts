@@ -40,7 +40,8 @@ export class ExportJob implements HostJobKind {
     const payload = attempt.payload as unknown as ExportPayload;
     const exported = attempt.subjectId ? await exportById(em, attempt.subjectId) : undefined;
     if (!exported) throw new JobFailure('The export was deleted before it started');
-    if (!(await isModelLive(em, exported.modelId))) throw new JobFailure('The model was deleted before its export started');
+    if (!(await isModelLive(em, exported.modelId)))
+      throw new JobFailure('The model was deleted before its export started');
     const weights = `${payload.stem}.pt`;
     const artifact = artifactOf(payload.format, payload.stem, (payload.args.quantize ?? null) as Quantize | null);
     const onGpu = exported.gpuType !== null;
@@ -49,7 +50,15 @@ export class ExportJob implements HostJobKind {
       env: { YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' },
       workDir: `exports/${attempt.id}/${attempt.attempt}`,
       gpus: { count: onGpu ? 1 : 0 },
-      inputs: [{ url: await this.storage.urls.download(exported.weightsKey, { expiresInSeconds: WEIGHTS_URL_SECONDS, filename: weights }), path: weights }],
+      inputs: [
+        {
+          url: await this.storage.urls.download(exported.weightsKey, {
+            expiresInSeconds: WEIGHTS_URL_SECONDS,
+            filename: weights,
+          }),
+          path: weights,
+        },
+      ],
       outputs: [{ path: artifact.path, name: ARTIFACT_OUTPUT }],
     };
   }
@@ -60,15 +69,29 @@ export class ExportJob implements HostJobKind {
     const payload = attempt.payload as unknown as ExportPayload;
     if (outcome !== 'completed') {
       const job = await jobError(em, attempt.id);
-      await settleExport(em, attempt.subjectId, { status: outcome, error: outcome === 'cancelled' ? null : (job?.error ?? 'The export failed') });
+      await settleExport(em, attempt.subjectId, {
+        status: outcome,
+        error: outcome === 'cancelled' ? null : (job?.error ?? 'The export failed'),
+      });
       return;
     }
     const output = (await jobOutputs(em, attempt.id)).find((candidate) => candidate.name === ARTIFACT_OUTPUT);
     if (!output) {
-      await settleExport(em, attempt.subjectId, { status: 'failed', error: 'The export job ended without uploading the exported model' });
+      await settleExport(em, attempt.subjectId, {
+        status: 'failed',
+        error: 'The export job ended without uploading the exported model',
+      });
       return;
     }
-    const name = artifactOf(payload.format, payload.stem, (payload.args.quantize ?? null) as Quantize | null).downloadName;
-    await settleExport(em, attempt.subjectId, { status: 'completed', error: null, file: { key: output.storageKey, size: output.size, sha256: output.sha256, name } });
+    const name = artifactOf(
+      payload.format,
+      payload.stem,
+      (payload.args.quantize ?? null) as Quantize | null,
+    ).downloadName;
+    await settleExport(em, attempt.subjectId, {
+      status: 'completed',
+      error: null,
+      file: { key: output.storageKey, size: output.size, sha256: output.sha256, name },
+    });
   }
 }

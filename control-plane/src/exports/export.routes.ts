@@ -24,7 +24,9 @@ export const listExports = defineRoute({
   path: '/api/models/:owner/:project/:model/exports',
   tag: 'Exports',
   summary: "A model's exports, newest first, with download URLs for completed ones",
-  description: STATUSES + 'Any member of the workspace (and any key for a public model) can list them; a model the key cannot view is 404.',
+  description:
+    STATUSES +
+    'Any member of the workspace (and any key for a public model) can list them; a model the key cannot view is 404.',
   auth: 'key',
   limit: 'export',
   request: { params: ModelPath, query: ExportListQuery },

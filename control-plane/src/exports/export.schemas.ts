@@ -18,7 +18,15 @@ export const ExportListQuery = limitQuery(20, 100).extend({ status: Status.optio
 export const ExportCreate = z
   .object({
     format: Format,
-    gpuType: z.string().max(64).nullable().optional().meta({ description: 'Required for engine (the GPU type the TensorRT engine is built on, and for); refused for other formats' }),
+    gpuType: z
+      .string()
+      .max(64)
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          'Required for engine (the GPU type the TensorRT engine is built on, and for); refused for other formats',
+      }),
     args: ExportArgs.nullable().optional(),
   })
   .meta({ description: 'format required; gpuType for engine only; args per the format (see the description)' });
@@ -28,12 +36,18 @@ export const ExportView = z
     id: ObjectId,
     status: Status,
     format: Format,
-    args: z.record(z.string(), z.unknown()).meta({ description: 'The args as normalized: only what differs from the defaults, quantize as ultralytics takes it' }),
+    args: z
+      .record(z.string(), z.unknown())
+      .meta({
+        description: 'The args as normalized: only what differs from the defaults, quantize as ultralytics takes it',
+      }),
     gpuType: z.string().optional().meta({ description: 'engine exports only' }),
     file: z
       .object({ size: z.number().int(), downloadUrl: z.string(), downloadFilename: z.string() })
       .optional()
-      .meta({ description: 'When completed: the artifact (a directory artifact as a zip), its download URL valid for 1 hour' }),
+      .meta({
+        description: 'When completed: the artifact (a directory artifact as a zip), its download URL valid for 1 hour',
+      }),
     error: z.object({ message: z.string(), timestamp: Timestamp }).optional().meta({ description: 'When failed' }),
     startedAt: Timestamp.optional(),
     completedAt: Timestamp.optional(),
@@ -48,20 +62,35 @@ export const ExportRead = z.object({ export: ExportView });
 export const ExportCreated = z.object({
   id: ObjectId,
   format: Format,
-  status: z.enum(['queued', 'running']).meta({ description: 'queued; running for a reused artifact (already completed: GET shows completed)' }),
+  status: z
+    .enum(['queued', 'running'])
+    .meta({ description: 'queued; running for a reused artifact (already completed: GET shows completed)' }),
   gpuType: z.string().optional(),
   region: Region,
-  reused: z.boolean().meta({ description: 'An equal completed export (same weights hash, format, args and GPU type) in the workspace gave its artifact' }),
+  reused: z
+    .boolean()
+    .meta({
+      description:
+        'An equal completed export (same weights hash, format, args and GPU type) in the workspace gave its artifact',
+    }),
 });
 
 export const ExportDeleted = z.object({ success: z.literal(true), action: z.enum(['cancelled', 'deleted']) });
 
 export const MobileLink = z.object({
-  importUrl: z.string().meta({ description: '<appliance>/api/mobile/models/<exportId>#expires=<unix seconds>&signature=<hmac>: POST the fragment as JSON to the same path' }),
+  importUrl: z
+    .string()
+    .meta({
+      description:
+        '<appliance>/api/mobile/models/<exportId>#expires=<unix seconds>&signature=<hmac>: POST the fragment as JSON to the same path',
+    }),
   expiresAt: Timestamp,
 });
 
-export const MobileResolve = z.object({ expires: z.number().int().min(0).max(1e12), signature: z.string().min(1).max(200) });
+export const MobileResolve = z.object({
+  expires: z.number().int().min(0).max(1e12),
+  signature: z.string().min(1).max(200),
+});
 
 export const MobileModel = z.object({
   version: z.literal(1),

@@ -20,7 +20,18 @@ import { forgetObject } from '../storage/stored-object.store.ts';
 import { normalizeArgs, type ExportArgs, type NormalizedArgs } from './export-args.ts';
 import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
-import type { ExportCreate, ExportCreated, ExportDeleted, ExportList, ExportListQuery, ExportRead, ExportView, MobileLink, MobileModel, MobileResolve } from './export.schemas.ts';
+import type {
+  ExportCreate,
+  ExportCreated,
+  ExportDeleted,
+  ExportList,
+  ExportListQuery,
+  ExportRead,
+  ExportView,
+  MobileLink,
+  MobileModel,
+  MobileResolve,
+} from './export.schemas.ts';
 import {
   activeExportJobs,
   completedEquivalent,
@@ -49,8 +60,15 @@ const IMX_TASKS = ['detect', 'segment', 'classify', 'pose'];
 const ACTIVE = ['queued', 'starting', 'running'];
 const mobilePath = (exportId: string) => `/api/mobile/models/${exportId}`;
 /** What an ExportService needs besides its entity manager. */
-export type ExportDeps = { config: Pick<AppConfig, 'region' | 'hostLostGraceSeconds'>; storage: Storage; lifecycle: JobLifecycle };
-const IN_FLIGHT = () => Conflict('An equivalent export (same weights, format, args and GPU type) is already in flight; wait for it or cancel it');
+export type ExportDeps = {
+  config: Pick<AppConfig, 'region' | 'hostLostGraceSeconds'>;
+  storage: Storage;
+  lifecycle: JobLifecycle;
+};
+const IN_FLIGHT = () =>
+  Conflict(
+    'An equivalent export (same weights, format, args and GPU type) is already in flight; wait for it or cancel it',
+  );
 /** How often an automatic export looks again when the equivalent one it would follow ended before it was read. */
 const FOLLOW_TRIES = 3;
 
@@ -71,7 +89,11 @@ export class ExportService {
     this.graceSeconds = deps.config.hostLostGraceSeconds;
   }
 
-  async list(actor: Actor, at: Address, options: z.output<typeof ExportListQuery>): Promise<z.input<typeof ExportList>> {
+  async list(
+    actor: Actor,
+    at: Address,
+    options: z.output<typeof ExportListQuery>,
+  ): Promise<z.input<typeof ExportList>> {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
     const records = await listExports(this.em, model.id, options);
     return { exports: await Promise.all(records.map((record) => this.view(record))), region: this.region };
@@ -94,7 +116,14 @@ export class ExportService {
     const queued = await this.queue(model, created, key.workspaceId);
     if (!queued) throw IN_FLIGHT();
     const { id, reused } = queued;
-    return { id, format, status: reused ? 'running' : 'queued', ...(gpuType && { gpuType }), region: this.region, reused };
+    return {
+      id,
+      format,
+      status: reused ? 'running' : 'queued',
+      ...(gpuType && { gpuType }),
+      region: this.region,
+      reused,
+    };
   }
 
   /**
@@ -124,18 +153,38 @@ export class ExportService {
     return completedOfWeights(this.em, model.workspace.id, await this.weightsSha256(model, model.fileKey), format);
   }
 
-  private async newExport(model: Model, format: ExportFormatId, args: NormalizedArgs, gpuType: string | null): Promise<NewExport> {
+  private async newExport(
+    model: Model,
+    format: ExportFormatId,
+    args: NormalizedArgs,
+    gpuType: string | null,
+  ): Promise<NewExport> {
     const weightsKey = model.fileKey!;
     const weightsSha256 = await this.weightsSha256(model, weightsKey);
-    const fingerprint = createHash('sha256').update(JSON.stringify([weightsSha256, format, args, gpuType])).digest('hex');
-    return { workspaceId: model.workspace.id, modelId: model.id, format, args, gpuType, weightsKey, weightsSha256, fingerprint };
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify([weightsSha256, format, args, gpuType]))
+      .digest('hex');
+    return {
+      workspaceId: model.workspace.id,
+      modelId: model.id,
+      format,
+      args,
+      gpuType,
+      weightsKey,
+      weightsSha256,
+      fingerprint,
+    };
   }
 
   /**
    * Reuses the workspace's equal completed artifact, else queues the job (503 when no host `hostsOf` may use can make
    * it); undefined when an equivalent export is in flight (queued by another request since the caller looked).
    */
-  private async queue(model: Model, created: NewExport, hostsOf: string): Promise<{ id: string; reused: boolean } | undefined> {
+  private async queue(
+    model: Model,
+    created: NewExport,
+    hostsOf: string,
+  ): Promise<{ id: string; reused: boolean } | undefined> {
     const { format, args, gpuType, fingerprint } = created;
     const reusable = await completedEquivalent(this.em, created.workspaceId, fingerprint);
     if (reusable) return { id: await insertCompletedExport(this.em, created, reusable), reused: true };
@@ -174,21 +223,40 @@ export class ExportService {
   async mobileLink(actor: Actor, at: Address & { exportId: string }): Promise<z.input<typeof MobileLink>> {
     const record = await this.find(actor, at, 'view');
     if (!(MOBILE_FORMATS as string[]).includes(record.format)) {
-      throw Invalid(`Format ${record.format} has no mobile import; mobile-compatible formats: ${MOBILE_FORMATS.join(', ')}`);
+      throw Invalid(
+        `Format ${record.format} has no mobile import; mobile-compatible formats: ${MOBILE_FORMATS.join(', ')}`,
+      );
     }
-    if (record.status !== 'completed') throw Conflict(`The export is ${record.status}; a mobile link needs a completed export`);
+    if (record.status !== 'completed')
+      throw Conflict(`The export is ${record.status}; a mobile link needs a completed export`);
     const expiresAt = new Date((Math.floor(Date.now() / 1000) + MOBILE_LINK_SECONDS) * 1000);
     const signed = new URL(this.storage.signer.sign('GET', mobilePath(record.id), expiresAt));
-    const fragment = new URLSearchParams({ expires: signed.searchParams.get('expires')!, signature: signed.searchParams.get('signature')! });
-    return { importUrl: `${this.storage.signer.baseUrl()}${mobilePath(record.id)}#${fragment}`, expiresAt: expiresAt.toISOString() };
+    const fragment = new URLSearchParams({
+      expires: signed.searchParams.get('expires')!,
+      signature: signed.searchParams.get('signature')!,
+    });
+    return {
+      importUrl: `${this.storage.signer.baseUrl()}${mobilePath(record.id)}#${fragment}`,
+      expiresAt: expiresAt.toISOString(),
+    };
   }
 
   /** No key: the link's signature is the authority. Any refusal reads the same, so a link never tells what exists. */
   async resolveMobile(exportId: string, body: z.output<typeof MobileResolve>): Promise<z.input<typeof MobileModel>> {
-    this.storage.signer.verify('GET', mobilePath(exportId), { expires: String(body.expires), signature: body.signature });
+    this.storage.signer.verify('GET', mobilePath(exportId), {
+      expires: String(body.expires),
+      signature: body.signature,
+    });
     const record = await exportById(this.em, exportId);
     const model = record ? await mobileModelOf(this.em, record.modelId) : undefined;
-    if (!record || !model?.live || record.status !== 'completed' || !record.fileKey || !(MOBILE_FORMATS as string[]).includes(record.format)) throw Forbidden(BAD_SIGNATURE);
+    if (
+      !record ||
+      !model?.live ||
+      record.status !== 'completed' ||
+      !record.fileKey ||
+      !(MOBILE_FORMATS as string[]).includes(record.format)
+    )
+      throw Forbidden(BAD_SIGNATURE);
     const filename = record.fileName ?? record.format;
     return {
       version: 1,
@@ -198,7 +266,10 @@ export class ExportService {
       format: record.format,
       filename,
       size: record.fileSize ?? 0,
-      downloadUrl: await this.storage.urls.download(record.fileKey, { expiresInSeconds: Math.max(1, body.expires - Math.floor(Date.now() / 1000)), filename }),
+      downloadUrl: await this.storage.urls.download(record.fileKey, {
+        expiresInSeconds: Math.max(1, body.expires - Math.floor(Date.now() / 1000)),
+        filename,
+      }),
       expiresAt: new Date(body.expires * 1000).toISOString(),
     };
   }
@@ -215,7 +286,10 @@ export class ExportService {
       record.status === 'completed' && record.fileKey
         ? {
             size: record.fileSize ?? 0,
-            downloadUrl: await this.storage.urls.download(record.fileKey, { expiresInSeconds: DOWNLOAD_URL_SECONDS, filename: record.fileName ?? undefined }),
+            downloadUrl: await this.storage.urls.download(record.fileKey, {
+              expiresInSeconds: DOWNLOAD_URL_SECONDS,
+              filename: record.fileName ?? undefined,
+            }),
             downloadFilename: record.fileName ?? '',
           }
         : undefined;
@@ -226,7 +300,9 @@ export class ExportService {
       args: record.args,
       ...(record.gpuType && { gpuType: record.gpuType }),
       ...(file && { file }),
-      ...(record.status === 'failed' && { error: { message: record.error ?? 'The export failed', timestamp: record.updatedAt.toISOString() } }),
+      ...(record.status === 'failed' && {
+        error: { message: record.error ?? 'The export failed', timestamp: record.updatedAt.toISOString() },
+      }),
       ...(record.startedAt && { startedAt: record.startedAt.toISOString() }),
       ...(record.completedAt && { completedAt: record.completedAt.toISOString() }),
       createdAt: record.createdAt.toISOString(),
@@ -237,20 +313,27 @@ export class ExportService {
   /** A TensorRT engine is built on (and for) one GPU type; every other format exports on a host's CPU. */
   private gpuTypeFor(format: ExportFormatId, gpuType: string | null): string | null {
     if (format !== 'engine') {
-      if (gpuType !== null) throw Invalid(`gpuType applies to engine (TensorRT) exports only; ${format} exports run on a host's CPU`);
+      if (gpuType !== null)
+        throw Invalid(`gpuType applies to engine (TensorRT) exports only; ${format} exports run on a host's CPU`);
       return null;
     }
-    if (gpuType === null) throw Invalid('gpuType is required for engine exports: the GPU type the TensorRT engine is built for');
-    if (!KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability)`);
+    if (gpuType === null)
+      throw Invalid('gpuType is required for engine exports: the GPU type the TensorRT engine is built for');
+    if (!KNOWN_GPU_TYPE_IDS.includes(gpuType))
+      throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability)`);
     return gpuType;
   }
 
   /** The spec's imx rules besides INT8 (normalizeArgs sees to that): a detect/segment/classify/pose model, a nano YOLOv8 or YOLO11. */
   private async requireImxModel(model: Model): Promise<void> {
-    if (!IMX_TASKS.includes(model.task)) throw Invalid(`imx exports take ${IMX_TASKS.join(', ')} models; this one is ${model.task}`);
+    if (!IMX_TASKS.includes(model.task))
+      throw Invalid(`imx exports take ${IMX_TASKS.join(', ')} models; this one is ${model.task}`);
     const family = await modelFamily(this.em, model);
     if (family?.family === 'yolo26') throw Invalid('imx exports do not support YOLO26 models');
-    if (family && family.size !== null && family.size !== 'n') throw Invalid(`imx exports take only nano ${family.family === 'yolov8' ? 'YOLOv8' : 'YOLO11'} models (this one is ${family.family}${family.size})`);
+    if (family && family.size !== null && family.size !== 'n')
+      throw Invalid(
+        `imx exports take only nano ${family.family === 'yolov8' ? 'YOLOv8' : 'YOLO11'} models (this one is ${family.family}${family.size})`,
+      );
   }
 
   /** The weights' SHA-256, streamed from the store once per file and kept on the model. */
@@ -265,7 +348,8 @@ export class ExportService {
 
   /** 503 naming what is missing when no connected host the workspace may use exports to the format. */
   private async requireExporter(workspaceId: string, format: ExportFormatId, gpuType: string | null): Promise<void> {
-    if (await someHostOffers(this.em, workspaceId, { gpuType: gpuType ?? 'cpu', toolchain: format }, this.graceSeconds)) return;
+    if (await someHostOffers(this.em, workspaceId, { gpuType: gpuType ?? 'cpu', toolchain: format }, this.graceSeconds))
+      return;
     const [missing] = await query<{ reason: string | null; hosts: string }>(
       this.em,
       `select (array_agg(h.missing_exporters->>? order by h.last_heartbeat_at desc) filter (where h.missing_exporters->>? is not null))[1] as reason, count(*) as hosts
@@ -275,10 +359,17 @@ export class ExportService {
     );
     const toolchain = `the ${format} toolchain`;
     if (gpuType) {
-      throw new HttpError(503, `No connected worker host with a ${gpuType} GPU can export to engine; the host needs a ${gpuType} GPU and ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`);
+      throw new HttpError(
+        503,
+        `No connected worker host with a ${gpuType} GPU can export to engine; the host needs a ${gpuType} GPU and ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`,
+      );
     }
-    if (Number(missing?.hosts ?? 0) === 0 && !missing?.reason) throw new HttpError(503, `No worker host can export to ${format}: no worker host is connected`);
-    throw new HttpError(503, `No worker host can export to ${format}: its trainer environment lacks ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`);
+    if (Number(missing?.hosts ?? 0) === 0 && !missing?.reason)
+      throw new HttpError(503, `No worker host can export to ${format}: no worker host is connected`);
+    throw new HttpError(
+      503,
+      `No worker host can export to ${format}: its trainer environment lacks ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`,
+    );
   }
 }
 

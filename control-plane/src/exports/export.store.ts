@@ -90,7 +90,10 @@ const fromRow = (row: ExportRow): ExportRecord => ({
   updatedAt: date(row.updated_at)!,
 });
 
-export type NewExport = Pick<ExportRecord, 'workspaceId' | 'modelId' | 'format' | 'args' | 'gpuType' | 'weightsKey' | 'weightsSha256' | 'fingerprint'>;
+export type NewExport = Pick<
+  ExportRecord,
+  'workspaceId' | 'modelId' | 'format' | 'args' | 'gpuType' | 'weightsKey' | 'weightsSha256' | 'fingerprint'
+>;
 
 /** A file an export already has (a reuse of an equal completed export). */
 export interface ExportFile {
@@ -131,14 +134,26 @@ export async function insertActiveExport(em: EntityManager, created: NewExport):
 }
 
 const newColumns = (id: string, created: NewExport) => [
-  id, created.workspaceId, created.modelId, created.format, JSON.stringify(created.args), created.gpuType, created.weightsKey, created.weightsSha256, created.fingerprint,
+  id,
+  created.workspaceId,
+  created.modelId,
+  created.format,
+  JSON.stringify(created.args),
+  created.gpuType,
+  created.weightsKey,
+  created.weightsSha256,
+  created.fingerprint,
 ];
 
 export async function setExportJob(em: EntityManager, exportId: string, jobId: string): Promise<void> {
   await query(em, 'update model_exports set job_id = ?, updated_at = now() where id = ?', [jobId, exportId]);
 }
 
-export async function listExports(em: EntityManager, modelId: string, options: { status?: ExportStatus; limit: number }): Promise<ExportRecord[]> {
+export async function listExports(
+  em: EntityManager,
+  modelId: string,
+  options: { status?: ExportStatus; limit: number },
+): Promise<ExportRecord[]> {
   const rows = await query<ExportRow>(
     em,
     `select ${COLUMNS} from ${FROM} where e.model_id = ? and (?::text is null or ${STATUS} = ?) order by e.created_at desc, e.id desc limit ?`,
@@ -147,8 +162,15 @@ export async function listExports(em: EntityManager, modelId: string, options: {
   return rows.map(fromRow);
 }
 
-export async function findExport(em: EntityManager, modelId: string, exportId: string): Promise<ExportRecord | undefined> {
-  const [row] = await query<ExportRow>(em, `select ${COLUMNS} from ${FROM} where e.model_id = ? and e.id = ?`, [modelId, exportId]);
+export async function findExport(
+  em: EntityManager,
+  modelId: string,
+  exportId: string,
+): Promise<ExportRecord | undefined> {
+  const [row] = await query<ExportRow>(em, `select ${COLUMNS} from ${FROM} where e.model_id = ? and e.id = ?`, [
+    modelId,
+    exportId,
+  ]);
   return row && fromRow(row);
 }
 
@@ -159,7 +181,12 @@ export async function exportById(em: EntityManager, exportId: string): Promise<E
 }
 
 /** The model's newest export with this fingerprint, or else the workspace's one in flight (a clone's): what a wait follows. */
-export async function latestEquivalent(em: EntityManager, modelId: string, workspaceId: string, fingerprint: string): Promise<ExportRecord | undefined> {
+export async function latestEquivalent(
+  em: EntityManager,
+  modelId: string,
+  workspaceId: string,
+  fingerprint: string,
+): Promise<ExportRecord | undefined> {
   const [row] = await query<ExportRow>(
     em,
     `select ${COLUMNS} from ${FROM} where e.workspace_id = ? and e.fingerprint = ? and (e.model_id = ? or e.status is null)
@@ -170,13 +197,25 @@ export async function latestEquivalent(em: EntityManager, modelId: string, works
 }
 
 /** The workspace's export with this fingerprint in flight, if any (one at most: the unique index model_exports_one_in_flight). */
-export async function inFlightEquivalent(em: EntityManager, workspaceId: string, fingerprint: string): Promise<ExportRecord | undefined> {
-  const [row] = await query<ExportRow>(em, `select ${COLUMNS} from ${FROM} where e.workspace_id = ? and e.fingerprint = ? and e.status is null`, [workspaceId, fingerprint]);
+export async function inFlightEquivalent(
+  em: EntityManager,
+  workspaceId: string,
+  fingerprint: string,
+): Promise<ExportRecord | undefined> {
+  const [row] = await query<ExportRow>(
+    em,
+    `select ${COLUMNS} from ${FROM} where e.workspace_id = ? and e.fingerprint = ? and e.status is null`,
+    [workspaceId, fingerprint],
+  );
   return row && fromRow(row);
 }
 
 /** A completed export of the workspace with the same fingerprint whose file is still there: its artifact is reused. */
-export async function completedEquivalent(em: EntityManager, workspaceId: string, fingerprint: string): Promise<ExportFile | undefined> {
+export async function completedEquivalent(
+  em: EntityManager,
+  workspaceId: string,
+  fingerprint: string,
+): Promise<ExportFile | undefined> {
   const [row] = await query<{ file_key: string; file_size: string; file_sha256: string; file_name: string }>(
     em,
     `select file_key, file_size, file_sha256, file_name from model_exports
@@ -187,7 +226,12 @@ export async function completedEquivalent(em: EntityManager, workspaceId: string
 }
 
 /** The file of the workspace's newest completed export of these weights to `format`, whatever its arguments (dynamic ones first). */
-export async function completedOfWeights(em: EntityManager, workspaceId: string, weightsSha256: string, format: string): Promise<string | undefined> {
+export async function completedOfWeights(
+  em: EntityManager,
+  workspaceId: string,
+  weightsSha256: string,
+  format: string,
+): Promise<string | undefined> {
   const [row] = await query<{ file_key: string }>(
     em,
     `select file_key from model_exports where workspace_id = ? and weights_sha256 = ? and format = ? and status = 'completed' and file_key is not null
@@ -208,33 +252,63 @@ export async function settleExport(
     `update model_exports e set status = ?, error = ?, file_key = ?, file_size = ?, file_sha256 = ?, file_name = ?,
        started_at = (select j.started_at from jobs j where j.id = e.job_id), completed_at = case when ? = 'completed' then now() end, updated_at = now()
      where e.id = ? and e.status is null`,
-    [end.status, end.error, end.file?.key ?? null, end.file?.size ?? null, end.file?.sha256 ?? null, end.file?.name ?? null, end.status, exportId],
+    [
+      end.status,
+      end.error,
+      end.file?.key ?? null,
+      end.file?.size ?? null,
+      end.file?.sha256 ?? null,
+      end.file?.name ?? null,
+      end.status,
+      exportId,
+    ],
   );
 }
 
 /** Deletes finished exports; returns the file keys no export refers to any more (the caller deletes those files). */
 export async function deleteExports(em: EntityManager, exportIds: string[]): Promise<string[]> {
-  const deleted = await query<{ file_key: string | null }>(em, 'delete from model_exports where id = any(?::text[]) returning file_key', [pgArray(exportIds)]);
-  return unusedFiles(em, deleted.flatMap((row) => (row.file_key ? [row.file_key] : [])));
+  const deleted = await query<{ file_key: string | null }>(
+    em,
+    'delete from model_exports where id = any(?::text[]) returning file_key',
+    [pgArray(exportIds)],
+  );
+  return unusedFiles(
+    em,
+    deleted.flatMap((row) => (row.file_key ? [row.file_key] : [])),
+  );
 }
 
 /** Of `keys`, those no export refers to (serialized per key: two deletions of two sharers see each other). */
 export async function unusedFiles(em: EntityManager, keys: string[]): Promise<string[]> {
   const candidates = [...new Set(keys)].sort();
   if (candidates.length === 0) return [];
-  await query(em, 'select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(?::text[]) k', [pgArray(candidates)]);
-  const unused = await query<{ key: string }>(em, 'select k as key from unnest(?::text[]) k where not exists (select 1 from model_exports where file_key = k)', [pgArray(candidates)]);
+  await query(em, 'select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(?::text[]) k', [
+    pgArray(candidates),
+  ]);
+  const unused = await query<{ key: string }>(
+    em,
+    'select k as key from unnest(?::text[]) k where not exists (select 1 from model_exports where file_key = k)',
+    [pgArray(candidates)],
+  );
   return unused.map((row) => row.key);
 }
 
 /** The file keys of the exports of these models (taken before their rows cascade away with them). */
 export async function exportFilesOf(em: EntityManager, modelIds: string[]): Promise<string[]> {
-  const rows = await query<{ file_key: string }>(em, 'select distinct file_key from model_exports where model_id = any(?::text[]) and file_key is not null', [pgArray(modelIds)]);
+  const rows = await query<{ file_key: string }>(
+    em,
+    'select distinct file_key from model_exports where model_id = any(?::text[]) and file_key is not null',
+    [pgArray(modelIds)],
+  );
   return rows.map((row) => row.file_key);
 }
 
 /** The active export jobs of models (cancelled when they go to trash). */
 export async function activeExportJobs(em: EntityManager, modelIds: string[]): Promise<string[]> {
-  const rows = await query<{ job_id: string }>(em, 'select job_id from model_exports where model_id = any(?::text[]) and status is null and job_id is not null', [pgArray(modelIds)]);
+  const rows = await query<{ job_id: string }>(
+    em,
+    'select job_id from model_exports where model_id = any(?::text[]) and status is null and job_id is not null',
+    [pgArray(modelIds)],
+  );
   return rows.map((row) => row.job_id);
 }

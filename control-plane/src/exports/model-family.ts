@@ -22,12 +22,19 @@ export function familyOf(name: string): ModelFamily | undefined {
  * was fine-tuned from (ul://owner/project/model), else its own name. Undefined when nothing names one (uploaded
  * weights under another name): the exporter then decides.
  */
-export async function modelFamily(em: EntityManager, model: { trainArgs?: Record<string, unknown> | null; name: string; slug: string }): Promise<ModelFamily | undefined> {
+export async function modelFamily(
+  em: EntityManager,
+  model: { trainArgs?: Record<string, unknown> | null; name: string; slug: string },
+): Promise<ModelFamily | undefined> {
   let source = typeof model.trainArgs?.model === 'string' ? model.trainArgs.model : undefined;
   for (let hop = 0; source?.startsWith('ul://') && hop < MAX_HOPS; hop += 1) {
     const [owner, project, slug] = source.slice('ul://'.length).split('/');
     const parent = await trainedFrom(em, owner ?? '', project ?? '', slug ?? '');
     source = parent?.model ?? parent?.name;
   }
-  return (source && !source.startsWith('ul://') ? familyOf(source) : undefined) ?? familyOf(model.name) ?? familyOf(model.slug);
+  return (
+    (source && !source.startsWith('ul://') ? familyOf(source) : undefined) ??
+    familyOf(model.name) ??
+    familyOf(model.slug)
+  );
 }

@@ -4,7 +4,13 @@ import { releaseImageBlobs } from '../images/image-blobs.ts';
 import { storeImageFiles } from '../images/image-intake.ts';
 import { blurTargetsAfter, findStoredImage } from '../images/image.store.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
-import { readProgress, writeProgress, type BatchBlurPayload, type BlurProgress, type PreviewImage } from '../predict/batch-predict.store.ts';
+import {
+  readProgress,
+  writeProgress,
+  type BatchBlurPayload,
+  type BlurProgress,
+  type PreviewImage,
+} from '../predict/batch-predict.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { blurStoredImage, replaceImageFile, type StoredImageRow } from './face-blur-stored.ts';
 import { FaceDetectorMissing, type FaceDetector } from './face-detector.ts';
@@ -55,11 +61,22 @@ export class BatchBlurJob {
       lastImageId: saved.lastImageId ?? null,
       previews: saved.previews ?? [],
     };
-    const prepared = new Map((payload.previewJobId ? await this.preparedBy(em, payload.previewJobId) : []).map((image) => [image.imageId, image]));
+    const prepared = new Map(
+      (payload.previewJobId ? await this.preparedBy(em, payload.previewJobId) : []).map((image) => [
+        image.imageId,
+        image,
+      ]),
+    );
     for (;;) {
       const left = payload.preview ? PREVIEW_IMAGES - state.processed - state.skipped : TARGETS_PER_READ;
       if (left <= 0) break;
-      const targets = await blurTargetsAfter(em, payload.datasetId, payload.imageId, state.lastImageId ?? '', Math.min(left, TARGETS_PER_READ));
+      const targets = await blurTargetsAfter(
+        em,
+        payload.datasetId,
+        payload.imageId,
+        state.lastImageId ?? '',
+        Math.min(left, TARGETS_PER_READ),
+      );
       if (targets.length === 0) break;
       for (const image of targets) {
         context.signal.throwIfAborted();
@@ -87,13 +104,30 @@ export class BatchBlurJob {
   }
 
   /** Deletes a preview's files that no image uses (all of them unless it was applied). */
-  async releasePrepared(em: EntityManager, workspaceId: string, images: Array<{ blurred: { hash: string; ext: string } | null }>): Promise<void> {
-    await releaseImageBlobs(em, this.storage, workspaceId, images.flatMap((image) => (image.blurred ? [image.blurred] : [])));
+  async releasePrepared(
+    em: EntityManager,
+    workspaceId: string,
+    images: Array<{ blurred: { hash: string; ext: string } | null }>,
+  ): Promise<void> {
+    await releaseImageBlobs(
+      em,
+      this.storage,
+      workspaceId,
+      images.flatMap((image) => (image.blurred ? [image.blurred] : [])),
+    );
   }
 
   /** Blurs one image into new stored files without changing the image: what it made goes to state.previews. */
-  private async preview(context: JobContext, payload: BatchBlurPayload, image: StoredImageRow, state: BlurProgress): Promise<void> {
-    const result = await blurStoredImage(this.storage, this.detector, context.workspaceId, image, { threshold: payload.confidence, boxScale: payload.boxScale });
+  private async preview(
+    context: JobContext,
+    payload: BatchBlurPayload,
+    image: StoredImageRow,
+    state: BlurProgress,
+  ): Promise<void> {
+    const result = await blurStoredImage(this.storage, this.detector, context.workspaceId, image, {
+      threshold: payload.confidence,
+      boxScale: payload.boxScale,
+    });
     if ('skip' in result) {
       context.log.warn({ imageId: image.id, reason: result.skip }, 'face blur preview skipped an image');
       state.skipped += 1;
@@ -102,23 +136,47 @@ export class BatchBlurJob {
     let blurred: PreviewImage['blurred'] = null;
     if (result.faces > 0) {
       await storeImageFiles(context.em, this.storage, context.workspaceId, result.file, result.body);
-      blurred = { hash: result.file.hash, ext: result.file.ext, bytes: result.file.bytes, channels: result.file.channels };
+      blurred = {
+        hash: result.file.hash,
+        ext: result.file.ext,
+        bytes: result.file.bytes,
+        channels: result.file.channels,
+      };
       state.blurred += 1;
     }
     state.processed += 1;
     state.faces += result.faces;
-    state.previews.push({ imageId: image.id, name: image.name, hash: image.hash, ext: image.ext, faces: result.faces, blurred });
+    state.previews.push({
+      imageId: image.id,
+      name: image.name,
+      hash: image.hash,
+      ext: image.ext,
+      faces: result.faces,
+      blurred,
+    });
   }
 
   /** Blurs one image in place: with the preview's file when it made one for these bytes, else afresh. */
-  private async apply(context: JobContext, payload: BatchBlurPayload, image: StoredImageRow, prepared: PreviewImage | undefined, state: BlurProgress): Promise<void> {
+  private async apply(
+    context: JobContext,
+    payload: BatchBlurPayload,
+    image: StoredImageRow,
+    prepared: PreviewImage | undefined,
+    state: BlurProgress,
+  ): Promise<void> {
     const first = (tx: EntityManager) => context.confirmHeld(tx);
     if (prepared && prepared.hash === image.hash) {
       if (!prepared.blurred) {
         state.processed += 1;
         return;
       }
-      if (await replaceImageFile(context.em, this.storage, context.workspaceId, image, prepared.blurred, { markChecked: false, ifStored: true, first })) {
+      if (
+        await replaceImageFile(context.em, this.storage, context.workspaceId, image, prepared.blurred, {
+          markChecked: false,
+          ifStored: true,
+          first,
+        })
+      ) {
         state.processed += 1;
         state.faces += prepared.faces;
         state.blurred += 1;
@@ -128,7 +186,10 @@ export class BatchBlurJob {
     // Read again: a prepared file that could not be used may be because the image changed meanwhile.
     const current = await findStoredImage(context.em, image.id, payload.datasetId);
     if (!current) return;
-    const result = await blurStoredImage(this.storage, this.detector, context.workspaceId, current, { threshold: payload.confidence, boxScale: payload.boxScale });
+    const result = await blurStoredImage(this.storage, this.detector, context.workspaceId, current, {
+      threshold: payload.confidence,
+      boxScale: payload.boxScale,
+    });
     if ('skip' in result) {
       context.log.warn({ imageId: image.id, reason: result.skip }, 'face blur skipped an image');
       state.skipped += 1;
@@ -138,7 +199,13 @@ export class BatchBlurJob {
     state.faces += result.faces;
     if (result.faces === 0) return;
     await storeImageFiles(context.em, this.storage, context.workspaceId, result.file, result.body);
-    if (await replaceImageFile(context.em, this.storage, context.workspaceId, current, result.file, { markChecked: false, first })) state.blurred += 1;
+    if (
+      await replaceImageFile(context.em, this.storage, context.workspaceId, current, result.file, {
+        markChecked: false,
+        first,
+      })
+    )
+      state.blurred += 1;
     // The image changed meanwhile (another blur got there first): the file made for it is not used.
     else await releaseImageBlobs(context.em, this.storage, context.workspaceId, [result.file]);
   }

@@ -35,7 +35,12 @@ function iou(a: FaceBox, b: FaceBox): number {
 }
 
 /** Faces in an input of `width`×`height` px (multiples of 32), best first. */
-export function decodeCenterFace(outputs: CenterFaceOutputs, width: number, height: number, threshold = FACE_THRESHOLD): FaceBox[] {
+export function decodeCenterFace(
+  outputs: CenterFaceOutputs,
+  width: number,
+  height: number,
+  threshold = FACE_THRESHOLD,
+): FaceBox[] {
   const cols = width / STRIDE;
   const rows = height / STRIDE;
   const plane = cols * rows;
@@ -49,7 +54,13 @@ export function decodeCenterFace(outputs: CenterFaceOutputs, width: number, heig
       const w = Math.exp(outputs.scale[plane + i]) * STRIDE;
       const cy = (y + outputs.offset[i] + 0.5) * STRIDE;
       const cx = (x + outputs.offset[plane + i] + 0.5) * STRIDE;
-      candidates.push({ score, x1: Math.max(0, cx - w / 2), y1: Math.max(0, cy - h / 2), x2: Math.min(width, cx + w / 2), y2: Math.min(height, cy + h / 2) });
+      candidates.push({
+        score,
+        x1: Math.max(0, cx - w / 2),
+        y1: Math.max(0, cy - h / 2),
+        x2: Math.min(width, cx + w / 2),
+        y2: Math.min(height, cy + h / 2),
+      });
     }
   }
   candidates.sort((a, b) => b.score - a.score);

@@ -16,7 +16,9 @@ export async function withFacesBlurred(
   if (file.error) return { skip: `faces could not be checked: ${file.error}` };
   try {
     const blurred = await blurFaces(detector, Buffer.isBuffer(body) ? body : body.path, options);
-    return blurred ? { body: blurred.bytes, file: await decodeImage(blurred.bytes, filename), faces: blurred.faces } : { body, file, faces: 0 };
+    return blurred
+      ? { body: blurred.bytes, file: await decodeImage(blurred.bytes, filename), faces: blurred.faces }
+      : { body, file, faces: 0 };
   } catch (error) {
     if (error instanceof TooLargeToBlur) return { skip: `faces could not be checked: ${error.message}` };
     throw error;

@@ -22,7 +22,13 @@ const MAX_REPORTED = 100;
 export async function queueFaceBlur(em: EntityManager, dataset: { id: string; workspaceId: string }): Promise<string> {
   const active = await activeJobId(em, dataset.id, FACE_BLUR_JOB);
   if (active) return active.id;
-  const job = await enqueueJob(em, { kind: FACE_BLUR_JOB, workspaceId: dataset.workspaceId, subjectId: dataset.id, payload: { datasetId: dataset.id }, exclusive: true });
+  const job = await enqueueJob(em, {
+    kind: FACE_BLUR_JOB,
+    workspaceId: dataset.workspaceId,
+    subjectId: dataset.id,
+    payload: { datasetId: dataset.id },
+    exclusive: true,
+  });
   return job.id;
 }
 
@@ -50,7 +56,13 @@ export class FaceBlurJob implements JobHandler {
       throw error;
     }
     const total = await countUncheckedForFaces(em, datasetId);
-    const outcome = { imagesChecked: 0, imagesBlurred: 0, imagesUnchecked: 0, unchecked: [] as string[], stopped: false };
+    const outcome = {
+      imagesChecked: 0,
+      imagesBlurred: 0,
+      imagesUnchecked: 0,
+      unchecked: [] as string[],
+      stopped: false,
+    };
     const unchecked = (image: StoredImageRow, reason: string) => {
       outcome.imagesUnchecked += 1;
       if (outcome.unchecked.length < MAX_REPORTED) outcome.unchecked.push(`${image.name}: ${reason}`);
@@ -69,14 +81,27 @@ export class FaceBlurJob implements JobHandler {
         const reason = await this.blur(em, workspaceId, image, outcome);
         if (reason) unchecked(image, reason);
         else outcome.imagesChecked += 1;
-        context.progress({ stage: 'blurring', percent: Math.min(99, Math.floor((100 * (outcome.imagesChecked + outcome.imagesUnchecked)) / Math.max(total, 1))), processed: outcome.imagesChecked + outcome.imagesUnchecked, total });
+        context.progress({
+          stage: 'blurring',
+          percent: Math.min(
+            99,
+            Math.floor((100 * (outcome.imagesChecked + outcome.imagesUnchecked)) / Math.max(total, 1)),
+          ),
+          processed: outcome.imagesChecked + outcome.imagesUnchecked,
+          total,
+        });
       }
     }
     return outcome;
   }
 
   /** Checks one image and blurs its faces; returns why it could not be checked, if so. */
-  private async blur(em: EntityManager, workspaceId: string, image: StoredImageRow, outcome: { imagesBlurred: number }): Promise<string | undefined> {
+  private async blur(
+    em: EntityManager,
+    workspaceId: string,
+    image: StoredImageRow,
+    outcome: { imagesBlurred: number },
+  ): Promise<string | undefined> {
     const result = await blurStoredImage(this.storage, this.detector, workspaceId, image);
     if ('skip' in result) return result.skip;
     const { file } = result;

@@ -37,7 +37,12 @@ function enlarged(face: FaceBox, width: number, height: number, boxScale: number
   const halfHeight = (face.y2 - face.y1) * boxScale * (0.5 + MARGIN);
   const left = Math.max(0, Math.floor(cx - halfWidth));
   const top = Math.max(0, Math.floor(cy - halfHeight));
-  return { left, top, width: Math.max(1, Math.min(width, Math.ceil(cx + halfWidth)) - left), height: Math.max(1, Math.min(height, Math.ceil(cy + halfHeight)) - top) };
+  return {
+    left,
+    top,
+    width: Math.max(1, Math.min(width, Math.ceil(cx + halfWidth)) - left),
+    height: Math.max(1, Math.min(height, Math.ceil(cy + halfHeight)) - top),
+  };
 }
 
 /** Encoded as the original was (HEIF as AVIF, the HEIF sharp writes); other formats as PNG. */
@@ -55,30 +60,53 @@ function encoded(image: Sharp, format: string | undefined): Promise<Buffer> {
  * dropped) and encoded in its format; null when there is no face (the bytes stay as they are). Throws TooLargeToBlur
  * over MAX_BLUR_PIXELS and sharp's error for an undecodable image.
  */
-export async function blurFaces(detector: FaceDetector, input: Buffer | string, options: BlurOptions = {}): Promise<{ bytes: Buffer; faces: number } | null> {
+export async function blurFaces(
+  detector: FaceDetector,
+  input: Buffer | string,
+  options: BlurOptions = {},
+): Promise<{ bytes: Buffer; faces: number } | null> {
   const meta = await sharp(input).metadata();
   const pixels = meta.width * meta.height;
-  if (pixels > MAX_BLUR_PIXELS) throw new TooLargeToBlur(`${meta.width}×${meta.height} px is more than the ${MAX_BLUR_PIXELS / 1e6} megapixels faces are blurred in`);
+  if (pixels > MAX_BLUR_PIXELS)
+    throw new TooLargeToBlur(
+      `${meta.width}×${meta.height} px is more than the ${MAX_BLUR_PIXELS / 1e6} megapixels faces are blurred in`,
+    );
   const { width, height, faces } = await detector.detect(input, options.threshold);
   if (faces.length === 0) return null;
   const bytes = await withDecodeMemory(pixels * 4 * 2, async () => {
-    const { data, info } = await sharp(input, { failOn: 'error' }).rotate().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(input, { failOn: 'error' })
+      .rotate()
+      .toColourspace('srgb')
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const raw = { width: info.width, height: info.height, channels: info.channels };
-    const regions = faces.length > MAX_FACES ? [{ left: 0, top: 0, width, height }] : faces.map((face) => enlarged(face, width, height, options.boxScale ?? 1));
+    const regions =
+      faces.length > MAX_FACES
+        ? [{ left: 0, top: 0, width, height }]
+        : faces.map((face) => enlarged(face, width, height, options.boxScale ?? 1));
     const patches = await Promise.all(
       regions.map(async (region) => {
         const k = FACE_CELLS / Math.max(region.width, region.height);
         // Two pipelines: sharp keeps only the last resize of one.
         const cells = await sharp(data, { raw })
           .extract(region)
-          .resize(Math.max(1, Math.round(region.width * k)), Math.max(1, Math.round(region.height * k)), { fit: 'fill' })
+          .resize(Math.max(1, Math.round(region.width * k)), Math.max(1, Math.round(region.height * k)), {
+            fit: 'fill',
+          })
           .raw()
           .toBuffer({ resolveWithObject: true });
-        const patch = await sharp(cells.data, { raw: { width: cells.info.width, height: cells.info.height, channels: info.channels } })
+        const patch = await sharp(cells.data, {
+          raw: { width: cells.info.width, height: cells.info.height, channels: info.channels },
+        })
           .resize(region.width, region.height, { fit: 'fill', kernel: 'cubic' })
           .raw()
           .toBuffer();
-        return { input: patch, raw: { width: region.width, height: region.height, channels: info.channels }, left: region.left, top: region.top };
+        return {
+          input: patch,
+          raw: { width: region.width, height: region.height, channels: info.channels },
+          left: region.left,
+          top: region.top,
+        };
       }),
     );
     return encoded(sharp(data, { raw }).composite(patches), meta.format);

@@ -49,14 +49,24 @@ export class FaceDetector {
     const k = Math.min(1, DETECT_PX / Math.max(width, height));
     const w = Math.max(STRIDE_ALIGN, Math.round((width * k) / STRIDE_ALIGN) * STRIDE_ALIGN);
     const h = Math.max(STRIDE_ALIGN, Math.round((height * k) / STRIDE_ALIGN) * STRIDE_ALIGN);
-    const rgb = await sharp(input, { failOn: 'error' }).rotate().removeAlpha().toColourspace('srgb').resize(w, h, { fit: 'fill' }).raw().toBuffer();
+    const rgb = await sharp(input, { failOn: 'error' })
+      .rotate()
+      .removeAlpha()
+      .toColourspace('srgb')
+      .resize(w, h, { fit: 'fill' })
+      .raw()
+      .toBuffer();
     const plane = w * h;
     const pixels = new Float32Array(3 * plane);
     for (let i = 0; i < plane; i++) for (let c = 0; c < 3; c++) pixels[c * plane + i] = rgb[i * 3 + c];
     const faces = await this.run({ id: this.nextId++, pixels, width: w, height: h, threshold });
     const sx = width / w;
     const sy = height / h;
-    return { width, height, faces: faces.map((f) => ({ score: f.score, x1: f.x1 * sx, y1: f.y1 * sy, x2: f.x2 * sx, y2: f.y2 * sy })) };
+    return {
+      width,
+      height,
+      faces: faces.map((f) => ({ score: f.score, x1: f.x1 * sx, y1: f.y1 * sy, x2: f.x2 * sx, y2: f.y2 * sy })),
+    };
   }
 
   private run(request: DetectRequest): Promise<FaceBox[]> {

@@ -15,15 +15,24 @@ export interface DetectRequest {
 }
 export type DetectReply = { id: number; faces: FaceBox[] } | { id: number; error: string };
 
-const session = ort.InferenceSession.create(workerData as string, { intraOpNumThreads: 1, graphOptimizationLevel: 'all' });
+const session = ort.InferenceSession.create(workerData as string, {
+  intraOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+});
 
 parentPort!.on('message', async ({ id, pixels, width, height, threshold }: DetectRequest) => {
   try {
     const model = await session;
     const out = await model.run({ [model.inputNames[0]]: new ort.Tensor('float32', pixels, [1, 3, height, width]) });
     const [heatmap, scale, offset] = model.outputNames.slice(0, 3).map((name) => out[name].data as Float32Array);
-    parentPort!.postMessage({ id, faces: decodeCenterFace({ heatmap, scale, offset }, width, height, threshold) } satisfies DetectReply);
+    parentPort!.postMessage({
+      id,
+      faces: decodeCenterFace({ heatmap, scale, offset }, width, height, threshold),
+    } satisfies DetectReply);
   } catch (error) {
-    parentPort!.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies DetectReply);
+    parentPort!.postMessage({
+      id,
+      error: error instanceof Error ? error.message : String(error),
+    } satisfies DetectReply);
   }
 });

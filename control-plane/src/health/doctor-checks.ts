@@ -33,8 +33,10 @@ const DISK_WARN_BYTES = 5 * 2 ** 30;
 
 const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 /** A host as vpctl names it: `workspace/name`, or the name alone in the appliance-wide pool. */
-const hostName = (host: { name: string; workspace: string | null }) => (host.workspace ? `${host.workspace}/${host.name}` : host.name);
-const when = (value: string | null) => (value ? `last heartbeat ${new Date(value).toISOString().replace(/\.\d{3}Z$/, 'Z')}` : 'never connected');
+const hostName = (host: { name: string; workspace: string | null }) =>
+  host.workspace ? `${host.workspace}/${host.name}` : host.name;
+const when = (value: string | null) =>
+  value ? `last heartbeat ${new Date(value).toISOString().replace(/\.\d{3}Z$/, 'Z')}` : 'never connected';
 
 /** The secret this environment signs with, without generating one (the control plane does that at its first start). */
 export function ownSigningSecret(config: AppConfig): { secret?: string; source: string } {
@@ -46,7 +48,12 @@ export function ownSigningSecret(config: AppConfig): { secret?: string; source: 
 export function signingSecretCheck(own: { secret?: string; source: string }): CheckResult {
   const check = 'signing secret';
   if (own.secret === undefined) {
-    return { status: 'WARN', check, message: `SIGNING_SECRET is unset and ${own.source} does not exist yet`, fix: 'start the control plane (it generates one), or set SIGNING_SECRET' };
+    return {
+      status: 'WARN',
+      check,
+      message: `SIGNING_SECRET is unset and ${own.source} does not exist yet`,
+      fix: 'start the control plane (it generates one), or set SIGNING_SECRET',
+    };
   }
   if (own.secret.length < MIN_SECRET_LENGTH) {
     return {
@@ -61,14 +68,29 @@ export function signingSecretCheck(own: { secret?: string; source: string }): Ch
 
 export async function migrationsCheck(em: EntityManager): Promise<CheckResult> {
   const check = 'migrations';
-  const [{ present }] = await query<{ present: boolean }>(em, "select to_regclass('schema_migrations') is not null as present");
-  const executed = present ? (await query<{ name: string }>(em, 'select name from schema_migrations order by id')).map((row) => row.name) : [];
+  const [{ present }] = await query<{ present: boolean }>(
+    em,
+    "select to_regclass('schema_migrations') is not null as present",
+  );
+  const executed = present
+    ? (await query<{ name: string }>(em, 'select name from schema_migrations order by id')).map((row) => row.name)
+    : [];
   const { pending, unknown } = migrationState(executed);
   if (unknown.length > 0) {
-    return { status: 'FAIL', check, message: `the database was migrated by a newer version (${unknown.join(', ')})`, fix: "run that version's control plane and vpctl" };
+    return {
+      status: 'FAIL',
+      check,
+      message: `the database was migrated by a newer version (${unknown.join(', ')})`,
+      fix: "run that version's control plane and vpctl",
+    };
   }
   if (pending.length > 0) {
-    return { status: 'FAIL', check, message: `${pending.length} pending (${pending.join(', ')})`, fix: 'start the control plane (it migrates at start) or run `vpctl migrate`' };
+    return {
+      status: 'FAIL',
+      check,
+      message: `${pending.length} pending (${pending.join(', ')})`,
+      fix: 'start the control plane (it migrates at start) or run `vpctl migrate`',
+    };
   }
   return { status: 'OK', check, message: `all ${executed.length} applied` };
 }
@@ -82,7 +104,12 @@ export async function clockCheck(em: EntityManager): Promise<CheckResult> {
   const seconds = Math.abs(skew) / 1000;
   const message = `this machine's clock is ${seconds.toFixed(2)} s ${skew >= 0 ? 'ahead of' : 'behind'} the database's`;
   if (seconds > CLOCK_SKEW_WARN_SECONDS) {
-    return { status: 'WARN', check, message, fix: 'synchronise the clocks (NTP: timedatectl set-ntp true) here and on the database host; leases and signed URLs expire by them' };
+    return {
+      status: 'WARN',
+      check,
+      message,
+      fix: 'synchronise the clocks (NTP: timedatectl set-ntp true) here and on the database host; leases and signed URLs expire by them',
+    };
   }
   return { status: 'OK', check, message };
 }
@@ -92,7 +119,12 @@ export async function replicasCheck(em: EntityManager, ownSecret: string | undef
   const check = 'replicas';
   const replicas = await replicasSeenWithin(em, REPLICA_GONE_SECONDS);
   if (replicas.length === 0) {
-    return { status: 'WARN', check, message: `no control plane has reported in the last ${REPLICA_GONE_SECONDS / 60} minutes`, fix: 'start the appliance, or read its log for why it stopped' };
+    return {
+      status: 'WARN',
+      check,
+      message: `no control plane has reported in the last ${REPLICA_GONE_SECONDS / 60} minutes`,
+      fix: 'start the appliance, or read its log for why it stopped',
+    };
   }
   const where = replicas.map((replica) => `${replica.hostname} ${replica.version}`).join(', ');
   const secrets = new Set(replicas.map((replica) => replica.secret_fingerprint));
@@ -114,7 +146,12 @@ export async function replicasCheck(em: EntityManager, ownSecret: string | undef
   }
   const versions = new Set(replicas.map((replica) => replica.version));
   if (versions.size > 1) {
-    return { status: 'WARN', check, message: `${replicas.length} running on different versions: ${where}`, fix: 'finish the upgrade: restart the replicas on the older version' };
+    return {
+      status: 'WARN',
+      check,
+      message: `${replicas.length} running on different versions: ${where}`,
+      fix: 'finish the upgrade: restart the replicas on the older version',
+    };
   }
   return { status: 'OK', check, message: `${replicas.length} running (${where}), one signing secret` };
 }
@@ -124,12 +161,18 @@ export async function hostsCheck(em: EntityManager, graceSeconds: number): Promi
   const check = 'hosts';
   const hosts = await hostsWithLiveness(em, graceSeconds);
   if (hosts.length === 0) {
-    return { status: 'WARN', check, message: 'no GPU hosts: training, exports and deployments need one', fix: 'vpctl hosts connect <name>, then enroll the host with the printed token' };
+    return {
+      status: 'WARN',
+      check,
+      message: 'no GPU hosts: training, exports and deployments need one',
+      fix: 'vpctl hosts connect <name>, then enroll the host with the printed token',
+    };
   }
   const lost = hosts.filter((host) => host.state !== 'enrolling' && !host.alive);
   const enrolling = hosts.filter((host) => host.state === 'enrolling');
   const connected = hosts.length - lost.length - enrolling.length;
-  const waiting = enrolling.length > 0 ? `; ${enrolling.length} not enrolled yet (${enrolling.map(hostName).join(', ')})` : '';
+  const waiting =
+    enrolling.length > 0 ? `; ${enrolling.length} not enrolled yet (${enrolling.map(hostName).join(', ')})` : '';
   if (lost.length > 0) {
     return {
       status: 'WARN',
@@ -150,7 +193,8 @@ export async function agentVersionsCheck(em: EntityManager, serverUrl: string): 
   const hosts = await hostAgentVersions(em);
   if (hosts.length === 0) return { status: 'OK', check, message: 'no agent has connected yet' };
   const outdated = hosts.filter((host) => agentOutdated(host.agent_version));
-  if (outdated.length === 0) return { status: 'OK', check, message: `${hosts.length} on ${RELEASE_VERSION}, the control plane's` };
+  if (outdated.length === 0)
+    return { status: 'OK', check, message: `${hosts.length} on ${RELEASE_VERSION}, the control plane's` };
   return {
     status: 'WARN',
     check,
@@ -169,14 +213,17 @@ export async function agentVersionsCheck(em: EntityManager, serverUrl: string): 
 function storageName(config: AppConfig): string {
   if (!config.storageUrl) return join(config.dataDir, 'blobs');
   const url = new URL(config.storageUrl);
-  return url.protocol === 'file:' ? fileURLToPath(url) : `bucket ${url.hostname} at ${url.searchParams.get('endpoint')}`;
+  return url.protocol === 'file:'
+    ? fileURLToPath(url)
+    : `bucket ${url.hostname} at ${url.searchParams.get('endpoint')}`;
 }
 
 /** Writes, reads back and deletes a probe object, through the same store the control plane uses. */
 export async function storageCheck(config: AppConfig): Promise<CheckResult> {
   const check = 'storage';
   const where = storageName(config);
-  const fix = 'check STORAGE_URL, and that the folder exists and the appliance’s user may write there (or the bucket and its credentials)';
+  const fix =
+    'check STORAGE_URL, and that the folder exists and the appliance’s user may write there (or the bucket and its credentials)';
   let step = 'open';
   try {
     const store = await openBlobStore(config.storageUrl, config.dataDir);
@@ -184,22 +231,38 @@ export async function storageCheck(config: AppConfig): Promise<CheckResult> {
     const probe = Buffer.from(`vpctl doctor probe ${key}`);
     try {
       step = 'write';
-      await store.put(key, Readable.from([probe]), { contentType: 'text/plain', expectedBytes: probe.length, createOnly: true });
+      await store.put(key, Readable.from([probe]), {
+        contentType: 'text/plain',
+        expectedBytes: probe.length,
+        createOnly: true,
+      });
       step = 'read';
       const read = await store.get(key);
       const chunks: Buffer[] = [];
       for await (const chunk of read?.stream ?? []) chunks.push(chunk as Buffer);
-      if (!Buffer.concat(chunks).equals(probe)) return { status: 'FAIL', check, message: `${where}: a probe object read back differs from what was written`, fix };
+      if (!Buffer.concat(chunks).equals(probe))
+        return {
+          status: 'FAIL',
+          check,
+          message: `${where}: a probe object read back differs from what was written`,
+          fix,
+        };
       step = 'delete';
       await store.delete(key);
-      if (await store.head(key)) return { status: 'FAIL', check, message: `${where}: a deleted probe object is still there`, fix };
+      if (await store.head(key))
+        return { status: 'FAIL', check, message: `${where}: a deleted probe object is still there`, fix };
     } finally {
       await store.delete(key).catch(() => undefined);
       await store.close();
     }
     return { status: 'OK', check, message: `${where}: a probe object was written, read back and deleted` };
   } catch (error) {
-    return { status: 'FAIL', check, message: `${where}: cannot ${step} (${error instanceof Error ? error.message : String(error)})`, fix };
+    return {
+      status: 'FAIL',
+      check,
+      message: `${where}: cannot ${step} (${error instanceof Error ? error.message : String(error)})`,
+      fix,
+    };
   }
 }
 
@@ -209,13 +272,23 @@ export async function diskCheck(dataDir: string): Promise<CheckResult> {
   try {
     stats = await statfs(dataDir);
   } catch (error) {
-    return { status: 'FAIL', check, message: `DATA_DIR ${dataDir}: ${(error as Error).message}`, fix: 'create it (the installer does) or set DATA_DIR to the appliance’s data folder' };
+    return {
+      status: 'FAIL',
+      check,
+      message: `DATA_DIR ${dataDir}: ${(error as Error).message}`,
+      fix: 'create it (the installer does) or set DATA_DIR to the appliance’s data folder',
+    };
   }
   const free = stats.bavail * stats.bsize;
   const fraction = free / (stats.blocks * stats.bsize);
   const message = `${gib(free)} free (${Math.round(fraction * 100)} %) on the filesystem of DATA_DIR ${dataDir}`;
   if (fraction < DISK_WARN_FRACTION || free < DISK_WARN_BYTES) {
-    return { status: 'WARN', check, message, fix: 'free space or grow the disk: uploads, training outputs and the embedded database live there' };
+    return {
+      status: 'WARN',
+      check,
+      message,
+      fix: 'free space or grow the disk: uploads, training outputs and the embedded database live there',
+    };
   }
   return { status: 'OK', check, message };
 }

@@ -29,8 +29,17 @@ export async function runDoctor(config: AppConfig, log: Logger): Promise<CheckRe
     const { orm, embedded } = database.opened;
     try {
       const em = orm.em.fork() as EntityManager;
-      results.push(await migrationsCheck(em), await clockCheck(em), signingSecretCheck(own), await replicasCheck(em, own.secret), await storageCheck(config));
-      results.push(await hostsCheck(em, config.hostLostGraceSeconds), await agentVersionsCheck(em, config.publicBaseUrl));
+      results.push(
+        await migrationsCheck(em),
+        await clockCheck(em),
+        signingSecretCheck(own),
+        await replicasCheck(em, own.secret),
+        await storageCheck(config),
+      );
+      results.push(
+        await hostsCheck(em, config.hostLostGraceSeconds),
+        await agentVersionsCheck(em, config.publicBaseUrl),
+      );
     } finally {
       await orm.close();
       await embedded?.stop();
@@ -43,13 +52,24 @@ export async function runDoctor(config: AppConfig, log: Logger): Promise<CheckRe
 }
 
 /** The database as it is (never migrated), and whether it answers; with the embedded one, whether the appliance runs. */
-async function reachDatabase(config: AppConfig, log: Logger): Promise<{ result: CheckResult; opened?: Awaited<ReturnType<typeof openDatabase>> }> {
+async function reachDatabase(
+  config: AppConfig,
+  log: Logger,
+): Promise<{ result: CheckResult; opened?: Awaited<ReturnType<typeof openDatabase>> }> {
   let opened: Awaited<ReturnType<typeof openDatabase>> | undefined;
   try {
     opened = await openDatabase(config, log, { migrations: 'leave' });
-    const [{ version }] = await query<{ version: string }>(opened.orm.em.fork() as EntityManager, "select split_part(version(), ' on ', 1) as version");
+    const [{ version }] = await query<{ version: string }>(
+      opened.orm.em.fork() as EntityManager,
+      "select split_part(version(), ' on ', 1) as version",
+    );
     const result: CheckResult = opened.embedded?.startedHere
-      ? { status: 'WARN', check: 'database', message: `${version}; the appliance is not running (its embedded PostgreSQL was started for this check)`, fix: 'start the appliance' }
+      ? {
+          status: 'WARN',
+          check: 'database',
+          message: `${version}; the appliance is not running (its embedded PostgreSQL was started for this check)`,
+          fix: 'start the appliance',
+        }
       : { status: 'OK', check: 'database', message: `${version} answers` };
     return { result, opened };
   } catch (error) {
@@ -60,7 +80,9 @@ async function reachDatabase(config: AppConfig, log: Logger): Promise<{ result: 
         status: 'FAIL',
         check: 'database',
         message: `cannot reach it (${error instanceof Error ? error.message : String(error)})`,
-        fix: config.databaseUrl ? 'check DATABASE_URL, and that PostgreSQL runs and accepts this machine' : `check DATA_DIR (${config.dataDir}) and the messages above`,
+        fix: config.databaseUrl
+          ? 'check DATABASE_URL, and that PostgreSQL runs and accepts this machine'
+          : `check DATA_DIR (${config.dataDir}) and the messages above`,
       },
     };
   }

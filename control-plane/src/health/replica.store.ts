@@ -10,7 +10,10 @@ export interface ReplicaRow {
 }
 
 /** Records the replica as seen now: an upsert, so a row removed meanwhile (by a restore, by hand) comes back. */
-export async function recordReplicaSeen(em: EntityManager, replica: { id: string } & Pick<ReplicaRow, 'hostname' | 'version'> & { secretFingerprint: string }): Promise<void> {
+export async function recordReplicaSeen(
+  em: EntityManager,
+  replica: { id: string } & Pick<ReplicaRow, 'hostname' | 'version'> & { secretFingerprint: string },
+): Promise<void> {
   await query(
     em,
     `insert into control_plane_replicas (id, hostname, version, secret_fingerprint) values (?, ?, ?, ?)

@@ -31,10 +31,19 @@ export interface ReplicaRecord {
 export async function recordReplica(fork: () => EntityManager, secret: string, log: Logger): Promise<ReplicaRecord> {
   const id = newId();
   // An upsert, so a row removed meanwhile (by a restore, by hand) comes back at the next minute.
-  const seen = () => recordReplicaSeen(fork(), { id, hostname: hostname().slice(0, 255), version: RELEASE_VERSION, secretFingerprint: secretFingerprint(secret) });
+  const seen = () =>
+    recordReplicaSeen(fork(), {
+      id,
+      hostname: hostname().slice(0, 255),
+      version: RELEASE_VERSION,
+      secretFingerprint: secretFingerprint(secret),
+    });
   await forgetReplicasUnseenFor(fork(), FORGOTTEN_AFTER_HOURS);
   await seen();
-  const timer = setInterval(() => seen().catch((error) => log.warn({ err: error }, 'recording this replica failed')), REPLICA_SEEN_SECONDS * 1000);
+  const timer = setInterval(
+    () => seen().catch((error) => log.warn({ err: error }, 'recording this replica failed')),
+    REPLICA_SEEN_SECONDS * 1000,
+  );
   timer.unref();
   return {
     stop: async () => {

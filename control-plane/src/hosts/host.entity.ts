@@ -15,7 +15,8 @@ export const HostSchema = defineEntity({
   uniques: [
     {
       name: 'hosts_workspace_id_name_unique',
-      expression: 'create unique index "hosts_workspace_id_name_unique" on "hosts" ("workspace_id", "name") nulls not distinct',
+      expression:
+        'create unique index "hosts_workspace_id_name_unique" on "hosts" ("workspace_id", "name") nulls not distinct',
     },
   ],
   properties: {

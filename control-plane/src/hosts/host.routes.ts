@@ -1,8 +1,17 @@
 import { AGENT_ROUTES } from '@vp/protocol';
 import { defineRoute } from '../http/define-route.ts';
-import { EnrollRequest, EnrollResponse, HostCreate, HostDisconnected, HostEnrollment, HostList, HostPath } from './host.schemas.ts';
+import {
+  EnrollRequest,
+  EnrollResponse,
+  HostCreate,
+  HostDisconnected,
+  HostEnrollment,
+  HostList,
+  HostPath,
+} from './host.schemas.ts';
 
-const ADMIN_ONLY = 'Workspace owner or admin keys only (other roles: 403); only the private hosts of the key’s workspace are reachable (others: 404).';
+const ADMIN_ONLY =
+  'Workspace owner or admin keys only (other roles: 403); only the private hosts of the key’s workspace are reachable (others: 404).';
 
 export const listHosts = defineRoute({
   method: 'GET',

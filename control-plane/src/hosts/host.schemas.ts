@@ -12,22 +12,48 @@ export const HostName = z
 export const HostPath = z.object({ name: HostName });
 export const HostCreate = z.object({
   name: HostName,
-  region: DeploymentRegion.optional().meta({ description: 'The deployment region it serves (one of the 42); absent: every region' }),
+  region: DeploymentRegion.optional().meta({
+    description: 'The deployment region it serves (one of the 42); absent: every region',
+  }),
 });
 
 export const HostListItem = z.object({
   name: z.string(),
   pool: z.boolean().meta({
-    description: "true: a host of the appliance-wide pool, which runs every workspace's jobs; listed read-only (the operator connects, rotates and disconnects it with vpctl), with only this workspace's running jobs",
+    description:
+      "true: a host of the appliance-wide pool, which runs every workspace's jobs; listed read-only (the operator connects, rotates and disconnects it with vpctl), with only this workspace's running jobs",
   }),
   state: z.enum(HOST_STATES),
   runningJobs: z.array(z.string()).meta({ description: 'Ids of the jobs the host runs now' }),
   lastHeartbeatAt: z.iso.datetime().nullable(),
-  hardware: z.string().nullable().meta({ description: 'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first' }),
-  agentVersion: z.string().nullable().meta({ description: 'The version of the agent as it last connected; null before its first connection' }),
-  agentOutdated: z.boolean().meta({ description: "The agent's version differs from the control plane's release version (upgrade the host's agent); false when unknown" }),
-  exporters: z.array(z.string()).meta({ description: "Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino" }),
-  missingExporters: z.record(z.string(), z.string()).meta({ description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)' }),
+  hardware: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first',
+    }),
+  agentVersion: z
+    .string()
+    .nullable()
+    .meta({ description: 'The version of the agent as it last connected; null before its first connection' }),
+  agentOutdated: z
+    .boolean()
+    .meta({
+      description:
+        "The agent's version differs from the control plane's release version (upgrade the host's agent); false when unknown",
+    }),
+  exporters: z
+    .array(z.string())
+    .meta({
+      description:
+        "Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino",
+    }),
+  missingExporters: z
+    .record(z.string(), z.string())
+    .meta({
+      description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)',
+    }),
   region: z.string().nullable().meta({ description: 'The deployment region it serves; null: every region' }),
   services: z.array(z.string()).meta({ description: 'The services its agent runs (inference: deployments’ servers)' }),
   createdAt: z.iso.datetime(),
@@ -36,9 +62,16 @@ export const HostList = z.object({ hosts: z.array(HostListItem), total: z.number
 
 export const HostEnrollment = z.object({
   host: z.string().meta({ description: 'Host name' }),
-  enrollmentToken: z.string().meta({ description: 'One-time token (vpe_ and 32 hex digits); shown only in this response' }),
+  enrollmentToken: z
+    .string()
+    .meta({ description: 'One-time token (vpe_ and 32 hex digits); shown only in this response' }),
   expiresAt: z.iso.datetime(),
-  command: z.string().meta({ description: 'What to run on the host', example: 'vp-worker enroll --server https://vp.example.com --token vpe_…' }),
+  command: z
+    .string()
+    .meta({
+      description: 'What to run on the host',
+      example: 'vp-worker enroll --server https://vp.example.com --token vpe_…',
+    }),
 });
 
 export const HostDisconnected = z.object({ name: z.string(), disconnected: z.literal(true) });
@@ -50,5 +83,7 @@ export const EnrollRequest = z.object({
 export const EnrollResponse = z.object({
   hostId: z.string(),
   name: z.string(),
-  workerKey: z.string().meta({ description: 'The worker key (vpw_ and 48 hex digits); shown only in this response, kept hashed' }),
+  workerKey: z
+    .string()
+    .meta({ description: 'The worker key (vpw_ and 48 hex digits); shown only in this response, kept hashed' }),
 });

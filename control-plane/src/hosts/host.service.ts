@@ -14,7 +14,13 @@ import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
 import { Host } from './host.entity.ts';
 import { HOST_NAME_PATTERN, type EnrollResponse, type HostEnrollment, type HostListItem } from './host.schemas.ts';
-import { ENROLLMENT_TOKEN_PATTERN, generateEnrollmentToken, generateWorkerKey, hashSecret, workerKeyPrefix } from './worker-key-format.ts';
+import {
+  ENROLLMENT_TOKEN_PATTERN,
+  generateEnrollmentToken,
+  generateWorkerKey,
+  hashSecret,
+  workerKeyPrefix,
+} from './worker-key-format.ts';
 import { WorkerKey } from './worker-key.entity.ts';
 import { announceWorkerKeyChange } from './worker-key-lookup.ts';
 
@@ -62,11 +68,21 @@ export class HostService {
   /** `region`: the deployment region the host serves (vpctl's --region); absent: every region. */
   async connect(name: string, workspaceHandle?: string, region?: string): Promise<z.input<typeof HostEnrollment>> {
     const workspace = workspaceHandle ? await this.findWorkspace(workspaceHandle) : null;
-    return this.create(name, workspace, region, `vpctl hosts rotate ${name}${workspaceHandle ? ` --workspace ${workspaceHandle}` : ''}`);
+    return this.create(
+      name,
+      workspace,
+      region,
+      `vpctl hosts rotate ${name}${workspaceHandle ? ` --workspace ${workspaceHandle}` : ''}`,
+    );
   }
 
   async connectForActor(actor: Actor, name: string, region?: string): Promise<z.input<typeof HostEnrollment>> {
-    return this.create(name, this.em.getReference(Workspace, this.adminWorkspace(actor)), region, `POST /api/hosts/${name}/rotate`);
+    return this.create(
+      name,
+      this.em.getReference(Workspace, this.adminWorkspace(actor)),
+      region,
+      `POST /api/hosts/${name}/rotate`,
+    );
   }
 
   async listAll(workspaceHandle?: string): Promise<Host[]> {
@@ -77,7 +93,11 @@ export class HostService {
   /** The workspace's private hosts, then the appliance-wide pool's (read-only here: the operator manages them), each with only this workspace's jobs. */
   async listForActor(actor: Actor): Promise<Array<z.input<typeof HostListItem>>> {
     const workspaceId = this.adminWorkspace(actor);
-    const hosts = await this.em.find(Host, { $or: [{ workspace: workspaceId }, { workspace: null }] }, { orderBy: { name: 'asc', createdAt: 'asc' } });
+    const hosts = await this.em.find(
+      Host,
+      { $or: [{ workspace: workspaceId }, { workspace: null }] },
+      { orderBy: { name: 'asc', createdAt: 'asc' } },
+    );
     const running = await this.runningJobIds(hosts, workspaceId);
     const items = hosts.map((host) => hostListItem(host, running.get(host.id) ?? []));
     return [...items.filter((item) => !item.pool), ...items.filter((item) => item.pool)];
@@ -85,7 +105,11 @@ export class HostService {
 
   /** The ids of the jobs each host runs now, oldest first; with `workspaceId`, only that workspace's (a pool host runs everyone's). */
   async runningJobIds(hosts: Host[], workspaceId?: string): Promise<Map<string, string[]>> {
-    const rows = await runningJobsOfHosts(this.em, hosts.map((host) => host.id), workspaceId ?? null);
+    const rows = await runningJobsOfHosts(
+      this.em,
+      hosts.map((host) => host.id),
+      workspaceId ?? null,
+    );
     const byHost = new Map<string, string[]>();
     for (const row of rows) byHost.set(row.host_id, [...(byHost.get(row.host_id) ?? []), row.id]);
     return byHost;
@@ -94,7 +118,13 @@ export class HostService {
   /** Whatever the state of its agent; a disconnected host was removed, so the answer says to connect it again. */
   async rotate(name: string, workspaceHandle?: string): Promise<z.input<typeof HostEnrollment>> {
     const again = `vpctl hosts connect ${name}${workspaceHandle ? ` --workspace ${workspaceHandle}` : ' [--workspace W]'}`;
-    return this.replaceToken(await this.findForOperator(name, workspaceHandle, `: disconnecting removes a host; to enroll the machine again, connect it again (${again})`));
+    return this.replaceToken(
+      await this.findForOperator(
+        name,
+        workspaceHandle,
+        `: disconnecting removes a host; to enroll the machine again, connect it again (${again})`,
+      ),
+    );
   }
 
   async rotateForActor(actor: Actor, name: string): Promise<z.input<typeof HostEnrollment>> {
@@ -117,7 +147,11 @@ export class HostService {
     if (!ENROLLMENT_TOKEN_PATTERN.test(token)) throw Unauthorized('Invalid enrollment token');
     const workerKey = generateWorkerKey();
     const { host, revoked } = await this.em.transactional(async (em) => {
-      const record = await em.findOne(EnrollmentToken, { tokenHash: hashSecret(token) }, { populate: ['host'], lockMode: LockMode.PESSIMISTIC_WRITE });
+      const record = await em.findOne(
+        EnrollmentToken,
+        { tokenHash: hashSecret(token) },
+        { populate: ['host'], lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
       if (!record) throw Unauthorized('Invalid enrollment token');
       if (record.usedAt) throw new HttpError(410, 'Enrollment token already used');
       if (record.expiresAt.getTime() <= Date.now()) throw new HttpError(410, 'Enrollment token expired');
@@ -134,11 +168,27 @@ export class HostService {
   }
 
   /** `rotate`: how the caller gets a new token for an existing host, named when the name is taken. */
-  private async create(name: string, workspace: Workspace | null, region: string | undefined, rotate: string): Promise<z.input<typeof HostEnrollment>> {
-    if (!HOST_NAME_PATTERN.test(name)) throw Invalid('name: must be 1-63 lowercase letters, digits or hyphens, not starting or ending with a hyphen');
-    if (region !== undefined && !(DEPLOYMENT_REGIONS as readonly string[]).includes(region)) throw Invalid(`region: must be one of the 42 deployment regions, not "${region}"`);
-    if (await this.em.count(Host, { workspace, name })) throw Conflict(`A host named "${name}" already exists; to enroll it again, get a new token with ${rotate}`);
-    const host = this.em.create(Host, { workspace, name, state: 'enrolling', hostname: null, lastHeartbeatAt: null, hardware: null, region: region ?? null });
+  private async create(
+    name: string,
+    workspace: Workspace | null,
+    region: string | undefined,
+    rotate: string,
+  ): Promise<z.input<typeof HostEnrollment>> {
+    if (!HOST_NAME_PATTERN.test(name))
+      throw Invalid('name: must be 1-63 lowercase letters, digits or hyphens, not starting or ending with a hyphen');
+    if (region !== undefined && !(DEPLOYMENT_REGIONS as readonly string[]).includes(region))
+      throw Invalid(`region: must be one of the 42 deployment regions, not "${region}"`);
+    if (await this.em.count(Host, { workspace, name }))
+      throw Conflict(`A host named "${name}" already exists; to enroll it again, get a new token with ${rotate}`);
+    const host = this.em.create(Host, {
+      workspace,
+      name,
+      state: 'enrolling',
+      hostname: null,
+      lastHeartbeatAt: null,
+      hardware: null,
+      region: region ?? null,
+    });
     return this.issueToken(host);
   }
 

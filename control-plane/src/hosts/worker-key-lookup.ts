@@ -19,10 +19,12 @@ export interface WorkerIdentity {
  */
 export async function findWorkerByKey(em: EntityManager, key: string): Promise<WorkerIdentity | null> {
   if (!WORKER_KEY_PATTERN.test(key)) return null;
-  const rows = await em.getConnection().execute<Array<{ host_id: string; name: string; workspace_id: string | null; prefix: string }>>(
-    'select h.id as host_id, h.name, h.workspace_id, k.prefix from worker_keys k join hosts h on h.id = k.host_id where k.key_hash = ?',
-    [hashSecret(key)],
-  );
+  const rows = await em
+    .getConnection()
+    .execute<Array<{ host_id: string; name: string; workspace_id: string | null; prefix: string }>>(
+      'select h.id as host_id, h.name, h.workspace_id, k.prefix from worker_keys k join hosts h on h.id = k.host_id where k.key_hash = ?',
+      [hashSecret(key)],
+    );
   const row = rows[0];
   return row ? { hostId: row.host_id, hostName: row.name, workspaceId: row.workspace_id, keyPrefix: row.prefix } : null;
 }

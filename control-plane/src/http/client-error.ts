@@ -3,7 +3,8 @@ import type { Duplex } from 'node:stream';
 
 /** What Node's HTTP parser reports, and the answer a client gets for it. */
 function answerFor(code: string | undefined): { status: number; error: string } {
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, error: `Request headers larger than ${maxHeaderSize} bytes` };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, error: `Request headers larger than ${maxHeaderSize} bytes` };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, error: 'Request headers not received in time' };
   return { status: 400, error: 'Malformed HTTP request' };
 }

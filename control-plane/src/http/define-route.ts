@@ -19,7 +19,12 @@ export interface RouteInput<P extends Shape, Q extends Shape, B extends Shape> {
   body: In<B>;
 }
 
-export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shape, B extends Shape = Shape, R extends z.ZodType = z.ZodType> {
+export interface RouteDefinition<
+  P extends Shape = Shape,
+  Q extends Shape = Shape,
+  B extends Shape = Shape,
+  R extends z.ZodType = z.ZodType,
+> {
   method: HttpMethod;
   /** Koa path syntax: `/api/workspaces/:owner/members`. */
   path: string;

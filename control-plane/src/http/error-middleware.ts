@@ -7,7 +7,11 @@ import { HttpError } from './errors.ts';
 import type { AppState } from './app-context.ts';
 
 /** A storage provider's failures other than these are the caller's to fix (400). */
-const PROVIDER_ERROR_STATUS: Partial<Record<ProviderError['kind'], number>> = { failing: 502, missing: 404, changed: 409 };
+const PROVIDER_ERROR_STATUS: Partial<Record<ProviderError['kind'], number>> = {
+  failing: 502,
+  missing: 404,
+  changed: 409,
+};
 
 /** At most this many problems are listed, and this many unknown keys of one object: a hostile body cannot grow the answer. */
 const MAX_LISTED = 10;
@@ -16,7 +20,8 @@ const MAX_NAME = 100;
 const MAX_PROBLEM = 1000;
 
 const cut = (text: string, max = MAX_NAME) => (text.length > max ? `${text.slice(0, max)}…` : text);
-const andMore = (listed: number, total: number, what: string) => (total > listed ? ` and ${total - listed} more ${what}` : '');
+const andMore = (listed: number, total: number, what: string) =>
+  total > listed ? ` and ${total - listed} more ${what}` : '';
 
 function ruleOf(issue: ZodError['issues'][number]): string {
   if (issue.code !== 'unrecognized_keys') return issue.message;

@@ -25,7 +25,11 @@ export function jsonBody(limitBytes: number, setting?: string): Middleware<AppSt
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     onError: (error) => {
       const status = (error as { status?: number }).status;
-      if (status === 413) throw new HttpError(413, `Request body larger than ${limitBytes} bytes${setting ? ` (${setting})` : ', the most this operation takes'}`);
+      if (status === 413)
+        throw new HttpError(
+          413,
+          `Request body larger than ${limitBytes} bytes${setting ? ` (${setting})` : ', the most this operation takes'}`,
+        );
       throw new HttpError(400, 'Malformed JSON body');
     },
   }) as unknown as Middleware<AppState>;

@@ -25,19 +25,27 @@ const STATUS_TEXT: Record<number, string> = {
 export const ErrorBody = z.object({ error: z.string() });
 /** What the error middleware answers for an unexpected failure. */
 export const ServerErrorBody = ErrorBody.extend({
-  requestId: z.string().meta({ description: 'Also in the X-Request-Id header; the server log has the details under it' }),
+  requestId: z
+    .string()
+    .meta({ description: 'Also in the X-Request-Id header; the server log has the details under it' }),
 });
-export const RateLimitBody = z
-  .object({ error: z.string(), retryAfter: z.number().int(), resetAt: z.iso.datetime() });
+export const RateLimitBody = z.object({ error: z.string(), retryAfter: z.number().int(), resetAt: z.iso.datetime() });
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as Record<string, unknown>;
   return rest;
 }
 
 function parameters(schema: z.ZodType | undefined, location: 'path' | 'query') {
   if (!schema) return [];
-  const object = jsonSchema(schema, 'input') as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+  const object = jsonSchema(schema, 'input') as {
+    properties?: Record<string, Record<string, unknown>>;
+    required?: string[];
+  };
   return Object.entries(object.properties ?? {}).map(([name, property]) => {
     const { description, ...rest } = property;
     return {
@@ -62,15 +70,27 @@ function operation(route: RouteDefinition) {
   if (route.request?.body) errors.add(413);
   if (route.auth === 'key') errors.add(401);
   if (route.limit) errors.add(429);
-  const content = route.response.contentType === 'none' ? {} : { content: { [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') } } };
-  const responses: Record<string, unknown> = { [route.response.status]: { description: route.response.description, ...content } };
-  if (route.response.alternate) responses[route.response.alternate.status] = { description: route.response.alternate.description, ...content };
+  const content =
+    route.response.contentType === 'none'
+      ? {}
+      : {
+          content: {
+            [route.response.contentType ?? 'application/json']: { schema: jsonSchema(route.response.schema, 'output') },
+          },
+        };
+  const responses: Record<string, unknown> = {
+    [route.response.status]: { description: route.response.description, ...content },
+  };
+  if (route.response.alternate)
+    responses[route.response.alternate.status] = { description: route.response.alternate.description, ...content };
   for (const status of [...errors].sort()) {
     const ref = status === 429 ? 'RateLimitError' : status === 500 ? 'ServerError' : 'Error';
     const body = route.errorBodies?.[status];
     responses[status] = {
       description: STATUS_TEXT[status] ?? 'Error',
-      content: { 'application/json': { schema: body ? jsonSchema(body, 'output') : { $ref: `#/components/schemas/${ref}` } } },
+      content: {
+        'application/json': { schema: body ? jsonSchema(body, 'output') : { $ref: `#/components/schemas/${ref}` } },
+      },
     };
   }
   return {
@@ -79,17 +99,30 @@ function operation(route: RouteDefinition) {
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     ...(route.limit ? { 'x-rate-limit-category': route.limit } : {}),
-    security: route.auth === 'public' ? [] : route.auth === 'optional' ? [{}, { bearerAuth: [] }] : [{ bearerAuth: [] }],
+    security:
+      route.auth === 'public' ? [] : route.auth === 'optional' ? [{}, { bearerAuth: [] }] : [{ bearerAuth: [] }],
     parameters: [...parameters(route.request?.params, 'path'), ...parameters(route.request?.query, 'query')],
     ...(route.request?.body
-      ? { requestBody: { required: true, description: jsonBodyLimit(route), content: { 'application/json': { schema: jsonSchema(route.request.body, 'input') } } } }
+      ? {
+          requestBody: {
+            required: true,
+            description: jsonBodyLimit(route),
+            content: { 'application/json': { schema: jsonSchema(route.request.body, 'input') } },
+          },
+        }
       : {}),
     ...(route.streamedBody
       ? {
           requestBody: {
             required: true,
             description: route.streamedBody.description,
-            content: { [route.streamedBody.contentType]: { schema: route.streamedBody.schema ? jsonSchema(route.streamedBody.schema, 'input') : { type: 'string', format: 'binary' } } },
+            content: {
+              [route.streamedBody.contentType]: {
+                schema: route.streamedBody.schema
+                  ? jsonSchema(route.streamedBody.schema, 'input')
+                  : { type: 'string', format: 'binary' },
+              },
+            },
           },
         }
       : {}),
@@ -124,8 +157,14 @@ export function buildOpenApi(routes: RouteDefinition[], version: string): Record
     tags: [...new Set(routes.map((route) => route.tag))].sort().map((name) => ({ name })),
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key: ul_ followed by 40 hex digits' } },
-      schemas: { Error: jsonSchema(ErrorBody, 'output'), RateLimitError: jsonSchema(RateLimitBody, 'output'), ServerError: jsonSchema(ServerErrorBody, 'output') },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key: ul_ followed by 40 hex digits' },
+      },
+      schemas: {
+        Error: jsonSchema(ErrorBody, 'output'),
+        RateLimitError: jsonSchema(RateLimitBody, 'output'),
+        ServerError: jsonSchema(ServerErrorBody, 'output'),
+      },
     },
   };
 }
@@ -136,7 +175,11 @@ export function stableStringify(value: unknown): string {
     Array.isArray(v)
       ? v.map(sort)
       : v && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+          )
         : v;
   return `${JSON.stringify(sort(value), null, 2)}\n`;
 }

@@ -9,7 +9,13 @@ import { Invalid } from './errors.ts';
  * mistakes a short page for the end of the list.
  */
 export const limitQuery = (defaultLimit: number, max: number) =>
-  z.object({ limit: queryInt().min(1).max(max).default(defaultLimit).meta({ description: `1-${max}` }) });
+  z.object({
+    limit: queryInt()
+      .min(1)
+      .max(max)
+      .default(defaultLimit)
+      .meta({ description: `1-${max}` }),
+  });
 
 export const offsetQuery = (defaultLimit: number, max: number) =>
   limitQuery(defaultLimit, max).extend({ offset: queryInt().min(0).default(0) });
@@ -51,7 +57,12 @@ export class PageTokens {
   decode(token: string): Record<string, unknown> {
     const [body, signature] = token.split('.');
     const expected = this.sign(body ?? '');
-    if (!body || !signature || signature.length !== expected.length || !timingSafeEqual(Buffer.from(signature), Buffer.from(expected))) {
+    if (
+      !body ||
+      !signature ||
+      signature.length !== expected.length ||
+      !timingSafeEqual(Buffer.from(signature), Buffer.from(expected))
+    ) {
       throw Invalid('pageToken: is not a token this server issued');
     }
     return JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Record<string, unknown>;

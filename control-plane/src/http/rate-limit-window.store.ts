@@ -18,7 +18,11 @@ const TAKE_MANY_SQL = `
   order by b.ord`;
 
 /** Takes hits from each bucket of the batch, given as [bucket, limit, takes] (sorted by bucket), in windows of windowMs; one row per bucket, in order. */
-export async function takeFromBuckets(em: EntityManager, batch: Array<[string, number, number]>, windowMs: number): Promise<BucketRow[]> {
+export async function takeFromBuckets(
+  em: EntityManager,
+  batch: Array<[string, number, number]>,
+  windowMs: number,
+): Promise<BucketRow[]> {
   return em.getConnection().execute<BucketRow[]>(TAKE_MANY_SQL, [JSON.stringify(batch), windowMs]);
 }
 

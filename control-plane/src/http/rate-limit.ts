@@ -43,14 +43,21 @@ export class RateLimiter {
   async take(subject: string, category: RateCategory): Promise<void> {
     const limit = this.settings.limits[category];
     const refused = await this.count(`${category}:${subject}`, limit);
-    if (refused) throw tooManyRequests(`Rate limit exceeded for ${category} requests (${limit} per ${this.settings.windowSeconds} s)`, refused);
+    if (refused)
+      throw tooManyRequests(
+        `Rate limit exceeded for ${category} requests (${limit} per ${this.settings.windowSeconds} s)`,
+        refused,
+      );
   }
 
   /** Counts one hit in `bucket` when it has room for it; when it has none, how long until it has (nothing counted). */
   async count(bucket: string, limit: number): Promise<RateWait | undefined> {
     const row = await this.takes.submit({ bucket, limit });
     if (row.allowed) return undefined;
-    return { waitMs: millisecondsUntilAllowed(row, limit, this.settings.windowSeconds * 1000), nowMs: Number(row.now_ms) };
+    return {
+      waitMs: millisecondsUntilAllowed(row, limit, this.settings.windowSeconds * 1000),
+      nowMs: Number(row.now_ms),
+    };
   }
 
   /**
@@ -67,7 +74,9 @@ export class RateLimiter {
       this.settings.windowSeconds * 1000,
     );
     const answers: TakeRow[] = new Array(batch.length);
-    buckets.forEach((bucket, b) => byBucket.get(bucket)!.forEach((i, nth) => (answers[i] = { ...rows[b], allowed: nth < rows[b].allowed })));
+    buckets.forEach((bucket, b) =>
+      byBucket.get(bucket)!.forEach((i, nth) => (answers[i] = { ...rows[b], allowed: nth < rows[b].allowed })),
+    );
     return answers;
   }
 
@@ -87,7 +96,12 @@ export interface RateWait {
 export function tooManyRequests(reason: string, wait: RateWait): HttpError {
   const retryAfter = Math.max(1, Math.ceil(wait.waitMs / 1000));
   const resetAt = new Date(wait.nowMs + wait.waitMs).toISOString();
-  return new HttpError(429, `${reason}; retry in ${retryAfter} s`, { retryAfter, resetAt }, { 'Retry-After': String(retryAfter), 'X-RateLimit-Reset': resetAt });
+  return new HttpError(
+    429,
+    `${reason}; retry in ${retryAfter} s`,
+    { retryAfter, resetAt },
+    { 'Retry-After': String(retryAfter), 'X-RateLimit-Reset': resetAt },
+  );
 }
 
 /** When one more request fits: prev × (1 − elapsed) + current + 1 ≤ limit, possibly in the next window. */

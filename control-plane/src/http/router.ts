@@ -48,13 +48,16 @@ function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<A
   return async (ctx) => {
     const actor = route.auth === 'public' ? ANONYMOUS : await resolveActor(route, ctx, deps.authenticator);
     ctx.state.actor = actor;
-    if (actor.kind === 'key' && actor.jobScope && !route.jobKeys) throw Forbidden('This key belongs to a training job and reaches only what that job needs');
-    if (actor.kind === 'key' && actor.deploymentId && !route.deploymentKeys) throw Forbidden("This key belongs to a deployment and reaches only that deployment's predict and service URL");
+    if (actor.kind === 'key' && actor.jobScope && !route.jobKeys)
+      throw Forbidden('This key belongs to a training job and reaches only what that job needs');
+    if (actor.kind === 'key' && actor.deploymentId && !route.deploymentKeys)
+      throw Forbidden("This key belongs to a deployment and reaches only that deployment's predict and service URL");
     if (route.limit) {
       const subject = actor.kind === 'key' ? `key:${actor.keyId}` : `ip:${ctx.state.clientAddress}`;
       await deps.rateLimiter.take(subject, route.limit);
     }
-    if (route.request?.body) await deps.jsonBody[route.documentBody ? 'documents' : 'fields'](ctx, async () => undefined);
+    if (route.request?.body)
+      await deps.jsonBody[route.documentBody ? 'documents' : 'fields'](ctx, async () => undefined);
     const input = {
       params: parseInput(route.request?.params, (ctx as unknown as { params: unknown }).params, 'path'),
       query: parseInput(route.request?.query, ctx.query, 'query'),

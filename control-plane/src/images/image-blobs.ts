@@ -1,7 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { discardStagedOfEndedJobs } from '../ingest/staged-image.store.ts';
 import type { Storage } from '../storage/storage.ts';
-import { forgetObjects, lockImageBytesExclusive, lockImageBytesShared, orphanImageObjects } from '../storage/stored-object.store.ts';
+import {
+  forgetObjects,
+  lockImageBytesExclusive,
+  lockImageBytesShared,
+  orphanImageObjects,
+} from '../storage/stored-object.store.ts';
 import { imageKey, thumbnailKey } from './image-urls.ts';
 import { unusedHashes } from './image.store.ts';
 
@@ -22,14 +27,27 @@ export async function keepImageBytes(em: EntityManager, workspaceId: string): Pr
  * Deletes the stored bytes of images nothing in the workspace refers to any more: no image row, no
  * saved dataset version (restoring one needs the bytes) and no ingest that has them staged.
  */
-export async function releaseImageBlobs(em: EntityManager, storage: Storage, workspaceId: string, files: Array<{ hash: string; ext: string }>): Promise<void> {
+export async function releaseImageBlobs(
+  em: EntityManager,
+  storage: Storage,
+  workspaceId: string,
+  files: Array<{ hash: string; ext: string }>,
+): Promise<void> {
   const unique = [...new Map(files.map((file) => [`${file.hash}.${file.ext}`, file])).values()];
   for (let start = 0; start < unique.length; start += RELEASE_BATCH) {
     const batch = unique.slice(start, start + RELEASE_BATCH);
     await em.transactional(async (tx) => {
       await lockImageBytesExclusive(tx, workspaceId);
-      const unused = new Set(await unusedHashes(tx, workspaceId, batch.map((file) => file.hash)));
-      const keys = batch.filter((file) => unused.has(file.hash)).flatMap((file) => [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)]);
+      const unused = new Set(
+        await unusedHashes(
+          tx,
+          workspaceId,
+          batch.map((file) => file.hash),
+        ),
+      );
+      const keys = batch
+        .filter((file) => unused.has(file.hash))
+        .flatMap((file) => [imageKey(workspaceId, file.hash, file.ext), thumbnailKey(workspaceId, file.hash)]);
       if (keys.length === 0) return;
       await forgetObjects(tx, keys);
       for (const key of keys) await storage.store.delete(key);

@@ -34,19 +34,34 @@ const KEYS_PER_QUERY = 1000;
  * only what is missing. The storage record is written before the bytes, so bytes a crash leaves behind
  * are known to the hourly sweep. Files of `to` itself need nothing.
  */
-export async function copyImageBytes(em: EntityManager, storage: Storage, to: string, files: StoredFile[]): Promise<void> {
+export async function copyImageBytes(
+  em: EntityManager,
+  storage: Storage,
+  to: string,
+  files: StoredFile[],
+): Promise<void> {
   const copies: Copy[] = [
     ...foreignFiles(to, files).flatMap((file) => [
-      ...(file.referenceKey ? [] : [{ from: imageKey(file.workspaceId, file.hash, file.ext), to: imageKey(to, file.hash, file.ext) }]),
+      ...(file.referenceKey
+        ? []
+        : [{ from: imageKey(file.workspaceId, file.hash, file.ext), to: imageKey(to, file.hash, file.ext) }]),
       { from: thumbnailKey(file.workspaceId, file.hash), to: thumbnailKey(to, file.hash) },
     ]),
     // A copy of an image indexed in place is an ordinary image: its bytes are read once from the storage and kept (even in the same workspace).
-    ...uniqueFiles(files.filter((file) => file.referenceKey && file.id)).map((file) => ({ referenced: { id: file.id!, workspaceId: file.workspaceId }, to: imageKey(to, file.hash, file.ext) })),
+    ...uniqueFiles(files.filter((file) => file.referenceKey && file.id)).map((file) => ({
+      referenced: { id: file.id!, workspaceId: file.workspaceId },
+      to: imageKey(to, file.hash, file.ext),
+    })),
   ];
   const missing: Copy[] = [];
   for (let start = 0; start < copies.length; start += KEYS_PER_QUERY) {
     const batch = copies.slice(start, start + KEYS_PER_QUERY);
-    const present = new Set(await recordedKeys(em, batch.map((copy) => copy.to)));
+    const present = new Set(
+      await recordedKeys(
+        em,
+        batch.map((copy) => copy.to),
+      ),
+    );
     missing.push(...batch.filter((copy) => !present.has(copy.to)));
   }
   // Workers stop at the first failure and all are awaited, so nothing is still copying when the caller cleans up.
@@ -71,7 +86,12 @@ export async function copyImageBytes(em: EntityManager, storage: Storage, to: st
  * being released before the rows commit (`keepImageBytes`), and copies again whatever a release removed
  * between `copyImageBytes` and the lock.
  */
-export async function holdImageBytes(tx: EntityManager, storage: Storage, to: string, files: StoredFile[]): Promise<void> {
+export async function holdImageBytes(
+  tx: EntityManager,
+  storage: Storage,
+  to: string,
+  files: StoredFile[],
+): Promise<void> {
   await keepImageBytes(tx, to);
   await copyImageBytes(tx, storage, to, files);
 }
@@ -81,7 +101,9 @@ export function foreignFiles(to: string, files: StoredFile[]): StoredFile[] {
   return uniqueFiles(files.filter((file) => file.workspaceId !== to));
 }
 
-const uniqueFiles = (files: StoredFile[]) => [...new Map(files.map((file) => [`${file.hash}.${file.ext}`, file])).values()];
+const uniqueFiles = (files: StoredFile[]) => [
+  ...new Map(files.map((file) => [`${file.hash}.${file.ext}`, file])).values(),
+];
 
 async function copyBlob(em: EntityManager, storage: Storage, workspaceId: string, copy: Copy): Promise<void> {
   const toKey = copy.to;
@@ -90,7 +112,11 @@ async function copyBlob(em: EntityManager, storage: Storage, workspaceId: string
   if (!blob) return;
   await recordImageObjects(em, workspaceId, [{ key: toKey, bytes: blob.size }]);
   try {
-    await storage.store.put(toKey, blob.stream, { contentType: blob.contentType, expectedBytes: blob.size, createOnly: true });
+    await storage.store.put(toKey, blob.stream, {
+      contentType: blob.contentType,
+      expectedBytes: blob.size,
+      createOnly: true,
+    });
   } catch (error) {
     blob.stream.destroy();
     // Create-only: bytes already there (the same file copied or uploaded meanwhile) are the same bytes.

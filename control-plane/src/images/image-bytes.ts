@@ -17,19 +17,39 @@ export interface ImageBytesRef {
 /** Reads images indexed in place from their storage: declared with Storage, which holds one. */
 export type { ReferencedBytes, ReferencedRead } from '../storage/storage.ts';
 
-const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heic: 'image/heic' };
+const CONTENT_TYPES: Record<string, string> = {
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  tiff: 'image/tiff',
+  avif: 'image/avif',
+  heic: 'image/heic',
+};
 export const imageContentType = (ext: string) => CONTENT_TYPES[ext] ?? 'application/octet-stream';
 
 /** Where the control plane serves an image indexed in place: `/reference-files/<workspace>/<image>`, signed. */
 export const REFERENCE_FILES_PREFIX = '/reference-files/';
-export const referenceFilePath = (workspaceId: string, imageId: string) => `${REFERENCE_FILES_PREFIX}${workspaceId}/${imageId}`;
+export const referenceFilePath = (workspaceId: string, imageId: string) =>
+  `${REFERENCE_FILES_PREFIX}${workspaceId}/${imageId}`;
 
 /**
  * A signed URL of an image's bytes: the blob store's (presigned, or the control plane's /files/), or for an image
  * indexed in place the control plane's route that streams it from its storage.
  */
-export function imageFileUrl(urls: FileUrls, image: ImageBytesRef, options: { expiresInSeconds: number; filename?: string }): Promise<string> {
-  if (image.referenceKey) return Promise.resolve(urls.own('GET', referenceFilePath(image.workspaceId, image.id), new Date(Date.now() + options.expiresInSeconds * 1000)));
+export function imageFileUrl(
+  urls: FileUrls,
+  image: ImageBytesRef,
+  options: { expiresInSeconds: number; filename?: string },
+): Promise<string> {
+  if (image.referenceKey)
+    return Promise.resolve(
+      urls.own(
+        'GET',
+        referenceFilePath(image.workspaceId, image.id),
+        new Date(Date.now() + options.expiresInSeconds * 1000),
+      ),
+    );
   return urls.download(imageKey(image.workspaceId, image.hash, image.ext), options);
 }
 
@@ -37,7 +57,11 @@ export function imageFileUrl(urls: FileUrls, image: ImageBytesRef, options: { ex
  * An image's bytes, wherever they are; undefined when they cannot be had (missing from the blob store; an object
  * indexed in place that is gone, changed since, or whose storage does not answer): callers skip or refuse the image.
  */
-export async function openImageBytes(storage: Storage, image: ImageBytesRef, signal?: AbortSignal): Promise<Readable | undefined> {
+export async function openImageBytes(
+  storage: Storage,
+  image: ImageBytesRef,
+  signal?: AbortSignal,
+): Promise<Readable | undefined> {
   if (!image.referenceKey) return (await storage.store.get(imageKey(image.workspaceId, image.hash, image.ext)))?.stream;
   if (!storage.references) return undefined;
   try {

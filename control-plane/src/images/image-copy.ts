@@ -26,12 +26,21 @@ export interface CopyOptions {
  * The labels were valid for a dataset of the same task and pose shape, so they are not checked again.
  * The caller holds the target's lock and the sources'; returns what the copies add to the counters.
  */
-export async function copyImages(em: EntityManager, target: Dataset, source: CopySource, options: CopyOptions): Promise<CountDelta> {
+export async function copyImages(
+  em: EntityManager,
+  target: Dataset,
+  source: CopySource,
+  options: CopyOptions,
+): Promise<CountDelta> {
   const { classMap } = options;
   return copyImageRows(
     em,
     source,
-    { datasetIds: classMap.map((entry) => entry.datasetId), from: classMap.map((entry) => entry.from), to: classMap.map((entry) => entry.to) },
+    {
+      datasetIds: classMap.map((entry) => entry.datasetId),
+      from: classMap.map((entry) => entry.from),
+      to: classMap.map((entry) => entry.to),
+    },
     { workspaceId: target.workspace.id, datasetId: target.id, split: options.split ?? null },
   );
 }

@@ -45,7 +45,15 @@ export interface DecodedImage {
   error: string | null;
 }
 
-const EXT_OF_FORMAT: Record<string, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', gif: 'gif', tiff: 'tiff', avif: 'avif', heif: 'heic' };
+const EXT_OF_FORMAT: Record<string, string> = {
+  jpeg: 'jpg',
+  png: 'png',
+  webp: 'webp',
+  gif: 'gif',
+  tiff: 'tiff',
+  avif: 'avif',
+  heif: 'heic',
+};
 
 /** Whether the file is an image of a format kept here, by its header (a bad file of such a format counts). */
 export async function isKnownImageFormat(file: ImageFile): Promise<boolean> {
@@ -56,7 +64,18 @@ export async function isKnownImageFormat(file: ImageFile): Promise<boolean> {
   }
 }
 
-const SAMPLE_BYTES: Record<string, number> = { uchar: 1, char: 1, ushort: 2, short: 2, uint: 4, int: 4, float: 4, complex: 8, double: 8, dpcomplex: 16 };
+const SAMPLE_BYTES: Record<string, number> = {
+  uchar: 1,
+  char: 1,
+  ushort: 2,
+  short: 2,
+  uint: 4,
+  int: 4,
+  float: 4,
+  complex: 8,
+  double: 8,
+  dpcomplex: 16,
+};
 
 /** Rows libvips holds while it shrinks an image that it reads from top to bottom (measured: up to about 1,700). */
 const STREAMED_ROWS = 2048;
@@ -67,7 +86,10 @@ const STREAMED_ROWS = 2048;
  * are read a band of rows at a time (unless `whole`: turned upright, which needs every row); the other
  * formats (progressive JPEG, interlaced PNG, GIF, TIFF, SVG) whole, and AVIF/HEIF several times over.
  */
-function decodeMemoryOf(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive'>, whole = false): number {
+function decodeMemoryOf(
+  meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive'>,
+  whole = false,
+): number {
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
   const pixelBytes = Math.max(meta.channels ?? 4, 4) * (SAMPLE_BYTES[meta.depth ?? ''] ?? 8);
@@ -103,7 +125,11 @@ export async function decodeEstimateOf(bytes: Uint8Array): Promise<DecodeEstimat
   }
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
-  return { shrunk: decodeMemoryOf(meta), whole: width * height * 3 + decodeMemoryOf(meta, (meta.orientation ?? 1) > 1), pixels: `${width}×${height} px ${meta.format}` };
+  return {
+    shrunk: decodeMemoryOf(meta),
+    whole: width * height * 3 + decodeMemoryOf(meta, (meta.orientation ?? 1) > 1),
+    pixels: `${width}×${height} px ${meta.format}`,
+  };
 }
 
 /** The file's extension, lower-cased, or `bin`: used where the bytes say nothing (undecodable files). */
@@ -151,7 +177,9 @@ export async function decodeImage(file: ImageFile, filename: string): Promise<De
     const meta = await sharp(input).metadata();
     const memory = decodeMemoryOf(meta);
     if (memory > DECODE_MEMORY_BYTES) {
-      throw new TooLargeToDecode(`${meta.width}×${meta.height} px ${meta.format} would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB`);
+      throw new TooLargeToDecode(
+        `${meta.width}×${meta.height} px ${meta.format} would take about ${Math.ceil(memory / MiB)} MiB to decode, more than ${DECODE_MEMORY_BYTES / MiB} MiB`,
+      );
     }
     const quarterTurn = (meta.orientation ?? 1) >= 5;
     const thumbnail = await decoding.with(memory, () =>
@@ -172,6 +200,15 @@ export async function decodeImage(file: ImageFile, filename: string): Promise<De
       error: null,
     };
   } catch (error) {
-    return { hash, ext: extOfName(filename), width: 0, height: 0, channels: 0, bytes, thumbnail: null, error: `Could not decode image: ${unreadableReason(error)}` };
+    return {
+      hash,
+      ext: extOfName(filename),
+      width: 0,
+      height: 0,
+      channels: 0,
+      bytes,
+      thumbnail: null,
+      error: `Could not decode image: ${unreadableReason(error)}`,
+    };
   }
 }

@@ -42,18 +42,33 @@ export interface ImageRowInput {
  * are written first, so bytes a crash leaves behind are always known to the hourly sweep. A file on disk is
  * streamed, never read whole. `body` null: the image is read in place (connected storage), only its thumbnail is kept.
  */
-export async function storeImageFiles(em: EntityManager, storage: Storage, workspaceId: string, file: DecodedImage, body: ImageFile | null): Promise<void> {
-  const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: imageContentType(file.ext) }] : [];
-  if (file.thumbnail) blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
+export async function storeImageFiles(
+  em: EntityManager,
+  storage: Storage,
+  workspaceId: string,
+  file: DecodedImage,
+  body: ImageFile | null,
+): Promise<void> {
+  const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body
+    ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: imageContentType(file.ext) }]
+    : [];
+  if (file.thumbnail)
+    blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
   if (blobs.length === 0) return;
-  await recordImageObjects(em, workspaceId, blobs.map((blob) => ({ key: blob.key, bytes: sizeOf(blob.body) })));
+  await recordImageObjects(
+    em,
+    workspaceId,
+    blobs.map((blob) => ({ key: blob.key, bytes: sizeOf(blob.body) })),
+  );
   for (const blob of blobs) {
     const stream = Buffer.isBuffer(blob.body) ? Readable.from([blob.body]) : createReadStream(blob.body.path);
     // Create-only: bytes already there (the same file added before) are left as they are.
-    await storage.store.put(blob.key, stream, { contentType: blob.contentType, expectedBytes: sizeOf(blob.body), createOnly: true }).catch((error: unknown) => {
-      stream.destroy();
-      if (!(error instanceof BlobExists)) throw error;
-    });
+    await storage.store
+      .put(blob.key, stream, { contentType: blob.contentType, expectedBytes: sizeOf(blob.body), createOnly: true })
+      .catch((error: unknown) => {
+        stream.destroy();
+        if (!(error instanceof BlobExists)) throw error;
+      });
   }
 }
 
@@ -61,7 +76,11 @@ export async function storeImageFiles(em: EntityManager, storage: Storage, works
  * Inserts image rows and their labels; returns the new ids and what they add to the counters. The
  * caller holds the dataset lock and `keepImageBytes`, and applies the delta.
  */
-export async function insertImages(em: EntityManager, dataset: Dataset, rows: ImageRowInput[]): Promise<{ ids: string[]; delta: CountDelta }> {
+export async function insertImages(
+  em: EntityManager,
+  dataset: Dataset,
+  rows: ImageRowInput[],
+): Promise<{ ids: string[]; delta: CountDelta }> {
   const ids = rows.map(() => newId());
   await insertImageRows(
     em,
@@ -87,8 +106,19 @@ export async function insertImages(em: EntityManager, dataset: Dataset, rows: Im
       referenceVersion: reference?.version ?? null,
     })),
   );
-  await insertAnnotations(em, dataset.id, rows.map(({ checked }, i) => ({ imageId: ids[i], ...checked })));
-  const delta = countDelta(rows.map(({ split, file, checked }) => ({ split, labelCount: checked.labels.length, hasError: file.error !== null })), 1);
+  await insertAnnotations(
+    em,
+    dataset.id,
+    rows.map(({ checked }, i) => ({ imageId: ids[i], ...checked })),
+  );
+  const delta = countDelta(
+    rows.map(({ split, file, checked }) => ({
+      split,
+      labelCount: checked.labels.length,
+      hasError: file.error !== null,
+    })),
+    1,
+  );
   return { ids, delta };
 }
 
@@ -113,14 +143,18 @@ export class ImageIntake {
     for (const image of images) checkLabels(dataset, image.labels ?? []);
     const decoded = await Promise.all(images.map((image) => decodeImage(image.bytes, image.filename)));
     // Bytes go to the store before the transaction, so the dataset lock is never held during uploads.
-    await Promise.all(decoded.map((file, i) => storeImageFiles(this.em, this.storage, workspaceId, file, images[i].bytes)));
+    await Promise.all(
+      decoded.map((file, i) => storeImageFiles(this.em, this.storage, workspaceId, file, images[i].bytes)),
+    );
     try {
       return await this.em.transactional(async (em) => {
         await lockDataset(em, datasetId);
         const current = await em.findOneOrFail(Dataset, datasetId, { refresh: true });
         // Under the hash locks a concurrent release cannot delete what the new rows will point at.
         await keepImageBytes(em, workspaceId);
-        await Promise.all(decoded.map((file, i) => storeImageFiles(em, this.storage, workspaceId, file, images[i].bytes)));
+        await Promise.all(
+          decoded.map((file, i) => storeImageFiles(em, this.storage, workspaceId, file, images[i].bytes)),
+        );
         const rows = images.map((image, i) => ({
           file: decoded[i],
           name: image.filename,

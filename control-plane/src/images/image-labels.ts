@@ -1,6 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Dataset } from '../datasets/dataset.entity.ts';
-import { annotationsOfImages, deleteAnnotationsOfImages, insertAnnotationRows, type AnnotationValues } from './annotation.store.ts';
+import {
+  annotationsOfImages,
+  deleteAnnotationsOfImages,
+  insertAnnotationRows,
+  type AnnotationValues,
+} from './annotation.store.ts';
 import { setLabelSummaries } from './image.store.ts';
 import { validateLabels, type Label, type LabelShape } from './labels.ts';
 
@@ -20,11 +25,26 @@ export function classIdsOf(labels: Label[]): number[] {
 }
 
 /** Inserts annotation rows for images that have none yet (new images, or after their rows were deleted). */
-export async function insertAnnotations(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
+export async function insertAnnotations(
+  em: EntityManager,
+  datasetId: string,
+  entries: Array<{ imageId: string } & CheckedLabels>,
+): Promise<void> {
   const rows = entries.flatMap(({ imageId, labels, shapes }) =>
     labels.map((label, position): AnnotationValues => {
       const shape = shapes[position];
-      return [imageId, position, datasetId, label.classId, JSON.stringify(label), shape?.cx ?? null, shape?.cy ?? null, shape?.w ?? null, shape?.h ?? null, shape?.points ?? 0];
+      return [
+        imageId,
+        position,
+        datasetId,
+        label.classId,
+        JSON.stringify(label),
+        shape?.cx ?? null,
+        shape?.cy ?? null,
+        shape?.w ?? null,
+        shape?.h ?? null,
+        shape?.points ?? 0,
+      ];
     }),
   );
   await insertAnnotationRows(em, rows);
@@ -34,7 +54,11 @@ export async function insertAnnotations(em: EntityManager, datasetId: string, en
  * Replaces the labels of images: their annotation rows, and the labelCount and classIds that mirror them
  * on the image row (one statement for all). Callers hold the dataset lock and adjust the counters.
  */
-export async function replaceLabels(em: EntityManager, datasetId: string, entries: Array<{ imageId: string } & CheckedLabels>): Promise<void> {
+export async function replaceLabels(
+  em: EntityManager,
+  datasetId: string,
+  entries: Array<{ imageId: string } & CheckedLabels>,
+): Promise<void> {
   if (entries.length === 0) return;
   const imageIds = entries.map((entry) => entry.imageId);
   await deleteAnnotationsOfImages(em, imageIds);

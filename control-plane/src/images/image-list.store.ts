@@ -29,11 +29,18 @@ export interface ImageRow {
   updated_at: string;
 }
 
-const iso = (column: string) => `to_char(${column} at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column.replace('i.', '')}`;
+const iso = (column: string) =>
+  `to_char(${column} at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column.replace('i.', '')}`;
 const COLUMNS = `i.id, i.hash, i.ext, i.name, i.width, i.height, i.split, i.label_count, i.class_ids, i.bytes, i.error, i.reference_key, ${iso('i.created_at')}, ${iso('i.updated_at')}`;
 
 /** One page of the list: `limit` rows matching `where` in `order` after `skip` (a deferred join keeps deep offsets to an index walk). */
-export function listImagePage(em: EntityManager, where: SqlFragment, order: SqlFragment, limit: number, skip: number): Promise<ImageRow[]> {
+export function listImagePage(
+  em: EntityManager,
+  where: SqlFragment,
+  order: SqlFragment,
+  limit: number,
+  skip: number,
+): Promise<ImageRow[]> {
   return query<ImageRow>(
     em,
     `select ${COLUMNS} from images i
@@ -45,27 +52,41 @@ export function listImagePage(em: EntityManager, where: SqlFragment, order: SqlF
 
 /** The dataset's images among `imageIds`, in the order of `imageIds`. */
 export function listImagesInOrder(em: EntityManager, datasetId: string, imageIds: string[]): Promise<ImageRow[]> {
-  return query<ImageRow>(em, `select ${COLUMNS} from images i where i.dataset_id = ? and i.id = any(?::text[]) order by array_position(?::text[], i.id)`, [
-    datasetId,
-    pgArray(imageIds),
-    pgArray(imageIds),
-  ]);
+  return query<ImageRow>(
+    em,
+    `select ${COLUMNS} from images i where i.dataset_id = ? and i.id = any(?::text[]) order by array_position(?::text[], i.id)`,
+    [datasetId, pgArray(imageIds), pgArray(imageIds)],
+  );
 }
 
 /** Whether the image is (still) in the dataset. */
 export async function isImageInDataset(em: EntityManager, imageId: string, datasetId: string): Promise<boolean> {
-  const [found] = await query<{ found: boolean }>(em, 'select exists (select 1 from images where id = ? and dataset_id = ?) as found', [imageId, datasetId]);
+  const [found] = await query<{ found: boolean }>(
+    em,
+    'select exists (select 1 from images where id = ? and dataset_id = ?) as found',
+    [imageId, datasetId],
+  );
   return found.found;
 }
 
 /** How many images (alias i) match `where`. */
 export async function countImagesWhere(em: EntityManager, where: SqlFragment): Promise<number> {
-  const [row] = await query<{ total: number }>(em, `select count(*)::int as total from images i where ${where.sql}`, where.params);
+  const [row] = await query<{ total: number }>(
+    em,
+    `select count(*)::int as total from images i where ${where.sql}`,
+    where.params,
+  );
   return row.total;
 }
 
 /** The vectors of model `modelId` of the first `limit` images matching `where` in `order`. */
-export function vectorsOfImagesWhere(em: EntityManager, modelId: string, where: SqlFragment, order: SqlFragment, limit: number): Promise<Array<{ vector: Buffer }>> {
+export function vectorsOfImagesWhere(
+  em: EntityManager,
+  modelId: string,
+  where: SqlFragment,
+  order: SqlFragment,
+  limit: number,
+): Promise<Array<{ vector: Buffer }>> {
   return query<{ vector: Buffer }>(
     em,
     `select e.vector from images i join image_embeddings e on e.image_id = i.id and e.image_hash = i.hash and e.model_id = ?
@@ -75,7 +96,12 @@ export function vectorsOfImagesWhere(em: EntityManager, modelId: string, where: 
 }
 
 /** The images of the vectors (by seq), and whether each is one to show: a vector of the model, current for its image, which matches `shown`. */
-export function imagesOfVectors(em: EntityManager, modelId: string, shown: SqlFragment, seqs: ReadonlyArray<number | bigint | string>): Promise<Array<{ seq: string; id: string; shown: boolean }>> {
+export function imagesOfVectors(
+  em: EntityManager,
+  modelId: string,
+  shown: SqlFragment,
+  seqs: ReadonlyArray<number | bigint | string>,
+): Promise<Array<{ seq: string; id: string; shown: boolean }>> {
   return query<{ seq: string; id: string; shown: boolean }>(
     em,
     `select e.seq, i.id, (e.model_id = ? and e.image_hash = i.hash and ${shown.sql}) as shown

@@ -9,7 +9,15 @@ import { Invalid } from '../http/errors.ts';
 import { LOOK_ALIKE_LIMIT, type ImageListOptions, type ImageSort } from './image.schemas.ts';
 import { containsPattern } from './image-search.ts';
 import { ListCache, listTotals } from './list-totals.ts';
-import { countImagesWhere, imagesOfVectors, isImageInDataset, listImagePage, listImagesInOrder, vectorsOfImagesWhere, type ImageRow } from './image-list.store.ts';
+import {
+  countImagesWhere,
+  imagesOfVectors,
+  isImageInDataset,
+  listImagePage,
+  listImagesInOrder,
+  vectorsOfImagesWhere,
+  type ImageRow,
+} from './image-list.store.ts';
 
 export type { ImageRow } from './image-list.store.ts';
 
@@ -62,7 +70,8 @@ function classesMatching(dataset: Dataset, term: string): number[] {
 
 function textMatch(where: Conditions, dataset: Dataset, term: string): void {
   const classIds = classesMatching(dataset, term);
-  if (classIds.length) where.add('(i.search_text like ? or i.class_ids && ?::int[])', containsPattern(term), pgArray(classIds));
+  if (classIds.length)
+    where.add('(i.search_text like ? or i.class_ids && ?::int[])', containsPattern(term), pgArray(classIds));
   else where.add('i.search_text like ?', containsPattern(term));
 }
 
@@ -105,7 +114,13 @@ export class ImageListQuery {
   private readonly imageIds?: string[];
   private readonly vectors?: VectorSearch;
 
-  constructor(em: EntityManager, dataset: Dataset, options: ImageListOptions, imageIds?: string[], vectors?: VectorSearch) {
+  constructor(
+    em: EntityManager,
+    dataset: Dataset,
+    options: ImageListOptions,
+    imageIds?: string[],
+    vectors?: VectorSearch,
+  ) {
     this.em = em;
     this.dataset = dataset;
     this.options = options;
@@ -156,10 +171,19 @@ export class ImageListQuery {
     return [...text, ...more];
   }
 
-  private async afterCursor(where: Conditions, cursor: string, column: string, direction: 'asc' | 'desc'): Promise<void> {
-    if (!(await isImageInDataset(this.em, cursor, this.dataset.id))) throw Invalid('cursor: that image is no longer in the dataset; start again from the first page');
+  private async afterCursor(
+    where: Conditions,
+    cursor: string,
+    column: string,
+    direction: 'asc' | 'desc',
+  ): Promise<void> {
+    if (!(await isImageInDataset(this.em, cursor, this.dataset.id)))
+      throw Invalid('cursor: that image is no longer in the dataset; start again from the first page');
     // Compared in SQL against the cursor row itself, so timestamps keep their full precision.
-    where.add(`(i.${column}, i.id) ${direction === 'desc' ? '<' : '>'} (select c.${column}, c.id from images c where c.id = ?)`, cursor);
+    where.add(
+      `(i.${column}, i.id) ${direction === 'desc' ? '<' : '>'} (select c.${column}, c.id from images c where c.id = ?)`,
+      cursor,
+    );
   }
 
   /** The filters and q's match, most relevant first. */
@@ -193,17 +217,27 @@ export class ImageListQuery {
     if (!modelId) return [];
     const stored = await datasetVectors(this.em, this.dataset.id, modelId);
     if (stored.count === 0) return [];
-    return lookAlikeLists.get(createHash('sha256').update(`${this.key(q)}:${JSON.stringify([modelId, stored.newest, this.imageIds])}`).digest('base64url'), async () => {
-      const { where, order } = this.textMatches(q);
-      const queries = await vectorsOfImagesWhere(this.em, modelId, where, order, QUERY_IMAGES);
-      if (queries.length === 0) return [];
-      const others = this.filters();
-      const { match } = relevance(this.dataset, q);
-      others.add(`(${match.sql}) is not true`, ...match.params);
-      const count = Math.min(LOOK_ALIKE_LIMIT, stored.count);
-      const lists = await index.nearestShown(modelId, queries.map((row) => vectorOf(row.vector)), count, (seqs) => imagesOfVectors(this.em, modelId, others, seqs));
-      return nearestFirst(lists, count).map((row) => row.id);
-    });
+    return lookAlikeLists.get(
+      createHash('sha256')
+        .update(`${this.key(q)}:${JSON.stringify([modelId, stored.newest, this.imageIds])}`)
+        .digest('base64url'),
+      async () => {
+        const { where, order } = this.textMatches(q);
+        const queries = await vectorsOfImagesWhere(this.em, modelId, where, order, QUERY_IMAGES);
+        if (queries.length === 0) return [];
+        const others = this.filters();
+        const { match } = relevance(this.dataset, q);
+        others.add(`(${match.sql}) is not true`, ...match.params);
+        const count = Math.min(LOOK_ALIKE_LIMIT, stored.count);
+        const lists = await index.nearestShown(
+          modelId,
+          queries.map((row) => vectorOf(row.vector)),
+          count,
+          (seqs) => imagesOfVectors(this.em, modelId, others, seqs),
+        );
+        return nearestFirst(lists, count).map((row) => row.id);
+      },
+    );
   }
 
   /** The dataset revision and the filters: what a computed list depends on, the selection aside. */

@@ -31,12 +31,20 @@ export interface ReferencedFileRow {
 
 /** The dataset's images indexed in place (with a reference key), as a commit of a reference ingest reads them. */
 export function referencedImages(em: EntityManager, datasetId: string): Promise<IndexedImageRow[]> {
-  return query<IndexedImageRow>(em, 'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
+  return query<IndexedImageRow>(
+    em,
+    'select id, reference_key, hash, ext, split, label_count, error from images where dataset_id = ? and reference_key is not null',
+    [datasetId],
+  );
 }
 
 /** The files of the dataset's images indexed in place, as a reference plan compares them. */
 export function referencedFiles(em: EntityManager, datasetId: string): Promise<ReferencedFileRow[]> {
-  return query<ReferencedFileRow>(em, 'select reference_key, reference_version, hash, ext, width, height, channels, bytes, error from images where dataset_id = ? and reference_key is not null', [datasetId]);
+  return query<ReferencedFileRow>(
+    em,
+    'select reference_key, reference_version, hash, ext, width, height, channels, bytes, error from images where dataset_id = ? and reference_key is not null',
+    [datasetId],
+  );
 }
 
 /** Where an image of the workspace is read from: its reference key and version, and its dataset's reference; undefined when unknown. */
@@ -44,8 +52,25 @@ export async function findReferencedImage(
   em: EntityManager,
   imageId: string,
   workspaceId: string,
-): Promise<{ reference_key: string | null; reference_version: string | null; bytes: string; ext: string; name: string; reference: DatasetReference | null } | undefined> {
-  const [row] = await query<{ reference_key: string | null; reference_version: string | null; bytes: string; ext: string; name: string; reference: DatasetReference | null }>(
+): Promise<
+  | {
+      reference_key: string | null;
+      reference_version: string | null;
+      bytes: string;
+      ext: string;
+      name: string;
+      reference: DatasetReference | null;
+    }
+  | undefined
+> {
+  const [row] = await query<{
+    reference_key: string | null;
+    reference_version: string | null;
+    bytes: string;
+    ext: string;
+    name: string;
+    reference: DatasetReference | null;
+  }>(
     em,
     'select i.reference_key, i.reference_version, i.bytes, i.ext, i.name, d.reference from images i join datasets d on d.id = i.dataset_id where i.id = ? and i.workspace_id = ?',
     [imageId, workspaceId],

@@ -37,7 +37,11 @@ export class ImageUrls {
   }
 
   image(ref: StoredImageRef): Promise<string> {
-    return imageFileUrl(this.urls, { ...ref, id: ref.id ?? '', referenceKey: ref.referenceKey ?? null }, { expiresInSeconds: this.expiresInSeconds(), filename: ref.name });
+    return imageFileUrl(
+      this.urls,
+      { ...ref, id: ref.id ?? '', referenceKey: ref.referenceKey ?? null },
+      { expiresInSeconds: this.expiresInSeconds(), filename: ref.name },
+    );
   }
 
   async thumbnail(ref: StoredImageRef): Promise<string | null> {

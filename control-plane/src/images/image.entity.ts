@@ -24,9 +24,19 @@ export const ImageSchema = defineEntity({
     { properties: ['dataset', 'hash'] },
     { properties: ['workspace', 'hash'] },
     // Filtered totals (split, labeled, classes) count from this index alone, without visiting the table.
-    { name: 'images_counting', expression: 'create index "images_counting" on "images" ("dataset_id", "split", "label_count") include ("class_ids")' },
-    { name: 'images_class_ids_gin', expression: 'create index "images_class_ids_gin" on "images" using gin ("class_ids")' },
-    { name: 'images_search_trgm', expression: 'create index "images_search_trgm" on "images" using gin ("search_text" gin_trgm_ops)' },
+    {
+      name: 'images_counting',
+      expression:
+        'create index "images_counting" on "images" ("dataset_id", "split", "label_count") include ("class_ids")',
+    },
+    {
+      name: 'images_class_ids_gin',
+      expression: 'create index "images_class_ids_gin" on "images" using gin ("class_ids")',
+    },
+    {
+      name: 'images_search_trgm',
+      expression: 'create index "images_search_trgm" on "images" using gin ("search_text" gin_trgm_ops)',
+    },
   ],
   properties: {
     workspace: () => p.manyToOne(Workspace).deleteRule('cascade'),
@@ -40,7 +50,10 @@ export const ImageSchema = defineEntity({
     channels: p.integer().default(3),
     split: p.enum(SPLITS).default('train'),
     labelCount: p.integer().default(0),
-    classIds: p.array<number>((value) => Number(value)).columnType('int[]').defaultRaw(`'{}'`),
+    classIds: p
+      .array<number>((value) => Number(value))
+      .columnType('int[]')
+      .defaultRaw(`'{}'`),
     bytes: p.bigint('number'),
     error: p.text().nullable(),
     metadata: p.json<Record<string, unknown>>().default('{}'),

@@ -32,7 +32,8 @@ export const listImages = defineRoute({
   request: { params: DatasetPath, query: ImageListQuery },
   response: { status: 200, description: 'A page of images', schema: ImageList },
   errors: [404],
-  handler: (ctx, { params, query }) => ctx.state.services.images.list(ctx.state.actor, params.owner, params.dataset, query),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.images.list(ctx.state.actor, params.owner, params.dataset, query),
 });
 
 export const selectedImages = defineRoute({
@@ -40,13 +41,15 @@ export const selectedImages = defineRoute({
   path: '/api/datasets/:owner/:dataset/images',
   tag: 'Images',
   summary: 'The list response for up to 1,000 given image IDs',
-  description: 'Takes the list filters and URL options as query parameters; IDs of other datasets are simply not returned.',
+  description:
+    'Takes the list filters and URL options as query parameters; IDs of other datasets are simply not returned.',
   auth: 'optional',
   limit: 'hydrate',
   request: { params: DatasetPath, query: ImageListQuery, body: SelectedImagesBody },
   response: { status: 200, description: 'The images', schema: ImageList },
   errors: [404],
-  handler: (ctx, { params, query, body }) => ctx.state.services.images.list(ctx.state.actor, params.owner, params.dataset, query, [...new Set(body.imageIds)]),
+  handler: (ctx, { params, query, body }) =>
+    ctx.state.services.images.list(ctx.state.actor, params.owner, params.dataset, query, [...new Set(body.imageIds)]),
 });
 
 export const readImage = defineRoute({
@@ -136,4 +139,13 @@ export const imageUrls = defineRoute({
 });
 
 // The bulk routes come before /api/images/:imageId, whose pattern would otherwise take "bulk" as an ID.
-export const imageRoutes = [listImages, selectedImages, moveImages, deleteImages, imageUrls, readImage, updateImage, deleteImage];
+export const imageRoutes = [
+  listImages,
+  selectedImages,
+  moveImages,
+  deleteImages,
+  imageUrls,
+  readImage,
+  updateImage,
+  deleteImage,
+];

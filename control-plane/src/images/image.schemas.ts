@@ -8,7 +8,20 @@ import { offsetQuery } from '../http/pagination.ts';
 import { MetadataObject } from '../validation/metadata.ts';
 import { LabelInput } from './labels.ts';
 
-export const IMAGE_SORTS = ['newest', 'oldest', 'name-asc', 'name-desc', 'height-asc', 'height-desc', 'width-asc', 'width-desc', 'size-asc', 'size-desc', 'labels-asc', 'labels-desc'] as const;
+export const IMAGE_SORTS = [
+  'newest',
+  'oldest',
+  'name-asc',
+  'name-desc',
+  'height-asc',
+  'height-desc',
+  'width-asc',
+  'width-desc',
+  'size-asc',
+  'size-desc',
+  'labels-asc',
+  'labels-desc',
+] as const;
 export type ImageSort = (typeof IMAGE_SORTS)[number];
 /** Labels per image in list previews (includeLabels). */
 export const LABEL_PREVIEW_CAP = 50;
@@ -32,13 +45,21 @@ export const ImageHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be an image ha
 
 /** Filters, order and extras of the dataset images list (GET query; the POST form takes them as query too). */
 export const ImageListQuery = offsetQuery(50, 5000).extend({
-  cursor: ObjectId.optional().meta({ description: 'The last image ID of the previous page (nextCursor); pages by keyset in any sort' }),
+  cursor: ObjectId.optional().meta({
+    description: 'The last image ID of the previous page (nextCursor); pages by keyset in any sort',
+  }),
   includeTotal: Boolish.default(true),
   split: SplitName.optional(),
   hasLabel: Boolish.optional(),
   hasError: Boolish.optional(),
   classIds: ClassIdList.optional().meta({ description: 'Comma-separated class indexes; images containing any' }),
-  search: z.string().trim().min(1).max(200).optional().meta({ description: 'Substring of the file name, a class name or custom metadata' }),
+  search: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({ description: 'Substring of the file name, a class name or custom metadata' }),
   q: z
     .string()
     .trim()
@@ -64,7 +85,10 @@ export const ImageListItem = z.object({
   hash: z.string(),
   ext: z.string(),
   name: z.string(),
-  thumbnailUrl: z.string().optional().meta({ description: 'With includeThumbnails; absent for an image that could not be processed' }),
+  thumbnailUrl: z
+    .string()
+    .optional()
+    .meta({ description: 'With includeThumbnails; absent for an image that could not be processed' }),
   imageUrl: z.string().optional(),
   width: z.number().int(),
   height: z.number().int(),
@@ -80,12 +104,20 @@ export const ImageListItem = z.object({
 
 export const ImageList = z.object({
   images: z.array(ImageListItem),
-  total: z.number().int().optional().meta({ description: 'Images matching the filters; absent with includeTotal=false' }),
+  total: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Images matching the filters; absent with includeTotal=false' }),
   hasMore: z.boolean(),
-  classes: z.array(z.string()).meta({ description: "The dataset's class names in index order (a label's classId indexes it)" }),
+  classes: z
+    .array(z.string())
+    .meta({ description: "The dataset's class names in index order (a label's classId indexes it)" }),
   classColors: z.record(z.string(), z.string()).meta({ description: 'Class index → hex colour, for every class' }),
   errorCount: z.number().int().meta({ description: 'Images of the dataset that could not be processed' }),
-  nextCursor: ObjectId.optional().meta({ description: 'The last image ID of this page, when there are more (not with q)' }),
+  nextCursor: ObjectId.optional().meta({
+    description: 'The last image ID of this page, when there are more (not with q)',
+  }),
 });
 
 export const SelectedImagesBody = z.object({ imageIds: z.array(ObjectId).min(1).max(MAX_SELECTED_IDS) });
@@ -103,7 +135,9 @@ export const ImageDetail = z.object({
     extension: z.string().meta({ description: 'ext again, under the name the hosted service uses' }),
     annotationCount: z.number().int().meta({ description: 'labelCount again, under the name the hosted service uses' }),
     classIds: z.array(z.number().int()).meta({ description: 'The classes its labels use' }),
-    retainedByVersion: z.boolean().meta({ description: 'A saved version of the dataset holds this file, so its bytes outlive the image' }),
+    retainedByVersion: z
+      .boolean()
+      .meta({ description: 'A saved version of the dataset holds this file, so its bytes outlive the image' }),
     width: z.number().int(),
     height: z.number().int(),
     channels: z.number().int(),
@@ -126,17 +160,26 @@ export const ImagePatch = z
     metadata: MetadataObject.meta({ description: 'Replaces the custom metadata; {} clears it' }),
   })
   .partial()
-  .refine((body) => (body.labels === undefined) !== (body.metadata === undefined), 'send either labels or metadata, not both');
+  .refine(
+    (body) => (body.labels === undefined) !== (body.metadata === undefined),
+    'send either labels or metadata, not both',
+  );
 export const ImagePatched = z
   .object({
     success: z.literal(true),
     id: ObjectId,
     labelCount: z.number().int(),
     labels: z.array(LabelInput).optional().meta({ description: 'A labels update: the labels saved' }),
-    metadata: z.record(z.string(), z.unknown()).optional().meta({ description: 'A metadata update: the metadata saved' }),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ description: 'A metadata update: the metadata saved' }),
     updatedAt: Timestamp.optional().meta({ description: 'A metadata update: when it was saved' }),
   })
-  .meta({ description: 'A labels update answers success, labels, labelCount; a metadata update answers metadata and updatedAt too' });
+  .meta({
+    description:
+      'A labels update answers success, labels, labelCount; a metadata update answers metadata and updatedAt too',
+  });
 export const ImageDeleted = z.object({
   success: z.literal(true),
   id: ObjectId,
@@ -149,14 +192,30 @@ export const BulkMoveBody = SelectedImagesBody.extend({
   conflictPolicy: z
     .enum(['skip', 'keep_both', 'replace'], { error: 'must be skip, keep_both or replace' })
     .optional()
-    .meta({ description: 'What to do with images whose file (same hash) is already in the target split: required once there is such a conflict (else 409)' }),
+    .meta({
+      description:
+        'What to do with images whose file (same hash) is already in the target split: required once there is such a conflict (else 409)',
+    }),
 });
-export const BulkMoved = z.object({ success: z.literal(true), modifiedCount: z.number().int(), skippedCount: z.number().int(), targetSplit: SplitName });
+export const BulkMoved = z.object({
+  success: z.literal(true),
+  modifiedCount: z.number().int(),
+  skippedCount: z.number().int(),
+  targetSplit: SplitName,
+});
 export const BulkMoveConflict = ErrorBody.extend({
-  conflictCount: z.number().int().optional().meta({ description: 'Images whose file is already in the target split; absent for other conflicts' }),
+  conflictCount: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Images whose file is already in the target split; absent for other conflicts' }),
 });
 export const BulkDeleteBody = SelectedImagesBody;
-export const BulkDeleted = z.object({ success: z.literal(true), deletedCount: z.number().int(), deletedImageIds: z.array(ObjectId) });
+export const BulkDeleted = z.object({
+  success: z.literal(true),
+  deletedCount: z.number().int(),
+  deletedImageIds: z.array(ObjectId),
+});
 
 export const ImageUrlsBody = z.object({ imageIds: z.array(ObjectId).min(1).max(MAX_URL_IDS) });
 export const ImageUrlsResult = z.object({

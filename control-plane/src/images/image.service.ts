@@ -27,10 +27,24 @@ import {
   type CountedImageRow,
 } from './image.store.ts';
 import type { ImageRow } from './image-list.store.ts';
-import type { BulkDeleted, BulkMoved, ImageDeleted, ImageDetail, ImageList, ImageListOptions, ImagePatch, ImagePatched, ImageUrlsResult } from './image.schemas.ts';
+import type {
+  BulkDeleted,
+  BulkMoved,
+  ImageDeleted,
+  ImageDetail,
+  ImageList,
+  ImageListOptions,
+  ImagePatch,
+  ImagePatched,
+  ImageUrlsResult,
+} from './image.schemas.ts';
 import { LABEL_PREVIEW_CAP } from './image.schemas.ts';
 
-const counted = (row: CountedImageRow): CountedImage => ({ split: row.split, labelCount: row.label_count, hasError: row.error !== null });
+const counted = (row: CountedImageRow): CountedImage => ({
+  split: row.split,
+  labelCount: row.label_count,
+  hasError: row.error !== null,
+});
 
 /** Images of datasets: lists, reads, label and metadata edits, split moves, deletes and signed URLs. */
 /** `{ [name]: value }`, or nothing for a null value: optional answer fields are absent rather than null. */
@@ -52,13 +66,25 @@ export class ImageService {
     this.vectors = vectors;
   }
 
-  async list(actor: Actor, owner: string, slug: string, options: ImageListOptions, imageIds?: string[]): Promise<z.input<typeof ImageList>> {
+  async list(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    options: ImageListOptions,
+    imageIds?: string[],
+  ): Promise<z.input<typeof ImageList>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
     const listing = new ImageListQuery(this.em, dataset, options, imageIds, this.vectors);
     const [rows, total] = await Promise.all([listing.page(), options.includeTotal ? listing.total() : null]);
     const page = rows.slice(0, options.limit);
     const hasMore = rows.length > options.limit;
-    const labels = options.includeLabels ? await labelsOf(this.em, page.map((row) => row.id), LABEL_PREVIEW_CAP) : undefined;
+    const labels = options.includeLabels
+      ? await labelsOf(
+          this.em,
+          page.map((row) => row.id),
+          LABEL_PREVIEW_CAP,
+        )
+      : undefined;
     const colors = classColors(dataset.classNames, dataset.classColors);
     return {
       images: await Promise.all(page.map((row) => this.listItem(dataset, row, options, labels))),
@@ -72,7 +98,15 @@ export class ImageService {
   }
 
   private async listItem(dataset: Dataset, row: ImageRow, options: ImageListOptions, labels?: Map<string, unknown[]>) {
-    const ref = { id: row.id, workspaceId: dataset.workspace.id, hash: row.hash, ext: row.ext, name: row.name, error: row.error, referenceKey: row.reference_key };
+    const ref = {
+      id: row.id,
+      workspaceId: dataset.workspace.id,
+      hash: row.hash,
+      ext: row.ext,
+      name: row.name,
+      error: row.error,
+      referenceKey: row.reference_key,
+    };
     return {
       id: row.id,
       hash: row.hash,
@@ -96,7 +130,15 @@ export class ImageService {
   async read(actor: Actor, imageId: string): Promise<z.input<typeof ImageDetail>> {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
     const labels = await labelsOf(this.em, [image.id]);
-    const ref = { id: image.id, workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null, referenceKey: image.referenceKey };
+    const ref = {
+      id: image.id,
+      workspaceId: dataset.workspace.id,
+      hash: image.hash,
+      ext: image.ext,
+      name: image.name,
+      error: image.error ?? null,
+      referenceKey: image.referenceKey,
+    };
     const retained = await isFileInVersions(this.em, dataset.id, image.hash);
     return {
       id: image.id,
@@ -129,17 +171,32 @@ export class ImageService {
     };
   }
 
-  async update(actor: Actor, imageId: string, patch: z.output<typeof ImagePatch>): Promise<z.input<typeof ImagePatched>> {
+  async update(
+    actor: Actor,
+    imageId: string,
+    patch: z.output<typeof ImagePatch>,
+  ): Promise<z.input<typeof ImagePatched>> {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'edit');
     if (patch.metadata) {
       const saved = await this.em.transactional(async (em) => {
         await lockDataset(em, dataset.id);
-        const updated = await updateImageMetadata(em, image.id, patch.metadata, searchTextOf(image.name, patch.metadata ?? {}));
+        const updated = await updateImageMetadata(
+          em,
+          image.id,
+          patch.metadata,
+          searchTextOf(image.name, patch.metadata ?? {}),
+        );
         // Metadata is searched: filtered totals counted before this change are stale.
         await applyDelta(em, dataset.id, countDelta([], 1));
         return updated;
       });
-      return { success: true, id: image.id, labelCount: image.labelCount, metadata: patch.metadata, updatedAt: new Date(saved!.updated_at).toISOString() };
+      return {
+        success: true,
+        id: image.id,
+        labelCount: image.labelCount,
+        metadata: patch.metadata,
+        updatedAt: new Date(saved!.updated_at).toISOString(),
+      };
     }
     const labels = patch.labels ?? [];
     return this.em.transactional(async (em) => {
@@ -148,7 +205,11 @@ export class ImageService {
       if (!before) throw NotFound(`Image ${imageId} not found`);
       const checked = checkLabels(await em.findOneOrFail(Dataset, dataset.id, { refresh: true }), labels);
       await replaceLabels(em, dataset.id, [{ imageId: image.id, ...checked }]);
-      await applyDelta(em, dataset.id, changeDelta([counted(before)], [{ ...counted(before), labelCount: checked.labels.length }]));
+      await applyDelta(
+        em,
+        dataset.id,
+        changeDelta([counted(before)], [{ ...counted(before), labelCount: checked.labels.length }]),
+      );
       return { success: true as const, id: image.id, labelCount: checked.labels.length, labels: checked.labels };
     });
   }
@@ -192,28 +253,55 @@ export class ImageService {
    * Moves images to a split. An image whose file (same hash) is already in the target split is a
    * conflict: 409 until a policy says what to do: skip it, keep both, or replace the copy already there.
    */
-  async bulkMove(actor: Actor, body: { imageIds: string[]; split: Split; conflictPolicy?: 'skip' | 'keep_both' | 'replace' }): Promise<z.input<typeof BulkMoved>> {
+  async bulkMove(
+    actor: Actor,
+    body: { imageIds: string[]; split: Split; conflictPolicy?: 'skip' | 'keep_both' | 'replace' },
+  ): Promise<z.input<typeof BulkMoved>> {
     const dataset = await this.selection(actor, body.imageIds, 'edit');
     const ids = [...new Set(body.imageIds)];
     const { moved, skipped, replaced } = await this.em.transactional(async (em) => {
       await lockDataset(em, dataset.id);
       const selected = await countedImagesOf(em, dataset.id, ids);
       const moving = selected.filter((row) => row.split !== body.split);
-      const copies = await copiesInSplit(em, dataset.id, body.split, moving.map((row) => row.hash), ids);
+      const copies = await copiesInSplit(
+        em,
+        dataset.id,
+        body.split,
+        moving.map((row) => row.hash),
+        ids,
+      );
       const conflicted = new Set(copies.map((row) => row.hash));
       if (conflicted.size && !body.conflictPolicy) {
         const count = moving.filter((row) => conflicted.has(row.hash)).length;
-        throw new HttpError(409, `${count} of the images are already in ${body.split} (same file); choose conflictPolicy skip, keep_both or replace`, { conflictCount: count });
+        throw new HttpError(
+          409,
+          `${count} of the images are already in ${body.split} (same file); choose conflictPolicy skip, keep_both or replace`,
+          { conflictCount: count },
+        );
       }
       const toMove = body.conflictPolicy === 'skip' ? moving.filter((row) => !conflicted.has(row.hash)) : moving;
-      let delta = changeDelta(toMove.map(counted), toMove.map((row) => ({ ...counted(row), split: body.split })));
+      let delta = changeDelta(
+        toMove.map(counted),
+        toMove.map((row) => ({ ...counted(row), split: body.split })),
+      );
       if (body.conflictPolicy === 'replace' && copies.length) {
-        await deleteImages(em, copies.map((row) => row.id));
+        await deleteImages(
+          em,
+          copies.map((row) => row.id),
+        );
         delta = countDelta(copies.map(counted), -1, delta);
       }
-      await moveImagesToSplit(em, toMove.map((row) => row.id), body.split);
+      await moveImagesToSplit(
+        em,
+        toMove.map((row) => row.id),
+        body.split,
+      );
       await applyDelta(em, dataset.id, delta);
-      return { moved: toMove.length, skipped: moving.length - toMove.length, replaced: body.conflictPolicy === 'replace' ? copies : [] };
+      return {
+        moved: toMove.length,
+        skipped: moving.length - toMove.length,
+        replaced: body.conflictPolicy === 'replace' ? copies : [],
+      };
     });
     await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, replaced);
     return { success: true, modifiedCount: moved, skippedCount: skipped, targetSplit: body.split };
@@ -224,7 +312,15 @@ export class ImageService {
     const images = await this.em.find(Image, { id: { $in: imageIds }, dataset });
     const result: z.input<typeof ImageUrlsResult> = { urls: {}, thumbnails: {}, depths: {} };
     for (const image of images) {
-      const ref = { id: image.id, workspaceId: dataset.workspace.id, hash: image.hash, ext: image.ext, name: image.name, error: image.error ?? null, referenceKey: image.referenceKey };
+      const ref = {
+        id: image.id,
+        workspaceId: dataset.workspace.id,
+        hash: image.hash,
+        ext: image.ext,
+        name: image.name,
+        error: image.error ?? null,
+        referenceKey: image.referenceKey,
+      };
       result.urls[image.id] = await this.urls.image(ref);
       const thumbnail = await this.urls.thumbnail(ref);
       if (thumbnail !== null) result.thumbnails[image.id] = thumbnail;

@@ -31,22 +31,35 @@ export interface StoredImageRow {
 /** The columns of a StoredImageRow, for a select on images. */
 export const STORED_IMAGE_COLUMNS = 'id, hash, ext, name, bytes, error, reference_key';
 
-
 // Reads of single images and selections.
 
 /** The image's counted row, or undefined when it is gone. */
 export async function findCountedImage(em: EntityManager, imageId: string): Promise<CountedImageRow | undefined> {
-  const [row] = await query<CountedImageRow>(em, 'select id, split, label_count, error, hash, ext from images where id = ?', [imageId]);
+  const [row] = await query<CountedImageRow>(
+    em,
+    'select id, split, label_count, error, hash, ext from images where id = ?',
+    [imageId],
+  );
   return row;
 }
 
 /** The selected images of the dataset, as the counters see them. */
 export function countedImagesOf(em: EntityManager, datasetId: string, imageIds: string[]): Promise<CountedImageRow[]> {
-  return query<CountedImageRow>(em, 'select id, split, label_count, error, hash, ext from images where dataset_id = ? and id = any(?::text[])', [datasetId, pgArray(imageIds)]);
+  return query<CountedImageRow>(
+    em,
+    'select id, split, label_count, error, hash, ext from images where dataset_id = ? and id = any(?::text[])',
+    [datasetId, pgArray(imageIds)],
+  );
 }
 
 /** Images of the dataset in `split` with one of the files (hashes), other than the excluded ones. */
-export function copiesInSplit(em: EntityManager, datasetId: string, split: Split, hashes: string[], excludedIds: string[]): Promise<CountedImageRow[]> {
+export function copiesInSplit(
+  em: EntityManager,
+  datasetId: string,
+  split: Split,
+  hashes: string[],
+  excludedIds: string[],
+): Promise<CountedImageRow[]> {
   return query<CountedImageRow>(
     em,
     'select id, split, label_count, error, hash, ext from images where dataset_id = ? and split = ? and hash = any(?::text[]) and id <> all(?::text[])',
@@ -55,8 +68,15 @@ export function copiesInSplit(em: EntityManager, datasetId: string, split: Split
 }
 
 /** How many of the images each dataset holds (unknown ids count nowhere). */
-export function countImagesByDataset(em: EntityManager, imageIds: string[]): Promise<Array<{ dataset_id: string; n: number }>> {
-  return query<{ dataset_id: string; n: number }>(em, 'select dataset_id, count(*)::int as n from images where id = any(?::text[]) group by dataset_id', [pgArray(imageIds)]);
+export function countImagesByDataset(
+  em: EntityManager,
+  imageIds: string[],
+): Promise<Array<{ dataset_id: string; n: number }>> {
+  return query<{ dataset_id: string; n: number }>(
+    em,
+    'select dataset_id, count(*)::int as n from images where id = any(?::text[]) group by dataset_id',
+    [pgArray(imageIds)],
+  );
 }
 
 /** A selected image with its dataset's workspace, as an adoption reads it. */
@@ -82,18 +102,42 @@ export function imagesWithWorkspace(em: EntityManager, imageIds: string[]): Prom
 }
 
 /** The splits the dataset holds each of the files (hashes) in. */
-export function splitsOfFiles(em: EntityManager, datasetId: string, hashes: string[]): Promise<Array<{ hash: string; split: Split }>> {
-  return query<{ hash: string; split: Split }>(em, 'select hash, split from images where dataset_id = ? and hash = any(?::text[])', [datasetId, pgArray(hashes)]);
+export function splitsOfFiles(
+  em: EntityManager,
+  datasetId: string,
+  hashes: string[],
+): Promise<Array<{ hash: string; split: Split }>> {
+  return query<{ hash: string; split: Split }>(
+    em,
+    'select hash, split from images where dataset_id = ? and hash = any(?::text[])',
+    [datasetId, pgArray(hashes)],
+  );
 }
 
 /** The dataset's images with one of the files (hashes). */
-export function imagesWithFiles(em: EntityManager, datasetId: string, hashes: string[]): Promise<Array<CountedImageRow>> {
-  return query<CountedImageRow>(em, 'select id, hash, split, label_count, error, ext from images where dataset_id = ? and hash = any(?::text[])', [datasetId, pgArray(hashes)]);
+export function imagesWithFiles(
+  em: EntityManager,
+  datasetId: string,
+  hashes: string[],
+): Promise<Array<CountedImageRow>> {
+  return query<CountedImageRow>(
+    em,
+    'select id, hash, split, label_count, error, ext from images where dataset_id = ? and hash = any(?::text[])',
+    [datasetId, pgArray(hashes)],
+  );
 }
 
 /** The distinct files of a dataset's images, under the workspace they are stored in. */
-export function distinctFilesOf(em: EntityManager, workspaceId: string, datasetId: string): Promise<Array<{ workspaceId: string; hash: string; ext: string }>> {
-  return query<{ workspaceId: string; hash: string; ext: string }>(em, 'select distinct ?::text as "workspaceId", hash, ext from images where dataset_id = ?', [workspaceId, datasetId]);
+export function distinctFilesOf(
+  em: EntityManager,
+  workspaceId: string,
+  datasetId: string,
+): Promise<Array<{ workspaceId: string; hash: string; ext: string }>> {
+  return query<{ workspaceId: string; hash: string; ext: string }>(
+    em,
+    'select distinct ?::text as "workspaceId", hash, ext from images where dataset_id = ?',
+    [workspaceId, datasetId],
+  );
 }
 
 /** The newest `perDataset` images of each dataset, in one query. */
@@ -101,7 +145,19 @@ export function newestImagesOf(
   em: EntityManager,
   datasetIds: string[],
   perDataset: number,
-): Promise<Array<{ dataset_id: string; id: string; hash: string; ext: string; name: string; width: number; height: number; error: string | null; reference_key: string | null }>> {
+): Promise<
+  Array<{
+    dataset_id: string;
+    id: string;
+    hash: string;
+    ext: string;
+    name: string;
+    width: number;
+    height: number;
+    error: string | null;
+    reference_key: string | null;
+  }>
+> {
   return query(
     em,
     `select d.id as dataset_id, s.* from unnest(?::text[]) as d(id)
@@ -121,7 +177,12 @@ export const IMAGES_WITH_LABELS = `
   where i.dataset_id = ?`;
 
 /** Up to `limit` of the dataset's images with their labels (IMAGES_WITH_LABELS) after the image `afterId`, oldest first. */
-export function imagesWithLabelsAfter<T>(em: EntityManager, datasetId: string, afterId: string | undefined, limit: number): Promise<T[]> {
+export function imagesWithLabelsAfter<T>(
+  em: EntityManager,
+  datasetId: string,
+  afterId: string | undefined,
+  limit: number,
+): Promise<T[]> {
   return query<T>(
     em,
     `${IMAGES_WITH_LABELS} ${afterId ? 'and (i.created_at, i.id) > (select created_at, id from images where id = ?)' : ''}
@@ -171,7 +232,12 @@ export interface NewImageRow {
 const ROWS_PER_INSERT = 500;
 
 /** Inserts the image rows into the dataset, ROWS_PER_INSERT per statement. */
-export async function insertImageRows(em: EntityManager, workspaceId: string, datasetId: string, rows: NewImageRow[]): Promise<void> {
+export async function insertImageRows(
+  em: EntityManager,
+  workspaceId: string,
+  datasetId: string,
+  rows: NewImageRow[],
+): Promise<void> {
   for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
     const chunk = rows.slice(start, start + ROWS_PER_INSERT);
     await query(
@@ -214,7 +280,10 @@ export async function copyImageRows(
   classMap: { datasetIds: string[]; from: number[]; to: number[] },
   target: { workspaceId: string; datasetId: string; split: Split | null },
 ): Promise<CountDelta> {
-  const [selection, selected] = 'datasetId' in source ? ['i.dataset_id = ?', source.datasetId] : ['i.id = any(?::text[])', pgArray(source.imageIds)];
+  const [selection, selected] =
+    'datasetId' in source
+      ? ['i.dataset_id = ?', source.datasetId]
+      : ['i.id = any(?::text[])', pgArray(source.imageIds)];
   const [delta] = await query<CountDelta>(
     em,
     `with src as materialized (select i.*, ${NEW_ID_SQL} as new_id from images i where ${selection}),
@@ -253,17 +322,27 @@ export async function copyImageRows(
 }
 
 /** Sets the image's metadata and search text; returns when it was updated, or undefined when the image is gone. */
-export async function updateImageMetadata(em: EntityManager, imageId: string, metadata: Record<string, unknown> | undefined, searchText: string): Promise<{ updated_at: Date } | undefined> {
-  const [updated] = await query<{ updated_at: Date }>(em, 'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ? returning updated_at', [
-    JSON.stringify(metadata),
-    searchText,
-    imageId,
-  ]);
+export async function updateImageMetadata(
+  em: EntityManager,
+  imageId: string,
+  metadata: Record<string, unknown> | undefined,
+  searchText: string,
+): Promise<{ updated_at: Date } | undefined> {
+  const [updated] = await query<{ updated_at: Date }>(
+    em,
+    'update images set metadata = ?::jsonb, search_text = ?, updated_at = clock_timestamp() where id = ? returning updated_at',
+    [JSON.stringify(metadata), searchText, imageId],
+  );
   return updated;
 }
 
 /** Sets the labelCount and classIds (parallel arrays; classIds as int array literals) the images' labels now have. */
-export async function setLabelSummaries(em: EntityManager, imageIds: string[], labelCounts: number[], classIdLiterals: string[]): Promise<void> {
+export async function setLabelSummaries(
+  em: EntityManager,
+  imageIds: string[],
+  labelCounts: number[],
+  classIdLiterals: string[],
+): Promise<void> {
   await query(
     em,
     `update images i set label_count = v.n, class_ids = v.ids::int[], updated_at = clock_timestamp()
@@ -273,7 +352,11 @@ export async function setLabelSummaries(em: EntityManager, imageIds: string[], l
 }
 
 /** Recomputes labelCount and classIds from the labels, for the dataset's images that had a class `lowestClass` or above. */
-export async function refreshLabelSummariesFrom(em: EntityManager, datasetId: string, lowestClass: number): Promise<void> {
+export async function refreshLabelSummariesFrom(
+  em: EntityManager,
+  datasetId: string,
+  lowestClass: number,
+): Promise<void> {
   await query(
     em,
     `update images i set class_ids = coalesce(l.class_ids, '{}'), label_count = coalesce(l.n, 0), updated_at = clock_timestamp()
@@ -285,14 +368,22 @@ export async function refreshLabelSummariesFrom(em: EntityManager, datasetId: st
 
 /** Moves the images to the split. */
 export async function moveImagesToSplit(em: EntityManager, imageIds: string[], split: Split): Promise<void> {
-  await query(em, 'update images set split = ?, updated_at = clock_timestamp() where id = any(?::text[])', [split, pgArray(imageIds)]);
+  await query(em, 'update images set split = ?, updated_at = clock_timestamp() where id = any(?::text[])', [
+    split,
+    pgArray(imageIds),
+  ]);
 }
 
 /**
  * Shuffles every image of the dataset into train/val/test: the first `trainPercent` go to train, up to
  * `trainValPercent` to val, the rest to test. Writes only the images whose split changes; returns how many it wrote.
  */
-export async function shuffleImageSplits(em: EntityManager, datasetId: string, trainPercent: number, trainValPercent: number): Promise<number> {
+export async function shuffleImageSplits(
+  em: EntityManager,
+  datasetId: string,
+  trainPercent: number,
+  trainValPercent: number,
+): Promise<number> {
   const moved = await query(
     em,
     `with ranked as (select id, split, row_number() over (order by random()) as rank, count(*) over () as total from images where dataset_id = ?),
@@ -309,19 +400,36 @@ export async function deleteImages(em: EntityManager, imageIds: string[]): Promi
 }
 
 /** Deletes the dataset's selected images (annotations cascade); returns the deleted rows. */
-export function deleteDatasetImages(em: EntityManager, datasetId: string, imageIds: string[]): Promise<CountedImageRow[]> {
-  return query<CountedImageRow>(em, 'delete from images where dataset_id = ? and id = any(?::text[]) returning id, split, label_count, error, hash, ext', [datasetId, pgArray(imageIds)]);
+export function deleteDatasetImages(
+  em: EntityManager,
+  datasetId: string,
+  imageIds: string[],
+): Promise<CountedImageRow[]> {
+  return query<CountedImageRow>(
+    em,
+    'delete from images where dataset_id = ? and id = any(?::text[]) returning id, split, label_count, error, hash, ext',
+    [datasetId, pgArray(imageIds)],
+  );
 }
 
 /** Deletes the images (of any datasets); returns what each deleted row counted, by dataset. */
-export function deleteImagesOfDatasets(em: EntityManager, imageIds: string[]): Promise<Array<{ dataset_id: string; split: Split; label_count: number; error: string | null }>> {
-  return query<{ dataset_id: string; split: Split; label_count: number; error: string | null }>(em, 'delete from images where id = any(?::text[]) returning dataset_id, split, label_count, error', [
-    pgArray(imageIds),
-  ]);
+export function deleteImagesOfDatasets(
+  em: EntityManager,
+  imageIds: string[],
+): Promise<Array<{ dataset_id: string; split: Split; label_count: number; error: string | null }>> {
+  return query<{ dataset_id: string; split: Split; label_count: number; error: string | null }>(
+    em,
+    'delete from images where id = any(?::text[]) returning dataset_id, split, label_count, error',
+    [pgArray(imageIds)],
+  );
 }
 
 /** Deletes every image of the dataset; returns the distinct files of the deleted rows that the version does not keep. */
-export function deleteAllImagesNotInVersion(em: EntityManager, datasetId: string, versionId: string): Promise<Array<{ hash: string; ext: string }>> {
+export function deleteAllImagesNotInVersion(
+  em: EntityManager,
+  datasetId: string,
+  versionId: string,
+): Promise<Array<{ hash: string; ext: string }>> {
   return query<{ hash: string; ext: string }>(
     em,
     `with gone as (delete from images where dataset_id = ? returning hash, ext)
@@ -365,8 +473,16 @@ export async function pointImageAtFile(
 }
 
 /** The image as the blurs read it, when it is (still) in the dataset. */
-export async function findStoredImage(em: EntityManager, imageId: string, datasetId: string): Promise<StoredImageRow | undefined> {
-  const [row] = await query<StoredImageRow>(em, `select ${STORED_IMAGE_COLUMNS} from images where id = ? and dataset_id = ?`, [imageId, datasetId]);
+export async function findStoredImage(
+  em: EntityManager,
+  imageId: string,
+  datasetId: string,
+): Promise<StoredImageRow | undefined> {
+  const [row] = await query<StoredImageRow>(
+    em,
+    `select ${STORED_IMAGE_COLUMNS} from images where id = ? and dataset_id = ?`,
+    [imageId, datasetId],
+  );
   return row;
 }
 
@@ -381,7 +497,13 @@ export async function countBlurTargets(em: EntityManager, datasetId: string, ima
 }
 
 /** The images a blur run takes (see countBlurTargets), in id order after `afterId`, at most `limit`. */
-export function blurTargetsAfter(em: EntityManager, datasetId: string, imageId: string | null, afterId: string, limit: number): Promise<StoredImageRow[]> {
+export function blurTargetsAfter(
+  em: EntityManager,
+  datasetId: string,
+  imageId: string | null,
+  afterId: string,
+  limit: number,
+): Promise<StoredImageRow[]> {
   return query<StoredImageRow>(
     em,
     `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and error is null and reference_key is null
@@ -392,13 +514,26 @@ export function blurTargetsAfter(em: EntityManager, datasetId: string, imageId: 
 
 /** How many of the dataset's images blurFaces has not checked yet. */
 export async function countUncheckedForFaces(em: EntityManager, datasetId: string): Promise<number> {
-  const [{ count }] = await query<{ count: string }>(em, 'select count(*) from images where dataset_id = ? and not faces_blurred', [datasetId]);
+  const [{ count }] = await query<{ count: string }>(
+    em,
+    'select count(*) from images where dataset_id = ? and not faces_blurred',
+    [datasetId],
+  );
   return Number(count);
 }
 
 /** The dataset's images blurFaces has not checked yet, in id order after `afterId`, at most `limit`. */
-export function uncheckedForFacesAfter(em: EntityManager, datasetId: string, afterId: string, limit: number): Promise<StoredImageRow[]> {
-  return query<StoredImageRow>(em, `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?`, [datasetId, afterId, limit]);
+export function uncheckedForFacesAfter(
+  em: EntityManager,
+  datasetId: string,
+  afterId: string,
+  limit: number,
+): Promise<StoredImageRow[]> {
+  return query<StoredImageRow>(
+    em,
+    `select ${STORED_IMAGE_COLUMNS} from images where dataset_id = ? and not faces_blurred and id > ? order by id limit ?`,
+    [datasetId, afterId, limit],
+  );
 }
 
 // --- Auto-annotation (predict/batch-predict): its targets are decoded images, and, unless includeAnnotated, unlabeled ones. ---
@@ -416,8 +551,16 @@ export interface AnnotateTargetRow {
 }
 
 /** How many images an auto-annotation run would label. */
-export async function countAnnotateTargets(em: EntityManager, datasetId: string, includeAnnotated: boolean): Promise<number> {
-  const [{ n }] = await query<{ n: number }>(em, 'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0)', [datasetId, includeAnnotated]);
+export async function countAnnotateTargets(
+  em: EntityManager,
+  datasetId: string,
+  includeAnnotated: boolean,
+): Promise<number> {
+  const [{ n }] = await query<{ n: number }>(
+    em,
+    'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0)',
+    [datasetId, includeAnnotated],
+  );
   return n;
 }
 
@@ -436,7 +579,13 @@ export function firstAnnotateTargets(
 }
 
 /** The targets after `after` (their id) in id order, at most `limit`. */
-export function annotateTargetsAfter(em: EntityManager, datasetId: string, includeAnnotated: boolean, after: string, limit: number): Promise<AnnotateTargetRow[]> {
+export function annotateTargetsAfter(
+  em: EntityManager,
+  datasetId: string,
+  includeAnnotated: boolean,
+  after: string,
+  limit: number,
+): Promise<AnnotateTargetRow[]> {
   return query<AnnotateTargetRow>(
     em,
     `select id, hash, ext, channels, split, label_count, error, reference_key as "referenceKey" from images
@@ -446,7 +595,12 @@ export function annotateTargetsAfter(em: EntityManager, datasetId: string, inclu
 }
 
 /** How many targets are left after `after` (their id). */
-export async function countAnnotateTargetsAfter(em: EntityManager, datasetId: string, includeAnnotated: boolean, after: string): Promise<number> {
+export async function countAnnotateTargetsAfter(
+  em: EntityManager,
+  datasetId: string,
+  includeAnnotated: boolean,
+  after: string,
+): Promise<number> {
   const [row] = await query<{ n: number }>(
     em,
     'select count(*)::int as n from images where dataset_id = ? and error is null and (? or label_count = 0) and id > ?',
@@ -461,12 +615,24 @@ export async function imageToLabel(
   imageId: string,
   datasetId: string,
 ): Promise<Pick<AnnotateTargetRow, 'id' | 'split' | 'label_count' | 'error'> | undefined> {
-  const [row] = await query<Pick<AnnotateTargetRow, 'id' | 'split' | 'label_count' | 'error'>>(em, 'select id, split, label_count, error from images where id = ? and dataset_id = ?', [imageId, datasetId]);
+  const [row] = await query<Pick<AnnotateTargetRow, 'id' | 'split' | 'label_count' | 'error'>>(
+    em,
+    'select id, split, label_count, error from images where id = ? and dataset_id = ?',
+    [imageId, datasetId],
+  );
   return row;
 }
 
 /** The image's error and where it is read in place, when it is the dataset's. */
-export async function imageErrorAndReference(em: EntityManager, imageId: string, datasetId: string): Promise<{ error: string | null; referenceKey: string | null } | undefined> {
-  const [image] = await query<{ error: string | null; referenceKey: string | null }>(em, 'select error, reference_key as "referenceKey" from images where id = ? and dataset_id = ?', [imageId, datasetId]);
+export async function imageErrorAndReference(
+  em: EntityManager,
+  imageId: string,
+  datasetId: string,
+): Promise<{ error: string | null; referenceKey: string | null } | undefined> {
+  const [image] = await query<{ error: string | null; referenceKey: string | null }>(
+    em,
+    'select error, reference_key as "referenceKey" from images where id = ? and dataset_id = ?',
+    [imageId, datasetId],
+  );
   return image;
 }

@@ -11,11 +11,14 @@ export const downloadReferencedImage = defineRoute({
   summary: 'Download an image of a connected dataset through a signed URL (read from its storage)',
   description:
     'The URLs come from the API (imageUrl of an image indexed in place) and expire. The bytes are read from the ' +
-    "storage the dataset is connected to, whole (no ranges). 404 when the file is no longer there, 409 when it " +
+    'storage the dataset is connected to, whole (no ranges). 404 when the file is no longer there, 409 when it ' +
     'changed since the dataset was synced or the storage was disconnected, 502 when the storage fails to answer.',
   auth: 'public',
   limit: null,
-  request: { params: z.object({ workspaceId: z.string(), imageId: z.string() }), query: z.object({ expires: z.string(), signature: z.string() }) },
+  request: {
+    params: z.object({ workspaceId: z.string(), imageId: z.string() }),
+    query: z.object({ expires: z.string(), signature: z.string() }),
+  },
   response: { status: 200, description: 'The bytes', schema: z.string(), contentType: 'application/octet-stream' },
   errors: [403, 404, 409, 502],
   handler: async (ctx, { params }) => {

@@ -36,7 +36,13 @@ export async function searchSimilar(
       hash: row.hash,
       width: row.width,
       height: row.height,
-      thumbnailUrl: (await urls.thumbnail({ workspaceId: row.workspace_id, hash: row.hash, ext: row.ext, name: row.name, error: null }))!,
+      thumbnailUrl: (await urls.thumbnail({
+        workspaceId: row.workspace_id,
+        hash: row.hash,
+        ext: row.ext,
+        name: row.name,
+        error: null,
+      }))!,
       dataset: { owner: row.owner, dataset: row.slug, license: licenseOf(row.license) },
       score: Math.round(Math.min(1, Math.max(0, row.similarity)) * 10_000) / 10_000,
     })),
@@ -59,7 +65,10 @@ function inTurn(lists: Found[][], limit: number): Found[] {
 /** Public datasets, the key's workspace and its user's teams; a training job's key, its job's datasets only. */
 export function visibleTo(actor: Actor): Visibility {
   if (actor.kind !== 'key') return { workspaceIds: [], datasetIds: null };
-  return { workspaceIds: [actor.workspaceId, ...actor.profile.teams.map((team) => team.id)], datasetIds: actor.jobScope?.resourceIds ?? null };
+  return {
+    workspaceIds: [actor.workspaceId, ...actor.profile.teams.map((team) => team.id)],
+    datasetIds: actor.jobScope?.resourceIds ?? null,
+  };
 }
 
 /** The embedder's failures (no model, not loadable) are 503s. */

@@ -11,7 +11,7 @@ export const similarImages = defineRoute({
     "Nearest by this appliance's image embedder (an approximate index over every analyzed image). Images of the source dataset, " +
     'of datasets holding a copy of the query (same content) and the copies themselves are left out. An image not analyzed yet is ' +
     'embedded first; 503 when that fails (no embedding model, file unreadable or not decodable). 409 for an image of a dataset backed ' +
-    "by connected storage whose integration has AI features turned off (processing false) or was disconnected.",
+    'by connected storage whose integration has AI features turned off (processing false) or was disconnected.',
   auth: 'key',
   limit: 'hydrate',
   request: { params: ImagePath, query: SimilarQuery },

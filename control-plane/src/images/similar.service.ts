@@ -30,13 +30,31 @@ export class SimilarImagesService {
     this.index = deps.index;
   }
 
-  async similar(actor: Actor, imageId: string, options: z.output<typeof SimilarQuery>): Promise<z.input<typeof SimilarImages>> {
+  async similar(
+    actor: Actor,
+    imageId: string,
+    options: z.output<typeof SimilarQuery>,
+  ): Promise<z.input<typeof SimilarImages>> {
     const { image, dataset } = await findImage(this.em, actor, imageId, 'view');
     await requireProcessing(this.em, dataset, 'Similar-image search');
     const modelId = await this.embedder.modelId().catch(unavailable);
     const vector = await this.vectorOf(image, dataset, modelId);
-    const filter = { modelId, hashes: [image.hash], datasetId: options.includeSourceDataset ? null : dataset.id, heldBy: null, visibility: visibleTo(actor) };
-    return { images: await searchSimilar(this.em, { index: this.index, storage: this.storage }, [vector], filter, SIMILAR_LIMIT) };
+    const filter = {
+      modelId,
+      hashes: [image.hash],
+      datasetId: options.includeSourceDataset ? null : dataset.id,
+      heldBy: null,
+      visibility: visibleTo(actor),
+    };
+    return {
+      images: await searchSimilar(
+        this.em,
+        { index: this.index, storage: this.storage },
+        [vector],
+        filter,
+        SIMILAR_LIMIT,
+      ),
+    };
   }
 
   /** The image's stored vector, or one made now and kept (503 when it cannot be: no model, no file, not decodable). */
@@ -47,9 +65,11 @@ export class SimilarImagesService {
     const read = await openImageBytes(this.storage, { ...image, workspaceId: dataset.workspace.id });
     if (!read) throw Unavailable(`Image ${image.id} could not be embedded: its file could not be read`);
     const [embedding] = await this.embedder.embed([await buffer(read)]).catch(unavailable);
-    if (!(embedding instanceof Float32Array)) throw Unavailable(`Image ${image.id} could not be embedded: ${embedding.error}`);
-    await this.em.transactional((tx) => saveEmbeddings(tx, dataset.id, modelId, [{ imageId: image.id, hash: image.hash, vector: embedding }]));
+    if (!(embedding instanceof Float32Array))
+      throw Unavailable(`Image ${image.id} could not be embedded: ${embedding.error}`);
+    await this.em.transactional((tx) =>
+      saveEmbeddings(tx, dataset.id, modelId, [{ imageId: image.id, hash: image.hash, vector: embedding }]),
+    );
     return embedding;
   }
 }
-

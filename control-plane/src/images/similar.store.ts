@@ -65,8 +65,17 @@ export function candidates(em: EntityManager, seqs: bigint[], filter: CandidateF
 }
 
 /** The image's current vector of `modelId`, if it has one. */
-export async function storedVector(em: EntityManager, imageId: string, hash: string, modelId: string): Promise<Buffer | undefined> {
-  const [row] = await query<{ vector: Buffer }>(em, 'select vector from image_embeddings where image_id = ? and image_hash = ? and model_id = ?', [imageId, hash, modelId]);
+export async function storedVector(
+  em: EntityManager,
+  imageId: string,
+  hash: string,
+  modelId: string,
+): Promise<Buffer | undefined> {
+  const [row] = await query<{ vector: Buffer }>(
+    em,
+    'select vector from image_embeddings where image_id = ? and image_hash = ? and model_id = ?',
+    [imageId, hash, modelId],
+  );
   return row?.vector;
 }
 
@@ -74,7 +83,12 @@ export async function storedVector(em: EntityManager, imageId: string, hash: str
  * One current vector of `modelId` per content among `hashes`, from images of live datasets the actor may see
  * (the visibility of candidates); contents without one are missing from the answer.
  */
-export function visibleVectors(em: EntityManager, hashes: string[], modelId: string, visibility: Visibility): Promise<Array<{ hash: string; vector: Buffer }>> {
+export function visibleVectors(
+  em: EntityManager,
+  hashes: string[],
+  modelId: string,
+  visibility: Visibility,
+): Promise<Array<{ hash: string; vector: Buffer }>> {
   return query<{ hash: string; vector: Buffer }>(
     em,
     `select distinct on (e.image_hash) e.image_hash as hash, e.vector
@@ -83,6 +97,12 @@ export function visibleVectors(em: EntityManager, hashes: string[], modelId: str
         and (d.visibility = 'public' or d.workspace_id = any(?::text[]))
         and (?::text[] is null or d.id = any(?::text[]))
       order by e.image_hash, e.seq`,
-    [modelId, pgArray(hashes), pgArray(visibility.workspaceIds), visibility.datasetIds && pgArray(visibility.datasetIds), visibility.datasetIds && pgArray(visibility.datasetIds)],
+    [
+      modelId,
+      pgArray(hashes),
+      pgArray(visibility.workspaceIds),
+      visibility.datasetIds && pgArray(visibility.datasetIds),
+      visibility.datasetIds && pgArray(visibility.datasetIds),
+    ],
   );
 }

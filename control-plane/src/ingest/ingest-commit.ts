@@ -39,7 +39,11 @@ export interface CommitOutcome {
  * checked, counters adjusted and the staging rows removed. Until this commits the dataset is unchanged; it
  * commits only while the job is still this attempt's and not cancelled.
  */
-export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmHeld'>, plan: IngestPlan, payload: IngestPayload): Promise<CommitOutcome> {
+export async function commitIngest(
+  job: Pick<JobContext, 'em' | 'id' | 'confirmHeld'>,
+  plan: IngestPlan,
+  payload: IngestPayload,
+): Promise<CommitOutcome> {
   const jobId = job.id;
   return job.em.transactional(async (tx) => {
     const { dataset, outcome, report, labelsOf } = await openCommit(tx, job, plan, payload);
@@ -47,7 +51,10 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
     // taken them: under the bytes lock, make sure every staged image still has its bytes (keys as imageKey makes them).
     await keepImageBytes(tx, dataset.workspace.id);
     const lost = await stagedWithoutImageBytes(tx, jobId, dataset.workspace.id);
-    if (lost) throw new JobFailure(`The stored bytes of ${lost.path} were deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
+    if (lost)
+      throw new JobFailure(
+        `The stored bytes of ${lost.path} were deleted while the ingest ran (an image with the same file was deleted); run the ingest again`,
+      );
     const added = new Set<string>();
     let unblurred = false;
     let delta: CountDelta = countDelta([], 1);
@@ -74,8 +81,19 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
         unblurred ||= !row.faces_blurred;
       }
       if (doomed.length) {
-        await deleteImages(tx, doomed.map((image) => image.id));
-        delta = countDelta(doomed.map((image) => ({ split: image.split, labelCount: image.label_count, hasError: image.error !== null })), -1, delta);
+        await deleteImages(
+          tx,
+          doomed.map((image) => image.id),
+        );
+        delta = countDelta(
+          doomed.map((image) => ({
+            split: image.split,
+            labelCount: image.label_count,
+            hasError: image.error !== null,
+          })),
+          -1,
+          delta,
+        );
         outcome.imagesReplaced += doomed.length;
         outcome.replaced.push(...doomed);
       }
@@ -86,13 +104,17 @@ export async function commitIngest(job: Pick<JobContext, 'em' | 'id' | 'confirmH
     await applyDelta(tx, dataset.id, delta);
     // blurFaces was turned on while the images were staged: the face blur job takes them.
     if (dataset.blurFaces && unblurred) await queueFaceBlur(tx, { id: dataset.id, workspaceId: dataset.workspace.id });
-    dataset.source = { format: plan.format, filename: payload.source.filename, jobId, ingestedAt: new Date().toISOString() };
+    dataset.source = {
+      format: plan.format,
+      filename: payload.source.filename,
+      jobId,
+      ingestedAt: new Date().toISOString(),
+    };
     await tx.flush();
     await clearStagedImages(tx, jobId);
     return outcome;
   });
 }
-
 
 /** What every ingest commit starts with, in its transaction. */
 export interface OpenedCommit {
@@ -108,7 +130,12 @@ export interface OpenedCommit {
  * Confirms the job still holds its attempt, locks the dataset, sets its task (first ingest) and resolves the
  * plan's classes to the dataset's (adding new ones). Label problems the plan found are counted and reported.
  */
-export async function openCommit(tx: EntityManager, job: Pick<JobContext, 'confirmHeld'>, plan: IngestPlan, payload: IngestPayload): Promise<OpenedCommit> {
+export async function openCommit(
+  tx: EntityManager,
+  job: Pick<JobContext, 'confirmHeld'>,
+  plan: IngestPlan,
+  payload: IngestPayload,
+): Promise<OpenedCommit> {
   await job.confirmHeld(tx);
   await lockDataset(tx, payload.datasetId);
   const dataset = await tx.findOneOrFail(Dataset, payload.datasetId, { refresh: true, populate: ['workspace'] });
@@ -119,11 +146,24 @@ export async function openCommit(tx: EntityManager, job: Pick<JobContext, 'confi
   const classes =
     dataset.task === 'depth'
       ? { target: plan.classNames.map(() => null), classNames: [], added: [] }
-      : resolveClasses(dataset, plan.classNames, payload.classMapping, { unmatched: 'add', fail: (message) => new JobFailure(message) });
+      : resolveClasses(dataset, plan.classNames, payload.classMapping, {
+          unmatched: 'add',
+          fail: (message) => new JobFailure(message),
+        });
   dataset.classNames = classes.classNames;
   await tx.flush();
 
-  const outcome: CommitOutcome = { imagesAdded: 0, imagesSkipped: 0, imagesReplaced: 0, imagesWithErrors: 0, labelsAdded: 0, labelErrors: 0, classesAdded: classes.added, errors: [], replaced: [] };
+  const outcome: CommitOutcome = {
+    imagesAdded: 0,
+    imagesSkipped: 0,
+    imagesReplaced: 0,
+    imagesWithErrors: 0,
+    labelsAdded: 0,
+    labelErrors: 0,
+    classesAdded: classes.added,
+    errors: [],
+    replaced: [],
+  };
   const report = (message: string) => {
     if (outcome.errors.length < MAX_REPORTED_ERRORS) outcome.errors.push(message);
   };
@@ -156,4 +196,12 @@ export async function openCommit(tx: EntityManager, job: Pick<JobContext, 'confi
 }
 
 /** The decoded file a staged row describes. */
-export const fileOf = (row: StagedRow) => ({ hash: row.hash, ext: row.ext, width: row.width, height: row.height, channels: row.channels, bytes: Number(row.bytes), error: row.error });
+export const fileOf = (row: StagedRow) => ({
+  hash: row.hash,
+  ext: row.ext,
+  width: row.width,
+  height: row.height,
+  channels: row.channels,
+  bytes: Number(row.bytes),
+  error: row.error,
+});

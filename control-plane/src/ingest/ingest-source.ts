@@ -22,7 +22,13 @@ export const MAX_SOURCE_BYTES = 64 * 2 ** 30;
  * A local file holding the source: an upload on the disk store is used where it lies; anything else is
  * streamed to `file` (never into memory). Returns the path to read.
  */
-export async function fetchSource(source: FileSource, storage: Storage, policy: OutboundPolicy, file: string, signal: AbortSignal): Promise<string> {
+export async function fetchSource(
+  source: FileSource,
+  storage: Storage,
+  policy: OutboundPolicy,
+  file: string,
+  signal: AbortSignal,
+): Promise<string> {
   if (source.kind === 'upload') {
     const local = storage.store.localPath(source.objectKey);
     if (local && (await storage.store.head(source.objectKey))) return local;
@@ -37,7 +43,11 @@ export async function fetchSource(source: FileSource, storage: Storage, policy: 
   } catch (error) {
     signal.throwIfAborted();
     if (!(error instanceof OutboundError)) throw error;
-    throw new JobFailure(error.kind === 'too-large' ? `The file at sourceUrl is ${error.message}` : `Could not download ${source.url}: ${error.message}`);
+    throw new JobFailure(
+      error.kind === 'too-large'
+        ? `The file at sourceUrl is ${error.message}`
+        : `Could not download ${source.url}: ${error.message}`,
+    );
   }
   return file;
 }

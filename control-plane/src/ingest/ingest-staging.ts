@@ -67,7 +67,14 @@ export function fileReader(archive: ArchiveFiles | undefined, policy: OutboundPo
   return {
     sizeOf: (item) => sizes.get(item.path) ?? 0,
     async read(item, size, spillFile) {
-      if (item.url) return fetchImage(item.url, { policy, signal, maxBytes: MAX_IMAGE_BYTES, inMemoryBytes: IN_MEMORY_IMAGE_BYTES, spillFile });
+      if (item.url)
+        return fetchImage(item.url, {
+          policy,
+          signal,
+          maxBytes: MAX_IMAGE_BYTES,
+          inMemoryBytes: IN_MEMORY_IMAGE_BYTES,
+          spillFile,
+        });
       if (!archive) return 'no "url" to download it from'; // an NDJSON record without one
       if (size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
       if (size > IN_MEMORY_IMAGE_BYTES) return { path: await archive.localFile(item.path), bytes: size };
@@ -90,7 +97,14 @@ const inMemoryBytes = (item: PlanItem, size: number): number => (item.url || siz
  * `faces` detector (the dataset has blurFaces) what is stored has its faces blurred, and an image whose faces cannot
  * be checked is skipped.
  */
-export async function stageImages(context: JobContext, storage: Storage, spillDir: string, plan: IngestPlan, reader: ItemReader, faces?: FaceDetector): Promise<StagingOutcome> {
+export async function stageImages(
+  context: JobContext,
+  storage: Storage,
+  spillDir: string,
+  plan: IngestPlan,
+  reader: ItemReader,
+  faces?: FaceDetector,
+): Promise<StagingOutcome> {
   const { em, signal } = context;
   const done = new Set(await stagedEntryPaths(em, context.id));
   const todo = plan.items.map((item, position) => ({ item, position })).filter(({ item }) => !done.has(item.path));
@@ -114,7 +128,10 @@ export async function stageImages(context: JobContext, storage: Storage, spillDi
     const name = basename(item.path);
     const file = await decodeImage(bytes, name);
     if (file.error && file.bytes > MAX_UNDECODABLE_BYTES) {
-      return void skipped.push({ path: item.path, reason: `undecodable and larger than ${MAX_UNDECODABLE_BYTES / MiB} MiB: ${file.error}` });
+      return void skipped.push({
+        path: item.path,
+        reason: `undecodable and larger than ${MAX_UNDECODABLE_BYTES / MiB} MiB: ${file.error}`,
+      });
     }
     const stored = faces ? await withFacesBlurred(faces, bytes, file, name) : { body: bytes, file };
     if ('skip' in stored) return void skipped.push({ path: item.path, reason: stored.skip });
@@ -131,7 +148,12 @@ export async function stageImages(context: JobContext, storage: Storage, spillDi
       await inMemoryFiles.with(inMemoryBytes(item, size), () => stage(item, position, size));
       if (pending.length >= STAGED_PER_INSERT) await flush();
       processed += 1;
-      context.progress({ stage: 'processing', percent: 15 + Math.floor((80 * processed) / Math.max(total, 1)), processed, total });
+      context.progress({
+        stage: 'processing',
+        percent: 15 + Math.floor((80 * processed) / Math.max(total, 1)),
+        processed,
+        total,
+      });
     }
   };
   // Twice the cores: while one image waits on the store or the database, another is being decoded.

@@ -37,7 +37,9 @@ export async function sweepWorkDirs(em: EntityManager, root: string): Promise<nu
   if (found.length === 0) return 0;
   const jobs = await runningAttempts(em, [...new Set(found.map((dir) => dir.jobId))]);
   const runningAttempt = new Map(jobs.map((job) => [job.id, job.running_attempt]));
-  const abandoned = found.filter((dir) => runningAttempt.has(dir.jobId) && runningAttempt.get(dir.jobId) !== dir.attempt);
+  const abandoned = found.filter(
+    (dir) => runningAttempt.has(dir.jobId) && runningAttempt.get(dir.jobId) !== dir.attempt,
+  );
   for (const dir of abandoned) await rm(join(root, dir.name), { recursive: true, force: true });
   return abandoned.length;
 }

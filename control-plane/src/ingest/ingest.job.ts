@@ -43,7 +43,13 @@ export class IngestJob implements JobHandler {
    * `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from; `faces` blurs them in datasets with blurFaces;
    * `access` opens the storage integrations that ingests by reference index.
    */
-  constructor(storage: Storage, outbound: OutboundPolicy, faces: FaceDetector, access: IntegrationAccess, workRoot = tmpdir()) {
+  constructor(
+    storage: Storage,
+    outbound: OutboundPolicy,
+    faces: FaceDetector,
+    access: IntegrationAccess,
+    workRoot = tmpdir(),
+  ) {
     this.storage = storage;
     this.access = access;
     this.outbound = outbound;
@@ -67,26 +73,39 @@ export class IngestJob implements JobHandler {
     try {
       context.progress({ stage: 'downloading', percent: 0 });
       const source = payload.source;
-      const opened = source.kind === 'reference' ? await this.planReference(context, payload, source.reference) : await this.planFile(context, payload, source, work);
+      const opened =
+        source.kind === 'reference'
+          ? await this.planReference(context, payload, source.reference)
+          : await this.planFile(context, payload, source, work);
       const { plan, reader } = opened;
       archive = opened.archive;
       lap('extract');
       context.progress({ stage: 'processing', percent: 15, processed: 0, total: plan.items.length });
       // A connected dataset never blurs faces (its files are read in place; checkConnectable refuses it).
-      const blur = source.kind !== 'reference' && (await context.em.findOneOrFail(Dataset, payload.datasetId)).blurFaces;
+      const blur =
+        source.kind !== 'reference' && (await context.em.findOneOrFail(Dataset, payload.datasetId)).blurFaces;
       if (blur) this.faces.requireModel();
       const staging = await stageImages(context, this.storage, work, plan, reader, blur ? this.faces : undefined);
       lap('process');
       context.signal.throwIfAborted();
       context.progress({ stage: 'committing', percent: 95, processed: plan.items.length, total: plan.items.length });
-      const outcome = source.kind === 'reference' ? await commitReference(context, plan, payload, source.reference) : await commitIngest(context, plan, payload);
+      const outcome =
+        source.kind === 'reference'
+          ? await commitReference(context, plan, payload, source.reference)
+          : await commitIngest(context, plan, payload);
       await releaseImageBlobs(context.em, this.storage, context.workspaceId, outcome.replaced);
       lap('commit');
       const { replaced: _replaced, ...counts } = outcome;
       plan.skipped.addAll(staging.skipped);
       return { format: plan.format, task: plan.task, ...counts, ...plan.skipped.summary(), seconds };
     } catch (error) {
-      if (error instanceof ArchiveError || error instanceof DatasetFileError || error instanceof FaceDetectorMissing || error instanceof ProviderError) throw new JobFailure(error.message);
+      if (
+        error instanceof ArchiveError ||
+        error instanceof DatasetFileError ||
+        error instanceof FaceDetectorMissing ||
+        error instanceof ProviderError
+      )
+        throw new JobFailure(error.message);
       throw error;
     } finally {
       await archive?.close();
@@ -95,23 +114,41 @@ export class IngestJob implements JobHandler {
   }
 
   /** An archive or NDJSON file: downloaded (or found where it was uploaded), then planned. */
-  private async planFile(context: JobContext, payload: IngestPayload, source: FileSource, work: string): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: ArchiveFiles }> {
+  private async planFile(
+    context: JobContext,
+    payload: IngestPayload,
+    source: FileSource,
+    work: string,
+  ): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: ArchiveFiles }> {
     const file = await fetchSource(source, this.storage, this.outbound, join(work, 'source'), context.signal);
     const { plan, archive } = await this.plan(context, payload, file, join(work, 'files'));
     return { plan, archive, reader: fileReader(archive, this.outbound, context.signal) };
   }
 
   /** Connected storage: listed and planned in place (ingest/reference). */
-  private async planReference(context: JobContext, payload: IngestPayload, reference: DatasetReference): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: undefined }> {
-    const opened = await openReference(context.em, this.access, context.workspaceId, reference).catch((error: unknown) => {
-      throw error instanceof HttpError ? new JobFailure(error.message) : error;
-    });
-    const planned = await planReference(context.em, payload.datasetId, opened, context.signal, (objects) => context.progress({ stage: 'listing', percent: 5, objects }));
+  private async planReference(
+    context: JobContext,
+    payload: IngestPayload,
+    reference: DatasetReference,
+  ): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: undefined }> {
+    const opened = await openReference(context.em, this.access, context.workspaceId, reference).catch(
+      (error: unknown) => {
+        throw error instanceof HttpError ? new JobFailure(error.message) : error;
+      },
+    );
+    const planned = await planReference(context.em, payload.datasetId, opened, context.signal, (objects) =>
+      context.progress({ stage: 'listing', percent: 5, objects }),
+    );
     return { ...planned, plan: nonEmpty(planned.plan, payload) };
   }
 
   /** The plan, and the archive its images are read from (none for NDJSON: its images are fetched by URL). */
-  private async plan(context: JobContext, payload: IngestPayload, file: string, filesDir: string): Promise<{ plan: IngestPlan; archive?: ArchiveFiles }> {
+  private async plan(
+    context: JobContext,
+    payload: IngestPayload,
+    file: string,
+    filesDir: string,
+  ): Promise<{ plan: IngestPlan; archive?: ArchiveFiles }> {
     const kind = archiveKindOf(payload.source.filename);
     if (!kind) throw new JobFailure(`${payload.source.filename}: not a .zip, .tar, .tar.gz, .tgz or .ndjson file`);
     context.progress({ stage: 'extracting', percent: 5 });
@@ -150,4 +187,3 @@ function nonEmpty(plan: IngestPlan, payload: IngestPayload): IngestPlan {
   if (plan.items.length === 0) throw new JobFailure(`No images found in ${payload.source.filename}`);
   return plan;
 }
-

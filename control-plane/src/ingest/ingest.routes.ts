@@ -26,7 +26,8 @@ export const ingestDataset = defineRoute({
   documentBody: true,
   response: { status: 201, description: 'Queued', schema: IngestQueued },
   errors: [403, 404, 409],
-  handler: (ctx, { params, body }) => ctx.state.services.ingest.start(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.ingest.start(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const ingestRoutes = [ingestDataset];

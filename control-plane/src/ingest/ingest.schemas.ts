@@ -24,7 +24,9 @@ const LocalReference = z.strictObject({
 
 export const IngestBody = z
   .strictObject({
-    sessionId: ObjectId.optional().meta({ description: 'An upload session of this dataset; completed here if complete was not called' }),
+    sessionId: ObjectId.optional().meta({
+      description: 'An upload session of this dataset; completed here if complete was not called',
+    }),
     sourceUrl: z
       .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
       .max(MAX_SOURCE_URL)
@@ -35,18 +37,31 @@ export const IngestBody = z
     conflictPolicy: z
       .enum(CONFLICT_POLICIES, { error: 'must be skip, keep_both or replace' })
       .default('skip')
-      .meta({ description: 'For an image whose file (same hash) is already in its split: skip it (default), add it again, or replace the copy there' }),
-    classMapping: ClassMapping.optional()
-      .meta({ description: 'Incoming class name → dataset class index, existing or new class name, or null to drop its labels' }),
+      .meta({
+        description:
+          'For an image whose file (same hash) is already in its split: skip it (default), add it again, or replace the copy there',
+      }),
+    classMapping: ClassMapping.optional().meta({
+      description: 'Incoming class name → dataset class index, existing or new class name, or null to drop its labels',
+    }),
     imageMetadata: z
       .record(z.string().min(1).max(MAX_ARCHIVE_PATH), MetadataObject)
-      .refine((map) => JSON.stringify(map).length <= MAX_METADATA_CHARS, `must be at most ${MAX_METADATA_CHARS} characters serialized`)
+      .refine(
+        (map) => JSON.stringify(map).length <= MAX_METADATA_CHARS,
+        `must be at most ${MAX_METADATA_CHARS} characters serialized`,
+      )
       .optional()
-      .meta({ description: 'Custom metadata keyed by normalized archive-relative path (or NDJSON file value); NDJSON record metadata wins' }),
+      .meta({
+        description:
+          'Custom metadata keyed by normalized archive-relative path (or NDJSON file value); NDJSON record metadata wins',
+      }),
   })
-  .refine((body) => [body.sessionId, body.sourceUrl, body.reference].filter((source) => source !== undefined).length === 1, {
-    message: 'send exactly one of sessionId, sourceUrl or reference',
-  });
+  .refine(
+    (body) => [body.sessionId, body.sourceUrl, body.reference].filter((source) => source !== undefined).length === 1,
+    {
+      message: 'send exactly one of sessionId, sourceUrl or reference',
+    },
+  );
 export type IngestRequest = z.output<typeof IngestBody>;
 
 export const IngestQueued = z.object({ jobId: ObjectId, status: z.literal('queued') });

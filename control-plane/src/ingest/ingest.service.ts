@@ -38,7 +38,14 @@ export class IngestService {
       classMapping: body.classMapping ?? {},
       imageMetadata: normalizedMetadataKeys(body.imageMetadata ?? {}),
     };
-    const job = await this.em.transactional((em) => enqueueJob(em, { kind: INGEST_JOB, workspaceId: dataset.workspace.id, subjectId: dataset.id, payload: { ...payload } }));
+    const job = await this.em.transactional((em) =>
+      enqueueJob(em, {
+        kind: INGEST_JOB,
+        workspaceId: dataset.workspace.id,
+        subjectId: dataset.id,
+        payload: { ...payload },
+      }),
+    );
     return { jobId: job.id, status: 'queued' };
   }
 
@@ -55,7 +62,8 @@ export class IngestService {
   private async uploadSource(datasetId: string, workspaceId: string, sessionId: string): Promise<IngestSource> {
     const session = await this.em.findOne(UploadSession, { id: sessionId, workspace: workspaceId });
     if (!session) throw NotFound(`Upload session ${sessionId} not found`);
-    if (session.assetType !== 'datasets' || session.assetId !== datasetId) throw Invalid('sessionId: the upload session belongs to another dataset');
+    if (session.assetType !== 'datasets' || session.assetId !== datasetId)
+      throw Invalid('sessionId: the upload session belongs to another dataset');
     if (session.status === 'pending') throw Conflict('No file has been uploaded for this session yet');
     if (session.status === 'uploaded') {
       session.status = 'completed';
@@ -71,7 +79,8 @@ function normalizedMetadataKeys(map: Record<string, Record<string, unknown>>): R
   const normalized: Record<string, Record<string, unknown>> = {};
   for (const [raw, metadata] of Object.entries(map)) {
     const entry = normalizeEntryPath(raw);
-    if ('skip' in entry) throw Invalid(`imageMetadata: "${raw.slice(0, 80)}" is not a usable archive path (${entry.skip})`);
+    if ('skip' in entry)
+      throw Invalid(`imageMetadata: "${raw.slice(0, 80)}" is not a usable archive path (${entry.skip})`);
     normalized[entry.path] = metadata;
   }
   return normalized;

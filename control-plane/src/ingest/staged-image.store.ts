@@ -47,7 +47,9 @@ export interface NewStagedImage {
 
 /** The entry paths the job has staged already. */
 export async function stagedEntryPaths(em: EntityManager, jobId: string): Promise<string[]> {
-  return (await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [jobId])).map((row) => row.entry_path);
+  return (
+    await query<{ entry_path: string }>(em, 'select entry_path from ingest_staged_images where job_id = ?', [jobId])
+  ).map((row) => row.entry_path);
 }
 
 /** Stages the images in one statement; an entry path the job staged already is left as it is. */
@@ -78,12 +80,25 @@ export async function insertStagedImages(em: EntityManager, jobId: string, rows:
 }
 
 /** Up to `limit` of the job's staged images after the first `offset`, in position order. */
-export function stagedImagesPage(em: EntityManager, jobId: string, limit: number, offset: number): Promise<StagedRow[]> {
-  return query<StagedRow>(em, 'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?', [jobId, limit, offset]);
+export function stagedImagesPage(
+  em: EntityManager,
+  jobId: string,
+  limit: number,
+  offset: number,
+): Promise<StagedRow[]> {
+  return query<StagedRow>(
+    em,
+    'select * from ingest_staged_images where job_id = ? order by position limit ? offset ?',
+    [jobId, limit, offset],
+  );
 }
 
 /** The entry path of a staged image whose stored original (keys as imageKey makes them) is gone, if any. */
-export async function stagedWithoutImageBytes(em: EntityManager, jobId: string, workspaceId: string): Promise<{ path: string } | undefined> {
+export async function stagedWithoutImageBytes(
+  em: EntityManager,
+  jobId: string,
+  workspaceId: string,
+): Promise<{ path: string } | undefined> {
   const [lost] = await query<{ path: string }>(
     em,
     `select s.entry_path as path from ingest_staged_images s
@@ -94,7 +109,11 @@ export async function stagedWithoutImageBytes(em: EntityManager, jobId: string, 
 }
 
 /** The entry path of a decodable staged image whose stored thumbnail (keys as thumbnailKey makes them) is gone, if any. */
-export async function stagedWithoutThumbnail(em: EntityManager, jobId: string, workspaceId: string): Promise<{ path: string } | undefined> {
+export async function stagedWithoutThumbnail(
+  em: EntityManager,
+  jobId: string,
+  workspaceId: string,
+): Promise<{ path: string } | undefined> {
   const [lost] = await query<{ path: string }>(
     em,
     `select s.entry_path as path from ingest_staged_images s
@@ -111,11 +130,17 @@ export async function clearStagedImages(em: EntityManager, jobId: string): Promi
 
 /** Drops the job's staged images; returns their files, for their bytes to be released. */
 export function discardStagedImages(em: EntityManager, jobId: string): Promise<Array<{ hash: string; ext: string }>> {
-  return query<{ hash: string; ext: string }>(em, 'delete from ingest_staged_images where job_id = ? returning hash, ext', [jobId]);
+  return query<{ hash: string; ext: string }>(
+    em,
+    'delete from ingest_staged_images where job_id = ? returning hash, ext',
+    [jobId],
+  );
 }
 
 /** Drops the staged images of jobs that have ended; returns their files by workspace, for their bytes to be released. */
-export function discardStagedOfEndedJobs(em: EntityManager): Promise<Array<{ workspace_id: string; hash: string; ext: string }>> {
+export function discardStagedOfEndedJobs(
+  em: EntityManager,
+): Promise<Array<{ workspace_id: string; hash: string; ext: string }>> {
   return query<{ workspace_id: string; hash: string; ext: string }>(
     em,
     `delete from ingest_staged_images s using jobs j where j.id = s.job_id and j.status in ('completed', 'failed', 'cancelled')

@@ -48,15 +48,21 @@ export class CredentialCipher {
 
   open(sealed: SealedCredentials, workspaceId: string): unknown {
     const key = this.keys.get(sealed.keyId);
-    if (!key) throw new CredentialsUnreadable(`sealed under key ${sealed.keyId}, which this appliance's secret does not derive`);
+    if (!key)
+      throw new CredentialsUnreadable(
+        `sealed under key ${sealed.keyId}, which this appliance's secret does not derive`,
+      );
     const iv = sealed.ciphertext.subarray(0, IV_BYTES);
     const tag = sealed.ciphertext.subarray(IV_BYTES, IV_BYTES + TAG_BYTES);
     try {
       const decipher = createDecipheriv(ALGORITHM, key, iv).setAAD(Buffer.from(workspaceId)).setAuthTag(tag);
-      const text = Buffer.concat([decipher.update(sealed.ciphertext.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+      const text = Buffer.concat([
+        decipher.update(sealed.ciphertext.subarray(IV_BYTES + TAG_BYTES)),
+        decipher.final(),
+      ]).toString('utf8');
       return JSON.parse(text);
     } catch {
-      throw new CredentialsUnreadable('the sealed credentials do not open (altered, or not this workspace\'s)');
+      throw new CredentialsUnreadable("the sealed credentials do not open (altered, or not this workspace's)");
     }
   }
 }

@@ -44,17 +44,25 @@ export class IntegrationAccess {
    * Folders on a worker host the workspace may use (its own or the pool's; another workspace's is 404 like a missing
    * one), read through its agent: what a `local` reference names by its host id.
    */
-  async openHostFolders(em: EntityManager, workspaceId: string, hostId: string): Promise<{ provider: StorageProvider<unknown>; credentials: unknown }> {
+  async openHostFolders(
+    em: EntityManager,
+    workspaceId: string,
+    hostId: string,
+  ): Promise<{ provider: StorageProvider<unknown>; credentials: unknown }> {
     await usableHost(em, workspaceId, hostId, 'reference.keyId');
     return { provider: this.providers.local.provider, credentials: { keyId: hostId } };
   }
 
   credentialsOf(row: StorageIntegration): unknown {
     try {
-      return this.providers[row.provider].credentials.parse(this.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id));
+      return this.providers[row.provider].credentials.parse(
+        this.cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id),
+      );
     } catch (error) {
       if (!(error instanceof CredentialsUnreadable)) throw error;
-      throw Conflict(`The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed and they were not re-sealed: vpctl integrations reseal); or connect the storage again`);
+      throw Conflict(
+        `The saved credentials of storage integration ${row.id} cannot be read (the appliance secret changed and they were not re-sealed: vpctl integrations reseal); or connect the storage again`,
+      );
     }
   }
 }

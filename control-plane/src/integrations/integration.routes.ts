@@ -103,4 +103,11 @@ export const browseIntegration = defineRoute({
   handler: (ctx, { params, query }) => ctx.state.services.integrations.browse(ctx.state.actor, params.id, query),
 });
 
-export const integrationRoutes = [listIntegrations, discoverIntegrationTargets, connectIntegration, updateIntegration, disconnectIntegration, browseIntegration];
+export const integrationRoutes = [
+  listIntegrations,
+  discoverIntegrationTargets,
+  connectIntegration,
+  updateIntegration,
+  disconnectIntegration,
+  browseIntegration,
+];

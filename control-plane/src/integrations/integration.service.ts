@@ -89,8 +89,14 @@ export class IntegrationService {
     const key = member(actor, 'editor');
     const row = await this.store.get(key.workspaceId, id);
     const target = row.provider === 'local' ? normalizedFolder(query.target) : query.target;
-    if (!row.targets.includes(target)) throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
-    return this.providers[row.provider].provider.browse(this.credentialsOf(row), { target, prefix: query.prefix, cursor: query.cursor, limit: query.limit });
+    if (!row.targets.includes(target))
+      throw NotFound(`target: ${query.target} is not a bucket of storage integration ${id}`);
+    return this.providers[row.provider].provider.browse(this.credentialsOf(row), {
+      target,
+      prefix: query.prefix,
+      cursor: query.cursor,
+      limit: query.limit,
+    });
   }
 
   /** A local folder's host must be one of the workspace's or of the shared pool (else 404, like one that does not exist). */
@@ -108,7 +114,13 @@ export class IntegrationService {
     let resealed = 0;
     for (const row of await this.store.sealedUnderOtherKeys(cipher.keyId)) {
       try {
-        const sealed = cipher.seal(cipher.open({ keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) }, row.workspace.id) as object, row.workspace.id);
+        const sealed = cipher.seal(
+          cipher.open(
+            { keyId: row.credentialsKeyId, ciphertext: Buffer.from(row.credentials) },
+            row.workspace.id,
+          ) as object,
+          row.workspace.id,
+        );
         row.credentialsKeyId = sealed.keyId;
         row.credentials = sealed.ciphertext;
         resealed += 1;
@@ -124,7 +136,6 @@ export class IntegrationService {
   private credentialsOf(row: StorageIntegration) {
     return this.access.credentialsOf(row);
   }
-
 }
 
 /** Integrations are account-scoped: the key's own workspace, where it needs at least `role`. */

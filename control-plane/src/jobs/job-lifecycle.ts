@@ -26,7 +26,8 @@ const RAN_UNTIL_LAST_HEARD = `coalesce(greatest(extract(epoch from least(now(),
  * A lost attempt whose own reports say it completed (d.completed_at, its kind's completedAt) ran at least until then,
  * though its host went silent earlier: a trainer goes on while its agent is down.
  */
-const RAN_UNTIL_COMPLETED = 'coalesce(greatest(extract(epoch from least(now(), d.completed_at) - j.accepted_at), 0), 0)';
+const RAN_UNTIL_COMPLETED =
+  'coalesce(greatest(extract(epoch from least(now(), d.completed_at) - j.accepted_at), 0), 0)';
 /**
  * The run seconds of a job its host reported the end of (r: the report's ran seconds and end): at least what this
  * server saw it run, from the acceptance to that end; with the host's own measure of the attempt, that measure, which
@@ -35,7 +36,8 @@ const RAN_UNTIL_COMPLETED = 'coalesce(greatest(extract(epoch from least(now(), d
 const RAN_AS_REPORTED = `greatest(j.run_seconds + coalesce(greatest(extract(epoch from r.ended_at - j.accepted_at), 0), 0),
   coalesce(least(j.run_seconds - j.lost_attempt_seconds + r.ran, extract(epoch from now() - coalesce(j.started_at, now()))), 0))`;
 /** What every status-changing statement returns: enough to settle the job and tell what became of it. */
-const CHANGED = 'j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.host_id, j.status, j.settle_pending';
+const CHANGED =
+  'j.id, j.kind, j.workspace_id, j.subject_id, j.payload, j.attempts, j.host_id, j.status, j.settle_pending';
 
 export type { JobColumns };
 
@@ -152,14 +154,27 @@ export class JobLifecycle {
       `update jobs set status = ?, result = ?::jsonb, error = ?, progress = coalesce(?::jsonb, progress),
          finished_at = now(), lease_owner = null, lease_expires_at = null, updated_at = now()
        where id = ? and lease_owner = ? and status = 'running'`,
-      [status, outcome.result ? JSON.stringify(outcome.result) : null, outcome.error ?? null, outcome.progress ? JSON.stringify(outcome.progress) : null, jobId, owner],
+      [
+        status,
+        outcome.result ? JSON.stringify(outcome.result) : null,
+        outcome.error ?? null,
+        outcome.progress ? JSON.stringify(outcome.progress) : null,
+        jobId,
+        owner,
+      ],
     );
   }
 
   // --- Jobs worker hosts run (the scheduler): held by their host's heartbeats. ---
 
   /** Assigns a queued job to a host, its lease running for the host's grace period. */
-  async assign(tx: EntityManager, jobId: string, hostId: string, gpuIndexes: number[], graceSeconds: number): Promise<void> {
+  async assign(
+    tx: EntityManager,
+    jobId: string,
+    hostId: string,
+    gpuIndexes: number[],
+    graceSeconds: number,
+  ): Promise<void> {
     await query(
       tx,
       `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, attempts = attempts + 1, accepted_at = null, lost_attempt_seconds = 0,
@@ -181,7 +196,13 @@ export class JobLifecycle {
   }
 
   /** A reconnecting host still runs an attempt that was requeued meanwhile and nobody took: it keeps it. */
-  async reclaim(tx: EntityManager, jobId: string, hostId: string, gpuIndexes: number[], graceSeconds: number): Promise<void> {
+  async reclaim(
+    tx: EntityManager,
+    jobId: string,
+    hostId: string,
+    gpuIndexes: number[],
+    graceSeconds: number,
+  ): Promise<void> {
     await query(
       tx,
       `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, accepted_at = now(), finished_at = null,
@@ -236,7 +257,9 @@ export class JobLifecycle {
    */
   release(em: EntityManager, where: string, params: unknown[], reason: string): Promise<ChangedJob[]> {
     const completing = Object.entries(this.kinds).filter(([, kind]) => kind.completedWhen);
-    const completed = completing.map(([name, kind]) => `when j.kind = '${name}' and (${kind.completedWhen}) then 'completed'`).join(' ');
+    const completed = completing
+      .map(([name, kind]) => `when j.kind = '${name}' and (${kind.completedWhen}) then 'completed'`)
+      .join(' ');
     const completedAt = completing
       .filter(([, kind]) => kind.completedAt)
       .map(([name, kind]) => `when j.kind = '${name}' then (${kind.completedAt})`)
@@ -267,7 +290,8 @@ export class JobLifecycle {
          returning ${CHANGED}`,
         [...params, reason],
       );
-      if (changed.some((job) => job.status === 'queued')) await query(tx, `select pg_notify('${JOBS_CHANNEL}', '${REQUEUED_HOST_JOBS}')`);
+      if (changed.some((job) => job.status === 'queued'))
+        await query(tx, `select pg_notify('${JOBS_CHANNEL}', '${REQUEUED_HOST_JOBS}')`);
       // A job key works only while its job runs: every replica's key cache must drop the released attempts' keys now.
       if (changed.length > 0) await announceAuthChange(tx);
       await this.settle(tx, changed);
@@ -277,13 +301,22 @@ export class JobLifecycle {
 
   /** Host jobs whose lease (renewed by their host's heartbeats) ran out: the host has been gone too long. */
   releaseExpired(em: EntityManager, graceSeconds: number): Promise<ChangedJob[]> {
-    return this.release(em, 'j.lease_expires_at <= now()', [], `The host running the job was lost (no heartbeat for ${graceSeconds} s)`);
+    return this.release(
+      em,
+      'j.lease_expires_at <= now()',
+      [],
+      `The host running the job was lost (no heartbeat for ${graceSeconds} s)`,
+    );
   }
 
   /** A host removed by its operator: its running jobs end as cancelled now (the agent, its key revoked, stops them). */
   async cancelOnHost(em: EntityManager, hostId: string): Promise<void> {
     await em.transactional(async (tx) => {
-      await query(tx, `update jobs set cancel_requested = true, updated_at = now() where host_id = ? and status = 'running'`, [hostId]);
+      await query(
+        tx,
+        `update jobs set cancel_requested = true, updated_at = now() where host_id = ? and status = 'running'`,
+        [hostId],
+      );
       await this.release(tx, 'j.host_id = ?', [hostId], 'The host was disconnected');
     });
   }
@@ -324,7 +357,8 @@ export class JobLifecycle {
           await query(savepoint, 'update jobs set settle_pending = false where id = ?', [job.id]);
         });
       } catch (error) {
-        if (kind) this.log?.error({ err: error, jobId: job.id }, 'the bookkeeping of an ended job failed; retried later');
+        if (kind)
+          this.log?.error({ err: error, jobId: job.id }, 'the bookkeeping of an ended job failed; retried later');
         allSettled = false;
       }
     }

@@ -31,7 +31,11 @@ const fromRow = (row: JobOutputRow): JobOutput => ({
 
 /** Records an upload; a later attempt's upload of the same name replaces an earlier one. Returns the key it replaced. */
 export async function recordJobOutput(em: EntityManager, output: JobOutput): Promise<string | null> {
-  const [previous] = await query<{ storage_key: string }>(em, 'select storage_key from job_outputs where job_id = ? and name = ? for update', [output.jobId, output.name]);
+  const [previous] = await query<{ storage_key: string }>(
+    em,
+    'select storage_key from job_outputs where job_id = ? and name = ? for update',
+    [output.jobId, output.name],
+  );
   await query(
     em,
     `insert into job_outputs (job_id, name, attempt, storage_key, size, sha256) values (?, ?, ?, ?, ?, ?)
@@ -44,6 +48,10 @@ export async function recordJobOutput(em: EntityManager, output: JobOutput): Pro
 
 /** The outputs of a job, by name. */
 export async function jobOutputs(em: EntityManager, jobId: string): Promise<JobOutput[]> {
-  const rows = await query<JobOutputRow>(em, 'select job_id, name, attempt, storage_key, size, sha256 from job_outputs where job_id = ? order by name', [jobId]);
+  const rows = await query<JobOutputRow>(
+    em,
+    'select job_id, name, attempt, storage_key, size, sha256 from job_outputs where job_id = ? order by name',
+    [jobId],
+  );
   return rows.map(fromRow);
 }

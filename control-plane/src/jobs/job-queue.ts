@@ -63,7 +63,8 @@ export async function enqueueJob(em: EntityManager, job: NewJob): Promise<Job> {
     }),
   });
   await em.flush().catch((error: unknown) => {
-    if (error instanceof UniqueConstraintViolationException && error.message.includes(ONE_ACTIVE_PER_SUBJECT)) throw new ActiveJobExists(error.message);
+    if (error instanceof UniqueConstraintViolationException && error.message.includes(ONE_ACTIVE_PER_SUBJECT))
+      throw new ActiveJobExists(error.message);
     throw error;
   });
   // Delivered at commit, so a runner never wakes for a job it cannot see yet.

@@ -114,7 +114,9 @@ export class JobRunner {
     const em = this.orm.em.fork() as EntityManager;
     const kinds = pgArray(Object.keys(this.handlers));
     for (const job of await this.lifecycle.failExhausted(em, kinds)) {
-      await this.handlers[job.kind]?.abandoned?.(job.id).catch((error: unknown) => this.log.warn({ err: error, jobId: job.id }, 'cleaning up a given-up job failed'));
+      await this.handlers[job.kind]
+        ?.abandoned?.(job.id)
+        .catch((error: unknown) => this.log.warn({ err: error, jobId: job.id }, 'cleaning up a given-up job failed'));
     }
     while (!this.stopped && this.running.size < this.concurrency) {
       const job = await this.lifecycle.claim(em, this.owner, this.leaseSeconds, kinds);
@@ -154,7 +156,8 @@ export class JobRunner {
       progress: (progress) => {
         pending = progress;
         latest = progress;
-        if (Date.now() - lastWrite >= PROGRESS_WRITE_MS) writeProgress().catch((error) => log.warn({ err: error }, 'progress write failed'));
+        if (Date.now() - lastWrite >= PROGRESS_WRITE_MS)
+          writeProgress().catch((error) => log.warn({ err: error }, 'progress write failed'));
       },
       confirmHeld: async (tx) => {
         const row = await lockHeldJob(tx, job.id, this.owner);
@@ -163,13 +166,19 @@ export class JobRunner {
         controller.signal.throwIfAborted();
       },
     };
-    const renewTimer = setInterval(() => this.renew(job.id, controller).catch((error) => log.warn({ err: error }, 'lease renewal failed')), (this.leaseSeconds * 1000) / 3);
+    const renewTimer = setInterval(
+      () => this.renew(job.id, controller).catch((error) => log.warn({ err: error }, 'lease renewal failed')),
+      (this.leaseSeconds * 1000) / 3,
+    );
     const handler = this.handlers[job.kind];
     try {
       // A job cancelled while its process was dying is only cleaned up (below), never run again.
       controller.signal.throwIfAborted();
       const result = await handler.run(context);
-      await this.lifecycle.finishHeld(em, job.id, this.owner, 'completed', { result, progress: { ...latest, stage: 'done', percent: 100 } });
+      await this.lifecycle.finishHeld(em, job.id, this.owner, 'completed', {
+        result,
+        progress: { ...latest, stage: 'done', percent: 100 },
+      });
       log.info('job completed');
     } catch (error) {
       await writeProgress().catch(() => undefined);
@@ -182,8 +191,12 @@ export class JobRunner {
       }
       const cancelled = controller.signal.aborted && controller.signal.reason === 'cancelled';
       if (!cancelled && !(error instanceof JobFailure)) log.error({ err: error }, 'job failed');
-      await handler.discard?.(context).catch((discardError: unknown) => log.error({ err: discardError }, 'cleaning up a failed job failed'));
-      await this.lifecycle.finishHeld(em, job.id, this.owner, cancelled ? 'cancelled' : 'failed', { error: cancelled ? 'Cancelled' : failureMessage(error) });
+      await handler
+        .discard?.(context)
+        .catch((discardError: unknown) => log.error({ err: discardError }, 'cleaning up a failed job failed'));
+      await this.lifecycle.finishHeld(em, job.id, this.owner, cancelled ? 'cancelled' : 'failed', {
+        error: cancelled ? 'Cancelled' : failureMessage(error),
+      });
     } finally {
       clearInterval(renewTimer);
     }

@@ -8,7 +8,7 @@ export const readJob = defineRoute({
   summary: 'A background job (an ingest): status, progress, counts and errors',
   description:
     'Statuses: queued → running → completed, failed or cancelled. progress has stage, percent, processed and total while it runs; ' +
-    "result holds the counts once completed. Jobs of other workspaces are 404.",
+    'result holds the counts once completed. Jobs of other workspaces are 404.',
   auth: 'key',
   limit: 'default',
   request: { params: JobPath },
@@ -26,7 +26,11 @@ export const cancelJob = defineRoute({
   auth: 'key',
   limit: 'default',
   request: { params: JobPath },
-  response: { status: 200, description: 'Cancelled, or asked to stop (status running until it has)', schema: JobCancelled },
+  response: {
+    status: 200,
+    description: 'Cancelled, or asked to stop (status running until it has)',
+    schema: JobCancelled,
+  },
   errors: [403, 404, 409],
   handler: (ctx, { params }) => ctx.state.services.jobs.cancel(ctx.state.actor, params.jobId),
 });

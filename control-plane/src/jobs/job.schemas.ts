@@ -8,12 +8,24 @@ export const JobView = z.object({
   id: ObjectId,
   kind: z.string().meta({ description: 'What the job does: ingest (of a dataset), training (of a model), …' }),
   status: z.enum(JOB_STATUSES),
-  datasetId: ObjectId.nullable().meta({ description: 'The dataset the job works on (ingest); null for jobs about something else' }),
-  modelId: ObjectId.nullable().meta({ description: 'The model the job works on (training); null for jobs about something else' }),
+  datasetId: ObjectId.nullable().meta({
+    description: 'The dataset the job works on (ingest); null for jobs about something else',
+  }),
+  modelId: ObjectId.nullable().meta({
+    description: 'The model the job works on (training); null for jobs about something else',
+  }),
   progress: z
-    .object({ stage: z.string(), percent: z.number(), processed: z.number().int().optional(), total: z.number().int().optional() })
+    .object({
+      stage: z.string(),
+      percent: z.number(),
+      processed: z.number().int().optional(),
+      total: z.number().int().optional(),
+    })
     .nullable(),
-  result: z.record(z.string(), z.unknown()).nullable().meta({ description: 'Counts and per-item problems, once completed (ingest: imagesAdded, imagesSkipped, …)' }),
+  result: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .meta({ description: 'Counts and per-item problems, once completed (ingest: imagesAdded, imagesSkipped, …)' }),
   error: z.string().nullable().meta({ description: 'Why it failed' }),
   attempts: z.number().int(),
   createdAt: z.iso.datetime(),
@@ -24,7 +36,12 @@ export const JobRead = z.object({ job: JobView });
 export const JobCancelled = z.object({ success: z.literal(true), status: z.enum(JOB_STATUSES) });
 
 export const JobLogQuery = z.object({
-  after: z.coerce.number().int().min(0).default(0).meta({ description: 'Return lines after this seq (the previous page\'s nextAfter); 0 for the first' }),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .meta({ description: "Return lines after this seq (the previous page's nextAfter); 0 for the first" }),
   limit: z.coerce.number().int().min(1).max(5000).default(1000),
 });
 export const JobLogs = z.object({
@@ -36,6 +53,11 @@ export const JobLogs = z.object({
       at: z.iso.datetime(),
     }),
   ),
-  nextAfter: z.number().int().meta({ description: 'The after value for the next call (unchanged when no new line arrived)' }),
-  status: z.enum(JOB_STATUSES).meta({ description: 'The job\'s status now: poll until it is completed, failed or cancelled and no line is left' }),
+  nextAfter: z
+    .number()
+    .int()
+    .meta({ description: 'The after value for the next call (unchanged when no new line arrived)' }),
+  status: z
+    .enum(JOB_STATUSES)
+    .meta({ description: "The job's status now: poll until it is completed, failed or cancelled and no line is left" }),
 });

@@ -35,7 +35,12 @@ export class JobService {
   async logs(actor: Actor, jobId: string, page: z.output<typeof JobLogQuery>): Promise<z.input<typeof JobLogs>> {
     const job = await this.find(actor, jobId);
     const rows = await jobLogLines(this.em, job.id, page.after, page.limit);
-    const lines = rows.map((row) => ({ seq: Number(row.seq), stream: row.stream, line: row.line, at: new Date(row.at).toISOString() }));
+    const lines = rows.map((row) => ({
+      seq: Number(row.seq),
+      stream: row.stream,
+      line: row.line,
+      at: new Date(row.at).toISOString(),
+    }));
     return { lines, nextAfter: lines.at(-1)?.seq ?? page.after, status: job.status };
   }
 

@@ -24,11 +24,19 @@ export const MAX_JOB_LOG_LINES = 100_000;
 // --- Host jobs (the scheduler and worker sessions): held by their host. ---
 
 export async function renewHostLeases(em: EntityManager, hostId: string, graceSeconds: number): Promise<void> {
-  await query(em, `update jobs set lease_expires_at = now() + make_interval(secs => ?) where host_id = ? and status = 'running'`, [graceSeconds, hostId]);
+  await query(
+    em,
+    `update jobs set lease_expires_at = now() + make_interval(secs => ?) where host_id = ? and status = 'running'`,
+    [graceSeconds, hostId],
+  );
 }
 
 /** The host confirmed it started the job. Null: the job is not (or no longer) this host's to run. */
-export async function markAccepted(em: EntityManager, hostId: string, jobId: string): Promise<{ cancelRequested: boolean } | null> {
+export async function markAccepted(
+  em: EntityManager,
+  hostId: string,
+  jobId: string,
+): Promise<{ cancelRequested: boolean } | null> {
   const [row] = await query<{ cancel_requested: boolean }>(
     em,
     `update jobs set accepted_at = coalesce(accepted_at, now()), progress = coalesce(progress, '{}'::jsonb) || '{"stage":"running"}'::jsonb, updated_at = now()
@@ -38,7 +46,12 @@ export async function markAccepted(em: EntityManager, hostId: string, jobId: str
   return row ? { cancelRequested: row.cancel_requested } : null;
 }
 
-export async function recordProgress(em: EntityManager, hostId: string, jobId: string, fraction: number): Promise<void> {
+export async function recordProgress(
+  em: EntityManager,
+  hostId: string,
+  jobId: string,
+  fraction: number,
+): Promise<void> {
   await query(
     em,
     `update jobs set progress = jsonb_build_object('stage', 'running', 'percent', ?::numeric), updated_at = now() where id = ? and host_id = ? and status = 'running'`,
@@ -47,7 +60,13 @@ export async function recordProgress(em: EntityManager, hostId: string, jobId: s
 }
 
 /** Appends lines in order, up to MAX_JOB_LOG_LINES per job; false when the job is not this host's. */
-export async function appendLogs(em: EntityManager, hostId: string, jobId: string, stream: string, lines: string[]): Promise<boolean> {
+export async function appendLogs(
+  em: EntityManager,
+  hostId: string,
+  jobId: string,
+  stream: string,
+  lines: string[],
+): Promise<boolean> {
   return em.transactional(async (tx) => {
     const [row] = await query<{ before: number }>(
       tx,
@@ -58,7 +77,10 @@ export async function appendLogs(em: EntityManager, hostId: string, jobId: strin
     if (!row) return false;
     const room = MAX_JOB_LOG_LINES - row.before;
     if (room <= 0) return true;
-    const kept = lines.length <= room ? lines : [...lines.slice(0, room), `[log truncated: only the first ${MAX_JOB_LOG_LINES} lines are kept]`];
+    const kept =
+      lines.length <= room
+        ? lines
+        : [...lines.slice(0, room), `[log truncated: only the first ${MAX_JOB_LOG_LINES} lines are kept]`];
     await query(
       tx,
       `insert into job_logs (job_id, stream, line, at) select ?, ?, line, now() from unnest(?::text[]) with ordinality as l(line, n) order by n`,
@@ -99,7 +121,10 @@ export async function runningJobOfHost(
 }
 
 /** A running host job's host and kind (to forward a cancel); undefined when it is not running on a host. */
-export async function runningHostJob(em: EntityManager, jobId: string): Promise<{ host_id: string | null; kind: string } | undefined> {
+export async function runningHostJob(
+  em: EntityManager,
+  jobId: string,
+): Promise<{ host_id: string | null; kind: string } | undefined> {
   const [row] = await query<{ host_id: string | null; kind: string }>(
     em,
     `select host_id, kind from jobs where id = ? and placement = 'host' and status = 'running'`,
@@ -109,7 +134,10 @@ export async function runningHostJob(em: EntityManager, jobId: string): Promise<
 }
 
 /** The slots the jobs running on a host hold. */
-export function runningJobsOnHost(em: EntityManager, hostId: string): Promise<Array<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>> {
+export function runningJobsOnHost(
+  em: EntityManager,
+  hostId: string,
+): Promise<Array<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>> {
   return query<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>(
     em,
     `select gpu_indexes, gpu_count, service from jobs where host_id = ? and status = 'running'`,
@@ -118,7 +146,10 @@ export function runningJobsOnHost(em: EntityManager, hostId: string): Promise<Ar
 }
 
 /** The slots the jobs running on each of `hostIds` hold. */
-export function runningJobsOnHosts(em: EntityManager, hostIds: string[]): Promise<Array<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>> {
+export function runningJobsOnHosts(
+  em: EntityManager,
+  hostIds: string[],
+): Promise<Array<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>> {
   return query<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>(
     em,
     `select host_id, gpu_indexes, gpu_count from jobs where host_id = any(?::text[]) and status = 'running'`,
@@ -137,7 +168,12 @@ export interface QueuedHostJobRow extends JobColumns {
 }
 
 /** The first `window` queued host jobs of `kinds` a host of `workspaceId` (null: the pool) may take, in queue order. */
-export function queuedHostJobs(em: EntityManager, kinds: string[], workspaceId: string | null, window: number): Promise<QueuedHostJobRow[]> {
+export function queuedHostJobs(
+  em: EntityManager,
+  kinds: string[],
+  workspaceId: string | null,
+  window: number,
+): Promise<QueuedHostJobRow[]> {
   return query<QueuedHostJobRow>(
     em,
     `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service from jobs
@@ -149,9 +185,13 @@ export function queuedHostJobs(em: EntityManager, kinds: string[], workspaceId: 
 
 /** Locks those of `jobIds` still queued and not locked by another dispatch; answers their ids. */
 export async function lockQueuedJobs(em: EntityManager, jobIds: string[]): Promise<string[]> {
-  return (await query<{ id: string }>(em, `select id from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`, [pgArray(jobIds)])).map(
-    (row) => row.id,
-  );
+  return (
+    await query<{ id: string }>(
+      em,
+      `select id from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`,
+      [pgArray(jobIds)],
+    )
+  ).map((row) => row.id);
 }
 
 /** The host jobs among `jobIds`, locked for the caller's transaction (a reconnecting host's reconciliation). */
@@ -167,19 +207,36 @@ export function lockHostJobs(
 }
 
 /** What an ended job's bookkeeping charges: its error and run seconds. */
-export async function jobErrorAndRunSeconds(em: EntityManager, jobId: string): Promise<{ error: string | null; seconds: number | null } | undefined> {
-  const [job] = await query<{ error: string | null; seconds: number | null }>(em, 'select error, run_seconds as seconds from jobs where id = ?', [jobId]);
+export async function jobErrorAndRunSeconds(
+  em: EntityManager,
+  jobId: string,
+): Promise<{ error: string | null; seconds: number | null } | undefined> {
+  const [job] = await query<{ error: string | null; seconds: number | null }>(
+    em,
+    'select error, run_seconds as seconds from jobs where id = ?',
+    [jobId],
+  );
   return job;
 }
 
 /** Whether a user asked the job to stop (a trainer hears it in its next webhook answer); undefined for no such job. */
-export async function cancelRequested(em: EntityManager, jobId: string): Promise<{ cancel_requested: boolean } | undefined> {
-  const [job] = await query<{ cancel_requested: boolean }>(em, 'select cancel_requested from jobs where id = ?', [jobId]);
+export async function cancelRequested(
+  em: EntityManager,
+  jobId: string,
+): Promise<{ cancel_requested: boolean } | undefined> {
+  const [job] = await query<{ cancel_requested: boolean }>(em, 'select cancel_requested from jobs where id = ?', [
+    jobId,
+  ]);
   return job;
 }
 
 /** A running training job's progress, from its trainer's reports: `done` of `epochs` epochs. */
-export async function recordTrainingProgress(em: EntityManager, jobId: string, done: number, epochs: number | null | undefined): Promise<void> {
+export async function recordTrainingProgress(
+  em: EntityManager,
+  jobId: string,
+  done: number,
+  epochs: number | null | undefined,
+): Promise<void> {
   const percent = epochs ? Math.round((1000 * done) / epochs) / 10 : 0;
   await query(
     em,
@@ -197,18 +254,27 @@ export async function jobError(em: EntityManager, jobId: string): Promise<{ erro
 
 /** Whether the job runs now on the host. */
 export async function isRunningOnHost(em: EntityManager, jobId: string, hostId: string): Promise<boolean> {
-  const [running] = await query(em, `select 1 from jobs where id = ? and host_id = ? and status = 'running'`, [jobId, hostId]);
+  const [running] = await query(em, `select 1 from jobs where id = ? and host_id = ? and status = 'running'`, [
+    jobId,
+    hostId,
+  ]);
   return Boolean(running);
 }
 
 /** Whether the job runs now, in this attempt (a job taken again after its process died runs in a later one). */
 export async function isRunningAttempt(em: EntityManager, jobId: string, attempt: number): Promise<boolean> {
-  const [running] = await query(em, `select 1 from jobs where id = ? and status = 'running' and attempts = ?`, [jobId, attempt]);
+  const [running] = await query(em, `select 1 from jobs where id = ? and status = 'running' and attempts = ?`, [
+    jobId,
+    attempt,
+  ]);
   return Boolean(running);
 }
 
 /** The attempt each of `jobIds` runs now (null when it does not run); jobs this database does not know are left out. */
-export function runningAttempts(em: EntityManager, jobIds: string[]): Promise<Array<{ id: string; running_attempt: number | null }>> {
+export function runningAttempts(
+  em: EntityManager,
+  jobIds: string[],
+): Promise<Array<{ id: string; running_attempt: number | null }>> {
   return query<{ id: string; running_attempt: number | null }>(
     em,
     `select id, case when status = 'running' then attempts end as running_attempt from jobs where id = any(?::text[])`,
@@ -236,7 +302,11 @@ export function endedOrStaleQueuedJobs(
 }
 
 /** The ids of the jobs running on each of `hostIds`, oldest first; with `workspaceId`, only that workspace's. */
-export function runningJobsOfHosts(em: EntityManager, hostIds: string[], workspaceId: string | null): Promise<Array<{ host_id: string; id: string }>> {
+export function runningJobsOfHosts(
+  em: EntityManager,
+  hostIds: string[],
+  workspaceId: string | null,
+): Promise<Array<{ host_id: string; id: string }>> {
   return query<{ host_id: string; id: string }>(
     em,
     `select host_id, id from jobs where host_id = any(?::text[]) and status = 'running' and (?::text is null or workspace_id = ?) order by started_at, id`,
@@ -248,12 +318,20 @@ export function runningJobsOfHosts(em: EntityManager, hostIds: string[], workspa
 
 /** Whether a job of `kind` on the subject is queued or running. */
 export async function hasActiveJob(em: EntityManager, kind: string, subjectId: string): Promise<boolean> {
-  const [busy] = await query(em, `select 1 from jobs where kind = ? and subject_id = ? and status in ('queued', 'running') limit 1`, [kind, subjectId]);
+  const [busy] = await query(
+    em,
+    `select 1 from jobs where kind = ? and subject_id = ? and status in ('queued', 'running') limit 1`,
+    [kind, subjectId],
+  );
   return Boolean(busy);
 }
 
 /** One of `subjectIds` with a job of `kind` queued or running; undefined when none has. */
-export async function subjectWithActiveJob(em: EntityManager, kind: string, subjectIds: string[]): Promise<{ subject_id: string } | undefined> {
+export async function subjectWithActiveJob(
+  em: EntityManager,
+  kind: string,
+  subjectIds: string[],
+): Promise<{ subject_id: string } | undefined> {
   const [busy] = await query<{ subject_id: string }>(
     em,
     `select subject_id from jobs where kind = ? and subject_id = any(?::text[]) and status in ('queued', 'running') limit 1`,
@@ -263,13 +341,25 @@ export async function subjectWithActiveJob(em: EntityManager, kind: string, subj
 }
 
 /** The id of the subject's queued or running job of `kind`. */
-export async function activeJobId(em: EntityManager, subjectId: string, kind: string): Promise<{ id: string } | undefined> {
-  const [active] = await query<{ id: string }>(em, "select id from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') limit 1", [subjectId, kind]);
+export async function activeJobId(
+  em: EntityManager,
+  subjectId: string,
+  kind: string,
+): Promise<{ id: string } | undefined> {
+  const [active] = await query<{ id: string }>(
+    em,
+    "select id from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') limit 1",
+    [subjectId, kind],
+  );
   return active;
 }
 
 /** The progress of the subject's oldest queued or running job of `kind`; undefined when none is. */
-export async function activeJobProgress(em: EntityManager, subjectId: string, kind: string): Promise<{ progress: JobProgress | null } | undefined> {
+export async function activeJobProgress(
+  em: EntityManager,
+  subjectId: string,
+  kind: string,
+): Promise<{ progress: JobProgress | null } | undefined> {
   const [job] = await query<{ progress: JobProgress | null }>(
     em,
     `select progress from jobs where subject_id = ? and kind = ? and status in ('queued', 'running') order by created_at limit 1`,
@@ -280,12 +370,25 @@ export async function activeJobProgress(em: EntityManager, subjectId: string, ki
 
 // --- Control-plane jobs (JobRunner): held by their lease owner. ---
 
-export async function recordHeldProgress(em: EntityManager, jobId: string, owner: string, progress: JobProgress): Promise<void> {
-  await query(em, 'update jobs set progress = ?::jsonb, updated_at = now() where id = ? and lease_owner = ?', [JSON.stringify(progress), jobId, owner]);
+export async function recordHeldProgress(
+  em: EntityManager,
+  jobId: string,
+  owner: string,
+  progress: JobProgress,
+): Promise<void> {
+  await query(em, 'update jobs set progress = ?::jsonb, updated_at = now() where id = ? and lease_owner = ?', [
+    JSON.stringify(progress),
+    jobId,
+    owner,
+  ]);
 }
 
 /** Locks the job while `owner` still holds it running; undefined when it does not. */
-export async function lockHeldJob(em: EntityManager, jobId: string, owner: string): Promise<{ cancel_requested: boolean } | undefined> {
+export async function lockHeldJob(
+  em: EntityManager,
+  jobId: string,
+  owner: string,
+): Promise<{ cancel_requested: boolean } | undefined> {
   const [row] = await query<{ cancel_requested: boolean }>(
     em,
     `select cancel_requested from jobs where id = ? and lease_owner = ? and status = 'running' for update`,
@@ -295,7 +398,12 @@ export async function lockHeldJob(em: EntityManager, jobId: string, owner: strin
 }
 
 /** Extends the lease `owner` holds; undefined when it no longer holds the job. */
-export async function renewHeldLease(em: EntityManager, jobId: string, owner: string, leaseSeconds: number): Promise<{ cancel_requested: boolean } | undefined> {
+export async function renewHeldLease(
+  em: EntityManager,
+  jobId: string,
+  owner: string,
+  leaseSeconds: number,
+): Promise<{ cancel_requested: boolean } | undefined> {
   const [row] = await query<{ cancel_requested: boolean }>(
     em,
     `update jobs set lease_expires_at = now() + make_interval(secs => ?) where id = ? and lease_owner = ? and status = 'running' returning cancel_requested`,

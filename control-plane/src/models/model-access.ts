@@ -13,10 +13,22 @@ export interface ModelAccess {
 }
 
 /** Model URL names are unique per project, trash included. */
-export const modelSlugScope = (projectId: string): SlugScope => ({ table: 'models', column: 'project_id', id: projectId, noun: 'model' });
+export const modelSlugScope = (projectId: string): SlugScope => ({
+  table: 'models',
+  column: 'project_id',
+  id: projectId,
+  noun: 'model',
+});
 
 /** A model is as visible as its project; it is gone while it or its project is in trash. */
-export async function findModel(em: EntityManager, actor: Actor, owner: string, project: string, slug: string, need: AccessNeed): Promise<ModelAccess> {
+export async function findModel(
+  em: EntityManager,
+  actor: Actor,
+  owner: string,
+  project: string,
+  slug: string,
+  need: AccessNeed,
+): Promise<ModelAccess> {
   const missing = `Model ${owner}/${project}/${slug} not found`;
   const model = await em.findOne(
     Model,
@@ -35,7 +47,14 @@ export type ModelRef = Pick<Model, 'id' | 'fileKey' | 'trainArgs'> & { workspace
  * findModel's lookup and access rule in one SQL query, for predict's hot path: the entity with its workspace and
  * project cost about 2 ms of ORM work per request (measured), a tenth of predict's whole overhead.
  */
-export async function findModelRef(em: EntityManager, actor: Actor, owner: string, project: string, slug: string, need: AccessNeed): Promise<ModelRef> {
+export async function findModelRef(
+  em: EntityManager,
+  actor: Actor,
+  owner: string,
+  project: string,
+  slug: string,
+  need: AccessNeed,
+): Promise<ModelRef> {
   const row = await modelRefByPath(em, owner, project, slug);
   const guarded = row && { id: row.project_id, workspace: { id: row.workspace_id }, visibility: row.visibility };
   requireAccess(actor, guarded ?? null, need, `Model ${owner}/${project}/${slug} not found`);

@@ -18,7 +18,8 @@ interface Row {
 /** The trainer sends up to 100 images at each end. */
 const COHORT_SIZE = 100;
 
-const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : 0);
+const count = (value: unknown) =>
+  typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : 0;
 
 /** A stored row: the trainer's [hash, tp, fp, fn] as saved ({ image, tp, fp, fn }), or an array from its extremes. */
 function row(value: unknown): Row | null {
@@ -39,7 +40,15 @@ function stats(values: number[]) {
     const low = Math.floor(position);
     return sorted[low]! + (sorted[Math.ceil(position)]! - sorted[low]!) * (position - low);
   };
-  return { count: sorted.length, min: sorted[0]!, p25: at(0.25), median: at(0.5), p75: at(0.75), max: sorted.at(-1)!, mean: sorted.reduce((sum, value) => sum + value, 0) / sorted.length };
+  return {
+    count: sorted.length,
+    min: sorted[0]!,
+    p25: at(0.25),
+    median: at(0.5),
+    p75: at(0.75),
+    max: sorted.at(-1)!,
+    mean: sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
+  };
 }
 
 function cohort(rows: Row[]): Cohort {
@@ -53,7 +62,10 @@ function cohort(rows: Row[]): Cohort {
 }
 
 /** The recorded rows and the cohorts at each end (the trainer's, else the rows ranked by F1); null when none were recorded. */
-function ranked(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined) {
+function ranked(
+  stored: Array<Record<string, unknown>> | null | undefined,
+  summary: ValidationExtremes | null | undefined,
+) {
   const rows = (stored ?? []).map(row).filter((item): item is Row => item !== null);
   if (rows.length === 0) return null;
   const byF1 = [...rows].sort((a, b) => f1(a) - f1(b) || a.hash.localeCompare(b.hash));
@@ -64,12 +76,18 @@ function ranked(stored: Array<Record<string, unknown>> | null | undefined, summa
 }
 
 /** The hashes of the worst cohort, worst first (GET .../similar-images); null when the training recorded no per-image rows. */
-export function worstHashes(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined): string[] | null {
+export function worstHashes(
+  stored: Array<Record<string, unknown>> | null | undefined,
+  summary: ValidationExtremes | null | undefined,
+): string[] | null {
   return ranked(stored, summary)?.worst.map((item) => item.hash) ?? null;
 }
 
 /** null when the training recorded no per-image rows. */
-export function modelAnalysis(stored: Array<Record<string, unknown>> | null | undefined, summary: ValidationExtremes | null | undefined): z.input<typeof ModelAnalysis> {
+export function modelAnalysis(
+  stored: Array<Record<string, unknown>> | null | undefined,
+  summary: ValidationExtremes | null | undefined,
+): z.input<typeof ModelAnalysis> {
   const found = ranked(stored, summary);
   if (!found) return null;
   const { rows, worst, best } = found;

@@ -7,7 +7,12 @@ import { Model } from './model.entity.ts';
  * the copy points at the same file, which is deleted only once no model refers to it. Stars and the
  * per-image validation analysis (rows about the source's training images, and their extremes) stay with the source.
  */
-export function copyModel(em: EntityManager, source: Model, project: Project, into: { slug: string; name?: string; description?: string }): Model {
+export function copyModel(
+  em: EntityManager,
+  source: Model,
+  project: Project,
+  into: { slug: string; name?: string; description?: string },
+): Model {
   const sameWorkspace = project.workspace.id === source.workspace.id;
   return em.create(Model, {
     workspace: project.workspace,

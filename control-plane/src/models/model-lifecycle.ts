@@ -46,7 +46,10 @@ export const MODEL_MOVES = {
 export type ModelMove = keyof typeof MODEL_MOVES;
 
 const movesFrom = (from: ModelStatus): ModelStatus[] =>
-  MODEL_STATUSES.filter((to) => to !== from && Object.values(MODEL_MOVES).some((move: Move) => move.from.includes(from) && move.to.includes(to)));
+  MODEL_STATUSES.filter(
+    (to) =>
+      to !== from && Object.values(MODEL_MOVES).some((move: Move) => move.from.includes(from) && move.to.includes(to)),
+  );
 
 /** Every status a model may go to from each status: the union of MODEL_MOVES (the owner's record makes it every one). */
 export const MODEL_TRANSITIONS: Readonly<Record<ModelStatus, readonly ModelStatus[]>> = {
@@ -69,12 +72,11 @@ function allowedFrom(move: ModelMove, to: ModelStatus): string {
  * (not even updated_at). Answers whether the status changed.
  */
 export async function recordStatus(em: EntityManager, modelId: string, status: ModelStatus): Promise<boolean> {
-  const moved = await query(em, 'update models set status = ?, updated_at = now() where id = ? and status = any(?::text[]) and status <> ? returning id', [
-    status,
-    modelId,
-    allowedFrom('record', status),
-    status,
-  ]);
+  const moved = await query(
+    em,
+    'update models set status = ?, updated_at = now() where id = ? and status = any(?::text[]) and status <> ? returning id',
+    [status, modelId, allowedFrom('record', status), status],
+  );
   return moved.length > 0;
 }
 
@@ -143,12 +145,25 @@ export interface EndedRun {
  * completed_at stays when the status does not change (a trainer repeating its training_complete). Answers whether
  * the model took it.
  */
-export async function endTrainingOfRun(em: EntityManager, run: EndedRun, end: TrainingEnd, onlyWhileTraining: boolean): Promise<boolean> {
+export async function endTrainingOfRun(
+  em: EntityManager,
+  run: EndedRun,
+  end: TrainingEnd,
+  onlyWhileTraining: boolean,
+): Promise<boolean> {
   const moved = await query(
     em,
     `update models m set status = ?, training_error = ?, completed_at = case when m.status = ? then m.completed_at else now() end, updated_at = now()
      where ${MODEL_ON_RUN} and m.status = any(?::text[]) returning m.id`,
-    [end.outcome, end.error, end.outcome, run.modelId, run.id, run.jobId, allowedFrom(onlyWhileTraining ? 'endTraining' : 'reportTrainingEnd', end.outcome)],
+    [
+      end.outcome,
+      end.error,
+      end.outcome,
+      run.modelId,
+      run.id,
+      run.jobId,
+      allowedFrom(onlyWhileTraining ? 'endTraining' : 'reportTrainingEnd', end.outcome),
+    ],
   );
   return moved.length > 0;
 }

@@ -8,7 +8,14 @@ export const MODEL_SIMILAR_LIMIT = 100;
 export const ModelSimilarQuery = z.object({
   hashes: z
     .string()
-    .transform((list) => [...new Set(list.split(',').map((item) => item.trim().toLowerCase()).filter(Boolean))])
+    .transform((list) => [
+      ...new Set(
+        list
+          .split(',')
+          .map((item) => item.trim().toLowerCase())
+          .filter(Boolean),
+      ),
+    ])
     .pipe(z.array(ImageHash).max(MODEL_SIMILAR_LIMIT, `at most ${MODEL_SIMILAR_LIMIT} hashes`))
     .optional()
     .meta({

@@ -24,7 +24,11 @@ export class ModelSimilarService {
     this.deps = deps;
   }
 
-  async similar(actor: Actor, at: Address, options: z.output<typeof ModelSimilarQuery>): Promise<z.input<typeof ModelSimilarImages>> {
+  async similar(
+    actor: Actor,
+    at: Address,
+    options: z.output<typeof ModelSimilarQuery>,
+  ): Promise<z.input<typeof ModelSimilarImages>> {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
     await this.em.populate(model, ['analysis', 'validationExtremes']);
     const worst = worstHashes(model.analysis, model.validationExtremes) ?? [];
@@ -33,10 +37,14 @@ export class ModelSimilarService {
     if (hashes.length === 0) return { images: [] };
     const modelId = await this.deps.embedder.modelId().catch(unavailable);
     const visibility = visibleTo(actor);
-    const stored = new Map((await visibleVectors(this.em, hashes, modelId, visibility)).map((row) => [row.hash, vectorOf(row.vector)]));
+    const stored = new Map(
+      (await visibleVectors(this.em, hashes, modelId, visibility)).map((row) => [row.hash, vectorOf(row.vector)]),
+    );
     const queries = hashes.map((hash) => stored.get(hash)).filter((vector) => vector !== undefined);
     if (queries.length === 0) {
-      throw NotFound(`None of the worst validation images of model ${at.owner}/${at.project}/${at.model} is embedded yet: analyze its training dataset first`);
+      throw NotFound(
+        `None of the worst validation images of model ${at.owner}/${at.project}/${at.model} is embedded yet: analyze its training dataset first`,
+      );
     }
     const filter = { modelId, hashes, datasetId: null, heldBy: model.dataset?.id ?? null, visibility };
     return { images: await searchSimilar(this.em, this.deps, queries, filter, MODEL_SIMILAR_LIMIT) };

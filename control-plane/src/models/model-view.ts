@@ -15,7 +15,8 @@ export function weightsName(model: Model): string {
 const viewStatus = (status: string) => (status === 'training' ? 'running' : status) as (typeof MODEL_STATUSES)[number];
 
 /** `{ [key]: value }` when there is a value, else nothing: optional fields are absent, not null. */
-const present = <K extends string, V>(key: K, value: V | null | undefined) => (value === null || value === undefined ? {} : ({ [key]: value } as Record<K, V>));
+const present = <K extends string, V>(key: K, value: V | null | undefined) =>
+  value === null || value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 const iso = (date: Date | null | undefined) => date?.toISOString();
 
 export function modelEntry(model: Model): z.input<typeof ModelEntry> {
@@ -58,7 +59,12 @@ export function modelListItem(model: Model, owner: string, starred: boolean): z.
     ...present('trainResults', model.trainResults),
     ...present('classNames', model.classNames),
     // The message is stored; it dates from the training's end.
-    ...present('trainingError', model.trainingError ? { message: model.trainingError, timestamp: (model.completedAt ?? model.updatedAt).toISOString() } : null),
+    ...present(
+      'trainingError',
+      model.trainingError
+        ? { message: model.trainingError, timestamp: (model.completedAt ?? model.updatedAt).toISOString() }
+        : null,
+    ),
     ...present('computeCost', model.computeCost),
     starCount: model.starCount,
     isStarred: starred,
@@ -67,7 +73,12 @@ export function modelListItem(model: Model, owner: string, starred: boolean): z.
 }
 
 /** A model read; `model.dataset` is linked only while its dataset exists (it may need loading for its handle). */
-export function modelDetail(model: Model, owner: string, starred: boolean, dataset: { owner: string; dataset: string } | null): z.input<typeof ModelDetail> {
+export function modelDetail(
+  model: Model,
+  owner: string,
+  starred: boolean,
+  dataset: { owner: string; dataset: string } | null,
+): z.input<typeof ModelDetail> {
   return {
     ...modelListItem(model, owner, starred),
     metadata: model.metadata,

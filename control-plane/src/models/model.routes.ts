@@ -27,7 +27,8 @@ export const listModels = defineRoute({
   request: { params: ProjectPath, query: ModelListQuery },
   response: { status: 200, description: 'Models', schema: ModelList },
   errors: [404],
-  handler: (ctx, { params, query }) => ctx.state.services.models.list(ctx.state.actor, params.owner, params.project, query),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.models.list(ctx.state.actor, params.owner, params.project, query),
 });
 
 export const readModel = defineRoute({
@@ -35,7 +36,8 @@ export const readModel = defineRoute({
   path: '/api/models/:owner/:project/:model',
   tag: 'Models',
   summary: 'One model, or with analysis=1 its per-image validation analysis',
-  description: 'Models of public projects can be read anonymously; a model of a private project the key cannot view is 404.',
+  description:
+    'Models of public projects can be read anonymously; a model of a private project the key cannot view is 404.',
   auth: 'optional',
   limit: 'default',
   request: { params: ModelPath, query: ModelReadQuery },
@@ -99,7 +101,8 @@ export const modelFiles = defineRoute({
   path: '/api/models/:owner/:project/:model/files',
   tag: 'Models',
   summary: 'The weights file with a download URL valid for 15 minutes',
-  description: 'Empty until weights are uploaded. The download is named `<model>` plus the uploaded extension (`.pt` by default).',
+  description:
+    'Empty until weights are uploaded. The download is named `<model>` plus the uploaded extension (`.pt` by default).',
   auth: 'key',
   jobKeys: true,
   limit: 'download',
@@ -126,7 +129,6 @@ export const cloneModel = defineRoute({
   handler: (ctx, { params, body }) => ctx.state.services.models.clone(ctx.state.actor, params, body),
 });
 
-
 export const modelSimilarImages = defineRoute({
   method: 'GET',
   path: '/api/models/:owner/:project/:model/similar-images',
@@ -147,4 +149,13 @@ export const modelSimilarImages = defineRoute({
   handler: (ctx, { params, query }) => ctx.state.services.modelSimilar.similar(ctx.state.actor, params, query),
 });
 
-export const modelRoutes = [listModels, createModel, readModel, updateModel, deleteModel, modelFiles, modelSimilarImages, cloneModel];
+export const modelRoutes = [
+  listModels,
+  createModel,
+  readModel,
+  updateModel,
+  deleteModel,
+  modelFiles,
+  modelSimilarImages,
+  cloneModel,
+];

@@ -35,11 +35,16 @@ import { readableSlug } from './readable-slug.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
 
 /** PATCH fields as the record keeps them (the status apart: it changes through the model lifecycle). */
-function recordFields(patch: Omit<z.output<typeof ModelPatch>, 'starred' | 'projectId' | 'name' | 'status'>): Partial<Model> {
+function recordFields(
+  patch: Omit<z.output<typeof ModelPatch>, 'starred' | 'projectId' | 'name' | 'status'>,
+): Partial<Model> {
   const { trainingError, ...rest } = patch;
   return {
     ...rest,
-    ...(trainingError !== undefined && { trainingError: typeof trainingError === 'object' && trainingError !== null ? trainingError.message : trainingError }),
+    ...(trainingError !== undefined && {
+      trainingError:
+        typeof trainingError === 'object' && trainingError !== null ? trainingError.message : trainingError,
+    }),
   };
 }
 
@@ -63,7 +68,13 @@ export class ModelService {
   private readonly weightsArrived: WeightsArrived | undefined;
 
   /** `weightsArrived`: told of a clone with weights (its automatic ONNX export reuses the source's artifact). */
-  constructor(em: EntityManager, region: Region, storage: Storage, lifecycle: JobLifecycle, weightsArrived?: WeightsArrived) {
+  constructor(
+    em: EntityManager,
+    region: Region,
+    storage: Storage,
+    lifecycle: JobLifecycle,
+    weightsArrived?: WeightsArrived,
+  ) {
     this.em = em;
     this.region = region;
     this.storage = storage;
@@ -71,11 +82,29 @@ export class ModelService {
     this.weightsArrived = weightsArrived;
   }
 
-  async list(actor: Actor, owner: string, projectSlug: string, options: { limit: number }): Promise<z.input<typeof ModelList>> {
+  async list(
+    actor: Actor,
+    owner: string,
+    projectSlug: string,
+    options: { limit: number },
+  ): Promise<z.input<typeof ModelList>> {
     const { project } = await findProject(this.em, actor, owner, projectSlug, 'view');
-    const [models, total] = await this.em.findAndCount(Model, { project, deletedAt: null }, { limit: options.limit, orderBy: { createdAt: 'desc', id: 'desc' } });
-    const starred = await starredAmong(this.em, MODEL_STARS, actor, models.map((model) => model.id));
-    return { models: models.map((model) => modelListItem(model, owner, starred.has(model.id))), total, region: this.region };
+    const [models, total] = await this.em.findAndCount(
+      Model,
+      { project, deletedAt: null },
+      { limit: options.limit, orderBy: { createdAt: 'desc', id: 'desc' } },
+    );
+    const starred = await starredAmong(
+      this.em,
+      MODEL_STARS,
+      actor,
+      models.map((model) => model.id),
+    );
+    return {
+      models: models.map((model) => modelListItem(model, owner, starred.has(model.id))),
+      total,
+      region: this.region,
+    };
   }
 
   async read(actor: Actor, at: Address, options: { analysis?: number }): Promise<z.input<typeof ModelRead>> {
@@ -86,7 +115,10 @@ export class ModelService {
     }
     const starred = await starredAmong(this.em, MODEL_STARS, actor, [model.id]);
     if (model.dataset) await this.em.populate(model, ['dataset.workspace']);
-    const dataset = model.dataset && !model.dataset.deletedAt ? { owner: model.dataset.workspace.handle, dataset: model.dataset.slug } : null;
+    const dataset =
+      model.dataset && !model.dataset.deletedAt
+        ? { owner: model.dataset.workspace.handle, dataset: model.dataset.slug }
+        : null;
     return { model: modelDetail(model, at.owner, starred.has(model.id), dataset), isOwner: role !== null };
   }
 
@@ -94,7 +126,12 @@ export class ModelService {
   async create(actor: Actor, body: z.output<typeof ModelCreate>): Promise<z.input<typeof ModelCreated>> {
     const key = requireEditorOfOwn(actor, body.owner, 'create models');
     return this.em.transactional(async (em) => {
-      const project = await holdProject(em, key.workspaceId, { slug: body.project }, `${key.workspaceHandle}/${body.project}`);
+      const project = await holdProject(
+        em,
+        key.workspaceId,
+        { slug: body.project },
+        `${key.workspaceHandle}/${body.project}`,
+      );
       const scope = modelSlugScope(project.id);
       if (body.model) await requireSlugFree(em, scope, body.model);
       const slug = body.model ?? (await firstFreeSlug(em, scope, numberedSlug(readableSlug())));
@@ -112,7 +149,14 @@ export class ModelService {
         version: body.version ?? null,
       });
       await em.flush();
-      return { id: model.id, owner: key.workspaceHandle, project: project.slug, model: model.slug, name: model.name, region: this.region };
+      return {
+        id: model.id,
+        owner: key.workspaceHandle,
+        project: project.slug,
+        model: model.slug,
+        name: model.name,
+        region: this.region,
+      };
     });
   }
 
@@ -125,7 +169,10 @@ export class ModelService {
     const needsEdit = name !== undefined || Object.keys(plain).length > 0;
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, needsEdit ? 'edit' : 'view');
-    const star = starred === undefined ? {} : { starred, starCount: await setStar(this.em, MODEL_STARS, model.id, requireKey(actor).userId, starred) };
+    const star =
+      starred === undefined
+        ? {}
+        : { starred, starCount: await setStar(this.em, MODEL_STARS, model.id, requireKey(actor).userId, starred) };
     if (needsEdit) {
       if (name !== undefined && name !== model.name) {
         model.slug = await renamedSlug(this.em, modelSlugScope(model.project.id), name, model.slug);
@@ -148,10 +195,12 @@ export class ModelService {
     return this.em.transactional(async (em) => {
       // Locked, so a training start cannot slip in between the status check and the move.
       const model = await em.findOneOrFail(Model, found.id, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-      if (model.status === 'training') throw Conflict('The model is training; move it once training has finished or been cancelled');
+      if (model.status === 'training')
+        throw Conflict('The model is training; move it once training has finished or been cancelled');
       const target = await holdProject(em, model.workspace.id, { id: projectId }, `${projectId} of ${at.owner}`);
       const moved = { name: model.name, projectSlug: target.slug, projectId: target.id };
-      if (target.id === model.project.id) return { success: true, model: model.slug, slug: model.slug, ...moved, renamed: false };
+      if (target.id === model.project.id)
+        return { success: true, model: model.slug, slug: model.slug, ...moved, renamed: false };
       const slug = await firstFreeSlug(em, modelSlugScope(target.id), numberedSlug(model.slug));
       const renamed = slug !== model.slug;
       Object.assign(model, { project: target, slug });
@@ -176,7 +225,10 @@ export class ModelService {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
     if (!model.fileKey) return { files: [] };
     const name = weightsName(model);
-    const downloadUrl = await this.storage.urls.download(model.fileKey, { expiresInSeconds: DOWNLOAD_URL_SECONDS, filename: name });
+    const downloadUrl = await this.storage.urls.download(model.fileKey, {
+      expiresInSeconds: DOWNLOAD_URL_SECONDS,
+      filename: name,
+    });
     return { files: [{ name, size: model.fileBytes ?? 0, downloadUrl }] };
   }
 
@@ -185,18 +237,28 @@ export class ModelService {
     const { model: source } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
     const key = requireEditorOfOwn(actor, body.owner, 'clone into that workspace');
     const cloned = await this.em.transactional(async (em) => {
-      const project = await holdProject(em, key.workspaceId, { slug: body.project }, `${key.workspaceHandle}/${body.project}`);
+      const project = await holdProject(
+        em,
+        key.workspaceId,
+        { slug: body.project },
+        `${key.workspaceHandle}/${body.project}`,
+      );
       const scope = modelSlugScope(project.id);
       if (body.model) await requireSlugFree(em, scope, body.model);
       const copies = copySlug(source.slug);
       const slug = body.model ?? (await firstFreeSlug(em, scope, (n) => (n === 1 ? source.slug : copies(n - 1))));
       const clone = copyModel(em, source, project, { slug, name: body.name, description: body.description });
       await em.flush();
-      return { id: clone.id, owner: key.workspaceHandle, project: project.slug, model: clone.slug, name: clone.name, region: this.region };
+      return {
+        id: clone.id,
+        owner: key.workspaceHandle,
+        project: project.slug,
+        model: clone.slug,
+        name: clone.name,
+        region: this.region,
+      };
     });
     await this.weightsArrived?.([cloned.id]);
     return cloned;
   }
-
-
 }

@@ -14,7 +14,12 @@ export interface ModelRefRow {
 }
 
 /** The model at owner/project/slug with its project's access columns; neither it nor its project in trash. */
-export async function modelRefByPath(em: EntityManager, owner: string, project: string, slug: string): Promise<ModelRefRow | undefined> {
+export async function modelRefByPath(
+  em: EntityManager,
+  owner: string,
+  project: string,
+  slug: string,
+): Promise<ModelRefRow | undefined> {
   const [row] = await query<ModelRefRow>(
     em,
     `select m.id, m.file_key, m.train_args, p.id as project_id, p.workspace_id, p.visibility
@@ -27,12 +32,17 @@ export async function modelRefByPath(em: EntityManager, owner: string, project: 
 
 /** Whether the model exists and is not in trash (its project may be). */
 export async function isModelLive(em: EntityManager, modelId: string): Promise<boolean> {
-  const [model] = await query<{ live: boolean }>(em, 'select deleted_at is null as live from models where id = ?', [modelId]);
+  const [model] = await query<{ live: boolean }>(em, 'select deleted_at is null as live from models where id = ?', [
+    modelId,
+  ]);
   return model?.live ?? false;
 }
 
 /** A model's name and task, and whether neither it nor its project is in trash (a mobile link resolves only then). */
-export async function mobileModelOf(em: EntityManager, modelId: string): Promise<{ name: string; task: string; live: boolean } | undefined> {
+export async function mobileModelOf(
+  em: EntityManager,
+  modelId: string,
+): Promise<{ name: string; task: string; live: boolean } | undefined> {
   const [model] = await query<{ name: string; task: string; live: boolean }>(
     em,
     `select m.name, m.task, m.deleted_at is null and p.deleted_at is null as live from models m join projects p on p.id = m.project_id where m.id = ?`,
@@ -42,18 +52,35 @@ export async function mobileModelOf(em: EntityManager, modelId: string): Promise
 }
 
 /** The SHA-256 kept on the model for the weights file `weightsKey`, if it was computed for that file. */
-export async function cachedWeightsSha256(em: EntityManager, modelId: string, weightsKey: string): Promise<string | null | undefined> {
-  const [cached] = await query<{ sha: string | null }>(em, 'select weights_sha256 as sha from models where id = ? and weights_sha256_key = ?', [modelId, weightsKey]);
+export async function cachedWeightsSha256(
+  em: EntityManager,
+  modelId: string,
+  weightsKey: string,
+): Promise<string | null | undefined> {
+  const [cached] = await query<{ sha: string | null }>(
+    em,
+    'select weights_sha256 as sha from models where id = ? and weights_sha256_key = ?',
+    [modelId, weightsKey],
+  );
   return cached?.sha;
 }
 
 /** Keeps the SHA-256 of the weights file `weightsKey` on every model sharing it (clones share weights). */
 export async function recordWeightsSha256(em: EntityManager, weightsKey: string, sha: string): Promise<void> {
-  await query(em, 'update models set weights_sha256 = ?, weights_sha256_key = ? where file_key = ?', [sha, weightsKey, weightsKey]);
+  await query(em, 'update models set weights_sha256 = ?, weights_sha256_key = ? where file_key = ?', [
+    sha,
+    weightsKey,
+    weightsKey,
+  ]);
 }
 
 /** What the model at owner/project/slug was trained from (its training's `model` argument), and its name; trash included. */
-export async function trainedFrom(em: EntityManager, owner: string, project: string, slug: string): Promise<{ model: string | null; name: string } | undefined> {
+export async function trainedFrom(
+  em: EntityManager,
+  owner: string,
+  project: string,
+  slug: string,
+): Promise<{ model: string | null; name: string } | undefined> {
   const [parent] = await query<{ model: string | null; name: string }>(
     em,
     `select m.train_args->>'model' as model, m.name from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id
@@ -74,7 +101,11 @@ export async function searchProjectModels(em: EntityManager, projectId: string, 
 }
 
 /** The project's models not in trash go to trash with it (restoring the project brings them back); returns them. */
-export async function trashModelsWithProject(em: EntityManager, projectId: string, deletedAt: Date): Promise<Array<{ id: string; model: string }>> {
+export async function trashModelsWithProject(
+  em: EntityManager,
+  projectId: string,
+  deletedAt: Date,
+): Promise<Array<{ id: string; model: string }>> {
   return query<{ id: string; model: string }>(
     em,
     'update models set deleted_at = ?, trashed_with_project = true, updated_at = ? where project_id = ? and deleted_at is null returning id, slug as model',
@@ -93,7 +124,11 @@ export async function liveModelCounts(em: EntityManager, projectIds: string[]): 
 }
 
 /** The slug of the project in trash that the workspace's model in trash belongs to, if its project is in trash. */
-export async function trashedProjectSlugOfModel(em: EntityManager, modelId: string, workspaceId: string): Promise<string | undefined> {
+export async function trashedProjectSlugOfModel(
+  em: EntityManager,
+  modelId: string,
+  workspaceId: string,
+): Promise<string | undefined> {
   const [project] = await query<{ slug: string }>(
     em,
     'select p.slug from models m join projects p on p.id = m.project_id where m.id = ? and m.workspace_id = ? and m.deleted_at is not null and p.deleted_at is not null',
@@ -152,8 +187,14 @@ export async function lockTrashedModel(em: EntityManager, modelId: string, works
  * Claims the first model in trash in scope, trashed on its own (not with its project), that no other transaction
  * has locked (oldest deletion first).
  */
-export async function claimTrashedModel(em: EntityManager, scope: { workspaceId?: string; deletedBefore?: Date }): Promise<string | undefined> {
-  const conditions = [scope.workspaceId ? 'and m.workspace_id = ?' : '', scope.deletedBefore ? 'and m.deleted_at < ?' : ''].join(' ');
+export async function claimTrashedModel(
+  em: EntityManager,
+  scope: { workspaceId?: string; deletedBefore?: Date },
+): Promise<string | undefined> {
+  const conditions = [
+    scope.workspaceId ? 'and m.workspace_id = ?' : '',
+    scope.deletedBefore ? 'and m.deleted_at < ?' : '',
+  ].join(' ');
   const params = [scope.workspaceId, scope.deletedBefore].filter((value) => value !== undefined);
   const [claimed] = await query<{ id: string }>(
     em,
@@ -164,17 +205,27 @@ export async function claimTrashedModel(em: EntityManager, scope: { workspaceId?
 }
 
 /** The project's models, locked in id order (type project), or the one model (unlocked: its row is), with their weights. */
-export async function modelFilesToErase(em: EntityManager, type: 'project' | 'model', id: string): Promise<Array<{ id: string; file_key: string | null }>> {
+export async function modelFilesToErase(
+  em: EntityManager,
+  type: 'project' | 'model',
+  id: string,
+): Promise<Array<{ id: string; file_key: string | null }>> {
   return query<{ id: string; file_key: string | null }>(
     em,
-    type === 'project' ? 'select id, file_key from models where project_id = ? order by id for update' : 'select id, file_key from models where id = ?',
+    type === 'project'
+      ? 'select id, file_key from models where project_id = ? order by id for update'
+      : 'select id, file_key from models where id = ?',
     [id],
   );
 }
 
 /** Deletes the model; returns its workspace. */
 export async function deleteModel(em: EntityManager, modelId: string): Promise<string> {
-  const [{ workspace_id }] = await query<{ workspace_id: string }>(em, `delete from models where id = ? returning workspace_id`, [modelId]);
+  const [{ workspace_id }] = await query<{ workspace_id: string }>(
+    em,
+    `delete from models where id = ? returning workspace_id`,
+    [modelId],
+  );
   return workspace_id;
 }
 
@@ -185,6 +236,10 @@ export async function lockWeightKeys(em: EntityManager, keys: string[]): Promise
 
 /** The keys no model's file_key refers to. */
 export async function keysNoModelUses(em: EntityManager, keys: string[]): Promise<string[]> {
-  const unused = await query<{ key: string }>(em, 'select k as key from unnest(?::text[]) k where not exists (select 1 from models where file_key = k)', [pgArray(keys)]);
+  const unused = await query<{ key: string }>(
+    em,
+    'select k as key from unnest(?::text[]) k where not exists (select 1 from models where file_key = k)',
+    [pgArray(keys)],
+  );
   return unused.map((row) => row.key);
 }

@@ -14,7 +14,12 @@ const DATASET_SHAPE = 'ul://{owner}/datasets/{dataset}';
 /** The three names of a reference URI, each checked against the URL-name rules; else 400 naming the expected shape. */
 function parseReference(uri: string, shape: string): [owner: string, middle: string, slug: string] {
   const match = REFERENCE.exec(uri);
-  if (!match || !Handle.safeParse(match[1]).success || !Slug.safeParse(match[2]).success || !Slug.safeParse(match[3]).success) {
+  if (
+    !match ||
+    !Handle.safeParse(match[1]).success ||
+    !Slug.safeParse(match[2]).success ||
+    !Slug.safeParse(match[3]).success
+  ) {
     throw Invalid(`"${uri.slice(0, 300)}" is not a reference of the shape ${shape}`);
   }
   return [match[1], match[2], match[3]];

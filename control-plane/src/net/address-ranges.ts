@@ -52,7 +52,7 @@ function ipv4Number(dotted: string): number {
 }
 
 function rangeOfIPv4(value: number): string | null {
-  return IPV4_TABLE.find(({ base, mask }) => ((value & mask) >>> 0) === base)?.range ?? null;
+  return IPV4_TABLE.find(({ base, mask }) => (value & mask) >>> 0 === base)?.range ?? null;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a trailing dotted quad folded in). */

@@ -52,10 +52,13 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<GuardedResponse> {
   let current = url;
   for (let hop = 0; ; hop += 1) {
-    const response = await requestOnce(current, hop === 0 ? options : { ...options, path: undefined }).catch((error: unknown) => {
-      if (hop > 0 && error instanceof OutboundError && error.kind === 'refused') throw new OutboundError(`redirected to ${current}, which is refused: ${error.message}`, 'refused');
-      throw error;
-    });
+    const response = await requestOnce(current, hop === 0 ? options : { ...options, path: undefined }).catch(
+      (error: unknown) => {
+        if (hop > 0 && error instanceof OutboundError && error.kind === 'refused')
+          throw new OutboundError(`redirected to ${current}, which is refused: ${error.message}`, 'refused');
+        throw error;
+      },
+    );
     const status = response.statusCode ?? 0;
     if (REDIRECTS.has(status) && response.headers.location && !options.headers && options.body === undefined) {
       response.destroy();
@@ -87,11 +90,16 @@ export async function fetchBytes(url: string, options: GuardedFetchOptions): Pro
 }
 
 /** One request, resolved at its response headers; the URL's scheme and address are checked first. */
-function requestOnce(url: string, { policy, signal, headers, body, path, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions): Promise<IncomingMessage> {
+function requestOnce(
+  url: string,
+  { policy, signal, headers, body, path, timeoutMs = DEFAULT_TIMEOUT_MS }: GuardedFetchOptions,
+): Promise<IncomingMessage> {
   const target = URL.parse(url);
   if (!target) return Promise.reject(new OutboundError('not a valid URL', 'refused'));
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
-    return Promise.reject(new OutboundError(`${target.protocol} URLs are not downloaded (only http and https)`, 'refused'));
+    return Promise.reject(
+      new OutboundError(`${target.protocol} URLs are not downloaded (only http and https)`, 'refused'),
+    );
   }
   // The agents' lookup checks names; an address literal is never looked up, so it is checked here.
   const literal = target.hostname.replace(/^\[|\]$/g, '');
@@ -105,9 +113,16 @@ function requestOnce(url: string, { policy, signal, headers, body, path, timeout
       method: body === undefined ? 'GET' : 'POST',
       agent: secure ? policy.agents.https : policy.agents.http,
       signal,
-      headers: { accept: '*/*', ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) },
+      headers: {
+        accept: '*/*',
+        ...headers,
+        ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+      },
     });
-    const timer = setTimeout(() => request.destroy(new OutboundError(`no response within ${timeoutMs / 1000} s`, 'failed')), timeoutMs);
+    const timer = setTimeout(
+      () => request.destroy(new OutboundError(`no response within ${timeoutMs / 1000} s`, 'failed')),
+      timeoutMs,
+    );
     request.once('response', (response) => {
       clearTimeout(timer);
       resolve(response);
@@ -121,7 +136,10 @@ function requestOnce(url: string, { policy, signal, headers, body, path, timeout
 }
 
 /** The response body, failing with an OutboundError past `maxBytes` or after `idleTimeoutMs` without data. */
-function limitedBody(response: IncomingMessage, { maxBytes, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: GuardedFetchOptions): Readable {
+function limitedBody(
+  response: IncomingMessage,
+  { maxBytes, idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS }: GuardedFetchOptions,
+): Readable {
   let seen = 0;
   const limited = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
@@ -131,8 +149,17 @@ function limitedBody(response: IncomingMessage, { maxBytes, idleTimeoutMs = DEFA
       else callback(null, chunk);
     },
   });
-  const idle = setTimeout(() => limited.destroy(new OutboundError(`no data for ${idleTimeoutMs / 1000} s`, 'failed')), idleTimeoutMs);
-  response.once('error', (error) => limited.destroy(error instanceof OutboundError ? error : new OutboundError('the connection broke off during the download', 'failed')));
+  const idle = setTimeout(
+    () => limited.destroy(new OutboundError(`no data for ${idleTimeoutMs / 1000} s`, 'failed')),
+    idleTimeoutMs,
+  );
+  response.once('error', (error) =>
+    limited.destroy(
+      error instanceof OutboundError
+        ? error
+        : new OutboundError('the connection broke off during the download', 'failed'),
+    ),
+  );
   // Ended, failed or dropped by its reader: an unfinished response gives up its connection.
   limited.once('close', () => {
     clearTimeout(idle);
@@ -146,6 +173,7 @@ function limitedBody(response: IncomingMessage, { maxBytes, idleTimeoutMs = DEFA
 function userSafe(error: Error, target: URL): OutboundError {
   if (error instanceof OutboundError) return error;
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError(`could not resolve ${target.hostname}`, 'failed');
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new OutboundError(`could not resolve ${target.hostname}`, 'failed');
   return new OutboundError(`could not connect to ${target.host}`, 'failed');
 }

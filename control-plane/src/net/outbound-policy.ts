@@ -41,10 +41,18 @@ export class OutboundPolicy {
       const [network, bits] = entry.split('/');
       const family = isIP(network);
       if (family === 0) this.hosts.add(hostKey(entry));
-      else this.networks.addSubnet(network, bits === undefined ? (family === 4 ? 32 : 128) : Number(bits), family === 4 ? 'ipv4' : 'ipv6');
+      else
+        this.networks.addSubnet(
+          network,
+          bits === undefined ? (family === 4 ? 32 : 128) : Number(bits),
+          family === 4 ? 'ipv4' : 'ipv6',
+        );
     }
     // Separate agents per policy: a kept-alive socket is only reused under the rules that checked it.
-    this.agents = { http: new HttpAgent({ keepAlive: true, lookup: this.lookup }), https: new HttpsAgent({ keepAlive: true, lookup: this.lookup }) };
+    this.agents = {
+      http: new HttpAgent({ keepAlive: true, lookup: this.lookup }),
+      https: new HttpsAgent({ keepAlive: true, lookup: this.lookup }),
+    };
   }
 
   /** Why `address` (what `hostname` resolved to, or the literal itself) may not be used; null when it may. */
@@ -52,7 +60,9 @@ export class OutboundPolicy {
     if (this.hosts.has(hostKey(hostname)) || this.allowsNetwork(address)) return null;
     const range = specialRangeOf(address);
     if (!range) return null;
-    return isIP(hostname.replace(/^\[|\]$/g, '')) ? `${hostname} is not a public address (${range})` : `${hostname} resolves to a non-public address (${range})`;
+    return isIP(hostname.replace(/^\[|\]$/g, ''))
+      ? `${hostname} is not a public address (${range})`
+      : `${hostname} resolves to a non-public address (${range})`;
   }
 
   private allowsNetwork(address: string): boolean {
@@ -67,7 +77,8 @@ export class OutboundPolicy {
   private readonly lookup = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     dnsLookup(hostname, { family: options.family, hints: options.hints, all: true }, (error, addresses) => {
       if (error) return callback(error, []);
-      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+      if (addresses.length === 0)
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
       const refused = addresses.map(({ address }) => this.refusal(hostname, address)).find((reason) => reason !== null);
       if (refused) return callback(new OutboundError(refused, 'refused'), []);
       if (options.all) return callback(null, addresses);

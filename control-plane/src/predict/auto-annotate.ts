@@ -19,12 +19,41 @@ import { labelingMismatch, predictionLabels, type LabelTarget, type PredictedLab
 import type { Predictor } from './predictor.ts';
 
 /** Hosted class-prompted models: they run on the hosted service's GPUs, which an on-premise appliance does not reach. */
-export const CLASS_PROMPTED_MODELS = ['qwen', 'gemma', 'nemotron', 'moondream', 'florence2', 'owlv2', 'yoloe26x', 'sam3', 'sam3.1', 'groundingdino'] as const;
+export const CLASS_PROMPTED_MODELS = [
+  'qwen',
+  'gemma',
+  'nemotron',
+  'moondream',
+  'florence2',
+  'owlv2',
+  'yoloe26x',
+  'sam3',
+  'sam3.1',
+  'groundingdino',
+] as const;
 /** Paid provider models: called with a provider key saved in the workspace, which this appliance has no place for. */
 export const PROVIDER_MODELS = [
-  'gpt-6-astra', 'gpt-6.1-sol', 'claude-fable-5-1', 'claude-opus-5-5', 'claude-sonnet-5-5', 'gemini-4-argon', 'grok-4.7', 'kimi-k3', 'kimi-k3.1-pro',
-  'muse-wonder-1.0', 'muse-spark-1.3', 'mimo-v2.6-pro', 'qwen3.8-max', 'gpt-6-luna', 'claude-haiku-5-5', 'gemini-3.8-flash', 'gemini-3.5-flash-lite',
-  'glm-5.3-flash', 'deepseek-flash', 'mimo-v2.6-flash', 'minimax-m3.1-flash',
+  'gpt-6-astra',
+  'gpt-6.1-sol',
+  'claude-fable-5-1',
+  'claude-opus-5-5',
+  'claude-sonnet-5-5',
+  'gemini-4-argon',
+  'grok-4.7',
+  'kimi-k3',
+  'kimi-k3.1-pro',
+  'muse-wonder-1.0',
+  'muse-spark-1.3',
+  'mimo-v2.6-pro',
+  'qwen3.8-max',
+  'gpt-6-luna',
+  'claude-haiku-5-5',
+  'gemini-3.8-flash',
+  'gemini-3.5-flash-lite',
+  'glm-5.3-flash',
+  'deepseek-flash',
+  'mimo-v2.6-flash',
+  'minimax-m3.1-flash',
 ] as const;
 /** Spec: class-prompted models need a detection dataset with 1-200 classes. */
 const PROMPTED_MAX_CLASSES = 200;
@@ -82,31 +111,59 @@ export interface Annotation {
  * then the model must be visible to the actor (404), have weights (409) and a task that fits the dataset (422); then
  * the class mapping (400, or 422 for a class mismatch).
  */
-export async function prepareAnnotation(em: EntityManager, actor: Actor, dataset: Dataset, request: AnnotateRequest): Promise<Annotation> {
-  if (dataset.task === 'depth') throw Invalid('Depth datasets cannot be auto-annotated: depth maps do not convert to labels');
+export async function prepareAnnotation(
+  em: EntityManager,
+  actor: Actor,
+  dataset: Dataset,
+  request: AnnotateRequest,
+): Promise<Annotation> {
+  if (dataset.task === 'depth')
+    throw Invalid('Depth datasets cannot be auto-annotated: depth maps do not convert to labels');
   const hosted = (CLASS_PROMPTED_MODELS as readonly string[]).includes(request.modelId);
   const provider = (PROVIDER_MODELS as readonly string[]).includes(request.modelId);
   if (hosted || provider) {
     const classes = dataset.classNames.length;
-    if (dataset.task !== 'detect') throw new HttpError(422, `Class-prompted model ${request.modelId} labels detection datasets only; this dataset is ${dataset.task}`);
-    if (classes < 1 || classes > PROMPTED_MAX_CLASSES) throw new HttpError(422, `Class-prompted model ${request.modelId} needs a dataset with 1-${PROMPTED_MAX_CLASSES} classes; this one has ${classes}`);
+    if (dataset.task !== 'detect')
+      throw new HttpError(
+        422,
+        `Class-prompted model ${request.modelId} labels detection datasets only; this dataset is ${dataset.task}`,
+      );
+    if (classes < 1 || classes > PROMPTED_MAX_CLASSES)
+      throw new HttpError(
+        422,
+        `Class-prompted model ${request.modelId} needs a dataset with 1-${PROMPTED_MAX_CLASSES} classes; this one has ${classes}`,
+      );
     if (provider) {
-      throw new HttpError(422, `Provider model ${request.modelId} needs a provider API key, and this on-premise appliance stores none (it calls no external provider); use a model of this appliance (ul://owner/project/model)`, {
-        code: 'missing_provider_api_key',
-      });
+      throw new HttpError(
+        422,
+        `Provider model ${request.modelId} needs a provider API key, and this on-premise appliance stores none (it calls no external provider); use a model of this appliance (ul://owner/project/model)`,
+        {
+          code: 'missing_provider_api_key',
+        },
+      );
     }
-    throw new HttpError(422, `Class-prompted model ${request.modelId} runs only on the hosted service, which this on-premise appliance does not reach; use a model of this appliance (ul://owner/project/model)`);
+    throw new HttpError(
+      422,
+      `Class-prompted model ${request.modelId} runs only on the hosted service, which this on-premise appliance does not reach; use a model of this appliance (ul://owner/project/model)`,
+    );
   }
   const model = await findModel(em, actor, request.modelId);
   if (!model.fileKey) throw Conflict(`Model ${request.modelId} has no weights yet; upload or train them first`);
   const mismatch = labelingMismatch({ task: dataset.task, kptShape: dataset.kptShape ?? null }, { task: model.task });
   if (mismatch) throw new HttpError(422, mismatch);
-  const classMap = model.classNames?.length ? resolveClassMap(dataset.classNames, model.classNames, request.classMapping) : null;
+  const classMap = model.classNames?.length
+    ? resolveClassMap(dataset.classNames, model.classNames, request.classMapping)
+    : null;
   return annotationOf(model, dataset, request, classMap);
 }
 
 /** A run's settings: the request's, the dataset's label format, the model's training size (as the model predict route). */
-export function annotationOf(model: Model, dataset: Dataset, request: AnnotateRequest, classMap: Array<number | null> | null): Annotation {
+export function annotationOf(
+  model: Model,
+  dataset: Dataset,
+  request: AnnotateRequest,
+  classMap: Array<number | null> | null,
+): Annotation {
   return {
     model,
     target: { task: dataset.task, kptShape: dataset.kptShape ?? null },
@@ -120,8 +177,13 @@ export function annotationOf(model: Model, dataset: Dataset, request: AnnotateRe
 /** A model by reference URI or id, when the actor may view it (its project's rule); 404 otherwise. */
 async function findModel(em: EntityManager, actor: Actor, modelId: string): Promise<Model> {
   if (modelId.startsWith('ul://')) return resolveModelReference(em, actor, modelId);
-  if (!ID_PATTERN.test(modelId)) throw Invalid(`modelId: "${modelId.slice(0, 100)}" is neither ul://owner/project/model nor a model id`);
-  const model = await em.findOne(Model, { id: modelId, deletedAt: null, project: { deletedAt: null } }, { populate: ['workspace', 'project'] });
+  if (!ID_PATTERN.test(modelId))
+    throw Invalid(`modelId: "${modelId.slice(0, 100)}" is neither ul://owner/project/model nor a model id`);
+  const model = await em.findOne(
+    Model,
+    { id: modelId, deletedAt: null, project: { deletedAt: null } },
+    { populate: ['workspace', 'project'] },
+  );
   requireAccess(actor, model?.project ?? null, 'view', `Model ${modelId} not found`);
   return model!;
 }
@@ -142,12 +204,16 @@ export async function annotateImage(
   annotation: Annotation,
   image: ImageBytesRef & { channels: number; error?: string | null },
 ): Promise<PredictedLabels & { milliseconds: number }> {
-  if (image.channels > MAX_CHANNELS) throw Conflict(`The image has ${image.channels} channels; auto-annotation takes at most ${MAX_CHANNELS}`);
+  if (image.channels > MAX_CHANNELS)
+    throw Conflict(`The image has ${image.channels} channels; auto-annotation takes at most ${MAX_CHANNELS}`);
   const read = await openImageBytes(storage, image);
   if (!read) throw NotFound('The image file is missing from storage');
   const bytes = await buffer(read);
   const { prediction, info } = await predictor.run(em, annotation.model, bytes, annotation.options);
   const classMap = classMapFor(annotation, info);
   const { speed } = prediction;
-  return { ...predictionLabels(prediction, annotation.target, classMap), milliseconds: speed.preprocess + speed.inference + speed.postprocess };
+  return {
+    ...predictionLabels(prediction, annotation.target, classMap),
+    milliseconds: speed.preprocess + speed.inference + speed.postprocess,
+  };
 }

@@ -8,12 +8,23 @@ import { BatchBlurJob } from '../faces/batch-blur.ts';
 import type { FaceDetector } from '../faces/face-detector.ts';
 import { HttpError } from '../http/errors.ts';
 import { checkLabels, labelsOf, replaceLabels } from '../images/image-labels.ts';
-import { annotateTargetsAfter, countAnnotateTargetsAfter, imageToLabel, type AnnotateTargetRow } from '../images/image.store.ts';
+import {
+  annotateTargetsAfter,
+  countAnnotateTargetsAfter,
+  imageToLabel,
+  type AnnotateTargetRow,
+} from '../images/image.store.ts';
 import { JobFailure, type JobContext, type JobHandler } from '../jobs/job-runner.ts';
 import { Model } from '../models/model.entity.ts';
 import type { Storage } from '../storage/storage.ts';
 import { annotateImage, annotationOf, type Annotation } from './auto-annotate.ts';
-import { readProgress, writeProgress, type BatchPredictPayload, type BatchProgress, type BatchRunPayload } from './batch-predict.store.ts';
+import {
+  readProgress,
+  writeProgress,
+  type BatchPredictPayload,
+  type BatchProgress,
+  type BatchRunPayload,
+} from './batch-predict.store.ts';
 import type { PredictedLabels } from './prediction-labels.ts';
 import type { Predictor } from './predictor.ts';
 
@@ -26,7 +37,11 @@ const TARGETS_PER_READ = 200;
  * Charges a run for the images it processed, once (the ledger keeps one charge per job); nothing for none. Face blur
  * runs are free: they run on the control plane's CPU, like blurring on ingest.
  */
-export async function chargeRun(em: EntityManager, config: AppConfig, run: { id: string; workspaceId: string; payload: BatchRunPayload; processed: number }): Promise<void> {
+export async function chargeRun(
+  em: EntityManager,
+  config: AppConfig,
+  run: { id: string; workspaceId: string; payload: BatchRunPayload; processed: number },
+): Promise<void> {
   if (run.payload.operation === 'blur') return;
   await new BillingService(em, config).chargeUsage({
     workspaceId: run.workspaceId,
@@ -88,7 +103,12 @@ export class BatchPredictJob implements JobHandler {
     // The state is written by this handler alone, with each image's labels (writeProgress): context.progress, whose
     // writes trail behind, gets only the final state, which the runner keeps as the completed job's progress.
 
-    const request = { modelId: payload.modelRef, confidence: payload.confidence, iou: payload.iou, classMapping: payload.classMapping };
+    const request = {
+      modelId: payload.modelRef,
+      confidence: payload.confidence,
+      iou: payload.iou,
+      classMapping: payload.classMapping,
+    };
     const annotation = annotationOf(model, dataset, request, payload.classMap);
     for (;;) {
       const targets = await this.targets(em, payload, state.lastImageId);
@@ -100,15 +120,31 @@ export class BatchPredictJob implements JobHandler {
       }
     }
     context.progress({ ...state, stage: 'done', percent: 100 });
-    await chargeRun(em, this.config, { id: context.id, workspaceId: context.workspaceId, payload, processed: state.processed });
-    return { processed: state.processed, annotations: state.annotations, classes: state.classIds.length, skipped: state.skipped, datasetVersion: state.datasetVersion };
+    await chargeRun(em, this.config, {
+      id: context.id,
+      workspaceId: context.workspaceId,
+      payload,
+      processed: state.processed,
+    });
+    return {
+      processed: state.processed,
+      annotations: state.annotations,
+      classes: state.classIds.length,
+      skipped: state.skipped,
+      datasetVersion: state.datasetVersion,
+    };
   }
 
   /** A cancelled or failed run is charged for what it processed. */
   async discard(context: JobContext): Promise<void> {
     if ((context.payload as unknown as BatchRunPayload).operation === 'blur') return this.blur.discard(context);
     const { processed = 0 } = await readProgress(context.em, context.id);
-    await chargeRun(context.em, this.config, { id: context.id, workspaceId: context.workspaceId, payload: context.payload as unknown as BatchPredictPayload, processed });
+    await chargeRun(context.em, this.config, {
+      id: context.id,
+      workspaceId: context.workspaceId,
+      payload: context.payload as unknown as BatchPredictPayload,
+      processed,
+    });
   }
 
   /** The images still to do: decoded ones after `after` in id order, and, unless includeAnnotated, only unlabeled ones. */
@@ -121,10 +157,17 @@ export class BatchPredictJob implements JobHandler {
   }
 
   /** The model on one image, abandoned the moment the run is cancelled. Null when the image cannot be read (skipped). */
-  private async predict(context: JobContext, annotation: Annotation, image: TargetRow & { workspaceId: string }): Promise<PredictedLabels | null> {
+  private async predict(
+    context: JobContext,
+    annotation: Annotation,
+    image: TargetRow & { workspaceId: string },
+  ): Promise<PredictedLabels | null> {
     let stop = () => {};
     const aborted = new Promise<never>((_, reject) => {
-      stop = () => reject(context.signal.reason instanceof Error ? context.signal.reason : new Error(String(context.signal.reason)));
+      stop = () =>
+        reject(
+          context.signal.reason instanceof Error ? context.signal.reason : new Error(String(context.signal.reason)),
+        );
       if (context.signal.aborted) stop();
       else context.signal.addEventListener('abort', stop, { once: true });
     });
@@ -150,7 +193,13 @@ export class BatchPredictJob implements JobHandler {
    * transaction that first confirms the run still holds the job (a cancel wins over it). An image that got labels
    * meanwhile is left alone unless includeAnnotated; one deleted meanwhile is passed over.
    */
-  private async save(context: JobContext, payload: BatchPredictPayload, image: TargetRow, predicted: PredictedLabels | null, state: BatchProgress): Promise<void> {
+  private async save(
+    context: JobContext,
+    payload: BatchPredictPayload,
+    image: TargetRow,
+    predicted: PredictedLabels | null,
+    state: BatchProgress,
+  ): Promise<void> {
     await context.em.transactional(async (tx) => {
       await context.confirmHeld(tx);
       state.lastImageId = image.id;
@@ -171,7 +220,9 @@ export class BatchPredictJob implements JobHandler {
           const before = { split: now.split, labelCount: now.label_count, hasError: now.error !== null };
           await applyDelta(tx, dataset.id, changeDelta([before], [{ ...before, labelCount: checked.labels.length }]));
           state.annotations += predicted.labels.length;
-          state.classIds = [...new Set([...state.classIds, ...predicted.labels.map((label) => label.classId)])].sort((a, b) => a - b);
+          state.classIds = [...new Set([...state.classIds, ...predicted.labels.map((label) => label.classId)])].sort(
+            (a, b) => a - b,
+          );
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;
           context.log.warn({ imageId: image.id, err: error }, 'auto-annotation could not save the labels of an image');

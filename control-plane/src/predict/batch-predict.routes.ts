@@ -1,6 +1,12 @@
 import { DatasetPath } from '../datasets/dataset.schemas.ts';
 import { defineRoute } from '../http/define-route.ts';
-import { BatchDeleted, BatchDeleteQuery, BatchPredictBody, BatchPredictQueued, BatchStatus } from './batch-predict.schemas.ts';
+import {
+  BatchDeleted,
+  BatchDeleteQuery,
+  BatchPredictBody,
+  BatchPredictQueued,
+  BatchStatus,
+} from './batch-predict.schemas.ts';
 import { ClassMismatch } from './image-predict.schemas.ts';
 
 const PATH = '/api/datasets/:owner/:dataset/predict/batch';
@@ -23,7 +29,7 @@ export const startBatchPredict = defineRoute({
     '(a new hash), its originals are deleted when nothing else uses them; labels are never changed and no version is saved. preview: ' +
     'blurs up to six images into previews without changing any (GET on this path shows them with their URLs and faces per image); ' +
     'previewJobId: applies that finished preview with the same settings (its images get exactly the files it showed; the others are ' +
-    'blurred as it would have); DELETE with previewJobId discards it. Face blur is free (it runs on the control plane\'s CPU, like ' +
+    "blurred as it would have); DELETE with previewJobId discards it. Face blur is free (it runs on the control plane's CPU, like " +
     'blurring on ingest): no credit needed, nothing charged. ' +
     'Errors: 400 bad classMapping, boxScale outside 0.5-1.5, preview with previewJobId, or a preview applied with other settings; 404 imageId ' +
     'or previewJobId not in this dataset; 409 dataset not ready (or an ingest is running), no images left, a run in progress, a connected ' +
@@ -37,15 +43,18 @@ export const startBatchPredict = defineRoute({
   response: { status: 202, description: 'Queued', schema: BatchPredictQueued },
   errors: [400, 402, 403, 404, 409, 422, 503],
   errorBodies: { 422: ClassMismatch },
-  handler: (ctx, { params, body }) => ctx.state.services.batchPredict.start(ctx.state.actor, params.owner, params.dataset, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.batchPredict.start(ctx.state.actor, params.owner, params.dataset, body),
 });
 
 export const batchPredictStatus = defineRoute({
   method: 'GET',
   path: PATH,
   tag: 'Datasets',
-  summary: 'The auto-annotation or face blur run in flight with its progress, and the last finished run until dismissed',
-  description: 'A face blur preview lists its images (previews: imageId, imageUrl, thumbnailUrl, faces) while it runs and after, until applied or discarded.',
+  summary:
+    'The auto-annotation or face blur run in flight with its progress, and the last finished run until dismissed',
+  description:
+    'A face blur preview lists its images (previews: imageId, imageUrl, thumbnailUrl, faces) while it runs and after, until applied or discarded.',
   auth: 'key',
   limit: 'default',
   request: { params: DatasetPath },
@@ -69,7 +78,8 @@ export const stopBatchPredict = defineRoute({
   request: { params: DatasetPath, query: BatchDeleteQuery },
   response: { status: 200, description: 'What was done', schema: BatchDeleted },
   errors: [403, 404, 409],
-  handler: (ctx, { params, query }) => ctx.state.services.batchPredict.stop(ctx.state.actor, params.owner, params.dataset, query.previewJobId),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.batchPredict.stop(ctx.state.actor, params.owner, params.dataset, query.previewJobId),
 });
 
 export const batchPredictRoutes = [startBatchPredict, batchPredictStatus, stopBatchPredict];

@@ -34,7 +34,8 @@ import {
 } from './batch-predict.store.ts';
 import { requireProcessing } from '../datasets/connected-storage.ts';
 
-const RUN_IN_PROGRESS = 'An auto-annotation or face blur run is already in progress on this dataset; wait for it or cancel it (DELETE on the same path)';
+const RUN_IN_PROGRESS =
+  'An auto-annotation or face blur run is already in progress on this dataset; wait for it or cancel it (DELETE on the same path)';
 /** Images the admission probe tries before it gives up finding one small enough to predict on (the run then checks as it goes). */
 const PROBED_IMAGES = 8;
 
@@ -52,7 +53,10 @@ export class BatchPredictService {
   private readonly storage: Storage;
   private readonly predictor: Predictor;
 
-  constructor(em: EntityManager, deps: { config: AppConfig; lifecycle: JobLifecycle; storage: Storage; predictor: Predictor }) {
+  constructor(
+    em: EntityManager,
+    deps: { config: AppConfig; lifecycle: JobLifecycle; storage: Storage; predictor: Predictor },
+  ) {
     this.em = em;
     this.config = deps.config;
     this.lifecycle = deps.lifecycle;
@@ -63,11 +67,19 @@ export class BatchPredictService {
   /**
    * Checks (dataset not ready or a run in progress 409), then starts a face blur (startBlur) or an auto-annotation run.
    */
-  async start(actor: Actor, owner: string, slug: string, body: BatchPredictRequest): Promise<z.input<typeof BatchPredictQueued>> {
+  async start(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: BatchPredictRequest,
+  ): Promise<z.input<typeof BatchPredictQueued>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     await requireProcessing(this.em, dataset, 'Batch labeling');
     const busy = await hasActiveJob(this.em, INGEST_JOB, dataset.id);
-    if (dataset.status !== 'ready' || busy) throw Conflict(`The dataset is not ready (${busy ? 'an ingest is running' : dataset.status}); try again when it is`);
+    if (dataset.status !== 'ready' || busy)
+      throw Conflict(
+        `The dataset is not ready (${busy ? 'an ingest is running' : dataset.status}); try again when it is`,
+      );
     if (await activeRun(this.em, dataset.id)) throw Conflict(RUN_IN_PROGRESS);
     return body.operation === 'blur' ? this.startBlur(dataset, body) : this.startAnnotate(actor, dataset, body);
   }
@@ -77,17 +89,31 @@ export class BatchPredictService {
    * credit 402), then queues the run. The class map goes with the run (the job re-checks it against the dataset's
    * classes as they are then, through the label checks).
    */
-  private async startAnnotate(actor: Actor, dataset: Dataset, body: AnnotateRequest): Promise<z.input<typeof BatchPredictQueued>> {
-    if (dataset.task !== 'depth' && dataset.classNames.length === 0) throw new HttpError(422, 'The dataset has no classes: add the classes to label with first');
+  private async startAnnotate(
+    actor: Actor,
+    dataset: Dataset,
+    body: AnnotateRequest,
+  ): Promise<z.input<typeof BatchPredictQueued>> {
+    if (dataset.task !== 'depth' && dataset.classNames.length === 0)
+      throw new HttpError(422, 'The dataset has no classes: add the classes to label with first');
     const annotation = await prepareAnnotation(this.em, actor, dataset, body);
     const total = await countAnnotateTargets(this.em, dataset.id, body.includeAnnotated);
-    if (total === 0) throw Conflict(body.includeAnnotated ? 'No images left to label: the dataset has no usable images' : 'No images left to label: every image has labels (includeAnnotated runs on labeled images too)');
+    if (total === 0)
+      throw Conflict(
+        body.includeAnnotated
+          ? 'No images left to label: the dataset has no usable images'
+          : 'No images left to label: every image has labels (includeAnnotated runs on labeled images too)',
+      );
     // A model that recorded no class names has them in its export only: one image through it checks the classes now.
     if (annotation.classMap === null) await this.probe(annotation, dataset, body.includeAnnotated);
     const centsPerImage = this.config.batchPredictCentsPerImage;
-    await new BillingService(this.em, this.config).requireCredit(dataset.workspace.id, Math.ceil(total * centsPerImage));
+    await new BillingService(this.em, this.config).requireCredit(
+      dataset.workspace.id,
+      Math.ceil(total * centsPerImage),
+    );
     // A new run replaces the summary of the last: those runs are settled and dismissed.
-    for (const run of await undismissedRuns(this.em, dataset.id)) await this.settleAndDismiss(dataset.workspace.id, run);
+    for (const run of await undismissedRuns(this.em, dataset.id))
+      await this.settleAndDismiss(dataset.workspace.id, run);
     const payload: BatchPredictPayload = {
       operation: 'annotate',
       datasetId: dataset.id,
@@ -109,7 +135,8 @@ export class BatchPredictService {
    * applied or discarded, 400 other settings; no images 409), then queues the run (free: no credit needed).
    */
   private async startBlur(dataset: Dataset, body: BlurRequest): Promise<z.input<typeof BatchPredictQueued>> {
-    if (dataset.reference) throw Conflict('Faces are blurred in stored images only: this dataset is read in place from connected storage');
+    if (dataset.reference)
+      throw Conflict('Faces are blurred in stored images only: this dataset is read in place from connected storage');
     try {
       new FaceDetector(this.config.faceDetectorPath).requireModel();
     } catch (error) {
@@ -120,12 +147,21 @@ export class BatchPredictService {
     if (imageId) {
       const image = await imageErrorAndReference(this.em, imageId, dataset.id);
       if (!image) throw NotFound(`Image ${imageId} not found in this dataset`);
-      if (image.error || image.referenceKey) throw Conflict(`Image ${imageId} cannot be blurred: ${image.error ? `it could not be decoded (${image.error})` : 'it is read in place from connected storage'}`);
+      if (image.error || image.referenceKey)
+        throw Conflict(
+          `Image ${imageId} cannot be blurred: ${image.error ? `it could not be decoded (${image.error})` : 'it is read in place from connected storage'}`,
+        );
     }
-    if (body.previewJobId) await checkPreviewToApply(this.em, dataset.id, body.previewJobId, { confidence: body.confidence, boxScale: body.boxScale, imageId });
+    if (body.previewJobId)
+      await checkPreviewToApply(this.em, dataset.id, body.previewJobId, {
+        confidence: body.confidence,
+        boxScale: body.boxScale,
+        imageId,
+      });
     const count = await countBlurTargets(this.em, dataset.id, imageId);
     if (count === 0) throw Conflict('No images to blur: the dataset has no stored, decodable images');
-    for (const run of await undismissedRuns(this.em, dataset.id)) await this.settleAndDismiss(dataset.workspace.id, run);
+    for (const run of await undismissedRuns(this.em, dataset.id))
+      await this.settleAndDismiss(dataset.workspace.id, run);
     const payload: BatchBlurPayload = {
       operation: 'blur',
       datasetId: dataset.id,
@@ -140,11 +176,22 @@ export class BatchPredictService {
   }
 
   /** Queues the run (marking the preview it applies as applied, in the same transaction: 409 if another run did first). */
-  private async enqueue(dataset: Dataset, payload: Record<string, unknown>, appliesPreview: string | null = null): Promise<z.input<typeof BatchPredictQueued>> {
+  private async enqueue(
+    dataset: Dataset,
+    payload: Record<string, unknown>,
+    appliesPreview: string | null = null,
+  ): Promise<z.input<typeof BatchPredictQueued>> {
     try {
       const job = await this.em.transactional(async (em) => {
-        const queued = await enqueueJob(em, { kind: BATCH_PREDICT_JOB, workspaceId: dataset.workspace.id, subjectId: dataset.id, payload, exclusive: true });
-        if (appliesPreview && !(await markPreviewApplied(em, appliesPreview, queued.id))) throw Conflict(`Preview ${appliesPreview} was applied or discarded meanwhile; start a new preview`);
+        const queued = await enqueueJob(em, {
+          kind: BATCH_PREDICT_JOB,
+          workspaceId: dataset.workspace.id,
+          subjectId: dataset.id,
+          payload,
+          exclusive: true,
+        });
+        if (appliesPreview && !(await markPreviewApplied(em, appliesPreview, queued.id)))
+          throw Conflict(`Preview ${appliesPreview} was applied or discarded meanwhile; start a new preview`);
         return queued;
       });
       return { jobId: job.id };
@@ -162,7 +209,10 @@ export class BatchPredictService {
     const images = await firstAnnotateTargets(this.em, dataset.id, includeAnnotated, PROBED_IMAGES);
     for (const image of images) {
       try {
-        await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image, workspaceId: dataset.workspace.id });
+        await annotateImage(this.em, this.predictor, this.storage, annotation, {
+          ...image,
+          workspaceId: dataset.workspace.id,
+        });
         return;
       } catch (error) {
         if (!(error instanceof HttpError && error.status === 413)) throw error;
@@ -184,11 +234,17 @@ export class BatchPredictService {
    * Cancels the run in flight (it stops after the image in hand), else settles and dismisses the last summary. With
    * previewJobId: discards that face blur preview (cancelled if running; its prepared images deleted).
    */
-  async stop(actor: Actor, owner: string, slug: string, previewJobId: string | undefined): Promise<z.input<typeof BatchDeleted>> {
+  async stop(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    previewJobId: string | undefined,
+  ): Promise<z.input<typeof BatchDeleted>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'edit');
     if (previewJobId) return this.discardPreview(dataset, previewJobId);
     const active = await activeRun(this.em, dataset.id);
-    if (active && (await this.lifecycle.requestCancel(this.em, active.id))) return { action: 'cancelled', jobId: active.id };
+    if (active && (await this.lifecycle.requestCancel(this.em, active.id)))
+      return { action: 'cancelled', jobId: active.id };
     const [last] = await undismissedRuns(this.em, dataset.id);
     if (!last) return { action: 'none', jobId: null };
     await this.settleAndDismiss(dataset.workspace.id, last);
@@ -198,10 +254,14 @@ export class BatchPredictService {
   /** A preview in flight is cancelled (its job deletes what it prepared); a finished one's prepared images are deleted. */
   private async discardPreview(dataset: Dataset, previewJobId: string): Promise<z.input<typeof BatchDeleted>> {
     const preview = await previewOf(this.em, dataset.id, previewJobId);
-    if (preview.result?.appliedBy) throw Conflict(`Preview ${previewJobId} was applied (run ${preview.result.appliedBy}); there is nothing to discard`);
+    if (preview.result?.appliedBy)
+      throw Conflict(
+        `Preview ${previewJobId} was applied (run ${preview.result.appliedBy}); there is nothing to discard`,
+      );
     if (preview.result?.discarded) return { action: 'none', jobId: null };
     if (await this.lifecycle.requestCancel(this.em, preview.id)) return { action: 'cancelled', jobId: preview.id };
-    if (!(await markPreviewDiscarded(this.em, preview.id))) throw Conflict(`Preview ${previewJobId} was applied meanwhile; there is nothing to discard`);
+    if (!(await markPreviewDiscarded(this.em, preview.id)))
+      throw Conflict(`Preview ${previewJobId} was applied meanwhile; there is nothing to discard`);
     const files = (preview.progress?.previews ?? []).flatMap((image) => (image.blurred ? [image.blurred] : []));
     await releaseImageBlobs(this.em, this.storage, dataset.workspace.id, files);
     return { action: 'dismissed', jobId: preview.id };
@@ -209,7 +269,12 @@ export class BatchPredictService {
 
   /** Charges the run if its end did not (its process died), then hides its summary. */
   private async settleAndDismiss(workspaceId: string, run: BatchRunRow): Promise<void> {
-    await chargeRun(this.em, this.config, { id: run.id, workspaceId, payload: run.payload, processed: run.progress?.processed ?? 0 });
+    await chargeRun(this.em, this.config, {
+      id: run.id,
+      workspaceId,
+      payload: run.payload,
+      processed: run.progress?.processed ?? 0,
+    });
     await dismissRun(this.em, run.id);
   }
 }
@@ -217,7 +282,15 @@ export class BatchPredictService {
 function settingsOf(run: BatchRunRow) {
   const { payload } = run;
   if (payload.operation === 'blur') {
-    return { id: run.id, operation: 'blur' as const, preview: payload.preview, confidence: payload.confidence, boxScale: payload.boxScale, ...(payload.imageId && { imageId: payload.imageId }), datasetVersion: null };
+    return {
+      id: run.id,
+      operation: 'blur' as const,
+      preview: payload.preview,
+      confidence: payload.confidence,
+      boxScale: payload.boxScale,
+      ...(payload.imageId && { imageId: payload.imageId }),
+      datasetVersion: null,
+    };
   }
   return {
     id: run.id,
@@ -239,7 +312,10 @@ function activeView(run: BatchRunRow): NonNullable<z.input<typeof BatchStatus>['
   };
 }
 
-function finishedView(run: BatchRunRow, previews: Awaited<ReturnType<typeof previewsOf>>): NonNullable<z.input<typeof BatchStatus>['lastRun']> {
+function finishedView(
+  run: BatchRunRow,
+  previews: Awaited<ReturnType<typeof previewsOf>>,
+): NonNullable<z.input<typeof BatchStatus>['lastRun']> {
   const progress = run.progress ?? {};
   return {
     ...settingsOf(run),

@@ -121,12 +121,20 @@ export function undismissedRuns(em: EntityManager, datasetId: string): Promise<B
  * it ended).
  */
 export async function dismissRun(em: EntityManager, jobId: string): Promise<void> {
-  await query(em, `update jobs set result = coalesce(result, '{}'::jsonb) || '{"dismissed": true}'::jsonb, updated_at = now() where id = ?`, [jobId]);
+  await query(
+    em,
+    `update jobs set result = coalesce(result, '{}'::jsonb) || '{"dismissed": true}'::jsonb, updated_at = now() where id = ?`,
+    [jobId],
+  );
 }
 
 /** One of the dataset's runs, any state. */
 export async function runOf(em: EntityManager, datasetId: string, jobId: string): Promise<BatchRunRow | undefined> {
-  const [row] = await query<BatchRunRow>(em, `select ${RUN_COLUMNS} from jobs j where j.kind = ? and j.subject_id = ? and j.id = ?`, [BATCH_PREDICT_JOB, datasetId, jobId]);
+  const [row] = await query<BatchRunRow>(
+    em,
+    `select ${RUN_COLUMNS} from jobs j where j.kind = ? and j.subject_id = ? and j.id = ?`,
+    [BATCH_PREDICT_JOB, datasetId, jobId],
+  );
   return row;
 }
 
@@ -156,12 +164,22 @@ export async function markPreviewDiscarded(em: EntityManager, previewJobId: stri
 }
 
 /** The run's state as last committed (see BatchProgress, BlurProgress). */
-export async function readProgress<P extends JobProgress = BatchProgress>(em: EntityManager, jobId: string): Promise<Partial<P>> {
+export async function readProgress<P extends JobProgress = BatchProgress>(
+  em: EntityManager,
+  jobId: string,
+): Promise<Partial<P>> {
   const [row] = await query<{ progress: Partial<P> | null }>(em, 'select progress from jobs where id = ?', [jobId]);
   return row?.progress ?? {};
 }
 
 /** Writes the run's state in the transaction `tx` that also saves its labels (the caller confirmed it holds the job). */
-export async function writeProgress(tx: EntityManager, jobId: string, progress: BatchProgress | BlurProgress): Promise<void> {
-  await query(tx, 'update jobs set progress = ?::jsonb, updated_at = now() where id = ?', [JSON.stringify(progress), jobId]);
+export async function writeProgress(
+  tx: EntityManager,
+  jobId: string,
+  progress: BatchProgress | BlurProgress,
+): Promise<void> {
+  await query(tx, 'update jobs set progress = ?::jsonb, updated_at = now() where id = ?', [
+    JSON.stringify(progress),
+    jobId,
+  ]);
 }

@@ -4,7 +4,11 @@ import { HttpError, Invalid } from '../http/errors.ts';
 /** Model class names shown in a 422 before they are cut short. */
 const NAMES_SHOWN = 20;
 
-const listed = (names: string[]) => names.slice(0, NAMES_SHOWN).map((name) => `"${name}"`).join(', ') + (names.length > NAMES_SHOWN ? `, and ${names.length - NAMES_SHOWN} more` : '');
+const listed = (names: string[]) =>
+  names
+    .slice(0, NAMES_SHOWN)
+    .map((name) => `"${name}"`)
+    .join(', ') + (names.length > NAMES_SHOWN ? `, and ${names.length - NAMES_SHOWN} more` : '');
 
 /**
  * The dataset class index for each model class (null: its predictions are dropped). With classMapping: one entry per
@@ -13,14 +17,22 @@ const listed = (names: string[]) => names.slice(0, NAMES_SHOWN).map((name) => `"
  * adopt use); a model class with no such dataset class is a class mismatch (422 naming them, with unmatchedClasses),
  * so no prediction is silently dropped: pass a classMapping with null for the classes to leave out.
  */
-export function resolveClassMap(datasetClasses: string[], modelClasses: string[], classMapping: Array<number | null> | null | undefined): Array<number | null> {
+export function resolveClassMap(
+  datasetClasses: string[],
+  modelClasses: string[],
+  classMapping: Array<number | null> | null | undefined,
+): Array<number | null> {
   if (classMapping) {
     if (classMapping.length !== modelClasses.length) {
-      throw Invalid(`classMapping: has ${classMapping.length} entries; the model has ${modelClasses.length} classes (${listed(modelClasses)}), one entry each, in order`);
+      throw Invalid(
+        `classMapping: has ${classMapping.length} entries; the model has ${modelClasses.length} classes (${listed(modelClasses)}), one entry each, in order`,
+      );
     }
     classMapping.forEach((to, index) => {
       if (to !== null && to >= datasetClasses.length) {
-        throw Invalid(`classMapping[${index}]: ${to} is out of range; the dataset has ${datasetClasses.length} class${datasetClasses.length === 1 ? '' : 'es'}`);
+        throw Invalid(
+          `classMapping[${index}]: ${to} is out of range; the dataset has ${datasetClasses.length} class${datasetClasses.length === 1 ? '' : 'es'}`,
+        );
       }
     });
     return classMapping;

@@ -32,9 +32,21 @@ export class ImagePredictService {
       throw error;
     }
     const { dataset } = image!;
-    refuseConnected(dataset, 'auto-annotating its images is not available; label them in a dataset of their own (adopt copies them)');
+    refuseConnected(
+      dataset,
+      'auto-annotating its images is not available; label them in a dataset of their own (adopt copies them)',
+    );
     const annotation = await prepareAnnotation(this.em, actor, dataset, request);
-    const predicted = await annotateImage(this.em, this.predictor, this.storage, annotation, { ...image!, workspaceId: dataset.workspace.id });
-    return { success: true, predictions: predicted.labels, confidences: predicted.confidences, modelUsed: request.modelId, inferenceTime: Math.round(predicted.milliseconds * 10) / 10 };
+    const predicted = await annotateImage(this.em, this.predictor, this.storage, annotation, {
+      ...image!,
+      workspaceId: dataset.workspace.id,
+    });
+    return {
+      success: true,
+      predictions: predicted.labels,
+      confidences: predicted.confidences,
+      modelUsed: request.modelId,
+      inferenceTime: Math.round(predicted.milliseconds * 10) / 10,
+    };
   }
 }

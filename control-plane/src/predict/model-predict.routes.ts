@@ -27,7 +27,11 @@ export const predictModel = defineRoute({
   auth: 'optional',
   limit: 'predict',
   request: { params: ModelPath },
-  streamedBody: { contentType: 'multipart/form-data', description: 'The image and the parameters', schema: PredictForm },
+  streamedBody: {
+    contentType: 'multipart/form-data',
+    description: 'The image and the parameters',
+    schema: PredictForm,
+  },
   response: { status: 200, description: 'The predictions', schema: PredictResponse },
   errors: [400, 404, 409, 413, 422, 503],
   handler: (ctx, { params }) => ctx.state.services.modelPredict.predict(ctx.state.actor, params, ctx.req),

@@ -3,7 +3,14 @@ import { z } from 'zod';
 
 /** The request body as documented (multipart/form-data, or urlencoded with source). */
 export const PredictForm = PredictParameters.extend({
-  file: z.string().optional().meta({ format: 'binary', description: 'The image (JPEG, PNG, WebP, BMP, TIFF, …), required unless source is given; at most PREDICT_MAX_BYTES' }),
+  file: z
+    .string()
+    .optional()
+    .meta({
+      format: 'binary',
+      description:
+        'The image (JPEG, PNG, WebP, BMP, TIFF, …), required unless source is given; at most PREDICT_MAX_BYTES',
+    }),
 });
 
 const Box = z.object({
@@ -25,16 +32,27 @@ const ResultRow = z.object({
   pixel_ratio: z.number().optional(),
   box: Box.optional().meta({ description: 'Pixels (or 0-1 with normalize); obb: the four corners' }),
   segments: z.object({ x: z.array(z.number()), y: z.array(z.number()) }).optional(),
-  keypoints: z.object({ x: z.array(z.number()), y: z.array(z.number()), visible: z.array(z.number()).optional() }).optional(),
+  keypoints: z
+    .object({ x: z.array(z.number()), y: z.array(z.number()), visible: z.array(z.number()).optional() })
+    .optional(),
 });
 
-const Png = { shape: z.array(z.number().int()).meta({ description: '[height, width]' }), encoding: z.literal('png'), data: z.string().meta({ description: 'Base64 PNG' }) };
+const Png = {
+  shape: z.array(z.number().int()).meta({ description: '[height, width]' }),
+  encoding: z.literal('png'),
+  data: z.string().meta({ description: 'Base64 PNG' }),
+};
 
 const PredictedImage = z.object({
   shape: z.array(z.number().int()).meta({ description: '[height, width] of the input image' }),
-  speed: z.object({ preprocess: z.number(), inference: z.number(), postprocess: z.number() }).meta({ description: 'Milliseconds' }),
+  speed: z
+    .object({ preprocess: z.number(), inference: z.number(), postprocess: z.number() })
+    .meta({ description: 'Milliseconds' }),
   results: z.array(ResultRow),
-  semantic_mask: z.object(Png).optional().meta({ description: 'Semantic models: the class index of every pixel, an 8-bit grey PNG' }),
+  semantic_mask: z
+    .object(Png)
+    .optional()
+    .meta({ description: 'Semantic models: the class index of every pixel, an 8-bit grey PNG' }),
   depth: z
     .object({ ...Png, min: z.number(), max: z.number(), bits: z.union([z.literal(8), z.literal(12), z.literal(16)]) })
     .optional()

@@ -33,7 +33,10 @@ export class ModelPredictService {
     const startedAt = performance.now();
     // Public models: anyone (anonymous included); another workspace's private model: 404.
     const model = await findModelRef(this.em, actor, at.owner, at.project, at.model, 'view');
-    if (!model.fileKey) throw Conflict(`Model ${at.owner}/${at.project}/${at.model} has no weights yet: train it or upload its weights first`);
+    if (!model.fileKey)
+      throw Conflict(
+        `Model ${at.owner}/${at.project}/${at.model} has no weights yet: train it or upload its weights first`,
+      );
     const { parameters, image } = await readPredictInput(request, this.bound, this.fetchSource);
     const run = await this.predictor.run(this.em, model, image, {
       conf: parameters.conf,

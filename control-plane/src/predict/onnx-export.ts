@@ -22,7 +22,9 @@ export function trainingImgsz(model: Pick<Model, 'trainArgs'>): number | undefin
 /** Predict's ONNX export: dynamic (any size at predict time), at the training size rounded up to the exporter's 32. */
 export function onnxExportArgs(model: Pick<Model, 'trainArgs'>): ExportArgs {
   const trained = trainingImgsz(model);
-  return trained === undefined ? { dynamic: true } : { dynamic: true, imgsz: Math.min(8192, Math.max(32, Math.ceil(trained / 32) * 32)) };
+  return trained === undefined
+    ? { dynamic: true }
+    : { dynamic: true, imgsz: Math.min(8192, Math.max(32, Math.ceil(trained / 32) * 32)) };
 }
 
 /** Queues (or finds) the model's automatic ONNX export: when it gets weights, and again by predict when it is missing. */
@@ -35,13 +37,19 @@ export function queueOnnxExport(exports: ExportService, model: Model): Promise<E
  * queued when there is none, or the last failed). When no host can make it now (no host connected), an ONNX export of
  * the same weights made earlier with other arguments serves. 503 when it is not there in time, failed, or cannot be made.
  */
-export async function completedOnnxExport(em: EntityManager, exports: ExportService, model: Model, waitSeconds: number): Promise<string> {
+export async function completedOnnxExport(
+  em: EntityManager,
+  exports: ExportService,
+  model: Model,
+  waitSeconds: number,
+): Promise<string> {
   const deadline = Date.now() + waitSeconds * 1000;
   let record: ExportRecord | undefined;
   try {
     record = await queueOnnxExport(exports, model);
   } catch (error) {
-    const existing = error instanceof HttpError && error.status === 503 ? await exports.completedOfWeights(model, 'onnx') : undefined;
+    const existing =
+      error instanceof HttpError && error.status === 503 ? await exports.completedOfWeights(model, 'onnx') : undefined;
     if (existing) return existing;
     throw error;
   }
@@ -49,9 +57,15 @@ export async function completedOnnxExport(em: EntityManager, exports: ExportServ
     await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
     record = await exportById(em, record.id);
   }
-  if (!record) throw Unavailable('The model\'s ONNX export was deleted while this predict waited for it; try again');
+  if (!record) throw Unavailable("The model's ONNX export was deleted while this predict waited for it; try again");
   if (record.status === 'completed' && record.fileKey) return record.fileKey;
-  if (record.status === 'failed') throw Unavailable(`The model's ONNX export failed (${record.error ?? 'no reason recorded'}); the next predict queues it again`);
-  if (record.status === 'cancelled') throw Unavailable("The model's ONNX export was cancelled; the next predict queues it again");
-  throw Unavailable(`The model's ONNX export (export ${record.id}, needed for predict) is still ${record.status} after ${waitSeconds} s; try again shortly`);
+  if (record.status === 'failed')
+    throw Unavailable(
+      `The model's ONNX export failed (${record.error ?? 'no reason recorded'}); the next predict queues it again`,
+    );
+  if (record.status === 'cancelled')
+    throw Unavailable("The model's ONNX export was cancelled; the next predict queues it again");
+  throw Unavailable(
+    `The model's ONNX export (export ${record.id}, needed for predict) is still ${record.status} after ${waitSeconds} s; try again shortly`,
+  );
 }

@@ -64,7 +64,14 @@ export class OnnxFiles {
 
   private async trim(keep: string): Promise<void> {
     const names = (await readdir(this.dir)).filter((name) => name.endsWith('.onnx'));
-    const files = (await Promise.all(names.map(async (name) => ({ path: join(this.dir, name), info: await stat(join(this.dir, name)).catch(() => undefined) }))))
+    const files = (
+      await Promise.all(
+        names.map(async (name) => ({
+          path: join(this.dir, name),
+          info: await stat(join(this.dir, name)).catch(() => undefined),
+        })),
+      )
+    )
       .flatMap(({ path, info }) => (info ? [{ path, size: info.size, used: info.mtimeMs }] : []))
       .sort((a, b) => a.used - b.used);
     let total = files.reduce((sum, entry) => sum + entry.size, 0);

@@ -55,10 +55,18 @@ export class OnnxPredictor implements Predictor {
     const remembered = `${model.id}\0${model.fileKey}\0${JSON.stringify(onnxExportArgs(model))}`;
     const cached = this.artifacts.get(remembered);
     // The remembered artifact may be gone (its export deleted): then the exports are asked again.
-    const artifact = (cached !== undefined && (await this.files.local(cached).then((local) => ({ key: cached, ...local }), () => undefined))) || (await this.lookUp(em, model, remembered));
+    const artifact =
+      (cached !== undefined &&
+        (await this.files.local(cached).then(
+          (local) => ({ key: cached, ...local }),
+          () => undefined,
+        ))) ||
+      (await this.lookUp(em, model, remembered));
     try {
       // Each workspace's models run in processes of its own: a hostile export stalls only its own workspace.
-      return await withDecodeMemory(decodeMemory, () => this.pool.run({ ...artifact, partition: model.workspace.id }, image, options, MAX_IMAGE_PIXELS));
+      return await withDecodeMemory(decodeMemory, () =>
+        this.pool.run({ ...artifact, partition: model.workspace.id }, image, options, MAX_IMAGE_PIXELS),
+      );
     } catch (error) {
       if (!(error instanceof InferenceError)) throw error;
       if (error.kind === 'image') throw Invalid(`The input is not an image this server can read: ${error.message}`);
@@ -75,7 +83,9 @@ export class OnnxPredictor implements Predictor {
     const exports = new ExportService(em, this.deps);
     const key = await completedOnnxExport(em, exports, model, this.deps.config.predictExportWaitSeconds);
     const local = await this.files.local(key).catch((error: Error) => {
-      throw Unavailable(`The model's ONNX export cannot be read from storage (${error.message}); delete the export so that the next predict makes it again`);
+      throw Unavailable(
+        `The model's ONNX export cannot be read from storage (${error.message}); delete the export so that the next predict makes it again`,
+      );
     });
     if (this.artifacts.size >= MAX_REMEMBERED) this.artifacts.clear();
     this.artifacts.set(remembered, key);

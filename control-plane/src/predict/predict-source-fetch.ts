@@ -9,7 +9,12 @@ const SOURCE_TIMEOUT_MS = 15_000;
 export function sourceFetcher(policy: OutboundPolicy, bound: ByteBound): UrlFetcher {
   return async (url) => {
     try {
-      return await fetchBytes(url, { policy, maxBytes: bound.maxBytes, timeoutMs: SOURCE_TIMEOUT_MS, idleTimeoutMs: SOURCE_TIMEOUT_MS });
+      return await fetchBytes(url, {
+        policy,
+        maxBytes: bound.maxBytes,
+        timeoutMs: SOURCE_TIMEOUT_MS,
+        idleTimeoutMs: SOURCE_TIMEOUT_MS,
+      });
     } catch (error) {
       if (!(error instanceof OutboundError)) throw error;
       if (error.kind === 'too-large') throw tooLarge(bound);

@@ -34,9 +34,13 @@ const COMPATIBLE: Record<Task, ModelTask[]> = {
  * Null when a model can label the dataset, else why not (a 422 message): its task must fit (COMPATIBLE), and a pose
  * model must have the dataset's keypoint count (kptShape, known once the model's export was read).
  */
-export function labelingMismatch(target: LabelTarget, model: { task: ModelTask; kptShape?: [number, number] }): string | null {
+export function labelingMismatch(
+  target: LabelTarget,
+  model: { task: ModelTask; kptShape?: [number, number] },
+): string | null {
   const fits = COMPATIBLE[target.task];
-  if (!fits.includes(model.task)) return `A ${model.task} model cannot label a ${target.task} dataset; use a ${fits.join(', ')} model`;
+  if (!fits.includes(model.task))
+    return `A ${model.task} model cannot label a ${target.task} dataset; use a ${fits.join(', ')} model`;
   if (target.task === 'pose' && target.kptShape && model.kptShape && model.kptShape[0] !== target.kptShape[0]) {
     return `The model predicts ${model.kptShape[0]} keypoints; the dataset has ${target.kptShape[0]} (kpt_shape)`;
   }
@@ -54,7 +58,11 @@ const clamp01 = (value: number) => round(Math.min(1, Math.max(0, value)));
  * that would not be valid labels (a box that rounds to nothing, a mask that vanished) are dropped, with their
  * confidence. Call labelingMismatch first: an incompatible pair gives no labels.
  */
-export function predictionLabels(prediction: Prediction, target: LabelTarget, classMap: Array<number | null>): PredictedLabels {
+export function predictionLabels(
+  prediction: Prediction,
+  target: LabelTarget,
+  classMap: Array<number | null>,
+): PredictedLabels {
   const [height, width] = prediction.shape;
   const labels: Label[] = [];
   const confidences: number[] = [];
@@ -78,7 +86,8 @@ export function predictionLabels(prediction: Prediction, target: LabelTarget, cl
     if (classId === null || classId === undefined) return;
     const box = prediction.boxes[row];
     // Corners: obb rows are 4 corners; other rows are [x1, y1, x2, y2], whose rectangle is 4 corners too.
-    const corners = box.length === 8 ? points(box) : points([box[0], box[1], box[2], box[1], box[2], box[3], box[0], box[3]]);
+    const corners =
+      box.length === 8 ? points(box) : points([box[0], box[1], box[2], box[1], box[2], box[3], box[0], box[3]]);
     const xs = corners.filter((_, i) => i % 2 === 0);
     const ys = corners.filter((_, i) => i % 2 === 1);
     const [minX, maxX, minY, maxY] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
@@ -96,7 +105,8 @@ export function predictionLabels(prediction: Prediction, target: LabelTarget, cl
       case 'segment':
       case 'semantic': {
         const polygon = prediction.polygons ? points(prediction.polygons[row] ?? []) : corners;
-        if (polygon.length >= 6) label = target.task === 'segment' ? { classId, segments: polygon, bbox } : { classId, segments: polygon };
+        if (polygon.length >= 6)
+          label = target.task === 'segment' ? { classId, segments: polygon, bbox } : { classId, segments: polygon };
         break;
       }
       case 'pose': {
@@ -117,7 +127,12 @@ export function predictionLabels(prediction: Prediction, target: LabelTarget, cl
  * A pose row's keypoints as the dataset keeps them: pairs, or triples whose visibility is 2 (seen) where the model is
  * confident and 0 (not labeled, at 0, 0) elsewhere. Null when the count differs from the dataset's kpt_shape.
  */
-function poseKeypoints(rows: number[][], kptShape: [number, number] | null, width: number, height: number): number[] | null {
+function poseKeypoints(
+  rows: number[][],
+  kptShape: [number, number] | null,
+  width: number,
+  height: number,
+): number[] | null {
   if (rows.length === 0) return null;
   if (kptShape && kptShape[0] !== rows.length) return null;
   const dims = kptShape?.[1] ?? (rows[0].length === 3 ? 3 : 2);

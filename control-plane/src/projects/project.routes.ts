@@ -34,13 +34,15 @@ export const readProject = defineRoute({
   path: '/api/projects/:owner/:project',
   tag: 'Projects',
   summary: 'One project with summaries of its models (status, metrics, epochs, weights, train args)',
-  description: 'Public projects can be read anonymously; a private project the key cannot view is 404. Models newest first.',
+  description:
+    'Public projects can be read anonymously; a private project the key cannot view is 404. Models newest first.',
   auth: 'optional',
   limit: 'default',
   request: { params: ProjectPath, query: ProjectReadQuery },
   response: { status: 200, description: 'The project', schema: ProjectRead },
   errors: [404],
-  handler: (ctx, { params, query }) => ctx.state.services.projects.read(ctx.state.actor, params.owner, params.project, query.search),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.projects.read(ctx.state.actor, params.owner, params.project, query.search),
 });
 
 export const createProject = defineRoute({
@@ -48,7 +50,8 @@ export const createProject = defineRoute({
   path: '/api/projects',
   tag: 'Projects',
   summary: "Create a project in the key's workspace (editor or above)",
-  description: "`owner` must be the key's own workspace (else 403). A URL name already used in the workspace, including by a project in trash, is 409.",
+  description:
+    "`owner` must be the key's own workspace (else 403). A URL name already used in the workspace, including by a project in trash, is 409.",
   auth: 'key',
   limit: 'default',
   request: { body: ProjectCreate },
@@ -63,14 +66,16 @@ export const updateProject = defineRoute({
   path: '/api/projects/:owner/:project',
   tag: 'Projects',
   summary: 'Change project settings; a new name changes the URL name too',
-  description: 'Editor access, except `starred` alone, which any viewer may set for themselves. A rename answers the new URL name (409 when taken).',
+  description:
+    'Editor access, except `starred` alone, which any viewer may set for themselves. A rename answers the new URL name (409 when taken).',
   auth: 'key',
   limit: 'default',
   request: { params: ProjectPath, body: ProjectPatch },
   documentBody: true,
   response: { status: 200, description: 'Updated', schema: ProjectPatched },
   errors: [403, 404, 409],
-  handler: (ctx, { params, body }) => ctx.state.services.projects.update(ctx.state.actor, params.owner, params.project, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.projects.update(ctx.state.actor, params.owner, params.project, body),
 });
 
 export const deleteProject = defineRoute({
@@ -104,7 +109,8 @@ export const cloneProject = defineRoute({
   request: { params: ProjectPath, body: ProjectClone },
   response: { status: 201, description: 'The copy', schema: ProjectCloned },
   errors: [403, 404, 409],
-  handler: (ctx, { params, body }) => ctx.state.services.projects.clone(ctx.state.actor, params.owner, params.project, body),
+  handler: (ctx, { params, body }) =>
+    ctx.state.services.projects.clone(ctx.state.actor, params.owner, params.project, body),
 });
 
 export const projectRoutes = [listProjects, createProject, readProject, updateProject, deleteProject, cloneProject];

@@ -35,11 +35,22 @@ export const ProjectListQuery = limitQuery(20, 500);
 export const ProjectList = z.object({ projects: z.array(ProjectListItem), total: z.number().int(), region: Region });
 
 export const ProjectReadQuery = z.object({
-  search: z.string().trim().max(200).optional().meta({ description: 'Keeps models whose name or metadata contains this text (case ignored)' }),
+  search: z
+    .string()
+    .trim()
+    .max(200)
+    .optional()
+    .meta({ description: 'Keeps models whose name or metadata contains this text (case ignored)' }),
 });
 export const ProjectRead = z.object({
-  project: ProjectListItem.extend({ metadata: z.record(z.string(), z.unknown()), viewPreferences: z.record(z.string(), z.unknown()), region: Region }),
-  models: z.array(ModelEntry.extend({ epochCount: z.number().int().meta({ description: 'Epochs that training has reported' }) })),
+  project: ProjectListItem.extend({
+    metadata: z.record(z.string(), z.unknown()),
+    viewPreferences: z.record(z.string(), z.unknown()),
+    region: Region,
+  }),
+  models: z.array(
+    ModelEntry.extend({ epochCount: z.number().int().meta({ description: 'Epochs that training has reported' }) }),
+  ),
   isOwner: z.boolean().meta({ description: 'The key belongs to the owning workspace' }),
 });
 
@@ -71,7 +82,11 @@ export const ProjectPatch = z
   })
   .partial()
   .strict();
-export const ProjectPatched = z.object({ success: z.literal(true), project: Slug.meta({ description: 'The current URL name' }), ...StarChange });
+export const ProjectPatched = z.object({
+  success: z.literal(true),
+  project: Slug.meta({ description: 'The current URL name' }),
+  ...StarChange,
+});
 
 export const ProjectDeleted = z.object({
   success: z.literal(true),
@@ -84,9 +99,14 @@ export const ProjectDeleted = z.object({
 
 export const ProjectClone = ProjectCreate.pick({ description: true, visibility: true, license: true, owner: true })
   .extend({
-    project: Slug.optional().meta({ description: 'URL name of the copy; default <source>-copy, then -copy-2, -copy-3… while taken' }),
+    project: Slug.optional().meta({
+      description: 'URL name of the copy; default <source>-copy, then -copy-2, -copy-3… while taken',
+    }),
     name: Name.optional().meta({ description: 'Default: the source name followed by " (copy)"' }),
   })
   // The whole body is optional: no body clones with every default.
   .prefault({});
-export const ProjectCloned = ProjectCreated.extend({ name: z.string(), modelCount: z.number().int().meta({ description: 'Completed models copied' }) });
+export const ProjectCloned = ProjectCreated.extend({
+  name: z.string(),
+  modelCount: z.number().int().meta({ description: 'Completed models copied' }),
+});

@@ -60,14 +60,28 @@ export class ProjectService {
     if (!workspace) throw NotFound(`Workspace "${owner}" not found`);
     const member = roleIn(actor, workspace.id) !== null;
     const where = { workspace, deletedAt: null, ...(member ? {} : { visibility: 'public' as const }) };
-    const [projects, total] = await this.em.findAndCount(Project, where, { limit: options.limit, orderBy: { updatedAt: 'desc', id: 'desc' } });
+    const [projects, total] = await this.em.findAndCount(Project, where, {
+      limit: options.limit,
+      orderBy: { updatedAt: 'desc', id: 'desc' },
+    });
     const ids = projects.map((project) => project.id);
     const starred = await starredAmong(this.em, PROJECT_STARS, actor, ids);
     const counts = await this.modelCounts(ids);
-    return { projects: projects.map((project) => this.listItem(project, owner, starred.has(project.id), counts.get(project.id) ?? 0)), total, region: this.region };
+    return {
+      projects: projects.map((project) =>
+        this.listItem(project, owner, starred.has(project.id), counts.get(project.id) ?? 0),
+      ),
+      total,
+      region: this.region,
+    };
   }
 
-  async read(actor: Actor, owner: string, slug: string, search: string | undefined): Promise<z.input<typeof ProjectRead>> {
+  async read(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    search: string | undefined,
+  ): Promise<z.input<typeof ProjectRead>> {
     const { project, role } = await findProject(this.em, actor, owner, slug, 'view');
     const starred = await starredAmong(this.em, PROJECT_STARS, actor, [project.id]);
     const counts = await this.modelCounts([project.id]);
@@ -111,12 +125,20 @@ export class ProjectService {
     return { id: project.id, owner: key.workspaceHandle, project: project.slug, region: this.region };
   }
 
-  async update(actor: Actor, owner: string, slug: string, patch: z.output<typeof ProjectPatch>): Promise<z.input<typeof ProjectPatched>> {
+  async update(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    patch: z.output<typeof ProjectPatch>,
+  ): Promise<z.input<typeof ProjectPatched>> {
     const { starred, name, ...plain } = patch;
     const needsEdit = name !== undefined || Object.keys(plain).length > 0;
     if (!needsEdit && starred === undefined) throw Invalid('Send at least one field to change');
     const { project } = await findProject(this.em, actor, owner, slug, needsEdit ? 'edit' : 'view');
-    const star = starred === undefined ? {} : { starred, starCount: await setStar(this.em, PROJECT_STARS, project.id, requireKey(actor).userId, starred) };
+    const star =
+      starred === undefined
+        ? {}
+        : { starred, starCount: await setStar(this.em, PROJECT_STARS, project.id, requireKey(actor).userId, starred) };
     if (needsEdit) {
       if (name !== undefined && name !== project.name) {
         project.slug = await renamedSlug(this.em, projectSlugScope(project.workspace.id), name, project.slug);
@@ -137,15 +159,35 @@ export class ProjectService {
       if (!(await trashProject(em, project.id, deletedAt))) throw NotFound(`Project ${owner}/${slug} not found`);
       const models = await trashModelsWithProject(em, project.id, deletedAt);
       // Their deployments go for good with the move to trash, or neither happens.
-      await deleteDeploymentsOf(em, this.lifecycle, models.map((model) => model.id));
+      await deleteDeploymentsOf(
+        em,
+        this.lifecycle,
+        models.map((model) => model.id),
+      );
       return models;
     });
-    await cancelExportsOf(this.em, this.lifecycle, cascaded.map((model) => model.id));
-    return { success: true, project: project.slug, deletedAt: deletedAt.toISOString(), cascadedModels: cascaded.length, trashedModels: cascaded, daysRemaining: TRASH_DAYS };
+    await cancelExportsOf(
+      this.em,
+      this.lifecycle,
+      cascaded.map((model) => model.id),
+    );
+    return {
+      success: true,
+      project: project.slug,
+      deletedAt: deletedAt.toISOString(),
+      cascadedModels: cascaded.length,
+      trashedModels: cascaded,
+      daysRemaining: TRASH_DAYS,
+    };
   }
 
   /** Copies a project the key can view, with its completed models, into the key's workspace; weights are shared, not copied. */
-  async clone(actor: Actor, owner: string, slug: string, body: z.output<typeof ProjectClone>): Promise<z.input<typeof ProjectCloned>> {
+  async clone(
+    actor: Actor,
+    owner: string,
+    slug: string,
+    body: z.output<typeof ProjectClone>,
+  ): Promise<z.input<typeof ProjectCloned>> {
     const { project: source } = await findProject(this.em, actor, owner, slug, 'view');
     const key = requireEditorOfOwn(actor, body.owner, 'clone into that workspace');
     const scope = projectSlugScope(key.workspaceId);
@@ -168,7 +210,14 @@ export class ProjectService {
       const models = await em.find(Model, { project: source, status: 'completed', deletedAt: null });
       const copies = models.map((model) => copyModel(em, model, clone, { slug: model.slug }));
       await em.flush();
-      const answer = { id: clone.id, owner: key.workspaceHandle, project: clone.slug, name: clone.name, modelCount: models.length, region: this.region };
+      const answer = {
+        id: clone.id,
+        owner: key.workspaceHandle,
+        project: clone.slug,
+        name: clone.name,
+        modelCount: models.length,
+        region: this.region,
+      };
       return { answer, modelIds: copies.filter((copy) => copy.fileKey).map((copy) => copy.id) };
     });
     await this.weightsArrived?.(modelIds);
@@ -183,12 +232,20 @@ export class ProjectService {
 
   /** The project's models as its read lists them, with the epochs their trainings reported. */
   private async modelEntries(models: Model[]): Promise<z.input<typeof ProjectRead>['models']> {
-    const reported = await reportedEpochCounts(this.em, models.map((model) => model.id));
+    const reported = await reportedEpochCounts(
+      this.em,
+      models.map((model) => model.id),
+    );
     const epochCounts = new Map(reported.map((row) => [row.model_id, Number(row.epochs)]));
     return models.map((model) => ({ ...modelEntry(model), epochCount: epochCounts.get(model.id) ?? 0 }));
   }
 
-  private listItem(project: Project, owner: string, starred: boolean, modelCount: number): z.input<typeof ProjectListItem> {
+  private listItem(
+    project: Project,
+    owner: string,
+    starred: boolean,
+    modelCount: number,
+  ): z.input<typeof ProjectListItem> {
     return {
       id: project.id,
       owner,

@@ -7,7 +7,11 @@ import { query } from '../db/sql.ts';
  * (holdProject) to be committed.
  */
 export async function trashProject(em: EntityManager, projectId: string, deletedAt: Date): Promise<boolean> {
-  const [trashed] = await query(em, 'update projects set deleted_at = ?, updated_at = ? where id = ? and deleted_at is null returning id', [deletedAt, deletedAt, projectId]);
+  const [trashed] = await query(
+    em,
+    'update projects set deleted_at = ?, updated_at = ? where id = ? and deleted_at is null returning id',
+    [deletedAt, deletedAt, projectId],
+  );
   return trashed !== undefined;
 }
 
@@ -34,8 +38,14 @@ export async function lockTrashedProject(em: EntityManager, projectId: string, w
 }
 
 /** Claims the first project in trash in scope that no other transaction has locked (oldest deletion first). */
-export async function claimTrashedProject(em: EntityManager, scope: { workspaceId?: string; deletedBefore?: Date }): Promise<string | undefined> {
-  const conditions = [scope.workspaceId ? 'and p.workspace_id = ?' : '', scope.deletedBefore ? 'and p.deleted_at < ?' : ''].join(' ');
+export async function claimTrashedProject(
+  em: EntityManager,
+  scope: { workspaceId?: string; deletedBefore?: Date },
+): Promise<string | undefined> {
+  const conditions = [
+    scope.workspaceId ? 'and p.workspace_id = ?' : '',
+    scope.deletedBefore ? 'and p.deleted_at < ?' : '',
+  ].join(' ');
   const params = [scope.workspaceId, scope.deletedBefore].filter((value) => value !== undefined);
   const [claimed] = await query<{ id: string }>(
     em,
@@ -47,6 +57,10 @@ export async function claimTrashedProject(em: EntityManager, scope: { workspaceI
 
 /** Deletes the project (its models cascade); returns its workspace. */
 export async function deleteProject(em: EntityManager, projectId: string): Promise<string> {
-  const [{ workspace_id }] = await query<{ workspace_id: string }>(em, `delete from projects where id = ? returning workspace_id`, [projectId]);
+  const [{ workspace_id }] = await query<{ workspace_id: string }>(
+    em,
+    `delete from projects where id = ? returning workspace_id`,
+    [projectId],
+  );
   return workspace_id;
 }

@@ -6,7 +6,13 @@ import type { Orm } from '../db/orm.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
-import { lockQueuedJobs, queuedHostJobs, runningHostJob, runningJobsOnHost, type QueuedHostJobRow } from '../jobs/job.store.ts';
+import {
+  lockQueuedJobs,
+  queuedHostJobs,
+  runningHostJob,
+  runningJobsOnHost,
+  type QueuedHostJobRow,
+} from '../jobs/job.store.ts';
 import type { HostJobAttempt, HostJobKind } from './host-job-kinds.ts';
 import { placeJobs, type QueuedJob } from './placement.ts';
 
@@ -58,7 +64,11 @@ export class HostScheduler {
   /** Every status change of the jobs it schedules, settled with its kinds' bookkeeping. */
   readonly lifecycle: JobLifecycle;
 
-  constructor(orm: Orm, kinds: Record<string, HostJobKind>, options: { log: Logger; graceSeconds: number; lifecycle: JobLifecycle }) {
+  constructor(
+    orm: Orm,
+    kinds: Record<string, HostJobKind>,
+    options: { log: Logger; graceSeconds: number; lifecycle: JobLifecycle },
+  ) {
     this.orm = orm;
     this.kinds = kinds;
     this.log = options.log.child({ component: 'scheduler' });
@@ -76,7 +86,13 @@ export class HostScheduler {
       if (payload === SETTLE_JOBS) void this.tick();
       else if (payload === REQUEUED_HOST_JOBS || payload in this.kinds) this.wakeAll();
     });
-    notifications.on(JOB_CANCEL_CHANNEL, (jobId) => void this.forwardCancel(jobId).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')));
+    notifications.on(
+      JOB_CANCEL_CHANNEL,
+      (jobId) =>
+        void this.forwardCancel(jobId).catch((error) =>
+          this.log.warn({ err: error, jobId }, 'forwarding a cancel failed'),
+        ),
+    );
     notifications.onReconnect(() => this.wakeAll());
   }
 
@@ -159,7 +175,8 @@ export class HostScheduler {
   private async tick(): Promise<void> {
     try {
       const released = await this.lifecycle.releaseExpired(this.em(), this.graceSeconds);
-      for (const job of released) this.log.warn({ jobId: job.id, status: job.status }, 'released a job whose host was lost');
+      for (const job of released)
+        this.log.warn({ jobId: job.id, status: job.status }, 'released a job whose host was lost');
     } catch (error) {
       this.log.warn({ err: error }, 'releasing lost jobs failed');
     }
@@ -174,7 +191,13 @@ export class HostScheduler {
     if (!host) return;
     const grace = this.kinds[row!.kind]?.cancelGraceSeconds;
     if (grace && !graceOver) {
-      setTimeout(() => void this.forwardCancel(jobId, true).catch((error) => this.log.warn({ err: error, jobId }, 'forwarding a cancel failed')), grace * 1000).unref();
+      setTimeout(
+        () =>
+          void this.forwardCancel(jobId, true).catch((error) =>
+            this.log.warn({ err: error, jobId }, 'forwarding a cancel failed'),
+          ),
+        grace * 1000,
+      ).unref();
       return;
     }
     host.send({ type: 'job.cancel', jobId, reason: 'cancelled by a user' });
@@ -204,23 +227,26 @@ export class HostScheduler {
           region: host.region,
           services: host.services,
         },
-        queue.map(
-          (row): QueuedJob => ({
-            id: row.id,
-            gpuType: row.gpu_type,
-            gpuCount: row.gpu_count,
-            memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes),
-            toolchain: row.toolchain,
-            region: row.region,
-            service: row.service,
-          }),
-        ),
+        queue.map((row): QueuedJob => ({
+          id: row.id,
+          gpuType: row.gpu_type,
+          gpuCount: row.gpu_count,
+          memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes),
+          toolchain: row.toolchain,
+          region: row.region,
+          service: row.service,
+        })),
       );
       const rows = new Map(queue.map((row) => [row.id, row]));
       // Only the jobs this host takes are locked: a host that cannot run a job must not hide it from one that can (a
       // locked row is skipped, and the host that skipped it would wait for the next tick). Taken meanwhile: try again.
       const locked = placements.length
-        ? new Set(await lockQueuedJobs(em, placements.map((placement) => placement.jobId)))
+        ? new Set(
+            await lockQueuedJobs(
+              em,
+              placements.map((placement) => placement.jobId),
+            ),
+          )
         : new Set<string>();
       const messages: ServerMessage[] = [];
       for (const placement of placements) {
@@ -242,7 +268,10 @@ export class HostScheduler {
     });
     // A host that dropped meanwhile never gets these; when it reconnects without them they are requeued.
     for (const message of assignments) {
-      this.log.info({ jobId: message.type === 'job.assign' ? message.jobId : undefined, hostId: host.hostId }, 'job assigned');
+      this.log.info(
+        { jobId: message.type === 'job.assign' ? message.jobId : undefined, hostId: host.hostId },
+        'job assigned',
+      );
       host.send(message);
     }
     return missed;
@@ -251,7 +280,10 @@ export class HostScheduler {
   /** The attempt's spec with the assigned GPUs, or the reason it cannot run. */
   private async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec | string> {
     try {
-      const spec = { ...(await this.kinds[attempt.kind].spec(em, attempt)), gpus: { count: attempt.gpuIndexes.length, indexes: attempt.gpuIndexes } };
+      const spec = {
+        ...(await this.kinds[attempt.kind].spec(em, attempt)),
+        gpus: { count: attempt.gpuIndexes.length, indexes: attempt.gpuIndexes },
+      };
       // The agent refuses a spec beyond the protocol's limits and the job would stay running: fail it here instead.
       const checked = JobSpec.safeParse(spec);
       if (checked.success) return spec;

@@ -31,7 +31,12 @@ export async function reconcileHost(
 ): Promise<Reconciled> {
   return em.transactional(async (tx) => {
     const ids = reported.map((job) => job.jobId);
-    const released = await lifecycle.release(tx, 'j.host_id = ? and not (j.id = any(?::text[]))', [hostId, pgArray(ids)], 'The host restarted without the job');
+    const released = await lifecycle.release(
+      tx,
+      'j.host_id = ? and not (j.id = any(?::text[]))',
+      [hostId, pgArray(ids)],
+      'The host restarted without the job',
+    );
     const known = await lockHostJobs(tx, ids);
     const byId = new Map(known.map((row) => [row.id, row]));
     const cancel: string[] = [];

@@ -61,7 +61,8 @@ export const BLOB_KEY_COLUMNS: readonly BlobKeyColumn[] = [
     backup: { recorded: 'the record itself: every recorded object is listed (full join with the used keys)' },
     sweep: { not: 'the record the sweep walks' },
     erase: 'none',
-    about: 'One row per object written to the store, with its kind and size (written before image bytes, after every other object).',
+    about:
+      'One row per object written to the store, with its kind and size (written before image bytes, after every other object).',
   },
   {
     table: 'models',
@@ -76,7 +77,9 @@ export const BLOB_KEY_COLUMNS: readonly BlobKeyColumn[] = [
     table: 'models',
     column: 'weights_sha256_key',
     read: 'column',
-    backup: { row: 'a marker: the file_key that weights_sha256 was computed for, not a reference that keeps an object' },
+    backup: {
+      row: 'a marker: the file_key that weights_sha256 was computed for, not a reference that keeps an object',
+    },
     sweep: { not: 'a marker only' },
     erase: 'none',
     about: 'Which file_key weights_sha256 is valid for.',
@@ -148,7 +151,9 @@ export const BLOB_KEY_COLUMNS: readonly BlobKeyColumn[] = [
     table: 'upload_sessions',
     column: 'object_key',
     read: 'column',
-    backup: { recorded: 'the session row comes before its bytes (a signed PUT): an upload in progress may have none yet' },
+    backup: {
+      recorded: 'the session row comes before its bytes (a signed PUT): an upload in progress may have none yet',
+    },
     sweep: { keeps: {} },
     erase: 'uploads',
     about: "An upload's object (a dataset archive or model weights); eraseModels deletes the models' ones too.",
@@ -205,7 +210,10 @@ export const BLOB_KEY_COLUMNS: readonly BlobKeyColumn[] = [
     column: 'payload',
     read: 'json',
     path: 'source.objectKey',
-    backup: { recorded: "a queued ingest's uploaded archive, recorded (and named by its upload session) before the job is queued" },
+    backup: {
+      recorded:
+        "a queued ingest's uploaded archive, recorded (and named by its upload session) before the job is queued",
+    },
     sweep: { not: 'the upload session names it' },
     erase: 'none',
     about: 'An ingest from an upload: the archive it reads.',
@@ -213,7 +221,8 @@ export const BLOB_KEY_COLUMNS: readonly BlobKeyColumn[] = [
 ];
 
 /** The columns whose keys the backup counts as used. */
-const usedColumns = () => BLOB_KEY_COLUMNS.flatMap((column) => ('used' in column.backup ? [{ ...column, used: column.backup.used }] : []));
+const usedColumns = () =>
+  BLOB_KEY_COLUMNS.flatMap((column) => ('used' in column.backup ? [{ ...column, used: column.backup.used }] : []));
 
 /**
  * Every key the snapshot knows: each recorded object and each key a row uses (`used` in BLOB_KEY_COLUMNS), with its
@@ -221,7 +230,10 @@ const usedColumns = () => BLOB_KEY_COLUMNS.flatMap((column) => ('used' in column
  */
 export function snapshotKeysSql(): string {
   const used = usedColumns()
-    .map(({ table, used: { sql, where } }, index) => `${index === 0 ? 'select' : 'union select'} ${sql} from ${table}${where ? ` where ${where}` : ''}`)
+    .map(
+      ({ table, used: { sql, where } }, index) =>
+        `${index === 0 ? 'select' : 'union select'} ${sql} from ${table}${where ? ` where ${where}` : ''}`,
+    )
     .join('\n    ');
   return `
   with used(key) as (
@@ -247,9 +259,14 @@ export function unreferencedSql(): string {
  * the dataset's id.
  */
 export function datasetFilesSql(): { sql: string; params: number } {
-  const columns = BLOB_KEY_COLUMNS.flatMap((column) => (typeof column.erase === 'object' ? [{ ...column, owner: column.erase.dataset }] : []));
+  const columns = BLOB_KEY_COLUMNS.flatMap((column) =>
+    typeof column.erase === 'object' ? [{ ...column, owner: column.erase.dataset }] : [],
+  );
   const sql = columns
-    .map(({ table, column, owner }, index) => `${index === 0 ? `select ${column} as key` : `union select ${column}`} from ${table} where ${owner} = ? and ${column} is not null`)
+    .map(
+      ({ table, column, owner }, index) =>
+        `${index === 0 ? `select ${column} as key` : `union select ${column}`} from ${table} where ${owner} = ? and ${column} is not null`,
+    )
     .join('\n     ');
   return { sql, params: columns.length };
 }

@@ -23,7 +23,12 @@ export const downloadFile = defineRoute({
   auth: 'public',
   limit: null,
   request: { query: SignedQuery },
-  response: { status: 200, description: 'The bytes (206 for a range)', schema: z.string(), contentType: 'application/octet-stream' },
+  response: {
+    status: 200,
+    description: 'The bytes (206 for a range)',
+    schema: z.string(),
+    contentType: 'application/octet-stream',
+  },
   errors: [403, 404, 416],
   handler: async (ctx) => {
     const { filename } = ctx.state.services.storage.signer.verify(ctx.method, ctx.path, ctx.query);
@@ -33,7 +38,12 @@ export const downloadFile = defineRoute({
     if (!head) throw NotFound('File not found');
     const range = parseByteRange(ctx.get('range') || undefined, head.size);
     if (range === 'unsatisfiable') {
-      throw new HttpError(416, `Range not satisfiable for ${head.size} bytes`, {}, { 'Content-Range': `bytes */${head.size}` });
+      throw new HttpError(
+        416,
+        `Range not satisfiable for ${head.size} bytes`,
+        {},
+        { 'Content-Range': `bytes */${head.size}` },
+      );
     }
     const read = await store.get(key, range);
     if (!read) throw NotFound('File not found');

@@ -2,7 +2,9 @@ import { BlobRangeNotSatisfiable, type ByteRange } from './blob-store.ts';
 
 /** Whether a range is well formed on its own: whole numbers, start ≤ end. */
 export function isWellFormedRange(range: ByteRange): boolean {
-  return Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) && range.start >= 0 && range.start <= range.end;
+  return (
+    Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) && range.start >= 0 && range.start <= range.end
+  );
 }
 
 /** The range actually served from an object of `size` bytes: an end past the last byte is clamped, as HTTP does. */

@@ -105,7 +105,11 @@ export class S3BlobStore implements BlobStore {
     if (range && !isWellFormedRange(range)) throw new BlobRangeNotSatisfiable((await this.head(key))?.size ?? 0);
     try {
       const response = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
       );
       const stream = response.Body as Readable;
       const contentType = response.ContentType ?? 'application/octet-stream';
@@ -137,7 +141,9 @@ export class S3BlobStore implements BlobStore {
   async *list(prefix: string): AsyncIterable<{ key: string; size: number }> {
     let ContinuationToken: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken }),
+      );
       for (const object of page.Contents ?? []) yield { key: object.Key ?? '', size: object.Size ?? 0 };
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken);

@@ -40,7 +40,12 @@ export class UrlSigner {
   /** Throws 403 for a missing, tampered, expired or other-method signature. */
   verify(method: string, path: string, query: Record<string, string | string[] | undefined>): { filename?: string } {
     const { expires, signature, filename } = query;
-    if (typeof expires !== 'string' || typeof signature !== 'string' || Array.isArray(filename) || !/^\d{1,12}$/.test(expires)) {
+    if (
+      typeof expires !== 'string' ||
+      typeof signature !== 'string' ||
+      Array.isArray(filename) ||
+      !/^\d{1,12}$/.test(expires)
+    ) {
       throw Forbidden(BAD_SIGNATURE);
     }
     const signedMethod = method === 'HEAD' ? 'GET' : method;

@@ -23,7 +23,9 @@ export async function openBlobStore(storageUrl: string | undefined, dataDir: str
   } catch (error) {
     await store.close();
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    throw new Error(`STORAGE_URL: cannot reach bucket "${options.bucket}" at ${options.endpoint} (${reason})`, { cause: error });
+    throw new Error(`STORAGE_URL: cannot reach bucket "${options.bucket}" at ${options.endpoint} (${reason})`, {
+      cause: error,
+    });
   }
   return store;
 }
@@ -31,10 +33,14 @@ export async function openBlobStore(storageUrl: string | undefined, dataDir: str
 function s3Options(url: URL): S3StoreOptions {
   const query = url.searchParams;
   const endpoint = query.get('endpoint');
-  if (!url.hostname || !endpoint) throw new Error('STORAGE_URL: an s3:// URL needs a bucket and an endpoint, as s3://bucket?endpoint=http://host:9000');
+  if (!url.hostname || !endpoint)
+    throw new Error(
+      'STORAGE_URL: an s3:// URL needs a bucket and an endpoint, as s3://bucket?endpoint=http://host:9000',
+    );
   const accessKeyId = query.get('accessKeyId');
   const secretAccessKey = query.get('secretAccessKey');
-  if ((accessKeyId === null) !== (secretAccessKey === null)) throw new Error('STORAGE_URL: give both accessKeyId and secretAccessKey, or neither');
+  if ((accessKeyId === null) !== (secretAccessKey === null))
+    throw new Error('STORAGE_URL: give both accessKeyId and secretAccessKey, or neither');
   return {
     bucket: url.hostname,
     endpoint,

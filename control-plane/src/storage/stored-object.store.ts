@@ -23,7 +23,11 @@ export async function lockImageBytesExclusive(em: EntityManager, workspaceId: st
 }
 
 /** Records image bytes (originals and thumbnails) of the workspace, leaving records already there as they are. */
-export async function recordImageObjects(em: EntityManager, workspaceId: string, objects: Array<{ key: string; bytes: number }>): Promise<void> {
+export async function recordImageObjects(
+  em: EntityManager,
+  workspaceId: string,
+  objects: Array<{ key: string; bytes: number }>,
+): Promise<void> {
   await query(
     em,
     `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes)
@@ -33,7 +37,13 @@ export async function recordImageObjects(em: EntityManager, workspaceId: string,
 }
 
 /** Records an object a worker uploaded; a record already there takes the new size and time. */
-export async function recordUploadedObject(em: EntityManager, workspaceId: string, kind: UploadedObjectKind, key: string, bytes: number): Promise<void> {
+export async function recordUploadedObject(
+  em: EntityManager,
+  workspaceId: string,
+  kind: UploadedObjectKind,
+  key: string,
+  bytes: number,
+): Promise<void> {
   await query(
     em,
     `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), now(), ?, '${kind}', ?, ?)
@@ -43,7 +53,13 @@ export async function recordUploadedObject(em: EntityManager, workspaceId: strin
 }
 
 /** Records a dataset archive (an export file); updatedAt is when its content was taken (default: now). */
-export async function recordDatasetArchive(em: EntityManager, workspaceId: string, key: string, bytes: number, takenAt?: string): Promise<void> {
+export async function recordDatasetArchive(
+  em: EntityManager,
+  workspaceId: string,
+  key: string,
+  bytes: number,
+  takenAt?: string,
+): Promise<void> {
   await query(
     em,
     `insert into stored_objects (id, created_at, updated_at, workspace_id, kind, key, bytes) values (?, now(), coalesce(?::timestamptz, now()), ?, 'datasetArchives', ?, ?)
@@ -70,13 +86,19 @@ export async function isObjectRecorded(em: EntityManager, key: string): Promise<
 
 /** Which of these keys are recorded. */
 export async function recordedKeys(em: EntityManager, keys: string[]): Promise<string[]> {
-  const recorded = await query<{ key: string }>(em, 'select key from stored_objects where key = any(?::text[])', [pgArray(keys)]);
+  const recorded = await query<{ key: string }>(em, 'select key from stored_objects where key = any(?::text[])', [
+    pgArray(keys),
+  ]);
   return recorded.map((row) => row.key);
 }
 
 /** Whether the object is recorded and meets `freshSql` (a condition on the stored object, alias f). */
 export async function isObjectFresh(em: EntityManager, key: string, freshSql: string): Promise<boolean> {
-  const [stored] = await query<{ fresh: boolean }>(em, `select exists (select 1 from stored_objects f where f.key = ? and ${freshSql}) as fresh`, [key]);
+  const [stored] = await query<{ fresh: boolean }>(
+    em,
+    `select exists (select 1 from stored_objects f where f.key = ? and ${freshSql}) as fresh`,
+    [key],
+  );
   return stored.fresh;
 }
 
@@ -90,7 +112,10 @@ export async function transactionTime(em: EntityManager): Promise<string> {
  * Image bytes (originals, and thumbnails alone) recorded over `ageHours` ago whose hash no image of the workspace has:
  * one row per workspace and hash, the original's (which names the extension) when there is one.
  */
-export async function orphanImageObjects(em: EntityManager, ageHours: number): Promise<Array<{ workspace_id: string; hash: string; ext: string }>> {
+export async function orphanImageObjects(
+  em: EntityManager,
+  ageHours: number,
+): Promise<Array<{ workspace_id: string; hash: string; ext: string }>> {
   return query<{ workspace_id: string; hash: string; ext: string }>(
     em,
     `select distinct on (o.workspace_id, m[2]) o.workspace_id, m[2] as hash, m[3] as ext
@@ -119,7 +144,10 @@ export async function orphanFileKeys(em: EntityManager, ageHours: number): Promi
 }
 
 /** The workspace's recorded bytes, object count and latest change per kind (kinds without any are absent). */
-export async function storedTotalsByKind(em: EntityManager, workspaceId: string): Promise<Array<{ kind: string; bytes: string; objects: string; latest: Date }>> {
+export async function storedTotalsByKind(
+  em: EntityManager,
+  workspaceId: string,
+): Promise<Array<{ kind: string; bytes: string; objects: string; latest: Date }>> {
   return query<{ kind: string; bytes: string; objects: string; latest: Date }>(
     em,
     'select kind, sum(bytes)::bigint as bytes, count(*) as objects, max(updated_at) as latest from stored_objects where workspace_id = ? group by kind',
@@ -129,6 +157,10 @@ export async function storedTotalsByKind(em: EntityManager, workspaceId: string)
 
 /** The workspace's recorded bytes, all kinds together. */
 export async function storedBytesOf(em: EntityManager, workspaceId: string): Promise<string> {
-  const [stored] = await query<{ bytes: string }>(em, 'select coalesce(sum(bytes), 0)::bigint as bytes from stored_objects where workspace_id = ?', [workspaceId]);
+  const [stored] = await query<{ bytes: string }>(
+    em,
+    'select coalesce(sum(bytes), 0)::bigint as bytes from stored_objects where workspace_id = ?',
+    [workspaceId],
+  );
   return stored!.bytes;
 }

@@ -14,7 +14,9 @@ export function epochHistory(em: EntityManager, of: { jobId: string } | { runId:
 
 /** The numeric metrics of an epoch (the trainer sends null for non-finite ones). */
 export function numericMetrics(metrics: Record<string, unknown>): Record<string, number> {
-  return Object.fromEntries(Object.entries(metrics).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+  return Object.fromEntries(
+    Object.entries(metrics).filter((entry): entry is [string, number] => typeof entry[1] === 'number'),
+  );
 }
 
 /** The model's trainResults: each epoch's metrics, fitness and end. */

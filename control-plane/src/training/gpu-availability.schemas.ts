@@ -7,8 +7,14 @@ const StockStatus = z
   .meta({ description: 'available: at least one free; busy: some exist, none free; unavailable: none connected' });
 
 export const GpuAvailabilityQuery = z.object({
-  managed: z.stringbool().default(false).meta({ description: "true adds the key's workspace's private hosts; needs a key" }),
-  detail: z.stringbool().default(false).meta({ description: 'true answers the counts behind the levels (GpuStockDetail) instead' }),
+  managed: z
+    .stringbool()
+    .default(false)
+    .meta({ description: "true adds the key's workspace's private hosts; needs a key" }),
+  detail: z
+    .stringbool()
+    .default(false)
+    .meta({ description: 'true answers the counts behind the levels (GpuStockDetail) instead' }),
 });
 
 export const STOCK_LEVELS = ['High', 'Medium', 'Low'] as const;
@@ -22,11 +28,20 @@ export const GpuStock = z.object({
   status: StockStatus,
   total: z.number().int().meta({ description: 'GPUs of this type on connected hosts' }),
   free: z.number().int().meta({ description: 'Of those, GPUs not running a job' }),
-  memoryGb: z.number().int().nullable().meta({ description: 'Memory of one GPU in GiB (the largest reported), null when none is connected' }),
+  memoryGb: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: 'Memory of one GPU in GiB (the largest reported), null when none is connected' }),
 });
 
 export const GpuStockDetail = z.object({
-  gpus: z.record(z.string(), GpuStock).meta({ description: 'Keyed by GPU type ID (the gpuType of a training job): every known type, plus any other type a host reports' }),
+  gpus: z
+    .record(z.string(), GpuStock)
+    .meta({
+      description:
+        'Keyed by GPU type ID (the gpuType of a training job): every known type, plus any other type a host reports',
+    }),
   cpu: z.object({
     status: StockStatus,
     hosts: z.number().int().meta({ description: 'Connected CPU-only hosts (gpuType cpu)' }),

@@ -41,10 +41,15 @@ export class GpuAvailabilityService {
 
   async read(actor: Actor, managed: boolean): Promise<z.input<typeof GpuStockDetail>> {
     if (managed && actor.kind !== 'key') throw Unauthorized('managed=true needs an API key');
-    const scopes = managed && actor.kind === 'key' ? [{ workspace: null }, { workspace: actor.workspaceId }] : [{ workspace: null }];
+    const scopes =
+      managed && actor.kind === 'key' ? [{ workspace: null }, { workspace: actor.workspaceId }] : [{ workspace: null }];
     // A host whose replica died stays marked connected: one silent past the grace period is not counted.
     const alive = new Date(Date.now() - this.graceSeconds * 1000);
-    const hosts = await this.em.find(Host, { state: 'connected', lastHeartbeatAt: { $gt: alive }, $or: scopes }, { fields: ['id', 'hardware'] });
+    const hosts = await this.em.find(
+      Host,
+      { state: 'connected', lastHeartbeatAt: { $gt: alive }, $or: scopes },
+      { fields: ['id', 'hardware'] },
+    );
     const held = await this.heldSlots(hosts.map((host) => host.id));
 
     const gpus: Record<string, Stock> = {};

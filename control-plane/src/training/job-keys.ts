@@ -11,7 +11,10 @@ const JOB_KEY_DAYS = 14;
  * Mints the API key the trainer of one job attempt reports with: the workspace's and acting user's, limited to the
  * job's resources (JobScope). Earlier attempts' keys die with it.
  */
-export async function mintJobKey(em: EntityManager, input: { workspaceId: string; userId: string; scope: JobScope }): Promise<string> {
+export async function mintJobKey(
+  em: EntityManager,
+  input: { workspaceId: string; userId: string; scope: JobScope },
+): Promise<string> {
   await revokeJobKeys(em, input.scope.jobId);
   const key = generateApiKey();
   em.create(ApiKey, {

@@ -18,7 +18,12 @@ const BATCH = 100;
 
 /** "90 minutes", "24 hours", "45 seconds": the silence as the failure reason says it. */
 function duration(seconds: number): string {
-  const [amount, unit] = seconds % 3600 === 0 ? [seconds / 3600, 'hour'] : seconds % 60 === 0 ? [seconds / 60, 'minute'] : [seconds, 'second'];
+  const [amount, unit] =
+    seconds % 3600 === 0
+      ? [seconds / 3600, 'hour']
+      : seconds % 60 === 0
+        ? [seconds / 60, 'minute']
+        : [seconds, 'second'];
   return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
 }
 
@@ -38,7 +43,13 @@ export async function expireSilentRuns(em: EntityManager, limits: RunSilenceLimi
     const batch = await em.transactional(async (tx) => {
       const runs = await lockSilentOwnComputeRuns(tx, limits.silenceSeconds, limits.cancelGraceSeconds, BATCH);
       for (const run of runs) {
-        await endRun(tx, run.id, run.cancel_requested ? { outcome: 'cancelled', error: null } : { outcome: 'failed', error: silenceReason(limits.silenceSeconds) });
+        await endRun(
+          tx,
+          run.id,
+          run.cancel_requested
+            ? { outcome: 'cancelled', error: null }
+            : { outcome: 'failed', error: silenceReason(limits.silenceSeconds) },
+        );
       }
       return runs.length;
     });
@@ -51,8 +62,13 @@ export async function expireSilentRuns(em: EntityManager, limits: RunSilenceLimi
  * Sweeps every quarter of the shorter limit, kept between 1 s and 1 min (15 s with the defaults): a run ends at most
  * that long after its limit. Every replica runs one; they never end a run twice (see expireSilentRuns).
  */
-export function scheduleRunExpiry(fork: () => EntityManager, limits: RunSilenceLimits, log: Logger): { stop(): Promise<void> } {
-  const everyMs = 1000 * Math.min(60, Math.max(1, Math.floor(Math.min(limits.silenceSeconds, limits.cancelGraceSeconds) / 4)));
+export function scheduleRunExpiry(
+  fork: () => EntityManager,
+  limits: RunSilenceLimits,
+  log: Logger,
+): { stop(): Promise<void> } {
+  const everyMs =
+    1000 * Math.min(60, Math.max(1, Math.floor(Math.min(limits.silenceSeconds, limits.cancelGraceSeconds) / 4)));
   let sweeping: Promise<void> | undefined;
   const timer = setInterval(() => {
     sweeping ??= expireSilentRuns(fork(), limits)

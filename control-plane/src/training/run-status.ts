@@ -47,7 +47,12 @@ interface EndedRow {
 }
 
 // completed_at stays when the status does not change (a trainer repeating its training_complete).
-async function setRun(em: EntityManager, runId: number, end: RunEnd, wanted: readonly RunStatus[]): Promise<EndedRow | undefined> {
+async function setRun(
+  em: EntityManager,
+  runId: number,
+  end: RunEnd,
+  wanted: readonly RunStatus[],
+): Promise<EndedRow | undefined> {
   const from = allowedFrom(end.outcome, wanted);
   if (from.length === 0) return undefined;
   const [row] = await query<EndedRow>(
@@ -79,9 +84,18 @@ export async function endRun(em: EntityManager, runId: number, end: RunEnd): Pro
  * partial results after a cancel; `outcome` is then 'cancelled'). Answers whether the model is on this run, i.e.
  * whether the results belong on the model.
  */
-export async function endReportedRun(em: EntityManager, runId: number, outcome: 'completed' | 'cancelled'): Promise<boolean> {
+export async function endReportedRun(
+  em: EntityManager,
+  runId: number,
+  outcome: 'completed' | 'cancelled',
+): Promise<boolean> {
   const end = { outcome, error: null };
-  const run = await setRun(em, runId, end, outcome === 'completed' ? ['running', 'failed', 'completed'] : ['running', 'failed', 'cancelled']);
+  const run = await setRun(
+    em,
+    runId,
+    end,
+    outcome === 'completed' ? ['running', 'failed', 'completed'] : ['running', 'failed', 'cancelled'],
+  );
   if (!run) return false;
   return setModelOfRun(em, run, end, false);
 }
@@ -89,7 +103,11 @@ export async function endReportedRun(em: EntityManager, runId: number, outcome: 
 /** A training job ended: its runs still running take its outcome (the model is ended by endJobModel). */
 export async function endJobRuns(em: EntityManager, jobId: string, outcome: RunOutcome): Promise<void> {
   if (allowedFrom(outcome, ['running']).length === 0) return;
-  await query(em, `update training_runs set status = ?, completed_at = now(), updated_at = now() where job_id = ? and status = 'running'`, [outcome, jobId]);
+  await query(
+    em,
+    `update training_runs set status = ?, completed_at = now(), updated_at = now() where job_id = ? and status = 'running'`,
+    [outcome, jobId],
+  );
 }
 
 /** A training job ended: its model, if still training (no run reported the end), takes `end`. */

@@ -45,7 +45,10 @@ export const TrainingRunSchema = defineEntity({
     /** The trainer's last.pt as its host last uploaded it (every TRAINING_CHECKPOINT_SECONDS): a requeued job resumes from it. */
     resumeKey: p.string().length(1024).nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
     /**
      * When the trainer last posted any event: what the silence sweep measures (updatedAt also moves when the
      * platform changes the run, and not on console chunks, which touch only their own table).

@@ -36,19 +36,31 @@ export async function latestResumeKey(em: EntityManager, jobId: string): Promise
 
 /** The most epochs any run of the job finished (0 without runs): what its training is charged for. */
 export async function epochsDoneOfJob(em: EntityManager, jobId: string): Promise<{ done: number } | undefined> {
-  const [epochs] = await query<{ done: number }>(em, 'select coalesce(max(epochs_done), 0)::int as done from training_runs where job_id = ?', [jobId]);
+  const [epochs] = await query<{ done: number }>(
+    em,
+    'select coalesce(max(epochs_done), 0)::int as done from training_runs where job_id = ?',
+    [jobId],
+  );
   return epochs;
 }
 
 /** The model a completed run of the job trained; undefined when none completed. */
 export async function completedModelOfJob(em: EntityManager, jobId: string): Promise<{ id: string } | undefined> {
-  const [trained] = await query<{ id: string }>(em, `select model_id as id from training_runs where job_id = ? and status = 'completed' limit 1`, [jobId]);
+  const [trained] = await query<{ id: string }>(
+    em,
+    `select model_id as id from training_runs where job_id = ? and status = 'completed' limit 1`,
+    [jobId],
+  );
   return trained;
 }
 
 /** The job's newest run (a host's checkpoint upload lands on it); undefined before its trainer reported its start. */
 export async function newestRunOfJob(em: EntityManager, jobId: string): Promise<{ id: string } | undefined> {
-  const [run] = await query<{ id: string }>(em, 'select id from training_runs where job_id = ? order by id desc limit 1', [jobId]);
+  const [run] = await query<{ id: string }>(
+    em,
+    'select id from training_runs where job_id = ? order by id desc limit 1',
+    [jobId],
+  );
   return run;
 }
 
@@ -61,7 +73,11 @@ export async function setResumeKey(em: EntityManager, runId: string, key: string
  * Asks the model's running runs on its users' own machines to stop (their next webhook answer says so); answers
  * them, each with whether it was already silent past `cancelGraceSeconds`.
  */
-export function requestOwnComputeCancel(em: EntityManager, modelId: string, cancelGraceSeconds: number): Promise<Array<{ id: number; silent: boolean }>> {
+export function requestOwnComputeCancel(
+  em: EntityManager,
+  modelId: string,
+  cancelGraceSeconds: number,
+): Promise<Array<{ id: number; silent: boolean }>> {
   return query<{ id: number; silent: boolean }>(
     em,
     `update training_runs set cancel_requested = true, updated_at = now() where model_id = ? and status = 'running' and job_id is null
@@ -105,7 +121,10 @@ export function epochRows(em: EntityManager, of: { jobId: string } | { runId: nu
 }
 
 /** How many distinct epochs the runs of each of `modelIds` reported (models without any are left out). */
-export function reportedEpochCounts(em: EntityManager, modelIds: string[]): Promise<Array<{ model_id: string; epochs: string }>> {
+export function reportedEpochCounts(
+  em: EntityManager,
+  modelIds: string[],
+): Promise<Array<{ model_id: string; epochs: string }>> {
   return query<{ model_id: string; epochs: string }>(
     em,
     'select r.model_id, count(distinct e.epoch) as epochs from training_runs r join training_epochs e on e.run_id = r.id where r.model_id = any(?::text[]) group by r.model_id',
@@ -115,11 +134,21 @@ export function reportedEpochCounts(em: EntityManager, modelIds: string[]): Prom
 
 /** The run's newest 50 console chunks, newest first. */
 export function newestConsoleChunks(em: EntityManager, runId: number): Promise<Array<{ content: string }>> {
-  return query<{ content: string }>(em, 'select content from training_console where run_id = ? order by chunk_id desc limit 50', [runId]);
+  return query<{ content: string }>(
+    em,
+    'select content from training_console where run_id = ? order by chunk_id desc limit 50',
+    [runId],
+  );
 }
 
 /** A console_output chunk of the run; a chunk sent again (a retried post) is kept once. */
-export async function recordConsoleChunk(em: EntityManager, runId: number, chunkId: number, content: string, lineCount: number): Promise<void> {
+export async function recordConsoleChunk(
+  em: EntityManager,
+  runId: number,
+  chunkId: number,
+  content: string,
+  lineCount: number,
+): Promise<void> {
   await query(
     em,
     `insert into training_console (run_id, chunk_id, content, line_count, at) values (?, ?, ?, ?, now()) on conflict (run_id, chunk_id) do nothing`,
@@ -132,7 +161,12 @@ export async function recordEpoch(
   em: EntityManager,
   runId: number,
   epoch: number,
-  report: { metrics: Record<string, unknown>; system: Record<string, unknown>; fitness: number | null; bestFitness: number | null },
+  report: {
+    metrics: Record<string, unknown>;
+    system: Record<string, unknown>;
+    fitness: number | null;
+    bestFitness: number | null;
+  },
 ): Promise<void> {
   await query(
     em,

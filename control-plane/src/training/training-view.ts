@@ -75,6 +75,8 @@ export function trainingView(job: Job | null, run: TrainingRun | null, epochs: E
     estimatedCostCents: payload?.estimatedCostCents ?? null,
     error: error ? { message: error, timestamp: (ended ?? new Date()).toISOString() } : null,
     createdAt: (job?.createdAt ?? run!.createdAt).toISOString(),
-    updatedAt: [job?.updatedAt, run?.updatedAt].reduce<Date>((latest, at) => (at && at > latest ? at : latest), new Date(0)).toISOString(),
+    updatedAt: [job?.updatedAt, run?.updatedAt]
+      .reduce<Date>((latest, at) => (at && at > latest ? at : latest), new Date(0))
+      .toISOString(),
   };
 }

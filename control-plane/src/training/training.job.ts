@@ -9,7 +9,13 @@ import { Model } from '../models/model.entity.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { mintJobKey, revokeJobKeys } from './job-keys.ts';
 import { endJobModel, endJobRuns } from './run-status.ts';
-import { completedModelOfJob, epochsDoneOfJob, JOB_RUN_COMPLETED, JOB_RUN_COMPLETED_AT, latestResumeKey } from './training-run.store.ts';
+import {
+  completedModelOfJob,
+  epochsDoneOfJob,
+  JOB_RUN_COMPLETED,
+  JOB_RUN_COMPLETED_AT,
+  latestResumeKey,
+} from './training-run.store.ts';
 import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { Storage } from '../storage/storage.ts';
 import { resumeCommand, trainCommand } from './train-args.ts';
@@ -47,12 +53,19 @@ export class TrainingJob implements HostJobKind {
 
   async spec(em: EntityManager, attempt: HostJobAttempt): Promise<JobSpec> {
     const payload = attempt.payload as unknown as TrainingPayload;
-    const model = await em.findOne(Model, { id: payload.modelId, deletedAt: null }, { populate: ['project', 'workspace'] });
+    const model = await em.findOne(
+      Model,
+      { id: payload.modelId, deletedAt: null },
+      { populate: ['project', 'workspace'] },
+    );
     if (!model) throw new JobFailure('The model was deleted before training started');
     const dataset = await em.findOne(Dataset, { id: payload.datasetId, deletedAt: null });
     if (!dataset) throw new JobFailure('The dataset was deleted before training started');
-    const weights = payload.weightsModelId ? await em.findOne(Model, { id: payload.weightsModelId, deletedAt: null }) : null;
-    if (payload.weightsModelId && !weights?.fileKey) throw new JobFailure(`The base weights ${payload.trainArgs.model} are gone`);
+    const weights = payload.weightsModelId
+      ? await em.findOne(Model, { id: payload.weightsModelId, deletedAt: null })
+      : null;
+    if (payload.weightsModelId && !weights?.fileKey)
+      throw new JobFailure(`The base weights ${payload.trainArgs.model} are gone`);
     const key = await mintJobKey(em, {
       workspaceId: attempt.workspaceId,
       userId: payload.userId,
@@ -69,13 +82,28 @@ export class TrainingJob implements HostJobKind {
     const target = { owner: model.workspace.handle, project: model.project.slug, model: model.slug, gpuCount };
     return {
       command: resume ? resumeCommand(payload.trainArgs, target, RESUME_FILE) : trainCommand(payload.trainArgs, target),
-      env: { ULTRALYTICS_PLATFORM_URL: this.storage.signer.baseUrl(), ULTRALYTICS_API_KEY: key, YOLO_OFFLINE: '1', YOLO_AUTOINSTALL: 'false' },
+      env: {
+        ULTRALYTICS_PLATFORM_URL: this.storage.signer.baseUrl(),
+        ULTRALYTICS_API_KEY: key,
+        YOLO_OFFLINE: '1',
+        YOLO_AUTOINSTALL: 'false',
+      },
       workDir: `training/${attempt.id}/${attempt.attempt}`,
       gpus: { count: gpuCount },
       shmBytes: SHM_BYTES,
       // ultralytics rewrites runs/<task>/<owner>/<project>/<model>/weights/last.pt after every epoch.
       checkpoint: { under: 'runs', file: 'last.pt', everySeconds: this.config.trainingCheckpointSeconds },
-      ...(resume && { inputs: [{ url: await this.storage.urls.download(resume.resume_key, { expiresInSeconds: 24 * 3600, filename: 'last.pt' }), path: RESUME_FILE }] }),
+      ...(resume && {
+        inputs: [
+          {
+            url: await this.storage.urls.download(resume.resume_key, {
+              expiresInSeconds: 24 * 3600,
+              filename: 'last.pt',
+            }),
+            path: RESUME_FILE,
+          },
+        ],
+      }),
     };
   }
 
@@ -85,8 +113,12 @@ export class TrainingJob implements HostJobKind {
     const job = await jobErrorAndRunSeconds(em, attempt.id);
     await endJobRuns(em, attempt.id, outcome);
     // A trainer that exited without reporting its end (or never started reporting) leaves the model to this.
-    const modelError = outcome === 'completed' ? 'The trainer exited without reporting its results' : (job?.error ?? null);
-    await endJobModel(em, payload.modelId, { outcome: outcome === 'completed' ? 'failed' : outcome, error: outcome === 'cancelled' ? null : modelError });
+    const modelError =
+      outcome === 'completed' ? 'The trainer exited without reporting its results' : (job?.error ?? null);
+    await endJobModel(em, payload.modelId, {
+      outcome: outcome === 'completed' ? 'failed' : outcome,
+      error: outcome === 'cancelled' ? null : modelError,
+    });
     const epochs = await epochsDoneOfJob(em, attempt.id);
     const model = await em.findOne(Model, { id: payload.modelId }, { populate: ['project', 'workspace'] });
     await new BillingService(em, this.config).chargeJob({

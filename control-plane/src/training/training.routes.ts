@@ -17,10 +17,16 @@ export const gpuAvailability = defineRoute({
   auth: 'optional',
   limit: 'default',
   request: { query: GpuAvailabilityQuery },
-  response: { status: 200, description: 'Stock levels by GPU type (or with detail=true the counts)', schema: GpuAvailability },
+  response: {
+    status: 200,
+    description: 'Stock levels by GPU type (or with detail=true the counts)',
+    schema: GpuAvailability,
+  },
   errors: [401],
   handler: (ctx, { query }) =>
-    query.detail ? ctx.state.services.gpuAvailability.read(ctx.state.actor, query.managed) : ctx.state.services.gpuAvailability.levels(ctx.state.actor, query.managed),
+    query.detail
+      ? ctx.state.services.gpuAvailability.read(ctx.state.actor, query.managed)
+      : ctx.state.services.gpuAvailability.levels(ctx.state.actor, query.managed),
 });
 
 export const startTraining = defineRoute({
@@ -75,7 +81,11 @@ export const cancelTraining = defineRoute({
   auth: 'key',
   limit: 'training',
   request: { params: ModelPath },
-  response: { status: 200, description: 'Cancelled (with a warning while the trainer stops)', schema: TrainingCancelled },
+  response: {
+    status: 200,
+    description: 'Cancelled (with a warning while the trainer stops)',
+    schema: TrainingCancelled,
+  },
   errors: [403, 404, 409],
   handler: (ctx, { params }) => ctx.state.services.training.cancel(ctx.state.actor, params),
 });

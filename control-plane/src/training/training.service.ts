@@ -20,7 +20,13 @@ import { trainingView } from './training-view.ts';
 import { endRun } from './run-status.ts';
 import { TrainingRun } from './training-run.entity.ts';
 import { newestConsoleChunks, requestOwnComputeCancel } from './training-run.store.ts';
-import { CONSOLE_TAIL_LINES, type ModelTraining, type TrainingCancelled, type TrainingStart, type TrainingStarted } from './training.schemas.ts';
+import {
+  CONSOLE_TAIL_LINES,
+  type ModelTraining,
+  type TrainingCancelled,
+  type TrainingStart,
+  type TrainingStarted,
+} from './training.schemas.ts';
 import { requireProcessing } from '../datasets/connected-storage.ts';
 
 type Address = { owner: string; project: string; model: string };
@@ -61,21 +67,41 @@ export class TrainingService {
 
   async start(actor: Actor, body: z.output<typeof TrainingStart>): Promise<z.input<typeof TrainingStarted>> {
     const key = requireKey(actor);
-    const model = await this.em.findOne(Model, { id: body.modelId, workspace: key.workspaceId, deletedAt: null }, { populate: ['project', 'workspace'] });
+    const model = await this.em.findOne(
+      Model,
+      { id: body.modelId, workspace: key.workspaceId, deletedAt: null },
+      { populate: ['project', 'workspace'] },
+    );
     if (!model) throw NotFound(`Model ${body.modelId} not found`);
     requireRole(actor, key.workspaceId, 'editor');
     if (await this.activeJob(model.id)) throw ALREADY_TRAINING();
     const gpuType = body.gpuType;
-    if (gpuType !== 'cpu' && !KNOWN_GPU_TYPE_IDS.includes(gpuType)) throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability) or cpu`);
+    if (gpuType !== 'cpu' && !KNOWN_GPU_TYPE_IDS.includes(gpuType))
+      throw Invalid(`gpuType "${gpuType}" is not a GPU type ID (see GET /api/training/gpu-availability) or cpu`);
     const { dataset, weights } = await this.resolveInputs(actor, body.trainArgs);
     if (!(await someHostOffers(this.em, key.workspaceId, { gpuType }, this.graceSeconds))) {
-      throw new HttpError(503, gpuType === 'cpu' ? 'No worker host is connected' : `No connected worker host has a ${gpuType} GPU; see GET /api/training/gpu-availability`);
+      throw new HttpError(
+        503,
+        gpuType === 'cpu'
+          ? 'No worker host is connected'
+          : `No connected worker host has a ${gpuType} GPU; see GET /api/training/gpu-availability`,
+      );
     }
     const gpuCount = gpuType === 'cpu' ? 0 : 1;
-    const estimate = await this.billing.estimate({ workspaceId: key.workspaceId, gpuType, gpuCount, epochs: body.trainArgs.epochs });
+    const estimate = await this.billing.estimate({
+      workspaceId: key.workspaceId,
+      gpuType,
+      gpuCount,
+      epochs: body.trainArgs.epochs,
+    });
     const balanceCents = await this.billing.requireCredit(key.workspaceId, estimate.estimatedCostCents);
     const datasetVersion = body.captureDatasetVersion
-      ? (await this.versions.create(actor, dataset.workspace.handle, dataset.slug, { description: `Trained by ${model.project.slug}/${model.slug}`, download: false })).version
+      ? (
+          await this.versions.create(actor, dataset.workspace.handle, dataset.slug, {
+            description: `Trained by ${model.project.slug}/${model.slug}`,
+            download: false,
+          })
+        ).version
       : undefined;
 
     const payload: TrainingPayload = {
@@ -90,7 +116,18 @@ export class TrainingService {
     };
     const job = await this.em
       .transactional(async (em) => {
-        await em.nativeUpdate(Model, { id: model.id }, { status: 'training', trainArgs: body.trainArgs, dataset, datasetSlug: dataset.slug, trainingError: null, completedAt: null });
+        await em.nativeUpdate(
+          Model,
+          { id: model.id },
+          {
+            status: 'training',
+            trainArgs: body.trainArgs,
+            dataset,
+            datasetSlug: dataset.slug,
+            trainingError: null,
+            completedAt: null,
+          },
+        );
         return enqueueJob(em, {
           kind: TRAINING_JOB,
           workspaceId: key.workspaceId,
@@ -111,14 +148,19 @@ export class TrainingService {
       status: 'starting',
       gpuType,
       estimatedCost: { pricePerHour: estimate.pricePerHour, gpuMemoryGb: estimate.gpuMemoryGb ?? 0 },
-      billing: { estimatedCostCents: estimate.estimatedCostCents, estimatedCostDisplay: estimate.estimatedCostDisplay, balanceCents },
+      billing: {
+        estimatedCostCents: estimate.estimatedCostCents,
+        estimatedCostDisplay: estimate.estimatedCostDisplay,
+        balanceCents,
+      },
       ...(datasetVersion !== undefined && { datasetVersion }),
     };
   }
 
   /** data must be a dataset on the appliance; model a bundled YAML or weights on the appliance (nothing is downloaded). */
   private async resolveInputs(actor: Actor, args: TrainArgs) {
-    if (!args.data.startsWith('ul://')) throw Invalid('trainArgs.data must be a dataset on this appliance: ul://owner/datasets/slug');
+    if (!args.data.startsWith('ul://'))
+      throw Invalid('trainArgs.data must be a dataset on this appliance: ul://owner/datasets/slug');
     const dataset = await resolveDatasetReference(this.em, actor, args.data);
     await this.em.populate(dataset, ['workspace']);
     await requireProcessing(this.em, dataset, 'Training');
@@ -128,14 +170,20 @@ export class TrainingService {
       return { dataset, weights };
     }
     if (!MODEL_YAML.test(args.model)) {
-      throw Invalid('trainArgs.model must be a model YAML (yolo11n.yaml: from scratch) or ul://owner/project/model: this appliance downloads nothing, so upload pretrained weights (yolo11n.pt) to a project first');
+      throw Invalid(
+        'trainArgs.model must be a model YAML (yolo11n.yaml: from scratch) or ul://owner/project/model: this appliance downloads nothing, so upload pretrained weights (yolo11n.pt) to a project first',
+      );
     }
     return { dataset, weights: undefined };
   }
 
   async read(actor: Actor, at: Address): Promise<z.input<typeof ModelTraining>> {
     const { model } = await findModel(this.em, actor, at.owner, at.project, at.model, 'view');
-    const job = await this.em.findOne(Job, { subjectId: model.id, kind: TRAINING_JOB }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['host'] });
+    const job = await this.em.findOne(
+      Job,
+      { subjectId: model.id, kind: TRAINING_JOB },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['host'] },
+    );
     const run = await this.em.findOne(TrainingRun, job ? { model, job } : { model }, { orderBy: { id: 'desc' } });
     if (!job && !run) return { job: null };
     if (!run) return { job: trainingView(job, null, [], []) };
@@ -146,7 +194,11 @@ export class TrainingService {
   /** The run's last console lines, from its newest chunks. */
   private async consoleTail(runId: number): Promise<string[]> {
     const chunks = await newestConsoleChunks(this.em, runId);
-    return chunks.reverse().flatMap((chunk) => chunk.content.split('\n')).filter((line) => line !== '').slice(-CONSOLE_TAIL_LINES);
+    return chunks
+      .reverse()
+      .flatMap((chunk) => chunk.content.split('\n'))
+      .filter((line) => line !== '')
+      .slice(-CONSOLE_TAIL_LINES);
   }
 
   /** A queued job is cancelled at once; a running trainer is told in its next webhook answer and stopped after a grace. */

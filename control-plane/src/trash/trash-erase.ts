@@ -11,7 +11,14 @@ import {
 import { Conflict, NotFound } from '../http/errors.ts';
 import { exportFilesOf, unusedFiles } from '../exports/export.store.ts';
 import { releaseImageBlobs } from '../images/image-blobs.ts';
-import { claimTrashedModel, deleteModel, keysNoModelUses, lockTrashedModel, lockWeightKeys, modelFilesToErase } from '../models/model.store.ts';
+import {
+  claimTrashedModel,
+  deleteModel,
+  keysNoModelUses,
+  lockTrashedModel,
+  lockWeightKeys,
+  modelFilesToErase,
+} from '../models/model.store.ts';
 import { claimTrashedProject, deleteProject, lockTrashedProject } from '../projects/project.store.ts';
 import { deleteDatasetUploads, deleteModelUploads } from '../uploads/upload-session.store.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -20,7 +27,10 @@ import { forgetObject } from '../storage/stored-object.store.ts';
 export const TRASH_TYPES = ['project', 'dataset', 'model'] as const;
 export type TrashType = (typeof TRASH_TYPES)[number];
 
-export const TRASH_TABLES = { project: 'projects', dataset: 'datasets', model: 'models' } as const satisfies Record<TrashType, string>;
+export const TRASH_TABLES = { project: 'projects', dataset: 'datasets', model: 'models' } as const satisfies Record<
+  TrashType,
+  string
+>;
 
 export { ACTIVE_JOB };
 
@@ -30,11 +40,12 @@ export { ACTIVE_JOB };
  * working on. Models trashed with their project go with the project. Each claims one item with FOR UPDATE
  * SKIP LOCKED, oldest deletion first.
  */
-const CLAIMS: Array<{ type: TrashType; claim: (tx: EntityManager, scope: TrashScope) => Promise<string | undefined> }> = [
-  { type: 'model', claim: claimTrashedModel },
-  { type: 'project', claim: claimTrashedProject },
-  { type: 'dataset', claim: claimTrashedDataset },
-];
+const CLAIMS: Array<{ type: TrashType; claim: (tx: EntityManager, scope: TrashScope) => Promise<string | undefined> }> =
+  [
+    { type: 'model', claim: claimTrashedModel },
+    { type: 'project', claim: claimTrashedProject },
+    { type: 'dataset', claim: claimTrashedDataset },
+  ];
 
 export interface EraseResult {
   deletedCount: number;
@@ -52,7 +63,13 @@ interface Leftovers {
 }
 
 /** Permanently deletes one item of the workspace's trash (404 when it is not there); waits for a lock another deletion holds. */
-export async function eraseItem(em: EntityManager, storage: Storage, workspaceId: string, type: TrashType, id: string): Promise<EraseResult> {
+export async function eraseItem(
+  em: EntityManager,
+  storage: Storage,
+  workspaceId: string,
+  type: TrashType,
+  id: string,
+): Promise<EraseResult> {
   const { cascadedModels, leftovers } = await em.transactional(async (tx) => {
     const row =
       type === 'dataset'
@@ -61,7 +78,10 @@ export async function eraseItem(em: EntityManager, storage: Storage, workspaceId
           ? { busy: false }
           : undefined;
     if (!row) throw NotFound(`No ${type} ${id} in this workspace's trash`);
-    if (row.busy) throw Conflict(`A job (an ingest) is working on dataset ${id}; wait for it to finish or cancel it, then delete it`);
+    if (row.busy)
+      throw Conflict(
+        `A job (an ingest) is working on dataset ${id}; wait for it to finish or cancel it, then delete it`,
+      );
     return eraseLocked(tx, type, id);
   });
   await releaseLeftovers(em, storage, [leftovers]);
@@ -92,7 +112,11 @@ export async function eraseTrash(em: EntityManager, storage: Storage, scope: Era
 }
 
 /** Deletes the rows of a trashed item whose row this transaction has locked; returns what its blobs are. */
-async function eraseLocked(tx: EntityManager, type: TrashType, id: string): Promise<{ cascadedModels: number; leftovers: Leftovers }> {
+async function eraseLocked(
+  tx: EntityManager,
+  type: TrashType,
+  id: string,
+): Promise<{ cascadedModels: number; leftovers: Leftovers }> {
   return type === 'dataset' ? { cascadedModels: 0, leftovers: await eraseDataset(tx, id) } : eraseModels(tx, type, id);
 }
 
@@ -110,7 +134,11 @@ async function eraseDataset(tx: EntityManager, id: string): Promise<Leftovers> {
  * A model, or a project with all its models (the cascade); weights are leftovers only where no model row
  * refers to them any more (clones share them), and so are the files of the models' unfinished uploads.
  */
-async function eraseModels(tx: EntityManager, type: 'project' | 'model', id: string): Promise<{ cascadedModels: number; leftovers: Leftovers }> {
+async function eraseModels(
+  tx: EntityManager,
+  type: 'project' | 'model',
+  id: string,
+): Promise<{ cascadedModels: number; leftovers: Leftovers }> {
   // The project's models are locked first, so a concurrent erase of one of them finishes before they are counted.
   const models = await modelFilesToErase(tx, type, id);
   const ids = models.map((model) => model.id);
@@ -119,12 +147,20 @@ async function eraseModels(tx: EntityManager, type: 'project' | 'model', id: str
   const workspace_id = await (type === 'project' ? deleteProject : deleteModel)(tx, id);
   // The models' exports went with them (cascade); their files too, unless an export of another model shares one.
   const unusedExports = await unusedFiles(tx, exportFiles);
-  const candidates = [...new Set([...models.flatMap((model) => (model.file_key ? [model.file_key] : [])), ...uploads.map((row) => row.key)])].sort();
+  const candidates = [
+    ...new Set([
+      ...models.flatMap((model) => (model.file_key ? [model.file_key] : [])),
+      ...uploads.map((row) => row.key),
+    ]),
+  ].sort();
   // Two transactions erasing two clones of the same weights would each still see the other's row; one at a time per key, the second sees the first's delete.
   await lockWeightKeys(tx, candidates);
   const unused = await keysNoModelUses(tx, candidates);
   const keys = [...unused, ...unusedExports];
-  return { cascadedModels: type === 'project' ? models.length : 0, leftovers: { workspaceId: workspace_id, keys, images: [] } };
+  return {
+    cascadedModels: type === 'project' ? models.length : 0,
+    leftovers: { workspaceId: workspace_id, keys, images: [] },
+  };
 }
 
 /** Deletes the files, then the image bytes nothing else in the workspace uses (shared by hash with other datasets and versions). */

@@ -34,18 +34,36 @@ export interface TrashItemRow {
 }
 
 /** The one item of that type and id in the workspace's trash (none or one row). */
-export async function trashItem(em: EntityManager, workspaceId: string, type: TrashType, id: string): Promise<TrashItemRow[]> {
+export async function trashItem(
+  em: EntityManager,
+  workspaceId: string,
+  type: TrashType,
+  id: string,
+): Promise<TrashItemRow[]> {
   return query<TrashItemRow>(em, `${ITEMS[type]} and ${type === 'project' ? 'p' : 'm'}.id = ?`, [workspaceId, id]);
 }
 
 /** A page of the workspace's trash items of those types, most recently deleted first. */
-export async function trashItems(em: EntityManager, workspaceId: string, types: TrashType[], limit: number, offset: number): Promise<TrashItemRow[]> {
+export async function trashItems(
+  em: EntityManager,
+  workspaceId: string,
+  types: TrashType[],
+  limit: number,
+  offset: number,
+): Promise<TrashItemRow[]> {
   const union = types.map((type) => ITEMS[type]).join(' union all ');
-  return query<TrashItemRow>(em, `${union} order by deleted_at desc, id desc limit ? offset ?`, [...types.map(() => workspaceId), limit, offset]);
+  return query<TrashItemRow>(em, `${union} order by deleted_at desc, id desc limit ? offset ?`, [
+    ...types.map(() => workspaceId),
+    limit,
+    offset,
+  ]);
 }
 
 /** How many items of each type the workspace's trash lists (types without any are absent). */
-export async function trashItemCounts(em: EntityManager, workspaceId: string): Promise<Array<{ type: TrashType; count: number }>> {
+export async function trashItemCounts(
+  em: EntityManager,
+  workspaceId: string,
+): Promise<Array<{ type: TrashType; count: number }>> {
   return query<{ type: TrashType; count: number }>(
     em,
     `select type, count(*)::int as count from (${Object.values(ITEMS).join(' union all ')}) t group by type`,
@@ -54,7 +72,10 @@ export async function trashItemCounts(em: EntityManager, workspaceId: string): P
 }
 
 /** The bytes of the images of the workspace's datasets in trash, and of its models' files in trash. */
-export async function trashSizes(em: EntityManager, workspaceId: string): Promise<{ datasets: string; models: string }> {
+export async function trashSizes(
+  em: EntityManager,
+  workspaceId: string,
+): Promise<{ datasets: string; models: string }> {
   const [sizes] = await query<{ datasets: string; models: string }>(
     em,
     `select (select coalesce(sum(i.bytes), 0) from images i join datasets d on d.id = i.dataset_id where d.workspace_id = ? and d.deleted_at is not null)::bigint as datasets,

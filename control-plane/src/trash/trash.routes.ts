@@ -1,5 +1,12 @@
 import { defineRoute } from '../http/define-route.ts';
-import { TrashDeleteBody, TrashDeleted, TrashList, TrashListQuery, TrashRestored, TrashTarget } from './trash.schemas.ts';
+import {
+  TrashDeleteBody,
+  TrashDeleted,
+  TrashList,
+  TrashListQuery,
+  TrashRestored,
+  TrashTarget,
+} from './trash.schemas.ts';
 
 export const listTrash = defineRoute({
   method: 'GET',

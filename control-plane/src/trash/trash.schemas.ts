@@ -11,9 +11,14 @@ const TrashType = z.enum(TRASH_TYPES, { error: `must be one of ${TRASH_TYPES.joi
 export const TrashListQuery = pageQuery(50, 200)
   .extend({
     type: z.enum(['all', ...TRASH_TYPES], { error: `must be one of all, ${TRASH_TYPES.join(', ')}` }).default('all'),
-    id: ObjectId.optional().meta({ description: 'With type project or model: that item alone, with the resources its restore or deletion affects' }),
+    id: ObjectId.optional().meta({
+      description: 'With type project or model: that item alone, with the resources its restore or deletion affects',
+    }),
   })
-  .refine((query) => !query.id || query.type === 'project' || query.type === 'model', { message: 'needs type project or model', path: ['id'] });
+  .refine((query) => !query.id || query.type === 'project' || query.type === 'model', {
+    message: 'needs type project or model',
+    path: ['id'],
+  });
 
 export const TrashItem = z.object({
   id: ObjectId,
@@ -23,9 +28,16 @@ export const TrashItem = z.object({
   slug: Slug,
   name: z.string(),
   project: Slug.optional().meta({ description: "Models: their project's URL name" }),
-  parentProject: z.object({ _id: ObjectId, name: z.string(), slug: Slug }).optional().meta({ description: 'Models: their project' }),
-  modelCount: Count.optional().meta({ description: 'Projects: their models, all deleted with the project when it is deleted permanently' }),
-  cascadedCount: Count.optional().meta({ description: 'Projects: modelCount again, under the name the hosted service uses' }),
+  parentProject: z
+    .object({ _id: ObjectId, name: z.string(), slug: Slug })
+    .optional()
+    .meta({ description: 'Models: their project' }),
+  modelCount: Count.optional().meta({
+    description: 'Projects: their models, all deleted with the project when it is deleted permanently',
+  }),
+  cascadedCount: Count.optional().meta({
+    description: 'Projects: modelCount again, under the name the hosted service uses',
+  }),
   deletedAt: z.iso.datetime(),
   trashedAt: z.iso.datetime().meta({ description: 'deletedAt again, under the name the hosted service uses' }),
   daysRemaining: Count.meta({ description: 'Days until it is purged automatically' }),
@@ -38,10 +50,18 @@ export const TrashResources = z
       type: z.enum(['project', 'model', 'deployment']),
       name: z.string(),
       slug: Slug,
-      trashedWithProject: z.boolean().optional().meta({ description: 'Models: restored when the project is; a model trashed on its own before stays in trash' }),
+      trashedWithProject: z
+        .boolean()
+        .optional()
+        .meta({
+          description: 'Models: restored when the project is; a model trashed on its own before stays in trash',
+        }),
     }),
   )
-  .meta({ description: 'The item and the models its restore or permanent deletion affects (no deployments: they were deleted when their model went to trash)' });
+  .meta({
+    description:
+      'The item and the models its restore or permanent deletion affects (no deployments: they were deleted when their model went to trash)',
+  });
 
 const TypeTotals = z.object({ count: Count, sizeBytes: Count });
 
@@ -59,9 +79,12 @@ export const TrashList = z.object({
       total: Count,
       totalItems: Count.meta({ description: 'total again, under the name the hosted service uses' }),
       totalSizeBytes: Count,
-      byType: z.object({ projects: z.object({ count: Count }), datasets: TypeTotals, models: TypeTotals, exports: TypeTotals }).meta({
-        description: "datasets: their images' bytes; models: their weights, those trashed with a project included; exports: none in trash",
-      }),
+      byType: z
+        .object({ projects: z.object({ count: Count }), datasets: TypeTotals, models: TypeTotals, exports: TypeTotals })
+        .meta({
+          description:
+            "datasets: their images' bytes; models: their weights, those trashed with a project included; exports: none in trash",
+        }),
     })
     .meta({ description: 'Items in trash by type, whatever the filter' }),
   resources: TrashResources.optional().meta({ description: 'With id' }),

@@ -5,14 +5,34 @@ import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { TRASH_DAYS } from '../datasets/dataset.service.ts';
 import { busyTrashedDatasetSlug, restoreDataset } from '../datasets/dataset.store.ts';
-import { modelsOfTrashItem, restoreModel, restoreModelsTrashedWithProject, trashedProjectSlugOfModel } from '../models/model.store.ts';
+import {
+  modelsOfTrashItem,
+  restoreModel,
+  restoreModelsTrashedWithProject,
+  trashedProjectSlugOfModel,
+} from '../models/model.store.ts';
 import { restoreProject } from '../projects/project.store.ts';
 import { pageInfo } from '../http/pagination.ts';
 import { Conflict, NotFound } from '../http/errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { eraseItem, eraseTrash, type TrashType } from './trash-erase.ts';
-import { TRASH_ITEM_TYPES, trashItem, trashItemCounts, trashItems, trashSizes, type TrashItemRow } from './trash-items.store.ts';
-import type { TrashDeleteBody, TrashDeleted, TrashList, TrashListQuery, TrashResources, TrashRestored, TrashTarget } from './trash.schemas.ts';
+import {
+  TRASH_ITEM_TYPES,
+  trashItem,
+  trashItemCounts,
+  trashItems,
+  trashSizes,
+  type TrashItemRow,
+} from './trash-items.store.ts';
+import type {
+  TrashDeleteBody,
+  TrashDeleted,
+  TrashList,
+  TrashListQuery,
+  TrashResources,
+  TrashRestored,
+  TrashTarget,
+} from './trash.schemas.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -36,7 +56,8 @@ export class TrashService {
     const rows = request.id
       ? await trashItem(this.em, key.workspaceId, request.type as TrashType, request.id)
       : await trashItems(this.em, key.workspaceId, types, request.limit, (request.page - 1) * request.limit);
-    if (request.id && rows.length === 0) throw NotFound(`No ${request.type} ${request.id} listed in this workspace's trash`);
+    if (request.id && rows.length === 0)
+      throw NotFound(`No ${request.type} ${request.id} listed in this workspace's trash`);
     const summary = await this.summary(key.workspaceId);
     const total = request.id ? 1 : request.type === 'all' ? summary.total : summary[`${request.type}s`];
     const now = Date.now();
@@ -48,7 +69,12 @@ export class TrashService {
         owner: key.workspaceHandle,
         slug: row.slug,
         name: row.name,
-        ...(row.project ? { project: row.project, parentProject: { _id: row.project_id!, name: row.project_name!, slug: row.project } } : {}),
+        ...(row.project
+          ? {
+              project: row.project,
+              parentProject: { _id: row.project_id!, name: row.project_name!, slug: row.project },
+            }
+          : {}),
         ...(row.model_count !== null ? { modelCount: row.model_count, cascadedCount: row.model_count } : {}),
         deletedAt: new Date(row.deleted_at).toISOString(),
         trashedAt: new Date(row.deleted_at).toISOString(),
@@ -89,8 +115,18 @@ export class TrashService {
    */
   private async resources(item: TrashItemRow): Promise<z.input<typeof TrashResources>> {
     const models = await modelsOfTrashItem(this.em, item.type === 'project' ? 'project' : 'model', item.id);
-    const project = item.type === 'project' ? [{ id: item.id, type: 'project' as const, name: item.name, slug: item.slug }] : [];
-    return [...project, ...models.map((m) => ({ id: m.id, type: 'model' as const, name: m.name, slug: m.slug, trashedWithProject: m.trashed_with_project }))];
+    const project =
+      item.type === 'project' ? [{ id: item.id, type: 'project' as const, name: item.name, slug: item.slug }] : [];
+    return [
+      ...project,
+      ...models.map((m) => ({
+        id: m.id,
+        type: 'model' as const,
+        name: m.name,
+        slug: m.slug,
+        trashedWithProject: m.trashed_with_project,
+      })),
+    ];
   }
 
   /**
@@ -124,10 +160,21 @@ export class TrashService {
     if ('all' in body) {
       requireRole(actor, key.workspaceId, 'admin');
       const busy = await busyTrashedDatasetSlug(this.em, key.workspaceId);
-      if (busy) throw Conflict(`A job (an ingest) is working on dataset "${busy}" in trash; wait for it to finish or cancel it, then empty the trash`);
-      return { success: true, ...(await eraseTrash(this.em, this.storage, { workspaceId: key.workspaceId })), survivingDeployments: 0 };
+      if (busy)
+        throw Conflict(
+          `A job (an ingest) is working on dataset "${busy}" in trash; wait for it to finish or cancel it, then empty the trash`,
+        );
+      return {
+        success: true,
+        ...(await eraseTrash(this.em, this.storage, { workspaceId: key.workspaceId })),
+        survivingDeployments: 0,
+      };
     }
     requireRole(actor, key.workspaceId, 'editor');
-    return { success: true, ...(await eraseItem(this.em, this.storage, key.workspaceId, body.type, body.id)), survivingDeployments: 0 };
+    return {
+      success: true,
+      ...(await eraseItem(this.em, this.storage, key.workspaceId, body.type, body.id)),
+      survivingDeployments: 0,
+    };
   }
 }

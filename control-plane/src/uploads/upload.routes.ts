@@ -1,5 +1,12 @@
 import { defineRoute } from '../http/define-route.ts';
-import { CompleteRequest, CompleteResponse, SignedUrlRequest, SignedUrlResponse, UploadPath, UploadReceipt } from './upload.schemas.ts';
+import {
+  CompleteRequest,
+  CompleteResponse,
+  SignedUrlRequest,
+  SignedUrlResponse,
+  UploadPath,
+  UploadReceipt,
+} from './upload.schemas.ts';
 
 export const requestUploadUrl = defineRoute({
   method: 'POST',

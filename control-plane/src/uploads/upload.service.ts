@@ -13,7 +13,13 @@ import type { WeightsArrived } from '../predict/weights-arrived.ts';
 import type { Storage } from '../storage/storage.ts';
 import { announcedSize } from '../storage/announced-size.ts';
 import { StoredObject } from '../storage/stored-object.entity.ts';
-import type { CompleteRequest, CompleteResponse, SignedUrlRequest, SignedUrlResponse, UploadReceipt } from './upload.schemas.ts';
+import type {
+  CompleteRequest,
+  CompleteResponse,
+  SignedUrlRequest,
+  SignedUrlResponse,
+  UploadReceipt,
+} from './upload.schemas.ts';
 import { UploadSession, type UploadAssetType } from './upload-session.entity.ts';
 
 /** Spec: upload URLs are valid for 12 hours. */
@@ -114,17 +120,22 @@ export class UploadService {
     if (mediaType(headers.contentType) !== session.contentType) {
       throw Invalid(`Content-Type must be ${session.contentType}, as declared for this upload`);
     }
-    if (session.createOnly && headers.ifNoneMatch?.trim() !== '*') throw Invalid('Missing header If-None-Match: * (returned with the upload URL)');
+    if (session.createOnly && headers.ifNoneMatch?.trim() !== '*')
+      throw Invalid('Missing header If-None-Match: * (returned with the upload URL)');
     const expectedBytes = session.totalBytes ?? announcedSize(headers.contentLength);
     if (headers.contentLength !== undefined && Number(headers.contentLength) !== expectedBytes) {
-      throw Invalid(`Content-Length ${headers.contentLength} differs from the declared totalBytes ${session.totalBytes}`);
+      throw Invalid(
+        `Content-Length ${headers.contentLength} differs from the declared totalBytes ${session.totalBytes}`,
+      );
     }
     const stored = await this.storage.store
       .put(session.objectKey, body, { contentType: session.contentType, expectedBytes, createOnly: session.createOnly })
       .catch((error: unknown) => {
         if (error instanceof BlobExists) throw createOnlyRefusal();
         if (error instanceof BlobLengthMismatch) {
-          throw Invalid(`The body has ${error.received > error.expected ? 'more' : 'fewer'} bytes than the declared totalBytes ${error.expected}`);
+          throw Invalid(
+            `The body has ${error.received > error.expected ? 'more' : 'fewer'} bytes than the declared totalBytes ${error.expected}`,
+          );
         }
         throw error;
       });
@@ -138,23 +149,39 @@ export class UploadService {
   private async recordStoredObject(session: UploadSession, bytes: number): Promise<void> {
     const existing = await this.em.findOne(StoredObject, { key: session.objectKey });
     if (existing) existing.bytes = bytes;
-    else this.em.create(StoredObject, { workspace: session.workspace, kind: STORED_KIND[session.assetType], key: session.objectKey, bytes });
+    else
+      this.em.create(StoredObject, {
+        workspace: session.workspace,
+        kind: STORED_KIND[session.assetType],
+        key: session.objectKey,
+        bytes,
+      });
   }
 
   async complete(actor: Actor, request: z.output<typeof CompleteRequest>): Promise<z.input<typeof CompleteResponse>> {
     const key = requireKey(actor);
     // Under a row lock, so competing completions are decided one after the other.
     const outcome = await this.em.transactional(async (em) => {
-      const session = await em.findOne(UploadSession, { id: request.sessionId, workspace: key.workspaceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const session = await em.findOne(
+        UploadSession,
+        { id: request.sessionId, workspace: key.workspaceId },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
       if (!session) throw NotFound('Upload session not found');
       requireRole(actor, key.workspaceId, 'editor');
       if (session.status === 'pending') throw Conflict('No file has been uploaded for this session yet');
-      if (session.status === 'completed' && request.md5 && session.completedMd5 && request.md5 !== session.completedMd5) {
+      if (
+        session.status === 'completed' &&
+        request.md5 &&
+        session.completedMd5 &&
+        request.md5 !== session.completedMd5
+      ) {
         throw Conflict('This upload was already completed with a different md5');
       }
       const head = await this.storage.store.head(session.objectKey);
       if (!head) throw Conflict('The uploaded file no longer exists; request a new upload URL');
-      if (request.md5 && !session.storedMd5) session.storedMd5 = (await md5Of(this.storage.store, session.objectKey)) ?? null;
+      if (request.md5 && !session.storedMd5)
+        session.storedMd5 = (await md5Of(this.storage.store, session.objectKey)) ?? null;
       if (request.md5 && request.md5 !== session.storedMd5) {
         if (session.status === 'completed') return { mismatch: true as const };
         // Not complete yet: drop the file so the same URL can take a correct one.
@@ -190,7 +217,11 @@ export class UploadService {
    * Returns the file's key, or null when no file arrived for that session.
    */
   async promoteCheckpoint(em: EntityManager, sessionId: string, modelId: string): Promise<string | null> {
-    const session = await em.findOne(UploadSession, { id: sessionId, assetType: 'models', assetId: modelId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const session = await em.findOne(
+      UploadSession,
+      { id: sessionId, assetType: 'models', assetId: modelId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
     if (!session || session.status !== 'uploaded') return null;
     const head = await this.storage.store.head(session.objectKey);
     if (!head) return null;
@@ -199,7 +230,12 @@ export class UploadService {
     return session.objectKey;
   }
 
-  private async attachToModel(em: EntityManager, session: UploadSession, bytes: number, checksum: string | undefined): Promise<void> {
+  private async attachToModel(
+    em: EntityManager,
+    session: UploadSession,
+    bytes: number,
+    checksum: string | undefined,
+  ): Promise<void> {
     const model = await em.findOne(Model, { id: session.assetId, workspace: session.workspace });
     if (!model) throw NotFound(`Model ${session.assetId} not found`);
     Object.assign(model, {

@@ -11,4 +11,5 @@ const WHOLE = { error: OUT_OF_RANGE, abort: true };
 export const int = () => z.number().int(WHOLE).min(INT_MIN, OUT_OF_RANGE).max(INT_MAX, OUT_OF_RANGE);
 
 /** The same, from a query string or path. */
-export const queryInt = () => z.coerce.number<string>().int(WHOLE).min(INT_MIN, OUT_OF_RANGE).max(INT_MAX, OUT_OF_RANGE);
+export const queryInt = () =>
+  z.coerce.number<string>().int(WHOLE).min(INT_MIN, OUT_OF_RANGE).max(INT_MAX, OUT_OF_RANGE);

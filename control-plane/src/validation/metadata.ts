@@ -14,8 +14,15 @@ export const MetadataObject = z
   .superRefine((value, ctx) => {
     const longKey = Object.keys(value).find((key) => key.length > MAX_METADATA_KEY);
     const problem = storableJsonProblem(value, MAX_METADATA_DEPTH);
-    if (longKey !== undefined) ctx.addIssue({ code: 'custom', message: `key "${longKey.slice(0, 40)}…" is longer than ${MAX_METADATA_KEY} characters` });
+    if (longKey !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `key "${longKey.slice(0, 40)}…" is longer than ${MAX_METADATA_KEY} characters`,
+      });
     else if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
-    else if (JSON.stringify(value).length > MAX_METADATA_CHARS) ctx.addIssue({ code: 'custom', message: `is longer than ${MAX_METADATA_CHARS} characters serialized` });
+    else if (JSON.stringify(value).length > MAX_METADATA_CHARS)
+      ctx.addIssue({ code: 'custom', message: `is longer than ${MAX_METADATA_CHARS} characters serialized` });
   })
-  .meta({ description: `Custom JSON object; keys up to ${MAX_METADATA_KEY} characters, nested up to ${MAX_METADATA_DEPTH} levels, up to ${MAX_METADATA_CHARS} characters serialized` });
+  .meta({
+    description: `Custom JSON object; keys up to ${MAX_METADATA_KEY} characters, nested up to ${MAX_METADATA_DEPTH} levels, up to ${MAX_METADATA_CHARS} characters serialized`,
+  });

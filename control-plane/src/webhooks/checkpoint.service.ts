@@ -19,7 +19,10 @@ export class CheckpointService {
     this.uploads = uploads;
   }
 
-  async issue(actor: Actor, request: z.output<typeof CheckpointUploadRequest>): Promise<z.input<typeof CheckpointUploadAnswer>> {
+  async issue(
+    actor: Actor,
+    request: z.output<typeof CheckpointUploadRequest>,
+  ): Promise<z.input<typeof CheckpointUploadAnswer>> {
     const key = requireKey(actor);
     const model = await modelFor(this.em, key, request);
     const { session, uploadUrl, expiresAt } = await this.uploads.open({
@@ -32,6 +35,12 @@ export class CheckpointService {
       createOnly: false,
       folder: 'checkpoints',
     });
-    return { uploadUrl, gcsPath: session.id, uploadPath: uploadPath(session.id), modelId: model.id, expiresAt: expiresAt.toISOString() };
+    return {
+      uploadUrl,
+      gcsPath: session.id,
+      uploadPath: uploadPath(session.id),
+      modelId: model.id,
+      expiresAt: expiresAt.toISOString(),
+    };
   }
 }

@@ -1,10 +1,14 @@
 // The trainer reports metrics under ultralytics' own keys ("metrics/mAP50(B)"); the model shows the four the spec names.
 
-const NUMBER = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+const NUMBER = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 
 /** mAP50, mAP50-95, precision and recall from box metrics (B), else mask (M), pose (P) or classification ones. */
 export function headlineMetrics(metrics: Record<string, unknown>): Record<string, number> | null {
-  const pick = (name: string) => ['B', 'M', 'P', 'OBB'].map((suffix) => NUMBER(metrics[`metrics/${name}(${suffix})`])).find((value) => value !== undefined);
+  const pick = (name: string) =>
+    ['B', 'M', 'P', 'OBB']
+      .map((suffix) => NUMBER(metrics[`metrics/${name}(${suffix})`]))
+      .find((value) => value !== undefined);
   const headline: Record<string, number> = {};
   const entries: Array<[string, number | undefined]> = [
     ['mAP50', pick('mAP50')],

@@ -20,9 +20,11 @@ type Envelope = z.output<typeof MetricsEnvelope>;
 type Answer = z.input<typeof MetricsAnswer>;
 type Data = Record<string, unknown>;
 
-const record = (value: unknown): Data => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Data) : {});
+const record = (value: unknown): Data =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Data) : {};
 const int = (value: unknown): number | null => (typeof value === 'number' && Number.isInteger(value) ? value : null);
-const received = (key: KeyActor, envelope: Envelope) => ({ received: true, event: envelope.event, mode: key.jobScope ? 'cloud' : 'remote' }) as const;
+const received = (key: KeyActor, envelope: Envelope) =>
+  ({ received: true, event: envelope.event, mode: key.jobScope ? 'cloud' : 'remote' }) as const;
 /** At most this many per-image validation rows are kept (the client sends up to 5,000). */
 const MAX_ANALYSIS_ROWS = 5000;
 
@@ -60,7 +62,8 @@ export class TrainingEventsService {
       await em.flush();
       return { ...received(key, envelope), modelId: model.id, runId: run.id, cancelled: await this.cancelled(em, run) };
     });
-    if (envelope.event === 'training_complete' && answer.modelId && !key.jobScope) await this.weightsArrived?.([answer.modelId]);
+    if (envelope.event === 'training_complete' && answer.modelId && !key.jobScope)
+      await this.weightsArrived?.([answer.modelId]);
     return answer;
   }
 
@@ -76,7 +79,13 @@ export class TrainingEventsService {
       trainArgs: record(data.trainArgs),
       environment: record(data.environment),
     });
-    Object.assign(model, { status: 'training', startedAt: new Date(), completedAt: null, trainingError: null, trainArgs: record(data.trainArgs) });
+    Object.assign(model, {
+      status: 'training',
+      startedAt: new Date(),
+      completedAt: null,
+      trainingError: null,
+      trainArgs: record(data.trainArgs),
+    });
     if (run.epochs !== null) model.epochs = run.epochs;
     await em.flush();
     if (key.jobScope) await this.jobProgress(em, key.jobScope.jobId, 0, run.epochs);
@@ -100,7 +109,12 @@ export class TrainingEventsService {
     const run = runId
       ? await em.findOne(TrainingRun, { id: runId, model }, { lockMode })
       : await em.findOne(TrainingRun, { model }, { orderBy: { id: 'desc' }, lockMode });
-    if (!run) throw NotFound(runId ? `Run ${runId} of model ${model.id} not found` : `Model ${model.id} has no training run; send training_started first`);
+    if (!run)
+      throw NotFound(
+        runId
+          ? `Run ${runId} of model ${model.id} not found`
+          : `Model ${model.id} has no training run; send training_started first`,
+      );
     return run;
   }
 
@@ -111,7 +125,13 @@ export class TrainingEventsService {
         return this.epochEnd(em, data, model, run);
       case 'console_output': {
         const chunkId = int(data.chunkId) ?? 0;
-        await recordConsoleChunk(em, run.id, chunkId, String(data.content ?? '').slice(0, 1_000_000), int(data.lineCount) ?? 0);
+        await recordConsoleChunk(
+          em,
+          run.id,
+          chunkId,
+          String(data.content ?? '').slice(0, 1_000_000),
+          int(data.lineCount) ?? 0,
+        );
         return;
       }
       case 'checkpoint_saved':
@@ -120,7 +140,10 @@ export class TrainingEventsService {
         return this.complete(em, data, model, run);
       case 'training_failed':
         // A run already ended (cancelled, or taken for dead) keeps that end.
-        await endRun(em, run.id, { outcome: 'failed', error: String(data.error ?? 'Training failed').slice(0, 10_000) });
+        await endRun(em, run.id, {
+          outcome: 'failed',
+          error: String(data.error ?? 'Training failed').slice(0, 10_000),
+        });
         return;
       case 'training_progress':
       case 'system_metrics':
@@ -135,7 +158,12 @@ export class TrainingEventsService {
     // final metrics come with training_complete, so it is not an epoch of its own.
     if (epoch === null || epoch < 0 || (run.epochs != null && epoch >= run.epochs)) return;
     const metrics = record(data.metrics);
-    await recordEpoch(em, run.id, epoch, { metrics, system: record(data.system), fitness: numberOrNull(data.fitness), bestFitness: numberOrNull(data.best_fitness) });
+    await recordEpoch(em, run.id, epoch, {
+      metrics,
+      system: record(data.system),
+      fitness: numberOrNull(data.fitness),
+      bestFitness: numberOrNull(data.best_fitness),
+    });
     run.epochsDone = Math.max(run.epochsDone, epoch + 1);
     if (data.modelInfo) run.modelInfo = record(data.modelInfo);
     model.metrics = headlineMetrics(metrics) ?? model.metrics ?? null;
@@ -166,8 +194,11 @@ export class TrainingEventsService {
       classNames: Array.isArray(data.classNames) ? data.classNames.map(String) : model.classNames,
       trainResults: trainResults(history),
       plots: Array.isArray(data.plots) ? data.plots : [],
-      analysis: rows.map((row) => (Array.isArray(row) ? { image: row[0], tp: row[1], fp: row[2], fn: row[3] } : record(row))),
-      validationExtremes: rows.length > 0 ? { population: int(validation.population), extremes: record(validation.extremes) } : null,
+      analysis: rows.map((row) =>
+        Array.isArray(row) ? { image: row[0], tp: row[1], fp: row[2], fn: row[3] } : record(row),
+      ),
+      validationExtremes:
+        rows.length > 0 ? { population: int(validation.population), extremes: record(validation.extremes) } : null,
     });
   }
 
@@ -178,7 +209,12 @@ export class TrainingEventsService {
     return job?.cancel_requested ?? false;
   }
 
-  private async jobProgress(em: EntityManager, jobId: string, done: number, epochs: number | null | undefined): Promise<void> {
+  private async jobProgress(
+    em: EntityManager,
+    jobId: string,
+    done: number,
+    epochs: number | null | undefined,
+  ): Promise<void> {
     await recordTrainingProgress(em, jobId, done, epochs);
   }
 }

@@ -1,8 +1,16 @@
 import type { AppContext } from '../http/app-context.ts';
 import { defineRoute } from '../http/define-route.ts';
-import { CheckpointUploadAnswer, CheckpointUploadRequest, MetricsAnswer, MetricsEnvelope, NoBody, ReferencePath } from './webhook.schemas.ts';
+import {
+  CheckpointUploadAnswer,
+  CheckpointUploadRequest,
+  MetricsAnswer,
+  MetricsEnvelope,
+  NoBody,
+  ReferencePath,
+} from './webhook.schemas.ts';
 
-const CLIENT = 'Called by the `ultralytics` package (ULTRALYTICS_PLATFORM_URL, ULTRALYTICS_API_KEY): a user key, or the key a training job gets.';
+const CLIENT =
+  'Called by the `ultralytics` package (ULTRALYTICS_PLATFORM_URL, ULTRALYTICS_API_KEY): a user key, or the key a training job gets.';
 
 const redirect = (ctx: AppContext, url: string) => {
   ctx.status = 302;
@@ -60,7 +68,11 @@ export const datasetReference = defineRoute({
   request: { params: ReferencePath.dataset },
   response: { status: 302, description: 'Location: the signed .ndjson URL', schema: NoBody, contentType: 'none' },
   errors: [403, 404],
-  handler: async (ctx, { params }) => redirect(ctx, (await ctx.state.services.versions.export(ctx.state.actor, params.owner, params.dataset, undefined)).downloadUrl),
+  handler: async (ctx, { params }) =>
+    redirect(
+      ctx,
+      (await ctx.state.services.versions.export(ctx.state.actor, params.owner, params.dataset, undefined)).downloadUrl,
+    ),
 });
 
 export const modelReference = defineRoute({

@@ -14,8 +14,15 @@ export async function announceRelayMessages(em: EntityManager, channel: string, 
 }
 
 /** Takes (deletes) the messages waiting for the replica; returns them, in no particular order. */
-export async function takeRelayMessages(em: EntityManager, replica: string): Promise<Array<{ id: string; payload: string }>> {
-  return query<{ id: string; payload: string }>(em, 'delete from host_folder_relay where replica = ? returning id, payload', [replica]);
+export async function takeRelayMessages(
+  em: EntityManager,
+  replica: string,
+): Promise<Array<{ id: string; payload: string }>> {
+  return query<{ id: string; payload: string }>(
+    em,
+    'delete from host_folder_relay where replica = ? returning id, payload',
+    [replica],
+  );
 }
 
 /** Drops messages older than `seconds` (left behind by a replica that went away). */

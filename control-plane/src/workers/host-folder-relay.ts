@@ -6,7 +6,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AgentMessage, ServerMessage } from '@vp/protocol';
 import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
-import { announceRelayMessages, dropStaleRelayMessages, enqueueRelayMessage, takeRelayMessages } from './host-folder-relay.store.ts';
+import {
+  announceRelayMessages,
+  dropStaleRelayMessages,
+  enqueueRelayMessage,
+  takeRelayMessages,
+} from './host-folder-relay.store.ts';
 import { FolderChannel, FIRST_FOLDER_PROTOCOL, HostFolderError } from './host-folders.ts';
 
 /** NOTIFY channel whose payload is the replica that has relayed messages waiting. */
@@ -18,8 +23,7 @@ type Outbound = Extract<ServerMessage, { type: `folder.${string}` }>;
 type Reply = Extract<AgentMessage, { type: `folder.${string}` }>;
 /** A message for the host's agent, one of its replies, or why a request could not reach it. */
 type Envelope = { hostId: string; from: string } & (
-  | { message: Outbound | Reply }
-  | { requestId: string; failure: { kind: HostFolderError['kind']; message: string } }
+  { message: Outbound | Reply } | { requestId: string; failure: { kind: HostFolderError['kind']; message: string } }
 );
 
 export class FolderRelay {
@@ -33,7 +37,12 @@ export class FolderRelay {
   private posting: Promise<void> = Promise.resolve();
   private draining: Promise<void> = Promise.resolve();
 
-  constructor(fork: () => EntityManager, replica: string, local: (hostId: string) => FolderChannel | undefined, log: Logger) {
+  constructor(
+    fork: () => EntityManager,
+    replica: string,
+    local: (hostId: string) => FolderChannel | undefined,
+    log: Logger,
+  ) {
     this.fork = fork;
     this.replica = replica;
     this.local = local;
@@ -51,7 +60,9 @@ export class FolderRelay {
     const key = `${owner}/${hostId}`;
     let channel = this.remote.get(key);
     if (!channel) {
-      channel = new FolderChannel(hostId, FIRST_FOLDER_PROTOCOL, (message) => this.post(owner, { hostId, from: this.replica, message: message as Outbound }));
+      channel = new FolderChannel(hostId, FIRST_FOLDER_PROTOCOL, (message) =>
+        this.post(owner, { hostId, from: this.replica, message: message as Outbound }),
+      );
       this.remote.set(key, channel);
     }
     return channel;
@@ -70,7 +81,8 @@ export class FolderRelay {
     this.draining = this.draining
       .then(async () => {
         const rows = await takeRelayMessages(this.fork(), this.replica);
-        for (const row of rows.sort((a, b) => Number(a.id) - Number(b.id))) this.receive(JSON.parse(row.payload) as Envelope);
+        for (const row of rows.sort((a, b) => Number(a.id) - Number(b.id)))
+          this.receive(JSON.parse(row.payload) as Envelope);
         await dropStaleRelayMessages(this.fork(), STALE_SECONDS);
       })
       .catch((error: unknown) => this.log.error({ err: error }, 'reading relayed folder messages failed'));
@@ -78,9 +90,13 @@ export class FolderRelay {
 
   private receive(envelope: Envelope): void {
     const mine = this.remote.get(`${envelope.from}/${envelope.hostId}`);
-    if ('failure' in envelope) return mine?.pending.get(envelope.requestId)?.fail(new HostFolderError(envelope.failure.kind, envelope.failure.message));
+    if ('failure' in envelope)
+      return mine?.pending
+        .get(envelope.requestId)
+        ?.fail(new HostFolderError(envelope.failure.kind, envelope.failure.message));
     const { message } = envelope;
-    if (message.type === 'folder.request' || message.type === 'folder.credit' || message.type === 'folder.cancel') return this.serve(envelope.from, envelope.hostId, message);
+    if (message.type === 'folder.request' || message.type === 'folder.credit' || message.type === 'folder.cancel')
+      return this.serve(envelope.from, envelope.hostId, message);
     mine?.deliver(message);
   }
 
@@ -89,10 +105,28 @@ export class FolderRelay {
     const channel = this.local(hostId);
     const back = (reply: Reply) => this.post(from, { hostId, from: this.replica, message: reply });
     if (message.type === 'folder.request') {
-      const refuse = (error: HostFolderError) => this.post(from, { hostId, from: this.replica, requestId: message.requestId, failure: { kind: error.kind, message: error.message } });
-      if (!channel) return refuse(new HostFolderError('offline', `worker host ${hostId} is offline (its connection dropped); start its agent and try again`));
-      if (channel.protocolVersion < FIRST_FOLDER_PROTOCOL) return refuse(new HostFolderError('outdated', `the agent of worker host ${hostId} is too old to share folders; upgrade it`));
-      const last = (reply: Reply) => reply.type === 'folder.error' || reply.type === 'folder.end' || (reply.type === 'folder.result' && message.op.kind !== 'read');
+      const refuse = (error: HostFolderError) =>
+        this.post(from, {
+          hostId,
+          from: this.replica,
+          requestId: message.requestId,
+          failure: { kind: error.kind, message: error.message },
+        });
+      if (!channel)
+        return refuse(
+          new HostFolderError(
+            'offline',
+            `worker host ${hostId} is offline (its connection dropped); start its agent and try again`,
+          ),
+        );
+      if (channel.protocolVersion < FIRST_FOLDER_PROTOCOL)
+        return refuse(
+          new HostFolderError('outdated', `the agent of worker host ${hostId} is too old to share folders; upgrade it`),
+        );
+      const last = (reply: Reply) =>
+        reply.type === 'folder.error' ||
+        reply.type === 'folder.end' ||
+        (reply.type === 'folder.result' && message.op.kind !== 'read');
       channel.pending.set(message.requestId, {
         reply: (reply) => {
           if (last(reply)) channel.pending.delete(message.requestId);

@@ -84,7 +84,10 @@ export class HostFolders {
   }
 
   /** Relays requests to and from other replicas through the relay `relay` builds over this process's channels. Before `notifications.start()`. */
-  listen(notifications: Notifications, relay: (local: (hostId: string) => FolderChannel | undefined) => FolderRelayLink): void {
+  listen(
+    notifications: Notifications,
+    relay: (local: (hostId: string) => FolderChannel | undefined) => FolderRelayLink,
+  ): void {
     this.relay = relay((hostId) => this.channels.get(hostId));
     this.relay.listen(notifications);
   }
@@ -106,7 +109,13 @@ export class HostFolders {
     const channel = await this.channelOf(hostId);
     const requestId = newId();
     return new Promise<FolderResult>((resolve, reject) => {
-      const timer = setTimeout(() => done(new HostFolderError('timeout', `worker host ${hostId} did not answer within ${this.timeoutMs / 1000} s`)), this.timeoutMs);
+      const timer = setTimeout(
+        () =>
+          done(
+            new HostFolderError('timeout', `worker host ${hostId} did not answer within ${this.timeoutMs / 1000} s`),
+          ),
+        this.timeoutMs,
+      );
       const done = (error: HostFolderError | undefined, result?: FolderResult) => {
         clearTimeout(timer);
         channel.pending.delete(requestId);
@@ -114,7 +123,11 @@ export class HostFolders {
         else resolve(result!);
       };
       channel.pending.set(requestId, {
-        reply: (message) => done(message.type === 'folder.result' ? undefined : refusal(message), message.type === 'folder.result' ? message.result : undefined),
+        reply: (message) =>
+          done(
+            message.type === 'folder.result' ? undefined : refusal(message),
+            message.type === 'folder.result' ? message.result : undefined,
+          ),
         fail: (error) => done(error),
       });
       channel.send({ type: 'folder.request', requestId, op });
@@ -130,10 +143,15 @@ export class HostFolders {
     const channel = this.channels.get(hostId);
     if (!channel) {
       const host = await connectedHostReplica(this.fork(), hostId);
-      if (!host?.session_replica || !this.relay || host.session_replica === this.relay.replica) throw offline(hostId, 'its agent is not connected');
+      if (!host?.session_replica || !this.relay || host.session_replica === this.relay.replica)
+        throw offline(hostId, 'its agent is not connected');
       return this.relay.channelTo(hostId, host.session_replica);
     }
-    if (channel.protocolVersion < FIRST_FOLDER_PROTOCOL) throw new HostFolderError('outdated', `the agent of worker host ${hostId} is too old to share folders; upgrade it`);
+    if (channel.protocolVersion < FIRST_FOLDER_PROTOCOL)
+      throw new HostFolderError(
+        'outdated',
+        `the agent of worker host ${hostId} is too old to share folders; upgrade it`,
+      );
     return channel;
   }
 }
@@ -153,12 +171,20 @@ class FolderRead extends Readable {
   /** Set once the agent opened the file: errors go to the stream's reader from then on, to the opener before. */
   private isOpen = false;
 
-  constructor(channel: FolderChannel, op: Extract<FolderOp, { kind: 'read' }>, timeoutMs: number, signal?: AbortSignal) {
+  constructor(
+    channel: FolderChannel,
+    op: Extract<FolderOp, { kind: 'read' }>,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ) {
     super({ highWaterMark: FOLDER_CHUNK_BYTES });
     this.channel = channel;
     this.maxBytes = op.maxBytes;
     this.opened = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
-    this.timer = setTimeout(() => this.fail(new HostFolderError('timeout', `worker host ${channel.hostId} stopped sending ${op.key}`)), timeoutMs);
+    this.timer = setTimeout(
+      () => this.fail(new HostFolderError('timeout', `worker host ${channel.hostId} stopped sending ${op.key}`)),
+      timeoutMs,
+    );
     channel.pending.set(this.requestId, { reply: (message) => this.reply(message), fail: (error) => this.fail(error) });
     channel.send({ type: 'folder.request', requestId: this.requestId, op });
     if (signal?.aborted) this.fail(signal.reason as Error);
@@ -184,8 +210,7 @@ class FolderRead extends Readable {
     if (message.type === 'folder.result') {
       this.isOpen = true;
       this.settle.resolve(this);
-    }
-    else if (message.type === 'folder.error') this.fail(refusal(message));
+    } else if (message.type === 'folder.error') this.fail(refusal(message));
     else if (message.type === 'folder.end') {
       this.ended = true;
       this.stop();
@@ -194,7 +219,8 @@ class FolderRead extends Readable {
       const data = Buffer.from(message.data, 'base64');
       this.received += data.length;
       // The agent checks this too; a host is not trusted to.
-      if (this.received > this.maxBytes) return this.fail(new HostFolderError('tooLarge', `the file is larger than ${this.maxBytes} bytes`));
+      if (this.received > this.maxBytes)
+        return this.fail(new HostFolderError('tooLarge', `the file is larger than ${this.maxBytes} bytes`));
       this.owed += 1;
       if (this.push(data)) this._read();
     }
@@ -216,4 +242,5 @@ function refusal(message: FolderReply): HostFolderError {
   return new HostFolderError('failed', `the agent answered ${message.type} out of turn`);
 }
 
-const offline = (hostId: string, why: string) => new HostFolderError('offline', `worker host ${hostId} is offline (${why}); start its agent and try again`);
+const offline = (hostId: string, why: string) =>
+  new HostFolderError('offline', `worker host ${hostId} is offline (${why}); start its agent and try again`);

@@ -58,7 +58,10 @@ export async function takeOverHost(
   );
   if (!row) return null;
   await query(tx, 'select pg_notify(?, ?)', [HOST_SESSIONS_CHANNEL, session.hostId]);
-  return { replaced: row.previous_id ? { sessionId: row.previous_id, replica: row.previous_replica } : null, region: row.region };
+  return {
+    replaced: row.previous_id ? { sessionId: row.previous_id, replica: row.previous_replica } : null,
+    region: row.region,
+  };
 }
 
 /** Thrown instead of writing for a session whose host another session has taken over. */
@@ -72,7 +75,11 @@ export class SessionReplaced extends Error {
  * Runs `work` in a transaction that holds the host row (FOR KEY SHARE) while `session` is its current one, so a takeover
  * waits for it to commit; throws SessionReplaced, without running it, once another session has the host.
  */
-export async function asCurrentSession<T>(em: EntityManager, session: HostSession, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+export async function asCurrentSession<T>(
+  em: EntityManager,
+  session: HostSession,
+  work: (tx: EntityManager) => Promise<T>,
+): Promise<T> {
   return em.transactional(async (tx) => {
     if (!(await isCurrentSession(tx, session))) throw new SessionReplaced(session);
     return work(tx);
@@ -84,7 +91,10 @@ export async function asCurrentSession<T>(em: EntityManager, session: HostSessio
  * the weakest lock that still keeps the takeover out, so other updates of the row (a heartbeat) do not wait.
  */
 export async function isCurrentSession(em: EntityManager, session: HostSession): Promise<boolean> {
-  const rows = await query(em, 'select 1 from hosts where id = ? and session_id = ? for key share', [session.hostId, session.sessionId]);
+  const rows = await query(em, 'select 1 from hosts where id = ? and session_id = ? for key share', [
+    session.hostId,
+    session.sessionId,
+  ]);
   return rows.length > 0;
 }
 
@@ -102,12 +112,16 @@ export async function recordCapabilities(
   hostId: string,
   capabilities: { exporters: string[]; missingExporters: Record<string, string>; services: string[] },
 ): Promise<void> {
-  await query(em, 'update hosts set exporters = ?::text[], missing_exporters = ?::jsonb, services = ?::text[], updated_at = now() where id = ?', [
-    pgArray(capabilities.exporters),
-    JSON.stringify(capabilities.missingExporters),
-    pgArray(capabilities.services),
-    hostId,
-  ]);
+  await query(
+    em,
+    'update hosts set exporters = ?::text[], missing_exporters = ?::jsonb, services = ?::text[], updated_at = now() where id = ?',
+    [
+      pgArray(capabilities.exporters),
+      JSON.stringify(capabilities.missingExporters),
+      pgArray(capabilities.services),
+      hostId,
+    ],
+  );
 }
 
 /** The session's socket closed: the host is disconnected, unless a newer session has it already. */
@@ -124,7 +138,12 @@ export async function endSession(em: EntityManager, session: HostSession): Promi
  * Whether a live connected host (heard from within `graceSeconds`) the workspace may use offers what `offer` asks
  * (see someHostOffers in scheduler/host-offers.ts).
  */
-export async function someHostOffersNow(em: EntityManager, workspaceId: string, offer: HostOffer, graceSeconds: number): Promise<boolean> {
+export async function someHostOffersNow(
+  em: EntityManager,
+  workspaceId: string,
+  offer: HostOffer,
+  graceSeconds: number,
+): Promise<boolean> {
   const [row] = await query<{ found: boolean }>(
     em,
     `select exists (
@@ -136,7 +155,20 @@ export async function someHostOffersNow(em: EntityManager, workspaceId: string, 
          and (?::varchar is null or ? = any(h.services))
          and (?::varchar is null or h.region is null or h.region = ?)
      ) as found`,
-    [graceSeconds, workspaceId, offer.gpuType, offer.gpuType, offer.gpuType, offer.freeGpu ?? false, offer.toolchain ?? null, offer.toolchain ?? null, offer.service ?? null, offer.service ?? null, offer.region ?? null, offer.region ?? null],
+    [
+      graceSeconds,
+      workspaceId,
+      offer.gpuType,
+      offer.gpuType,
+      offer.gpuType,
+      offer.freeGpu ?? false,
+      offer.toolchain ?? null,
+      offer.toolchain ?? null,
+      offer.service ?? null,
+      offer.service ?? null,
+      offer.region ?? null,
+      offer.region ?? null,
+    ],
   );
   return row.found;
 }
@@ -145,8 +177,16 @@ export async function someHostOffersNow(em: EntityManager, workspaceId: string, 
 export async function hostsWithLiveness(
   em: EntityManager,
   graceSeconds: number,
-): Promise<Array<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>> {
-  return query<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>(
+): Promise<
+  Array<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>
+> {
+  return query<{
+    name: string;
+    workspace: string | null;
+    state: string;
+    last_heartbeat_at: string | null;
+    alive: boolean;
+  }>(
     em,
     `select h.name, w.handle as workspace, h.state, h.last_heartbeat_at,
        (h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)) as alive
@@ -156,7 +196,9 @@ export async function hostsWithLiveness(
 }
 
 /** The hosts whose agent reported its version, with their workspace's handle (null: shared), by name. */
-export async function hostAgentVersions(em: EntityManager): Promise<Array<{ name: string; workspace: string | null; agent_version: string }>> {
+export async function hostAgentVersions(
+  em: EntityManager,
+): Promise<Array<{ name: string; workspace: string | null; agent_version: string }>> {
   return query<{ name: string; workspace: string | null; agent_version: string }>(
     em,
     `select h.name, w.handle as workspace, h.agent_version from hosts h left join workspaces w on w.id = h.workspace_id
@@ -165,7 +207,14 @@ export async function hostAgentVersions(em: EntityManager): Promise<Array<{ name
 }
 
 /** The replica holding the connected host's worker socket (null: none recorded), if the host is connected. */
-export async function connectedHostReplica(em: EntityManager, hostId: string): Promise<{ session_replica: string | null } | undefined> {
-  const [host] = await query<{ session_replica: string | null }>(em, `select session_replica from hosts where id = ? and state = 'connected'`, [hostId]);
+export async function connectedHostReplica(
+  em: EntityManager,
+  hostId: string,
+): Promise<{ session_replica: string | null } | undefined> {
+  const [host] = await query<{ session_replica: string | null }>(
+    em,
+    `select session_replica from hosts where id = ? and state = 'connected'`,
+    [hostId],
+  );
   return host;
 }

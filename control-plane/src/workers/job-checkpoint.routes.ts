@@ -17,10 +17,20 @@ export const putJobCheckpoint = defineRoute({
   limit: null,
   request: { params: z.object({ jobId: ObjectId }), query: z.object({ attempt: queryInt().min(1) }) },
   streamedBody: { contentType: 'application/octet-stream', description: 'The checkpoint, Content-Length bytes' },
-  response: { status: 200, description: 'Stored', schema: z.object({ success: z.literal(true), size: z.number().int() }) },
+  response: {
+    status: 200,
+    description: 'Stored',
+    schema: z.object({ success: z.literal(true), size: z.number().int() }),
+  },
   errors: [401, 404, 409, 411, 413],
   handler: (ctx, { params, query }) =>
-    ctx.state.services.jobCheckpoints.receive(ctx.get('authorization') || undefined, params.jobId, query.attempt, ctx.req, ctx.get('content-length') || undefined),
+    ctx.state.services.jobCheckpoints.receive(
+      ctx.get('authorization') || undefined,
+      params.jobId,
+      query.attempt,
+      ctx.req,
+      ctx.get('content-length') || undefined,
+    ),
 });
 
 export const workerRoutes = [putJobCheckpoint, putJobOutput];

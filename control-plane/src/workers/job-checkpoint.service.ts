@@ -21,13 +21,23 @@ export class JobCheckpointService {
     this.storage = storage;
   }
 
-  async receive(authorization: string | undefined, jobId: string, attempt: number, body: Readable, contentLength: string | undefined): Promise<{ success: true; size: number }> {
+  async receive(
+    authorization: string | undefined,
+    jobId: string,
+    attempt: number,
+    body: Readable,
+    contentLength: string | undefined,
+  ): Promise<{ success: true; size: number }> {
     const job = await runningAttempt(this.em, authorization, { id: jobId, attempt, kind: 'training' });
     const run = await newestRunOfJob(this.em, jobId);
     if (!run) throw Conflict('The trainer has not reported its start yet');
     const bytes = announcedSize(contentLength);
     const key = `ws/${job.workspaceId}/models/${job.subjectId}/checkpoints/job-${jobId}/last.pt`;
-    const stored = await this.storage.store.put(key, body, { contentType: 'application/octet-stream', expectedBytes: bytes, createOnly: false });
+    const stored = await this.storage.store.put(key, body, {
+      contentType: 'application/octet-stream',
+      expectedBytes: bytes,
+      createOnly: false,
+    });
     await recordUploadedObject(this.em, job.workspaceId, 'modelFiles', key, stored.size);
     await setResumeKey(this.em, run.id, key);
     return { success: true, size: stored.size };

@@ -46,10 +46,12 @@ export class JobOutputService {
     const hashed = pipeline(body, hashing, () => {});
     // Per attempt: a later attempt's upload never overwrites the object an earlier one recorded, it replaces the record.
     const key = `ws/${workspaceId}/jobs/${jobId}/outputs/${attempt}/${name}`;
-    const stored = await this.storage.store.put(key, hashed, { contentType: 'application/octet-stream', expectedBytes: bytes, createOnly: false }).catch((error: unknown) => {
-      if (error instanceof BlobLengthMismatch) throw Invalid(`The upload ${error.message}`);
-      throw error;
-    });
+    const stored = await this.storage.store
+      .put(key, hashed, { contentType: 'application/octet-stream', expectedBytes: bytes, createOnly: false })
+      .catch((error: unknown) => {
+        if (error instanceof BlobLengthMismatch) throw Invalid(`The upload ${error.message}`);
+        throw error;
+      });
     const output = { jobId, name, attempt, storageKey: key, size: stored.size, sha256: sha256.digest('hex') };
     let replaced: string | null;
     try {

@@ -1,5 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { MAX_MESSAGE_BYTES, commonVersion, encodeMessage, helloVersions, parseMessage, type AgentMessage, type ServerMessage } from '@vp/protocol';
+import {
+  MAX_MESSAGE_BYTES,
+  commonVersion,
+  encodeMessage,
+  helloVersions,
+  parseMessage,
+  type AgentMessage,
+  type ServerMessage,
+} from '@vp/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { newId } from '../db/ids.ts';
@@ -11,7 +19,16 @@ import { reconcileHost } from '../scheduler/reconcile.ts';
 import { serviceReported } from '../deployments/deployment-rollout.ts';
 import { serviceOrigin } from '../deployments/deployment-service-origin.ts';
 import type { FolderChannel, HostFolders } from './host-folders.ts';
-import { SessionReplaced, asCurrentSession, endSession, isCurrentSession, recordCapabilities, recordHeartbeat, takeOverHost, type HostSession } from './host.store.ts';
+import {
+  SessionReplaced,
+  asCurrentSession,
+  endSession,
+  isCurrentSession,
+  recordCapabilities,
+  recordHeartbeat,
+  takeOverHost,
+  type HostSession,
+} from './host.store.ts';
 import type { WorkerConnection } from './worker-connections.ts';
 
 export const HELLO_TIMEOUT_MS = 10_000;
@@ -68,7 +85,13 @@ export class WorkerSession implements WorkerConnection {
   /** Set once welcomed: where the agent's answers to folder requests go. */
   private folders: FolderChannel | undefined;
 
-  constructor(socket: WebSocket, identity: WorkerIdentity, key: string, address: string | undefined, context: SessionContext) {
+  constructor(
+    socket: WebSocket,
+    identity: WorkerIdentity,
+    key: string,
+    address: string | undefined,
+    context: SessionContext,
+  ) {
     this.hostId = identity.hostId;
     this.workspaceId = identity.workspaceId;
     this.socket = socket;
@@ -76,8 +99,16 @@ export class WorkerSession implements WorkerConnection {
     this.address = address;
     this.context = context;
     this.session = { hostId: identity.hostId, sessionId: newId(), replica: context.replica };
-    this.log = context.log.child({ hostId: identity.hostId, host: identity.hostName, keyPrefix: identity.keyPrefix, sessionId: this.session.sessionId });
-    this.helloTimer = setTimeout(() => this.close(CLOSE.handshakeFailed, `no hello within ${HELLO_TIMEOUT_MS / 1000} s`), HELLO_TIMEOUT_MS);
+    this.log = context.log.child({
+      hostId: identity.hostId,
+      host: identity.hostName,
+      keyPrefix: identity.keyPrefix,
+      sessionId: this.session.sessionId,
+    });
+    this.helloTimer = setTimeout(
+      () => this.close(CLOSE.handshakeFailed, `no hello within ${HELLO_TIMEOUT_MS / 1000} s`),
+      HELLO_TIMEOUT_MS,
+    );
     socket.on('message', (data) => this.arrive(toBuffer(data)));
     // ws reports protocol violations (an oversized frame among them) here, then closes the socket itself.
     socket.on('error', (error) => this.log.warn({ err: error }, 'worker socket error'));
@@ -153,7 +184,8 @@ export class WorkerSession implements WorkerConnection {
   private async receive(frame: Buffer): Promise<void> {
     if (this.socket.readyState !== WebSocket.OPEN) return;
     const parsed = parseMessage(frame, 'toServer');
-    if (!parsed.ok) return this.welcomed ? this.refuse(parsed.error) : this.failHandshake(parsed.error, parsed.unsupportedVersion);
+    if (!parsed.ok)
+      return this.welcomed ? this.refuse(parsed.error) : this.failHandshake(parsed.error, parsed.unsupportedVersion);
     const message = parsed.message;
     if (!this.welcomed) {
       if (message.type !== 'hello') return this.failHandshake(`expected hello, got ${message.type}`);
@@ -180,13 +212,25 @@ export class WorkerSession implements WorkerConnection {
       case 'job.service': {
         // Only the reported port is taken: the host is where this connection comes from.
         const origin = this.address && serviceOrigin(this.address, message.url);
-        if (!origin) return this.log.warn({ jobId: message.jobId, address: this.address }, "ignored a service: the agent's address is not an IP address");
-        const served = await this.asCurrent((tx) => serviceReported(tx, this.context.scheduler.lifecycle, this.hostId, message.jobId, origin));
-        if (!served) this.log.info({ jobId: message.jobId }, 'ignored the service of a job this host does not run for a deployment');
+        if (!origin)
+          return this.log.warn(
+            { jobId: message.jobId, address: this.address },
+            "ignored a service: the agent's address is not an IP address",
+          );
+        const served = await this.asCurrent((tx) =>
+          serviceReported(tx, this.context.scheduler.lifecycle, this.hostId, message.jobId, origin),
+        );
+        if (!served)
+          this.log.info(
+            { jobId: message.jobId },
+            'ignored the service of a job this host does not run for a deployment',
+          );
         return;
       }
       case 'job.finished': {
-        const ended = await this.asCurrent((tx) => this.context.scheduler.lifecycle.finishReported(tx, this.hostId, message));
+        const ended = await this.asCurrent((tx) =>
+          this.context.scheduler.lifecycle.finishReported(tx, this.hostId, message),
+        );
         if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
         this.context.scheduler.wake(this.hostId);
         return;
@@ -202,13 +246,25 @@ export class WorkerSession implements WorkerConnection {
   private async welcome(hello: Extract<AgentMessage, { type: 'hello' }>): Promise<void> {
     clearTimeout(this.helloTimer);
     // The key decides which host this is; a stale id on the agent's disk is worth a note, not a refusal.
-    if (hello.hostId !== undefined && hello.hostId !== this.hostId) this.log.warn({ claimedHostId: hello.hostId }, 'hello names another host id than its key');
+    if (hello.hostId !== undefined && hello.hostId !== this.hostId)
+      this.log.warn({ claimedHostId: hello.hostId }, 'hello names another host id than its key');
     const { scheduler } = this.context;
     // The newest hello is the host: it takes the host over and its running jobs are the truth about the host's jobs
     // (the older socket's included), in one transaction, so two hellos of one host cannot interleave.
     const connected = await this.context.em().transactional(async (tx) => {
       const takeover = await takeOverHost(tx, this.session, hello);
-      return takeover && { ...takeover, reconciled: await reconcileHost(tx, scheduler.lifecycle, this.hostId, hello.runningJobs, scheduler.graceSeconds) };
+      return (
+        takeover && {
+          ...takeover,
+          reconciled: await reconcileHost(
+            tx,
+            scheduler.lifecycle,
+            this.hostId,
+            hello.runningJobs,
+            scheduler.graceSeconds,
+          ),
+        }
+      );
     });
     if (!connected) return this.close(CLOSE.revoked, 'host no longer exists');
     this.welcomed = true;
@@ -216,9 +272,21 @@ export class WorkerSession implements WorkerConnection {
     // parseMessage refused a hello without a version in common.
     const protocolVersion = commonVersion(helloVersions(hello)!)!;
     const pool = protocolVersion >= 5 ? { pool: this.workspaceId === null } : {};
-    this.send({ type: 'welcome', protocolVersion, hostId: this.hostId, heartbeatSeconds: this.context.heartbeatSeconds, ...pool });
+    this.send({
+      type: 'welcome',
+      protocolVersion,
+      hostId: this.hostId,
+      heartbeatSeconds: this.context.heartbeatSeconds,
+      ...pool,
+    });
     this.log.info(
-      { agentVersion: hello.agentVersion, protocolVersion, gpus: hello.hardware.gpus.length, runningJobs: hello.runningJobs.length, replaced: connected.replaced },
+      {
+        agentVersion: hello.agentVersion,
+        protocolVersion,
+        gpus: hello.hardware.gpus.length,
+        runningJobs: hello.runningJobs.length,
+        replaced: connected.replaced,
+      },
       'worker connected',
     );
     const { reconciled } = connected;
@@ -243,7 +311,13 @@ export class WorkerSession implements WorkerConnection {
   /** Stored for the hosts view, export and deployment requests; the scheduler offers the host the jobs it can now take. */
   private async capabilities(message: Extract<AgentMessage, { type: 'capabilities' }>): Promise<void> {
     const services = message.services ?? [];
-    await this.asCurrent((tx) => recordCapabilities(tx, this.hostId, { exporters: message.exporters, missingExporters: message.missingExporters, services }));
+    await this.asCurrent((tx) =>
+      recordCapabilities(tx, this.hostId, {
+        exporters: message.exporters,
+        missingExporters: message.missingExporters,
+        services,
+      }),
+    );
     this.log.info({ exporters: message.exporters, services }, 'worker reported its capabilities');
     if (!this.local) return;
     this.local.exporters = new Set(message.exporters);
@@ -275,7 +349,8 @@ export class WorkerSession implements WorkerConnection {
     this.invalidMessages += 1;
     this.log.warn({ reason, invalidMessages: this.invalidMessages }, 'refused a worker message');
     this.send({ type: 'error', message: reason });
-    if (this.invalidMessages >= MAX_INVALID_MESSAGES) this.close(CLOSE.tooManyInvalidMessages, 'too many invalid messages');
+    if (this.invalidMessages >= MAX_INVALID_MESSAGES)
+      this.close(CLOSE.tooManyInvalidMessages, 'too many invalid messages');
   }
 
   /**

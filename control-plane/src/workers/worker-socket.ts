@@ -38,7 +38,11 @@ export class WorkerGateway {
   private readonly folders: HostFolders;
   private readonly trustProxy: boolean;
 
-  constructor(orm: Orm, log: Logger, options: { heartbeatSeconds: number; scheduler: HostScheduler; folders: HostFolders; trustProxy: boolean }) {
+  constructor(
+    orm: Orm,
+    log: Logger,
+    options: { heartbeatSeconds: number; scheduler: HostScheduler; folders: HostFolders; trustProxy: boolean },
+  ) {
     this.orm = orm;
     this.log = log.child({ component: 'worker-socket' });
     this.heartbeatSeconds = options.heartbeatSeconds;
@@ -49,8 +53,12 @@ export class WorkerGateway {
 
   /** Register before `notifications.start()`, which LISTENs on the channels known then. */
   listen(notifications: Notifications): void {
-    notifications.on(WORKER_KEYS_CHANNEL, (hostId) => this.connections.ofHost(hostId).forEach((connection) => void connection.verifyKey()));
-    notifications.on(HOST_SESSIONS_CHANNEL, (hostId) => this.connections.ofHost(hostId).forEach((connection) => void connection.verifySession()));
+    notifications.on(WORKER_KEYS_CHANNEL, (hostId) =>
+      this.connections.ofHost(hostId).forEach((connection) => void connection.verifyKey()),
+    );
+    notifications.on(HOST_SESSIONS_CHANNEL, (hostId) =>
+      this.connections.ofHost(hostId).forEach((connection) => void connection.verifySession()),
+    );
     // Revocations and takeovers may have been missed while the LISTEN connection was down.
     notifications.onReconnect(() =>
       this.connections.all().forEach((connection) => {
@@ -79,7 +87,8 @@ export class WorkerGateway {
     // A client that goes away during the key lookup must not take the process down with an unhandled error.
     const onError = () => socket.destroy();
     socket.on('error', onError);
-    if (new URL(req.url ?? '/', 'http://localhost').pathname !== AGENT_ROUTES.connect) return reject(socket, 404, 'Not Found');
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== AGENT_ROUTES.connect)
+      return reject(socket, 404, 'Not Found');
     if (this.closing) return reject(socket, 503, 'Service Unavailable');
     const key = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!key) return reject(socket, 401, 'Unauthorized');
@@ -88,7 +97,9 @@ export class WorkerGateway {
         if (!identity) return reject(socket, 401, 'Unauthorized');
         if (this.closing) return reject(socket, 503, 'Service Unavailable');
         socket.off('error', onError);
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, identity, key, agentAddress(req, this.trustProxy)));
+        this.wss.handleUpgrade(req, socket, head, (ws) =>
+          this.open(ws, identity, key, agentAddress(req, this.trustProxy)),
+        );
       },
       (error: unknown) => {
         this.log.error({ err: error }, 'worker key lookup failed');

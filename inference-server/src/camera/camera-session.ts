@@ -40,7 +40,15 @@ export class CameraSession {
     this.#ffmpeg = ffmpeg;
     this.#model = model;
     this.#url = maskedUrl(config.url);
-    this.#state = { url: this.#url, fps: config.fps, state: 'connecting', framesRead: 0, framesPredicted: 0, framesDropped: 0, counts: {} };
+    this.#state = {
+      url: this.#url,
+      fps: config.fps,
+      state: 'connecting',
+      framesRead: 0,
+      framesPredicted: 0,
+      framesDropped: 0,
+      counts: {},
+    };
     this.#connect();
   }
 
@@ -63,7 +71,10 @@ export class CameraSession {
     try {
       this.#stream = new FfmpegStream(
         { ffmpeg: this.#ffmpeg, url: this.#config.url, fps: this.#config.fps },
-        { frame: (jpeg) => this.#read({ jpeg, at: new Date().toISOString() }), ended: (reason) => this.#failed(reason) },
+        {
+          frame: (jpeg) => this.#read({ jpeg, at: new Date().toISOString() }),
+          ended: (reason) => this.#failed(reason),
+        },
       );
     } catch (error) {
       // spawn() throws for what it cannot even try (such as too many processes): a failure like any other.
@@ -101,7 +112,8 @@ export class CameraSession {
         this.#predictError = undefined;
       } catch (error) {
         const message = (error as Error).message;
-        if (message !== this.#predictError && !this.#stopped) log('WARNING', 'a camera frame could not be predicted', { url: this.#url, error: message });
+        if (message !== this.#predictError && !this.#stopped)
+          log('WARNING', 'a camera frame could not be predicted', { url: this.#url, error: message });
         this.#predictError = message;
       }
     }

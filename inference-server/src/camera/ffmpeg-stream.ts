@@ -75,7 +75,9 @@ export class FfmpegStream {
         clearTimeout(this.#stall);
         resolve();
         if (this.#endedBy === 'stopped') return;
-        const exit = spawnError ? `ffmpeg could not be started (${spawnError.message})` : `ffmpeg exited (${signal ?? `code ${code}`})`;
+        const exit = spawnError
+          ? `ffmpeg could not be started (${spawnError.message})`
+          : `ffmpeg exited (${signal ?? `code ${code}`})`;
         const said = this.#stderr.text();
         this.#events.ended(this.#hideSecrets(`${this.#endedBy ?? exit}${said ? `: ${said}` : ''}`));
       });

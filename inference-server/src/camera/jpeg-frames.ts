@@ -35,7 +35,8 @@ export class JpegFrames {
       frames.push(Buffer.from(this.#buffer.subarray(this.#start, end)));
       this.#restartAt(end);
     }
-    if (this.#end - this.#start > this.#maxFrameBytes) throw new FrameTooLarge(`a frame is larger than ${this.#maxFrameBytes} bytes`);
+    if (this.#end - this.#start > this.#maxFrameBytes)
+      throw new FrameTooLarge(`a frame is larger than ${this.#maxFrameBytes} bytes`);
     return frames;
   }
 
@@ -44,7 +45,10 @@ export class JpegFrames {
     if (this.#end + chunk.length > this.#buffer.length) {
       // Moved to the front, into a larger buffer when needed (doubling: appends stay linear in the bytes read).
       const size = Math.max(this.#buffer.length, held + chunk.length);
-      const target = size > this.#buffer.length ? Buffer.alloc(Math.max(size, Math.min(2 * this.#buffer.length, this.#maxFrameBytes + chunk.length))) : this.#buffer;
+      const target =
+        size > this.#buffer.length
+          ? Buffer.alloc(Math.max(size, Math.min(2 * this.#buffer.length, this.#maxFrameBytes + chunk.length)))
+          : this.#buffer;
       this.#buffer.copy(target, 0, this.#start, this.#end);
       this.#buffer = target;
       if (this.#position > 0) this.#position -= this.#start;

@@ -17,18 +17,30 @@ const BATCH = 16;
 const DOWNLOAD_MS = 60_000;
 
 /** The session on the device asked for; cpu (and why) when CUDA's provider or GPU is not there. */
-async function open(settings: EmbedSettings): Promise<{ model: EmbedderSession; device: EmbedResult['device']; deviceNote?: string }> {
+async function open(
+  settings: EmbedSettings,
+): Promise<{ model: EmbedderSession; device: EmbedResult['device']; deviceNote?: string }> {
   if (settings.device === 'cuda') {
     try {
-      return { model: await openEmbedder(settings.modelFile, { threads: settings.threads, executionProvider: 'cuda' }), device: 'cuda' };
+      return {
+        model: await openEmbedder(settings.modelFile, { threads: settings.threads, executionProvider: 'cuda' }),
+        device: 'cuda',
+      };
     } catch (error) {
       // onnxruntime-node bundles the CPU provider only: CUDA's is installed apart (ONNXRUNTIME_NODE_INSTALL=cuda12).
       const deviceNote = `the CUDA provider did not load (${(error as Error).message.split('\n')[0]}); install it with ONNXRUNTIME_NODE_INSTALL=cuda12`;
       log('WARNING', `embedding on the CPU: ${deviceNote}`);
-      return { model: await openEmbedder(settings.modelFile, { threads: settings.threads, executionProvider: 'cpu' }), device: 'cpu', deviceNote };
+      return {
+        model: await openEmbedder(settings.modelFile, { threads: settings.threads, executionProvider: 'cpu' }),
+        device: 'cpu',
+        deviceNote,
+      };
     }
   }
-  return { model: await openEmbedder(settings.modelFile, { threads: settings.threads, executionProvider: 'cpu' }), device: 'cpu' };
+  return {
+    model: await openEmbedder(settings.modelFile, { threads: settings.threads, executionProvider: 'cpu' }),
+    device: 'cpu',
+  };
 }
 
 /** The file's bytes, or why not (an HTTP error, over maxBytes, too slow). */
@@ -65,9 +77,15 @@ export async function embedChunk(): Promise<number> {
     const result: EmbedResult = { device, ...(deviceNote && { deviceNote }), dims: 0, images: [] };
     const vectors = createWriteStream(EMBED_FILES.vectors);
     for (let start = 0; start < images.length; start += BATCH) {
-      const files = await Promise.all(images.slice(start, start + BATCH).map((image) => download(image.url, settings.maxBytes)));
+      const files = await Promise.all(
+        images.slice(start, start + BATCH).map((image) => download(image.url, settings.maxBytes)),
+      );
       const fetched = files.filter((file) => typeof file !== 'string');
-      const { vectors: embedded, errors } = await embedImages(model, fetched, { mean: settings.mean, std: settings.std, maxPixels: MAX_IMAGE_PIXELS });
+      const { vectors: embedded, errors } = await embedImages(model, fetched, {
+        mean: settings.mean,
+        std: settings.std,
+        maxPixels: MAX_IMAGE_PIXELS,
+      });
       let next = 0;
       for (const file of files) {
         if (typeof file === 'string') result.images.push({ stage: 'download', reason: file.slice(0, 500) });
@@ -78,7 +96,8 @@ export async function embedChunk(): Promise<number> {
       }
       for (const vector of embedded) {
         result.dims = vector.length;
-        if (!vectors.write(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength))) await once(vectors, 'drain');
+        if (!vectors.write(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength)))
+          await once(vectors, 'drain');
       }
       log('INFO', 'embedded', { done: Math.min(images.length, start + BATCH), of: images.length });
     }

@@ -34,9 +34,14 @@ export interface EmbedSettings {
 
 /** Throws an Error naming each variable that is missing or wrong. */
 export function readEmbedSettings(env: Record<string, string | undefined>): EmbedSettings {
-  const present = Object.fromEntries(Object.values(EMBED_ENV).flatMap((name) => (env[name] ? [[name, env[name]]] : [])));
+  const present = Object.fromEntries(
+    Object.values(EMBED_ENV).flatMap((name) => (env[name] ? [[name, env[name]]] : [])),
+  );
   const parsed = Settings.safeParse(present);
-  if (!parsed.success) throw new Error(`invalid settings: ${parsed.error.issues.map((issue) => `${String(issue.path[0])} ${issue.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(
+      `invalid settings: ${parsed.error.issues.map((issue) => `${String(issue.path[0])} ${issue.message}`).join('; ')}`,
+    );
   const values = parsed.data;
   return {
     modelFile: values[EMBED_ENV.model],
@@ -49,13 +54,21 @@ export function readEmbedSettings(env: Record<string, string | undefined>): Embe
   };
 }
 
-const Manifest = z.strictObject({ images: z.array(z.strictObject({ url: z.url({ protocol: /^https?$/ }).max(8192) })).max(MAX_EMBED_IMAGES) });
+const Manifest = z.strictObject({
+  images: z.array(z.strictObject({ url: z.url({ protocol: /^https?$/ }).max(8192) })).max(MAX_EMBED_IMAGES),
+});
 /** A manifest of MAX_EMBED_IMAGES longest URLs, with room for JSON. */
 const MAX_MANIFEST_BYTES = MAX_EMBED_IMAGES * 8300 + 1024;
 
 export async function readManifest(file: string): Promise<EmbedManifest> {
   if ((await stat(file)).size > MAX_MANIFEST_BYTES) throw new Error(`the manifest is over ${MAX_MANIFEST_BYTES} bytes`);
   const parsed = Manifest.safeParse(JSON.parse(await readFile(file, 'utf8')));
-  if (!parsed.success) throw new Error(`invalid manifest: ${parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(
+      `invalid manifest: ${parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join('.')} ${issue.message}`)
+        .join('; ')}`,
+    );
   return parsed.data;
 }

@@ -30,7 +30,10 @@ export interface EmbeddedBatch {
 }
 
 /** Opens the model, checking it takes one float32 input [N,3,H,W]. */
-export async function openEmbedder(file: string, options: { threads: number; executionProvider: ExecutionProvider }): Promise<EmbedderSession> {
+export async function openEmbedder(
+  file: string,
+  options: { threads: number; executionProvider: ExecutionProvider },
+): Promise<EmbedderSession> {
   const session = await ort.InferenceSession.create(file, {
     executionProviders: [options.executionProvider],
     graphOptimizationLevel: 'all',
@@ -40,7 +43,13 @@ export async function openEmbedder(file: string, options: { threads: number; exe
   });
   const input = session.inputMetadata[0];
   const fixed = (dim: number | string | undefined) => (typeof dim === 'number' && dim > 0 ? dim : undefined);
-  if (session.inputNames.length !== 1 || !input?.isTensor || input.type !== 'float32' || input.shape.length !== 4 || (fixed(input.shape[1]) ?? 3) !== 3) {
+  if (
+    session.inputNames.length !== 1 ||
+    !input?.isTensor ||
+    input.type !== 'float32' ||
+    input.shape.length !== 4 ||
+    (fixed(input.shape[1]) ?? 3) !== 3
+  ) {
     await session.release();
     throw new Error('the model must take one float32 input [N,3,H,W]');
   }
@@ -61,11 +70,17 @@ async function pixels(bytes: Uint8Array, width: number, height: number, maxPixel
 }
 
 /** Embeds the images as one batch; an image that does not decode gets its reason instead of a vector. */
-export async function embedImages(model: EmbedderSession, images: Uint8Array[], norm: Normalisation): Promise<EmbeddedBatch> {
+export async function embedImages(
+  model: EmbedderSession,
+  images: Uint8Array[],
+  norm: Normalisation,
+): Promise<EmbeddedBatch> {
   const { session, height, width } = model;
   const plane = height * width;
   const decoded = await Promise.allSettled(images.map((bytes) => pixels(bytes, width, height, norm.maxPixels)));
-  const errors = decoded.map((result) => (result.status === 'rejected' ? String((result.reason as Error).message ?? result.reason).split('\n')[0] : null));
+  const errors = decoded.map((result) =>
+    result.status === 'rejected' ? String((result.reason as Error).message ?? result.reason).split('\n')[0] : null,
+  );
   const ok = decoded.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   if (ok.length === 0) return { vectors: [], errors };
   const tensor = new Float32Array(ok.length * 3 * plane);
@@ -77,10 +92,14 @@ export async function embedImages(model: EmbedderSession, images: Uint8Array[], 
       for (let i = 0; i < plane; i++) tensor[offset + i] = (rgb[i * 3 + c] / 255 - mean) / std;
     }
   });
-  const results = await session.run({ [session.inputNames[0]]: new ort.Tensor('float32', tensor, [ok.length, 3, height, width]) });
+  const results = await session.run({
+    [session.inputNames[0]]: new ort.Tensor('float32', tensor, [ok.length, 3, height, width]),
+  });
   const output = results[session.outputNames[0]];
-  const dims = output.dims.length === 2 && output.dims[0] === ok.length && output.type === 'float32' ? output.dims[1] : 0;
-  if (!dims) throw new Error(`the model's first output is ${output.type} [${output.dims.join(',')}], not float32 [N,D]`);
+  const dims =
+    output.dims.length === 2 && output.dims[0] === ok.length && output.type === 'float32' ? output.dims[1] : 0;
+  if (!dims)
+    throw new Error(`the model's first output is ${output.type} [${output.dims.join(',')}], not float32 [N,D]`);
   const flat = output.data as Float32Array;
   const vectors = ok.map((_, n) => {
     const vector = flat.slice(n * dims, (n + 1) * dims);

@@ -25,10 +25,17 @@ export type WorkerRequest =
 
 /** cause: 'image': the bytes are not a usable image (400); 'model': the ONNX file did not load or its run gave what no export gives; 'internal': anything else. */
 /** invalidFile: the ONNX file itself is not a runnable export (InvalidModel at load): it never will be. */
-export type WorkerFailure = { id: number; ok: false; cause: 'image' | 'model' | 'internal'; message: string; invalidFile?: boolean };
+export type WorkerFailure = {
+  id: number;
+  ok: false;
+  cause: 'image' | 'model' | 'internal';
+  message: string;
+  invalidFile?: boolean;
+};
 /**
  * footprintBytes: how much the process's resident memory grew while the session loaded and ran so far (what the pool
  * accounts for it): onnxruntime's arena keeps the peak of the largest run.
  */
-export type WorkerReply = { id: number; ok: true; prediction: Prediction; info: ModelInfo; footprintBytes: number } | WorkerFailure;
+export type WorkerReply =
+  { id: number; ok: true; prediction: Prediction; info: ModelInfo; footprintBytes: number } | WorkerFailure;
 export type LoadReply = { id: number; ok: true; info: ModelInfo; footprintBytes: number } | WorkerFailure;

@@ -82,13 +82,26 @@ export class InferencePool {
     this.options = options;
   }
 
-  async run(artifact: Artifact, image: Uint8Array, options: PredictOptions, maxPixels: number): Promise<{ prediction: Prediction; info: ModelInfo }> {
+  async run(
+    artifact: Artifact,
+    image: Uint8Array,
+    options: PredictOptions,
+    maxPixels: number,
+  ): Promise<{ prediction: Prediction; info: ModelInfo }> {
     this.usable(artifact);
     const session = this.place(artifact);
     session.running += 1;
     session.lastUsed = performance.now();
     this.evict(artifact.key);
-    const request: WorkerRequest = { kind: 'run', id: this.nextId++, sessionKey: artifact.key, file: artifact.file, image, options, maxPixels };
+    const request: WorkerRequest = {
+      kind: 'run',
+      id: this.nextId++,
+      sessionKey: artifact.key,
+      file: artifact.file,
+      image,
+      options,
+      maxPixels,
+    };
     try {
       const reply = (await session.worker.ask(request)) as WorkerReply;
       if (!reply.ok) throw this.failed(artifact, reply);
@@ -106,7 +119,12 @@ export class InferencePool {
     const session = this.place(artifact);
     session.running += 1;
     try {
-      const reply = (await session.worker.ask({ kind: 'load', id: this.nextId++, sessionKey: artifact.key, file: artifact.file })) as LoadReply;
+      const reply = (await session.worker.ask({
+        kind: 'load',
+        id: this.nextId++,
+        sessionKey: artifact.key,
+        file: artifact.file,
+      })) as LoadReply;
       if (!reply.ok) throw this.failed(artifact, reply);
       this.measured(artifact, session, reply.footprintBytes);
       return reply.info;
@@ -155,7 +173,10 @@ export class InferencePool {
       let workers = this.partitions.get(partition);
       if (!workers) this.partitions.set(partition, (workers = []));
       while (workers.length < this.options.workers) workers.push(this.spawn(partition));
-      const held = (worker: InferenceProcess) => [...this.resident.values()].filter((other) => other.worker === worker).reduce((sum, other) => sum + other.bytes, 0);
+      const held = (worker: InferenceProcess) =>
+        [...this.resident.values()]
+          .filter((other) => other.worker === worker)
+          .reduce((sum, other) => sum + other.bytes, 0);
       const worker = workers.reduce((best, candidate) => (held(candidate) < held(best) ? candidate : best));
       session = { worker, bytes: sessionBytes(artifact.bytes), lastUsed: 0, running: 0 };
       this.resident.set(artifact.key, session);
@@ -170,13 +191,16 @@ export class InferencePool {
   private evict(keep: string): void {
     const processes = [...this.partitions.values()].reduce((sum, workers) => sum + workers.length, 0);
     let total = [...this.resident.values()].reduce((sum, session) => sum + session.bytes, processes * PROCESS_BYTES);
-    const idle = [...this.resident.entries()].filter(([key, session]) => key !== keep && session.running === 0).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    const idle = [...this.resident.entries()]
+      .filter(([key, session]) => key !== keep && session.running === 0)
+      .sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
     for (const [key, session] of idle) {
       if (total <= this.options.cacheBytes) break;
       this.resident.delete(key);
       total -= session.bytes;
       session.worker.tell({ kind: 'release', sessionKey: key });
-      const emptied = !session.worker.busy && ![...this.resident.values()].some((other) => other.worker === session.worker);
+      const emptied =
+        !session.worker.busy && ![...this.resident.values()].some((other) => other.worker === session.worker);
       if (emptied) total -= PROCESS_BYTES;
     }
     this.closeEmpty();
@@ -196,7 +220,10 @@ export class InferencePool {
   private spawn(partition: string): InferenceProcess {
     const { intraOpThreads, spinning, executionProvider, cacheBytes, workerMemoryBytes, workerStallMs } = this.options;
     const setup: WorkerSetup = { intraOpThreads, spinning, executionProvider };
-    const limits = { memoryBytes: workerMemoryBytes ?? cacheBytes + WORKER_BASELINE_BYTES, stallMs: workerStallMs ?? 60_000 };
+    const limits = {
+      memoryBytes: workerMemoryBytes ?? cacheBytes + WORKER_BASELINE_BYTES,
+      stallMs: workerStallMs ?? 60_000,
+    };
     const worker = new InferenceProcess(setup, limits, (error) => new InferenceError(error.cause, error.message));
     // A process that dies takes its sessions with it; the partition's next request starts another.
     worker.onStop(() => {

@@ -27,12 +27,19 @@ export class InferenceProcess {
   private ended: Pick<WorkerFailure, 'cause' | 'message'> | undefined;
   private closing = false;
 
-  constructor(setup: WorkerSetup, limits: { memoryBytes: number; stallMs: number }, failure: InferenceProcess['failure']) {
+  constructor(
+    setup: WorkerSetup,
+    limits: { memoryBytes: number; stallMs: number },
+    failure: InferenceProcess['failure'],
+  ) {
     this.memoryBytes = limits.memoryBytes;
     this.stallMs = limits.stallMs;
     this.failure = failure;
     // Advanced serialization carries typed arrays (images in, masks and depth out) as they are.
-    this.child = fork(WORKER, [JSON.stringify(setup)], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(WORKER, [JSON.stringify(setup)], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child.on('message', (reply: WorkerReply | LoadReply) => {
       const waiter = this.pending.get(reply.id);
       this.pending.delete(reply.id);
@@ -40,8 +47,14 @@ export class InferenceProcess {
       if (this.pending.size === 0) this.unwatch();
       else this.restartStall();
     });
-    this.child.on('error', (error) => this.stop({ cause: 'internal', message: `inference worker failed: ${error.message}` }));
-    this.child.on('exit', (code, signal) => this.stop(this.ended ?? { cause: 'internal', message: `inference worker stopped (${signal ?? `exit code ${code}`})` }));
+    this.child.on('error', (error) =>
+      this.stop({ cause: 'internal', message: `inference worker failed: ${error.message}` }),
+    );
+    this.child.on('exit', (code, signal) =>
+      this.stop(
+        this.ended ?? { cause: 'internal', message: `inference worker stopped (${signal ?? `exit code ${code}`})` },
+      ),
+    );
   }
 
   /** Whether it has requests in flight. */
@@ -58,7 +71,10 @@ export class InferenceProcess {
   }
 
   ask(request: Extract<WorkerRequest, { id: number }>): Promise<WorkerReply | LoadReply> {
-    if (this.stopped) return Promise.reject(this.failure(this.ended ?? { cause: 'internal', message: 'the inference worker is closing' }));
+    if (this.stopped)
+      return Promise.reject(
+        this.failure(this.ended ?? { cause: 'internal', message: 'the inference worker is closing' }),
+      );
     return new Promise((resolve, reject) => {
       this.pending.set(request.id, { resolve, reject });
       this.child.send(request);
@@ -83,14 +99,20 @@ export class InferenceProcess {
     if (this.watch || !Number.isFinite(this.memoryBytes) || this.child.pid === undefined) return;
     const statm = `/proc/${this.child.pid}/statm`;
     this.watch = setInterval(() => {
-      void readFile(statm, 'utf8').then((text) => {
-        const rss = Number(text.split(' ')[1]) * PAGE_BYTES;
-        if (rss > this.memoryBytes) this.kill(`the model took more than the ${Math.round(this.memoryBytes / 2 ** 20)} MiB of memory an inference worker may use, and was stopped`);
-      }, () => {
-        // no /proc (not Linux), or the process is gone
-        clearInterval(this.watch);
-        this.watch = undefined;
-      });
+      void readFile(statm, 'utf8').then(
+        (text) => {
+          const rss = Number(text.split(' ')[1]) * PAGE_BYTES;
+          if (rss > this.memoryBytes)
+            this.kill(
+              `the model took more than the ${Math.round(this.memoryBytes / 2 ** 20)} MiB of memory an inference worker may use, and was stopped`,
+            );
+        },
+        () => {
+          // no /proc (not Linux), or the process is gone
+          clearInterval(this.watch);
+          this.watch = undefined;
+        },
+      );
     }, WATCH_MS);
     this.watch.unref();
   }
@@ -98,7 +120,10 @@ export class InferenceProcess {
   /** onnxruntime runs a session on the process's JS thread: one that never returns is stopped only by killing it. */
   private restartStall(): void {
     clearTimeout(this.stall);
-    this.stall = setTimeout(() => this.kill(`the model gave no answer for ${this.stallMs / 1000} s, and was stopped`), this.stallMs);
+    this.stall = setTimeout(
+      () => this.kill(`the model gave no answer for ${this.stallMs / 1000} s, and was stopped`),
+      this.stallMs,
+    );
     this.stall.unref();
   }
 

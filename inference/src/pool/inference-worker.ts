@@ -39,18 +39,37 @@ function forget(key: string): void {
 
 async function run(request: Extract<WorkerRequest, { kind: 'run' }>): Promise<WorkerReply> {
   // Decoded while the session loads: both wait on other threads (libvips, onnxruntime).
-  const [image, loaded] = await Promise.allSettled([decodeImage(request.image, { maxPixels: request.maxPixels }), session(request.sessionKey, request.file)]);
+  const [image, loaded] = await Promise.allSettled([
+    decodeImage(request.image, { maxPixels: request.maxPixels }),
+    session(request.sessionKey, request.file),
+  ]);
   if (image.status === 'rejected') {
     const error = image.reason as Error;
-    return { id: request.id, ok: false, cause: error instanceof InvalidImage ? 'image' : 'internal', message: error.message };
+    return {
+      id: request.id,
+      ok: false,
+      cause: error instanceof InvalidImage ? 'image' : 'internal',
+      message: error.message,
+    };
   }
   if (loaded.status === 'rejected') return loadFailure(request.id, loaded.reason);
   const model = loaded.value;
   try {
     const prediction = await measured(request.sessionKey, () => model.predict(image.value, request.options));
-    return { id: request.id, ok: true, prediction, info: model.info, footprintBytes: footprints.get(request.sessionKey) ?? 0 };
+    return {
+      id: request.id,
+      ok: true,
+      prediction,
+      info: model.info,
+      footprintBytes: footprints.get(request.sessionKey) ?? 0,
+    };
   } catch (error) {
-    return { id: request.id, ok: false, cause: error instanceof InvalidModel ? 'model' : 'internal', message: (error as Error).message };
+    return {
+      id: request.id,
+      ok: false,
+      cause: error instanceof InvalidModel ? 'model' : 'internal',
+      message: (error as Error).message,
+    };
   }
 }
 
@@ -64,7 +83,13 @@ async function load(request: Extract<WorkerRequest, { kind: 'load' }>): Promise<
 }
 
 function loadFailure(id: number, error: unknown): WorkerFailure {
-  return { id, ok: false, cause: 'model', message: (error as Error).message, invalidFile: error instanceof InvalidModel };
+  return {
+    id,
+    ok: false,
+    cause: 'model',
+    message: (error as Error).message,
+    invalidFile: error instanceof InvalidModel,
+  };
 }
 
 async function release(key: string): Promise<void> {

@@ -13,8 +13,12 @@ async function png(pixels: Uint8Array | Uint16Array, width: number, height: numb
 export async function denseOutputs(prediction: Prediction, bits: Bits) {
   const [height, width] = prediction.shape;
   const shape = [height, width];
-  const out: { semantic_mask?: { shape: number[]; encoding: 'png'; data: string }; depth?: { shape: number[]; encoding: 'png'; data: string; min: number; max: number; bits: Bits } } = {};
-  if (prediction.semanticMask) out.semantic_mask = { shape, encoding: 'png', data: await png(prediction.semanticMask, width, height) };
+  const out: {
+    semantic_mask?: { shape: number[]; encoding: 'png'; data: string };
+    depth?: { shape: number[]; encoding: 'png'; data: string; min: number; max: number; bits: Bits };
+  } = {};
+  if (prediction.semanticMask)
+    out.semantic_mask = { shape, encoding: 'png', data: await png(prediction.semanticMask, width, height) };
   if (prediction.depth) {
     const depth = prediction.depth;
     let min = Infinity;
@@ -25,8 +29,17 @@ export async function denseOutputs(prediction: Prediction, bits: Bits) {
     }
     const divisor = bits === 8 ? 255 : 65535;
     const pixels = bits === 8 ? new Uint8Array(depth.length) : new Uint16Array(depth.length);
-    if (max > 0) for (let index = 0; index < depth.length; index += 1) pixels[index] = Math.round((Math.max(0, depth[index]!) / max) * divisor);
-    out.depth = { shape, encoding: 'png', data: await png(pixels, width, height), min: Number.isFinite(min) ? min : 0, max: Number.isFinite(max) ? max : 0, bits };
+    if (max > 0)
+      for (let index = 0; index < depth.length; index += 1)
+        pixels[index] = Math.round((Math.max(0, depth[index]!) / max) * divisor);
+    out.depth = {
+      shape,
+      encoding: 'png',
+      data: await png(pixels, width, height),
+      min: Number.isFinite(min) ? min : 0,
+      max: Number.isFinite(max) ? max : 0,
+      bits,
+    };
   }
   return out;
 }

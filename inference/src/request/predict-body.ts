@@ -39,7 +39,10 @@ export async function readPredictBody(req: IncomingMessage, bound: ByteBound): P
   const refusal = () =>
     multipart
       ? tooLarge(bound)
-      : new PredictInputError(413, `A ${media} predict body holds the parameters and a source of at most 4,096 characters: at most ${limit} bytes; send a larger image as the file of a multipart/form-data body`);
+      : new PredictInputError(
+          413,
+          `A ${media} predict body holds the parameters and a source of at most 4,096 characters: at most ${limit} bytes; send a larger image as the file of a multipart/form-data body`,
+        );
   if (Number(req.headers['content-length'] ?? 0) > limit) throw refusal();
   const tooManyParts = () => invalid(`A predict form has the file and the parameters: at most ${MAX_FORM_PARTS} parts`);
   const countParts = multipart ? partCounter(contentType) : undefined;
@@ -60,11 +63,17 @@ export async function readPredictBody(req: IncomingMessage, bound: ByteBound): P
     }
   }
   const body = Readable.toWeb(Readable.from(bounded())) as ReadableStream<Uint8Array>;
-  const request = new Request('http://predict.invalid/', { method: 'POST', headers: { 'content-type': contentType }, body, duplex: 'half' } as RequestInit);
+  const request = new Request('http://predict.invalid/', {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body,
+    duplex: 'half',
+  } as RequestInit);
   try {
     if (media === 'application/json') {
       const parsed: unknown = JSON.parse(await request.text());
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('The JSON body must be an object of predict parameters');
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+        throw invalid('The JSON body must be an object of predict parameters');
       return { fields: parsed as Record<string, unknown> };
     }
     return fromForm(await request.formData(), bound);
@@ -109,4 +118,3 @@ async function fromForm(form: FormData, bound: ByteBound): Promise<PredictBody> 
   }
   return { fields, ...(file && { file }) };
 }
-

@@ -22,4 +22,5 @@ export interface ByteBound {
   setting: string;
 }
 
-export const tooLarge = ({ maxBytes, setting }: ByteBound) => new PredictInputError(413, `Prediction input larger than ${maxBytes} bytes (${setting})`);
+export const tooLarge = ({ maxBytes, setting }: ByteBound) =>
+  new PredictInputError(413, `Prediction input larger than ${maxBytes} bytes (${setting})`);

@@ -17,15 +17,24 @@ export interface PredictInput {
 /** Fetches an http(s) `source`; throws PredictInputError for what the caller got wrong. */
 export type UrlFetcher = (url: string) => Promise<Uint8Array>;
 
-export async function readPredictInput(req: IncomingMessage, bound: ByteBound, fetchUrl: UrlFetcher): Promise<PredictInput> {
+export async function readPredictInput(
+  req: IncomingMessage,
+  bound: ByteBound,
+  fetchUrl: UrlFetcher,
+): Promise<PredictInput> {
   const body = await readPredictBody(req, bound);
   const parsed = PredictParameters.safeParse(body.fields);
   if (!parsed.success) throw invalidBody(parsed.error);
   const parameters = parsed.data;
   if (body.file && parameters.source !== undefined) throw invalid('Send file or source, not both');
-  if (!body.file && parameters.source === undefined) throw invalid('Send the image as file (multipart/form-data) or source (URL or base64)');
+  if (!body.file && parameters.source === undefined)
+    throw invalid('Send the image as file (multipart/form-data) or source (URL or base64)');
   const source = parameters.source ?? '';
-  const image = body.file ? body.file.bytes : isUrlSource(source) ? await fetchUrl(source.trim()) : decodeSource(source, bound);
+  const image = body.file
+    ? body.file.bytes
+    : isUrlSource(source)
+      ? await fetchUrl(source.trim())
+      : decodeSource(source, bound);
   if (isVideo(image, body.file?.type)) throw invalid(VIDEO_REFUSED);
   return { parameters, image };
 }

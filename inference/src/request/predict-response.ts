@@ -14,7 +14,14 @@ export async function predictResponse(
   const { prediction, info } = run;
   const results = summarize(prediction, info.names, { normalize: parameters.normalize, decimals: parameters.decimals });
   return {
-    images: [{ shape: prediction.shape, speed: prediction.speed, results, ...(await denseOutputs(prediction, parameters.bits)) }],
+    images: [
+      {
+        shape: prediction.shape,
+        speed: prediction.speed,
+        results,
+        ...(await denseOutputs(prediction, parameters.bits)),
+      },
+    ],
     metadata: {
       imageCount: 1,
       classNames: info.names,

@@ -11,7 +11,8 @@ export const isUrlSource = (source: string) => /^https?:\/\//i.test(source.trim(
 export function decodeSource(source: string, bound: ByteBound): Uint8Array {
   const text = source.trim();
   const dataUri = DATA_URI.exec(text);
-  if (/^data:/i.test(text) && !dataUri) throw invalid('source is a data: URI but not a base64 one (data:image/jpeg;base64,...)');
+  if (/^data:/i.test(text) && !dataUri)
+    throw invalid('source is a data: URI but not a base64 one (data:image/jpeg;base64,...)');
   const encoded = (dataUri ? dataUri[3]! : text).replace(/\s+/g, '');
   if (!BASE64.test(encoded)) throw invalid('source must be an http(s) image URL, a data: URI or a base64 string');
   const bytes = Buffer.from(encoded, encoded.includes('-') || encoded.includes('_') ? 'base64url' : 'base64');

@@ -24,7 +24,12 @@ export function outcomeOf(info: Docker.ContainerInspectInfo, cause?: string): Jo
     const limit = info.HostConfig.Memory ? ` (its limit is ${info.HostConfig.Memory} bytes)` : '';
     return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}`, ...runTimes(info) };
   }
-  return { outcome: 'failed', exitCode, error: `exited with status ${exitCode}${cause === undefined ? '' : `: ${cause}`}`, ...runTimes(info) };
+  return {
+    outcome: 'failed',
+    exitCode,
+    error: `exited with status ${exitCode}${cause === undefined ? '' : `: ${cause}`}`,
+    ...runTimes(info),
+  };
 }
 
 /** When the container ran, as Docker recorded it (this host's clock); a time it never set (year 1) is left out. */
@@ -50,7 +55,9 @@ async function inspectSettled(container: Docker.Container): Promise<Docker.Conta
 
 /** What failure-cause.ts needs of a container: the job's environment (from its config) and its work dir (mounted at its host path). */
 export function causeContext(info: Docker.ContainerInspectInfo): CauseContext {
-  const env = Object.fromEntries(info.Config.Env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  const env = Object.fromEntries(
+    info.Config.Env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
   return { env, workDirs: [info.Config.WorkingDir] };
 }
 
@@ -81,7 +88,12 @@ export class DockerJob implements RunningJob {
   readonly #detach = new AbortController();
 
   /** `timeoutAt` (epoch ms) fails the job as timed out if it is still running then. */
-  constructor(jobId: string, container: Docker.Container, { output, logs }: JobOutput, options: { stopGraceMs: number; cause: CauseContext; timeoutAt?: number; servicePort?: number }) {
+  constructor(
+    jobId: string,
+    container: Docker.Container,
+    { output, logs }: JobOutput,
+    options: { stopGraceMs: number; cause: CauseContext; timeoutAt?: number; servicePort?: number },
+  ) {
     const { stopGraceMs, timeoutAt } = options;
     this.jobId = jobId;
     this.servicePort = options.servicePort;
@@ -92,7 +104,10 @@ export class DockerJob implements RunningJob {
     this.#graceSeconds = Math.ceil(stopGraceMs / 1000);
     if (timeoutAt !== undefined) {
       // If Docker cannot be reached to stop it, waiting on the container fails too and says so.
-      this.#cancelTimeout = after(timeoutAt - Date.now(), () => void this.#end({ outcome: 'failed', error: 'timed out' }).catch(() => {}));
+      this.#cancelTimeout = after(
+        timeoutAt - Date.now(),
+        () => void this.#end({ outcome: 'failed', error: 'timed out' }).catch(() => {}),
+      );
     }
     this.#done = this.#watch(output, logs);
   }

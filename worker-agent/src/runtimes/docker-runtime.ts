@@ -14,7 +14,19 @@ import { finished } from 'node:stream/promises';
 import { lchown, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { failureCause } from './failure-cause.ts';
-import { LogBatcher, TAIL_LINES, jobFiles, type JobAssignment, type JobFiles, type JobRuntime, type LogSink, type LogStream, type RecoveredJob, type RunningJob, type ServiceKind } from './runtime.ts';
+import {
+  LogBatcher,
+  TAIL_LINES,
+  jobFiles,
+  type JobAssignment,
+  type JobFiles,
+  type JobRuntime,
+  type LogSink,
+  type LogStream,
+  type RecoveredJob,
+  type RunningJob,
+  type ServiceKind,
+} from './runtime.ts';
 import { causeContext, DockerJob, outcomeOf, type JobOutput, removeContainer, statusOf } from './docker-job.ts';
 import { endedJob, prepareWorkDir, serviceCommand } from './shared.ts';
 import { DEFAULT_INFERENCE_IMAGE } from '../config.ts';
@@ -59,15 +71,23 @@ export const JOB_NETWORK = 'vp-jobs';
 
 /** Creates JOB_NETWORK when missing. */
 export async function ensureJobNetwork(docker: Docker): Promise<void> {
-  const present = await docker.getNetwork(JOB_NETWORK).inspect().then(
-    () => true,
-    (error: unknown) => {
-      if (statusOf(error) === 404) return false;
-      throw error;
-    },
-  );
+  const present = await docker
+    .getNetwork(JOB_NETWORK)
+    .inspect()
+    .then(
+      () => true,
+      (error: unknown) => {
+        if (statusOf(error) === 404) return false;
+        throw error;
+      },
+    );
   if (present) return;
-  const options = { Name: JOB_NETWORK, Driver: 'bridge', Options: { 'com.docker.network.bridge.enable_icc': 'false' }, Labels: { [LABELS.managed]: 'true' } };
+  const options = {
+    Name: JOB_NETWORK,
+    Driver: 'bridge',
+    Options: { 'com.docker.network.bridge.enable_icc': 'false' },
+    Labels: { [LABELS.managed]: 'true' },
+  };
   // 409: another agent on this host created it meanwhile.
   await docker.createNetwork(options).catch((error: unknown) => {
     if (statusOf(error) !== 409) throw error;
@@ -108,7 +128,12 @@ export function containerOptions(
   if (spec.gpus.count === 0) env.NVIDIA_VISIBLE_DEVICES = 'void';
   else if (spec.gpus.indexes) env.NVIDIA_VISIBLE_DEVICES = spec.gpus.indexes.join(',');
   const gpus = spec.gpus.indexes ? { DeviceIDs: spec.gpus.indexes.map(String) } : { Count: spec.gpus.count };
-  const labels: Record<string, string> = { [LABELS.managed]: 'true', [LABELS.host]: host, [LABELS.jobId]: jobId, [LABELS.attempt]: String(attempt) };
+  const labels: Record<string, string> = {
+    [LABELS.managed]: 'true',
+    [LABELS.host]: host,
+    [LABELS.jobId]: jobId,
+    [LABELS.attempt]: String(attempt),
+  };
   if (spec.timeoutSeconds !== undefined) labels[LABELS.timeoutSeconds] = String(spec.timeoutSeconds);
   labels[LABELS.files] = JSON.stringify(jobFiles(spec));
   const service = spec.service && servicePortKey(spec.service.port);
@@ -184,10 +209,13 @@ export class DockerRuntime implements JobRuntime {
     await handOver(workDir, this.#user);
     await this.#ensureImage(image);
     await this.#ensureNetwork();
-    const container = await this.#docker.createContainer(containerOptions(assignment, { image, workDir, host: this.#host, user: this.#user })).catch((error: unknown) => {
-      if (statusOf(error) === 409) throw new Error(`job ${jobId} attempt ${attempt} already has a container (${containerName(jobId, attempt)})`);
-      throw error;
-    });
+    const container = await this.#docker
+      .createContainer(containerOptions(assignment, { image, workDir, host: this.#host, user: this.#user }))
+      .catch((error: unknown) => {
+        if (statusOf(error) === 409)
+          throw new Error(`job ${jobId} attempt ${attempt} already has a container (${containerName(jobId, attempt)})`);
+        throw error;
+      });
     try {
       // Attached before it starts, so no output is missed; the stream holds what comes until it is read. It is the
       // HTTP response, which dockerode's types call a ReadWriteStream.
@@ -199,7 +227,12 @@ export class DockerRuntime implements JobRuntime {
       const deadline = spec.timeoutSeconds === undefined ? undefined : Date.now() + spec.timeoutSeconds * 1000;
       const cause = { env: spec.env, workDirs: [workDir] };
       const servicePort = publishedPort(await container.inspect(), jobFiles(spec));
-      return new DockerJob(jobId, container, this.#follow(output, sink), { stopGraceMs: this.#stopGraceMs, cause, timeoutAt: deadline, servicePort });
+      return new DockerJob(jobId, container, this.#follow(output, sink), {
+        stopGraceMs: this.#stopGraceMs,
+        cause,
+        timeoutAt: deadline,
+        servicePort,
+      });
     } catch (error) {
       await removeContainer(container);
       throw error;
@@ -220,31 +253,57 @@ export class DockerRuntime implements JobRuntime {
       found.map(async ({ Id, Labels }) => {
         const jobId = Labels[LABELS.jobId] as string;
         const files = Labels[LABELS.files] ? (JSON.parse(Labels[LABELS.files]) as JobFiles) : undefined;
-        return { jobId, attempt: Number(Labels[LABELS.attempt]), job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor, files), ...(files && { files }) };
+        return {
+          jobId,
+          attempt: Number(Labels[LABELS.attempt]),
+          job: await this.#adopt(jobId, this.#docker.getContainer(Id), sinkFor, files),
+          ...(files && { files }),
+        };
       }),
     );
   }
 
-  async #adopt(jobId: string, container: Docker.Container, sinkFor: (jobId: string) => LogSink, files: JobFiles | undefined): Promise<RunningJob> {
+  async #adopt(
+    jobId: string,
+    container: Docker.Container,
+    sinkFor: (jobId: string) => LogSink,
+    files: JobFiles | undefined,
+  ): Promise<RunningJob> {
     const info = await container.inspect().catch((error: unknown) => {
       if (statusOf(error) === 404) return undefined;
       throw error;
     });
-    if (info === undefined) return endedJob(jobId, { outcome: 'failed', error: "the job's container was removed while the agent was away" });
+    if (info === undefined)
+      return endedJob(jobId, { outcome: 'failed', error: "the job's container was removed while the agent was away" });
     // Kept until its end is reported (release()), like a container this agent saw end.
-    if (!info.State.Running) return endedJob(jobId, outcomeOf(info, await this.#recordedCause(container, info)), () => removeContainer(container));
+    if (!info.State.Running)
+      return endedJob(jobId, outcomeOf(info, await this.#recordedCause(container, info)), () =>
+        removeContainer(container),
+      );
     // Logs rather than attach: attaching to a container that has just exited would wait for it to start again.
-    const output = (await container.logs({ follow: true, stdout: true, stderr: true, since: Date.now() / 1000 })) as Readable;
+    const output = (await container.logs({
+      follow: true,
+      stdout: true,
+      stderr: true,
+      since: Date.now() / 1000,
+    })) as Readable;
     const timeout = info.Config.Labels[LABELS.timeoutSeconds];
     const deadline = timeout === undefined ? undefined : Date.parse(info.State.StartedAt) + Number(timeout) * 1000;
     const servicePort = publishedPort(info, files);
-    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), { stopGraceMs: this.#stopGraceMs, cause: causeContext(info), timeoutAt: deadline, servicePort });
+    return new DockerJob(jobId, container, this.#follow(output, sinkFor(jobId)), {
+      stopGraceMs: this.#stopGraceMs,
+      cause: causeContext(info),
+      timeoutAt: deadline,
+      servicePort,
+    });
   }
 
   /** For a container that ended while the agent was away: the failure cause in the end of the output Docker kept. */
   async #recordedCause(container: Docker.Container, info: Docker.ContainerInspectInfo): Promise<string | undefined> {
     if (info.State.ExitCode === 0) return undefined;
-    const recorded = await container.logs({ stdout: true, stderr: true, tail: TAIL_LINES, follow: false }).catch(() => undefined);
+    const recorded = await container
+      .logs({ stdout: true, stderr: true, tail: TAIL_LINES, follow: false })
+      .catch(() => undefined);
     if (!recorded) return undefined;
     const { output, logs } = this.#follow(Readable.from([recorded]), () => {});
     await finished(output);
@@ -274,7 +333,8 @@ export class DockerRuntime implements JobRuntime {
       const stdout = new Writable({
         write(chunk: Buffer, _encoding, done) {
           bytes += chunk.length;
-          if (bytes > PROBE_MAX_OUTPUT_BYTES) return done(new Error(`the probe printed more than ${PROBE_MAX_OUTPUT_BYTES} bytes`));
+          if (bytes > PROBE_MAX_OUTPUT_BYTES)
+            return done(new Error(`the probe printed more than ${PROBE_MAX_OUTPUT_BYTES} bytes`));
           chunks.push(chunk);
           done();
         },
@@ -285,7 +345,10 @@ export class DockerRuntime implements JobRuntime {
       await container.start();
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<never>((_, fail) => {
-        timer = setTimeout(() => fail(new Error(`the probe ran longer than ${PROBE_TIMEOUT_MS / 1000} s`)), PROBE_TIMEOUT_MS);
+        timer = setTimeout(
+          () => fail(new Error(`the probe ran longer than ${PROBE_TIMEOUT_MS / 1000} s`)),
+          PROBE_TIMEOUT_MS,
+        );
       });
       try {
         const { StatusCode } = (await Promise.race([container.wait(), timedOut, tooLong])) as { StatusCode: number };
@@ -303,7 +366,13 @@ export class DockerRuntime implements JobRuntime {
 
   /** Inference when its image is on this host (it is built locally, never pulled). */
   async services(): Promise<ServiceKind[]> {
-    const present = await this.#docker.getImage(this.#inferenceImage).inspect().then(() => true, () => false);
+    const present = await this.#docker
+      .getImage(this.#inferenceImage)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
     return present ? ['inference'] : [];
   }
 
@@ -325,7 +394,9 @@ export class DockerRuntime implements JobRuntime {
     }
     try {
       const progress = await this.#docker.pull(image);
-      await new Promise<void>((done, fail) => this.#docker.modem.followProgress(progress, (error) => (error ? fail(error) : done())));
+      await new Promise<void>((done, fail) =>
+        this.#docker.modem.followProgress(progress, (error) => (error ? fail(error) : done())),
+      );
     } catch (error) {
       throw new Error(`image ${image} is not on this host and could not be pulled: ${(error as Error).message}`);
     }

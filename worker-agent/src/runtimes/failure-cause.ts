@@ -43,7 +43,9 @@ export function sanitizeCause(line: string, { workDirs, env }: CauseContext): st
   for (const dir of [...workDirs].sort((a, b) => b.length - a.length)) {
     const root = escapeRegExp(dir.replace(/\/+$/, ''));
     // `<dir>/x` → `x`, `<dir>` alone → `.`; not where the dir is only the end of a longer path.
-    text = text.replace(new RegExp(`(?<!${PATH_CHAR})${root}(?:/|(?!${PATH_CHAR}))`, 'g'), (match) => (match.endsWith('/') ? '' : '.'));
+    text = text.replace(new RegExp(`(?<!${PATH_CHAR})${root}(?:/|(?!${PATH_CHAR}))`, 'g'), (match) =>
+      match.endsWith('/') ? '' : '.',
+    );
   }
   text = text.replace(ABSOLUTE_PATH, (path) => path.replace(/\/+$/, '').split('/').at(-1) || path);
   return text.length > MAX_CAUSE_CHARS ? `${text.slice(0, MAX_CAUSE_CHARS - 1)}…` : text;

@@ -19,8 +19,16 @@ export function jobHomeEnvironment(jobDir: string, venv: string | undefined): Re
   const settingsFile = shared && join(shared, 'Ultralytics', 'settings.json');
   if (shared && settingsFile && existsSync(settingsFile)) {
     // Fonts and matplotlib's font cache come along; the shared dataset and weights caches never do.
-    cpSync(shared, config, { recursive: true, force: false, filter: (source) => !/\/(datasets|weights)$/.test(source) });
-    const settings = { ...(JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>), datasets_dir: join(config, 'datasets'), weights_dir: join(config, 'weights') };
+    cpSync(shared, config, {
+      recursive: true,
+      force: false,
+      filter: (source) => !/\/(datasets|weights)$/.test(source),
+    });
+    const settings = {
+      ...(JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>),
+      datasets_dir: join(config, 'datasets'),
+      weights_dir: join(config, 'weights'),
+    };
     writeFileSync(join(config, 'Ultralytics', 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
   }
   return {

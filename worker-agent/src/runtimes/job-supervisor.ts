@@ -19,7 +19,8 @@ process.on('SIGTERM', () => job.kill('SIGTERM'));
 let spawnError: string | undefined;
 job.on('error', (error) => (spawnError ??= error.message));
 job.on('close', (code, signal) => {
-  const status: ExitStatus = job.pid === undefined ? { error: spawnError ?? 'the job did not start' } : { code, signal };
+  const status: ExitStatus =
+    job.pid === undefined ? { error: spawnError ?? 'the job did not start' } : { code, signal };
   writeJsonAtomically(join(dir, STATE_FILES.exit), status);
   // What the job left behind goes with it, this process last.
   process.kill(-process.pid, 'SIGKILL');

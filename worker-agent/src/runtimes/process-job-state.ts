@@ -29,7 +29,12 @@ export type ExitStatus = { code: number | null; signal: string | null } | { erro
 /** Per stream, the bytes of its output file already handed to the agent's log sink. */
 export type Offsets = Record<LogStream, number>;
 
-export const STATE_FILES = { record: 'job.json', exit: 'exit.json', delivered: 'delivered.json', stop: 'stop.json' } as const;
+export const STATE_FILES = {
+  record: 'job.json',
+  exit: 'exit.json',
+  delivered: 'delivered.json',
+  stop: 'stop.json',
+} as const;
 
 /** Where a stream of the job's output goes, in its state dir. */
 export function outputFile(dir: string, stream: LogStream): string {

@@ -3,7 +3,14 @@
 // the exit status the supervisor writes; it is stopped through its process group.
 import { open } from 'node:fs/promises';
 import { failureCause } from './failure-cause.ts';
-import { isRunning, signal, type ExitStatus, type Offsets, type ProcessJobRecord, type ProcessJobState } from './process-job-state.ts';
+import {
+  isRunning,
+  signal,
+  type ExitStatus,
+  type Offsets,
+  type ProcessJobRecord,
+  type ProcessJobState,
+} from './process-job-state.ts';
 import type { JobOutcome, LogBatcher, LogStream, RunningJob, StopOutcome } from './runtime.ts';
 import { after } from './shared.ts';
 
@@ -50,7 +57,10 @@ export class ProcessJob implements RunningJob {
     this.#offsets = state.delivered();
     if (record.timeoutSeconds !== undefined) {
       const deadline = record.startedAt + record.timeoutSeconds * 1000;
-      this.#cancelTimeout = after(deadline - Date.now(), () => void this.#end({ outcome: 'failed', error: 'timed out' }));
+      this.#cancelTimeout = after(
+        deadline - Date.now(),
+        () => void this.#end({ outcome: 'failed', error: 'timed out' }),
+      );
     }
     void options.supervisorExited?.then(() => this.#nudge());
     this.#done = this.#follow();
@@ -119,12 +129,17 @@ export class ProcessJob implements RunningJob {
   }
 
   #outcome(exit: ExitStatus | undefined): JobOutcome {
-    if (exit === undefined) return { outcome: 'failed', error: 'the process that watched the job ended without recording how the job ended' };
+    if (exit === undefined)
+      return { outcome: 'failed', error: 'the process that watched the job ended without recording how the job ended' };
     if ('error' in exit) return { outcome: 'failed', error: exit.error };
     if (exit.code === 0) return { outcome: 'completed' };
     const cause = failureCause(this.#options.logs.tail, this.#options.cause);
     const why = exit.code === null ? `killed by ${exit.signal}` : `exited with status ${exit.code}`;
-    return { outcome: 'failed', ...(exit.code !== null && { exitCode: exit.code }), error: cause === undefined ? why : `${why}: ${cause}` };
+    return {
+      outcome: 'failed',
+      ...(exit.code !== null && { exitCode: exit.code }),
+      error: cause === undefined ? why : `${why}: ${cause}`,
+    };
   }
 
   /**

@@ -16,7 +16,16 @@ import { jobHomeEnvironment } from './job-home.ts';
 import { PROBE_COMMAND, PROBE_MAX_OUTPUT_BYTES, PROBE_TIMEOUT_MS } from '../exporter-probe.ts';
 import { ProcessJob } from './process-job.ts';
 import { ProcessJobState, processStartTime, type ProcessJobRecord } from './process-job-state.ts';
-import { LogBatcher, jobFiles, type JobAssignment, type JobRuntime, type LogSink, type RecoveredJob, type RunningJob, type ServiceKind } from './runtime.ts';
+import {
+  LogBatcher,
+  jobFiles,
+  type JobAssignment,
+  type JobRuntime,
+  type LogSink,
+  type RecoveredJob,
+  type RunningJob,
+  type ServiceKind,
+} from './runtime.ts';
 import { freePort, prepareWorkDir, serviceCommand } from './shared.ts';
 
 const SUPERVISOR = fileURLToPath(new URL('./job-supervisor.ts', import.meta.url));
@@ -58,7 +67,12 @@ export class ProcessRuntime implements JobRuntime {
     const state = await ProcessJobState.create(this.#workRoot, jobId);
     // detached: the supervisor leads a process group of its own, the job's, so stopping it reaches everything the
     // job started; and nothing of the agent's (its terminal's Ctrl-C) reaches the job.
-    const supervisor = spawn(process.execPath, [SUPERVISOR, state.dir, ...command(spec)], { cwd, env, detached: true, stdio: 'ignore' });
+    const supervisor = spawn(process.execPath, [SUPERVISOR, state.dir, ...command(spec)], {
+      cwd,
+      env,
+      detached: true,
+      stdio: 'ignore',
+    });
     const pid = supervisor.pid;
     if (pid === undefined) {
       const error = await new Promise<Error>((fail) => supervisor.once('error', fail));
@@ -68,11 +82,25 @@ export class ProcessRuntime implements JobRuntime {
     // The agent does not wait for it to exit before it may exit itself (SIGTERM: the job goes on).
     supervisor.unref();
     const supervisorExited = new Promise<void>((exited) => supervisor.once('exit', () => exited()));
-    const record: ProcessJobRecord = { jobId, attempt, pid, startTime: processStartTime(pid), startedAt: Date.now(), files: jobFiles(spec) };
+    const record: ProcessJobRecord = {
+      jobId,
+      attempt,
+      pid,
+      startTime: processStartTime(pid),
+      startedAt: Date.now(),
+      files: jobFiles(spec),
+    };
     if (spec.timeoutSeconds !== undefined) record.timeoutSeconds = spec.timeoutSeconds;
     if (servicePort) record.servicePort = servicePort;
     state.writeRecord(record);
-    return new ProcessJob({ state, record, logs: new LogBatcher(sink), stopGraceMs: this.#stopGraceMs, cause: { env, workDirs: [resolve(this.#workRoot, spec.workDir), cwd] }, supervisorExited });
+    return new ProcessJob({
+      state,
+      record,
+      logs: new LogBatcher(sink),
+      stopGraceMs: this.#stopGraceMs,
+      cause: { env, workDirs: [resolve(this.#workRoot, spec.workDir), cwd] },
+      supervisorExited,
+    });
   }
 
   /**
@@ -84,7 +112,13 @@ export class ProcessRuntime implements JobRuntime {
     return (await ProcessJobState.list(this.#workRoot)).map(({ state, record }) => {
       const { jobId, attempt, pid, files } = record;
       const cause = { env: jobEnvironment(pid), workDirs: [resolve(this.#workRoot, files.workDir)] };
-      const job = new ProcessJob({ state, record, logs: new LogBatcher(sinkFor(jobId)), stopGraceMs: this.#stopGraceMs, cause });
+      const job = new ProcessJob({
+        state,
+        record,
+        logs: new LogBatcher(sinkFor(jobId)),
+        stopGraceMs: this.#stopGraceMs,
+        cause,
+      });
       return { jobId, attempt, job, files };
     });
   }
@@ -117,19 +151,39 @@ function command(spec: JobSpec): string[] {
  * CUDA and the thread pools are set up. Nothing else (the worker key, other settings, proxies, a shell's secrets):
  * a job may run a workspace's code.
  */
-const INHERITED = new Set(['PATH', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'USER', 'LOGNAME', 'LD_LIBRARY_PATH', 'CUDA_HOME', 'CUDA_PATH', 'CUDA_DEVICE_ORDER', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS']);
+const INHERITED = new Set([
+  'PATH',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'TERM',
+  'USER',
+  'LOGNAME',
+  'LD_LIBRARY_PATH',
+  'CUDA_HOME',
+  'CUDA_PATH',
+  'CUDA_DEVICE_ORDER',
+  'OMP_NUM_THREADS',
+  'MKL_NUM_THREADS',
+]);
 const inherited = (name: string) => INHERITED.has(name) || name.startsWith('LC_');
 
 /** The allowed part of the agent's own environment (INHERITED). */
 export function agentEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && inherited(entry[0])));
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && inherited(entry[0])),
+  );
 }
 
 /** A running supervisor's environment (the job's), which is not kept on disk as it holds the job's keys; empty once it has ended. */
 function jobEnvironment(pid: number): Record<string, string> {
   try {
-    const pairs = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((pair) => pair.includes('='));
-    return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+    const pairs = readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter((pair) => pair.includes('='));
+    return Object.fromEntries(
+      pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    );
   } catch {
     return {};
   }

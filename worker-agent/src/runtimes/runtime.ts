@@ -1,7 +1,13 @@
 // The job runtime interface the agent drives, whatever runs the job (a Docker container or a plain process),
 // and the log batcher every runtime feeds its output through.
 import { StringDecoder } from 'node:string_decoder';
-import { MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_MESSAGE, MAX_MESSAGE_BYTES, type JobSpec, type SERVICE_KINDS } from '@vp/protocol';
+import {
+  MAX_LOG_LINE_BYTES,
+  MAX_LOG_LINES_PER_MESSAGE,
+  MAX_MESSAGE_BYTES,
+  type JobSpec,
+  type SERVICE_KINDS,
+} from '@vp/protocol';
 
 export type LogStream = 'stdout' | 'stderr';
 export type LogSink = (batch: { stream: LogStream; lines: string[] }) => void;
@@ -56,7 +62,12 @@ export interface RecoveredJob {
 export type JobFiles = Pick<JobSpec, 'workDir' | 'checkpoint' | 'outputs' | 'service'>;
 
 /** The JobFiles of a spec, as a runtime records them for a restarted agent. */
-export const jobFiles = (spec: JobSpec): JobFiles => ({ workDir: spec.workDir, checkpoint: spec.checkpoint, outputs: spec.outputs, service: spec.service });
+export const jobFiles = (spec: JobSpec): JobFiles => ({
+  workDir: spec.workDir,
+  checkpoint: spec.checkpoint,
+  outputs: spec.outputs,
+  service: spec.service,
+});
 
 export type ServiceKind = (typeof SERVICE_KINDS)[number];
 

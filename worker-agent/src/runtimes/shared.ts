@@ -42,7 +42,11 @@ export function after(ms: number, run: () => void): () => void {
 }
 
 /** A job that ended before anyone could watch it: wait() gives its outcome, stop() and detach() have nothing to do, release() removes what is left. */
-export function endedJob(jobId: string, outcome: JobOutcome, release: () => Promise<void> = () => Promise.resolve()): RunningJob {
+export function endedJob(
+  jobId: string,
+  outcome: JobOutcome,
+  release: () => Promise<void> = () => Promise.resolve(),
+): RunningJob {
   return { jobId, wait: () => Promise.resolve(outcome), stop: () => Promise.resolve(), release, detach: () => {} };
 }
 
@@ -56,7 +60,8 @@ export function writeJsonAtomically(file: string, value: unknown): void {
 /** An inference job's command is the server's: its name, then its arguments (returned); anything else cannot start. */
 export function serviceCommand(spec: JobSpec): string[] {
   const [name, ...args] = spec.command;
-  if (name !== INFERENCE_SERVER) throw new Error(`an inference job runs ${INFERENCE_SERVER}, not ${JSON.stringify(name)}`);
+  if (name !== INFERENCE_SERVER)
+    throw new Error(`an inference job runs ${INFERENCE_SERVER}, not ${JSON.stringify(name)}`);
   return args;
 }
 

@@ -1,14 +1,19 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261124004210_resource_counts extends Migration {
-
   override name = 'Migration20261124004210_resource_counts';
 
   override up(): void | Promise<void> {
-    this.addSql(`create table "workspace_resource_counts" ("workspace_id" varchar(24) not null, "kind" text not null, "total" int not null default 0, primary key ("workspace_id", "kind"));`);
+    this.addSql(
+      `create table "workspace_resource_counts" ("workspace_id" varchar(24) not null, "kind" text not null, "total" int not null default 0, primary key ("workspace_id", "kind"));`,
+    );
 
-    this.addSql(`alter table "workspace_resource_counts" add constraint "workspace_resource_counts_workspace_id_foreign" foreign key ("workspace_id") references "workspaces" ("id") on delete cascade;`);
-    this.addSql(`alter table "workspace_resource_counts" add constraint "workspace_resource_counts_kind_check" check ("kind" in ('projects', 'datasets', 'models'));`);
+    this.addSql(
+      `alter table "workspace_resource_counts" add constraint "workspace_resource_counts_workspace_id_foreign" foreign key ("workspace_id") references "workspaces" ("id") on delete cascade;`,
+    );
+    this.addSql(
+      `alter table "workspace_resource_counts" add constraint "workspace_resource_counts_kind_check" check ("kind" in ('projects', 'datasets', 'models'));`,
+    );
 
     // A row counts while it exists outside the trash; its table's name is its kind. The triggers are deferred to
     // commit, so a long transaction that creates a resource (a dataset clone copying images) locks its workspace's
@@ -30,7 +35,8 @@ export class Migration20261124004210_resource_counts extends Migration {
     // Triggers first: creating one locks its table against writes until this migration commits, so the counts
     // below miss nothing a replica on the old code writes meanwhile.
     for (const table of ['projects', 'datasets', 'models']) {
-      this.addSql(`create constraint trigger "${table}_workspace_count" after insert or delete or update of "deleted_at", "workspace_id" on "${table}"
+      this
+        .addSql(`create constraint trigger "${table}_workspace_count" after insert or delete or update of "deleted_at", "workspace_id" on "${table}"
         deferrable initially deferred for each row execute function count_workspace_resource();`);
       this.addSql(`insert into "workspace_resource_counts" ("workspace_id", "kind", "total")
         select "workspace_id", '${table}', count(*) from "${table}" where "deleted_at" is null group by "workspace_id";`);
@@ -44,16 +50,19 @@ export class Migration20261124004210_resource_counts extends Migration {
         return null;
       end $$;`);
     for (const table of ['workspace_resource_counts', 'credit_balances']) {
-      this.addSql(`create trigger "${table}_notify" after insert or update or delete on "${table}" for each row execute function notify_summary_figures();`);
+      this.addSql(
+        `create trigger "${table}_notify" after insert or update or delete on "${table}" for each row execute function notify_summary_figures();`,
+      );
     }
   }
 
   override down(): void | Promise<void> {
-    for (const table of ['workspace_resource_counts', 'credit_balances']) this.addSql(`drop trigger if exists "${table}_notify" on "${table}";`);
+    for (const table of ['workspace_resource_counts', 'credit_balances'])
+      this.addSql(`drop trigger if exists "${table}_notify" on "${table}";`);
     this.addSql(`drop function if exists notify_summary_figures();`);
-    for (const table of ['projects', 'datasets', 'models']) this.addSql(`drop trigger if exists "${table}_workspace_count" on "${table}";`);
+    for (const table of ['projects', 'datasets', 'models'])
+      this.addSql(`drop trigger if exists "${table}_workspace_count" on "${table}";`);
     this.addSql(`drop function if exists count_workspace_resource();`);
     this.addSql(`drop table if exists "workspace_resource_counts" cascade;`);
   }
-
 }

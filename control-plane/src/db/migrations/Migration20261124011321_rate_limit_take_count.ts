@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261124011321_rate_limit_take_count extends Migration {
-
   override name = 'Migration20261124011321_rate_limit_take_count';
 
   override up(): void | Promise<void> {
@@ -40,5 +39,4 @@ export class Migration20261124011321_rate_limit_take_count extends Migration {
   override down(): void | Promise<void> {
     this.addSql(`drop function if exists rate_limit_take(text, integer, bigint, integer);`);
   }
-
 }

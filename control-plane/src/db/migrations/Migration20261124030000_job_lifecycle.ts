@@ -1,14 +1,15 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261124030000_job_lifecycle extends Migration {
-
   override name = 'Migration20261124030000_job_lifecycle';
 
   override up(): void | Promise<void> {
     // One active job per subject for exclusive kinds: two concurrent starts of a model's training cannot both insert.
     // Jobs queued before this release are not exclusive; the services' own check still sees them.
     this.addSql(`alter table "jobs" add "exclusive" boolean not null default false;`);
-    this.addSql(`create unique index "jobs_one_active_per_subject" on "jobs" ("kind", "subject_id") where "exclusive" and "status" in ('queued', 'running');`);
+    this.addSql(
+      `create unique index "jobs_one_active_per_subject" on "jobs" ("kind", "subject_id") where "exclusive" and "status" in ('queued', 'running');`,
+    );
     // The moves of JOB_TRANSITIONS (jobs/job-transitions.ts), enforced whatever statement tries another: an ended job
     // is never run again.
     this.addSql(`
@@ -30,5 +31,4 @@ export class Migration20261124030000_job_lifecycle extends Migration {
     this.addSql(`drop index "jobs_one_active_per_subject";`);
     this.addSql(`alter table "jobs" drop column "exclusive";`);
   }
-
 }

@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261124060000_user_follows extends Migration {
-
   override name = 'Migration20261124060000_user_follows';
 
   override up(): void | Promise<void> {
@@ -19,5 +18,4 @@ export class Migration20261124060000_user_follows extends Migration {
   override down(): void | Promise<void> {
     this.addSql(`drop table if exists "user_follows";`);
   }
-
 }

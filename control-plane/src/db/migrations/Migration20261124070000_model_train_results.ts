@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261124070000_model_train_results extends Migration {
-
   override name = 'Migration20261124070000_model_train_results';
 
   override up(): void | Promise<void> {
@@ -17,8 +16,9 @@ export class Migration20261124070000_model_train_results extends Migration {
   }
 
   override down(): void | Promise<void> {
-    this.addSql(`update "models" set "train_results" = jsonb_build_object('plots', "plots", 'extremes', "validation_extremes" -> 'extremes') where "plots" is not null or "validation_extremes" is not null;`);
+    this.addSql(
+      `update "models" set "train_results" = jsonb_build_object('plots', "plots", 'extremes', "validation_extremes" -> 'extremes') where "plots" is not null or "validation_extremes" is not null;`,
+    );
     this.addSql(`alter table "models" drop column "plots", drop column "validation_extremes";`);
   }
-
 }

@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261125000000_deployments extends Migration {
-
   override name = 'Migration20261125000000_deployments';
 
   override up(): void | Promise<void> {
@@ -32,10 +31,14 @@ export class Migration20261125000000_deployments extends Migration {
       "deployed_at" timestamptz null,
       "created_at" timestamptz not null default now(),
       "updated_at" timestamptz not null default now());`);
-    this.addSql(`create unique index "deployments_workspace_id_slug_unique" on "deployments" ("workspace_id", "slug");`);
+    this.addSql(
+      `create unique index "deployments_workspace_id_slug_unique" on "deployments" ("workspace_id", "slug");`,
+    );
     this.addSql(`create index "deployments_model_id_index" on "deployments" ("model_id");`);
     // A deployment's own key (apiKeyId): it reaches that deployment's service URL and nothing else.
-    this.addSql(`alter table "api_keys" add "deployment_id" varchar(24) null references "deployments" ("id") on delete cascade;`);
+    this.addSql(
+      `alter table "api_keys" add "deployment_id" varchar(24) null references "deployments" ("id") on delete cascade;`,
+    );
     // One inference server of a deployment: a service host job. live: the one taking traffic (at most one per
     // deployment); starting: a new one (create, start, replace, wake) until it passes its health check.
     this.addSql(`create table "deployment_revisions" (
@@ -54,8 +57,12 @@ export class Migration20261125000000_deployments extends Migration {
       "created_at" timestamptz not null default now(),
       "live_at" timestamptz null,
       "retired_at" timestamptz null);`);
-    this.addSql(`create unique index "deployment_revisions_number_unique" on "deployment_revisions" ("deployment_id", "number");`);
-    this.addSql(`create unique index "deployment_revisions_one_live" on "deployment_revisions" ("deployment_id") where "state" = 'live';`);
+    this.addSql(
+      `create unique index "deployment_revisions_number_unique" on "deployment_revisions" ("deployment_id", "number");`,
+    );
+    this.addSql(
+      `create unique index "deployment_revisions_one_live" on "deployment_revisions" ("deployment_id") where "state" = 'live';`,
+    );
     this.addSql(`create index "deployment_revisions_job_id_index" on "deployment_revisions" ("job_id");`);
     // Every request a deployment answered (through the proxy or its service URL): metrics and request logs.
     this.addSql(`create table "deployment_requests" (
@@ -70,7 +77,9 @@ export class Migration20261125000000_deployments extends Migration {
       "response_bytes" bigint not null default 0,
       "user_agent" varchar(512) null,
       "via" varchar(8) not null check ("via" in ('proxy', 'service')));`);
-    this.addSql(`create index "deployment_requests_deployment_id_at_index" on "deployment_requests" ("deployment_id", "at");`);
+    this.addSql(
+      `create index "deployment_requests_deployment_id_at_index" on "deployment_requests" ("deployment_id", "at");`,
+    );
     // What happened to a deployment (status changes, revisions, health failures, rollbacks) and what its servers logged.
     this.addSql(`create table "deployment_events" (
       "id" bigserial primary key,
@@ -78,7 +87,9 @@ export class Migration20261125000000_deployments extends Migration {
       "at" timestamptz not null default now(),
       "severity" varchar(16) not null check ("severity" in ('DEFAULT', 'DEBUG', 'INFO', 'NOTICE', 'WARNING', 'ERROR', 'CRITICAL', 'ALERT', 'EMERGENCY')),
       "message" text not null);`);
-    this.addSql(`create index "deployment_events_deployment_id_at_index" on "deployment_events" ("deployment_id", "at");`);
+    this.addSql(
+      `create index "deployment_events_deployment_id_at_index" on "deployment_events" ("deployment_id", "at");`,
+    );
   }
 
   override down(): void | Promise<void> {
@@ -90,5 +101,4 @@ export class Migration20261125000000_deployments extends Migration {
     this.addSql(`alter table "jobs" drop column "region", drop column "service";`);
     this.addSql(`alter table "hosts" drop column "region", drop column "services";`);
   }
-
 }

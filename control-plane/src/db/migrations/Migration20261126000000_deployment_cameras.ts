@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261126000000_deployment_cameras extends Migration {
-
   override name = 'Migration20261126000000_deployment_cameras';
 
   override up(): void | Promise<void> {
@@ -15,5 +14,4 @@ export class Migration20261126000000_deployment_cameras extends Migration {
     this.addSql(`alter table "deployment_revisions" drop column "camera_url";`);
     this.addSql(`alter table "deployments" drop column "camera_fps";`);
   }
-
 }

@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261127000000_control_plane_replicas extends Migration {
-
   override name = 'Migration20261127000000_control_plane_replicas';
 
   override up(): void | Promise<void> {
@@ -21,5 +20,4 @@ export class Migration20261127000000_control_plane_replicas extends Migration {
   override down(): void | Promise<void> {
     this.addSql(`drop table if exists "control_plane_replicas";`);
   }
-
 }

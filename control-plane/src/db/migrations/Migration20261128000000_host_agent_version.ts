@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261128000000_host_agent_version extends Migration {
-
   override name = 'Migration20261128000000_host_agent_version';
 
   override up(): void | Promise<void> {
@@ -12,8 +11,9 @@ export class Migration20261128000000_host_agent_version extends Migration {
   }
 
   override down(): void | Promise<void> {
-    this.addSql(`alter table "control_plane_replicas" alter column "version" type varchar(32) using left("version", 32);`);
+    this.addSql(
+      `alter table "control_plane_replicas" alter column "version" type varchar(32) using left("version", 32);`,
+    );
     this.addSql(`alter table "hosts" drop column "agent_version";`);
   }
-
 }

@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261129000000_image_faces_blurred extends Migration {
-
   override name = 'Migration20261129000000_image_faces_blurred';
 
   override up(): void | Promise<void> {
@@ -14,5 +13,4 @@ export class Migration20261129000000_image_faces_blurred extends Migration {
     this.addSql(`alter table "ingest_staged_images" drop column "faces_blurred";`);
     this.addSql(`alter table "images" drop column "faces_blurred";`);
   }
-
 }

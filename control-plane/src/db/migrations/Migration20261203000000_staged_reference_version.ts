@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261203000000_staged_reference_version extends Migration {
-
   override name = 'Migration20261203000000_staged_reference_version';
 
   override up(): void | Promise<void> {
@@ -12,5 +11,4 @@ export class Migration20261203000000_staged_reference_version extends Migration 
   override down(): void | Promise<void> {
     this.addSql(`alter table "ingest_staged_images" drop column "reference_version";`);
   }
-
 }

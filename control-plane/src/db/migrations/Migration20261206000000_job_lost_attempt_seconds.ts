@@ -1,7 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class Migration20261206000000_job_lost_attempt_seconds extends Migration {
-
   override name = 'Migration20261206000000_job_lost_attempt_seconds';
 
   override up(): void | Promise<void> {
@@ -13,5 +12,4 @@ export class Migration20261206000000_job_lost_attempt_seconds extends Migration 
   override down(): void | Promise<void> {
     this.addSql(`alter table "jobs" drop column "lost_attempt_seconds";`);
   }
-
 }

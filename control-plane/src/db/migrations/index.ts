@@ -39,7 +39,10 @@ export const migrations = [
   { name: 'Migration20261122204806_uploads', class: Migration20261122204806_uploads },
   { name: 'Migration20261122221348_datasets_images', class: Migration20261122221348_datasets_images },
   { name: 'Migration20261122223030_jobs_versions', class: Migration20261122223030_jobs_versions },
-  { name: 'Migration20261122232242_projects_models_workflows', class: Migration20261122232242_projects_models_workflows },
+  {
+    name: 'Migration20261122232242_projects_models_workflows',
+    class: Migration20261122232242_projects_models_workflows,
+  },
   { name: 'Migration20261122235521_hosts_worker_keys', class: Migration20261122235521_hosts_worker_keys },
   { name: 'Migration20261123004101_host_jobs', class: Migration20261123004101_host_jobs },
   { name: 'Migration20261123005518_credits', class: Migration20261123005518_credits },

@@ -52,7 +52,12 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 
-export const DEFAULT_LIMITS: ExtractLimits = { maxEntries: 1_000_000, maxEntryBytes: 512 * MiB, maxTotalBytes: 64 * GiB, maxRatio: 200 };
+export const DEFAULT_LIMITS: ExtractLimits = {
+  maxEntries: 1_000_000,
+  maxEntryBytes: 512 * MiB,
+  maxTotalBytes: 64 * GiB,
+  maxRatio: 200,
+};
 
 /** Below this much output the ratio is not checked: a small archive of text or zeros can legitimately pass 200:1. */
 const RATIO_EXEMPT_BYTES = MiB;
@@ -72,7 +77,12 @@ export function archiveKindOf(filename: string): ArchiveKind | 'ndjson' | null {
 }
 
 /** Opens `file` for reading; TAR and TAR.GZ entries are extracted under `workDir` (which the caller removes). */
-export async function openArchive(file: string, kind: ArchiveKind, workDir: string, options: ExtractOptions = {}): Promise<ArchiveFiles> {
+export async function openArchive(
+  file: string,
+  kind: ArchiveKind,
+  workDir: string,
+  options: ExtractOptions = {},
+): Promise<ArchiveFiles> {
   options.signal?.throwIfAborted();
   const root = resolve(workDir);
   const extraction = new Extraction(root, { ...DEFAULT_LIMITS, ...options.limits }, (await stat(file)).size, options);
@@ -106,7 +116,13 @@ function asArchiveError(kind: ArchiveKind, error: unknown): unknown {
 /** Lists a ZIP's files from its central directory, limits checked on the declared sizes; reads them in place. */
 async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFiles> {
   // Names are decoded here, not by yauzl, which fails the whole archive on an unsafe name rather than skip it.
-  const zip = await yauzl.openPromise(file, { lazyEntries: true, autoClose: false, validateEntrySizes: true, strictFileNames: false, decodeStrings: false });
+  const zip = await yauzl.openPromise(file, {
+    lazyEntries: true,
+    autoClose: false,
+    validateEntrySizes: true,
+    strictFileNames: false,
+    decodeStrings: false,
+  });
   const entries = new Map<string, ZipEntry>();
   try {
     extraction.checkEntryCount(zip.entryCount); // the central directory says how many; refuse before reading any
@@ -154,20 +170,30 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     const file = extraction.fileOf(path);
     await mkdir(dirname(file), { recursive: true });
     try {
-      await pipeline(await zip.openReadStreamPromise(entry), createWriteStream(file, { flags: 'wx' }), { signal: extraction.signal });
+      await pipeline(await zip.openReadStreamPromise(entry), createWriteStream(file, { flags: 'wx' }), {
+        signal: extraction.signal,
+      });
     } catch (error) {
       if (extraction.signal?.aborted) throw extraction.signal.reason;
       throw asArchiveError('zip', error);
     }
     return file;
   };
-  return { files: extraction.files, skipped: extraction.skipped, read, stream, localFile, close: async () => zip.close() };
+  return {
+    files: extraction.files,
+    skipped: extraction.skipped,
+    read,
+    stream,
+    localFile,
+    close: async () => zip.close(),
+  };
 }
 
 function zipEntryType(entry: ZipEntry, name: string): EntryType {
   if (name.endsWith('/')) return 'directory';
   if (entry.isEncrypted()) return 'encrypted';
-  if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) return `unsupported compression method ${entry.compressionMethod}`;
+  if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8)
+    return `unsupported compression method ${entry.compressionMethod}`;
   if (entry.versionMadeBy >> 8 !== 3) return 'file'; // only archives made on Unix carry a file type (st_mode)
   const type = (entry.externalFileAttributes >>> 16) & 0o170000;
   if (type === 0 || type === 0o100000) return 'file';
@@ -198,7 +224,8 @@ async function extractTar(file: string, gzipped: boolean, extraction: Extraction
     for await (const entry of extract) {
       extraction.countEntry();
       const path = extraction.target(entry.header.name, tarEntryType(entry.header.type));
-      if (path === null) entry.resume(); // drain it, or the next entry never comes
+      if (path === null)
+        entry.resume(); // drain it, or the next entry never comes
       else await extraction.write(path, entry.header.size, entry as AsyncIterable<Buffer>); // streamx types chunks as unknown
     }
   } catch (error) {
@@ -248,7 +275,8 @@ class Extraction {
   }
 
   checkEntryCount(count: number): void {
-    if (count > this.limits.maxEntries) throw new ArchiveError(`the archive has more than ${this.limits.maxEntries} entries`);
+    if (count > this.limits.maxEntries)
+      throw new ArchiveError(`the archive has more than ${this.limits.maxEntries} entries`);
   }
 
   /** Counts an entry (of any kind) and stops between entries when aborted. */
@@ -263,7 +291,8 @@ class Extraction {
     const normalized = normalizeEntryPath(name);
     if ('skip' in normalized) {
       // A refused name is reported as written, cut to the path limit: a TAR name can be megabytes long.
-      if (normalized.skip !== 'directory') this.skipped.push({ path: name.slice(0, MAX_ARCHIVE_PATH), reason: normalized.skip });
+      if (normalized.skip !== 'directory')
+        this.skipped.push({ path: name.slice(0, MAX_ARCHIVE_PATH), reason: normalized.skip });
       return null;
     }
     const reason = type === 'file' ? this.claim(normalized.path) : type;
@@ -277,7 +306,8 @@ class Extraction {
     const held = this.taken.get(path);
     if (held) return held === 'file' ? 'duplicate' : 'a folder of that name exists';
     const folders: string[] = [];
-    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) folders.push(path.slice(0, slash));
+    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1))
+      folders.push(path.slice(0, slash));
     if (folders.some((folder) => this.taken.get(folder) === 'file')) return 'a file is in the way of its folder';
     for (const folder of folders) this.taken.set(folder, 'folder');
     this.taken.set(path, 'file');
@@ -306,7 +336,9 @@ class Extraction {
     const written = { path, size: 0 };
     await mkdir(dirname(file), { recursive: true });
     // `wx` never follows or replaces an existing file or symlink, whatever was in destDir before.
-    await pipeline(entry, (chunks) => this.counted(written, chunks), createWriteStream(file, { flags: 'wx' }), { signal: this.signal });
+    await pipeline(entry, (chunks) => this.counted(written, chunks), createWriteStream(file, { flags: 'wx' }), {
+      signal: this.signal,
+    });
     this.files.push(written);
     this.options.onProgress?.({ entries: this.entries, bytes: this.bytes });
   }
@@ -323,8 +355,10 @@ class Extraction {
   /** Throws when an entry of `entryBytes`, bringing the total written to `totalBytes`, is over a limit. */
   private checkSize(path: string, entryBytes: number, totalBytes: number): void {
     const { maxEntryBytes, maxTotalBytes } = this.limits;
-    if (entryBytes > maxEntryBytes) throw new ArchiveError(`entry "${path}" is larger than ${formatBytes(maxEntryBytes)}`);
-    if (totalBytes > maxTotalBytes) throw new ArchiveError(`the archive expands to more than ${formatBytes(maxTotalBytes)}`);
+    if (entryBytes > maxEntryBytes)
+      throw new ArchiveError(`entry "${path}" is larger than ${formatBytes(maxEntryBytes)}`);
+    if (totalBytes > maxTotalBytes)
+      throw new ArchiveError(`the archive expands to more than ${formatBytes(maxTotalBytes)}`);
     this.checkRatio(totalBytes);
   }
 
@@ -338,7 +372,11 @@ class Extraction {
 
 /** A limit as people write it: 512 MiB, 64 GiB, 1000 bytes. */
 function formatBytes(bytes: number): string {
-  for (const [unit, size] of [['GiB', GiB], ['MiB', MiB], ['KiB', KiB]] as const) {
+  for (const [unit, size] of [
+    ['GiB', GiB],
+    ['MiB', MiB],
+    ['KiB', KiB],
+  ] as const) {
     if (bytes >= size && bytes % size === 0) return `${bytes / size} ${unit}`;
   }
   return `${bytes} bytes`;

@@ -24,7 +24,8 @@ export function normalizeEntryPath(raw: string): { path: string } | { skip: stri
   if (segments.length === 0) return { skip: 'empty name' };
   const path = segments.join('/');
   if (path.length > MAX_ARCHIVE_PATH) return { skip: `path longer than ${MAX_ARCHIVE_PATH} characters` };
-  if (segments.some((segment) => Buffer.byteLength(segment) > MAX_NAME_BYTES)) return { skip: `name longer than ${MAX_NAME_BYTES} bytes` };
+  if (segments.some((segment) => Buffer.byteLength(segment) > MAX_NAME_BYTES))
+    return { skip: `name longer than ${MAX_NAME_BYTES} bytes` };
   const base = segments[segments.length - 1];
   if (segments[0] === '__MACOSX' || base.startsWith('._') || OS_JUNK.has(base)) return { skip: 'ignored' };
   return { path };

@@ -32,7 +32,12 @@ export const MAX_RECORD_BYTES = 4 * 2 ** 20;
 export const MAX_MALFORMED_IMAGES = 100_000;
 
 // supercategory is only compared with names (see classCategories): any value is taken, so an odd one never makes a file unusable.
-const Category = z.object({ id: z.number(), name: z.string(), supercategory: z.unknown().optional(), keypoints: z.array(z.string()).optional() });
+const Category = z.object({
+  id: z.number(),
+  name: z.string(),
+  supercategory: z.unknown().optional(),
+  keypoints: z.array(z.string()).optional(),
+});
 type Category = z.output<typeof Category>;
 const ImageRecord = z.object({
   id: z.union([z.number(), z.string()]),
@@ -45,7 +50,12 @@ const Annotation = z.object({
   category_id: z.number(),
   bbox: z.array(z.number()).length(4).optional(),
   // RLE is kept as a marker only: its runs are never used, only reported.
-  segmentation: z.union([z.array(z.array(z.number())), z.object({ counts: z.unknown(), size: z.unknown() }).transform(() => 'rle' as const)]).optional(),
+  segmentation: z
+    .union([
+      z.array(z.array(z.number())),
+      z.object({ counts: z.unknown(), size: z.unknown() }).transform(() => 'rle' as const),
+    ])
+    .optional(),
   keypoints: z
     .array(z.number())
     .refine((values) => values.length % 3 === 0, 'must be x, y, v triples')
@@ -97,7 +107,9 @@ function imageResolver(images: string[]): (fileName: string, jsonDir: string) =>
   }
   return (fileName, jsonDir) => {
     const name = fileName.replaceAll('\\', '/');
-    const found = [posix.join(jsonDir, name), posix.join(jsonDir, 'images', name), posix.normalize(name)].find((path) => exact.has(path));
+    const found = [posix.join(jsonDir, name), posix.join(jsonDir, 'images', name), posix.normalize(name)].find((path) =>
+      exact.has(path),
+    );
     const sameName = byBasename.get(posix.basename(name));
     return found ?? (sameName?.length === 1 ? sameName[0] : undefined);
   };
@@ -106,7 +118,13 @@ function imageResolver(images: string[]): (fileName: string, jsonDir: string) =>
 /** Memory an annotation holds, roughly in bytes: its numbers and the arrays around them. */
 function annotationBytes({ bbox, segmentation, keypoints }: Annotation): number {
   const polygons = Array.isArray(segmentation) ? segmentation : [];
-  return 8 * (16 + (bbox?.length ?? 0) + (keypoints?.length ?? 0) + polygons.reduce((sum, polygon) => sum + 4 + polygon.length, 0));
+  return (
+    8 *
+    (16 +
+      (bbox?.length ?? 0) +
+      (keypoints?.length ?? 0) +
+      polygons.reduce((sum, polygon) => sum + 4 + polygon.length, 0))
+  );
 }
 
 const FIRST_PASS = new Set(['images', 'categories']);
@@ -138,7 +156,9 @@ class CocoFileReader {
   /** Reads the file from `open`, twice: categories and images first, then the annotations of those images. */
   async read(open: () => Promise<AsyncIterable<Uint8Array>>): Promise<void> {
     try {
-      const arrays = await forEachElement(await open(), FIRST_PASS, MAX_RECORD_BYTES, (element) => (element.key === 'images' ? this.image(element) : this.category(element)));
+      const arrays = await forEachElement(await open(), FIRST_PASS, MAX_RECORD_BYTES, (element) =>
+        element.key === 'images' ? this.image(element) : this.category(element),
+      );
       if (!['images', 'annotations', 'categories'].every((key) => arrays.has(key))) this.problem = NOT_COCO;
       if (this.problem) return;
       await forEachElement(await open(), SECOND_PASS, MAX_RECORD_BYTES, (element) => this.annotation(element));
@@ -158,7 +178,9 @@ class CocoFileReader {
     // The reason names the field and `at` the record, so that records with the same problem group.
     const reason = issue('record', parsed.error);
     if (++this.malformedImages > MAX_MALFORMED_IMAGES) {
-      throw new DatasetFileError(`${this.path}: more than ${MAX_MALFORMED_IMAGES} malformed image records (images[${element.index}] ${reason}); fix or remove the file`);
+      throw new DatasetFileError(
+        `${this.path}: more than ${MAX_MALFORMED_IMAGES} malformed image records (images[${element.index}] ${reason}); fix or remove the file`,
+      );
     }
     this.skipped.add(this.path, reason, () => `images[${element.index}]`);
     return null;
@@ -172,7 +194,10 @@ class CocoFileReader {
       this.problem = parsed ? issue(where, parsed.error) : `${where}: larger than ${MAX_RECORD_BYTES} bytes`;
       return;
     }
-    if (this.categories.length === MAX_CLASS_NAMES) throw new DatasetFileError(`${this.path}: more than ${MAX_CLASS_NAMES} categories; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+    if (this.categories.length === MAX_CLASS_NAMES)
+      throw new DatasetFileError(
+        `${this.path}: more than ${MAX_CLASS_NAMES} categories; a dataset has at most ${MAX_CLASS_NAMES} classes`,
+      );
     const problem = textProblem(parsed.data.name);
     if (problem) throw new DatasetFileError(`${this.path}: categories[${element.index}].name ${problem}`);
     this.categories.push(parsed.data);
@@ -185,21 +210,39 @@ class CocoFileReader {
     const problem = textProblem(record.file_name);
     if (problem) return this.skipped.add(this.path, `file_name ${problem}`, at);
     const path = this.resolve(record.file_name, this.dir);
-    if (path === undefined) return this.skipped.add(this.path, 'its file_name is not in the archive', () => `${at()} ${JSON.stringify(record.file_name)}`);
+    if (path === undefined)
+      return this.skipped.add(
+        this.path,
+        'its file_name is not in the archive',
+        () => `${at()} ${JSON.stringify(record.file_name)}`,
+      );
     const claimedBy = (this.source.entries.get(path) ?? this.entries.get(path))?.json;
-    if (claimedBy) return this.skipped.add(this.path, 'its image is already annotated by an earlier record or file', () => `${at()} ${JSON.stringify(record.file_name)}, by ${claimedBy}`);
-    const entry: Entry = { json: this.path, split: this.split ?? splitFromPath(path), width: record.width, height: record.height, annotations: [] };
+    if (claimedBy)
+      return this.skipped.add(
+        this.path,
+        'its image is already annotated by an earlier record or file',
+        () => `${at()} ${JSON.stringify(record.file_name)}, by ${claimedBy}`,
+      );
+    const entry: Entry = {
+      json: this.path,
+      split: this.split ?? splitFromPath(path),
+      width: record.width,
+      height: record.height,
+      annotations: [],
+    };
     this.entries.set(path, entry);
     this.byId.set(record.id, entry);
   }
 
   private annotation(element: Element): void {
     const at = () => `annotations[${element.index}]`;
-    if (element.bytes > MAX_RECORD_BYTES) return this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, at);
+    if (element.bytes > MAX_RECORD_BYTES)
+      return this.skipped.add(this.path, `larger than ${MAX_RECORD_BYTES} bytes`, at);
     const raw = element.parse();
     const imageId = (raw as { image_id?: unknown } | null)?.image_id;
     const entry = this.byId.get(imageId);
-    if (!entry) return this.skipped.add(this.path, 'its image_id is not an image of this file found in the archive', at);
+    if (!entry)
+      return this.skipped.add(this.path, 'its image_id is not an image of this file found in the archive', at);
     if (entry.error) return;
     const parsed = Annotation.safeParse(raw);
     if (!parsed.success) entry.error = issue(`${this.path} ${at()}`, parsed.error);
@@ -220,7 +263,12 @@ class CocoFileReader {
  * with what they lack. Null when none is. Too many categories, or a category name that cannot be stored,
  * fail the ingest (a DatasetFileError).
  */
-export async function readCoco(files: SizedReader, paths: string[], images: string[], skipped: Skips): Promise<CocoSource | null> {
+export async function readCoco(
+  files: SizedReader,
+  paths: string[],
+  images: string[],
+  skipped: Skips,
+): Promise<CocoSource | null> {
   const source: CocoSource = { files: [], categories: new Map(), entries: new Map() };
   const resolve = imageResolver(images);
   const budget = new PlanBudget();
@@ -233,8 +281,12 @@ export async function readCoco(files: SizedReader, paths: string[], images: stri
     }
     skipped.merge(file.skipped);
     source.files.push(path);
-    for (const category of file.categories) if (!source.categories.has(category.id)) source.categories.set(category.id, category);
-    if (source.categories.size > MAX_CLASS_NAMES) throw new DatasetFileError(`The COCO files name more than ${MAX_CLASS_NAMES} categories; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+    for (const category of file.categories)
+      if (!source.categories.has(category.id)) source.categories.set(category.id, category);
+    if (source.categories.size > MAX_CLASS_NAMES)
+      throw new DatasetFileError(
+        `The COCO files name more than ${MAX_CLASS_NAMES} categories; a dataset has at most ${MAX_CLASS_NAMES} classes`,
+      );
     for (const [image, entry] of file.entries) source.entries.set(image, entry);
   }
   return source.files.length > 0 ? source : null;
@@ -254,18 +306,27 @@ function taskOf(entries: Iterable<Entry>): Task | null {
 
 /** Pixel x, y (and for keypoints v, kept as is) values normalized by the image size. */
 function normalize(values: number[], stride: 2 | 3, width: number, height: number): number[] {
-  return values.map((value, index) => (index % stride === 0 ? value / width : index % stride === 1 ? value / height : value));
+  return values.map((value, index) =>
+    index % stride === 0 ? value / width : index % stride === 1 ? value / height : value,
+  );
 }
 
 /** The labels of one annotation for the task: a box, a box with keypoints, or one label per polygon. */
-function labelsOf(annotation: Annotation, task: Task, classIds: Map<number, number>, width?: number, height?: number): Label[] {
+function labelsOf(
+  annotation: Annotation,
+  task: Task,
+  classIds: Map<number, number>,
+  width?: number,
+  height?: number,
+): Label[] {
   const classId = classIds.get(annotation.category_id);
   if (classId === undefined) throw new LabelError(`category_id ${annotation.category_id} is not in categories`);
   if (!width || !height) throw new LabelError('the image record has no width and height to normalize with');
   const { bbox, segmentation, keypoints } = annotation;
   if (task === 'segment' && segmentation !== undefined) {
     if (!Array.isArray(segmentation)) throw new LabelError('RLE segmentation is not supported, use polygons');
-    if (segmentation.length > 0) return segmentation.map((polygon) => ({ classId, segments: normalize(polygon, 2, width, height) }));
+    if (segmentation.length > 0)
+      return segmentation.map((polygon) => ({ classId, segments: normalize(polygon, 2, width, height) }));
   }
   if (!bbox) throw new LabelError('bbox is missing');
   const [x, y, w, h] = bbox;
@@ -294,7 +355,8 @@ function keypointCount(categories: Category[], entries: Iterable<Entry>): number
   const named = categories.find((category) => category.keypoints?.length)?.keypoints?.length;
   if (named) return named;
   for (const entry of entries) {
-    for (const { annotation } of entry.annotations) if (annotation.keypoints?.length) return annotation.keypoints.length / 3;
+    for (const { annotation } of entry.annotations)
+      if (annotation.keypoints?.length) return annotation.keypoints.length / 3;
   }
   return 0;
 }
@@ -308,7 +370,9 @@ function classCategories(categories: Iterable<Category>, entries: Iterable<Entry
   const used = new Set<number>();
   for (const entry of entries) for (const { annotation } of entry.annotations) used.add(annotation.category_id);
   // A category that is its own supercategory groups nothing.
-  const groups = new Set(all.filter((category) => category.supercategory !== category.name).map((category) => category.supercategory));
+  const groups = new Set(
+    all.filter((category) => category.supercategory !== category.name).map((category) => category.supercategory),
+  );
   return all.filter((category) => used.has(category.id) || !groups.has(category.name));
 }
 
@@ -317,13 +381,17 @@ export function planCoco(source: CocoSource, images: string[]): IngestPlan {
   // Category ids may be sparse and unordered: source class indexes follow the ids in ascending order.
   const sorted = classCategories(source.categories.values(), source.entries.values()).sort((a, b) => a.id - b.id);
   const classIds = new Map(sorted.map((category, index) => [category.id, index]));
-  const classNames = checkClassNames(sorted.map((category) => category.name), 'COCO categories');
+  const classNames = checkClassNames(
+    sorted.map((category) => category.name),
+    'COCO categories',
+  );
   const task = taskOf(source.entries.values());
   const kptShape = task === 'pose' ? kptShapeOrNull([keypointCount(sorted, source.entries.values()), 3]) : null;
   const items = images.map((path): PlanItem => {
     const entry = source.entries.get(path);
     const split = entry ? entry.split : splitFromPath(path);
-    const { labels, labelError } = entry && task ? entryLabels(entry, task, classIds) : { labels: [], labelError: entry?.error };
+    const { labels, labelError } =
+      entry && task ? entryLabels(entry, task, classIds) : { labels: [], labelError: entry?.error };
     // The annotations are labels now: the plan holds one copy.
     if (entry) entry.annotations = [];
     const item: PlanItem = { path, labels };

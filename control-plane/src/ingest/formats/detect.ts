@@ -2,7 +2,15 @@
 import { posix } from 'node:path';
 import { planClassifyFolders } from './classify-folders.ts';
 import { planCoco, readCoco } from './coco.ts';
-import { extensionOf, isImagePath, splitFromPath, type IngestPlan, type PlanItem, type ReadableFiles, type SizedReader } from './plan.ts';
+import {
+  extensionOf,
+  isImagePath,
+  splitFromPath,
+  type IngestPlan,
+  type PlanItem,
+  type ReadableFiles,
+  type SizedReader,
+} from './plan.ts';
 import { Skips } from './skips.ts';
 import { datasetYamlPaths, hasYoloLabels, planYolo, readDatasetYaml } from './yolo.ts';
 
@@ -29,7 +37,10 @@ function planRaw(images: string[]): IngestPlan {
  * adds nor read as labels or metadata is counted in `skipped`. A DatasetFileError when the dataset as a
  * whole cannot be ingested (class names no dataset could have, labels too large to hold).
  */
-export async function planArchive(source: ReadableFiles, files: Array<{ path: string; size: number }>): Promise<IngestPlan> {
+export async function planArchive(
+  source: ReadableFiles,
+  files: Array<{ path: string; size: number }>,
+): Promise<IngestPlan> {
   const sizes = new Map(files.map((file) => [normalizePath(file.path), file.size]));
   const reader: SizedReader = { read: source.read, stream: source.stream, sizeOf: (path) => sizes.get(path) ?? 0 };
   const paths = [...sizes.keys()].sort();
@@ -59,6 +70,7 @@ export async function planArchive(source: ReadableFiles, files: Array<{ path: st
 function withRest(plan: IngestPlan, examined: string[], reported: Skips, paths: string[]): IngestPlan {
   reported.merge(plan.skipped);
   const accounted = new Set([...examined, ...plan.items.map((item) => item.path)]);
-  for (const path of paths) if (!accounted.has(path)) reported.add(path, 'not an image, nor a label or metadata file of this format');
+  for (const path of paths)
+    if (!accounted.has(path)) reported.add(path, 'not an image, nor a label or metadata file of this format');
   return { ...plan, skipped: reported };
 }

@@ -95,8 +95,12 @@ class ChunkElement implements Element {
 
   parse(): unknown {
     const { pieces, chunk } = this;
-    if (pieces === null || chunk === null || this.bytes > this.maxBytes) throw new Error(`${this.key}[${this.index}] is larger than ${this.maxBytes} bytes, or is gone`);
-    const text = pieces.length === 0 ? chunk.toString('utf8', this.start, this.end) : Buffer.concat([...pieces, chunk.subarray(this.start, this.end)]).toString('utf8');
+    if (pieces === null || chunk === null || this.bytes > this.maxBytes)
+      throw new Error(`${this.key}[${this.index}] is larger than ${this.maxBytes} bytes, or is gone`);
+    const text =
+      pieces.length === 0
+        ? chunk.toString('utf8', this.start, this.end)
+        : Buffer.concat([...pieces, chunk.subarray(this.start, this.end)]).toString('utf8');
     try {
       return JSON.parse(text);
     } catch (error) {
@@ -162,7 +166,11 @@ class Scanner {
       }
       switch (this.state) {
         case BEFORE_OBJECT:
-          if (this.offset + at < BOM.length && byte === BOM[this.offset + at] && (this.offset + at === 0 || this.bomSoFar)) {
+          if (
+            this.offset + at < BOM.length &&
+            byte === BOM[this.offset + at] &&
+            (this.offset + at === 0 || this.bomSoFar)
+          ) {
             this.bomSoFar = true;
             break;
           }
@@ -225,7 +233,12 @@ class Scanner {
   end(): void {
     if (this.state === IN_VALUE && this.scalar) this.endValue(Buffer.alloc(0), 0);
     if (this.state === AFTER_OBJECT) return;
-    const what = this.state === IN_VALUE ? (this.inString ? 'unterminated string' : 'unterminated array or object') : MISSING[this.state];
+    const what =
+      this.state === IN_VALUE
+        ? this.inString
+          ? 'unterminated string'
+          : 'unterminated array or object'
+        : MISSING[this.state];
     this.fail(what, 0);
   }
 

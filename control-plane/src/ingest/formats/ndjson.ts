@@ -58,12 +58,22 @@ const ROW_KINDS = new Map<string, RowKind>([
 function obbCorners([xc, yc, w, h, angle]: number[]): number[] {
   const [ax, ay] = [(w / 2) * Math.cos(angle), (w / 2) * Math.sin(angle)]; // half the width, along the box
   const [bx, by] = [(-h / 2) * Math.sin(angle), (h / 2) * Math.cos(angle)]; // half the height, across it
-  return [xc + ax + bx, yc + ay + by, xc + ax - bx, yc + ay - by, xc - ax - bx, yc - ay - by, xc - ax + bx, yc - ay + by];
+  return [
+    xc + ax + bx,
+    yc + ay + by,
+    xc + ax - bx,
+    yc + ay - by,
+    xc - ax - bx,
+    yc - ay - by,
+    xc - ax + bx,
+    yc - ay + by,
+  ];
 }
 
 /** A row of numbers checked for its kind; obb rows in the angle form come back as corners. */
 function readRow(kind: RowKind, row: unknown, kptShape: [number, number] | null, classCount: number | null): number[] {
-  if (!Array.isArray(row) || !row.every((value) => typeof value === 'number')) throw new LabelError('must be a list of numbers');
+  if (!Array.isArray(row) || !row.every((value) => typeof value === 'number'))
+    throw new LabelError('must be a list of numbers');
   const values = kind === 'obb' && row.length === 6 ? [row[0], ...obbCorners(row.slice(1))] : row;
   checkRow(kind, values, kptShape, classCount);
   return values;
@@ -83,19 +93,35 @@ function at<T>(where: string, read: () => T): T {
  * The labels of an NDJSON `annotations` object (source class indexes); a LabelError names the first problem.
  * Like the ultralytics client, only the first key is read. With kptShape, pose rows must match it.
  */
-export function fromNdjsonAnnotations(annotations: unknown, options: { kptShape?: [number, number] | null; classCount?: number | null } = {}): Label[] {
+export function fromNdjsonAnnotations(
+  annotations: unknown,
+  options: { kptShape?: [number, number] | null; classCount?: number | null } = {},
+): Label[] {
   if (annotations === undefined || annotations === null) return [];
-  if (typeof annotations !== 'object' || Array.isArray(annotations)) throw new LabelError('annotations must be an object');
+  if (typeof annotations !== 'object' || Array.isArray(annotations))
+    throw new LabelError('annotations must be an object');
   const [first] = Object.entries(annotations);
   if (!first) return [];
   const [key, rows] = first;
   const kind = ROW_KINDS.get(key);
-  if (!kind && key !== 'classification') throw new LabelError(`annotations.${excerpt(key)}: unknown kind; expected boxes, segments, pose, obb or classification`);
+  if (!kind && key !== 'classification')
+    throw new LabelError(
+      `annotations.${excerpt(key)}: unknown kind; expected boxes, segments, pose, obb or classification`,
+    );
   if (!Array.isArray(rows)) throw new LabelError(`annotations.${key} must be a list`);
-  if (rows.length > MAX_LABELS_PER_IMAGE) throw new LabelError(`annotations.${key}: ${rows.length} labels; an image has at most ${MAX_LABELS_PER_IMAGE}`);
+  if (rows.length > MAX_LABELS_PER_IMAGE)
+    throw new LabelError(`annotations.${key}: ${rows.length} labels; an image has at most ${MAX_LABELS_PER_IMAGE}`);
   const classCount = options.classCount ?? null;
-  if (!kind) return rows.map((value, index) => ({ classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)) }));
-  return rows.map((row, index) => labelFromRow(kind, at(`annotations.${key}[${index}]`, () => readRow(kind, row, options.kptShape ?? null, classCount))));
+  if (!kind)
+    return rows.map((value, index) => ({
+      classId: at(`annotations.classification[${index}]`, () => sourceClassId(value, classCount)),
+    }));
+  return rows.map((row, index) =>
+    labelFromRow(
+      kind,
+      at(`annotations.${key}[${index}]`, () => readRow(kind, row, options.kptShape ?? null, classCount)),
+    ),
+  );
 }
 
 /** The task a label's geometry implies, for files whose header names none. */
@@ -124,14 +150,17 @@ function readHeader(record: Record<string, unknown>, path: string, line: number,
   };
   const problems = [
     record.task !== undefined && !header.task && 'unknown task; ignored',
-    record.class_names !== undefined && !header.classNames && 'class_names must be a {"0": name} map or a list; ignored',
+    record.class_names !== undefined &&
+      !header.classNames &&
+      'class_names must be a {"0": name} map or a list; ignored',
     record.kpt_shape !== undefined && !header.kptShape && 'kpt_shape must be [keypoints (1-1000), 2 or 3]; ignored',
   ];
   for (const problem of problems) if (problem) skipped.add(path, problem, `line ${line}`);
   return header;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** Why a record's metadata cannot be stored; null when it can. */
 function metadataProblem(metadata: unknown): string | null {
@@ -160,7 +189,10 @@ function readImage(record: Record<string, unknown>, header: Header, line: number
   if (typeof record.url === 'string') item.url = record.url;
   if (isObject(record.metadata)) item.metadata = record.metadata;
   try {
-    item.labels = fromNdjsonAnnotations(record.annotations, { kptShape: header.kptShape, classCount: header.classNames?.length ?? null });
+    item.labels = fromNdjsonAnnotations(record.annotations, {
+      kptShape: header.kptShape,
+      classCount: header.classNames?.length ?? null,
+    });
   } catch (error) {
     if (!(error instanceof LabelError)) throw error;
     item.labelError = `line ${line}: ${error.message}`;
@@ -237,7 +269,8 @@ export async function planNdjson(file: string, name = basename(file)): Promise<I
     }
     const item = readImage(record, header, line);
     if (typeof item === 'string') skipped.add(typeof record.file === 'string' ? record.file : name, item, at);
-    else if (lineOf.has(item.path)) skipped.add(item.path, 'the same file as an earlier line', `${at} (first on line ${lineOf.get(item.path)})`);
+    else if (lineOf.has(item.path))
+      skipped.add(item.path, 'the same file as an earlier line', `${at} (first on line ${lineOf.get(item.path)})`);
     else {
       budget.spendLabels(item.labels);
       if (item.metadata) budget.spend(2 * JSON.stringify(item.metadata).length);
@@ -250,6 +283,7 @@ export async function planNdjson(file: string, name = basename(file)): Promise<I
   const task = header.task ?? (firstLabel ? taskOfLabel(firstLabel) : null);
   // Without a kpt_shape, keypoints are read as x, y, v triples (the ultralytics default).
   const keypoints = firstLabel?.keypoints?.length ?? 0;
-  const kptShape = header.kptShape ?? (task === 'pose' && keypoints % 3 === 0 ? kptShapeOrNull([keypoints / 3, 3]) : null);
+  const kptShape =
+    header.kptShape ?? (task === 'pose' && keypoints % 3 === 0 ? kptShapeOrNull([keypoints / 3, 3]) : null);
   return { format: 'ndjson', task, classNames: header.classNames ?? indexClassNames(items), kptShape, items, skipped };
 }

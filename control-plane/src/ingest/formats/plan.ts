@@ -102,9 +102,11 @@ export function excerpt(value: unknown, max = 40): string {
 
 /** Class names from a file, bounded like the API bounds them; a DatasetFileError names the first bad one. */
 export function checkClassNames(names: string[], where: string): string[] {
-  if (names.length > MAX_CLASS_NAMES) throw new DatasetFileError(`${where}: ${names.length} classes; a dataset has at most ${MAX_CLASS_NAMES}`);
+  if (names.length > MAX_CLASS_NAMES)
+    throw new DatasetFileError(`${where}: ${names.length} classes; a dataset has at most ${MAX_CLASS_NAMES}`);
   for (const [index, name] of names.entries()) {
-    const problem = textProblem(name) ?? (name.length > MAX_CLASS_NAME ? `is longer than ${MAX_CLASS_NAME} characters` : null);
+    const problem =
+      textProblem(name) ?? (name.length > MAX_CLASS_NAME ? `is longer than ${MAX_CLASS_NAME} characters` : null);
     if (problem) throw new DatasetFileError(`${where}: the name of class ${index} ${problem}`);
   }
   return names;
@@ -123,14 +125,22 @@ export class PlanBudget {
   spend(bytes: number): void {
     this.left -= bytes;
     if (this.left < 0) {
-      throw new DatasetFileError(`The labels and metadata of this file need more than ${MAX_PLAN_BYTES / 2 ** 30} GiB of memory to ingest at once; ingest the dataset in parts`);
+      throw new DatasetFileError(
+        `The labels and metadata of this file need more than ${MAX_PLAN_BYTES / 2 ** 30} GiB of memory to ingest at once; ingest the dataset in parts`,
+      );
     }
   }
 
   /** A label's numbers as doubles, plus the objects around them. */
   spendLabels(labels: Label[]): void {
     let values = 0;
-    for (const label of labels) values += 8 + (label.bbox?.length ?? 0) + (label.segments?.length ?? 0) + (label.keypoints?.length ?? 0) + (label.obb?.length ?? 0);
+    for (const label of labels)
+      values +=
+        8 +
+        (label.bbox?.length ?? 0) +
+        (label.segments?.length ?? 0) +
+        (label.keypoints?.length ?? 0) +
+        (label.obb?.length ?? 0);
     this.spend(8 * values);
   }
 }
@@ -138,7 +148,13 @@ export class PlanBudget {
 export const extensionOf = (path: string) => posix.extname(path).slice(1).toLowerCase();
 export const isImagePath = (path: string) => IMAGE_EXTENSIONS.includes(extensionOf(path));
 
-const SPLIT_NAMES: Record<string, Split> = { train: 'train', val: 'val', valid: 'val', validation: 'val', test: 'test' };
+const SPLIT_NAMES: Record<string, Split> = {
+  train: 'train',
+  val: 'val',
+  valid: 'val',
+  validation: 'val',
+  test: 'test',
+};
 
 /** The split a folder name stands for (case ignored): train, val, valid, validation (→ val) or test. */
 export const splitFromName = (name: string): Split | undefined => SPLIT_NAMES[name.toLowerCase()];
@@ -156,7 +172,8 @@ export function splitFromPath(path: string): Split | undefined {
   return undefined;
 }
 
-export const taskOrNull = (value: unknown): Task | null => ((TASKS as readonly unknown[]).includes(value) ? (value as Task) : null);
+export const taskOrNull = (value: unknown): Task | null =>
+  (TASKS as readonly unknown[]).includes(value) ? (value as Task) : null;
 
 /**
  * A source class index: a non-negative integer, below classCount when the source names its classes, and
@@ -167,9 +184,12 @@ export function sourceClassId(value: unknown, classCount: number | null): number
     throw new LabelError(`class index must be a non-negative integer, got ${excerpt(value)}`);
   }
   if (classCount !== null && value >= classCount) {
-    throw new LabelError(`class ${value} is out of range; the source names ${classCount} class${classCount === 1 ? '' : 'es'}`);
+    throw new LabelError(
+      `class ${value} is out of range; the source names ${classCount} class${classCount === 1 ? '' : 'es'}`,
+    );
   }
-  if (value >= MAX_CLASS_NAMES) throw new LabelError(`class ${value} is out of range; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+  if (value >= MAX_CLASS_NAMES)
+    throw new LabelError(`class ${value} is out of range; a dataset has at most ${MAX_CLASS_NAMES} classes`);
   return value;
 }
 
@@ -184,7 +204,10 @@ export function namesFromListOrMap(value: unknown, where: string): string[] | nu
   const entries = Object.entries(value).map(([key, name]) => [Number(key), String(name)] as const);
   if (entries.some(([index]) => !Number.isInteger(index) || index < 0)) return null;
   const highest = entries.reduce((max, [index]) => Math.max(max, index), -1);
-  if (highest >= MAX_CLASS_NAMES) throw new DatasetFileError(`${where}: class index ${highest} is out of range; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+  if (highest >= MAX_CLASS_NAMES)
+    throw new DatasetFileError(
+      `${where}: class index ${highest} is out of range; a dataset has at most ${MAX_CLASS_NAMES} classes`,
+    );
   const names = Array.from({ length: highest + 1 }, (_, index) => String(index));
   for (const [index, name] of entries) names[index] = name;
   return checkClassNames(names, where);
@@ -197,7 +220,9 @@ export function namesFromListOrMap(value: unknown, where: string): string[] | nu
 export function kptShapeOrNull(value: unknown): [number, number] | null {
   if (!Array.isArray(value) || value.length !== 2) return null;
   const [count, dims] = value;
-  return Number.isInteger(count) && count > 0 && count <= MAX_KEYPOINTS && (dims === 2 || dims === 3) ? [count, dims] : null;
+  return Number.isInteger(count) && count > 0 && count <= MAX_KEYPOINTS && (dims === 2 || dims === 3)
+    ? [count, dims]
+    : null;
 }
 
 /** When the source names no classes: the indexes as names, "0" up to the highest class index its labels use. */
@@ -215,14 +240,22 @@ export type RowKind = 'box' | 'polygon' | 'pose' | 'obb';
  * Checks a row's class index, and its length for its kind; the LabelError names what was expected. Pose rows
  * must match the kpt_shape when the source gives one.
  */
-export function checkRow(kind: RowKind, row: number[], kptShape: [number, number] | null, classCount: number | null): void {
+export function checkRow(
+  kind: RowKind,
+  row: number[],
+  kptShape: [number, number] | null,
+  classCount: number | null,
+): void {
   sourceClassId(row[0], classCount);
   const { length } = row;
   const rules: Record<RowKind, [boolean, string]> = {
     box: [length === 5, '5 numbers [class, xc, yc, w, h]'],
     polygon: [length >= 7 && length % 2 === 1, 'a class and the x, y pairs of at least 3 points'],
     pose: kptShape
-      ? [length === 5 + kptShape[0] * kptShape[1], `${5 + kptShape[0] * kptShape[1]} numbers: class, box and the keypoints of kpt_shape [${kptShape.join(', ')}]`]
+      ? [
+          length === 5 + kptShape[0] * kptShape[1],
+          `${5 + kptShape[0] * kptShape[1]} numbers: class, box and the keypoints of kpt_shape [${kptShape.join(', ')}]`,
+        ]
       : [length > 5, 'a class, a box and keypoints'],
     obb: [length === 9, '9 numbers [class, x1, y1, x2, y2, x3, y3, x4, y4]'],
   };

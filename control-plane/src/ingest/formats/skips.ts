@@ -69,7 +69,12 @@ export class Skips {
 
   summary(): SkipSummary {
     const skippedReasons: Record<string, number> = {};
-    for (const [reason, group] of this.groups) skippedReasons[reportable(reason)] = (skippedReasons[reportable(reason)] ?? 0) + group.count;
-    return { entriesSkipped: this.count, skippedReasons, skippedEntries: [...this.groups.values()].flatMap((group) => group.examples) };
+    for (const [reason, group] of this.groups)
+      skippedReasons[reportable(reason)] = (skippedReasons[reportable(reason)] ?? 0) + group.count;
+    return {
+      entriesSkipped: this.count,
+      skippedReasons,
+      skippedEntries: [...this.groups.values()].flatMap((group) => group.examples),
+    };
   }
 }

@@ -58,7 +58,11 @@ export const datasetYamlPaths = (paths: string[]) => paths.filter(isDatasetYaml)
  * The shallowest usable data.yaml / dataset.yaml; the others, and unusable ones, are reported as skipped.
  * Class names no dataset could have fail the ingest (a DatasetFileError).
  */
-export async function readDatasetYaml(files: SizedReader, paths: string[], skipped: Skips): Promise<DatasetYaml | null> {
+export async function readDatasetYaml(
+  files: SizedReader,
+  paths: string[],
+  skipped: Skips,
+): Promise<DatasetYaml | null> {
   let yaml: DatasetYaml | null = null;
   for (const path of datasetYamlPaths(paths)) {
     if (yaml) {
@@ -85,9 +89,13 @@ function datasetYaml(path: string, doc: unknown): DatasetYaml {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new Error('not a mapping');
   const fields = doc as Record<string, unknown>;
   const { nc } = fields;
-  if (typeof nc === 'number' && nc > MAX_CLASS_NAMES) throw new DatasetFileError(`${path}: nc is ${nc}; a dataset has at most ${MAX_CLASS_NAMES} classes`);
+  if (typeof nc === 'number' && nc > MAX_CLASS_NAMES)
+    throw new DatasetFileError(`${path}: nc is ${nc}; a dataset has at most ${MAX_CLASS_NAMES} classes`);
   // Without names, nc still gives the class count; the classes are then named by their index.
-  const ncNames = typeof nc === 'number' && Number.isInteger(nc) && nc > 0 ? Array.from({ length: nc }, (_, index) => String(index)) : null;
+  const ncNames =
+    typeof nc === 'number' && Number.isInteger(nc) && nc > 0
+      ? Array.from({ length: nc }, (_, index) => String(index))
+      : null;
   const names = fields.names === undefined ? ncNames : namesFromListOrMap(fields.names, `${path}: names`);
   if (fields.names !== undefined && !names) throw new Error('names must be a list or a {index: name} map');
   const kptShape = kptShapeOrNull(fields.kpt_shape);
@@ -101,10 +109,18 @@ function datasetYaml(path: string, doc: unknown): DatasetYaml {
   const base = typeof fields.path === 'string' && !fields.path.startsWith('/') ? fields.path : '';
   const splitFolders = YAML_SPLITS.flatMap((split) => {
     const value = fields[split];
-    const entries = (Array.isArray(value) ? value : [value]).filter((entry): entry is string => typeof entry === 'string').slice(0, MAX_SPLIT_FOLDERS);
+    const entries = (Array.isArray(value) ? value : [value])
+      .filter((entry): entry is string => typeof entry === 'string')
+      .slice(0, MAX_SPLIT_FOLDERS);
     return entries.map((entry) => ({
       split,
-      candidates: [...new Set([posix.join(dir, base, entry), posix.join(dir, entry), posix.join(dir, entry.replace(/^(\.\.\/)+/, ''))])]
+      candidates: [
+        ...new Set([
+          posix.join(dir, base, entry),
+          posix.join(dir, entry),
+          posix.join(dir, entry.replace(/^(\.\.\/)+/, '')),
+        ]),
+      ]
         .map((folder) => (folder === '.' ? '' : folder.replace(/\/$/, '')))
         .filter((folder) => !folder.startsWith('..')),
     }));
@@ -137,7 +153,10 @@ function labelPathOf(image: string, texts: Set<string>): string | undefined {
 /** A YOLO archive shows itself by a .txt under a `labels/` folder or beside an image of the same name. */
 export function hasYoloLabels(images: string[], texts: string[]): boolean {
   const textSet = new Set(texts);
-  return texts.some((text) => text.split('/').slice(0, -1).includes('labels')) || images.some((image) => labelPathOf(image, textSet));
+  return (
+    texts.some((text) => text.split('/').slice(0, -1).includes('labels')) ||
+    images.some((image) => labelPathOf(image, textSet))
+  );
 }
 
 type LabelFile = { rows: number[][] } | { error: string };
@@ -145,11 +164,19 @@ type LabelFile = { rows: number[][] } | { error: string };
 const NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
 
 /** A file's rows `[class, ...numbers]`, or its first malformed line: one bad line drops the whole file's labels. */
-function parseLabelFile(text: string, path: string, classCount: number | null, kptShape: [number, number] | null): LabelFile {
+function parseLabelFile(
+  text: string,
+  path: string,
+  classCount: number | null,
+  kptShape: [number, number] | null,
+): LabelFile {
   const rows: number[][] = [];
   for (const [index, line] of text.split(/\r?\n/).entries()) {
     if (line.trim() === '') continue;
-    if (rows.length === MAX_LABELS_PER_IMAGE) return { error: `${path}: more than ${MAX_LABELS_PER_IMAGE} labels; an image has at most ${MAX_LABELS_PER_IMAGE}` };
+    if (rows.length === MAX_LABELS_PER_IMAGE)
+      return {
+        error: `${path}: more than ${MAX_LABELS_PER_IMAGE} labels; an image has at most ${MAX_LABELS_PER_IMAGE}`,
+      };
     try {
       rows.push(parseLine(line, classCount, kptShape));
     } catch (error) {
@@ -188,12 +215,20 @@ async function readClassesTxt(files: SizedReader, texts: string[]): Promise<{ pa
   const [path] = texts.filter((text) => posix.basename(text) === 'classes.txt').sort(byDepth);
   if (!path) return null;
   if (files.sizeOf(path) > MAX_YAML_BYTES) throw new DatasetFileError(`${path}: larger than ${MAX_YAML_BYTES} bytes`);
-  const names = (await files.read(path)).toString('utf8').split(/\r?\n/).map((name) => name.trim());
+  const names = (await files.read(path))
+    .toString('utf8')
+    .split(/\r?\n/)
+    .map((name) => name.trim());
   while (names.at(-1) === '') names.pop();
   return { path, names: checkClassNames(names, path) };
 }
 
-export async function planYolo(reader: SizedReader, images: string[], texts: string[], yaml: DatasetYaml | null): Promise<IngestPlan> {
+export async function planYolo(
+  reader: SizedReader,
+  images: string[],
+  texts: string[],
+  yaml: DatasetYaml | null,
+): Promise<IngestPlan> {
   const textSet = new Set(texts);
   const labelPaths = new Map(images.map((image) => [image, labelPathOf(image, textSet)]));
   const classesTxt = yaml?.names ? null : await readClassesTxt(reader, texts);
@@ -217,16 +252,30 @@ export async function planYolo(reader: SizedReader, images: string[], texts: str
   const rows = [...files.values()].flatMap((file) => ('rows' in file ? file.rows : []));
   // Nine numbers are a 4-point polygon or obb corners; obb only when the yaml says so or no line has another length.
   const obb = !kptShape && rows.length > 0 && (yaml?.task === 'obb' || rows.every((row) => row.length === 9));
-  const kindOf = (row: number[]): RowKind => (kptShape ? 'pose' : row.length === 5 ? 'box' : obb && row.length === 9 ? 'obb' : 'polygon');
-  const inferred: Task | null = kptShape ? 'pose' : rows.some((row) => kindOf(row) === 'polygon') ? 'segment' : obb ? 'obb' : rows.length > 0 ? 'detect' : null;
+  const kindOf = (row: number[]): RowKind =>
+    kptShape ? 'pose' : row.length === 5 ? 'box' : obb && row.length === 9 ? 'obb' : 'polygon';
+  const inferred: Task | null = kptShape
+    ? 'pose'
+    : rows.some((row) => kindOf(row) === 'polygon')
+      ? 'segment'
+      : obb
+        ? 'obb'
+        : rows.length > 0
+          ? 'detect'
+          : null;
 
   const splitFolders = resolveSplitFolders(yaml, images);
   const items = images.map((path): PlanItem => {
-    const folder = splitFolders.filter(({ folder }) => isUnder(path, folder)).sort((a, b) => b.folder.length - a.folder.length)[0];
+    const folder = splitFolders
+      .filter(({ folder }) => isUnder(path, folder))
+      .sort((a, b) => b.folder.length - a.folder.length)[0];
     const split = folder?.split ?? splitFromPath(path);
     const labelPath = labelPaths.get(path);
     const file = labelPath === undefined ? { rows: [] } : files.get(labelPath)!;
-    const item: PlanItem = { path, labels: 'rows' in file ? file.rows.map((row) => labelFromRow(kindOf(row), row)) : [] };
+    const item: PlanItem = {
+      path,
+      labels: 'rows' in file ? file.rows.map((row) => labelFromRow(kindOf(row), row)) : [],
+    };
     if (split) item.split = split;
     if ('error' in file) item.labelError = file.error;
     return item;
@@ -234,6 +283,14 @@ export async function planYolo(reader: SizedReader, images: string[], texts: str
 
   const usedSet = new Set<string>(used);
   const skipped = new Skips();
-  for (const text of texts) if (!usedSet.has(text) && text !== classesTxt?.path) skipped.add(text, 'a label file without a matching image');
-  return { format: 'yolo', task: yaml?.task ?? inferred, classNames: names ?? indexClassNames(items), kptShape, items, skipped };
+  for (const text of texts)
+    if (!usedSet.has(text) && text !== classesTxt?.path) skipped.add(text, 'a label file without a matching image');
+  return {
+    format: 'yolo',
+    task: yaml?.task ?? inferred,
+    classNames: names ?? indexClassNames(items),
+    kptShape,
+    items,
+    skipped,
+  };
 }

@@ -1,5 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { addDelta, applyDelta, changeDelta, countDelta, type CountDelta, type CountedImage } from '../../datasets/dataset-counters.ts';
+import {
+  addDelta,
+  applyDelta,
+  changeDelta,
+  countDelta,
+  type CountDelta,
+  type CountedImage,
+} from '../../datasets/dataset-counters.ts';
 import type { DatasetReference, Split } from '../../datasets/dataset.entity.ts';
 import { keepImageBytes } from '../../images/image-blobs.ts';
 import { replaceLabels, type CheckedLabels } from '../../images/image-labels.ts';
@@ -23,7 +30,11 @@ export interface ReferenceOutcome extends CommitOutcome {
   imagesRemoved: number;
 }
 
-const counted = (image: { split: Split; label_count: number; error: string | null }): CountedImage => ({ split: image.split, labelCount: image.label_count, hasError: image.error !== null });
+const counted = (image: { split: Split; label_count: number; error: string | null }): CountedImage => ({
+  split: image.split,
+  labelCount: image.label_count,
+  hasError: image.error !== null,
+});
 
 /**
  * Makes the dataset mirror its storage, in one transaction under the dataset lock: a staged file already indexed
@@ -31,7 +42,12 @@ const counted = (image: { split: Split; label_count: number; error: string | nul
  * a new key adds an image, and an indexed image whose file is gone (or was skipped this time) is deleted. Every image
  * is its own file: nothing is skipped as a duplicate. Until this commits the dataset is as it was.
  */
-export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confirmHeld'>, plan: IngestPlan, payload: IngestPayload, reference: DatasetReference): Promise<ReferenceOutcome> {
+export async function commitReference(
+  job: Pick<JobContext, 'em' | 'id' | 'confirmHeld'>,
+  plan: IngestPlan,
+  payload: IngestPayload,
+  reference: DatasetReference,
+): Promise<ReferenceOutcome> {
   return job.em.transactional(async (tx) => {
     const { dataset, outcome, labelsOf } = await openCommit(tx, job, plan, payload);
     checkConnectable(dataset, reference, (message) => new JobFailure(message));
@@ -39,10 +55,11 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     await keepImageBytes(tx, workspaceId);
     // Staged rows keep their thumbnails from a release; one could have run between storing and staging (see commitIngest).
     const lost = await stagedWithoutThumbnail(tx, job.id, workspaceId);
-    if (lost) throw new JobFailure(`The thumbnail of ${lost.path} was deleted while the ingest ran (an image with the same file was deleted); run the ingest again`);
-    const indexed = new Map(
-      (await referencedImages(tx, dataset.id)).map((image) => [image.reference_key, image]),
-    );
+    if (lost)
+      throw new JobFailure(
+        `The thumbnail of ${lost.path} was deleted while the ingest ran (an image with the same file was deleted); run the ingest again`,
+      );
+    const indexed = new Map((await referencedImages(tx, dataset.id)).map((image) => [image.reference_key, image]));
     const result: ReferenceOutcome = Object.assign(outcome, { imagesUpdated: 0, imagesRemoved: 0 });
     let delta: CountDelta = countDelta([], 1);
     for (let offset = 0; ; offset += STAGED_PER_READ) {
@@ -60,11 +77,27 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
           if (before.hash !== row.hash) result.replaced.push(before);
         } else {
           const metadata = { ...payload.imageMetadata[row.entry_path], ...row.metadata };
-          added.push({ file: fileOf(row), name: row.name, split, metadata, checked, facesBlurred: false, reference: { key: row.entry_path, version: row.reference_version } });
+          added.push({
+            file: fileOf(row),
+            name: row.name,
+            split,
+            metadata,
+            checked,
+            facesBlurred: false,
+            reference: { key: row.entry_path, version: row.reference_version },
+          });
         }
       }
       await updateImages(tx, dataset.id, updated);
-      delta = addDelta(delta, changeDelta(updated.map(({ before }) => counted(before)), updated.map(({ row, split, checked }) => counted({ split, label_count: checked.labels.length, error: row.error }))));
+      delta = addDelta(
+        delta,
+        changeDelta(
+          updated.map(({ before }) => counted(before)),
+          updated.map(({ row, split, checked }) =>
+            counted({ split, label_count: checked.labels.length, error: row.error }),
+          ),
+        ),
+      );
       result.imagesUpdated += updated.length;
       const inserted = await insertImages(tx, dataset, added);
       result.imagesAdded += added.length;
@@ -72,14 +105,22 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
     }
     const removed = [...indexed.values()];
     if (removed.length) {
-      await deleteImages(tx, removed.map((image) => image.id));
+      await deleteImages(
+        tx,
+        removed.map((image) => image.id),
+      );
       delta = countDelta(removed.map(counted), -1, delta);
       result.imagesRemoved = removed.length;
       result.replaced.push(...removed);
     }
     await applyDelta(tx, dataset.id, delta);
     dataset.reference = reference;
-    dataset.source = { format: plan.format, filename: payload.source.filename, jobId: job.id, ingestedAt: new Date().toISOString() };
+    dataset.source = {
+      format: plan.format,
+      filename: payload.source.filename,
+      jobId: job.id,
+      ingestedAt: new Date().toISOString(),
+    };
     await tx.flush();
     await clearStagedImages(tx, job.id);
     return result;
@@ -87,7 +128,11 @@ export async function commitReference(job: Pick<JobContext, 'em' | 'id' | 'confi
 }
 
 /** Indexed images whose file was staged again: the file's facts, version, split and labels as they are now. */
-async function updateImages(tx: EntityManager, datasetId: string, updated: Array<{ before: IndexedImage; row: StagedRow; split: Split; checked: CheckedLabels }>): Promise<void> {
+async function updateImages(
+  tx: EntityManager,
+  datasetId: string,
+  updated: Array<{ before: IndexedImage; row: StagedRow; split: Split; checked: CheckedLabels }>,
+): Promise<void> {
   if (updated.length === 0) return;
   const values = updated.map(({ before, row, split }) => ({
     id: before.id,
@@ -104,5 +149,9 @@ async function updateImages(tx: EntityManager, datasetId: string, updated: Array
     search: searchTextOf(row.name, row.metadata),
   }));
   await updateReferencedImages(tx, values);
-  await replaceLabels(tx, datasetId, updated.map(({ before, checked }) => ({ imageId: before.id, ...checked })));
+  await replaceLabels(
+    tx,
+    datasetId,
+    updated.map(({ before, checked }) => ({ imageId: before.id, ...checked })),
+  );
 }

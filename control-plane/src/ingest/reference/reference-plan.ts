@@ -32,15 +32,28 @@ type Indexed = KnownFile & { version: string | null };
  * raw images; label files read through the provider) and returns the plan with the reader staging uses: each image
  * read once, in place (only its thumbnail is stored), unless it is indexed already at the version now listed.
  */
-export async function planReference(em: EntityManager, datasetId: string, ref: OpenedReference, signal: AbortSignal, onListed: (objects: number) => void): Promise<{ plan: IngestPlan; reader: ItemReader }> {
+export async function planReference(
+  em: EntityManager,
+  datasetId: string,
+  ref: OpenedReference,
+  signal: AbortSignal,
+  onListed: (objects: number) => void,
+): Promise<{ plan: IngestPlan; reader: ItemReader }> {
   const { objects, skipped } = await listObjects(ref, signal, onListed);
-  const files = [...objects.values()].map((object) => ({ path: object.key.slice(ref.prefix.length), size: object.size }));
+  const files = [...objects.values()].map((object) => ({
+    path: object.key.slice(ref.prefix.length),
+    size: object.size,
+  }));
   const streamLabels = async (path: string) => {
     const size = objects.get(path)?.size ?? 0;
-    if (size > MAX_LABEL_FILE_BYTES) throw new DatasetFileError(`${path}: larger than ${MAX_LABEL_FILE_BYTES / 2 ** 20} MiB`);
+    if (size > MAX_LABEL_FILE_BYTES)
+      throw new DatasetFileError(`${path}: larger than ${MAX_LABEL_FILE_BYTES / 2 ** 20} MiB`);
     return readFile(ref, path, MAX_LABEL_FILE_BYTES, signal);
   };
-  const plan = await planArchive({ read: async (path) => buffer(await streamLabels(path)), stream: streamLabels }, files);
+  const plan = await planArchive(
+    { read: async (path) => buffer(await streamLabels(path)), stream: streamLabels },
+    files,
+  );
   plan.skipped.merge(skipped);
   const indexed = await indexedImages(em, datasetId);
   const versionOf = (path: string) => objects.get(path)?.version ?? null;
@@ -55,8 +68,11 @@ export async function planReference(em: EntityManager, datasetId: string, ref: O
     async read(item, size, spillFile) {
       if (size > MAX_IMAGE_BYTES) return `larger than ${MAX_IMAGE_BYTES} bytes`;
       try {
-        if (size <= IN_MEMORY_IMAGE_BYTES) return await buffer(await readFile(ref, item.path, IN_MEMORY_IMAGE_BYTES, signal));
-        await pipeline(await readFile(ref, item.path, MAX_IMAGE_BYTES, signal), createWriteStream(spillFile), { signal });
+        if (size <= IN_MEMORY_IMAGE_BYTES)
+          return await buffer(await readFile(ref, item.path, IN_MEMORY_IMAGE_BYTES, signal));
+        await pipeline(await readFile(ref, item.path, MAX_IMAGE_BYTES, signal), createWriteStream(spillFile), {
+          signal,
+        });
         return { path: spillFile, bytes: (await stat(spillFile)).size };
       } catch (error) {
         // Storage in use changes while it is synced: a file deleted since the listing is left out (and an image indexed
@@ -70,7 +86,11 @@ export async function planReference(em: EntityManager, datasetId: string, ref: O
 }
 
 /** Every object beneath the prefix, by its path beneath it; keys no archive path could be are skipped with why. */
-async function listObjects(ref: OpenedReference, signal: AbortSignal, onListed: (objects: number) => void): Promise<{ objects: Map<string, StoredObject>; skipped: Skips }> {
+async function listObjects(
+  ref: OpenedReference,
+  signal: AbortSignal,
+  onListed: (objects: number) => void,
+): Promise<{ objects: Map<string, StoredObject>; skipped: Skips }> {
   const objects = new Map<string, StoredObject>();
   // Counted with a few examples, like an archive's: a prefix of a million odd keys holds no million reasons.
   const skipped = new Skips();
@@ -80,12 +100,14 @@ async function listObjects(ref: OpenedReference, signal: AbortSignal, onListed: 
     signal.throwIfAborted();
     const page = await listPage(ref, cursor);
     seen += page.objects.length;
-    if (seen > MAX_REFERENCE_OBJECTS) throw new JobFailure(`${ref.label} holds more than ${MAX_REFERENCE_OBJECTS} objects; connect a narrower prefix`);
+    if (seen > MAX_REFERENCE_OBJECTS)
+      throw new JobFailure(`${ref.label} holds more than ${MAX_REFERENCE_OBJECTS} objects; connect a narrower prefix`);
     for (const object of page.objects) {
       const path = object.key.slice(ref.prefix.length);
       const entry = normalizeEntryPath(path);
       if ('path' in entry && entry.path === path) objects.set(path, object);
-      else if (!('skip' in entry && ['directory', 'ignored'].includes(entry.skip))) skipped.add(path, 'skip' in entry ? entry.skip : 'a key that is not a plain relative path');
+      else if (!('skip' in entry && ['directory', 'ignored'].includes(entry.skip)))
+        skipped.add(path, 'skip' in entry ? entry.skip : 'a key that is not a plain relative path');
     }
     onListed(seen);
     cursor = page.cursor;
@@ -95,5 +117,19 @@ async function listObjects(ref: OpenedReference, signal: AbortSignal, onListed: 
 
 async function indexedImages(em: EntityManager, datasetId: string): Promise<Map<string, Indexed>> {
   const rows = await referencedFiles(em, datasetId);
-  return new Map(rows.map((row) => [row.reference_key, { hash: row.hash, ext: row.ext, width: row.width, height: row.height, channels: row.channels, bytes: Number(row.bytes), error: row.error, version: row.reference_version }]));
+  return new Map(
+    rows.map((row) => [
+      row.reference_key,
+      {
+        hash: row.hash,
+        ext: row.ext,
+        width: row.width,
+        height: row.height,
+        channels: row.channels,
+        bytes: Number(row.bytes),
+        error: row.error,
+        version: row.reference_version,
+      },
+    ]),
+  );
 }

@@ -22,7 +22,12 @@ export function datasetReference(reference: NonNullable<IngestRequest['reference
  * connected to this same reference (a re-sync). A dataset with images of its own, or connected elsewhere, is 409:
  * a connected dataset's images are exactly its storage's files. So is one that blurs faces: files read in place cannot be blurred.
  */
-export async function referenceSource(em: EntityManager, access: IntegrationAccess, dataset: Dataset, requested: NonNullable<IngestRequest['reference']>): Promise<IngestSource> {
+export async function referenceSource(
+  em: EntityManager,
+  access: IntegrationAccess,
+  dataset: Dataset,
+  requested: NonNullable<IngestRequest['reference']>,
+): Promise<IngestSource> {
   const reference = datasetReference(requested);
   const opened = await openReference(em, access, dataset.workspace.id, reference);
   checkConnectable(dataset, reference);
@@ -32,14 +37,22 @@ export async function referenceSource(em: EntityManager, access: IntegrationAcce
 }
 
 /** Throws the 409 (or, in the job, what `fail` makes of it) when the dataset cannot be indexed from `reference`. */
-export function checkConnectable(dataset: Dataset, reference: DatasetReference, fail: (message: string) => Error = Conflict): void {
+export function checkConnectable(
+  dataset: Dataset,
+  reference: DatasetReference,
+  fail: (message: string) => Error = Conflict,
+): void {
   const name = `${dataset.workspace.handle}/${dataset.slug}`;
-  if (dataset.blurFaces) throw fail(`Dataset ${name} blurs faces, which files read in place cannot have; turn blurFaces off or upload the files instead`);
+  if (dataset.blurFaces)
+    throw fail(
+      `Dataset ${name} blurs faces, which files read in place cannot have; turn blurFaces off or upload the files instead`,
+    );
   if (dataset.reference) {
     if (!isDeepStrictEqual(dataset.reference, reference)) {
       throw fail(`Dataset ${name} is connected to another storage location; create a new dataset for this one`);
     }
     return;
   }
-  if (dataset.imageCount > 0) throw fail(`Dataset ${name} has images of its own; connected storage is indexed into a new, empty dataset`);
+  if (dataset.imageCount > 0)
+    throw fail(`Dataset ${name} has images of its own; connected storage is indexed into a new, empty dataset`);
 }

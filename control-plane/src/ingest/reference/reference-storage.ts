@@ -21,20 +21,39 @@ export interface OpenedReference {
  * or worker host is 404 like a missing one, a target the integration was not connected with 404, unreadable
  * credentials 409. A `local` reference is a folder (`root`) shared by a worker host, read through its agent.
  */
-export async function openReference(em: EntityManager, access: IntegrationAccess, workspaceId: string, reference: DatasetReference): Promise<OpenedReference> {
+export async function openReference(
+  em: EntityManager,
+  access: IntegrationAccess,
+  workspaceId: string,
+  reference: DatasetReference,
+): Promise<OpenedReference> {
   if (reference.provider === 'local') {
     const { provider, credentials } = await access.openHostFolders(em, workspaceId, reference.keyId);
-    return { provider, credentials, target: reference.root, prefix: reference.prefix, label: `${reference.root.replace(/\/+$/, '')}/${reference.prefix}` };
+    return {
+      provider,
+      credentials,
+      target: reference.root,
+      prefix: reference.prefix,
+      label: `${reference.root.replace(/\/+$/, '')}/${reference.prefix}`,
+    };
   }
   const { row, provider, credentials } = await access.open(em, workspaceId, reference.integrationId);
-  if (!row.targets.includes(reference.target)) throw NotFound(`reference.target: ${reference.target} is not a bucket of storage integration ${row.id}`);
-  return { provider, credentials, target: reference.target, prefix: reference.prefix, label: `${reference.target}/${reference.prefix}` };
+  if (!row.targets.includes(reference.target))
+    throw NotFound(`reference.target: ${reference.target} is not a bucket of storage integration ${row.id}`);
+  return {
+    provider,
+    credentials,
+    target: reference.target,
+    prefix: reference.prefix,
+    label: `${reference.target}/${reference.prefix}`,
+  };
 }
 
 /** A request's prefix as stored: no leading slash, and a folder's trailing one (so `set` never matches `settings/`). */
 export function normalizedPrefix(prefix: string | undefined): string {
   const trimmed = (prefix ?? '').replace(/^\/+/, '');
-  if (trimmed.split('/').some((part) => part === '..' || part === '.')) throw Invalid('reference.prefix: must not contain . or .. segments');
+  if (trimmed.split('/').some((part) => part === '..' || part === '.'))
+    throw Invalid('reference.prefix: must not contain . or .. segments');
   return trimmed === '' || trimmed.endsWith('/') ? trimmed : `${trimmed}/`;
 }
 
@@ -43,5 +62,11 @@ export const listPage = (ref: OpenedReference, cursor?: string): Promise<StoredO
   ref.provider.list(ref.credentials, { target: ref.target, prefix: ref.prefix, cursor });
 
 /** One file of the dataset, by its key beneath the prefix, streamed and capped at `maxBytes`; with `ifVersion`, only at that version. */
-export const readFile = (ref: OpenedReference, key: string, maxBytes: number, signal?: AbortSignal, ifVersion?: string): Promise<Readable> =>
+export const readFile = (
+  ref: OpenedReference,
+  key: string,
+  maxBytes: number,
+  signal?: AbortSignal,
+  ifVersion?: string,
+): Promise<Readable> =>
   ref.provider.read(ref.credentials, { target: ref.target, key: ref.prefix + key, maxBytes, signal, ifVersion });

@@ -27,12 +27,20 @@ export class ReferencedImages implements ReferencedBytes {
     const row = await findReferencedImage(em, image.id, image.workspaceId);
     if (!row?.reference_key || !row.reference) throw NotFound('Image not found');
     const ref = await openReference(em, this.access, image.workspaceId, row.reference).catch((error: unknown) => {
-      if (error instanceof HttpError && error.status === 404) throw Conflict(`The storage of this image's dataset was disconnected (${error.message}); connect it again to read its files`);
+      if (error instanceof HttpError && error.status === 404)
+        throw Conflict(
+          `The storage of this image's dataset was disconnected (${error.message}); connect it again to read its files`,
+        );
       throw error;
     });
     const bytes = Number(row.bytes);
     try {
-      return { stream: await readFile(ref, row.reference_key, bytes, signal, row.reference_version || undefined), bytes, ext: row.ext, name: row.name };
+      return {
+        stream: await readFile(ref, row.reference_key, bytes, signal, row.reference_version || undefined),
+        bytes,
+        ext: row.ext,
+        name: row.name,
+      };
     } catch (error) {
       throw error instanceof ProviderError ? asHttpError(error, row.reference_key, ref) : error;
     }

@@ -4,7 +4,14 @@ import type { OutboundPolicy } from '../../net/guarded-fetch.ts';
 import type { AzureCredentials } from '../integration.schemas.ts';
 import { MAX_DISCOVER_PAGES, ProviderHttp } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
-import type { BrowseRequest, ListRequest, ObjectPage, ReadRequest, StorageProvider, StoredObjectPage } from './provider.ts';
+import type {
+  BrowseRequest,
+  ListRequest,
+  ObjectPage,
+  ReadRequest,
+  StorageProvider,
+  StoredObjectPage,
+} from './provider.ts';
 import { setQuery } from './query.ts';
 import { elements, text, type XmlElement } from './xml.ts';
 
@@ -23,7 +30,11 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
   private readonly http: ProviderHttp;
 
   constructor(policy: OutboundPolicy) {
-    this.http = new ProviderHttp(policy, { name: 'Azure Blob', missing: 'no such container', check: 'credentials.accountName and credentials.endpoint' });
+    this.http = new ProviderHttp(policy, {
+      name: 'Azure Blob',
+      missing: 'no such container',
+      check: 'credentials.accountName and credentials.endpoint',
+    });
   }
 
   identity(credentials: AzureCredentials): string {
@@ -35,8 +46,17 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
     const names: string[] = [];
     let marker: string | undefined;
     for (let page = 0; page === 0 || (marker && page < MAX_DISCOVER_PAGES); page += 1) {
-      const listing = await this.get(credentials, '', { comp: 'list', maxresults: String(LIST_PAGE), ...(marker ? { marker } : {}) }, 'list the containers');
-      names.push(...elements(listing, 'Container').map((container) => text(container, 'Name') ?? '').filter(Boolean));
+      const listing = await this.get(
+        credentials,
+        '',
+        { comp: 'list', maxresults: String(LIST_PAGE), ...(marker ? { marker } : {}) },
+        'list the containers',
+      );
+      names.push(
+        ...elements(listing, 'Container')
+          .map((container) => text(container, 'Name') ?? '')
+          .filter(Boolean),
+      );
       marker = text(listing, 'NextMarker') || undefined;
     }
     return names.sort();
@@ -47,13 +67,23 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
   }
 
   async browse(credentials: AzureCredentials, request: BrowseRequest): Promise<ObjectPage> {
-    const listing = await this.listBlobs(credentials, request.target, { prefix: request.prefix, delimiter: '/', maxresults: String(request.limit) }, request.cursor);
+    const listing = await this.listBlobs(
+      credentials,
+      request.target,
+      { prefix: request.prefix, delimiter: '/', maxresults: String(request.limit) },
+      request.cursor,
+    );
     const folders = elements(listing, 'BlobPrefix').map((entry) => text(entry, 'Name') ?? '');
     return objectPage(request.prefix, folders, blobs(listing), text(listing, 'NextMarker'));
   }
 
   async list(credentials: AzureCredentials, request: ListRequest): Promise<StoredObjectPage> {
-    const listing = await this.listBlobs(credentials, request.target, { prefix: request.prefix, maxresults: String(request.limit ?? LIST_PAGE) }, request.cursor);
+    const listing = await this.listBlobs(
+      credentials,
+      request.target,
+      { prefix: request.prefix, maxresults: String(request.limit ?? LIST_PAGE) },
+      request.cursor,
+    );
     const objects = blobs(listing)
       .filter((blob) => blob.key && !blob.key.endsWith('/'))
       .map((blob) => ({ ...blob, updatedAt: isoTime(blob.updatedAt) }));
@@ -62,18 +92,42 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
 
   async read(credentials: AzureCredentials, request: ReadRequest): Promise<Readable> {
     // A blob name with a `.` or `..` segment is refused before it is sent: Azure resolves them (Service.keepsDotSegments).
-    const { url, path } = this.address(credentials, `${request.target}/${request.key.split('/').map(encodeURIComponent).join('/')}`, {});
+    const { url, path } = this.address(
+      credentials,
+      `${request.target}/${request.key.split('/').map(encodeURIComponent).join('/')}`,
+      {},
+    );
     // Listings give an ETag bare (0x8D…), the header wants it quoted.
-    const ifMatch = request.ifVersion && (request.ifVersion.startsWith('"') ? request.ifVersion : `"${request.ifVersion}"`);
+    const ifMatch =
+      request.ifVersion && (request.ifVersion.startsWith('"') ? request.ifVersion : `"${request.ifVersion}"`);
     const headers = authorize(credentials, url, path, new Date(), ifMatch);
-    return this.http.stream({ url, path, headers, what: `read ${request.key} of container ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    return this.http.stream(
+      { url, path, headers, what: `read ${request.key} of container ${request.target}`, missing: 'no such object' },
+      request.maxBytes,
+      request.signal,
+    );
   }
 
-  private listBlobs(credentials: AzureCredentials, container: string, query: Record<string, string>, marker?: string): Promise<XmlElement> {
-    return this.get(credentials, container, { restype: 'container', comp: 'list', ...query, ...(marker ? { marker } : {}) }, `list container ${container}`);
+  private listBlobs(
+    credentials: AzureCredentials,
+    container: string,
+    query: Record<string, string>,
+    marker?: string,
+  ): Promise<XmlElement> {
+    return this.get(
+      credentials,
+      container,
+      { restype: 'container', comp: 'list', ...query, ...(marker ? { marker } : {}) },
+      `list container ${container}`,
+    );
   }
 
-  private get(credentials: AzureCredentials, path: string, query: Record<string, string>, what: string): Promise<XmlElement> {
+  private get(
+    credentials: AzureCredentials,
+    path: string,
+    query: Record<string, string>,
+    what: string,
+  ): Promise<XmlElement> {
     const address = this.address(credentials, path, query);
     return this.http.xml({ ...address, headers: authorize(credentials, address.url, address.path), what });
   }
@@ -82,7 +136,11 @@ export class AzureProvider implements StorageProvider<AzureCredentials> {
    * The blob service's URL (host; the query, with the SAS's parameters when there is one) and the path of `path` (a
    * container, a blob; encoded) beneath the endpoint's, sent and signed as is.
    */
-  private address(credentials: AzureCredentials, path: string, query: Record<string, string>): { url: URL; path: string } {
+  private address(
+    credentials: AzureCredentials,
+    path: string,
+    query: Record<string, string>,
+  ): { url: URL; path: string } {
     const url = new URL(credentials.endpoint ?? `https://${credentials.accountName}.blob.core.windows.net`);
     setQuery(url, [...Object.entries(query), ...new URLSearchParams(credentials.sasToken ?? '')]);
     return { url, path: `${url.pathname.replace(/\/$/, '')}/${path}` };
@@ -99,18 +157,34 @@ function blobs(listing: XmlElement) {
 }
 
 /** The version and date headers, with a Shared Key signature of a GET of `path` (as sent) when the credentials hold a key (a SAS is in the URL). */
-export function authorize(credentials: AzureCredentials, url: URL, path: string, now = new Date(), ifMatch?: string): Record<string, string> {
+export function authorize(
+  credentials: AzureCredentials,
+  url: URL,
+  path: string,
+  now = new Date(),
+  ifMatch?: string,
+): Record<string, string> {
   const headers: Record<string, string> = { 'x-ms-date': now.toUTCString(), 'x-ms-version': API_VERSION };
   const standard = Array<string>(11).fill('');
   if (ifMatch) standard[IF_MATCH] = ifMatch;
   const sent = ifMatch ? { ...headers, 'if-match': ifMatch } : headers;
   if (!credentials.accountKey) return sent;
   // A GET's string to sign: the verb, the eleven standard headers (empty unless sent), the x-ms- headers, then the resource.
-  const canonicalHeaders = Object.keys(headers).sort().map((name) => `${name}:${headers[name]}`);
+  const canonicalHeaders = Object.keys(headers)
+    .sort()
+    .map((name) => `${name}:${headers[name]}`);
   const params = new Map<string, string[]>();
-  for (const [name, value] of url.searchParams) params.set(name.toLowerCase(), [...(params.get(name.toLowerCase()) ?? []), value]);
-  const canonicalQuery = [...params.keys()].sort().map((name) => `\n${name}:${params.get(name)!.sort().join(',')}`).join('');
-  const toSign = ['GET', ...standard, ...canonicalHeaders, `/${credentials.accountName}${path}${canonicalQuery}`].join('\n');
-  const signature = createHmac('sha256', Buffer.from(credentials.accountKey, 'base64')).update(toSign, 'utf8').digest('base64');
+  for (const [name, value] of url.searchParams)
+    params.set(name.toLowerCase(), [...(params.get(name.toLowerCase()) ?? []), value]);
+  const canonicalQuery = [...params.keys()]
+    .sort()
+    .map((name) => `\n${name}:${params.get(name)!.sort().join(',')}`)
+    .join('');
+  const toSign = ['GET', ...standard, ...canonicalHeaders, `/${credentials.accountName}${path}${canonicalQuery}`].join(
+    '\n',
+  );
+  const signature = createHmac('sha256', Buffer.from(credentials.accountKey, 'base64'))
+    .update(toSign, 'utf8')
+    .digest('base64');
   return { ...sent, authorization: `SharedKey ${credentials.accountName}:${signature}` };
 }

@@ -89,12 +89,28 @@ export class ProviderHttp {
 
   private async send(request: Request, maxBytes: number, signal?: AbortSignal) {
     const { url, path } = request;
-    if (path !== undefined && !this.service.keepsDotSegments && path.split('/').some((segment) => segment === '.' || segment === '..')) {
+    if (
+      path !== undefined &&
+      !this.service.keepsDotSegments &&
+      path.split('/').some((segment) => segment === '.' || segment === '..')
+    ) {
       const { name } = this.service;
-      throw new ProviderError(`${name} at ${url.host} could not ${request.what}: ${name} resolves . and .. path segments, so a name holding one would name another object`, 'rejected');
+      throw new ProviderError(
+        `${name} at ${url.host} could not ${request.what}: ${name} resolves . and .. path segments, so a name holding one would name another object`,
+        'rejected',
+      );
     }
     try {
-      return await guardedFetch(url.href, { policy: this.policy, maxBytes, timeoutMs: TIMEOUT_MS, idleTimeoutMs: TIMEOUT_MS, headers: request.headers, body: request.body, path: path === undefined ? undefined : `${path}${url.search}`, signal });
+      return await guardedFetch(url.href, {
+        policy: this.policy,
+        maxBytes,
+        timeoutMs: TIMEOUT_MS,
+        idleTimeoutMs: TIMEOUT_MS,
+        headers: request.headers,
+        body: request.body,
+        path: path === undefined ? undefined : `${path}${url.search}`,
+        signal,
+      });
     } catch (error) {
       throw this.error(error, request);
     }
@@ -102,16 +118,41 @@ export class ProviderHttp {
 
   private error(error: unknown, request: Request): unknown {
     const { url, what, field = 'credentials.endpoint', missing = this.service.missing } = request;
-    if (error instanceof AnswerError) return new ProviderError(`${this.service.name} at ${url.host} could not ${what}: its answer was not understood (${error.message})`, 'failing');
+    if (error instanceof AnswerError)
+      return new ProviderError(
+        `${this.service.name} at ${url.host} could not ${what}: its answer was not understood (${error.message})`,
+        'failing',
+      );
     if (!(error instanceof OutboundError)) return error;
-    if (error.kind === 'refused') return new ProviderError(`${field}: ${error.message}; an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS`, 'refused');
+    if (error.kind === 'refused')
+      return new ProviderError(
+        `${field}: ${error.message}; an operator allows on-premise storage with OUTBOUND_ALLOWED_NETWORKS`,
+        'refused',
+      );
     const { name, check } = this.service;
     const status = error.status;
-    if (status === 401 || status === 403) return new ProviderError(`${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`, 'rejected', status);
-    if (status === 404) return new ProviderError(`${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`, request.missing ? 'missing' : 'rejected');
-    if (status === 412) return new ProviderError(`${name} at ${url.host} could not ${what}: it changed since it was listed (HTTP 412)`, 'changed');
-    if (status === 301 || status === 400) return new ProviderError(`${name} at ${url.host} could not ${what} (HTTP ${status}): check ${check}`, 'rejected');
-    return new ProviderError(`${name} at ${url.host} could not ${what}: ${error.message}`, status === undefined && error.kind === 'failed' ? 'unreachable' : 'failing');
+    if (status === 401 || status === 403)
+      return new ProviderError(
+        `${name} at ${url.host} refused these credentials to ${what} (HTTP ${status})`,
+        'rejected',
+        status,
+      );
+    if (status === 404)
+      return new ProviderError(
+        `${name} at ${url.host} could not ${what}: ${missing} (HTTP 404)`,
+        request.missing ? 'missing' : 'rejected',
+      );
+    if (status === 412)
+      return new ProviderError(
+        `${name} at ${url.host} could not ${what}: it changed since it was listed (HTTP 412)`,
+        'changed',
+      );
+    if (status === 301 || status === 400)
+      return new ProviderError(`${name} at ${url.host} could not ${what} (HTTP ${status}): check ${check}`, 'rejected');
+    return new ProviderError(
+      `${name} at ${url.host} could not ${what}: ${error.message}`,
+      status === undefined && error.kind === 'failed' ? 'unreachable' : 'failing',
+    );
   }
 }
 

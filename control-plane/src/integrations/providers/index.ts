@@ -19,7 +19,10 @@ export interface ProviderEntry {
  * provider is one more entry, its name added to PROVIDERS. `hostFolders`: the worker sockets of this process, which
  * local folders are read through.
  */
-export function storageProviders(outbound: OutboundPolicy, hostFolders?: HostFolders): Record<ProviderName, ProviderEntry> {
+export function storageProviders(
+  outbound: OutboundPolicy,
+  hostFolders?: HostFolders,
+): Record<ProviderName, ProviderEntry> {
   return {
     s3: { credentials: S3Credentials, provider: new S3Provider(outbound) },
     gcs: { credentials: GcsCredentials, provider: new GcsProvider(outbound) },

@@ -2,7 +2,15 @@ import { posix } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { HostFolderError, type HostFolders } from '../../workers/host-folders.ts';
 import type { LocalCredentials } from '../integration.schemas.ts';
-import { ProviderError, type BrowseRequest, type ListRequest, type ObjectPage, type ReadRequest, type StorageProvider, type StoredObjectPage } from './provider.ts';
+import {
+  ProviderError,
+  type BrowseRequest,
+  type ListRequest,
+  type ObjectPage,
+  type ReadRequest,
+  type StorageProvider,
+  type StoredObjectPage,
+} from './provider.ts';
 
 const LIST_PAGE = 1000;
 
@@ -44,13 +52,21 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
 
   async browse(credentials: LocalCredentials, request: BrowseRequest): Promise<ObjectPage> {
     const { target, prefix, cursor, limit } = request;
-    const result = await this.ask(credentials, { kind: 'browse', root: target, prefix, cursor, limit }, `list folder ${target}`);
+    const result = await this.ask(
+      credentials,
+      { kind: 'browse', root: target, prefix, cursor, limit },
+      `list folder ${target}`,
+    );
     return 'entries' in result ? { entries: result.entries, cursor: result.cursor } : { entries: [] };
   }
 
   async list(credentials: LocalCredentials, request: ListRequest): Promise<StoredObjectPage> {
     const { target, prefix, cursor } = request;
-    const result = await this.ask(credentials, { kind: 'list', root: target, prefix, cursor, limit: LIST_PAGE }, `list folder ${target}`);
+    const result = await this.ask(
+      credentials,
+      { kind: 'list', root: target, prefix, cursor, limit: LIST_PAGE },
+      `list folder ${target}`,
+    );
     return 'objects' in result ? { objects: result.objects, cursor: result.cursor } : { objects: [] };
   }
 
@@ -58,7 +74,11 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
     const what = `read ${request.key} of folder ${request.target}`;
     if (request.ifVersion !== undefined) await this.checkVersion(credentials, request, what);
     try {
-      const stream = await this.host(credentials).read(credentials.keyId, { kind: 'read', root: request.target, key: request.key, maxBytes: request.maxBytes }, request.signal);
+      const stream = await this.host(credentials).read(
+        credentials.keyId,
+        { kind: 'read', root: request.target, key: request.key, maxBytes: request.maxBytes },
+        request.signal,
+      );
       // Errors past the first byte (a dropped socket, a file that grew) reach the reader as ProviderErrors too; a
       // reader that stops early cancels the read on the host.
       const out = new PassThrough();
@@ -75,7 +95,8 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
     const [listed] = (await this.list(credentials, { target: request.target, prefix: request.key })).objects;
     const failed = `worker host ${credentials.keyId} could not ${what}`;
     if (listed?.key !== request.key) throw new ProviderError(`${failed}: no such file`, 'missing');
-    if (listed.version !== request.ifVersion) throw new ProviderError(`${failed}: it changed since it was listed`, 'changed');
+    if (listed.version !== request.ifVersion)
+      throw new ProviderError(`${failed}: it changed since it was listed`, 'changed');
   }
 
   private async ask(credentials: LocalCredentials, op: Parameters<HostFolders['ask']>[1], what: string) {
@@ -87,7 +108,8 @@ export class LocalFolderProvider implements StorageProvider<LocalCredentials> {
   }
 
   private host(credentials: LocalCredentials): HostFolders {
-    if (!this.folders) throw new ProviderError(`worker host ${credentials.keyId} is not reachable from this process`, 'unreachable');
+    if (!this.folders)
+      throw new ProviderError(`worker host ${credentials.keyId} is not reachable from this process`, 'unreachable');
     return this.folders;
   }
 }

@@ -8,14 +8,27 @@ export interface FileRow {
 }
 
 /** A browse page from a delimited listing: folders (common prefixes) first, then the files directly beneath `prefix`. */
-export function objectPage(prefix: string, folders: string[], files: FileRow[], cursor: string | undefined): ObjectPage {
+export function objectPage(
+  prefix: string,
+  folders: string[],
+  files: FileRow[],
+  cursor: string | undefined,
+): ObjectPage {
   return {
     entries: [
-      ...folders.filter(Boolean).map((key) => ({ kind: 'folder' as const, name: key.slice(prefix.length).replace(/\/$/, ''), key })),
+      ...folders
+        .filter(Boolean)
+        .map((key) => ({ kind: 'folder' as const, name: key.slice(prefix.length).replace(/\/$/, ''), key })),
       ...files
         // The prefix itself (a "folder" object some tools create) is not an entry beneath it.
         .filter((file) => file.key && file.key !== prefix)
-        .map((file) => ({ kind: 'file' as const, name: file.key.slice(file.key.lastIndexOf('/') + 1), key: file.key, size: file.size, updatedAt: isoTime(file.updatedAt) })),
+        .map((file) => ({
+          kind: 'file' as const,
+          name: file.key.slice(file.key.lastIndexOf('/') + 1),
+          key: file.key,
+          size: file.size,
+          updatedAt: isoTime(file.updatedAt),
+        })),
     ],
     cursor: cursor || undefined,
   };

@@ -4,7 +4,14 @@ import type { OutboundPolicy } from '../../net/guarded-fetch.ts';
 import type { S3Credentials } from '../integration.schemas.ts';
 import { ProviderHttp, readableTargets, type Service } from './http.ts';
 import { isoTime, objectPage } from './page.ts';
-import type { BrowseRequest, ListRequest, ObjectPage, ReadRequest, StorageProvider, StoredObjectPage } from './provider.ts';
+import type {
+  BrowseRequest,
+  ListRequest,
+  ObjectPage,
+  ReadRequest,
+  StorageProvider,
+  StoredObjectPage,
+} from './provider.ts';
 import { encode, setQuery } from './query.ts';
 import { elements, text, type XmlElement } from './xml.ts';
 
@@ -19,7 +26,10 @@ export class S3Provider implements StorageProvider<S3Credentials> {
   private readonly http: ProviderHttp;
 
   /** `service`: GCS's XML API speaks S3 too, and its errors say GCS. */
-  constructor(policy: OutboundPolicy, service: Service = { name: 'S3', missing: 'no such bucket', check: 'credentials.region and credentials.endpoint' }) {
+  constructor(
+    policy: OutboundPolicy,
+    service: Service = { name: 'S3', missing: 'no such bucket', check: 'credentials.region and credentials.endpoint' },
+  ) {
     this.http = new ProviderHttp(policy, { ...service, keepsDotSegments: true });
   }
 
@@ -29,7 +39,9 @@ export class S3Provider implements StorageProvider<S3Credentials> {
 
   async discover(credentials: S3Credentials): Promise<string[]> {
     const listing = await this.get(credentials, undefined, {}, 'list the buckets');
-    const names = elements(listing, 'Bucket').map((bucket) => text(bucket, 'Name') ?? '').filter(Boolean);
+    const names = elements(listing, 'Bucket')
+      .map((bucket) => text(bucket, 'Name') ?? '')
+      .filter(Boolean);
     return readableTargets(names, (name) => this.checkTarget(credentials, name));
   }
 
@@ -38,22 +50,45 @@ export class S3Provider implements StorageProvider<S3Credentials> {
   }
 
   async browse(credentials: S3Credentials, request: BrowseRequest): Promise<ObjectPage> {
-    const query: Record<string, string> = { ...LISTING, delimiter: '/', prefix: request.prefix, 'max-keys': String(request.limit) };
+    const query: Record<string, string> = {
+      ...LISTING,
+      delimiter: '/',
+      prefix: request.prefix,
+      'max-keys': String(request.limit),
+    };
     if (request.cursor) query['continuation-token'] = request.cursor;
     const listing = await this.get(credentials, request.target, query, `list bucket ${request.target}`);
     const key = keyReader(listing);
     const folders = elements(listing, 'CommonPrefixes').map((entry) => key(entry, 'Prefix'));
-    const files = elements(listing, 'Contents').map((entry) => ({ key: key(entry, 'Key'), size: Number(text(entry, 'Size') ?? 0), updatedAt: text(entry, 'LastModified') }));
-    return objectPage(request.prefix, folders, files, text(listing, 'IsTruncated') === 'true' ? text(listing, 'NextContinuationToken') : undefined);
+    const files = elements(listing, 'Contents').map((entry) => ({
+      key: key(entry, 'Key'),
+      size: Number(text(entry, 'Size') ?? 0),
+      updatedAt: text(entry, 'LastModified'),
+    }));
+    return objectPage(
+      request.prefix,
+      folders,
+      files,
+      text(listing, 'IsTruncated') === 'true' ? text(listing, 'NextContinuationToken') : undefined,
+    );
   }
 
   async list(credentials: S3Credentials, request: ListRequest): Promise<StoredObjectPage> {
-    const query: Record<string, string> = { ...LISTING, prefix: request.prefix, 'max-keys': String(request.limit ?? 1000) };
+    const query: Record<string, string> = {
+      ...LISTING,
+      prefix: request.prefix,
+      'max-keys': String(request.limit ?? 1000),
+    };
     if (request.cursor) query['continuation-token'] = request.cursor;
     const listing = await this.get(credentials, request.target, query, `list bucket ${request.target}`);
     const key = keyReader(listing);
     const objects = elements(listing, 'Contents')
-      .map((entry) => ({ key: key(entry, 'Key'), size: Number(text(entry, 'Size') ?? 0), version: text(entry, 'ETag') ?? '', updatedAt: isoTime(text(entry, 'LastModified')) }))
+      .map((entry) => ({
+        key: key(entry, 'Key'),
+        size: Number(text(entry, 'Size') ?? 0),
+        version: text(entry, 'ETag') ?? '',
+        updatedAt: isoTime(text(entry, 'LastModified')),
+      }))
       .filter((object) => object.key && !object.key.endsWith('/'));
     const cursor = text(listing, 'IsTruncated') === 'true' ? text(listing, 'NextContinuationToken') : undefined;
     return { objects, cursor: cursor || undefined };
@@ -62,12 +97,24 @@ export class S3Provider implements StorageProvider<S3Credentials> {
   async read(credentials: S3Credentials, request: ReadRequest): Promise<Readable> {
     const { url, path } = address(credentials, request.target, request.key);
     // If-Match is not signed (SigV4 signs the headers it lists), so it travels beside the signature.
-    const headers = { ...signV4(credentials, url, path), ...(request.ifVersion ? { 'if-match': request.ifVersion } : {}) };
-    return this.http.stream({ url, path, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' }, request.maxBytes, request.signal);
+    const headers = {
+      ...signV4(credentials, url, path),
+      ...(request.ifVersion ? { 'if-match': request.ifVersion } : {}),
+    };
+    return this.http.stream(
+      { url, path, headers, what: `read ${request.key} of bucket ${request.target}`, missing: 'no such object' },
+      request.maxBytes,
+      request.signal,
+    );
   }
 
   /** A signed GET of the service (no bucket) or of a bucket, answered with an XML listing. */
-  private async get(credentials: S3Credentials, bucket: string | undefined, query: Record<string, string>, what: string): Promise<XmlElement> {
+  private async get(
+    credentials: S3Credentials,
+    bucket: string | undefined,
+    query: Record<string, string>,
+    what: string,
+  ): Promise<XmlElement> {
     const { url, path } = address(credentials, bucket);
     setQuery(url, Object.entries(query));
     return this.http.xml({ url, path, headers: signV4(credentials, url, path), what });
@@ -111,9 +158,16 @@ const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).u
 
 /** AWS Signature Version 4 headers for a GET with no body of `url`'s host and query at `path`: encoded, as sent, and S3's canonical URI as it is (S3 normalises no path). */
 export function signV4(credentials: S3Credentials, url: URL, path: string, now = new Date()): Record<string, string> {
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
-  const headers: Record<string, string> = { host: url.host, 'x-amz-content-sha256': EMPTY_SHA256, 'x-amz-date': amzDate };
+  const headers: Record<string, string> = {
+    host: url.host,
+    'x-amz-content-sha256': EMPTY_SHA256,
+    'x-amz-date': amzDate,
+  };
   if (credentials.sessionToken) headers['x-amz-security-token'] = credentials.sessionToken;
   const names = Object.keys(headers).sort();
   const query = [...url.searchParams]
@@ -125,7 +179,10 @@ export function signV4(credentials: S3Credentials, url: URL, path: string, now =
   const canonical = ['GET', path, query, canonicalHeaders, names.join(';'), EMPTY_SHA256].join('\n');
   const scope = `${day}/${credentials.region}/s3/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
-  const key = hmac(hmac(hmac(hmac(`AWS4${credentials.secretAccessKey}`, day), credentials.region), 's3'), 'aws4_request');
+  const key = hmac(
+    hmac(hmac(hmac(`AWS4${credentials.secretAccessKey}`, day), credentials.region), 's3'),
+    'aws4_request',
+  );
   const signature = createHmac('sha256', key).update(toSign).digest('hex');
   const authorization = `AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`;
   return { ...headers, authorization };

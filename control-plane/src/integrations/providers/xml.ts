@@ -108,7 +108,8 @@ export class XmlReader {
     const name = this.names.get(spelled) ?? (this.names.set(spelled, spelled), spelled);
     const top = this.open[this.open.length - 1];
     if (tag[1] === '/') {
-      if (this.open.length === 1 || top.element.name !== name) throw new AnswerError('an end tag that ends no open element');
+      if (this.open.length === 1 || top.element.name !== name)
+        throw new AnswerError('an end tag that ends no open element');
       top.element.text = unescapeXml(top.raw);
       this.open.pop();
       return;
@@ -159,16 +160,27 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 /** An `&` that starts no entity (it matches with no group) is not XML; neither is a reference to no XML character. */
 function unescapeXml(value: string): string {
   if (!value.includes('&')) return value;
-  return value.replace(/&(?:#x0*([0-9a-f]{1,6})|#0*([0-9]{1,7})|(amp|lt|gt|quot|apos));|&/gi, (_, hex?: string, decimal?: string, entity?: string) => {
-    if (entity) return ENTITIES[entity.toLowerCase()];
-    if (hex === undefined && decimal === undefined) throw new AnswerError('an & that starts no entity or character reference');
-    const code = hex === undefined ? Number(decimal) : parseInt(hex, 16);
-    if (!isXmlChar(code)) throw new AnswerError('a character reference to no XML character');
-    return String.fromCodePoint(code);
-  });
+  return value.replace(
+    /&(?:#x0*([0-9a-f]{1,6})|#0*([0-9]{1,7})|(amp|lt|gt|quot|apos));|&/gi,
+    (_, hex?: string, decimal?: string, entity?: string) => {
+      if (entity) return ENTITIES[entity.toLowerCase()];
+      if (hex === undefined && decimal === undefined)
+        throw new AnswerError('an & that starts no entity or character reference');
+      const code = hex === undefined ? Number(decimal) : parseInt(hex, 16);
+      if (!isXmlChar(code)) throw new AnswerError('a character reference to no XML character');
+      return String.fromCodePoint(code);
+    },
+  );
 }
 
 /** XML 1.0's Char production. */
 function isXmlChar(code: number): boolean {
-  return code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+  return (
+    code === 0x9 ||
+    code === 0xa ||
+    code === 0xd ||
+    (code >= 0x20 && code <= 0xd7ff) ||
+    (code >= 0xe000 && code <= 0xfffd) ||
+    (code >= 0x10000 && code <= 0x10ffff)
+  );
 }

@@ -11,7 +11,8 @@ const offlineRoute = (path: string, summary: string, body: z.ZodType) =>
     path,
     tag: 'Roboflow',
     summary: `${summary}: needs the internet, which this appliance does not have (editor)`,
-    description: 'The body is checked first (400), then the role (403); every other request is answered 501, saying what to do instead.',
+    description:
+      'The body is checked first (400), then the role (403); every other request is answered 501, saying what to do instead.',
     auth: 'key',
     limit: 'mutation',
     request: { body },
@@ -21,6 +22,14 @@ const offlineRoute = (path: string, summary: string, body: z.ZodType) =>
   });
 
 export const roboflowRoutes = [
-  offlineRoute('/api/integrations/roboflow/preview', 'List the datasets a Roboflow key can import', RoboflowPreviewBody),
-  offlineRoute('/api/integrations/roboflow/import', 'Import Roboflow dataset versions into the workspace', RoboflowImportBody),
+  offlineRoute(
+    '/api/integrations/roboflow/preview',
+    'List the datasets a Roboflow key can import',
+    RoboflowPreviewBody,
+  ),
+  offlineRoute(
+    '/api/integrations/roboflow/import',
+    'Import Roboflow dataset versions into the workspace',
+    RoboflowImportBody,
+  ),
 ];

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 
-const ApiKey = z.string().min(1).max(256).meta({ description: 'A Roboflow API key; on this appliance it is never used, stored or logged' });
+const ApiKey = z
+  .string()
+  .min(1)
+  .max(256)
+  .meta({ description: 'A Roboflow API key; on this appliance it is never used, stored or logged' });
 
 export const RoboflowPreviewBody = z.strictObject({ apiKey: ApiKey.optional() });
 
