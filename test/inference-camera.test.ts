@@ -28,11 +28,12 @@ const picture = (await writeTestPictures(dir)).find((candidate) => candidate.lab
 const source = await startRtspSource(t, picture.file);
 
 async function camera(method: 'GET' | 'PUT' | 'DELETE', body?: unknown, token: string | null = SERVICE_TOKEN) {
-  const response = await fetch(`${server.url}/camera`, {
+  const init: RequestInit = {
     method,
     headers: { 'content-type': 'application/json', ...(token !== null && { authorization: `Bearer ${token}` }) },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
+  };
+  if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  const response = await fetch(`${server.url}/camera`, init);
   return { status: response.status, body: (await response.json()) as CameraState & { error?: string } };
 }
 

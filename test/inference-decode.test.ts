@@ -107,5 +107,5 @@ t.test('images are read as cv2.imdecode(IMREAD_COLOR) reads them', async (tt) =>
   const rgbaImage = await decodeImage(rgba, LIMITS);
   tt.same(Array.from(rgbaImage.data), [200, 100, 50, 10, 20, 30], 'alpha dropped, colours kept (not blended)');
 
-  tt.rejects(decodeImage(grey, { maxPixels: 3 }), InvalidImage, 'more pixels than the limit');
+  await tt.rejects(decodeImage(grey, { maxPixels: 3 }), InvalidImage, 'more pixels than the limit');
 });

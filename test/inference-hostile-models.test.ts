@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { decodeImage, InvalidModel, OnnxModel } from '../inference/src/index.ts';
+import { decodeImage, OnnxModel } from '../inference/src/index.ts';
 import { InferenceError, InferencePool } from '../inference/src/pool/index.ts';
 import { constantDetector, craftOnnx, pythonNames, ultralyticsMetadata } from './helpers/onnx-craft.ts';
 

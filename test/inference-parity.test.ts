@@ -240,7 +240,7 @@ function compareSummary(
     worst.summary = Math.max(worst.summary, diff);
     // One unit of the last decimal (a difference in the last float32 bit can flip it), plus `slack`.
     if (!(diff <= 10 ** -decimals * 1.0001 + Math.abs(theirs) * 2 ** -22 + slack))
-      tt.fail(`${where}: ${ours} vs ${theirs}`);
+      tt.fail(`${where}: ${String(ours)} vs ${theirs}`);
     return;
   }
   if (Array.isArray(theirs)) {
@@ -336,6 +336,6 @@ for (const { task, arch, exportArgs } of CASES) {
     if (!['classify', 'semantic', 'depth'].includes(task))
       tt.ok(detections >= pictures.length * RUNS.length, `predictions are not trivial (${detections} detections)`);
     tt.ok(skipped < (pictures.length * RUNS.length) / 2, `most comparisons ran (${skipped} where ultralytics failed)`);
-    tt.comment(`${task}${variant ? ` (${variant})` : ''}: ${worst}`);
+    tt.comment(`${task}${variant ? ` (${variant})` : ''}: ${worst.toString()}`);
   });
 }

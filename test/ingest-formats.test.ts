@@ -546,7 +546,7 @@ t.test('NDJSON: every annotation kind, obb in both forms, metadata, and bad line
   t.equal(corners.length, 8);
   t.ok(
     corners.every((value, index) => Math.abs(value - expected[index]) < 1e-12),
-    `corners ${corners}`,
+    `corners ${corners.join(',')}`,
   );
 
   const url = (file: string) => `https://img.example/${file}`;

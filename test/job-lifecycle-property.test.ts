@@ -155,7 +155,7 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
     const where = `seed ${seed}, step ${step} (${event})`;
     const now = await jobs();
     const unsettled = now.filter((j) => ['completed', 'failed', 'cancelled'].includes(j.status) && j.settle_pending);
-    if (unsettled.length > 0) t.fail(`${where}: ended jobs left unsettled: ${unsettled.map((j) => j.id)}`);
+    if (unsettled.length > 0) t.fail(`${where}: ended jobs left unsettled: ${unsettled.map((j) => j.id).join(', ')}`);
     for (const job of now) {
       if (completedJobs.has(job.id) && job.status !== 'completed')
         t.fail(`${where}: completed job ${job.id} is ${job.status} again`);
@@ -167,14 +167,17 @@ async function run(t: Test, seed: number, random: SeededRandom): Promise<void> {
          and not exists (select 1 from jobs j where j.subject_id = s.id and j.status in ('queued', 'running'))`,
       [seed],
     );
-    if (orphans.length > 0) t.fail(`${where}: subjects active without an active job: ${orphans.map((s) => s.id)}`);
+    if (orphans.length > 0)
+      t.fail(`${where}: subjects active without an active job: ${orphans.map((s) => s.id).join(', ')}`);
     const rerun = await query<{ id: string }>(
       em(),
       `select j.id from jobs j join lifecycle_subjects s on s.id = j.subject_id where s.seed = ? and s.reported and j.status = 'queued'`,
       [seed],
     );
     if (rerun.length > 0)
-      t.fail(`${where}: jobs whose work was reported complete are queued to run again: ${rerun.map((j) => j.id)}`);
+      t.fail(
+        `${where}: jobs whose work was reported complete are queued to run again: ${rerun.map((j) => j.id).join(', ')}`,
+      );
   }
   const outcomes = await query<{ status: string; count: string }>(
     em(),

@@ -1,7 +1,7 @@
 // The agent's output uploads against a stand-in control plane (an HTTP server in this file) that fails on purpose:
 // transient failures (5xx, a dropped connection) are retried with the same bytes, a refusal (4xx) is final and
 // named, and an abort (a cancel, the agent stopping) ends the upload.
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,13 +20,14 @@ async function body(request: IncomingMessage): Promise<string> {
 /** Answers each PUT with the next of `answers` (a status, or 'drop' to cut the connection); records what arrived. */
 async function standIn(t: Fixtures, answers: Array<number | 'drop'>) {
   const received: Array<{ url: string; length: string | undefined; body: string }> = [];
-  const server = createServer(async (request, response) => {
-    const answer = answers.shift() ?? 200;
-    if (answer === 'drop') return request.socket.destroy();
+  const answer = async (request: IncomingMessage, response: ServerResponse) => {
+    const status = answers.shift() ?? 200;
+    if (status === 'drop') return request.socket.destroy();
     received.push({ url: request.url!, length: request.headers['content-length'], body: await body(request) });
-    response.writeHead(answer, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(answer === 200 ? { success: true } : { error: `refused with ${answer}` }));
-  });
+    response.writeHead(status, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(status === 200 ? { success: true } : { error: `refused with ${status}` }));
+  };
+  const server = createServer((request, response) => void answer(request, response));
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
   t.teardown(() => server.close());
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received };

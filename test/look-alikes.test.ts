@@ -101,7 +101,7 @@ t.test('after it: the text match, then its copies, then the rest of the dataset,
   t.same(
     [...found].sort(),
     Object.keys(FILES)
-      .map((path) => path.split('/').pop())
+      .map((path) => path.split('/').pop()!)
       .sort(),
     'every image of this dataset, none of the mirror',
   );

@@ -1,5 +1,6 @@
 // The page behind the "View results at <appliance>/owner/project/model" link the trainer prints: a browser gets HTML,
 // its script and style, and the API reads the script makes (anonymous for a public project, a key otherwise) answer.
+import { Script } from 'node:vm';
 import t from 'tap';
 import { createModel, createProject } from './helpers/models.ts';
 import { call } from './helpers/server.ts';
@@ -27,7 +28,7 @@ t.test("the trainer's link answers a page a person can read, not a JSON 404", as
   t.match(script.headers.get('content-type'), /javascript/);
   const source = await script.text();
   t.match(source, /'\/api\/models\/'/, 'it reads the public API');
-  t.doesNotThrow(() => new Function(source), 'the script parses');
+  t.doesNotThrow(() => new Script(source), 'the script parses');
   t.match((await fetch(`${server.url}/model-page/style.css`)).headers.get('content-type'), /text\/css/);
 });
 

@@ -178,15 +178,28 @@ t.test('oversized frames are refused before they are parsed', async (t) => {
   refuses(t, JSON.stringify({ type: 'error', message: '€'.repeat(400_000) }), 'toAgent', /exceeds/);
   t.throws(
     () =>
-      encodeMessage({ type: 'job.log', jobId: 'j-1', stream: 'stdout', lines: Array(100).fill('y'.repeat(16_000)) }),
+      encodeMessage({
+        type: 'job.log',
+        jobId: 'j-1',
+        stream: 'stdout',
+        lines: Array.from({ length: 100 }, () => 'y'.repeat(16_000)),
+      }),
     RangeError,
   );
 });
 
 t.test('log batches are limited in lines and in bytes per line', async (t) => {
   const batch = (lines: string[]) => JSON.stringify({ type: 'job.log', jobId: 'j-1', stream: 'stdout', lines });
-  t.ok(parseMessage(batch(Array(MAX_LOG_LINES_PER_MESSAGE).fill('ok')), 'toServer').ok, '1,000 lines');
-  refuses(t, batch(Array(MAX_LOG_LINES_PER_MESSAGE + 1).fill('ok')), 'toServer', /^invalid job.log: lines: Too big/);
+  t.ok(
+    parseMessage(batch(Array.from({ length: MAX_LOG_LINES_PER_MESSAGE }, () => 'ok')), 'toServer').ok,
+    '1,000 lines',
+  );
+  refuses(
+    t,
+    batch(Array.from({ length: MAX_LOG_LINES_PER_MESSAGE + 1 }, () => 'ok')),
+    'toServer',
+    /^invalid job.log: lines: Too big/,
+  );
   refuses(t, batch([]), 'toServer', /lines: Too small/);
   t.ok(parseMessage(batch(['x'.repeat(MAX_LOG_LINE_BYTES)]), 'toServer').ok, 'a 16 KiB line');
   refuses(t, batch(['x'.repeat(MAX_LOG_LINE_BYTES + 1)]), 'toServer', /lines.0: each line at most 16384 bytes/);

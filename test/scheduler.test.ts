@@ -67,7 +67,7 @@ t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the ne
   const second = await client.nextOf('job.assign');
   t.same([first.jobId, second.jobId], jobs.slice(0, 2), 'oldest first');
   t.same(
-    [first.spec.gpus, second.spec.gpus].map((gpus) => gpus.indexes).sort(),
+    [first.spec.gpus, second.spec.gpus].map((gpus) => gpus.indexes ?? []).sort((a, b) => a[0] - b[0]),
     [[0], [1]],
     'each job sees its own GPU',
   );

@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { RATE_CATEGORIES } from '@vp/config';
 import t from 'tap';
 import { EXPORT_FORMAT_IDS } from '../control-plane/src/exports/export-formats.ts';
@@ -247,7 +248,7 @@ t.test('schemathesis finds no server error and no answer outside its documented 
     dir,
   );
   // The report without the progress display: from its first section (FAILURES, ERRORS, WARNINGS or SUMMARY) on.
-  const plain = output.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+  const plain = stripVTControlCharacters(output);
   const report = plain.slice(Math.max(0, plain.search(/^=+ [A-Z]+ =+$/m)));
   const cases = /(\d+) generated/.exec(report)?.[1];
   t.comment(`schemathesis ran ${cases ?? 'an unknown number of'} test cases`);

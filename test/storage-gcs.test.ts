@@ -27,8 +27,8 @@ await t.test('with a service account key (JSON API)', async (t) => {
     atEndpoint: (endpoint) => ({ serviceAccountKey: gcs.serviceAccountKey, endpoint }),
     identity: gcs.serviceAccountKey.client_email,
     secrets: [gcs.serviceAccountKey.private_key.split('\n')[1]],
-    createBucket: gcs.createBucket,
-    put: gcs.put,
+    createBucket: (name) => gcs.createBucket(name),
+    put: (bucket, key, bytes) => gcs.put(bucket, key, bytes),
   });
   t.equal(gcs.tokensIssued(), 1, 'one access token, from the token endpoint, reused by every request');
 

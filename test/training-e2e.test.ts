@@ -121,7 +121,7 @@ t.test(
     t.ok(seen.has('running'), 'seen running');
     t.ok(
       progress.some((epoch) => epoch > 0 && epoch < 3),
-      `an epoch in between was reported (${[...new Set(progress)]})`,
+      `an epoch in between was reported (${[...new Set(progress)].join(',')})`,
     );
     t.match(job.progress, {
       currentEpoch: 3,

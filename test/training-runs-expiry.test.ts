@@ -3,7 +3,7 @@
 // after TRAINING_RUN_SILENCE_SECONDS; cancelling a run nobody listens to ends it cancelled; a trainer that was
 // only slow still completes its run with its final report; runs of cloud jobs are left to their job.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -366,7 +366,7 @@ t.test('on a replica taking 2 s of silence for death', async (t) => {
       name: 'on-a-host',
       data: { epochs: 2 },
     });
-    const own = await report({
+    await report({
       event: 'training_started',
       project: 'alice/scripted',
       name: 'beside-it',

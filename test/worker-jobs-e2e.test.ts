@@ -288,7 +288,7 @@ t.test('the control plane killed mid-job: the agent reconnects and the job finis
   // Arranged through an in-process instance on the same database (it serves no agent).
   const arranger = await startTestServer(t, { env, databaseUrl: db.url });
   await arranger.services().account.createUser('petra');
-  const host = await enrolledHost({ url: controlPlane.url, services: arranger.services });
+  const host = await enrolledHost({ url: controlPlane.url, services: () => arranger.services() });
   const agent = host.start();
   const jobId = await queueCommand(
     arranger,

@@ -284,7 +284,7 @@ t.test(
     writeFileSync(join(exporting.workRoot, 'jobs/outlives/go'), '');
     await new Promise((resolve) => setTimeout(resolve, 500));
     t.match(await readJob(server, jobId), { status: 'running' });
-    const again = exporting.start();
+    exportingAgent = exporting.start();
     await until(async () => (await readJob(server, jobId)).status === 'completed', 'the job to complete');
     const [output] = await outputsOf(jobId);
     t.equal((await stored(output.storageKey)).toString('utf8'), 'late model');

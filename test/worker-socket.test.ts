@@ -1,7 +1,7 @@
 // The worker agents' WebSocket endpoint, driven by a plain `ws` client: key checked before the upgrade,
 // hello → welcome marks the host connected, heartbeats, refusals that never take the server down,
 // one socket per host, revocation and shutdown closing sockets at once.
-import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type ServerMessage } from '@vp/protocol';
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION } from '@vp/protocol';
 import type { Socket } from 'node:net';
 import pg from 'pg';
 import t, { type Test } from 'tap';

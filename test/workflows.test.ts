@@ -177,7 +177,11 @@ t.test('optimistic concurrency', async (t) => {
     const saves = await Promise.all(
       ['left', 'right'].map((name) => save(server, alice, { id, name, graph: pipeline(), version })),
     );
-    t.same(saves.map((s) => s.status).sort(), [200, 409], `round ${round}: exactly one of two same-version saves wins`);
+    t.same(
+      saves.map((s) => s.status).sort((a, b) => a - b),
+      [200, 409],
+      `round ${round}: exactly one of two same-version saves wins`,
+    );
     const winner = saves.find((s) => s.status === 200)!;
     const loser = saves.find((s) => s.status === 409)!;
     t.equal(winner.body.version, version + 1);
