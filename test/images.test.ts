@@ -3,9 +3,12 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import t from 'tap';
+import type { z } from 'zod';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import { query } from '../control-plane/src/db/sql.ts';
 import { sweepOrphanImageBlobs } from '../control-plane/src/images/image-blobs.ts';
 import { decodeImage } from '../control-plane/src/images/image-decode.ts';
+import { ImageDetail, ImagePatched } from '../control-plane/src/images/image.schemas.ts';
 import { storeImageFiles } from '../control-plane/src/images/image-intake.ts';
 import { expectError } from './helpers/expect.ts';
 import { shapeImage } from './helpers/images.ts';
@@ -168,7 +171,9 @@ t.test('read, label edits, metadata, delete', async (t) => {
   const world = await startWorld(t);
   const { ids, files } = await shapesDataset(world);
   const [alpha, bravo, charlie] = ids;
-  const read = await call<Record<string, any>>(world.server, 'GET', `/api/images/${alpha}`, { key: world.alice });
+  const read = await call<z.output<typeof ImageDetail>>(world.server, 'GET', `/api/images/${alpha}`, {
+    key: world.alice,
+  });
   t.equal(read.status, 200);
   t.match(read.body, {
     id: alpha,
@@ -188,7 +193,7 @@ t.test('read, label edits, metadata, delete', async (t) => {
   expectError(t, await call(world.server, 'GET', `/api/images/${'f'.repeat(24)}`, { key: world.alice }), 404);
   expectError(t, await call(world.server, 'GET', '/api/images/nope', { key: world.alice }), 400);
 
-  const saved = await call<Record<string, any>>(world.server, 'PATCH', `/api/images/${charlie}`, {
+  const saved = await call<z.output<typeof ImagePatched>>(world.server, 'PATCH', `/api/images/${charlie}`, {
     key: world.alice,
     body: {
       labels: [
@@ -198,10 +203,10 @@ t.test('read, label edits, metadata, delete', async (t) => {
     },
   });
   t.equal(saved.status, 200);
-  t.same(saved.body.labels[0].bbox, [0.5, 0.5, 0.12346, 0.2], 'saved rounded to 5 decimals');
+  t.same(saved.body.labels![0].bbox, [0.5, 0.5, 0.12346, 0.2], 'saved rounded to 5 decimals');
   const counts = async () =>
     (
-      await call<{ dataset: Record<string, any> }>(world.server, 'GET', '/api/datasets/alice/shapes', {
+      await call<z.output<typeof DatasetRead>>(world.server, 'GET', '/api/datasets/alice/shapes', {
         key: world.alice,
       })
     ).body.dataset;

@@ -60,7 +60,7 @@ async function reference(
       env: trainerEnv(join(work, 'settings')),
     },
   );
-  return JSON.parse(out);
+  return JSON.parse(out) as { shape: number[]; data: string }[];
 }
 
 const files = await Promise.all(SIZES.map(([w, h], i) => picture(w, h, i + 1)));

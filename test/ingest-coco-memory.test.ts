@@ -128,7 +128,9 @@ t.test(
     t.equal(ended.status, 'completed', String(ended.error));
     t.match(ended.result, { format: 'coco', imagesAdded: 1, labelsAdded: 0 });
     t.equal(
-      ended.result?.skippedReasons['its image_id is not an image of this file found in the archive'],
+      (ended.result?.skippedReasons as Record<string, number> | undefined)?.[
+        'its image_id is not an image of this file found in the archive'
+      ],
       RECORDS,
       'every record is counted',
     );

@@ -5,6 +5,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
+import type { z } from 'zod';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import yazl from 'yazl';
 import { ingestArchive, type JobView, uploadArchive, waitForJob, zipOf } from './helpers/archives.ts';
 import { shapeImage } from './helpers/images.ts';
@@ -14,7 +16,7 @@ import { createDataset, startWorld, type World } from './helpers/world.ts';
 const json = (value: unknown) => JSON.stringify(value);
 
 async function datasetState(t: Test, world: World, slug: string) {
-  const read = await call<{ dataset: Record<string, any> }>(world.server, 'GET', `/api/datasets/alice/${slug}`, {
+  const read = await call<z.output<typeof DatasetRead>>(world.server, 'GET', `/api/datasets/alice/${slug}`, {
     key: world.alice,
   });
   t.equal(read.status, 200, 'the control plane answers');
@@ -113,11 +115,16 @@ t.test('a COCO annotations file of 200 MB is read record by record: bounded memo
   // Past the 10,000th the image has its label error and its further annotations go with it.
   const skippedAnnotations = coco.annotations() - 10_005;
   t.equal(
-    job.result?.skippedReasons['its image_id is not an image of this file found in the archive'],
+    (job.result?.skippedReasons as Record<string, number> | undefined)?.[
+      'its image_id is not an image of this file found in the archive'
+    ],
     skippedAnnotations,
     'annotations of images not in the archive are counted',
   );
-  t.equal(job.result?.skippedReasons['its file_name is not in the archive'], 1000);
+  t.equal(
+    (job.result?.skippedReasons as Record<string, number> | undefined)?.['its file_name is not in the archive'],
+    1000,
+  );
   t.ok(json(job.result).length < 10_000, `the result is small (${json(job.result).length} characters)`);
   // The file's bytes are held while it is read, little more; JSON.parse of the whole file took 900 MB here.
   t.ok(
@@ -161,7 +168,7 @@ t.test(
       status: 'completed',
       result: { imagesAdded: 0, imagesSkipped: 4, labelErrors: 4, classesAdded: [] },
     });
-    t.strictSame([...yolo.result?.errors].sort(), [
+    t.strictSame((yolo.result?.errors as string[] | undefined)?.toSorted(), [
       'images/a.png: labels/a.txt line 1: class 1000000000 is out of range; a dataset has at most 25000 classes',
       'images/b.png: labels/b.txt line 1: class index must be a non-negative integer, got -1',
       'images/c.png: labels/c.txt line 1: class index must be a non-negative integer, got 1.5',
@@ -326,8 +333,12 @@ t.test(
       'unknown record type': 1250,
       'not a JSON object': 1250,
     });
-    t.equal(job.result?.skippedEntries.length, 12, 'three examples per reason');
-    t.match(job.result?.skippedEntries[0], { path: 'bad.ndjson', reason: 'not valid JSON', at: 'line 2' });
+    t.equal((job.result?.skippedEntries as unknown[] | undefined)?.length, 12, 'three examples per reason');
+    t.match((job.result?.skippedEntries as unknown[] | undefined)?.[0], {
+      path: 'bad.ndjson',
+      reason: 'not valid JSON',
+      at: 'line 2',
+    });
     t.ok(json(job.result).length < 5000, `the result is small (${json(job.result).length} characters)`);
   },
 );

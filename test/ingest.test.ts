@@ -4,6 +4,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import t, { type Test } from 'tap';
+import type { z } from 'zod';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import { query } from '../control-plane/src/db/sql.ts';
 import { adminQuery } from './helpers/db.ts';
 import { ingestArchive, uploadArchive, waitForJob, zipOf } from './helpers/archives.ts';
@@ -42,7 +44,7 @@ async function yoloZip(count = 6) {
 }
 
 async function datasetState(world: World, key: string, slug: string) {
-  const read = await call<{ dataset: Record<string, any> }>(world.server, 'GET', `/api/datasets/alice/${slug}`, {
+  const read = await call<z.output<typeof DatasetRead>>(world.server, 'GET', `/api/datasets/alice/${slug}`, {
     key,
   });
   return read.body.dataset;
@@ -221,7 +223,7 @@ t.test('a bad archive fails the job and leaves the dataset and the store as they
   );
 
   const after = await datasetState(world, world.alice, 'keep');
-  for (const field of ['imageCount', 'annotationCount', 'classNames', 'splits'])
+  for (const field of ['imageCount', 'annotationCount', 'classNames', 'splits'] as const)
     t.same(after[field], before[field], `${field} unchanged`);
   const storageAfter = await call<{ byKind: Record<string, number> }>(world.server, 'GET', '/api/storage', {
     key: world.alice,
@@ -246,11 +248,12 @@ async function heldFile(t: Test, body: Buffer) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let requests = 0;
-  const server = createServer(async (req, res) => {
+  const server = createServer((req, res) => {
     requests += 1;
-    await released;
-    res.writeHead(200, { 'content-type': 'application/zip', 'content-length': body.length });
-    res.end(body);
+    void released.then(() => {
+      res.writeHead(200, { 'content-type': 'application/zip', 'content-length': body.length });
+      res.end(body);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -289,7 +292,7 @@ t.test('sourceUrl, cancellation and a restart in the middle', async (t) => {
   const { startTestServer } = await import('./helpers/server.ts');
   await world.server.close();
   const sql = async (text: string, params: unknown[] = []) =>
-    (await adminQuery(text, params, world.server.databaseUrl)).rows;
+    (await adminQuery(text, params, world.server.databaseUrl)).rows as Record<string, unknown>[];
   const [requeued] = await sql('select status from jobs where id = $1', [second.body.jobId]);
   t.equal(requeued.status, 'queued', 'a stopping control plane hands its running jobs back');
   // Make it look like a crash instead: still running, owned by a process whose lease ran out.
@@ -332,7 +335,7 @@ t.test(
     await world.server.close();
     // As a kill -9 leaves it: running, its lease held by a process that is gone.
     const sql = async (text: string, params: unknown[] = []) =>
-      (await adminQuery(text, params, world.server.databaseUrl)).rows;
+      (await adminQuery(text, params, world.server.databaseUrl)).rows as Record<string, unknown>[];
     await sql(
       `update jobs set status = 'running', lease_owner = 'crashed', lease_expires_at = now() + interval '1 hour', attempts = 1 where id = $1`,
       [jobId],
@@ -423,7 +426,7 @@ t.test('a dataset shows a running ingest: status processing, and progress for ed
   const world = await startWorld(t);
   const datasetId = await createDataset(world, world.team, { dataset: 'big', name: 'Big', visibility: 'public' });
   const read = async (key?: string) =>
-    (await call<{ dataset: Record<string, any> }>(world.server, 'GET', '/api/datasets/acme-team/big', { key })).body
+    (await call<z.output<typeof DatasetRead>>(world.server, 'GET', '/api/datasets/acme-team/big', { key })).body
       .dataset;
   t.equal((await read(world.editor)).status, 'ready');
   // A job as a runner leaves it midway through an import of 12,000 images.

@@ -97,7 +97,10 @@ t.test(
       return { id, dir };
     };
     const ended = async (id: string) => {
-      const [job] = (await sql('select status, attempts from jobs where id = $1', [id])).rows;
+      const [job] = (await sql('select status, attempts from jobs where id = $1', [id])).rows as {
+        status: string;
+        attempts: number;
+      }[];
       return ['completed', 'failed', 'cancelled'].includes(job.status) && job;
     };
     const retried = await orphaned(false);

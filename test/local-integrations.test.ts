@@ -104,7 +104,7 @@ const browse = (id: string, query: Record<string, string>, key = world.alice) =>
   call<{ entries: Entry[]; cursor?: string }>(
     server,
     'GET',
-    `/api/integrations/buckets/${id}/objects?${new URLSearchParams(query)}`,
+    `/api/integrations/buckets/${id}/objects?${new URLSearchParams(query).toString()}`,
     { key },
   );
 const provider = new LocalFolderProvider(server.hostFolders);
@@ -433,7 +433,7 @@ t.test(
     const job = await waitForJob(t, world, world.alice, started.body.jobId);
     t.equal(job.status, 'completed', job.error ?? '');
     t.match(job.result, { format: 'yolo', imagesAdded: 2, labelsAdded: 2 });
-    const { body } = await call<{ dataset: Record<string, any> }>(server, 'GET', '/api/datasets/alice/on-host', {
+    const { body } = await call<{ dataset: Record<string, unknown> }>(server, 'GET', '/api/datasets/alice/on-host', {
       key: world.alice,
     });
     t.match(body.dataset, {
@@ -483,7 +483,7 @@ t.test('another replica serves the host through the one holding its socket', asy
   const page = await call<{ entries: Entry[]; cursor?: string }>(
     other,
     'GET',
-    `/api/integrations/buckets/${integrationId}/objects?${new URLSearchParams({ target: shared, limit: '3' })}`,
+    `/api/integrations/buckets/${integrationId}/objects?${new URLSearchParams({ target: shared, limit: '3' }).toString()}`,
     { key: world.alice },
   );
   t.same(

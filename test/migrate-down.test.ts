@@ -21,17 +21,19 @@ t.test('down to the previous release, then up again', async (t) => {
   // Columns and constraints: a migration may change either alone (a check constraint's list of values).
   const columns = async () =>
     (
-      await adminQuery(
-        `select table_name || '.' || column_name as c from information_schema.columns where table_schema = 'public'
+      (
+        await adminQuery(
+          `select table_name || '.' || column_name as c from information_schema.columns where table_schema = 'public'
          union all select conrelid::regclass || ' ' || conname || ' ' || pg_get_constraintdef(oid) from pg_constraint where connamespace = 'public'::regnamespace
          order by 1`,
-        [],
-        db.url,
-      )
-    ).rows.map((row) => row.c as string);
+          [],
+          db.url,
+        )
+      ).rows as { c: string }[]
+    ).map((row) => row.c);
   const applied = async () =>
-    (await adminQuery('select name from schema_migrations order by id', [], db.url)).rows.map(
-      (row) => row.name as string,
+    ((await adminQuery('select name from schema_migrations order by id', [], db.url)).rows as { name: string }[]).map(
+      (row) => row.name,
     );
   const schema = await columns();
 

@@ -189,12 +189,18 @@ t.test(
     fs.writeFileSync(path.join(e.HOME, "${name}.pt"), "weights");
     console.log(JSON.stringify({ config: e.YOLO_CONFIG_DIR, home: e.HOME, tmp: e.TMPDIR, cache: e.XDG_CACHE_HOME, mpl: e.MPLCONFIGDIR, settings, seen,
       font: fs.existsSync(path.join(e.YOLO_CONFIG_DIR, "Ultralytics", "Arial.ttf")) }))`;
+    /** What the script prints: the job's folders, the settings it runs with, what its dataset folder held. */
+    type Seen = Record<'config' | 'home' | 'tmp' | 'cache' | 'mpl', string> & {
+      settings: unknown;
+      seen: string[];
+      font: boolean;
+    };
     const first = JSON.parse(
       (await run(spec(script('first'), { workDir: 'homes/a' }), runtime)).lines('stdout')[0] as string,
-    );
+    ) as Seen;
     const second = JSON.parse(
       (await run(spec(script('second'), { workDir: 'homes/b' }), runtime)).lines('stdout')[0] as string,
-    );
+    ) as Seen;
     const a = join(workRoot, 'homes', 'a');
     const b = join(workRoot, 'homes', 'b');
     t.match(first, {

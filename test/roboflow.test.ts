@@ -153,7 +153,7 @@ async function listImages(slug: string): Promise<Map<string, Listed>> {
 /** Every drawn image is in the dataset, in its split, with exactly its boxes (to the stored precision). */
 async function expectImported(t: Test, slug: string, datasetId: string, drawn: Drawn[]): Promise<void> {
   const dataset = (
-    await call<{ dataset: Record<string, any> }>(world.server, 'GET', `/api/datasets/alice/${slug}`, {
+    await call<{ dataset: Record<string, unknown> }>(world.server, 'GET', `/api/datasets/alice/${slug}`, {
       key: world.alice,
     })
   ).body.dataset;
@@ -174,7 +174,7 @@ async function expectImported(t: Test, slug: string, datasetId: string, drawn: D
       t.equal(label?.classId, box.classId, `${image.name}: class ${CLASSES[box.classId]}`);
       t.ok(
         label?.bbox.every((value, at) => Math.abs(value - box.bbox[at]) < 1e-5),
-        `${image.name}: box ${label?.bbox} is ${box.bbox}`,
+        `${image.name}: box ${label?.bbox.join(',')} is ${box.bbox.join(',')}`,
       );
     }
   }
@@ -307,7 +307,7 @@ const counts = async () =>
       [],
       world.server.databaseUrl,
     )
-  ).rows[0];
+  ).rows[0] as Record<'datasets' | 'jobs' | 'uploads' | 'integrations', number>;
 
 t.test(
   'preview and import: 501 saying Roboflow needs internet access and how to import an export instead; nothing changes',

@@ -26,9 +26,9 @@ import { createDataset, startWorld, type World } from './helpers/world.ts';
 
 const PYTHON = new URL('../.venv-sdk/bin/python', import.meta.url).pathname;
 const DRIVER = new URL('./sdk/conformance.py', import.meta.url).pathname;
-const EXPECTED_FAILURES: Record<string, string> = JSON.parse(
+const EXPECTED_FAILURES = JSON.parse(
   readFileSync(new URL('./sdk/expected-failures.json', import.meta.url), 'utf8'),
-);
+) as Record<string, string>;
 const OWNER = 'alice';
 
 interface Result {

@@ -41,7 +41,7 @@ async function put(url: string, headers: Record<string, string>, body: Buffer | 
   const init = Buffer.isBuffer(body) ? { body } : body;
   const response = await fetch(url, { method: 'PUT', headers, ...init } as RequestInit);
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+  return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as object };
 }
 
 async function arrange(t: Test, storageUrl?: string) {

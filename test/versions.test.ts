@@ -2,6 +2,8 @@
 // (reuse by content, descriptions, their own NDJSON), restore from a version, and the image bytes that
 // versions keep alive.
 import t from 'tap';
+import type { z } from 'zod';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import { expectError } from './helpers/expect.ts';
 import { shapeImage } from './helpers/images.ts';
 import { call } from './helpers/server.ts';
@@ -68,8 +70,8 @@ async function fetchNdjson(url: string): Promise<Ndjson> {
   const [header, ...images] = (await response.text())
     .trimEnd()
     .split('\n')
-    .map((line) => JSON.parse(line));
-  return { header, images };
+    .map((line) => JSON.parse(line) as unknown);
+  return { header: header as Ndjson['header'], images: images as NdjsonImage[] };
 }
 
 /** GET export as `key`; null for an anonymous call. */
@@ -83,7 +85,7 @@ const saveVersion = (world: World, body?: Record<string, unknown>, key = world.e
     body: body ?? {},
   });
 const readDataset = async (world: World) =>
-  (await call<{ dataset: Record<string, any> }>(world.server, 'GET', PATH, { key: world.editor })).body.dataset;
+  (await call<z.output<typeof DatasetRead>>(world.server, 'GET', PATH, { key: world.editor })).body.dataset;
 const setLabels = (world: World, imageId: string, labels: unknown[]) =>
   call(world.server, 'PATCH', `/api/images/${imageId}`, { key: world.editor, body: { labels } });
 
@@ -246,7 +248,10 @@ t.test('two saves at once take different numbers, or the same version', async (t
     saveVersion(world, { download: false }),
   ]);
   t.same([one.body.version, two.body.version], [1, 1], 'same content: both answer version 1');
-  t.same([one.body.reused, two.body.reused].sort(), [false, true]);
+  t.same(
+    [one.body.reused, two.body.reused].sort((a, b) => Number(a) - Number(b)),
+    [false, true],
+  );
   await setLabels(world, ids.c, [{ classId: 1, bbox: [0.5, 0.5, 0.1, 0.1] }]);
   t.match((await saveVersion(world, { download: false })).body, { version: 2, reused: false });
 });

@@ -16,6 +16,7 @@ import {
   connectUrl,
   DEFAULT_TIMING,
   type ConnectionTiming,
+  type Welcome,
 } from '../worker-agent/src/connection.ts';
 import type { Capabilities } from '../worker-agent/src/exporter-probe.ts';
 import type { Logger } from '../worker-agent/src/log.ts';
@@ -64,7 +65,7 @@ async function fakeControlPlane(
     const index = sockets.push(socket) - 1;
     socket.on('close', (code) => closes.push({ code }));
     socket.on('message', (data) => {
-      const message = JSON.parse(String(data)) as Record<string, unknown>;
+      const message = JSON.parse((data as Buffer).toString('utf8')) as Record<string, unknown>;
       received.push({ socket: index, at: Date.now(), message });
       if (message.type === 'hello' && options.welcome !== false) {
         const protocolVersion = options.protocolVersion ?? PROTOCOL_VERSION;
@@ -157,7 +158,7 @@ t.test(
   async (t) => {
     const server = await fakeControlPlane(t, { heartbeatSeconds: 1 });
     const { connection } = connect(t, server.url);
-    const [welcome] = await once(connection, 'welcome');
+    const [welcome] = (await once(connection, 'welcome')) as [Welcome];
     t.match(welcome, { hostId: 'h-1', heartbeatSeconds: 1 });
     t.equal(connection.state, 'ready');
 
@@ -214,7 +215,7 @@ t.test(
 
     const old = await fakeControlPlane(t, { protocolVersion: 1, heartbeatSeconds: 1 });
     const { connection: toOld } = connect(t, old.url, {}, Promise.resolve(capabilities));
-    const [welcome] = await once(toOld, 'welcome');
+    const [welcome] = (await once(toOld, 'welcome')) as [Welcome];
     t.equal(welcome.protocolVersion, 1);
     await old.until(() => old.of('heartbeat').length >= 1);
     t.same(
