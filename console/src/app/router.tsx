@@ -1,0 +1,88 @@
+import {
+  createContext,
+  useCallback,
+  useContext,
+  useEffect,
+  useMemo,
+  useState,
+  type AnchorHTMLAttributes,
+  type MouseEvent,
+} from 'react';
+
+/**
+ * A router over the History API. Page addresses are the hosted platform's (`/{owner}/datasets/{slug}`), so a link an
+ * ultralytics client prints opens the right page, and every page has an address that can be bookmarked and shared.
+ */
+export type Route =
+  | { page: 'home' }
+  | { page: 'signin' }
+  | { page: 'datasets'; owner: string }
+  | { page: 'dataset'; owner: string; slug: string }
+  | { page: 'not-found'; path: string };
+
+export function parseRoute(pathname: string): Route {
+  const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts.length === 0) return { page: 'home' };
+  if (parts.length === 1 && parts[0] === 'signin') return { page: 'signin' };
+  const [owner, area, slug] = parts;
+  if (owner && area === 'datasets' && parts.length === 2) return { page: 'datasets', owner };
+  if (owner && area === 'datasets' && slug && parts.length === 3) return { page: 'dataset', owner, slug };
+  return { page: 'not-found', path: pathname };
+}
+
+export function datasetsPath(owner: string): string {
+  return `/${encodeURIComponent(owner)}/datasets`;
+}
+
+export function datasetPath(owner: string, slug: string): string {
+  return `${datasetsPath(owner)}/${encodeURIComponent(slug)}`;
+}
+
+interface Navigation {
+  route: Route;
+  navigate: (path: string, options?: { replace?: boolean }) => void;
+}
+
+const NavigationContext = createContext<Navigation | undefined>(undefined);
+
+export function RouterProvider({ children }: { children: React.ReactNode }) {
+  const [pathname, setPathname] = useState(() => location.pathname);
+  useEffect(() => {
+    const onPop = () => setPathname(location.pathname);
+    addEventListener('popstate', onPop);
+    return () => removeEventListener('popstate', onPop);
+  }, []);
+  const navigate = useCallback((path: string, options: { replace?: boolean } = {}) => {
+    if (options.replace) history.replaceState(null, '', path);
+    else history.pushState(null, '', path);
+    setPathname(location.pathname);
+    scrollTo(0, 0);
+  }, []);
+  const value = useMemo(() => ({ route: parseRoute(pathname), navigate }), [pathname, navigate]);
+  return <NavigationContext.Provider value={value}>{children}</NavigationContext.Provider>;
+}
+
+export function useNavigation(): Navigation {
+  const navigation = useContext(NavigationContext);
+  if (!navigation) throw new Error('useNavigation outside RouterProvider');
+  return navigation;
+}
+
+/** An ordinary link (open in a new tab works) that moves within the console without reloading it. */
+export function Link({ href, ...rest }: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
+  const { navigate } = useNavigation();
+  const onClick = (event: MouseEvent<HTMLAnchorElement>) => {
+    if (
+      event.defaultPrevented ||
+      event.button !== 0 ||
+      event.metaKey ||
+      event.ctrlKey ||
+      event.shiftKey ||
+      event.altKey
+    )
+      return;
+    event.preventDefault();
+    navigate(href);
+  };
+  return <a href={href} onClick={onClick} {...rest} />;
+}

@@ -1,0 +1,54 @@
+import { datasetsPath, Link } from '../app/router.tsx';
+import { Gallery } from '../images/Gallery.tsx';
+import { ShareBars } from './ShareBars.tsx';
+import { useClassStats, useDataset } from './queries.ts';
+
+export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
+  const dataset = useDataset(owner, slug);
+  const stats = useClassStats(owner, slug);
+  if (dataset.isPending) return <p role="status">Loading the dataset…</p>;
+  if (dataset.error) return <p role="alert">{dataset.error.message}</p>;
+  const item = dataset.data;
+  return (
+    <>
+      <nav aria-label="Breadcrumb" className="breadcrumb">
+        <Link href={datasetsPath(owner)}>Datasets</Link> / <span aria-current="page">{item.name}</span>
+      </nav>
+      <h1>{item.name}</h1>
+      {item.description ? <p className="muted">{item.description}</p> : null}
+      <dl className="figures card">
+        <dt>Task</dt>
+        <dd>{item.task}</dd>
+        <dt>Images</dt>
+        <dd>{item.imageCount.toLocaleString()}</dd>
+        <dt>Labeled</dt>
+        <dd>{item.splits.labeled.toLocaleString()}</dd>
+        <dt>Annotations</dt>
+        <dd>{item.annotationCount.toLocaleString()}</dd>
+        <dt>Classes</dt>
+        <dd>{item.classCount.toLocaleString()}</dd>
+        <dt>Could not be processed</dt>
+        <dd>{item.errorCount.toLocaleString()}</dd>
+      </dl>
+      <div className="charts">
+        <ShareBars
+          title="Split shares"
+          items={(['train', 'val', 'test'] as const).map((split) => ({ name: split, value: item.splits[split] }))}
+        />
+        {stats.data ? (
+          <ShareBars
+            title="Class shares (annotations)"
+            items={stats.data.classes.map((entry) => ({
+              name: stats.data.classNames[entry.classId] ?? `class ${entry.classId}`,
+              value: entry.count,
+              color: item.classColors[String(entry.classId)],
+            }))}
+          />
+        ) : (
+          <p role="status">{stats.error ? stats.error.message : 'Counting classes…'}</p>
+        )}
+      </div>
+      <Gallery owner={owner} dataset={slug} classNames={item.classNames} classColors={item.classColors} />
+    </>
+  );
+}

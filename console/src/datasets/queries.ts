@@ -1,0 +1,38 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap } from '../api/client.ts';
+
+export function useDatasets(owner: string) {
+  return useQuery({
+    queryKey: ['datasets', owner],
+    queryFn: async () => unwrap(await api.GET('/api/datasets/{owner}', { params: { path: { owner } } })).datasets,
+  });
+}
+
+export function useDataset(owner: string, dataset: string) {
+  return useQuery({
+    queryKey: ['dataset', owner, dataset],
+    queryFn: async () =>
+      unwrap(await api.GET('/api/datasets/{owner}/{dataset}', { params: { path: { owner, dataset } } })).dataset,
+  });
+}
+
+/** Class and image statistics over every image of the dataset (the API computes them, cached until it changes). */
+export function useClassStats(owner: string, dataset: string) {
+  return useQuery({
+    queryKey: ['class-stats', owner, dataset],
+    queryFn: async () =>
+      unwrap(await api.GET('/api/datasets/{owner}/{dataset}/class-stats', { params: { path: { owner, dataset } } })),
+  });
+}
+
+/** Stars or unstars for the signed-in user (any viewer may). */
+export function useStar(owner: string) {
+  const queries = useQueryClient();
+  return useMutation({
+    mutationFn: async ({ dataset, starred }: { dataset: string; starred: boolean }) =>
+      unwrap(
+        await api.PATCH('/api/datasets/{owner}/{dataset}', { params: { path: { owner, dataset } }, body: { starred } }),
+      ),
+    onSettled: () => queries.invalidateQueries({ queryKey: ['datasets', owner] }),
+  });
+}

@@ -1,0 +1,50 @@
+import { useCallback, useMemo, useState } from 'react';
+import { ImageFilterBar, type GalleryView } from './ImageFilterBar.tsx';
+import { ImageGrid } from './ImageGrid.tsx';
+import { ImageTable } from './ImageTable.tsx';
+import { useImagePages, type ImageFilters } from './queries.ts';
+
+/** The dataset's images, filtered and sorted by the API, loaded page by page as the list scrolls. */
+export function Gallery(props: {
+  owner: string;
+  dataset: string;
+  classNames: string[];
+  classColors: Record<string, string>;
+}) {
+  const [filters, setFilters] = useState<ImageFilters>({ sort: 'newest' });
+  const [view, setView] = useState<GalleryView>('grid');
+  const pages = useImagePages(props.owner, props.dataset, filters);
+  const images = useMemo(() => pages.data?.pages.flatMap((page) => page.images) ?? [], [pages.data]);
+  const total = pages.data?.pages[0]?.total;
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = pages;
+  const loadMore = useCallback(() => {
+    if (hasNextPage && !isFetchingNextPage) void fetchNextPage();
+  }, [hasNextPage, isFetchingNextPage, fetchNextPage]);
+  const shared = {
+    images,
+    hasMore: hasNextPage,
+    loadMore,
+    classNames: props.classNames,
+    classColors: props.classColors,
+  };
+  return (
+    <section aria-labelledby="gallery-heading" className="gallery">
+      <h2 id="gallery-heading">Images</h2>
+      <ImageFilterBar
+        classNames={props.classNames}
+        filters={filters}
+        onChange={setFilters}
+        view={view}
+        onView={setView}
+      />
+      <p role="status" className="muted">
+        {pages.isPending
+          ? 'Loading images…'
+          : pages.error
+            ? pages.error.message
+            : `${(total ?? images.length).toLocaleString()} ${total === 1 ? 'image' : 'images'} match`}
+      </p>
+      {view === 'grid' ? <ImageGrid {...shared} /> : <ImageTable {...shared} />}
+    </section>
+  );
+}

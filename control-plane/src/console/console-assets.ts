@@ -1,0 +1,81 @@
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import type { Middleware } from 'koa';
+import type { AppState } from '../http/app-context.ts';
+import { CONSOLE_DIST } from './console-build.ts';
+
+/**
+ * The console's own files only: no inline script or style element (React sets style properties through the DOM,
+ * which CSP allows), no other origin. Thumbnails and images come from the appliance's signed /files URLs.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.woff2': 'font/woff2',
+};
+
+/** Hashed build outputs, one folder deep; file names of Vite's making only. */
+const ASSET_PATH = /^\/assets\/[A-Za-z0-9_.-]+$/;
+const ROOT_FILES = new Set(['/favicon.svg']);
+
+/**
+ * The console's page addresses (the hosted platform's): `/`, `/signin`, `/{owner}/datasets[/{slug}[/...]]`. Other
+ * three-part addresses stay the trainer's model page (models/model-page.ts); /api, /files, /svc are never pages.
+ */
+const PAGE_PATH = /^\/(?:signin\/?|[a-z0-9][a-z0-9-]{0,31}\/datasets(?:\/[^/]+)*\/?)?$/i;
+
+/** Serves console/dist: hashed assets cached for a year, index.html (never cached) for a browser opening a page. */
+export function consoleAssets(dist = CONSOLE_DIST): Middleware<AppState> {
+  let page: Buffer | undefined;
+  const index = () =>
+    (page ??= existsSync(join(dist, 'index.html')) ? readFileSync(join(dist, 'index.html')) : undefined);
+  return async (ctx, next) => {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      await next();
+      return;
+    }
+    const path = ctx.path;
+    if (ASSET_PATH.test(path) || ROOT_FILES.has(path)) {
+      const file = join(dist, path);
+      const type = TYPES[extname(path)];
+      if (!type || !existsSync(file)) {
+        await next();
+        return;
+      }
+      ctx.type = type;
+      ctx.set('X-Content-Type-Options', 'nosniff');
+      ctx.set(
+        'Cache-Control',
+        path.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'public, max-age=3600',
+      );
+      ctx.body = createReadStream(file);
+      return;
+    }
+    // A program asking for JSON at an unknown address still gets the API's 404, not a page.
+    const html = index();
+    if (!html || !PAGE_PATH.test(path) || !(ctx.get('accept') || '').includes('text/html')) {
+      await next();
+      return;
+    }
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('Content-Security-Policy', CONSOLE_CSP);
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Referrer-Policy', 'same-origin');
+    ctx.body = html;
+  };
+}
