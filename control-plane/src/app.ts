@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { forgetFiguresOnWrite } from './account/summary-figures.ts';
 import type { Authenticator } from './auth/authenticator.ts';
+import { consoleAssets } from './console/console-assets.ts';
 import { serviceUrl } from './deployments/deployment-service-url.ts';
 import type { AppState } from './http/app-context.ts';
 import type { RouteDefinition } from './http/define-route.ts';
@@ -35,7 +36,7 @@ export function openApiDocument(routes: RouteDefinition[] = allRoutes): string {
 }
 
 /**
- * The Koa middleware order, nothing else: context → errors → docs → the model page the trainer links to → ORM fork →
+ * The Koa middleware order, nothing else: context → errors → docs → the console (pages, assets) → the model page the trainer links to → ORM fork →
  * (summary figures after writes) → deployments' service URLs (outside /api and its limits) → routes (which parse their
  * own bodies).
  */
@@ -50,6 +51,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));
+  app.use(consoleAssets());
   app.use(modelPage(routes));
   app.use(async (ctx, next) => {
     const services = new Services(() => deps.orm.em.fork() as AppState['em'], deps);

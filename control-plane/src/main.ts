@@ -1,5 +1,6 @@
 import './threadpool.ts';
 import { ConfigError, loadConfig } from '@vp/config';
+import { ensureConsoleBuilt } from './console/console-build.ts';
 import { createLogger, startServer } from './server.ts';
 
 let config;
@@ -13,6 +14,7 @@ try {
 
 const log = createLogger(config);
 try {
+  await ensureConsoleBuilt(log);
   const running = await startServer(config, { log });
   log.info({ url: running.url, docs: `${running.url}/api/docs` }, 'Vision Platform API listening');
   console.log(`Vision Platform API: ${running.url}/api  (reference: ${running.url}/api/docs)`);
