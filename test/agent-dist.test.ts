@@ -220,7 +220,7 @@ t.test(
       `the probe of ${VENV}; agent output:\n${agent.output()}`,
       60_000,
     );
-    t.ok(exporters, `the exporters of the saved processVenv, without VP_WORKER_PROCESS_VENV: ${exporters}`);
+    t.ok(exporters, `the exporters of the saved processVenv, without VP_WORKER_PROCESS_VENV: ${String(exporters)}`);
     await eventually(
       async () => {
         const { deployment } = (

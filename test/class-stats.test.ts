@@ -184,7 +184,7 @@ t.test('a result computed while a write landed is returned but not cached', asyn
 t.test('an empty dataset gives empty histograms and zero heatmaps', async (t) => {
   const id = await newDataset('empty', ['a', 'b']);
   const result = await stats(id);
-  const zeros = Array.from({ length: 20 }, () => new Array<number>(20).fill(0));
+  const zeros = Array.from({ length: 20 }, () => Array.from({ length: 20 }, () => 0));
   t.same(result.classes, [
     { classId: 0, count: 0, imageCount: 0 },
     { classId: 1, count: 0, imageCount: 0 },

@@ -253,7 +253,7 @@ t.test('the service URL is outside the Predict rate limit; the platform predict 
   for (let i = 0; i < PREDICT_LIMIT + 1; i += 1) statuses.push((await viaApi(key, form(picture))).status);
   t.same(
     statuses,
-    [...Array(PREDICT_LIMIT).fill(200), 429],
+    [...Array.from({ length: PREDICT_LIMIT }, () => 200), 429],
     'the platform predict counts against the Predict category',
   );
 });

@@ -8,7 +8,7 @@ import pg from 'pg';
 import t from 'tap';
 import { WORKER_KEYS_CHANNEL, findWorkerByKey } from '../control-plane/src/hosts/worker-key-lookup.ts';
 import { runNode } from './helpers/run-node.ts';
-import { call, startTestServer, type TestServer } from './helpers/server.ts';
+import { call, startTestServer } from './helpers/server.ts';
 
 const TOKEN = /^vpe_[0-9a-f]{32}$/;
 

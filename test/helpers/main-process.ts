@@ -57,7 +57,8 @@ export async function startMain(t: Teardown, env: Record<string, string>, timeou
       }
     };
     child.stdout!.on('data', check);
-    exited.then((code) => {
+    // `exited` never rejects: it resolves with the exit code.
+    void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`exited with ${code} before listening:\n${output}`));
     });

@@ -168,7 +168,8 @@ export async function startS3Process(dir: string, options: { identities?: S3Iden
       );
       child.stdin!.end(`${command}\n`);
     });
-  return { storageUrl: `s3://${bucket}?${query}`, endpoint, bucket, accessKeyId, secretAccessKey, stop, shell };
+  const storageUrl = `s3://${bucket}?${query.toString()}`;
+  return { storageUrl, endpoint, bucket, accessKeyId, secretAccessKey, stop, shell };
 }
 
 /** Makes buckets and writes objects on a test S3 server with AWS's own client, closed with the test. */

@@ -122,7 +122,7 @@ export async function storageContract(t: Test, subject: ContractSubject): Promis
       credentials: subject.credentials,
     });
     t.equal(found.status, 200, JSON.stringify(found.body));
-    t.ok(found.body.targets.includes(bucket), `${bucket} among ${found.body.targets}`);
+    t.ok(found.body.targets.includes(bucket), `${bucket} among ${found.body.targets.join(', ')}`);
     t.strictSame(found.body.targets, [...found.body.targets].sort(), 'sorted');
   });
 

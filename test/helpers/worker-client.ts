@@ -1,7 +1,7 @@
 // A scripted worker agent: a plain `ws` client speaking the protocol by hand, so tests can send exactly the
 // frames they mean (fake GPUs, malformed messages) to a real control plane.
 import { AGENT_ROUTES, PROTOCOL_VERSION, type Hardware, type ServerMessage } from '@vp/protocol';
-import { WebSocket } from 'ws';
+import { WebSocket, type RawData } from 'ws';
 import { RELEASE_VERSION } from '../../control-plane/src/release-version.ts';
 import { call } from './server.ts';
 
@@ -64,7 +64,7 @@ export class WorkerClient {
     const headers = { ...options.headers, ...(key !== undefined && { authorization: `Bearer ${key}` }) };
     this.ws = new WebSocket(url, { headers, ...(options.localAddress && { localAddress: options.localAddress }) });
     this.ws.on('message', (data) => {
-      this.inbox.push(JSON.parse(String(data)) as ServerMessage);
+      this.inbox.push(JSON.parse(frameText(data)) as ServerMessage);
       this.waiting.forEach((wake) => wake());
       this.waiting = [];
     });
@@ -136,4 +136,10 @@ export class WorkerClient {
     client.send(helloFrame(hello));
     return { client, welcome: await client.next() };
   }
+}
+
+/** A frame's text: `ws` hands a message over as one buffer, a list of fragments or an ArrayBuffer. */
+function frameText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  return (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
 }
