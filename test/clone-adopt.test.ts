@@ -1,6 +1,7 @@
 // Dataset clone and image adoption: what is copied (rows, labels, classes, bytes), where bytes are stored
 // and counted, class matching and mapping, moves, duplicates, and the refusals (403, 404, 409, 422, 400).
 import t from 'tap';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import { query } from '../control-plane/src/db/sql.ts';
 import { checkDatasetInvariants } from './helpers/dataset-invariants.ts';
 import { expectError } from './helpers/expect.ts';
@@ -68,7 +69,7 @@ const images = async (world: World, path: string, key: string) =>
     )
   ).body.images;
 const read = async (world: World, path: string, key: string) =>
-  (await call<{ dataset: Record<string, any> }>(world.server, 'GET', path, { key })).body.dataset;
+  DatasetRead.parse((await call(world.server, 'GET', path, { key })).body).dataset;
 const storedImageBytes = async (world: World, key: string) =>
   (await call<{ byKind: { datasetImages: number } }>(world.server, 'GET', '/api/storage', { key })).body.byKind
     .datasetImages;
@@ -224,7 +225,7 @@ async function target(world: World, body: Record<string, unknown>) {
 }
 
 const adopt = (world: World, path: string, body: Record<string, unknown>, key = world.alice) =>
-  call<Record<string, any>>(world.server, 'POST', `${path}/images/adopt`, { key, body });
+  call(world.server, 'POST', `${path}/images/adopt`, { key, body });
 
 t.test('adopt: copies with labels and classMapping (index, new name, null), duplicates skipped', async (t) => {
   const world = await startWorld(t);
@@ -333,7 +334,9 @@ t.test('copy with an explicit release false: labels and splits are kept, the sou
     { adopted: 3, skipped: 0 },
   );
   t.same(
-    (await images(world, into.path, world.alice)).map((image) => [image.name, image.split, image.labelCount]).sort(),
+    (await images(world, into.path, world.alice))
+      .toSorted((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((image) => [image.name, image.split, image.labelCount]),
     [
       ['alpha.png', 'train', 1],
       ['bravo.png', 'val', 3],

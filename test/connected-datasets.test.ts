@@ -3,6 +3,7 @@
 // features read its images (analysis, similar images, batch labeling, training); a refusal changes nothing.
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import t from 'tap';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import { adminQuery } from './helpers/db.ts';
 import { expectError } from './helpers/expect.ts';
 import { ingestArchive, waitForJob, zipOf } from './helpers/archives.ts';
@@ -19,7 +20,7 @@ const put = (key: string, body: Buffer | string) =>
   client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body }));
 
 const world = await startWorld(t, { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', RATE_LIMIT_MUTATION: '1000000' });
-const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) =>
+const api = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) =>
   call<T>(world.server, method, path, { key: world.alice, body });
 const counts = async () =>
   (
@@ -28,7 +29,7 @@ const counts = async () =>
       [],
       world.server.databaseUrl,
     )
-  ).rows[0];
+  ).rows[0] as { datasets: number; images: number; jobs: number };
 
 // The connected dataset: two labeled JPEGs in a bucket, indexed in place from a folder whose name, like the
 // images', holds a space, a + and a non-ASCII letter (each a query or path must carry exactly).
@@ -131,7 +132,7 @@ t.test(
     const patched = await api('PATCH', `/api/integrations/buckets/${integration.id}`, { processing: false });
     t.equal(patched.status, 200);
     t.equal(patched.body.processing, false);
-    const { body: read } = await api('GET', '/api/datasets/alice/connected');
+    const read = DatasetRead.parse((await api('GET', '/api/datasets/alice/connected')).body);
     t.equal(read.dataset.integrationProcessing, false, 'the dataset says so');
     const before = await counts();
     const off = /AI features are turned off for storage integration/;
@@ -168,7 +169,7 @@ t.test(
 t.test('a disconnected integration: AI features on its dataset are 409 saying so', async (t) => {
   await api('DELETE', '/api/datasets/alice/connected/embeddings');
   t.equal((await api('DELETE', `/api/integrations/buckets/${integration.id}`)).status, 200);
-  const { body: read } = await api('GET', '/api/datasets/alice/connected');
+  const read = DatasetRead.parse((await api('GET', '/api/datasets/alice/connected')).body);
   t.equal(read.dataset.integrationStatus, 'disconnected');
   expectError(
     t,

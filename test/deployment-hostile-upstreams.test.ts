@@ -209,7 +209,7 @@ t.test('the host its agent names is ignored: its own server at the same port ans
 async function drain(response: Response): Promise<{ bytes: number; broken: boolean }> {
   let bytes = 0;
   try {
-    for await (const chunk of response.body!) bytes += chunk.length;
+    for await (const chunk of response.body! as AsyncIterable<Uint8Array>) bytes += chunk.length;
     return { bytes, broken: false };
   } catch {
     return { bytes, broken: true };
@@ -307,7 +307,7 @@ t.test('a server that sends a byte now and then: 504 at DEPLOYMENT_TIMEOUT_SECON
   ] as const) {
     const answer = await request(path, init);
     t.equal(answer.status, 504, `${way}: ${answer.text}`);
-    t.match(JSON.parse(answer.text).error, /did not answer within 3 s/);
+    t.match((JSON.parse(answer.text) as { error: string }).error, /did not answer within 3 s/);
     t.ok(answer.ms < bound, `${way}: within the deadline (${Math.round(answer.ms)} ms)`);
   }
 

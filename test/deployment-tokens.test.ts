@@ -13,7 +13,7 @@ import { attachApplianceSecret } from '../control-plane/src/db/appliance-secret.
 import { newId } from '../control-plane/src/db/ids.ts';
 import { initORM } from '../control-plane/src/db/orm.ts';
 import { query } from '../control-plane/src/db/sql.ts';
-import { openToken } from '../control-plane/src/deployments/deployment-tokens.ts';
+import { openToken, type SealedToken } from '../control-plane/src/deployments/deployment-tokens.ts';
 import { CredentialCipher } from '../control-plane/src/integrations/credential-cipher.ts';
 import { adminQuery, createEmptyDatabase } from './helpers/db.ts';
 import { eventually } from './helpers/host-jobs.ts';
@@ -45,20 +45,21 @@ t.test('the migration seals the tokens of existing revisions, and down opens the
     [],
     database.url,
   );
-  const revision = async () => (await adminQuery('select * from deployment_revisions', [], database.url)).rows[0];
+  const revision = async () =>
+    (await adminQuery('select * from deployment_revisions', [], database.url)).rows[0] as Record<string, unknown>;
 
   await t.rejects(orm.migrator.up({ to: SEALING }), /opened without the appliance's secret/, 'no secret, no sealing');
   t.equal((await revision()).token, token, 'the refused migration changed nothing');
 
   attachApplianceSecret(orm, () => SECRET);
   await orm.migrator.up({ to: SEALING });
-  const sealed = await revision();
+  const sealed = (await revision()) as { token_key_id: string; token_sealed: Buffer };
   t.notOk('token' in sealed, 'no plain token column');
   t.notOk(
-    JSON.stringify(sealed).includes(token) || (sealed.token_sealed as Buffer).includes(Buffer.from(token)),
+    JSON.stringify(sealed).includes(token) || sealed.token_sealed.includes(Buffer.from(token)),
     'the token is nowhere in the row',
   );
-  const opened = { workspaceId, tokenKeyId: sealed.token_key_id, tokenSealed: sealed.token_sealed };
+  const opened: SealedToken = { workspaceId, tokenKeyId: sealed.token_key_id, tokenSealed: sealed.token_sealed };
   t.equal(
     openToken(new CredentialCipher(SECRET), opened),
     token,
@@ -128,7 +129,7 @@ t.test(
     const hexOf = (text: string) => Buffer.from(text).toString('hex');
     const rows = (
       await adminQuery('select to_jsonb(r)::text as row from deployment_revisions r', [], server.databaseUrl)
-    ).rows.map((row) => row.row as string);
+    ).rows.map((row: { row: string }) => row.row);
     t.equal(rows.length, 1);
     t.notOk(rows[0].includes(token) || rows[0].includes(hexOf(token)), 'the token is nowhere in its row');
     t.match(
@@ -175,7 +176,7 @@ t.test(
         [],
         server.databaseUrl,
       )
-    ).rows;
+    ).rows as SealedToken[];
     t.equal(openToken(new CredentialCipher(newSecret), row), token, 'it opens under the new secret to the same token');
     t.throws(() => openToken(new CredentialCipher(SECRET), row), 'and no longer under the old one');
   },

@@ -55,7 +55,7 @@ t.test("asked for CUDA without it: the CPU, said; failures at their place; the c
   const images = ['/p0.png', '/missing.png', '/text.png', '/p1.png'].map((path) => ({ url: `${origin}${path}` }));
   const { code, log, dir } = await embed(t, { images });
   t.equal(code, 0, log);
-  const result = JSON.parse(readFileSync(join(dir, 'embeddings.json'), 'utf8'));
+  const result = JSON.parse(readFileSync(join(dir, 'embeddings.json'), 'utf8')) as Record<string, unknown>;
   t.match(result, {
     device: 'cpu',
     deviceNote: /CUDA provider did not load.*ONNXRUNTIME_NODE_INSTALL=cuda12/,

@@ -69,12 +69,15 @@ t.test('the job command exports with the real ultralytics, leaving the artifact 
   host.send({ type: 'capabilities', exporters: ['torchscript'], missingExporters: {} });
   await eventually(
     async () =>
-      (await adminQuery('select exporters from hosts where id = $1', [hostId], server.databaseUrl)).rows[0].exporters
-        .length === 1,
+      (
+        (await adminQuery('select exporters from hosts where id = $1', [hostId], server.databaseUrl)).rows[0] as {
+          exporters: string[];
+        }
+      ).exporters.length === 1,
     'the host’s exporters',
   );
 
-  const created = await call<Record<string, any>>(server, 'POST', '/api/models/alice/detector/shapes-yolo11n/exports', {
+  const created = await call<{ id: string }>(server, 'POST', '/api/models/alice/detector/shapes-yolo11n/exports', {
     key: alice,
     body: { format: 'torchscript', args: { imgsz: 64, batch: 2 } },
   });
@@ -113,12 +116,10 @@ t.test('the job command exports with the real ultralytics, leaving the artifact 
   );
   host.send({ type: 'job.finished', jobId: assign.jobId, outcome: 'completed', exitCode: 0 });
   const done = await eventually(async () => {
-    const read = await call<Record<string, any>>(
-      server,
-      'GET',
-      `/api/models/alice/detector/shapes-yolo11n/exports/${created.body.id}`,
-      { key: alice },
-    );
+    // The file's shape is asserted below, once completed.
+    const read = await call<{
+      export: { status: string; file: { size: number; downloadUrl: string; downloadFilename: string } };
+    }>(server, 'GET', `/api/models/alice/detector/shapes-yolo11n/exports/${created.body.id}`, { key: alice });
     return read.body.export.status === 'completed' && read.body.export;
   }, 'the export completed');
   t.match(done.file, { size: artifact.length, downloadFilename: 'shapes-yolo11n.torchscript' });

@@ -313,10 +313,10 @@ t.test('an export whose host disappears is requeued and completes on another hos
   const id = await startExport('shapes', { format: 'torchscript', args: { imgsz: 192 } });
   await eventually(async () => (await readExport('shapes', id)).status === 'running', 'the export to run', 120_000);
   // The machine dies: its agent and the exporter it started go at once, without a word to the control plane.
-  const [{ job_id: jobId }] = await server
+  const [{ job_id: jobId }] = (await server
     .services()
     .em.getConnection()
-    .execute(`select job_id from model_exports where id = ?`, [id]);
+    .execute(`select job_id from model_exports where id = ?`, [id])) as Array<{ job_id: string }>;
   const record = JSON.parse(
     readFileSync(join(dir, 'export-host-work', '.vp-jobs', 'process', jobId, 'job.json'), 'utf8'),
   ) as { pid: number };

@@ -34,7 +34,7 @@ async function countRows(databaseUrl: string): Promise<{ users: number; keys: nu
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query(
+    const { rows } = await client.query<{ users: number; keys: number }>(
       'select (select count(*) from users)::int as users, (select count(*) from api_keys)::int as keys',
     );
     return rows[0];
