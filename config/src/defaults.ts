@@ -14,7 +14,10 @@ export const defaults = {
   trustProxy: false, // TRUST_PROXY: take the client address from X-Forwarded-For
   shutdownGraceSeconds: 10, // SHUTDOWN_GRACE_SECONDS
   rateLimitWindowSeconds: 60, // RATE_LIMIT_WINDOW_SECONDS
-  authFailureLimit: 20, // AUTH_FAILURE_LIMIT: invalid API keys per window and client address before it gets 429
+  authFailureLimit: 20, // AUTH_FAILURE_LIMIT: invalid API keys and wrong passwords per window, per client address (passwords: and per user), before 429
+  sessionHours: 12, // SESSION_HOURS: a console session ends this long after sign-in (fixed expiry, not extended by use)
+  // OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET have no default: unset, the console signs in with passwords only
+  oidcName: 'Single sign-on', // OIDC_NAME: what the sign-in page calls the OIDC provider
   jobConcurrency: 2, // JOB_CONCURRENCY: background jobs (ingest, exports) one control plane runs at once
   jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)

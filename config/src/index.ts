@@ -166,8 +166,38 @@ const EnvSchema = z.object({
   EMBEDDING_PLACEMENT: z
     .enum(EMBEDDING_PLACEMENTS, { error: `must be one of ${EMBEDDING_PLACEMENTS.join(', ')}` })
     .default(defaults.embeddingPlacement),
+  SESSION_HOURS: positiveInt.max(24 * 30).default(defaults.sessionHours),
+  OIDC_ISSUER: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
+  OIDC_CLIENT_SECRET: z.string().min(1).max(1024).optional(),
+  OIDC_NAME: z.string().min(1).max(60).default(defaults.oidcName),
   ...rateLimitEnv,
 });
+
+/** OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET together, or none of them. */
+function oidcSettings(e: z.output<typeof EnvSchema>): OidcSettings | null {
+  const given = [e.OIDC_ISSUER, e.OIDC_CLIENT_ID, e.OIDC_CLIENT_SECRET];
+  if (given.every((value) => value === undefined)) return null;
+  if (given.some((value) => value === undefined))
+    throw new ConfigError(
+      'Invalid configuration: OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set together or not at all',
+    );
+  return {
+    issuer: e.OIDC_ISSUER!,
+    clientId: e.OIDC_CLIENT_ID!,
+    clientSecret: e.OIDC_CLIENT_SECRET!,
+    name: e.OIDC_NAME,
+  };
+}
+
+/** Console sign-in through the company's OpenID Connect provider (authorization code flow, confidential client). */
+export interface OidcSettings {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** What the sign-in page calls the provider. */
+  name: string;
+}
 
 export interface AppConfig {
   port: number;
@@ -187,6 +217,10 @@ export interface AppConfig {
   rateLimits: Record<RateCategory, number>;
   /** Invalid API keys a client address may present per rate-limit window; then 429 for keys not verified recently. */
   authFailureLimit: number;
+  /** How long a console session lasts from sign-in (fixed, not extended by use). */
+  sessionHours: number;
+  /** Console sign-in through an OIDC provider; null when not configured. */
+  oidc: OidcSettings | null;
   jobConcurrency: number;
   jobLeaseSeconds: number;
   workerHeartbeatSeconds: number;
@@ -304,6 +338,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ]),
     ) as Record<RateCategory, number>,
     authFailureLimit: e.AUTH_FAILURE_LIMIT,
+    sessionHours: e.SESSION_HOURS,
+    oidc: oidcSettings(e),
     jobConcurrency: e.JOB_CONCURRENCY,
     jobLeaseSeconds: e.JOB_LEASE_SECONDS,
     workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,

@@ -1,6 +1,7 @@
 import { accountRoutes } from './account/account.routes.ts';
 import { workflowRoutes } from './agents/workflow.routes.ts';
 import { apiKeyRoutes } from './auth/api-key.routes.ts';
+import { authSessionRoutes } from './auth/auth-session.routes.ts';
 import { billingRoutes } from './billing/billing.routes.ts';
 import { adoptRoutes } from './datasets/adopt.routes.ts';
 import { classRoutes } from './datasets/class.routes.ts';
@@ -40,6 +41,7 @@ export const routes: RouteDefinition[] = [
   ...healthRoutes,
   ...accountRoutes,
   ...apiKeyRoutes,
+  ...authSessionRoutes,
   ...uploadRoutes,
   ...fileRoutes,
   ...referenceFileRoutes,

@@ -4,6 +4,7 @@ import { AccountService } from './account/account.service.ts';
 import type { SummaryFigures } from './account/summary-figures.ts';
 import { WorkflowService } from './agents/workflow.service.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
+import { SessionService } from './auth/session.service.ts';
 import { BillingService } from './billing/billing.service.ts';
 import { AdoptService } from './datasets/adopt.service.ts';
 import { ClassService } from './datasets/class.service.ts';
@@ -121,6 +122,27 @@ export class Services {
 
   get apiKeys(): ApiKeyService {
     return new ApiKeyService(this.em);
+  }
+
+  /** Console sign-in: where browsers reach the appliance (PORT=0 resolved in the server) and the OIDC provider. */
+  get sessionSettings(): { baseUrl: string; oidc: AppConfig['oidc'] } {
+    return {
+      baseUrl: this.deps.storage?.signer.baseUrl() ?? this.deps.config.publicBaseUrl,
+      oidc: this.deps.config.oidc,
+    };
+  }
+
+  get sessions(): SessionService {
+    const { config, rateLimiter } = this.deps;
+    return new SessionService(this.em, {
+      config,
+      baseUrl: this.sessionSettings.baseUrl,
+      failures: rateLimiter && {
+        limiter: rateLimiter,
+        perWindow: config.authFailureLimit,
+        windowSeconds: config.rateLimitWindowSeconds,
+      },
+    });
   }
 
   get storage(): Storage {

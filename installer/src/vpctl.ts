@@ -21,6 +21,7 @@ import {
   type Operation,
 } from './operations.ts';
 import { Services } from '../../control-plane/src/services.ts';
+import { readPasswordFromStdin } from './password-input.ts';
 import type { ApiKey } from '../../control-plane/src/auth/api-key.entity.ts';
 import { agentOutdated } from '../../control-plane/src/hosts/agent-version.ts';
 import { hardwareSummary } from '../../control-plane/src/hosts/hardware-summary.ts';
@@ -150,6 +151,17 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
       choose(async ({ services, print }) => {
         const { user, workspace } = await services.account.createUser(username, options.name);
         print(`Created user ${user.username} (${user.name}) with personal workspace ${workspace.handle}`);
+      }),
+    );
+
+  users
+    .command('password')
+    .description("Set a user's console password, read from stdin; ends the user's console sessions")
+    .argument('<username>', 'the user who signs in with it')
+    .action((username: string) =>
+      choose(async ({ services, print }) => {
+        await services.sessions.setByOperator(username, readPasswordFromStdin());
+        print(`Set the console password of ${username}`);
       }),
     );
 

@@ -4,6 +4,8 @@ import type { z } from 'zod';
 import { ANONYMOUS, type Actor } from '../auth/actor.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
 import { bearerToken } from '../auth/key-format.ts';
+import { authenticateSession } from '../auth/session-actor.ts';
+import { CSRF_HEADER, SESSION_COOKIE } from '../auth/session-token.ts';
 import { storableJsonProblem } from '../validation/storable-json.ts';
 import type { AppContext, AppState } from './app-context.ts';
 import type { RouteDefinition } from './define-route.ts';
@@ -37,6 +39,14 @@ function parseInput(schema: z.ZodType | undefined, value: unknown, location: str
 async function resolveActor(route: RouteDefinition, ctx: AppContext, authenticator: Authenticator): Promise<Actor> {
   const key = bearerToken(ctx.get('authorization') || undefined);
   if (key === undefined) {
+    // The console's session cookie (auth/session-actor.ts), only when no key is sent: a key always wins.
+    const session = ctx.cookies.get(SESSION_COOKIE);
+    if (session) {
+      const required = route.auth === 'key';
+      const csrfHeader = ctx.get(CSRF_HEADER) || undefined;
+      const actor = await authenticateSession(ctx.state.em, session, { method: ctx.method, csrfHeader, required });
+      if (actor) return actor;
+    }
     if (route.auth === 'key') throw Unauthorized('Missing API key: send Authorization: Bearer <API_KEY>');
     return ANONYMOUS;
   }

@@ -32,6 +32,7 @@ import { Migration20261203000000_staged_reference_version } from './Migration202
 import { Migration20261204000000_local_integrations } from './Migration20261204000000_local_integrations.ts';
 import { Migration20261205000000_deployment_tokens_sealed } from './Migration20261205000000_deployment_tokens_sealed.ts';
 import { Migration20261206000000_job_lost_attempt_seconds } from './Migration20261206000000_job_lost_attempt_seconds.ts';
+import { Migration20261207000000_console_sessions } from './Migration20261207000000_console_sessions.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -72,4 +73,5 @@ export const migrations = [
   { name: 'Migration20261204000000_local_integrations', class: Migration20261204000000_local_integrations },
   { name: 'Migration20261205000000_deployment_tokens_sealed', class: Migration20261205000000_deployment_tokens_sealed },
   { name: 'Migration20261206000000_job_lost_attempt_seconds', class: Migration20261206000000_job_lost_attempt_seconds },
+  { name: 'Migration20261207000000_console_sessions', class: Migration20261207000000_console_sessions },
 ];
