@@ -27,7 +27,7 @@ export interface AuthPaths {
   };
   '/api/auth/login': {
     post: {
-      requestBody: { content: { 'application/json': { username: string; password: string } } };
+      requestBody: { content: { 'application/json': { username: string; password: string; workspace?: string } } };
       responses: { 200: JsonAnswer<{ session: Session }>; 401: JsonAnswer<ErrorBody>; 429: JsonAnswer<ErrorBody> };
     };
   };

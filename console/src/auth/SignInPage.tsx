@@ -48,7 +48,11 @@ function PasswordForm() {
     setMessage('');
     forgetCredentials();
     const answer = await api.POST('/api/auth/login', {
-      body: { username: field(form, 'username'), password: field(form, 'password') },
+      body: {
+        username: field(form, 'username'),
+        password: field(form, 'password'),
+        ...(field(form, 'workspace').trim() ? { workspace: field(form, 'workspace').trim() } : {}),
+      },
     });
     setBusy(false);
     if (!answer.data) {
@@ -71,6 +75,8 @@ function PasswordForm() {
       <input id="signin-username" name="username" autoComplete="username" required />
       <label htmlFor="signin-password">Password</label>
       <input id="signin-password" name="password" type="password" autoComplete="current-password" required />
+      <label htmlFor="signin-workspace">Team workspace (optional; default: your own)</label>
+      <input id="signin-workspace" name="workspace" autoComplete="off" />
       <button type="submit" disabled={busy}>
         Sign in
       </button>
