@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { displayPrefix, generateApiKey, hashApiKey } from '../control-plane/src/auth/key-format.ts';
+import { BackupManifest, BlobEntry } from '../control-plane/src/backup/backup-format.ts';
 import { MIGRATION_NAMES } from '../control-plane/src/db/migration-state.ts';
 import { newId } from '../control-plane/src/db/ids.ts';
 import { initORM } from '../control-plane/src/db/orm.ts';
@@ -91,10 +92,12 @@ const bytesBehind = async (urls: Map<string, string>) =>
 
 /** How many tables a database has: none, for a new install a refused restore left alone. */
 async function tableCount(url: string): Promise<number> {
-  return Number(
-    (await adminQuery("select count(*) from information_schema.tables where table_schema = 'public'", [], url)).rows[0]
-      .count,
+  const { rows } = await adminQuery(
+    "select count(*) from information_schema.tables where table_schema = 'public'",
+    [],
+    url,
   );
+  return Number((rows[0] as { count: string }).count);
 }
 
 /** A PUT to a signed upload URL that sends half its body and waits: an upload in progress. */
@@ -230,7 +233,7 @@ t.test('back up during an upload, restore into a new install: the same answers a
     200,
   );
 
-  const manifest = JSON.parse(readFileSync(join(backupDir, 'backup.json'), 'utf8'));
+  const manifest = BackupManifest.parse(JSON.parse(readFileSync(join(backupDir, 'backup.json'), 'utf8')));
   t.match(manifest, {
     format: 'vp-appliance-backup',
     formatVersion: 1,
@@ -241,13 +244,13 @@ t.test('back up during an upload, restore into a new install: the same answers a
   const listed = readFileSync(join(backupDir, 'blobs.jsonl'), 'utf8')
     .trim()
     .split('\n')
-    .map((line) => JSON.parse(line));
+    .map((line) => BlobEntry.parse(JSON.parse(line)));
   t.same(
-    new Map(listed.map((entry: { key: string; sha256: string }) => [entry.key, entry.sha256])),
+    new Map(listed.map((entry) => [entry.key, entry.sha256])),
     storedBefore,
     'every stored object with its SHA-256, not the one being uploaded',
   );
-  t.notOk(listed.some((entry: { key: string }) => entry.key.includes(slow.sessionId)));
+  t.notOk(listed.some((entry) => entry.key.includes(slow.sessionId)));
   t.comment(`backup of ${listed.length} objects in ${backupSeconds.toFixed(1)} s: ${backup.stdout.split('\n')[0]}`);
 
   // A new install: an empty database, an empty data dir.
@@ -325,7 +328,7 @@ t.test('with S3 storage: the files are listed, not copied; a restore says which 
   const [entry] = readFileSync(join(dir, 'blobs.jsonl'), 'utf8')
     .trim()
     .split('\n')
-    .map((line) => JSON.parse(line));
+    .map((line) => BlobEntry.parse(JSON.parse(line)));
   t.match(entry, { key: /\/best\.pt$/, size: 50_000 });
   t.notOk('sha256' in entry, 'not read, so no checksum');
 
@@ -381,7 +384,7 @@ t.test('a damaged backup is refused before anything is written', async (t) => {
     [],
     target.url,
   );
-  t.equal(Number(tables.rows[0].count), 0, 'the database is untouched');
+  t.equal(Number((tables.rows[0] as { count: string }).count), 0, 'the database is untouched');
   t.match(
     await vpctl(
       { DATABASE_URL: target.url, DATA_DIR: tempDir(t, 'vp-restored-') },
@@ -481,8 +484,10 @@ t.test(
     // A planted owner key, with every checksum in backup.json made to match it: only the MAC tells.
     const manifestFile = join(dir, 'backup.json');
     const original = { manifest: readFileSync(manifestFile) };
-    const manifest = JSON.parse(original.manifest.toString('utf8'));
-    const keys = manifest.database.tables.find((table: { name: string }) => table.name === 'api_keys');
+    // Read as written, not parsed, so that only the fields planted below change.
+    const manifest = JSON.parse(original.manifest.toString('utf8')) as BackupManifest;
+    const keys = manifest.database.tables.find((table) => table.name === 'api_keys');
+    if (!keys) throw new Error('the backup has no api_keys table');
     const keysFile = join(dir, keys.file);
     const keysBytes = readFileSync(keysFile);
     const rows = gunzipSync(keysBytes)
@@ -557,7 +562,7 @@ t.test(
     const env = { OUTBOUND_ALLOWED_NETWORKS: '127.0.0.1/32', SIGNING_SECRET: SECRET };
     const world = await startWorld(t, env);
     const { server } = world;
-    const api = <T = Record<string, any>>(method: string, path: string, body?: unknown) =>
+    const api = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) =>
       call<T>(server, method, path, { key: world.alice, body });
     await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: 'set/data.yaml', Body: 'names: [cat]\n' }));
     for (const name of ['a', 'b']) {
@@ -610,7 +615,7 @@ t.test(
     );
     t.equal(backup.code, 0, backup.stderr);
     t.notMatch(backup.stderr, /incomplete/);
-    const manifest = JSON.parse(readFileSync(join(dir, 'backup.json'), 'utf8'));
+    const manifest = BackupManifest.parse(JSON.parse(readFileSync(join(dir, 'backup.json'), 'utf8')));
     t.match(manifest, { storage: { missing: [] }, counts: { images: 5 } });
     const listed = readFileSync(join(dir, 'blobs.jsonl'), 'utf8')
       .trim()

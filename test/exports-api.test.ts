@@ -5,6 +5,15 @@
 import { randomBytes } from 'node:crypto';
 import { AGENT_ROUTES, routePath, type ServerMessage } from '@vp/protocol';
 import t from 'tap';
+import type { z } from 'zod';
+import { StorageUsage } from '../control-plane/src/account/account.schemas.ts';
+import {
+  ExportList,
+  MobileLink,
+  MobileModel,
+  type ExportCreated,
+  type ExportView,
+} from '../control-plane/src/exports/export.schemas.ts';
 import { adminQuery } from './helpers/db.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { createModel, createProject, uploadWeights } from './helpers/models.ts';
@@ -15,17 +24,24 @@ import { startWorld } from './helpers/world.ts';
 const world = await startWorld(t, { WORKER_HEARTBEAT_SECONDS: '1' });
 const { server, alice, bobby } = world;
 const sql = (text: string, params: unknown[] = []) => adminQuery(text, params, server.databaseUrl);
+/** The rows of a query, typed as it selects them. */
+const rowsOf = async <Row>(text: string, params: unknown[] = []) => (await sql(text, params)).rows as Row[];
 await createProject(world, alice, { project: 'detector', name: 'Detector' });
 const weights = randomBytes(4096);
 const model = await createModel(world, alice, { project: 'detector', model: 'shapes-yolo11n' });
 await uploadWeights(world, alice, model.id, weights);
 const base = '/api/models/alice/detector/shapes-yolo11n/exports';
 
-type Json = Record<string, any>;
-const create = (body: Json, key = alice, path = base) => call<Json>(server, 'POST', path, { key, body });
-const read = (id: string, key = alice) => call<Json>(server, 'GET', `${base}/${id}`, { key });
-const storage = async () =>
-  (await call<Json>(server, 'GET', '/api/storage', { key: alice })).body.breakdown.byCategory.exports;
+type Json = Record<string, unknown>;
+/** A POST's answer: the export created, or the refusal's error; each test checks the status before it reads either. */
+type CreateAnswer = z.infer<typeof ExportCreated> & { error: string };
+/** An export as GET shows it: file, error and the times are there in the statuses the tests read them in. */
+type ExportBody = Required<z.infer<typeof ExportView>>;
+const create = (body: Json, key = alice, path = base) => call<CreateAnswer>(server, 'POST', path, { key, body });
+const read = (id: string, key = alice) => call<{ export: ExportBody }>(server, 'GET', `${base}/${id}`, { key });
+const storageUsage = async (path = '/api/storage') =>
+  StorageUsage.parse((await call(server, 'GET', path, { key: alice })).body);
+const storage = async () => (await storageUsage()).breakdown.byCategory.exports;
 
 t.test(
   'refused before anything is queued: 400 per format and argument, imx rules, gpuType, other workspaces 404',
@@ -101,8 +117,7 @@ t.test(
         trainArgs && JSON.stringify(trainArgs),
         created.id,
       ]);
-      return (await create({ format: 'imx' }, alice, `/api/models/alice/detector/${slug}/exports`)).body
-        .error as string;
+      return (await create({ format: 'imx' }, alice, `/api/models/alice/detector/${slug}/exports`)).body.error;
     };
     t.match(
       await imx('boxes', 'obb', { model: 'yolo11n-obb.yaml' }),
@@ -150,7 +165,9 @@ t.test('503 names the toolchain no host offers, with the reason a host reported'
     missingExporters: { openvino: 'openvino is not installed in the trainer image' },
   });
   await eventually(
-    async () => (await sql('select exporters from hosts where id = $1', [hostId])).rows[0].exporters.length === 3,
+    async () =>
+      (await rowsOf<{ exporters: string[] }>('select exporters from hosts where id = $1', [hostId]))[0].exporters
+        .length === 3,
     'the host’s exporters',
   );
   const missing = await create({ format: 'openvino' });
@@ -258,17 +275,20 @@ t.test(
       'the download serves the artifact',
     );
     t.same(await storage(), { bytes: onnxBytes.length, count: 1 });
-    const top = (await call<Json>(server, 'GET', '/api/storage?details=true', { key: alice })).body.breakdown.topItems;
+    const top = (await storageUsage('/api/storage?details=true')).breakdown.topItems;
     t.match(
-      top.find((item: Json) => item.type === 'export'),
+      top.find((item) => item.type === 'export'),
       { _id: onnxId, name: 'shapes-yolo11n.onnx', sizeBytes: onnxBytes.length, parentSlug: 'shapes-yolo11n' },
     );
-    const listed = await call<Json>(server, 'GET', `${base}?status=completed`, { key: alice });
+    const listed = ExportList.parse((await call(server, 'GET', `${base}?status=completed`, { key: alice })).body);
     t.same(
-      listed.body.exports.map((e: Json) => e.id),
+      listed.exports.map((e) => e.id),
       [onnxId],
     );
-    t.equal((await call<Json>(server, 'GET', `${base}?status=queued`, { key: alice })).body.exports.length, 0);
+    t.equal(
+      ExportList.parse((await call(server, 'GET', `${base}?status=queued`, { key: alice })).body).exports.length,
+      0,
+    );
     t.equal((await read(onnxId, bobby)).status, 404, 'tenant isolation');
   },
 );
@@ -328,7 +348,7 @@ t.test('DELETE cancels an active export through its job', async (t) => {
   t.equal(cancel.jobId, assign.jobId, 'the host is told to stop it');
   host.send({ type: 'job.finished', jobId: assign.jobId, outcome: 'cancelled', exitCode: 143 });
   await settled(queued.body.id, 'cancelled');
-  const [job] = (await sql('select status from jobs where id = $1', [assign.jobId])).rows;
+  const [job] = await rowsOf<{ status: string }>('select status from jobs where id = $1', [assign.jobId]);
   t.equal(job.status, 'cancelled');
   t.equal(
     (await call(server, 'DELETE', `${base}/${queued.body.id}`, { key: alice })).body.action,
@@ -344,7 +364,7 @@ t.test(
     await runOnHost('completed', randomBytes(100));
     await settled(onnx.body.id, 'completed');
     t.match(
-      (await call<Json>(server, 'POST', `${base}/${onnx.body.id}/mobile`, { key: alice })).body.error,
+      (await call<{ error: string }>(server, 'POST', `${base}/${onnx.body.id}/mobile`, { key: alice })).body.error,
       /mobile-compatible formats: coreml, coreai, litert/,
     );
 
@@ -363,15 +383,16 @@ t.test(
     );
     t.equal((await settled(coreml.body.id, 'completed')).file.downloadFilename, 'shapes-yolo11n.mlpackage.zip');
 
-    const link = await call<Json>(server, 'POST', `${base}/${coreml.body.id}/mobile`, { key: alice });
-    t.equal(link.status, 200);
-    const expiresIn = Date.parse(link.body.expiresAt) - Date.now();
+    const linked = await call(server, 'POST', `${base}/${coreml.body.id}/mobile`, { key: alice });
+    t.equal(linked.status, 200);
+    const link = MobileLink.parse(linked.body);
+    const expiresIn = Date.parse(link.expiresAt) - Date.now();
     t.ok(expiresIn > 23.9 * 3600_000 && expiresIn <= 24 * 3600_000, '24 hours');
-    const url = new URL(link.body.importUrl);
+    const url = new URL(link.importUrl);
     t.equal(`${url.origin}${url.pathname}`, `${server.url}/api/mobile/models/${coreml.body.id}`);
     const fragment = new URLSearchParams(url.hash.slice(1));
     const body = { expires: Number(fragment.get('expires')), signature: fragment.get('signature') };
-    const resolved = await call<Json>(server, 'POST', url.pathname, { body });
+    const resolved = await call(server, 'POST', url.pathname, { body });
     t.equal(resolved.status, 200, JSON.stringify(resolved.body));
     t.match(resolved.body, {
       version: 1,
@@ -381,10 +402,10 @@ t.test(
       format: 'coreml',
       filename: 'shapes-yolo11n.mlpackage.zip',
       size: bytes.length,
-      expiresAt: link.body.expiresAt,
+      expiresAt: link.expiresAt,
     });
     t.same(
-      Buffer.from(await (await fetch(resolved.body.downloadUrl)).arrayBuffer()),
+      Buffer.from(await (await fetch(MobileModel.parse(resolved.body).downloadUrl)).arrayBuffer()),
       bytes,
       'anyone with the link downloads it',
     );
@@ -428,16 +449,17 @@ t.test('trashing the model cancels its active export; erasing it deletes its exp
   host.send({ type: 'job.finished', jobId: assign.jobId, outcome: 'cancelled', exitCode: 143 });
   await eventually(
     async () =>
-      (await sql('select status from model_exports where id = $1', [active.body.id])).rows[0].status === 'cancelled',
+      (await rowsOf<{ status: string }>('select status from model_exports where id = $1', [active.body.id]))[0]
+        .status === 'cancelled',
     'the export cancelled',
   );
-  const erased = await call<Json>(server, 'DELETE', '/api/trash', {
+  const erased = await call(server, 'DELETE', '/api/trash', {
     key: alice,
     body: { type: 'model', id: model.id },
   });
   t.equal(erased.status, 200, JSON.stringify(erased.body));
   t.same(await storage(), { bytes: 0, count: 0 }, 'their files are gone');
-  t.equal(Number((await sql('select count(*) from model_exports')).rows[0].count), 0);
+  t.equal(Number((await rowsOf<{ count: string }>('select count(*) from model_exports'))[0].count), 0);
 });
 
 t.test("trashing a project cancels its models' active exports", async (t) => {
