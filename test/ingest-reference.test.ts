@@ -12,6 +12,8 @@ import { createHash } from 'node:crypto';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
+import type { z } from 'zod';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
 import { sweepOrphanImageBlobs } from '../control-plane/src/images/image-blobs.ts';
 import { decodeImage } from '../control-plane/src/images/image-decode.ts';
 import { DELETED_WHILE_SYNCING } from '../control-plane/src/ingest/reference/reference-plan.ts';
@@ -55,8 +57,9 @@ const credentials = {
   endpoint: s3.endpoint,
   region: 'us-east-1',
 };
-const sql = async (text: string, params: unknown[] = []) =>
-  (await adminQuery(text, params, world.server.databaseUrl)).rows;
+/** Rows of a query, as `Row` (the columns a test reads). */
+const sql = async <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  (await adminQuery(text, params, world.server.databaseUrl)).rows as Row[];
 /** A plain GET of a signed URL, its JSON body read (for errors). */
 const fetched = async (url: string): Promise<Fetched<object>> => {
   const response = await fetch(url);
@@ -111,7 +114,7 @@ t.test('a YOLO layout in a bucket is indexed in place: splits, classes, boxes; o
   const job = await ingest('connected', reference('yolo'));
   t.equal(job.status, 'completed', job.error ?? '');
   t.match(job.result, { format: 'yolo', imagesAdded: 3, labelsAdded: 3 });
-  const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/connected', world.alice);
+  const { body } = await api<z.output<typeof DatasetRead>>('GET', '/api/datasets/alice/connected', world.alice);
   t.strictSame(body.dataset.classNames, ['cat', 'dog']);
   t.match(body.dataset, { imageCount: 3, splits: { train: 2, val: 1 }, annotationCount: 3 });
   t.match(body.dataset, {
@@ -150,7 +153,9 @@ t.test('a YOLO layout in a bucket is indexed in place: splits, classes, boxes; o
       t.ok(Math.abs(value - files[name].bbox[i]) < 1e-5, `${name}: box ${i}`),
     );
   }
-  const rows = await sql('select reference_key, reference_version from images order by reference_key');
+  const rows = await sql<{ reference_key: string; reference_version: string | null }>(
+    'select reference_key, reference_version from images order by reference_key',
+  );
   t.strictSame(
     rows.map((row) => row.reference_key),
     ['images/train/a.jpg', 'images/train/b.jpg', 'images/val/c.jpg'],
@@ -159,7 +164,7 @@ t.test('a YOLO layout in a bucket is indexed in place: splits, classes, boxes; o
     rows.every((row) => row.reference_version),
     'each image keeps the version it was read at',
   );
-  const stored = (await sql('select key from stored_objects')).map((row) => row.key as string);
+  const stored = (await sql<{ key: string }>('select key from stored_objects')).map((row) => row.key);
   t.equal(stored.filter((key) => key.includes('/thumbnails/')).length, 3, 'a thumbnail per image');
   t.strictSame(
     stored.filter((key) => key.includes('/images/')),
@@ -208,11 +213,11 @@ t.test(
       const lines = (await (await fetch(exported.body.downloadUrl)).text())
         .trim()
         .split('\n')
-        .map((line) => JSON.parse(line));
+        .map((line) => JSON.parse(line) as { type: string; file?: string; url?: string });
       const a = lines.find((line) => line.type === 'image' && line.file === 'a.jpg');
       t.ok(a, `a.jpg in the export${query}`);
       t.ok(
-        Buffer.from(await (await fetch(a.url)).arrayBuffer()).equals(files.a.bytes),
+        Buffer.from(await (await fetch(a!.url!)).arrayBuffer()).equals(files.a.bytes),
         `its url serves the object${query}`,
       );
     }
@@ -259,17 +264,17 @@ t.test('a re-sync picks up added, changed and removed files, keeping unchanged i
     Buffer.from(await (await fetch(after['a.jpg'].imageUrl!)).arrayBuffer()).equals(files.a.bytes),
     'the URL serves the new bytes',
   );
-  const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/connected', world.alice);
+  const { body } = await api<z.output<typeof DatasetRead>>('GET', '/api/datasets/alice/connected', world.alice);
   t.match(body.dataset, { imageCount: 3, splits: { train: 2, val: 1 }, annotationCount: 3 });
-  const thumbnails = (await sql("select key from stored_objects where key like '%/thumbnails/%'")).map(
-    (row) => row.key as string,
+  const thumbnails = (await sql<{ key: string }>("select key from stored_objects where key like '%/thumbnails/%'")).map(
+    (row) => row.key,
   );
   // A saved version (the export test's) keeps what it holds, as for any dataset.
   const wanted = (
-    await sql(`select distinct 'ws/' || d.workspace_id || '/thumbnails/' || h.hash || '.webp' as key
+    await sql<{ key: string }>(`select distinct 'ws/' || d.workspace_id || '/thumbnails/' || h.hash || '.webp' as key
                from (select dataset_id, hash from images union select v.dataset_id, vi.hash from dataset_version_images vi join dataset_versions v on v.id = vi.version_id) h
                join datasets d on d.id = h.dataset_id`)
-  ).map((row) => row.key as string);
+  ).map((row) => row.key);
   t.strictSame(
     thumbnails.sort(),
     wanted.sort(),
@@ -302,7 +307,7 @@ t.test('classification folders and COCO JSON are read in place as from an archiv
     status: 'completed',
     result: { format: 'classify-folders', imagesAdded: 3 },
   });
-  const { body } = await api<{ dataset: Record<string, any> }>('GET', '/api/datasets/alice/classes', world.alice);
+  const { body } = await api<z.output<typeof DatasetRead>>('GET', '/api/datasets/alice/classes', world.alice);
   t.match(body.dataset, { task: 'classify', classNames: ['cat', 'dog'], splits: { train: 2, val: 1 } });
 
   const image = await shapeImage({ format: 'jpeg', width: 64, height: 48, box: [8, 8, 16, 12] });
@@ -436,19 +441,26 @@ t.test(
     );
     const job = await waitForJob(t, world, world.alice, jobId);
     t.equal(job.status, 'completed', job.error ?? '');
-    const left = job.result!.skippedReasons[DELETED_WHILE_SYNCING] as number;
+    const result = job.result as {
+      imagesAdded: number;
+      skippedReasons: Record<string, number>;
+      skippedEntries: { path: string; reason: string }[];
+    };
+    const left = result.skippedReasons[DELETED_WHILE_SYNCING];
     t.ok(left > 0, `${left} files were gone when read`);
-    t.equal(job.result!.imagesAdded + left, count, 'every listed file is an image or left out');
+    t.equal(result.imagesAdded + left, count, 'every listed file is an image or left out');
     t.ok(
-      job
-        .result!.skippedEntries.filter((entry: { reason: string }) => entry.reason === DELETED_WHILE_SYNCING)
-        .every((entry: { path: string }) => deleted.includes(`gone/${entry.path}`)),
+      result.skippedEntries
+        .filter((entry) => entry.reason === DELETED_WHILE_SYNCING)
+        .every((entry) => deleted.includes(`gone/${entry.path}`)),
       'only deleted files are left out',
     );
     const indexed = (
-      await sql("select i.reference_key from images i join datasets d on d.id = i.dataset_id where d.slug = 'gone'")
+      await sql<{ reference_key: string }>(
+        "select i.reference_key from images i join datasets d on d.id = i.dataset_id where d.slug = 'gone'",
+      )
     ).map((row) => `gone/${row.reference_key}`);
-    t.equal(indexed.length, job.result!.imagesAdded);
+    t.equal(indexed.length, result.imagesAdded);
     t.ok(
       keys.slice(0, count / 2).every((key) => indexed.includes(key)),
       'every file still there is indexed',
@@ -467,13 +479,13 @@ t.test(
   'a thumbnail left by a sync whose process died is swept once nothing uses it; those of indexed images stay',
   async (t) => {
     const services = world.server.services();
-    const [{ id: workspaceId }] = await sql("select id from workspaces where handle = 'alice'");
+    const [{ id: workspaceId }] = await sql<{ id: string }>("select id from workspaces where handle = 'alice'");
     const orphan = await shapeImage({ format: 'jpeg', width: 90, height: 70 });
     const decoded = await decodeImage(orphan.bytes, 'orphan.jpg');
-    await storeImageFiles(services.em, services.storage, workspaceId as string, decoded, null);
+    await storeImageFiles(services.em, services.storage, workspaceId, decoded, null);
     const thumbnails = async () =>
-      (await sql("select key from stored_objects where key like '%/thumbnails/%' order by key")).map(
-        (row) => row.key as string,
+      (await sql<{ key: string }>("select key from stored_objects where key like '%/thumbnails/%' order by key")).map(
+        (row) => row.key,
       );
     const before = await thumbnails();
     t.ok(before.some((key) => key.includes(decoded.hash)));
@@ -534,7 +546,7 @@ t.test(
           path: request.url,
           headers: request.headers,
         },
-        async (answer) => {
+        (answer) => {
           if (!listing || answer.statusCode !== 200) {
             response.writeHead(answer.statusCode ?? 502, answer.headers);
             return void answer.pipe(response);
@@ -545,10 +557,12 @@ t.test(
                 `<Contents><Key>${encodeURIComponent(key)}</Key><Size>9</Size><ETag>"e"</ETag><LastModified>2026-01-01T00:00:00Z</LastModified></Contents>`,
             )
             .join('');
-          const body = Buffer.concat(await answer.toArray())
-            .toString()
-            .replace('</ListBucketResult>', `${entries}</ListBucketResult>`);
-          response.writeHead(200, { 'content-type': 'application/xml' }).end(body);
+          void answer.toArray().then((chunks: Buffer[]) => {
+            const body = Buffer.concat(chunks)
+              .toString()
+              .replace('</ListBucketResult>', `${entries}</ListBucketResult>`);
+            response.writeHead(200, { 'content-type': 'application/xml' }).end(body);
+          });
         },
       );
       forwarded.on('error', () => response.destroy());

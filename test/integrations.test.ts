@@ -67,8 +67,13 @@ const world: World = await startWorld(
 );
 const api = <T = Record<string, unknown>>(method: string, path: string, key: string, body?: unknown) =>
   call<T>(world.server, method, path, { key, body });
+/** The stored rows, with the columns these tests look at. */
 const rows = async () =>
-  (await adminQuery('select * from storage_integrations order by created_at', [], world.server.databaseUrl)).rows;
+  (await adminQuery('select * from storage_integrations order by created_at', [], world.server.databaseUrl)).rows as {
+    workspace_id: string;
+    credentials: Buffer;
+    credentials_key_id: string;
+  }[];
 
 t.test('discover lists the buckets the credentials can read and saves nothing', async (t) => {
   const all = await api<{ targets: string[] }>('POST', '/api/integrations/buckets/discover', world.alice, {

@@ -4,9 +4,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Gpu } from '@vp/protocol';
 import t from 'tap';
+import type { z } from 'zod';
 import { query } from '../control-plane/src/db/sql.ts';
 import { JOB_STATUSES } from '../control-plane/src/jobs/job.entity.ts';
+import { JobRead } from '../control-plane/src/jobs/job.schemas.ts';
 import { JOB_TRANSITIONS } from '../control-plane/src/jobs/job-transitions.ts';
+import { TrainingStarted } from '../control-plane/src/training/training.schemas.ts';
+import { MetricsAnswer } from '../control-plane/src/webhooks/webhook.schemas.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
@@ -27,7 +31,7 @@ const newModel = async (model: string) =>
     .id;
 const args = (data = 'ul://alice/datasets/shapes') => ({ model: 'yolo11n.yaml', data, epochs: 3, imgsz: 32 });
 const start = (modelId: string, data?: string) =>
-  call<Record<string, any>>(server, 'POST', '/api/training/start', {
+  call<z.output<typeof TrainingStarted>>(server, 'POST', '/api/training/start', {
     key: alice,
     body: { modelId, gpuType: 'rtx-4090', trainArgs: args(data) },
   });
@@ -41,7 +45,7 @@ const modelOf = async (slug: string) =>
     )
   ).body.model;
 const jobOf = async (jobId: string) =>
-  (await call<{ job: Record<string, any> }>(server, 'GET', `/api/jobs/${jobId}`, { key: alice })).body.job;
+  (await call<z.output<typeof JobRead>>(server, 'GET', `/api/jobs/${jobId}`, { key: alice })).body.job;
 const gpu: Gpu = {
   index: 0,
   model: 'NVIDIA GeForce RTX 4090',
@@ -65,7 +69,7 @@ t.test('concurrent starts of one model make one job; the others are told it is a
   const modelId = await newModel('raced');
   const answers = await Promise.all(Array.from({ length: 6 }, () => start(modelId)));
   t.same(
-    answers.map((answer) => answer.status).sort(),
+    answers.map((answer) => answer.status).sort((a, b) => a - b),
     [200, 409, 409, 409, 409, 409],
     JSON.stringify(answers.map((a) => a.body)),
   );
@@ -130,7 +134,7 @@ t.test('a training whose trainer reported completion is completed, not run again
   host.send({ type: 'job.accepted', jobId: assign.jobId });
   const key = assign.spec.env.ULTRALYTICS_API_KEY;
   const report = (body: Record<string, unknown>) =>
-    call<Record<string, any>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
+    call<z.output<typeof MetricsAnswer>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
   const run = await report({
     event: 'training_started',
     project: 'alice/detector',

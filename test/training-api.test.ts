@@ -3,6 +3,9 @@
 // cancellation through the webhook answers, bring-your-own-compute naming, tenant isolation.
 import type { Gpu, ServerMessage } from '@vp/protocol';
 import t from 'tap';
+import type { z } from 'zod';
+import { ModelTraining, TrainingStarted } from '../control-plane/src/training/training.schemas.ts';
+import { MetricsAnswer } from '../control-plane/src/webhooks/webhook.schemas.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
@@ -30,13 +33,14 @@ const args = (overrides: Record<string, unknown> = {}) => ({
   imgsz: 160,
   ...overrides,
 });
+/** Queued, or refused with `error`. */
 const start = (body: Record<string, unknown>, key = alice) =>
-  call<Record<string, any>>(server, 'POST', '/api/training/start', {
+  call<z.output<typeof TrainingStarted> & { error?: string }>(server, 'POST', '/api/training/start', {
     key,
     body: { modelId, gpuType: 'rtx-4090', ...body },
   });
 const metrics = (key: string, body: Record<string, unknown>) =>
-  call<Record<string, any>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
+  call<z.output<typeof MetricsAnswer>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
 const head = (key: string, path: string) =>
   fetch(`${server.url}${path}`, { method: 'HEAD', redirect: 'manual', headers: { authorization: `Bearer ${key}` } });
 /** The scripted host outlives the test that connects it. */
@@ -180,11 +184,14 @@ t.test(
         200,
       );
     }
-    const reading = await call<{ job: Record<string, any> }>(server, 'GET', '/api/models/alice/detector/m1/training', {
-      key: alice,
-    });
+    const reading = await call<z.output<typeof ModelTraining>>(
+      server,
+      'GET',
+      '/api/models/alice/detector/m1/training',
+      { key: alice },
+    );
     t.same(
-      reading.body.job.console,
+      reading.body.job!.console,
       ['10:00:01 Epoch 1/5', '10:00:02 loss 1.5'],
       'console lines, a retried chunk kept once',
     );
@@ -197,14 +204,14 @@ t.test(
       epochMetrics: { 'train/box_loss': 1.5, 'metrics/mAP50(B)': 0.25 },
       error: null,
     });
-    t.notOk('completedAt' in reading.body.job.progress, 'not ended: no completedAt');
+    t.notOk('completedAt' in reading.body.job!.progress, 'not ended: no completedAt');
     t.equal(
-      reading.body.job.timing.etaMs,
-      reading.body.job.timing.timePerEpochMs * 4,
+      reading.body.job!.timing.etaMs,
+      reading.body.job!.timing.timePerEpochMs * 4,
       'four epochs to go at the pace so far',
     );
     t.same(
-      reading.body.job.history.map((row: { epoch: number }) => row.epoch),
+      reading.body.job!.history.map((row: { epoch: number }) => row.epoch),
       [0],
     );
     t.equal(

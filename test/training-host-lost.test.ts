@@ -2,7 +2,10 @@
 // is charged for what the trainer ran, once, and its end is when the trainer finished, not when the host came back.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import t from 'tap';
+import type { z } from 'zod';
 import { query } from '../control-plane/src/db/sql.ts';
+import { ModelTraining } from '../control-plane/src/training/training.schemas.ts';
+import { MetricsAnswer } from '../control-plane/src/webhooks/webhook.schemas.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { WorkerClient, enrollHost } from './helpers/worker-client.ts';
@@ -22,10 +25,10 @@ const modelId = (
   await call<{ id: string }>(server, 'POST', '/api/models', { key: alice, body: { project: 'detector', model: 'm1' } })
 ).body.id;
 const metrics = (key: string, body: Record<string, unknown>) =>
-  call<Record<string, any>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
+  call<z.output<typeof MetricsAnswer>>(server, 'POST', '/api/webhooks/training/metrics', { key, body });
 const training = async () =>
-  (await call<{ job: Record<string, any> }>(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice }))
-    .body.job;
+  (await call<z.output<typeof ModelTraining>>(server, 'GET', '/api/models/alice/detector/m1/training', { key: alice }))
+    .body.job!;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 t.test('a trainer that completes while its agent is down: charged until it completed, ended then, once', async (t) => {
@@ -72,7 +75,7 @@ t.test('a trainer that completes while its agent is down: charged until it compl
   t.ok(completedAt - lostAt < GRACE_SECONDS * 1000, 'the trainer completed within the grace period');
   t.equal((await training()).status, 'completed', 'the run shows completed at once');
   await eventually(
-    async () => (await training()).compute.jobStatus === 'completed',
+    async () => (await training()).compute?.jobStatus === 'completed',
     "the lost host's job to end completed",
     20_000,
   );
@@ -103,7 +106,7 @@ t.test('a trainer that completes while its agent is down: charged until it compl
     'charged once, for that time',
   );
   t.ok(
-    Math.abs(Date.parse(ended.progress.completedAt) - completedAt) < 1000,
+    Math.abs(Date.parse(ended.progress.completedAt!) - completedAt) < 1000,
     'completedAt is when the trainer completed',
   );
 
