@@ -1,10 +1,9 @@
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { AuthPaths } from './auth-paths.ts';
 import { credentialHeaders } from './credentials.ts';
 import type { components, paths } from './schema.d.ts';
 
 /** Every request of the console goes through this client: same origin, cookies included, credentials added here. */
-export const api = createClient<paths & AuthPaths>({ baseUrl: '', credentials: 'same-origin' });
+export const api = createClient<paths>({ baseUrl: '', credentials: 'same-origin' });
 
 const withCredentials: Middleware = {
   onRequest({ request }) {
