@@ -9,7 +9,9 @@ import t from 'tap';
 import { expectError as isError } from './helpers/expect.ts';
 import { call, startTestServer, type Fetched } from './helpers/server.ts';
 
-type Tap = typeof t;
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 /** A 429's body carries when to retry. */
 const LIMITED = ['retryAfter', 'resetAt'];
 interface SessionBody {
@@ -47,7 +49,7 @@ const PASSWORDS = {
 
 /** `vpctl users password <username>` with the password on stdin, against the server's database. */
 function vpctlPassword(
-  t: Tap,
+  t: Teardown,
   username: string,
   password: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
