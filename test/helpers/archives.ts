@@ -170,7 +170,7 @@ export interface JobView {
   status: string;
   error: string | null;
   progress: { stage: string; percent: number; processed?: number; total?: number } | null;
-  result: Record<string, any> | null;
+  result: Record<string, unknown> | null;
 }
 
 /** Polls a job until it has ended (or `until` says so), failing the test after `seconds`. */
