@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { crc32, deflateSync, gzipSync } from 'node:zlib';
 import sharp from 'sharp';
 import t, { type Test } from 'tap';
+import { DatasetRead } from '../control-plane/src/datasets/dataset.schemas.ts';
+import { ImageList } from '../control-plane/src/images/image.schemas.ts';
 import {
   deflatedZeros,
   tarOf,
@@ -77,7 +79,7 @@ function resetPeak(): void {
 }
 
 /** Any API call; a 5xx fails the test at once. */
-async function api<T = Record<string, any>>(method: string, path: string, body?: unknown) {
+async function api<T = Record<string, unknown>>(method: string, path: string, body?: unknown) {
   const response = await call<T>(target.server, method, path, { key, body });
   if (response.status >= 500) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
   return response;
@@ -91,12 +93,11 @@ async function createDataset(slug: string): Promise<string> {
 
 /** What a failed ingest must leave alone: counters, classes, and every image with its split and labels. */
 async function snapshot(slug: string) {
-  const { dataset } = (await api<{ dataset: Record<string, any> }>('GET', `/api/datasets/admin/${slug}`)).body;
-  const listing = await api<{ images: Array<Record<string, any>> }>(
-    'GET',
-    `/api/datasets/admin/${slug}/images?limit=1000&includeLabels=true&includeThumbnails=false`,
+  const { dataset } = DatasetRead.parse((await api('GET', `/api/datasets/admin/${slug}`)).body);
+  const listing = ImageList.parse(
+    (await api('GET', `/api/datasets/admin/${slug}/images?limit=1000&includeLabels=true&includeThumbnails=false`)).body,
   );
-  const images = listing.body.images
+  const images = listing.images
     .map(({ id, hash, name, split, labels, error }) => ({ id, hash, name, split, labels, error }))
     .sort((a, b) => (a.id < b.id ? -1 : 1));
   const { task, classNames, imageCount, annotationCount, splits, errorCount } = dataset;
@@ -425,12 +426,14 @@ const ENTRY_MUTATIONS: Record<string, EntryMutation> = {
       ]);
     const text = String(entry[1]);
     if (rng.int(3) === 0) return void (entry[1] = text.slice(0, rng.int(text.length)));
-    const doc = JSON.parse(text) as Record<string, any>;
+    const doc = JSON.parse(text) as Record<string, unknown>;
     const field = rng.pick(['images', 'annotations', 'categories'] as const);
+    // The archive's own COCO file: each of these three is a list of objects.
+    const list = doc[field] as Array<Record<string, unknown>>;
     const value = rng.pick(JUNK_JSON_VALUES);
-    if (rng.int(2) === 0 || doc[field].length === 0) doc[field] = value;
+    if (rng.int(2) === 0 || list.length === 0) doc[field] = value;
     else
-      doc[field][rng.int(doc[field].length)][
+      list[rng.int(list.length)][
         rng.pick(['id', 'image_id', 'file_name', 'bbox', 'category_id', 'segmentation', 'keypoints', 'width', 'name'])
       ] = value;
     entry[1] = JSON.stringify(doc);
