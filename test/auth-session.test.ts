@@ -366,3 +366,20 @@ t.test('API keys work unchanged, and a bad key is not rescued by a cookie', asyn
   });
   isError(t, bad, 401, 'Invalid API key');
 });
+
+t.test("a user's sessions share one rate-limit budget (they can open any number)", async (t) => {
+  const limited = await startTestServer(t, { env: { RATE_LIMIT_DEFAULT: '3' } });
+  await limited.services().account.createUser('alice');
+  await limited.services().sessions.setByOperator('alice', PASSWORDS.alice);
+  const open = async () => {
+    const response = await call(limited, 'POST', '/api/auth/login', {
+      body: { username: 'alice', password: PASSWORDS.alice },
+    });
+    return cookieOf(response);
+  };
+  const [first, second] = [await open(), await open()];
+  const members = (cookie: string) =>
+    call(limited, 'GET', '/api/workspaces/alice/members', { headers: { cookie: `vp_session=${cookie}` } });
+  for (let i = 0; i < 3; i++) t.equal((await members(first)).status, 200);
+  isError(t, await members(second), 429, /Rate limit exceeded for default requests/, LIMITED);
+});

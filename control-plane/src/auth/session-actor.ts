@@ -14,7 +14,8 @@ export function isSessionActor(actor: KeyActor): boolean {
 export function sessionActor(row: SessionRow & { role: NonNullable<SessionRow['role']> }): KeyActor {
   return {
     kind: 'key',
-    keyId: `session:${row.id}`,
+    // The rate limits' subject (key:<keyId>): one budget for all of a user's sessions, which they can open at will.
+    keyId: `session:${row.user_id}`,
     keyPrefix: SESSION_KEY_PREFIX,
     workspaceId: row.workspace_id,
     workspaceHandle: row.handle,
