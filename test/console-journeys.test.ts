@@ -162,6 +162,15 @@ t.test('the control plane serves the console beside the API and the model page',
   // A program asking for JSON still gets the API's answers; the trainer's model page keeps its address.
   const api = await fetch(`${world.server.url}/api/nope`, { headers: html });
   t.match(api.headers.get('content-type'), /application\/json/, '/api is never a page');
+  const apiList = await fetch(`${world.server.url}/api/datasets/alice`, {
+    headers: { ...html, authorization: `Bearer ${world.alice}` },
+  });
+  t.match(
+    apiList.headers.get('content-type'),
+    /application\/json/,
+    '/api/datasets/{owner} stays the API, even for a browser',
+  );
+  t.equal(apiList.status, 200);
   const unknown = await fetch(`${world.server.url}/alice/datasets`, { headers: { accept: 'application/json' } });
   t.equal(unknown.status, 404, 'a JSON client gets no page');
   const model = await fetch(`${world.server.url}/alice/project-one/model-one`, { headers: html });

@@ -1,4 +1,5 @@
-import { createReadStream, existsSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../http/app-context.ts';
@@ -34,15 +35,16 @@ const ROOT_FILES = new Set(['/favicon.svg']);
 
 /**
  * The console's page addresses (the hosted platform's): `/`, `/signin`, `/{owner}/datasets[/{slug}[/...]]`. Other
- * three-part addresses stay the trainer's model page (models/model-page.ts); /api, /files, /svc are never pages.
+ * three-part addresses stay the trainer's model page (models/model-page.ts); /api, /files, /reference-files and /svc
+ * are never pages (`GET /api/datasets/{owner}` is the API's, whatever the browser accepts).
  */
-const PAGE_PATH = /^\/(?:signin\/?|[a-z0-9][a-z0-9-]{0,31}\/datasets(?:\/[^/]+)*\/?)?$/i;
+const PAGE_PATH =
+  /^\/(?:signin\/?|(?!(?:api|files|reference-files|svc)\/)[a-z0-9][a-z0-9-]{0,31}\/datasets(?:\/[^/]+)*\/?)?$/i;
 
 /** Serves console/dist: hashed assets cached for a year, index.html (never cached) for a browser opening a page. */
 export function consoleAssets(dist = CONSOLE_DIST): Middleware<AppState> {
-  let page: Buffer | undefined;
-  const index = () =>
-    (page ??= existsSync(join(dist, 'index.html')) ? readFileSync(join(dist, 'index.html')) : undefined);
+  // Read per request (a small file): a rebuild while the server runs changes the asset names it points to.
+  const index = () => readFile(join(dist, 'index.html')).catch(() => undefined);
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       await next();
@@ -66,8 +68,8 @@ export function consoleAssets(dist = CONSOLE_DIST): Middleware<AppState> {
       return;
     }
     // A program asking for JSON at an unknown address still gets the API's 404, not a page.
-    const html = index();
-    if (!html || !PAGE_PATH.test(path) || !(ctx.get('accept') || '').includes('text/html')) {
+    const html = PAGE_PATH.test(path) && (ctx.get('accept') || '').includes('text/html') ? await index() : undefined;
+    if (!html) {
       await next();
       return;
     }
