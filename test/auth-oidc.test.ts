@@ -1,5 +1,6 @@
 // Console sign-in through an OpenID Connect provider: a real oidc-provider on 127.0.0.1, a real control plane and
 // PostgreSQL, and a browser's part played by fetch with a cookie jar (redirects followed by hand).
+import { ConfigError, loadConfig } from '@vp/config';
 import t from 'tap';
 import { expectError as isError } from './helpers/expect.ts';
 import { startOidcProvider } from './helpers/oidc-provider.ts';
@@ -163,4 +164,22 @@ t.test('the provider refusing the sign-in is a 401', async (t) => {
     headers: { cookie: `vp_oidc_state=${state}` },
   });
   isError(t, refused, 401, /refused the sign-in: access_denied/);
+});
+
+t.test('OIDC settings come all together or not at all', async (t) => {
+  let thrown: unknown;
+  try {
+    loadConfig({ OIDC_ISSUER: oidc.issuer });
+  } catch (error) {
+    thrown = error;
+  }
+  t.ok(thrown instanceof ConfigError, 'a ConfigError: start-up stops with one line');
+  t.throws(() => loadConfig({ OIDC_ISSUER: oidc.issuer, OIDC_CLIENT_ID: 'x' }), {
+    message: /OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set together or not at all/,
+  });
+  t.throws(() => loadConfig({ OIDC_ISSUER: 'ftp://idp.example', OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'y' }), {
+    message: /OIDC_ISSUER must be an http\(s\) URL/,
+  });
+  t.equal(loadConfig({}).oidc, null);
+  t.match(loadConfig(oidc.env).oidc, { issuer: oidc.issuer, clientId: oidc.clientId, name: 'Single sign-on' });
 });

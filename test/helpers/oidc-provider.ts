@@ -83,6 +83,9 @@ export async function startOidcProvider(
         ],
         claims: { openid: ['sub'], profile: ['preferred_username', 'name'], email: ['email', 'email_verified'] },
         features: { devInteractions: { enabled: false } },
+        // Set, so the provider does not print a notice for each default it falls back to (its memory adapter and
+        // development keys still print one warning each: right for a test).
+        ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 600, IdToken: 600, Interaction: 600, Session: 600 },
         pkce: { required: () => true },
         findAccount: (_ctx: unknown, sub: string) =>
           accounts[sub] ? { accountId: sub, claims: () => ({ sub, ...accounts[sub] }) } : undefined,
