@@ -78,6 +78,15 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   const discs = stats.body.classes.find((entry) => entry.classId === 1)?.count ?? 0;
   t.ok(discs > 0, 'the seeded data holds discs');
   t.match(await classes.innerText(), new RegExp(`disc\\s+${discs} `), 'class shares show the API’s disc count');
+  const perImage = page.getByRole('region', { name: 'Objects per image' });
+  const perImageCounts = [...(await perImage.innerText()).matchAll(/(\d+) \(\d+\.\d %\)/g)].map((match) =>
+    Number(match[1]),
+  );
+  t.equal(
+    perImageCounts.reduce((sum, count) => sum + count, 0),
+    32,
+    'objects per image: the bins cover every image',
+  );
 
   const gallery = page.getByRole('region', { name: 'Image grid' });
   const status = page.getByRole('region', { name: 'Images' }).getByRole('status');

@@ -47,8 +47,25 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
         ) : (
           <p role="status">{stats.error ? stats.error.message : 'Counting classes…'}</p>
         )}
+        {stats.data ? (
+          <>
+            <ShareBars title="Objects per image" items={binsOf(stats.data.imageStats.objectsPerImageHistogram)} />
+            <ShareBars title="Image widths (pixels)" items={binsOf(stats.data.imageStats.widthHistogram)} />
+          </>
+        ) : null}
       </div>
       <Gallery owner={owner} dataset={slug} classNames={item.classNames} classColors={item.classColors} />
     </>
   );
+}
+
+/** Histogram bins as named shares; empty bins at either end left out. */
+function binsOf(bins: { bin: number; size: number; count: number }[]) {
+  const first = bins.findIndex((entry) => entry.count > 0);
+  const last = bins.findLastIndex((entry) => entry.count > 0);
+  const round = (value: number) => Math.round(value * 100) / 100;
+  return bins.slice(Math.max(first, 0), last + 1).map((entry) => ({
+    name: entry.size === 1 ? String(entry.bin) : `${round(entry.bin)}–${round(entry.bin + entry.size)}`,
+    value: entry.count,
+  }));
 }
