@@ -15,6 +15,7 @@ import { eventually } from './helpers/host-jobs.ts';
 import { runProgram, type Run } from './helpers/run-node.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
+import { ensureConsoleBuilt } from '../control-plane/src/console/console-build.ts';
 
 // Two bundle builds (cold on a fresh machine), three installs, two trainings: minutes, more on a busy machine.
 t.setTimeout(15 * 60_000);
@@ -60,11 +61,12 @@ async function buildBundle(source: string, version: string): Promise<number> {
  * node_modules and trainer venv (the models' build) are the checkout's.
  */
 async function sourcesWithExtraMigration(): Promise<string> {
+  await ensureConsoleBuilt({ info() {}, warn() {} }); // the bundle ships the console built, as build-bundle.sh does
   const copy = join(WORK, 'source-with-migration');
   rmSync(copy, { recursive: true, force: true });
   mkdirSync(copy, { recursive: true });
   await ok(
-    bash(`cd "${ROOT}" && git ls-files -z --cached --others --exclude-standard -- config protocol inference inference-server control-plane worker-agent installer package.json package-lock.json .npmrc LICENSE NOTICE README.md |
+    bash(`cd "${ROOT}" && { git ls-files -z --cached --others --exclude-standard -- config protocol inference inference-server control-plane worker-agent installer console package.json package-lock.json .npmrc LICENSE NOTICE README.md; find console/dist -type f -print0; } |
       xargs -0 sh -c 'for f; do [ -f "$f" ] && printf "%s\\0" "$f"; done' sh | tar -c --null -T - | tar -x -C "${copy}"`),
     'copy the sources',
   );
@@ -331,6 +333,12 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   );
   t.notMatch(first.output, /ul_[0-9a-f]{40}|SIGNING_SECRET=/, 'no key nor secret printed');
   t.ok(await ready(appliance.url), '/api/ready answers 200');
+  const consolePage = await fetch(`${appliance.url}/`);
+  t.match(
+    { status: consolePage.status, type: consolePage.headers.get('content-type'), body: await consolePage.text() },
+    { status: 200, type: /^text\/html/, body: /<script type="module"[^>]* src="\/assets\// },
+    'the installed appliance serves the built console at /',
+  );
   t.equal(
     (await ok(inContainer('stat', '-c', '%a %U', KEY_FILE, '/etc/vision-appliance/appliance.env'), 'stat')).trim(),
     '600 vision\n600 root',

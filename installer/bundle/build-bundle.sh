@@ -27,7 +27,7 @@ die() { log "$*"; exit 1; }
 mib() { echo "$(($1 / 1024 / 1024)) MiB"; }
 SECONDS=0
 
-WORKSPACES=(config protocol inference inference-server control-plane worker-agent installer)
+WORKSPACES=(config protocol inference inference-server control-plane worker-agent installer console)
 version=
 out=$PWD
 images=(vp-inference:latest)
@@ -101,8 +101,13 @@ list_sources() {
     find "${SOURCES[@]}" -name node_modules -prune -o -type f -print0
   fi
 }
+# The console ships built (console/dist, ignored by git; its build stamp matches the shipped sources, so an install,
+# which has no Vite, serves it as it is): built here when its sources changed since the checkout's last build.
+(cd "$repo" && "$node" --input-type=module -e "import { ensureConsoleBuilt } from './control-plane/src/console/console-build.ts';
+  await ensureConsoleBuilt({ info() {}, warn(_, message) { console.error(message); } });") || die "the console could not be built (above)"
+[ -f "$repo/console/dist/index.html" ] || die "no console/dist: run npm ci in the checkout first (it installs Vite)"
 sources=$work/sources.list
-(cd "$repo" && list_sources | while IFS= read -r -d '' file; do [ -f "$file" ] && printf '%s\0' "$file"; done | sort -z) >"$sources"
+(cd "$repo" && { list_sources; find console/dist -type f -print0; } | while IFS= read -r -d '' file; do [ -f "$file" ] && printf '%s\0' "$file"; done | sort -z) >"$sources"
 models=$("$repo/installer/models/build-models.sh" | tail -n 1) || die "the models could not be built (above): run .ci/run or installer/trainer/build-trainer-env.sh first (it needs the trainer's Python)"
 app_key=$( (cd "$repo" && xargs -0 sha256sum <"$sources" && sha256sum "$node") | cat - "$models/SHA256SUMS" <(echo "$modules_key") "$here/build-bundle.sh" | digest)
 app=$(entry app "$app_key")
