@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { Notifications } from '../db/notifications.ts';
-import { query } from '../db/sql.ts';
+import { notifyChannel } from '../db/notify.ts';
 import { Unauthorized, type HttpError } from '../http/errors.ts';
 import { tooManyRequests, type RateLimiter, type RateWait } from '../http/rate-limit.ts';
 import type { KeyActor } from './actor.ts';
@@ -23,7 +23,7 @@ const localAuthChanges = new EventEmitter().setMaxListeners(0);
  * once. A key cached again before that commit is dropped again when the NOTIFY arrives.
  */
 export async function announceAuthChange(em: EntityManager): Promise<void> {
-  await query(em, `select pg_notify('${AUTH_CHANNEL}', '')`);
+  await notifyChannel(em, AUTH_CHANNEL);
   localAuthChanges.emit('change');
 }
 

@@ -3,7 +3,7 @@
 // DEPLOYMENTS_CHANNEL at the change's commit, and this process's at once.
 import { EventEmitter } from 'node:events';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../db/sql.ts';
+import { notifyChannel } from '../db/notify.ts';
 
 export const DEPLOYMENTS_CHANNEL = 'vp_deployments_changed';
 
@@ -11,7 +11,7 @@ const localChanges = new EventEmitter().setMaxListeners(0);
 
 /** Inside the changing transaction: NOTIFY at its commit, and this process's routers told now. */
 export async function announceDeploymentChange(em: EntityManager): Promise<void> {
-  await query(em, `select pg_notify('${DEPLOYMENTS_CHANNEL}', '')`);
+  await notifyChannel(em, DEPLOYMENTS_CHANNEL);
   localChanges.emit('change');
 }
 

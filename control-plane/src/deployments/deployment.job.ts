@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { INFERENCE_SERVER, SERVER_ENV, SERVICE_PORT, SERVICE_ROUTES } from '@vp/inference-server/contract';
 import type { JobSpec } from '@vp/protocol';
-import { query } from '../db/sql.ts';
 import { exportById } from '../exports/export.store.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
+import { modelFullName } from '../models/model.store.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import type { Storage } from '../storage/storage.ts';
 import { revisionEnded } from './deployment-rollout.ts';
@@ -40,11 +40,7 @@ export class DeploymentJob implements HostJobKind {
     if (!onnx?.fileKey) throw new JobFailure("The model's ONNX export was deleted before the revision started");
     const token = await tokenOf(em, revision.id);
     // Answered as predict's metadata.model, as the control plane's own predict names it.
-    const [named] = await query<{ name: string }>(
-      em,
-      `select w.handle || '/' || p.slug || '/' || m.slug as name from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id where m.id = ?`,
-      [revision.modelId],
-    );
+    const modelName = await modelFullName(em, revision.modelId);
     return {
       environment: 'inference',
       command: [INFERENCE_SERVER],
@@ -52,7 +48,7 @@ export class DeploymentJob implements HostJobKind {
         [SERVER_ENV.model]: MODEL_FILE,
         [SERVER_ENV.token]: token,
         [SERVER_ENV.maxBytes]: String(this.maxBytes),
-        ...(named && { [SERVER_ENV.modelName]: named.name }),
+        ...(modelName !== undefined && { [SERVER_ENV.modelName]: modelName }),
       },
       workDir: `deployments/${revision.deploymentId}/${revision.number}/${attempt.attempt}`,
       gpus: { count: 0 },

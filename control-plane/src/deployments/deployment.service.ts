@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Region } from '@vp/config';
 import type { z } from 'zod';
+import { workspaceIdByHandle } from '../account/workspace.store.ts';
 import { requireKey, requireRole, roleIn } from '../auth/access.ts';
 import { requireEditorOfOwn } from '../auth/resource-access.ts';
 import type { Actor } from '../auth/actor.ts';
 import { slugify } from '../db/slugs.ts';
-import { query } from '../db/sql.ts';
 import type { ExportService } from '../exports/export.service.ts';
 import { Conflict, Forbidden, Invalid, NotFound, Unavailable } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
@@ -71,19 +71,19 @@ export class DeploymentService {
     owner: string,
     filter: z.output<typeof DeploymentListQuery>,
   ): Promise<z.input<typeof DeploymentList>> {
-    const [workspace] = await query<{ id: string }>(this.em, 'select id from workspaces where handle = ?', [owner]);
-    if (!workspace) throw NotFound(`Workspace ${owner} not found`);
+    const workspaceId = await workspaceIdByHandle(this.em, owner);
+    if (!workspaceId) throw NotFound(`Workspace ${owner} not found`);
     let modelId: string | undefined;
     if (filter.model) {
       const [project, slug] = filter.model.split('/') as [string, string];
       modelId = (await findModel(this.em, actor, owner, project, slug, 'view')).model.id;
-    } else if (!roleIn(requireKey(actor), workspace.id)) {
+    } else if (!roleIn(requireKey(actor), workspaceId)) {
       throw Forbidden(
         `Listing the deployments of "${owner}" needs a key of that workspace; others filter by one public model (model={project}/{model})`,
       );
     }
     const { rows, total } = await listDeployments(this.em, {
-      workspaceId: workspace.id,
+      workspaceId,
       status: filter.status,
       modelId,
       limit: filter.limit,

@@ -5,8 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { MAX_EMBED_DIMS } from '@vp/inference-server/contract';
 import { z } from 'zod';
-import { query } from '../db/sql.ts';
-import { jobOutputs, type JobOutput } from '../jobs/job-output.store.ts';
+import { deleteJobOutputs, jobOutputs, type JobOutput } from '../jobs/job-output.store.ts';
 import type { Storage } from '../storage/storage.ts';
 import { forgetObject } from '../storage/stored-object.store.ts';
 import { CHUNK_OUTPUTS } from './embedding-chunk.job.ts';
@@ -99,7 +98,7 @@ export async function removeChunkOutputs(em: EntityManager, storage: Storage, jo
     await storage.store.delete(output.storageKey);
     await forgetObject(em, output.storageKey);
   }
-  await query(em, 'delete from job_outputs where job_id = ?', [jobId]);
+  await deleteJobOutputs(em, jobId);
 }
 
 /** The object's bytes, refused past `max` whatever its record or the store says. */

@@ -8,7 +8,7 @@ import {
   type EmbedManifest,
 } from '@vp/inference-server/contract';
 import type { JobSpec } from '@vp/protocol';
-import { query } from '../db/sql.ts';
+import { hostRunsService } from '../workers/host.store.ts';
 import { imageFileUrl } from '../images/image-bytes.ts';
 import { MAX_IMAGE_BYTES } from '../ingest/ingest-staging.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
@@ -63,10 +63,8 @@ export class EmbeddingChunkJob implements HostJobKind {
     const analysis = await isRunningAttempt(em, payload.analysisJobId, payload.analysisAttempt);
     if (!analysis) throw new JobFailure('Its dataset analysis is no longer running');
     // Placement knows no environments: a host that cannot run the inference server fails the chunk here, not in a pull.
-    const [host] = await query(em, `select 1 from hosts where id = ? and 'inference' = any(services)`, [
-      attempt.hostId,
-    ]);
-    if (!host) throw new JobFailure(`Its host ${attempt.hostId} does not run the inference environment`);
+    if (!(await hostRunsService(em, attempt.hostId, 'inference')))
+      throw new JobFailure(`Its host ${attempt.hostId} does not run the inference environment`);
     // Signed per attempt, so a chunk that waited long or moved to another host gets fresh URLs.
     const url = (key: string, filename?: string) =>
       this.storage.urls.download(key, { expiresInSeconds: URL_SECONDS, ...(filename && { filename }) });

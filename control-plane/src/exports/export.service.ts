@@ -5,7 +5,6 @@ import { KNOWN_GPU_TYPE_IDS } from '@vp/protocol';
 import type { z } from 'zod';
 import { requireKey } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
 import { Conflict, Forbidden, HttpError, Invalid, NotFound, Unavailable } from '../http/errors.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { enqueueJob } from '../jobs/job-queue.ts';
@@ -17,6 +16,7 @@ import { digestOf } from '../storage/md5-of.ts';
 import { BAD_SIGNATURE } from '../storage/signed-url.ts';
 import type { Storage } from '../storage/storage.ts';
 import { forgetObject } from '../storage/stored-object.store.ts';
+import { liveHostsLackingExporter } from '../workers/host.store.ts';
 import { normalizeArgs, type ExportArgs, type NormalizedArgs } from './export-args.ts';
 import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
@@ -236,7 +236,7 @@ export class ExportService {
       signature: signed.searchParams.get('signature')!,
     });
     return {
-      importUrl: `${this.storage.signer.baseUrl()}${mobilePath(record.id)}#${fragment}`,
+      importUrl: `${this.storage.signer.baseUrl()}${mobilePath(record.id)}#${fragment.toString()}`,
       expiresAt: expiresAt.toISOString(),
     };
   }
@@ -350,25 +350,19 @@ export class ExportService {
   private async requireExporter(workspaceId: string, format: ExportFormatId, gpuType: string | null): Promise<void> {
     if (await someHostOffers(this.em, workspaceId, { gpuType: gpuType ?? 'cpu', toolchain: format }, this.graceSeconds))
       return;
-    const [missing] = await query<{ reason: string | null; hosts: string }>(
-      this.em,
-      `select (array_agg(h.missing_exporters->>? order by h.last_heartbeat_at desc) filter (where h.missing_exporters->>? is not null))[1] as reason, count(*) as hosts
-       from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?) and (h.workspace_id is null or h.workspace_id = ?)
-         and not (? = any(h.exporters))`,
-      [format, format, this.graceSeconds, workspaceId, format],
-    );
+    const missing = await liveHostsLackingExporter(this.em, workspaceId, format, this.graceSeconds);
     const toolchain = `the ${format} toolchain`;
     if (gpuType) {
       throw new HttpError(
         503,
-        `No connected worker host with a ${gpuType} GPU can export to engine; the host needs a ${gpuType} GPU and ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`,
+        `No connected worker host with a ${gpuType} GPU can export to engine; the host needs a ${gpuType} GPU and ${toolchain}${missing.reason ? ` (${missing.reason})` : ''}`,
       );
     }
-    if (Number(missing?.hosts ?? 0) === 0 && !missing?.reason)
+    if (missing.hosts === 0 && !missing.reason)
       throw new HttpError(503, `No worker host can export to ${format}: no worker host is connected`);
     throw new HttpError(
       503,
-      `No worker host can export to ${format}: its trainer environment lacks ${toolchain}${missing?.reason ? ` (${missing.reason})` : ''}`,
+      `No worker host can export to ${format}: its trainer environment lacks ${toolchain}${missing.reason ? ` (${missing.reason})` : ''}`,
     );
   }
 }

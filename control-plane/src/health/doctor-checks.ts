@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { signingSecretFile, type AppConfig } from '@vp/config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../db/ids.ts';
+import { appliedMigrationNames, databaseClockMs } from '../db/database-health.ts';
 import { migrationState } from '../db/migration-state.ts';
-import { query } from '../db/sql.ts';
 import { agentOutdated } from '../hosts/agent-version.ts';
 import { RELEASE_VERSION } from '../release-version.ts';
 import { openBlobStore } from '../storage/store-from-config.ts';
@@ -68,13 +68,7 @@ export function signingSecretCheck(own: { secret?: string; source: string }): Ch
 
 export async function migrationsCheck(em: EntityManager): Promise<CheckResult> {
   const check = 'migrations';
-  const [{ present }] = await query<{ present: boolean }>(
-    em,
-    "select to_regclass('schema_migrations') is not null as present",
-  );
-  const executed = present
-    ? (await query<{ name: string }>(em, 'select name from schema_migrations order by id')).map((row) => row.name)
-    : [];
+  const executed = await appliedMigrationNames(em);
   const { pending, unknown } = migrationState(executed);
   if (unknown.length > 0) {
     return {
@@ -99,8 +93,8 @@ export async function migrationsCheck(em: EntityManager): Promise<CheckResult> {
 export async function clockCheck(em: EntityManager): Promise<CheckResult> {
   const check = 'clock';
   const before = Date.now();
-  const [row] = await query<{ ms: string }>(em, 'select extract(epoch from clock_timestamp()) * 1000 as ms');
-  const skew = (Date.now() + before) / 2 - Number(row.ms);
+  const databaseMs = await databaseClockMs(em);
+  const skew = (Date.now() + before) / 2 - databaseMs;
   const seconds = Math.abs(skew) / 1000;
   const message = `this machine's clock is ${seconds.toFixed(2)} s ${skew >= 0 ? 'ahead of' : 'behind'} the database's`;
   if (seconds > CLOCK_SKEW_WARN_SECONDS) {

@@ -2,7 +2,7 @@
 import type { AppConfig } from '@vp/config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
-import { query } from '../db/sql.ts';
+import { databaseVersion } from '../db/database-health.ts';
 import { openDatabase } from '../server.ts';
 import {
   agentVersionsCheck,
@@ -59,10 +59,7 @@ async function reachDatabase(
   let opened: Awaited<ReturnType<typeof openDatabase>> | undefined;
   try {
     opened = await openDatabase(config, log, { migrations: 'leave' });
-    const [{ version }] = await query<{ version: string }>(
-      opened.orm.em.fork() as EntityManager,
-      "select split_part(version(), ' on ', 1) as version",
-    );
+    const version = await databaseVersion(opened.orm.em.fork() as EntityManager);
     const result: CheckResult = opened.embedded?.startedHere
       ? {
           status: 'WARN',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pingDatabase } from '../db/database-health.ts';
 import { defineRoute } from '../http/define-route.ts';
 import { Unavailable } from '../http/errors.ts';
 
@@ -26,7 +27,7 @@ export const readiness = defineRoute({
   errors: [503],
   handler: async (ctx) => {
     try {
-      await ctx.state.em.getConnection().execute('select 1');
+      await pingDatabase(ctx.state.em);
     } catch {
       throw Unavailable('Database unreachable');
     }

@@ -4,10 +4,10 @@ import type { z } from 'zod';
 import { Workspace } from '../account/workspace.entity.ts';
 import { requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { query } from '../db/sql.ts';
 import { DEPLOYMENT_REGIONS } from '../deployments/deployment-sizes.ts';
 import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { runningJobsOfHosts } from '../jobs/job.store.ts';
+import { lockHostRow } from '../workers/host.store.ts';
 import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/errors.ts';
 import { agentOutdated } from './agent-version.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
@@ -215,7 +215,7 @@ export class HostService {
   private async remove(host: Host): Promise<Host> {
     await this.em.transactional(async (em) => {
       // The host row first, as a session's writes take it (then its jobs): never the other way round, so no deadlock.
-      await query(em, 'select id from hosts where id = ? for update', [host.id]);
+      await lockHostRow(em, host.id);
       // Its jobs end as cancelled now; closing the socket (below, through the key's revocation) makes the agent stop them.
       await this.lifecycle.cancelOnHost(em, host.id);
       await em.nativeDelete(Host, { id: host.id });

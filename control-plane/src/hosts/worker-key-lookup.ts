@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { notifyChannel } from '../db/notify.ts';
 import { WORKER_KEY_PATTERN, hashSecret } from './worker-key-format.ts';
+import { hostOfWorkerKeyHash } from './worker-key.store.ts';
 
 /** Announced with the host id whenever a host's key is revoked, so the socket layer can drop that host's connection. */
 export const WORKER_KEYS_CHANNEL = 'vp_worker_keys_changed';
@@ -19,16 +21,10 @@ export interface WorkerIdentity {
  */
 export async function findWorkerByKey(em: EntityManager, key: string): Promise<WorkerIdentity | null> {
   if (!WORKER_KEY_PATTERN.test(key)) return null;
-  const rows = await em
-    .getConnection()
-    .execute<Array<{ host_id: string; name: string; workspace_id: string | null; prefix: string }>>(
-      'select h.id as host_id, h.name, h.workspace_id, k.prefix from worker_keys k join hosts h on h.id = k.host_id where k.key_hash = ?',
-      [hashSecret(key)],
-    );
-  const row = rows[0];
+  const row = await hostOfWorkerKeyHash(em, hashSecret(key));
   return row ? { hostId: row.host_id, hostName: row.name, workspaceId: row.workspace_id, keyPrefix: row.prefix } : null;
 }
 
 export async function announceWorkerKeyChange(em: EntityManager, hostId: string): Promise<void> {
-  await em.getConnection().execute('select pg_notify(?, ?)', [WORKER_KEYS_CHANNEL, hostId]);
+  await notifyChannel(em, WORKER_KEYS_CHANNEL, hostId);
 }

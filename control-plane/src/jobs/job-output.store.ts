@@ -46,6 +46,11 @@ export async function recordJobOutput(em: EntityManager, output: JobOutput): Pro
   return previous && previous.storage_key !== output.storageKey ? previous.storage_key : null;
 }
 
+/** Removes the records of a job's outputs (their objects are the caller's to delete). */
+export async function deleteJobOutputs(em: EntityManager, jobId: string): Promise<void> {
+  await query(em, 'delete from job_outputs where job_id = ?', [jobId]);
+}
+
 /** The outputs of a job, by name. */
 export async function jobOutputs(em: EntityManager, jobId: string): Promise<JobOutput[]> {
   const rows = await query<JobOutputRow>(

@@ -123,7 +123,7 @@ export class JobRunner {
       if (!job) return;
       const controller = new AbortController();
       if (job.cancel_requested) controller.abort('cancelled');
-      const done = this.execute(job, controller).finally(() => {
+      const done = this.runClaimed(job, controller).finally(() => {
         this.running.delete(job.id);
         this.wake();
       });
@@ -131,7 +131,7 @@ export class JobRunner {
     }
   }
 
-  private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
+  private async runClaimed(job: ClaimedJob, controller: AbortController): Promise<void> {
     const em = this.orm.em.fork() as EntityManager;
     const log = this.log.child({ jobId: job.id, kind: job.kind });
     let pending: JobProgress | undefined;
@@ -167,7 +167,7 @@ export class JobRunner {
       },
     };
     const renewTimer = setInterval(
-      () => this.renew(job.id, controller).catch((error) => log.warn({ err: error }, 'lease renewal failed')),
+      () => void this.renew(job.id, controller).catch((error) => log.warn({ err: error }, 'lease renewal failed')),
       (this.leaseSeconds * 1000) / 3,
     );
     const handler = this.handlers[job.kind];

@@ -30,6 +30,16 @@ export async function modelRefByPath(
   return row;
 }
 
+/** The model's full name, `workspace/project/model` (its handle and slugs), if it exists (in trash or not). */
+export async function modelFullName(em: EntityManager, modelId: string): Promise<string | undefined> {
+  const [model] = await query<{ name: string }>(
+    em,
+    `select w.handle || '/' || p.slug || '/' || m.slug as name from models m join projects p on p.id = m.project_id join workspaces w on w.id = m.workspace_id where m.id = ?`,
+    [modelId],
+  );
+  return model?.name;
+}
+
 /** Whether the model exists and is not in trash (its project may be). */
 export async function isModelLive(em: EntityManager, modelId: string): Promise<boolean> {
   const [model] = await query<{ live: boolean }>(em, 'select deleted_at is null as live from models where id = ?', [

@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
-  ACTIVE_JOB,
   claimTrashedDataset,
   datasetFiles,
   deleteDataset,
@@ -26,13 +25,6 @@ import { forgetObject } from '../storage/stored-object.store.ts';
 
 export const TRASH_TYPES = ['project', 'dataset', 'model'] as const;
 export type TrashType = (typeof TRASH_TYPES)[number];
-
-export const TRASH_TABLES = { project: 'projects', dataset: 'datasets', model: 'models' } as const satisfies Record<
-  TrashType,
-  string
->;
-
-export { ACTIVE_JOB };
 
 /**
  * What bulk erasing picks, in this order: models trashed on their own (so they count as deleted items,

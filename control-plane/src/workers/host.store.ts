@@ -218,3 +218,34 @@ export async function connectedHostReplica(
   );
   return host;
 }
+
+/** Locks the host's row until the transaction ends, as a session's writes take it (before its jobs' rows). */
+export async function lockHostRow(tx: EntityManager, hostId: string): Promise<void> {
+  await query(tx, 'select id from hosts where id = ? for update', [hostId]);
+}
+
+/** Whether the host exists and runs `service` (an environment such as 'inference'), connected or not. */
+export async function hostRunsService(em: EntityManager, hostId: string, service: string): Promise<boolean> {
+  const [host] = await query(em, 'select 1 from hosts where id = ? and ? = any(services)', [hostId, service]);
+  return host !== undefined;
+}
+
+/**
+ * The live connected hosts (heard from within `graceSeconds`) the workspace may use whose trainer environment lacks
+ * the export format's toolchain: how many, and the reason the most recently heard of them reported, if any.
+ */
+export async function liveHostsLackingExporter(
+  em: EntityManager,
+  workspaceId: string,
+  format: string,
+  graceSeconds: number,
+): Promise<{ hosts: number; reason: string | null }> {
+  const [row] = await query<{ reason: string | null; hosts: string }>(
+    em,
+    `select (array_agg(h.missing_exporters->>? order by h.last_heartbeat_at desc) filter (where h.missing_exporters->>? is not null))[1] as reason, count(*) as hosts
+     from hosts h where h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?) and (h.workspace_id is null or h.workspace_id = ?)
+       and not (? = any(h.exporters))`,
+    [format, format, graceSeconds, workspaceId, format],
+  );
+  return { hosts: Number(row?.hosts ?? 0), reason: row?.reason ?? null };
+}
