@@ -160,7 +160,7 @@ export async function startServer(
   const summaryFigures = new SummaryFigures(orm.em);
   summaryFigures.listen(notifications);
   const pruneTimer = setInterval(
-    () => rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')),
+    () => void rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')),
     60_000,
   );
   pruneTimer.unref();
@@ -327,7 +327,7 @@ export async function startServer(
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);
       await drained;
-      await Promise.allSettled([...inFlight]);
+      await Promise.allSettled(inFlight);
       clearTimeout(grace);
       // Running jobs stop and go back to the queue, for this process after a restart or another replica; then the
       // inference they use (a batch auto-annotation, an analysis) closes.

@@ -58,15 +58,20 @@ export class Notifications {
     if (this.stopped || this.retryTimer) return;
     this.log.warn({ err: error }, 'notification connection lost; reconnecting');
     this.client = undefined;
-    this.retryTimer = setTimeout(async () => {
+    this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
-      try {
-        await this.start();
-        for (const handler of this.reconnectHandlers) handler();
-      } catch (retryError) {
-        this.scheduleReconnect(retryError as Error);
-      }
+      void this.reconnect();
     }, 1000);
+  }
+
+  /** Never rejects: a failed try schedules the next. */
+  private async reconnect(): Promise<void> {
+    try {
+      await this.start();
+      for (const handler of this.reconnectHandlers) handler();
+    } catch (retryError) {
+      this.scheduleReconnect(retryError as Error);
+    }
   }
 
   async stop(): Promise<void> {

@@ -23,7 +23,10 @@ const MAX_REMEMBERED = 10_000;
 export function serviceUrl(deps: { authenticator: Authenticator; traffic: DeploymentTraffic }): Middleware<AppState> {
   const workspaces = new Map<string, string>();
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(SERVICE_URL_PREFIX)) return next();
+    if (!ctx.path.startsWith(SERVICE_URL_PREFIX)) {
+      await next();
+      return;
+    }
     const match = SERVICE_PATH.exec(ctx.path);
     if (!match)
       throw NotFound(

@@ -50,7 +50,7 @@ export class DeploymentTraffic {
   ): Promise<UpstreamAnswer & { latencyMs: number }> {
     const at = new Date();
     const started = performance.now();
-    const done = (status: number, responseBytes: number) => {
+    const recordEnd = (status: number, responseBytes: number) => {
       this.router.touched(deploymentId);
       if (!origin) return;
       const latencyMs = performance.now() - started;
@@ -71,11 +71,11 @@ export class DeploymentTraffic {
     try {
       answer = await this.proxy.send(await this.router.upstream(em, deploymentId), call);
     } catch (error) {
-      done(error instanceof HttpError ? error.status : 500, 0);
+      recordEnd(error instanceof HttpError ? error.status : 500, 0);
       throw error;
     }
     const latencyMs = performance.now() - started;
-    void answer.ended.then(({ bytes, failure }) => done(failure?.status ?? answer.status, bytes));
+    void answer.ended.then(({ bytes, failure }) => recordEnd(failure?.status ?? answer.status, bytes));
     return { ...answer, latencyMs };
   }
 

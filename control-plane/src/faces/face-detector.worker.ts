@@ -20,7 +20,10 @@ const session = ort.InferenceSession.create(workerData as string, {
   graphOptimizationLevel: 'all',
 });
 
-parentPort!.on('message', async ({ id, pixels, width, height, threshold }: DetectRequest) => {
+// detect answers every request itself, an error included.
+parentPort!.on('message', (request: DetectRequest) => void detect(request));
+
+async function detect({ id, pixels, width, height, threshold }: DetectRequest): Promise<void> {
   try {
     const model = await session;
     const out = await model.run({ [model.inputNames[0]]: new ort.Tensor('float32', pixels, [1, 3, height, width]) });
@@ -35,4 +38,4 @@ parentPort!.on('message', async ({ id, pixels, width, height, threshold }: Detec
       error: error instanceof Error ? error.message : String(error),
     } satisfies DetectReply);
   }
-});
+}

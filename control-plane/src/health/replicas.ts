@@ -41,7 +41,7 @@ export async function recordReplica(fork: () => EntityManager, secret: string, l
   await forgetReplicasUnseenFor(fork(), FORGOTTEN_AFTER_HOURS);
   await seen();
   const timer = setInterval(
-    () => seen().catch((error) => log.warn({ err: error }, 'recording this replica failed')),
+    () => void seen().catch((error) => log.warn({ err: error }, 'recording this replica failed')),
     REPLICA_SEEN_SECONDS * 1000,
   );
   timer.unref();

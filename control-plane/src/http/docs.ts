@@ -22,7 +22,10 @@ const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui',
 /** /openapi.json and the interactive reference at /api/docs, served from local files (no CDN). */
 export function docsMiddleware(document: () => string): Middleware<AppState> {
   return async (ctx, next) => {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      await next();
+      return;
+    }
     if (ctx.path === '/openapi.json') {
       ctx.type = 'application/json';
       ctx.body = document();
@@ -39,7 +42,7 @@ export function docsMiddleware(document: () => string): Middleware<AppState> {
       ctx.set('Cache-Control', 'public, max-age=86400');
       ctx.body = createReadStream(join(swaggerDir, name));
     } else {
-      return next();
+      await next();
     }
   };
 }

@@ -82,7 +82,10 @@ const MODEL_PATH = /^\/([a-z0-9][a-z0-9._-]{0,99})\/[a-z0-9][a-z0-9._-]{0,99}\/[
 export function modelPage(routes: RouteDefinition[]): Middleware<AppState> {
   const reserved = new Set([...routes.map((route) => route.path.split('/')[1]), SERVICE_URL_PREFIX.split('/')[1]]);
   return async (ctx, next) => {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      await next();
+      return;
+    }
     const asset = ASSETS[ctx.path];
     const owner = MODEL_PATH.exec(ctx.path)?.[1];
     if (asset) {
@@ -94,7 +97,7 @@ export function modelPage(routes: RouteDefinition[]): Middleware<AppState> {
       ctx.set('Content-Security-Policy', "default-src 'self'; frame-ancestors 'none'");
       ctx.body = PAGE;
     } else {
-      return next();
+      await next();
     }
   };
 }
