@@ -104,9 +104,11 @@ async function tell(em: EntityManager, live: LiveServer): Promise<void> {
 
 /** The first `max` bytes of the body as text; the rest is not read. */
 async function opening(response: Response, max: number): Promise<string> {
+  if (!response.body) return '';
   const chunks: Uint8Array[] = [];
   let bytes = 0;
-  for await (const chunk of response.body ?? []) {
+  // fetch's body is bytes; its declared type leaves the chunks untyped.
+  for await (const chunk of response.body as ReadableStream<Uint8Array>) {
     chunks.push(chunk);
     bytes += chunk.length;
     if (bytes >= max) break;

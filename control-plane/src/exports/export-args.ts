@@ -99,8 +99,10 @@ export function normalizeArgs(format: ExportFormatId, args: ExportArgs): Normali
       throw Invalid(
         `${name} is not supported for format ${format} (it takes ${spec.args.filter((arg) => arg !== 'device').join(', ')})`,
       );
+    // [n, n] is n; read through args.imgsz, whose type is known (`value` also spans device's unknown).
+    const { imgsz } = args;
     normalized[name] =
-      name === 'imgsz' && Array.isArray(value) && value[0] === value[1] ? value[0]! : (value as NormalizedArgs[string]);
+      name === 'imgsz' && Array.isArray(imgsz) && imgsz[0] === imgsz[1] ? imgsz[0] : (value as NormalizedArgs[string]);
   }
   const quantize = quantizeFor(format, args.quantize);
   if (quantize === null) delete normalized.quantize;

@@ -8,7 +8,9 @@ function textsOf(value: unknown, into: string[]): void {
       if (!Array.isArray(value)) into.push(key);
       textsOf(inner, into);
     }
-  } else into.push(String(value));
+  } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+    into.push(String(value));
+  }
 }
 
 /** What the images search filter matches: the file name and the custom metadata's keys and values, lower-cased. */

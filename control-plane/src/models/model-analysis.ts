@@ -23,7 +23,11 @@ const count = (value: unknown) =>
 
 /** A stored row: the trainer's [hash, tp, fp, fn] as saved ({ image, tp, fp, fn }), or an array from its extremes. */
 function row(value: unknown): Row | null {
-  if (Array.isArray(value)) return row({ image: value[0], tp: value[1], fp: value[2], fn: value[3] });
+  if (Array.isArray(value)) {
+    const cells: unknown[] = value;
+    const [image, tp, fp, fn] = cells;
+    return row({ image, tp, fp, fn });
+  }
   if (!value || typeof value !== 'object') return null;
   const { image, tp, fp, fn } = value as Record<string, unknown>;
   return typeof image === 'string' ? { hash: image, tp: count(tp), fp: count(fp), fn: count(fn) } : null;

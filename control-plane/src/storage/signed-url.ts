@@ -34,7 +34,7 @@ export class UrlSigner {
     const query = new URLSearchParams({ expires: String(expires) });
     if (filename !== undefined) query.set('filename', filename);
     query.set('signature', this.signature({ method, path, expiresAt: expires, filename }));
-    return `${this.baseUrl()}${path}?${query}`;
+    return `${this.baseUrl()}${path}?${query.toString()}`;
   }
 
   /** Throws 403 for a missing, tampered, expired or other-method signature. */

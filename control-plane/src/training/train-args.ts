@@ -16,14 +16,10 @@ const Scalar = z.union([
 
 export const TrainArgs = z
   .object({
-    model: z
-      .string()
-      .min(1)
-      .max(300)
-      .meta({
-        description:
-          'A model YAML (train from scratch, e.g. yolo11n.yaml) or ul://owner/project/model (fine-tune from its weights)',
-      }),
+    model: z.string().min(1).max(300).meta({
+      description:
+        'A model YAML (train from scratch, e.g. yolo11n.yaml) or ul://owner/project/model (fine-tune from its weights)',
+    }),
     data: z.string().min(1).max(300).meta({ description: 'ul://owner/datasets/slug' }),
     epochs: z.number().int().min(1).max(10_000),
   })
@@ -56,7 +52,10 @@ interface Target {
 const deviceOf = (gpuCount: number) =>
   gpuCount === 0 ? 'cpu' : Array.from({ length: gpuCount }, (_, index) => index).join(',');
 
-const format = (value: unknown): string =>
+/** An argument's value as the schema takes it (a scalar or a list of them), or one the platform sets. */
+type ArgValue = z.output<typeof Scalar> | Array<z.output<typeof Scalar>>;
+
+const format = (value: ArgValue): string =>
   Array.isArray(value)
     ? `[${value.map(format).join(',')}]`
     : value === null
@@ -73,7 +72,7 @@ const format = (value: unknown): string =>
  */
 export function trainCommand(args: TrainArgs, target: Target): string[] {
   const device = deviceOf(target.gpuCount);
-  const fixed: Record<string, unknown> = {
+  const fixed: Record<string, ArgValue> = {
     project: `${target.owner}/${target.project}`,
     name: target.model,
     exist_ok: true,

@@ -22,6 +22,15 @@ type Data = Record<string, unknown>;
 
 const record = (value: unknown): Data =>
   value && typeof value === 'object' && !Array.isArray(value) ? (value as Data) : {};
+/** A reported field as text: a string as is, a number or boolean written out, anything else `fallback`. */
+const text = (value: unknown, fallback: string): string =>
+  typeof value === 'string'
+    ? value
+    : typeof value === 'number' || typeof value === 'boolean'
+      ? String(value)
+      : fallback;
+/** A validation row as the trainer sends it ([hash, tp, fp, fn]), kept as an object. */
+const analysisRow = ([image, tp, fp, fn]: unknown[]) => ({ image, tp, fp, fn });
 const int = (value: unknown): number | null => (typeof value === 'number' && Number.isInteger(value) ? value : null);
 const received = (key: KeyActor, envelope: Envelope) =>
   ({ received: true, event: envelope.event, mode: key.jobScope ? 'cloud' : 'remote' }) as const;
@@ -129,20 +138,20 @@ export class TrainingEventsService {
           em,
           run.id,
           chunkId,
-          String(data.content ?? '').slice(0, 1_000_000),
+          text(data.content, '').slice(0, 1_000_000),
           int(data.lineCount) ?? 0,
         );
         return;
       }
       case 'checkpoint_saved':
-        return this.checkpoint(em, String(data.modelPath ?? ''), model, run);
+        return this.checkpoint(em, text(data.modelPath, ''), model, run);
       case 'training_complete':
         return this.complete(em, data, model, run);
       case 'training_failed':
         // A run already ended (cancelled, or taken for dead) keeps that end.
         await endRun(em, run.id, {
           outcome: 'failed',
-          error: String(data.error ?? 'Training failed').slice(0, 10_000),
+          error: text(data.error, 'Training failed').slice(0, 10_000),
         });
         return;
       case 'training_progress':
@@ -194,9 +203,7 @@ export class TrainingEventsService {
       classNames: Array.isArray(data.classNames) ? data.classNames.map(String) : model.classNames,
       trainResults: trainResults(history),
       plots: Array.isArray(data.plots) ? data.plots : [],
-      analysis: rows.map((row) =>
-        Array.isArray(row) ? { image: row[0], tp: row[1], fp: row[2], fn: row[3] } : record(row),
-      ),
+      analysis: rows.map((row) => (Array.isArray(row) ? analysisRow(row) : record(row))),
       validationExtremes:
         rows.length > 0 ? { population: int(validation.population), extremes: record(validation.extremes) } : null,
     });

@@ -100,7 +100,7 @@ export function fromNdjsonAnnotations(
   if (annotations === undefined || annotations === null) return [];
   if (typeof annotations !== 'object' || Array.isArray(annotations))
     throw new LabelError('annotations must be an object');
-  const [first] = Object.entries(annotations);
+  const [first] = Object.entries(annotations as Record<string, unknown>);
   if (!first) return [];
   const [key, rows] = first;
   const kind = ROW_KINDS.get(key);

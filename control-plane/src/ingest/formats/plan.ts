@@ -219,8 +219,13 @@ export function namesFromListOrMap(value: unknown, where: string): string[] | nu
  */
 export function kptShapeOrNull(value: unknown): [number, number] | null {
   if (!Array.isArray(value) || value.length !== 2) return null;
-  const [count, dims] = value;
-  return Number.isInteger(count) && count > 0 && count <= MAX_KEYPOINTS && (dims === 2 || dims === 3)
+  const pair: unknown[] = value;
+  const [count, dims] = pair;
+  return typeof count === 'number' &&
+    Number.isInteger(count) &&
+    count > 0 &&
+    count <= MAX_KEYPOINTS &&
+    (dims === 2 || dims === 3)
     ? [count, dims]
     : null;
 }
