@@ -61,7 +61,7 @@ function unitHistogram(counts: Map<number, number>): Bin[] {
 
 /** A GRID × GRID heatmap from counts keyed by row × GRID + column. */
 function grid(cells: Map<number, number>): { bins: number[][]; maxCount: number } {
-  const bins = Array.from({ length: GRID }, () => new Array<number>(GRID).fill(0));
+  const bins = Array.from({ length: GRID }, () => Array.from({ length: GRID }, () => 0));
   let maxCount = 0;
   for (const [cell, n] of cells) {
     bins[Math.floor(cell / GRID)][cell % GRID] = n;

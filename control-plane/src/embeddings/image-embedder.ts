@@ -71,7 +71,7 @@ export class ImageEmbedder {
     // A model that does not load fails every call, one with no image (all of a batch missing) included.
     await this.start();
     const estimates = await Promise.all(images.map((bytes) => decodeEstimateOf(bytes)));
-    const results: Embedding[] = new Array(images.length);
+    const results = Array.from<Embedding>({ length: images.length });
     let part: { indices: number[]; memory: number } = { indices: [], memory: 0 };
     const send = async () => {
       const { indices, memory } = part;

@@ -83,7 +83,7 @@ function operation(route: RouteDefinition) {
   };
   if (route.response.alternate)
     responses[route.response.alternate.status] = { description: route.response.alternate.description, ...content };
-  for (const status of [...errors].sort()) {
+  for (const status of [...errors].sort((a, b) => a - b)) {
     const ref = status === 429 ? 'RateLimitError' : status === 500 ? 'ServerError' : 'Error';
     const body = route.errorBodies?.[status];
     responses[status] = {

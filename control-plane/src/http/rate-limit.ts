@@ -73,7 +73,7 @@ export class RateLimiter {
       buckets.map((bucket) => [bucket, batch[byBucket.get(bucket)![0]].limit, byBucket.get(bucket)!.length]),
       this.settings.windowSeconds * 1000,
     );
-    const answers: TakeRow[] = new Array(batch.length);
+    const answers = Array.from<TakeRow>({ length: batch.length });
     buckets.forEach((bucket, b) =>
       byBucket.get(bucket)!.forEach((i, nth) => (answers[i] = { ...rows[b], allowed: nth < rows[b].allowed })),
     );

@@ -14,6 +14,15 @@ export interface ImageBytesRef {
   referenceKey?: string | null;
 }
 
+/** An image entity's ImageBytesRef, its fields named: spreading an entity copies its own properties only, none its class defines. */
+export const bytesRefOf = (image: Omit<ImageBytesRef, 'workspaceId'>, workspaceId: string): ImageBytesRef => ({
+  id: image.id,
+  workspaceId,
+  hash: image.hash,
+  ext: image.ext,
+  referenceKey: image.referenceKey,
+});
+
 /** Reads images indexed in place from their storage: declared with Storage, which holds one. */
 export type { ReferencedBytes, ReferencedRead } from '../storage/storage.ts';
 

@@ -143,7 +143,7 @@ export class ImageListQuery {
 
   /** limit + 1 rows, so the caller knows whether there are more. */
   async page(): Promise<ImageRow[]> {
-    const { q, cursor, offset, limit } = this.options;
+    const { q, cursor, offset } = this.options;
     if (q) {
       if (cursor) throw Invalid('cursor: q ranks by relevance; page it with offset');
       return this.relevantPage(q);

@@ -9,7 +9,7 @@ import type { VectorIndex } from '../embeddings/vector-index.ts';
 import { Unavailable } from '../http/errors.ts';
 import type { Storage } from '../storage/storage.ts';
 import { findImage } from './image-access.ts';
-import { openImageBytes } from './image-bytes.ts';
+import { bytesRefOf, openImageBytes } from './image-bytes.ts';
 import type { Image } from './image.entity.ts';
 import { searchSimilar, unavailable, visibleTo } from './similar-search.ts';
 import { SIMILAR_LIMIT, type SimilarImages, type SimilarQuery } from './similar.schemas.ts';
@@ -62,7 +62,7 @@ export class SimilarImagesService {
     const stored = await storedVector(this.em, image.id, image.hash, modelId);
     if (stored) return vectorOf(stored);
     if (image.error) throw Unavailable(`Image ${image.id} could not be embedded: ${image.error}`);
-    const read = await openImageBytes(this.storage, { ...image, workspaceId: dataset.workspace.id });
+    const read = await openImageBytes(this.storage, bytesRefOf(image, dataset.workspace.id));
     if (!read) throw Unavailable(`Image ${image.id} could not be embedded: its file could not be read`);
     const [embedding] = await this.embedder.embed([await buffer(read)]).catch(unavailable);
     if (!(embedding instanceof Float32Array))

@@ -8,7 +8,6 @@ import { keepImageBytes } from '../images/image-blobs.ts';
 import { checkLabels, type CheckedLabels } from '../images/image-labels.ts';
 import { insertImages, type ImageRowInput } from '../images/image-intake.ts';
 import { deleteImages, imagesWithFiles } from '../images/image.store.ts';
-import type { Label } from '../images/labels.ts';
 import { JobFailure, type JobContext } from '../jobs/job-runner.ts';
 import type { IngestPlan } from './formats/plan.ts';
 import type { IngestPayload } from './ingest-payload.ts';
@@ -46,7 +45,7 @@ export async function commitIngest(
 ): Promise<CommitOutcome> {
   const jobId = job.id;
   return job.em.transactional(async (tx) => {
-    const { dataset, outcome, report, labelsOf } = await openCommit(tx, job, plan, payload);
+    const { dataset, outcome, labelsOf } = await openCommit(tx, job, plan, payload);
     // Staged bytes count as used, but a release between storing them and staging their row could have
     // taken them: under the bytes lock, make sure every staged image still has its bytes (keys as imageKey makes them).
     await keepImageBytes(tx, dataset.workspace.id);
@@ -121,9 +120,9 @@ export interface OpenedCommit {
   dataset: Dataset;
   outcome: CommitOutcome;
   /** Keeps a per-image problem on the job's result (the first MAX_REPORTED_ERRORS). */
-  report(message: string): void;
+  report: (message: string) => void;
   /** A staged image's labels in the dataset's classes, checked; a problem is counted, reported, and its labels dropped. */
-  labelsOf(row: StagedRow): CheckedLabels;
+  labelsOf: (row: StagedRow) => CheckedLabels;
 }
 
 /**

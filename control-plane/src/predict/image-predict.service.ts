@@ -5,6 +5,7 @@ import { checkDatasetAccess } from '../datasets/dataset-access.ts';
 import { HttpError, NotFound } from '../http/errors.ts';
 import { Image } from '../images/image.entity.ts';
 import type { Storage } from '../storage/storage.ts';
+import { bytesRefOf } from '../images/image-bytes.ts';
 import { annotateImage, prepareAnnotation, type AnnotateRequest } from './auto-annotate.ts';
 import type { ImagePredicted } from './image-predict.schemas.ts';
 import type { Predictor } from './predictor.ts';
@@ -38,8 +39,9 @@ export class ImagePredictService {
     );
     const annotation = await prepareAnnotation(this.em, actor, dataset, request);
     const predicted = await annotateImage(this.em, this.predictor, this.storage, annotation, {
-      ...image!,
-      workspaceId: dataset.workspace.id,
+      ...bytesRefOf(image!, dataset.workspace.id),
+      channels: image!.channels,
+      error: image!.error,
     });
     return {
       success: true,

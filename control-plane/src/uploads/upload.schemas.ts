@@ -18,6 +18,7 @@ export const SignedUrlRequest = z
       .string()
       .min(1)
       .max(256)
+      // oxlint-disable-next-line no-control-regex -- control characters are what a plain file name must not hold
       .refine((name) => !/[/\\\x00-\x1f\x7f]/.test(name) && name !== '.' && name !== '..', 'must be a plain file name'),
     contentType: z
       .string()

@@ -57,7 +57,7 @@ export class FolderChannel {
   }
 
   closed(): void {
-    for (const pending of [...this.pending.values()]) pending.fail(offline(this.hostId, 'its connection dropped'));
+    for (const pending of this.pending.values()) pending.fail(offline(this.hostId, 'its connection dropped'));
   }
 }
 

@@ -15,6 +15,7 @@ const OS_JUNK = new Set(['.DS_Store', 'Thumbs.db']);
  */
 export function normalizeEntryPath(raw: string): { path: string } | { skip: string } {
   const name = raw.replaceAll('\\', '/'); // archives made on Windows separate with backslashes
+  // oxlint-disable-next-line no-control-regex -- control characters are exactly what this refuses
   if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return { skip: 'control character in name' };
   if (name.startsWith('/') || /^[a-z]:/i.test(name)) return { skip: 'absolute path' };
   const segments = name.split('/').filter((segment) => segment !== '' && segment !== '.');

@@ -42,7 +42,11 @@ export async function planArchive(
   files: Array<{ path: string; size: number }>,
 ): Promise<IngestPlan> {
   const sizes = new Map(files.map((file) => [normalizePath(file.path), file.size]));
-  const reader: SizedReader = { read: source.read, stream: source.stream, sizeOf: (path) => sizes.get(path) ?? 0 };
+  const reader: SizedReader = {
+    read: (path) => source.read(path),
+    stream: (path) => source.stream(path),
+    sizeOf: (path) => sizes.get(path) ?? 0,
+  };
   const paths = [...sizes.keys()].sort();
   const reported = new Skips();
   for (const path of paths.filter(isHidden)) reported.add(path, 'a hidden or system file');
