@@ -197,8 +197,8 @@ async function main(): Promise<void> {
   } finally {
     await Promise.all(children.map(stopChild));
     if (dbCreated)
-      await adminQuery(`drop database if exists ${dbName} with (force)`).catch((error) =>
-        console.error(`could not drop ${dbName}: ${error.message}`),
+      await adminQuery(`drop database if exists ${dbName} with (force)`).catch((error: unknown) =>
+        console.error(`could not drop ${dbName}: ${error instanceof Error ? error.message : String(error)}`),
       );
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -14,7 +14,9 @@ app.use((ctx) => {
   ctx.body = body;
 });
 
-const server = createServer(app.callback());
+const handle = app.callback();
+// Koa answers its own errors (ctx.onerror), so the promise of each request is left to it.
+const server = createServer((request, response) => void handle(request, response));
 server.keepAliveTimeout = 65_000;
 server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', () => {
   const { address, port } = server.address() as AddressInfo;

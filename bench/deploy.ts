@@ -151,14 +151,16 @@ const SECRET = randomBytes(32).toString('hex');
 // Deployment ids are 24 hex digits from the API: safe in the SQL text (adminQuery takes no parameters).
 const liveRevisions = async (id: string) =>
   (
-    (
-      await adminQuery(
-        `select r.id, r.service_url, d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"
+    await adminQuery<SealedToken & { id: string; service_url: string }>(
+      `select r.id, r.service_url, d.workspace_id as "workspaceId", r.token_key_id as "tokenKeyId", r.token_sealed as "tokenSealed"
          from deployment_revisions r join deployments d on d.id = r.deployment_id where r.deployment_id = '${id}' and r.state = 'live'`,
-        database,
-      )
-    ).rows as Array<SealedToken & { id: string; service_url: string }>
-  ).map((row) => ({ id: row.id, service_url: row.service_url, token: openToken(new CredentialCipher(SECRET), row) }));
+      database,
+    )
+  ).rows.map((row) => ({
+    id: row.id,
+    service_url: row.service_url,
+    token: openToken(new CredentialCipher(SECRET), row),
+  }));
 
 async function deploy(
   owner: string,

@@ -104,7 +104,7 @@ async function platform(
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
   const {
     rows: [row],
-  } = await adminQuery(
+  } = await adminQuery<Timeline>(
     `select ${since('j.started_at')} as assigned, ${since('j.accepted_at')} as accepted,
        ${since('(select max(o.created_at) from job_outputs o where o.job_id = j.id)')} as uploaded, ${since('j.finished_at')} as job_complete
      from model_exports e join jobs j on j.id = e.job_id where e.id = '${id}'`,
@@ -112,7 +112,7 @@ async function platform(
   );
   const {
     rows: [job],
-  } = await adminQuery(`select job_id from model_exports where id = '${id}'`, database);
+  } = await adminQuery<{ job_id: string }>(`select job_id from model_exports where id = '${id}'`, database);
   const { lines } = await server.call<{ lines: Array<{ line: string }> }>(
     'GET',
     `/api/jobs/${job.job_id}/logs?limit=5000`,
@@ -124,7 +124,7 @@ async function platform(
     seen,
     exporter: exporterSeconds(lines.map((line) => line.line).join('\n')),
     bytes: artifact.length,
-    timeline: row as Timeline,
+    timeline: row,
   };
 }
 

@@ -56,7 +56,7 @@ export async function buildZip(path: string, count: number): Promise<Buffer[]> {
     zip.outputStream.pipe(createWriteStream(path)).on('close', resolve).on('error', reject),
   );
   zip.addBuffer(Buffer.from('names: [a, b, c, d, e]\n'), 'data.yaml');
-  const jpegs: Buffer[] = new Array(count);
+  const jpegs = Array.from<Buffer>({ length: count });
   await pool(count, availableParallelism(), async (i) => {
     const { jpeg, label } = await picture(i);
     jpegs[i] = jpeg;

@@ -115,11 +115,14 @@ export function freePort(): Promise<number> {
 }
 
 /** One statement on the benchmark server, in its default database or in `database`. */
-export async function adminQuery(sql: string, database?: string): Promise<pg.QueryResult> {
+export async function adminQuery<Row extends pg.QueryResultRow = Record<string, unknown>>(
+  sql: string,
+  database?: string,
+): Promise<pg.QueryResult<Row>> {
   const client = new pg.Client({ connectionString: database ? databaseUrl(database) : PG_URL });
   await client.connect();
   try {
-    return await client.query(sql);
+    return await client.query<Row>(sql);
   } finally {
     await client.end();
   }

@@ -165,7 +165,7 @@ async function platform(owner: string, model: string, controlPlanePid: number, a
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
   const {
     rows: [row],
-  } = await adminQuery(
+  } = await adminQuery<Timeline>(
     `select ${since('j.started_at')} as assigned, ${since('j.accepted_at')} as accepted, ${since('r.created_at')} as reporting,
        ${since('(select min(at) from training_epochs e where e.run_id = r.id)')} as first_epoch, ${since('(select max(at) from training_epochs e where e.run_id = r.id)')} as last_epoch,
        ${since('r.completed_at')} as trainer_complete, ${since('j.finished_at')} as job_complete, extract(epoch from j.created_at)::float8 as created_epoch,
@@ -173,16 +173,19 @@ async function platform(owner: string, model: string, controlPlanePid: number, a
      from jobs j join training_runs r on r.job_id = j.id where j.id = '${jobId}'`,
     database,
   );
-  const timeline = row as Timeline;
+  const timeline = row;
   // The agent logs (JSON lines) when the trainer's process has exited, on the same machine's clock.
   const ended = agent
     .output()
     .split('\n')
     .find((line) => line.includes('"msg":"job ended"') && line.includes(jobId));
-  const agentSawExit = ended ? Date.parse(JSON.parse(ended).time) / 1000 - timeline.created_epoch : NaN;
+  const agentSawExit = ended
+    ? Date.parse((JSON.parse(ended) as { time: string }).time) / 1000 - timeline.created_epoch
+    : NaN;
   // The trainer's own account of turning ul://… into a local dataset: the last frame of its converter's progress bar.
   const conversion =
     lines
+      // oxlint-disable-next-line no-control-regex -- splits on the terminal's erase-line escape (ESC [K) that redraws a progress bar
       .flatMap((line) => line.line.split(/\r|\x1b\[K/))
       .filter((frame) => /Converting .*ndjson/.test(frame))
       .pop()

@@ -67,7 +67,7 @@ export function run(
 export function ultralyticsConfig(dir: string): string {
   cpSync(join(VENV, 'yolo-config/Ultralytics'), join(dir, 'Ultralytics'), { recursive: true });
   const file = join(dir, 'Ultralytics/settings.json');
-  const settings = JSON.parse(readFileSync(file, 'utf8'));
+  const settings = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   Object.assign(settings, {
     datasets_dir: join(dir, 'datasets'),
     runs_dir: join(dir, 'runs'),
@@ -79,7 +79,7 @@ export function ultralyticsConfig(dir: string): string {
 }
 
 /** All the test helpers use of tap, for a benchmark: teardowns (run by `runTeardowns`, last first) and failures (thrown). */
-export function helperTap(): { t: Test; runTeardowns(): Promise<void> } {
+export function helperTap(): { t: Test; runTeardowns: () => Promise<void> } {
   const teardowns: Array<() => unknown> = [];
   const t = {
     teardown: (fn: () => unknown) => void teardowns.push(fn),
@@ -89,7 +89,7 @@ export function helperTap(): { t: Test; runTeardowns(): Promise<void> } {
   } as unknown as Test;
   return {
     t,
-    async runTeardowns() {
+    runTeardowns: async () => {
       for (const teardown of teardowns.reverse()) await teardown();
     },
   };

@@ -20,10 +20,10 @@ export const EXIT_CONFIG = 78;
 export interface OperationContext {
   config: AppConfig;
   log: Logger;
-  print(text: string): void;
-  note(text: string): void;
+  print: (text: string) => void;
+  note: (text: string) => void;
   /** A progress line, on stderr at once (notes wait for the end). */
-  progress(text: string): void;
+  progress: (text: string) => void;
 }
 
 /** A command run once the configuration is loaded; returns its exit status. `badConfig`: it reports an invalid configuration itself. */

@@ -42,9 +42,9 @@ interface CommandContext {
   /** Names of the migrations this run applied. */
   applied: string[];
   /** The command's result, for stdout. */
-  print(text: string): void;
+  print: (text: string) => void;
   /** A note for the operator, on stderr. */
-  note(text: string): void;
+  note: (text: string) => void;
 }
 
 type Action = (context: CommandContext) => Promise<void>;
@@ -381,7 +381,7 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .requiredOption(
       '--previous-secret-file <file>',
       'a file holding the previous secret (give the option again for older ones)',
-      (file: string, files: string[] = []) => [...files, file],
+      (file: string, files: string[] | undefined) => [...(files ?? []), file],
     )
     .action((options: { previousSecretFile: string[] }) =>
       choose(async ({ services, orm, print }) => {
