@@ -76,7 +76,7 @@ function classNames(names: PythonValue | undefined): string[] {
     throw new Error('the ONNX file has no class names in its metadata (not an ultralytics export?)');
   if (names.size > MODEL_LIMITS.classes)
     throw new Error(`the ONNX file names ${names.size} classes; at most ${MODEL_LIMITS.classes} are allowed`);
-  const list = new Array<string | undefined>(names.size).fill(undefined);
+  const list = Array.from<string | undefined>({ length: names.size });
   for (const [key, name] of names) {
     const index = Number(key);
     if (!Number.isInteger(index) || index < 0 || index >= names.size)

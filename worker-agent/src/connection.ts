@@ -90,7 +90,7 @@ const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> 
 /** A job.finished without the run times of protocol 6, for a control plane that speaks less (it refuses unknown fields). */
 function forVersion(message: AgentMessage, version: number): AgentMessage {
   if (message.type !== 'job.finished' || version >= 6) return message;
-  const { ranSeconds, endedSecondsAgo, ...older } = message;
+  const { ranSeconds: _ranSeconds, endedSecondsAgo: _endedSecondsAgo, ...older } = message;
   return older;
 }
 

@@ -57,7 +57,8 @@ export class FolderRequests {
   /** The socket dropped: its requests are over (the control plane failed them on its side). */
   disconnected(): void {
     for (const opening of this.opening.values()) opening.cancelled = true;
-    for (const requestId of [...this.reads.keys()]) void this.finish(requestId);
+    // A copy of the ids: finishing a read removes it from the map.
+    for (const requestId of Array.from(this.reads.keys())) void this.finish(requestId);
   }
 
   private async answer(requestId: string, op: FolderOp): Promise<void> {
@@ -84,7 +85,10 @@ export class FolderRequests {
       const { file, size } = await this.folders
         .open(root, op.key, op.maxBytes)
         .finally(() => this.opening.delete(requestId));
-      if (opening.cancelled) return void (await file.close());
+      if (opening.cancelled) {
+        await file.close();
+        return;
+      }
       const timer = setTimeout(
         () => void this.finish(requestId, new FolderError('failed', `no credit for ${REQUEST_TIMEOUT_MS / 1000} s`)),
         REQUEST_TIMEOUT_MS,

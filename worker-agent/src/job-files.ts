@@ -45,7 +45,7 @@ async function newest(
       entry.isDirectory() && depth > 0
         ? await newest(path, name, depth - 1)
         : entry.isFile() && entry.name === name
-          ? { path, ...(await stat(path)) }
+          ? await stat(path).then(({ mtimeMs, size }) => ({ path, mtimeMs, size }))
           : undefined;
     if (found && (!best || found.mtimeMs > best.mtimeMs))
       best = { path: found.path, mtimeMs: found.mtimeMs, size: found.size };

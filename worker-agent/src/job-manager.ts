@@ -182,7 +182,7 @@ export class JobManager {
 
   /** Stops every job (the host was disconnected or its key revoked) and waits until they have ended. */
   async stopAll(reason: string): Promise<void> {
-    await Promise.all([...this.#jobs.values()].map((tracked) => tracked.job?.stop(reason)));
+    await Promise.all([...this.#jobs.values()].flatMap(({ job }) => (job ? [job.stop(reason)] : [])));
   }
 
   /** The agent is stopping, its jobs go on: stop following them (a restarted agent adopts them) and their uploads. */

@@ -8,6 +8,7 @@ const MAX_URL_CHARS = 4096;
 const CameraUrl = z
   .string({ error: 'must be an rtsp:// or rtsps:// URL' })
   .max(MAX_URL_CHARS, `must be at most ${MAX_URL_CHARS} characters`)
+  // oxlint-disable-next-line no-control-regex -- rejects control characters in a URL on purpose
   .refine((text) => !/[\u0000-\u0020\u007f]/.test(text), 'must not hold spaces or control characters')
   .refine((text) => {
     const url = URL.parse(text);

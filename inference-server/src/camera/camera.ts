@@ -44,12 +44,12 @@ export class Camera {
     return this.stop();
   }
 
-  #change(next: () => CameraSession | undefined): Promise<CameraState> {
+  #change(openNext: () => CameraSession | undefined): Promise<CameraState> {
     const changed = this.#changes.then(async () => {
       const stopping = this.#session;
       this.#session = undefined;
       await stopping?.stop();
-      this.#session = next();
+      this.#session = openNext();
       return this.state;
     });
     this.#changes = changed.catch(() => undefined);

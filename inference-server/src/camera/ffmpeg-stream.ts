@@ -109,11 +109,11 @@ export class FfmpegStream {
 function ffmpegArguments({ url, fps }: StreamOptions): string[] {
   const scale = `scale=w='min(iw,${MAX_SIDE})':h='min(ih,${MAX_SIDE})':force_original_aspect_ratio=decrease`;
   return [
-    ...['-hide_banner', '-nostdin', '-loglevel', 'error'],
-    ...['-rtsp_transport', 'tcp', '-i', url],
-    ...['-an', '-sn', '-dn', '-vf', `fps=${fps},${scale}`],
-    ...['-c:v', 'mjpeg', '-q:v', '3', '-f', 'image2pipe', 'pipe:1'],
-  ];
+    ['-hide_banner', '-nostdin', '-loglevel', 'error'],
+    ['-rtsp_transport', 'tcp', '-i', url],
+    ['-an', '-sn', '-dn', '-vf', `fps=${fps},${scale}`],
+    ['-c:v', 'mjpeg', '-q:v', '3', '-f', 'image2pipe', 'pipe:1'],
+  ].flat();
 }
 
 const withoutPrefix = (line: string) => line.trim().replace(/^\[[^\]]* @ 0x[0-9a-f]+\]\s*/, '');

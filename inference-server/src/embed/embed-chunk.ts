@@ -51,7 +51,8 @@ async function download(url: string, maxBytes: number): Promise<Uint8Array | str
     if (Number(response.headers.get('content-length') ?? 0) > maxBytes) return `over ${maxBytes} bytes`;
     const chunks: Uint8Array[] = [];
     let size = 0;
-    for await (const chunk of response.body) {
+    // Node's web stream yields the body's bytes (its declared iterator type is any).
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
       size += chunk.byteLength;
       if (size > maxBytes) return `over ${maxBytes} bytes`;
       chunks.push(chunk);

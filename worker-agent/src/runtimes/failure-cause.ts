@@ -14,6 +14,7 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD/i;
 /** A Python exception line: `FileNotFoundError: …`, `torch.cuda.OutOfMemoryError: …`, `RuntimeError`. */
 const EXCEPTION_LINE = /^[A-Za-z_][\w.]*(?:Error|Exception)\b(?::.*)?$/;
 /** Terminal escapes (CSI, OSC, two-byte) and control characters but the tab. */
+// oxlint-disable-next-line no-control-regex -- strips terminal escapes and control characters on purpose
 const ESCAPES = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|[\x00-\x08\x0a-\x1f\x7f]/g;
 /** What may follow a `/` in a path as printed: anything but spaces, quotes and the punctuation around paths. */
 const PATH_CHAR = `[^\\s'"\`,;:()[\\]{}<>|]`;
