@@ -333,7 +333,7 @@ t.test('an air-gapped site: install, a GPU host, training, upgrade, rollback, ba
   );
   t.notMatch(first.output, /ul_[0-9a-f]{40}|SIGNING_SECRET=/, 'no key nor secret printed');
   t.ok(await ready(appliance.url), '/api/ready answers 200');
-  const consolePage = await fetch(`${appliance.url}/`);
+  const consolePage = await fetch(`${appliance.url}/`, { headers: { accept: 'text/html' } });
   t.match(
     { status: consolePage.status, type: consolePage.headers.get('content-type'), body: await consolePage.text() },
     { status: 200, type: /^text\/html/, body: /<script type="module"[^>]* src="\/assets\// },
