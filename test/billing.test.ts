@@ -404,17 +404,15 @@ t.test('concurrent charges for distinct jobs all land', async (t) => {
   // Each on its own EntityManager fork (own connection), as in separate requests or replicas; one job twice.
   await Promise.all(
     [...jobIds, jobIds[0]].map((jobId) =>
-      server
-        .services()
-        .billing.chargeJob({
-          workspaceId,
-          jobId,
-          gpuType: 'rtx-4090',
-          gpuCount: 1,
-          seconds: 3600,
-          epochs: 10,
-          description: 'parallel',
-        }),
+      server.services().billing.chargeJob({
+        workspaceId,
+        jobId,
+        gpuType: 'rtx-4090',
+        gpuCount: 1,
+        seconds: 3600,
+        epochs: 10,
+        description: 'parallel',
+      }),
     ),
   );
   t.equal(await billing().balanceCents(workspaceId), before - 20 * 69, '20 charges of 69 cents');

@@ -55,13 +55,10 @@ const UsageFigure = z
 const CategoryBytes = z.object({ bytes: z.number().int(), count: z.number().int() });
 
 export const StorageQuery = z.object({
-  details: z
-    .enum(['true', 'false'])
-    .optional()
-    .meta({
-      description:
-        'true: also list the ten largest datasets, models and model exports (breakdown.topItems; an export artifact shared by reuse is listed once)',
-    }),
+  details: z.enum(['true', 'false']).optional().meta({
+    description:
+      'true: also list the ten largest datasets, models and model exports (breakdown.topItems; an export artifact shared by reuse is listed once)',
+  }),
 });
 
 export const StorageUsage = z.object({

@@ -19,12 +19,10 @@ export const BillingBalance = z.object({
   }),
   balanceDisplay: Display,
   currency: z.literal('USD'),
-  billingEnabled: z
-    .boolean()
-    .meta({
-      description:
-        'false: this appliance shows estimates but refuses nothing for credit and records charges at 0 (BILLING_ENABLED)',
-    }),
+  billingEnabled: z.boolean().meta({
+    description:
+      'false: this appliance shows estimates but refuses nothing for credit and records charges at 0 (BILLING_ENABLED)',
+  }),
   billingEnforced: BillingEnforced,
 });
 
@@ -60,11 +58,9 @@ export const CreditTransactionView = z.object({
   createdAt: z.iso.datetime(),
 });
 
-const DateBound = z
-  .string()
-  .refine((value) => /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value)), {
-    message: 'must be an ISO 8601 date or date-time',
-  });
+const DateBound = z.string().refine((value) => /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value)), {
+  message: 'must be an ISO 8601 date or date-time',
+});
 
 export const TransactionListQuery = limitQuery(50, 200)
   .extend({
@@ -145,13 +141,10 @@ export const PriceList = z.object({
   currency: z.literal('USD'),
   billingEnabled: z.boolean(),
   billingEnforced: BillingEnforced,
-  secondsPerEpochEstimate: z
-    .number()
-    .int()
-    .meta({
-      description:
-        'Seconds per epoch that estimates assume for a GPU type until charges of that type give a measured average',
-    }),
+  secondsPerEpochEstimate: z.number().int().meta({
+    description:
+      'Seconds per epoch that estimates assume for a GPU type until charges of that type give a measured average',
+  }),
   prices: z
     .record(z.string(), GpuPrice)
     .meta({ description: 'By GPU type ID (the gpuType of POST /api/training/start); cpu: jobs without GPUs' }),

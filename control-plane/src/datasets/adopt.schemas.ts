@@ -10,13 +10,10 @@ export const AdoptBody = z.object({
     .min(1)
     .max(MAX_SELECTED_IDS)
     .meta({ description: `Up to ${MAX_SELECTED_IDS} images of any datasets the key can view` }),
-  release: z
-    .boolean()
-    .optional()
-    .meta({
-      description:
-        'true moves the images out of their datasets (editor there); false (or absent) copies them. Sent at all, true or false, it preserves labels and splits',
-    }),
+  release: z.boolean().optional().meta({
+    description:
+      'true moves the images out of their datasets (editor there); false (or absent) copies them. Sent at all, true or false, it preserves labels and splits',
+  }),
   classMapping: ClassMapping.optional().meta({
     description:
       'Source class name → destination class index, new (or existing) class name, or null to drop its labels',

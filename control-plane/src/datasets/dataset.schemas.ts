@@ -20,12 +20,9 @@ export const Tags = z
   .array(z.string().trim().min(1).max(50))
   .max(50)
   .meta({ description: 'Up to 50 tags of up to 50 characters' });
-const ClassNames = z
-  .array(z.string().trim().min(1).max(MAX_CLASS_NAME))
-  .max(MAX_CLASS_NAMES)
-  .meta({
-    description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)',
-  });
+const ClassNames = z.array(z.string().trim().min(1).max(MAX_CLASS_NAME)).max(MAX_CLASS_NAMES).meta({
+  description: 'Class names in index order; duplicates refused (case ignored for names longer than 2 characters)',
+});
 const BlurFaces = z.boolean().meta({
   description:
     'Faces found by the offline face detector (CenterFace) are blurred in the stored images and thumbnails: on ingest, and for the images already there ' +
@@ -81,13 +78,10 @@ export const DatasetListItem = z.object({
   iconColor: z.string().optional().meta({ description: 'Absent when none is set' }),
   iconLetter: z.string().optional().meta({ description: 'Absent when none is set' }),
   samples: z.array(Sample).optional().meta({ description: 'Up to 4 recent images, with includeSamples' }),
-  sampleImages: z
-    .array(SampleImage)
-    .optional()
-    .meta({
-      description:
-        'The same samples as the hosted service names them (images that could not be processed left out), with includeSamples',
-    }),
+  sampleImages: z.array(SampleImage).optional().meta({
+    description:
+      'The same samples as the hosted service names them (images that could not be processed left out), with includeSamples',
+  }),
   integrationProvider: z
     .enum(['gcs', 's3', 'azure', 'on-premise'])
     .optional()
@@ -96,12 +90,9 @@ export const DatasetListItem = z.object({
     .enum(['online', 'offline', 'disconnected'])
     .optional()
     .meta({ description: 'Connected datasets: disconnected once their storage integration is removed' }),
-  integrationProcessing: z
-    .boolean()
-    .optional()
-    .meta({
-      description: "Connected datasets: whether AI features may read their files (the integration's processing)",
-    }),
+  integrationProcessing: z.boolean().optional().meta({
+    description: "Connected datasets: whether AI features may read their files (the integration's processing)",
+  }),
   integrationWritable: z
     .boolean()
     .optional()

@@ -34,11 +34,9 @@ export const VersionCreate = z
 export const VersionCreated = z.object({
   version: VersionNumber,
   downloadUrl: DownloadUrl.optional(),
-  reused: z
-    .boolean()
-    .meta({
-      description: 'The dataset matched a saved version, which is answered (its description updated when one was sent)',
-    }),
+  reused: z.boolean().meta({
+    description: 'The dataset matched a saved version, which is answered (its description updated when one was sent)',
+  }),
 });
 
 export const VersionPatch = z.object({ version: VersionNumber, description: Description }).strict();

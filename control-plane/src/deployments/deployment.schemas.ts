@@ -63,12 +63,10 @@ export const DeploymentCreated = z.object({
   status: z.literal('creating'),
   message: z.string(),
   region: z.string().meta({ description: 'The deployment region' }),
-  apiKey: z
-    .string()
-    .meta({
-      description:
-        'The deployment’s own key (apiKeyId), shown this once: it reaches this deployment’s predict and service URL only',
-    }),
+  apiKey: z.string().meta({
+    description:
+      'The deployment’s own key (apiKeyId), shown this once: it reaches this deployment’s predict and service URL only',
+  }),
 });
 
 const Resources = z.object({

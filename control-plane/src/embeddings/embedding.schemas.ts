@@ -3,33 +3,24 @@ import { SPLITS } from '../datasets/dataset.entity.ts';
 import { offsetQuery } from '../http/pagination.ts';
 
 const AnalysisProgress = z.object({
-  stage: z
-    .enum(['embedding', 'umap'])
-    .meta({
-      description: 'embedding: images are being embedded; umap: the 2-D layout and its islands are being computed',
-    }),
+  stage: z.enum(['embedding', 'umap']).meta({
+    description: 'embedding: images are being embedded; umap: the 2-D layout and its islands are being computed',
+  }),
   percent: z.number(),
   processed: z.number().int().optional().meta({ description: 'Images done (embedded or passed over)' }),
-  total: z
-    .number()
-    .int()
-    .optional()
-    .meta({
-      description: 'Images to embed: those without a current vector when the analysis started, and any added since',
-    }),
+  total: z.number().int().optional().meta({
+    description: 'Images to embed: those without a current vector when the analysis started, and any added since',
+  }),
   failedDownloads: z
     .number()
     .int()
     .optional()
     .meta({ description: 'Images whose file could not be read from storage' }),
   failedInference: z.number().int().optional().meta({ description: 'Images the embedder could not decode' }),
-  placement: z
-    .enum(['hosts', 'control-plane'])
-    .optional()
-    .meta({
-      description:
-        "Where the images are embedded: worker hosts (in host jobs of kind embedding-chunk), or this control plane's CPU",
-    }),
+  placement: z.enum(['hosts', 'control-plane']).optional().meta({
+    description:
+      "Where the images are embedded: worker hosts (in host jobs of kind embedding-chunk), or this control plane's CPU",
+  }),
   device: z.enum(['cpu', 'cuda']).optional().meta({ description: 'On worker hosts: the device the last chunk ran on' }),
 });
 
@@ -70,14 +61,10 @@ const LayoutPoint = z.object({
   id: z.string().meta({ description: 'The image' }),
   umapX: z.number(),
   umapY: z.number(),
-  cluster: z
-    .number()
-    .int()
-    .nullable()
-    .meta({
-      description:
-        'Island rank by size: 0 the largest; -1 scattered (on no island of at least 5 images, or 0.1% of the layout)',
-    }),
+  cluster: z.number().int().nullable().meta({
+    description:
+      'Island rank by size: 0 the largest; -1 scattered (on no island of at least 5 images, or 0.1% of the layout)',
+  }),
   split: z.enum(SPLITS).nullable().meta({ description: 'null when the image is missing' }),
   classIds: z.array(z.number().int()),
   width: z.number().int(),
@@ -85,12 +72,9 @@ const LayoutPoint = z.object({
   bytes: z.number().int().nullable(),
   labelCount: z.number().int(),
   labeled: z.boolean(),
-  missing: z
-    .boolean()
-    .meta({
-      description:
-        'The image left the dataset (deleted or moved) since the layout was made; its other fields are empty',
-    }),
+  missing: z.boolean().meta({
+    description: 'The image left the dataset (deleted or moved) since the layout was made; its other fields are empty',
+  }),
 });
 
 export const ClusteringPage = z.object({

@@ -18,15 +18,10 @@ export const ExportListQuery = limitQuery(20, 100).extend({ status: Status.optio
 export const ExportCreate = z
   .object({
     format: Format,
-    gpuType: z
-      .string()
-      .max(64)
-      .nullable()
-      .optional()
-      .meta({
-        description:
-          'Required for engine (the GPU type the TensorRT engine is built on, and for); refused for other formats',
-      }),
+    gpuType: z.string().max(64).nullable().optional().meta({
+      description:
+        'Required for engine (the GPU type the TensorRT engine is built on, and for); refused for other formats',
+    }),
     args: ExportArgs.nullable().optional(),
   })
   .meta({ description: 'format required; gpuType for engine only; args per the format (see the description)' });
@@ -36,18 +31,13 @@ export const ExportView = z
     id: ObjectId,
     status: Status,
     format: Format,
-    args: z
-      .record(z.string(), z.unknown())
-      .meta({
-        description: 'The args as normalized: only what differs from the defaults, quantize as ultralytics takes it',
-      }),
+    args: z.record(z.string(), z.unknown()).meta({
+      description: 'The args as normalized: only what differs from the defaults, quantize as ultralytics takes it',
+    }),
     gpuType: z.string().optional().meta({ description: 'engine exports only' }),
-    file: z
-      .object({ size: z.number().int(), downloadUrl: z.string(), downloadFilename: z.string() })
-      .optional()
-      .meta({
-        description: 'When completed: the artifact (a directory artifact as a zip), its download URL valid for 1 hour',
-      }),
+    file: z.object({ size: z.number().int(), downloadUrl: z.string(), downloadFilename: z.string() }).optional().meta({
+      description: 'When completed: the artifact (a directory artifact as a zip), its download URL valid for 1 hour',
+    }),
     error: z.object({ message: z.string(), timestamp: Timestamp }).optional().meta({ description: 'When failed' }),
     startedAt: Timestamp.optional(),
     completedAt: Timestamp.optional(),
@@ -67,23 +57,19 @@ export const ExportCreated = z.object({
     .meta({ description: 'queued; running for a reused artifact (already completed: GET shows completed)' }),
   gpuType: z.string().optional(),
   region: Region,
-  reused: z
-    .boolean()
-    .meta({
-      description:
-        'An equal completed export (same weights hash, format, args and GPU type) in the workspace gave its artifact',
-    }),
+  reused: z.boolean().meta({
+    description:
+      'An equal completed export (same weights hash, format, args and GPU type) in the workspace gave its artifact',
+  }),
 });
 
 export const ExportDeleted = z.object({ success: z.literal(true), action: z.enum(['cancelled', 'deleted']) });
 
 export const MobileLink = z.object({
-  importUrl: z
-    .string()
-    .meta({
-      description:
-        '<appliance>/api/mobile/models/<exportId>#expires=<unix seconds>&signature=<hmac>: POST the fragment as JSON to the same path',
-    }),
+  importUrl: z.string().meta({
+    description:
+      '<appliance>/api/mobile/models/<exportId>#expires=<unix seconds>&signature=<hmac>: POST the fragment as JSON to the same path',
+  }),
   expiresAt: Timestamp,
 });
 

@@ -26,34 +26,25 @@ export const HostListItem = z.object({
   state: z.enum(HOST_STATES),
   runningJobs: z.array(z.string()).meta({ description: 'Ids of the jobs the host runs now' }),
   lastHeartbeatAt: z.iso.datetime().nullable(),
-  hardware: z
-    .string()
-    .nullable()
-    .meta({
-      description:
-        'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first',
-    }),
+  hardware: z.string().nullable().meta({
+    description:
+      'Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first',
+  }),
   agentVersion: z
     .string()
     .nullable()
     .meta({ description: 'The version of the agent as it last connected; null before its first connection' }),
-  agentOutdated: z
-    .boolean()
-    .meta({
-      description:
-        "The agent's version differs from the control plane's release version (upgrade the host's agent); false when unknown",
-    }),
-  exporters: z
-    .array(z.string())
-    .meta({
-      description:
-        "Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino",
-    }),
-  missingExporters: z
-    .record(z.string(), z.string())
-    .meta({
-      description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)',
-    }),
+  agentOutdated: z.boolean().meta({
+    description:
+      "The agent's version differs from the control plane's release version (upgrade the host's agent); false when unknown",
+  }),
+  exporters: z.array(z.string()).meta({
+    description:
+      "Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino",
+  }),
+  missingExporters: z.record(z.string(), z.string()).meta({
+    description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)',
+  }),
   region: z.string().nullable().meta({ description: 'The deployment region it serves; null: every region' }),
   services: z.array(z.string()).meta({ description: 'The services its agent runs (inference: deployments’ servers)' }),
   createdAt: z.iso.datetime(),
@@ -66,12 +57,10 @@ export const HostEnrollment = z.object({
     .string()
     .meta({ description: 'One-time token (vpe_ and 32 hex digits); shown only in this response' }),
   expiresAt: z.iso.datetime(),
-  command: z
-    .string()
-    .meta({
-      description: 'What to run on the host',
-      example: 'vp-worker enroll --server https://vp.example.com --token vpe_…',
-    }),
+  command: z.string().meta({
+    description: 'What to run on the host',
+    example: 'vp-worker enroll --server https://vp.example.com --token vpe_…',
+  }),
 });
 
 export const HostDisconnected = z.object({ name: z.string(), disconnected: z.literal(true) });

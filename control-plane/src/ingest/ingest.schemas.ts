@@ -34,13 +34,10 @@ export const IngestBody = z
       .meta({ description: 'A URL of a .zip, .tar, .tar.gz, .tgz or .ndjson file' }),
     reference: z.discriminatedUnion('provider', [CloudReference, LocalReference]).optional(),
     targetSplit: SplitName.optional().meta({ description: "Overrides the archive's split folders" }),
-    conflictPolicy: z
-      .enum(CONFLICT_POLICIES, { error: 'must be skip, keep_both or replace' })
-      .default('skip')
-      .meta({
-        description:
-          'For an image whose file (same hash) is already in its split: skip it (default), add it again, or replace the copy there',
-      }),
+    conflictPolicy: z.enum(CONFLICT_POLICIES, { error: 'must be skip, keep_both or replace' }).default('skip').meta({
+      description:
+        'For an image whose file (same hash) is already in its split: skip it (default), add it again, or replace the copy there',
+    }),
     classMapping: ClassMapping.optional().meta({
       description: 'Incoming class name → dataset class index, existing or new class name, or null to drop its labels',
     }),

@@ -47,13 +47,10 @@ export const S3Credentials = z.strictObject({
   endpoint: ServiceAddress.optional().meta({
     description: "An S3-compatible service (MinIO, Ceph RGW...); absent: AWS's endpoint for the region",
   }),
-  forcePathStyle: z
-    .boolean()
-    .optional()
-    .meta({
-      description:
-        'Address buckets as a path (endpoint/bucket) rather than a host name; default: true with an endpoint, false without',
-    }),
+  forcePathStyle: z.boolean().optional().meta({
+    description:
+      'Address buckets as a path (endpoint/bucket) rather than a host name; default: true with an endpoint, false without',
+  }),
 });
 export type S3Credentials = z.output<typeof S3Credentials>;
 
@@ -83,12 +80,10 @@ const GcsEndpoint = ServiceAddress.optional().meta({
 
 export const GcsCredentials = z.union(
   [
-    z
-      .strictObject({ serviceAccountKey: ServiceAccountKey, endpoint: GcsEndpoint })
-      .meta({
-        description:
-          'Service account key: a JWT signed with the private key is exchanged for a read-only access token; the JSON API is used',
-      }),
+    z.strictObject({ serviceAccountKey: ServiceAccountKey, endpoint: GcsEndpoint }).meta({
+      description:
+        'Service account key: a JWT signed with the private key is exchanged for a read-only access token; the JSON API is used',
+    }),
     z
       .strictObject({
         hmacAccessId: Token(128).meta({
@@ -108,15 +103,10 @@ export const AzureCredentials = z
     accountName: z
       .string()
       .regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name: 3-24 lowercase letters and digits'),
-    accountKey: z
-      .base64()
-      .min(1)
-      .max(256)
-      .optional()
-      .meta({
-        description:
-          "One of the account's access keys (Shared Key authorization); stored encrypted, never returned or logged",
-      }),
+    accountKey: z.base64().min(1).max(256).optional().meta({
+      description:
+        "One of the account's access keys (Shared Key authorization); stored encrypted, never returned or logged",
+    }),
     sasToken: Token(4096)
       .transform((token) => token.replace(/^\?/, ''))
       .optional()
@@ -183,13 +173,9 @@ export const ConnectBody = z.discriminatedUnion(
     z.strictObject({ ...AzureSource, ...targetsOf(BucketName) }),
     z.strictObject({
       ...LocalSource,
-      targets: z
-        .array(FolderPath)
-        .min(1)
-        .max(100)
-        .meta({
-          description: 'Folders the host shares (or folders inside them) to connect; each is checked to be readable',
-        }),
+      targets: z.array(FolderPath).min(1).max(100).meta({
+        description: 'Folders the host shares (or folders inside them) to connect; each is checked to be readable',
+      }),
     }),
   ],
   { error: UNKNOWN_PROVIDER },
@@ -220,12 +206,10 @@ export const IntegrationList = z.object({ integrations: z.array(Integration) });
 export const IntegrationPath = z.strictObject({ id: ObjectId });
 
 export const IntegrationPatch = z.strictObject({
-  processing: z
-    .boolean()
-    .meta({
-      description:
-        'Turn AI features on or off: smart annotation, auto-annotation, similar-image search, dataset analysis, training',
-    }),
+  processing: z.boolean().meta({
+    description:
+      'Turn AI features on or off: smart annotation, auto-annotation, similar-image search, dataset analysis, training',
+  }),
 });
 
 export const DisconnectResult = z.object({ success: z.literal(true) });

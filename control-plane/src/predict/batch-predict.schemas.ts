@@ -6,13 +6,10 @@ import { AnnotateFields } from './auto-annotate.ts';
 const AnnotateBody = z.strictObject({
   ...AnnotateFields,
   operation: z.literal('annotate').optional(),
-  includeAnnotated: z
-    .boolean()
-    .default(false)
-    .meta({
-      description:
-        'Also run on images that have labels: predictions are added after their labels, which stay as they are',
-    }),
+  includeAnnotated: z.boolean().default(false).meta({
+    description:
+      'Also run on images that have labels: predictions are added after their labels, which stay as they are',
+  }),
 });
 
 const BlurBody = z
@@ -92,13 +89,10 @@ const ActiveRun = z.object({
 });
 
 const RunResults = z.object({
-  processed: z
-    .number()
-    .int()
-    .meta({
-      description:
-        'Images the model ran on and whose predictions were saved (what is charged); face blur: images checked for faces',
-    }),
+  processed: z.number().int().meta({
+    description:
+      'Images the model ran on and whose predictions were saved (what is charged); face blur: images checked for faces',
+  }),
   faces: z.number().int().optional().meta({ description: 'Face blur only: faces found' }),
   previews: z
     .array(PreviewImage)
@@ -107,14 +101,10 @@ const RunResults = z.object({
   annotations: z.number().int().meta({ description: 'Labels added (0 for face blur)' }),
   classes: z.number().int().meta({ description: 'Distinct dataset classes among the labels added' }),
   total: z.number().int().meta({ description: 'Images the run set out to process' }),
-  chargedCents: z
-    .number()
-    .int()
-    .nullable()
-    .meta({
-      description:
-        'What the run was charged in cents; null until settled (at its end, or by DELETE), when it processed no image, and for face blur (free)',
-    }),
+  chargedCents: z.number().int().nullable().meta({
+    description:
+      'What the run was charged in cents; null until settled (at its end, or by DELETE), when it processed no image, and for face blur (free)',
+  }),
 });
 
 const FinishedRun = z.object({

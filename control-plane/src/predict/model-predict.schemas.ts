@@ -3,14 +3,11 @@ import { z } from 'zod';
 
 /** The request body as documented (multipart/form-data, or urlencoded with source). */
 export const PredictForm = PredictParameters.extend({
-  file: z
-    .string()
-    .optional()
-    .meta({
-      format: 'binary',
-      description:
-        'The image (JPEG, PNG, WebP, BMP, TIFF, …), required unless source is given; at most PREDICT_MAX_BYTES',
-    }),
+  file: z.string().optional().meta({
+    format: 'binary',
+    description:
+      'The image (JPEG, PNG, WebP, BMP, TIFF, …), required unless source is given; at most PREDICT_MAX_BYTES',
+  }),
 });
 
 const Box = z.object({

@@ -36,12 +36,10 @@ export const GpuStock = z.object({
 });
 
 export const GpuStockDetail = z.object({
-  gpus: z
-    .record(z.string(), GpuStock)
-    .meta({
-      description:
-        'Keyed by GPU type ID (the gpuType of a training job): every known type, plus any other type a host reports',
-    }),
+  gpus: z.record(z.string(), GpuStock).meta({
+    description:
+      'Keyed by GPU type ID (the gpuType of a training job): every known type, plus any other type a host reports',
+  }),
   cpu: z.object({
     status: StockStatus,
     hosts: z.number().int().meta({ description: 'Connected CPU-only hosts (gpuType cpu)' }),

@@ -45,12 +45,9 @@ export const TRAINING_STATUSES = ['pending', 'starting', 'running', 'completed',
 export const EpochRecord = z.object({
   epoch: z.number().int().meta({ description: '0-based' }),
   metrics: z.record(z.string(), z.unknown()),
-  system: z
-    .record(z.string(), z.unknown())
-    .nullable()
-    .meta({
-      description: 'Host stats at the epoch end: cpu, ram, disk, network, per-GPU usage, memory, temperature and power',
-    }),
+  system: z.record(z.string(), z.unknown()).nullable().meta({
+    description: 'Host stats at the epoch end: cpu, ram, disk, network, per-GPU usage, memory, temperature and power',
+  }),
   fitness: z.number().nullable(),
   bestFitness: z.number().nullable(),
   at: z.iso.datetime(),
@@ -59,18 +56,14 @@ export const EpochRecord = z.object({
 const UNTIL_KNOWN = '0 until known';
 
 export const TrainingJobView = z.object({
-  id: z
-    .string()
-    .meta({
-      description:
-        'The job id (GET /api/jobs/{id}, logs at /api/jobs/{id}/logs); for a run on your own machine, run-<runId>',
-    }),
-  status: z
-    .enum(TRAINING_STATUSES)
-    .meta({
-      description:
-        'pending (queued, waiting for a GPU), starting (on a host, before the first report), running, completed, failed, cancelled',
-    }),
+  id: z.string().meta({
+    description:
+      'The job id (GET /api/jobs/{id}, logs at /api/jobs/{id}/logs); for a run on your own machine, run-<runId>',
+  }),
+  status: z.enum(TRAINING_STATUSES).meta({
+    description:
+      'pending (queued, waiting for a GPU), starting (on a host, before the first report), running, completed, failed, cancelled',
+  }),
   source: z.enum(['platform', 'own-compute']),
   runId: z.number().int().nullable(),
   progress: z.object({

@@ -50,12 +50,9 @@ export const TrashResources = z
       type: z.enum(['project', 'model', 'deployment']),
       name: z.string(),
       slug: Slug,
-      trashedWithProject: z
-        .boolean()
-        .optional()
-        .meta({
-          description: 'Models: restored when the project is; a model trashed on its own before stays in trash',
-        }),
+      trashedWithProject: z.boolean().optional().meta({
+        description: 'Models: restored when the project is; a model trashed on its own before stays in trash',
+      }),
     }),
   )
   .meta({

@@ -55,18 +55,14 @@ export const CheckpointUploadRequest = z.object({
   size: z.number().nullish(),
 });
 export const CheckpointUploadAnswer = z.object({
-  uploadUrl: z
-    .string()
-    .meta({
-      description:
-        'PUT the checkpoint here (Content-Type: application/octet-stream, Content-Length required); no auth header',
-    }),
-  gcsPath: z
-    .string()
-    .meta({
-      description:
-        'Opaque: send it back as modelPath in checkpoint_saved (and training_complete) to make it the model weights',
-    }),
+  uploadUrl: z.string().meta({
+    description:
+      'PUT the checkpoint here (Content-Type: application/octet-stream, Content-Length required); no auth header',
+  }),
+  gcsPath: z.string().meta({
+    description:
+      'Opaque: send it back as modelPath in checkpoint_saved (and training_complete) to make it the model weights',
+  }),
   uploadPath: z.string(),
   modelId: z.string().meta({ description: 'The model the checkpoint is for' }),
   expiresAt: z.iso.datetime(),

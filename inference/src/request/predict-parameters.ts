@@ -40,13 +40,9 @@ export const PredictParameters = z.strictObject({
   bits: FormNumber(z.union([z.literal(8), z.literal(12), z.literal(16)], { error: 'must be 8, 12 or 16' }))
     .default(8)
     .meta({ description: 'Depth PNG bit depth (depth models only): 8, 12 or 16' }),
-  source: z
-    .string()
-    .max(4096, 'must be at most 4,096 characters')
-    .optional()
-    .meta({
-      description:
-        'Instead of file: an http(s) image URL (fetched by the server, public addresses only unless allowed), a data: URI, or base64',
-    }),
+  source: z.string().max(4096, 'must be at most 4,096 characters').optional().meta({
+    description:
+      'Instead of file: an http(s) image URL (fetched by the server, public addresses only unless allowed), a data: URI, or base64',
+  }),
 });
 export type PredictParameters = z.output<typeof PredictParameters>;
