@@ -2,7 +2,13 @@
 // split and class shares) and its gallery (class filter, search, boxes drawn, table view), against a control plane
 // seeded through the API. axe-core on every page; nothing requested from anywhere but the appliance.
 import t from 'tap';
-import { foreignRequests, openConsoleBrowser, screenshot, seriousViolations } from './helpers/console-browser.ts';
+import {
+  foreignRequests,
+  openConsoleBrowser,
+  screenshot,
+  seriousViolations,
+  settled,
+} from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
@@ -40,13 +46,27 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   await page.getByRole('heading', { name: 'Datasets of alice' }).waitFor();
   const cards = page.getByRole('list', { name: 'Datasets' }).getByRole('listitem');
   await cards.nth(1).waitFor();
-  t.equal(await cards.count(), 2, 'both datasets listed');
+  t.equal(
+    await settled(
+      () => cards.count(),
+      (count) => count === 2,
+    ),
+    2,
+    'both datasets listed',
+  );
   t.same(await seriousViolations(page), [], 'datasets page: no serious or critical axe violations');
   await screenshot(page, 'datasets');
 
   await page.getByLabel('Search datasets').fill('shap');
   await t.resolves(cards.first().getByRole('link', { name: 'shapes' }).waitFor());
-  t.equal(await cards.count(), 1, 'the search keeps the matching dataset only');
+  t.equal(
+    await settled(
+      () => cards.count(),
+      (count) => count === 1,
+    ),
+    1,
+    'the search keeps the matching dataset only',
+  );
 
   const star = page.getByRole('button', { name: /^Star shapes/ });
   t.equal(await star.getAttribute('aria-pressed'), 'false');
@@ -64,9 +84,25 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   await page.waitForURL(`${origin}/alice/datasets/shapes`);
   await page.getByRole('heading', { name: 'shapes', level: 1 }).waitFor();
   const figures = page.locator('dl.figures');
-  t.match(await figures.innerText(), /Images\s+32/, 'the image count is the API’s');
+  const imagesShown = /Images\s+32/;
+  t.match(
+    await settled(
+      () => figures.innerText(),
+      (text) => imagesShown.test(text),
+    ),
+    imagesShown,
+    'the image count is the API’s',
+  );
   const splits = page.getByRole('region', { name: 'Split shares' });
-  t.match(await splits.innerText(), /train\s+24 \(75\.0 %\)/, 'split shares: 24 of 32 in train');
+  const trainShare = /train\s+24 \(75\.0 %\)/;
+  t.match(
+    await settled(
+      () => splits.innerText(),
+      (text) => trainShare.test(text),
+    ),
+    trainShare,
+    'split shares: 24 of 32 in train',
+  );
   const classes = page.getByRole('region', { name: 'Class shares (annotations)' });
   await classes.getByText('disc').waitFor();
   const stats = await call<{ classes: { classId: number; count: number }[] }>(
@@ -77,16 +113,22 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   );
   const discs = stats.body.classes.find((entry) => entry.classId === 1)?.count ?? 0;
   t.ok(discs > 0, 'the seeded data holds discs');
-  t.match(await classes.innerText(), new RegExp(`disc\\s+${discs} `), 'class shares show the API’s disc count');
+  const discShare = new RegExp(`disc\\s+${discs} `);
+  t.match(
+    await settled(
+      () => classes.innerText(),
+      (text) => discShare.test(text),
+    ),
+    discShare,
+    'class shares show the API’s disc count',
+  );
   const perImage = page.getByRole('region', { name: 'Objects per image' });
-  const perImageCounts = [...(await perImage.innerText()).matchAll(/(\d+) \(\d+\.\d %\)/g)].map((match) =>
-    Number(match[1]),
-  );
-  t.equal(
-    perImageCounts.reduce((sum, count) => sum + count, 0),
-    32,
-    'objects per image: the bins cover every image',
-  );
+  const binnedImages = async () =>
+    [...(await perImage.innerText()).matchAll(/(\d+) \(\d+\.\d %\)/g)].reduce(
+      (sum, match) => sum + Number(match[1]),
+      0,
+    );
+  t.equal(await settled(binnedImages, (sum) => sum === 32), 32, 'objects per image: the bins cover every image');
 
   const gallery = page.getByRole('region', { name: 'Image grid' });
   const status = page.getByRole('region', { name: 'Images' }).getByRole('status');
@@ -111,9 +153,13 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   t.ok(withDiscs.body.total > 0 && withDiscs.body.total < 32, 'some, not all, images hold a disc');
   await page.getByLabel('Class', { exact: true }).selectOption({ label: 'disc' });
   await status.getByText(`${withDiscs.body.total} ${withDiscs.body.total === 1 ? 'image' : 'images'} match`).waitFor();
-  const shown = await gallery
-    .locator('figure img')
-    .evaluateAll((images) => images.map((image) => (image as unknown as { alt: string }).alt));
+  const shown = await settled(
+    () =>
+      gallery
+        .locator('figure img')
+        .evaluateAll((images) => images.map((image) => (image as unknown as { alt: string }).alt)),
+    (alts) => alts.length === withDiscs.body.total,
+  );
   t.equal(shown.length, withDiscs.body.total, 'one thumbnail per disc image');
   t.ok(
     shown.every((alt) => /\(.*disc.*\)$/.test(alt)),
@@ -123,15 +169,35 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   await page.getByLabel('Search images').fill(target.name.replace(/\.jpg$/, ''));
   await status.getByText('1 image match').waitFor();
   const found = gallery.locator('figure');
-  t.equal(await found.count(), 1);
+  t.equal(
+    await settled(
+      () => found.count(),
+      (count) => count === 1,
+    ),
+    1,
+  );
   t.equal(await found.locator('figcaption').innerText(), target.name, 'the searched image is the one shown');
-  t.equal(await found.locator('svg rect').count(), target.labelCount, 'one box drawn per label');
+  t.equal(
+    await settled(
+      () => found.locator('svg rect').count(),
+      (count) => count === target.labelCount,
+    ),
+    target.labelCount,
+    'one box drawn per label',
+  );
   await screenshot(page, 'dataset-disc-filter');
 
   await page.getByRole('button', { name: 'Table' }).click();
   const table = page.getByRole('region', { name: 'Image table' });
   await table.getByRole('cell', { name: target.name, exact: true }).waitFor();
-  t.equal(await table.locator('tbody tr[data-image-id]').count(), 1, 'the table shows the same one image');
+  t.equal(
+    await settled(
+      () => table.locator('tbody tr[data-image-id]').count(),
+      (count) => count === 1,
+    ),
+    1,
+    'the table shows the same one image',
+  );
   t.same(await seriousViolations(page), [], 'table view: no serious or critical axe violations');
   await screenshot(page, 'dataset-table');
 

@@ -61,3 +61,20 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 export function foreignRequests(requests: string[], origin: string): string[] {
   return requests.filter((url) => new URL(url).origin !== origin);
 }
+
+/**
+ * Reads until the reading is accepted or the time is up, and returns the last reading: a page renders after the
+ * answer it waits for, so an assertion on what it shows must let it settle (the assertion then says what was seen).
+ */
+export async function settled<T>(
+  read: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (accept(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
