@@ -1,5 +1,6 @@
 import { datasetsPath, Link } from '../app/router.tsx';
 import { Gallery } from '../images/Gallery.tsx';
+import { DatasetUpload } from './DatasetUpload.tsx';
 import { ShareBars } from './ShareBars.tsx';
 import { useClassStats, useDataset } from './queries.ts';
 
@@ -54,6 +55,7 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
           </>
         ) : null}
       </div>
+      <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} />
       <Gallery owner={owner} dataset={slug} classNames={item.classNames} classColors={item.classColors} />
     </>
   );

@@ -1,6 +1,7 @@
 import { useMemo, useState } from 'react';
 
 import { datasetPath, Link } from '../app/router.tsx';
+import { CreateDataset } from './CreateDataset.tsx';
 import { StarButton } from './StarButton.tsx';
 import { useDatasets, useStar } from './queries.ts';
 
@@ -35,6 +36,7 @@ export function DatasetsPage({ owner }: { owner: string }) {
   return (
     <>
       <h1>Datasets of {owner}</h1>
+      <CreateDataset owner={owner} />
       <div className="toolbar" role="search">
         <label htmlFor="datasets-search">Search datasets</label>
         <input id="datasets-search" type="search" value={search} onChange={(event) => setSearch(event.target.value)} />
