@@ -130,6 +130,15 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
     );
   t.equal(await settled(binnedImages, (sum) => sum === 32), 32, 'objects per image: the bins cover every image');
 
+  const annotations = stats.body.classes.reduce((sum, entry) => sum + entry.count, 0);
+  const heatmap = page.getByRole('img', { name: /^Where objects are:/ });
+  t.match(
+    await heatmap.getAttribute('aria-label'),
+    new RegExp(`^Where objects are: ${annotations} in all`),
+    'the location heat map counts every annotation',
+  );
+  t.equal(await heatmap.locator('rect').count(), 400, 'on a 20 × 20 grid');
+
   const gallery = page.getByRole('region', { name: 'Image grid' });
   const status = page.getByRole('region', { name: 'Images' }).getByRole('status');
   await status.getByText('32 images match').waitFor();

@@ -1,6 +1,7 @@
 import { datasetsPath, Link } from '../app/router.tsx';
 import { Gallery } from '../images/Gallery.tsx';
 import { DatasetUpload } from './DatasetUpload.tsx';
+import { Heatmap } from './Heatmap.tsx';
 import { ShareBars } from './ShareBars.tsx';
 import { useClassStats, useDataset } from './queries.ts';
 
@@ -52,6 +53,14 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
           <>
             <ShareBars title="Objects per image" items={binsOf(stats.data.imageStats.objectsPerImageHistogram)} />
             <ShareBars title="Image widths (pixels)" items={binsOf(stats.data.imageStats.widthHistogram)} />
+            <Heatmap
+              title="Where objects are"
+              bins={stats.data.locationHeatmap.bins}
+              maxCount={stats.data.locationHeatmap.maxCount}
+              rowAxis="top to bottom of the image"
+              columnAxis="left to right"
+              cellName={(row, column) => `x ${percentRange(column)}, y ${percentRange(row)}`}
+            />
           </>
         ) : null}
       </div>
@@ -70,4 +79,9 @@ function binsOf(bins: { bin: number; size: number; count: number }[]) {
     name: entry.size === 1 ? String(entry.bin) : `${round(entry.bin)}–${round(entry.bin + entry.size)}`,
     value: entry.count,
   }));
+}
+
+/** A 1/20 cell of the normalized image as a percent range, e.g. "45–50 %". */
+function percentRange(cell: number): string {
+  return `${cell * 5}–${cell * 5 + 5} %`;
 }
