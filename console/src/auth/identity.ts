@@ -48,3 +48,14 @@ export function useRefreshIdentity() {
   const queries = useQueryClient();
   return () => queries.resetQueries({ queryKey: IDENTITY_KEY });
 }
+
+const EDITING_ROLES = new Set(['owner', 'admin', 'editor']);
+
+/**
+ * Whether the pages of `owner` show edit controls: only in the signed-in workspace, and not to a viewer. The API
+ * decides either way; this only keeps a viewer from being offered what would be refused.
+ */
+export function useCanEdit(owner: string): boolean {
+  const identity = useIdentity().data;
+  return !!identity && identity.owner === owner && EDITING_ROLES.has(identity.role);
+}

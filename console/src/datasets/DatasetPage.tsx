@@ -1,4 +1,5 @@
 import { datasetsPath, Link } from '../app/router.tsx';
+import { useCanEdit } from '../auth/identity.ts';
 import { Gallery } from '../images/Gallery.tsx';
 import { DatasetUpload } from './DatasetUpload.tsx';
 import { Heatmap } from './Heatmap.tsx';
@@ -8,6 +9,7 @@ import { useClassStats, useDataset } from './queries.ts';
 export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
   const dataset = useDataset(owner, slug);
   const stats = useClassStats(owner, slug);
+  const canEdit = useCanEdit(owner);
   if (dataset.isPending) return <p role="status">Loading the dataset…</p>;
   if (dataset.error) return <p role="alert">{dataset.error.message}</p>;
   const item = dataset.data;
@@ -64,7 +66,7 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
           </>
         ) : null}
       </div>
-      <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} />
+      {canEdit ? <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} /> : null}
       <Gallery owner={owner} dataset={slug} classNames={item.classNames} classColors={item.classColors} />
     </>
   );

@@ -1,6 +1,7 @@
 import { useMemo, useState } from 'react';
 
 import { datasetPath, Link } from '../app/router.tsx';
+import { useCanEdit } from '../auth/identity.ts';
 import { CreateDataset } from './CreateDataset.tsx';
 import { StarButton } from './StarButton.tsx';
 import { useDatasets, useStar } from './queries.ts';
@@ -21,6 +22,7 @@ type SortName = keyof typeof SORTS;
 export function DatasetsPage({ owner }: { owner: string }) {
   const datasets = useDatasets(owner);
   const star = useStar(owner);
+  const canEdit = useCanEdit(owner);
   const [search, setSearch] = useState('');
   const [sort, setSort] = useState<SortName>('updated');
   const shown = useMemo(() => {
@@ -36,7 +38,7 @@ export function DatasetsPage({ owner }: { owner: string }) {
   return (
     <>
       <h1>Datasets of {owner}</h1>
-      <CreateDataset owner={owner} />
+      {canEdit ? <CreateDataset owner={owner} /> : null}
       <div className="toolbar" role="search">
         <label htmlFor="datasets-search">Search datasets</label>
         <input id="datasets-search" type="search" value={search} onChange={(event) => setSearch(event.target.value)} />
