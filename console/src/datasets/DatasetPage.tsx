@@ -67,7 +67,13 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
         ) : null}
       </div>
       {canEdit ? <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} /> : null}
-      <Gallery owner={owner} dataset={slug} classNames={item.classNames} classColors={item.classColors} />
+      <Gallery
+        owner={owner}
+        dataset={slug}
+        classNames={item.classNames}
+        classColors={item.classColors}
+        canEdit={canEdit}
+      />
     </>
   );
 }

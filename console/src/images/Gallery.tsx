@@ -1,8 +1,10 @@
 import { useCallback, useMemo, useState } from 'react';
+import { BulkActions } from './BulkActions.tsx';
 import { ImageFilterBar, type GalleryView } from './ImageFilterBar.tsx';
 import { ImageGrid } from './ImageGrid.tsx';
 import { ImageTable } from './ImageTable.tsx';
 import { useImagePages, type ImageFilters } from './queries.ts';
+import { useSelection } from './selection.ts';
 
 /** The dataset's images, filtered and sorted by the API, loaded page by page as the list scrolls. */
 export function Gallery(props: {
@@ -10,8 +12,15 @@ export function Gallery(props: {
   dataset: string;
   classNames: string[];
   classColors: Record<string, string>;
+  /** Offer multi-select with bulk split and delete (editors). */
+  canEdit: boolean;
 }) {
   const [filters, setFilters] = useState<ImageFilters>({ sort: 'newest' });
+  const selection = useSelection();
+  const changeFilters = (next: ImageFilters) => {
+    selection.clear();
+    setFilters(next);
+  };
   const [view, setView] = useState<GalleryView>('grid');
   const pages = useImagePages(props.owner, props.dataset, filters);
   const images = useMemo(() => pages.data?.pages.flatMap((page) => page.images) ?? [], [pages.data]);
@@ -26,6 +35,7 @@ export function Gallery(props: {
     loadMore,
     classNames: props.classNames,
     classColors: props.classColors,
+    selection: props.canEdit ? selection : undefined,
   };
   return (
     <section aria-labelledby="gallery-heading" className="gallery">
@@ -33,7 +43,7 @@ export function Gallery(props: {
       <ImageFilterBar
         classNames={props.classNames}
         filters={filters}
-        onChange={setFilters}
+        onChange={changeFilters}
         view={view}
         onView={setView}
       />
@@ -44,6 +54,7 @@ export function Gallery(props: {
             ? pages.error.message
             : `${(total ?? images.length).toLocaleString()} ${total === 1 ? 'image' : 'images'} match`}
       </p>
+      {props.canEdit ? <BulkActions owner={props.owner} dataset={props.dataset} selection={selection} /> : null}
       {view === 'grid' ? <ImageGrid {...shared} /> : <ImageTable {...shared} />}
     </section>
   );

@@ -2,6 +2,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useState } from 'react';
 import { ImageThumb } from './ImageThumb.tsx';
 import type { ImageItem } from './queries.ts';
+import type { Selection } from './selection.ts';
 
 const CELL_WIDTH = 190;
 const ROW_HEIGHT = 210;
@@ -12,10 +13,12 @@ export interface ImageListProps {
   loadMore: () => void;
   classNames: string[];
   classColors: Record<string, string>;
+  /** Present when images may be picked for a bulk action. */
+  selection?: Selection;
 }
 
 /** Rows of thumbnails; only the rows in view (and a few around) are in the page, so the length does not matter. */
-export function ImageGrid({ images, hasMore, loadMore, classNames, classColors }: ImageListProps) {
+export function ImageGrid({ images, hasMore, loadMore, classNames, classColors, selection }: ImageListProps) {
   const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
   const columns = useColumns(scroller);
   const rowCount = Math.ceil(images.length / columns) + (hasMore ? 1 : 0);
@@ -46,6 +49,7 @@ export function ImageGrid({ images, hasMore, loadMore, classNames, classColors }
               {slice.length === 0 ? <span className="muted">Loading more…</span> : null}
               {slice.map((image) => (
                 <figure key={image.id} className="grid-cell" data-image-id={image.id}>
+                  {selection ? <SelectBox name={image.name} id={image.id} selection={selection} /> : null}
                   <ImageThumb image={image} classNames={classNames} classColors={classColors} />
                   <figcaption title={image.name}>{image.name}</figcaption>
                 </figure>
@@ -67,4 +71,17 @@ function useColumns(element: HTMLElement | null): number {
     return () => observer.disconnect();
   }, [element]);
   return Math.max(1, Math.floor(width / CELL_WIDTH));
+}
+
+/** A labelled checkbox that picks one image for a bulk action. */
+export function SelectBox({ id, name, selection }: { id: string; name: string; selection: Selection }) {
+  return (
+    <input
+      type="checkbox"
+      className="select-box"
+      aria-label={`Select ${name}`}
+      checked={selection.isSelected(id)}
+      onChange={() => selection.toggle(id)}
+    />
+  );
 }

@@ -1,12 +1,12 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useState } from 'react';
-import type { ImageListProps } from './ImageGrid.tsx';
+import { SelectBox, type ImageListProps } from './ImageGrid.tsx';
 import { ImageThumb } from './ImageThumb.tsx';
 
 const ROW_HEIGHT = 56;
 
 /** The same images as a table; rows outside the view are replaced by two spacer rows. */
-export function ImageTable({ images, hasMore, loadMore, classNames, classColors }: ImageListProps) {
+export function ImageTable({ images, hasMore, loadMore, classNames, classColors, selection }: ImageListProps) {
   const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
   const rows = useVirtualizer({
     count: images.length + (hasMore ? 1 : 0),
@@ -26,6 +26,11 @@ export function ImageTable({ images, hasMore, loadMore, classNames, classColors 
       <table className="image-table">
         <thead>
           <tr>
+            {selection ? (
+              <th scope="col">
+                <span className="visually-hidden">Selected</span>
+              </th>
+            ) : null}
             <th scope="col">Preview</th>
             <th scope="col">Name</th>
             <th scope="col">Split</th>
@@ -41,13 +46,18 @@ export function ImageTable({ images, hasMore, loadMore, classNames, classColors 
             if (!image)
               return (
                 <tr key={row.key} style={{ height: ROW_HEIGHT }}>
-                  <td colSpan={6} className="muted">
+                  <td colSpan={selection ? 7 : 6} className="muted">
                     Loading more…
                   </td>
                 </tr>
               );
             return (
               <tr key={row.key} style={{ height: ROW_HEIGHT }} data-image-id={image.id}>
+                {selection ? (
+                  <td>
+                    <SelectBox id={image.id} name={image.name} selection={selection} />
+                  </td>
+                ) : null}
                 <td className="table-thumb">
                   <ImageThumb image={image} classNames={classNames} classColors={classColors} />
                 </td>
