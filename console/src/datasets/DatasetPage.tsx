@@ -1,6 +1,7 @@
 import { datasetsPath, Link } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { Gallery } from '../images/Gallery.tsx';
+import { ClassesPanel } from './ClassesPanel.tsx';
 import { DatasetUpload } from './DatasetUpload.tsx';
 import { Heatmap } from './Heatmap.tsx';
 import { ShareBars } from './ShareBars.tsx';
@@ -66,6 +67,16 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
           </>
         ) : null}
       </div>
+      <ClassesPanel
+        owner={owner}
+        dataset={slug}
+        classNames={item.classNames}
+        classColors={item.classColors}
+        counts={
+          stats.data ? Object.fromEntries(stats.data.classes.map((entry) => [entry.classId, entry.count])) : undefined
+        }
+        canEdit={canEdit}
+      />
       {canEdit ? <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} /> : null}
       <Gallery
         owner={owner}
