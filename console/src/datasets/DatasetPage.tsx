@@ -1,7 +1,9 @@
 import { datasetsPath, Link } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { Gallery } from '../images/Gallery.tsx';
+import { VersionsPanel } from '../versions/VersionsPanel.tsx';
 import { ClassesPanel } from './ClassesPanel.tsx';
+import { CloneDataset } from './CloneDataset.tsx';
 import { DatasetUpload } from './DatasetUpload.tsx';
 import { Heatmap } from './Heatmap.tsx';
 import { ShareBars } from './ShareBars.tsx';
@@ -19,7 +21,10 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
       <nav aria-label="Breadcrumb" className="breadcrumb">
         <Link href={datasetsPath(owner)}>Datasets</Link> / <span aria-current="page">{item.name}</span>
       </nav>
-      <h1>{item.name}</h1>
+      <div className="title-row">
+        <h1>{item.name}</h1>
+        <CloneDataset owner={owner} dataset={slug} />
+      </div>
       {item.description ? <p className="muted">{item.description}</p> : null}
       <dl className="figures card">
         <dt>Task</dt>
@@ -77,6 +82,7 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
         }
         canEdit={canEdit}
       />
+      <VersionsPanel owner={owner} dataset={slug} versions={item.versions} canEdit={canEdit} />
       {canEdit ? <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} /> : null}
       <Gallery
         owner={owner}

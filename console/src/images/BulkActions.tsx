@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
+import { useDatasets } from '../datasets/queries.ts';
 import type { Split } from './queries.ts';
 import type { Selection } from './selection.ts';
 
@@ -14,12 +15,27 @@ function chunks(ids: string[]): string[][] {
 }
 
 /**
- * Moves the selected images to a split or deletes them (after a second, explicit confirmation). A move skips images
- * whose file is already in the target split (the API's conflict policy "skip") and says how many.
+ * Moves the selected images to a split, copies them with their labels and splits into another dataset of the workspace
+ * (the adopt API), or deletes them (after a second, explicit confirmation). A move or copy skips images whose file is
+ * already in the target split and says how many.
  */
-export function BulkActions({ owner, dataset, selection }: { owner: string; dataset: string; selection: Selection }) {
+export function BulkActions({
+  owner,
+  dataset,
+  classNames,
+  selection,
+}: {
+  owner: string;
+  dataset: string;
+  /** This dataset's classes: a copy keeps each label's class by name, adding it to the destination where missing. */
+  classNames: string[];
+  selection: Selection;
+}) {
   const [split, setSplit] = useState<Split>('train');
   const [confirming, setConfirming] = useState(false);
+  const others = (useDatasets(owner).data ?? []).filter((item) => item.dataset !== dataset);
+  const [copyTarget, setCopyTarget] = useState<string | undefined>(undefined);
+  const destination = copyTarget ?? others[0]?.dataset;
   const [outcome, setOutcome] = useState('');
   const queries = useQueryClient();
   const refresh = async () => {
@@ -52,6 +68,40 @@ export function BulkActions({ owner, dataset, selection }: { owner: string; data
       await refresh();
     },
   });
+  const copy = useMutation({
+    mutationFn: async (target: string) => {
+      let adopted = 0;
+      let skipped = 0;
+      for (const imageIds of chunks([...selection.ids])) {
+        const answer = unwrap(
+          await api.POST('/api/datasets/{owner}/{dataset}/images/adopt', {
+            params: { path: { owner, dataset: target } },
+            body: {
+              imageIds,
+              release: false,
+              classMapping: Object.fromEntries(classNames.map((name) => [name, name])),
+            },
+          }),
+        );
+        adopted += answer.adopted;
+        skipped += answer.skipped;
+      }
+      return { target, adopted, skipped };
+    },
+    onSuccess: async ({ target, adopted, skipped }) => {
+      setOutcome(
+        `${adopted.toLocaleString()} copied to ${target}` +
+          (skipped ? `, ${skipped.toLocaleString()} already there` : ''),
+      );
+      selection.clear();
+      for (const queryKey of [
+        ['dataset', owner, target],
+        ['images', owner, target],
+        ['datasets', owner],
+      ])
+        await queries.invalidateQueries({ queryKey });
+    },
+  });
   const remove = useMutation({
     mutationFn: async () => {
       let deleted = 0;
@@ -67,8 +117,8 @@ export function BulkActions({ owner, dataset, selection }: { owner: string; data
     },
   });
   const count = selection.ids.size;
-  const busy = move.isPending || remove.isPending;
-  const error = move.error ?? remove.error;
+  const busy = move.isPending || remove.isPending || copy.isPending;
+  const error = move.error ?? remove.error ?? copy.error;
   return (
     <div className="toolbar bulk-actions" role="group" aria-label="Selected images">
       <span>{count.toLocaleString()} selected</span>
@@ -81,6 +131,25 @@ export function BulkActions({ owner, dataset, selection }: { owner: string; data
       <button type="button" disabled={count === 0 || busy} onClick={() => move.mutate()}>
         Move
       </button>
+      {others.length > 0 ? (
+        <>
+          <label htmlFor="bulk-copy">Copy to</label>
+          <select id="bulk-copy" value={destination} onChange={(event) => setCopyTarget(event.target.value)}>
+            {others.map((item) => (
+              <option key={item.id} value={item.dataset}>
+                {item.name}
+              </option>
+            ))}
+          </select>
+          <button
+            type="button"
+            disabled={count === 0 || busy || !destination}
+            onClick={() => destination && copy.mutate(destination)}
+          >
+            Copy
+          </button>
+        </>
+      ) : null}
       {confirming ? (
         <>
           <button type="button" className="danger" disabled={busy} onClick={() => remove.mutate()}>

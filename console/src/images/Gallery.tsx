@@ -54,7 +54,9 @@ export function Gallery(props: {
             ? pages.error.message
             : `${(total ?? images.length).toLocaleString()} ${total === 1 ? 'image' : 'images'} match`}
       </p>
-      {props.canEdit ? <BulkActions owner={props.owner} dataset={props.dataset} selection={selection} /> : null}
+      {props.canEdit ? (
+        <BulkActions owner={props.owner} dataset={props.dataset} classNames={props.classNames} selection={selection} />
+      ) : null}
       {view === 'grid' ? <ImageGrid {...shared} /> : <ImageTable {...shared} />}
     </section>
   );
