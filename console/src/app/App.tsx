@@ -1,6 +1,7 @@
 import { useEffect } from 'react';
 import { ApiError } from '../api/client.ts';
 import { forgetCredentials } from '../api/credentials.ts';
+import { ImageEditor } from '../annotate/ImageEditor.tsx';
 import { SignInPage } from '../auth/SignInPage.tsx';
 import { useIdentity, useSignOut, type Identity } from '../auth/identity.ts';
 import { DatasetPage } from '../datasets/DatasetPage.tsx';
@@ -35,6 +36,7 @@ export function App() {
     <Shell identity={identity.data}>
       {route.page === 'datasets' ? <DatasetsPage owner={route.owner} /> : null}
       {route.page === 'dataset' ? <DatasetPage owner={route.owner} slug={route.slug} /> : null}
+      {route.page === 'image' ? <ImageEditor owner={route.owner} slug={route.slug} imageId={route.imageId} /> : null}
       {route.page === 'not-found' ? (
         <>
           <h1>Page not found</h1>
@@ -49,7 +51,9 @@ export function App() {
 }
 
 function titleOf(page: string): string {
-  return { home: 'Home', signin: 'Sign in', datasets: 'Datasets', dataset: 'Dataset' }[page] ?? 'Not found';
+  return (
+    { home: 'Home', signin: 'Sign in', datasets: 'Datasets', dataset: 'Dataset', image: 'Image' }[page] ?? 'Not found'
+  );
 }
 
 function Shell({ identity, children }: { identity: Identity; children: React.ReactNode }) {

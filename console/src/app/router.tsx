@@ -18,15 +18,18 @@ export type Route =
   | { page: 'signin' }
   | { page: 'datasets'; owner: string }
   | { page: 'dataset'; owner: string; slug: string }
+  | { page: 'image'; owner: string; slug: string; imageId: string }
   | { page: 'not-found'; path: string };
 
 export function parseRoute(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0) return { page: 'home' };
   if (parts.length === 1 && parts[0] === 'signin') return { page: 'signin' };
-  const [owner, area, slug] = parts;
+  const [owner, area, slug, images, imageId] = parts;
   if (owner && area === 'datasets' && parts.length === 2) return { page: 'datasets', owner };
   if (owner && area === 'datasets' && slug && parts.length === 3) return { page: 'dataset', owner, slug };
+  if (owner && area === 'datasets' && slug && images === 'images' && imageId && parts.length === 5)
+    return { page: 'image', owner, slug, imageId };
   return { page: 'not-found', path: pathname };
 }
 
@@ -36,6 +39,19 @@ export function datasetsPath(owner: string): string {
 
 export function datasetPath(owner: string, slug: string): string {
   return `${datasetsPath(owner)}/${encodeURIComponent(slug)}`;
+}
+
+export function imagePath(owner: string, slug: string, imageId: string): string {
+  return `${datasetPath(owner, slug)}/images/${encodeURIComponent(imageId)}`;
+}
+
+/**
+ * A page with unsaved work sets this: moving to another page asks first (closing or reloading the tab asks through
+ * the browser's own beforeunload prompt, which the page sets too).
+ */
+let leaveWarning: string | undefined;
+export function setLeaveWarning(warning: string | undefined): void {
+  leaveWarning = warning;
 }
 
 interface Navigation {
@@ -53,6 +69,8 @@ export function RouterProvider({ children }: { children: React.ReactNode }) {
     return () => removeEventListener('popstate', onPop);
   }, []);
   const navigate = useCallback((path: string, options: { replace?: boolean } = {}) => {
+    if (leaveWarning && !confirm(leaveWarning)) return;
+    leaveWarning = undefined;
     if (options.replace) history.replaceState(null, '', path);
     else history.pushState(null, '', path);
     setPathname(location.pathname);

@@ -30,6 +30,8 @@ export function Gallery(props: {
     if (hasNextPage && !isFetchingNextPage) void fetchNextPage();
   }, [hasNextPage, isFetchingNextPage, fetchNextPage]);
   const shared = {
+    owner: props.owner,
+    dataset: props.dataset,
     images,
     hasMore: hasNextPage,
     loadMore,

@@ -1,5 +1,6 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useState } from 'react';
+import { imagePath, Link } from '../app/router.tsx';
 import { ImageThumb } from './ImageThumb.tsx';
 import type { ImageItem } from './queries.ts';
 import type { Selection } from './selection.ts';
@@ -8,6 +9,8 @@ const CELL_WIDTH = 190;
 const ROW_HEIGHT = 210;
 
 export interface ImageListProps {
+  owner: string;
+  dataset: string;
   images: ImageItem[];
   hasMore: boolean;
   loadMore: () => void;
@@ -18,7 +21,16 @@ export interface ImageListProps {
 }
 
 /** Rows of thumbnails; only the rows in view (and a few around) are in the page, so the length does not matter. */
-export function ImageGrid({ images, hasMore, loadMore, classNames, classColors, selection }: ImageListProps) {
+export function ImageGrid({
+  owner,
+  dataset,
+  images,
+  hasMore,
+  loadMore,
+  classNames,
+  classColors,
+  selection,
+}: ImageListProps) {
   const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
   const columns = useColumns(scroller);
   const rowCount = Math.ceil(images.length / columns) + (hasMore ? 1 : 0);
@@ -51,7 +63,9 @@ export function ImageGrid({ images, hasMore, loadMore, classNames, classColors, 
                 <figure key={image.id} className="grid-cell" data-image-id={image.id}>
                   {selection ? <SelectBox name={image.name} id={image.id} selection={selection} /> : null}
                   <ImageThumb image={image} classNames={classNames} classColors={classColors} />
-                  <figcaption title={image.name}>{image.name}</figcaption>
+                  <figcaption title={image.name}>
+                    <Link href={imagePath(owner, dataset, image.id)}>{image.name}</Link>
+                  </figcaption>
                 </figure>
               ))}
             </li>

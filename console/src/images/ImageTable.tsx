@@ -1,12 +1,22 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useState } from 'react';
+import { imagePath, Link } from '../app/router.tsx';
 import { SelectBox, type ImageListProps } from './ImageGrid.tsx';
 import { ImageThumb } from './ImageThumb.tsx';
 
 const ROW_HEIGHT = 56;
 
 /** The same images as a table; rows outside the view are replaced by two spacer rows. */
-export function ImageTable({ images, hasMore, loadMore, classNames, classColors, selection }: ImageListProps) {
+export function ImageTable({
+  owner,
+  dataset,
+  images,
+  hasMore,
+  loadMore,
+  classNames,
+  classColors,
+  selection,
+}: ImageListProps) {
   const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
   const rows = useVirtualizer({
     count: images.length + (hasMore ? 1 : 0),
@@ -61,7 +71,9 @@ export function ImageTable({ images, hasMore, loadMore, classNames, classColors,
                 <td className="table-thumb">
                   <ImageThumb image={image} classNames={classNames} classColors={classColors} />
                 </td>
-                <td>{image.name}</td>
+                <td>
+                  <Link href={imagePath(owner, dataset, image.id)}>{image.name}</Link>
+                </td>
                 <td>{image.split ?? '—'}</td>
                 <td>
                   {image.width} × {image.height}

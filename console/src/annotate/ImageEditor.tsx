@@ -1,0 +1,382 @@
+import { useEffect, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
+import { datasetPath, Link, setLeaveWarning } from '../app/router.tsx';
+import { useCanEdit } from '../auth/identity.ts';
+import { useDataset } from '../datasets/queries.ts';
+import { LabelShapes } from './LabelShapes.tsx';
+import { labelFromPolygon, labelFromRectangle, moveLabel, resizeLabel, type Label, type Point } from './geometry.ts';
+import { useHistory } from './history.ts';
+import { useImage, useSaveLabels } from './queries.ts';
+
+type Tool = 'select' | 'box' | 'polygon';
+type ImageAnswer = NonNullable<ReturnType<typeof useImage>['data']>;
+
+const LEAVE_WARNING = 'This image has unsaved label changes. Leave without saving them?';
+const STEP = 0.01;
+const FINE_STEP = 0.001;
+
+/** The full view of one image: zoom, pan (scroll), its metadata, and its labels edited by mouse or keyboard. */
+export function ImageEditor({ owner, slug, imageId }: { owner: string; slug: string; imageId: string }) {
+  const image = useImage(imageId);
+  const dataset = useDataset(owner, slug);
+  const canEdit = useCanEdit(owner);
+  if (image.isPending) return <p role="status">Loading the image…</p>;
+  if (image.error) return <p role="alert">{image.error.message}</p>;
+  const colors = dataset.data?.classColors ?? {};
+  return <Editor key={imageId} image={image.data} owner={owner} slug={slug} canEdit={canEdit} colors={colors} />;
+}
+
+function Editor({
+  image,
+  owner,
+  slug,
+  canEdit,
+  colors,
+}: {
+  image: ImageAnswer;
+  owner: string;
+  slug: string;
+  canEdit: boolean;
+  colors: Record<string, string>;
+}) {
+  const task = image.dataset.task;
+  const history = useHistory<Label[]>(image.labels);
+  const labels = history.present;
+  const [selected, setSelected] = useState<number | undefined>(undefined);
+  const [tool, setTool] = useState<Tool>(task === 'classify' || !canEdit ? 'select' : 'box');
+  const [classId, setClassId] = useState(0);
+  const [zoom, setZoom] = useState(1);
+  const [draft, setDraft] = useState<{ from: Point; to: Point } | undefined>(undefined);
+  const [moving, setMoving] = useState<{ index: number; start: Point; at: Point } | undefined>(undefined);
+  const [polygon, setPolygon] = useState<Point[]>([]);
+  const [message, setMessage] = useState('');
+  const svg = useRef<SVGSVGElement>(null);
+  const save = useSaveLabels(owner, slug, image.id);
+  const { width, height } = image.properties;
+
+  useEffect(() => {
+    if (!history.unsaved) return setLeaveWarning(undefined);
+    setLeaveWarning(LEAVE_WARNING);
+    const onBeforeUnload = (event: BeforeUnloadEvent) => event.preventDefault();
+    addEventListener('beforeunload', onBeforeUnload);
+    return () => {
+      removeEventListener('beforeunload', onBeforeUnload);
+      setLeaveWarning(undefined);
+    };
+  }, [history.unsaved]);
+
+  const change = (next: Label[], note: string) => {
+    history.push(next);
+    setMessage(note);
+  };
+  const className = (id: number) => image.classNames[id] ?? `class ${id}`;
+  const pointOf = (event: PointerEvent): Point => {
+    const box = svg.current!.getBoundingClientRect();
+    const clamp = (value: number) => Math.min(1, Math.max(0, value));
+    return { x: clamp((event.clientX - box.left) / box.width), y: clamp((event.clientY - box.top) / box.height) };
+  };
+  const saveNow = () =>
+    save.mutate(labels, {
+      onSuccess: () => {
+        history.markSaved(labels);
+        setMessage(`Saved ${labels.length} ${labels.length === 1 ? 'label' : 'labels'}`);
+      },
+    });
+
+  function onCanvasDown(event: PointerEvent<SVGSVGElement>) {
+    if (!canEdit) return;
+    const point = pointOf(event);
+    if (tool === 'box') {
+      svg.current?.setPointerCapture(event.pointerId);
+      setDraft({ from: point, to: point });
+    } else if (tool === 'polygon') {
+      const first = polygon[0];
+      if (first && polygon.length >= 3 && Math.hypot(first.x - point.x, first.y - point.y) < 0.015) closePolygon();
+      else setPolygon([...polygon, point]);
+    } else setSelected(undefined);
+  }
+  function onCanvasMove(event: PointerEvent<SVGSVGElement>) {
+    if (draft) setDraft({ ...draft, to: pointOf(event) });
+    if (moving) setMoving({ ...moving, at: pointOf(event) });
+  }
+  function onCanvasUp() {
+    if (draft) {
+      const { from, to } = draft;
+      setDraft(undefined);
+      if (Math.abs(from.x - to.x) > 0.005 && Math.abs(from.y - to.y) > 0.005) {
+        change([...labels, labelFromRectangle(task, classId, from, to)], `Added a ${className(classId)}`);
+        setSelected(labels.length);
+      }
+    }
+    if (moving) {
+      const dx = moving.at.x - moving.start.x;
+      const dy = moving.at.y - moving.start.y;
+      setMoving(undefined);
+      if (dx !== 0 || dy !== 0)
+        change(
+          labels.map((label, index) => (index === moving.index ? moveLabel(label, dx, dy) : label)),
+          'Moved',
+        );
+    }
+  }
+  function onShapeDown(index: number, event: PointerEvent<SVGElement>) {
+    if (tool !== 'select') return;
+    event.stopPropagation();
+    setSelected(index);
+    if (!canEdit) return;
+    svg.current?.setPointerCapture(event.pointerId);
+    const point = pointOf(event);
+    setMoving({ index, start: point, at: point });
+  }
+  function closePolygon() {
+    if (polygon.length < 3) return;
+    change([...labels, labelFromPolygon(classId, polygon)], `Added a ${className(classId)} polygon`);
+    setSelected(labels.length);
+    setPolygon([]);
+  }
+  const editSelected = (edit: (label: Label) => Label, note: string) => {
+    if (selected === undefined) return;
+    change(
+      labels.map((label, index) => (index === selected ? edit(label) : label)),
+      note,
+    );
+  };
+  const removeSelected = () => {
+    if (selected === undefined) return;
+    change(
+      labels.filter((_, index) => index !== selected),
+      'Deleted a label',
+    );
+    setSelected(undefined);
+  };
+  const setClassOf = (index: number, id: number) =>
+    change(
+      labels.map((label, at) => (at === index ? { ...label, classId: id } : label)),
+      `Class set to ${className(id)}`,
+    );
+
+  function onKey(event: KeyboardEvent<HTMLDivElement>) {
+    const command = event.ctrlKey || event.metaKey;
+    const key = event.key;
+    let handled = true;
+    if (command && key.toLowerCase() === 'z' && !event.shiftKey) history.undo();
+    else if (command && (key.toLowerCase() === 'y' || (key.toLowerCase() === 'z' && event.shiftKey))) history.redo();
+    else if (command && key.toLowerCase() === 's') {
+      if (canEdit) saveNow();
+    } else if (command) handled = false;
+    else if (key === '+' || key === '=') setZoom((value) => Math.min(8, value * 1.25));
+    else if (key === '-') setZoom((value) => Math.max(1, value / 1.25));
+    else if (!canEdit) handled = false;
+    else if (/^[1-9]$/.test(key)) {
+      const id = Number(key) - 1;
+      if (id >= image.classNames.length) handled = false;
+      else if (task === 'classify') change([{ classId: id }], `Image class set to ${className(id)}`);
+      else if (selected !== undefined) setClassOf(selected, id);
+      else setClassId(id);
+    } else if (key === 'b' && task !== 'classify') setTool('box');
+    else if (key === 'p' && task === 'segment') setTool('polygon');
+    else if (key === 'v') setTool('select');
+    else if (key === 'n' && task !== 'classify') {
+      change(
+        [...labels, labelFromRectangle(task, classId, { x: 0.4, y: 0.4 }, { x: 0.6, y: 0.6 })],
+        `Added a ${className(classId)}`,
+      );
+      setSelected(labels.length);
+    } else if (key === 'Enter' && polygon.length > 0) closePolygon();
+    else if (key === 'Escape') {
+      setPolygon([]);
+      setDraft(undefined);
+      setSelected(undefined);
+    } else if ((key === 'Delete' || key === 'Backspace') && selected !== undefined) removeSelected();
+    else if (key === ']' || key === '[') {
+      if (labels.length === 0) handled = false;
+      else {
+        const step = key === ']' ? 1 : labels.length - 1;
+        setSelected(((selected ?? (key === ']' ? -1 : 0)) + step) % labels.length);
+      }
+    } else if (key.startsWith('Arrow') && selected !== undefined) {
+      const step = event.altKey ? FINE_STEP : STEP;
+      const dx = key === 'ArrowLeft' ? -step : key === 'ArrowRight' ? step : 0;
+      const dy = key === 'ArrowUp' ? -step : key === 'ArrowDown' ? step : 0;
+      if (event.shiftKey) editSelected((label) => resizeLabel(label, dx, -dy), 'Resized');
+      else editSelected((label) => moveLabel(label, dx, dy), 'Moved');
+    } else handled = false;
+    if (handled) event.preventDefault();
+  }
+
+  const shown = labels.map((label, index) =>
+    moving && index === moving.index
+      ? moveLabel(label, moving.at.x - moving.start.x, moving.at.y - moving.start.y)
+      : label,
+  );
+  const imageClass = task === 'classify' ? labels[0]?.classId : undefined;
+  return (
+    <>
+      <nav aria-label="Breadcrumb" className="breadcrumb">
+        <Link href={datasetPath(owner, slug)}>{slug}</Link> /{' '}
+        <span aria-current="page">{image.properties.filename}</span>
+      </nav>
+      <h1>{image.properties.filename}</h1>
+      <div className="toolbar editor-tools" role="toolbar" aria-label="Annotation tools">
+        {canEdit && task !== 'classify' ? (
+          <>
+            <button type="button" aria-pressed={tool === 'select'} onClick={() => setTool('select')}>
+              Select (V)
+            </button>
+            <button type="button" aria-pressed={tool === 'box'} onClick={() => setTool('box')}>
+              {task === 'obb' ? 'Oriented box (B)' : 'Box (B)'}
+            </button>
+            {task === 'segment' ? (
+              <button type="button" aria-pressed={tool === 'polygon'} onClick={() => setTool('polygon')}>
+                Polygon (P)
+              </button>
+            ) : null}
+          </>
+        ) : null}
+        {canEdit ? (
+          <>
+            <label htmlFor="editor-class">{task === 'classify' ? 'Image class' : 'Class for new shapes'}</label>
+            <select
+              id="editor-class"
+              value={task === 'classify' ? (imageClass ?? '') : classId}
+              onChange={(event) => {
+                const id = Number(event.target.value);
+                if (task === 'classify') change([{ classId: id }], `Image class set to ${className(id)}`);
+                else setClassId(id);
+              }}
+            >
+              {task === 'classify' && imageClass === undefined ? <option value="">None</option> : null}
+              {image.classNames.map((name, id) => (
+                <option key={`${id}-${name}`} value={id}>
+                  {id < 9 ? `${id + 1}: ${name}` : name}
+                </option>
+              ))}
+            </select>
+          </>
+        ) : null}
+        <button type="button" onClick={() => setZoom((value) => Math.max(1, value / 1.25))} disabled={zoom <= 1}>
+          Zoom out (−)
+        </button>
+        <button type="button" onClick={() => setZoom((value) => Math.min(8, value * 1.25))} disabled={zoom >= 8}>
+          Zoom in (+)
+        </button>
+        {canEdit ? (
+          <>
+            <button type="button" onClick={history.undo} disabled={!history.canUndo}>
+              Undo
+            </button>
+            <button type="button" onClick={history.redo} disabled={!history.canRedo}>
+              Redo
+            </button>
+            <button type="button" onClick={saveNow} disabled={!history.unsaved || save.isPending}>
+              {save.isPending ? 'Saving…' : 'Save labels'}
+            </button>
+          </>
+        ) : null}
+        <span role="status">{history.unsaved ? `Unsaved changes. ${message}` : message}</span>
+        {save.error ? <span role="alert">{save.error.message}</span> : null}
+      </div>
+      <div className="editor">
+        <div
+          className="editor-canvas"
+          role="application"
+          aria-label={`Labels of ${image.properties.filename}`}
+          aria-describedby="editor-keys"
+          tabIndex={0}
+          onKeyDown={onKey}
+        >
+          {/* At zoom 1 the whole image fits the view; zooming widens it and the view scrolls (pans). */}
+          <div
+            className="editor-stage"
+            style={{ width: `calc(${zoom} * min(100%, ${(width || 1) / (height || 1)} * 75vh))` }}
+          >
+            <div className="editor-image" style={{ aspectRatio: `${width || 1} / ${height || 1}` }}>
+              <img src={image.imageUrl} alt={image.properties.filename} draggable={false} />
+              <svg
+                ref={svg}
+                viewBox="0 0 1 1"
+                preserveAspectRatio="none"
+                className={`tool-${tool}`}
+                onPointerDown={onCanvasDown}
+                onPointerMove={onCanvasMove}
+                onPointerUp={onCanvasUp}
+              >
+                <LabelShapes labels={shown} selected={selected} classColors={colors} onShapeDown={onShapeDown} />
+                {draft ? (
+                  <rect
+                    className="draft"
+                    x={Math.min(draft.from.x, draft.to.x)}
+                    y={Math.min(draft.from.y, draft.to.y)}
+                    width={Math.abs(draft.from.x - draft.to.x)}
+                    height={Math.abs(draft.from.y - draft.to.y)}
+                  />
+                ) : null}
+                {polygon.length > 0 ? (
+                  <polyline className="draft" points={polygon.map((point) => `${point.x},${point.y}`).join(' ')} />
+                ) : null}
+              </svg>
+            </div>
+          </div>
+        </div>
+        <aside className="editor-side">
+          <h2>Labels ({labels.length})</h2>
+          {task === 'classify' ? (
+            <p>Class: {imageClass === undefined ? 'none' : className(imageClass)}</p>
+          ) : (
+            <ol className="label-list" aria-label="Labels">
+              {labels.map((label, index) => (
+                <li key={index} className={index === selected ? 'selected' : undefined}>
+                  <button type="button" aria-pressed={index === selected} onClick={() => setSelected(index)}>
+                    {index + 1}. {className(label.classId)}
+                  </button>
+                  {canEdit ? (
+                    <>
+                      <select
+                        aria-label={`Class of label ${index + 1}`}
+                        value={label.classId}
+                        onChange={(event) => setClassOf(index, Number(event.target.value))}
+                      >
+                        {image.classNames.map((name, id) => (
+                          <option key={`${id}-${name}`} value={id}>
+                            {name}
+                          </option>
+                        ))}
+                      </select>
+                      <button
+                        type="button"
+                        aria-label={`Delete label ${index + 1}`}
+                        onClick={() =>
+                          change(
+                            labels.filter((_, at) => at !== index),
+                            'Deleted a label',
+                          )
+                        }
+                      >
+                        ✕
+                      </button>
+                    </>
+                  ) : null}
+                </li>
+              ))}
+            </ol>
+          )}
+          <h2>Image</h2>
+          <dl className="figures">
+            <dt>Size</dt>
+            <dd>
+              {width} × {height}
+            </dd>
+            <dt>Split</dt>
+            <dd>{image.properties.split}</dd>
+            <dt>File</dt>
+            <dd>{(image.properties.bytes / 1024).toFixed(1)} KiB</dd>
+          </dl>
+          <p id="editor-keys" className="muted keys">
+            {canEdit
+              ? 'Keys: B box, P polygon, V select, N new box, [ ] pick a label, arrows move it (Shift: resize, Alt: finer), 1–9 class, Delete removes, Enter closes a polygon, Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+S save, + − zoom.'
+              : 'Keys: + − zoom, [ ] pick a label. Viewing only.'}
+          </p>
+        </aside>
+      </div>
+    </>
+  );
+}

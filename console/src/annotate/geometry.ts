@@ -1,0 +1,74 @@
+import type { paths } from '../api/schema.d.ts';
+
+type ImagePatch = NonNullable<paths['/api/images/{imageId}']['patch']['requestBody']>['content']['application/json'];
+/** One label as the image API reads and writes it: a class and the geometry of the dataset's task, in 0-1. */
+export type Label = NonNullable<ImagePatch['labels']>[number];
+export interface Point {
+  x: number;
+  y: number;
+}
+
+const clamp = (value: number) => Math.min(1, Math.max(0, value));
+const round = (value: number) => Math.round(value * 1e5) / 1e5;
+
+/** The label of the dataset's task for a rectangle dragged from one corner to the other (0-1 coordinates). */
+export function labelFromRectangle(task: string, classId: number, from: Point, to: Point): Label {
+  const [left, right] = [clamp(Math.min(from.x, to.x)), clamp(Math.max(from.x, to.x))];
+  const [top, bottom] = [clamp(Math.min(from.y, to.y)), clamp(Math.max(from.y, to.y))];
+  const corners = [left, top, right, top, right, bottom, left, bottom].map(round);
+  if (task === 'obb') return { classId, obb: corners };
+  if (task === 'segment') return { classId, segments: corners };
+  return { classId, bbox: [(left + right) / 2, (top + bottom) / 2, right - left, bottom - top].map(round) };
+}
+
+/** A polygon label from its vertices (segment datasets). */
+export function labelFromPolygon(classId: number, points: Point[]): Label {
+  return { classId, segments: points.flatMap((point) => [round(clamp(point.x)), round(clamp(point.y))]) };
+}
+
+/** Moves a label by (dx, dy), every geometry it has, kept inside the image. */
+export function moveLabel(label: Label, dx: number, dy: number): Label {
+  const shiftPairs = (flat: number[] | undefined, stride: number) =>
+    flat?.map((value, index) => {
+      const axis = index % stride;
+      if (axis > 1) return value; // a keypoint's visibility
+      return round(clamp(value + (axis === 0 ? dx : dy)));
+    });
+  const moved: Label = { ...label };
+  if (label.bbox) {
+    const [cx = 0, cy = 0, w = 0, h = 0] = label.bbox;
+    moved.bbox = [round(clamp(cx + dx)), round(clamp(cy + dy)), w, h];
+  }
+  if (label.segments) moved.segments = shiftPairs(label.segments, 2);
+  if (label.obb) moved.obb = shiftPairs(label.obb, 2);
+  if (label.keypoints) moved.keypoints = shiftPairs(label.keypoints, label.keypoints.length % 3 === 0 ? 3 : 2);
+  return moved;
+}
+
+/** Grows or shrinks a box (or an oriented box or polygon, about its centre) by (dw, dh). */
+export function resizeLabel(label: Label, dw: number, dh: number): Label {
+  if (label.bbox) {
+    const [cx = 0, cy = 0, w = 0, h = 0] = label.bbox;
+    return { ...label, bbox: [cx, cy, round(clamp(Math.max(0.005, w + dw))), round(clamp(Math.max(0.005, h + dh)))] };
+  }
+  const flat = label.segments ?? label.obb;
+  if (!flat) return label;
+  const xs = flat.filter((_, index) => index % 2 === 0);
+  const ys = flat.filter((_, index) => index % 2 === 1);
+  const center = { x: (Math.min(...xs) + Math.max(...xs)) / 2, y: (Math.min(...ys) + Math.max(...ys)) / 2 };
+  const spanX = Math.max(...xs) - Math.min(...xs) || 1;
+  const spanY = Math.max(...ys) - Math.min(...ys) || 1;
+  const scaled = flat.map((value, index) =>
+    index % 2 === 0
+      ? round(clamp(center.x + (value - center.x) * (1 + dw / spanX)))
+      : round(clamp(center.y + (value - center.y) * (1 + dh / spanY))),
+  );
+  return label.segments ? { ...label, segments: scaled } : { ...label, obb: scaled };
+}
+
+/** "x,y x,y …" for an SVG polygon from flat pairs (a keypoint layout's third values skipped). */
+export function pointsOf(flat: number[], stride = 2): string {
+  const points: string[] = [];
+  for (let index = 0; index + 1 < flat.length; index += stride) points.push(`${flat[index]},${flat[index + 1]}`);
+  return points.join(' ');
+}
