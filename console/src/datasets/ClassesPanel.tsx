@@ -1,18 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
-
-/** Okabe and Ito's palette, told apart with every common colour-vision deficiency; repeated past eight classes. */
-export const COLOR_BLIND_SAFE = [
-  '#e69f00',
-  '#56b4e9',
-  '#009e73',
-  '#f0e442',
-  '#0072b2',
-  '#d55e00',
-  '#cc79a7',
-  '#000000',
-];
+import { COLOR_BLIND_SAFE } from '../app/palette.ts';
 
 interface ClassesPanelProps {
   owner: string;

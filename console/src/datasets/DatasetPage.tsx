@@ -1,6 +1,7 @@
 import { datasetsPath, Link } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { Gallery } from '../images/Gallery.tsx';
+import { EmbeddingMap } from '../map/EmbeddingMap.tsx';
 import { VersionsPanel } from '../versions/VersionsPanel.tsx';
 import { ClassesPanel } from './ClassesPanel.tsx';
 import { CloneDataset } from './CloneDataset.tsx';
@@ -80,6 +81,13 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
         counts={
           stats.data ? Object.fromEntries(stats.data.classes.map((entry) => [entry.classId, entry.count])) : undefined
         }
+        canEdit={canEdit}
+      />
+      <EmbeddingMap
+        owner={owner}
+        dataset={slug}
+        classNames={item.classNames}
+        classColors={item.classColors}
         canEdit={canEdit}
       />
       <VersionsPanel owner={owner} dataset={slug} versions={item.versions} canEdit={canEdit} />

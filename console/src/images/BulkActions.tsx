@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import { useDatasets } from '../datasets/queries.ts';
 import type { Split } from './queries.ts';
@@ -33,6 +33,8 @@ export function BulkActions({
 }) {
   const [split, setSplit] = useState<Split>('train');
   const [confirming, setConfirming] = useState(false);
+  // The gallery and the embedding map each hold one: their controls' ids must differ.
+  const id = useId();
   const others = (useDatasets(owner).data ?? []).filter((item) => item.dataset !== dataset);
   const [copyTarget, setCopyTarget] = useState<string | undefined>(undefined);
   const destination = copyTarget ?? others[0]?.dataset;
@@ -122,8 +124,8 @@ export function BulkActions({
   return (
     <div className="toolbar bulk-actions" role="group" aria-label="Selected images">
       <span>{count.toLocaleString()} selected</span>
-      <label htmlFor="bulk-split">Move to</label>
-      <select id="bulk-split" value={split} onChange={(event) => setSplit(event.target.value as Split)}>
+      <label htmlFor={`${id}-split`}>Move to</label>
+      <select id={`${id}-split`} value={split} onChange={(event) => setSplit(event.target.value as Split)}>
         <option value="train">train</option>
         <option value="val">val</option>
         <option value="test">test</option>
@@ -133,8 +135,8 @@ export function BulkActions({
       </button>
       {others.length > 0 ? (
         <>
-          <label htmlFor="bulk-copy">Copy to</label>
-          <select id="bulk-copy" value={destination} onChange={(event) => setCopyTarget(event.target.value)}>
+          <label htmlFor={`${id}-copy`}>Copy to</label>
+          <select id={`${id}-copy`} value={destination} onChange={(event) => setCopyTarget(event.target.value)}>
             {others.map((item) => (
               <option key={item.id} value={item.dataset}>
                 {item.name}

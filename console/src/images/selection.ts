@@ -5,6 +5,8 @@ export interface Selection {
   ids: ReadonlySet<string>;
   isSelected: (id: string) => boolean;
   toggle: (id: string) => void;
+  /** Picks exactly these (a lasso, an island). */
+  replace: (ids: Iterable<string>) => void;
   clear: () => void;
 }
 
@@ -20,5 +22,9 @@ export function useSelection(): Selection {
     [],
   );
   const clear = useCallback(() => setIds(new Set()), []);
-  return useMemo(() => ({ ids, isSelected: (id: string) => ids.has(id), toggle, clear }), [ids, toggle, clear]);
+  const replace = useCallback((next: Iterable<string>) => setIds(new Set(next)), []);
+  return useMemo(
+    () => ({ ids, isSelected: (id: string) => ids.has(id), toggle, replace, clear }),
+    [ids, toggle, replace, clear],
+  );
 }

@@ -1,0 +1,122 @@
+// The embedding map in a real browser: analyze a dataset from the page, the layout drawn (WebGL), a lasso over the
+// left half picking exactly the points the API's layout puts there, an island picked by keyboard and moved to test.
+import t from 'tap';
+import {
+  foreignRequests,
+  openConsoleBrowser,
+  screenshot,
+  seriousViolations,
+  settled,
+} from './helpers/console-browser.ts';
+import { call } from './helpers/server.ts';
+import { createShapesDataset } from './helpers/training-data.ts';
+import { startWorld } from './helpers/world.ts';
+
+interface LayoutAnswer {
+  total: number;
+  images: { id: string; umapX: number; umapY: number; cluster: number | null; missing: boolean }[];
+}
+
+/** The console's projection (console/src/map/projection.ts): 5 % padding, x from the left. */
+function viewX(x: number, [minX, maxX]: number[]): number {
+  return 0.05 + (0.9 * (x - minX!)) / (maxX! - minX!);
+}
+
+t.test('a user analyzes a dataset, lassoes points on its map and moves an island', async (t) => {
+  const world = await startWorld(t);
+  const origin = world.server.url;
+  await createShapesDataset(t, world, world.alice, 'alice', 'spots', { train: 24, val: 8 });
+  const { page, requests, errors } = await openConsoleBrowser(t);
+  await page.goto(`${origin}/signin`);
+  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
+  await page.getByRole('button', { name: 'Sign in with the key' }).click();
+  await page.waitForURL(`${origin}/alice/datasets`);
+  await page.goto(`${origin}/alice/datasets/spots`);
+  const map = page.getByRole('region', { name: 'Embedding map' });
+  await map.getByRole('button', { name: 'Analyze images' }).click();
+  const canvas = map.getByRole('img', { name: /^Embedding map of \d+ images/ });
+  await canvas.waitFor({ timeout: 180_000 });
+
+  const layout = (
+    await call<LayoutAnswer>(world.server, 'GET', '/api/datasets/alice/spots/images/clustering', { key: world.alice })
+  ).body;
+  const points = layout.images.filter((image) => !image.missing);
+  t.match(await canvas.getAttribute('aria-label'), `Embedding map of ${points.length} images`, 'every point drawn');
+  const webgl = await canvas.evaluate((element) => {
+    const context = (element as unknown as { getContext(kind: string): unknown }).getContext('webgl');
+    return context !== null;
+  });
+  t.comment(`drawn with ${webgl ? 'WebGL' : 'the 2-D canvas'}`);
+
+  // Lasso the left half of the view: exactly the points the layout puts left of the middle.
+  const bounds = JSON.parse((await canvas.getAttribute('data-bounds')) ?? '[]') as number[];
+  const expected = points.filter((point) => viewX(point.umapX, bounds) < 0.5).length;
+  const box = (await canvas.boundingBox())!;
+  await page.mouse.move(box.x + 2, box.y + 2);
+  await page.mouse.down();
+  for (const [x, y] of [
+    [0.5, 0],
+    [0.5, 1],
+    [0, 1],
+  ])
+    await page.mouse.move(box.x + 2 + x * (box.width - 4), box.y + 2 + y * (box.height - 4), { steps: 3 });
+  await page.mouse.up();
+
+  const status = map.getByRole('status').filter({ hasText: 'picked' });
+  const picked = new RegExp(`${points.length} points; ${expected} picked`);
+  t.match(
+    await settled(
+      () => status.innerText(),
+      (text) => picked.test(text),
+    ),
+    picked,
+    'the lasso picked every point inside',
+  );
+  const thumbnails = map.getByRole('region', { name: 'Picked images' }).getByRole('img');
+  t.equal(
+    await settled(
+      () => thumbnails.count(),
+      (count) => count === Math.min(expected, 60),
+    ),
+    Math.min(expected, 60),
+    'their images are shown',
+  );
+  t.same(await seriousViolations(page), [], 'dataset page with its map: no serious or critical axe violations');
+  await screenshot(page, 'dataset-map');
+
+  // By keyboard: the largest island from the list, then moved to test with the bulk actions.
+  const island = points.filter((point) => point.cluster === 0).length;
+  t.ok(island > 0, `the largest island holds ${island} images`);
+  await map
+    .getByLabel('Pick an island')
+    .selectOption({ index: points.some((point) => (point.cluster ?? -1) < 0) ? 2 : 1 });
+  t.match(
+    await settled(
+      () => status.innerText(),
+      (text) => text.includes(`${island} picked`),
+    ),
+    `${island} picked`,
+  );
+  const bulk = map.getByRole('group', { name: 'Selected images' });
+  await bulk.getByLabel('Move to').selectOption('test');
+  await bulk.getByRole('button', { name: 'Move', exact: true }).click();
+  await bulk
+    .getByRole('status')
+    .getByText(/moved to test/)
+    .waitFor();
+  const inTest = await call<{ total: number }>(
+    world.server,
+    'GET',
+    '/api/datasets/alice/spots/images?split=test&limit=1',
+    {
+      key: world.alice,
+    },
+  );
+  t.ok(
+    inTest.body.total > 0 && inTest.body.total <= island,
+    `${inTest.body.total} of the island’s images are in test now`,
+  );
+
+  t.same(foreignRequests(requests, origin), []);
+  t.same(errors, [], 'no console errors');
+});
