@@ -117,6 +117,29 @@ t.test('a user analyzes a dataset, lassoes points on its map and moves an island
     `${inTest.body.total} of the island’s images are in test now`,
   );
 
+  // "Similar images" from an image's page: the API's nearest, most similar first.
+  const source = points[0]!;
+  const nearest = await call<{ images: { id: string; name: string }[] }>(
+    world.server,
+    'GET',
+    `/api/images/${source.id}/similar?includeSourceDataset=true`,
+    { key: world.alice },
+  );
+  t.ok(nearest.body.images.length > 0, 'the API finds similar images');
+  await page.goto(`${origin}/alice/datasets/spots/images/${source.id}`);
+  const similar = page.getByRole('region', { name: 'Similar images' });
+  await similar.getByRole('button', { name: 'Find similar images' }).click();
+  const found = similar.getByRole('list', { name: 'Most similar first' }).getByRole('img');
+  t.equal(
+    await settled(
+      () => found.count(),
+      (count) => count === nearest.body.images.length,
+    ),
+    nearest.body.images.length,
+    'one thumbnail per similar image',
+  );
+  t.match(await found.first().getAttribute('alt'), nearest.body.images[0]!.name, 'the most similar first');
+
   t.same(foreignRequests(requests, origin), []);
   t.same(errors, [], 'no console errors');
 });

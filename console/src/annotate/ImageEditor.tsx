@@ -3,6 +3,7 @@ import { datasetPath, Link, setLeaveWarning } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { useDataset } from '../datasets/queries.ts';
 import { LabelShapes } from './LabelShapes.tsx';
+import { SimilarImages } from './SimilarImages.tsx';
 import { labelFromPolygon, labelFromRectangle, moveLabel, resizeLabel, type Label, type Point } from './geometry.ts';
 import { useHistory } from './history.ts';
 import { useImage, useSaveLabels } from './queries.ts';
@@ -370,6 +371,7 @@ function Editor({
             <dt>File</dt>
             <dd>{(image.properties.bytes / 1024).toFixed(1)} KiB</dd>
           </dl>
+          <SimilarImages imageId={image.id} />
           <p id="editor-keys" className="muted keys">
             {canEdit
               ? 'Keys: B box, P polygon, V select, N new box, [ ] pick a label, arrows move it (Shift: resize, Alt: finer), 1–9 class, Delete removes, Enter closes a polygon, Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+S save, + − zoom.'
