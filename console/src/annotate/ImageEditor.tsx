@@ -4,6 +4,7 @@ import { useCanEdit } from '../auth/identity.ts';
 import { useDataset } from '../datasets/queries.ts';
 import { LabelShapes } from './LabelShapes.tsx';
 import { SimilarImages } from './SimilarImages.tsx';
+import { Suggestions } from './Suggestions.tsx';
 import { labelFromPolygon, labelFromRectangle, moveLabel, resizeLabel, type Label, type Point } from './geometry.ts';
 import { useHistory } from './history.ts';
 import { useImage, useSaveLabels } from './queries.ts';
@@ -276,6 +277,14 @@ function Editor({
         <span role="status">{history.unsaved ? `Unsaved changes. ${message}` : message}</span>
         {save.error ? <span role="alert">{save.error.message}</span> : null}
       </div>
+      {canEdit && task !== 'classify' ? (
+        <Suggestions
+          owner={owner}
+          imageId={image.id}
+          labels={labels}
+          onSuggest={(merged, note) => change(merged, note)}
+        />
+      ) : null}
       <div className="editor">
         <div
           className="editor-canvas"

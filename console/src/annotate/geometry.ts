@@ -72,3 +72,28 @@ export function pointsOf(flat: number[], stride = 2): string {
   for (let index = 0; index + 1 < flat.length; index += stride) points.push(`${flat[index]},${flat[index + 1]}`);
   return points.join(' ');
 }
+
+/** The axis-aligned box around a label's geometry, as [left, top, right, bottom]; undefined without one. */
+export function enclosingBox(label: Label): [number, number, number, number] | undefined {
+  if (label.bbox && label.bbox.length === 4) {
+    const [cx = 0, cy = 0, w = 0, h = 0] = label.bbox;
+    return [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2];
+  }
+  const flat = label.segments ?? label.obb;
+  if (!flat || flat.length < 4) return undefined;
+  const xs = flat.filter((_, index) => index % 2 === 0);
+  const ys = flat.filter((_, index) => index % 2 === 1);
+  return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
+}
+
+/** Intersection over union of two labels' enclosing boxes (0 when either has none). */
+export function iou(a: Label, b: Label): number {
+  const [boxA, boxB] = [enclosingBox(a), enclosingBox(b)];
+  if (!boxA || !boxB) return 0;
+  const width = Math.max(0, Math.min(boxA[2], boxB[2]) - Math.max(boxA[0], boxB[0]));
+  const height = Math.max(0, Math.min(boxA[3], boxB[3]) - Math.max(boxA[1], boxB[1]));
+  const overlap = width * height;
+  const area = (box: number[]) => (box[2]! - box[0]!) * (box[3]! - box[1]!);
+  const union = area(boxA) + area(boxB) - overlap;
+  return union > 0 ? overlap / union : 0;
+}
