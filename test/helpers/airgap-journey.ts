@@ -46,8 +46,11 @@ async function journey() {
   await page.getByRole('heading', { name: 'Offline', level: 1 }).waitFor({ timeout: 20_000 });
   await page.getByText('No version saved yet.').waitFor({ timeout: 20_000 });
   const fontsReady = await page.evaluate(async () => {
-    await document.fonts.ready;
-    return document.fonts.status;
+    // The page's document (this file is typed without the DOM's types).
+    const { fonts } = (globalThis as unknown as { document: { fonts: { ready: Promise<unknown>; status: string } } })
+      .document;
+    await fonts.ready;
+    return fonts.status;
   });
   return {
     outside: await outsideAnswer(),
