@@ -51,7 +51,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(requestContext(deps.log));
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));
-  app.use(consoleAssets());
+  app.use(consoleAssets(deps.storage?.store.directOrigin));
   app.use(modelPage(routes));
   app.use(async (ctx, next) => {
     const services = new Services(() => deps.orm.em.fork() as AppState['em'], deps);

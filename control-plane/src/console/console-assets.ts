@@ -7,19 +7,22 @@ import { CONSOLE_DIST } from './console-build.ts';
 
 /**
  * The console's own files only: no inline script or style element (React sets style properties through the DOM,
- * which CSP allows), no other origin. Thumbnails and images come from the appliance's signed /files URLs.
+ * which CSP allows), no other origin, except the S3 store's for images: with it, thumbnails and images are presigned
+ * URLs of the store (with the disk store, the appliance's own signed /files URLs).
  */
-export const CONSOLE_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' blob:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function consoleCsp(imageOrigin?: string): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    `img-src 'self' blob:${imageOrigin ? ` ${imageOrigin}` : ''}`,
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -41,8 +44,12 @@ const ROOT_FILES = new Set(['/favicon.svg']);
 const PAGE_PATH =
   /^\/(?:signin\/?|(?!(?:api|files|reference-files|svc)\/)[a-z0-9][a-z0-9-]{0,31}\/datasets(?:\/[^/]+)*\/?)?$/i;
 
-/** Serves console/dist: hashed assets cached for a year, index.html (never cached) for a browser opening a page. */
-export function consoleAssets(dist = CONSOLE_DIST): Middleware<AppState> {
+/**
+ * Serves console/dist: hashed assets cached for a year, index.html (never cached) for a browser opening a page.
+ * `imageOrigin`: where the blob store's direct URLs point (S3), allowed for images.
+ */
+export function consoleAssets(imageOrigin?: string, dist = CONSOLE_DIST): Middleware<AppState> {
+  const csp = consoleCsp(imageOrigin);
   // Read per request (a small file): a rebuild while the server runs changes the asset names it points to.
   const index = () => readFile(join(dist, 'index.html')).catch(() => undefined);
   return async (ctx, next) => {
@@ -74,7 +81,7 @@ export function consoleAssets(dist = CONSOLE_DIST): Middleware<AppState> {
       return;
     }
     ctx.type = 'text/html; charset=utf-8';
-    ctx.set('Content-Security-Policy', CONSOLE_CSP);
+    ctx.set('Content-Security-Policy', csp);
     ctx.set('Cache-Control', 'no-cache');
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'same-origin');

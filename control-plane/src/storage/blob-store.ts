@@ -48,6 +48,8 @@ export interface SignOptions {
  */
 export interface BlobStore {
   readonly kind: 'disk' | 's3';
+  /** The origin of the URLs directUrl hands out (browsers load images from it), or undefined when it hands out none. */
+  readonly directOrigin: string | undefined;
   put(key: string, body: Readable, options: PutOptions): Promise<StoredBlob>;
   /** Undefined when the key holds nothing. A range past the end is BlobRangeNotSatisfiable. */
   get(key: string, range?: ByteRange): Promise<BlobRead | undefined>;

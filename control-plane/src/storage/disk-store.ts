@@ -56,6 +56,7 @@ function isMissing(error: unknown): boolean {
 /** The embedded default: objects are plain files under `root`, made visible by one link or rename. */
 export class DiskBlobStore implements BlobStore {
   readonly kind = 'disk';
+  readonly directOrigin = undefined;
   readonly root: string;
   /** Temp files of this process's puts in progress, never swept whatever their age. */
   private readonly writing = new Set<string>();

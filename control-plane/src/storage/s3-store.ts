@@ -51,11 +51,13 @@ function statusOf(error: unknown): number | undefined {
 /** An S3-compatible service (AWS, MinIO, SeaweedFS, Ceph...): one bucket, path-style addressing. */
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3';
+  readonly directOrigin: string;
   private readonly client: S3Client;
   private readonly bucket: string;
 
   constructor(options: S3StoreOptions) {
     this.bucket = options.bucket;
+    this.directOrigin = new URL(options.endpoint).origin;
     this.client = new S3Client({
       endpoint: options.endpoint,
       region: options.region,
