@@ -7,6 +7,7 @@ import {
   screenshot,
   seriousViolations,
   settled,
+  signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
@@ -32,10 +33,7 @@ t.test('a user draws a box, edits by keyboard, saves, reloads and sees it', asyn
     (await call<ImageDetail>(world.server, 'GET', `/api/images/${target.id}`, { key: world.alice })).body.labels;
   const before = await readLabels();
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/boxes`);
   await page.getByRole('region', { name: 'Image grid' }).getByRole('link', { name: target.name }).click();
   await page.waitForURL(`${origin}/alice/datasets/boxes/images/${target.id}`);

@@ -7,6 +7,7 @@ import {
   screenshot,
   seriousViolations,
   settled,
+  signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
@@ -29,10 +30,7 @@ t.test('a user moves picked images to val and deletes others', async (t) => {
     ).body;
   const before = await images();
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/picks`);
   const status = page.getByRole('region', { name: 'Images' }).getByRole('status').first();
   await status.getByText(`${before.total} images match`).waitFor();

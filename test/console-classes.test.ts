@@ -1,7 +1,13 @@
 // Classes in the console: rename one, give every class the colour-blind-safe palette, merge one class into another;
 // the API holds each change, and the annotations of the merged class now belong to the target.
 import t from 'tap';
-import { foreignRequests, openConsoleBrowser, screenshot, seriousViolations } from './helpers/console-browser.ts';
+import {
+  foreignRequests,
+  openConsoleBrowser,
+  screenshot,
+  seriousViolations,
+  signInWithKey,
+} from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
@@ -22,10 +28,7 @@ t.test('a user renames, recolours and merges classes', async (t) => {
   const before = await read();
   t.same(before.classNames, ['square', 'disc']);
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/kinds`);
   const classes = page.getByRole('region', { name: 'Classes' });
   await classes.getByLabel('Name of class 1').waitFor();

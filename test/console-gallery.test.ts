@@ -1,7 +1,7 @@
 // The gallery over more images than one page: keyset pages fetched as it scrolls, every image reached exactly once,
 // and only the rows in view (plus a few) in the page.
 import t from 'tap';
-import { foreignRequests, openConsoleBrowser } from './helpers/console-browser.ts';
+import { foreignRequests, openConsoleBrowser, signInWithKey } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
@@ -23,10 +23,7 @@ t.test('scrolling the gallery pages through every image by keyset', async (t) =>
   t.ok(total > 400, `${total} images, more than two pages`);
   const { page, requests, errors } = await openConsoleBrowser(t);
   const origin = world.server.url;
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/many`);
   const status = page.getByRole('region', { name: 'Images' }).getByRole('status');
   await status.getByText(`${total} images match`).waitFor();

@@ -7,6 +7,7 @@ import {
   screenshot,
   seriousViolations,
   settled,
+  signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
@@ -27,10 +28,7 @@ t.test('a user analyzes a dataset, lassoes points on its map and moves an island
   const origin = world.server.url;
   await createShapesDataset(t, world, world.alice, 'alice', 'spots', { train: 24, val: 8 });
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/spots`);
   const map = page.getByRole('region', { name: 'Embedding map' });
   await map.getByRole('button', { name: 'Analyze images' }).click();

@@ -1,7 +1,7 @@
 // The console's other states, each checked and photographed: an empty workspace, a page still loading, an address
 // that holds nothing (the API's 404 message), an unknown page, and a phone-sized window (nothing wider than it).
 import t from 'tap';
-import { openConsoleBrowser, screenshot, seriousViolations } from './helpers/console-browser.ts';
+import { openConsoleBrowser, screenshot, seriousViolations, signInWithKey } from './helpers/console-browser.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
 
@@ -10,10 +10,7 @@ t.test('empty, loading, missing, unknown and narrow', async (t) => {
   const origin = world.server.url;
   await createShapesDataset(t, world, world.alice, 'alice', 'wide', { train: 6, val: 2 });
   const { page, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.bobby);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/bobby/datasets`);
+  await signInWithKey(page, origin, world.bobby, 'bobby');
   await page.getByText('This workspace has no datasets yet.').waitFor();
   t.same(await seriousViolations(page), [], 'empty workspace: no serious or critical axe violations');
   await screenshot(page, 'datasets-empty');

@@ -3,7 +3,7 @@
 // predict API's labels.
 import t from 'tap';
 import { generatorPictures, imagesOf, picturesDataset, uploadFixtureModel } from './helpers/auto-annotate.ts';
-import { foreignRequests, openConsoleBrowser, screenshot, settled } from './helpers/console-browser.ts';
+import { foreignRequests, openConsoleBrowser, screenshot, settled, signInWithKey } from './helpers/console-browser.ts';
 import { FixturePredictor } from './helpers/fixture-predictor.ts';
 import { call } from './helpers/server.ts';
 import { startWorld } from './helpers/world.ts';
@@ -50,10 +50,7 @@ t.test('a user pre-fills labels from a model, undoes, asks again and saves', asy
   t.equal(target.labelCount, 0, 'the image has no labels yet');
 
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/fresh/images/${target.id}`);
   const suggestions = page.getByRole('group', { name: 'Suggestions' });
   await suggestions.getByLabel('Suggest with').waitFor();

@@ -8,6 +8,7 @@ import {
   screenshot,
   seriousViolations,
   settled,
+  signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { zipOf } from './helpers/archives.ts';
@@ -32,10 +33,7 @@ t.test('a user creates a dataset, drops an archive on it and reads what the inge
     },
   );
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
 
   await page.getByText('New dataset', { exact: true }).click();
   await page.getByLabel('Name', { exact: true }).fill('Traffic Cones 2');

@@ -8,6 +8,7 @@ import {
   screenshot,
   seriousViolations,
   settled,
+  signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
@@ -32,10 +33,7 @@ t.test('a user saves, compares and restores versions, copies images and clones t
     (await api<ImageList>('GET', `/api/datasets/alice/${dataset}/images?limit=100`)).body;
   const first = await images('history');
   const { page, requests, errors } = await openConsoleBrowser(t);
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(world.alice);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/alice/datasets`);
+  await signInWithKey(page, origin, world.alice, 'alice');
   await page.goto(`${origin}/alice/datasets/history`);
   const versions = page.getByRole('region', { name: 'Versions' });
   await versions.getByText('No version saved yet.').waitFor();

@@ -1,18 +1,16 @@
 // Roles in the console are the API's: a viewer of a team sees its datasets without any edit control, and the API
 // refuses the edits the console would not offer; an editor of the same team is offered them.
-import type { Page } from 'playwright';
 import t from 'tap';
-import { foreignRequests, openConsoleBrowser, screenshot, seriousViolations } from './helpers/console-browser.ts';
+import {
+  foreignRequests,
+  openConsoleBrowser,
+  screenshot,
+  seriousViolations,
+  signInWithKey,
+} from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
-
-async function signInWithKey(page: Page, origin: string, key: string): Promise<void> {
-  await page.goto(`${origin}/signin`);
-  await page.getByLabel('API key (kept in this tab only)').fill(key);
-  await page.getByRole('button', { name: 'Sign in with the key' }).click();
-  await page.waitForURL(`${origin}/acme-team/datasets`);
-}
 
 t.test('a viewer sees no edit controls and the API refuses its edits; an editor is offered them', async (t) => {
   const world = await startWorld(t);
@@ -20,7 +18,7 @@ t.test('a viewer sees no edit controls and the API refuses its edits; an editor 
   const datasetId = await createShapesDataset(t, world, world.team, 'acme-team', 'parts', { train: 6, val: 2 });
   const { page, requests, errors } = await openConsoleBrowser(t);
 
-  await signInWithKey(page, origin, world.viewer);
+  await signInWithKey(page, origin, world.viewer, 'acme-team');
   await page.getByRole('link', { name: 'parts' }).waitFor();
   t.equal(await page.getByText('New dataset', { exact: true }).count(), 0, 'no new-dataset form for a viewer');
   await page.getByRole('link', { name: 'parts' }).click();
@@ -67,7 +65,7 @@ t.test('a viewer sees no edit controls and the API refuses its edits; an editor 
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.waitForURL(`${origin}/signin`);
-  await signInWithKey(page, origin, world.editor);
+  await signInWithKey(page, origin, world.editor, 'acme-team');
   await page.getByText('New dataset', { exact: true }).waitFor();
   await page.getByRole('link', { name: 'parts' }).click();
   await page.getByRole('heading', { name: 'Add images' }).waitFor();

@@ -78,3 +78,11 @@ export async function settled<T>(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** Signs the page in with an API key on the sign-in page and waits for the key's workspace's datasets page. */
+export async function signInWithKey(page: Page, origin: string, key: string, owner: string): Promise<void> {
+  await page.goto(`${origin}/signin`);
+  await page.getByLabel('API key (kept in this tab only)').fill(key);
+  await page.getByRole('button', { name: 'Sign in with the key' }).click();
+  await page.waitForURL(`${origin}/${owner}/datasets`);
+}

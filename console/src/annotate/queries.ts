@@ -1,5 +1,6 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client.ts';
+import { useRefreshDataset } from '../datasets/queries.ts';
 import type { Label } from './geometry.ts';
 
 export function useImage(imageId: string) {
@@ -13,17 +14,10 @@ export function useImage(imageId: string) {
 
 /** Replaces the image's labels; the dataset's figures and lists are read again after. */
 export function useSaveLabels(owner: string, dataset: string, imageId: string) {
-  const queries = useQueryClient();
+  const refresh = useRefreshDataset(owner);
   return useMutation({
     mutationFn: async (labels: Label[]) =>
       unwrap(await api.PATCH('/api/images/{imageId}', { params: { path: { imageId } }, body: { labels } })),
-    onSuccess: async () => {
-      for (const queryKey of [
-        ['dataset', owner, dataset],
-        ['class-stats', owner, dataset],
-        ['images', owner, dataset],
-      ])
-        await queries.invalidateQueries({ queryKey });
-    },
+    onSuccess: () => refresh(dataset),
   });
 }

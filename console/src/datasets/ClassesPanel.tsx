@@ -1,7 +1,8 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import { COLOR_BLIND_SAFE } from '../app/palette.ts';
+import { useRefreshDataset } from './queries.ts';
 
 interface ClassesPanelProps {
   owner: string;
@@ -33,15 +34,7 @@ function ClassesEditor(props: ClassesPanelProps & { outcome: string; setOutcome:
   const [colors, setColors] = useState(() => classNames.map((_, index) => classColors[String(index)] ?? '#888888'));
   const [merging, setMerging] = useState<ReadonlySet<number>>(() => new Set());
   const [target, setTarget] = useState(0);
-  const queries = useQueryClient();
-  const refresh = async () => {
-    for (const queryKey of [
-      ['dataset', owner, dataset],
-      ['class-stats', owner, dataset],
-      ['images', owner, dataset],
-    ])
-      await queries.invalidateQueries({ queryKey });
-  };
+  const refresh = useRefreshDataset(owner);
   const path = { params: { path: { owner, dataset } } };
   const save = useMutation({
     mutationFn: async () =>
@@ -53,7 +46,7 @@ function ClassesEditor(props: ClassesPanelProps & { outcome: string; setOutcome:
       ),
     onSuccess: async () => {
       setOutcome('Names and colours saved');
-      await refresh();
+      await refresh(dataset);
     },
   });
   const merge = useMutation({
@@ -69,7 +62,7 @@ function ClassesEditor(props: ClassesPanelProps & { outcome: string; setOutcome:
         `Merged ${sourceClassIds.length} ${sourceClassIds.length === 1 ? 'class' : 'classes'} into ${classNames[targetClassId]}`,
       );
       setMerging(new Set());
-      await refresh();
+      await refresh(dataset);
     },
   });
   const edited =

@@ -1,10 +1,10 @@
-import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState, type DragEvent } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import { JobProgress } from '../jobs/JobProgress.tsx';
 import { isFinal, useJob } from '../jobs/queries.ts';
 import { uploadFile } from '../uploads/upload-file.ts';
 import { IngestReport } from './IngestReport.tsx';
+import { useRefreshDataset } from './queries.ts';
 
 type Step =
   | { step: 'idle' }
@@ -22,20 +22,14 @@ export function DatasetUpload({ owner, dataset, datasetId }: { owner: string; da
   const [state, setState] = useState<Step>({ step: 'idle' });
   const [dragging, setDragging] = useState(false);
   const abort = useRef<AbortController | undefined>(undefined);
-  const queries = useQueryClient();
+  const refresh = useRefreshDataset(owner);
   const job = useJob(state.step === 'ingesting' ? state.jobId : undefined);
   const ended = job.data && isFinal(job.data.status);
 
   useEffect(() => {
     if (!ended) return;
-    const changed = [
-      ['dataset', owner, dataset],
-      ['class-stats', owner, dataset],
-      ['images', owner, dataset],
-      ['datasets', owner],
-    ];
-    for (const queryKey of changed) void queries.invalidateQueries({ queryKey });
-  }, [ended, queries, owner, dataset]);
+    void refresh(dataset);
+  }, [ended, refresh, dataset]);
 
   async function start(file: File) {
     abort.current = new AbortController();

@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback } from 'react';
 import { api, unwrap } from '../api/client.ts';
 
 export function useDatasets(owner: string) {
@@ -35,4 +36,25 @@ export function useStar(owner: string) {
       ),
     onSettled: () => queries.invalidateQueries({ queryKey: ['datasets', owner] }),
   });
+}
+
+/**
+ * After a change to a dataset's images, labels or classes: what shows them is read again (the dataset and its figures,
+ * its class statistics, its image pages, and the workspace's list with its counts).
+ */
+export function useRefreshDataset(owner: string) {
+  const queries = useQueryClient();
+  // Stable across renders: an effect may depend on it.
+  return useCallback(
+    async (dataset: string) => {
+      for (const queryKey of [
+        ['dataset', owner, dataset],
+        ['class-stats', owner, dataset],
+        ['images', owner, dataset],
+        ['datasets', owner],
+      ])
+        await queries.invalidateQueries({ queryKey });
+    },
+    [queries, owner],
+  );
 }

@@ -1,7 +1,7 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
-import { useDatasets } from '../datasets/queries.ts';
+import { useDatasets, useRefreshDataset } from '../datasets/queries.ts';
 import type { Split } from './queries.ts';
 import type { Selection } from './selection.ts';
 
@@ -39,15 +39,7 @@ export function BulkActions({
   const [copyTarget, setCopyTarget] = useState<string | undefined>(undefined);
   const destination = copyTarget ?? others[0]?.dataset;
   const [outcome, setOutcome] = useState('');
-  const queries = useQueryClient();
-  const refresh = async () => {
-    for (const queryKey of [
-      ['dataset', owner, dataset],
-      ['class-stats', owner, dataset],
-      ['images', owner, dataset],
-    ])
-      await queries.invalidateQueries({ queryKey });
-  };
+  const refresh = useRefreshDataset(owner);
   const move = useMutation({
     mutationFn: async () => {
       let moved = 0;
@@ -67,7 +59,7 @@ export function BulkActions({
           (skipped ? `, ${skipped.toLocaleString()} skipped (the same file is already in ${split})` : ''),
       );
       selection.clear();
-      await refresh();
+      await refresh(dataset);
     },
   });
   const copy = useMutation({
@@ -96,12 +88,7 @@ export function BulkActions({
           (skipped ? `, ${skipped.toLocaleString()} already there` : ''),
       );
       selection.clear();
-      for (const queryKey of [
-        ['dataset', owner, target],
-        ['images', owner, target],
-        ['datasets', owner],
-      ])
-        await queries.invalidateQueries({ queryKey });
+      await refresh(target);
     },
   });
   const remove = useMutation({
@@ -115,7 +102,7 @@ export function BulkActions({
       setOutcome(`${deleted.toLocaleString()} deleted`);
       setConfirming(false);
       selection.clear();
-      await refresh();
+      await refresh(dataset);
     },
   });
   const count = selection.ids.size;

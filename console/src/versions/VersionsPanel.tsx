@@ -1,6 +1,7 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
+import { useRefreshDataset } from '../datasets/queries.ts';
 import { VersionCompare } from './VersionCompare.tsx';
 
 interface SavedVersion {
@@ -36,16 +37,8 @@ export function VersionsPanel({
   const base = chosenBase ?? Math.max(1, newest - 1);
   const head = chosenHead ?? newest;
   const [compared, setCompared] = useState<{ base: number; head: number } | undefined>(undefined);
-  const queries = useQueryClient();
+  const refresh = useRefreshDataset(owner);
   const path = { params: { path: { owner, dataset } } };
-  const refresh = async () => {
-    for (const queryKey of [
-      ['dataset', owner, dataset],
-      ['class-stats', owner, dataset],
-      ['images', owner, dataset],
-    ])
-      await queries.invalidateQueries({ queryKey });
-  };
   const save = useMutation({
     mutationFn: async () =>
       unwrap(
@@ -61,7 +54,7 @@ export function VersionsPanel({
           : `Saved as version ${saved.version}`,
       );
       setDescription('');
-      await refresh();
+      await refresh(dataset);
     },
   });
   const restore = useMutation({
@@ -70,7 +63,7 @@ export function VersionsPanel({
     onSuccess: async (restored) => {
       setOutcome(`Restored version ${restored.version}: ${restored.imageCount.toLocaleString()} images`);
       setRestoring(undefined);
-      await refresh();
+      await refresh(dataset);
     },
   });
   const download = useMutation({
