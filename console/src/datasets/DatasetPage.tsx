@@ -1,3 +1,4 @@
+import { ApiError } from '../api/client.ts';
 import { datasetsPath, Link } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { Gallery } from '../images/Gallery.tsx';
@@ -15,7 +16,20 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
   const stats = useClassStats(owner, slug);
   const canEdit = useCanEdit(owner);
   if (dataset.isPending) return <p role="status">Loading the dataset…</p>;
-  if (dataset.error) return <p role="alert">{dataset.error.message}</p>;
+  if (dataset.error)
+    return (
+      <>
+        <h1>
+          {dataset.error instanceof ApiError && dataset.error.status === 404
+            ? 'Dataset not found'
+            : 'The dataset could not be read'}
+        </h1>
+        <p role="alert">{dataset.error.message}</p>
+        <p>
+          <Link href={datasetsPath(owner)}>Datasets of {owner}</Link>
+        </p>
+      </>
+    );
   const item = dataset.data;
   return (
     <>
