@@ -25,47 +25,16 @@ import {
   stopChild,
   type Figure,
 } from './lib.ts';
+import { SEEDED_CLASSES, seedImagesSql } from './seeded-images.ts';
 
 const IMAGES = positiveInt('BENCH_IMAGES', 100_000);
 const SAMPLES = positiveInt('BENCH_SAMPLES', 30);
 const WARMUPS = 3;
 const LIST_P95_MS = 30;
 const STATS_COLD_MS = 1000;
-const CLASSES = ['person', 'bicycle', 'car', 'motorcycle', 'bus', 'truck', 'traffic light', 'stop sign', 'dog', 'cat'];
 
 const database = `vp_bench_images_${process.pid}`;
 const dataDir = mkdtempSync(join(tmpdir(), 'vp-bench-images-'));
-
-/** The seed, in SQL: deterministic per image number g, so every run measures the same dataset. */
-function seedSql(datasetId: string, workspaceId: string): string[] {
-  // IDs as the server makes them: 8 hex digits of seconds, then 16 more (here the image number).
-  const seconds = (Math.floor(Date.now() / 1000) - IMAGES).toString(16).padStart(8, '0');
-  const image = `'${seconds}' || lpad(to_hex(g), 16, '0')`;
-  return [
-    `insert into images (id, created_at, updated_at, workspace_id, dataset_id, hash, ext, name, width, height, channels, split, label_count, bytes, metadata, search_text)
-     select ${image}, now() - (${IMAGES} - g) * interval '1 second', now(), '${workspaceId}', '${datasetId}', md5(g::text) || md5((g + 1)::text),
-       case when g % 4 = 0 then 'png' else 'jpg' end, 'img-' || lpad(g::text, 6, '0') || case when g % 4 = 0 then '.png' else '.jpg' end,
-       320 + (g * 7919) % 3520, 240 + (g * 104729) % 2400, 3,
-       case when g % 10 < 7 then 'train' when g % 10 < 9 then 'val' else 'test' end,
-       case when g % 10 = 5 then 0 else 3 end, 20000 + (g * 15485863) % 4000000,
-       jsonb_build_object('camera', 'cam-' || (g % 40)), 'img-' || lpad(g::text, 6, '0') || ' camera cam-' || (g % 40)
-     from generate_series(1::bigint, ${IMAGES}) g`,
-    `insert into annotations (image_id, position, dataset_id, class_id, label, cx, cy, w, h, points)
-     select ${image}, p, '${datasetId}', c, jsonb_build_object('classId', c, 'bbox', jsonb_build_array(x, y, w, h)), x, y, w, h, 2
-     from generate_series(1::bigint, ${IMAGES}) g cross join generate_series(0, 2) p
-     cross join lateral (select (g * (p + 3) * 7 + p) % ${CLASSES.length} as c,
-       round((0.1 + ((g * 31 + p * 17) % 800) / 1000.0)::numeric, 5)::float8 as x, round((0.1 + ((g * 37 + p * 13) % 800) / 1000.0)::numeric, 5)::float8 as y,
-       round((0.02 + ((g * 41 + p) % 180) / 1000.0)::numeric, 5)::float8 as w, round((0.02 + ((g * 43 + p) % 180) / 1000.0)::numeric, 5)::float8 as h) box
-     where g % 10 <> 5`,
-    `update images i set class_ids = a.ids from (select image_id, array_agg(distinct class_id order by class_id) as ids from annotations where dataset_id = '${datasetId}' group by image_id) a where a.image_id = i.id`,
-    `update datasets d set image_count = c.n, annotation_count = c.a, train_count = c.train, val_count = c.val, test_count = c.test, labeled_count = c.labeled, revision = d.revision + 1
-     from (select count(*)::int n, sum(label_count)::int a, count(*) filter (where split = 'train')::int train, count(*) filter (where split = 'val')::int val,
-             count(*) filter (where split = 'test')::int test, count(*) filter (where label_count > 0)::int labeled from images where dataset_id = '${datasetId}') c
-     where d.id = '${datasetId}'`,
-    'vacuum analyze images',
-    'vacuum analyze annotations',
-  ];
-}
 
 interface Row {
   query: string;
@@ -108,14 +77,15 @@ async function main(): Promise<void> {
     const created = await fetch(`${base}/api/datasets`, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ dataset: 'bench', name: 'Bench', classNames: CLASSES }),
+      body: JSON.stringify({ dataset: 'bench', name: 'Bench', classNames: SEEDED_CLASSES }),
     });
     const { id: datasetId } = (await created.json()) as { id: string };
     const workspace = (await adminQuery(`select workspace_id from datasets where id = '${datasetId}'`, database))
       .rows[0].workspace_id as string;
     process.stderr.write(`seeding ${IMAGES} images with 3 boxes each (90% labeled)…\n`);
     const seedStart = performance.now();
-    for (const statement of seedSql(datasetId, workspace)) await adminQuery(statement, database);
+    for (const statement of seedImagesSql({ datasetId, workspaceId: workspace, count: IMAGES }))
+      await adminQuery(statement, database);
     process.stderr.write(`seeded in ${((performance.now() - seedStart) / 1000).toFixed(1)} s\n`);
 
     const images = `${base}/api/datasets/${owner}/bench/images`;

@@ -8,7 +8,9 @@ import { after } from './shared.ts';
 /** The last output follows the exit; an output stream that never ends (a daemon bug) must not hold the job open. */
 const OUTPUT_DRAIN_MS = 5000;
 /** How long Docker's OOM event may trail the exit it caused (it is recorded separately, sometimes after the exit). */
-const OOM_EVENT_WAIT_MS = [100, 250, 500];
+const OOM_EVENT_WAIT_MS = [100, 250, 500, 1000];
+/** SIGKILL's exit status: what the kernel's OOM killer leaves, and also a `docker kill` from outside. */
+const SIGKILL_EXIT = 137;
 
 /** The HTTP status of a failed Docker API call; undefined when Docker was not reached. */
 export function statusOf(error: unknown): number | undefined {
@@ -20,9 +22,15 @@ export function outcomeOf(info: Docker.ContainerInspectInfo, cause?: string): Jo
   const { Status, ExitCode: exitCode, OOMKilled } = info.State;
   if (Status === 'created') return { outcome: 'failed', error: 'the agent stopped before the job started' };
   if (exitCode === 0) return { outcome: 'completed', ...runTimes(info) };
+  const limit = info.HostConfig.Memory ? ` (its limit is ${info.HostConfig.Memory} bytes)` : '';
   if (OOMKilled) {
-    const limit = info.HostConfig.Memory ? ` (its limit is ${info.HostConfig.Memory} bytes)` : '';
     return { outcome: 'failed', exitCode, error: `killed for running out of memory${limit}`, ...runTimes(info) };
+  }
+  // Some hosts (nested cgroups) never deliver the OOM event to dockerd; a SIGKILL the agent did not send under a
+  // memory limit is then most likely the OOM killer, and the user needs the limit to act on it.
+  if (exitCode === SIGKILL_EXIT && info.HostConfig.Memory) {
+    const error = `killed (SIGKILL), most likely for running out of memory${limit}`;
+    return { outcome: 'failed', exitCode, error, ...runTimes(info) };
   }
   return {
     outcome: 'failed',
@@ -46,7 +54,7 @@ export function runTimes(info: Docker.ContainerInspectInfo): Pick<JobOutcome, 's
 async function inspectSettled(container: Docker.Container): Promise<Docker.ContainerInspectInfo> {
   let info = await container.inspect();
   for (const wait of OOM_EVENT_WAIT_MS) {
-    if (info.State.ExitCode !== 137 || !info.HostConfig.Memory || info.State.OOMKilled) break;
+    if (info.State.ExitCode !== SIGKILL_EXIT || !info.HostConfig.Memory || info.State.OOMKilled) break;
     await new Promise((resolve) => setTimeout(resolve, wait));
     info = await container.inspect();
   }
