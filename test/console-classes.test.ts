@@ -29,7 +29,7 @@ t.test('a user renames, recolours and merges classes', async (t) => {
   t.same(before.classNames, ['square', 'disc']);
   const { page, requests, errors } = await openConsoleBrowser(t);
   await signInWithKey(page, origin, world.alice, 'alice');
-  await page.goto(`${origin}/alice/datasets/kinds`);
+  await page.goto(`${origin}/alice/datasets/kinds#classes`);
   const classes = page.getByRole('region', { name: 'Classes' });
   await classes.getByLabel('Name of class 1').waitFor();
 

@@ -29,7 +29,7 @@ t.test('a user analyzes a dataset, lassoes points on its map and moves an island
   await createShapesDataset(t, world, world.alice, 'alice', 'spots', { train: 24, val: 8 });
   const { page, requests, errors } = await openConsoleBrowser(t);
   await signInWithKey(page, origin, world.alice, 'alice');
-  await page.goto(`${origin}/alice/datasets/spots`);
+  await page.goto(`${origin}/alice/datasets/spots#map`);
   const map = page.getByRole('region', { name: 'Embedding map' });
   await map.getByRole('button', { name: 'Analyze images' }).click();
   const canvas = map.getByRole('img', { name: /^Embedding map of \d+ images/ });

@@ -50,6 +50,7 @@ t.test('a user creates a dataset, drops an archive on it and reads what the inge
   );
   t.same([created.status, created.body.dataset.task, created.body.dataset.imageCount], [200, 'detect', 0]);
 
+  await page.getByRole('tab', { name: 'Add images' }).click();
   // Drop the archive on the drop zone, as a file dragged from the desktop.
   const ingestAnswer = page.waitForResponse((response) => response.url().endsWith('/ingest'));
   const dropped = await page.evaluateHandle(
@@ -91,9 +92,12 @@ t.test('a user creates a dataset, drops an archive on it and reads what the inge
     sixteen,
     'the image count refreshed',
   );
+  await screenshot(page, 'dataset-upload');
+  await page.getByRole('tab', { name: 'Images', exact: true }).click();
   await page.getByRole('region', { name: 'Images' }).getByRole('status').getByText('16 images match').waitFor();
   t.same(await seriousViolations(page), [], 'dataset page after an upload: no serious or critical axe violations');
-  await screenshot(page, 'dataset-upload');
+  await page.getByRole('tab', { name: 'Add images' }).click();
+  t.match(await report.innerText(), /Added\s+16/, 'the upload tab kept its report while the images were shown');
 
   // The same archive again through the keyboard-reachable file input: nothing new, and the report says so.
   await page

@@ -34,7 +34,7 @@ t.test('a user saves, compares and restores versions, copies images and clones t
   const first = await images('history');
   const { page, requests, errors } = await openConsoleBrowser(t);
   await signInWithKey(page, origin, world.alice, 'alice');
-  await page.goto(`${origin}/alice/datasets/history`);
+  await page.goto(`${origin}/alice/datasets/history#versions`);
   const versions = page.getByRole('region', { name: 'Versions' });
   await versions.getByText('No version saved yet.').waitFor();
 
@@ -84,6 +84,7 @@ t.test('a user saves, compares and restores versions, copies images and clones t
   );
 
   // Copy two picked images into another dataset of the workspace, with their labels.
+  await page.getByRole('tab', { name: 'Images', exact: true }).click();
   const status = page.getByRole('region', { name: 'Images' }).getByRole('status').first();
   await status.getByText(`${first.total} images match`).waitFor();
   const picked = restored.images.slice(0, 2);

@@ -24,7 +24,7 @@ t.test('a viewer sees no edit controls and the API refuses its edits; an editor 
   await page.getByRole('link', { name: 'parts' }).click();
   await page.getByRole('heading', { name: 'parts', level: 1 }).waitFor();
   await page.getByRole('region', { name: 'Images' }).getByRole('status').getByText('8 images match').waitFor();
-  t.equal(await page.getByRole('heading', { name: 'Add images' }).count(), 0, 'no upload for a viewer');
+  t.equal(await page.getByRole('tab', { name: 'Add images' }).count(), 0, 'no upload for a viewer');
   t.equal(await page.getByLabel('Choose a file…').count(), 0, 'no file input for a viewer');
   t.same(await seriousViolations(page), [], 'the viewer’s dataset page: no serious or critical axe violations');
   await screenshot(page, 'dataset-viewer');
@@ -68,6 +68,7 @@ t.test('a viewer sees no edit controls and the API refuses its edits; an editor 
   await signInWithKey(page, origin, world.editor, 'acme-team');
   await page.getByText('New dataset', { exact: true }).waitFor();
   await page.getByRole('link', { name: 'parts' }).click();
+  await page.getByRole('tab', { name: 'Add images' }).click();
   await page.getByRole('heading', { name: 'Add images' }).waitFor();
   t.equal(await page.getByLabel('Choose a file…').count(), 1, 'the editor is offered the upload');
 

@@ -44,6 +44,7 @@ async function journey() {
   await page.getByLabel('Name', { exact: true }).fill('Offline');
   await page.getByRole('button', { name: 'Create dataset' }).click();
   await page.getByRole('heading', { name: 'Offline', level: 1 }).waitFor({ timeout: 20_000 });
+  await page.getByRole('tab', { name: 'Versions' }).click();
   await page.getByText('No version saved yet.').waitFor({ timeout: 20_000 });
   const fontsReady = await page.evaluate(async () => {
     // The page's document (this file is typed without the DOM's types).

@@ -1,11 +1,21 @@
-import { useEffect, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
+import { memo, useEffect, useMemo, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
 import { datasetPath, Link, setLeaveWarning } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { useDataset } from '../datasets/queries.ts';
 import { LabelShapes } from './LabelShapes.tsx';
 import { SimilarImages } from './SimilarImages.tsx';
 import { Suggestions } from './Suggestions.tsx';
-import { labelFromPolygon, labelFromRectangle, moveLabel, resizeLabel, type Label, type Point } from './geometry.ts';
+import {
+  labelFromPolygon,
+  labelFromRectangle,
+  moveLabel,
+  moveVertex,
+  resizeLabel,
+  rotateLabel,
+  thinStroke,
+  type Label,
+  type Point,
+} from './geometry.ts';
 import { useHistory } from './history.ts';
 import { useImage, useSaveLabels } from './queries.ts';
 
@@ -15,6 +25,10 @@ type ImageAnswer = NonNullable<ReturnType<typeof useImage>['data']>;
 const LEAVE_WARNING = 'This image has unsaved label changes. Leave without saving them?';
 const STEP = 0.01;
 const FINE_STEP = 0.001;
+const TURN = Math.PI / 36; // 5°
+const FINE_TURN = Math.PI / 180;
+/** A polygon-tool press that travels further than this (0-1) is a freehand stroke, not a click adding a vertex. */
+const STROKE_TRAVEL = 0.02;
 
 /** The full view of one image: zoom, pan (scroll), its metadata, and its labels edited by mouse or keyboard. */
 export function ImageEditor({ owner, slug, imageId }: { owner: string; slug: string; imageId: string }) {
@@ -49,7 +63,12 @@ function Editor({
   const [zoom, setZoom] = useState(1);
   const [draft, setDraft] = useState<{ from: Point; to: Point } | undefined>(undefined);
   const [moving, setMoving] = useState<{ index: number; start: Point; at: Point } | undefined>(undefined);
+  const [dragging, setDragging] = useState<{ index: number; vertex: number; start: Point; at: Point } | undefined>(
+    undefined,
+  );
+  const [vertex, setVertex] = useState<number | undefined>(undefined);
   const [polygon, setPolygon] = useState<Point[]>([]);
+  const [stroke, setStroke] = useState<Point[] | undefined>(undefined);
   const [message, setMessage] = useState('');
   const svg = useRef<SVGSVGElement>(null);
   const save = useSaveLabels(owner, slug, image.id);
@@ -91,22 +110,35 @@ function Editor({
       svg.current?.setPointerCapture(event.pointerId);
       setDraft({ from: point, to: point });
     } else if (tool === 'polygon') {
-      const first = polygon[0];
-      if (first && polygon.length >= 3 && Math.hypot(first.x - point.x, first.y - point.y) < 0.015) closePolygon();
-      else setPolygon([...polygon, point]);
-    } else setSelected(undefined);
+      // A click adds a vertex; a press dragged along is a freehand outline (decided on release).
+      svg.current?.setPointerCapture(event.pointerId);
+      setStroke([point]);
+    } else pick(undefined);
   }
   function onCanvasMove(event: PointerEvent<SVGSVGElement>) {
     if (draft) setDraft({ ...draft, to: pointOf(event) });
     if (moving) setMoving({ ...moving, at: pointOf(event) });
+    if (dragging) setDragging({ ...dragging, at: pointOf(event) });
+    if (stroke) setStroke([...stroke, pointOf(event)]);
   }
   function onCanvasUp() {
+    if (stroke) endStroke(stroke);
+    if (dragging) {
+      const dx = dragging.at.x - dragging.start.x;
+      const dy = dragging.at.y - dragging.start.y;
+      setDragging(undefined);
+      if (dx !== 0 || dy !== 0)
+        change(
+          labels.map((label, index) => (index === dragging.index ? moveVertex(label, dragging.vertex, dx, dy) : label)),
+          `Moved vertex ${dragging.vertex + 1}`,
+        );
+    }
     if (draft) {
       const { from, to } = draft;
       setDraft(undefined);
       if (Math.abs(from.x - to.x) > 0.005 && Math.abs(from.y - to.y) > 0.005) {
         change([...labels, labelFromRectangle(task, classId, from, to)], `Added a ${className(classId)}`);
-        setSelected(labels.length);
+        pick(labels.length);
       }
     }
     if (moving) {
@@ -120,19 +152,65 @@ function Editor({
         );
     }
   }
+  function endStroke(points: Point[]) {
+    setStroke(undefined);
+    const [start] = points;
+    const travel = points.reduce(
+      (sum, point, index) =>
+        sum + (index ? Math.hypot(point.x - points[index - 1]!.x, point.y - points[index - 1]!.y) : 0),
+      0,
+    );
+    const outline = thinStroke(points);
+    if (travel > STROKE_TRAVEL && outline.length >= 3) {
+      change([...labels, labelFromPolygon(classId, outline)], `Added a freehand ${className(classId)} polygon`);
+      pick(labels.length);
+      setPolygon([]);
+      return;
+    }
+    if (!start) return;
+    const first = polygon[0];
+    if (first && polygon.length >= 3 && Math.hypot(first.x - start.x, first.y - start.y) < 0.015) closePolygon();
+    else setPolygon([...polygon, start]);
+  }
+  function pick(index: number | undefined) {
+    setSelected(index);
+    setVertex(undefined);
+  }
   function onShapeDown(index: number, event: PointerEvent<SVGElement>) {
     if (tool !== 'select') return;
     event.stopPropagation();
-    setSelected(index);
+    pick(index);
     if (!canEdit) return;
     svg.current?.setPointerCapture(event.pointerId);
     const point = pointOf(event);
     setMoving({ index, start: point, at: point });
   }
+  function onVertexDown(index: number, at: number, event: PointerEvent<SVGElement>) {
+    event.stopPropagation();
+    setVertex(at);
+    if (!canEdit) return;
+    svg.current?.setPointerCapture(event.pointerId);
+    const point = pointOf(event);
+    setDragging({ index, vertex: at, start: point, at: point });
+  }
+  // The shapes are memoised per label: their handlers must keep their identity while calling the latest closures.
+  const latest = useRef({ onShapeDown, onVertexDown, pick, setClassOf, remove });
+  latest.current = { onShapeDown, onVertexDown, pick, setClassOf, remove };
+  const stable = useMemo(
+    () => ({
+      onShapeDown: (index: number, event: PointerEvent<SVGElement>) => latest.current.onShapeDown(index, event),
+      onVertexDown: (index: number, at: number, event: PointerEvent<SVGElement>) =>
+        latest.current.onVertexDown(index, at, event),
+      pick: (index: number) => latest.current.pick(index),
+      setClassOf: (index: number, id: number) => latest.current.setClassOf(index, id),
+      remove: (index: number) => latest.current.remove(index),
+    }),
+    [],
+  );
   function closePolygon() {
     if (polygon.length < 3) return;
     change([...labels, labelFromPolygon(classId, polygon)], `Added a ${className(classId)} polygon`);
-    setSelected(labels.length);
+    pick(labels.length);
     setPolygon([]);
   }
   const editSelected = (edit: (label: Label) => Label, note: string) => {
@@ -142,19 +220,21 @@ function Editor({
       note,
     );
   };
-  const removeSelected = () => {
-    if (selected === undefined) return;
+  function remove(at: number) {
     change(
-      labels.filter((_, index) => index !== selected),
+      labels.filter((_, index) => index !== at),
       'Deleted a label',
     );
-    setSelected(undefined);
-  };
-  const setClassOf = (index: number, id: number) =>
+    if (selected !== undefined && selected >= at) pick(selected === at ? undefined : selected - 1);
+  }
+  function setClassOf(index: number, id: number) {
     change(
       labels.map((label, at) => (at === index ? { ...label, classId: id } : label)),
       `Class set to ${className(id)}`,
     );
+  }
+  const selectedLabel = selected === undefined ? undefined : labels[selected];
+  const vertexCount = ((selectedLabel?.segments ?? selectedLabel?.obb)?.length ?? 0) / 2;
 
   function onKey(event: KeyboardEvent<HTMLDivElement>) {
     const command = event.ctrlKey || event.metaKey;
@@ -182,24 +262,35 @@ function Editor({
         [...labels, labelFromRectangle(task, classId, { x: 0.4, y: 0.4 }, { x: 0.6, y: 0.6 })],
         `Added a ${className(classId)}`,
       );
-      setSelected(labels.length);
+      pick(labels.length);
     } else if (key === 'Enter' && polygon.length > 0) closePolygon();
     else if (key === 'Escape') {
       setPolygon([]);
       setDraft(undefined);
-      setSelected(undefined);
-    } else if ((key === 'Delete' || key === 'Backspace') && selected !== undefined) removeSelected();
+      if (vertex !== undefined) setVertex(undefined);
+      else pick(undefined);
+    } else if ((key === 'Delete' || key === 'Backspace') && selected !== undefined) remove(selected);
     else if (key === ']' || key === '[') {
       if (labels.length === 0) handled = false;
       else {
         const step = key === ']' ? 1 : labels.length - 1;
-        setSelected(((selected ?? (key === ']' ? -1 : 0)) + step) % labels.length);
+        pick(((selected ?? (key === ']' ? -1 : 0)) + step) % labels.length);
       }
+    } else if ((key === '.' || key === ',') && vertexCount > 0) {
+      const step = key === '.' ? 1 : vertexCount - 1;
+      const next = ((vertex ?? (key === '.' ? -1 : 0)) + step) % vertexCount;
+      setVertex(next);
+      setMessage(`Vertex ${next + 1} of ${vertexCount}`);
+    } else if ((key === 'r' || key === 'R') && vertexCount > 0) {
+      const turn = (event.altKey ? FINE_TURN : TURN) * (key === 'R' ? -1 : 1);
+      editSelected((label) => rotateLabel(label, turn), `Rotated ${Math.round((turn * 180) / Math.PI)}°`);
     } else if (key.startsWith('Arrow') && selected !== undefined) {
       const step = event.altKey ? FINE_STEP : STEP;
       const dx = key === 'ArrowLeft' ? -step : key === 'ArrowRight' ? step : 0;
       const dy = key === 'ArrowUp' ? -step : key === 'ArrowDown' ? step : 0;
-      if (event.shiftKey) editSelected((label) => resizeLabel(label, dx, -dy), 'Resized');
+      if (vertex !== undefined && vertex < vertexCount)
+        editSelected((label) => moveVertex(label, vertex, dx, dy), `Moved vertex ${vertex + 1}`);
+      else if (event.shiftKey) editSelected((label) => resizeLabel(label, dx, -dy), 'Resized');
       else editSelected((label) => moveLabel(label, dx, dy), 'Moved');
     } else handled = false;
     if (handled) event.preventDefault();
@@ -208,7 +299,9 @@ function Editor({
   const shown = labels.map((label, index) =>
     moving && index === moving.index
       ? moveLabel(label, moving.at.x - moving.start.x, moving.at.y - moving.start.y)
-      : label,
+      : dragging && index === dragging.index
+        ? moveVertex(label, dragging.vertex, dragging.at.x - dragging.start.x, dragging.at.y - dragging.start.y)
+        : label,
   );
   const imageClass = task === 'classify' ? labels[0]?.classId : undefined;
   return (
@@ -310,7 +403,14 @@ function Editor({
                 onPointerMove={onCanvasMove}
                 onPointerUp={onCanvasUp}
               >
-                <LabelShapes labels={shown} selected={selected} classColors={colors} onShapeDown={onShapeDown} />
+                <LabelShapes
+                  labels={shown}
+                  selected={selected}
+                  vertex={vertex}
+                  classColors={colors}
+                  onShapeDown={stable.onShapeDown}
+                  onVertexDown={stable.onVertexDown}
+                />
                 {draft ? (
                   <rect
                     className="draft"
@@ -320,8 +420,13 @@ function Editor({
                     height={Math.abs(draft.from.y - draft.to.y)}
                   />
                 ) : null}
-                {polygon.length > 0 ? (
-                  <polyline className="draft" points={polygon.map((point) => `${point.x},${point.y}`).join(' ')} />
+                {polygon.length > 0 || (stroke && stroke.length > 1) ? (
+                  <polyline
+                    className="draft"
+                    points={[...polygon, ...(stroke && stroke.length > 1 ? stroke : [])]
+                      .map((point) => `${point.x},${point.y}`)
+                      .join(' ')}
+                  />
                 ) : null}
               </svg>
             </div>
@@ -334,38 +439,17 @@ function Editor({
           ) : (
             <ol className="label-list" aria-label="Labels">
               {labels.map((label, index) => (
-                <li key={index} className={index === selected ? 'selected' : undefined}>
-                  <button type="button" aria-pressed={index === selected} onClick={() => setSelected(index)}>
-                    {index + 1}. {className(label.classId)}
-                  </button>
-                  {canEdit ? (
-                    <>
-                      <select
-                        aria-label={`Class of label ${index + 1}`}
-                        value={label.classId}
-                        onChange={(event) => setClassOf(index, Number(event.target.value))}
-                      >
-                        {image.classNames.map((name, id) => (
-                          <option key={`${id}-${name}`} value={id}>
-                            {name}
-                          </option>
-                        ))}
-                      </select>
-                      <button
-                        type="button"
-                        aria-label={`Delete label ${index + 1}`}
-                        onClick={() =>
-                          change(
-                            labels.filter((_, at) => at !== index),
-                            'Deleted a label',
-                          )
-                        }
-                      >
-                        ✕
-                      </button>
-                    </>
-                  ) : null}
-                </li>
+                <LabelRow
+                  key={index}
+                  index={index}
+                  label={label}
+                  selected={index === selected}
+                  canEdit={canEdit}
+                  classNames={image.classNames}
+                  onPick={stable.pick}
+                  onClass={stable.setClassOf}
+                  onRemove={stable.remove}
+                />
               ))}
             </ol>
           )}
@@ -383,7 +467,7 @@ function Editor({
           <SimilarImages imageId={image.id} />
           <p id="editor-keys" className="muted keys">
             {canEdit
-              ? 'Keys: B box, P polygon, V select, N new box, [ ] pick a label, arrows move it (Shift: resize, Alt: finer), 1–9 class, Delete removes, Enter closes a polygon, Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+S save, + − zoom.'
+              ? 'Keys: B box, P polygon (click the corners, or drag freehand), V select, N new box, [ ] pick a label, arrows move it (Shift: resize, Alt: finer), , . pick a vertex (arrows then move it), R / Shift+R rotate, 1–9 class, Delete removes, Enter closes a polygon, Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+S save, + − zoom.'
               : 'Keys: + − zoom, [ ] pick a label. Viewing only.'}
           </p>
         </aside>
@@ -391,3 +475,51 @@ function Editor({
     </>
   );
 }
+
+/** One row of the label list: memoised, so a list of thousands re-renders only the rows that changed. */
+const LabelRow = memo(function LabelRow({
+  index,
+  label,
+  selected,
+  canEdit,
+  classNames,
+  onPick,
+  onClass,
+  onRemove,
+}: {
+  index: number;
+  label: Label;
+  selected: boolean;
+  canEdit: boolean;
+  classNames: string[];
+  onPick: (index: number) => void;
+  onClass: (index: number, classId: number) => void;
+  onRemove: (index: number) => void;
+}) {
+  const name = classNames[label.classId] ?? `class ${label.classId}`;
+  return (
+    <li className={selected ? 'selected' : undefined}>
+      <button type="button" aria-pressed={selected} onClick={() => onPick(index)}>
+        {index + 1}. {name}
+      </button>
+      {canEdit ? (
+        <>
+          <select
+            aria-label={`Class of label ${index + 1}`}
+            value={label.classId}
+            onChange={(event) => onClass(index, Number(event.target.value))}
+          >
+            {classNames.map((option, id) => (
+              <option key={`${id}-${option}`} value={id}>
+                {option}
+              </option>
+            ))}
+          </select>
+          <button type="button" aria-label={`Delete label ${index + 1}`} onClick={() => onRemove(index)}>
+            ✕
+          </button>
+        </>
+      ) : null}
+    </li>
+  );
+});

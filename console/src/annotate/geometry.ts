@@ -97,3 +97,41 @@ export function iou(a: Label, b: Label): number {
   const union = area(boxA) + area(boxB) - overlap;
   return union > 0 ? overlap / union : 0;
 }
+
+/** Moves one vertex (pair index) of a polygon or oriented box by (dx, dy), kept inside the image. */
+export function moveVertex(label: Label, vertex: number, dx: number, dy: number): Label {
+  const flat = label.segments ?? label.obb;
+  if (!flat || 2 * vertex + 1 >= flat.length) return label;
+  const moved = flat.map((value, index) =>
+    index === 2 * vertex ? round(clamp(value + dx)) : index === 2 * vertex + 1 ? round(clamp(value + dy)) : value,
+  );
+  return label.segments ? { ...label, segments: moved } : { ...label, obb: moved };
+}
+
+/** Turns a polygon or oriented box about the centre of its vertices by `radians` (clockwise on screen). */
+export function rotateLabel(label: Label, radians: number): Label {
+  const flat = label.segments ?? label.obb;
+  if (!flat || flat.length < 4) return label;
+  const count = flat.length / 2;
+  const center = {
+    x: flat.filter((_, index) => index % 2 === 0).reduce((sum, value) => sum + value, 0) / count,
+    y: flat.filter((_, index) => index % 2 === 1).reduce((sum, value) => sum + value, 0) / count,
+  };
+  const [cos, sin] = [Math.cos(radians), Math.sin(radians)];
+  const turned: number[] = [];
+  for (let index = 0; index + 1 < flat.length; index += 2) {
+    const [x, y] = [flat[index]! - center.x, flat[index + 1]! - center.y];
+    turned.push(round(clamp(center.x + x * cos - y * sin)), round(clamp(center.y + x * sin + y * cos)));
+  }
+  return label.segments ? { ...label, segments: turned } : { ...label, obb: turned };
+}
+
+/** A freehand stroke thinned to vertices at least `spacing` apart (the API keeps what it is given). */
+export function thinStroke(points: Point[], spacing = 0.004): Point[] {
+  const kept: Point[] = [];
+  for (const point of points) {
+    const last = kept.at(-1);
+    if (!last || Math.hypot(point.x - last.x, point.y - last.y) >= spacing) kept.push(point);
+  }
+  return kept;
+}

@@ -2,15 +2,13 @@ import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import { COLOR_BLIND_SAFE } from '../app/palette.ts';
-import { useRefreshDataset } from './queries.ts';
+import { useClassStats, useRefreshDataset } from './queries.ts';
 
 interface ClassesPanelProps {
   owner: string;
   dataset: string;
   classNames: string[];
   classColors: Record<string, string>;
-  /** Annotations per class index (class-stats), when counted. */
-  counts: Record<number, number> | undefined;
   canEdit: boolean;
 }
 
@@ -18,17 +16,27 @@ interface ClassesPanelProps {
 export function ClassesPanel(props: ClassesPanelProps) {
   // What the last change did outlives the editor, which starts again from the dataset whenever its classes change.
   const [outcome, setOutcome] = useState('');
+  const stats = useClassStats(props.owner, props.dataset);
+  const counts = stats.data && Object.fromEntries(stats.data.classes.map((entry) => [entry.classId, entry.count]));
   return (
     <ClassesEditor
       key={JSON.stringify([props.classNames, props.classColors])}
       {...props}
+      counts={counts}
       outcome={outcome}
       setOutcome={setOutcome}
     />
   );
 }
 
-function ClassesEditor(props: ClassesPanelProps & { outcome: string; setOutcome: (outcome: string) => void }) {
+function ClassesEditor(
+  props: ClassesPanelProps & {
+    /** Annotations per class index (class-stats), when counted. */
+    counts: Record<number, number> | undefined;
+    outcome: string;
+    setOutcome: (outcome: string) => void;
+  },
+) {
   const { owner, dataset, classNames, classColors, counts, canEdit, outcome, setOutcome } = props;
   const [names, setNames] = useState(classNames);
   const [colors, setColors] = useState(() => classNames.map((_, index) => classColors[String(index)] ?? '#888888'));

@@ -9,6 +9,8 @@ export function useDatasets(owner: string) {
   });
 }
 
+export type DatasetItem = NonNullable<ReturnType<typeof useDataset>['data']>;
+
 export function useDataset(owner: string, dataset: string) {
   return useQuery({
     queryKey: ['dataset', owner, dataset],
