@@ -16,13 +16,13 @@
  *
  * Environment: BENCH_CONSOLE_IMAGES, BENCH_SAMPLES, TEST_PG_URL. Everything is stopped and dropped at the end.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type Page } from 'playwright';
-import { api, buildZip, jobEnded } from './generated-dataset.ts';
-import { adminQuery, positiveInt, putFile, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
+import { api, buildZip, jobEnded, uploadArchive } from './generated-dataset.ts';
+import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
 import { SEEDED_CLASSES, seedImagesSql, type SeedFile } from './seeded-images.ts';
 
 const IMAGES = positiveInt('BENCH_CONSOLE_IMAGES', 1_000_000);
@@ -51,22 +51,9 @@ async function ingestZip(base: string, key: string, owner: string, slug: string,
     task,
     classNames: SEEDED_CLASSES,
   });
-  const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
-    base,
-    key,
-    'POST',
-    '/api/upload/signed-url',
-    {
-      assetType: 'datasets',
-      assetId: id,
-      filename: 'files.zip',
-      contentType: 'application/zip',
-      totalBytes: statSync(zipPath).size,
-    },
-  );
-  await putFile(ticket.uploadUrl, ticket.headers, zipPath);
+  const sessionId = await uploadArchive(base, key, id, zipPath);
   const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/${slug}/ingest`, {
-    sessionId: ticket.sessionId,
+    sessionId,
   });
   const job = await jobEnded(base, key, jobId, `ingest ${slug}`);
   if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);

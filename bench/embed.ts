@@ -18,7 +18,7 @@
  * The generated vectors (bench/clustered-vectors.ts): 1280-d unit vectors in clusters, from a fixed seed.
  * Environment: BENCH_EMBED_PARTS, BENCH_IMAGES, BENCH_LAYOUT_POINTS, BENCH_VECTORS, BENCH_QUERIES, BENCH_EXACT_QUERIES, TEST_PG_URL.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -29,11 +29,10 @@ import { MAX_LAYOUT } from '../control-plane/src/embeddings/embedding.job.ts';
 import { ClusteredVectors } from './clustered-vectors.ts';
 import { layout } from './embed-layout.ts';
 import { similar } from './embed-similar.ts';
-import { api, buildZip } from './generated-dataset.ts';
+import { api, buildZip, uploadArchive } from './generated-dataset.ts';
 import {
   adminQuery,
   positiveInt,
-  putFile,
   recordResult,
   runBenchmark,
   startControlPlane,
@@ -106,23 +105,10 @@ async function analysis(): Promise<{ figures: Figure[]; details: Record<string, 
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const { username: owner } = await api<{ username: string }>(base, key, 'GET', '/api/account/summary');
     const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'bench', name: 'Bench' });
-    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
-      base,
-      key,
-      'POST',
-      '/api/upload/signed-url',
-      {
-        assetType: 'datasets',
-        assetId: id,
-        filename: 'bench.zip',
-        contentType: 'application/zip',
-        totalBytes: statSync(zipPath).size,
-      },
-    );
-    await putFile(ticket.uploadUrl, ticket.headers, zipPath);
+    const sessionId = await uploadArchive(base, key, id, zipPath);
     process.stderr.write('ingesting (not timed)…\n');
     const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, {
-      sessionId: ticket.sessionId,
+      sessionId,
     });
     for (;;) {
       const { job } = await api<{ job: { status: string; error: string | null } }>(

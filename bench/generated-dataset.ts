@@ -1,8 +1,9 @@
 // The generated dataset bench:ingest and bench:embed share: noisy 640×480 JPEGs with one box each, in a YOLO ZIP.
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import sharp from 'sharp';
 import yazl from 'yazl';
+import { putFile } from './lib.ts';
 
 /** Runs `task` over 0..count-1, `width` at a time. */
 export async function pool(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
@@ -80,6 +81,25 @@ export async function api<T>(base: string, key: string, method: string, path: st
   const json = (await response.json()) as T;
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
   return json;
+}
+
+/** Uploads an archive for the dataset through the signed-URL API; the upload session to ingest from. */
+export async function uploadArchive(base: string, key: string, datasetId: string, zipPath: string): Promise<string> {
+  const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
+    base,
+    key,
+    'POST',
+    '/api/upload/signed-url',
+    {
+      assetType: 'datasets',
+      assetId: datasetId,
+      filename: 'bench.zip',
+      contentType: 'application/zip',
+      totalBytes: statSync(zipPath).size,
+    },
+  );
+  await putFile(ticket.uploadUrl, ticket.headers, zipPath);
+  return ticket.sessionId;
 }
 
 export interface BenchJob {

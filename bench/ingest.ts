@@ -15,11 +15,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import { THUMBNAIL_WEBP } from '../control-plane/src/images/image-decode.ts';
-import { api, buildZip, jobEnded, pool } from './generated-dataset.ts';
+import { api, buildZip, jobEnded, pool, uploadArchive } from './generated-dataset.ts';
 import {
   adminQuery,
   positiveInt,
-  putFile,
   recordResult,
   rssBytes,
   runBenchmark,
@@ -64,26 +63,13 @@ async function main(): Promise<void> {
     const key = readFileSync(join(dataDir, 'initial-api-key'), 'utf8').trim();
     const { username: owner } = await api<{ username: string }>(base, key, 'GET', '/api/account/summary');
     const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', { dataset: 'bench', name: 'Bench' });
-    const ticket = await api<{ sessionId: string; uploadUrl: string; headers: Record<string, string> }>(
-      base,
-      key,
-      'POST',
-      '/api/upload/signed-url',
-      {
-        assetType: 'datasets',
-        assetId: id,
-        filename: 'bench.zip',
-        contentType: 'application/zip',
-        totalBytes: size,
-      },
-    );
-    await putFile(ticket.uploadUrl, ticket.headers, zipPath);
+    const sessionId = await uploadArchive(base, key, id, zipPath);
     const pid = child.proc.pid!;
     let peak = rssBytes(pid);
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
     const started = performance.now();
     const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/bench/ingest`, {
-      sessionId: ticket.sessionId,
+      sessionId,
     });
     const job = await jobEnded(base, key, jobId, 'ingest');
     const seconds = (performance.now() - started) / 1000;
