@@ -86,7 +86,7 @@ t.test('a user edits a polygon vertex by vertex, rotates it and draws another fr
   // By keyboard: . picks the next vertex, an arrow moves it by 1 %; then R turns the whole shape by 5°.
   await canvas.focus();
   await page.keyboard.press('.');
-  await status.getByText('Vertex 2 of 4').waitFor();
+  await status.getByText('2 of 4: vertex 2').waitFor();
   t.equal(await svg.locator('circle.vertex.picked').getAttribute('data-vertex'), '1', 'the second vertex is picked');
   await page.keyboard.press('ArrowRight');
   await status.getByText('Moved vertex 2').waitFor();

@@ -6,10 +6,12 @@ import { LabelShapes } from './LabelShapes.tsx';
 import { SimilarImages } from './SimilarImages.tsx';
 import { Suggestions } from './Suggestions.tsx';
 import {
+  cycleVisibility,
   labelFromPolygon,
   labelFromRectangle,
   moveLabel,
   moveVertex,
+  pointsOfLabel,
   resizeLabel,
   rotateLabel,
   thinStroke,
@@ -17,6 +19,7 @@ import {
   type Point,
 } from './geometry.ts';
 import { useHistory } from './history.ts';
+import { poseLabel, skeletonFor } from './skeletons.ts';
 import { useImage, useSaveLabels } from './queries.ts';
 
 type Tool = 'select' | 'box' | 'polygon';
@@ -38,7 +41,17 @@ export function ImageEditor({ owner, slug, imageId }: { owner: string; slug: str
   if (image.isPending) return <p role="status">Loading the image…</p>;
   if (image.error) return <p role="alert">{image.error.message}</p>;
   const colors = dataset.data?.classColors ?? {};
-  return <Editor key={imageId} image={image.data} owner={owner} slug={slug} canEdit={canEdit} colors={colors} />;
+  return (
+    <Editor
+      key={imageId}
+      image={image.data}
+      owner={owner}
+      slug={slug}
+      canEdit={canEdit}
+      colors={colors}
+      kptShape={dataset.data?.kptShape}
+    />
+  );
 }
 
 function Editor({
@@ -47,14 +60,19 @@ function Editor({
   slug,
   canEdit,
   colors,
+  kptShape,
 }: {
   image: ImageAnswer;
   owner: string;
   slug: string;
   canEdit: boolean;
   colors: Record<string, string>;
+  /** Pose datasets: [keypoints per instance, values per keypoint]. */
+  kptShape: number[] | undefined;
 }) {
   const task = image.dataset.task;
+  const [keypointCount = 17, keypointValues = 3] = kptShape ?? [];
+  const skeleton = useMemo(() => skeletonFor(keypointCount), [keypointCount]);
   const history = useHistory<Label[]>(image.labels);
   const labels = history.present;
   const [selected, setSelected] = useState<number | undefined>(undefined);
@@ -90,6 +108,11 @@ function Editor({
     setMessage(note);
   };
   const className = (id: number) => image.classNames[id] ?? `class ${id}`;
+  /** A new shape of the dataset's task dragged from one corner to the other (pose: the skeleton placed in it). */
+  const newShape = (from: Point, to: Point) =>
+    task === 'pose'
+      ? poseLabel(classId, from, to, [keypointCount, keypointValues])
+      : labelFromRectangle(task, classId, from, to);
   const pointOf = (event: PointerEvent): Point => {
     const box = svg.current!.getBoundingClientRect();
     const clamp = (value: number) => Math.min(1, Math.max(0, value));
@@ -129,15 +152,17 @@ function Editor({
       setDragging(undefined);
       if (dx !== 0 || dy !== 0)
         change(
-          labels.map((label, index) => (index === dragging.index ? moveVertex(label, dragging.vertex, dx, dy) : label)),
-          `Moved vertex ${dragging.vertex + 1}`,
+          labels.map((label, index) =>
+            index === dragging.index ? moveVertex(label, dragging.vertex, dx, dy, keypointValues) : label,
+          ),
+          `Moved ${pointName(dragging.vertex)}`,
         );
     }
     if (draft) {
       const { from, to } = draft;
       setDraft(undefined);
       if (Math.abs(from.x - to.x) > 0.005 && Math.abs(from.y - to.y) > 0.005) {
-        change([...labels, labelFromRectangle(task, classId, from, to)], `Added a ${className(classId)}`);
+        change([...labels, newShape(from, to)], `Added a ${className(classId)}`);
         pick(labels.length);
       }
     }
@@ -234,7 +259,15 @@ function Editor({
     );
   }
   const selectedLabel = selected === undefined ? undefined : labels[selected];
-  const vertexCount = ((selectedLabel?.segments ?? selectedLabel?.obb)?.length ?? 0) / 2;
+  const selectedPoints = selectedLabel && pointsOfLabel(selectedLabel, keypointValues);
+  const vertexCount = selectedPoints ? Math.floor(selectedPoints.flat.length / selectedPoints.stride) : 0;
+  const turnable = Boolean(selectedLabel?.segments ?? selectedLabel?.obb);
+  /** How the editor names a point of the selected label: a keypoint by the skeleton, else a vertex by number. */
+  function pointName(index: number) {
+    return selectedLabel?.keypoints && !turnable
+      ? (skeleton.points[index]?.name ?? `keypoint ${index + 1}`)
+      : `vertex ${index + 1}`;
+  }
 
   function onKey(event: KeyboardEvent<HTMLDivElement>) {
     const command = event.ctrlKey || event.metaKey;
@@ -258,10 +291,7 @@ function Editor({
     else if (key === 'p' && task === 'segment') setTool('polygon');
     else if (key === 'v') setTool('select');
     else if (key === 'n' && task !== 'classify') {
-      change(
-        [...labels, labelFromRectangle(task, classId, { x: 0.4, y: 0.4 }, { x: 0.6, y: 0.6 })],
-        `Added a ${className(classId)}`,
-      );
+      change([...labels, newShape({ x: 0.4, y: 0.4 }, { x: 0.6, y: 0.6 })], `Added a ${className(classId)}`);
       pick(labels.length);
     } else if (key === 'Enter' && polygon.length > 0) closePolygon();
     else if (key === 'Escape') {
@@ -280,8 +310,14 @@ function Editor({
       const step = key === '.' ? 1 : vertexCount - 1;
       const next = ((vertex ?? (key === '.' ? -1 : 0)) + step) % vertexCount;
       setVertex(next);
-      setMessage(`Vertex ${next + 1} of ${vertexCount}`);
-    } else if ((key === 'r' || key === 'R') && vertexCount > 0) {
+      setMessage(`${next + 1} of ${vertexCount}: ${pointName(next)}`);
+    } else if (key === 'h' && vertex !== undefined && selectedLabel?.keypoints && keypointValues === 3) {
+      const visibility = cycleVisibility(selectedLabel, vertex).keypoints?.[3 * vertex + 2];
+      editSelected(
+        (label) => cycleVisibility(label, vertex),
+        `${pointName(vertex)}: ${['not labelled', 'occluded', 'visible'][visibility ?? 2]}`,
+      );
+    } else if ((key === 'r' || key === 'R') && turnable) {
       const turn = (event.altKey ? FINE_TURN : TURN) * (key === 'R' ? -1 : 1);
       editSelected((label) => rotateLabel(label, turn), `Rotated ${Math.round((turn * 180) / Math.PI)}°`);
     } else if (key.startsWith('Arrow') && selected !== undefined) {
@@ -289,7 +325,7 @@ function Editor({
       const dx = key === 'ArrowLeft' ? -step : key === 'ArrowRight' ? step : 0;
       const dy = key === 'ArrowUp' ? -step : key === 'ArrowDown' ? step : 0;
       if (vertex !== undefined && vertex < vertexCount)
-        editSelected((label) => moveVertex(label, vertex, dx, dy), `Moved vertex ${vertex + 1}`);
+        editSelected((label) => moveVertex(label, vertex, dx, dy, keypointValues), `Moved ${pointName(vertex)}`);
       else if (event.shiftKey) editSelected((label) => resizeLabel(label, dx, -dy), 'Resized');
       else editSelected((label) => moveLabel(label, dx, dy), 'Moved');
     } else handled = false;
@@ -300,7 +336,13 @@ function Editor({
     moving && index === moving.index
       ? moveLabel(label, moving.at.x - moving.start.x, moving.at.y - moving.start.y)
       : dragging && index === dragging.index
-        ? moveVertex(label, dragging.vertex, dragging.at.x - dragging.start.x, dragging.at.y - dragging.start.y)
+        ? moveVertex(
+            label,
+            dragging.vertex,
+            dragging.at.x - dragging.start.x,
+            dragging.at.y - dragging.start.y,
+            keypointValues,
+          )
         : label,
   );
   const imageClass = task === 'classify' ? labels[0]?.classId : undefined;
@@ -318,7 +360,7 @@ function Editor({
               Select (V)
             </button>
             <button type="button" aria-pressed={tool === 'box'} onClick={() => setTool('box')}>
-              {task === 'obb' ? 'Oriented box (B)' : 'Box (B)'}
+              {task === 'obb' ? 'Oriented box (B)' : task === 'pose' ? 'Instance (B)' : 'Box (B)'}
             </button>
             {task === 'segment' ? (
               <button type="button" aria-pressed={tool === 'polygon'} onClick={() => setTool('polygon')}>
@@ -408,6 +450,8 @@ function Editor({
                   selected={selected}
                   vertex={vertex}
                   classColors={colors}
+                  bones={skeleton.edges}
+                  keypointValues={keypointValues}
                   onShapeDown={stable.onShapeDown}
                   onVertexDown={stable.onVertexDown}
                 />
@@ -461,13 +505,19 @@ function Editor({
             </dd>
             <dt>Split</dt>
             <dd>{image.properties.split}</dd>
+            {task === 'pose' ? (
+              <>
+                <dt>Skeleton</dt>
+                <dd>{skeleton.name}</dd>
+              </>
+            ) : null}
             <dt>File</dt>
             <dd>{(image.properties.bytes / 1024).toFixed(1)} KiB</dd>
           </dl>
           <SimilarImages imageId={image.id} />
           <p id="editor-keys" className="muted keys">
             {canEdit
-              ? 'Keys: B box, P polygon (click the corners, or drag freehand), V select, N new box, [ ] pick a label, arrows move it (Shift: resize, Alt: finer), , . pick a vertex (arrows then move it), R / Shift+R rotate, 1–9 class, Delete removes, Enter closes a polygon, Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+S save, + − zoom.'
+              ? 'Keys: B box, P polygon (click the corners, or drag freehand), V select, N new box, [ ] pick a label, arrows move it (Shift: resize, Alt: finer), , . pick a vertex or keypoint (arrows then move it, H its visibility), R / Shift+R rotate, 1–9 class, Delete removes, Enter closes a polygon, Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+S save, + − zoom.'
               : 'Keys: + − zoom, [ ] pick a label. Viewing only.'}
           </p>
         </aside>

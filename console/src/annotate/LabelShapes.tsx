@@ -1,5 +1,5 @@
 import { memo, type PointerEvent } from 'react';
-import { pointsOf, type Label } from './geometry.ts';
+import { pointsOf, pointsOfLabel, type Label } from './geometry.ts';
 
 const FALLBACK_COLOR = '#0969da';
 
@@ -7,8 +7,8 @@ type ShapeDown = (index: number, event: PointerEvent<SVGElement>) => void;
 type VertexDown = (index: number, vertex: number, event: PointerEvent<SVGElement>) => void;
 
 /**
- * The labels drawn in the image's 0-1 coordinates: boxes, oriented boxes, polygons and keypoints; one selected, its
- * vertices (polygons, oriented boxes) as handles to drag. Each label is its own memoised element, so an edit of one
+ * The labels drawn in the image's 0-1 coordinates: boxes, oriented boxes, polygons and keypoints joined by the
+ * skeleton's bones; one selected, its vertices (polygons, oriented boxes) or keypoints as handles to drag. Each label is its own memoised element, so an edit of one
  * repaints one of thousands (the handlers must be stable).
  */
 export function LabelShapes({
@@ -16,6 +16,8 @@ export function LabelShapes({
   selected,
   vertex,
   classColors,
+  bones,
+  keypointValues,
   onShapeDown,
   onVertexDown,
 }: {
@@ -24,11 +26,15 @@ export function LabelShapes({
   /** The selected shape's vertex picked by the keyboard. */
   vertex: number | undefined;
   classColors: Record<string, string>;
+  /** Pairs of keypoint indexes to join (the dataset's skeleton). */
+  bones: ReadonlyArray<readonly [number, number]>;
+  /** Values per keypoint: 3 with visibility, 2 without. */
+  keypointValues: number;
   onShapeDown: ShapeDown;
   onVertexDown: VertexDown;
 }) {
   const picked = selected === undefined ? undefined : labels[selected];
-  const vertices = picked && (picked.segments ?? picked.obb);
+  const points = picked && pointsOfLabel(picked, keypointValues);
   return (
     <>
       {labels.map((label, index) => (
@@ -38,11 +44,13 @@ export function LabelShapes({
           label={label}
           selected={index === selected}
           color={classColors[String(label.classId)] ?? FALLBACK_COLOR}
+          bones={bones}
+          keypointValues={keypointValues}
           onShapeDown={onShapeDown}
         />
       ))}
-      {selected !== undefined && vertices ? (
-        <Handles index={selected} flat={vertices} picked={vertex} onVertexDown={onVertexDown} />
+      {selected !== undefined && points ? (
+        <Handles index={selected} {...points} picked={vertex} onVertexDown={onVertexDown} />
       ) : null}
     </>
   );
@@ -53,12 +61,16 @@ const Shape = memo(function Shape({
   label,
   selected,
   color,
+  bones,
+  keypointValues,
   onShapeDown,
 }: {
   index: number;
   label: Label;
   selected: boolean;
   color: string;
+  bones: ReadonlyArray<readonly [number, number]>;
+  keypointValues: number;
   onShapeDown: ShapeDown;
 }) {
   const props = {
@@ -68,7 +80,9 @@ const Shape = memo(function Shape({
     'data-label-index': index,
     onPointerDown: (event: PointerEvent<SVGElement>) => onShapeDown(index, event),
   } as const;
-  const keypoints = label.keypoints ? <Keypoints flat={label.keypoints} color={color} /> : null;
+  const keypoints = label.keypoints ? (
+    <Keypoints flat={label.keypoints} stride={keypointValues} bones={bones} color={color} />
+  ) : null;
   if (label.segments && label.segments.length >= 6)
     return (
       <g>
@@ -93,17 +107,19 @@ const Shape = memo(function Shape({
 function Handles({
   index,
   flat,
+  stride,
   picked,
   onVertexDown,
 }: {
   index: number;
   flat: number[];
+  stride: number;
   picked: number | undefined;
   onVertexDown: VertexDown;
 }) {
   const handles = [];
-  for (let at = 0; at + 1 < flat.length; at += 2) {
-    const vertex = at / 2;
+  for (let at = 0; at + 1 < flat.length; at += stride) {
+    const vertex = at / stride;
     handles.push(
       <circle
         key={vertex}
@@ -120,13 +136,44 @@ function Handles({
   return <g className="vertices">{handles}</g>;
 }
 
-/** Visible keypoints as small dots (a triple's third value 0 means not labelled). */
-function Keypoints({ flat, color }: { flat: number[]; color: string }) {
-  const stride = flat.length % 3 === 0 ? 3 : 2;
+/** Labelled keypoints as small dots joined by the skeleton's bones (a triple's third value 0: not labelled). */
+function Keypoints({
+  flat,
+  stride,
+  bones,
+  color,
+}: {
+  flat: number[];
+  stride: number;
+  bones: ReadonlyArray<readonly [number, number]>;
+  color: string;
+}) {
+  const labelled = (point: number) => stride !== 3 || flat[point * stride + 2] !== 0;
+  const count = Math.floor(flat.length / stride);
   const dots = [];
-  for (let index = 0; index + 1 < flat.length; index += stride) {
-    if (stride === 3 && flat[index + 2] === 0) continue;
-    dots.push(<circle key={index} cx={flat[index]} cy={flat[index + 1]} r={0.006} fill={color} />);
+  for (let point = 0; point < count; point += 1) {
+    if (!labelled(point)) continue;
+    const [x, y] = [flat[point * stride], flat[point * stride + 1]];
+    dots.push(<circle key={point} cx={x} cy={y} r={0.006} fill={color} />);
   }
-  return <>{dots}</>;
+  const lines = bones
+    .filter(([a, b]) => a < count && b < count && labelled(a) && labelled(b))
+    .map(([a, b]) => (
+      <line
+        key={`${a}-${b}`}
+        x1={flat[a * stride]}
+        y1={flat[a * stride + 1]}
+        x2={flat[b * stride]}
+        y2={flat[b * stride + 1]}
+        stroke={color}
+        strokeWidth={1.5}
+        vectorEffect="non-scaling-stroke"
+      />
+    ));
+  return (
+    <>
+      {lines}
+      {dots}
+    </>
+  );
 }

@@ -98,14 +98,36 @@ export function iou(a: Label, b: Label): number {
   return union > 0 ? overlap / union : 0;
 }
 
-/** Moves one vertex (pair index) of a polygon or oriented box by (dx, dy), kept inside the image. */
-export function moveVertex(label: Label, vertex: number, dx: number, dy: number): Label {
-  const flat = label.segments ?? label.obb;
-  if (!flat || 2 * vertex + 1 >= flat.length) return label;
-  const moved = flat.map((value, index) =>
-    index === 2 * vertex ? round(clamp(value + dx)) : index === 2 * vertex + 1 ? round(clamp(value + dy)) : value,
+/**
+ * The points of a label the editor moves one at a time: a polygon's or oriented box's vertices, else its keypoints
+ * (`keypointValues` per keypoint: 3 with visibility, 2 without).
+ */
+export function pointsOfLabel(label: Label, keypointValues = 3): { flat: number[]; stride: number } | undefined {
+  if (label.segments) return { flat: label.segments, stride: 2 };
+  if (label.obb) return { flat: label.obb, stride: 2 };
+  if (label.keypoints) return { flat: label.keypoints, stride: keypointValues };
+  return undefined;
+}
+
+/** Moves one of the label's points (see pointsOfLabel) by (dx, dy), kept inside the image. */
+export function moveVertex(label: Label, vertex: number, dx: number, dy: number, keypointValues = 3): Label {
+  const points = pointsOfLabel(label, keypointValues);
+  if (!points || points.stride * vertex + 1 >= points.flat.length) return label;
+  const at = points.stride * vertex;
+  const moved = points.flat.map((value, index) =>
+    index === at ? round(clamp(value + dx)) : index === at + 1 ? round(clamp(value + dy)) : value,
   );
-  return label.segments ? { ...label, segments: moved } : { ...label, obb: moved };
+  if (label.segments) return { ...label, segments: moved };
+  if (label.obb) return { ...label, obb: moved };
+  return { ...label, keypoints: moved };
+}
+
+/** A keypoint's visibility one step on: visible (2) → occluded (1) → not labelled (0) → visible. */
+export function cycleVisibility(label: Label, keypoint: number): Label {
+  const at = 3 * keypoint + 2;
+  if (!label.keypoints || at >= label.keypoints.length) return label;
+  const next = [2, 0, 1][label.keypoints[at] ?? 2] ?? 2;
+  return { ...label, keypoints: label.keypoints.map((value, index) => (index === at ? next : value)) };
 }
 
 /** Turns a polygon or oriented box about the centre of its vertices by `radians` (clockwise on screen). */
