@@ -1,7 +1,7 @@
 // The gallery over more images than one page: keyset pages fetched as it scrolls, every image reached exactly once,
-// and only the rows in view (plus a few) in the page.
+// and only the rows in view (plus a few) in the page; the labelled/unlabelled filter.
 import t from 'tap';
-import { foreignRequests, openConsoleBrowser, signInWithKey } from './helpers/console-browser.ts';
+import { foreignRequests, openConsoleBrowser, settled, signInWithKey } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
@@ -56,6 +56,31 @@ t.test('scrolling the gallery pages through every image by keyset', async (t) =>
     pages.some((url) => url.includes('offset=')),
     'no offset paging',
   );
+
+  // The labels filter: three images made unlabelled through the API are exactly what "Unlabelled" lists.
+  const emptied = (
+    await call<{ images: { id: string; name: string }[] }>(
+      world.server,
+      'GET',
+      '/api/datasets/alice/many/images?sort=name-asc&limit=3',
+      { key: world.alice },
+    )
+  ).body.images;
+  for (const image of emptied)
+    await call(world.server, 'PATCH', `/api/images/${image.id}`, { key: world.alice, body: { labels: [] } });
+  await page.getByLabel('Labels', { exact: true }).selectOption({ label: 'Unlabelled' });
+  await status.getByText('3 images match').waitFor();
+  t.same(
+    await settled(
+      async () => (await grid.locator('figcaption').allInnerTexts()).sort(),
+      (names) => names.length === 3,
+    ),
+    emptied.map((image) => image.name).sort(),
+    'the unlabelled images, and no others',
+  );
+  await page.getByLabel('Labels', { exact: true }).selectOption({ label: 'Labelled' });
+  await status.getByText(`${total - 3} images match`).waitFor();
+
   t.same(foreignRequests(requests, origin), []);
   t.same(errors, []);
 });

@@ -18,7 +18,7 @@ const SORT_LABELS: Record<ImageSort, string> = {
 
 export type GalleryView = 'grid' | 'table';
 
-/** Class, split, search and sort filters, and the grid/table switch. The search waits for a pause in typing. */
+/** Class, split, labelled or not, search and sort filters, and the grid/table switch. The search waits for a pause in typing. */
 export function ImageFilterBar(props: {
   classNames: string[];
   filters: ImageFilters;
@@ -61,6 +61,18 @@ export function ImageFilterBar(props: {
         <option value="train">train</option>
         <option value="val">val</option>
         <option value="test">test</option>
+      </select>
+      <label htmlFor="images-labels">Labels</label>
+      <select
+        id="images-labels"
+        value={filters.hasLabel === undefined ? '' : String(filters.hasLabel)}
+        onChange={(event) =>
+          onChange({ ...filters, hasLabel: event.target.value === '' ? undefined : event.target.value === 'true' })
+        }
+      >
+        <option value="">Any</option>
+        <option value="true">Labelled</option>
+        <option value="false">Unlabelled</option>
       </select>
       <label htmlFor="images-search">Search images</label>
       <input id="images-search" type="search" value={search} onChange={(event) => setSearch(event.target.value)} />

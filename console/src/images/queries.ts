@@ -7,6 +7,8 @@ export type ImageSort = NonNullable<ImageFilters['sort']>;
 export interface ImageFilters {
   classId?: number;
   split?: Split;
+  /** true: images with labels only; false: without. */
+  hasLabel?: boolean;
   search?: string;
   sort?:
     | 'newest'
@@ -45,6 +47,7 @@ export function useImagePages(owner: string, dataset: string, filters: ImageFilt
               split: filters.split,
               classIds: filters.classId === undefined ? undefined : String(filters.classId),
               search: filters.search || undefined,
+              hasLabel: filters.hasLabel === undefined ? undefined : String(filters.hasLabel),
               sort: filters.sort,
             },
           },
