@@ -18,9 +18,12 @@ interface LayoutAnswer {
   images: { id: string; umapX: number; umapY: number; cluster: number | null; missing: boolean }[];
 }
 
-/** The console's projection (console/src/map/projection.ts): 5 % padding, x from the left. */
+/** The console's projection (console/src/map/projection.ts): 5 % padding, x from the left, y from the top. */
 function viewX(x: number, [minX, maxX]: number[]): number {
   return 0.05 + (0.9 * (x - minX!)) / (maxX! - minX!);
+}
+function viewY(y: number, [, , minY, maxY]: number[]): number {
+  return 0.05 + (0.9 * (maxY! - y)) / (maxY! - minY!);
 }
 
 t.test('a user analyzes a dataset, lassoes points on its map and moves an island', async (t) => {
@@ -81,6 +84,40 @@ t.test('a user analyzes a dataset, lassoes points on its map and moves an island
   );
   t.same(await seriousViolations(page), [], 'dataset page with its map: no serious or critical axe violations');
   await screenshot(page, 'dataset-map');
+
+  // Zoomed in twice by keyboard (×2.25 about the centre), the same lasso picks only what the view shows of it.
+  await map.getByRole('group', { name: /^Map:/ }).focus();
+  await page.keyboard.press('+');
+  await page.keyboard.press('+');
+  await map
+    .getByRole('toolbar', { name: 'Map view' })
+    .getByText(/Zoom ×2\.[23]/)
+    .waitFor();
+  const half = 0.5 / 2.25;
+  const shown = points.filter((point) => {
+    const [x, y] = [viewX(point.umapX, bounds), viewY(point.umapY, bounds)];
+    return x >= 0.5 - half && x < 0.5 && y >= 0.5 - half && y <= 0.5 + half;
+  }).length;
+  await page.mouse.move(box.x + 2, box.y + 2);
+  await page.mouse.down();
+  for (const [x, y] of [
+    [0.5, 0],
+    [0.5, 1],
+    [0, 1],
+  ])
+    await page.mouse.move(box.x + 2 + x * (box.width - 4), box.y + 2 + y * (box.height - 4), { steps: 3 });
+  await page.mouse.up();
+  const pickedZoomed = new RegExp(`${points.length} points; ${shown} picked`);
+  t.match(
+    await settled(
+      () => status.innerText(),
+      (text) => pickedZoomed.test(text),
+    ),
+    pickedZoomed,
+    'zoomed in, the lasso picked the points inside it as shown',
+  );
+  await screenshot(page, 'dataset-map-zoomed');
+  await map.getByRole('button', { name: 'Whole map (0)' }).click();
 
   // By keyboard: the largest island from the list, then moved to test with the bulk actions.
   const island = points.filter((point) => point.cluster === 0).length;

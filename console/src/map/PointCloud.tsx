@@ -1,14 +1,27 @@
-import { useEffect, useMemo, useRef, useState, type PointerEvent } from 'react';
-import { boundsOf, pointsInPolygon, toView, type Bounds } from './projection.ts';
+import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
+import {
+  boundsOf,
+  pan,
+  pointsInPolygon,
+  toView,
+  unzoom,
+  WHOLE_MAP,
+  zoomAt,
+  MAX_ZOOM,
+  type Bounds,
+  type Zoom,
+} from './projection.ts';
 import type { Layout } from './queries.ts';
 
 const VERTEX = `
 attribute vec2 position;
 attribute vec4 color;
 uniform float size;
+uniform vec3 zoom;
 varying vec4 tint;
 void main() {
-  gl_Position = vec4(position.x * 2.0 - 1.0, 1.0 - position.y * 2.0, 0.0, 1.0);
+  vec2 place = (position - zoom.yz) * zoom.x + vec2(0.5);
+  gl_Position = vec4(place.x * 2.0 - 1.0, 1.0 - place.y * 2.0, 0.0, 1.0);
   gl_PointSize = size;
   tint = color;
 }`;
@@ -21,9 +34,15 @@ void main() {
   gl_FragColor = tint;
 }`;
 
+const ZOOM_STEP = 1.5;
+const PAN_STEP = 0.1;
+
+/** Draws the points at a zoom; made once per layout and colouring (the points go to the GPU once). */
+type Renderer = (zoom: Zoom, size: number) => void;
+
 /**
- * The layout drawn with WebGL (one draw call for every point; a 2-D canvas where WebGL is missing), and a lasso: drag
- * around points to pick every one inside.
+ * The layout drawn with WebGL (one draw call for every point; a 2-D canvas where WebGL is missing), zoomed by the
+ * wheel, the buttons or + − 0 and panned by the arrow keys, and a lasso: drag around points to pick every one inside.
  */
 export function PointCloud({
   layout,
@@ -38,8 +57,11 @@ export function PointCloud({
   onLasso: (indices: number[]) => void;
 }) {
   const canvas = useRef<HTMLCanvasElement>(null);
+  const surface = useRef<SVGSVGElement>(null);
   const bounds = useMemo(() => boundsOf(layout), [layout]);
   const positions = useMemo(() => viewPositions(layout, bounds), [layout, bounds]);
+  const [renderer, setRenderer] = useState<Renderer | undefined>(undefined);
+  const [zoom, setZoom] = useState<Zoom>(WHOLE_MAP);
   const [lasso, setLasso] = useState<[number, number][]>([]);
   const [drawing, setDrawing] = useState(false);
 
@@ -49,44 +71,115 @@ export function PointCloud({
     const scale = devicePixelRatio || 1;
     element.width = Math.round(element.clientWidth * scale);
     element.height = Math.round(element.clientHeight * scale);
-    const size = Math.max(2, Math.min(8, 600 / Math.sqrt(Math.max(1, layout.ids.length)))) * scale;
-    if (!drawWebGL(element, positions, colors, size)) draw2D(element, positions, colors, size);
-  }, [positions, colors, layout.ids.length]);
+    setRenderer(() => webGLRenderer(element, positions, colors) ?? canvas2DRenderer(element, positions, colors));
+  }, [positions, colors]);
+  useEffect(() => {
+    const base = Math.max(2, Math.min(8, 600 / Math.sqrt(Math.max(1, layout.ids.length))));
+    // Points grow as the view closes in, more slowly than the zoom, so crowds separate.
+    renderer?.(zoom, Math.min(16, base * Math.sqrt(zoom.scale)) * (devicePixelRatio || 1));
+  }, [renderer, zoom, layout.ids.length]);
+  // The wheel zooms at the pointer; a native listener, as only a non-passive one may keep the page from scrolling.
+  useEffect(() => {
+    const element = surface.current;
+    if (!element) return;
+    const onWheel = (event: WheelEvent) => {
+      event.preventDefault();
+      const box = element.getBoundingClientRect();
+      const at: [number, number] = [(event.clientX - box.left) / box.width, (event.clientY - box.top) / box.height];
+      setZoom((current) => zoomAt(current, Math.exp(-event.deltaY * 0.002), at));
+    };
+    element.addEventListener('wheel', onWheel, { passive: false });
+    return () => element.removeEventListener('wheel', onWheel);
+  }, []);
 
   const viewPoint = (event: PointerEvent<SVGSVGElement>): [number, number] => {
     const box = event.currentTarget.getBoundingClientRect();
     return [(event.clientX - box.left) / box.width, (event.clientY - box.top) / box.height];
   };
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    const moves: Record<string, (current: Zoom) => Zoom> = {
+      '+': (current) => zoomAt(current, ZOOM_STEP),
+      '=': (current) => zoomAt(current, ZOOM_STEP),
+      '-': (current) => zoomAt(current, 1 / ZOOM_STEP),
+      '0': () => WHOLE_MAP,
+      ArrowLeft: (current) => pan(current, -PAN_STEP, 0),
+      ArrowRight: (current) => pan(current, PAN_STEP, 0),
+      ArrowUp: (current) => pan(current, 0, -PAN_STEP),
+      ArrowDown: (current) => pan(current, 0, PAN_STEP),
+    };
+    const move = moves[event.key];
+    if (!move) return;
+    event.preventDefault();
+    setZoom(move);
+  };
   return (
-    <div className="point-cloud">
-      <canvas
-        ref={canvas}
-        role="img"
-        aria-label={label}
-        data-bounds={JSON.stringify([bounds.minX, bounds.maxX, bounds.minY, bounds.maxY])}
-      />
-      <svg
-        viewBox="0 0 1 1"
-        preserveAspectRatio="none"
-        aria-hidden="true"
-        onPointerDown={(event) => {
-          event.currentTarget.setPointerCapture(event.pointerId);
-          setDrawing(true);
-          setLasso([viewPoint(event)]);
-        }}
-        onPointerMove={(event) => {
-          if (!drawing) return;
-          const point = viewPoint(event); // read now: the event's target is gone by the time the update runs
-          setLasso((points) => [...points, point]);
-        }}
-        onPointerUp={() => {
-          setDrawing(false);
-          if (lasso.length >= 3) onLasso(pointsInPolygon(layout, bounds, lasso));
-        }}
+    <>
+      <div className="toolbar" role="toolbar" aria-label="Map view">
+        <button
+          type="button"
+          onClick={() => setZoom((current) => zoomAt(current, ZOOM_STEP))}
+          disabled={zoom.scale >= MAX_ZOOM}
+        >
+          Zoom in (+)
+        </button>
+        <button
+          type="button"
+          onClick={() => setZoom((current) => zoomAt(current, 1 / ZOOM_STEP))}
+          disabled={zoom.scale <= 1}
+        >
+          Zoom out (−)
+        </button>
+        <button type="button" onClick={() => setZoom(WHOLE_MAP)} disabled={zoom.scale <= 1}>
+          Whole map (0)
+        </button>
+        <span role="status">Zoom ×{zoom.scale.toFixed(1)}</span>
+      </div>
+      <div
+        className="point-cloud"
+        tabIndex={0}
+        role="group"
+        aria-label="Map: + − zoom, 0 the whole map, arrows pan"
+        onKeyDown={onKeyDown}
       >
-        {lasso.length > 1 ? <polygon className="lasso" points={lasso.map(([x, y]) => `${x},${y}`).join(' ')} /> : null}
-      </svg>
-    </div>
+        <canvas
+          ref={canvas}
+          role="img"
+          aria-label={label}
+          data-bounds={JSON.stringify([bounds.minX, bounds.maxX, bounds.minY, bounds.maxY])}
+        />
+        <svg
+          ref={surface}
+          viewBox="0 0 1 1"
+          preserveAspectRatio="none"
+          aria-hidden="true"
+          onPointerDown={(event) => {
+            event.currentTarget.setPointerCapture(event.pointerId);
+            setDrawing(true);
+            setLasso([viewPoint(event)]);
+          }}
+          onPointerMove={(event) => {
+            if (!drawing) return;
+            const point = viewPoint(event); // read now: the event's target is gone by the time the update runs
+            setLasso((points) => [...points, point]);
+          }}
+          onPointerUp={() => {
+            setDrawing(false);
+            if (lasso.length >= 3)
+              onLasso(
+                pointsInPolygon(
+                  layout,
+                  bounds,
+                  lasso.map((point) => unzoom(zoom, point)),
+                ),
+              );
+          }}
+        >
+          {lasso.length > 1 ? (
+            <polygon className="lasso" points={lasso.map(([x, y]) => `${x},${y}`).join(' ')} />
+          ) : null}
+        </svg>
+      </div>
+    </>
   );
 }
 
@@ -100,9 +193,9 @@ function viewPositions(layout: Layout, bounds: Bounds): Float32Array {
   return positions;
 }
 
-function drawWebGL(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array, size: number): boolean {
+function webGLRenderer(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array): Renderer | undefined {
   const gl = element.getContext('webgl', { antialias: false, preserveDrawingBuffer: true });
-  if (!gl) return false;
+  if (!gl) return undefined;
   const program = gl.createProgram();
   for (const [type, source] of [
     [gl.VERTEX_SHADER, VERTEX],
@@ -114,7 +207,7 @@ function drawWebGL(element: HTMLCanvasElement, positions: Float32Array, colors: 
     gl.attachShader(program, shader);
   }
   gl.linkProgram(program);
-  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) return false;
+  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) return undefined;
   gl.useProgram(program);
   const bind = (
     name: string,
@@ -132,29 +225,33 @@ function drawWebGL(element: HTMLCanvasElement, positions: Float32Array, colors: 
   };
   bind('position', positions, 2, gl.FLOAT, false);
   bind('color', colors, 4, gl.UNSIGNED_BYTE, true);
-  gl.uniform1f(gl.getUniformLocation(program, 'size'), size);
+  const sizeAt = gl.getUniformLocation(program, 'size');
+  const zoomAtUniform = gl.getUniformLocation(program, 'zoom');
   gl.viewport(0, 0, element.width, element.height);
   gl.clearColor(1, 1, 1, 1);
-  gl.clear(gl.COLOR_BUFFER_BIT);
   gl.enable(gl.BLEND);
   gl.blendFunc(gl.SRC_ALPHA, gl.ONE_MINUS_SRC_ALPHA);
-  gl.drawArrays(gl.POINTS, 0, positions.length / 2);
-  return true;
+  return (zoom, size) => {
+    gl.uniform1f(sizeAt, size);
+    gl.uniform3f(zoomAtUniform, zoom.scale, zoom.cx, zoom.cy);
+    gl.clear(gl.COLOR_BUFFER_BIT);
+    gl.drawArrays(gl.POINTS, 0, positions.length / 2);
+  };
 }
 
-function draw2D(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array, size: number): void {
-  const context = element.getContext('2d');
-  if (!context) return;
-  context.fillStyle = '#fff';
-  context.fillRect(0, 0, element.width, element.height);
-  for (let index = 0; index < positions.length / 2; index++) {
-    const [r, g, b, a] = colors.subarray(index * 4, index * 4 + 4);
-    context.fillStyle = `rgba(${r},${g},${b},${(a ?? 255) / 255})`;
-    context.fillRect(
-      positions[index * 2]! * element.width - size / 2,
-      positions[index * 2 + 1]! * element.height - size / 2,
-      size,
-      size,
-    );
-  }
+function canvas2DRenderer(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array): Renderer {
+  return (zoom, size) => {
+    const context = element.getContext('2d');
+    if (!context) return;
+    context.fillStyle = '#fff';
+    context.fillRect(0, 0, element.width, element.height);
+    for (let index = 0; index < positions.length / 2; index++) {
+      const [r, g, b, a] = colors.subarray(index * 4, index * 4 + 4);
+      const x = (positions[index * 2]! - zoom.cx) * zoom.scale + 0.5;
+      const y = (positions[index * 2 + 1]! - zoom.cy) * zoom.scale + 0.5;
+      if (x < 0 || x > 1 || y < 0 || y > 1) continue;
+      context.fillStyle = `rgba(${r},${g},${b},${(a ?? 255) / 255})`;
+      context.fillRect(x * element.width - size / 2, y * element.height - size / 2, size, size);
+    }
+  };
 }

@@ -55,3 +55,37 @@ export function pointsInPolygon(layout: Layout, bounds: Bounds, polygon: [number
   }
   return inside;
 }
+
+/** What the view shows: the whole layout magnified `scale` times, centred on (cx, cy) in view coordinates. */
+export interface Zoom {
+  scale: number;
+  cx: number;
+  cy: number;
+}
+
+export const WHOLE_MAP: Zoom = { scale: 1, cx: 0.5, cy: 0.5 };
+export const MAX_ZOOM = 64;
+
+/** A point of the canvas (0-1 of its width and height) in view coordinates of the whole layout. */
+export function unzoom(zoom: Zoom, [x, y]: [number, number]): [number, number] {
+  return [(x - 0.5) / zoom.scale + zoom.cx, (y - 0.5) / zoom.scale + zoom.cy];
+}
+
+/** The centre kept where the view stays inside the whole map. */
+function inside(zoom: Zoom): Zoom {
+  const half = 0.5 / zoom.scale;
+  const keep = (value: number) => Math.min(1 - half, Math.max(half, value));
+  return { scale: zoom.scale, cx: keep(zoom.cx), cy: keep(zoom.cy) };
+}
+
+/** Magnifies by `factor` (below 1: zooms out), keeping the canvas point `at` over the same place of the map. */
+export function zoomAt(zoom: Zoom, factor: number, at: [number, number] = [0.5, 0.5]): Zoom {
+  const scale = Math.min(MAX_ZOOM, Math.max(1, zoom.scale * factor));
+  const [x, y] = unzoom(zoom, at);
+  return inside({ scale, cx: x - (at[0] - 0.5) / scale, cy: y - (at[1] - 0.5) / scale });
+}
+
+/** Moves the view by (dx, dy) shares of the canvas. */
+export function pan(zoom: Zoom, dx: number, dy: number): Zoom {
+  return inside({ ...zoom, cx: zoom.cx + dx / zoom.scale, cy: zoom.cy + dy / zoom.scale });
+}
