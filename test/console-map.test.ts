@@ -85,27 +85,57 @@ t.test('a user analyzes a dataset, lassoes points on its map and moves an island
   t.same(await seriousViolations(page), [], 'dataset page with its map: no serious or critical axe violations');
   await screenshot(page, 'dataset-map');
 
-  // Zoomed in twice by keyboard (×2.25 about the centre), the same lasso picks only what the view shows of it.
+  // Zoom by keyboard (+, 0 back to the whole map), then by the wheel over a point, which stays under the pointer; a
+  // lasso around the pointer picks exactly the points it encloses as shown.
   await map.getByRole('group', { name: /^Map:/ }).focus();
   await page.keyboard.press('+');
-  await page.keyboard.press('+');
-  await map
-    .getByRole('toolbar', { name: 'Map view' })
-    .getByText(/Zoom ×2\.[23]/)
-    .waitFor();
-  const half = 0.5 / 2.25;
+  await map.getByRole('toolbar', { name: 'Map view' }).getByText('Zoom ×1.5').waitFor();
+  await page.keyboard.press('0');
+  await map.getByRole('toolbar', { name: 'Map view' }).getByText('Zoom ×1.0').waitFor();
+  // The whole map in the viewport (the mouse reaches only what is on screen), then where it is.
+  await canvas.evaluate((element) =>
+    (element as unknown as { scrollIntoView(options: object): void }).scrollIntoView({ block: 'center' }),
+  );
+  const view = (await canvas.boundingBox())!;
+  const zoomOf = async () => JSON.parse((await canvas.getAttribute('data-zoom')) ?? '[]') as number[];
+  const onScreen = (point: (typeof points)[number], [scale = 1, cx = 0.5, cy = 0.5]: number[]) =>
+    [(viewX(point.umapX, bounds) - cx) * scale + 0.5, (viewY(point.umapY, bounds) - cy) * scale + 0.5] as const;
+  // The whole map is on screen: the point nearest its middle.
+  const before = await zoomOf();
+  const target = points.reduce((best, point) => {
+    const distance = (candidate: typeof point) => {
+      const [x, y] = onScreen(candidate, before);
+      return Math.hypot(x - 0.5, y - 0.5);
+    };
+    return distance(point) < distance(best) ? point : best;
+  });
+  const overTarget = (zoom: number[]) => onScreen(target, zoom);
+  const [tx, ty] = overTarget(before);
+  await page.mouse.move(view.x + tx * view.width, view.y + ty * view.height);
+  await page.mouse.wheel(0, -400);
+  const zoomed = await settled(zoomOf, (zoom) => (zoom[0] ?? 1) > 2);
+  t.ok(zoomed[0]! > 2, `the wheel zoomed in further: ×${zoomed[0]?.toFixed(2)}`);
+  const [px, py] = overTarget(zoomed);
+  t.ok(Math.abs(px - tx) < 0.02 && Math.abs(py - ty) < 0.02, 'the point under the pointer stayed under it');
+  // A square lasso of ±12 % of the canvas around the pointer.
+  const corners = [
+    [px - 0.12, py - 0.12],
+    [px + 0.12, py - 0.12],
+    [px + 0.12, py + 0.12],
+    [px - 0.12, py + 0.12],
+  ].map(([x, y]) => [Math.min(0.99, Math.max(0.01, x!)), Math.min(0.99, Math.max(0.01, y!))] as const);
+  const [scale, cx, cy] = zoomed as [number, number, number];
+  const [left, top] = [(corners[0]![0] - 0.5) / scale + cx, (corners[0]![1] - 0.5) / scale + cy];
+  const [right, bottom] = [(corners[2]![0] - 0.5) / scale + cx, (corners[2]![1] - 0.5) / scale + cy];
   const shown = points.filter((point) => {
     const [x, y] = [viewX(point.umapX, bounds), viewY(point.umapY, bounds)];
-    return x >= 0.5 - half && x < 0.5 && y >= 0.5 - half && y <= 0.5 + half;
+    return x > left && x < right && y > top && y < bottom;
   }).length;
-  await page.mouse.move(box.x + 2, box.y + 2);
+  t.ok(shown >= 1, `the lasso encloses ${shown} points, the one under the pointer among them`);
+  await page.mouse.move(view.x + corners[0]![0] * view.width, view.y + corners[0]![1] * view.height);
   await page.mouse.down();
-  for (const [x, y] of [
-    [0.5, 0],
-    [0.5, 1],
-    [0, 1],
-  ])
-    await page.mouse.move(box.x + 2 + x * (box.width - 4), box.y + 2 + y * (box.height - 4), { steps: 3 });
+  for (const [x, y] of corners.slice(1))
+    await page.mouse.move(view.x + x * view.width, view.y + y * view.height, { steps: 3 });
   await page.mouse.up();
   const pickedZoomed = new RegExp(`${points.length} points; ${shown} picked`);
   t.match(

@@ -146,6 +146,7 @@ export function PointCloud({
           role="img"
           aria-label={label}
           data-bounds={JSON.stringify([bounds.minX, bounds.maxX, bounds.minY, bounds.maxY])}
+          data-zoom={JSON.stringify([zoom.scale, zoom.cx, zoom.cy])}
         />
         <svg
           ref={surface}
