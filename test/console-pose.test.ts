@@ -10,7 +10,7 @@ import {
   signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
-import { createShapesDataset } from './helpers/training-data.ts';
+import { retaskedShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
 
 const LEFT_SHOULDER = 5;
@@ -21,22 +21,13 @@ const SHOULDER_BONES = 4;
 t.test('a user draws a person, moves and hides keypoints, and saves them', async (t) => {
   const world = await startWorld(t);
   const origin = world.server.url;
-  await createShapesDataset(t, world, world.alice, 'alice', 'people', { train: 1, val: 0 });
-  const listed = await call<{ images: { id: string; name: string }[] }>(
-    world.server,
-    'GET',
-    '/api/datasets/alice/people/images',
-    { key: world.alice },
-  );
-  // The shapes archive is a detect dataset's; unlabelled, it becomes a pose dataset of 17 keypoints with visibility.
-  for (const image of listed.body.images)
-    await call(world.server, 'PATCH', `/api/images/${image.id}`, { key: world.alice, body: { labels: [] } });
-  const retasked = await call(world.server, 'PATCH', '/api/datasets/alice/people', {
-    key: world.alice,
-    body: { task: 'pose', kptShape: [17, 3] },
+  // A pose dataset of 17 keypoints with visibility, one unlabelled image.
+  const listed = await retaskedShapesDataset(t, world, world.alice, 'alice', 'people', {
+    task: 'pose',
+    kptShape: [17, 3],
+    images: 1,
   });
-  t.equal(retasked.status, 200, JSON.stringify(retasked.body));
-  const target = listed.body.images[0]!;
+  const target = listed[0]!;
 
   const { page, requests, errors } = await openConsoleBrowser(t);
   await signInWithKey(page, origin, world.alice, 'alice');

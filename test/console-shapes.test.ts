@@ -10,7 +10,7 @@ import {
   signInWithKey,
 } from './helpers/console-browser.ts';
 import { call } from './helpers/server.ts';
-import { createShapesDataset } from './helpers/training-data.ts';
+import { retaskedShapesDataset } from './helpers/training-data.ts';
 import { startWorld } from './helpers/world.ts';
 
 interface Polygon {
@@ -31,22 +31,12 @@ const centroid = (flat: number[]) => {
 t.test('a user edits a polygon vertex by vertex, rotates it and draws another freehand', async (t) => {
   const world = await startWorld(t);
   const origin = world.server.url;
-  await createShapesDataset(t, world, world.alice, 'alice', 'outlines', { train: 2, val: 0 });
-  const listed = await call<{ images: { id: string; name: string }[] }>(
-    world.server,
-    'GET',
-    '/api/datasets/alice/outlines/images?sort=name-asc',
-    { key: world.alice },
-  );
-  // The shapes archive is a detect dataset's; unlabelled, it becomes a segment dataset with one square.
-  for (const image of listed.body.images)
-    await call(world.server, 'PATCH', `/api/images/${image.id}`, { key: world.alice, body: { labels: [] } });
-  const retasked = await call(world.server, 'PATCH', '/api/datasets/alice/outlines', {
-    key: world.alice,
-    body: { task: 'segment' },
+  // A segment dataset whose first image holds one square.
+  const listed = await retaskedShapesDataset(t, world, world.alice, 'alice', 'outlines', {
+    task: 'segment',
+    images: 2,
   });
-  t.equal(retasked.status, 200);
-  const target = listed.body.images[0]!;
+  const target = listed[0]!;
   const patched = await call(world.server, 'PATCH', `/api/images/${target.id}`, {
     key: world.alice,
     body: { labels: [{ classId: 0, segments: SQUARE }] },

@@ -82,3 +82,33 @@ export async function createShapesDataset(
   if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
   return created.body.id;
 }
+
+/**
+ * A shapes dataset turned into another task's: its images unlabelled, then the task (and `kptShape` for pose) set,
+ * as only an unlabelled dataset may change task. Its images, by name.
+ */
+export async function retaskedShapesDataset(
+  t: Test,
+  world: ApiTarget,
+  key: string,
+  owner: string,
+  slug: string,
+  settings: { task: string; kptShape?: [number, number]; images: number },
+): Promise<Array<{ id: string; name: string }>> {
+  await createShapesDataset(t, world, key, owner, slug, { train: settings.images, val: 0 });
+  const listed = await call<{ images: Array<{ id: string; name: string }> }>(
+    world.server,
+    'GET',
+    `/api/datasets/${owner}/${slug}/images?sort=name-asc`,
+    { key },
+  );
+  for (const image of listed.body.images)
+    await call(world.server, 'PATCH', `/api/images/${image.id}`, { key, body: { labels: [] } });
+  const { task, kptShape } = settings;
+  const retasked = await call(world.server, 'PATCH', `/api/datasets/${owner}/${slug}`, {
+    key,
+    body: { task, ...(kptShape && { kptShape }) },
+  });
+  if (retasked.status !== 200) throw new Error(`retask: ${retasked.status} ${JSON.stringify(retasked.body)}`);
+  return listed.body.images;
+}
