@@ -192,7 +192,7 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   );
   const target = withDiscs.body.images[0]!;
   await page.getByLabel('Search images').fill(target.name.replace(/\.jpg$/, ''));
-  await status.getByText('1 image match').waitFor();
+  await status.getByText('1 image matches').waitFor();
   const found = gallery.locator('figure');
   t.equal(
     await settled(

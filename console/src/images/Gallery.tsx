@@ -54,7 +54,7 @@ export function Gallery(props: {
           ? 'Loading images…'
           : pages.error
             ? pages.error.message
-            : `${(total ?? images.length).toLocaleString()} ${total === 1 ? 'image' : 'images'} match`}
+            : `${(total ?? images.length).toLocaleString()} ${total === 1 ? 'image matches' : 'images match'}`}
       </p>
       {props.canEdit ? (
         <BulkActions owner={props.owner} dataset={props.dataset} classNames={props.classNames} selection={selection} />
