@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { loadConfig } from '@vp/config';
-import { MAX_LAYOUT } from '../control-plane/src/embeddings/embedding.job.ts';
+import { defaults } from '@vp/config';
 import { ClusteredVectors } from './clustered-vectors.ts';
 import { layout } from './embed-layout.ts';
 import { similar } from './embed-similar.ts';
@@ -42,7 +42,7 @@ import {
 
 const PARTS = ['analysis', 'layout', 'similar'] as const;
 const IMAGES = positiveInt('BENCH_IMAGES', 10_000);
-const LAYOUT_POINTS = positiveInt('BENCH_LAYOUT_POINTS', MAX_LAYOUT);
+const LAYOUT_POINTS = positiveInt('BENCH_LAYOUT_POINTS', defaults.embeddingLayoutSample);
 const VECTORS = positiveInt('BENCH_VECTORS', 1_000_000);
 const QUERIES = positiveInt('BENCH_QUERIES', 1000);
 const EXACT_QUERIES = positiveInt('BENCH_EXACT_QUERIES', 200);

@@ -1,8 +1,9 @@
 // Dataset clustering (GET /api/datasets/{owner}/{dataset}/images/clustering) with the real image embedder: an analysis
 // of four clearly different families of synthetic pictures ends with a 2-D layout whose islands are the families
-// (adjusted Rand index >= 0.8); the layout pages with offset/limit and carries each image's fields as they are now (a
-// deleted image is missing); the same vectors give the same layout; no layout before an analysis and none for
-// another workspace (404).
+// (adjusted Rand index >= 0.8), every image in it although UMAP lays out a sample of 64 of the 80 (16 a family, so
+// UMAP's 15 neighbours can be of the image's own family; the others are placed beside their nearest sampled neighbours); the layout pages with offset/limit and carries each image's fields
+// as they are now (a deleted image is missing); the binary form (.../clustering/points) holds the same points; the
+// same vectors give the same layout; no layout before an analysis and none for another workspace (404).
 import t from 'tap';
 import sharp from 'sharp';
 import { ingestArchive, waitForJob, zipOf } from './helpers/archives.ts';
@@ -37,13 +38,52 @@ interface Page {
 }
 
 const FAMILIES = 4;
-const PER_FAMILY = 15;
+const PER_FAMILY = 20;
+const IMAGES = FAMILIES * PER_FAMILY;
 const SIZE = 160;
 
-const world = await startWorld(t, { RATE_LIMIT_CLUSTERING: '1000000' });
+const LAYOUT_SAMPLE = 64;
+const world = await startWorld(t, {
+  RATE_LIMIT_CLUSTERING: '1000000',
+  EMBEDDING_LAYOUT_SAMPLE: String(LAYOUT_SAMPLE),
+});
 const { server } = world;
 const clustering = (slug: string, query = '', key = world.alice) =>
   call<Page>(server, 'GET', `/api/datasets/alice/${slug}/images/clustering${query}`, { key });
+
+/** GET .../clustering/points decoded as its OpenAPI description says: 32 bytes a point. */
+async function drawingPoints(slug: string, key = world.alice) {
+  const response = await fetch(`${server.url}/api/datasets/alice/${slug}/images/clustering/points`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const points = [];
+  for (let at = 0; at + 32 <= bytes.length; at += 32) {
+    points.push({
+      id: bytes.toString('hex', at, at + 12),
+      umapX: bytes.readFloatLE(at + 12),
+      umapY: bytes.readFloatLE(at + 16),
+      cluster: bytes.readInt32LE(at + 20),
+      firstClass: bytes.readInt32LE(at + 24),
+      split: ['train', 'val', 'test'][bytes[at + 28]],
+    });
+  }
+  return { status: response.status, type: response.headers.get('content-type'), length: bytes.length, points };
+}
+
+/** A layout page's points as the binary form gives them (images missing since are left out). */
+const asDrawn = (images: Point[]) =>
+  images
+    .filter((point) => !point.missing)
+    .map((point) => ({
+      id: point.id,
+      // float32 in the binary form; the JSON's numbers are the shortest decimals of the same float32 values.
+      umapX: Math.fround(point.umapX),
+      umapY: Math.fround(point.umapY),
+      cluster: point.cluster ?? -1,
+      firstClass: point.classIds[0] ?? -1,
+      split: point.split,
+    }));
 
 const jitter = (random: SeededRandom, value: number, by: number) =>
   Math.max(0, Math.min(255, Math.round(value + (random.next() - 0.5) * 2 * by)));
@@ -118,6 +158,7 @@ const datasetId = await createDataset(world, world.alice, { dataset: 'families',
 
 t.test('no layout before an analysis', async (t) => {
   expectError(t, await clustering('families'), 404, /no layout yet/);
+  t.equal((await drawingPoints('families')).status, 404);
 });
 
 t.test('the layout of an analysis: its islands are the families', async (t) => {
@@ -139,7 +180,7 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
   const analysis = await waitForJob(t, world, world.alice, started.body.jobId, { seconds: 180 });
   t.match(
     analysis,
-    { status: 'completed', result: { embedded: FAMILIES * PER_FAMILY, laidOut: FAMILIES * PER_FAMILY } },
+    { status: 'completed', result: { embedded: IMAGES, laidOut: IMAGES } },
     analysis.error ?? 'analyzed and laid out',
   );
 
@@ -148,7 +189,7 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
   const page = response.body;
   t.match(
     page,
-    { total: 60, offset: 0, limit: 50_000, hasMore: false, nextOffset: null },
+    { total: IMAGES, offset: 0, limit: 50_000, hasMore: false, nextOffset: null },
     'one page holds the whole layout by default',
   );
   t.ok(Date.parse(page.updatedAt) > 0, 'dated');
@@ -161,7 +202,7 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
     )
   ).body.images;
   const familyOf = new Map(images.map((image) => [image.id, Number(/^fam-(\d)-/.exec(image.name)![1])]));
-  t.equal(page.images.length, FAMILIES * PER_FAMILY);
+  t.equal(page.images.length, IMAGES);
   t.same(
     page.images.map((point) => point.id),
     [...familyOf.keys()].sort(),
@@ -183,7 +224,7 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
       .map(([island, members]) => `${island}: [${members.join('')}]`)
       .join(' ')}`,
   );
-  t.ok(ari >= 0.8, `ARI ${ari.toFixed(3)} >= 0.8`);
+  t.ok(ari >= 0.8, `ARI ${ari.toFixed(3)} >= 0.8 (with ${IMAGES - LAYOUT_SAMPLE} images placed, not laid out)`);
   const sizes = [...islands]
     .filter(([island]) => island >= 0)
     .sort((a, b) => a[0] - b[0])
@@ -206,7 +247,7 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
     { classIds: [], labelCount: 0, labeled: false },
   );
 
-  // Paging: three pages of 25, 25 and 10 make the same layout.
+  // Paging: four pages of 25, 25, 25 and 5 make the same layout.
   const pages: Page[] = [];
   for (let offset = 0; offset !== null;) {
     const next = (await clustering('families', `?offset=${offset}&limit=25`)).body;
@@ -219,7 +260,8 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
     [
       [0, 25, true, 25],
       [25, 25, true, 50],
-      [50, 10, false, null],
+      [50, 25, true, 75],
+      [75, 5, false, null],
     ],
   );
   t.same(
@@ -227,7 +269,11 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
     page.images,
     'the pages together are the layout',
   );
-  t.same((await clustering('families', '?offset=60')).body.images, [], 'past the end: empty');
+  t.same((await clustering('families', `?offset=${IMAGES}`)).body.images, [], 'past the end: empty');
+  t.same((await clustering('families', '?offset=2147483647')).body.images, [], 'far past the end: empty');
+  const drawn = await drawingPoints('families');
+  t.match(drawn, { status: 200, type: 'application/octet-stream', length: IMAGES * 32 });
+  t.same(drawn.points, asDrawn(page.images), 'the binary form: the same points, fields and order');
   expectError(t, await clustering('families', '?limit=50001'), 400);
   expectError(t, await clustering('families', '?offset=-1'), 400);
 
@@ -263,8 +309,13 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
       missing: true,
     },
   );
+  t.same(
+    (await drawingPoints('families')).points,
+    asDrawn(after.images),
+    'the binary form leaves the missing image out',
+  );
 
-  // The next analysis lays out the 59 images left; the same vectors give the same layout.
+  // The next analysis lays out the 79 images left; the same vectors give the same layout.
   const relaid = await waitForJob(
     t,
     world,
@@ -272,9 +323,9 @@ t.test('the layout of an analysis: its islands are the families', async (t) => {
     (await call<{ jobId: string }>(server, 'POST', '/api/datasets/alice/families/embeddings', { key: world.alice }))
       .body.jobId,
   );
-  t.match(relaid, { status: 'completed', result: { embedded: 0, laidOut: 59 } });
+  t.match(relaid, { status: 'completed', result: { embedded: 0, laidOut: IMAGES - 1 } });
   const first = (await clustering('families')).body;
-  t.equal(first.total, 59);
+  t.equal(first.total, IMAGES - 1);
   t.notOk(
     first.images.some((point) => point.missing),
     'no image missing',
@@ -295,4 +346,5 @@ t.test('other workspaces and bad paths', async (t) => {
   expectError(t, await clustering('families', '', world.bobby), 404, 'Dataset alice/families not found');
   expectError(t, await clustering('no-such-dataset'), 404);
   t.equal((await call(server, 'GET', '/api/datasets/alice/families/images/clustering')).status, 401, 'needs a key');
+  t.equal((await drawingPoints('families', world.bobby)).status, 404, "another workspace's: not found");
 });

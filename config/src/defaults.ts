@@ -56,6 +56,9 @@ export const defaults = {
   embeddingMean: [0.485, 0.456, 0.406],
   embeddingStd: [0.229, 0.224, 0.225],
   embeddingPlacement: 'auto' as EmbeddingPlacement, // EMBEDDING_PLACEMENT: auto | control-plane | hosts, where dataset analysis embeds
+  // EMBEDDING_LAYOUT_SAMPLE: the most images an analysis lays out with UMAP itself (about 5 minutes and 5 GB on one core
+  // at 50,000); a larger dataset's other images are placed beside their nearest sampled neighbours
+  embeddingLayoutSample: 50_000,
   /**
    * Cents per GPU-hour by GPU type ID (`cpu`: a job without GPUs, per job-hour). GPU_PRICES_CENTS_PER_HOUR,
    * a JSON object such as '{"rtx-4090":69,"my-gpu":40}', is merged over this table.

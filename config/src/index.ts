@@ -166,6 +166,7 @@ const EnvSchema = z.object({
   EMBEDDING_PLACEMENT: z
     .enum(EMBEDDING_PLACEMENTS, { error: `must be one of ${EMBEDDING_PLACEMENTS.join(', ')}` })
     .default(defaults.embeddingPlacement),
+  EMBEDDING_LAYOUT_SAMPLE: positiveInt.max(1_000_000).default(defaults.embeddingLayoutSample),
   SESSION_HOURS: positiveInt.max(24 * 30).default(defaults.sessionHours),
   OIDC_ISSUER: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
@@ -293,6 +294,7 @@ export interface AppConfig {
    * is connected, else a host's CPU slot), failing the analysis when they cannot.
    */
   embeddingPlacement: EmbeddingPlacement;
+  embeddingLayoutSample: number;
 }
 
 export class ConfigError extends Error {}
@@ -371,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     embeddingMean: e.EMBEDDING_MODEL_MEAN ?? [...defaults.embeddingMean],
     embeddingStd: e.EMBEDDING_MODEL_STD ?? [...defaults.embeddingStd],
     embeddingPlacement: e.EMBEDDING_PLACEMENT,
+    embeddingLayoutSample: e.EMBEDDING_LAYOUT_SAMPLE,
   };
 }
 

@@ -248,6 +248,7 @@ export async function startServer(
         placement: config.embeddingPlacement,
         graceSeconds: config.hostLostGraceSeconds,
       }),
+      { layoutSample: config.embeddingLayoutSample },
     ),
     [FACE_BLUR_JOB]: new FaceBlurJob(storage, faces),
   };

@@ -500,9 +500,29 @@ export interface paths {
         };
         /**
          * The 2-D layout of the dataset's images from its last completed analysis, with their islands
-         * @description Each analysis ends by laying out the current vectors with UMAP (seeded: the same vectors give the same layout) and ranking the islands of that layout by size. A layout holds at most 50,000 images: a larger dataset is laid out from an even sample of its images in ID order. Images added or changed since are not in it until the next analysis. Errors: 404 the dataset has no layout yet (no analysis completed).
+         * @description Each analysis ends by laying out the current vectors with UMAP (seeded: the same vectors give the same layout) and ranking the islands of that layout by size. Every image with a vector is in the layout: UMAP lays out an even sample of at most 50,000 of them in ID order (EMBEDDING_LAYOUT_SAMPLE), and each other image is placed on its nearest sampled neighbour's island, among its nearest sampled neighbours there. Images added or changed since are not in it until the next analysis. Errors: 404 the dataset has no layout yet (no analysis completed).
          */
         get: operations["getApiDatasetsOwnerDatasetImagesClustering"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/datasets/{owner}/{dataset}/images/clustering/points": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The whole layout in one compact binary response, for drawing (the console's embedding map)
+         * @description The same layout as GET .../images/clustering, every point in one response of 32 bytes a point instead of pages of JSON (a million points: 32 MB and one request of rate class Clustering, instead of about 240 MB in twenty). Binary, little-endian, 32 bytes per point, in image ID order: the image ID (12 bytes: its 24 hex digits), umapX and umapY (float32), the island (int32; -1 scattered or not ranked), the first of the classIds (int32; -1 none), the split (uint8: 0 train, 1 val, 2 test), then 3 zero bytes. Images missing since the layout was made are left out: the points are the body length divided by 32. Errors: 404 the dataset has no layout yet (no analysis completed).
+         */
+        get: operations["getApiDatasetsOwnerDatasetImagesClusteringPoints"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5184,6 +5204,75 @@ export interface operations {
                         /** @description When the layout was made */
                         updatedAt: string;
                     };
+                };
+            };
+            /** @description Invalid path, query or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Resource not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerError"];
+                };
+            };
+        };
+    };
+    getApiDatasetsOwnerDatasetImagesClusteringPoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Username or workspace handle */
+                owner: string;
+                dataset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The points */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
                 };
             };
             /** @description Invalid path, query or body */

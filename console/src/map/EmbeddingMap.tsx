@@ -9,7 +9,7 @@ import { PointCloud } from './PointCloud.tsx';
 import { useAnalysis, useLayout, useStartAnalysis, type Layout } from './queries.ts';
 
 type ColorBy = 'class' | 'split' | 'island';
-const SPLIT_COLORS = ['#0072b2', '#e69f00', '#009e73', '#999999'];
+const SPLIT_COLORS = ['#0072b2', '#e69f00', '#009e73'];
 const NONE = '#bbbbbb';
 const SHOWN_IMAGES = 60;
 
@@ -79,19 +79,10 @@ function MapView({
   const [colorBy, setColorBy] = useState<ColorBy>('class');
   const selection = useSelection();
   const picked = useMemo(() => new Set(selection.ids), [selection.ids]);
-  const colorOf = useMemo(() => colorFunction(colorBy, classColors), [colorBy, classColors]);
-  const colors = useMemo(() => {
-    const rgba = new Uint8Array(layout.ids.length * 4);
-    for (let index = 0; index < layout.ids.length; index++) {
-      const hex = colorOf(layout, index);
-      rgba.set(
-        [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16), 230],
-        index * 4,
-      );
-      if (picked.size > 0 && !picked.has(layout.ids[index]!)) rgba[index * 4 + 3] = 50;
-    }
-    return rgba;
-  }, [layout, colorOf, picked]);
+  const colors = useMemo(
+    () => pointColors(layout, colorFunction(colorBy, classColors), picked),
+    [layout, colorBy, classColors, picked],
+  );
   const islands = useMemo(() => islandSizes(layout), [layout]);
   const legend = legendOf(colorBy, classNames, classColors, islands);
   return (
@@ -192,16 +183,41 @@ function PickedImages({
   );
 }
 
+/** A point's colour from its category (class, split or island, as colorBy says). */
 function colorFunction(colorBy: ColorBy, classColors: Record<string, string>) {
-  return (layout: Layout, index: number): string => {
-    if (colorBy === 'split') return SPLIT_COLORS[layout.split[index]!] ?? NONE;
-    if (colorBy === 'island') {
-      const island = layout.island[index]!;
-      return island < 0 ? NONE : COLOR_BLIND_SAFE[island % COLOR_BLIND_SAFE.length]!;
-    }
-    const firstClass = layout.firstClass[index]!;
-    return firstClass < 0 ? NONE : (classColors[String(firstClass)] ?? NONE);
+  const colorOf = (category: number): string => {
+    if (colorBy === 'split') return SPLIT_COLORS[category] ?? NONE;
+    if (colorBy === 'island') return category < 0 ? NONE : COLOR_BLIND_SAFE[category % COLOR_BLIND_SAFE.length]!;
+    return category < 0 ? NONE : (classColors[String(category)] ?? NONE);
   };
+  const categories = { split: 'split', island: 'island', class: 'firstClass' } as const;
+  return { colorOf, category: categories[colorBy] };
+}
+
+/** RGBA per point (picked points stand out when any is picked): each category's colour parsed once, not per point. */
+function pointColors(
+  layout: Layout,
+  { colorOf, category }: ReturnType<typeof colorFunction>,
+  picked: Set<string>,
+): Uint8Array {
+  const count = layout.ids.length;
+  const rgba = new Uint8Array(count * 4);
+  const parsed = new Map<number, number[]>();
+  const categories = layout[category];
+  for (let index = 0; index < count; index++) {
+    const value = categories[index]!;
+    let rgb = parsed.get(value);
+    if (!rgb) {
+      const hex = colorOf(value);
+      rgb = [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16));
+      parsed.set(value, rgb);
+    }
+    rgba[index * 4] = rgb[0]!;
+    rgba[index * 4 + 1] = rgb[1]!;
+    rgba[index * 4 + 2] = rgb[2]!;
+    rgba[index * 4 + 3] = picked.size > 0 && !picked.has(layout.ids[index]!) ? 50 : 230;
+  }
+  return rgba;
 }
 
 function islandSizes(layout: Layout): [number, number][] {

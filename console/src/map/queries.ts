@@ -8,53 +8,46 @@ export interface Layout {
   y: Float32Array;
   /** Island rank (-1 scattered). */
   island: Int32Array;
-  /** 0 train, 1 val, 2 test, 3 none (missing). */
+  /** 0 train, 1 val, 2 test. */
   split: Uint8Array;
   /** The image's first class, -1 for none. */
   firstClass: Int32Array;
-  total: number;
 }
 
-const SPLITS = ['train', 'val', 'test'] as const;
-const PAGE = 50_000;
+/** GET .../images/clustering/points: 32 bytes a point (its description in the OpenAPI document says what each holds). */
+const POINT_BYTES = 32;
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
 
-async function layoutPage(owner: string, dataset: string, offset: number) {
-  const answer = await api.GET('/api/datasets/{owner}/{dataset}/images/clustering', {
-    params: { path: { owner, dataset }, query: { limit: PAGE, offset } },
-  });
-  return answer.response.status === 404 ? null : unwrap(answer); // 404: no analysis completed yet
-}
-
+/** The whole layout in one binary answer (a JSON page holds 50,000 points and costs a rate-limited request each). */
 async function loadLayout(owner: string, dataset: string): Promise<Layout | null> {
-  const points: { id: string; x: number; y: number; island: number; split: number; firstClass: number }[] = [];
-  let total = 0;
-  let offset: number | null = 0;
-  while (offset !== null) {
-    const page = await layoutPage(owner, dataset, offset);
-    if (!page) return null;
-    total = page.total;
-    for (const image of page.images) {
-      if (image.missing) continue;
-      points.push({
-        id: image.id,
-        x: image.umapX,
-        y: image.umapY,
-        island: image.cluster ?? -1,
-        split: image.split ? SPLITS.indexOf(image.split) : 3,
-        firstClass: image.classIds[0] ?? -1,
-      });
-    }
-    offset = page.hasMore ? page.nextOffset : null;
-  }
-  return {
-    ids: points.map((point) => point.id),
-    x: Float32Array.from(points, (point) => point.x),
-    y: Float32Array.from(points, (point) => point.y),
-    island: Int32Array.from(points, (point) => point.island),
-    split: Uint8Array.from(points, (point) => point.split),
-    firstClass: Int32Array.from(points, (point) => point.firstClass),
-    total,
+  const answer = await api.GET('/api/datasets/{owner}/{dataset}/images/clustering/points', {
+    params: { path: { owner, dataset } },
+    parseAs: 'arrayBuffer',
+  });
+  if (answer.response.status === 404) return null; // no analysis completed yet
+  const body = unwrap(answer) as unknown as ArrayBuffer;
+  const count = Math.floor(body.byteLength / POINT_BYTES);
+  const bytes = new Uint8Array(body);
+  const words = new DataView(body);
+  const layout: Layout = {
+    ids: Array.from<string>({ length: count }),
+    x: new Float32Array(count),
+    y: new Float32Array(count),
+    island: new Int32Array(count),
+    split: new Uint8Array(count),
+    firstClass: new Int32Array(count),
   };
+  for (let index = 0, at = 0; index < count; index++, at += POINT_BYTES) {
+    let id = '';
+    for (let k = 0; k < 12; k++) id += HEX[bytes[at + k]!];
+    layout.ids[index] = id;
+    layout.x[index] = words.getFloat32(at + 12, true);
+    layout.y[index] = words.getFloat32(at + 16, true);
+    layout.island[index] = words.getInt32(at + 20, true);
+    layout.firstClass[index] = words.getInt32(at + 24, true);
+    layout.split[index] = bytes[at + 28]!;
+  }
+  return layout;
 }
 
 export function useLayout(owner: string, dataset: string) {

@@ -20,10 +20,10 @@ import { currentVectorKeys, layoutDigest, saveLayout, vectorsOf } from './layout
 
 /** Images read, embedded and saved together: a cancel waits for the batches in flight (two). */
 const BATCH = 16;
-/** The most images one layout places (about 5 minutes and 5 GB on one core); a larger dataset is laid out from an even sample. */
-export const MAX_LAYOUT = 50_000;
-/** Vectors read from the database at a time while gathering a layout's input. */
+/** Vectors read from the database at a time while gathering a layout's input or placing the rest. */
 const READ_BATCH = 1000;
+/** The share of the umap stage's progress the sample's layout takes; placing the rest takes the remainder. */
+const SAMPLE_SHARE = 0.8;
 /** The layout's random seed: the same vectors give the same layout. */
 export const LAYOUT_SEED = 20;
 
@@ -40,11 +40,14 @@ export class EmbeddingJob implements JobHandler {
   private readonly storage: Storage;
   private readonly embedder: ImageEmbedder;
   private readonly hosts: HostEmbedding;
+  /** The most images UMAP lays out itself (EMBEDDING_LAYOUT_SAMPLE); the others are placed beside their neighbours. */
+  private readonly layoutSample: number;
 
-  constructor(storage: Storage, embedder: ImageEmbedder, hosts: HostEmbedding) {
+  constructor(storage: Storage, embedder: ImageEmbedder, hosts: HostEmbedding, options: { layoutSample: number }) {
     this.storage = storage;
     this.embedder = embedder;
     this.hosts = hosts;
+    this.layoutSample = options.layoutSample;
   }
 
   async run(context: JobContext): Promise<Record<string, unknown>> {
@@ -111,7 +114,12 @@ export class EmbeddingJob implements JobHandler {
     };
   }
 
-  /** Replaces the dataset's layout when its vectors changed; the number of images laid out (null: the layout was current). */
+  /**
+   * Replaces the dataset's layout when its vectors changed; the number of images laid out (null: the layout was
+   * current). Every image with a current vector is in it: UMAP lays out an even sample of at most layoutSample of them
+   * (about 5 minutes and 5 GB on one core at 50,000), and the layout's thread places the others, READ_BATCH at a time,
+   * beside their nearest sampled neighbours.
+   */
   private async layOut(
     context: JobContext,
     dataset: Dataset,
@@ -122,17 +130,54 @@ export class EmbeddingJob implements JobHandler {
     // The embedding stage's counts stay in the progress: they are the analysis's result.
     const progress = (percent: number) => context.progress({ ...state, stage: 'umap', percent: Math.min(99, percent) });
     progress(0);
-    const keys = evenSample(await currentVectorKeys(em, dataset.id, modelId), MAX_LAYOUT);
+    const keys = await currentVectorKeys(em, dataset.id, modelId);
     const digest = keys
       .reduce(
         (hash, key) => hash.update(`${key.image_id}:${key.image_hash};`),
-        createHash('sha256').update(`${modelId};`),
+        createHash('sha256').update(`${modelId};sample ${this.layoutSample};`),
       )
       .digest('hex');
     if ((await layoutDigest(em, dataset.id)) === digest) return null;
     const imageIds = keys.map((key) => key.image_id);
-    const { vectors, dims } = await this.readVectors(context, dataset.id, imageIds);
-    const layout = await computeLayout(vectors, dims, { seed: LAYOUT_SEED, signal: context.signal, progress });
+    const sampled = evenSample(imageIds.length, this.layoutSample);
+    const share = sampled.length < imageIds.length ? SAMPLE_SHARE : 1;
+    const sample = await this.readVectors(
+      context,
+      dataset.id,
+      sampled.map((k) => imageIds[k]),
+    );
+    const layout = await computeLayout(sample.vectors, sample.dims, {
+      seed: LAYOUT_SEED,
+      signal: context.signal,
+      progress: (percent) => progress(percent * share),
+      placing: share < 1,
+    });
+    const xy = new Float32Array(imageIds.length * 2);
+    const islands = new Int32Array(imageIds.length);
+    try {
+      sampled.forEach((k, i) => {
+        xy.set(layout.xy.subarray(2 * i, 2 * i + 2), 2 * k);
+        islands[k] = layout.islands[i];
+      });
+      const rest = complement(sampled, imageIds.length);
+      for (let start = 0; start < rest.length; start += READ_BATCH) {
+        const batch = rest.slice(start, start + READ_BATCH);
+        const { vectors } = await this.readVectors(
+          context,
+          dataset.id,
+          batch.map((k) => imageIds[k]),
+          sample.dims,
+        );
+        const placed = await layout.place(vectors);
+        batch.forEach((k, i) => {
+          xy.set(placed.xy.subarray(2 * i, 2 * i + 2), 2 * k);
+          islands[k] = placed.islands[i];
+        });
+        progress(100 * share + (100 * (1 - share) * (start + batch.length)) / rest.length);
+      }
+    } finally {
+      await layout.close();
+    }
     await em.transactional(async (tx) => {
       await context.confirmHeld(tx);
       await saveLayout(tx, {
@@ -141,7 +186,8 @@ export class EmbeddingJob implements JobHandler {
         modelId,
         digest,
         imageIds,
-        ...layout,
+        xy,
+        islands,
       });
     });
     return imageIds.length;
@@ -152,9 +198,10 @@ export class EmbeddingJob implements JobHandler {
     context: JobContext,
     datasetId: string,
     imageIds: string[],
+    knownDims = 0,
   ): Promise<{ vectors: Float32Array; dims: number }> {
-    let vectors = new Float32Array(0);
-    let dims = 0;
+    let dims = knownDims;
+    let vectors = new Float32Array(imageIds.length * dims);
     for (let start = 0; start < imageIds.length; start += READ_BATCH) {
       context.signal.throwIfAborted();
       const batch = imageIds.slice(start, start + READ_BATCH);
@@ -282,10 +329,21 @@ export class EmbeddingJob implements JobHandler {
 /** A result for an image whose file could not be read: already counted as a failed download. */
 const MISSING = 'the image file could not be read';
 
-/** At most `max` of the items, spread evenly over them, in order. */
-function evenSample<T>(items: T[], max: number): T[] {
-  if (items.length <= max) return items;
-  return Array.from({ length: max }, (_, k) => items[Math.floor((k * items.length) / max)]);
+/** The positions of at most `max` of `count` items, spread evenly over them, in order. */
+function evenSample(count: number, max: number): number[] {
+  const taken = Math.min(count, max);
+  return Array.from({ length: taken }, (_, k) => Math.floor((k * count) / taken));
+}
+
+/** The positions below `count` that `taken` (ascending) does not hold. */
+function complement(taken: number[], count: number): number[] {
+  const rest: number[] = [];
+  let next = 0;
+  for (const position of [...taken, count]) {
+    while (next < position) rest.push(next++);
+    next = position + 1;
+  }
+  return rest;
 }
 
 /** No model to run is the operator's to fix: the job's error says what to do. */

@@ -1,7 +1,9 @@
+import { Readable } from 'node:stream';
+import { z } from 'zod';
 import { DatasetPath } from '../datasets/dataset.schemas.ts';
 import { defineRoute } from '../http/define-route.ts';
 import { MAX_EMBED_IMAGES } from '@vp/inference-server/contract';
-import { MAX_LAYOUT } from './embedding.job.ts';
+import { defaults } from '@vp/config';
 import {
   AnalysisCancelled,
   AnalysisQueued,
@@ -9,6 +11,7 @@ import {
   ClusteringQuery,
   EmbeddingsSummary,
 } from './embedding.schemas.ts';
+import { POINTS_FORMAT } from './layout-points.ts';
 
 const PATH = '/api/datasets/:owner/:dataset/embeddings';
 
@@ -69,8 +72,10 @@ export const clustering = defineRoute({
   summary: "The 2-D layout of the dataset's images from its last completed analysis, with their islands",
   description:
     'Each analysis ends by laying out the current vectors with UMAP (seeded: the same vectors give the same layout) and ranking ' +
-    `the islands of that layout by size. A layout holds at most ${MAX_LAYOUT.toLocaleString('en')} images: a larger dataset is ` +
-    'laid out from an even sample of its images in ID order. Images added or changed since are not in it until the next analysis. ' +
+    'the islands of that layout by size. Every image with a vector is in the layout: UMAP lays out an even sample of at most ' +
+    `${defaults.embeddingLayoutSample.toLocaleString('en')} of them in ID order (EMBEDDING_LAYOUT_SAMPLE), and each other image is ` +
+    "placed on its nearest sampled neighbour's island, among its nearest sampled neighbours there. " +
+    'Images added or changed since are not in it until the next analysis. ' +
     'Errors: 404 the dataset has no layout yet (no analysis completed).',
   auth: 'key',
   limit: 'clustering',
@@ -81,4 +86,32 @@ export const clustering = defineRoute({
     ctx.state.services.embeddings.clustering(ctx.state.actor, params.owner, params.dataset, query),
 });
 
-export const embeddingRoutes = [startAnalysis, analysisSummary, cancelAnalysis, clustering];
+export const clusteringPoints = defineRoute({
+  method: 'GET',
+  path: '/api/datasets/:owner/:dataset/images/clustering/points',
+  tag: 'Datasets',
+  summary: "The whole layout in one compact binary response, for drawing (the console's embedding map)",
+  description:
+    'The same layout as GET .../images/clustering, every point in one response of 32 bytes a point instead of pages ' +
+    'of JSON (a million points: 32 MB and one request of rate class Clustering, instead of about 240 MB in twenty). ' +
+    `${POINTS_FORMAT} Errors: 404 the dataset has no layout yet (no analysis completed).`,
+  auth: 'key',
+  limit: 'clustering',
+  request: { params: DatasetPath },
+  response: {
+    status: 200,
+    description: 'The points',
+    schema: z.string().meta({ format: 'binary' }),
+    contentType: 'application/octet-stream',
+  },
+  errors: [404],
+  handler: async (ctx, { params }) => {
+    const records = await ctx.state.services.embeddings.layoutForDrawing(ctx.state.actor, params.owner, params.dataset);
+    ctx.set('Cache-Control', 'private, no-cache');
+    ctx.type = 'application/octet-stream';
+    ctx.status = 200;
+    ctx.body = Readable.from(records);
+  },
+});
+
+export const embeddingRoutes = [startAnalysis, analysisSummary, cancelAnalysis, clustering, clusteringPoints];

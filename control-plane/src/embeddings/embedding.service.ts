@@ -15,8 +15,12 @@ import type {
 } from './embedding.schemas.ts';
 import { activeAnalysis, datasetEmbeddingCounts, EMBEDDINGS_JOB, lastAnalyzedAt } from './embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
-import { layoutHeader, layoutPoints } from './layouts.store.ts';
+import { encodePoints } from './layout-points.ts';
+import { layoutHeader, layoutPoints, type LayoutHeader } from './layouts.store.ts';
 import { requireProcessing } from '../datasets/connected-storage.ts';
+
+/** Layout points read from the database at a time while the drawing records are written. */
+const POINTS_CHUNK = 20_000;
 
 const IN_PROGRESS =
   'An analysis of this dataset is already in progress; wait for it or cancel it (DELETE on the same path)';
@@ -93,6 +97,32 @@ export class EmbeddingService {
     return { cancelled: cancelled ? active.id : null };
   }
 
+  /**
+   * The whole layout as drawing records (layout-points.ts), read POINTS_CHUNK points at a time as the response is
+   * written; 404 before the first analysis completes. A layout replaced while it is read ends the stream with an error.
+   */
+  async layoutForDrawing(actor: Actor, owner: string, slug: string): Promise<AsyncIterable<Buffer>> {
+    const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
+    const header = await this.requireLayout(dataset.id, owner, slug);
+    const em = this.em.fork();
+    return (async function* () {
+      for (let offset = 0; offset < header.points; offset += POINTS_CHUNK)
+        yield encodePoints(await layoutPoints(em, dataset.id, offset, POINTS_CHUNK));
+      const now = await layoutHeader(em, dataset.id);
+      if (now?.created_at.valueOf() !== header.created_at.valueOf())
+        throw new Error('the layout was replaced while it was read');
+    })();
+  }
+
+  private async requireLayout(datasetId: string, owner: string, slug: string): Promise<LayoutHeader> {
+    const header = await layoutHeader(this.em, datasetId);
+    if (!header)
+      throw NotFound(
+        `Dataset ${owner}/${slug} has no layout yet: analyze it first (POST /api/datasets/${owner}/${slug}/embeddings)`,
+      );
+    return header;
+  }
+
   /** A page of the dataset's layout; 404 before its first analysis completes. */
   async clustering(
     actor: Actor,
@@ -101,11 +131,7 @@ export class EmbeddingService {
     page: z.output<typeof ClusteringQuery>,
   ): Promise<z.input<typeof ClusteringPage>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
-    const header = await layoutHeader(this.em, dataset.id);
-    if (!header)
-      throw NotFound(
-        `Dataset ${owner}/${slug} has no layout yet: analyze it first (POST /api/datasets/${owner}/${slug}/embeddings)`,
-      );
+    const header = await this.requireLayout(dataset.id, owner, slug);
     const { items, hasMore } = offsetPage(
       await layoutPoints(this.em, dataset.id, page.offset, page.limit + 1),
       page.limit,

@@ -12,6 +12,7 @@ export interface NewLayout {
   workspaceId: string;
   modelId: string;
   digest: string;
+  /** In ID order: a point's ordinal is its position here. */
   imageIds: string[];
   xy: Float32Array;
   islands: Int32Array;
@@ -84,9 +85,11 @@ export async function saveLayout(tx: EntityManager, layout: NewLayout): Promise<
       pgArray(Array.from({ length: end - start }, (_, k) => values[(start + k) * stride + offset]));
     await query(
       tx,
-      `insert into dataset_layout_points (dataset_id, image_id, x, y, cluster) select ?, * from unnest(?::text[], ?::real[], ?::real[], ?::int[])`,
+      `insert into dataset_layout_points (dataset_id, ordinal, image_id, x, y, cluster)
+       select ?, ? + ordinality - 1, image_id, x, y, cluster from unnest(?::text[], ?::real[], ?::real[], ?::int[]) with ordinality as p (image_id, x, y, cluster, ordinality)`,
       [
         layout.datasetId,
+        start,
         pgArray(layout.imageIds.slice(start, end)),
         pick(layout.xy, 0, 2),
         pick(layout.xy, 1, 2),
@@ -103,7 +106,7 @@ export async function layoutHeader(em: EntityManager, datasetId: string): Promis
   return row;
 }
 
-/** A page of the layout's points in image id order, with each image's fields as they are now. */
+/** A page of the layout's points in image id order (their ordinals), with each image's fields as they are now. */
 export function layoutPoints(
   em: EntityManager,
   datasetId: string,
@@ -114,7 +117,7 @@ export function layoutPoints(
     em,
     `select p.image_id, p.x, p.y, p.cluster, i.split, i.class_ids, i.width, i.height, i.bytes, i.label_count, i.id is null as missing
      from dataset_layout_points p left join images i on i.id = p.image_id and i.dataset_id = p.dataset_id
-     where p.dataset_id = ? order by p.image_id offset ? limit ?`,
-    [datasetId, offset, limit],
+     where p.dataset_id = ? and p.ordinal >= ?::bigint and p.ordinal < ?::bigint order by p.ordinal`,
+    [datasetId, offset, offset + limit],
   );
 }

@@ -33,6 +33,7 @@ import { Migration20261204000000_local_integrations } from './Migration202612040
 import { Migration20261205000000_deployment_tokens_sealed } from './Migration20261205000000_deployment_tokens_sealed.ts';
 import { Migration20261206000000_job_lost_attempt_seconds } from './Migration20261206000000_job_lost_attempt_seconds.ts';
 import { Migration20261207000000_console_sessions } from './Migration20261207000000_console_sessions.ts';
+import { Migration20261208000000_layout_point_ordinals } from './Migration20261208000000_layout_point_ordinals.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -74,4 +75,5 @@ export const migrations = [
   { name: 'Migration20261205000000_deployment_tokens_sealed', class: Migration20261205000000_deployment_tokens_sealed },
   { name: 'Migration20261206000000_job_lost_attempt_seconds', class: Migration20261206000000_job_lost_attempt_seconds },
   { name: 'Migration20261207000000_console_sessions', class: Migration20261207000000_console_sessions },
+  { name: 'Migration20261208000000_layout_point_ordinals', class: Migration20261208000000_layout_point_ordinals },
 ];
