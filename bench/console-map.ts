@@ -62,7 +62,8 @@ export async function measureMap(
   );
   const drawnMs = (await drawn.jsonValue()) as number;
   const canvas = page.locator('.embedding-map canvas');
-  await canvas.evaluate('(element) => element.scrollIntoView({ block: "center" })');
+  // The mouse reaches only what is on screen.
+  await page.evaluate(`document.querySelector('.embedding-map canvas').scrollIntoView({ block: 'center' })`);
   const bounds = JSON.parse((await canvas.getAttribute('data-bounds')) ?? '[]') as number[];
   const box = (await canvas.boundingBox())!;
   const [minX, maxX, minY, maxY] = bounds as [number, number, number, number];

@@ -1,5 +1,5 @@
 // Class statistics of a dataset: exact per-class counts, image and annotation histograms, the two heatmaps,
-// the cache keyed by the dataset revision, empty datasets, and the sample taken above 200,000 images.
+// the cache keyed by the dataset revision, empty datasets, and the sample taken above 5,000,000 images.
 import sharp from 'sharp';
 import t from 'tap';
 import { Workspace } from '../control-plane/src/account/workspace.entity.ts';
@@ -208,8 +208,8 @@ t.test('an empty dataset gives empty histograms and zero heatmaps', async (t) =>
 });
 
 t.test('above the sampling threshold the image statistics come from a sample; class counts stay exact', async (t) => {
-  t.equal(SAMPLE_ABOVE, 200_000);
-  // The same code path as above 200,000 images, at 1/100 of the size: sample about 2,000 of 2,200.
+  t.equal(SAMPLE_ABOVE, 5_000_000, 'every image counts up to 5,000,000');
+  // The same code path as above 5,000,000 images, at a smaller size: sample about 2,000 of 2,200.
   const sampleAbove = 2000;
   const images = 2200;
   const id = await newDataset('large', ['a', 'b']);

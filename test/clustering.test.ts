@@ -61,11 +61,11 @@ async function drawingPoints(slug: string, key = world.alice) {
   for (let at = 0; at + 32 <= bytes.length; at += 32) {
     points.push({
       id: bytes.toString('hex', at, at + 12),
-      umapX: bytes.readFloatLE(at + 12),
-      umapY: bytes.readFloatLE(at + 16),
-      cluster: bytes.readInt32LE(at + 20),
-      firstClass: bytes.readInt32LE(at + 24),
-      split: ['train', 'val', 'test'][bytes[at + 28]],
+      umapX: bytes.readFloatBE(at + 12),
+      umapY: bytes.readFloatBE(at + 16),
+      cluster: bytes.readInt32BE(at + 20),
+      firstClass: bytes.readInt32BE(at + 24),
+      split: ['train', 'val', 'test'][bytes.readInt32BE(at + 28)],
     });
   }
   return { status: response.status, type: response.headers.get('content-type'), length: bytes.length, points };

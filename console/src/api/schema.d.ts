@@ -326,7 +326,7 @@ export interface paths {
         };
         /**
          * Class counts, image and box histograms and heatmaps
-         * @description Computed in the database and cached until the dataset changes (cached: true). Datasets over 200,000 images are sampled (sampleSize).
+         * @description Computed in the database and cached until the dataset changes (cached: true). Every image counts up to 5,000,000 images (about 2 s cold at 1,000,000); larger datasets are sampled (sampleSize).
          */
         get: operations["getApiDatasetsOwnerDatasetClassStats"];
         put?: never;
@@ -520,7 +520,7 @@ export interface paths {
         };
         /**
          * The whole layout in one compact binary response, for drawing (the console's embedding map)
-         * @description The same layout as GET .../images/clustering, every point in one response of 32 bytes a point instead of pages of JSON (a million points: 32 MB and one request of rate class Clustering, instead of about 240 MB in twenty). Binary, little-endian, 32 bytes per point, in image ID order: the image ID (12 bytes: its 24 hex digits), umapX and umapY (float32), the island (int32; -1 scattered or not ranked), the first of the classIds (int32; -1 none), the split (uint8: 0 train, 1 val, 2 test), then 3 zero bytes. Images missing since the layout was made are left out: the points are the body length divided by 32. Errors: 404 the dataset has no layout yet (no analysis completed).
+         * @description The same layout as GET .../images/clustering, every point in one response of 32 bytes a point instead of pages of JSON (a million points: 32 MB and one request of rate class Clustering, instead of about 240 MB in twenty). Binary, big-endian (network order), 32 bytes per point, in image ID order: the image ID (12 bytes: its 24 hex digits), umapX and umapY (float32), the island (int32; -1 scattered or not ranked), the first of the classIds (int32; -1 none), the split (int32: 0 train, 1 val, 2 test). Images missing since the layout was made are left out: the points are the body length divided by 32. Errors: 404 the dataset has no layout yet (no analysis completed).
          */
         get: operations["getApiDatasetsOwnerDatasetImagesClusteringPoints"];
         put?: never;
@@ -3776,7 +3776,7 @@ export interface operations {
                             /** @description The largest cell, for scaling colours */
                             maxCount: number;
                         };
-                        /** @description Images the image and annotation statistics were computed from, when the dataset has more than 200,000; null when all were used */
+                        /** @description Images the image and annotation statistics were computed from, when the dataset has more than 5,000,000; null when all were used */
                         sampleSize: number | null;
                     };
                 };

@@ -23,10 +23,17 @@ export function DatasetCharts({ owner, slug, item }: { owner: string; slug: stri
       ) : (
         <p role="status">{stats.error ? stats.error.message : 'Counting classes…'}</p>
       )}
+      {stats.data?.sampleSize ? (
+        <p className="muted">
+          Image statistics below come from a sample of {stats.data.sampleSize.toLocaleString()} images (past 5,000,000
+          images the appliance samples); class shares count every image.
+        </p>
+      ) : null}
       {stats.data ? (
         <>
           <ShareBars title="Objects per image" items={binsOf(stats.data.imageStats.objectsPerImageHistogram)} />
           <ShareBars title="Image widths (pixels)" items={binsOf(stats.data.imageStats.widthHistogram)} />
+          <ShareBars title="Image heights (pixels)" items={binsOf(stats.data.imageStats.heightHistogram)} />
           <Heatmap
             title="Where objects are"
             bins={stats.data.locationHeatmap.bins}

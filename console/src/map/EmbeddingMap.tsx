@@ -6,7 +6,7 @@ import { COLOR_BLIND_SAFE } from '../app/palette.ts';
 import { BulkActions } from '../images/BulkActions.tsx';
 import { useSelection } from '../images/selection.ts';
 import { PointCloud } from './PointCloud.tsx';
-import { useAnalysis, useLayout, useStartAnalysis, type Layout } from './queries.ts';
+import { idAt, pointsOf, useAnalysis, useLayout, useStartAnalysis, type Layout } from './queries.ts';
 
 type ColorBy = 'class' | 'split' | 'island';
 const SPLIT_COLORS = ['#0072b2', '#e69f00', '#009e73'];
@@ -78,7 +78,10 @@ function MapView({
 }) {
   const [colorBy, setColorBy] = useState<ColorBy>('class');
   const selection = useSelection();
-  const picked = useMemo(() => new Set(selection.ids), [selection.ids]);
+  const picked = useMemo(
+    () => (selection.ids.size > 0 ? pointsOf(layout, selection.ids) : null),
+    [layout, selection.ids],
+  );
   const colors = useMemo(
     () => pointColors(layout, colorFunction(colorBy, classColors), picked),
     [layout, colorBy, classColors, picked],
@@ -100,7 +103,10 @@ function MapView({
           value=""
           onChange={(event) => {
             const island = Number(event.target.value);
-            selection.replace(layout.ids.filter((_, index) => layout.island[index] === island));
+            const members: string[] = [];
+            for (let index = 0; index < layout.count; index++)
+              if (layout.island[index] === island) members.push(idAt(layout, index));
+            selection.replace(members);
           }}
         >
           <option value="">—</option>
@@ -111,7 +117,7 @@ function MapView({
           ))}
         </select>
         <span role="status">
-          {layout.ids.length.toLocaleString()} points; {selection.ids.size.toLocaleString()} picked
+          {layout.count.toLocaleString()} points; {selection.ids.size.toLocaleString()} picked
         </span>
       </div>
       <ul className="legend" aria-label="Legend">
@@ -127,8 +133,8 @@ function MapView({
       <PointCloud
         layout={layout}
         colors={colors}
-        label={`Embedding map of ${layout.ids.length} images, coloured by ${colorBy}; drag around points to pick them`}
-        onLasso={(indices) => selection.replace(indices.map((index) => layout.ids[index]!))}
+        label={`Embedding map of ${layout.count} images, coloured by ${colorBy}; drag around points to pick them`}
+        onLasso={(indices) => selection.replace(indices.map((index) => idAt(layout, index)))}
       />
       {canEdit ? <BulkActions owner={owner} dataset={dataset} classNames={classNames} selection={selection} /> : null}
       {selection.ids.size > 0 ? (
@@ -198,9 +204,9 @@ function colorFunction(colorBy: ColorBy, classColors: Record<string, string>) {
 function pointColors(
   layout: Layout,
   { colorOf, category }: ReturnType<typeof colorFunction>,
-  picked: Set<string>,
+  picked: Uint8Array | null,
 ): Uint8Array {
-  const count = layout.ids.length;
+  const count = layout.count;
   const rgba = new Uint8Array(count * 4);
   const parsed = new Map<number, number[]>();
   const categories = layout[category];
@@ -215,7 +221,7 @@ function pointColors(
     rgba[index * 4] = rgb[0]!;
     rgba[index * 4 + 1] = rgb[1]!;
     rgba[index * 4 + 2] = rgb[2]!;
-    rgba[index * 4 + 3] = picked.size > 0 && !picked.has(layout.ids[index]!) ? 50 : 230;
+    rgba[index * 4 + 3] = picked && picked[index] === 0 ? 50 : 230;
   }
   return rgba;
 }

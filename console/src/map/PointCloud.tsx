@@ -80,13 +80,13 @@ export function PointCloud({
     return () => made.dispose();
   }, [positions, colors]);
   useEffect(() => {
-    const base = Math.max(2, Math.min(8, 600 / Math.sqrt(Math.max(1, layout.ids.length))));
+    const base = Math.max(2, Math.min(8, 600 / Math.sqrt(Math.max(1, layout.count))));
     // Points grow as the view closes in, more slowly than the zoom, so crowds separate.
     if (!renderer) return;
     renderer.draw(zoom, Math.min(16, base * Math.sqrt(zoom.scale)) * (devicePixelRatio || 1));
     // What is drawn, for a reader of the page (bench:console waits for it).
-    canvas.current!.dataset.drawn = String(layout.ids.length);
-  }, [renderer, zoom, layout.ids.length]);
+    canvas.current!.dataset.drawn = String(layout.count);
+  }, [renderer, zoom, layout.count]);
   // The wheel zooms at the pointer; a native listener, as only a non-passive one may keep the page from scrolling.
   useEffect(() => {
     const element = surface.current;
@@ -194,8 +194,8 @@ export function PointCloud({
 }
 
 function viewPositions(layout: Layout, bounds: Bounds): Float32Array {
-  const positions = new Float32Array(layout.ids.length * 2);
-  for (let index = 0; index < layout.ids.length; index++) {
+  const positions = new Float32Array(layout.count * 2);
+  for (let index = 0; index < layout.count; index++) {
     const [x, y] = toView(bounds, layout.x[index]!, layout.y[index]!);
     positions[index * 2] = x;
     positions[index * 2 + 1] = y;

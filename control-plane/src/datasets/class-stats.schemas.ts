@@ -68,7 +68,7 @@ export const ClassStats = z.object({
   cached: z.boolean().meta({ description: 'Served from the cache kept since the last change to the dataset' }),
   sampleSize: Count.nullable().meta({
     description:
-      'Images the image and annotation statistics were computed from, when the dataset has more than 200,000; null when all were used',
+      'Images the image and annotation statistics were computed from, when the dataset has more than 5,000,000; null when all were used',
   }),
 });
 export type ClassStatsResult = z.input<typeof ClassStats>;

@@ -12,8 +12,13 @@ import { findStatsCache, saveStatsCache } from './dataset.store.ts';
 import type { ClassStats } from './class-stats.schemas.ts';
 import type { Dataset } from './dataset.entity.ts';
 
-/** Above this many images, image and annotation statistics come from a deterministic sample of about this many. */
-export const SAMPLE_ABOVE = 200_000;
+/**
+ * Above this many images, image and annotation statistics come from a deterministic sample of about this many. The
+ * console's charts are to cover every image: at 1,000,000 images the exact passes took 1.9 s cold (0.8 s more than a
+ * sample of 200,000) on 2 cores, and the answer is cached until the dataset changes; the bound keeps one request's
+ * work within about 10 s.
+ */
+export const SAMPLE_ABOVE = 5_000_000;
 /** Cells per side of both heatmaps, and bins of the bbox width/height histograms. */
 const GRID = 20;
 /** Bins a data-range histogram aims at; nice widths give between 9 and 22. */

@@ -11,7 +11,6 @@ import {
   ClusteringQuery,
   EmbeddingsSummary,
 } from './embedding.schemas.ts';
-import { POINTS_FORMAT } from './layout-points.ts';
 
 const PATH = '/api/datasets/:owner/:dataset/embeddings';
 
@@ -94,7 +93,10 @@ export const clusteringPoints = defineRoute({
   description:
     'The same layout as GET .../images/clustering, every point in one response of 32 bytes a point instead of pages ' +
     'of JSON (a million points: 32 MB and one request of rate class Clustering, instead of about 240 MB in twenty). ' +
-    `${POINTS_FORMAT} Errors: 404 the dataset has no layout yet (no analysis completed).`,
+    'Binary, big-endian (network order), 32 bytes per point, in image ID order: the image ID (12 bytes: its 24 hex ' +
+    'digits), umapX and umapY (float32), the island (int32; -1 scattered or not ranked), the first of the classIds ' +
+    '(int32; -1 none), the split (int32: 0 train, 1 val, 2 test). Images missing since the layout was made are left ' +
+    'out: the points are the body length divided by 32. Errors: 404 the dataset has no layout yet (no analysis completed).',
   auth: 'key',
   limit: 'clustering',
   request: { params: DatasetPath },

@@ -15,12 +15,11 @@ import type {
 } from './embedding.schemas.ts';
 import { activeAnalysis, datasetEmbeddingCounts, EMBEDDINGS_JOB, lastAnalyzedAt } from './embeddings.store.ts';
 import { EmbedderUnavailable, type ImageEmbedder } from './image-embedder.ts';
-import { encodePoints } from './layout-points.ts';
-import { layoutHeader, layoutPoints, type LayoutHeader } from './layouts.store.ts';
+import { layoutDrawingRecords, layoutHeader, layoutPoints, type LayoutHeader } from './layouts.store.ts';
 import { requireProcessing } from '../datasets/connected-storage.ts';
 
-/** Layout points read from the database at a time while the drawing records are written. */
-const POINTS_CHUNK = 20_000;
+/** Layout points read from the database at a time while the drawing records are written (3.2 MB). */
+const POINTS_CHUNK = 100_000;
 
 const IN_PROGRESS =
   'An analysis of this dataset is already in progress; wait for it or cancel it (DELETE on the same path)';
@@ -98,16 +97,31 @@ export class EmbeddingService {
   }
 
   /**
-   * The whole layout as drawing records (layout-points.ts), read POINTS_CHUNK points at a time as the response is
-   * written; 404 before the first analysis completes. A layout replaced while it is read ends the stream with an error.
+   * The whole layout as drawing records (layoutDrawingRecords), POINTS_CHUNK points at a time, the next chunk read (on
+   * another connection) while this one is written; 404 before the first analysis completes. A layout replaced while
+   * it is read ends the stream with an error.
    */
   async layoutForDrawing(actor: Actor, owner: string, slug: string): Promise<AsyncIterable<Buffer>> {
     const { dataset } = await findDataset(this.em, actor, owner, slug, 'view');
     const header = await this.requireLayout(dataset.id, owner, slug);
+    const read = (from: number) => {
+      const records = layoutDrawingRecords(
+        this.em.fork(),
+        dataset.id,
+        from,
+        Math.min(from + POINTS_CHUNK, header.points),
+      );
+      records.catch(() => undefined); // awaited below, unless the response was abandoned first
+      return records;
+    };
     const em = this.em.fork();
     return (async function* () {
-      for (let offset = 0; offset < header.points; offset += POINTS_CHUNK)
-        yield encodePoints(await layoutPoints(em, dataset.id, offset, POINTS_CHUNK));
+      let next = header.points > 0 ? read(0) : undefined;
+      for (let from = 0; next; from += POINTS_CHUNK) {
+        const current = next;
+        next = from + POINTS_CHUNK < header.points ? read(from + POINTS_CHUNK) : undefined;
+        yield await current;
+      }
       const now = await layoutHeader(em, dataset.id);
       if (now?.created_at.valueOf() !== header.created_at.valueOf())
         throw new Error('the layout was replaced while it was read');

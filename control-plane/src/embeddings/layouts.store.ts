@@ -121,3 +121,28 @@ export function layoutPoints(
     [datasetId, offset, offset + limit],
   );
 }
+
+/**
+ * The drawing records (GET .../images/clustering/points: 32 bytes a point, big-endian) of the layout's points with ordinals in [from, to) that are still images of
+ * the dataset, built by PostgreSQL in one value: a row per point cost more to read than to build. The images are read
+ * in the ID range of these points (ordinals follow ID order), which lets the join hash them.
+ */
+export async function layoutDrawingRecords(
+  em: EntityManager,
+  datasetId: string,
+  from: number,
+  to: number,
+): Promise<Buffer> {
+  const [row] = await query<{ records: Buffer | null }>(
+    em,
+    `select string_agg(decode(p.image_id, 'hex') || float4send(p.x) || float4send(p.y) || int4send(coalesce(p.cluster, -1))
+         || int4send(coalesce(i.class_ids[1], -1)) || int4send(array_position(array['train', 'val', 'test'], i.split::text) - 1),
+         ''::bytea order by p.ordinal) as records
+     from dataset_layout_points p join images i on i.id = p.image_id and i.dataset_id = p.dataset_id
+     where p.dataset_id = ? and p.ordinal >= ? and p.ordinal < ?
+       and i.id >= (select image_id from dataset_layout_points where dataset_id = ? and ordinal = ?)
+       and i.id <= (select image_id from dataset_layout_points where dataset_id = ? and ordinal = ?)`,
+    [datasetId, from, to, datasetId, from, datasetId, to - 1],
+  );
+  return row?.records ?? Buffer.alloc(0);
+}
