@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { enrollAgent, runAgent } from './helpers/agent.ts';
+import { startTrainerHost } from './helpers/agent.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { shapesFiles } from './helpers/training-data.ts';
@@ -29,19 +29,7 @@ await server.services().billing.grant('alice', 100_000, 'CI credit');
 
 const dir = mkdtempSync(join(tmpdir(), 'vp-ul-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const config = join(dir, 'agent.json');
-const { enrollmentToken } = await server.services().hosts.connect('cli-host');
-await enrollAgent(t, server.url, enrollmentToken, config);
-const agent = runAgent(t, config, {
-  VP_WORKER_RUNTIME: 'process',
-  VP_WORKER_WORK_DIR: join(dir, 'work'),
-  VP_WORKER_PROCESS_VENV: VENV,
-});
-await eventually(
-  async () =>
-    (await call<Record<string, string | null>>(server, 'GET', '/api/training/gpu-availability')).body.cpu === 'High',
-  'the host to connect',
-);
+const agent = await startTrainerHost(t, server, { name: 'cli-host', dir, venv: VENV });
 
 // The user's machine: a working directory with their own ultralytics settings, offline apart from the appliance.
 const work = join(dir, 'user');

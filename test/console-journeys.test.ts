@@ -239,7 +239,7 @@ t.test('a user signs in with a key, finds a dataset and an image of a class', as
   t.same(errors, [], 'no console errors (a CSP refusal would be one)');
 });
 
-t.test('the control plane serves the console beside the API and the model page', async (t) => {
+t.test("the control plane serves the console beside the API, at the trainer's model links too", async (t) => {
   const world = await startWorld(t);
   // The browser test above builds the console; this one may run first.
   await openConsoleBrowser(t);
@@ -274,8 +274,17 @@ t.test('the control plane serves the console beside the API and the model page',
   t.equal(apiList.status, 200);
   const unknown = await fetch(`${world.server.url}/alice/datasets`, { headers: { accept: 'application/json' } });
   t.equal(unknown.status, 404, 'a JSON client gets no page');
-  const model = await fetch(`${world.server.url}/alice/project-one/model-one`, { headers: html });
-  t.match(await model.text(), /<title>Model — Vision Platform<\/title>/, 'the model page still answers its address');
+  // The trainer's "View results at …/owner/project/model" link, and a project's address: the console's pages.
+  for (const path of ['/alice/project-one/model-one', '/alice/project-one/model-one/', '/alice/project-one']) {
+    const opened = await fetch(`${world.server.url}${path}`, { headers: html });
+    t.equal(opened.status, 200, path);
+    t.match(await opened.text(), /src="\/assets\/[^"]+\.js"/, `${path}: the console`);
+  }
+  t.equal(
+    (await fetch(`${world.server.url}/api/models/alice/project-one`, { headers: html })).headers.get('content-type'),
+    'application/json; charset=utf-8',
+    'the API keeps its addresses',
+  );
   t.equal((await fetch(`${world.server.url}/openapi.json`)).status, 200);
   t.match(await (await fetch(`${world.server.url}/api/docs`, { headers: html })).text(), /swagger/i);
 });

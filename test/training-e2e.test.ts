@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { enrollAgent, runAgent } from './helpers/agent.ts';
+import { enrollAgent, runAgent, startTrainerHost } from './helpers/agent.ts';
 import { eventually } from './helpers/host-jobs.ts';
 import { call } from './helpers/server.ts';
 import { createShapesDataset } from './helpers/training-data.ts';
@@ -38,19 +38,7 @@ if (
 
 const dir = mkdtempSync(join(tmpdir(), 'vp-train-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const config = join(dir, 'agent.json');
-const { enrollmentToken } = await server.services().hosts.connect('trainer-host');
-await enrollAgent(t, server.url, enrollmentToken, config);
-const agent = runAgent(t, config, {
-  VP_WORKER_RUNTIME: 'process',
-  VP_WORKER_WORK_DIR: join(dir, 'work'),
-  VP_WORKER_PROCESS_VENV: VENV,
-});
-await eventually(
-  async () =>
-    (await call<Record<string, string | null>>(server, 'GET', '/api/training/gpu-availability')).body.cpu === 'High',
-  'the host to connect',
-);
+const agent = await startTrainerHost(t, server, { name: 'trainer-host', dir, venv: VENV });
 
 interface Training {
   job: {

@@ -15,7 +15,6 @@ import type { RateLimiter } from './http/rate-limit.ts';
 import { requestContext } from './http/request-context.ts';
 import { JSON_FIELDS_LIMIT_BYTES, jsonBody } from './http/json-body.ts';
 import { buildRouter } from './http/router.ts';
-import { modelPage } from './models/model-page.ts';
 import { routes as allRoutes } from './routes.ts';
 import { Services, type ServiceDeps } from './services.ts';
 
@@ -52,7 +51,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorMiddleware());
   app.use(docsMiddleware(() => (document ??= openApiDocument(routes))));
   app.use(consoleAssets(deps.storage?.store.directOrigin));
-  app.use(modelPage(routes));
   app.use(async (ctx, next) => {
     const services = new Services(() => deps.orm.em.fork() as AppState['em'], deps);
     ctx.state.services = services;

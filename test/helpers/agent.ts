@@ -1,7 +1,10 @@
 // Real processes for end-to-end tests: `vp-worker` agents, and a control plane that a test can kill outright.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProcessJobState } from '../../worker-agent/src/runtimes/process-job-state.ts';
+import { eventually } from './host-jobs.ts';
+import { call, type TestServer } from './server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -103,4 +106,29 @@ export async function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A pool host named `name` on the process runtime with the trainer environment `venv`, enrolled and running, once the
+ * appliance counts it (a connected CPU host: gpu-availability's cpu is High). Its config and work dir go in `dir`.
+ */
+export async function startTrainerHost(
+  t: Teardown,
+  server: TestServer,
+  options: { name: string; dir: string; venv: string },
+): Promise<Spawned> {
+  const config = join(options.dir, `${options.name}.json`);
+  const { enrollmentToken } = await server.services().hosts.connect(options.name);
+  await enrollAgent(t, server.url, enrollmentToken, config);
+  const agent = runAgent(t, config, {
+    VP_WORKER_RUNTIME: 'process',
+    VP_WORKER_WORK_DIR: join(options.dir, 'work'),
+    VP_WORKER_PROCESS_VENV: options.venv,
+  });
+  await eventually(
+    async () =>
+      (await call<Record<string, string | null>>(server, 'GET', '/api/training/gpu-availability')).body.cpu === 'High',
+    'the host to connect',
+  );
+  return agent;
 }

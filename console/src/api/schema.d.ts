@@ -1131,6 +1131,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's background jobs across kinds, newest first (owner or admin)
+         * @description The queue as an operator sees it: every kind (ingest, training, export, deployment, dataset analysis, …) with its status, progress, attempts and the worker host running it; filter by status (active: queued or running) and kind; keyset pages (nextCursor). Cancel one with DELETE /api/jobs/{jobId}. Other roles: 403.
+         */
+        get: operations["getApiJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/{jobId}": {
         parameters: {
             query?: never;
@@ -10050,6 +10070,113 @@ export interface operations {
                     "application/json": {
                         error: string;
                     };
+                };
+            };
+        };
+    };
+    getApiJobs: {
+        parameters: {
+            query?: {
+                /** @description active: queued or running; absent: every status */
+                status?: "active" | "queued" | "running" | "completed" | "failed" | "cancelled";
+                /** @description Only jobs of this kind (ingest, training, export, deployment, dataset-embeddings, …) */
+                kind?: string;
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first */
+                        jobs: {
+                            attempts: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The dataset the job works on (ingest); null for jobs about something else */
+                            datasetId: string | null;
+                            /** @description Why it failed */
+                            error: string | null;
+                            finishedAt: string | null;
+                            /** @description The worker host running its current attempt; null when none */
+                            host: string | null;
+                            id: string;
+                            /** @description What the job does: ingest (of a dataset), training (of a model), … */
+                            kind: string;
+                            /** @description The model the job works on (training); null for jobs about something else */
+                            modelId: string | null;
+                            progress: {
+                                percent: number;
+                                processed?: number;
+                                stage: string;
+                                total?: number;
+                            } | null;
+                            /** @description Counts and per-item problems, once completed (ingest: imagesAdded, imagesSkipped, …) */
+                            result: {
+                                [key: string]: unknown;
+                            } | null;
+                            startedAt: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                        }[];
+                        /** @description Pass as cursor for the next page; null on the last */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid path, query or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient permissions, plan or quota */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerError"];
                 };
             };
         };

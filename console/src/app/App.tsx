@@ -6,25 +6,33 @@ import { SignInPage } from '../auth/SignInPage.tsx';
 import { useIdentity, useSignOut, type Identity } from '../auth/identity.ts';
 import { DatasetPage } from '../datasets/DatasetPage.tsx';
 import { DatasetsPage } from '../datasets/DatasetsPage.tsx';
-import { datasetsPath, Link, useNavigation } from './router.tsx';
+import { HostsPage } from '../hosts/HostsPage.tsx';
+import { JobsPage } from '../jobs/JobsPage.tsx';
+import { ModelPage } from '../models/ModelPage.tsx';
+import { ProjectPage } from '../projects/ProjectPage.tsx';
+import { ProjectsPage } from '../projects/ProjectsPage.tsx';
+import { datasetsPath, hostsPath, jobsPath, Link, projectsPath, useNavigation, type Route } from './router.tsx';
 
 /** The page for the address; a signed-out visitor of any page but /signin is sent to /signin. */
 export function App() {
   const { route, navigate } = useNavigation();
   const identity = useIdentity();
   const signedOut = identity.data === null || (identity.error instanceof ApiError && identity.error.status === 401);
+  // A public project's pages are readable without signing in (the trainer's "View results at" link opens them).
+  const readableSignedOut = route.page === 'project' || route.page === 'model';
   useEffect(() => {
     if (identity.error instanceof ApiError && identity.error.status === 401) forgetCredentials();
-    if (signedOut && route.page !== 'signin') navigate('/signin', { replace: true });
+    if (signedOut && route.page !== 'signin' && !readableSignedOut) navigate('/signin', { replace: true });
     if (identity.data && (route.page === 'home' || route.page === 'signin'))
       navigate(datasetsPath(identity.data.owner), { replace: true });
-  }, [signedOut, identity.data, identity.error, route.page, navigate]);
+  }, [signedOut, readableSignedOut, identity.data, identity.error, route.page, navigate]);
 
   useEffect(() => {
     document.title = `${titleOf(route.page)} — Vision Platform`;
   }, [route.page]);
 
   if (route.page === 'signin') return <SignInPage />;
+  if (signedOut && readableSignedOut) return <SignedOutShell>{projectPages(route)}</SignedOutShell>;
   if (identity.isPending || !identity.data) {
     return (
       <main id="main" aria-busy="true">
@@ -37,6 +45,10 @@ export function App() {
       {route.page === 'datasets' ? <DatasetsPage owner={route.owner} /> : null}
       {route.page === 'dataset' ? <DatasetPage owner={route.owner} slug={route.slug} /> : null}
       {route.page === 'image' ? <ImageEditor owner={route.owner} slug={route.slug} imageId={route.imageId} /> : null}
+      {route.page === 'projects' ? <ProjectsPage owner={route.owner} /> : null}
+      {route.page === 'hosts' ? <HostsPage /> : null}
+      {route.page === 'jobs' ? <JobsPage /> : null}
+      {projectPages(route)}
       {route.page === 'not-found' ? (
         <>
           <h1>Page not found</h1>
@@ -50,9 +62,30 @@ export function App() {
   );
 }
 
+/** Roles that see the operator's pages (the API refuses their calls to the others). */
+const OPERATORS = new Set(['owner', 'admin']);
+
+/** A project's page or a model's, for whoever may read them. */
+function projectPages(route: Route) {
+  if (route.page === 'project') return <ProjectPage owner={route.owner} project={route.project} />;
+  if (route.page === 'model') return <ModelPage owner={route.owner} project={route.project} model={route.model} />;
+  return null;
+}
+
 function titleOf(page: string): string {
   return (
-    { home: 'Home', signin: 'Sign in', datasets: 'Datasets', dataset: 'Dataset', image: 'Image' }[page] ?? 'Not found'
+    {
+      home: 'Home',
+      signin: 'Sign in',
+      datasets: 'Datasets',
+      dataset: 'Dataset',
+      image: 'Image',
+      projects: 'Projects',
+      hosts: 'Hosts',
+      jobs: 'Jobs',
+      project: 'Project',
+      model: 'Model',
+    }[page] ?? 'Not found'
   );
 }
 
@@ -70,6 +103,13 @@ function Shell({ identity, children }: { identity: Identity; children: React.Rea
         </Link>
         <nav aria-label="Main">
           <Link href={datasetsPath(identity.owner)}>Datasets</Link>
+          <Link href={projectsPath(identity.owner)}>Projects</Link>
+          {OPERATORS.has(identity.role) ? (
+            <>
+              <Link href={hostsPath(identity.owner)}>Hosts</Link>
+              <Link href={jobsPath(identity.owner)}>Jobs</Link>
+            </>
+          ) : null}
           <a href="/api/docs">API reference</a>
         </nav>
         <span className="who">
@@ -78,6 +118,29 @@ function Shell({ identity, children }: { identity: Identity; children: React.Rea
         <button type="button" onClick={() => void signOut(identity).then(() => navigate('/signin', { replace: true }))}>
           Sign out
         </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
+    </>
+  );
+}
+
+/** The frame of a page read without signing in: a public project's, or a refusal with the way to sign in. */
+function SignedOutShell({ children }: { children: React.ReactNode }) {
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <span className="brand">
+          <Logo /> Vision Platform
+        </span>
+        <nav aria-label="Main">
+          <Link href="/signin">Sign in</Link>
+          <a href="/api/docs">API reference</a>
+        </nav>
       </header>
       <main id="main" tabIndex={-1}>
         {children}

@@ -10,7 +10,8 @@ import {
 } from 'react';
 
 /**
- * A router over the History API. Page addresses are the hosted platform's (`/{owner}/datasets/{slug}`), so a link an
+ * A router over the History API. Page addresses are the hosted platform's (`/{owner}/datasets/{slug}`,
+ * `/{owner}/{project}/{model}`), so a link an
  * ultralytics client prints opens the right page, and every page has an address that can be bookmarked and shared.
  */
 export type Route =
@@ -19,7 +20,15 @@ export type Route =
   | { page: 'datasets'; owner: string }
   | { page: 'dataset'; owner: string; slug: string }
   | { page: 'image'; owner: string; slug: string; imageId: string }
+  | { page: 'projects'; owner: string }
+  | { page: 'hosts'; owner: string }
+  | { page: 'jobs'; owner: string }
+  | { page: 'project'; owner: string; project: string }
+  | { page: 'model'; owner: string; project: string; model: string }
   | { page: 'not-found'; path: string };
+
+/** The workspace's own pages: a project of one of these names is reached through the API only. */
+const AREAS = new Set(['datasets', 'projects', 'hosts', 'jobs']);
 
 export function parseRoute(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -30,6 +39,14 @@ export function parseRoute(pathname: string): Route {
   if (owner && area === 'datasets' && slug && parts.length === 3) return { page: 'dataset', owner, slug };
   if (owner && area === 'datasets' && slug && images === 'images' && imageId && parts.length === 5)
     return { page: 'image', owner, slug, imageId };
+  if (owner && area === 'projects' && parts.length === 2) return { page: 'projects', owner };
+  if (owner && area === 'hosts' && parts.length === 2) return { page: 'hosts', owner };
+  if (owner && area === 'jobs' && parts.length === 2) return { page: 'jobs', owner };
+  // Any other second name is a project (a project named as one of AREAS has no page of its own).
+  if (owner && area && !AREAS.has(area)) {
+    if (parts.length === 2) return { page: 'project', owner, project: area };
+    if (slug && parts.length === 3) return { page: 'model', owner, project: area, model: slug };
+  }
   return { page: 'not-found', path: pathname };
 }
 
@@ -39,6 +56,26 @@ export function datasetsPath(owner: string): string {
 
 export function datasetPath(owner: string, slug: string): string {
   return `${datasetsPath(owner)}/${encodeURIComponent(slug)}`;
+}
+
+export function projectsPath(owner: string): string {
+  return `/${encodeURIComponent(owner)}/projects`;
+}
+
+export function hostsPath(owner: string): string {
+  return `/${encodeURIComponent(owner)}/hosts`;
+}
+
+export function jobsPath(owner: string): string {
+  return `/${encodeURIComponent(owner)}/jobs`;
+}
+
+export function projectPath(owner: string, project: string): string {
+  return `/${encodeURIComponent(owner)}/${encodeURIComponent(project)}`;
+}
+
+export function modelPath(owner: string, project: string, model: string): string {
+  return `${projectPath(owner, project)}/${encodeURIComponent(model)}`;
 }
 
 export function imagePath(owner: string, slug: string, imageId: string): string {

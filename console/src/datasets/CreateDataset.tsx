@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client.ts';
+import { NameFields } from '../app/NameFields.tsx';
 import { datasetPath, useNavigation } from '../app/router.tsx';
 
 const TASKS = ['detect', 'segment', 'pose', 'obb', 'classify'] as const;
@@ -40,27 +41,14 @@ export function CreateDataset({ owner }: { owner: string }) {
     <details className="card create-dataset">
       <summary>New dataset</summary>
       <form onSubmit={submit} aria-label="New dataset">
-        <label htmlFor="new-dataset-name">Name</label>
-        <input
-          id="new-dataset-name"
-          required
-          maxLength={100}
-          value={name}
-          onChange={(event) => setName(event.target.value)}
+        <NameFields
+          id="new-dataset"
+          name={name}
+          onName={setName}
+          slug={dataset}
+          onSlug={setSlug}
+          address={`/${owner}/datasets/${dataset || '…'}`}
         />
-        <label htmlFor="new-dataset-slug">URL name</label>
-        <input
-          id="new-dataset-slug"
-          required
-          maxLength={128}
-          pattern="[a-z0-9]+(-[a-z0-9]+)*"
-          aria-describedby="new-dataset-slug-hint"
-          value={dataset}
-          onChange={(event) => setSlug(event.target.value)}
-        />
-        <small id="new-dataset-slug-hint" className="muted">
-          Lowercase letters, digits and hyphens: /{owner}/datasets/{dataset || '…'}
-        </small>
         <label htmlFor="new-dataset-task">Task</label>
         <select
           id="new-dataset-task"

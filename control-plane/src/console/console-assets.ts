@@ -37,12 +37,13 @@ const ASSET_PATH = /^\/assets\/[A-Za-z0-9_.-]+$/;
 const ROOT_FILES = new Set(['/favicon.svg']);
 
 /**
- * The console's page addresses (the hosted platform's): `/`, `/signin`, `/{owner}/datasets[/{slug}[/...]]`. Other
- * three-part addresses stay the trainer's model page (models/model-page.ts); /api, /files, /reference-files and /svc
- * are never pages (`GET /api/datasets/{owner}` is the API's, whatever the browser accepts).
+ * The console's page addresses (the hosted platform's): `/`, `/signin`, `/{owner}/datasets[/{slug}[/...]]`,
+ * `/{owner}/projects`, `/{owner}/{project}` and `/{owner}/{project}/{model}` (the trainer's "View results at" link);
+ * /api, /files, /reference-files, /svc and /assets are never pages (`GET /api/datasets/{owner}` is the API's,
+ * whatever the browser accepts).
  */
 const PAGE_PATH =
-  /^\/(?:signin\/?|(?!(?:api|files|reference-files|svc)\/)[a-z0-9][a-z0-9-]{0,31}\/datasets(?:\/[^/]+)*\/?)?$/i;
+  /^\/(?:signin\/?|(?!(?:api|files|reference-files|svc|assets)\/)[a-z0-9][a-z0-9-]{0,31}\/(?:datasets(?:\/[^/]+)*|[^/]+(?:\/[^/]+)?)\/?)?$/i;
 
 /**
  * Serves console/dist: hashed assets cached for a year, index.html (never cached) for a browser opening a page.

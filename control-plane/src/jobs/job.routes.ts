@@ -1,5 +1,22 @@
 import { defineRoute } from '../http/define-route.ts';
-import { JobCancelled, JobLogQuery, JobLogs, JobPath, JobRead } from './job.schemas.ts';
+import { JobCancelled, JobList, JobListQuery, JobLogQuery, JobLogs, JobPath, JobRead } from './job.schemas.ts';
+
+export const listJobs = defineRoute({
+  method: 'GET',
+  path: '/api/jobs',
+  tag: 'Jobs',
+  summary: "The workspace's background jobs across kinds, newest first (owner or admin)",
+  description:
+    'The queue as an operator sees it: every kind (ingest, training, export, deployment, dataset analysis, …) with its ' +
+    'status, progress, attempts and the worker host running it; filter by status (active: queued or running) and kind; ' +
+    'keyset pages (nextCursor). Cancel one with DELETE /api/jobs/{jobId}. Other roles: 403.',
+  auth: 'key',
+  limit: 'default',
+  request: { query: JobListQuery },
+  response: { status: 200, description: 'A page of jobs', schema: JobList },
+  errors: [400, 403],
+  handler: (ctx, { query }) => ctx.state.services.jobs.list(ctx.state.actor, query),
+});
 
 export const readJob = defineRoute({
   method: 'GET',
@@ -51,4 +68,4 @@ export const readJobLogs = defineRoute({
   handler: (ctx, { params, query }) => ctx.state.services.jobs.logs(ctx.state.actor, params.jobId, query),
 });
 
-export const jobRoutes = [readJob, readJobLogs, cancelJob];
+export const jobRoutes = [listJobs, readJob, readJobLogs, cancelJob];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ObjectId } from '../db/ids.ts';
+import { queryInt } from '../validation/integers.ts';
 import { JOB_STATUSES } from './job.entity.ts';
 
 export const JobPath = z.object({ jobId: ObjectId });
@@ -60,4 +61,28 @@ export const JobLogs = z.object({
   status: z
     .enum(JOB_STATUSES)
     .meta({ description: "The job's status now: poll until it is completed, failed or cancelled and no line is left" }),
+});
+
+/** A page of a workspace's jobs: where the next one starts (nextCursor), what to list. */
+export const JobListQuery = z.object({
+  status: z
+    .enum(['active', ...JOB_STATUSES])
+    .optional()
+    .meta({ description: 'active: queued or running; absent: every status' }),
+  kind: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({ description: 'Only jobs of this kind (ingest, training, export, deployment, dataset-embeddings, …)' }),
+  limit: queryInt().min(1).max(200).default(50),
+  cursor: z.string().max(100).optional().meta({ description: 'nextCursor of the previous page' }),
+});
+
+export const JobListItem = JobView.extend({
+  host: z.string().nullable().meta({ description: 'The worker host running its current attempt; null when none' }),
+});
+
+export const JobList = z.object({
+  jobs: z.array(JobListItem).meta({ description: 'Newest first' }),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last' }),
 });

@@ -2,13 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { requireKey, requireRole } from '../auth/access.ts';
 import type { Actor } from '../auth/actor.ts';
-import { Conflict, NotFound } from '../http/errors.ts';
+import { Conflict, Invalid, NotFound } from '../http/errors.ts';
 import { INGEST_JOB } from '../ingest/ingest-payload.ts';
 import { TRAINING_JOB } from '../training/training-payload.ts';
 import type { JobLifecycle } from './job-lifecycle.ts';
 import { Job } from './job.entity.ts';
-import { jobLogLines } from './job.store.ts';
-import type { JobCancelled, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
+import { jobLogLines, workspaceJobs, type JobCursor } from './job.store.ts';
+import type { JobCancelled, JobList, JobListQuery, JobLogQuery, JobLogs, JobView } from './job.schemas.ts';
 
 /** Reading and cancelling background jobs; a key sees the jobs of its own workspace only. */
 export class JobService {
@@ -29,6 +29,24 @@ export class JobService {
 
   async read(actor: Actor, jobId: string): Promise<z.input<typeof JobView>> {
     return view(await this.find(actor, jobId));
+  }
+
+  /** The workspace's jobs across kinds, newest first (owners and admins: the queue is the operator's view). */
+  async list(actor: Actor, query: z.output<typeof JobListQuery>): Promise<z.input<typeof JobList>> {
+    const key = requireKey(actor);
+    requireRole(actor, key.workspaceId, 'admin');
+    const jobs = await workspaceJobs(this.em, key.workspaceId, {
+      statuses: query.status === 'active' ? ['queued', 'running'] : query.status && [query.status],
+      kind: query.kind,
+      after: query.cursor === undefined ? undefined : parseCursor(query.cursor),
+      limit: query.limit + 1,
+    });
+    const page = jobs.slice(0, query.limit);
+    const last = page.at(-1);
+    return {
+      jobs: page.map((job) => ({ ...view(job), host: job.host?.name ?? null })),
+      nextCursor: jobs.length > query.limit && last ? `${last.createdAt.toISOString()}_${last.id}` : null,
+    };
   }
 
   /** A host job's output in arrival order, a page at a time (any member of the job's workspace). */
@@ -69,4 +87,12 @@ export function view(job: Job): z.input<typeof JobView> {
     startedAt: job.startedAt?.toISOString() ?? null,
     finishedAt: job.finishedAt?.toISOString() ?? null,
   };
+}
+
+/** A nextCursor as list made it: the last job's creation time and ID. */
+function parseCursor(cursor: string): JobCursor {
+  const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)_([0-9a-f]{24})$/.exec(cursor);
+  const createdAt = new Date(match?.[1] ?? Number.NaN);
+  if (!match || Number.isNaN(createdAt.getTime())) throw Invalid('cursor is not a nextCursor of this list');
+  return { createdAt, id: match[2]! };
 }

@@ -5,7 +5,7 @@
 // from a holder that lost the job changes nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgArray, query } from '../db/sql.ts';
-import type { JobProgress } from './job.entity.ts';
+import { Job, type JobProgress, type JobStatus } from './job.entity.ts';
 import { JOBS_CHANNEL } from './job-channels.ts';
 
 /** The columns a job is run from, as SQL returns them. */
@@ -415,4 +415,31 @@ export async function renewHeldLease(
 /** Wakes every replica's runner for `kind`, once the caller's transaction commits. */
 export async function notifyJobQueued(em: EntityManager, kind: string): Promise<void> {
   await query(em, `select pg_notify('${JOBS_CHANNEL}', ?)`, [kind]);
+}
+
+/** Where a page of a workspace's jobs starts: after this job of the previous page (newest first). */
+export interface JobCursor {
+  createdAt: Date;
+  id: string;
+}
+
+/** A page of the workspace's jobs, newest first, with the host each runs on. */
+export function workspaceJobs(
+  em: EntityManager,
+  workspaceId: string,
+  filter: { statuses?: readonly JobStatus[]; kind?: string; after?: JobCursor; limit: number },
+): Promise<Job[]> {
+  const { statuses, kind, after, limit } = filter;
+  return em.find(
+    Job,
+    {
+      workspace: workspaceId,
+      ...(statuses && { status: { $in: [...statuses] } }),
+      ...(kind && { kind }),
+      ...(after && {
+        $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }],
+      }),
+    },
+    { orderBy: { createdAt: 'desc', id: 'desc' }, limit, populate: ['host'] },
+  );
 }
