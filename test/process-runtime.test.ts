@@ -18,6 +18,7 @@ import t from 'tap';
 import type { JobSpec } from '@vp/protocol';
 import { loadWorkerConfig } from '../worker-agent/src/config.ts';
 import { runtimeFromConfig } from '../worker-agent/src/runtime-from-config.ts';
+import { STATE_FILES } from '../worker-agent/src/runtimes/process-job-state.ts';
 import { ProcessRuntime } from '../worker-agent/src/runtimes/process-runtime.ts';
 import type { LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
 import { withoutTimes } from './helpers/job-outcomes.ts';
@@ -366,9 +367,17 @@ t.test(
     );
     let sent = '';
     agent.stdout.on('data', (chunk: Buffer) => (sent += chunk));
+    // An agent hands a batch on, then records how far it went: killed between the two, the next agent sends the batch
+    // again (at least once, by design). Killed once both are done, nothing is sent twice.
+    const recorded = (jobId: string) => {
+      const file = join(root, '.vp-jobs', 'process', jobId, STATE_FILES.delivered);
+      return existsSync(file) && (JSON.parse(readFileSync(file, 'utf8')) as { stdout: number }).stdout > 0;
+    };
     await until(
-      () => ['done 1', 'failed 1', 'running 1'].every((line) => sent.includes(line)),
-      'the first lines to be sent',
+      () =>
+        ['done 1', 'failed 1', 'running 1'].every((line) => sent.includes(line)) &&
+        assignments.every(({ jobId }) => recorded(jobId)),
+      'the first lines to be sent and recorded as sent',
     );
     agent.kill('SIGKILL');
     await new Promise((resolve) => agent.once('close', resolve));
