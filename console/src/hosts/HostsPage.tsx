@@ -19,20 +19,22 @@ export function HostsPage() {
   return (
     <>
       <h1>Worker hosts</h1>
-      <form className="card toolbar" onSubmit={connect} aria-label="Connect a host">
-        <label htmlFor="host-name">New host's name</label>
-        <input
-          id="host-name"
-          required
-          maxLength={63}
-          pattern="[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?"
-          value={name}
-          onChange={(event) => setName(event.target.value)}
-        />
-        <button type="submit" disabled={enrollment.isPending}>
-          Connect a host
-        </button>
-      </form>
+      <section className="card">
+        <form className="toolbar" onSubmit={connect} aria-label="Connect a host">
+          <label htmlFor="host-name">New host's name</label>
+          <input
+            id="host-name"
+            required
+            maxLength={63}
+            pattern="[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?"
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+          />
+          <button type="submit" disabled={enrollment.isPending}>
+            Connect a host
+          </button>
+        </form>
+      </section>
       {enrollment.error ? <p role="alert">{enrollment.error.message}</p> : null}
       {enrollment.data ? <EnrollCommand enrollment={enrollment.data} /> : null}
       {disconnect.error ? <p role="alert">{disconnect.error.message}</p> : null}
