@@ -499,6 +499,41 @@ t.test('logs: severity filter, bad tokens and limits', async (t) => {
   t.equal((await logs('api', '')).body.entries.length, Math.min(50, all), 'default limit 50');
 });
 
+t.test('logs: search keeps the entries whose text holds it, any case, events and requests, paged alike', async (t) => {
+  const everything = (await logs('flaky', 'limit=200')).body.entries;
+  const matching = (text: string) =>
+    everything.filter((entry) =>
+      (entry.httpRequest
+        ? `${entry.httpRequest.method} ${entry.httpRequest.url} ${entry.httpRequest.status}`
+        : entry.message
+      )
+        .toLowerCase()
+        .includes(text.toLowerCase()),
+    );
+  for (const text of ['PREDICT 5', 'ready', '%', 'no-such-text']) {
+    const found = await logs('flaky', `limit=200&search=${encodeURIComponent(text)}`);
+    t.equal(found.status, 200);
+    t.same(found.body.entries, matching(text), `search "${text}": exactly the entries holding it, in order`);
+  }
+  t.ok(matching('PREDICT 5').length >= 3 && matching('ready').length >= 1, 'requests and events were searched');
+  const failed = matching('predict 5');
+  const paged: LogPage['entries'] = [];
+  let page = await logs('flaky', 'limit=2&search=predict%205');
+  paged.push(...page.body.entries);
+  while (page.body.nextPageToken) {
+    page = await logs('flaky', `limit=2&search=predict%205&pageToken=${encodeURIComponent(page.body.nextPageToken)}`);
+    paged.push(...page.body.entries);
+  }
+  t.same(paged, failed, 'a search pages like the whole log');
+  const failedOnly = await logs('flaky', 'limit=200&severity=ERROR&search=predict');
+  t.same(
+    failedOnly.body.entries,
+    matching('predict').filter((entry) => entry.severity === 'ERROR'),
+    'with a severity filter too',
+  );
+  t.equal((await logs('flaky', `search=${'x'.repeat(201)}`)).status, 400, 'a search of over 200 characters');
+});
+
 t.test('the requests answered before a shutdown are recorded', async (t) => {
   const second = await startTestServer(t, { databaseUrl: server.databaseUrl, env: { SIGNING_SECRET: SECRET } });
   const before = await recorded(real.id);

@@ -87,7 +87,7 @@ t.test('a known path with the wrong method is 405 with an Allow header', async (
   const cases: Array<[string, string, string[]]> = [
     ['POST', '/api/health', ['GET']],
     ['DELETE', '/api/account/summary', ['GET']],
-    ['POST', '/api/api-keys', ['GET']],
+    ['PUT', '/api/api-keys', ['GET', 'POST']],
     ['PATCH', '/api/workspaces/acme-team/members/bobby', ['PUT', 'DELETE']],
     ['POST', '/api/workspaces/acme-team/members', ['GET']],
   ];

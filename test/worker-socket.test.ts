@@ -25,6 +25,7 @@ const hardware = testHardware;
 const hello = helloFrame();
 const enroll = (name: string) => enrollHost(server, name);
 const findHost = (id: string) => server.orm.em.fork().findOneOrFail(Host, { id }) as Promise<Host>;
+const findByName = (name: string) => server.orm.em.fork().findOneOrFail(Host, { name }) as Promise<Host>;
 
 const openClient = (key: string | undefined, options: { path?: string; target?: TestServer } = {}) =>
   new WorkerClient(options.target ?? server, key, options);
@@ -223,6 +224,65 @@ t.test('closing the server closes worker sockets (1001) and marks their hosts di
   t.equal((await findHost(hostId)).state, 'disconnected');
   await serverStillWorks(t, workerKey);
 });
+
+t.test(
+  "GET /api/hosts shows each GPU's use and the host's CPU and memory from the last heartbeat, while it is connected",
+  async (t) => {
+    const created = await call<{ enrollmentToken: string }>(server, 'POST', '/api/hosts', {
+      key: apiKey,
+      body: { name: 'ws-load' },
+    });
+    const { workerKey } = (
+      await call<{ workerKey: string }>(server, 'POST', '/api/hosts/enroll', {
+        body: { token: created.body.enrollmentToken },
+      })
+    ).body;
+    const { client } = await welcomed(workerKey);
+    const listed = async () =>
+      (
+        await call<{ hosts: Array<{ name: string; load: unknown; gpus: unknown }> }>(server, 'GET', '/api/hosts', {
+          key: apiKey,
+        })
+      ).body.hosts.find((host) => host.name === 'ws-load')!;
+    t.match(
+      await listed(),
+      {
+        load: null,
+        gpus: [{ index: 0, model: 'NVIDIA GeForce RTX 4090', memoryMiB: 24_564, utilizationPercent: null }],
+      },
+      'the GPUs of the hardware report; no load before a heartbeat carries one',
+    );
+    const load = {
+      cpuPercent: 37.5,
+      memoryUsedBytes: 12 * 2 ** 30,
+      gpus: [{ index: 0, utilizationPercent: 81, memoryUsedMiB: 20_480 }],
+    };
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // past the heartbeat write throttle (hello wrote one)
+    client.send({ type: 'heartbeat', at: new Date().toISOString(), load });
+    await eventually(async () => (await listed()).load !== null, 'the load to be recorded');
+    t.match(await listed(), {
+      load: { cpuPercent: 37.5, memoryUsedBytes: 12 * 2 ** 30, memoryBytes: 64 * 2 ** 30 },
+      gpus: [{ index: 0, utilizationPercent: 81, memoryUsedMiB: 20_480, memoryMiB: 24_564 }],
+    });
+
+    // A load out of range is refused (the socket stays); a heartbeat without one (an older agent) keeps the last.
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // past the heartbeat write throttle
+    client.send({ type: 'heartbeat', at: new Date().toISOString(), load: { ...load, cpuPercent: 250 } });
+    t.match(await client.nextOf('error'), { type: 'error' }, 'a CPU use over 100 % is refused');
+    client.send({ type: 'heartbeat', at: new Date().toISOString() });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    t.match((await listed()).load, { cpuPercent: 37.5 }, 'the last load is kept');
+
+    client.ws.close();
+    await client.closed;
+    await eventually(async () => (await findHost((await findByName('ws-load')).id)).state === 'disconnected', 'closed');
+    t.match(
+      await listed(),
+      { load: null, gpus: [{ utilizationPercent: null, memoryUsedMiB: null }] },
+      'a host not connected shows no load',
+    );
+  },
+);
 
 t.test('GET /api/hosts lists a connected private host with its last heartbeat', async (t) => {
   const created = await call<{ enrollmentToken: string }>(server, 'POST', '/api/hosts', {

@@ -24,6 +24,7 @@ import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
 import { ExportService } from './exports/export.service.ts';
+import { HealthCheckService } from './health/health-check.service.ts';
 import { HostService } from './hosts/host.service.ts';
 import { IntegrationAccess, type IntegrationDeps } from './integrations/integration-access.ts';
 import { IntegrationService } from './integrations/integration.service.ts';
@@ -231,6 +232,15 @@ export class Services {
       this.deps.storage?.signer.baseUrl() ?? this.deps.config.publicBaseUrl,
       this.lifecycle,
     );
+  }
+
+  /** The checks of `vpctl doctor`, run by this process on its own store (GET /api/health/checks). */
+  get healthChecks(): HealthCheckService {
+    return new HealthCheckService(this.em, {
+      config: this.deps.config,
+      store: this.storage.store,
+      baseUrl: this.storage.signer.baseUrl(),
+    });
   }
 
   get ingest(): IngestService {

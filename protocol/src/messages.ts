@@ -44,6 +44,23 @@ export const Gpu = z.strictObject({
 });
 export type Gpu = z.infer<typeof Gpu>;
 
+/** Protocol 7: a host's load at a heartbeat, for operators (the hosts page); nothing is scheduled by it. */
+export const HostLoad = z.strictObject({
+  cpuPercent: z.number().min(0).max(100),
+  memoryUsedBytes: count,
+  gpus: z
+    .array(
+      z.strictObject({
+        index: gpuIndex,
+        /** null where the driver does not say (nvidia-smi's [N/A]). */
+        utilizationPercent: z.number().min(0).max(100).nullable(),
+        memoryUsedMiB: count.nullable(),
+      }),
+    )
+    .max(MAX_GPUS_PER_HOST),
+});
+export type HostLoad = z.infer<typeof HostLoad>;
+
 export const Hardware = z
   .strictObject({
     cpu: z.strictObject({ model: text(256), cores: z.int().min(1).max(65_536) }),
@@ -192,6 +209,7 @@ export const AgentMessage = z.discriminatedUnion('type', [
     type: z.literal('heartbeat'),
     at: z.iso.datetime({ offset: true }),
     freeGpus: gpuIndexes.optional(),
+    load: HostLoad.optional(),
   }),
   /**
    * Protocol 2, sent once right after the welcome: the model formats this host's trainer environment can export to

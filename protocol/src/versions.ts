@@ -8,8 +8,9 @@
  * 4: shared folders (`folder.*`, folders.ts): storage integrations of the local provider.
  * 5: `welcome.pool`: whether the host is in the appliance-wide pool (runs every workspace's jobs).
  * 6: `job.finished`'s `ranSeconds` and `endedSecondsAgo`: the host's measure of a job's run (billing after a host loss).
+ * 7: `heartbeat.load`: the host's CPU, memory and per-GPU use, for the hosts page.
  */
-export const PROTOCOL_VERSION = 6;
+export const PROTOCOL_VERSION = 7;
 /** The oldest version this build still speaks. */
 export const PROTOCOL_VERSION_MIN = 1;
 

@@ -17,7 +17,7 @@ import {
 import type { WorkerConfig } from './config.ts';
 import type { Capabilities } from './exporter-probe.ts';
 import type { FolderRequests } from './folder-requests.ts';
-import { readHardware } from './hardware.ts';
+import { readHardware, readLoad } from './hardware.ts';
 import { reenrollAdvice } from './key-check.ts';
 import type { Logger } from './log.ts';
 
@@ -87,11 +87,20 @@ const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> 
     'set allowSharedProcessRuntime: true (VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME=1; install-worker.sh --allow-shared-process-runtime)',
 };
 
-/** A job.finished without the run times of protocol 6, for a control plane that speaks less (it refuses unknown fields). */
+/**
+ * A message as a control plane of `version` reads it (it refuses unknown fields): a job.finished without the run times
+ * of protocol 6, a heartbeat without the load of protocol 7.
+ */
 function forVersion(message: AgentMessage, version: number): AgentMessage {
-  if (message.type !== 'job.finished' || version >= 6) return message;
-  const { ranSeconds: _ranSeconds, endedSecondsAgo: _endedSecondsAgo, ...older } = message;
-  return older;
+  if (message.type === 'job.finished' && version < 6) {
+    const { ranSeconds: _ranSeconds, endedSecondsAgo: _endedSecondsAgo, ...older } = message;
+    return older;
+  }
+  if (message.type === 'heartbeat' && version < 7) {
+    const { load: _load, ...older } = message;
+    return older;
+  }
+  return message;
 }
 
 /**
@@ -165,6 +174,19 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   /** Set before run(): without it no `capabilities` are sent, and the control plane gives this host no export. */
   setCapabilities(capabilities: Promise<Capabilities>): void {
     this.#capabilities = capabilities;
+  }
+
+  /** A heartbeat, with the host's load where the control plane reads it (protocol 7); a failed reading is left out. */
+  async #heartbeat(socket: WebSocket): Promise<void> {
+    const at = new Date().toISOString();
+    const load =
+      this.#protocolVersion >= 7
+        ? await readLoad(this.#hardware?.gpus.length ?? 0).catch((error: unknown) => {
+            this.#log('warn', 'could not read the host load', { error: String(error) });
+            return undefined;
+          })
+        : undefined;
+    if (this.#socket === socket && this.#state === 'ready') this.send({ type: 'heartbeat', at, ...(load && { load }) });
   }
 
   /** Sends now when the socket is ready (welcomed); false otherwise, and the caller keeps the message. */
@@ -333,7 +355,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       }
       socket.ping();
     });
-    this.#every(welcome.heartbeatSeconds * 1000, () => this.#send({ type: 'heartbeat', at: new Date().toISOString() }));
+    this.#every(welcome.heartbeatSeconds * 1000, () => void this.#heartbeat(socket));
     this.#setState('ready');
     // A version-1 control plane would refuse the message; the probe may still be running (it is waited for, not redone).
     if (welcome.protocolVersion >= 2) {

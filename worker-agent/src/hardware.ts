@@ -1,8 +1,9 @@
-// What the agent reports in `hello`: CPU, memory, free disk under its work dir and each NVIDIA GPU.
+// What the agent reports in `hello` (CPU, memory, free disk under its work dir and each NVIDIA GPU) and, at each
+// heartbeat, the host's load.
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import si, { type Systeminformation } from 'systeminformation';
-import { Hardware, type Gpu } from '@vp/protocol';
+import { Hardware, HostLoad, type Gpu } from '@vp/protocol';
 import { gpuTypeId } from '@vp/protocol';
 
 type Controller = Systeminformation.GraphicsControllerData;
@@ -64,5 +65,31 @@ export async function readHardware(workDir: string): Promise<Hardware> {
     diskFreeBytes,
     gpus,
     cpuOnly: gpus.length === 0,
+  });
+}
+
+const percent = (value: number | undefined) =>
+  value === undefined || !Number.isFinite(value) ? null : Math.min(100, Math.max(0, value));
+
+/**
+ * The host's load now: CPU use since the last reading, memory in use (without the page cache), and each NVIDIA GPU's
+ * use and memory as nvidia-smi reports them. GPUs are only asked for when the host has some (`gpus` of its hardware):
+ * that reading runs nvidia-smi.
+ */
+export async function readLoad(gpus: number): Promise<HostLoad> {
+  const [cpu, memory, graphics] = await Promise.all([
+    si.currentLoad(),
+    si.mem(),
+    gpus > 0 ? si.graphics() : Promise.resolve(undefined),
+  ]);
+  const controllers = graphics ? graphics.controllers.filter(isNvidia) : [];
+  return HostLoad.parse({
+    cpuPercent: percent(cpu.currentLoad) ?? 0,
+    memoryUsedBytes: Math.max(0, Math.round(memory.active)),
+    gpus: controllers.slice(0, gpus).map((controller, index) => ({
+      index,
+      utilizationPercent: percent(controller.utilizationGpu),
+      memoryUsedMiB: controller.memoryUsed === undefined ? null : Math.max(0, Math.round(controller.memoryUsed)),
+    })),
   });
 }

@@ -30,12 +30,36 @@ export interface paths {
         };
         /**
          * List the workspace's API keys (owner only)
-         * @description Shows prefix, name, creation and last-use dates; never the key. Keys are created and revoked with `vpctl keys`.
+         * @description Shows prefix, name, creation and last-use dates; never the key. A deployment’s own key is not listed: it is the deployment’s (deleting the deployment revokes it). The owner creates and revokes keys signed in to the console (`POST /api/api-keys`, `DELETE /api/api-keys/{keyId}`) or with `vpctl keys`.
          */
         get: operations["getApiApiKeys"];
         put?: never;
-        post?: never;
+        /**
+         * Create an API key of the workspace's owner (owner's console session only)
+         * @description Only the workspace owner signed in to the console (a password or OIDC session, with its X-CSRF-Token) may call this; any API key is refused with 403 (API keys cannot create or revoke API keys), other roles with 403 Workspace owner access required. The operator creates and revokes keys with `vpctl keys` as well. The key acts with the owner's rights in the session's workspace. It is in this response only: only its SHA-256 and display prefix are kept, so it cannot be shown again.
+         */
+        post: operations["postApiApiKeys"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key (owner’s console session only)
+         * @description Only the workspace owner signed in to the console (a password or OIDC session, with its X-CSRF-Token) may call this; any API key is refused with 403 (API keys cannot create or revoke API keys), other roles with 403 Workspace owner access required. The operator creates and revokes keys with `vpctl keys` as well. The key stops working at once on every replica (401 Invalid API key). A key of another workspace, a deployment’s own key (delete the deployment), or none: 404.
+         */
+        delete: operations["deleteApiApiKeysKeyId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -814,6 +838,26 @@ export interface paths {
         };
         /** Liveness: the process answers */
         get: operations["getApiHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/health/checks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What `vpctl doctor` checks, run now by the answering control plane (owners and admins)
+         * @description Workspace owner or admin keys only (other roles: 403). The database (its version, on this process's connection), migrations, clock skew against the database, the signing secret, the replicas seen in the last minutes, the blob store (a probe object written, read back and deleted), the GPU hosts and their agent versions, and free disk space under DATA_DIR. The hosts and agent versions checks name only the key's workspace's own hosts and the appliance-wide pool's, never another workspace's. A check that fails is a FAIL in the list, not an error answer.
+         */
+        get: operations["getApiHealthChecks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2141,6 +2185,183 @@ export interface operations {
             };
             /** @description Insufficient permissions, plan or quota */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerError"];
+                };
+            };
+        };
+    };
+    postApiApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description JSON of at most 64 KiB; larger: 413, not read */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the key is for, 1-100 characters */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the key, shown once, and its list entry */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description The key itself (ul_ and 40 hex digits): shown in this response only, never again */
+                        key: string;
+                        /** @description The key's id (not the key) */
+                        keyId: string;
+                        /** @description The display prefix again, under the name the hosted service uses */
+                        keyPrefix: string;
+                        lastUsedAt: string | null;
+                        name: string;
+                        /** @description Display prefix: ul_ and the first 8 hex digits */
+                        prefix: string;
+                    };
+                };
+            };
+            /** @description Invalid path, query or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient permissions, plan or quota */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerError"];
+                };
+            };
+        };
+    };
+    deleteApiApiKeysKeyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description keyId of GET /api/api-keys */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keyId: string;
+                        prefix: string;
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid path, query or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient permissions, plan or quota */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Resource not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7117,6 +7338,8 @@ export interface operations {
                 pageToken?: string;
                 /** @description Comma-separated, any of DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL, ALERT, EMERGENCY; default all */
                 severity?: string;
+                /** @description Only entries whose text holds this, any case (an event's message; a request's method, path and status as in its message) */
+                search?: string;
             };
             header?: never;
             path: {
@@ -7796,6 +8019,76 @@ export interface operations {
             };
         };
     };
+    getApiHealthChecks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per check */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description In the order vpctl doctor runs them */
+                        checks: {
+                            /** @description What was checked: database, migrations, clock, signing secret, replicas, … */
+                            check: string;
+                            /** @description What to do, for WARN and FAIL */
+                            fix?: string;
+                            message: string;
+                            /**
+                             * @description OK; WARN: works, but look; FAIL: broken
+                             * @enum {string}
+                             */
+                            status: "OK" | "WARN" | "FAIL";
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient permissions, plan or quota */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerError"];
+                };
+            };
+        };
+    };
     getApiHosts: {
         parameters: {
             query?: never;
@@ -7821,9 +8114,26 @@ export interface operations {
                             createdAt: string;
                             /** @description Model formats the host's trainer environment exports to (its agent's last report), e.g. onnx, openvino */
                             exporters: string[];
+                            /** @description Its NVIDIA GPUs (the last hardware report) with their use while it is connected */
+                            gpus: {
+                                index: number;
+                                memoryMiB: number;
+                                /** @description At the last heartbeat; null when unknown */
+                                memoryUsedMiB: number | null;
+                                model: string;
+                                /** @description At the last heartbeat; null when unknown */
+                                utilizationPercent: number | null;
+                            }[];
                             /** @description Summary of the last hardware report, e.g. "2x h100-sxm, 64 CPU cores, 503 GiB"; null before the first */
                             hardware: string | null;
                             lastHeartbeatAt: string | null;
+                            /** @description CPU and memory use at the last heartbeat, while connected; null otherwise, and for agents before protocol 7 */
+                            load: {
+                                cpuPercent: number;
+                                /** @description The host’s memory (its hardware report) */
+                                memoryBytes: number | null;
+                                memoryUsedBytes: number;
+                            } | null;
                             /** @description For the other formats the agent knows of, why the host cannot export to them (a missing toolchain) */
                             missingExporters: {
                                 [key: string]: string;

@@ -6,12 +6,19 @@ import { SignInPage } from '../auth/SignInPage.tsx';
 import { useIdentity, useSignOut, type Identity } from '../auth/identity.ts';
 import { DatasetPage } from '../datasets/DatasetPage.tsx';
 import { DatasetsPage } from '../datasets/DatasetsPage.tsx';
+import { CreditsPage } from '../credits/CreditsPage.tsx';
+import { DeploymentPage } from '../deployments/DeploymentPage.tsx';
+import { DeploymentsPage } from '../deployments/DeploymentsPage.tsx';
+import { HealthPage } from '../health/HealthPage.tsx';
 import { HostsPage } from '../hosts/HostsPage.tsx';
 import { JobsPage } from '../jobs/JobsPage.tsx';
+import { ApiKeysPage } from '../keys/ApiKeysPage.tsx';
+import { MembersPage } from '../members/MembersPage.tsx';
+import { TrashPage } from '../trash/TrashPage.tsx';
 import { ModelPage } from '../models/ModelPage.tsx';
 import { ProjectPage } from '../projects/ProjectPage.tsx';
 import { ProjectsPage } from '../projects/ProjectsPage.tsx';
-import { datasetsPath, hostsPath, jobsPath, Link, projectsPath, useNavigation, type Route } from './router.tsx';
+import { areaPath, datasetsPath, Link, useNavigation, type Route } from './router.tsx';
 
 /** The page for the address; a signed-out visitor of any page but /signin is sent to /signin. */
 export function App() {
@@ -46,8 +53,9 @@ export function App() {
       {route.page === 'dataset' ? <DatasetPage owner={route.owner} slug={route.slug} /> : null}
       {route.page === 'image' ? <ImageEditor owner={route.owner} slug={route.slug} imageId={route.imageId} /> : null}
       {route.page === 'projects' ? <ProjectsPage owner={route.owner} /> : null}
-      {route.page === 'hosts' ? <HostsPage /> : null}
-      {route.page === 'jobs' ? <JobsPage /> : null}
+      {route.page === 'deployments' ? <DeploymentsPage owner={route.owner} /> : null}
+      {route.page === 'deployment' ? <DeploymentPage owner={route.owner} deployment={route.deployment} /> : null}
+      {operatorPage(route, identity.data)}
       {projectPages(route)}
       {route.page === 'not-found' ? (
         <>
@@ -65,6 +73,36 @@ export function App() {
 /** Roles that see the operator's pages (the API refuses their calls to the others). */
 const OPERATORS = new Set(['owner', 'admin']);
 
+/**
+ * The operator's pages, for owners and admins (API keys: the owner only, as the API has it); anyone else opening their
+ * address is told so (the API refuses their calls as well).
+ */
+function operatorPage(route: Route, identity: Identity) {
+  const pages: Partial<Record<Route['page'], () => React.ReactNode>> = {
+    hosts: () => <HostsPage />,
+    jobs: () => <JobsPage />,
+    members: () => <MembersPage owner={identity.owner} role={identity.role} />,
+    keys: () => <ApiKeysPage />,
+    trash: () => <TrashPage />,
+    credits: () => <CreditsPage />,
+    health: () => <HealthPage />,
+  };
+  const page = pages[route.page];
+  if (!page) return null;
+  const allowed = route.page === 'keys' ? identity.role === 'owner' : OPERATORS.has(identity.role);
+  if (!allowed)
+    return (
+      <>
+        <h1>{titleOf(route.page)}</h1>
+        <p role="alert">
+          This page is for the workspace's {route.page === 'keys' ? 'owner' : 'owners and admins'}; you are{' '}
+          {identity.role === 'admin' ? 'an' : 'a'} {identity.role}.
+        </p>
+      </>
+    );
+  return page();
+}
+
 /** A project's page or a model's, for whoever may read them. */
 function projectPages(route: Route) {
   if (route.page === 'project') return <ProjectPage owner={route.owner} project={route.project} />;
@@ -81,8 +119,15 @@ function titleOf(page: string): string {
       dataset: 'Dataset',
       image: 'Image',
       projects: 'Projects',
+      deployments: 'Deployments',
+      deployment: 'Deployment',
       hosts: 'Hosts',
       jobs: 'Jobs',
+      members: 'Members',
+      keys: 'API keys',
+      trash: 'Trash',
+      credits: 'Credits',
+      health: 'Health',
       project: 'Project',
       model: 'Model',
     }[page] ?? 'Not found'
@@ -103,11 +148,17 @@ function Shell({ identity, children }: { identity: Identity; children: React.Rea
         </Link>
         <nav aria-label="Main">
           <Link href={datasetsPath(identity.owner)}>Datasets</Link>
-          <Link href={projectsPath(identity.owner)}>Projects</Link>
+          <Link href={areaPath(identity.owner, 'projects')}>Projects</Link>
+          <Link href={areaPath(identity.owner, 'deployments')}>Deployments</Link>
           {OPERATORS.has(identity.role) ? (
             <>
-              <Link href={hostsPath(identity.owner)}>Hosts</Link>
-              <Link href={jobsPath(identity.owner)}>Jobs</Link>
+              <Link href={areaPath(identity.owner, 'hosts')}>Hosts</Link>
+              <Link href={areaPath(identity.owner, 'jobs')}>Jobs</Link>
+              <Link href={areaPath(identity.owner, 'members')}>Members</Link>
+              {identity.role === 'owner' ? <Link href={areaPath(identity.owner, 'keys')}>API keys</Link> : null}
+              <Link href={areaPath(identity.owner, 'trash')}>Trash</Link>
+              <Link href={areaPath(identity.owner, 'credits')}>Credits</Link>
+              <Link href={areaPath(identity.owner, 'health')}>Health</Link>
             </>
           ) : null}
           <a href="/api/docs">API reference</a>

@@ -23,12 +23,35 @@ export type Route =
   | { page: 'projects'; owner: string }
   | { page: 'hosts'; owner: string }
   | { page: 'jobs'; owner: string }
+  | { page: 'deployments'; owner: string }
+  | { page: 'deployment'; owner: string; deployment: string }
+  | { page: 'members'; owner: string }
+  | { page: 'keys'; owner: string }
+  | { page: 'trash'; owner: string }
+  | { page: 'credits'; owner: string }
+  | { page: 'health'; owner: string }
   | { page: 'project'; owner: string; project: string }
   | { page: 'model'; owner: string; project: string; model: string }
   | { page: 'not-found'; path: string };
 
+/** The workspace's pages of one name each (`/{owner}/{area}`). */
+const AREA_PAGES = [
+  'projects',
+  'deployments',
+  'hosts',
+  'jobs',
+  'members',
+  'keys',
+  'trash',
+  'credits',
+  'health',
+] as const;
+type AreaPage = (typeof AREA_PAGES)[number];
+
 /** The workspace's own pages: a project of one of these names is reached through the API only. */
-const AREAS = new Set(['datasets', 'projects', 'hosts', 'jobs']);
+const AREAS = new Set<string>(['datasets', ...AREA_PAGES]);
+const isAreaPage = (name: string | undefined): name is AreaPage =>
+  (AREA_PAGES as readonly string[]).includes(name ?? '');
 
 export function parseRoute(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -39,9 +62,9 @@ export function parseRoute(pathname: string): Route {
   if (owner && area === 'datasets' && slug && parts.length === 3) return { page: 'dataset', owner, slug };
   if (owner && area === 'datasets' && slug && images === 'images' && imageId && parts.length === 5)
     return { page: 'image', owner, slug, imageId };
-  if (owner && area === 'projects' && parts.length === 2) return { page: 'projects', owner };
-  if (owner && area === 'hosts' && parts.length === 2) return { page: 'hosts', owner };
-  if (owner && area === 'jobs' && parts.length === 2) return { page: 'jobs', owner };
+  if (owner && isAreaPage(area) && parts.length === 2) return { page: area, owner };
+  if (owner && area === 'deployments' && slug && parts.length === 3)
+    return { page: 'deployment', owner, deployment: slug };
   // Any other second name is a project (a project named as one of AREAS has no page of its own).
   if (owner && area && !AREAS.has(area)) {
     if (parts.length === 2) return { page: 'project', owner, project: area };
@@ -58,16 +81,17 @@ export function datasetPath(owner: string, slug: string): string {
   return `${datasetsPath(owner)}/${encodeURIComponent(slug)}`;
 }
 
+/** A workspace's page of one name: `/{owner}/projects`, `/{owner}/hosts`, … */
+export function areaPath(owner: string, area: AreaPage): string {
+  return `/${encodeURIComponent(owner)}/${area}`;
+}
+
 export function projectsPath(owner: string): string {
-  return `/${encodeURIComponent(owner)}/projects`;
+  return areaPath(owner, 'projects');
 }
 
-export function hostsPath(owner: string): string {
-  return `/${encodeURIComponent(owner)}/hosts`;
-}
-
-export function jobsPath(owner: string): string {
-  return `/${encodeURIComponent(owner)}/jobs`;
+export function deploymentPath(owner: string, deployment: string): string {
+  return `${areaPath(owner, 'deployments')}/${encodeURIComponent(deployment)}`;
 }
 
 export function projectPath(owner: string, project: string): string {

@@ -4,6 +4,7 @@ import { Tabs } from '../app/Tabs.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { Gallery } from '../images/Gallery.tsx';
 import { EmbeddingMap } from '../map/EmbeddingMap.tsx';
+import { BatchPanel } from '../predict/BatchPanel.tsx';
 import { VersionsPanel } from '../versions/VersionsPanel.tsx';
 import { ClassesPanel } from './ClassesPanel.tsx';
 import { CloneDataset } from './CloneDataset.tsx';
@@ -109,6 +110,7 @@ export function DatasetPage({ owner, slug }: { owner: string; slug: string }) {
                   label: 'Add images',
                   render: () => <DatasetUpload owner={owner} dataset={slug} datasetId={item.id} />,
                 },
+                { id: 'auto', label: 'Auto-label', render: () => <BatchPanel owner={owner} dataset={slug} /> },
               ]
             : []),
         ]}

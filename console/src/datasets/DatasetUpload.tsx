@@ -1,5 +1,6 @@
-import { useEffect, useRef, useState, type DragEvent } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
+import { DropZone } from '../app/DropZone.tsx';
 import { JobProgress } from '../jobs/JobProgress.tsx';
 import { isFinal, useJob } from '../jobs/queries.ts';
 import { uploadFile } from '../uploads/upload-file.ts';
@@ -20,7 +21,6 @@ const ACCEPT = '.zip,.tar,.tar.gz,.tgz,.ndjson';
  */
 export function DatasetUpload({ owner, dataset, datasetId }: { owner: string; dataset: string; datasetId: string }) {
   const [state, setState] = useState<Step>({ step: 'idle' });
-  const [dragging, setDragging] = useState(false);
   const abort = useRef<AbortController | undefined>(undefined);
   const refresh = useRefreshDataset(owner);
   const job = useJob(state.step === 'ingesting' ? state.jobId : undefined);
@@ -53,43 +53,21 @@ export function DatasetUpload({ owner, dataset, datasetId }: { owner: string; da
     }
   }
 
-  function onDrop(event: DragEvent<HTMLElement>) {
-    event.preventDefault();
-    setDragging(false);
-    const file = event.dataTransfer.files[0];
-    if (file && state.step !== 'uploading') void start(file);
-  }
-
   const busy = state.step === 'uploading' || (state.step === 'ingesting' && !ended);
   return (
     <section className="card upload" aria-labelledby="upload-heading">
       <h2 id="upload-heading">Add images</h2>
-      <div
-        className={`drop-zone${dragging ? ' dragging' : ''}`}
-        onDragOver={(event) => {
-          event.preventDefault();
-          setDragging(true);
+      <DropZone
+        id="upload-file"
+        accept={ACCEPT}
+        disabled={busy}
+        choose="Choose a file…"
+        onFile={(file) => {
+          if (state.step !== 'uploading') void start(file);
         }}
-        onDragLeave={() => setDragging(false)}
-        onDrop={onDrop}
       >
-        <p>Drop a ZIP, TAR, TAR.GZ or NDJSON file here (YOLO, COCO, classify folders or plain images), or</p>
-        <label className="button" htmlFor="upload-file">
-          Choose a file…
-        </label>
-        <input
-          id="upload-file"
-          className="visually-hidden"
-          type="file"
-          accept={ACCEPT}
-          disabled={busy}
-          onChange={(event) => {
-            const file = event.target.files?.[0];
-            event.target.value = '';
-            if (file) void start(file);
-          }}
-        />
-      </div>
+        Drop a ZIP, TAR, TAR.GZ or NDJSON file here (YOLO, COCO, classify folders or plain images), or
+      </DropZone>
       {state.step === 'uploading' ? (
         <div className="job-progress">
           <progress max={state.total} value={state.sent} aria-label={`Uploading ${state.name}`} />

@@ -47,6 +47,8 @@ export function HostsPage() {
               <th scope="col">State</th>
               <th scope="col">Last heard</th>
               <th scope="col">Hardware</th>
+              <th scope="col">Load</th>
+              <th scope="col">GPUs</th>
               <th scope="col">Agent</th>
               <th scope="col">Jobs running</th>
               <th scope="col">Actions</th>
@@ -62,6 +64,12 @@ export function HostsPage() {
                 <td>{host.state}</td>
                 <td>{host.lastHeartbeatAt ? new Date(host.lastHeartbeatAt).toLocaleString() : 'never'}</td>
                 <td>{host.hardware ?? '—'}</td>
+                <td>
+                  <HostLoad load={host.load} />
+                </td>
+                <td>
+                  <HostGpus gpus={host.gpus} />
+                </td>
                 <td>
                   {host.agentVersion ?? '—'}
                   {host.agentOutdated ? <strong> — upgrade</strong> : null}
@@ -103,6 +111,47 @@ export function HostsPage() {
   );
 }
 
+type Host = NonNullable<ReturnType<typeof useHosts>['data']>[number];
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+
+/** CPU and memory in use at the host's last heartbeat (none while it is not connected). */
+function HostLoad({ load }: { load: Host['load'] }) {
+  if (!load) return <span className="muted">—</span>;
+  return (
+    <span data-cpu={load.cpuPercent}>
+      CPU {Math.round(load.cpuPercent)} %, memory {gib(load.memoryUsedBytes)}
+      {load.memoryBytes ? ` of ${gib(load.memoryBytes)}` : ''}
+    </span>
+  );
+}
+
+/** Each GPU with its use and memory at the last heartbeat. */
+function HostGpus({ gpus }: { gpus: Host['gpus'] }) {
+  if (gpus.length === 0) return <span className="muted">none</span>;
+  return (
+    <ul className="plain">
+      {gpus.map((gpu) => (
+        <li key={gpu.index}>
+          GPU {gpu.index} {gpu.model}:{' '}
+          {gpu.utilizationPercent === null ? 'use unknown' : `${Math.round(gpu.utilizationPercent)} %`},{' '}
+          {gpu.memoryUsedMiB === null ? '?' : (gpu.memoryUsedMiB / 1024).toFixed(1)} of{' '}
+          {(gpu.memoryMiB / 1024).toFixed(1)} GiB
+          {gpu.utilizationPercent === null ? null : (
+            <meter
+              min={0}
+              max={100}
+              value={gpu.utilizationPercent}
+              aria-label={`GPU ${gpu.index} use`}
+              className="gpu-meter"
+            />
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 /** The one-time command, shown once: run it on the host before it expires. */
 function EnrollCommand({ enrollment }: { enrollment: Enrollment }) {
   return (
@@ -112,7 +161,7 @@ function EnrollCommand({ enrollment }: { enrollment: Enrollment }) {
         Run this on the host before {new Date(enrollment.expiresAt).toLocaleTimeString()} (the token works once and is
         not shown again):
       </p>
-      <pre className="console-output" tabIndex={0} aria-label="Enrollment command">
+      <pre className="console-output" tabIndex={0} role="group" aria-label="Enrollment command">
         {enrollment.command}
       </pre>
       <button type="button" onClick={() => void navigator.clipboard?.writeText(enrollment.command)}>

@@ -3,9 +3,11 @@ import { useEffect } from 'react';
 import { datasetPath, Link, modelPath, projectPath } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { ExportsPanel } from '../exports/ExportsPanel.tsx';
+import { PredictPanel } from '../predict/PredictPanel.tsx';
 import { RunPanel } from '../training/RunPanel.tsx';
 import { useTraining } from '../training/queries.ts';
 import { useModel, useModelFiles } from './queries.ts';
+import { ValidationPlots } from './ValidationPlots.tsx';
 
 /**
  * A model: its status, lineage (the dataset and version it was trained on, what it started from), final metrics,
@@ -91,7 +93,13 @@ export function ModelPage({ owner, project, model }: { owner: string; project: s
         ) : null}
       </section>
       <RunPanel owner={owner} project={project} model={model} canEdit={canEdit} />
-      {item.hasWeights ? <ExportsPanel owner={owner} project={project} model={model} canEdit={canEdit} /> : null}
+      {item.plots ? <ValidationPlots plots={item.plots} classNames={item.classNames ?? []} /> : null}
+      {item.hasWeights ? (
+        <>
+          <PredictPanel target={{ kind: 'model', owner, project, model }} title="Predict" />
+          <ExportsPanel owner={owner} project={project} model={model} canEdit={canEdit} />
+        </>
+      ) : null}
     </>
   );
 }

@@ -1,5 +1,7 @@
+import { useMemo, useState } from 'react';
 import { Link, modelPath, projectsPath } from '../app/router.tsx';
 import { useCanEdit } from '../auth/identity.ts';
+import { RunComparison } from '../training/RunComparison.tsx';
 import { TrainForm } from '../training/TrainForm.tsx';
 import { useProject } from './queries.ts';
 
@@ -7,9 +9,18 @@ import { useProject } from './queries.ts';
 export function ProjectPage({ owner, project }: { owner: string; project: string }) {
   const found = useProject(owner, project);
   const canEdit = useCanEdit(owner);
+  // The runs to compare: those ticked, else (once there are two) the two newest that ran an epoch.
+  const [ticked, setTicked] = useState<string[] | undefined>();
+  const models = found.data?.models;
+  const compared = useMemo(() => {
+    const ran = (models ?? []).filter((model) => (model.epochCount ?? 0) > 0);
+    const chosen = ticked ?? (ran.length >= 2 ? ran.slice(0, 2).map((model) => model.model) : []);
+    return ran.filter((model) => chosen.includes(model.model));
+  }, [models, ticked]);
   if (found.error) return <p role="alert">{found.error.message}</p>;
   if (!found.data) return <p role="status">Loading the project…</p>;
-  const { project: item, models } = found.data;
+  const item = found.data.project;
+  const all = found.data.models;
   return (
     <>
       <nav aria-label="Breadcrumb" className="breadcrumb">
@@ -20,7 +31,7 @@ export function ProjectPage({ owner, project }: { owner: string; project: string
       {canEdit ? <TrainForm owner={owner} project={project} /> : null}
       <section className="card" aria-labelledby="models-heading">
         <h2 id="models-heading">Models</h2>
-        {models.length === 0 ? (
+        {all.length === 0 ? (
           <p role="status">No models yet{canEdit ? ': train one above.' : '.'}</p>
         ) : (
           <table className="models">
@@ -32,10 +43,11 @@ export function ProjectPage({ owner, project }: { owner: string; project: string
                 <th scope="col">Epochs</th>
                 <th scope="col">mAP50-95</th>
                 <th scope="col">Created</th>
+                <th scope="col">Compare</th>
               </tr>
             </thead>
             <tbody>
-              {models.map((model) => (
+              {all.map((model) => (
                 <tr key={model.id}>
                   <th scope="row">
                     <Link href={modelPath(owner, project, model.model)}>{model.name}</Link>
@@ -48,12 +60,29 @@ export function ProjectPage({ owner, project }: { owner: string; project: string
                   </td>
                   <td>{formatMetric(headline(model.metrics))}</td>
                   <td>{new Date(model.createdAt).toLocaleString()}</td>
+                  <td>
+                    {(model.epochCount ?? 0) > 0 ? (
+                      <input
+                        type="checkbox"
+                        aria-label={`Compare ${model.name}`}
+                        checked={compared.some((other) => other.model === model.model)}
+                        onChange={(event) =>
+                          setTicked(
+                            event.target.checked
+                              ? [...compared.map((other) => other.model), model.model]
+                              : compared.map((other) => other.model).filter((name) => name !== model.model),
+                          )
+                        }
+                      />
+                    ) : null}
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
         )}
       </section>
+      {compared.length > 0 ? <RunComparison owner={owner} project={project} runs={compared} /> : null}
     </>
   );
 }

@@ -14,6 +14,7 @@ export function ConsoleOutput({ lines }: { lines: string[] }) {
       ref={panel}
       className="console-output"
       tabIndex={0}
+      role="log"
       aria-label="Console output"
       onScroll={(event) => {
         const element = event.currentTarget;

@@ -63,12 +63,12 @@ export function RunPanel(props: { owner: string; project: string; model: string;
 }
 
 /** Each chart's epochs and series from the per-epoch history (epochs 1-based, as the trainer prints them). */
-function chartsOf(job: Job): { title: string; epochs: number[]; series: Series[] }[] {
+function chartsOf(job: Job): { title: string; x: number[]; series: Series[] }[] {
   const epochs = job.history.map((row) => row.epoch + 1);
   const names = [...new Set(job.history.flatMap((row) => Object.keys(row.metrics)))];
   return CHARTS.map(({ title, test }) => ({
     title,
-    epochs,
+    x: epochs,
     series: names.filter(test).map((label) => ({
       label,
       values: job.history.map((row) => {

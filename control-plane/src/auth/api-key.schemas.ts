@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ObjectId } from '../db/ids.ts';
 
 export const ApiKeyListItem = z.object({
   keyId: z.string().meta({ description: "The key's id (not the key)" }),
@@ -13,3 +14,17 @@ export const ApiKeyListItem = z.object({
 });
 
 export const ApiKeyList = z.object({ keys: z.array(ApiKeyListItem), total: z.number().int() });
+
+export const ApiKeyCreateBody = z.object({
+  name: z.string().trim().min(1).max(100).meta({ description: 'What the key is for, 1-100 characters' }),
+});
+
+export const ApiKeyCreated = ApiKeyListItem.extend({
+  key: z
+    .string()
+    .meta({ description: 'The key itself (ul_ and 40 hex digits): shown in this response only, never again' }),
+});
+
+export const ApiKeyPath = z.object({ keyId: ObjectId.meta({ description: 'keyId of GET /api/api-keys' }) });
+
+export const ApiKeyRevoked = z.object({ success: z.literal(true), keyId: ObjectId, prefix: z.string().length(11) });

@@ -4,12 +4,17 @@ import { announceAuthChange } from './authenticator.ts';
 import { Membership } from '../account/membership.entity.ts';
 import { User } from '../account/user.entity.ts';
 import { Workspace } from '../account/workspace.entity.ts';
-import { Conflict, Invalid, NotFound } from '../http/errors.ts';
-import { requireRole } from './access.ts';
-import type { Actor } from './actor.ts';
+import { Conflict, Forbidden, Invalid, NotFound } from '../http/errors.ts';
+import { requireKey, requireRole } from './access.ts';
+import type { Actor, KeyActor } from './actor.ts';
 import { ApiKey } from './api-key.entity.ts';
-import type { ApiKeyListItem } from './api-key.schemas.ts';
+import type { ApiKeyCreated, ApiKeyListItem, ApiKeyRevoked } from './api-key.schemas.ts';
 import { displayPrefix, generateApiKey, hashApiKey } from './key-format.ts';
+import { isSessionActor } from './session-actor.ts';
+
+/** The 403 of a key creating or revoking a key: a leaked key must not be able to mint more, or lock its owner out. */
+export const KEYS_NEED_SIGN_IN =
+  'API keys cannot create or revoke API keys: sign in to the console with your password or OIDC as the workspace owner (or use vpctl keys)';
 
 export interface CreatedKey {
   key: string;
@@ -28,8 +33,9 @@ function listItem(record: ApiKey): z.input<typeof ApiKeyListItem> {
 }
 
 /**
- * API keys. Keys are created and revoked by the operator (vpctl) only: the API lists them, and an
- * API key can never create or revoke one. The key is returned once; only its hash is kept.
+ * API keys. Keys are created and revoked by the operator (vpctl), or by the workspace owner signed in to the console
+ * (a password or OIDC session); an API key can never create or revoke one. The key is returned once; only its hash is
+ * kept.
  */
 export class ApiKeyService {
   private readonly em: EntityManager;
@@ -66,10 +72,33 @@ export class ApiKeyService {
     const key = requireRole(actor, actor.kind === 'key' ? actor.workspaceId : '', 'owner');
     const records = await this.em.find(
       ApiKey,
-      { workspace: key.workspaceId, jobScope: null },
+      // A training job's key and a deployment's own key belong to them (revoked when they end), not to the list.
+      { workspace: key.workspaceId, jobScope: null, deploymentId: null },
       { orderBy: { createdAt: 'asc' } },
     );
     return records.map(listItem);
+  }
+
+  /** POST /api/api-keys: a key of the owner's, in the session's workspace; the key is in this answer only. */
+  async createForActor(actor: Actor, name: string): Promise<z.input<typeof ApiKeyCreated>> {
+    const owner = requireOwnerSession(actor);
+    const { key, record } = await this.create(owner.workspaceHandle, name);
+    return { ...listItem(record), key };
+  }
+
+  /** DELETE /api/api-keys/{keyId}: a key of the session's workspace (another's, a job's or a deployment's: 404); immediate everywhere. */
+  async revokeForActor(actor: Actor, keyId: string): Promise<z.input<typeof ApiKeyRevoked>> {
+    const owner = requireOwnerSession(actor);
+    const record = await this.em.findOne(ApiKey, {
+      id: keyId,
+      workspace: owner.workspaceId,
+      jobScope: null,
+      deploymentId: null,
+    });
+    if (!record) throw NotFound(`No API key ${keyId} in workspace ${owner.workspaceHandle}`);
+    await this.em.remove(record).flush();
+    await announceAuthChange(this.em);
+    return { success: true, keyId: record.id, prefix: record.prefix };
   }
 
   async listAll(workspaceHandle?: string): Promise<ApiKey[]> {
@@ -95,4 +124,11 @@ export class ApiKeyService {
     await announceAuthChange(this.em);
     return matches[0];
   }
+}
+
+/** The workspace owner signed in to the console: any API key is refused (KEYS_NEED_SIGN_IN), other roles too. */
+function requireOwnerSession(actor: Actor): KeyActor {
+  const key = requireKey(actor);
+  if (!isSessionActor(key)) throw Forbidden(KEYS_NEED_SIGN_IN);
+  return requireRole(key, key.workspaceId, 'owner');
 }

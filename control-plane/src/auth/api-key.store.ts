@@ -1,6 +1,6 @@
 // The api_keys table: a key's lookup by its hash (the authenticator's, with what the key acts as) and its last use; the
 // keys a training job reports with are deleted with their job (revokeJobKeys in training/job-keys.ts). Keys are
-// created and listed through the ORM (ApiKey, auth/api-key.service.ts).
+// created, listed and revoked through the ORM (ApiKey, auth/api-key.service.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Region } from '@vp/config';
 import type { Role } from '../account/roles.ts';

@@ -28,7 +28,7 @@ const REQUEST_SEVERITY = `case when status >= 500 then 'ERROR' when status >= 40
 export async function logPage(
   em: EntityManager,
   deploymentId: string,
-  options: { severities: readonly Severity[]; after?: LogPosition; limit: number },
+  options: { severities: readonly Severity[]; search?: string; after?: LogPosition; limit: number },
 ): Promise<LogRow[]> {
   const severities = pgArray(options.severities);
   const after = options.after;
@@ -37,25 +37,33 @@ export async function logPage(
   const before = (source: 'e' | 'r') =>
     after ? `and (${source}.at, '${source}'::text, ${source}.id) < (?::timestamptz, ?::text, ?::bigint)` : '';
   const position = after ? [after.at, after.source, after.id] : [];
+  // A search is a case-insensitive substring of the entry's text (a request's is "METHOD path status"): strpos, so
+  // the user's % and _ are plain characters.
+  const search = options.search?.toLowerCase();
+  const matches = (text: string) => (search === undefined ? '' : `and strpos(lower(${text}), ?) > 0`);
+  const searched = search === undefined ? [] : [search];
   return query<LogRow>(
     em,
     `select * from (
        (select at::text as at, 'e' as source, id::text as id, at as time, severity, message,
                null::varchar as method, null::varchar as path, null::int as status, null::real as "latencyMs", null::varchar as "userAgent"
-        from deployment_events e where deployment_id = ? and severity = any(?::text[]) ${before('e')}
+        from deployment_events e where deployment_id = ? and severity = any(?::text[]) ${matches('e.message')} ${before('e')}
         order by e.at desc, e.id desc limit ?)
        union all
        (select at::text, 'r', id::text, at, ${REQUEST_SEVERITY}, '', method, path, status, latency_ms, user_agent
-        from deployment_requests r where deployment_id = ? and ${REQUEST_SEVERITY} = any(?::text[]) ${before('r')}
+        from deployment_requests r where deployment_id = ? and ${REQUEST_SEVERITY} = any(?::text[])
+          ${matches(`r.method || ' ' || r.path || ' ' || r.status`)} ${before('r')}
         order by r.at desc, r.id desc limit ?)
      ) entries order by time desc, source desc, id::bigint desc limit ?`,
     [
       deploymentId,
       severities,
+      ...searched,
       ...position,
       options.limit,
       deploymentId,
       severities,
+      ...searched,
       ...position,
       options.limit,
       options.limit,

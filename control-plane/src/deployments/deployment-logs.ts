@@ -17,6 +17,7 @@ export async function deploymentLogs(
   const after = options.pageToken === undefined ? undefined : position(tokens, deploymentId, options.pageToken);
   const rows = await logPage(em, deploymentId, {
     severities: options.severity ?? LOG_SEVERITIES,
+    search: options.search,
     after,
     limit: options.limit + 1,
   });

@@ -96,6 +96,16 @@ export const LogsQuery = tokenQuery(50, 200).extend({
       return wanted as Array<(typeof LOG_SEVERITIES)[number]>;
     })
     .meta({ description: `Comma-separated, any of ${LOG_SEVERITIES.join(', ')}; default all` }),
+
+  search: z
+    .string()
+    .max(200)
+    .optional()
+    .transform((text) => (text?.trim() ? text.trim() : undefined))
+    .meta({
+      description:
+        "Only entries whose text holds this, any case (an event's message; a request's method, path and status as in its message)",
+    }),
 });
 
 export const LogEntry = z.object({

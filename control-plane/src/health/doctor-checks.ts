@@ -11,6 +11,7 @@ import { appliedMigrationNames, databaseClockMs } from '../db/database-health.ts
 import { migrationState } from '../db/migration-state.ts';
 import { agentOutdated } from '../hosts/agent-version.ts';
 import { RELEASE_VERSION } from '../release-version.ts';
+import type { BlobStore } from '../storage/blob-store.ts';
 import { openBlobStore } from '../storage/store-from-config.ts';
 import { hostAgentVersions, hostsWithLiveness } from '../workers/host.store.ts';
 import { replicasSeenWithin } from './replica.store.ts';
@@ -150,10 +151,13 @@ export async function replicasCheck(em: EntityManager, ownSecret: string | undef
   return { status: 'OK', check, message: `${replicas.length} running (${where}), one signing secret` };
 }
 
-/** Hosts that are enrolled but have no live socket or heartbeat are lost; the scheduler gives up their jobs. */
-export async function hostsCheck(em: EntityManager, graceSeconds: number): Promise<CheckResult> {
+/**
+ * Hosts that are enrolled but have no live socket or heartbeat are lost; the scheduler gives up their jobs. With
+ * `workspaceId`, only that workspace's hosts and the pool's (what its admins may know of); else every host.
+ */
+export async function hostsCheck(em: EntityManager, graceSeconds: number, workspaceId?: string): Promise<CheckResult> {
   const check = 'hosts';
-  const hosts = await hostsWithLiveness(em, graceSeconds);
+  const hosts = await hostsWithLiveness(em, graceSeconds, workspaceId);
   if (hosts.length === 0) {
     return {
       status: 'WARN',
@@ -181,10 +185,15 @@ export async function hostsCheck(em: EntityManager, graceSeconds: number): Promi
 /**
  * Hosts whose agent last connected with another version than this control plane's release. Only a WARN: the worker
  * protocol spans versions, so an agent one release behind still works; the next appliance upgrade may strand it.
+ * With `workspaceId`, only that workspace's hosts and the pool's; else every host.
  */
-export async function agentVersionsCheck(em: EntityManager, serverUrl: string): Promise<CheckResult> {
+export async function agentVersionsCheck(
+  em: EntityManager,
+  serverUrl: string,
+  workspaceId?: string,
+): Promise<CheckResult> {
   const check = 'agent versions';
-  const hosts = await hostAgentVersions(em);
+  const hosts = await hostAgentVersions(em, workspaceId);
   if (hosts.length === 0) return { status: 'OK', check, message: 'no agent has connected yet' };
   const outdated = hosts.filter((host) => agentOutdated(host.agent_version));
   if (outdated.length === 0)
@@ -212,15 +221,18 @@ function storageName(config: AppConfig): string {
     : `bucket ${url.hostname} at ${url.searchParams.get('endpoint')}`;
 }
 
-/** Writes, reads back and deletes a probe object, through the same store the control plane uses. */
-export async function storageCheck(config: AppConfig): Promise<CheckResult> {
+/**
+ * Writes, reads back and deletes a probe object, through the same store the control plane uses: `live`, a running
+ * control plane's own (left open), else one opened from the configuration for the check.
+ */
+export async function storageCheck(config: AppConfig, live?: BlobStore): Promise<CheckResult> {
   const check = 'storage';
   const where = storageName(config);
   const fix =
     'check STORAGE_URL, and that the folder exists and the appliance’s user may write there (or the bucket and its credentials)';
   let step = 'open';
   try {
-    const store = await openBlobStore(config.storageUrl, config.dataDir);
+    const store = live ?? (await openBlobStore(config.storageUrl, config.dataDir));
     const key = `doctor/${newId()}`;
     const probe = Buffer.from(`vpctl doctor probe ${key}`);
     try {
@@ -247,7 +259,7 @@ export async function storageCheck(config: AppConfig): Promise<CheckResult> {
         return { status: 'FAIL', check, message: `${where}: a deleted probe object is still there`, fix };
     } finally {
       await store.delete(key).catch(() => undefined);
-      await store.close();
+      if (!live) await store.close();
     }
     return { status: 'OK', check, message: `${where}: a probe object was written, read back and deleted` };
   } catch (error) {

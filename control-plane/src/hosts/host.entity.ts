@@ -28,6 +28,8 @@ export const HostSchema = defineEntity({
     lastHeartbeatAt: p.datetime().nullable(),
     /** The agent's last hardware report; its shape is the worker protocol's. */
     hardware: p.json<Record<string, unknown>>().nullable(),
+    /** The host's load at its last heartbeat that carried one (protocol 7); its shape is the worker protocol's. */
+    load: p.json<Record<string, unknown>>().nullable(),
     /** The agent's version as it last connected (its hello); null before its first connection. */
     agentVersion: p.string().length(64).nullable(),
     /** The model formats its trainer environment exports to (its last `capabilities` message), and why not the others. */

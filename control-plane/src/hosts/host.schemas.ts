@@ -46,6 +46,28 @@ export const HostListItem = z.object({
     description: 'For the other formats the agent knows of, why the host cannot export to them (a missing toolchain)',
   }),
   region: z.string().nullable().meta({ description: 'The deployment region it serves; null: every region' }),
+  gpus: z
+    .array(
+      z.object({
+        index: z.number().int(),
+        model: z.string(),
+        memoryMiB: z.number().int(),
+        utilizationPercent: z.number().nullable().meta({ description: 'At the last heartbeat; null when unknown' }),
+        memoryUsedMiB: z.number().int().nullable().meta({ description: 'At the last heartbeat; null when unknown' }),
+      }),
+    )
+    .meta({ description: 'Its NVIDIA GPUs (the last hardware report) with their use while it is connected' }),
+  load: z
+    .object({
+      cpuPercent: z.number(),
+      memoryUsedBytes: z.number().int(),
+      memoryBytes: z.number().int().nullable().meta({ description: 'The host’s memory (its hardware report)' }),
+    })
+    .nullable()
+    .meta({
+      description:
+        'CPU and memory use at the last heartbeat, while connected; null otherwise, and for agents before protocol 7',
+    }),
   services: z.array(z.string()).meta({ description: 'The services its agent runs (inference: deployments’ servers)' }),
   createdAt: z.iso.datetime(),
 });

@@ -12,6 +12,7 @@ import { Conflict, HttpError, Invalid, NotFound, Unauthorized } from '../http/er
 import { agentOutdated } from './agent-version.ts';
 import { EnrollmentToken } from './enrollment-token.entity.ts';
 import { hardwareSummary } from './hardware-summary.ts';
+import { hostGpus, hostLoad } from './host-load.ts';
 import { Host } from './host.entity.ts';
 import { HOST_NAME_PATTERN, type EnrollResponse, type HostEnrollment, type HostListItem } from './host.schemas.ts';
 import {
@@ -27,6 +28,8 @@ import { announceWorkerKeyChange } from './worker-key-lookup.ts';
 export const ENROLLMENT_TTL_MS = 10 * 60_000;
 
 export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof HostListItem> {
+  // The load of a host that is not connected now is stale: not shown.
+  const load = host.state === 'connected' ? (host.load ?? null) : null;
   return {
     name: host.name,
     pool: host.workspace === null,
@@ -40,6 +43,8 @@ export function hostListItem(host: Host, runningJobs: string[]): z.input<typeof 
     // Unset on a host created by this process and not read back since: the column's default.
     missingExporters: host.missingExporters ?? {},
     region: host.region ?? null,
+    gpus: hostGpus(host.hardware ?? null, load),
+    load: hostLoad(host.hardware ?? null, load),
     services: host.services ?? [],
     createdAt: host.createdAt.toISOString(),
   };

@@ -5,7 +5,7 @@
 // transaction, so a socket that was taken over (on this replica or another) changes nothing, even before its replica
 // has closed it. The rest is the look-up of what live hosts offer (scheduler/host-offers.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Hardware } from '@vp/protocol';
+import type { Hardware, HostLoad } from '@vp/protocol';
 import { pgArray, query } from '../db/sql.ts';
 
 /**
@@ -98,9 +98,15 @@ export async function isCurrentSession(em: EntityManager, session: HostSession):
   return rows.length > 0;
 }
 
-/** The server's clock, not the agent's `at`: hosts' clocks may drift, liveness is judged here. */
-export async function recordHeartbeat(em: EntityManager, hostId: string): Promise<void> {
-  await query(em, 'update hosts set last_heartbeat_at = now() where id = ?', [hostId]);
+/**
+ * The server's clock, not the agent's `at`: hosts' clocks may drift, liveness is judged here. The load it carried
+ * replaces the last; one without (an older agent) leaves it.
+ */
+export async function recordHeartbeat(em: EntityManager, hostId: string, load: HostLoad | undefined): Promise<void> {
+  await query(em, 'update hosts set last_heartbeat_at = now(), load = coalesce(?::jsonb, load) where id = ?', [
+    load === undefined ? null : JSON.stringify(load),
+    hostId,
+  ]);
 }
 
 /**
@@ -173,10 +179,20 @@ export async function someHostOffersNow(
   return row.found;
 }
 
-/** Every host with its workspace's handle (null: shared), state and last heartbeat, and whether it is alive (connected, heard within graceSeconds), by name. */
+/** A workspace's own hosts and the appliance-wide pool's: the hosts its owners and admins may know of. */
+const WORKSPACE_AND_POOL = 'h.workspace_id = ? or h.workspace_id is null';
+const workspaceScope = (workspaceId: string | undefined) =>
+  workspaceId === undefined ? '' : `where ${WORKSPACE_AND_POOL}`;
+const workspaceParams = (workspaceId: string | undefined) => (workspaceId === undefined ? [] : [workspaceId]);
+
+/**
+ * Every host with its workspace's handle (null: shared), state and last heartbeat, and whether it is alive (connected,
+ * heard within graceSeconds), by name; with `workspaceId`, only that workspace's and the pool's.
+ */
 export async function hostsWithLiveness(
   em: EntityManager,
   graceSeconds: number,
+  workspaceId?: string,
 ): Promise<
   Array<{ name: string; workspace: string | null; state: string; last_heartbeat_at: string | null; alive: boolean }>
 > {
@@ -190,19 +206,25 @@ export async function hostsWithLiveness(
     em,
     `select h.name, w.handle as workspace, h.state, h.last_heartbeat_at,
        (h.state = 'connected' and h.last_heartbeat_at > now() - make_interval(secs => ?)) as alive
-     from hosts h left join workspaces w on w.id = h.workspace_id order by h.name`,
-    [graceSeconds],
+     from hosts h left join workspaces w on w.id = h.workspace_id ${workspaceScope(workspaceId)} order by h.name`,
+    [graceSeconds, ...workspaceParams(workspaceId)],
   );
 }
 
-/** The hosts whose agent reported its version, with their workspace's handle (null: shared), by name. */
+/**
+ * The hosts whose agent reported its version, with their workspace's handle (null: shared), by name; with
+ * `workspaceId`, only that workspace's and the pool's.
+ */
 export async function hostAgentVersions(
   em: EntityManager,
+  workspaceId?: string,
 ): Promise<Array<{ name: string; workspace: string | null; agent_version: string }>> {
+  const scope = workspaceId === undefined ? '' : `and (${WORKSPACE_AND_POOL})`;
   return query<{ name: string; workspace: string | null; agent_version: string }>(
     em,
     `select h.name, w.handle as workspace, h.agent_version from hosts h left join workspaces w on w.id = h.workspace_id
-     where h.agent_version is not null order by h.name`,
+     where h.agent_version is not null ${scope} order by h.name`,
+    workspaceParams(workspaceId),
   );
 }
 

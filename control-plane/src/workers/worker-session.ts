@@ -6,6 +6,7 @@ import {
   helloVersions,
   parseMessage,
   type AgentMessage,
+  type HostLoad,
   type ServerMessage,
 } from '@vp/protocol';
 import type { Logger } from 'pino';
@@ -195,7 +196,7 @@ export class WorkerSession implements WorkerConnection {
       case 'hello':
         return this.refuse('hello was already received');
       case 'heartbeat':
-        return this.heartbeat();
+        return this.heartbeat(message.load);
       case 'capabilities':
         return this.capabilities(message);
       case 'job.accepted': {
@@ -329,12 +330,12 @@ export class WorkerSession implements WorkerConnection {
     this.send({ type: 'job.cancel', jobId, reason });
   }
 
-  private async heartbeat(): Promise<void> {
+  private async heartbeat(load: HostLoad | undefined): Promise<void> {
     const now = Date.now();
     if (now - this.lastHeartbeatWrite < HEARTBEAT_WRITE_INTERVAL_MS) return;
     this.lastHeartbeatWrite = now;
     await this.asCurrent(async (tx) => {
-      await recordHeartbeat(tx, this.hostId);
+      await recordHeartbeat(tx, this.hostId, load);
       await renewHostLeases(tx, this.hostId, this.context.scheduler.graceSeconds);
     });
   }

@@ -34,6 +34,7 @@ import { Migration20261205000000_deployment_tokens_sealed } from './Migration202
 import { Migration20261206000000_job_lost_attempt_seconds } from './Migration20261206000000_job_lost_attempt_seconds.ts';
 import { Migration20261207000000_console_sessions } from './Migration20261207000000_console_sessions.ts';
 import { Migration20261208000000_layout_point_ordinals } from './Migration20261208000000_layout_point_ordinals.ts';
+import { Migration20261209000000_host_load } from './Migration20261209000000_host_load.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -76,4 +77,5 @@ export const migrations = [
   { name: 'Migration20261206000000_job_lost_attempt_seconds', class: Migration20261206000000_job_lost_attempt_seconds },
   { name: 'Migration20261207000000_console_sessions', class: Migration20261207000000_console_sessions },
   { name: 'Migration20261208000000_layout_point_ordinals', class: Migration20261208000000_layout_point_ordinals },
+  { name: 'Migration20261209000000_host_load', class: Migration20261209000000_host_load },
 ];
