@@ -11,7 +11,10 @@
  *   vertex moved by the keyboard to the frame that shows it (< 50 ms), the slowest of 10;
  * - the JavaScript the first load runs, gzipped (< 300 KB);
  * - the embedding map of every image (a layout seeded in SQL: ten discs on a ring): a fresh tab opening it, to every
- *   point drawn (< 3 s), and a lasso around one disc, a tenth of the points, to the frame showing them picked (< 1 s).
+ *   point drawn (< 3 s), and a lasso around one disc, a tenth of the points, to the frame showing them picked (< 1 s);
+ * - issue 37's (console-ops.ts): a run page of 300 epochs, to its curves drawn (< 500 ms); 50 runs × 30 metrics on one
+ *   chart, series toggled from its legend, no frame over 100 ms; the hosts page of 100 hosts (< 1 s); a deployment's
+ *   log of 100,000 entries searched (< 500 ms); an epoch's report to its curve on the open run page (< 2 s).
  * Timings are read inside the page (performance.now(), frame to frame by requestAnimationFrame), not across the
  * DevTools protocol.
  *
@@ -25,6 +28,19 @@ import { chromium, type Browser, type Page } from 'playwright';
 import { api, buildZip, jobEnded, uploadArchive } from './generated-dataset.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
 import { measureMap, seedLayout } from './console-map.ts';
+import {
+  COMPARED_METRICS,
+  COMPARED_RUNS,
+  compareToggleFrames,
+  epochToCurve,
+  HOSTS,
+  hostsPageShown,
+  LOG_ENTRIES,
+  logSearched,
+  LONG_RUN_EPOCHS,
+  runPageDrawn,
+  seedOps,
+} from './console-ops.ts';
 import { SEEDED_CLASSES, seedImagesSql, type SeedFile } from './seeded-images.ts';
 
 const IMAGES = positiveInt('BENCH_CONSOLE_IMAGES', 1_000_000);
@@ -168,6 +184,8 @@ async function main(): Promise<void> {
   const polygonImageId = await polygonImage(base, key, owner);
   await seedMillion(datasetId);
   const layoutPoints = await seedLayout(database, datasetId);
+  process.stderr.write('seeding runs, hosts and a deployment log…\n');
+  const ops = await seedOps(base, key, owner, database);
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   try {
@@ -289,6 +307,30 @@ async function main(): Promise<void> {
       `  map drawn in ${map.drawnMs.toFixed(0)} ms, lasso of ${map.picked} in ${map.lassoMs.toFixed(0)} ms\n`,
     );
 
+    // Issue 37's pages, each opened in a fresh tab.
+    const fresh = async () => {
+      await page?.context().close();
+      page = await signedInPage(browser, base, key, owner);
+      return page;
+    };
+    const runPage: number[] = [];
+    const hostsPage: number[] = [];
+    const logSearch: number[] = [];
+    for (let sample = 0; sample < SAMPLES; sample += 1) {
+      runPage.push(await runPageDrawn(await fresh(), `${base}${ops.longRunPath}`));
+      hostsPage.push(await hostsPageShown(await fresh(), `${base}/${owner}/hosts`));
+      logSearch.push(await logSearched(await fresh(), `${base}${ops.deploymentPath}`, ops.search));
+      process.stderr.write(
+        `  run page ${runPage.at(-1)!.toFixed(0)} ms, hosts ${hostsPage.at(-1)!.toFixed(0)} ms, log search ${logSearch.at(-1)!.toFixed(0)} ms\n`,
+      );
+    }
+    const compare = await compareToggleFrames(await fresh(), `${base}${ops.comparePath}`);
+    const epochDelays = await epochToCurve(await fresh(), base, key, ops.liveRun);
+    process.stderr.write(
+      `  ${compare.series} series toggled: slowest frame ${Math.max(...compare.frames).toFixed(0)} ms; epoch to curve ${epochDelays.map((ms) => ms.toFixed(0)).join(', ')} ms\n`,
+    );
+    await page?.context().close();
+
     const loadP50 = percentile(loads, 50);
     const slowestSort = Object.entries(sorts).reduce((a, b) => (b[1] > a[1] ? b : a));
     const slowShare = (100 * slowFrames) / scrollFrames.length;
@@ -343,6 +385,7 @@ async function main(): Promise<void> {
         target: '< 1000 ms',
         pass: map.lassoMs < 1000,
       },
+      ...opsFigures(runPage, compare.frames, hostsPage, logSearch, epochDelays),
       {
         figure: 'initial JavaScript, gzipped',
         value: scriptBytes / 1024,
@@ -363,10 +406,71 @@ async function main(): Promise<void> {
       editorFramesMs: editorFrames,
       vertexEditsMs: vertexEdits,
       map,
+      runPageMs: runPage,
+      compareFramesMs: compare.frames,
+      hostsPageMs: hostsPage,
+      logSearchMs: logSearch,
+      epochToCurveMs: epochDelays,
     });
   } finally {
     await browser.close();
   }
+}
+
+/** Issue 37's rows: medians of the fresh-tab samples, the slowest frame and the slowest epoch report. */
+function opsFigures(
+  runPage: number[],
+  compareFrames: number[],
+  hostsPage: number[],
+  logSearch: number[],
+  epochDelays: number[],
+): Figure[] {
+  const slowestFrame = Math.max(...compareFrames);
+  const slowestEpoch = Math.max(...epochDelays);
+  const row = (figure: string, value: number, unit: string, target: string, pass: boolean): Figure => ({
+    figure,
+    value,
+    unit,
+    target,
+    pass,
+  });
+  return [
+    row(
+      `run page of ${LONG_RUN_EPOCHS} epochs, fresh tab to every curve drawn, median of ${SAMPLES}`,
+      percentile(runPage, 50),
+      'ms',
+      '< 500 ms',
+      percentile(runPage, 50) < 500,
+    ),
+    row(
+      `${COMPARED_RUNS} runs × ${COMPARED_METRICS} metrics on one chart, slowest frame while toggling series`,
+      slowestFrame,
+      'ms',
+      '< 100 ms',
+      slowestFrame < 100,
+    ),
+    row(
+      `hosts page of ${HOSTS} hosts, fresh tab to every row shown, median of ${SAMPLES}`,
+      percentile(hostsPage, 50),
+      'ms',
+      '< 1000 ms',
+      percentile(hostsPage, 50) < 1000,
+    ),
+    row(
+      `deployment log of ${LOG_ENTRIES.toLocaleString()} entries searched, to the matches shown, median of ${SAMPLES}`,
+      percentile(logSearch, 50),
+      'ms',
+      '< 500 ms',
+      percentile(logSearch, 50) < 500,
+    ),
+    row(
+      `epoch report to its curve on the open run page, slowest of ${epochDelays.length}`,
+      slowestEpoch,
+      'ms',
+      '< 2000 ms',
+      slowestEpoch < 2000,
+    ),
+  ];
 }
 
 await runBenchmark('bench:console', main, async () => {

@@ -19,7 +19,7 @@ export function LogTail({ owner, deployment }: { owner: string; deployment: stri
   const [search, setSearch] = useState('');
   const [live, setLive] = useState(true);
   useEffect(() => {
-    const timer = setTimeout(() => setSearch(typed.trim()), 300);
+    const timer = setTimeout(() => setSearch(typed.trim()), 150);
     return () => clearTimeout(timer);
   }, [typed]);
   const logs = useDeploymentLogs(owner, deployment, { severities, search, live });
