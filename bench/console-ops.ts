@@ -1,12 +1,13 @@
 // bench:console, part 2 of the console: the pages of training runs, hosts and deployments over data of the size the
 // issue names. Runs are reported as a trainer reports them (the platform callback's events to
-// /api/webhooks/training/metrics); hosts are connected through the API and their reports written in SQL; a
+// /api/webhooks/training/metrics); hosts and their reports are written in SQL (seeded-hosts.ts); a
 // deployment's log of 100,000 entries is written in SQL. Timings are read inside the page (performance.now(),
 // requestAnimationFrame), except an epoch's report to its curve, which spans this process and the page (Date.now() on
 // the same machine).
 import type { Page } from 'playwright';
 import { api } from './generated-dataset.ts';
 import { adminQuery } from './lib.ts';
+import { seedConnectedHosts } from './seeded-hosts.ts';
 
 export const LONG_RUN_EPOCHS = 300;
 export const COMPARED_RUNS = 50;
@@ -113,26 +114,7 @@ export async function seedOps(base: string, key: string, owner: string, database
     }),
   );
 
-  for (let host = 0; host < HOSTS; host += 1)
-    await api(base, key, 'POST', '/api/hosts', { name: `gpu-${String(host).padStart(3, '0')}` });
-  const gpus = (count: number) =>
-    Array.from({ length: count }, (_, index) => ({
-      index,
-      model: 'NVIDIA H100 80GB HBM3',
-      typeId: 'h100-sxm',
-      memoryMiB: 81_559,
-      driverVersion: '550.54',
-    }));
-  // Connected a minute ahead, so no sweep takes them for lost while the page is measured.
-  await adminQuery(
-    `update hosts set state = 'connected', last_heartbeat_at = now() + interval '1 hour', agent_version = '0.1.0',
-       hardware = jsonb_build_object('cpu', jsonb_build_object('model', 'Bench CPU', 'cores', 64), 'memoryBytes', 540431955968,
-         'diskFreeBytes', 1e12, 'gpus', '${JSON.stringify(gpus(8))}'::jsonb, 'cpuOnly', false),
-       load = jsonb_build_object('cpuPercent', 40, 'memoryUsedBytes', 2e11, 'gpus',
-         (select jsonb_agg(jsonb_build_object('index', g, 'utilizationPercent', 90, 'memoryUsedMiB', 60000)) from generate_series(0, 7) g))
-     where name like 'gpu-%'`,
-    database,
-  );
+  await seedConnectedHosts(database, HOSTS, 'gpu-');
 
   // A deployment of the long run's model, stopped (no server is started for it), with its log.
   const { rows } = await adminQuery<{ id: string; workspace_id: string }>(

@@ -37,6 +37,7 @@ t.test('the file enroll writes is enough; the rest has defaults', async (t) => {
     keepWorkDirsHours: 24,
     sharedFolders: [],
     allowSharedProcessRuntime: false,
+    metricsListen: undefined,
     configFile: env.VP_WORKER_CONFIG,
   });
 });

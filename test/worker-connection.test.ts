@@ -119,6 +119,7 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
   keepWorkDirsHours: 24,
   sharedFolders: [],
   allowSharedProcessRuntime: false,
+  metricsListen: undefined,
   configFile: join(dir, 'config.json'),
 });
 

@@ -18,6 +18,7 @@ export const defaults = {
   sessionHours: 12, // SESSION_HOURS: a console session ends this long after sign-in (fixed expiry, not extended by use)
   // OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET have no default: unset, the console signs in with passwords only
   oidcName: 'Single sign-on', // OIDC_NAME: what the sign-in page calls the OIDC provider
+  auditRetentionDays: 400, // AUDIT_RETENTION_DAYS: audit log entries older than this are purged (hourly)
   jobConcurrency: 2, // JOB_CONCURRENCY: background jobs (ingest, exports) one control plane runs at once
   jobLeaseSeconds: 60, // JOB_LEASE_SECONDS: a job whose process stops renewing its lease this long is taken again
   workerHeartbeatSeconds: 10, // WORKER_HEARTBEAT_SECONDS: how often worker agents report in (sent to them in `welcome`)

@@ -137,6 +137,11 @@ const EnvSchema = z.object({
     .max(100_000)
     .default(defaults.batchPredictCentsPerImage),
   SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  METRICS_TOKEN: z
+    .string()
+    .min(32, 'must be at least 32 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+    .optional(),
   STORAGE_URL: z
     .string()
     .regex(/^(file|s3):\/\//, 'must be a file:// or s3:// URL (s3://bucket?endpoint=http://host:9000)')
@@ -168,6 +173,7 @@ const EnvSchema = z.object({
     .default(defaults.embeddingPlacement),
   EMBEDDING_LAYOUT_SAMPLE: positiveInt.max(1_000_000).default(defaults.embeddingLayoutSample),
   SESSION_HOURS: positiveInt.max(24 * 30).default(defaults.sessionHours),
+  AUDIT_RETENTION_DAYS: positiveInt.max(36_500).default(defaults.auditRetentionDays),
   OIDC_ISSUER: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
   OIDC_CLIENT_SECRET: z.string().min(1).max(1024).optional(),
@@ -222,6 +228,8 @@ export interface AppConfig {
   sessionHours: number;
   /** Console sign-in through an OIDC provider; null when not configured. */
   oidc: OidcSettings | null;
+  /** Audit log entries older than this are purged (hourly). */
+  auditRetentionDays: number;
   jobConcurrency: number;
   jobLeaseSeconds: number;
   workerHeartbeatSeconds: number;
@@ -250,6 +258,8 @@ export interface AppConfig {
   batchPredictCentsPerImage: number;
   /** From SIGNING_SECRET, else generated once and kept in `<dataDir>/signing-secret`. */
   signingSecret: string | undefined;
+  /** The bearer token Prometheus scrapes `/metrics` with; unset: `/metrics` answers 404 (API keys never reach it). */
+  metricsToken: string | undefined;
   /** Where blobs live: unset → `<dataDir>/blobs` on disk; `file:///path`; `s3://bucket?endpoint=...`. */
   storageUrl: string | undefined;
   /**
@@ -342,6 +352,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authFailureLimit: e.AUTH_FAILURE_LIMIT,
     sessionHours: e.SESSION_HOURS,
     oidc: oidcSettings(e),
+    auditRetentionDays: e.AUDIT_RETENTION_DAYS,
     jobConcurrency: e.JOB_CONCURRENCY,
     jobLeaseSeconds: e.JOB_LEASE_SECONDS,
     workerHeartbeatSeconds: e.WORKER_HEARTBEAT_SECONDS,
@@ -356,6 +367,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trainingSecondsPerEpochEstimate: e.TRAINING_SECONDS_PER_EPOCH_ESTIMATE,
     batchPredictCentsPerImage: e.BATCH_PREDICT_CENTS_PER_IMAGE,
     signingSecret: e.SIGNING_SECRET,
+    metricsToken: e.METRICS_TOKEN,
     storageUrl: e.STORAGE_URL,
     outboundAllowedNetworks: e.OUTBOUND_ALLOWED_NETWORKS,
     predictWorkers: e.PREDICT_WORKERS ?? Math.max(1, Math.floor(availableParallelism() / 8)),

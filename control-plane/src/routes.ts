@@ -1,5 +1,6 @@
 import { accountRoutes } from './account/account.routes.ts';
 import { workflowRoutes } from './agents/workflow.routes.ts';
+import { auditRoutes } from './audit/audit.routes.ts';
 import { apiKeyRoutes } from './auth/api-key.routes.ts';
 import { authSessionRoutes } from './auth/auth-session.routes.ts';
 import { billingRoutes } from './billing/billing.routes.ts';
@@ -41,6 +42,7 @@ export const routes: RouteDefinition[] = [
   ...healthRoutes,
   ...accountRoutes,
   ...apiKeyRoutes,
+  ...auditRoutes,
   ...authSessionRoutes,
   ...uploadRoutes,
   ...fileRoutes,

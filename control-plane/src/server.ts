@@ -4,7 +4,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveSigningSecret, type AppConfig } from '@vp/config';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { RELEASE_VERSION } from './release-version.ts';
 import { createApp } from './app.ts';
+import { AppMetrics } from './metrics/app-metrics.ts';
+import { ScrapeFigures } from './metrics/figures.ts';
 import { SummaryFigures } from './account/summary-figures.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { bootstrapFirstStart } from './bootstrap.ts';
@@ -42,6 +45,8 @@ import { UrlSigner } from './storage/signed-url.ts';
 import type { Storage } from './storage/storage.ts';
 import { openBlobStore } from './storage/store-from-config.ts';
 import { scheduleTrashPurge } from './trash/trash-purge.ts';
+import { scheduleAuditPurge } from './audit/audit-purge.ts';
+import { AuditRecorder } from './audit/audit-recorder.ts';
 import { UploadService } from './uploads/upload.service.ts';
 import { HOST_COMMAND_JOB, hostCommandJob } from './scheduler/host-job-kinds.ts';
 import { HostScheduler } from './scheduler/host-scheduler.ts';
@@ -179,7 +184,9 @@ export async function startServer(
     references: new ReferencedImages(() => orm.em.fork() as EntityManager, integrations),
   };
   const faces = new FaceDetector(config.faceDetectorPath);
-  const ingest = new IngestJob(storage, outbound, faces, integrations);
+  // Counted only where something scrapes them (METRICS_TOKEN set): otherwise no request pays for them.
+  const metrics = config.metricsToken ? new AppMetrics(RELEASE_VERSION) : undefined;
+  const ingest = new IngestJob(storage, outbound, faces, integrations, (bytes) => metrics?.ingestBytes.inc(bytes));
   // What a process killed mid-ingest or mid-upload left on disk: at start (most likely after such a crash) and hourly.
   const sweepLeftovers = () =>
     Promise.all([
@@ -203,6 +210,8 @@ export async function startServer(
   }, 3600_000);
   sweepTimer.unref();
   const purgeTask = scheduleTrashPurge(() => orm.em.fork() as EntityManager, storage, log);
+  const audit = new AuditRecorder(() => orm.em.fork() as EntityManager, log);
+  const auditPurge = scheduleAuditPurge(() => orm.em.fork() as EntityManager, config.auditRetentionDays, log);
   const runExpiry = scheduleRunExpiry(
     () => orm.em.fork() as EntityManager,
     { silenceSeconds: config.trainingRunSilenceSeconds, cancelGraceSeconds: config.trainingCancelGraceSeconds },
@@ -230,6 +239,7 @@ export async function startServer(
     timeoutSeconds: config.deploymentTimeoutSeconds,
     secret,
     log,
+    metrics,
   });
   const predictor = options.predictor ?? new OnnxPredictor({ config, storage, lifecycle });
   const embedder = new ImageEmbedder({
@@ -290,7 +300,16 @@ export async function startServer(
     outbound,
     secret,
     integrationAccess: integrations,
+    audit,
     routes: options.routes,
+    metrics,
+    scrapeFigures:
+      metrics &&
+      new ScrapeFigures(metrics.gauges, {
+        graceSeconds: config.hostLostGraceSeconds,
+        dataDir: config.dataDir,
+        pool: () => orm.em.getConnection().getNativeClient(),
+      }),
   });
   // Handlers of requests whose client went away keep running; shutdown waits for them before closing the pool.
   const handle = app.callback();
@@ -319,6 +338,7 @@ export async function startServer(
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       await purgeTask.destroy();
+      await auditPurge.destroy();
       await runExpiry.stop();
       await deploymentSweep.stop();
       await scheduler.stop();
@@ -338,6 +358,7 @@ export async function startServer(
       await embedder.close();
       // The requests answered so far are recorded before the pool closes.
       await deploymentTraffic.close();
+      await audit.close();
       await deploymentRouter.close();
       await replica.stop();
       authenticator.close();

@@ -3,6 +3,8 @@ import { resolveSigningSecret, type AppConfig } from '@vp/config';
 import { AccountService } from './account/account.service.ts';
 import type { SummaryFigures } from './account/summary-figures.ts';
 import { WorkflowService } from './agents/workflow.service.ts';
+import { AuditService } from './audit/audit.service.ts';
+import type { AuditRecorder } from './audit/audit-recorder.ts';
 import { ApiKeyService } from './auth/api-key.service.ts';
 import { SessionService } from './auth/session.service.ts';
 import { BillingService } from './billing/billing.service.ts';
@@ -80,6 +82,8 @@ export interface ServiceDeps {
   secret?: string;
   /** The process's access to saved integrations (credentials' cipher, providers), built once; absent (vpctl): once per Services. */
   integrationAccess?: IntegrationAccess;
+  /** The process's audit log writer (the API's changes); absent (vpctl): the operator's changes are written at once. */
+  audit?: AuditRecorder;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -119,6 +123,10 @@ export class Services {
 
   get account(): AccountService {
     return new AccountService(() => this.em, this.deps.config.region, this.deps.summaryFigures);
+  }
+
+  get audit(): AuditService {
+    return new AuditService(this.em, this.deps.audit);
   }
 
   get apiKeys(): ApiKeyService {

@@ -1,10 +1,12 @@
 // The commands that open what they need themselves: backup, restore and doctor look at the database as it is
 // (never migrated first) and decide their own exit status.
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { AppConfig } from '@vp/config';
 import type { Logger } from 'pino';
 import { writeBackup } from '../../control-plane/src/backup/backup.ts';
+import { recordBackupRun } from '../../control-plane/src/backup/backup-run.store.ts';
 import { mib } from '../../control-plane/src/backup/backup-format.ts';
 import { BackupKey } from '../../control-plane/src/backup/backup-key.ts';
 import { restoreBackup } from '../../control-plane/src/backup/restore.ts';
@@ -79,11 +81,17 @@ export const backupCommand: (dir: string, keyFile: string | undefined) => Operat
     const target = resolve(dir);
     const keyPath = resolve(keyFile ?? defaultBackupKeyFile(config));
     const { key, created } = await BackupKey.readOrCreate(keyPath);
-    const manifest = await withDatabase(config, log, 'leave', ({ url }) =>
-      withStore(config, (store) =>
+    const manifest = await withDatabase(config, log, 'leave', async ({ url, orm }) => {
+      const written = await withStore(config, (store) =>
         writeBackup({ databaseUrl: url, store, dir: target, key, progress: (text) => progress(`backup: ${text}`) }),
-      ),
-    );
+      );
+      // For the metrics (the age of the last complete backup); a database not migrated to have the table yet is noted.
+      await recordBackupRun(orm.em.fork() as EntityManager, {
+        complete: written.storage.missing.length === 0,
+        dir: target,
+      }).catch((error: unknown) => note(`The backup was not recorded for the metrics: ${String(error)}`));
+      return written;
+    });
     if (created)
       note(
         `A new backup key (id ${key.id}) was written to ${keyPath}: keep a copy apart from the backups; vpctl restore needs it.`,

@@ -45,6 +45,8 @@ interface CommandContext {
   print: (text: string) => void;
   /** A note for the operator, on stderr. */
   note: (text: string) => void;
+  /** Output written to stdout at once (waiting for it to drain), for results too long to gather first. */
+  stream: (text: string) => Promise<void>;
 }
 
 type Action = (context: CommandContext) => Promise<void>;
@@ -149,7 +151,11 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--name <display>', 'display name (default: the username)')
     .action((username: string, options: { name?: string }) =>
       choose(async ({ services, print }) => {
-        const { user, workspace } = await services.account.createUser(username, options.name);
+        const { user, workspace } = await services.audit.asOperator(
+          'users.create',
+          { workspace: username, resource: `users/${username}` },
+          () => services.account.createUser(username, options.name),
+        );
         print(`Created user ${user.username} (${user.name}) with personal workspace ${workspace.handle}`);
       }),
     );
@@ -160,7 +166,10 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .argument('<username>', 'the user who signs in with it')
     .action((username: string) =>
       choose(async ({ services, print }) => {
-        await services.sessions.setByOperator(username, readPasswordFromStdin());
+        const password = readPasswordFromStdin();
+        await services.audit.asOperator('users.password', { workspace: username, resource: `users/${username}` }, () =>
+          services.sessions.setByOperator(username, password),
+        );
         print(`Set the console password of ${username}`);
       }),
     );
@@ -174,7 +183,11 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--name <display>', 'display name (default: the handle)')
     .action((handle: string, options: { owner: string; name?: string }) =>
       choose(async ({ services, print }) => {
-        const workspace = await services.account.createTeam(handle, options.owner, options.name);
+        const workspace = await services.audit.asOperator(
+          'workspaces.create',
+          { workspace: handle, resource: `workspaces/${handle}` },
+          () => services.account.createTeam(handle, options.owner, options.name),
+        );
         print(`Created team workspace ${workspace.handle} (${workspace.name}) owned by ${options.owner}`);
       }),
     );
@@ -188,7 +201,11 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .addOption(new Option('--role <role>', 'the member role').choices(MEMBER_ROLES).makeOptionMandatory())
     .action((workspace: string, username: string, options: { role: MemberRole }) =>
       choose(async ({ services, print }) => {
-        const membership = await services.account.setMemberRole(workspace, username, options.role);
+        const membership = await services.audit.asOperator(
+          'members.set_role',
+          { workspace, resource: `workspaces/${workspace}/members/${username}` },
+          () => services.account.setMemberRole(workspace, username, options.role),
+        );
         print(`${username} is now ${membership.role} of ${workspace}`);
       }),
     );
@@ -199,7 +216,11 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .argument('<username>', 'the member to remove')
     .action((workspace: string, username: string) =>
       choose(async ({ services, print }) => {
-        await services.account.removeMember(workspace, username);
+        await services.audit.asOperator(
+          'members.remove',
+          { workspace, resource: `workspaces/${workspace}/members/${username}` },
+          () => services.account.removeMember(workspace, username),
+        );
         print(`Removed ${username} from ${workspace}`);
       }),
     );
@@ -215,7 +236,12 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--user <username>', "a member whose role the key carries (default: the workspace owner's)")
     .action((options: { workspace: string; name: string; user?: string }) =>
       choose(async ({ services, print, note }) => {
-        const { key, record } = await services.apiKeys.create(options.workspace, options.name, options.user);
+        const { key, record } = await services.audit.asOperator(
+          'keys.create',
+          { workspace: options.workspace, resource: 'api-keys' },
+          () => services.apiKeys.create(options.workspace, options.name, options.user),
+          (created) => ({ workspace: options.workspace, resource: `api-keys/${created.record.id}` }),
+        );
         print(key);
         note(
           `Created API key ${record.prefix} "${record.name}" for workspace ${options.workspace}; store it now, it is not shown again.`,
@@ -244,7 +270,12 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--workspace <handle>', 'the workspace of the key, when two keys share a prefix')
     .action((prefix: string, options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
-        const record = await services.apiKeys.revoke(prefix, options.workspace);
+        const record = await services.audit.asOperator(
+          'keys.revoke',
+          { workspace: options.workspace, resource: 'api-keys' },
+          () => services.apiKeys.revoke(prefix, options.workspace),
+          (revoked) => ({ workspace: revoked.workspace.handle, resource: `api-keys/${revoked.id}` }),
+        );
         print(`Revoked API key ${record.prefix} "${record.name}" of workspace ${record.workspace.handle}`);
       }),
     );
@@ -260,7 +291,11 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--region <id>', 'the deployment region it serves, e.g. us-central1 (default: every region)')
     .action((name: string, options: { workspace?: string; region?: string }) =>
       choose(async ({ services, print, note }) => {
-        const enrollment = await services.hosts.connect(name, options.workspace, options.region);
+        const enrollment = await services.audit.asOperator(
+          'hosts.connect',
+          { workspace: options.workspace, resource: `hosts/${name}` },
+          () => services.hosts.connect(name, options.workspace, options.region),
+        );
         note(
           `Connected host ${name} ${options.workspace ? `to workspace ${options.workspace}` : 'to the appliance-wide pool'}.`,
         );
@@ -275,9 +310,15 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .argument('<name>', 'the host')
     .option('--workspace <handle>', 'the workspace of the host, when several hosts share the name')
     .action((name: string, options: { workspace?: string }) =>
-      choose(async ({ services, print, note }) =>
-        printEnrollment(print, note, await services.hosts.rotate(name, options.workspace), true),
-      ),
+      choose(async ({ services, print, note }) => {
+        const enrollment = await services.audit.asOperator(
+          'hosts.rotate',
+          { workspace: options.workspace, resource: `hosts/${name}` },
+          () => services.hosts.rotate(name, options.workspace),
+          (rotated) => ({ workspace: rotated.workspace ?? undefined, resource: `hosts/${name}` }),
+        );
+        printEnrollment(print, note, enrollment, true);
+      }),
     );
   hosts
     .command('disconnect')
@@ -286,7 +327,12 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--workspace <handle>', 'the workspace of the host, when several hosts share the name')
     .action((name: string, options: { workspace?: string }) =>
       choose(async ({ services, print }) => {
-        const host = await services.hosts.disconnect(name, options.workspace);
+        const host = await services.audit.asOperator(
+          'hosts.disconnect',
+          { workspace: options.workspace, resource: `hosts/${name}` },
+          () => services.hosts.disconnect(name, options.workspace),
+          (removed) => ({ workspace: removed.workspace?.handle, resource: `hosts/${name}` }),
+        );
         print(
           `Disconnected host ${host.name}${host.workspace ? ` of workspace ${host.workspace.handle}` : ''}; its worker key is revoked`,
         );
@@ -326,7 +372,12 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
     .option('--note <text>', 'why: shown as the transaction description (default "Credit grant")')
     .action((workspace: string, amount: string, options: { note?: string }) =>
       choose(async ({ services, print }) => {
-        const granted = await services.billing.grant(workspace, dollarsToCents(amount), options.note);
+        const cents = dollarsToCents(amount);
+        const granted = await services.audit.asOperator(
+          'credits.grant',
+          { workspace, resource: `workspaces/${workspace}/credits` },
+          () => services.billing.grant(workspace, cents, options.note),
+        );
         const what =
           granted.kind === 'grant'
             ? `Granted ${formatCents(granted.amountCents)} to ${workspace}`
@@ -369,6 +420,24 @@ Exit status: 0 done, 1 the command failed, 2 usage error, 78 invalid configurati
           print(table(['CREATED', 'KIND', 'AMOUNT', 'JOB', 'DESCRIPTION'], rows));
         }
         print(`Balance: ${formatCents(balanceCents)}`);
+      }),
+    );
+
+  const audit = program.command('audit').description('The audit log: changes, sign-ins and these commands');
+  audit
+    .command('export')
+    .description(
+      'Print audit log entries as JSON lines on stdout, oldest first (every workspace and the appliance’s own, or one workspace); streamed, never the whole log in memory',
+    )
+    .option('--workspace <handle>', "only this workspace's entries")
+    .option('--since <time>', 'only entries at or after this ISO 8601 date or date-time, e.g. 2026-01-31T00:00:00Z')
+    .action((options: { workspace?: string; since?: string }) =>
+      choose(async ({ services, note, stream }) => {
+        const since = options.since === undefined ? undefined : new Date(options.since);
+        if (since && (!/^\d{4}-\d{2}-\d{2}/.test(options.since!) || !(since.getTime() >= 0)))
+          throw Invalid('--since: must be an ISO 8601 date or date-time from 1970 on');
+        const count = await services.audit.exportLines({ workspace: options.workspace, since }, stream);
+        note(`Exported ${count} audit entr${count === 1 ? 'y' : 'ies'}`);
       }),
     );
 
@@ -531,7 +600,8 @@ function servicesCommand(action: Action): Operation {
   return {
     run: ({ config, log, print, note }) =>
       withDatabase(config, log, 'apply', async ({ orm, applied }) => {
-        await action({ services: new Services(orm.em.fork(), { config }), orm, applied, print, note });
+        const stream = (text: string) => write(process.stdout, text);
+        await action({ services: new Services(orm.em.fork(), { config }), orm, applied, print, note, stream });
         return 0;
       }),
   };

@@ -55,6 +55,7 @@ export const HostLoad = z.strictObject({
         /** null where the driver does not say (nvidia-smi's [N/A]). */
         utilizationPercent: z.number().min(0).max(100).nullable(),
         memoryUsedMiB: count.nullable(),
+        temperatureC: z.number().min(-100).max(200).nullable().optional(),
       }),
     )
     .max(MAX_GPUS_PER_HOST),

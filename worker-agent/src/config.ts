@@ -25,6 +25,7 @@ const ENV_OVERRIDES = {
   keepWorkDirsHours: 'VP_WORKER_KEEP_WORK_DIRS_HOURS',
   sharedFolders: 'VP_WORKER_SHARED_FOLDERS',
   allowSharedProcessRuntime: 'VP_WORKER_ALLOW_SHARED_PROCESS_RUNTIME',
+  metricsListen: 'VP_WORKER_METRICS_LISTEN',
 } as const;
 type Setting = keyof typeof ENV_OVERRIDES;
 
@@ -76,6 +77,10 @@ const SettingsSchema = z.object({
       z.boolean({ error: 'must be true or false (1 or 0)' }),
     )
     .default(false),
+  metricsListen: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9465')
+    .optional(),
 });
 
 export interface WorkerConfig {
@@ -112,6 +117,8 @@ export interface WorkerConfig {
    * from another's (README: the process runtime). Without it such an agent refuses the pool and stops.
    */
   allowSharedProcessRuntime: boolean;
+  /** host:port of the agent's own Prometheus metrics (agent-metrics.ts); unset: not served. */
+  metricsListen: string | undefined;
   /** Where these settings were read from. */
   configFile: string;
 }
@@ -177,6 +184,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     keepWorkDirsHours: settings.keepWorkDirsHours,
     sharedFolders: settings.sharedFolders.map((folder) => resolve(folder)),
     allowSharedProcessRuntime: settings.allowSharedProcessRuntime,
+    metricsListen: settings.metricsListen,
     configFile,
   };
 }

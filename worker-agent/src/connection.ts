@@ -12,6 +12,7 @@ import {
   parseMessage,
   type AgentMessage,
   type Hardware,
+  type HostLoad,
   type ServerMessage,
 } from '@vp/protocol';
 import type { WorkerConfig } from './config.ts';
@@ -25,7 +26,7 @@ import type { Logger } from './log.ts';
  * The version the agent reports in its hello: the distribution's launcher (bin/vp-worker) sets VP_AGENT_VERSION to
  * the release it came with, which the control plane compares with its own; a checkout reports its package's.
  */
-const AGENT_VERSION =
+export const AGENT_VERSION =
   process.env.VP_AGENT_VERSION ||
   (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -129,6 +130,9 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   #state: ConnectionState = 'connecting';
   #socket: WebSocket | undefined;
   #hardware: Hardware | undefined;
+  /** The host's load as last read, sent with each heartbeat; a reading under way. */
+  #load: HostLoad | undefined;
+  #readingLoad = false;
   /** From the last welcome, so a reconnect's hello names the host record it had. */
   #hostId: string | undefined;
   /** The version the last welcome chose. */
@@ -176,17 +180,25 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     this.#capabilities = capabilities;
   }
 
-  /** A heartbeat, with the host's load where the control plane reads it (protocol 7); a failed reading is left out. */
-  async #heartbeat(socket: WebSocket): Promise<void> {
-    const at = new Date().toISOString();
-    const load =
-      this.#protocolVersion >= 7
-        ? await readLoad(this.#hardware?.gpus.length ?? 0).catch((error: unknown) => {
-            this.#log('warn', 'could not read the host load', { error: String(error) });
-            return undefined;
-          })
-        : undefined;
-    if (this.#socket === socket && this.#state === 'ready') this.send({ type: 'heartbeat', at, ...(load && { load }) });
+  /**
+   * A heartbeat, on time, with the host's load as last read (protocol 7): the next reading starts as it goes, so a
+   * slow one (nvidia-smi) never delays a heartbeat; a failed reading leaves the load out.
+   */
+  #heartbeat(socket: WebSocket): void {
+    if (this.#socket !== socket || this.#state !== 'ready') return;
+    const load = this.#protocolVersion >= 7 ? this.#load : undefined;
+    this.send({ type: 'heartbeat', at: new Date().toISOString(), ...(load && { load }) });
+    if (this.#protocolVersion < 7 || this.#readingLoad) return;
+    this.#readingLoad = true;
+    readLoad(this.#hardware?.gpus.length ?? 0)
+      .then(
+        (read) => (this.#load = read),
+        (error: unknown) => {
+          this.#load = undefined;
+          this.#log('warn', 'could not read the host load', { error: String(error) });
+        },
+      )
+      .finally(() => (this.#readingLoad = false));
   }
 
   /** Sends now when the socket is ready (welcomed); false otherwise, and the caller keeps the message. */
@@ -355,7 +367,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
       }
       socket.ping();
     });
-    this.#every(welcome.heartbeatSeconds * 1000, () => void this.#heartbeat(socket));
+    this.#every(welcome.heartbeatSeconds * 1000, () => this.#heartbeat(socket));
     this.#setState('ready');
     // A version-1 control plane would refuse the message; the probe may still be running (it is waited for, not redone).
     if (welcome.protocolVersion >= 2) {

@@ -70,6 +70,8 @@ export async function readHardware(workDir: string): Promise<Hardware> {
 
 const percent = (value: number | undefined) =>
   value === undefined || !Number.isFinite(value) ? null : Math.min(100, Math.max(0, value));
+const inRange = (value: number | undefined, min: number, max: number) =>
+  value !== undefined && Number.isFinite(value) && value >= min && value <= max ? value : null;
 
 /**
  * The host's load now: CPU use since the last reading, memory in use (without the page cache), and each NVIDIA GPU's
@@ -90,6 +92,7 @@ export async function readLoad(gpus: number): Promise<HostLoad> {
       index,
       utilizationPercent: percent(controller.utilizationGpu),
       memoryUsedMiB: controller.memoryUsed === undefined ? null : Math.max(0, Math.round(controller.memoryUsed)),
+      temperatureC: inRange(controller.temperatureGpu, -100, 200),
     })),
   });
 }

@@ -15,6 +15,8 @@ export interface JobFilesOptions {
   workerKey: string;
   workRoot: string;
   log: Logger;
+  /** Told of each upload retried (the agent's metrics). */
+  onRetry?: () => void;
 }
 
 /** Downloads the spec's inputs into the job's work dir (each path checked to stay inside it). */

@@ -65,13 +65,21 @@ export class JobManager {
   #detached = false;
   /** The address the control plane reaches this host's services at; undefined while not connected. */
   readonly #serviceHost: () => string | undefined;
+  readonly #onRecovered: () => void;
 
   constructor(
     runtime: JobRuntime,
     log: Logger,
     deliver: (message: AgentMessage) => boolean,
-    options: { files?: JobFilesOptions; retention?: WorkDirRetention; serviceHost?: () => string | undefined } = {},
+    options: {
+      files?: JobFilesOptions;
+      retention?: WorkDirRetention;
+      serviceHost?: () => string | undefined;
+      /** Told of each job adopted from an earlier agent process (the agent's metrics). */
+      onRecovered?: () => void;
+    } = {},
   ) {
+    this.#onRecovered = options.onRecovered ?? (() => undefined);
     this.#runtime = runtime;
     this.#log = log;
     this.#deliver = deliver;
@@ -84,6 +92,7 @@ export class JobManager {
   async recover(): Promise<void> {
     for (const { jobId, attempt, job, files } of await this.#runtime.recover((id) => this.#sink(id))) {
       this.#log('info', 'recovered a job from before the restart', { jobId, attempt });
+      this.#onRecovered();
       const tracked: Tracked = {
         attempt,
         gpuIndexes: [],

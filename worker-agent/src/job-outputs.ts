@@ -113,6 +113,7 @@ async function upload(
     } catch (error) {
       if (!(error instanceof TransientUploadError) || tried >= UPLOAD_TRIES || job.signal.aborted) throw error;
       options.log('warn', 'an output upload failed; retrying', { jobId: job.jobId, name, error: error.message });
+      options.onRetry?.();
       await new Promise((settle) => setTimeout(settle, RETRY_BASE_MS * 2 ** (tried - 1)));
     }
   }

@@ -2,7 +2,9 @@
 // whether the control plane still takes the enrolled key.
 import { parseArgs } from 'node:util';
 import { configPath as defaultConfigPath, loadWorkerConfig } from './config.ts';
-import { WorkerConnection, type ConnectionOutcome } from './connection.ts';
+import type { Server } from 'node:http';
+import { AgentMetrics } from './agent-metrics.ts';
+import { AGENT_VERSION, WorkerConnection, type ConnectionOutcome } from './connection.ts';
 import { enroll } from './enroll.ts';
 import { FolderRequests } from './folder-requests.ts';
 import { SharedFolders } from './shared-folders.ts';
@@ -86,14 +88,22 @@ async function run(configFile: string | undefined): Promise<number> {
   const log = jsonLinesLogger();
   let connection: WorkerConnection;
   let jobs: JobManager;
+  let metrics: AgentMetrics;
+  let metricsServer: Server | undefined;
   try {
     const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
     connection = new WorkerConnection(config, log);
+    metrics = new AgentMetrics(AGENT_VERSION, {
+      connected: () => connection.state === 'ready',
+      jobsRunning: () => jobs.running,
+    });
+    const counted = metrics;
     const files = {
       server: config.server.replace(/^ws/, 'http'),
       workerKey: config.workerKey,
       workRoot: config.workDir,
       log,
+      onRetry: () => (counted.uploadRetries += 1),
     };
     const retention = new WorkDirRetention({
       workRoot: config.workDir,
@@ -109,7 +119,21 @@ async function run(configFile: string | undefined): Promise<number> {
       ),
     );
     const serviceHost = () => config.serviceHost ?? connection.localAddress;
-    jobs = new JobManager(runtime, log, (message) => connection.send(message), { files, retention, serviceHost });
+    jobs = new JobManager(runtime, log, (message) => connection.send(message), {
+      files,
+      retention,
+      serviceHost,
+      onRecovered: () => (counted.jobsRecovered += 1),
+    });
+    let wasReady = false;
+    connection.on('state', (state) => {
+      if (wasReady && state !== 'ready') counted.disconnects += 1;
+      wasReady = state === 'ready';
+    });
+    if (config.metricsListen) {
+      metricsServer = await metrics.serve(config.metricsListen);
+      log('info', 'serving the agent metrics', { listen: config.metricsListen });
+    }
     connection.setJobs(jobs);
     connection.setFolders(
       new FolderRequests(new SharedFolders(config.sharedFolders), log, (message) => connection.send(message)),
@@ -138,6 +162,7 @@ async function run(configFile: string | undefined): Promise<number> {
     return 1;
   } finally {
     process.off('SIGINT', stop).off('SIGTERM', stop);
+    metricsServer?.close();
   }
 }
 

@@ -65,6 +65,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's audit log: changes and sign-ins, newest first (owner or admin)
+         * @description Owners and admins of the key's or session's workspace see that workspace's entries only; other roles: 403. Recorded: every POST, PUT, PATCH and DELETE an API route answered for a key or a console session of this workspace, refused ones (4xx, 5xx) included, with its outcome; every sign-in of this workspace (password or OIDC), and each failed one of a known user in their personal workspace (`auth.login_failed`; failed sign-ins of unknown users are the appliance's, in `vpctl audit export` only); the operator’s `vpctl` changes (users, workspaces, members, keys, hosts, credits) with actor and via `vpctl`. Named actions: `auth.login` (POST /api/auth/login), `auth.login` (GET /api/auth/oidc/callback), `auth.logout` (POST /api/auth/logout), `auth.password` (PUT /api/auth/password), `keys.create` (POST /api/api-keys), `keys.revoke` (DELETE /api/api-keys/:keyId), `members.set_role` (PUT /api/workspaces/:owner/members/:username), `members.remove` (DELETE /api/workspaces/:owner/members/:username), `hosts.connect` (POST /api/hosts), `hosts.enroll` (POST /api/hosts/enroll), `hosts.rotate` (POST /api/hosts/:name/rotate), `hosts.disconnect` (DELETE /api/hosts/:name), `trash.erase` (DELETE /api/trash); every other change is `METHOD /api/route/template`. resource: the route's path without /api/, up to its last parameter, filled in (`datasets/alice/shapes`); a key created is `api-keys/{keyId}`, a trash item erased `trash/{type}/{id}` (or `trash/all`), a sign-in `users/{username}`. Not recorded: GET and HEAD requests; requests without a valid key or session, or a session’s without its X-CSRF-Token (the access log has them); and these, which change nothing or are a job's or a host's traffic: POST /api/datasets/:owner/:dataset/images: reads images by their IDs; POST /api/images/urls: reads images' signed URLs; POST /api/images/:imageId/predict: a prediction, nothing saved; POST /api/models/:owner/:project/:model/predict: a prediction; POST /api/deployments/:owner/:deployment/predict: a prediction (the deployment's request log keeps it); POST /api/integrations/buckets/discover: lists the buckets of credentials, saving nothing; POST /api/integrations/roboflow/preview: reads a Roboflow project, saving nothing; POST /api/mobile/models/:exportId: reads a model's descriptor through a mobile link; POST /api/upload/signed-url: opens an upload (POST /api/upload/complete, which makes the change, is recorded); PUT /api/upload/sessions/:sessionId/file: an upload's data, sent to its signed URL; POST /api/webhooks/training/metrics: a training's epoch and console reports (the run keeps them); PUT /api/workers/jobs/:jobId/checkpoint: a worker host's checkpoint of a running job; PUT /api/workers/jobs/:jobId/outputs/:name: a worker host's job output (the job's own record). Never recorded: a key, a token, a password or any other header, a request body, a query string. Entries are written within a second (named actions before their answer, and a read first writes what this replica has queued) and purged after AUDIT_RETENTION_DAYS (default 400). Filters combine; keyset pages (nextCursor) return every entry once.
+         */
+        get: operations["getApiAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login": {
         parameters: {
             query?: never;
@@ -2362,6 +2382,118 @@ export interface operations {
             };
             /** @description Resource not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerError"];
+                };
+            };
+        };
+    };
+    getApiAudit: {
+        parameters: {
+            query?: {
+                /** @description Only this user's entries (a username; `vpctl` for the operator's commands) */
+                actor?: string;
+                /** @description Only this action: a named one (`keys.create`) or `METHOD /api/route/template` */
+                action?: string;
+                /** @description Only this resource and those below it: `datasets/alice` matches `datasets/alice/shapes` */
+                resource?: string;
+                /** @description Only entries at or after this ISO 8601 date-time */
+                from?: string;
+                /** @description Only entries before this ISO 8601 date-time */
+                to?: string;
+                /** @description 1-200 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first */
+                        entries: {
+                            action: string;
+                            /** @description Who made it: the user of the key or session, `vpctl`; null when nobody known (a failed sign-in) */
+                            actor: {
+                                /** @description The user's id; null for the operator (vpctl) */
+                                id: string | null;
+                                username: string;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description When the request arrived (vpctl: when the command made the change)
+                             */
+                            at: string;
+                            /** @description The client's address (null for vpctl) */
+                            clientAddress: string | null;
+                            /** @description The entry's sequence number (a decimal string) */
+                            id: string;
+                            /** @description The HTTP status it was answered with (vpctl: 200 or its error) */
+                            outcome: number;
+                            /** @description X-Request-Id of the request (null for vpctl) */
+                            requestId: string | null;
+                            /** @description What it changed: the route's path parameters (never a query or a body) */
+                            resource: string;
+                            /** @description The API key's display prefix (never the key), `session` (the console) or `vpctl`; null when none */
+                            via: string | null;
+                            /** @description The handle of the workspace the change was made in (the caller's here) */
+                            workspace: string | null;
+                        }[];
+                        /** @description Pass as cursor for the next page; null on the last */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid path, query or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient permissions, plan or quota */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -38,7 +38,11 @@ export const createApiKey = defineRoute({
   request: { body: ApiKeyCreateBody },
   response: { status: 201, description: 'Created: the key, shown once, and its list entry', schema: ApiKeyCreated },
   errors: [400, 403],
-  handler: (ctx, { body }) => ctx.state.services.apiKeys.createForActor(ctx.state.actor, body.name),
+  handler: async (ctx, { body }) => {
+    const created = await ctx.state.services.apiKeys.createForActor(ctx.state.actor, body.name);
+    ctx.state.audit = { resource: `api-keys/${created.keyId}` };
+    return created;
+  },
 });
 
 export const revokeApiKey = defineRoute({

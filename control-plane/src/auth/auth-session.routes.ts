@@ -1,4 +1,5 @@
 // Console sign-in (README, Identity and access): password and OIDC sign-in, the session, sign-out, passwords.
+import type { AppContext } from '../http/app-context.ts';
 import { defineRoute } from '../http/define-route.ts';
 import { NotFound } from '../http/errors.ts';
 import { requireKey } from './access.ts';
@@ -11,10 +12,20 @@ import {
   Providers,
   SessionResponse,
 } from './auth-session.schemas.ts';
+import type { KeyActor } from './actor.ts';
 import { callbackUrl, finishOidc, startOidc } from './oidc.ts';
+import type { SignInUser } from './session.service.ts';
 import { cookieHeader, OIDC_STATE_COOKIE, SESSION_COOKIE } from './session-token.ts';
 
 const TAG = 'Sign-in';
+
+/** The audit log's actor of a sign-in or sign-out: the session's user, in the session's workspace. */
+function auditSession(ctx: AppContext, actor: KeyActor): void {
+  ctx.state.audit = {
+    actor: { userId: actor.userId, username: actor.username, workspaceId: actor.workspaceId, via: actor.keyPrefix },
+    resource: `users/${actor.username}`,
+  };
+}
 
 export const authProviders = defineRoute({
   method: 'GET',
@@ -44,7 +55,15 @@ export const login = defineRoute({
   errors: [400, 401, 403, 429],
   handler: async (ctx, { body }) => {
     const sessions = ctx.state.services.sessions;
-    const { token, session } = await sessions.login(body, ctx.state.clientAddress);
+    // A failed sign-in of a user is audited in their personal workspace; of nobody known, as the appliance's.
+    const named: SignInUser = (user) => {
+      ctx.state.audit = {
+        actor: { userId: user.id, username: user.username, workspaceId: user.homeWorkspaceId, via: null },
+        resource: `users/${user.username}`,
+      };
+    };
+    const { token, session, actor } = await sessions.login(body, ctx.state.clientAddress, named);
+    auditSession(ctx, actor);
     ctx.append('Set-Cookie', sessions.cookie(token));
     ctx.set('Cache-Control', 'no-store');
     return { session };
@@ -81,7 +100,8 @@ export const logout = defineRoute({
   },
   handler: async (ctx) => {
     const sessions = ctx.state.services.sessions;
-    await sessions.logout(ctx.cookies.get(SESSION_COOKIE));
+    const ended = await sessions.logout(ctx.cookies.get(SESSION_COOKIE));
+    if (ended) auditSession(ctx, ended);
     ctx.append('Set-Cookie', sessions.cookie(undefined));
     ctx.status = 204;
   },
@@ -162,7 +182,8 @@ export const oidcCallback = defineRoute({
     callback.search = ctx.querystring;
     const stateCookie = ctx.cookies.get(OIDC_STATE_COOKIE);
     const { user, returnTo } = await finishOidc(services.em, settings, callback, stateCookie);
-    const { token } = await services.sessions.open(user.id, undefined, 'oidc');
+    const { token, actor } = await services.sessions.open(user.id, undefined, 'oidc');
+    auditSession(ctx, actor);
     const secure = services.sessions.secureCookies;
     ctx.append('Set-Cookie', services.sessions.cookie(token));
     ctx.append('Set-Cookie', cookieHeader(OIDC_STATE_COOKIE, '', { secure, maxAgeSeconds: 0 }));

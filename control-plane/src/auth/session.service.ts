@@ -32,11 +32,15 @@ export interface SessionDeps {
   failures?: FailedAuthLimit;
 }
 
-/** A new session: its cookie value (only its hash is stored) and what GET /api/auth/session shows of it. */
+/** A new session: its cookie value (only its hash is stored), what GET /api/auth/session shows of it, how it acts. */
 export interface NewSession {
   token: string;
   session: z.input<typeof SessionView>;
+  actor: KeyActor;
 }
+
+/** The user a sign-in names, once known (for the audit log: their failed sign-ins are in their personal workspace's). */
+export type SignInUser = (user: { id: string; username: string; homeWorkspaceId: string | null }) => void;
 
 /**
  * Console sessions. A session acts in one workspace (the user's personal one, or a team given at sign-in that they
@@ -67,10 +71,14 @@ export class SessionService {
     });
   }
 
-  /** Password sign-in: 401 for a wrong username or password (alike), 429 once the address or user is over its failures. */
-  async login(body: z.output<typeof LoginBody>, clientAddress: string): Promise<NewSession> {
+  /**
+   * Password sign-in: 401 for a wrong username or password (alike), 429 once the address or user is over its failures.
+   * `named`: told the user when the username is one, right or wrong password.
+   */
+  async login(body: z.output<typeof LoginBody>, clientAddress: string, named?: SignInUser): Promise<NewSession> {
     this.lockout.refuseIfBlocked(clientAddress, body.username);
     const user = await userByUsername(this.em, body.username);
+    if (user) named?.({ id: user.id, username: user.username, homeWorkspaceId: user.home_workspace_id });
     const stored = user ? await passwordHashOf(this.em, user.id) : undefined;
     if (!(await verifyPassword(body.password, stored)) || !user) {
       await this.lockout.countFailure(clientAddress, body.username);
@@ -100,7 +108,7 @@ export class SessionService {
     });
     const found = await lookupSession(this.em, token);
     if (!found) throw Forbidden(`You have no role in workspace ${workspace.handle}`);
-    return { token, session: view(found.row, token) };
+    return { token, session: view(found.row, token), actor: found.actor };
   }
 
   /** The cookie's session; 401 when there is none (no cookie, expired, signed out). */
@@ -110,9 +118,13 @@ export class SessionService {
     return view(found.row, token!);
   }
 
-  async logout(token: string | undefined): Promise<void> {
+  /** Ends the cookie's session; returns how it acted (undefined when it was none: no cookie, expired, signed out). */
+  async logout(token: string | undefined): Promise<KeyActor | undefined> {
     const hash = token ? hashSessionToken(token) : undefined;
-    if (hash) await deleteSessionByHash(this.em, hash);
+    if (!hash) return undefined;
+    const ended = await lookupSession(this.em, token!);
+    await deleteSessionByHash(this.em, hash);
+    return ended?.actor;
   }
 
   /**

@@ -95,10 +95,18 @@ export async function savePasswordHash(em: EntityManager, userId: string, hash: 
 export interface UserRow {
   id: string;
   username: string;
+  /** Their personal workspace (where a failed sign-in of theirs is audited); null when they have none. */
+  home_workspace_id: string | null;
 }
 
 export async function userByUsername(em: EntityManager, username: string): Promise<UserRow | undefined> {
-  const rows = await query<UserRow>(em, 'select id, username from users where username = ?', [username]);
+  const rows = await query<UserRow>(
+    em,
+    `select u.id, u.username,
+       (select w.id from workspaces w where w.kind = 'personal' and w.owner_id = u.id order by w.created_at limit 1) as home_workspace_id
+     from users u where u.username = ?`,
+    [username],
+  );
   return rows[0];
 }
 

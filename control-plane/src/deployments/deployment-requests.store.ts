@@ -2,6 +2,7 @@
 // service URL. Rows are queued in memory and inserted in batches, off the requests' path; close() writes what is left.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
+import { BatchWriter } from '../db/batch-writer.ts';
 import { query } from '../db/sql.ts';
 
 export interface RecordedRequest {
@@ -37,63 +38,27 @@ const TUPLE = `(${Object.values(COLUMNS)
   .join(', ')})`;
 /** Rows per INSERT (10 parameters each, far under PostgreSQL's 65,535). */
 const BATCH_ROWS = 500;
-const FLUSH_MS = 1000;
 /** Past this many queued rows (the database down for long), the oldest are dropped and counted in the log. */
 const MAX_QUEUED = 100_000;
 
-export class RequestRecorder {
-  private readonly fork: () => EntityManager;
-  private readonly log: Logger;
-  private queue: RecordedRequest[] = [];
-  private writing: Promise<void> = Promise.resolve();
-  private readonly timer: NodeJS.Timeout;
-
+export class RequestRecorder extends BatchWriter<RecordedRequest> {
   constructor(fork: () => EntityManager, log: Logger) {
-    this.fork = fork;
-    this.log = log;
-    this.timer = setInterval(() => void this.flush(), FLUSH_MS);
-    this.timer.unref();
+    super({
+      fork,
+      log,
+      insert: insertRequests,
+      batchRows: BATCH_ROWS,
+      maxQueued: MAX_QUEUED,
+      what: 'deployment request records',
+    });
   }
 
-  record(request: RecordedRequest): void {
-    this.queue.push({
+  override record(request: RecordedRequest): void {
+    super.record({
       ...request,
       path: request.path.slice(0, 512),
       userAgent: request.userAgent?.slice(0, 512) ?? null,
     });
-    if (this.queue.length > MAX_QUEUED) {
-      const dropped = this.queue.splice(0, this.queue.length - MAX_QUEUED);
-      this.log.warn({ dropped: dropped.length }, 'deployment request records dropped: the database is not keeping up');
-    }
-    if (this.queue.length >= BATCH_ROWS) void this.flush();
-  }
-
-  /** Writes everything queued so far; one write at a time, in order. Failures stay queued for the next flush. */
-  flush(): Promise<void> {
-    this.writing = this.writing.then(() => this.write());
-    return this.writing;
-  }
-
-  /** Stops the timer and writes what is left (shutdown, before the pool closes). */
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
-  }
-
-  private async write(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, BATCH_ROWS);
-      try {
-        await insertRequests(this.fork(), batch);
-      } catch (error) {
-        this.log.warn(
-          { err: error, rows: batch.length },
-          'recording deployment requests failed; retrying with the next flush',
-        );
-        return;
-      }
-      this.queue.splice(0, batch.length);
-    }
   }
 }
 

@@ -2,6 +2,7 @@
 // found through the router (which wakes a deployment scaled to zero), sent through the proxy, recorded, and counted
 // as activity for scale-to-zero.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppMetrics } from '../metrics/app-metrics.ts';
 import type { Logger } from 'pino';
 import { HttpError } from '../http/errors.ts';
 import { PageTokens } from '../http/pagination.ts';
@@ -26,15 +27,17 @@ export class DeploymentTraffic {
   readonly pageTokens: PageTokens;
   private readonly proxy: DeploymentProxy;
   private readonly recorder: RequestRecorder;
+  private readonly metrics: AppMetrics | undefined;
 
   constructor(
     router: DeploymentRouter,
-    options: { fork: () => EntityManager; timeoutSeconds: number; secret: string; log: Logger },
+    options: { fork: () => EntityManager; timeoutSeconds: number; secret: string; log: Logger; metrics?: AppMetrics },
   ) {
     this.router = router;
     this.pageTokens = new PageTokens(options.secret);
     this.proxy = new DeploymentProxy(options.timeoutSeconds);
     this.recorder = new RequestRecorder(options.fork, options.log);
+    this.metrics = options.metrics;
   }
 
   /**
@@ -54,6 +57,8 @@ export class DeploymentTraffic {
       this.router.touched(deploymentId);
       if (!origin) return;
       const latencyMs = performance.now() - started;
+      this.metrics?.deploymentRequests.inc({ status_class: `${Math.floor(status / 100)}xx` });
+      this.metrics?.deploymentSeconds.observe(latencyMs / 1000);
       this.recorder.record({
         deploymentId,
         at,

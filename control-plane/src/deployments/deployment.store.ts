@@ -217,3 +217,8 @@ export async function touchDeployments(em: EntityManager, ids: string[]): Promis
   if (ids.length > 0)
     await query(em, 'update deployments set last_request_at = now() where id = any(?::text[])', [pgArray(ids)]);
 }
+
+/** Deployments by status, every workspace (the metrics). */
+export function deploymentStatusCounts(em: EntityManager): Promise<Array<{ status: string; n: number }>> {
+  return query(em, 'select status, count(*)::int as n from deployments group by status');
+}

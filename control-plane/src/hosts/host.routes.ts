@@ -43,7 +43,10 @@ export const connectHost = defineRoute({
   request: { body: HostCreate },
   response: { status: 201, description: 'Created, waiting for enrollment', schema: HostEnrollment },
   errors: [403, 409],
-  handler: (ctx, { body }) => ctx.state.services.hosts.connectForActor(ctx.state.actor, body.name, body.region),
+  handler: async (ctx, { body }) => {
+    ctx.state.audit = { resource: `hosts/${encodeURIComponent(body.name)}` };
+    return ctx.state.services.hosts.connectForActor(ctx.state.actor, body.name, body.region);
+  },
 });
 
 export const enrollHost = defineRoute({
@@ -60,7 +63,12 @@ export const enrollHost = defineRoute({
   request: { body: EnrollRequest },
   response: { status: 200, description: 'The worker key', schema: EnrollResponse },
   errors: [401, 410],
-  handler: (ctx, { body }) => ctx.state.services.hosts.enroll(body.token, body.hostname),
+  handler: async (ctx, { body }) => {
+    const enrolled = await ctx.state.services.hosts.enroll(body.token, body.hostname);
+    // The host's workspace (null: the pool), whose owners see it enrolled; the token is the credential, nobody acts.
+    ctx.state.audit = { workspaceId: enrolled.workspaceId, resource: `hosts/${encodeURIComponent(enrolled.name)}` };
+    return enrolled;
+  },
 });
 
 export const rotateHostKey = defineRoute({

@@ -121,15 +121,18 @@ export class HostService {
   }
 
   /** Whatever the state of its agent; a disconnected host was removed, so the answer says to connect it again. */
-  async rotate(name: string, workspaceHandle?: string): Promise<z.input<typeof HostEnrollment>> {
+  /** Also returns the host's workspace (null: the pool), for the audit log. */
+  async rotate(
+    name: string,
+    workspaceHandle?: string,
+  ): Promise<z.input<typeof HostEnrollment> & { workspace: string | null }> {
     const again = `vpctl hosts connect ${name}${workspaceHandle ? ` --workspace ${workspaceHandle}` : ' [--workspace W]'}`;
-    return this.replaceToken(
-      await this.findForOperator(
-        name,
-        workspaceHandle,
-        `: disconnecting removes a host; to enroll the machine again, connect it again (${again})`,
-      ),
+    const host = await this.findForOperator(
+      name,
+      workspaceHandle,
+      `: disconnecting removes a host; to enroll the machine again, connect it again (${again})`,
     );
+    return { ...(await this.replaceToken(host)), workspace: host.workspace?.handle ?? null };
   }
 
   async rotateForActor(actor: Actor, name: string): Promise<z.input<typeof HostEnrollment>> {
@@ -146,9 +149,13 @@ export class HostService {
 
   /**
    * Exchanges an enrollment token for the host's worker key. Unknown token: 401; used or expired:
-   * 410. The token row is locked so two concurrent exchanges cannot both succeed.
+   * 410. The token row is locked so two concurrent exchanges cannot both succeed. Also returns the host's workspace
+   * (null: the pool) for the audit log; the route's schema leaves it out of the answer.
    */
-  async enroll(token: string, hostname?: string): Promise<z.input<typeof EnrollResponse>> {
+  async enroll(
+    token: string,
+    hostname?: string,
+  ): Promise<z.input<typeof EnrollResponse> & { workspaceId: string | null }> {
     if (!ENROLLMENT_TOKEN_PATTERN.test(token)) throw Unauthorized('Invalid enrollment token');
     const workerKey = generateWorkerKey();
     const { host, revoked } = await this.em.transactional(async (em) => {
@@ -169,7 +176,7 @@ export class HostService {
       return { host, revoked };
     });
     if (revoked > 0) await announceWorkerKeyChange(this.em, host.id);
-    return { hostId: host.id, name: host.name, workerKey };
+    return { hostId: host.id, name: host.name, workerKey, workspaceId: host.workspace?.id ?? null };
   }
 
   /** `rotate`: how the caller gets a new token for an existing host, named when the name is taken. */

@@ -56,6 +56,7 @@ async function resolveActor(route: RouteDefinition, ctx: AppContext, authenticat
 /** Runs one route: authenticate → rate-limit → parse and validate input → handler → validate output. */
 function routeMiddleware(route: RouteDefinition, deps: RouterDeps): Middleware<AppState> {
   return async (ctx) => {
+    ctx.state.route = route.path;
     const actor = route.auth === 'public' ? ANONYMOUS : await resolveActor(route, ctx, deps.authenticator);
     ctx.state.actor = actor;
     if (actor.kind === 'key' && actor.jobScope && !route.jobKeys)

@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -38,18 +38,22 @@ export class IngestJob implements JobHandler {
   private readonly faces: FaceDetector;
 
   private readonly access: IntegrationAccess;
+  private readonly countSourceBytes: (bytes: number) => void;
 
   /**
    * `outbound`: where sourceUrl and NDJSON image URLs may be downloaded from; `faces` blurs them in datasets with blurFaces;
-   * `access` opens the storage integrations that ingests by reference index.
+   * `access` opens the storage integrations that ingests by reference index; `countSourceBytes` is told the size of
+   * each file read (the metrics).
    */
   constructor(
     storage: Storage,
     outbound: OutboundPolicy,
     faces: FaceDetector,
     access: IntegrationAccess,
+    countSourceBytes: (bytes: number) => void = () => undefined,
     workRoot = tmpdir(),
   ) {
+    this.countSourceBytes = countSourceBytes;
     this.storage = storage;
     this.access = access;
     this.outbound = outbound;
@@ -121,6 +125,7 @@ export class IngestJob implements JobHandler {
     work: string,
   ): Promise<{ plan: IngestPlan; reader: ItemReader; archive?: ArchiveFiles }> {
     const file = await fetchSource(source, this.storage, this.outbound, join(work, 'source'), context.signal);
+    this.countSourceBytes((await stat(file)).size);
     const { plan, archive } = await this.plan(context, payload, file, join(work, 'files'));
     return { plan, archive, reader: fileReader(archive, this.outbound, context.signal) };
   }

@@ -443,3 +443,22 @@ export function workspaceJobs(
     { orderBy: { createdAt: 'desc', id: 'desc' }, limit, populate: ['host'] },
   );
 }
+
+/** Jobs queued or running by kind and status (the metrics' queue figures): the status index, not the whole table. */
+export function activeJobCounts(em: EntityManager): Promise<Array<{ kind: string; status: string; n: number }>> {
+  return query(
+    em,
+    `select kind, status, count(*)::int as n from jobs where status in ('queued', 'running') group by kind, status`,
+  );
+}
+
+/** Waiting jobs by kind and GPU type (null: none asked for), with how long the oldest has waited. */
+export function queuedJobAges(
+  em: EntityManager,
+): Promise<Array<{ kind: string; gpu_type: string | null; n: number; oldest_seconds: number }>> {
+  return query(
+    em,
+    `select kind, gpu_type, count(*)::int as n, extract(epoch from now() - min(created_at))::float8 as oldest_seconds
+     from jobs where status = 'queued' group by kind, gpu_type`,
+  );
+}

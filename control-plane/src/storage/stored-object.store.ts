@@ -164,3 +164,8 @@ export async function storedBytesOf(em: EntityManager, workspaceId: string): Pro
   );
   return stored!.bytes;
 }
+
+/** Bytes stored by kind, every workspace together (the metrics; a whole-table sum, so read seldom). */
+export function storedTotalsAllWorkspaces(em: EntityManager): Promise<Array<{ kind: string; bytes: string }>> {
+  return query(em, 'select kind, sum(bytes)::bigint as bytes from stored_objects group by kind');
+}

@@ -53,7 +53,10 @@ export const deleteFromTrash = defineRoute({
   request: { body: TrashDeleteBody },
   response: { status: 200, description: 'Deleted', schema: TrashDeleted },
   errors: [403, 404, 409],
-  handler: (ctx, { body }) => ctx.state.services.trash.remove(ctx.state.actor, body),
+  handler: (ctx, { body }) => {
+    ctx.state.audit = { resource: 'all' in body ? 'trash/all' : `trash/${body.type}/${body.id}` };
+    return ctx.state.services.trash.remove(ctx.state.actor, body);
+  },
 });
 
 export const trashRoutes = [listTrash, restoreFromTrash, deleteFromTrash];

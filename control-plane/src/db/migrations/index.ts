@@ -35,6 +35,8 @@ import { Migration20261206000000_job_lost_attempt_seconds } from './Migration202
 import { Migration20261207000000_console_sessions } from './Migration20261207000000_console_sessions.ts';
 import { Migration20261208000000_layout_point_ordinals } from './Migration20261208000000_layout_point_ordinals.ts';
 import { Migration20261209000000_host_load } from './Migration20261209000000_host_load.ts';
+import { Migration20261209100000_backup_runs } from './Migration20261209100000_backup_runs.ts';
+import { Migration20261209200000_audit_entries } from './Migration20261209200000_audit_entries.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -78,4 +80,6 @@ export const migrations = [
   { name: 'Migration20261207000000_console_sessions', class: Migration20261207000000_console_sessions },
   { name: 'Migration20261208000000_layout_point_ordinals', class: Migration20261208000000_layout_point_ordinals },
   { name: 'Migration20261209000000_host_load', class: Migration20261209000000_host_load },
+  { name: 'Migration20261209100000_backup_runs', class: Migration20261209100000_backup_runs },
+  { name: 'Migration20261209200000_audit_entries', class: Migration20261209200000_audit_entries },
 ];
