@@ -24,7 +24,7 @@ export class AppMetrics {
   readonly deploymentSeconds: Histogram;
   readonly ingestBytes: Counter;
   readonly uploadBytes: Counter;
-  /** Filled at each scrape from the database and the process (figures.ts). */
+  /** Filled at each scrape from the database and the process (figures.ts; the hosts' series: host-series.ts). */
   readonly gauges: ScrapeGauges;
 
   constructor(version: string) {
@@ -105,25 +105,6 @@ function scrapeGauges(registers: Registry[]) {
       'How long the oldest waiting job has waited, by kind and GPU type',
       ['kind', 'gpu_type'],
     ),
-    hosts: gauge('vp_hosts', 'Worker hosts by state (connected: heard within the grace period)', ['state']),
-    hostUp: gauge('vp_host_connected', 'A worker host is connected and heard from (1) or not (0)', ['host']),
-    hostJobs: gauge('vp_host_running_jobs', 'Jobs a worker host runs now', ['host']),
-    hostCpu: gauge('vp_host_cpu_ratio', "A connected host's CPU use at its last heartbeat, 0-1", ['host']),
-    hostMemory: gauge('vp_host_memory_used_bytes', "A connected host's memory in use at its last heartbeat", ['host']),
-    gpuUtilization: gauge('vp_gpu_utilization_ratio', "A GPU's use at its host's last heartbeat, 0-1", ['host', 'gpu']),
-    gpuMemoryUsed: gauge('vp_gpu_memory_used_bytes', "A GPU's memory in use at its host's last heartbeat", [
-      'host',
-      'gpu',
-    ]),
-    gpuMemoryTotal: gauge('vp_gpu_memory_bytes', "A GPU's memory", ['host', 'gpu', 'model']),
-    gpuTemperature: gauge('vp_gpu_temperature_celsius', "A GPU's temperature at its host's last heartbeat", [
-      'host',
-      'gpu',
-    ]),
-    agents: gauge('vp_agent_build_info', "A host's agent release, as it last connected (always 1)", [
-      'host',
-      'version',
-    ]),
     deployments: gauge('vp_deployments', 'Deployments by status', ['status']),
     storedBytes: gauge('vp_storage_used_bytes', 'Bytes stored, by kind (images, models, exports, …), every workspace', [
       'kind',

@@ -8,18 +8,12 @@ import { deploymentStatusCounts } from '../deployments/deployment.store.ts';
 import { STORED_OBJECT_KINDS } from '../storage/stored-object.entity.ts';
 import { activeJobCounts, queuedJobAges } from '../jobs/job.store.ts';
 import { storedTotalsAllWorkspaces } from '../storage/stored-object.store.ts';
-import { hostFigures, type HostFigures } from '../workers/host.store.ts';
+import { hostFigures } from '../workers/host.store.ts';
 import type { ScrapeGauges } from './app-metrics.ts';
+import { hostSeriesText } from './host-series.ts';
 
 /** Storage totals sum a whole table: read at most this often. */
 const STORAGE_REFRESH_MS = 5 * 60_000;
-
-const numberOr = (value: unknown, otherwise: number | null = null) =>
-  typeof value === 'number' && Number.isFinite(value) ? value : otherwise;
-const entries = (value: unknown): Array<Record<string, unknown>> =>
-  Array.isArray(value)
-    ? value.filter((entry): entry is Record<string, unknown> => !!entry && typeof entry === 'object')
-    : [];
 
 interface PoolCounts {
   totalCount: number;
@@ -46,8 +40,11 @@ export class ScrapeFigures {
     this.pool = options.pool;
   }
 
-  /** Sets every gauge from what is true now (label sets that went away are dropped). */
-  async refresh(em: EntityManager): Promise<void> {
+  /**
+   * Sets every gauge from what is true now (label sets that went away are dropped); answers the hosts' series as text
+   * (host-series.ts), to follow the registry's.
+   */
+  async refresh(em: EntityManager): Promise<string> {
     const [jobs, queued, hosts, deployments, backup, storage, pool, disk] = await Promise.all([
       activeJobCounts(em),
       queuedJobAges(em),
@@ -66,7 +63,6 @@ export class ScrapeFigures {
       g.queued.set(labels, row.n);
       g.queuedSeconds.set(labels, row.oldest_seconds);
     }
-    this.setHosts(hosts);
     for (const status of DEPLOYMENT_STATUSES) g.deployments.set({ status }, 0);
     for (const row of deployments) g.deployments.set({ status: row.status }, row.n);
     for (const kind of STORED_OBJECT_KINDS) g.storedBytes.set({ kind }, 0);
@@ -81,42 +77,7 @@ export class ScrapeFigures {
       g.dbPool.set({ state: 'busy' }, pool.totalCount - pool.idleCount);
       g.dbPool.set({ state: 'waiting' }, pool.waitingCount);
     }
-  }
-
-  private setHosts(hosts: HostFigures[]): void {
-    const g = this.gauges;
-    const states = { connected: 0, offline: 0, enrolling: 0 };
-    for (const row of hosts) {
-      const host = row.host;
-      const state = row.state === 'enrolling' ? 'enrolling' : row.alive ? 'connected' : 'offline';
-      states[state] += 1;
-      if (state === 'enrolling') continue;
-      g.hostUp.set({ host }, row.alive ? 1 : 0);
-      g.hostJobs.set({ host }, row.running);
-      if (row.agent_version) g.agents.set({ host, version: row.agent_version }, 1);
-      const load = row.alive ? row.load : null;
-      const cpu = numberOr(load?.cpuPercent);
-      if (cpu !== null) g.hostCpu.set({ host }, cpu / 100);
-      const memory = numberOr(load?.memoryUsedBytes);
-      if (memory !== null) g.hostMemory.set({ host }, memory);
-      const used = new Map(entries(load?.gpus).map((gpu) => [gpu.index, gpu]));
-      entries(row.gpus).forEach((gpu, position) => {
-        const index = numberOr(gpu.index, position)!;
-        const labels = { host, gpu: String(index) };
-        g.gpuMemoryTotal.set(
-          { ...labels, model: typeof gpu.model === 'string' ? gpu.model : 'unknown' },
-          numberOr(gpu.memoryMiB, 0)! * 2 ** 20,
-        );
-        const now = used.get(index);
-        const utilization = numberOr(now?.utilizationPercent);
-        if (utilization !== null) g.gpuUtilization.set(labels, utilization / 100);
-        const memoryUsed = numberOr(now?.memoryUsedMiB);
-        if (memoryUsed !== null) g.gpuMemoryUsed.set(labels, memoryUsed * 2 ** 20);
-        const temperature = numberOr(now?.temperatureC);
-        if (temperature !== null) g.gpuTemperature.set(labels, temperature);
-      });
-    }
-    for (const [state, n] of Object.entries(states)) g.hosts.set({ state }, n);
+    return hostSeriesText(hosts);
   }
 
   private async storageTotals(em: EntityManager): Promise<Array<{ kind: string; bytes: string }>> {

@@ -8,6 +8,22 @@ const UPLOAD_ROUTE = '/api/upload/sessions/:sessionId/file';
 const TRAINING_EVENTS_ROUTE = '/api/webhooks/training/metrics';
 
 export function httpMetrics(metrics: AppMetrics): Middleware<AppState> {
+  // Each label set's series is looked up once: prom-client hashes a label object on every call otherwise, a cost
+  // every request would pay. The sets are bounded (route templates × methods × statuses).
+  const counted = new Map<string, { inc: () => void }>();
+  const timed = new Map<string, { observe: (seconds: number) => void }>();
+  const count = (method: string, route: string, status: string) => {
+    const key = `${method} ${route} ${status}`;
+    let series = counted.get(key);
+    if (!series) counted.set(key, (series = metrics.httpRequests.labels(method, route, status)));
+    series.inc();
+  };
+  const time = (method: string, route: string, seconds: number) => {
+    const key = `${method} ${route}`;
+    let series = timed.get(key);
+    if (!series) timed.set(key, (series = metrics.httpSeconds.labels(method, route)));
+    series.observe(seconds);
+  };
   return async (ctx, next) => {
     const started = performance.now();
     try {
@@ -16,8 +32,8 @@ export function httpMetrics(metrics: AppMetrics): Middleware<AppState> {
       // Paths no route took (the console's pages and files, 404s) are one label value, not one each.
       const route = ctx.state.route ?? (ctx.path.startsWith('/api/') ? 'unmatched' : 'other');
       const status = ctx.status;
-      metrics.httpRequests.inc({ method: ctx.method, route, status: String(status) });
-      metrics.httpSeconds.observe({ method: ctx.method, route }, (performance.now() - started) / 1000);
+      count(ctx.method, route, String(status));
+      time(ctx.method, route, (performance.now() - started) / 1000);
       const refused = REFUSED_REASONS[status];
       if (refused) metrics.refused.inc({ reason: refused });
       if (status < 300) {

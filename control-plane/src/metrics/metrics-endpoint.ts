@@ -26,8 +26,8 @@ export function metricsEndpoint(token: string, metrics: AppMetrics, figures: Scr
       ctx.body = { error: 'The metrics need the scrape token (METRICS_TOKEN) as a bearer token' };
       return;
     }
-    await figures.refresh(ctx.state.em);
+    const hosts = await figures.refresh(ctx.state.em);
     ctx.set('Content-Type', metrics.registry.contentType);
-    ctx.body = await metrics.registry.metrics();
+    ctx.body = `${await metrics.registry.metrics()}\n${hosts}`;
   };
 }
