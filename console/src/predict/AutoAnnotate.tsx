@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { NumberField } from '../app/NumberField.tsx';
 import { ModelPicker } from '../models/ModelPicker.tsx';
 import { useStartBatch } from './batch-queries.ts';
 
@@ -29,26 +30,16 @@ export function AutoAnnotate({ owner, dataset, busy }: { owner: string; dataset:
           onProject={setProject}
           onModel={setModel}
         />
-        <label htmlFor="annotate-confidence">Minimum confidence</label>
-        <input
+        <NumberField
           id="annotate-confidence"
-          type="number"
+          label="Minimum confidence"
           min={0.01}
           max={1}
           step={0.01}
           value={confidence}
-          onChange={(event) => setConfidence(Number(event.target.value))}
+          onChange={setConfidence}
         />
-        <label htmlFor="annotate-iou">IoU</label>
-        <input
-          id="annotate-iou"
-          type="number"
-          min={0}
-          max={0.95}
-          step={0.05}
-          value={iou}
-          onChange={(event) => setIou(Number(event.target.value))}
-        />
+        <NumberField id="annotate-iou" label="IoU" min={0} max={0.95} step={0.05} value={iou} onChange={setIou} />
         <label htmlFor="annotate-all">Images that have labels too</label>
         <input
           id="annotate-all"

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { NumberField } from '../app/NumberField.tsx';
 import { useStartBatch } from './batch-queries.ts';
 
 export interface BlurSettings {
@@ -32,25 +33,23 @@ export function FaceBlur({
     <details className="card create-dataset" open>
       <summary>Blur faces</summary>
       <form onSubmit={submit} aria-label="Blur faces">
-        <label htmlFor="blur-confidence">Minimum face score</label>
-        <input
+        <NumberField
           id="blur-confidence"
-          type="number"
+          label="Minimum face score"
           min={0.01}
           max={1}
           step={0.01}
           value={confidence}
-          onChange={(event) => setConfidence(Number(event.target.value))}
+          onChange={setConfidence}
         />
-        <label htmlFor="blur-scale">Box scale</label>
-        <input
+        <NumberField
           id="blur-scale"
-          type="number"
+          label="Box scale"
           min={0.5}
           max={1.5}
           step={0.05}
           value={boxScale}
-          onChange={(event) => setBoxScale(Number(event.target.value))}
+          onChange={setBoxScale}
         />
         <small>
           A preview blurs up to six images without changing any; you then apply it to the dataset or discard it.
