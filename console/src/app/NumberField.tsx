@@ -1,9 +1,13 @@
-/** A labelled number input with its range, in a form's two-column grid (label, then the field). */
+/**
+ * A labelled number with its range, in a form's grid or a toolbar: a number input, or a slider (`slider`) with its
+ * value shown beside it.
+ */
 export function NumberField({
   id,
   label,
   value,
   onChange,
+  slider = false,
   ...range
 }: {
   id: string;
@@ -13,17 +17,19 @@ export function NumberField({
   step: number;
   value: number;
   onChange: (value: number) => void;
+  slider?: boolean;
 }) {
   return (
     <>
       <label htmlFor={id}>{label}</label>
       <input
         id={id}
-        type="number"
+        type={slider ? 'range' : 'number'}
         {...range}
         value={value}
         onChange={(event) => onChange(Number(event.target.value))}
       />
+      {slider ? <output htmlFor={id}>{value.toFixed(2)}</output> : null}
     </>
   );
 }

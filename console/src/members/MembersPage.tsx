@@ -31,8 +31,12 @@ function TeamMembers({ owner, role }: { owner: string; role: string }) {
   const setRole = useSetMemberRole(owner);
   const remove = useRemoveMember(owner);
   const [done, setDone] = useState('');
-  const change = (username: string, next: MemberRole, verb: string) =>
+  // A new change clears the last one's message: a refusal is never shown beside an older success.
+  const change = (username: string, next: MemberRole, verb: string) => {
+    setDone('');
+    remove.reset();
     setRole.mutate({ username, role: next }, { onSuccess: () => setDone(`${username} ${verb} ${next}.`) });
+  };
   return (
     <>
       <p className="muted">You are this team's {role}. Keys issued for a member stop working when they are removed.</p>
@@ -59,8 +63,11 @@ function TeamMembers({ owner, role }: { owner: string; role: string }) {
                 pending={setRole.isPending || remove.isPending}
                 changeRole={(next) => change(member.username, next, 'is now')}
                 remove={() => {
-                  if (confirm(`Remove ${member.username} from ${owner}? The keys issued for them stop working.`))
-                    remove.mutate(member.username, { onSuccess: () => setDone(`${member.username} was removed.`) });
+                  if (!confirm(`Remove ${member.username} from ${owner}? The keys issued for them stop working.`))
+                    return;
+                  setDone('');
+                  setRole.reset();
+                  remove.mutate(member.username, { onSuccess: () => setDone(`${member.username} was removed.`) });
                 }}
               />
             ))}

@@ -1,5 +1,6 @@
 import { useEffect, useId, useState } from 'react';
 import { DropZone } from '../app/DropZone.tsx';
+import { NumberField } from '../app/NumberField.tsx';
 import { PredictionView } from './PredictionView.tsx';
 import { usePrediction, type PredictTarget } from './queries.ts';
 
@@ -13,31 +14,6 @@ function useSettled<T>(value: T, ms: number): T {
     return () => clearTimeout(timer);
   }, [value, ms]);
   return settled;
-}
-
-/** A threshold's slider with its value shown beside it (the API's range). */
-function Threshold({
-  id,
-  label,
-  value,
-  onChange,
-  ...range
-}: {
-  id: string;
-  label: string;
-  min: number;
-  max: number;
-  step: number;
-  value: number;
-  onChange: (value: number) => void;
-}) {
-  return (
-    <>
-      <label htmlFor={id}>{label}</label>
-      <input id={id} type="range" {...range} value={value} onChange={(event) => onChange(Number(event.target.value))} />
-      <output htmlFor={id}>{value.toFixed(2)}</output>
-    </>
-  );
 }
 
 /**
@@ -66,7 +42,8 @@ export function PredictPanel({ target, title }: { target: PredictTarget; title: 
         Drop an image here (JPEG, PNG, WebP, BMP or TIFF), or
       </DropZone>
       <div className="toolbar">
-        <Threshold
+        <NumberField
+          slider
           id={`${id}-conf`}
           label="Confidence"
           min={0.01}
@@ -75,7 +52,7 @@ export function PredictPanel({ target, title }: { target: PredictTarget; title: 
           value={conf}
           onChange={setConf}
         />
-        <Threshold id={`${id}-iou`} label="IoU" min={0} max={0.95} step={0.05} value={iou} onChange={setIou} />
+        <NumberField slider id={`${id}-iou`} label="IoU" min={0} max={0.95} step={0.05} value={iou} onChange={setIou} />
       </div>
       {prediction.error ? <p role="alert">{prediction.error.message}</p> : null}
       <p role="status" aria-live="polite">
