@@ -62,11 +62,11 @@ await servable('open', 'shared');
 await createModel(world, alice, { project: 'vision', model: 'empty', task: 'detect' });
 
 /** A host that runs inference servers (in `region`, else every region), heartbeating until the test ends. */
-async function inferenceHost(name: string, region?: string): Promise<WorkerClient> {
+async function inferenceHost(name: string, region?: string, exporters: string[] = []): Promise<WorkerClient> {
   const { workerKey } = await enrollHost(server, name, undefined, region);
   const { client } = await WorkerClient.welcomed(server, workerKey);
   client.beat(300);
-  client.send({ type: 'capabilities', exporters: [], missingExporters: {}, services: ['inference'] });
+  client.send({ type: 'capabilities', exporters, missingExporters: {}, services: ['inference'] });
   t.teardown(() => client.ws.close());
   // Capabilities are recorded asynchronously: a deployment created before that finds no host for it.
   await eventually(
@@ -298,6 +298,41 @@ t.test(
         'its key is gone',
       );
     });
+  },
+);
+
+t.test(
+  'a model whose ONNX export is still being made: the revision waits for it, and fails once it is gone',
+  async (t) => {
+    // It takes the ONNX export and never finishes it: the export stays running while the rollout sweep (every second)
+    // looks at the revision.
+    const exporter = await inferenceHost('export-wait-host', 'asia-northeast1', ['onnx']);
+    const model = await createModel(world, alice, { project: 'vision', model: 'exporting', task: 'detect' });
+    await uploadWeights(world, alice, model.id, readFileSync(fixture.pt));
+    const created = await create({
+      project: 'vision',
+      model: 'exporting',
+      deployment: 'waits',
+      name: 'waits',
+      region: 'asia-northeast1',
+    });
+    t.equal(created.status, 201, JSON.stringify(created.body));
+    const exporting = await exporter.nextOf('job.assign');
+    exporter.send({ type: 'job.accepted', jobId: exporting.jobId });
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+    t.match(
+      await read('waits'),
+      { status: 'creating' },
+      'still creating while its export runs (it was failed at once)',
+    );
+    t.notOk(
+      (await events(created.body.id)).some((event) => event.severity === 'ERROR'),
+      'no failure logged while it waits',
+    );
+    await query(em(), 'delete from model_exports where model_id = ?', [model.id]);
+    const failed = await untilStatus('waits', 'failed');
+    t.match(failed.statusMessage, /ONNX export was deleted/, 'an export that is gone fails the revision, saying so');
+    exporter.send({ type: 'job.finished', jobId: exporting.jobId, outcome: 'cancelled', exitCode: 143 });
   },
 );
 

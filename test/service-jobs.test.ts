@@ -2,7 +2,7 @@
 // inference server runs on a model trained by the suite, fetched as the job's input; the agent reports job.service once
 // it is healthy, with a URL that answers predict, and again after a reconnect or an agent restart; a cancel stops the
 // server; a server that exits, or does not answer its health check in time, fails the job. Docker: the locally built vp-inference image.
-import { createReadStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -129,6 +129,17 @@ t.test('process runtime', async (t) => {
   await t.test('a server that exits fails the job', (t) =>
     failsWhenTheServerExits(t, runtime, workRoot, 'process-exits'),
   );
+  await t.test("a job that cannot start fails saying why, without this host's paths", async (t) => {
+    // A file where the job's work dir must go (as a full disk, the error names the path it could not write).
+    const blocked = join(dir, 'blocked');
+    mkdirSync(blocked);
+    writeFileSync(join(blocked, 'deployments'), 'not a folder');
+    const host = agent(new ProcessRuntime({ workRoot: blocked, stopGraceMs: 5000 }), blocked);
+    await host.jobs.assign({ type: 'job.assign', jobId: 'blocked', attempt: 1, spec: deployment('blocked') });
+    const finished = await host.finished('blocked');
+    t.match(finished, { outcome: 'failed', error: /^the job could not start: E[A-Z]+: / });
+    t.notMatch(finished.error, dir, 'no path of this host');
+  });
 
   await t.test('a service that does not answer its health check in time fails and is stopped', async (t) => {
     const host = agent(runtime, workRoot);

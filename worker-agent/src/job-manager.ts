@@ -17,6 +17,7 @@ import {
   type LogSink,
   type RunningJob,
 } from './runtimes/runtime.ts';
+import { sanitizeCause } from './runtimes/failure-cause.ts';
 import type { WorkDirRetention } from './work-dir-retention.ts';
 
 /** Output lines held while disconnected; beyond this they are dropped (the agent's log says how many). */
@@ -162,7 +163,9 @@ export class JobManager {
       job = await this.#runtime.start({ jobId, attempt, spec }, this.#sink(jobId));
     } catch (error) {
       this.#log('error', 'a job could not start', { jobId, error: (error as Error).message });
-      this.#report(jobId, { outcome: 'failed', error: `the job could not start: ${(error as Error).message}` });
+      // Shown to the job's workspace: without this host's paths (ENOSPC names the file it could not write) or secrets.
+      const cause = sanitizeCause((error as Error).message, { workDirs: [], env: spec.env });
+      this.#report(jobId, { outcome: 'failed', error: `the job could not start: ${cause}` });
       return;
     }
     tracked.job = job;

@@ -123,13 +123,16 @@ export async function setServiceUrl(em: EntityManager, id: string, url: string |
   await announceDeploymentChange(em);
 }
 
-/** Starting revisions still waiting for their model's ONNX export (no job yet), with the export's state. */
+/**
+ * Starting revisions still waiting for their model's ONNX export (no job yet), with the export's state: exportFound
+ * false when its row is gone, exportStatus null while it is queued or running (only final statuses are stored).
+ */
 export async function revisionsAwaitingExport(
   em: EntityManager,
-): Promise<Array<RevisionRecord & { exportStatus: string | null; exportError: string | null }>> {
+): Promise<Array<RevisionRecord & { exportFound: boolean; exportStatus: string | null; exportError: string | null }>> {
   return query(
     em,
-    `select ${COLUMNS}, e.status as "exportStatus", e.error as "exportError"
+    `select ${COLUMNS}, e.id is not null as "exportFound", e.status as "exportStatus", e.error as "exportError"
      from deployment_revisions r left join model_exports e on e.id = r.export_id
      where r.state = 'starting' and r.job_id is null`,
   );

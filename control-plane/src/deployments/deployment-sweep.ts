@@ -48,13 +48,8 @@ async function underLock(
 
 export async function sweepDeployments(em: EntityManager, options: SweepOptions): Promise<void> {
   for (const waiting of await revisionsAwaitingExport(em)) {
-    if (
-      waiting.exportStatus !== null &&
-      waiting.exportStatus !== 'failed' &&
-      waiting.exportStatus !== 'cancelled' &&
-      waiting.exportStatus !== 'completed'
-    )
-      continue;
+    // Still queued or running: the revision waits for it.
+    if (waiting.exportFound && waiting.exportStatus === null) continue;
     await underLock(em, waiting, 'starting', async (tx, current) => {
       if (current.jobId) return;
       const deployment = (await deploymentById(tx, current.deploymentId))!;
@@ -62,7 +57,7 @@ export async function sweepDeployments(em: EntityManager, options: SweepOptions)
       await rollBack(
         tx,
         current,
-        `the model's ONNX export ${waiting.exportStatus ?? 'was deleted'}${waiting.exportError ? ` (${waiting.exportError})` : ''}`,
+        `the model's ONNX export ${waiting.exportFound ? waiting.exportStatus : 'was deleted'}${waiting.exportError ? ` (${waiting.exportError})` : ''}`,
       );
     });
   }
