@@ -5,6 +5,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcessJobState } from '../../worker-agent/src/runtimes/process-job-state.ts';
 import type { ChaosAppliance } from './appliance.ts';
+import { ROOT } from './processes.ts';
 import type { Ledger } from './workload.ts';
 
 const FINAL = ['completed', 'failed', 'cancelled'];
@@ -46,7 +47,18 @@ export class Invariants {
       ...(await this.datasetCounters()),
       ...(await this.uploadsIntact()),
       ...(await this.oneRevisionServes()),
+      ...(await this.errorsKeepHostsPrivate()),
     ];
+  }
+
+  /** What a job's workspace is shown of its failure names no path of a host or a replica. */
+  private async errorsKeepHostsPrivate(): Promise<string[]> {
+    return (
+      await this.sql<{ id: string; error: string }>(
+        `select id, error from jobs where strpos(error, $1) > 0 or strpos(error, $2) > 0`,
+        [this.appliance.dir, ROOT],
+      )
+    ).map((job) => `job ${job.id} shows its workspace a host's path: ${job.error}`);
   }
 
   /** After the settle time: nothing left running that should not be, nothing left behind. */

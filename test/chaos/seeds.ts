@@ -1,10 +1,30 @@
-// The chaos runs CI makes: a fixed seed for a bounded number of rounds, and every seed that once broke an invariant,
-// kept as a regression case with what it found (replayed for as many rounds as it took to find it).
+// The chaos runs CI makes: a fixed seed for a bounded number of rounds, and the seeds that once broke an invariant, kept
+// as regression cases with what they found (each bug also has a focused test beside the code it fixed). CI replays the
+// cases of a few rounds; `npm run chaos -- --seed S --rounds N` replays any of them.
 export interface ChaosCase {
   seed: number;
   rounds: number;
-  /** A regression case: the bug this seed found (fixed since). */
+  /** A regression case: the bug this seed found (fixed since) and its focused test. */
   found?: string;
 }
 
-export const CI_CASES: ChaosCase[] = [{ seed: 20261128, rounds: 8 }];
+export const REGRESSIONS: ChaosCase[] = [
+  {
+    seed: 1,
+    rounds: 1,
+    found:
+      "a deployment created while its model's ONNX export ran failed at once as if the export were deleted (test/deployments.test.ts)",
+  },
+  {
+    seed: 2,
+    rounds: 30,
+    found: "a job that could not start (a full disk) showed its workspace the host's paths (test/service-jobs.test.ts)",
+  },
+];
+
+const CI_MAX_ROUNDS = 8;
+
+export const CI_CASES: ChaosCase[] = [
+  { seed: 20261128, rounds: CI_MAX_ROUNDS },
+  ...REGRESSIONS.filter((regression) => regression.rounds < CI_MAX_ROUNDS),
+];
