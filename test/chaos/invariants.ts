@@ -241,7 +241,10 @@ export class Invariants {
     }
     for (const replica of this.appliance.replicas) {
       const tmp = join(this.appliance.dir, `${replica.name}-tmp`);
-      const left = existsSync(tmp) ? readdirSync(tmp).filter((name) => !active.has(jobIdIn(name))) : [];
+      // Node's own compile cache (module.enableCompileCache) lives there too: it is no job's.
+      const left = existsSync(tmp)
+        ? readdirSync(tmp).filter((name) => name !== 'node-compile-cache' && !active.has(jobIdIn(name)))
+        : [];
       if (left.length > 0) found.push(`${replica.name} left temporary files: ${left.slice(0, 5).join(', ')}`);
     }
     return found;
