@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- NAME...]`: every benchmark (or the named ones: api, upload, images, ingest, train, export,
- * predict, deploy, embed, reference, console), one after the other, then one table of their figures: benchmark, figure, value, the ceiling measured in the same run, ratio,
+ * predict, deploy, embed, reference, console, fleet), one after the other, then one table of their figures: benchmark, figure, value, the ceiling measured in the same run, ratio,
  * target and verdict. Each runs as `node bench/NAME.ts` with its progress on stderr; its own report goes to
  * bench/results/run-<time>/NAME.log and its figures to NAME.json there (see recordResult), from which the table is
  * made. Exit status 1 when a target fails or a benchmark breaks (no figures), so a regression shows the day it lands.
@@ -24,6 +24,7 @@ const BENCHMARKS = [
   'embed',
   'reference',
   'console',
+  'fleet',
 ];
 
 interface Outcome {
