@@ -18,13 +18,14 @@ t.test('down to the previous release, then up again', async (t) => {
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const vpctl = (...args: string[]) =>
     runNode(['installer/src/vpctl.ts', 'migrate', ...args], { DATABASE_URL: db.url, DATA_DIR: dataDir });
-  // Columns and constraints: a migration may change either alone (a check constraint's list of values).
+  // Columns, constraints and indexes: a migration may change any alone (a check constraint's list of values, an index).
   const columns = async () =>
     (
       (
         await adminQuery(
           `select table_name || '.' || column_name as c from information_schema.columns where table_schema = 'public'
          union all select conrelid::regclass || ' ' || conname || ' ' || pg_get_constraintdef(oid) from pg_constraint where connamespace = 'public'::regnamespace
+         union all select indexdef from pg_indexes where schemaname = 'public'
          order by 1`,
           [],
           db.url,

@@ -1,6 +1,6 @@
 // The process runtime against real child processes (node -e scripts): outcomes, logs, environment, work dirs,
 // stopping (a process group, SIGKILL after the grace), timeouts, failure causes, and recover() after the agent died
-// mid-job: the job runs on and is adopted.
+// mid-job: the job runs on and is adopted; the job manager on it replacing an attempt with a newer one.
 import { spawn } from 'node:child_process';
 import {
   existsSync,
@@ -15,12 +15,14 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import type { JobSpec } from '@vp/protocol';
+import type { AgentMessage, JobSpec } from '@vp/protocol';
 import { loadWorkerConfig } from '../worker-agent/src/config.ts';
+import { JobManager } from '../worker-agent/src/job-manager.ts';
 import { runtimeFromConfig } from '../worker-agent/src/runtime-from-config.ts';
 import { STATE_FILES } from '../worker-agent/src/runtimes/process-job-state.ts';
 import { ProcessRuntime } from '../worker-agent/src/runtimes/process-runtime.ts';
 import type { LogSink, LogStream } from '../worker-agent/src/runtimes/runtime.ts';
+import { eventually } from './helpers/host-jobs.ts';
 import { withoutTimes } from './helpers/job-outcomes.ts';
 
 const workRoot = mkdtempSync(join(tmpdir(), 'vp-process-runtime-'));
@@ -521,3 +523,35 @@ t.test('recover() with nothing recorded finds nothing', async (t) => {
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   t.same(await new ProcessRuntime({ workRoot: root }).recover(() => () => {}), []);
 });
+
+t.test(
+  'a newer attempt of a job the agent still runs: the earlier stops, its end goes unreported (it would end the newer), then the newer starts',
+  async (t) => {
+    const messages: AgentMessage[] = [];
+    const jobs = new JobManager(
+      new ProcessRuntime({ workRoot }),
+      () => {},
+      (message) => messages.push(message) > 0,
+    );
+    const of = (type: AgentMessage['type']) => messages.filter((message) => message.type === type);
+    const attempt = (n: number) =>
+      ({
+        type: 'job.assign',
+        jobId: 'superseded',
+        attempt: n,
+        spec: spec(`console.log("attempt ${n}"); setInterval(() => {}, 1000)`, { workDir: 'superseded' }),
+      }) as const;
+    await jobs.assign(attempt(1));
+    t.equal(of('job.accepted').length, 1);
+    await jobs.assign(attempt(2));
+    await eventually(async () => of('job.accepted').length === 2, 'the newer attempt to start');
+    t.same(of('job.finished'), [], "the earlier attempt's end was not reported");
+    t.same(jobs.known(), [{ jobId: 'superseded', attempt: 2, gpuIndexes: [] }], 'only the newer attempt is known');
+    await eventually(
+      async () => of('job.log').some((message) => message.type === 'job.log' && message.lines.includes('attempt 2')),
+      "the newer attempt's output",
+    );
+    jobs.cancel({ type: 'job.cancel', jobId: 'superseded', reason: 'done' });
+    await eventually(async () => of('job.finished').length === 1, 'the newer attempt to end when cancelled');
+  },
+);

@@ -335,6 +335,31 @@ t.test('an assignment the host never confirmed goes back to the queue without us
 });
 
 t.test(
+  'a host that ran an attempt whose acceptance was lost, back after its lease ran out: it keeps the job, nothing else starts it',
+  async (t) => {
+    const { handle } = await team();
+    const jobId = await queueCommand(server, handle, { command: ['serve'] });
+    const { client, workerKey, hostId } = await host(handle, 'unheard', []);
+    t.equal((await client.nextOf('job.assign')).attempt, 1);
+    // The agent started it, but its connection dropped before job.accepted reached the control plane.
+    client.ws.terminate();
+    await client.closed;
+    await eventually(async () => (await status(jobId)) === 'queued', 'the unconfirmed attempt to be released');
+
+    const { client: back } = await WorkerClient.welcomed(server, workerKey, {
+      hardware: hardware([]),
+      runningJobs: [{ jobId, attempt: 1 }],
+    });
+    t.teardown(() => back.ws.terminate());
+    back.beat();
+    t.ok(await back.quiet(1500), 'neither cancelled nor assigned again');
+    t.match(await readJob(server, jobId), { status: 'running', host: { id: hostId }, acceptedAt: Date });
+    back.send({ type: 'job.finished', jobId, outcome: 'completed', exitCode: 0 });
+    await eventually(async () => (await status(jobId)) === 'completed', 'the job to complete');
+  },
+);
+
+t.test(
   'two replicas: a job queued through one reaches a host connected to the other, and so does its cancel',
   async (t) => {
     const replica = await startTestServer(t, { env, databaseUrl: server.databaseUrl });

@@ -28,6 +28,8 @@ export class Invariants {
   private readonly finals = new Map<string, FinalSnapshot>();
   /** Uploads already read back intact (each is read again only now and then). */
   private readonly verified = new Set<string>();
+  /** Deployments seen serving: faults may interrupt them, never end them. */
+  private readonly served = new Set<string>();
 
   constructor(appliance: ChaosAppliance, ledger: Ledger) {
     this.appliance = appliance;
@@ -47,8 +49,26 @@ export class Invariants {
       ...(await this.datasetCounters()),
       ...(await this.uploadsIntact()),
       ...(await this.oneRevisionServes()),
+      ...(await this.servingKeepsServing()),
       ...(await this.errorsKeepHostsPrivate()),
     ];
+  }
+
+  /**
+   * A deployment once ready never ends failed: its server is restartable on any host of its region and faults heal, so
+   * a lost host or connection, a restarted database or replica, or a failed replace may interrupt it, not end it.
+   */
+  private async servingKeepsServing(): Promise<string[]> {
+    const deployments = await this.sql<{ id: string; slug: string; status: string; status_message: string | null }>(
+      `select id, slug, status, status_message from deployments`,
+    );
+    const found: string[] = [];
+    for (const deployment of deployments) {
+      if (deployment.status === 'ready') this.served.add(deployment.id);
+      else if (deployment.status === 'failed' && this.served.has(deployment.id))
+        found.push(`${deployment.slug} served, then failed: ${deployment.status_message ?? 'no reason given'}`);
+    }
+    return found;
   }
 
   /** What a job's workspace is shown of its failure names no path of a host or a replica. */

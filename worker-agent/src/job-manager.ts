@@ -47,6 +47,11 @@ interface Tracked {
   startedAt?: number;
   /** When it ended (epoch ms): its job.finished says how long ago, whenever it goes out. */
   endedAt?: number;
+  /**
+   * A newer attempt of the job, assigned here while this one still ran (the control plane gave this one up meanwhile):
+   * it starts once this one has stopped, and this one's end is not reported (it would end the newer attempt).
+   */
+  next?: Assign;
 }
 
 export class JobManager {
@@ -143,7 +148,18 @@ export class JobManager {
 
   async assign(message: Assign): Promise<void> {
     const { jobId, attempt, spec } = message;
-    if (this.#jobs.has(jobId)) {
+    const earlier = this.#jobs.get(jobId);
+    if (earlier && earlier.attempt < attempt && earlier.endedAt === undefined) {
+      this.#log('info', 'a newer attempt waits for the earlier one to stop', {
+        jobId,
+        attempt,
+        earlier: earlier.attempt,
+      });
+      earlier.next = message;
+      this.cancel({ type: 'job.cancel', jobId, reason: 'a newer attempt of the job was assigned to this host' });
+      return;
+    }
+    if (earlier) {
       this.#log('warn', 'ignored a repeated assignment', { jobId, attempt });
       return;
     }
@@ -284,6 +300,7 @@ export class JobManager {
   #report(jobId: string, ended: JobOutcome): void {
     const tracked = this.#jobs.get(jobId);
     tracked?.stopWatching?.();
+    if (tracked?.next) return this.#superseded(jobId, tracked, tracked.next);
     const { startedAt = tracked?.startedAt, endedAt = Date.now(), ...outcome } = ended;
     if (tracked) tracked.endedAt = endedAt;
     this.#log('info', 'job ended', { jobId, ...outcome });
@@ -332,13 +349,25 @@ export class JobManager {
   #reported(jobId: string): void {
     const tracked = this.#jobs.get(jobId);
     this.#jobs.delete(jobId);
-    if (!tracked) return;
-    const forget = async () => {
+    if (tracked) void this.#forget(jobId, tracked);
+  }
+
+  /** An attempt a newer one replaced has stopped: its leftovers go (they share the job's id), then the newer starts. */
+  #superseded(jobId: string, tracked: Tracked, next: Assign): void {
+    this.#log('info', 'an earlier attempt stopped; starting the newer one', { jobId, attempt: next.attempt });
+    void (async () => {
+      await this.#forget(jobId, tracked);
+      if (this.#jobs.get(jobId) === tracked) this.#jobs.delete(jobId);
+      await this.assign(next);
+    })();
+  }
+
+  async #forget(jobId: string, tracked: Tracked): Promise<void> {
+    try {
       await tracked.job?.release();
       if (tracked.files !== undefined) await this.#retention?.ended(tracked.files.workDir);
-    };
-    forget().catch((error: unknown) =>
-      this.#log('warn', 'could not clean up after a job', { jobId, error: (error as Error).message }),
-    );
+    } catch (error) {
+      this.#log('warn', 'could not clean up after a job', { jobId, error: (error as Error).message });
+    }
   }
 }

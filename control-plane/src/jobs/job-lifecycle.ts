@@ -10,7 +10,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { announceAuthChange } from '../auth/authenticator.ts';
-import { query } from '../db/sql.ts';
+import { pgArray, query } from '../db/sql.ts';
 import type { HostJobAttempt, HostJobKind, HostJobOutcome } from '../scheduler/host-job-kinds.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from './job-queue.ts';
 import type { JobProgress, JobStatus } from './job.entity.ts';
@@ -175,12 +175,28 @@ export class JobLifecycle {
     gpuIndexes: number[],
     graceSeconds: number,
   ): Promise<void> {
+    await this.assignAll(tx, [{ jobId, hostId, gpuIndexes }], graceSeconds);
+  }
+
+  /** Assigns queued jobs to hosts in one statement (a dispatch's), each as assign does one. */
+  async assignAll(
+    tx: EntityManager,
+    assignments: ReadonlyArray<{ jobId: string; hostId: string; gpuIndexes: number[] }>,
+    graceSeconds: number,
+  ): Promise<void> {
+    if (assignments.length === 0) return;
     await query(
       tx,
-      `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, attempts = attempts + 1, accepted_at = null, lost_attempt_seconds = 0,
-         lease_expires_at = now() + make_interval(secs => ?), started_at = coalesce(started_at, now()),
-         progress = '{"stage":"assigned","percent":0}'::jsonb, updated_at = now() where id = ? and status = 'queued'`,
-      [hostId, JSON.stringify(gpuIndexes), graceSeconds, jobId],
+      `update jobs j set status = 'running', host_id = a.host_id, gpu_indexes = a.gpu_indexes::jsonb, attempts = j.attempts + 1,
+         accepted_at = null, lost_attempt_seconds = 0, lease_expires_at = now() + make_interval(secs => ?),
+         started_at = coalesce(j.started_at, now()), progress = '{"stage":"assigned","percent":0}'::jsonb, updated_at = now()
+       from unnest(?::text[], ?::text[], ?::text[]) as a(id, host_id, gpu_indexes) where j.id = a.id and j.status = 'queued'`,
+      [
+        graceSeconds,
+        pgArray(assignments.map((assignment) => assignment.jobId)),
+        pgArray(assignments.map((assignment) => assignment.hostId)),
+        pgArray(assignments.map((assignment) => JSON.stringify(assignment.gpuIndexes))),
+      ],
     );
   }
 
@@ -200,15 +216,16 @@ export class JobLifecycle {
     tx: EntityManager,
     jobId: string,
     hostId: string,
+    attempt: number,
     gpuIndexes: number[],
     graceSeconds: number,
   ): Promise<void> {
     await query(
       tx,
-      `update jobs set status = 'running', host_id = ?, gpu_indexes = ?::jsonb, accepted_at = now(), finished_at = null,
+      `update jobs set status = 'running', host_id = ?, attempts = ?, gpu_indexes = ?::jsonb, accepted_at = now(), finished_at = null,
          lease_expires_at = now() + make_interval(secs => ?), progress = '{"stage":"running"}'::jsonb, updated_at = now()
        where id = ? and status = 'queued'`,
-      [hostId, JSON.stringify(gpuIndexes), graceSeconds, jobId],
+      [hostId, attempt, JSON.stringify(gpuIndexes), graceSeconds, jobId],
     );
   }
 

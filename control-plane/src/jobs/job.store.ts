@@ -133,26 +133,14 @@ export async function runningHostJob(
   return row;
 }
 
-/** The slots the jobs running on a host hold. */
-export function runningJobsOnHost(
-  em: EntityManager,
-  hostId: string,
-): Promise<Array<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>> {
-  return query<{ gpu_indexes: number[] | null; gpu_count: number; service: string | null }>(
-    em,
-    `select gpu_indexes, gpu_count, service from jobs where host_id = ? and status = 'running'`,
-    [hostId],
-  );
-}
-
 /** The slots the jobs running on each of `hostIds` hold. */
 export function runningJobsOnHosts(
   em: EntityManager,
   hostIds: string[],
-): Promise<Array<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>> {
-  return query<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number }>(
+): Promise<Array<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number; service: string | null }>> {
+  return query<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number; service: string | null }>(
     em,
-    `select host_id, gpu_indexes, gpu_count from jobs where host_id = any(?::text[]) and status = 'running'`,
+    `select host_id, gpu_indexes, gpu_count, service from jobs where host_id = any(?::text[]) and status = 'running'`,
     [pgArray(hostIds)],
   );
 }
@@ -167,19 +155,38 @@ export interface QueuedHostJobRow extends JobColumns {
   service: string | null;
 }
 
-/** The first `window` queued host jobs of `kinds` a host of `workspaceId` (null: the pool) may take, in queue order. */
-export function queuedHostJobs(
-  em: EntityManager,
-  kinds: string[],
-  workspaceId: string | null,
-  window: number,
-): Promise<QueuedHostJobRow[]> {
+/**
+ * One look at the queue for some hosts: jobs of their workspace (null: the pool's hosts, which take every workspace's),
+ * either those needing no GPU (`gpuTypes` null) or those needing GPUs of one of `gpuTypes` or of any type.
+ */
+export interface QueueRead {
+  workspaceId: string | null;
+  gpuTypes: string[] | null;
+  /** How many of the first such jobs, in queue order. */
+  window: number;
+}
+
+/**
+ * The queued host jobs of `kinds` each read asks for, all in queue order (priority, then age), each once. A read per
+ * kind of slot, so a host's free CPU slot or GPU type is not hidden behind a backlog of jobs for others.
+ */
+export function queuedHostJobs(em: EntityManager, kinds: string[], reads: QueueRead[]): Promise<QueuedHostJobRow[]> {
+  const params: unknown[] = [];
+  const parts = reads.map((read) => {
+    params.push(pgArray(kinds), read.workspaceId, read.workspaceId);
+    if (read.gpuTypes) params.push(pgArray(read.gpuTypes));
+    params.push(read.window);
+    const slots = read.gpuTypes ? 'gpu_count > 0 and (gpu_type is null or gpu_type = any(?::text[]))' : 'gpu_count = 0';
+    return `(select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service, priority, created_at from jobs
+         where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?) and ${slots}
+         order by priority desc, created_at, id limit ?)`;
+  });
+  if (parts.length === 0) return Promise.resolve([]);
   return query<QueuedHostJobRow>(
     em,
-    `select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service from jobs
-         where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?)
-         order by priority desc, created_at, id limit ${window}`,
-    [pgArray(kinds), workspaceId, workspaceId],
+    `select distinct on (priority, created_at, id) id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service
+     from (${parts.join(' union all ')}) q order by priority desc, created_at, id`,
+    params,
   );
 }
 

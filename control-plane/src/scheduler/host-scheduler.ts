@@ -10,11 +10,13 @@ import {
   lockQueuedJobs,
   queuedHostJobs,
   runningHostJob,
-  runningJobsOnHost,
+  runningJobsOnHosts,
   type QueuedHostJobRow,
+  type QueueRead,
 } from '../jobs/job.store.ts';
+import { currentSessions, type HostSession } from '../workers/host.store.ts';
 import type { HostJobAttempt, HostJobKind } from './host-job-kinds.ts';
-import { placeJobs, type QueuedJob } from './placement.ts';
+import { placeJobsWaiting, type HostCapacity, type Placement, type QueuedJob } from './placement.ts';
 
 /** A worker host whose socket this process holds. */
 export interface LocalHost {
@@ -29,17 +31,29 @@ export interface LocalHost {
   region: string | null;
   /** The services its agent reported it runs (`capabilities`); empty until then. */
   services: ReadonlySet<string>;
-  /** Whether this socket is still the host's current session, holding it so until `tx` ends (no takeover in between). */
-  holdsHost(tx: EntityManager): Promise<boolean>;
+  /** This socket as the host's session: it gets jobs only while it is the host's current one (currentSessions). */
+  session: HostSession;
   send(message: ServerMessage): void;
 }
 
 const POLL_MS = 5000;
+/**
+ * How often every host is offered the queue again between wakes: a host that let a bigger job go first (placement.ts)
+ * hears of nothing when another host takes that job, and looks again at the next sweep.
+ */
+const SWEEP_MS = 1000;
 /** How soon a host looks again at a job another dispatch held when it wanted it. */
 const RETRY_MS = 50;
+/**
+ * Hosts offered jobs in one dispatch (one transaction): more wait for the next, so a dispatch commits (and lets go of
+ * the jobs it holds, which other replicas' dispatches skip meanwhile) within a few hundred assignments.
+ */
+const DISPATCH_HOSTS = 250;
+/** Times a dispatch places its hosts again, from the same read, after jobs it chose were taken by another meanwhile. */
+const LOCK_ROUNDS = 3;
 /** Ended jobs settled in one go before giving the event loop back. */
 const SETTLE_BATCH = 100;
-/** Queued jobs looked at per dispatch; more than one host could take at once. */
+/** Queued jobs of each kind of slot a dispatch looks at, beyond one per free slot of its hosts. */
 const QUEUE_WINDOW = 200;
 
 type QueuedRow = QueuedHostJobRow;
@@ -48,12 +62,18 @@ type QueuedRow = QueuedHostJobRow;
  * Assigns queued host jobs to the worker hosts connected to this process. State lives in PostgreSQL, so any
  * number of replicas run one each: a job queued through any replica wakes them all (NOTIFY), each offers it to
  * its own hosts, and FOR UPDATE SKIP LOCKED lets exactly one take it. Jobs whose host stopped heartbeating for
- * the grace period are released by whichever replica looks first.
+ * the grace period are released by whichever replica looks first. The hosts woken meanwhile are served together, one
+ * dispatch (a transaction that reads their running jobs and the queue once) at a time: a queued job costs each replica
+ * one dispatch, not one per host (issue 39: 500 hosts' dispatches per queued batch held the queue up for seconds).
  */
 export class HostScheduler {
   private readonly hosts = new Map<string, LocalHost>();
-  private readonly dispatching = new Map<string, { again: boolean }>();
+  /** Hosts woken since the running dispatch read the queue, in the order they were woken. */
+  private readonly pending = new Set<string>();
+  private readonly waits = new Waits();
+  private dispatching: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
   private settling: Promise<void> | undefined;
   private settleAgain = false;
   private stopped = false;
@@ -99,13 +119,16 @@ export class HostScheduler {
   start(): void {
     this.timer = setInterval(() => void this.tick(), POLL_MS);
     this.timer.unref();
+    this.sweepTimer = setInterval(() => this.wakeAll(), SWEEP_MS);
+    this.sweepTimer.unref();
   }
 
-  /** Stops taking work and waits for bookkeeping in progress (before the pool closes). */
+  /** Stops taking work and waits for dispatches and bookkeeping in progress (before the pool closes). */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    await this.settling;
+    clearInterval(this.sweepTimer);
+    await Promise.all([this.dispatching, this.settling]);
   }
 
   attach(host: LocalHost): void {
@@ -114,34 +137,40 @@ export class HostScheduler {
   }
 
   detach(hostId: string, host: LocalHost): void {
-    if (this.hosts.get(hostId) === host) this.hosts.delete(hostId);
+    if (this.hosts.get(hostId) !== host) return;
+    this.hosts.delete(hostId);
+    this.waits.forget({ hostId });
   }
 
   wake(hostId: string): void {
     if (this.stopped || !this.hosts.has(hostId)) return;
-    const running = this.dispatching.get(hostId);
-    if (running) {
-      running.again = true;
-      return;
-    }
-    const state = { again: false };
-    this.dispatching.set(hostId, state);
-    void (async () => {
-      do {
-        state.again = false;
-        const host = this.hosts.get(hostId);
-        if (!host) break;
-        const missed = await this.dispatch(host).catch((error) => {
-          this.log.warn({ err: error, hostId }, 'dispatching jobs failed');
-          return false;
+    this.pending.add(hostId);
+    this.dispatchSoon();
+  }
+
+  /** Dispatches until no host waits, one dispatch at a time; a host woken during one is served by the next. */
+  private dispatchSoon(): void {
+    if (this.dispatching) return;
+    this.dispatching = (async () => {
+      while (this.pending.size > 0 && !this.stopped) {
+        const hosts: LocalHost[] = [];
+        for (const hostId of this.pending) {
+          if (hosts.length === DISPATCH_HOSTS) break;
+          this.pending.delete(hostId);
+          const host = this.hosts.get(hostId);
+          if (host) hosts.push(host);
+        }
+        const missed = await this.dispatch(hosts).catch((error) => {
+          this.log.warn({ err: error, hosts: hosts.length }, 'dispatching jobs failed');
+          return [];
         });
-        if (missed) {
-          // Another dispatch holds the job for a moment (it commits or lets go): look again shortly.
-          state.again = true;
+        if (missed.length > 0) {
+          // Another dispatch holds a job they wanted for a moment (it commits or lets go): they look again shortly.
+          for (const host of missed) this.pending.add(host.hostId);
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
         }
-      } while (state.again && !this.stopped);
-      this.dispatching.delete(hostId);
+      }
+      this.dispatching = undefined;
     })();
   }
 
@@ -204,56 +233,83 @@ export class HostScheduler {
   }
 
   /**
-   * Takes what fits on the host in one transaction, then sends the assignments once they are committed. True when a
-   * job it chose was taken or locked by another dispatch meanwhile, so the host should look again.
+   * Takes what fits on each of the hosts in one transaction (their running jobs and the queue read once), host after
+   * host in the order they were woken, then sends the assignments once they are committed. A job another dispatch (of
+   * another replica) took or holds meanwhile is passed over and its host placed again from the same read, up to
+   * LOCK_ROUNDS times; answers the hosts still short of a job they wanted then: they should look again.
    */
-  private async dispatch(host: LocalHost): Promise<boolean> {
+  private async dispatch(hosts: LocalHost[]): Promise<LocalHost[]> {
+    if (hosts.length === 0) return [];
     const kinds = Object.keys(this.kinds);
-    let missed = false;
+    let wanting: Array<{ host: LocalHost; capacity: HostCapacity }> = [];
     const assignments = await this.em().transactional(async (em) => {
-      // A socket another session took the host over from gets nothing: its agent is not the host any more.
-      if (!(await host.holdsHost(em))) return [];
-      const busy = await runningJobsOnHost(em, host.hostId);
-      const queue = await queuedHostJobs(em, kinds, host.workspaceId, QUEUE_WINDOW);
-      const placements = placeJobs(
-        {
-          gpus: host.hardware.gpus,
-          memoryBytes: host.hardware.memoryBytes,
-          busyGpuIndexes: new Set(busy.flatMap((job) => job.gpu_indexes ?? [])),
-          runningJobs: busy.length,
-          cpuSlotBusy: busy.some((job) => job.gpu_count === 0 && !job.service),
-          maxConcurrentJobs: host.maxConcurrentJobs,
-          exporters: host.exporters,
-          region: host.region,
-          services: host.services,
-        },
-        queue.map((row): QueuedJob => ({
-          id: row.id,
-          gpuType: row.gpu_type,
-          gpuCount: row.gpu_count,
-          memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes),
-          toolchain: row.toolchain,
-          region: row.region,
-          service: row.service,
-        })),
+      const running = await runningJobsOnHosts(
+        em,
+        hosts.map((host) => host.hostId),
       );
+      const open = hosts
+        .map((host) => ({ host, capacity: capacityOf(host, running) }))
+        .filter(({ capacity }) => hasRoom(capacity));
+      if (open.length === 0) return [];
+      const queue = await queuedHostJobs(em, kinds, queueReads(open));
+      if (queue.length === 0) return [];
       const rows = new Map(queue.map((row) => [row.id, row]));
-      // Only the jobs this host takes are locked: a host that cannot run a job must not hide it from one that can (a
-      // locked row is skipped, and the host that skipped it would wait for the next tick). Taken meanwhile: try again.
-      const locked = placements.length
-        ? new Set(
-            await lockQueuedJobs(
-              em,
-              placements.map((placement) => placement.jobId),
-            ),
-          )
-        : new Set<string>();
-      const messages: ServerMessage[] = [];
-      for (const placement of placements) {
-        if (!locked.has(placement.jobId)) {
-          missed = true;
-          continue;
+      const queued = queue.map((row) => ({ row, job: queuedJob(row) }));
+      // A socket another session took its host over from gets nothing: its agent is not the host any more. The hosts
+      // that are stay so (no takeover lands) until this commits.
+      const held = await currentSessions(
+        em,
+        open.map(({ host }) => host.session),
+      );
+      /** Locked by this dispatch, or passed over: another has it. */
+      const taken = new Set<string>();
+      const passedOver = new Set<string>();
+      const placed: Array<{ host: LocalHost; placement: Placement }> = [];
+      // Hosts with the most free GPUs first: a job none can run yet waits on the one likeliest to have room soonest.
+      wanting = open
+        .filter(({ host }) => held.has(host.session.sessionId))
+        .sort((a, b) => freeGpus(b.capacity) - freeGpus(a.capacity));
+      for (let round = 0; round < LOCK_ROUNDS && wanting.length > 0; round++) {
+        const chosen: Array<{ entry: (typeof open)[number]; placements: Placement[] }> = [];
+        const wanted = new Set<string>();
+        for (const entry of wanting) {
+          const { host } = entry;
+          const mayTake = ({ row }: { row: QueuedRow }) =>
+            !taken.has(row.id) &&
+            !passedOver.has(row.id) &&
+            !wanted.has(row.id) &&
+            (host.workspaceId === null || row.workspace_id === host.workspaceId);
+          const { placements, waitingFor } = placeJobsWaiting(
+            entry.capacity,
+            queued.filter(mayTake).map(({ job }) => job),
+            (job) => this.waits.mayWait(host.hostId, job),
+          );
+          this.waits.set(host.hostId, waitingFor);
+          if (placements.length === 0) continue;
+          for (const placement of placements) wanted.add(placement.jobId);
+          chosen.push({ entry, placements });
         }
+        if (wanted.size === 0) {
+          wanting = [];
+          break;
+        }
+        // Only the jobs the hosts take are locked: a host that cannot run a job must not hide it from one that can (a
+        // locked row is skipped, and the host that skipped it would wait for the next tick).
+        const locked = new Set(await lockQueuedJobs(em, [...wanted]));
+        wanting = [];
+        for (const { entry, placements } of chosen) {
+          const got = placements.filter((placement) => locked.has(placement.jobId));
+          for (const placement of placements) (locked.has(placement.jobId) ? taken : passedOver).add(placement.jobId);
+          for (const placement of got) placed.push({ host: entry.host, placement });
+          entry.capacity = withPlacements(entry.capacity, got, rows);
+          if (got.length < placements.length) wanting.push(entry);
+        }
+      }
+      // A job taken is waited for no more (one another replica took: once its waiter is placed again without it).
+      this.waits.forget({ jobIds: taken });
+      const messages: Array<{ host: LocalHost; message: ServerMessage }> = [];
+      const assigned: Array<{ jobId: string; hostId: string; gpuIndexes: number[] }> = [];
+      for (const { host, placement } of placed) {
         const row = rows.get(placement.jobId)!;
         const attempt = attemptOf({ ...row, attempts: row.attempts + 1 }, host.hostId, placement.gpuIndexes);
         const spec = await this.spec(em, attempt);
@@ -261,20 +317,21 @@ export class HostScheduler {
           await this.lifecycle.failUnprepared(em, row.id, spec);
           continue;
         }
-        await this.lifecycle.assign(em, row.id, host.hostId, placement.gpuIndexes, this.graceSeconds);
-        messages.push({ type: 'job.assign', jobId: row.id, attempt: attempt.attempt, spec });
+        assigned.push({ jobId: row.id, hostId: host.hostId, gpuIndexes: placement.gpuIndexes });
+        messages.push({ host, message: { type: 'job.assign', jobId: row.id, attempt: attempt.attempt, spec } });
       }
+      await this.lifecycle.assignAll(em, assigned, this.graceSeconds);
       return messages;
     });
     // A host that dropped meanwhile never gets these; when it reconnects without them they are requeued.
-    for (const message of assignments) {
+    for (const { host, message } of assignments) {
       this.log.info(
         { jobId: message.type === 'job.assign' ? message.jobId : undefined, hostId: host.hostId },
         'job assigned',
       );
       host.send(message);
     }
-    return missed;
+    return wanting.map(({ host }) => host);
   }
 
   /** The attempt's spec with the assigned GPUs, or the reason it cannot run. */
@@ -295,6 +352,114 @@ export class HostScheduler {
       return 'The job could not be prepared because of an internal error; see the control-plane log';
     }
   }
+}
+
+/**
+ * The GPU jobs this replica's hosts wait for. A host whose GPUs could run a queued job once more of them are free holds
+ * back its later GPU jobs meanwhile (placement.ts), so a stream of small jobs cannot starve a big one. At a fleet's scale
+ * one such host per GPU type (a job's; any type is one too) is enough: it keeps waiting until its job leaves the queue,
+ * and the other hosts take a job that fits them at once and pass over one that does not, rather than every host of the
+ * type idling its free GPUs for the jobs at the head of the queue.
+ */
+class Waits {
+  /** By the job's GPU type ('' for any type): the job waited for and the host that waits. */
+  private readonly byType = new Map<string, { jobId: string; hostId: string }>();
+
+  /** Whether the host may hold its GPUs back for `job`: it does already, or no job of its GPU type is waited for. */
+  mayWait(hostId: string, job: QueuedJob): boolean {
+    const wait = this.byType.get(job.gpuType ?? '');
+    return wait === undefined || (wait.jobId === job.id && wait.hostId === hostId);
+  }
+
+  /** The host waits for `job` now (undefined: for none). */
+  set(hostId: string, job: QueuedJob | undefined): void {
+    for (const [type, wait] of this.byType)
+      if (wait.hostId === hostId && wait.jobId !== job?.id) this.byType.delete(type);
+    if (job && !this.byType.has(job.gpuType ?? '')) this.byType.set(job.gpuType ?? '', { jobId: job.id, hostId });
+  }
+
+  /** Jobs that left the queue, or a host that left: waited for, or waiting, no more. */
+  forget(match: { jobIds?: ReadonlySet<string>; hostId?: string }): void {
+    for (const [type, wait] of this.byType)
+      if (match.jobIds?.has(wait.jobId) || wait.hostId === match.hostId) this.byType.delete(type);
+  }
+}
+
+/** The host's capacity once `placements` (of `rows`) run there too. */
+function withPlacements(capacity: HostCapacity, placements: Placement[], rows: Map<string, QueuedRow>): HostCapacity {
+  if (placements.length === 0) return capacity;
+  return {
+    ...capacity,
+    busyGpuIndexes: new Set([...capacity.busyGpuIndexes, ...placements.flatMap((placement) => placement.gpuIndexes)]),
+    runningJobs: capacity.runningJobs + placements.length,
+    cpuSlotBusy:
+      capacity.cpuSlotBusy ||
+      placements.some((placement) => placement.gpuIndexes.length === 0 && !rows.get(placement.jobId)?.service),
+  };
+}
+
+/** What the host can take now, given the jobs running on the hosts of a dispatch. */
+function capacityOf(
+  host: LocalHost,
+  running: Array<{ host_id: string; gpu_indexes: number[] | null; gpu_count: number; service: string | null }>,
+): HostCapacity {
+  const busy = running.filter((job) => job.host_id === host.hostId);
+  return {
+    gpus: host.hardware.gpus,
+    memoryBytes: host.hardware.memoryBytes,
+    busyGpuIndexes: new Set(busy.flatMap((job) => job.gpu_indexes ?? [])),
+    runningJobs: busy.length,
+    cpuSlotBusy: busy.some((job) => job.gpu_count === 0 && !job.service),
+    maxConcurrentJobs: host.maxConcurrentJobs,
+    exporters: host.exporters,
+    region: host.region,
+    services: host.services,
+  };
+}
+
+const freeGpus = (capacity: HostCapacity) =>
+  capacity.gpus.filter((gpu) => !capacity.busyGpuIndexes.has(gpu.index)).length;
+/** A job without GPUs could start: the CPU slot is free, or the host runs services (which take no slot). */
+const takesCpuJobs = (capacity: HostCapacity) => !capacity.cpuSlotBusy || capacity.services.size > 0;
+
+/** Whether placeJobs could give the host anything: below its cap, with a free GPU, a free CPU slot or a service it runs. */
+function hasRoom(capacity: HostCapacity): boolean {
+  if (capacity.maxConcurrentJobs !== undefined && capacity.runningJobs >= capacity.maxConcurrentJobs) return false;
+  return freeGpus(capacity) > 0 || takesCpuJobs(capacity);
+}
+
+/**
+ * The looks at the queue a dispatch takes for its hosts: per workspace, one at the jobs needing no GPU and one per set of
+ * GPU types at the jobs needing GPUs of them, so a backlog of jobs waiting for one kind of slot (the first in line, which
+ * no host can run yet) does not hide those another could start now. Each sees QUEUE_WINDOW jobs beyond those the hosts
+ * before it may take (at most one per free slot).
+ */
+function queueReads(open: Array<{ host: LocalHost; capacity: HostCapacity }>): QueueRead[] {
+  const reads = new Map<string, QueueRead>();
+  const add = (workspaceId: string | null, gpuTypes: string[] | null, slots: number) => {
+    const key = JSON.stringify([workspaceId, gpuTypes]);
+    const read = reads.get(key) ?? { workspaceId, gpuTypes, window: QUEUE_WINDOW };
+    read.window += slots;
+    reads.set(key, read);
+  };
+  for (const { host, capacity } of open) {
+    if (takesCpuJobs(capacity)) add(host.workspaceId, null, 1);
+    const gpus = freeGpus(capacity);
+    if (gpus > 0) add(host.workspaceId, [...new Set(capacity.gpus.map((gpu) => gpu.typeId))].sort(), gpus);
+  }
+  return [...reads.values()];
+}
+
+function queuedJob(row: QueuedRow): QueuedJob {
+  return {
+    id: row.id,
+    gpuType: row.gpu_type,
+    gpuCount: row.gpu_count,
+    memoryBytes: row.memory_bytes === null ? null : Number(row.memory_bytes),
+    toolchain: row.toolchain,
+    region: row.region,
+    service: row.service,
+  };
 }
 
 function attemptOf(row: QueuedRow, hostId: string, gpuIndexes: number[]): HostJobAttempt {

@@ -51,6 +51,20 @@ export interface Placement {
  * memory limits bound it, and the agent's cap bounds how many a host runs.
  */
 export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): Placement[] {
+  return placeJobsWaiting(capacity, queue).placements;
+}
+
+/**
+ * placeJobs, and the job the host's GPUs wait for, if one held its later GPU jobs back (the first it could run, not yet).
+ * A job `mayWaitFor` refuses (another host waits for one like it) this host takes if it fits now, and otherwise passes
+ * over instead of waiting too.
+ */
+export function placeJobsWaiting(
+  capacity: HostCapacity,
+  queue: readonly QueuedJob[],
+  mayWaitFor: (job: QueuedJob) => boolean = () => true,
+): { placements: Placement[]; waitingFor?: QueuedJob } {
+  let waitingFor: QueuedJob | undefined;
   const free = capacity.gpus.filter((gpu) => !capacity.busyGpuIndexes.has(gpu.index));
   let cpuSlotBusy = capacity.cpuSlotBusy;
   let running = capacity.runningJobs;
@@ -79,12 +93,14 @@ export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): 
     if (gpuQueueBlocked) continue;
     const chosen = free.filter(matches).slice(0, job.gpuCount);
     if (chosen.length < job.gpuCount) {
+      if (!mayWaitFor(job)) continue;
       gpuQueueBlocked = true;
+      waitingFor = job;
       continue;
     }
     for (const gpu of chosen) free.splice(free.indexOf(gpu), 1);
     placements.push({ jobId: job.id, gpuIndexes: chosen.map((gpu) => gpu.index).sort((a, b) => a - b) });
     running++;
   }
-  return placements;
+  return { placements, waitingFor };
 }

@@ -19,7 +19,7 @@ export interface Reconciled {
 /**
  * Squares the database with what a (re)connecting host says it runs. Its jobs it no longer has are released
  * (requeued or failed); jobs it still runs stay its own, leases renewed; a job released meanwhile that nobody
- * else took yet (same attempt, back in the queue) is taken back rather than run twice; anything else it runs
+ * else took yet (back in the queue since this attempt) is taken back rather than run twice; anything else it runs
  * is stopped.
  */
 export async function reconcileHost(
@@ -43,10 +43,15 @@ export async function reconcileHost(
     for (const job of reported) {
       const row = byId.get(job.jobId);
       const ours = row?.status === 'running' && row.host_id === hostId && row.attempts === job.attempt;
-      const reclaimable = row?.status === 'queued' && row.attempts === job.attempt && !row.cancel_requested;
+      // Back in the queue since this attempt: requeued as it was (it had been accepted), or one attempt back (its
+      // acceptance never arrived, so the release counted it as never tried; the host running it confirms it now).
+      const reclaimable =
+        row?.status === 'queued' &&
+        (row.attempts === job.attempt || row.attempts === job.attempt - 1) &&
+        !row.cancel_requested;
       if (ours && !row.cancel_requested) continue;
       if (reclaimable) {
-        await lifecycle.reclaim(tx, job.jobId, hostId, job.gpuIndexes ?? [], graceSeconds);
+        await lifecycle.reclaim(tx, job.jobId, hostId, job.attempt, job.gpuIndexes ?? [], graceSeconds);
         continue;
       }
       cancel.push(job.jobId);

@@ -99,6 +99,21 @@ export async function isCurrentSession(em: EntityManager, session: HostSession):
 }
 
 /**
+ * Those of `sessions` that are still their host's current one (their ids), each held so until the transaction ends as
+ * isCurrentSession holds one: a dispatch checks all its hosts in one statement.
+ */
+export async function currentSessions(tx: EntityManager, sessions: HostSession[]): Promise<Set<string>> {
+  if (sessions.length === 0) return new Set();
+  const rows = await query<{ session_id: string }>(
+    tx,
+    `select h.session_id from hosts h join unnest(?::text[], ?::text[]) as s(host_id, session_id)
+       on h.id = s.host_id and h.session_id = s.session_id order by h.id for key share of h`,
+    [pgArray(sessions.map((session) => session.hostId)), pgArray(sessions.map((session) => session.sessionId))],
+  );
+  return new Set(rows.map((row) => row.session_id));
+}
+
+/**
  * The server's clock, not the agent's `at`: hosts' clocks may drift, liveness is judged here. The load it carried
  * replaces the last; one without (an older agent) leaves it.
  */

@@ -302,7 +302,7 @@ export class WorkerSession implements WorkerConnection {
       exporters: new Set(),
       region: connected.region,
       services: new Set(),
-      holdsHost: (tx) => isCurrentSession(tx, this.session),
+      session: this.session,
       send: (message) => this.send(message),
     };
     scheduler.attach(this.local);

@@ -37,6 +37,7 @@ import { Migration20261208000000_layout_point_ordinals } from './Migration202612
 import { Migration20261209000000_host_load } from './Migration20261209000000_host_load.ts';
 import { Migration20261209100000_backup_runs } from './Migration20261209100000_backup_runs.ts';
 import { Migration20261209200000_audit_entries } from './Migration20261209200000_audit_entries.ts';
+import { Migration20261210000000_jobs_queue_order } from './Migration20261210000000_jobs_queue_order.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -82,4 +83,5 @@ export const migrations = [
   { name: 'Migration20261209000000_host_load', class: Migration20261209000000_host_load },
   { name: 'Migration20261209100000_backup_runs', class: Migration20261209100000_backup_runs },
   { name: 'Migration20261209200000_audit_entries', class: Migration20261209200000_audit_entries },
+  { name: 'Migration20261210000000_jobs_queue_order', class: Migration20261210000000_jobs_queue_order },
 ];
