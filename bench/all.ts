@@ -1,7 +1,9 @@
 /**
- * `npm run bench [-- NAME...]`: every benchmark (or the named ones: api, upload, images, ingest, train, export,
- * predict, deploy, embed, reference, console, fleet), one after the other, then one table of their figures: benchmark, figure, value, the ceiling measured in the same run, ratio,
- * target and verdict. Each runs as `node bench/NAME.ts` with its progress on stderr; its own report goes to
+ * `npm run bench [-- NAME...] [-- --save]`: every benchmark (or the named ones: api, upload, images, ingest, train,
+ * export, predict, deploy, embed, reference, console, fleet), one after the other, then one table of their figures:
+ * benchmark, figure, value, the ceiling measured in the same run, ratio, target, verdict, and the last saved value of
+ * the row on this machine with the change (bench/history.ts; `!` marks a row worse by more than its noise). `--save`
+ * keeps this run's rows in bench/history/. Each runs as `node bench/NAME.ts` with its progress on stderr; its own report goes to
  * bench/results/run-<time>/NAME.log and its figures to NAME.json there (see recordResult), from which the table is
  * made. Exit status 1 when a target fails or a benchmark breaks (no figures), so a regression shows the day it lands.
  * Each benchmark's settings (BENCH_SECONDS, BENCH_IMAGES, …) pass through.
@@ -9,8 +11,11 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compareWithHistory, saveHistory, type HistoryRow, type RowChange } from './history.ts';
 import type { BenchResult, Figure } from './lib.ts';
 import { ROOT } from './lib.ts';
+
+const HISTORY = join(ROOT, 'bench', 'history');
 
 const BENCHMARKS = [
   'api',
@@ -68,39 +73,58 @@ const number = (value: number) =>
       ? value.toFixed(1)
       : value.toFixed(2);
 
-/** One row per figure, and one per benchmark that broke; every broken benchmark and failed target is FAIL. */
-function table(outcomes: Outcome[]): { lines: string[]; failed: number } {
-  const header = ['benchmark', 'figure', 'value', 'ceiling', 'ratio', 'target', 'verdict'];
+const percent = (ratio: number) => `${(100 * ratio).toFixed(1)}%`;
+
+/** The saved row as the table shows it: its ratio where it has one, else its value. */
+const lastShown = ({ last }: RowChange) =>
+  last === undefined ? '-' : last.ratio === undefined ? `${number(last.value)} ${last.unit}` : percent(last.ratio);
+
+function changeShown({ change, worse }: RowChange): string {
+  if (change === undefined) return '-';
+  return `${change >= 0 ? '+' : ''}${(100 * change).toFixed(1)}%${worse ? ' !' : ''}`;
+}
+
+/**
+ * One row per figure, and one per benchmark that broke; every broken benchmark and failed target is FAIL. Beside each
+ * figure, the last saved value of its row and the change (`changes`, in the order of the figures).
+ */
+function table(outcomes: Outcome[], changes: RowChange[]): { lines: string[]; failed: number } {
+  const header = ['benchmark', 'figure', 'value', 'ceiling', 'ratio', 'target', 'verdict', 'last saved', 'change'];
   const rows: string[][] = [];
   let failed = 0;
+  let index = 0;
   for (const { benchmark, figures, error } of outcomes) {
     for (const f of figures) {
       if (f.pass === false) failed++;
+      const change = changes[index++]!;
       rows.push([
         benchmark,
         f.figure,
         `${number(f.value)} ${f.unit}`,
         f.ceiling === undefined ? '-' : `${number(f.ceiling)} ${f.unit}`,
-        f.ratio === undefined ? '-' : `${(100 * f.ratio).toFixed(1)}%`,
+        f.ratio === undefined ? '-' : percent(f.ratio),
         f.target ?? '-',
         f.pass === undefined ? '-' : f.pass ? 'PASS' : 'FAIL',
+        lastShown(change),
+        changeShown(change),
       ]);
     }
     if (error) {
       failed++;
-      rows.push([benchmark, error, '-', '-', '-', '-', 'FAIL']);
+      rows.push([benchmark, error, '-', '-', '-', '-', 'FAIL', '-', '-']);
     }
   }
   const widths = header.map((_, i) => Math.max(header[i].length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i >= 2 && i <= 4 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+      .map((cell, i) => ([2, 3, 4, 7, 8].includes(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
   return { lines: [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)], failed };
 }
 
-const chosen = process.argv.slice(2);
+const save = process.argv.includes('--save');
+const chosen = process.argv.slice(2).filter((arg) => arg !== '--save');
 const unknown = chosen.filter((name) => !BENCHMARKS.includes(name));
 if (unknown.length) {
   console.error(`unknown benchmark ${unknown.join(', ')}; choose from ${BENCHMARKS.join(', ')}`);
@@ -110,7 +134,10 @@ const dir = join(ROOT, 'bench', 'results', `run-${new Date().toISOString().repla
 mkdirSync(dir, { recursive: true });
 const outcomes: Outcome[] = [];
 for (const benchmark of chosen.length ? chosen : BENCHMARKS) outcomes.push(await runOne(benchmark, dir));
-const { lines, failed } = table(outcomes);
+const rows: HistoryRow[] = outcomes.flatMap(({ benchmark, figures }) => figures.map((f) => ({ benchmark, ...f })));
+const { lines, failed } = table(outcomes, compareWithHistory(HISTORY, rows));
 console.log(`\n${lines.join('\n')}\n`);
+console.log(`last saved: this machine's last \`npm run bench -- --save\` with the row; ! worse by more than its noise`);
+if (save) console.log(`saved to ${saveHistory(HISTORY, rows)}`);
 console.log(failed ? `${failed} FAIL (figures and reports in ${dir})` : `ALL PASS (figures and reports in ${dir})`);
 process.exitCode = failed ? 1 : 0;

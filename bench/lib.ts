@@ -230,6 +230,11 @@ export interface Figure {
   /** In words, e.g. `ratio >= 20%`; absent for a figure shown for information. */
   target?: string;
   pass?: boolean;
+  /**
+   * How much the figure (its ratio, where it has one) moved between the benchmark's own rounds, (max − min) ÷ median;
+   * absent when it ran one round. The history (bench/history.ts) marks a row worse only beyond it.
+   */
+  spread?: number;
 }
 
 /** What a benchmark run leaves: its figures and whatever else it measured. */
