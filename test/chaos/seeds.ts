@@ -20,6 +20,13 @@ export const REGRESSIONS: ChaosCase[] = [
     rounds: 30,
     found: "a job that could not start (a full disk) showed its workspace the host's paths (test/service-jobs.test.ts)",
   },
+  {
+    seed: 39200,
+    rounds: 102,
+    found:
+      'a live deployment failed: its host, back after a lost job.accepted, was told to cancel its server and the cancelled ' +
+      "attempt's end ended the next (test/scheduler.test.ts, test/process-runtime.test.ts)",
+  },
 ];
 
 const CI_MAX_ROUNDS = 8;
