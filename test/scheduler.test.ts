@@ -335,6 +335,32 @@ t.test('an assignment the host never confirmed goes back to the queue without us
 });
 
 t.test(
+  'a job a host could not start (its disk full) goes to another host; one that cannot restart fails as reported',
+  async (t) => {
+    const { handle } = await team();
+    const restartable = await queueCommand(server, handle, { command: ['serve'] }, { restartable: true });
+    const { client: full } = await host(handle, 'full-disk', []);
+    t.equal((await full.nextOf('job.assign')).jobId, restartable);
+    const error = 'the job could not start: ENOSPC: no space left on device, write';
+    full.send({ type: 'job.finished', jobId: restartable, outcome: 'failed', error, notStarted: true });
+    await eventually(async () => (await status(restartable)) === 'queued', 'the job to be queued again');
+    t.ok(await full.quiet(1500), 'the host that could not start it is not given it again at once');
+    const { client: other, hostId: otherId } = await host(handle, 'roomy', []);
+    const again = await other.nextOf('job.assign');
+    t.same([again.jobId, again.attempt], [restartable, 2], 'another host gets it, the failed start counted');
+    other.send({ type: 'job.accepted', jobId: restartable });
+    await eventually(async () => (await readJob(server, restartable)).acceptedAt, 'acceptance');
+    t.match(await readJob(server, restartable), { status: 'running', host: { id: otherId }, error: null });
+
+    const once = await queueCommand(server, handle, { command: ['once'] });
+    t.equal((await full.nextOf('job.assign')).jobId, once);
+    full.send({ type: 'job.finished', jobId: once, outcome: 'failed', error, notStarted: true });
+    await eventually(async () => (await status(once)) === 'failed', 'the job that cannot restart to fail');
+    t.equal((await readJob(server, once)).error, error);
+  },
+);
+
+t.test(
   'a host that ran an attempt whose acceptance was lost, back after its lease ran out: it keeps the job, nothing else starts it',
   async (t) => {
     const { handle } = await team();

@@ -228,19 +228,22 @@ t.test(
 );
 
 t.test(
-  "a job's run times (protocol 6) go to a control plane that speaks them, and are left out for an older one",
+  "a job's run times (protocol 6) and a start that never happened (protocol 8) go to a control plane that speaks them, and are left out for an older one",
   async (t) => {
     const finished = {
       type: 'job.finished',
       jobId: 'j-1',
-      outcome: 'completed',
-      exitCode: 0,
+      outcome: 'failed',
+      exitCode: 1,
       ranSeconds: 12.5,
       endedSecondsAgo: 3,
+      notStarted: true,
     } as const;
+    const { notStarted: _notStarted, ...withoutNotStarted } = finished;
     for (const [protocolVersion, expected] of [
       [PROTOCOL_VERSION, finished],
-      [5, { type: 'job.finished', jobId: 'j-1', outcome: 'completed', exitCode: 0 }],
+      [7, withoutNotStarted],
+      [5, { type: 'job.finished', jobId: 'j-1', outcome: 'failed', exitCode: 1 }],
     ] as const) {
       const server = await fakeControlPlane(t, { protocolVersion });
       const { connection } = connect(t, server.url);

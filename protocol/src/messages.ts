@@ -253,6 +253,11 @@ export const AgentMessage = z.discriminatedUnion('type', [
     ranSeconds: z.number().min(0).max(MAX_RUN_SECONDS).optional(),
     /** Protocol 6: seconds between the process's exit and this message (an end held while the socket was down). */
     endedSecondsAgo: z.number().min(0).max(MAX_RUN_SECONDS).optional(),
+    /**
+     * Protocol 8: the attempt failed before it started on this host (its inputs could not be fetched, the runtime could
+     * not start it: a full disk, say), so nothing of it ran: a restartable job may run again, elsewhere.
+     */
+    notStarted: z.literal(true).optional(),
   }),
   ...FolderAgentMessages,
 ]);

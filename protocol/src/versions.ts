@@ -9,8 +9,9 @@
  * 5: `welcome.pool`: whether the host is in the appliance-wide pool (runs every workspace's jobs).
  * 6: `job.finished`'s `ranSeconds` and `endedSecondsAgo`: the host's measure of a job's run (billing after a host loss).
  * 7: `heartbeat.load`: the host's CPU, memory and per-GPU use, for the hosts page.
+ * 8: `job.finished.notStarted`: the attempt failed before it started here (a full disk, its inputs), so it may run elsewhere.
  */
-export const PROTOCOL_VERSION = 7;
+export const PROTOCOL_VERSION = 8;
 /** The oldest version this build still speaks. */
 export const PROTOCOL_VERSION_MIN = 1;
 

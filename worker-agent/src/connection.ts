@@ -90,12 +90,17 @@ const PERMANENT_MESSAGES: Record<Exclude<ConnectionOutcome, 'stopped'>, string> 
 
 /**
  * A message as a control plane of `version` reads it (it refuses unknown fields): a job.finished without the run times
- * of protocol 6, a heartbeat without the load of protocol 7.
+ * of protocol 6 or the notStarted of protocol 8, a heartbeat without the load of protocol 7.
  */
 function forVersion(message: AgentMessage, version: number): AgentMessage {
-  if (message.type === 'job.finished' && version < 6) {
-    const { ranSeconds: _ranSeconds, endedSecondsAgo: _endedSecondsAgo, ...older } = message;
-    return older;
+  if (message.type === 'job.finished') {
+    const { notStarted, ranSeconds, endedSecondsAgo, ...older } = message;
+    return {
+      ...older,
+      ...(version >= 6 && ranSeconds !== undefined && { ranSeconds }),
+      ...(version >= 6 && endedSecondsAgo !== undefined && { endedSecondsAgo }),
+      ...(version >= 8 && notStarted && { notStarted }),
+    };
   }
   if (message.type === 'heartbeat' && version < 7) {
     const { load: _load, ...older } = message;

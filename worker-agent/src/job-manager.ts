@@ -181,7 +181,7 @@ export class JobManager {
       this.#log('error', 'a job could not start', { jobId, error: (error as Error).message });
       // Shown to the job's workspace: without this host's paths (ENOSPC names the file it could not write) or secrets.
       const cause = sanitizeCause((error as Error).message, { workDirs: [], env: spec.env });
-      this.#report(jobId, { outcome: 'failed', error: `the job could not start: ${cause}` });
+      this.#report(jobId, { outcome: 'failed', error: `the job could not start: ${cause}`, notStarted: true });
       return;
     }
     tracked.job = job;
@@ -297,7 +297,7 @@ export class JobManager {
   }
 
   /** Its end, with how long it ran (start to exit, by this host's clock) when the runtime or this agent knows its start. */
-  #report(jobId: string, ended: JobOutcome): void {
+  #report(jobId: string, ended: JobOutcome & { notStarted?: true }): void {
     const tracked = this.#jobs.get(jobId);
     tracked?.stopWatching?.();
     if (tracked?.next) return this.#superseded(jobId, tracked, tracked.next);

@@ -64,6 +64,8 @@ export interface ReportedEnd {
   ranSeconds?: number;
   /** How long before the report it ended (an end held while the host's socket was down). */
   endedSecondsAgo?: number;
+  /** It failed before it started on the host (protocol 8): nothing of it ran. */
+  notStarted?: true;
 }
 
 export class JobLifecycle {
@@ -231,10 +233,28 @@ export class JobLifecycle {
 
   /**
    * The host reported the job's end (cancelled whatever the exit, once a user asked: a trainer stops cleanly), ended
-   * when the host says it exited. Null: it was not this host's running job.
+   * when the host says it exited. An attempt that failed before it started there (a full disk) goes back to the queue
+   * instead while the job is restartable with attempts left: the attempt counts, so a job no host can start still ends.
+   * Null: it was not this host's running job.
    */
   finishReported(em: EntityManager, hostId: string, finished: ReportedEnd): Promise<ChangedJob | null> {
     return em.transactional(async (tx) => {
+      if (finished.notStarted && finished.outcome === 'failed') {
+        const [again] = await query<ChangedJob>(
+          tx,
+          `update jobs j set status = 'queued', host_id = null, gpu_indexes = null, accepted_at = null, lease_expires_at = null,
+             progress = '{"stage":"queued","percent":0}'::jsonb, updated_at = now()
+           where j.id = ? and j.host_id = ? and j.status = 'running' and j.accepted_at is null and not j.cancel_requested
+             and j.restartable and j.attempts < j.max_attempts returning ${CHANGED}`,
+          [finished.jobId, hostId],
+        );
+        if (again) {
+          await query(tx, `select pg_notify('${JOBS_CHANNEL}', '${REQUEUED_HOST_JOBS}')`);
+          // The attempt's job key must stop working on every replica now, as for a released attempt.
+          await announceAuthChange(tx);
+          return again;
+        }
+      }
       const [job] = await query<ChangedJob>(
         tx,
         `with r as (select ?::float8 as ran, now() - make_interval(secs => coalesce(?::float8, 0)) as ended_at)

@@ -51,6 +51,8 @@ const RETRY_MS = 50;
 const DISPATCH_HOSTS = 250;
 /** Times a dispatch places its hosts again, from the same read, after jobs it chose were taken by another meanwhile. */
 const LOCK_ROUNDS = 3;
+/** How long a host that could not start a job is not offered it again: another host gets the chance first. */
+const NOT_STARTED_AVOID_MS = 30_000;
 /** Ended jobs settled in one go before giving the event loop back. */
 const SETTLE_BATCH = 100;
 /** Queued jobs of each kind of slot a dispatch looks at, beyond one per free slot of its hosts. */
@@ -71,6 +73,8 @@ export class HostScheduler {
   /** Hosts woken since the running dispatch read the queue, in the order they were woken. */
   private readonly pending = new Set<string>();
   private readonly waits = new Waits();
+  /** `hostId jobId` → until when (epoch ms) the host is not offered the job it could not start. */
+  private readonly notStarted = new Map<string, number>();
   private dispatching: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -197,6 +201,16 @@ export class HostScheduler {
     }
   }
 
+  /** The host could not start the job, which went back to the queue: the other hosts are offered it first. */
+  couldNotStart(hostId: string, jobId: string): void {
+    this.notStarted.set(`${hostId} ${jobId}`, Date.now() + NOT_STARTED_AVOID_MS);
+  }
+
+  private avoids(hostId: string, jobId: string): boolean {
+    const until = this.notStarted.get(`${hostId} ${jobId}`);
+    return until !== undefined && until > Date.now();
+  }
+
   private wakeAll(): void {
     for (const hostId of this.hosts.keys()) this.wake(hostId);
   }
@@ -210,6 +224,7 @@ export class HostScheduler {
       this.log.warn({ err: error }, 'releasing lost jobs failed');
     }
     this.settleSoon();
+    for (const [key, until] of this.notStarted) if (until <= Date.now()) this.notStarted.delete(key);
     this.wakeAll();
   }
 
@@ -278,6 +293,7 @@ export class HostScheduler {
             !taken.has(row.id) &&
             !passedOver.has(row.id) &&
             !wanted.has(row.id) &&
+            !this.avoids(host.hostId, row.id) &&
             (host.workspaceId === null || row.workspace_id === host.workspaceId);
           const { placements, waitingFor } = placeJobsWaiting(
             entry.capacity,

@@ -233,6 +233,10 @@ export class WorkerSession implements WorkerConnection {
           this.context.scheduler.lifecycle.finishReported(tx, this.hostId, message),
         );
         if (!ended) this.log.info({ jobId: message.jobId }, 'ignored the end of a job this host no longer held');
+        else if (ended.status === 'queued') {
+          this.log.warn({ jobId: message.jobId, error: message.error }, 'the job could not start here; queued again');
+          this.context.scheduler.couldNotStart(this.hostId, message.jobId);
+        }
         this.context.scheduler.wake(this.hostId);
         return;
       }
