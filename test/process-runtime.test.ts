@@ -291,6 +291,26 @@ t.test('a timeout fails the job with "timed out"', async (t) => {
   t.ok(Date.now() - started < 3000);
 });
 
+t.test('a full disk while a job runs: the job is neither lost nor ended without its exit status', async (t) => {
+  const jobId = 'full-disk';
+  const stateDir = join(workRoot, '.vp-jobs', 'process', jobId);
+  const go = join(workRoot, 'full-disk-go');
+  const logs = collector();
+  const script = `console.log("before");
+    const wait = () => require("fs").existsSync(${JSON.stringify(go)}) ? console.log("after") : setTimeout(wait, 50);
+    wait();`;
+  const job = await new ProcessRuntime({ workRoot }).start({ jobId, attempt: 1, spec: spec(script) }, logs.sink);
+  // Nothing can be written in its state dir: each record's temporary name is taken (as a write fails on a full disk).
+  for (const name of [STATE_FILES.delivered, STATE_FILES.exit]) mkdirSync(join(stateDir, `${name}.tmp`));
+  await eventually(async () => logs.lines('stdout').includes('before'), 'the output delivered without its record');
+  writeFileSync(go, '');
+  // Space comes back a while after the job exited: its supervisor records the exit status then.
+  setTimeout(() => rmSync(join(stateDir, `${STATE_FILES.exit}.tmp`), { recursive: true }), 1500);
+  t.same(withoutTimes(await job.wait()), { outcome: 'completed' });
+  t.same(logs.lines('stdout'), ['before', 'after']);
+  await job.release();
+});
+
 t.test('a missing command fails with a message', async (t) => {
   const { outcome } = await run({ ...spec(''), command: ['vp-no-such-command-xyz'] });
   t.equal(outcome.outcome, 'failed');

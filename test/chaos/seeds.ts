@@ -27,6 +27,13 @@ export const REGRESSIONS: ChaosCase[] = [
       'a live deployment failed: its host, back after a lost job.accepted, was told to cancel its server and the cancelled ' +
       "attempt's end ended the next (test/scheduler.test.ts, test/process-runtime.test.ts)",
   },
+  {
+    seed: 39200,
+    rounds: 128,
+    found:
+      "a live deployment failed when its host's disk filled: the agent gave its server up over a record of the output " +
+      'it had delivered that it could not write (test/process-runtime.test.ts)',
+  },
 ];
 
 const CI_MAX_ROUNDS = 8;

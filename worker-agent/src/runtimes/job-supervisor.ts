@@ -5,8 +5,13 @@
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { outputFile, STATE_FILES, type ExitStatus } from './process-job-state.ts';
 import { writeJsonAtomically } from './shared.ts';
+
+/** How long a full disk may keep the exit status from being written: 2 minutes. */
+const EXIT_WRITE_TRIES = 120;
+const EXIT_WRITE_RETRY_MS = 1000;
 
 const [dir, command, ...args] = process.argv.slice(2) as [string, string, ...string[]];
 const append = (stream: 'stdout' | 'stderr') => openSync(outputFile(dir, stream), 'a');
@@ -21,7 +26,19 @@ job.on('error', (error) => (spawnError ??= error.message));
 job.on('close', (code, signal) => {
   const status: ExitStatus =
     job.pid === undefined ? { error: spawnError ?? 'the job did not start' } : { code, signal };
-  writeJsonAtomically(join(dir, STATE_FILES.exit), status);
-  // What the job left behind goes with it, this process last.
-  process.kill(-process.pid, 'SIGKILL');
+  void recordExit(status).then(() => {
+    // What the job left behind goes with it, this process last.
+    process.kill(-process.pid, 'SIGKILL');
+  });
 });
+
+/** Tried again while it cannot be written (a full disk may pass): without it the job's end is unknown. */
+async function recordExit(status: ExitStatus): Promise<void> {
+  for (let tried = 1; tried <= EXIT_WRITE_TRIES; tried++) {
+    try {
+      return writeJsonAtomically(join(dir, STATE_FILES.exit), status);
+    } catch {
+      await sleep(EXIT_WRITE_RETRY_MS);
+    }
+  }
+}

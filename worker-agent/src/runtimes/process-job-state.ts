@@ -99,8 +99,12 @@ export class ProcessJobState {
     return this.#read<Offsets>(STATE_FILES.delivered) ?? { stdout: 0, stderr: 0 };
   }
 
+  /**
+   * Best effort: where it cannot be written (a full disk), the job goes on and a restarted agent sends the lines since
+   * the last record again, rather than the job being lost over its bookkeeping.
+   */
   writeDelivered(offsets: Offsets): void {
-    writeJsonAtomically(join(this.dir, STATE_FILES.delivered), offsets);
+    bestEffort(() => writeJsonAtomically(join(this.dir, STATE_FILES.delivered), offsets));
   }
 
   /** The agent's stop (cancel or timeout), so an agent restarted before the job ended still reports it as such. */
@@ -108,8 +112,9 @@ export class ProcessJobState {
     return this.#read(STATE_FILES.stop);
   }
 
+  /** Best effort, as writeDelivered: a stop that cannot be recorded is still carried out by this agent. */
   writeStop(outcome: JobOutcome): void {
-    writeJsonAtomically(join(this.dir, STATE_FILES.stop), outcome);
+    bestEffort(() => writeJsonAtomically(join(this.dir, STATE_FILES.stop), outcome));
   }
 
   async remove(): Promise<void> {
@@ -156,5 +161,13 @@ export function signal(pid: number, name: NodeJS.Signals | 0): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
     throw error;
+  }
+}
+
+function bestEffort(write: () => void): void {
+  try {
+    write();
+  } catch {
+    // left as it was: the next write tries again
   }
 }
