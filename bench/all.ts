@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- NAME...] [-- --save]`: every benchmark (or the named ones: api, upload, images, ingest, train,
  * export, predict, deploy, embed, reference, console, fleet), one after the other, then one table of their figures:
- * benchmark, figure, value, the ceiling measured in the same run, ratio, target, verdict, and the last saved value of
+ * benchmark, figure, value, the ceiling measured in the same run, ratio, its spread over the benchmark's rounds
+ * ((max − min) ÷ median), target, verdict, and the last saved value of
  * the row on this machine with the change (bench/history.ts; `!` marks a row worse by more than its noise). `--save`
  * keeps this run's rows in bench/history/. Each runs as `node bench/NAME.ts` with its progress on stderr; its own report goes to
  * bench/results/run-<time>/NAME.log and its figures to NAME.json there (see recordResult), from which the table is
@@ -89,7 +90,18 @@ function changeShown({ change, worse }: RowChange): string {
  * figure, the last saved value of its row and the change (`changes`, in the order of the figures).
  */
 function table(outcomes: Outcome[], changes: RowChange[]): { lines: string[]; failed: number } {
-  const header = ['benchmark', 'figure', 'value', 'ceiling', 'ratio', 'target', 'verdict', 'last saved', 'change'];
+  const header = [
+    'benchmark',
+    'figure',
+    'value',
+    'ceiling',
+    'ratio',
+    'spread',
+    'target',
+    'verdict',
+    'last saved',
+    'change',
+  ];
   const rows: string[][] = [];
   let failed = 0;
   let index = 0;
@@ -103,6 +115,7 @@ function table(outcomes: Outcome[], changes: RowChange[]): { lines: string[]; fa
         `${number(f.value)} ${f.unit}`,
         f.ceiling === undefined ? '-' : `${number(f.ceiling)} ${f.unit}`,
         f.ratio === undefined ? '-' : percent(f.ratio),
+        f.spread === undefined ? '-' : percent(f.spread),
         f.target ?? '-',
         f.pass === undefined ? '-' : f.pass ? 'PASS' : 'FAIL',
         lastShown(change),
@@ -111,13 +124,13 @@ function table(outcomes: Outcome[], changes: RowChange[]): { lines: string[]; fa
     }
     if (error) {
       failed++;
-      rows.push([benchmark, error, '-', '-', '-', '-', 'FAIL', '-', '-']);
+      rows.push([benchmark, error, '-', '-', '-', '-', '-', 'FAIL', '-', '-']);
     }
   }
   const widths = header.map((_, i) => Math.max(header[i].length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => ([2, 3, 4, 7, 8].includes(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+      .map((cell, i) => ([2, 3, 4, 5, 8, 9].includes(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
   return { lines: [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)], failed };

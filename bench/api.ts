@@ -29,13 +29,13 @@ import {
   startChild,
   startControlPlane,
   stopChild,
+  SERVER_NODE_ARGS,
 } from './lib.ts';
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 32);
 const WARMUP_SECONDS = positiveInt('BENCH_WARMUP_SECONDS', 2);
 /** Extra node flags for the control plane only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it. */
-const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const TARGET_RATIO = 0.2;
 const TARGET_P99_MS = 20;
 const TARGET_METERED_RATIO = 0.95;

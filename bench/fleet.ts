@@ -64,6 +64,7 @@ import {
   stopChild,
   type Child,
   type Figure,
+  SERVER_NODE_ARGS,
 } from './lib.ts';
 
 const AGENTS = positiveInt('BENCH_FLEET_AGENTS', 500);
@@ -74,7 +75,6 @@ const JOB_SECONDS = positiveInt('BENCH_FLEET_JOB_SECONDS', 15);
 const SEED = positiveInt('BENCH_FLEET_SEED', 1);
 const TIMEOUT_MS = positiveInt('BENCH_FLEET_TIMEOUT_SECONDS', 900) * 1000;
 /** Extra node flags for the replicas, e.g. `--cpu-prof --cpu-prof-dir=DIR` to profile them (as bench:api). */
-const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const GPUS_PER_HOST = 4;
 /** Jobs queued per transaction (one NOTIFY each). */
 const QUEUE_BATCH = 1000;

@@ -17,6 +17,9 @@ export const UNTHROTTLED_ENV = Object.fromEntries(
   RATE_CATEGORIES.map((category) => [`RATE_LIMIT_${category.toUpperCase()}`, '1000000000']),
 );
 
+/** Extra node flags for the benchmarked control planes (e.g. `--cpu-prof --cpu-prof-dir=DIR`). */
+export const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+
 export function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -236,6 +239,25 @@ export interface Figure {
    */
   spread?: number;
 }
+
+/** The middle value (the lower middle of an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+/**
+ * A ratio measured in alternated rounds (ceiling, appliance, ceiling, …): the median of the rounds' ratios, so one
+ * noisy round cannot flip a verdict, and their spread, (max − min) ÷ median (absent for one round), for `Figure.spread`.
+ */
+export function ratioOfRounds(ratios: number[]): { ratio: number; spread?: number } {
+  const ratio = median(ratios);
+  return ratios.length > 1 ? { ratio, spread: (Math.max(...ratios) - Math.min(...ratios)) / ratio } : { ratio };
+}
+
+/** A spread as printed beside a ratio. */
+export const spreadText = (spread: number | undefined) =>
+  spread === undefined ? 'one round' : `spread ${(100 * spread).toFixed(0)}%`;
 
 /** What a benchmark run leaves: its figures and whatever else it measured. */
 export interface BenchResult {

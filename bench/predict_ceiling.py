@@ -9,7 +9,8 @@ in ultralytics' own code: cv2.imdecode (utils.patches.imread's decoder), LetterB
 predict's rect=True makes it), the predictor's tensor conversion (BGR → RGB, / 255, NCHW, torch), the onnxruntime
 session (CPU, as ultralytics' ONNX backend opens it), non_max_suppression (torchvision NMS, as predict uses it) or the
 end2end filter, and scale_boxes. Detect models. Prints one JSON object: {p50_ms, p95_ms, mean_ms, throughput_ips,
-iterations, elapsed_s, times_ms, input, detections}.
+iterations, elapsed_s, times_ms, phases_ms, input, detections}; phases_ms: the median milliseconds of each step
+(decode, preprocess: letterbox and tensor, inference: the session run, postprocess: NMS and scaling).
 """
 
 import argparse
@@ -60,17 +61,29 @@ def main():
     input_name = session.get_inputs()[0].name
     blobs = [np.fromfile(path, np.uint8) for path in a.images]
 
+    phases = {"decode": [], "preprocess": [], "inference": [], "postprocess": []}
+
     def predict(blob):
+        t0 = time.perf_counter()
         im0 = cv2.imdecode(blob, cv2.IMREAD_COLOR)
+        t1 = time.perf_counter()
         im = torch.from_numpy(letterbox(image=im0)).unsqueeze(0)
         im = im.permute(0, 3, 1, 2).contiguous().flip(1).float().div_(255)
+        t2 = time.perf_counter()
         y = session.run(None, {input_name: im.numpy()})
+        t3 = time.perf_counter()
         pred = non_max_suppression(torch.from_numpy(y[0]), a.conf, a.iou, max_det=300, end2end=end2end)[0]
         pred[:, :4] = ops.scale_boxes(im.shape[2:], pred[:, :4], im0.shape)
+        t4 = time.perf_counter()
+        steps = (("decode", t0, t1), ("preprocess", t1, t2), ("inference", t2, t3), ("postprocess", t3, t4))
+        for name, start, end in steps:
+            phases[name].append((end - start) * 1000)
         return pred, im.shape[2:]
 
     for i in range(a.warmup):
         predict(blobs[i % len(blobs)])
+    for values in phases.values():
+        values.clear()
     times = []
     detections = 0
     started = time.perf_counter()
@@ -89,6 +102,7 @@ def main():
             "iterations": a.iterations,
             "elapsed_s": round(total, 4),
             "times_ms": [round(t, 3) for t in times],
+            "phases_ms": {name: round(float(np.median(values)), 3) for name, values in phases.items()},
             "input": list(shape),
             "detections": detections,
         },

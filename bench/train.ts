@@ -32,7 +32,7 @@ import { enrollAgent, runAgent, type Spawned } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
-import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane } from './lib.ts';
+import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, SERVER_NODE_ARGS } from './lib.ts';
 import {
   BenchApi,
   cpuSeconds,
@@ -274,11 +274,10 @@ async function main(): Promise<void> {
   await adminQuery(`create database ${database}`);
   const dataDir = join(work, 'data');
   const loadAtStart = loadavg()[0];
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const started = await startControlPlane('control-plane', {
     databaseName: database,
     dataDir,
-    nodeArgs,
+    nodeArgs: SERVER_NODE_ARGS,
     env: { BILLING_ENABLED: 'false' },
   });
   server.url = started.base;
