@@ -1,5 +1,7 @@
-// Finished jobs' work dirs are removed once their keep time is over: only dirs noted as a finished job's, never one
-// a job runs in (or above or under), never outside the work root; empty parents go with them.
+// Finished jobs' work dirs are removed once their keep time is over, or earlier when the disk runs short: only dirs
+// noted as a finished job's, never one a job runs in (or above or under), never outside the work root; empty parents
+// go with them.
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,3 +67,37 @@ t.test('a note naming a dir outside the work root or in the agent state dir remo
   await retention.ended('.');
   t.ok(existsSync(outside) && existsSync(join(root, '.vp-jobs')) && existsSync(root));
 });
+
+t.test(
+  'a disk short of space: before a job starts, the oldest kept dirs go early until a fifth is free',
+  { skip: process.getuid?.() === 0 ? false : 'mounting a small file system needs root' },
+  async (t) => {
+    const root = mkdtempSync(join(tmpdir(), 'vp-retention-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=20m', 'tmpfs', root]);
+    t.teardown(() => {
+      execFileSync('umount', ['-l', root]);
+      rmSync(root, { recursive: true, force: true });
+    });
+    const MiB = 2 ** 20;
+    const dir = (path: string, mib: number) => {
+      mkdirSync(join(root, path), { recursive: true });
+      writeFileSync(join(root, path, 'weights.pt'), Buffer.alloc(mib * MiB, 1));
+      return path;
+    };
+    const inUse = ['exports/a'];
+    const retention = new WorkDirRetention({ workRoot: root, keepMs: 24 * HOUR, log: () => {}, inUse: () => inUse });
+    const ended = Date.now();
+    await retention.ended(dir('exports/a', 5), ended - 3000); // the oldest, but a running job uses it
+    await retention.ended(dir('exports/b', 5), ended - 2000);
+    await retention.ended(dir('training/c', 5), ended - 1000);
+    dir('datasets/cache', 3); // not a finished job's: never the retention's
+    const exists = (path: string) => existsSync(join(root, path));
+
+    await retention.makeRoom();
+    t.notOk(exists('exports/b'), 'the oldest kept dir no job uses went, within its keep time');
+    t.ok(exists('exports/a'), 'the one a job runs in stayed');
+    t.ok(exists('training/c') && exists('datasets/cache'), 'no more than needed went');
+    await retention.makeRoom();
+    t.ok(exists('training/c'), 'with room enough, nothing goes');
+  },
+);

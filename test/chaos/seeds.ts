@@ -34,6 +34,13 @@ export const REGRESSIONS: ChaosCase[] = [
       "a live deployment failed when its host's disk filled: the agent gave its server up over a record of the output " +
       'it had delivered that it could not write (test/process-runtime.test.ts)',
   },
+  {
+    seed: 39200,
+    rounds: 200,
+    found:
+      "every host's disk filled with finished jobs' kept work dirs, so a deployment could start nowhere " +
+      '(test/work-dir-retention.test.ts)',
+  },
 ];
 
 const CI_MAX_ROUNDS = 8;

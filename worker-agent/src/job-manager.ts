@@ -175,6 +175,12 @@ export class JobManager {
     try {
       if ((spec.inputs?.length || spec.checkpoint || spec.outputs?.length) && !this.#files)
         throw new Error('this agent takes no job files');
+      // Finished jobs' kept work dirs give way to this one where the disk runs short.
+      await this.#retention
+        ?.makeRoom()
+        .catch((error: unknown) =>
+          this.#log('warn', 'could not make room for a job', { jobId, error: (error as Error).message }),
+        );
       if (this.#files) await fetchInputs(this.#files, spec);
       job = await this.#runtime.start({ jobId, attempt, spec }, this.#sink(jobId));
     } catch (error) {

@@ -1,13 +1,16 @@
 // Finished jobs' work dirs (a trainer's runs, downloaded inputs) are kept a while after the job's end was reported,
 // to look into, then removed. Each one is noted under the agent's state dir with when its job ended; a sweep at the
-// agent's start and every SWEEP_INTERVAL_MS removes those older than the keep time. Only dirs noted here are ever
-// removed, and never one a job still runs in (or under, or above).
-import { mkdir, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+// agent's start and every SWEEP_INTERVAL_MS removes those older than the keep time. Kept dirs never starve new jobs:
+// before a job starts, while the work root's file system has less than MIN_FREE_SHARE free, the oldest go early. Only
+// dirs noted here are ever removed, and never one a job still runs in (or under, or above).
+import { mkdir, readdir, readFile, rm, rmdir, statfs } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Logger } from './log.ts';
 import { AGENT_STATE_DIR, isJobDir, writeJsonAtomically } from './runtimes/shared.ts';
 
 export const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
+/** Below this share of its file system free, finished jobs' work dirs are removed before their keep time. */
+export const MIN_FREE_SHARE = 0.2;
 
 interface EndedNote {
   workDir: string;
@@ -41,28 +44,59 @@ export class WorkDirRetention {
 
   /** Removes the noted work dirs whose keep time is over and that no running job uses. */
   async sweep(now = Date.now()): Promise<void> {
-    const { workRoot, keepMs, log } = this.#options;
+    for (const ended of await this.#ended())
+      if (ended.note === undefined || now - ended.note.endedAt >= this.#options.keepMs) await this.#remove(ended);
+  }
+
+  /**
+   * Before a job starts: while the work root's file system has less than MIN_FREE_SHARE free, the finished jobs' work
+   * dirs go, oldest first, whatever their keep time (a full disk would refuse the job).
+   */
+  async makeRoom(): Promise<void> {
+    if (await this.#hasRoom()) return;
+    const ended = (await this.#ended()).sort((a, b) => (a.note?.endedAt ?? 0) - (b.note?.endedAt ?? 0));
+    for (const one of ended) if ((await this.#remove(one)) && (await this.#hasRoom())) return;
+  }
+
+  async #hasRoom(): Promise<boolean> {
+    const { bavail, blocks } = await statfs(this.#options.workRoot);
+    return blocks === 0 || bavail / blocks >= MIN_FREE_SHARE;
+  }
+
+  /** The noted work dirs, each with its note (undefined: unreadable, removed as if its keep time were over). */
+  async #ended(): Promise<Array<{ file: string; note: EndedNote | undefined }>> {
     const names = await readdir(this.#notes).catch(() => []);
-    const busy = [...this.#options.inUse()].map((dir) => resolve(workRoot, dir));
-    for (const name of names) {
-      const file = join(this.#notes, name);
-      const note = (await readFile(file, 'utf8').then(JSON.parse, () => undefined)) as EndedNote | undefined;
-      if (note !== undefined && now - note.endedAt < keepMs) continue;
-      const dir = note && resolve(workRoot, note.workDir);
-      if (dir && busy.some((other) => overlaps(dir, other))) continue;
-      try {
-        if (dir && isJobDir(workRoot, dir)) {
-          await rm(dir, { recursive: true, force: true });
-          await removeEmptyParents(workRoot, dir);
-          log('info', "removed a finished job's work dir", { workDir: note.workDir });
-        }
-        await rm(file, { force: true });
-      } catch (error) {
-        log('warn', "could not remove a finished job's work dir", {
-          workDir: note?.workDir,
-          error: (error as Error).message,
-        });
+    return Promise.all(
+      names.map(async (name) => {
+        const file = join(this.#notes, name);
+        return {
+          file,
+          note: (await readFile(file, 'utf8').then(JSON.parse, () => undefined)) as EndedNote | undefined,
+        };
+      }),
+    );
+  }
+
+  /** Removes a noted work dir and its note, unless a running job uses it; whether it went. */
+  async #remove({ file, note }: { file: string; note: EndedNote | undefined }): Promise<boolean> {
+    const { workRoot, log } = this.#options;
+    const dir = note && resolve(workRoot, note.workDir);
+    const busy = [...this.#options.inUse()].map((used) => resolve(workRoot, used));
+    if (dir && busy.some((other) => overlaps(dir, other))) return false;
+    try {
+      if (dir && isJobDir(workRoot, dir)) {
+        await rm(dir, { recursive: true, force: true });
+        await removeEmptyParents(workRoot, dir);
+        log('info', "removed a finished job's work dir", { workDir: note.workDir });
       }
+      await rm(file, { force: true });
+      return true;
+    } catch (error) {
+      log('warn', "could not remove a finished job's work dir", {
+        workDir: note?.workDir,
+        error: (error as Error).message,
+      });
+      return false;
     }
   }
 
