@@ -66,15 +66,17 @@ export class WorkDirRetention {
   /** The noted work dirs, each with its note (undefined: unreadable, removed as if its keep time were over). */
   async #ended(): Promise<Array<{ file: string; note: EndedNote | undefined }>> {
     const names = await readdir(this.#notes).catch(() => []);
-    return Promise.all(
-      names.map(async (name) => {
-        const file = join(this.#notes, name);
-        return {
-          file,
-          note: (await readFile(file, 'utf8').then(JSON.parse, () => undefined)) as EndedNote | undefined,
-        };
-      }),
-    );
+    // One at a time: thousands of notes read at once could run out of file descriptors, and an unreadable note is
+    // removed as if its keep time were over.
+    const ended: Array<{ file: string; note: EndedNote | undefined }> = [];
+    for (const name of names) {
+      const file = join(this.#notes, name);
+      ended.push({
+        file,
+        note: (await readFile(file, 'utf8').then(JSON.parse, () => undefined)) as EndedNote | undefined,
+      });
+    }
+    return ended;
   }
 
   /** Removes a noted work dir and its note, unless a running job uses it; whether it went. */
