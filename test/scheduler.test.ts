@@ -256,6 +256,29 @@ t.test('cancelling a running job reaches its host; the host’s report ends it a
   t.equal((await call(server, 'DELETE', `/api/jobs/${jobId}`, { key })).status, 409, 'ended: 409');
 });
 
+t.test('a cancel requested while the LISTEN connection was down reaches the host once it is back', async (t) => {
+  const { handle } = await team();
+  const jobId = await queueCommand(server, handle, { command: ['serve'] });
+  const { client } = await host(handle, 'missed-cancel', []);
+  await client.nextOf('job.assign');
+  client.send({ type: 'job.accepted', jobId });
+  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  const admin = new pg.Client({ connectionString: server.databaseUrl });
+  await admin.connect();
+  t.teardown(() => admin.end());
+  // The cancel as another replica commits it while this one's LISTEN connection is down: its notification is lost.
+  await admin.query('update jobs set cancel_requested = true where id = $1', [jobId]);
+  t.ok(await client.quiet(1000), 'nothing told the host yet');
+  const dropped = await admin.query(
+    `select pg_terminate_backend(pid) from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and query ilike 'LISTEN %'`,
+  );
+  t.ok(dropped.rowCount! > 0, 'the LISTEN connection dropped');
+  t.match(await client.nextOf('job.cancel', 15_000), { jobId }, 'the reconnected replica tells the host to stop it');
+  client.send({ type: 'job.finished', jobId, outcome: 'cancelled', exitCode: 143 });
+  await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');
+});
+
 t.test(
   'a host silent past the grace period loses its jobs: restartable ones go to another host, others fail',
   async (t) => {

@@ -133,6 +133,16 @@ export async function runningHostJob(
   return row;
 }
 
+/** Running host jobs on `hostIds` whose cancel was requested: their hosts are told again after a missed notification. */
+export async function cancelledHostJobs(em: EntityManager, hostIds: string[]): Promise<string[]> {
+  const rows = await query<{ id: string }>(
+    em,
+    `select id from jobs where placement = 'host' and status = 'running' and cancel_requested and host_id = any(?::text[])`,
+    [pgArray(hostIds)],
+  );
+  return rows.map((row) => row.id);
+}
+
 /** The slots the jobs running on each of `hostIds` hold. */
 export function runningJobsOnHosts(
   em: EntityManager,

@@ -7,6 +7,7 @@ import type { JobLifecycle } from '../jobs/job-lifecycle.ts';
 import { JOB_CANCEL_CHANNEL, JOBS_CHANNEL, REQUEUED_HOST_JOBS, SETTLE_JOBS } from '../jobs/job-queue.ts';
 import { JobFailure } from '../jobs/job-runner.ts';
 import {
+  cancelledHostJobs,
   lockQueuedJobs,
   queuedHostJobs,
   runningHostJob,
@@ -117,7 +118,11 @@ export class HostScheduler {
           this.log.warn({ err: error, jobId }, 'forwarding a cancel failed'),
         ),
     );
-    notifications.onReconnect(() => this.wakeAll());
+    // A cancel requested while the LISTEN connection was down was never forwarded: its host would serve on.
+    notifications.onReconnect(() => {
+      this.wakeAll();
+      void this.forwardMissedCancels().catch((error) => this.log.warn({ err: error }, 'forwarding cancels failed'));
+    });
   }
 
   start(): void {
@@ -226,6 +231,11 @@ export class HostScheduler {
     this.settleSoon();
     for (const [key, until] of this.notStarted) if (until <= Date.now()) this.notStarted.delete(key);
     this.wakeAll();
+  }
+
+  /** Forwards the cancels of every job running on a host connected here whose cancel was requested. */
+  private async forwardMissedCancels(): Promise<void> {
+    for (const jobId of await cancelledHostJobs(this.em(), [...this.hosts.keys()])) await this.forwardCancel(jobId);
   }
 
   /** Tells the job's host to stop it, when that host is connected here; after the kind's grace when it has one. */
