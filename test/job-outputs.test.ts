@@ -1,6 +1,7 @@
 // The agent's output uploads against a stand-in control plane (an HTTP server in this file) that fails on purpose:
 // transient failures (5xx, a dropped connection) are retried with the same bytes, a refusal (4xx) is final and
-// named, and an abort (a cancel, the agent stopping) ends the upload.
+// named, a job the control plane does not see on the host (404: the host reconnecting) is tried again until it does,
+// and an abort (a cancel, the agent stopping) ends the upload.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -90,3 +91,28 @@ t.test('a refusal is final and named; an abort ends the upload', async (t) => {
   await t.rejects(upload);
   t.ok(Date.now() - started < 2000, 'not after all the retries');
 });
+
+t.test(
+  'a job the control plane does not see on this host (404, its host reconnecting) is uploaded once it does; a cancel ends the wait',
+  async (t) => {
+    const server = await standIn(t, [404, 200]);
+    const { workRoot, said, warnings, log, upload } = job(t);
+    await uploadOutputs({ server: server.url, workerKey: 'vpw_key', workRoot, log }, upload);
+    t.equal(server.received.length, 2, 'tried again after the 404');
+    t.same(said, ['uploading best.onnx (9 B)', 'uploaded best.onnx']);
+    t.equal(warnings.filter((msg) => msg.includes('does not see the job')).length, 1);
+
+    const never = await standIn(t, [404, 404, 404, 404]);
+    const abort = new AbortController();
+    const cancelled = job(t, abort.signal);
+    const waiting = uploadOutputs(
+      { server: never.url, workerKey: 'vpw_key', workRoot: cancelled.workRoot, log: cancelled.log },
+      cancelled.upload,
+    );
+    setTimeout(() => abort.abort('cancelled by a user'), 300);
+    const started = Date.now();
+    await t.rejects(waiting);
+    t.ok(Date.now() - started < 1500, 'the cancel ends the wait at once');
+    t.equal(never.received.length, 1, 'no upload after the cancel');
+  },
+);

@@ -7,6 +7,7 @@ import { lstat, mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import yazl from 'yazl';
 import { AGENT_ROUTES, routePath } from '@vp/protocol';
 import type { JobFilesOptions } from './job-files.ts';
@@ -17,11 +18,22 @@ import { AGENT_STATE_DIR } from './runtimes/shared.ts';
 export const UPLOAD_TRIES = 4;
 const RETRY_BASE_MS = 1000;
 
+/**
+ * A 404 says the control plane does not see the job on this host now: the host was taken for lost while its connection
+ * was down, and its reconnect takes the job back (or cancels it, which aborts the upload). Tried again every
+ * UNCLAIMED_RETRY_MS for UNCLAIMED_FOR_MS, so a finished job is not failed for a connection that is coming back.
+ */
+const UNCLAIMED_RETRY_MS = 2000;
+const UNCLAIMED_FOR_MS = 60_000;
+
 /** Why the outputs could not be delivered: the job fails with this message. */
 export class OutputError extends Error {}
 
 /** A failure worth trying again (the control plane restarting, a dropped connection). */
 class TransientUploadError extends Error {}
+
+/** The job is not this host's running job now (404). */
+class UnclaimedJobError extends Error {}
 
 export interface OutputUpload {
   jobId: string;
@@ -107,14 +119,27 @@ async function upload(
   size: number,
 ): Promise<void> {
   const url = `${options.server}${routePath(AGENT_ROUTES.output, { jobId: job.jobId, name })}?attempt=${job.attempt}`;
-  for (let tried = 1; ; tried++) {
+  const started = Date.now();
+  let failures = 0;
+  for (;;) {
     try {
       return await put(url, options.workerKey, file, size, job.signal);
     } catch (error) {
-      if (!(error instanceof TransientUploadError) || tried >= UPLOAD_TRIES || job.signal.aborted) throw error;
+      if (job.signal.aborted) throw error;
+      if (error instanceof UnclaimedJobError && Date.now() - started < UNCLAIMED_FOR_MS) {
+        options.log('warn', 'the control plane does not see the job on this host yet; retrying the upload', {
+          jobId: job.jobId,
+          name,
+          error: error.message,
+        });
+        // A cancel ends the wait at once (the next try then stops on the aborted signal).
+        await delay(UNCLAIMED_RETRY_MS, undefined, { signal: job.signal }).catch(() => undefined);
+        continue;
+      }
+      if (!(error instanceof TransientUploadError) || ++failures >= UPLOAD_TRIES) throw error;
       options.log('warn', 'an output upload failed; retrying', { jobId: job.jobId, name, error: error.message });
       options.onRetry?.();
-      await new Promise((settle) => setTimeout(settle, RETRY_BASE_MS * 2 ** (tried - 1)));
+      await new Promise((settle) => setTimeout(settle, RETRY_BASE_MS * 2 ** (failures - 1)));
     }
   }
 }
@@ -150,6 +175,7 @@ async function put(url: string, workerKey: string, file: string, size: number, s
     }
   })();
   const message = `HTTP ${response.status}${reason ? `: ${reason.slice(0, 500)}` : ''}`;
+  if (response.status === 404) throw new UnclaimedJobError(message);
   throw response.status >= 500 || response.status === 429 ? new TransientUploadError(message) : new Error(message);
 }
 
