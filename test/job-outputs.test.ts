@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 
 type Fixtures = Pick<typeof t, 'teardown' | 'testdir'>;
 import { OutputError, uploadOutputs } from '../worker-agent/src/job-outputs.ts';
@@ -51,6 +51,21 @@ function job(t: Fixtures, signal = new AbortController().signal) {
   };
 }
 
+/** An upload to a stand-in answering `answers`, cancelled after `ms`: rejected, and how long after the cancel was asked. */
+async function cancelledAfter(t: Fixtures & Pick<Test, 'rejects'>, answers: Array<number | 'drop'>, ms: number) {
+  const server = await standIn(t, answers);
+  const abort = new AbortController();
+  const cancelled = job(t, abort.signal);
+  const upload = uploadOutputs(
+    { server: server.url, workerKey: 'vpw_key', workRoot: cancelled.workRoot, log: cancelled.log },
+    cancelled.upload,
+  );
+  setTimeout(() => abort.abort('cancelled by a user'), ms);
+  const started = Date.now();
+  await t.rejects(upload);
+  return { server, waitedMs: Date.now() - started };
+}
+
 t.test('transient failures are retried with the same bytes until one is stored', async (t) => {
   const server = await standIn(t, [503, 'drop', 200]);
   const { workRoot, said, warnings, log, upload } = job(t);
@@ -79,17 +94,8 @@ t.test('a refusal is final and named; an abort ends the upload', async (t) => {
   );
   t.equal(server.received.length, 1, 'not tried again');
 
-  const stalled = await standIn(t, [503, 503, 503]);
-  const abort = new AbortController();
-  const aborted = job(t, abort.signal);
-  const upload = uploadOutputs(
-    { server: stalled.url, workerKey: 'vpw_key', workRoot: aborted.workRoot, log: aborted.log },
-    aborted.upload,
-  );
-  setTimeout(() => abort.abort('cancelled by a user'), 200);
-  const started = Date.now();
-  await t.rejects(upload);
-  t.ok(Date.now() - started < 2000, 'not after all the retries');
+  const { server: stalled, waitedMs } = await cancelledAfter(t, [503, 503, 503], 200);
+  t.ok(waitedMs < 2000, `not after all the retries (${stalled.received.length} tried)`);
 });
 
 t.test(
@@ -102,17 +108,8 @@ t.test(
     t.same(said, ['uploading best.onnx (9 B)', 'uploaded best.onnx']);
     t.equal(warnings.filter((msg) => msg.includes('does not see the job')).length, 1);
 
-    const never = await standIn(t, [404, 404, 404, 404]);
-    const abort = new AbortController();
-    const cancelled = job(t, abort.signal);
-    const waiting = uploadOutputs(
-      { server: never.url, workerKey: 'vpw_key', workRoot: cancelled.workRoot, log: cancelled.log },
-      cancelled.upload,
-    );
-    setTimeout(() => abort.abort('cancelled by a user'), 300);
-    const started = Date.now();
-    await t.rejects(waiting);
-    t.ok(Date.now() - started < 1500, 'the cancel ends the wait at once');
+    const { server: never, waitedMs } = await cancelledAfter(t, [404, 404, 404, 404], 300);
+    t.ok(waitedMs < 1500, 'the cancel ends the wait at once');
     t.equal(never.received.length, 1, 'no upload after the cancel');
   },
 );

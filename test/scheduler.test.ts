@@ -55,6 +55,16 @@ async function host(
   return { hostId, workerKey, client: client.beat() };
 }
 
+/** A CPU job queued for `handle`, assigned to a fresh host of its own and accepted there. */
+async function acceptedJob(handle: string, hostName: string, command: string) {
+  const jobId = await queueCommand(server, handle, { command: [command] });
+  const { client } = await host(handle, hostName, []);
+  await client.nextOf('job.assign');
+  client.send({ type: 'job.accepted', jobId });
+  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  return { jobId, client };
+}
+
 const status = async (jobId: string) => (await readJob(server, jobId)).status;
 
 t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the next job', async (t) => {
@@ -242,11 +252,7 @@ t.test('logs stream into the job in order and are read page by page by its works
 
 t.test('cancelling a running job reaches its host; the host’s report ends it as cancelled', async (t) => {
   const { handle, key } = await team();
-  const jobId = await queueCommand(server, handle, { command: ['sleep'] });
-  const { client } = await host(handle, 'canceller', []);
-  await client.nextOf('job.assign');
-  client.send({ type: 'job.accepted', jobId });
-  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  const { jobId, client } = await acceptedJob(handle, 'canceller', 'sleep');
   const cancelled = await call(server, 'DELETE', `/api/jobs/${jobId}`, { key });
   t.same(cancelled.body, { success: true, status: 'running' }, 'asked to stop');
   t.match(await client.nextOf('job.cancel'), { jobId, reason: 'cancelled by a user' });
@@ -258,11 +264,7 @@ t.test('cancelling a running job reaches its host; the host’s report ends it a
 
 t.test('a cancel requested while the LISTEN connection was down reaches the host once it is back', async (t) => {
   const { handle } = await team();
-  const jobId = await queueCommand(server, handle, { command: ['serve'] });
-  const { client } = await host(handle, 'missed-cancel', []);
-  await client.nextOf('job.assign');
-  client.send({ type: 'job.accepted', jobId });
-  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  const { jobId, client } = await acceptedJob(handle, 'missed-cancel', 'serve');
   const admin = new pg.Client({ connectionString: server.databaseUrl });
   await admin.connect();
   t.teardown(() => admin.end());
@@ -434,11 +436,7 @@ t.test(
 
 t.test('disconnecting a host cancels its running jobs and closes its socket', async (t) => {
   const { handle } = await team();
-  const jobId = await queueCommand(server, handle, { command: ['x'] });
-  const { client } = await host(handle, 'retired', []);
-  await client.nextOf('job.assign');
-  client.send({ type: 'job.accepted', jobId });
-  await eventually(async () => (await readJob(server, jobId)).acceptedAt, 'acceptance');
+  const { jobId, client } = await acceptedJob(handle, 'retired', 'x');
   await server.services().hosts.disconnect('retired', handle);
   t.match(await client.closed, { code: CLOSE.revoked });
   await eventually(async () => (await status(jobId)) === 'cancelled', 'the job to be cancelled');
