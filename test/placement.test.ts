@@ -1,6 +1,6 @@
 // placeJobs: which queued jobs one host takes now, from its GPUs, what runs there and the agent's cap.
 import t from 'tap';
-import { placeJobs, type HostCapacity } from '../control-plane/src/scheduler/placement.ts';
+import { placeJobs, placeJobsWaiting, type HostCapacity } from '../control-plane/src/scheduler/placement.ts';
 
 const host = (overrides: Partial<HostCapacity> = {}): HostCapacity => ({
   gpus: [
@@ -49,6 +49,25 @@ t.test('a job the host can never run is left for others; one it can run later bl
     placeJobs(host(), queue).map((placement) => placement.jobId),
     ['later', 'small', 'cpu'],
   );
+});
+
+t.test('only the first job the host cannot run yet may hold its GPUs; refused, the host takes what fits', async (t) => {
+  const queue = [
+    { id: 'pair', gpuType: 'a100-80gb-sxm', gpuCount: 2 },
+    { id: 'next-pair', gpuType: 'a100-80gb-sxm', gpuCount: 2 },
+    { id: 'single', gpuType: 'l40s', gpuCount: 1 },
+  ];
+  const oneBusy = host({ busyGpuIndexes: new Set([0]), runningJobs: 1 });
+  const asked: string[] = [];
+  const refused = placeJobsWaiting(oneBusy, queue, (job) => {
+    asked.push(job.id);
+    return false;
+  });
+  t.same(asked, ['pair'], 'the later job short of GPUs is not the front of this host’s line');
+  t.same(refused, { placements: [{ jobId: 'single', gpuIndexes: [2] }], waitingFor: undefined });
+  const held = placeJobsWaiting(oneBusy, queue, () => true);
+  t.same(held.placements, [], 'a host that waits takes no later GPU job');
+  t.equal(held.waitingFor?.id, 'pair');
 });
 
 t.test('the agent cap and the single CPU slot', async (t) => {

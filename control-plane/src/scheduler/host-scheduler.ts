@@ -16,8 +16,16 @@ import {
   type QueueRead,
 } from '../jobs/job.store.ts';
 import { currentSessions, type HostSession } from '../workers/host.store.ts';
+import { GpuWaits } from './gpu-waits.ts';
 import type { HostJobAttempt, HostJobKind } from './host-job-kinds.ts';
-import { placeJobsWaiting, type HostCapacity, type Placement, type QueuedJob } from './placement.ts';
+import {
+  canEverRun,
+  placeJobsWaiting,
+  type HostCapacity,
+  type HostHardware,
+  type Placement,
+  type QueuedJob,
+} from './placement.ts';
 
 /** A worker host whose socket this process holds. */
 export interface LocalHost {
@@ -73,7 +81,7 @@ export class HostScheduler {
   private readonly hosts = new Map<string, LocalHost>();
   /** Hosts woken since the running dispatch read the queue, in the order they were woken. */
   private readonly pending = new Set<string>();
-  private readonly waits = new Waits();
+  private readonly waits = new GpuWaits();
   /** `hostId jobId` → until when (epoch ms) the host is not offered the job it could not start. */
   private readonly notStarted = new Map<string, number>();
   private dispatching: Promise<void> | undefined;
@@ -230,6 +238,7 @@ export class HostScheduler {
     }
     this.settleSoon();
     for (const [key, until] of this.notStarted) if (until <= Date.now()) this.notStarted.delete(key);
+    this.waits.prune();
     this.wakeAll();
   }
 
@@ -286,6 +295,18 @@ export class HostScheduler {
         em,
         open.map(({ host }) => host.session),
       );
+      /** The hosts here that could run a job once their GPUs are free: by job, counted when first asked. */
+      const able = new Map<string, number>();
+      const ableHosts = (row: QueuedRow, job: QueuedJob) => {
+        let count = able.get(row.id);
+        if (count === undefined) {
+          count = 0;
+          for (const other of this.hosts.values())
+            if (servesWorkspaceOf(other, row) && canEverRun(hardwareOf(other), job)) count++;
+          able.set(row.id, count);
+        }
+        return count;
+      };
       /** Locked by this dispatch, or passed over: another has it. */
       const taken = new Set<string>();
       const passedOver = new Set<string>();
@@ -304,11 +325,11 @@ export class HostScheduler {
             !passedOver.has(row.id) &&
             !wanted.has(row.id) &&
             !this.avoids(host.hostId, row.id) &&
-            (host.workspaceId === null || row.workspace_id === host.workspaceId);
+            servesWorkspaceOf(host, row);
           const { placements, waitingFor } = placeJobsWaiting(
             entry.capacity,
             queued.filter(mayTake).map(({ job }) => job),
-            (job) => this.waits.mayWait(host.hostId, job),
+            (job) => this.waits.mayWait(host.hostId, job, ableHosts(rows.get(job.id)!, job) > 1),
           );
           this.waits.set(host.hostId, waitingFor);
           if (placements.length === 0) continue;
@@ -380,37 +401,6 @@ export class HostScheduler {
   }
 }
 
-/**
- * The GPU jobs this replica's hosts wait for. A host whose GPUs could run a queued job once more of them are free holds
- * back its later GPU jobs meanwhile (placement.ts), so a stream of small jobs cannot starve a big one. At a fleet's scale
- * one such host per GPU type (a job's; any type is one too) is enough: it keeps waiting until its job leaves the queue,
- * and the other hosts take a job that fits them at once and pass over one that does not, rather than every host of the
- * type idling its free GPUs for the jobs at the head of the queue.
- */
-class Waits {
-  /** By the job's GPU type ('' for any type): the job waited for and the host that waits. */
-  private readonly byType = new Map<string, { jobId: string; hostId: string }>();
-
-  /** Whether the host may hold its GPUs back for `job`: it does already, or no job of its GPU type is waited for. */
-  mayWait(hostId: string, job: QueuedJob): boolean {
-    const wait = this.byType.get(job.gpuType ?? '');
-    return wait === undefined || (wait.jobId === job.id && wait.hostId === hostId);
-  }
-
-  /** The host waits for `job` now (undefined: for none). */
-  set(hostId: string, job: QueuedJob | undefined): void {
-    for (const [type, wait] of this.byType)
-      if (wait.hostId === hostId && wait.jobId !== job?.id) this.byType.delete(type);
-    if (job && !this.byType.has(job.gpuType ?? '')) this.byType.set(job.gpuType ?? '', { jobId: job.id, hostId });
-  }
-
-  /** Jobs that left the queue, or a host that left: waited for, or waiting, no more. */
-  forget(match: { jobIds?: ReadonlySet<string>; hostId?: string }): void {
-    for (const [type, wait] of this.byType)
-      if (match.jobIds?.has(wait.jobId) || wait.hostId === match.hostId) this.byType.delete(type);
-  }
-}
-
 /** The host's capacity once `placements` (of `rows`) run there too. */
 function withPlacements(capacity: HostCapacity, placements: Placement[], rows: Map<string, QueuedRow>): HostCapacity {
   if (placements.length === 0) return capacity;
@@ -424,6 +414,21 @@ function withPlacements(capacity: HostCapacity, placements: Placement[], rows: M
   };
 }
 
+/** A host of a workspace runs only its jobs; the appliance-wide pool runs every workspace's. */
+const servesWorkspaceOf = (host: LocalHost, row: QueuedRow) =>
+  host.workspaceId === null || row.workspace_id === host.workspaceId;
+
+/** What the host offers whatever runs there. */
+function hardwareOf(host: LocalHost): HostHardware {
+  return {
+    gpus: host.hardware.gpus,
+    memoryBytes: host.hardware.memoryBytes,
+    exporters: host.exporters,
+    region: host.region,
+    services: host.services,
+  };
+}
+
 /** What the host can take now, given the jobs running on the hosts of a dispatch. */
 function capacityOf(
   host: LocalHost,
@@ -431,15 +436,11 @@ function capacityOf(
 ): HostCapacity {
   const busy = running.filter((job) => job.host_id === host.hostId);
   return {
-    gpus: host.hardware.gpus,
-    memoryBytes: host.hardware.memoryBytes,
+    ...hardwareOf(host),
     busyGpuIndexes: new Set(busy.flatMap((job) => job.gpu_indexes ?? [])),
     runningJobs: busy.length,
     cpuSlotBusy: busy.some((job) => job.gpu_count === 0 && !job.service),
     maxConcurrentJobs: host.maxConcurrentJobs,
-    exporters: host.exporters,
-    region: host.region,
-    services: host.services,
   };
 }
 

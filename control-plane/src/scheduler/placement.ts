@@ -56,8 +56,8 @@ export function placeJobs(capacity: HostCapacity, queue: readonly QueuedJob[]): 
 
 /**
  * placeJobs, and the job the host's GPUs wait for, if one held its later GPU jobs back (the first it could run, not yet).
- * A job `mayWaitFor` refuses (another host waits for one like it) this host takes if it fits now, and otherwise passes
- * over instead of waiting too.
+ * `mayWaitFor` is asked about that first job only; when it refuses (another host waits for one like it, or the job has
+ * not been short of room for long), the host passes over every job it cannot run yet and takes those that fit now.
  */
 export function placeJobsWaiting(
   capacity: HostCapacity,
@@ -69,13 +69,11 @@ export function placeJobsWaiting(
   let cpuSlotBusy = capacity.cpuSlotBusy;
   let running = capacity.runningJobs;
   let gpuQueueBlocked = false;
+  let askedToWait = false;
   const placements: Placement[] = [];
   for (const job of queue) {
     if (capacity.maxConcurrentJobs !== undefined && running >= capacity.maxConcurrentJobs) break;
-    if (job.memoryBytes && job.memoryBytes > capacity.memoryBytes) continue;
-    if (job.toolchain && !capacity.exporters.has(job.toolchain)) continue;
-    if (job.region && capacity.region && job.region !== capacity.region) continue;
-    if (job.service && !capacity.services.has(job.service)) continue;
+    if (!canEverRun(capacity, job)) continue;
     if (job.gpuCount === 0 && job.service) {
       placements.push({ jobId: job.id, gpuIndexes: [] });
       running++;
@@ -88,11 +86,12 @@ export function placeJobsWaiting(
       running++;
       continue;
     }
-    const matches = (gpu: { typeId: string }) => job.gpuType === null || gpu.typeId === job.gpuType;
-    if (capacity.gpus.filter(matches).length < job.gpuCount) continue;
     if (gpuQueueBlocked) continue;
-    const chosen = free.filter(matches).slice(0, job.gpuCount);
+    const chosen = free.filter((gpu) => matchesType(gpu, job)).slice(0, job.gpuCount);
     if (chosen.length < job.gpuCount) {
+      // Only the first job short of GPUs is the host's to wait for: the later ones are not at the front of its line.
+      if (askedToWait) continue;
+      askedToWait = true;
       if (!mayWaitFor(job)) continue;
       gpuQueueBlocked = true;
       waitingFor = job;
@@ -104,3 +103,17 @@ export function placeJobsWaiting(
   }
   return { placements, waitingFor };
 }
+
+/** The capacity a host has whatever runs there. */
+export type HostHardware = Pick<HostCapacity, 'gpus' | 'memoryBytes' | 'exporters' | 'region' | 'services'>;
+
+/** Whether the host could run the job once nothing else runs there (its GPUs, memory, toolchains, region, services). */
+export function canEverRun(host: HostHardware, job: QueuedJob): boolean {
+  if (job.memoryBytes && job.memoryBytes > host.memoryBytes) return false;
+  if (job.toolchain && !host.exporters.has(job.toolchain)) return false;
+  if (job.region && host.region && job.region !== host.region) return false;
+  if (job.service && !host.services.has(job.service)) return false;
+  return job.gpuCount === 0 || host.gpus.filter((gpu) => matchesType(gpu, job)).length >= job.gpuCount;
+}
+
+const matchesType = (gpu: { typeId: string }, job: QueuedJob) => job.gpuType === null || gpu.typeId === job.gpuType;
