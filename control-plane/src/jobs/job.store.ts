@@ -156,7 +156,8 @@ export function runningJobsOnHosts(
 }
 
 /** A queued host job as the scheduler places it. */
-export interface QueuedHostJobRow extends JobColumns {
+/** A queued host job as a dispatch places it; what its attempt runs is read once it is locked (LockedQueuedJob). */
+export interface QueuedHostJobRow extends Pick<JobColumns, 'id' | 'kind' | 'workspace_id'> {
   gpu_type: string | null;
   gpu_count: number;
   memory_bytes: string | null;
@@ -187,28 +188,31 @@ export function queuedHostJobs(em: EntityManager, kinds: string[], reads: QueueR
     if (read.gpuTypes) params.push(pgArray(read.gpuTypes));
     params.push(read.window);
     const slots = read.gpuTypes ? 'gpu_count > 0 and (gpu_type is null or gpu_type = any(?::text[]))' : 'gpu_count = 0';
-    return `(select id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service, priority, created_at from jobs
+    return `(select id, kind, workspace_id, gpu_type, gpu_count, memory_bytes, toolchain, region, service, priority, created_at from jobs
          where placement = 'host' and status = 'queued' and kind = any(?::text[]) and (?::varchar is null or workspace_id = ?) and ${slots}
          order by priority desc, created_at, id limit ?)`;
   });
   if (parts.length === 0) return Promise.resolve([]);
   return query<QueuedHostJobRow>(
     em,
-    `select distinct on (priority, created_at, id) id, kind, workspace_id, subject_id, payload, attempts, gpu_type, gpu_count, memory_bytes, toolchain, region, service
+    `select distinct on (priority, created_at, id) id, kind, workspace_id, gpu_type, gpu_count, memory_bytes, toolchain, region, service
      from (${parts.join(' union all ')}) q order by priority desc, created_at, id`,
     params,
   );
 }
 
-/** Locks those of `jobIds` still queued and not locked by another dispatch; answers their ids. */
-export async function lockQueuedJobs(em: EntityManager, jobIds: string[]): Promise<string[]> {
-  return (
-    await query<{ id: string }>(
-      em,
-      `select id from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`,
-      [pgArray(jobIds)],
-    )
-  ).map((row) => row.id);
+export type LockedQueuedJob = Pick<JobColumns, 'id' | 'subject_id' | 'payload' | 'attempts'>;
+
+/**
+ * Locks those of `jobIds` still queued and not locked by another dispatch; answers them with what their attempt runs
+ * (read here, not with the queue: a dispatch reads hundreds of queued jobs for each it takes).
+ */
+export function lockQueuedJobs(em: EntityManager, jobIds: string[]): Promise<LockedQueuedJob[]> {
+  return query<LockedQueuedJob>(
+    em,
+    `select id, subject_id, payload, attempts from jobs where id = any(?::text[]) and status = 'queued' for update skip locked`,
+    [pgArray(jobIds)],
+  );
 }
 
 /** The host jobs among `jobIds`, locked for the caller's transaction (a reconnecting host's reconciliation). */

@@ -12,6 +12,7 @@ import {
   queuedHostJobs,
   runningHostJob,
   runningJobsOnHosts,
+  type LockedQueuedJob,
   type QueuedHostJobRow,
   type QueueRead,
 } from '../jobs/job.store.ts';
@@ -220,6 +221,8 @@ export class HostScheduler {
   }
 
   private avoids(hostId: string, jobId: string): boolean {
+    // Asked for every queued job each host looks at: mostly none is avoided, and building the key costs.
+    if (this.notStarted.size === 0) return false;
     const until = this.notStarted.get(`${hostId} ${jobId}`);
     return until !== undefined && until > Date.now();
   }
@@ -307,6 +310,8 @@ export class HostScheduler {
         }
         return count;
       };
+      /** The jobs this dispatch locked, with what their attempts run. */
+      const locked = new Map<string, LockedQueuedJob>();
       /** Locked by this dispatch, or passed over: another has it. */
       const taken = new Set<string>();
       const passedOver = new Set<string>();
@@ -342,7 +347,7 @@ export class HostScheduler {
         }
         // Only the jobs the hosts take are locked: a host that cannot run a job must not hide it from one that can (a
         // locked row is skipped, and the host that skipped it would wait for the next tick).
-        const locked = new Set(await lockQueuedJobs(em, [...wanted]));
+        for (const job of await lockQueuedJobs(em, [...wanted])) locked.set(job.id, job);
         wanting = [];
         for (const { entry, placements } of chosen) {
           const got = placements.filter((placement) => locked.has(placement.jobId));
@@ -358,7 +363,7 @@ export class HostScheduler {
       const assigned: Array<{ jobId: string; hostId: string; gpuIndexes: number[] }> = [];
       for (const { host, placement } of placed) {
         const row = rows.get(placement.jobId)!;
-        const attempt = attemptOf({ ...row, attempts: row.attempts + 1 }, host.hostId, placement.gpuIndexes);
+        const attempt = attemptOf(row, locked.get(row.id)!, host.hostId, placement.gpuIndexes);
         const spec = await this.spec(em, attempt);
         if (typeof spec === 'string') {
           await this.lifecycle.failUnprepared(em, row.id, spec);
@@ -489,14 +494,15 @@ function queuedJob(row: QueuedRow): QueuedJob {
   };
 }
 
-function attemptOf(row: QueuedRow, hostId: string, gpuIndexes: number[]): HostJobAttempt {
+/** The attempt a host is assigned: the queued job's next. */
+function attemptOf(row: QueuedRow, job: LockedQueuedJob, hostId: string, gpuIndexes: number[]): HostJobAttempt {
   return {
     id: row.id,
     kind: row.kind,
     workspaceId: row.workspace_id,
-    subjectId: row.subject_id,
-    payload: row.payload,
-    attempt: row.attempts,
+    subjectId: job.subject_id,
+    payload: job.payload,
+    attempt: job.attempts + 1,
     hostId,
     gpuIndexes,
   };
