@@ -3,7 +3,7 @@
 // and two control-plane replicas sharing one database.
 import type { Gpu, Hardware } from '@vp/protocol';
 import pg from 'pg';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { CLOSE } from '../protocol/src/close-codes.ts';
 import { call, startTestServer } from './helpers/server.ts';
 import { eventually, queueCommand, readJob } from './helpers/host-jobs.ts';
@@ -66,6 +66,14 @@ async function acceptedJob(handle: string, hostName: string, command: string) {
 }
 
 const status = async (jobId: string) => (await readJob(server, jobId)).status;
+
+/** A connection of the test's own to the server's database, as another replica or an operator would hold one. */
+async function adminClient(test: Test) {
+  const admin = new pg.Client({ connectionString: server.databaseUrl });
+  await admin.connect();
+  test.teardown(() => admin.end());
+  return admin;
+}
 
 t.test('one job per free GPU, each with its own GPUs; a freed GPU goes to the next job', async (t) => {
   const { handle } = await team();
@@ -265,9 +273,7 @@ t.test('cancelling a running job reaches its host; the host’s report ends it a
 t.test('a cancel requested while the LISTEN connection was down reaches the host once it is back', async (t) => {
   const { handle } = await team();
   const { jobId, client } = await acceptedJob(handle, 'missed-cancel', 'serve');
-  const admin = new pg.Client({ connectionString: server.databaseUrl });
-  await admin.connect();
-  t.teardown(() => admin.end());
+  const admin = await adminClient(t);
   // The cancel as another replica commits it while this one's LISTEN connection is down: its notification is lost.
   await admin.query('update jobs set cancel_requested = true where id = $1', [jobId]);
   t.ok(await client.quiet(1000), 'nothing told the host yet');
@@ -280,6 +286,30 @@ t.test('a cancel requested while the LISTEN connection was down reaches the host
   client.send({ type: 'job.finished', jobId, outcome: 'cancelled', exitCode: 143 });
   await eventually(async () => (await status(jobId)) === 'cancelled', 'cancelled');
 });
+
+t.test(
+  "a job's end the database could not take when it came is stored once it can: the agent sends it once",
+  async (t) => {
+    const { handle } = await team();
+    const { jobId, client } = await acceptedJob(handle, 'unstored-end', 'sleep');
+    const admin = await adminClient(t);
+    await admin.query('begin');
+    await admin.query('select id from jobs where id = $1 for update', [jobId]);
+    client.send({ type: 'job.finished', jobId, outcome: 'completed', exitCode: 0 });
+    // The end's transaction waits for the row; then its connection is cut under it, as a database restart cuts it.
+    const waiting = await eventually(async () => {
+      const { rows } = await admin.query<{ pid: number }>(
+        `select pid from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`,
+      );
+      return rows.length > 0 && rows;
+    }, 'the end waiting for the row');
+    for (const { pid } of waiting) await admin.query('select pg_terminate_backend($1)', [pid]);
+    await admin.query('rollback');
+    await eventually(async () => (await status(jobId)) === 'completed', 'the end stored');
+    t.match(await readJob(server, jobId), { status: 'completed', result: { exitCode: 0 } });
+  },
+);
 
 t.test(
   'a host silent past the grace period loses its jobs: restartable ones go to another host, others fail',

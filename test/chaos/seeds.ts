@@ -48,6 +48,14 @@ export const REGRESSIONS: ChaosCase[] = [
       "every host's disk filled with finished jobs' kept work dirs, so a deployment could start nowhere " +
       '(test/work-dir-retention.test.ts)',
   },
+  {
+    seed: 39300,
+    rounds: 40,
+    found:
+      'an export stayed running for good: its end came while PostgreSQL restarted, the write failed and the report ' +
+      'was dropped (the agent sends it once); the failed rollback also kept the connection from the pool ' +
+      '(test/scheduler.test.ts)',
+  },
 ];
 
 const CI_MAX_ROUNDS = 8;

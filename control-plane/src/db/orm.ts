@@ -3,6 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities.ts';
 import { Conflict, Invalid } from '../http/errors.ts';
 import { migrations } from './migrations/index.ts';
+import './rollback-on-lost-connection.ts';
 
 /** Held while migrations run, by every replica and by vpctl: one migrator at a time. */
 const MIGRATION_LOCK = 7311001;

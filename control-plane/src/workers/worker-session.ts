@@ -11,6 +11,7 @@ import {
 } from '@vp/protocol';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
+import { isDatabaseUnavailable } from '../db/database-unavailable.ts';
 import { newId } from '../db/ids.ts';
 import { findWorkerByKey, type WorkerIdentity } from '../hosts/worker-key-lookup.ts';
 import { CLOSE } from '@vp/protocol';
@@ -43,6 +44,9 @@ const HEARTBEAT_WRITE_INTERVAL_MS = 1000;
  * this process's memory.
  */
 export const MAX_PENDING_BYTES = 4 * MAX_MESSAGE_BYTES;
+/** How long a message the database could not store is tried again (a restart or failover takes seconds), and how often. */
+const STORE_RETRY_MS = 60_000;
+const STORE_RETRY_DELAY_MS = 1000;
 
 export interface SessionContext {
   em(): EntityManager;
@@ -176,14 +180,37 @@ export class WorkerSession implements WorkerConnection {
   }
 
   private enqueue(task: () => Promise<void> | void): void {
-    this.chain = this.chain.then(task).catch((error: unknown) => {
-      if (error instanceof SessionReplaced) this.replaced();
-      else this.log.error({ err: error }, 'worker message handling failed');
-    });
+    this.chain = this.chain
+      .then(() => this.untilStored(task))
+      .catch((error: unknown) => {
+        if (error instanceof SessionReplaced) return this.replaced();
+        this.log.error({ err: error }, 'worker message handling failed');
+        // A hello that could not be stored would leave the agent waiting for a welcome: it reconnects instead.
+        if (!this.welcomed) this.close(CLOSE.shuttingDown, 'the connection could not be taken; reconnect');
+      });
+  }
+
+  /**
+   * Runs `task` again while the database cannot be reached, up to STORE_RETRY_MS: the agent forgets a report once it
+   * is sent (a job's end above all), so one dropped here would leave its job running for good. Later messages wait
+   * their turn meanwhile, and the socket stops being read once MAX_PENDING_BYTES of them are waiting.
+   */
+  private async untilStored(task: () => Promise<void> | void): Promise<void> {
+    const giveUpAt = Date.now() + STORE_RETRY_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await task();
+      } catch (error) {
+        if (!isDatabaseUnavailable(error) || Date.now() >= giveUpAt) throw error;
+        if (attempt === 1) this.log.warn({ err: error }, 'the database is unavailable; storing a worker message again');
+        await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_DELAY_MS));
+      }
+    }
   }
 
   private async receive(frame: Buffer): Promise<void> {
-    if (this.socket.readyState !== WebSocket.OPEN) return;
+    // A report that arrived before the socket closed is still stored (the agent took it as sent); a hello is not.
+    if (!this.welcomed && this.socket.readyState !== WebSocket.OPEN) return;
     const parsed = parseMessage(frame, 'toServer');
     if (!parsed.ok)
       return this.welcomed ? this.refuse(parsed.error) : this.failHandshake(parsed.error, parsed.unsupportedVersion);
