@@ -33,23 +33,29 @@ export function nonMaxSuppression(
   options: NmsOptions,
 ): Detections {
   const { conf, nc } = options;
+  // Each anchor's best class, read class row by class row: the rows lie one after another in memory, an anchor's
+  // scores `anchors` apart, so walking anchors within a row reads the tensor in order (and the first best class wins).
+  const bestScore = output.slice(4 * anchors, 5 * anchors);
+  const bestClass = new Int32Array(anchors);
+  for (let c = 1; c < nc; c++) {
+    const row = (4 + c) * anchors;
+    for (let a = 0; a < anchors; a++) {
+      const score = output[row + a];
+      if (score > bestScore[a]) {
+        bestScore[a] = score;
+        bestClass[a] = c;
+      }
+    }
+  }
   const candidates: number[] = [];
   const classOf: number[] = [];
   const scoreOf: number[] = [];
   for (let a = 0; a < anchors; a++) {
-    let best = output[4 * anchors + a];
-    let cls = 0;
-    for (let c = 1; c < nc; c++) {
-      const score = output[(4 + c) * anchors + a];
-      if (score > best) {
-        best = score;
-        cls = c;
-      }
-    }
+    const best = bestScore[a];
     // A score that is not a finite number ranks nothing (a broken graph's NaN or Infinity).
     if (best > conf && best !== Infinity) {
       candidates.push(a);
-      classOf.push(cls);
+      classOf.push(bestClass[a]);
       scoreOf.push(best);
     }
   }

@@ -71,7 +71,11 @@ export class OnnxModel {
         // onnxruntime's arena keeps a run's peak for the next run (without it yolo11n at 640 px ran 10-25% slower, its
         // tensors mapped afresh each time): the pool counts that peak in the session's footprint and bounds the process.
         enableCpuMemArena: true,
-        ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+        // Spinning threads bridge the gaps between a run's operators; past its end they would keep the cores from
+        // what answers the request (the worker's reply, the server's HTTP), so they stop as the run returns.
+        extra: {
+          session: options.spinning === false ? { intra_op: { allow_spinning: '0' } } : { force_spinning_stop: '1' },
+        },
       });
     } catch (error) {
       throw new InvalidModel(
