@@ -1,5 +1,6 @@
 import { memo, useEffect, useMemo, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
 import { datasetPath, Link, setLeaveWarning } from '../app/router.tsx';
+import { MemoChunks } from '../app/MemoChunks.tsx';
 import { useCanEdit } from '../auth/identity.ts';
 import { useDataset } from '../datasets/queries.ts';
 import { LabelShapes } from './LabelShapes.tsx';
@@ -482,19 +483,23 @@ function Editor({
             <p>Class: {imageClass === undefined ? 'none' : className(imageClass)}</p>
           ) : (
             <ol className="label-list" aria-label="Labels">
-              {labels.map((label, index) => (
-                <LabelRow
-                  key={index}
-                  index={index}
-                  label={label}
-                  selected={index === selected}
-                  canEdit={canEdit}
-                  classNames={image.classNames}
-                  onPick={stable.pick}
-                  onClass={stable.setClassOf}
-                  onRemove={stable.remove}
-                />
-              ))}
+              <MemoChunks
+                items={labels}
+                deps={[selected, canEdit, image.classNames, stable]}
+                renderItem={(label, index) => (
+                  <LabelRow
+                    key={index}
+                    index={index}
+                    label={label}
+                    selected={index === selected}
+                    canEdit={canEdit}
+                    classNames={image.classNames}
+                    onPick={stable.pick}
+                    onClass={stable.setClassOf}
+                    onRemove={stable.remove}
+                  />
+                )}
+              />
             </ol>
           )}
           <h2>Image</h2>

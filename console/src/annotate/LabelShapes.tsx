@@ -1,4 +1,5 @@
 import { memo, type PointerEvent } from 'react';
+import { MemoChunks } from '../app/MemoChunks.tsx';
 import { pointsOf, pointsOfLabel, type Label } from './geometry.ts';
 
 const FALLBACK_COLOR = '#0969da';
@@ -8,8 +9,8 @@ type VertexDown = (index: number, vertex: number, event: PointerEvent<SVGElement
 
 /**
  * The labels drawn in the image's 0-1 coordinates: boxes, oriented boxes, polygons and keypoints joined by the
- * skeleton's bones; one selected, its vertices (polygons, oriented boxes) or keypoints as handles to drag. Each label is its own memoised element, so an edit of one
- * repaints one of thousands (the handlers must be stable).
+ * skeleton's bones; one selected, its vertices (polygons, oriented boxes) or keypoints as handles to drag. Each label is its own memoised element, in memoised chunks, so an edit of one
+ * renders one chunk and repaints one label of thousands (the handlers must be stable).
  */
 export function LabelShapes({
   labels,
@@ -37,18 +38,22 @@ export function LabelShapes({
   const points = picked && pointsOfLabel(picked, keypointValues);
   return (
     <>
-      {labels.map((label, index) => (
-        <Shape
-          key={index}
-          index={index}
-          label={label}
-          selected={index === selected}
-          color={classColors[String(label.classId)] ?? FALLBACK_COLOR}
-          bones={bones}
-          keypointValues={keypointValues}
-          onShapeDown={onShapeDown}
-        />
-      ))}
+      <MemoChunks
+        items={labels}
+        deps={[selected, classColors, bones, keypointValues, onShapeDown]}
+        renderItem={(label, index) => (
+          <Shape
+            key={index}
+            index={index}
+            label={label}
+            selected={index === selected}
+            color={classColors[String(label.classId)] ?? FALLBACK_COLOR}
+            bones={bones}
+            keypointValues={keypointValues}
+            onShapeDown={onShapeDown}
+          />
+        )}
+      />
       {selected !== undefined && points ? (
         <Handles index={selected} {...points} picked={vertex} onVertexDown={onVertexDown} />
       ) : null}
