@@ -8,8 +8,9 @@ const UPLOAD_ROUTE = '/api/upload/sessions/:sessionId/file';
 const TRAINING_EVENTS_ROUTE = '/api/webhooks/training/metrics';
 
 export function httpMetrics(metrics: AppMetrics): Middleware<AppState> {
-  // Each label set's series is looked up once: prom-client hashes a label object on every call otherwise, a cost
-  // every request would pay. The sets are bounded (route templates × methods × statuses).
+  // Each label set's child is made once, not per request; prom-client still validates and hashes the label values on
+  // every inc and observe (its children call the parent with their labels), the metrics' remaining per-request cost.
+  // The sets are bounded (route templates × methods × statuses).
   const counted = new Map<string, { inc: () => void }>();
   const timed = new Map<string, { observe: (seconds: number) => void }>();
   const count = (method: string, route: string, status: string) => {
