@@ -2,7 +2,8 @@
 // instruments the request path and the jobs count with, and the gauges a scrape fills from the database (figures.ts).
 // Label values are bounded: route templates, methods, statuses, job kinds, GPU types, host names; never the id of a
 // dataset, image, model or job.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from './process-metrics.ts';
 
 /** The statuses counted as refused, by reason. */
 export const REFUSED_REASONS: Record<number, string> = {
@@ -29,7 +30,7 @@ export class AppMetrics {
 
   constructor(version: string) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: 'vp_' });
+    collectProcessMetrics(this.registry, 'vp_');
     new Gauge({
       name: 'vp_build_info',
       help: 'The control plane release (always 1)',
