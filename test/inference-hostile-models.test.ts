@@ -3,12 +3,13 @@
 // rows JSON can carry; and in the pool, a graph that expands to gigabytes is stopped at the worker's memory bound,
 // in its own partition's process, while another partition's predicts keep answering.
 import t from 'tap';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { decodeImage, OnnxModel } from '../inference/src/index.ts';
 import { InferenceError, InferencePool } from '../inference/src/pool/index.ts';
+import { childPids, treeRss, waitFor } from './helpers/child-processes.ts';
 import { constantDetector, craftOnnx, pythonNames, ultralyticsMetadata } from './helpers/onnx-craft.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hostile-onnx-'));
@@ -378,38 +379,3 @@ t.test('processes count in the cache: many workspaces with small models do not k
   t.ok(most <= 4, `at most ${most} processes lived at once for 6 workspaces`);
   t.ok(childPids().length <= 3, `${childPids().length} processes left`);
 });
-
-/** This process's children (the pools' worker processes). */
-function childPids(): string[] {
-  return readdirSafe('/proc/self/task').flatMap((task) =>
-    readSafe(`/proc/self/task/${task}/children`).split(' ').filter(Boolean),
-  );
-}
-
-/** Resident bytes of this process's children. */
-function treeRss(): number {
-  return childPids().reduce(
-    (total, pid) => total + Number(readSafe(`/proc/${pid}/statm`).split(' ')[1] ?? 0) * 4096,
-    0,
-  );
-}
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
-function readdirSafe(path: string): string[] {
-  try {
-    return readdirSync(path);
-  } catch {
-    return [];
-  }
-}
-
-function readSafe(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-}

@@ -37,10 +37,13 @@ export class OnnxPredictor implements Predictor {
     const { config, storage } = deps;
     this.deps = deps;
     this.files = new OnnxFiles(storage.store, join(config.dataDir, 'cache', 'onnx'), config.predictDiskCacheBytes);
+    // The cores are shared by a workspace's workers' sessions; onnxruntime's threads do the inference's heavy part.
+    const intraOpThreads = Math.max(1, Math.floor(availableParallelism() / config.predictWorkers));
     this.pool = new InferencePool({
       workers: config.predictWorkers,
-      // The cores are shared by a workspace's workers' sessions; onnxruntime's threads do the inference's heavy part.
-      intraOpThreads: Math.max(1, Math.floor(availableParallelism() / config.predictWorkers)),
+      intraOpThreads,
+      // Concurrent requests of a model are split over two sessions with half the threads each (see laneThreads).
+      ...(intraOpThreads >= 2 && { laneThreads: Math.floor(intraOpThreads / 2) }),
       cacheBytes: config.predictCacheBytes,
       // onnxruntime-node runs a session synchronously on its worker's thread, so a worker runs one model at a time and
       // spinning only bridges the gaps between that run's operators: yolo11n at 640 px on 2 cores measured 34 ms of
