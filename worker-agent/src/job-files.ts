@@ -1,11 +1,11 @@
 // Files that travel with a job besides its output: inputs fetched before it starts, and a checkpoint it keeps
 // rewriting that is uploaded while it runs, so a job moved to another host resumes instead of starting over.
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { AGENT_ROUTES, routePath, type JobSpec } from '@vp/protocol';
+import { downloadTo } from './http-files.ts';
 import type { Logger } from './log.ts';
 import type { JobFiles } from './runtimes/runtime.ts';
 import { prepareWorkDir } from './runtimes/shared.ts';
@@ -27,9 +27,9 @@ export async function fetchInputs(options: JobFilesOptions, spec: JobSpec): Prom
     const target = resolve(dir, input.path);
     if (relative(dir, target).startsWith('..')) throw new Error(`input path ${input.path} leaves the work dir`);
     await mkdir(dirname(target), { recursive: true });
-    const response = await fetch(input.url);
-    if (!response.ok || !response.body) throw new Error(`input ${input.path}: HTTP ${response.status}`);
-    await pipeline(Readable.fromWeb(response.body as never), createWriteStream(target));
+    await downloadTo(input.url, target).catch((error: unknown) => {
+      throw new Error(`input ${input.path}: ${(error as Error).message}`);
+    });
   }
 }
 

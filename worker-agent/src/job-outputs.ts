@@ -5,7 +5,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import yazl from 'yazl';
@@ -13,6 +12,7 @@ import { AGENT_ROUTES, routePath } from '@vp/protocol';
 import type { JobFilesOptions } from './job-files.ts';
 import type { JobFiles } from './runtimes/runtime.ts';
 import { AGENT_STATE_DIR } from './runtimes/shared.ts';
+import { uploadFrom } from './http-files.ts';
 
 /** Tries per output; a transient failure (no answer, 5xx, 429) waits 1, 2, 4 s before the next. */
 export const UPLOAD_TRIES = 4;
@@ -145,28 +145,24 @@ async function upload(
 }
 
 async function put(url: string, workerKey: string, file: string, size: number, signal: AbortSignal): Promise<void> {
-  let response: Response;
+  let answer: { status: number; body: string };
   try {
-    response = await fetch(url, {
-      method: 'PUT',
-      headers: {
+    answer = await uploadFrom(
+      url,
+      file,
+      {
         authorization: `Bearer ${workerKey}`,
         'content-type': 'application/octet-stream',
         'content-length': String(size),
       },
-      body: Readable.toWeb(createReadStream(file)) as never,
-      duplex: 'half',
       signal,
-    } as RequestInit);
+    );
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new TransientUploadError((error as Error & { cause?: Error }).cause?.message ?? (error as Error).message);
+    throw new TransientUploadError((error as Error).message);
   }
-  if (response.ok) {
-    await response.body?.cancel();
-    return;
-  }
-  const body = await response.text().catch(() => '');
+  const { status, body } = answer;
+  if (status >= 200 && status < 300) return;
   const reason = (() => {
     try {
       return (JSON.parse(body) as { error?: string }).error ?? body;
@@ -174,9 +170,9 @@ async function put(url: string, workerKey: string, file: string, size: number, s
       return body;
     }
   })();
-  const message = `HTTP ${response.status}${reason ? `: ${reason.slice(0, 500)}` : ''}`;
-  if (response.status === 404) throw new UnclaimedJobError(message);
-  throw response.status >= 500 || response.status === 429 ? new TransientUploadError(message) : new Error(message);
+  const message = `HTTP ${status}${reason ? `: ${reason.slice(0, 500)}` : ''}`;
+  if (status === 404) throw new UnclaimedJobError(message);
+  throw status >= 500 || status === 429 ? new TransientUploadError(message) : new Error(message);
 }
 
 /** 12.3 MB, 512 B: for the job's log. */
