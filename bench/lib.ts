@@ -158,6 +158,7 @@ export async function startControlPlane(
       LOG_LEVEL: 'warn',
       // As `npm start` and the container image run it (see README, Memory).
       MALLOC_ARENA_MAX: '2',
+      MALLOC_MMAP_THRESHOLD_: '131072',
       ...options.env,
     },
     /^Vision Platform API: (\S+)\/api\b/,

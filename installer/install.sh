@@ -207,11 +207,15 @@ EMBEDDED_PG_PORT=54329
 NODE_ENV=production
 # image decoding in many threads would otherwise keep a malloc arena per thread (README, Memory)
 MALLOC_ARENA_MAX=2
+# a decoded image's pixels go back to the system when freed (README, Memory)
+MALLOC_MMAP_THRESHOLD_=131072
 # The address clients and worker hosts use (install.sh --public-url); unset: http://<this host's name>:PORT
 # PUBLIC_BASE_URL=https://vision.example.internal
 EOF
   say "wrote $ENV_FILE"
 fi
+# Installs from before it was a setting get it on their next upgrade.
+[ -n "$(setting MALLOC_MMAP_THRESHOLD_)" ] || set_setting MALLOC_MMAP_THRESHOLD_ 131072
 [ -n "$(setting SIGNING_SECRET)" ] || set_setting SIGNING_SECRET "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
 [ -z "$port" ] || set_setting PORT "$port"
 [ -z "$public_url" ] || set_setting PUBLIC_BASE_URL "$public_url"

@@ -49,6 +49,7 @@ const main = await startMain(t, {
   LOG_LEVEL: 'warn',
   // As `npm start` and the container image run it (README, Memory).
   MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
   RATE_LIMIT_DEFAULT: '1000000',
   RATE_LIMIT_UPLOAD: '1000000',
   // The NDJSON cases link to this test's own file server on loopback.

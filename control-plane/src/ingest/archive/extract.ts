@@ -132,7 +132,7 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
       const path = extraction.target(name, zipEntryType(entry, name));
       if (path === null) continue;
       extraction.register(path, entry.uncompressedSize);
-      entries.set(path, entry);
+      entries.set(path, readableOnly(entry));
     }
   } catch (error) {
     zip.close();
@@ -187,6 +187,22 @@ async function indexZip(file: string, extraction: Extraction): Promise<ArchiveFi
     localFile,
     close: async () => zip.close(),
   };
+}
+
+/**
+ * What yauzl's openReadStream reads of an entry, without the name, comment and extra-field buffers it was listed with:
+ * a ZIP of 20,000 files kept 80,000 of those Buffers alive for the whole ingest.
+ */
+function readableOnly(entry: ZipEntry): ZipEntry {
+  const { compressedSize, uncompressedSize, compressionMethod, generalPurposeBitFlag, relativeOffsetOfLocalHeader } =
+    entry;
+  return Object.assign(Object.create(Object.getPrototypeOf(entry) as object) as ZipEntry, {
+    compressedSize,
+    uncompressedSize,
+    compressionMethod,
+    generalPurposeBitFlag,
+    relativeOffsetOfLocalHeader,
+  });
 }
 
 function zipEntryType(entry: ZipEntry, name: string): EntryType {
