@@ -334,6 +334,43 @@ t.test('a job that completed without its artifact fails the export; a failed job
   t.notOk((await read(second.body.id)).body.export.file);
 });
 
+t.test('GET with wait holds the answer until the export ends, or until the seconds pass; 400 past 30', async (t) => {
+  const created = await create({ format: 'torchscript', args: { batch: 3 } });
+  t.equal(created.status, 201);
+  const id = created.body.id;
+  const assign = await host.nextOf('job.assign');
+  host.send({ type: 'job.accepted', jobId: assign.jobId });
+  await settled(id, 'running');
+  const waitFor = (seconds: number) =>
+    call<{ export: ExportBody; error: string }>(server, 'GET', `${base}/${id}?wait=${seconds}`, { key: alice });
+
+  let started = performance.now();
+  const timedOut = await waitFor(1);
+  t.equal(timedOut.body.export.status, 'running', 'the status when the time is up');
+  t.ok(performance.now() - started >= 950, 'held for the seconds asked');
+
+  started = performance.now();
+  let answered = false;
+  const held = waitFor(30).finally(() => (answered = true));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.notOk(answered, 'no answer while the export runs');
+  await uploadArtifact(assign.jobId, randomBytes(200));
+  host.send({ type: 'job.finished', jobId: assign.jobId, outcome: 'completed', exitCode: 0 });
+  const ended = await held;
+  t.equal(ended.status, 200);
+  t.match(ended.body.export, { status: 'completed', file: { size: 200 } }, 'answered with the end');
+  t.ok(performance.now() - started < 10_000, 'as it ended, not when the 30 s were up');
+
+  started = performance.now();
+  t.equal((await waitFor(30)).body.export.status, 'completed');
+  t.ok(performance.now() - started < 5000, 'an ended export is answered at once');
+  for (const bad of [31, -1]) {
+    const refused = await waitFor(bad);
+    t.equal(refused.status, 400, `wait=${bad}`);
+    t.match(refused.body.error, /wait/);
+  }
+});
+
 t.test('DELETE cancels an active export through its job', async (t) => {
   const queued = await create({ format: 'coreml', args: { quantize: 8 } });
   t.equal(queued.status, 201);

@@ -53,6 +53,7 @@ import { HostScheduler } from './scheduler/host-scheduler.ts';
 import { scheduleRunExpiry } from './training/run-expiry.ts';
 import { TRAINING_JOB } from './training/training-payload.ts';
 import { TrainingJob } from './training/training.job.ts';
+import { ExportWaits } from './exports/export-waits.ts';
 import { EXPORT_JOB, ExportJob } from './exports/export.job.ts';
 import { ExportService } from './exports/export.service.ts';
 import { queueOnnxOnWeights } from './predict/weights-arrived.ts';
@@ -164,6 +165,8 @@ export async function startServer(
   authenticator.listen(notifications);
   const summaryFigures = new SummaryFigures(orm.em);
   summaryFigures.listen(notifications);
+  const exportWaits = new ExportWaits();
+  exportWaits.listen(notifications);
   const pruneTimer = setInterval(
     () => void rateLimiter.prune().catch((error) => log.warn({ err: error }, 'rate-limit prune failed')),
     60_000,
@@ -301,6 +304,7 @@ export async function startServer(
     secret,
     integrationAccess: integrations,
     audit,
+    exportWaits,
     routes: options.routes,
     metrics,
     scrapeFigures:
@@ -344,6 +348,7 @@ export async function startServer(
       await scheduler.stop();
       // Upgraded sockets would hold server.close() open, and their hosts' last writes need the pool.
       await workers.close();
+      exportWaits.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceSeconds * 1000);

@@ -25,6 +25,7 @@ import { DeploymentService } from './deployments/deployment.service.ts';
 import type { DeploymentRouter } from './deployments/deployment-router.ts';
 import type { DeploymentTraffic } from './deployments/deployment-traffic.ts';
 import { DeploymentTrafficService } from './deployments/deployment-traffic.service.ts';
+import type { ExportWaits } from './exports/export-waits.ts';
 import { ExportService } from './exports/export.service.ts';
 import { HealthCheckService } from './health/health-check.service.ts';
 import { HostService } from './hosts/host.service.ts';
@@ -84,6 +85,8 @@ export interface ServiceDeps {
   integrationAccess?: IntegrationAccess;
   /** The process's audit log writer (the API's changes); absent (vpctl): the operator's changes are written at once. */
   audit?: AuditRecorder;
+  /** Reads of exports waiting for them to end (GET …?wait=); absent outside the server (answered at once). */
+  exportWaits?: ExportWaits;
 }
 
 /** The services of one request (or job, or CLI command), all on the same EntityManager fork. */
@@ -306,7 +309,12 @@ export class Services {
   }
 
   get exports(): ExportService {
-    return new ExportService(this.em, { config: this.deps.config, storage: this.storage, lifecycle: this.lifecycle });
+    return new ExportService(this.em, {
+      config: this.deps.config,
+      storage: this.storage,
+      lifecycle: this.lifecycle,
+      waits: this.deps.exportWaits,
+    });
   }
 
   get deployments(): DeploymentService {

@@ -1400,7 +1400,7 @@ export interface paths {
         };
         /**
          * One export; when completed its file with a download URL valid for 1 hour
-         * @description Status: queued (waiting for a host), starting (assigned to a host that has not accepted it yet), running, then completed, failed or cancelled. A directory artifact (openvino, coreml .mlpackage, saved_model, ncnn, …) is one zip, downloadFilename `<dir>.zip`, holding the folder `<dir>/` itself: unzipped, it is what YOLO() loads. A failed export carries error { message, timestamp } (the job’s error; a job that ended without uploading its artifact fails too).
+         * @description Status: queued (waiting for a host), starting (assigned to a host that has not accepted it yet), running, then completed, failed or cancelled. A directory artifact (openvino, coreml .mlpackage, saved_model, ncnn, …) is one zip, downloadFilename `<dir>.zip`, holding the folder `<dir>/` itself: unzipped, it is what YOLO() loads. A failed export carries error { message, timestamp } (the job’s error; a job that ended without uploading its artifact fails too). `wait` makes it a long poll: the answer comes as soon as an export in flight ends (from any replica), instead of at the next poll.
          */
         get: operations["getApiModelsOwnerProjectModelExportsExportId"];
         put?: never;
@@ -12177,7 +12177,10 @@ export interface operations {
     };
     getApiModelsOwnerProjectModelExportsExportId: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Seconds (at most 30) to hold the answer while the export is queued, starting or running: it comes as soon as the export ends, or when the time is up with the status then. Without it (or 0) the answer is immediate. */
+                wait?: number;
+            };
             header?: never;
             path: {
                 /** @description Username or workspace handle */

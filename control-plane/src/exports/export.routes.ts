@@ -1,5 +1,6 @@
 // /api/models/{owner}/{project}/{model}/exports and the mobile import links, /api/mobile/models/{exportId}.
 import { defineRoute } from '../http/define-route.ts';
+import { responseClosed } from '../http/response-closed.ts';
 import { ModelPath } from '../models/model.schemas.ts';
 import { MOBILE_FORMATS } from './export-formats.ts';
 import {
@@ -10,6 +11,7 @@ import {
   ExportListQuery,
   ExportPath,
   ExportRead,
+  ExportReadQuery,
   MobileExportPath,
   MobileLink,
   MobileModel,
@@ -68,13 +70,19 @@ export const readExport = defineRoute({
   description:
     STATUSES +
     'A directory artifact (openvino, coreml .mlpackage, saved_model, ncnn, …) is one zip, downloadFilename `<dir>.zip`, holding the folder `<dir>/` itself: unzipped, it is what YOLO() loads. A failed export carries error ' +
-    '{ message, timestamp } (the job’s error; a job that ended without uploading its artifact fails too).',
+    '{ message, timestamp } (the job’s error; a job that ended without uploading its artifact fails too). ' +
+    '`wait` makes it a long poll: the answer comes as soon as an export in flight ends (from any replica), instead of at the next poll.',
   auth: 'key',
   limit: 'default',
-  request: { params: ExportPath },
+  request: { params: ExportPath, query: ExportReadQuery },
   response: { status: 200, description: 'The export', schema: ExportRead },
   errors: [404],
-  handler: (ctx, { params }) => ctx.state.services.exports.read(ctx.state.actor, params),
+  handler: (ctx, { params, query }) =>
+    ctx.state.services.exports.read(
+      ctx.state.actor,
+      params,
+      query.wait ? { seconds: query.wait, signal: responseClosed(ctx) } : undefined,
+    ),
 });
 
 export const deleteExport = defineRoute({

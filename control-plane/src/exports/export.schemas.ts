@@ -5,6 +5,7 @@ import { limitQuery } from '../http/pagination.ts';
 import { ModelPath } from '../models/model.schemas.ts';
 import { ExportArgs } from './export-args.ts';
 import { EXPORT_FORMAT_IDS, MOBILE_FORMATS } from './export-formats.ts';
+import { MAX_EXPORT_WAIT_SECONDS } from './export-waits.ts';
 import { EXPORT_STATUSES } from './export.store.ts';
 
 const Format = z.enum(EXPORT_FORMAT_IDS, { error: `must be one of ${EXPORT_FORMAT_IDS.join(', ')}` });
@@ -48,6 +49,20 @@ export const ExportView = z
 
 export const ExportList = z.object({ exports: z.array(ExportView), region: Region });
 export const ExportRead = z.object({ export: ExportView });
+
+export const ExportReadQuery = z.object({
+  wait: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_EXPORT_WAIT_SECONDS)
+    .optional()
+    .meta({
+      description:
+        `Seconds (at most ${MAX_EXPORT_WAIT_SECONDS}) to hold the answer while the export is queued, starting or running: it comes ` +
+        'as soon as the export ends, or when the time is up with the status then. Without it (or 0) the answer is immediate.',
+    }),
+});
 
 export const ExportCreated = z.object({
   id: ObjectId,

@@ -19,6 +19,7 @@ import { forgetObject } from '../storage/stored-object.store.ts';
 import { liveHostsLackingExporter } from '../workers/host.store.ts';
 import { normalizeArgs, type ExportArgs, type NormalizedArgs } from './export-args.ts';
 import { MOBILE_FORMATS, type ExportFormatId } from './export-formats.ts';
+import type { ExportWaits } from './export-waits.ts';
 import { EXPORT_JOB, type ExportPayload } from './export.job.ts';
 import type {
   ExportCreate,
@@ -46,6 +47,7 @@ import {
   listExports,
   setExportJob,
   type ExportRecord,
+  type ExportStatus,
   type NewExport,
 } from './export.store.ts';
 import { modelFamily } from './model-family.ts';
@@ -64,7 +66,10 @@ export type ExportDeps = {
   config: Pick<AppConfig, 'region' | 'hostLostGraceSeconds'>;
   storage: Storage;
   lifecycle: JobLifecycle;
+  /** Absent where no request waits (jobs, the predictor): a read with `wait` then answers at once. */
+  waits?: ExportWaits;
 };
+const ENDED: ReadonlySet<ExportStatus> = new Set(['completed', 'failed', 'cancelled']);
 const IN_FLIGHT = () =>
   Conflict(
     'An equivalent export (same weights, format, args and GPU type) is already in flight; wait for it or cancel it',
@@ -80,6 +85,7 @@ export class ExportService {
   private readonly lifecycle: JobLifecycle;
   /** Hosts silent longer than this (HOST_LOST_GRACE_SECONDS) do not count as offering a toolchain. */
   private readonly graceSeconds: number;
+  private readonly waits: ExportWaits | undefined;
 
   constructor(em: EntityManager, deps: ExportDeps) {
     this.em = em;
@@ -87,6 +93,7 @@ export class ExportService {
     this.region = deps.config.region;
     this.lifecycle = deps.lifecycle;
     this.graceSeconds = deps.config.hostLostGraceSeconds;
+    this.waits = deps.waits;
   }
 
   async list(
@@ -99,8 +106,18 @@ export class ExportService {
     return { exports: await Promise.all(records.map((record) => this.view(record))), region: this.region };
   }
 
-  async read(actor: Actor, at: Address & { exportId: string }): Promise<z.input<typeof ExportRead>> {
-    return { export: await this.view(await this.find(actor, at, 'view')) };
+  /** With `wait`, held while the export is in flight until it ends or the seconds pass (see ExportWaits). */
+  async read(
+    actor: Actor,
+    at: Address & { exportId: string },
+    wait?: { seconds: number; signal: AbortSignal },
+  ): Promise<z.input<typeof ExportRead>> {
+    const read = () => this.find(actor, at, 'view');
+    const record =
+      wait?.seconds && this.waits
+        ? await this.waits.readUntil(at.exportId, wait.seconds, wait.signal, read, (found) => ENDED.has(found.status))
+        : await read();
+    return { export: await this.view(record) };
   }
 
   async create(actor: Actor, at: Address, body: z.output<typeof ExportCreate>): Promise<z.input<typeof ExportCreated>> {

@@ -241,7 +241,13 @@ export async function completedOfWeights(
   return row?.file_key;
 }
 
-/** The end of an export's job, written once (a later settle of the same export changes nothing). */
+/** settleExport sends an export's id here at its commit (see ExportWaits). */
+export const EXPORTS_SETTLED_CHANNEL = 'vp_exports_settled';
+
+/**
+ * The end of an export's job, written once (a later settle of the same export changes nothing) and announced on
+ * EXPORTS_SETTLED_CHANNEL.
+ */
 export async function settleExport(
   em: EntityManager,
   exportId: string,
@@ -249,9 +255,12 @@ export async function settleExport(
 ): Promise<void> {
   await query(
     em,
-    `update model_exports e set status = ?, error = ?, file_key = ?, file_size = ?, file_sha256 = ?, file_name = ?,
-       started_at = (select j.started_at from jobs j where j.id = e.job_id), completed_at = case when ? = 'completed' then now() end, updated_at = now()
-     where e.id = ? and e.status is null`,
+    `with settled as (
+       update model_exports e set status = ?, error = ?, file_key = ?, file_size = ?, file_sha256 = ?, file_name = ?,
+         started_at = (select j.started_at from jobs j where j.id = e.job_id), completed_at = case when ? = 'completed' then now() end, updated_at = now()
+       where e.id = ? and e.status is null
+       returning e.id)
+     select pg_notify('${EXPORTS_SETTLED_CHANNEL}', id) from settled`,
     [
       end.status,
       end.error,
