@@ -79,6 +79,8 @@ interface Resident {
   running: number;
   /** A lane's release once it has been idle for laneIdleMs. */
   idleRelease?: NodeJS.Timeout;
+  /** False while a lane's session loads: a request sent to it then would wait for its process to start. */
+  ready?: boolean;
 }
 
 /**
@@ -108,7 +110,9 @@ export class InferencePool {
   ): Promise<{ prediction: Prediction; info: ModelInfo }> {
     this.usable(artifact);
     const [key, session] =
-      this.options.laneThreads && this.inUse(artifact) ? this.lane(artifact) : [artifact.key, this.place(artifact)];
+      this.options.laneThreads && this.inUse(artifact)
+        ? this.leastBusy(artifact)
+        : [artifact.key, this.place(artifact)];
     session.running += 1;
     session.lastUsed = performance.now();
     this.evict(key);
@@ -196,15 +200,54 @@ export class InferencePool {
     return [...this.resident.values()].some((session) => session.sessionKey === artifact.key && session.running > 0);
   }
 
-  /** The artifact's least busy lane session (see PoolOptions.laneThreads) and its key; each lane has a process of its own. */
-  private lane(artifact: Artifact): [string, Resident] {
-    const lanes = Array.from({ length: LANES }, (_, lane): [string, Resident] => {
+  /**
+   * Of the artifact's main session and its loaded lanes (see PoolOptions.laneThreads), the one running the fewest
+   * requests, and its key. Lanes start loading with the first overlap, each in a process of its own; until a lane is
+   * loaded the others serve: a request sent to a starting lane would wait for a process to start and a model to load.
+   */
+  private leastBusy(artifact: Artifact): [string, Resident] {
+    const candidates: Array<[string, Resident]> = [
+      [artifact.key, this.place(artifact)],
+      ...this.lanes(artifact).filter(([, lane]) => lane.ready),
+    ];
+    return candidates.reduce((best, candidate) => (candidate[1].running < best[1].running ? candidate : best));
+  }
+
+  private lanes(artifact: Artifact): Array<[string, Resident]> {
+    return Array.from({ length: LANES }, (_, lane): [string, Resident] => {
       const key = `${artifact.key}\0lane ${lane}`;
+      const known = this.resident.get(key);
+      if (known && !known.worker.stopped) return [key, known];
       const partition = `${artifact.partition ?? ''}\0lane ${lane}`;
       const setup = { intraOpThreads: this.options.laneThreads!, spinning: false };
-      return [key, this.placed(artifact, key, partition, 1, setup)];
+      const session = this.placed(artifact, key, partition, 1, setup);
+      session.ready = false;
+      void this.warm(artifact, key, session);
+      return [key, session];
     });
-    return lanes.reduce((best, candidate) => (candidate[1].running < best[1].running ? candidate : best));
+  }
+
+  /** Loads a lane's session before it takes requests; a lane that does not load is dropped (the others serve). */
+  private async warm(artifact: Artifact, key: string, lane: Resident): Promise<void> {
+    lane.running += 1;
+    try {
+      const reply = (await lane.worker.ask({
+        kind: 'load',
+        id: this.nextId++,
+        sessionKey: artifact.key,
+        file: artifact.file,
+      })) as LoadReply;
+      if (!reply.ok) throw new InferenceError(reply.cause, reply.message);
+      this.measured(artifact, lane, reply.footprintBytes);
+      lane.ready = true;
+    } catch {
+      if (this.resident.get(key) === lane) this.resident.delete(key);
+      this.closeEmpty();
+    } finally {
+      lane.running -= 1;
+      lane.lastUsed = performance.now();
+    }
+    if (lane.ready) this.releaseWhenIdle(key, lane);
   }
 
   /** A burst's lanes do not hold their memory long after it: each goes once unused for laneIdleMs. */
