@@ -5,7 +5,7 @@ import type { TestServer } from './server.ts';
 /**
  * Checks that a dataset's counters and every derived column agree with its rows: the counters with the
  * images, each image's labelCount and classIds with its annotations, every classId in range and equal
- * to the classId inside the saved label.
+ * to the classId inside the saved label, and the counts kept per class set with the images.
  */
 export async function checkDatasetInvariants(t: Test, server: TestServer, datasetId: string): Promise<void> {
   const em = server.services().em;
@@ -48,4 +48,17 @@ export async function checkDatasetInvariants(t: Test, server: TestServer, datase
     'labelCount, classIds and classId agree with the annotations',
   );
   t.equal(mismatch.total, rows.annotation_count, 'annotationCount is the number of annotation rows');
+  const keptPerSet = await query(
+    em,
+    `select split, labeled, class_ids::text, sum(images)::int as images from image_class_sets where dataset_id = ?
+     group by 1, 2, 3 having sum(images) <> 0 order by 1, 2, 3`,
+    [datasetId],
+  );
+  const counted = await query(
+    em,
+    `select split, label_count > 0 as labeled, class_ids::text, count(*)::int as images from images where dataset_id = ?
+     group by 1, 2, 3 order by 1, 2, 3`,
+    [datasetId],
+  );
+  t.same(keptPerSet, counted, 'the images per split, labeled and class set (filtered totals) match the image rows');
 }

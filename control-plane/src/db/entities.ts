@@ -15,6 +15,7 @@ import { JobLogLine } from '../jobs/job-log.entity.ts';
 import { ConsoleChunk, TrainingEpoch, TrainingRun } from '../training/training-run.entity.ts';
 import { Job } from '../jobs/job.entity.ts';
 import { Annotation } from '../images/annotation.entity.ts';
+import { ImageClassSet } from '../images/image-class-set.entity.ts';
 import { Image } from '../images/image.entity.ts';
 import { Model } from '../models/model.entity.ts';
 import { ProjectStar } from '../projects/project-star.entity.ts';
@@ -43,6 +44,7 @@ export const entities = [
   DatasetVersion,
   DatasetVersionImage,
   Image,
+  ImageClassSet,
   Annotation,
   Job,
   JobLogLine,

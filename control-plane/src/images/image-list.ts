@@ -7,6 +7,7 @@ import { EmbedderUnavailable, type ImageEmbedder } from '../embeddings/image-emb
 import { nearestFirst, type VectorIndex } from '../embeddings/vector-index.ts';
 import { Invalid } from '../http/errors.ts';
 import { LOOK_ALIKE_LIMIT, type ImageListOptions, type ImageSort } from './image.schemas.ts';
+import { countByClassSets } from './image-class-set.store.ts';
 import { containsPattern } from './image-search.ts';
 import { ListCache, listTotals } from './list-totals.ts';
 import {
@@ -128,7 +129,8 @@ export class ImageListQuery {
     this.vectors = vectors;
   }
 
-  private filters(): Conditions {
+  /** With `textOutside`, the search matches only images without those classes by their text (see total()). */
+  private filters(textOutside?: number[]): Conditions {
     const { split, hasLabel, hasError, classIds, search } = this.options;
     const where = new Conditions();
     where.add('i.dataset_id = ?', this.dataset.id);
@@ -137,7 +139,13 @@ export class ImageListQuery {
     if (hasLabel !== undefined) where.add(hasLabel ? 'i.label_count > 0' : 'i.label_count = 0');
     if (hasError !== undefined) where.add(hasError ? 'i.error is not null' : 'i.error is null');
     if (classIds) where.add('i.class_ids && ?::int[]', pgArray(classIds));
-    if (search) textMatch(where, this.dataset, search);
+    if (search && textOutside)
+      where.add(
+        'i.search_text like ? and not (i.class_ids && ?::int[])',
+        containsPattern(search),
+        pgArray(textOutside),
+      );
+    else if (search) textMatch(where, this.dataset, search);
     return where;
   }
 
@@ -258,6 +266,19 @@ export class ImageListQuery {
     if (!filtered) return split ? dataset[`${split}Count`] : dataset.imageCount;
     if (!split && !this.imageIds && [hasError, classIds, search].every((value) => value === undefined)) {
       return hasLabel ? dataset.labeledCount : dataset.imageCount - dataset.labeledCount;
+    }
+    // Split, labeled and classes: summed from the counts the database keeps per class set, not counted. A search
+    // that names classes matches their images (summed so too) and, by text, others (counted).
+    const searched = search === undefined ? [] : classesMatching(dataset, search);
+    if (!this.imageIds && hasError === undefined && (search === undefined || searched.length)) {
+      const classSets = [...(classIds ? [classIds] : []), ...(searched.length ? [searched] : [])];
+      const withClasses = countByClassSets(this.em, dataset.id, { split, labeled: hasLabel, classSets });
+      if (search === undefined) return withClasses;
+      const byText = listTotals.get(`${this.key(undefined)} by text`, () =>
+        countImagesWhere(this.em, this.filters(searched)),
+      );
+      const [classCount, textCount] = await Promise.all([withClasses, byText]);
+      return classCount + textCount;
     }
     const count = async () => {
       const where = this.filters();

@@ -38,6 +38,7 @@ import { Migration20261209000000_host_load } from './Migration20261209000000_hos
 import { Migration20261209100000_backup_runs } from './Migration20261209100000_backup_runs.ts';
 import { Migration20261209200000_audit_entries } from './Migration20261209200000_audit_entries.ts';
 import { Migration20261210000000_jobs_queue_order } from './Migration20261210000000_jobs_queue_order.ts';
+import { Migration20261211000000_image_class_sets } from './Migration20261211000000_image_class_sets.ts';
 
 /** Checked-in migrations in order; `npm run migration:create` appends to this list. */
 export const migrations = [
@@ -84,4 +85,5 @@ export const migrations = [
   { name: 'Migration20261209100000_backup_runs', class: Migration20261209100000_backup_runs },
   { name: 'Migration20261209200000_audit_entries', class: Migration20261209200000_audit_entries },
   { name: 'Migration20261210000000_jobs_queue_order', class: Migration20261210000000_jobs_queue_order },
+  { name: 'Migration20261211000000_image_class_sets', class: Migration20261211000000_image_class_sets },
 ];
