@@ -482,10 +482,12 @@ function Editor({
           {task === 'classify' ? (
             <p>Class: {imageClass === undefined ? 'none' : className(imageClass)}</p>
           ) : (
-            <ol className="label-list" aria-label="Labels">
+            // A list of divs: its rows are grouped in chunks (divs), which an <ol> may not hold.
+            <div className="label-list" role="list" aria-label="Labels">
               <MemoChunks
                 items={labels}
                 deps={[selected, canEdit, image.classNames, stable]}
+                chunkClassName="label-chunk"
                 renderItem={(label, index) => (
                   <LabelRow
                     key={index}
@@ -500,7 +502,7 @@ function Editor({
                   />
                 )}
               />
-            </ol>
+            </div>
           )}
           <h2>Image</h2>
           <dl className="figures">
@@ -553,7 +555,7 @@ const LabelRow = memo(function LabelRow({
 }) {
   const name = classNames[label.classId] ?? `class ${label.classId}`;
   return (
-    <li className={selected ? 'selected' : undefined}>
+    <div role="listitem" className={selected ? 'selected' : undefined}>
       <button type="button" aria-pressed={selected} onClick={() => onPick(index)}>
         {index + 1}. {name}
       </button>
@@ -575,6 +577,6 @@ const LabelRow = memo(function LabelRow({
           </button>
         </>
       ) : null}
-    </li>
+    </div>
   );
 });

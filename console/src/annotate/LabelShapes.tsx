@@ -1,8 +1,25 @@
 import { memo, type PointerEvent } from 'react';
 import { MemoChunks } from '../app/MemoChunks.tsx';
-import { pointsOf, pointsOfLabel, type Label } from './geometry.ts';
+import { enclosingBox, pointsOf, pointsOfLabel, type Label } from './geometry.ts';
 
 const FALLBACK_COLOR = '#0969da';
+/** The labels at rest are drawn in GRID × GRID groups by where their centre lies, each group a layer of its own. */
+const GRID = 2;
+const cells = new WeakMap<Label, number>();
+
+/** Which group a label at rest is drawn in (labels are never changed in place: their group is kept by identity). */
+function cellOf(label: Label): number {
+  let cell = cells.get(label);
+  if (cell === undefined) {
+    const box = enclosingBox(label);
+    const x = box ? (box[0] + box[2]) / 2 : (label.keypoints?.[0] ?? 0);
+    const y = box ? (box[1] + box[3]) / 2 : (label.keypoints?.[1] ?? 0);
+    const place = (value: number) => Math.min(GRID - 1, Math.max(0, Math.floor(value * GRID)));
+    cell = place(y) * GRID + place(x);
+    cells.set(label, cell);
+  }
+  return cell;
+}
 
 type ShapeDown = (index: number, event: PointerEvent<SVGElement>) => void;
 type VertexDown = (index: number, vertex: number, event: PointerEvent<SVGElement>) => void;
@@ -10,7 +27,9 @@ type VertexDown = (index: number, vertex: number, event: PointerEvent<SVGElement
 /**
  * The labels drawn in the image's 0-1 coordinates: boxes, oriented boxes, polygons and keypoints joined by the
  * skeleton's bones; one selected, its vertices (polygons, oriented boxes) or keypoints as handles to drag. Each label is its own memoised element, in memoised chunks, so an edit of one
- * renders one chunk and repaints one label of thousands (the handlers must be stable).
+ * renders one chunk (the handlers must be stable). Chromium rasters a layer's whole SVG area again when one shape in
+ * it changes, so the shapes are split into layers: the selected label and its handles, drawn on top, and the labels
+ * at rest by region; an edit re-rasters the selected label alone, and selecting one the region it leaves.
  */
 export function LabelShapes({
   labels,
@@ -38,25 +57,44 @@ export function LabelShapes({
   const points = picked && pointsOfLabel(picked, keypointValues);
   return (
     <>
-      <MemoChunks
-        items={labels}
-        deps={[selected, classColors, bones, keypointValues, onShapeDown]}
-        renderItem={(label, index) => (
+      {Array.from({ length: GRID * GRID }, (_, cell) => (
+        <g key={cell} className="at-rest">
+          <MemoChunks
+            items={labels}
+            deps={[selected, classColors, bones, keypointValues, onShapeDown]}
+            renderItem={(label, index) =>
+              index === selected || cellOf(label) !== cell ? null : (
+                <Shape
+                  key={index}
+                  index={index}
+                  label={label}
+                  selected={false}
+                  color={classColors[String(label.classId)] ?? FALLBACK_COLOR}
+                  bones={bones}
+                  keypointValues={keypointValues}
+                  onShapeDown={onShapeDown}
+                />
+              )
+            }
+          />
+        </g>
+      ))}
+      <g className="editing">
+        {selected !== undefined && picked ? (
           <Shape
-            key={index}
-            index={index}
-            label={label}
-            selected={index === selected}
-            color={classColors[String(label.classId)] ?? FALLBACK_COLOR}
+            index={selected}
+            label={picked}
+            selected
+            color={classColors[String(picked.classId)] ?? FALLBACK_COLOR}
             bones={bones}
             keypointValues={keypointValues}
             onShapeDown={onShapeDown}
           />
-        )}
-      />
-      {selected !== undefined && points ? (
-        <Handles index={selected} {...points} picked={vertex} onVertexDown={onVertexDown} />
-      ) : null}
+        ) : null}
+        {selected !== undefined && points ? (
+          <Handles index={selected} {...points} picked={vertex} onVertexDown={onVertexDown} />
+        ) : null}
+      </g>
     </>
   );
 }

@@ -6,16 +6,19 @@ const CHUNK = 100;
 /**
  * Thousands of items (an image's labels) drawn in memoised chunks: a render after an edit of one item creates the
  * elements of its chunk only, not one per item. A chunk renders again when one of its items (by identity) or one of
- * `deps` (everything `renderItem` reads besides its item and index) changed. Chunks add no DOM: they are fragments.
+ * `deps` (everything `renderItem` reads besides its item and index) changed. Chunks add no DOM (they are fragments)
+ * unless given `chunkClassName`: then each is a div of that class, which CSS can skip while off screen.
  */
 export function MemoChunks<T>({
   items,
   deps,
   renderItem,
+  chunkClassName,
 }: {
   items: readonly T[];
   deps: readonly unknown[];
   renderItem: (item: T, index: number) => ReactNode;
+  chunkClassName?: string;
 }) {
   const chunks = [];
   for (let start = 0; start < items.length; start += CHUNK)
@@ -26,6 +29,7 @@ export function MemoChunks<T>({
         start={start}
         deps={deps}
         renderItem={renderItem as (item: unknown, index: number) => ReactNode}
+        className={chunkClassName}
       />,
     );
   return <>{chunks}</>;
@@ -36,18 +40,20 @@ interface ChunkProps {
   start: number;
   deps: readonly unknown[];
   renderItem: (item: unknown, index: number) => ReactNode;
+  className: string | undefined;
 }
 
 const Chunk = memo(
-  function Chunk({ items, start, renderItem }: ChunkProps) {
+  function Chunk({ items, start, renderItem, className }: ChunkProps) {
     const elements = [];
     for (let index = start; index < Math.min(items.length, start + CHUNK); index += 1)
       elements.push(renderItem(items[index], index));
-    return <>{elements}</>;
+    return className ? <div className={className}>{elements}</div> : <>{elements}</>;
   },
   // renderItem is a new closure each render: what it draws is told by the items and deps.
   (before, after) =>
     before.start === after.start &&
+    before.className === after.className &&
     sameEntries(before.deps, after.deps, 0, Math.max(before.deps.length, after.deps.length)) &&
     sameEntries(before.items, after.items, before.start, before.start + CHUNK),
 );

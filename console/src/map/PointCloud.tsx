@@ -45,7 +45,7 @@ interface Renderer {
 }
 
 /**
- * The layout drawn with WebGL (one draw call for every point; a 2-D canvas where WebGL is missing), zoomed by the
+ * The layout drawn with WebGL (one draw call for every point; into the canvas's pixels without a GPU), zoomed by the
  * wheel, the buttons or + − 0 and panned by the arrow keys, and a lasso: drag around points to pick every one inside.
  */
 export function PointCloud({
@@ -75,7 +75,7 @@ export function PointCloud({
     const scale = devicePixelRatio || 1;
     element.width = Math.round(element.clientWidth * scale);
     element.height = Math.round(element.clientHeight * scale);
-    const made = webGLRenderer(element, positions, colors) ?? canvas2DRenderer(element, positions, colors);
+    const made = webGLRenderer(element, positions, colors) ?? pixelRenderer(element, positions, colors);
     setRenderer(made);
     return () => made.dispose();
   }, [positions, colors]);
@@ -203,7 +203,23 @@ function viewPositions(layout: Layout, bounds: Bounds): Float32Array {
   return positions;
 }
 
+let softwareWebGL: boolean | undefined;
+
+/** Whether WebGL runs on the CPU here, asked once of a canvas of its own (a canvas given WebGL cannot draw in 2-D). */
+function isSoftwareWebGL(): boolean {
+  if (softwareWebGL === undefined) {
+    const gl = document.createElement('canvas').getContext('webgl');
+    const info = gl?.getExtension('WEBGL_debug_renderer_info');
+    const renderer = gl ? String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER)) : '';
+    softwareWebGL = /swiftshader|llvmpipe|softpipe|software/i.test(renderer);
+    gl?.getExtension('WEBGL_lose_context')?.loseContext();
+  }
+  return softwareWebGL;
+}
+
 function webGLRenderer(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array): Renderer | undefined {
+  // A WebGL without a GPU (SwiftShader) takes about a second to draw a million points, the pixel renderer a tenth.
+  if (isSoftwareWebGL()) return undefined;
   const gl = element.getContext('webgl', { antialias: false, preserveDrawingBuffer: true });
   if (!gl) return undefined;
   const program = gl.createProgram();
@@ -269,20 +285,46 @@ function webGLRenderer(element: HTMLCanvasElement, positions: Float32Array, colo
   };
 }
 
-function canvas2DRenderer(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array): Renderer {
+/**
+ * The points written straight into the canvas's pixels (no GPU, or no WebGL): each a square of `size` pixels, a disc
+ * once larger than 3, blended over white in index order as WebGL blends them.
+ */
+function pixelRenderer(element: HTMLCanvasElement, positions: Float32Array, colors: Uint8Array): Renderer {
   const draw = (zoom: Zoom, size: number) => {
     const context = element.getContext('2d');
     if (!context) return;
-    context.fillStyle = '#fff';
-    context.fillRect(0, 0, element.width, element.height);
+    const { width, height } = element;
+    const image = context.createImageData(width, height);
+    const pixels = image.data;
+    pixels.fill(255);
+    const side = Math.max(1, Math.round(size));
+    const half = side / 2;
+    // The pixel offsets of one point, from its top left corner.
+    const offsets: number[] = [];
+    for (let dy = 0; dy < side; dy++)
+      for (let dx = 0; dx < side; dx++)
+        if (side <= 3 || (dx + 0.5 - half) ** 2 + (dy + 0.5 - half) ** 2 <= half * half) offsets.push(dx, dy);
     for (let index = 0; index < positions.length / 2; index++) {
-      const [r, g, b, a] = colors.subarray(index * 4, index * 4 + 4);
-      const x = (positions[index * 2]! - zoom.cx) * zoom.scale + 0.5;
-      const y = (positions[index * 2 + 1]! - zoom.cy) * zoom.scale + 0.5;
-      if (x < 0 || x > 1 || y < 0 || y > 1) continue;
-      context.fillStyle = `rgba(${r},${g},${b},${(a ?? 255) / 255})`;
-      context.fillRect(x * element.width - size / 2, y * element.height - size / 2, size, size);
+      const left = Math.round(((positions[index * 2]! - zoom.cx) * zoom.scale + 0.5) * width - half);
+      const top = Math.round(((positions[index * 2 + 1]! - zoom.cy) * zoom.scale + 0.5) * height - half);
+      if (left + side <= 0 || left >= width || top + side <= 0 || top >= height) continue;
+      // Plain numbers, no arrays: this runs a million times a draw.
+      const alpha = colors[index * 4 + 3]! / 255;
+      const keep = 1 - alpha;
+      const r = colors[index * 4]! * alpha;
+      const g = colors[index * 4 + 1]! * alpha;
+      const b = colors[index * 4 + 2]! * alpha;
+      for (let at = 0; at < offsets.length; at += 2) {
+        const x = left + offsets[at]!;
+        const y = top + offsets[at + 1]!;
+        if (x < 0 || x >= width || y < 0 || y >= height) continue;
+        const pixel = (y * width + x) * 4;
+        pixels[pixel] = r + pixels[pixel]! * keep;
+        pixels[pixel + 1] = g + pixels[pixel + 1]! * keep;
+        pixels[pixel + 2] = b + pixels[pixel + 2]! * keep;
+      }
     }
+    context.putImageData(image, 0, 0);
   };
   return { draw, dispose: () => undefined };
 }
