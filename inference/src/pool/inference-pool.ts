@@ -143,21 +143,22 @@ export class InferencePool {
     const session = this.place(artifact);
     session.running += 1;
     try {
-      const reply = (await session.worker.ask({
-        kind: 'load',
-        id: this.nextId++,
-        sessionKey: artifact.key,
-        file: artifact.file,
-      })) as LoadReply;
-      if (!reply.ok) throw this.failed(artifact, reply);
-      this.measured(artifact, session, reply.footprintBytes);
-      return reply.info;
+      return await this.loadInto(artifact, session);
     } catch (error) {
       if (this.resident.get(artifact.key) === session) this.resident.delete(artifact.key);
       throw error;
     } finally {
       session.running -= 1;
     }
+  }
+
+  /** Has the session's process load the artifact; rejects with the failure's InferenceError when it does not load. */
+  private async loadInto(artifact: Artifact, session: Resident): Promise<ModelInfo> {
+    const request: WorkerRequest = { kind: 'load', id: this.nextId++, sessionKey: artifact.key, file: artifact.file };
+    const reply = (await session.worker.ask(request)) as LoadReply;
+    if (!reply.ok) throw this.failed(artifact, reply);
+    this.measured(artifact, session, reply.footprintBytes);
+    return reply.info;
   }
 
   async close(): Promise<void> {
@@ -231,14 +232,7 @@ export class InferencePool {
   private async warm(artifact: Artifact, key: string, lane: Resident): Promise<void> {
     lane.running += 1;
     try {
-      const reply = (await lane.worker.ask({
-        kind: 'load',
-        id: this.nextId++,
-        sessionKey: artifact.key,
-        file: artifact.file,
-      })) as LoadReply;
-      if (!reply.ok) throw new InferenceError(reply.cause, reply.message);
-      this.measured(artifact, lane, reply.footprintBytes);
+      await this.loadInto(artifact, lane);
       lane.ready = true;
     } catch {
       if (this.resident.get(key) === lane) this.resident.delete(key);
