@@ -159,8 +159,6 @@ export async function startControlPlane(
       // As `npm start` and the container image run it (see README, Memory).
       MALLOC_ARENA_MAX: '2',
       MALLOC_MMAP_THRESHOLD_: '131072',
-      // Warm from the second start on, as an appliance's is from its second (its own data dirs are new each time).
-      NODE_COMPILE_CACHE: join(ROOT, 'node_modules', '.cache', 'node-compile'),
       ...options.env,
     },
     /^Vision Platform API: (\S+)\/api\b/,

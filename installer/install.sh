@@ -209,8 +209,6 @@ NODE_ENV=production
 MALLOC_ARENA_MAX=2
 # a decoded image's pixels go back to the system when freed (README, Memory)
 MALLOC_MMAP_THRESHOLD_=131072
-# the sources are stripped of their types once, not at every start by a compiler that stays resident (README, Memory)
-NODE_COMPILE_CACHE=$data_dir/cache/node-compile
 # The address clients and worker hosts use (install.sh --public-url); unset: http://<this host's name>:PORT
 # PUBLIC_BASE_URL=https://vision.example.internal
 EOF
@@ -218,7 +216,6 @@ EOF
 fi
 # Installs from before it was a setting get it on their next upgrade.
 [ -n "$(setting MALLOC_MMAP_THRESHOLD_)" ] || set_setting MALLOC_MMAP_THRESHOLD_ 131072
-[ -n "$(setting NODE_COMPILE_CACHE)" ] || set_setting NODE_COMPILE_CACHE "$(setting DATA_DIR)/cache/node-compile"
 [ -n "$(setting SIGNING_SECRET)" ] || set_setting SIGNING_SECRET "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
 [ -z "$port" ] || set_setting PORT "$port"
 [ -z "$public_url" ] || set_setting PUBLIC_BASE_URL "$public_url"
