@@ -347,6 +347,20 @@ function diskOnly(t: Test, store: DiskBlobStore) {
     t.notOk(existsSync(join(store.root, '..', 'escape')), 'nothing written outside the root');
   });
 
+  t.test(
+    'disk: folders removed from under the store (by an operator, a restore) are made again by the next put',
+    async (t) => {
+      await put(store, 'gone/deep/a.jpg', Buffer.from('first'), 'image/jpeg');
+      for (const folder of ['gone', '.meta', '.tmp'])
+        rmSync(join(store.root, folder), { recursive: true, force: true });
+      t.same(await put(store, 'gone/deep/b.jpg', Buffer.from('second'), 'image/jpeg', true), { size: 6 });
+      const read = await store.get('gone/deep/b.jpg');
+      t.equal((await readAll(read!.stream)).toString(), 'second');
+      t.equal(read!.contentType, 'image/jpeg', 'its content type is kept too');
+      t.same(readdirSync(join(store.root, '.tmp')), [], 'and its temp file is gone');
+    },
+  );
+
   t.test('disk: the refused and broken writes above left no temp file behind', async (t) => {
     t.same(readdirSync(join(store.root, '.tmp')), []);
   });

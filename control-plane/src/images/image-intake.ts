@@ -37,10 +37,13 @@ export interface ImageRowInput {
   reference?: { key: string; version: string | null };
 }
 
+/** Writes the storage records of objects about to be stored (recordImageObjects, or a batch of several callers'). */
+export type ObjectRecorder = (objects: Array<{ key: string; bytes: number }>) => Promise<void>;
+
 /**
  * Puts an image and its thumbnail unless already stored (bytes are shared by hash). Their storage records
- * are written first, so bytes a crash leaves behind are always known to the hourly sweep. A file on disk is
- * streamed, never read whole. `body` null: the image is read in place (connected storage), only its thumbnail is kept.
+ * are written first (by `record`), so bytes a crash leaves behind are always known to the hourly sweep. A file on disk
+ * is streamed, never read whole. `body` null: the image is read in place (connected storage), only its thumbnail is kept.
  */
 export async function storeImageFiles(
   em: EntityManager,
@@ -48,6 +51,7 @@ export async function storeImageFiles(
   workspaceId: string,
   file: DecodedImage,
   body: ImageFile | null,
+  record: ObjectRecorder = (objects) => recordImageObjects(em, workspaceId, objects),
 ): Promise<void> {
   const blobs: Array<{ key: string; body: ImageFile; contentType: string }> = body
     ? [{ key: imageKey(workspaceId, file.hash, file.ext), body, contentType: imageContentType(file.ext) }]
@@ -55,11 +59,7 @@ export async function storeImageFiles(
   if (file.thumbnail)
     blobs.push({ key: thumbnailKey(workspaceId, file.hash), body: file.thumbnail, contentType: 'image/webp' });
   if (blobs.length === 0) return;
-  await recordImageObjects(
-    em,
-    workspaceId,
-    blobs.map((blob) => ({ key: blob.key, bytes: sizeOf(blob.body) })),
-  );
+  await record(blobs.map((blob) => ({ key: blob.key, bytes: sizeOf(blob.body) })));
   for (const blob of blobs) {
     const stream = Buffer.isBuffer(blob.body) ? Readable.from([blob.body]) : createReadStream(blob.body.path);
     // Create-only: bytes already there (the same file added before) are left as they are.

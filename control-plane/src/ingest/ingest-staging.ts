@@ -2,14 +2,16 @@ import { availableParallelism } from 'node:os';
 import { basename, join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertStagedImages, stagedEntryPaths } from './staged-image.store.ts';
+import { Batcher } from '../db/batcher.ts';
 import { ByteBudget } from '../images/byte-budget.ts';
 import { withFacesBlurred } from '../faces/face-blur-image.ts';
 import type { FaceDetector } from '../faces/face-detector.ts';
 import { decodeImage, type DecodedImage, type ImageFile } from '../images/image-decode.ts';
-import { storeImageFiles } from '../images/image-intake.ts';
+import { storeImageFiles, type ObjectRecorder } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
+import { recordImageObjects } from '../storage/stored-object.store.ts';
 import type { ArchiveFiles } from './archive/extract.ts';
 import type { IngestPlan, PlanItem } from './formats/plan.ts';
 import { fetchImage } from './ingest-image-url.ts';
@@ -30,6 +32,8 @@ const IMAGE_BUFFER_BYTES = 64 * MiB;
 /** An undecodable file larger than this is skipped rather than kept as an image with an error: it is junk, not a broken photo. */
 const MAX_UNDECODABLE_BYTES = 4 * MiB;
 const STAGED_PER_INSERT = 100;
+
+type ObjectRecords = Parameters<ObjectRecorder>[0];
 
 export interface StagingOutcome {
   staged: number;
@@ -118,6 +122,12 @@ export async function stageImages(
     if (rows.length) await insertStaged(em, context.id, rows);
   };
   const inMemoryFiles = new ByteBudget(IMAGE_BUFFER_BYTES);
+  // The workers' storage records, one statement for those that come while one is written (not one commit per image).
+  const records = new Batcher<ObjectRecords, void>(async (batches) => {
+    await recordImageObjects(em, context.workspaceId, batches.flat());
+    return batches.map(() => undefined);
+  });
+  const record = (objects: ObjectRecords) => records.submit(objects);
   /** Reads, decodes and stores one item, or says why it is skipped. */
   const stage = async (item: PlanItem, position: number, size: number): Promise<void> => {
     const version = reader.versionOf?.(item) ?? null;
@@ -135,7 +145,7 @@ export async function stageImages(
     }
     const stored = faces ? await withFacesBlurred(faces, bytes, file, name) : { body: bytes, file };
     if ('skip' in stored) return void skipped.push({ path: item.path, reason: stored.skip });
-    await storeImageFiles(em, storage, context.workspaceId, stored.file, reader.inPlace ? null : stored.body);
+    await storeImageFiles(em, storage, context.workspaceId, stored.file, reader.inPlace ? null : stored.body, record);
     pending.push({ item, position, file: stored.file, facesBlurred: faces !== undefined, version });
   };
   let next = 0;

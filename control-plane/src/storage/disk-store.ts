@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -59,6 +58,23 @@ function isMissing(error: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
+/** Runs `operation`, which creates `path`; when the folder it goes in is missing, makes the folder and runs it again. */
+async function withFolder<T>(path: string, operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    await mkdir(dirname(path), { recursive: true });
+    return operation();
+  }
+}
+
+async function unlinkIfThere(path: string): Promise<void> {
+  await unlink(path).catch((error: unknown) => {
+    if (!isMissing(error)) throw error;
+  });
+}
+
 /** The embedded default: objects are plain files under `root`, made visible by one link or rename. */
 export class DiskBlobStore implements BlobStore {
   readonly kind = 'disk';
@@ -72,22 +88,30 @@ export class DiskBlobStore implements BlobStore {
     this.root = root;
   }
 
+  /**
+   * A put is nine file operations in the usual case: open, write and close the temp file, its content-type sidecar in
+   * one writeFile, link (or rename) and rename them into place, unlink the temp name. Folders are made only when an
+   * operation finds one missing (withFolder), not every time: an ingest stores a thumbnail per image.
+   */
   async put(key: string, body: Readable, options: PutOptions): Promise<StoredBlob> {
     checkKey(key);
     const tmp = join(this.root, TMP_DIR, `${this.tag}${randomUUID()}`);
-    await mkdir(dirname(tmp), { recursive: true });
+    const sidecar = `${tmp}.json`;
     const counter = new CountingHash(options.expectedBytes, { md5: false });
     this.writing.add(tmp);
+    // What is left to delete when the put ends, whether it failed or not.
+    const left = new Set([tmp, sidecar]);
     try {
-      await pipeline(body, counter, createWriteStream(tmp, { flags: 'wx', highWaterMark: WRITE_CHUNK_BYTES }));
+      const file = await withFolder(tmp, () => open(tmp, 'wx'));
+      await pipeline(body, counter, file.createWriteStream({ highWaterMark: WRITE_CHUNK_BYTES }));
       const stored = counter.result();
-      await writeFile(`${tmp}.json`, JSON.stringify({ contentType: options.contentType }));
-      await this.publish(tmp, this.path(key), key, options.createOnly === true);
-      await mkdir(dirname(this.metaPath(key)), { recursive: true });
-      await rename(`${tmp}.json`, this.metaPath(key));
+      await writeFile(sidecar, JSON.stringify({ contentType: options.contentType }));
+      if (await this.publish(tmp, this.path(key), key, options.createOnly === true)) left.delete(tmp);
+      await withFolder(this.metaPath(key), () => rename(sidecar, this.metaPath(key)));
+      left.delete(sidecar);
       return stored;
     } finally {
-      await Promise.all([rm(tmp, { force: true }), rm(`${tmp}.json`, { force: true })]);
+      await Promise.all([...left].map(unlinkIfThere));
       this.writing.delete(tmp);
     }
   }
@@ -190,12 +214,15 @@ export class DiskBlobStore implements BlobStore {
     return `${join(this.root, META_DIR, ...key.split('/'))}.json`;
   }
 
-  /** Link refuses an existing target atomically (create-only); rename replaces it atomically. */
-  private async publish(tmp: string, final: string, key: string, createOnly: boolean): Promise<void> {
-    await mkdir(dirname(final), { recursive: true });
-    if (!createOnly) return rename(tmp, final);
+  /** Link refuses an existing target atomically (create-only); rename replaces it atomically. True when `tmp` was renamed away. */
+  private async publish(tmp: string, final: string, key: string, createOnly: boolean): Promise<boolean> {
+    if (!createOnly) {
+      await withFolder(final, () => rename(tmp, final));
+      return true;
+    }
     try {
-      await link(tmp, final);
+      await withFolder(final, () => link(tmp, final));
+      return false;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new BlobExists(key);
       throw error;
