@@ -37,8 +37,14 @@ export interface ImageRowInput {
   reference?: { key: string; version: string | null };
 }
 
+/** An object about to be stored, as its storage record names it. */
+export interface ObjectRecord {
+  key: string;
+  bytes: number;
+}
+
 /** Writes the storage records of objects about to be stored (recordImageObjects, or a batch of several callers'). */
-export type ObjectRecorder = (objects: Array<{ key: string; bytes: number }>) => Promise<void>;
+export type ObjectRecorder = (objects: ObjectRecord[]) => Promise<void>;
 
 /**
  * Puts an image and its thumbnail unless already stored (bytes are shared by hash). Their storage records

@@ -7,7 +7,7 @@ import { ByteBudget } from '../images/byte-budget.ts';
 import { withFacesBlurred } from '../faces/face-blur-image.ts';
 import type { FaceDetector } from '../faces/face-detector.ts';
 import { decodeImage, type DecodedImage, type ImageFile } from '../images/image-decode.ts';
-import { storeImageFiles, type ObjectRecorder } from '../images/image-intake.ts';
+import { storeImageFiles, type ObjectRecord } from '../images/image-intake.ts';
 import type { JobContext } from '../jobs/job-runner.ts';
 import type { OutboundPolicy } from '../net/outbound-policy.ts';
 import type { Storage } from '../storage/storage.ts';
@@ -32,8 +32,6 @@ const IMAGE_BUFFER_BYTES = 64 * MiB;
 /** An undecodable file larger than this is skipped rather than kept as an image with an error: it is junk, not a broken photo. */
 const MAX_UNDECODABLE_BYTES = 4 * MiB;
 const STAGED_PER_INSERT = 100;
-
-type ObjectRecords = Parameters<ObjectRecorder>[0];
 
 export interface StagingOutcome {
   staged: number;
@@ -123,11 +121,11 @@ export async function stageImages(
   };
   const inMemoryFiles = new ByteBudget(IMAGE_BUFFER_BYTES);
   // The workers' storage records, one statement for those that come while one is written (not one commit per image).
-  const records = new Batcher<ObjectRecords, void>(async (batches) => {
+  const records = new Batcher<ObjectRecord[], void>(async (batches) => {
     await recordImageObjects(em, context.workspaceId, batches.flat());
     return batches.map(() => undefined);
   });
-  const record = (objects: ObjectRecords) => records.submit(objects);
+  const record = (objects: ObjectRecord[]) => records.submit(objects);
   /** Reads, decodes and stores one item, or says why it is skipped. */
   const stage = async (item: PlanItem, position: number, size: number): Promise<void> => {
     const version = reader.versionOf?.(item) ?? null;
