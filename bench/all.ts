@@ -3,7 +3,8 @@
  * export, predict, deploy, embed, reference, console, fleet), one after the other, then one table of their figures:
  * benchmark, figure, value, the ceiling measured in the same run, ratio, its spread over the benchmark's rounds
  * ((max − min) ÷ median), target, verdict, and the last saved value of
- * the row on this machine with the change (bench/history.ts; `!` marks a row worse by more than its noise). `--save`
+ * the row on this machine at this speed with the change (bench/history.ts; `!` marks a row worse by more than its
+ * noise; saved runs whose ceilings say the machine ran at another speed are named and skipped). `--save`
  * keeps this run's rows in bench/history/. Each runs as `node bench/NAME.ts` with its progress on stderr; its own report goes to
  * bench/results/run-<time>/NAME.log and its figures to NAME.json there (see recordResult), from which the table is
  * made. Exit status 1 when a target fails or a benchmark breaks (no figures), so a regression shows the day it lands.
@@ -12,7 +13,14 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compareWithHistory, saveHistory, type HistoryRow, type RowChange } from './history.ts';
+import {
+  compareWithHistory,
+  saveHistory,
+  SPEED_TOLERANCE,
+  type Comparison,
+  type HistoryRow,
+  type RowChange,
+} from './history.ts';
 import type { BenchResult, Figure } from './lib.ts';
 import { ROOT } from './lib.ts';
 
@@ -136,6 +144,20 @@ function table(outcomes: Outcome[], changes: RowChange[]): { lines: string[]; fa
   return { lines: [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)], failed };
 }
 
+/** What "last saved" compared with, and which saved runs it left out for their speed. */
+function historyLegend({ skipped, speedUnknown }: Comparison): string {
+  const lines = [
+    `last saved: this machine's last \`npm run bench -- --save\` with the row, at this speed (ceilings within ${SPEED_TOLERANCE}×); ! worse by more than its noise`,
+  ];
+  if (speedUnknown)
+    lines.push('  (no row of this run has a ceiling: its speed is unknown, saved runs compared by CPU alone)');
+  for (const run of skipped)
+    lines.push(
+      `  skipped ${run.savedAt} ${run.commit}: its ceilings are ${run.speedFactor.toFixed(2)}× apart from this run's`,
+    );
+  return lines.join('\n');
+}
+
 const save = process.argv.includes('--save');
 const chosen = process.argv.slice(2).filter((arg) => arg !== '--save');
 const unknown = chosen.filter((name) => !BENCHMARKS.includes(name));
@@ -148,9 +170,10 @@ mkdirSync(dir, { recursive: true });
 const outcomes: Outcome[] = [];
 for (const benchmark of chosen.length ? chosen : BENCHMARKS) outcomes.push(await runOne(benchmark, dir));
 const rows: HistoryRow[] = outcomes.flatMap(({ benchmark, figures }) => figures.map((f) => ({ benchmark, ...f })));
-const { lines, failed } = table(outcomes, compareWithHistory(HISTORY, rows));
+const comparison = compareWithHistory(HISTORY, rows);
+const { lines, failed } = table(outcomes, comparison.changes);
 console.log(`\n${lines.join('\n')}\n`);
-console.log(`last saved: this machine's last \`npm run bench -- --save\` with the row; ! worse by more than its noise`);
+console.log(historyLegend(comparison));
 if (save) console.log(`saved to ${saveHistory(HISTORY, rows)}`);
 console.log(failed ? `${failed} FAIL (figures and reports in ${dir})` : `ALL PASS (figures and reports in ${dir})`);
 process.exitCode = failed ? 1 : 0;
