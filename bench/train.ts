@@ -34,16 +34,8 @@ import { enrollAgent, runAgent, type Spawned } from '../test/helpers/agent.ts';
 import { call } from '../test/helpers/server.ts';
 import { createShapesDataset, shapesDataset } from '../test/helpers/training-data.ts';
 import type { World } from '../test/helpers/world.ts';
-import {
-  adminQuery,
-  positiveInt,
-  ratioOfRounds,
-  recordResult,
-  runBenchmark,
-  spreadText,
-  startControlPlane,
-  SERVER_NODE_ARGS,
-} from './lib.ts';
+import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, SERVER_NODE_ARGS } from './lib.ts';
+import { ratioOfRounds, spreadText } from './lib.ts';
 import {
   BenchApi,
   cpuSeconds,

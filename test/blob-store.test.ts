@@ -361,6 +361,35 @@ function diskOnly(t: Test, store: DiskBlobStore) {
     },
   );
 
+  t.test("disk: a put that owns its body's chunks frees each once written, and stores the same bytes", async (t) => {
+    // Chunks of their own memory (as a request's body arrives), and one that is a view into a larger buffer.
+    const owned = Array.from({ length: 40 }, () => randomBytes(64 * 1024));
+    const shared = randomBytes(200_000);
+    const view = shared.subarray(1000, 101_000);
+    const expected = Buffer.concat([...owned, view]);
+    const stored = await store.put('owned/a.bin', Readable.from([...owned, view]), {
+      contentType: 'application/octet-stream',
+      expectedBytes: expected.length,
+      ownedChunks: true,
+    });
+    t.same(stored, { size: expected.length });
+    t.ok((await readAll((await store.get('owned/a.bin'))!.stream)).equals(expected), 'byte for byte');
+    t.ok(
+      owned.every((chunk) => chunk.buffer.detached),
+      'every chunk that was all of its memory is freed',
+    );
+    t.equal(shared.length, 200_000, 'a view into a larger buffer leaves that buffer alone');
+
+    // Without the option the caller's buffers are untouched.
+    const kept = randomBytes(64 * 1024);
+    await store.put('owned/b.bin', Readable.from([kept]), {
+      contentType: 'application/octet-stream',
+      expectedBytes: kept.length,
+    });
+    t.equal(kept.buffer.detached, false);
+    t.equal(kept.length, 64 * 1024);
+  });
+
   t.test('disk: the refused and broken writes above left no temp file behind', async (t) => {
     t.same(readdirSync(join(store.root, '.tmp')), []);
   });

@@ -12,6 +12,11 @@ export interface PutOptions {
   expectedBytes: number;
   /** Create-only: refuse (BlobExists) when the key already holds an object, atomically. */
   createOnly?: boolean;
+  /**
+   * The body's chunks are this put's alone (a request's body: nothing reads them afterwards): a store may free each
+   * once written instead of leaving it to the next collection (see DiskBlobStore.put).
+   */
+  ownedChunks?: boolean;
 }
 
 export interface StoredBlob {

@@ -1,8 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import {
+  type FileHandle,
+  link,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { type Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { callbackify } from 'node:util';
 import { leftByEnded, processTag } from '../process-identity.ts';
 import {
   BlobExists,
@@ -103,7 +116,11 @@ export class DiskBlobStore implements BlobStore {
     const left = new Set([tmp, sidecar]);
     try {
       const file = await withFolder(tmp, () => open(tmp, 'wx'));
-      await pipeline(body, counter, file.createWriteStream({ highWaterMark: WRITE_CHUNK_BYTES }));
+      try {
+        await pipeline(body, counter, fileWriter(file, options.ownedChunks === true));
+      } finally {
+        await file.close();
+      }
       const stored = counter.result();
       await writeFile(sidecar, JSON.stringify({ contentType: options.contentType }));
       if (await this.publish(tmp, this.path(key), key, options.createOnly === true)) left.delete(tmp);
@@ -259,4 +276,50 @@ export class DiskBlobStore implements BlobStore {
       }
     }
   }
+}
+
+/**
+ * The put's file writer: chunks gathered up to WRITE_CHUNK_BYTES go out in one writev. With `freeWritten`, each chunk
+ * is freed once written: V8 frees a request's chunks only in a collection it starts after 64 MB of them, and at disk
+ * speed (~500 MB/s) another ~50 MB arrives while it marks, so a 2 GiB upload's RSS grew by 80–120 MB with them.
+ */
+function fileWriter(file: FileHandle, freeWritten: boolean): Writable {
+  return new Writable({
+    highWaterMark: WRITE_CHUNK_BYTES,
+    writev: callbackify(async (chunks: Array<{ chunk: Buffer }>) => {
+      const buffers = chunks.map(({ chunk }) => chunk);
+      await writeAll(file, buffers);
+      if (freeWritten) buffers.forEach(free);
+    }),
+  });
+}
+
+async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
+  for (let rest = buffers; rest.length > 0;) {
+    const { bytesWritten } = await file.writev(rest);
+    if (bytesWritten === 0 && rest.some((buffer) => buffer.length > 0)) throw new Error('the disk took no bytes');
+    rest = after(rest, bytesWritten);
+  }
+}
+
+/** What is left of `buffers` once their first `bytes` are written. */
+function after(buffers: Buffer[], bytes: number): Buffer[] {
+  let skipped = 0;
+  for (const [index, buffer] of buffers.entries()) {
+    if (skipped + buffer.length > bytes) return [buffer.subarray(bytes - skipped), ...buffers.slice(index + 1)];
+    skipped += buffer.length;
+  }
+  return [];
+}
+
+/** Frees a chunk's memory now, when the chunk is the whole of it (a view into a larger buffer is left alone). */
+function free(chunk: Buffer): void {
+  const memory = chunk.buffer;
+  if (
+    memory instanceof ArrayBuffer &&
+    !memory.detached &&
+    chunk.byteOffset === 0 &&
+    chunk.byteLength === memory.byteLength
+  )
+    memory.transfer(0);
 }

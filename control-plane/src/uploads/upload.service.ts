@@ -129,7 +129,12 @@ export class UploadService {
       );
     }
     const stored = await this.storage.store
-      .put(session.objectKey, body, { contentType: session.contentType, expectedBytes, createOnly: session.createOnly })
+      .put(session.objectKey, body, {
+        contentType: session.contentType,
+        expectedBytes,
+        createOnly: session.createOnly,
+        ownedChunks: true,
+      })
       .catch((error: unknown) => {
         if (error instanceof BlobExists) throw createOnlyRefusal();
         if (error instanceof BlobLengthMismatch) {
