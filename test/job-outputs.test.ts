@@ -4,7 +4,8 @@
 // and an abort (a cancel, the agent stopping) ends the upload.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 
@@ -96,6 +97,20 @@ t.test('a refusal is final and named; an abort ends the upload', async (t) => {
 
   const { server: stalled, waitedMs } = await cancelledAfter(t, [503, 503, 503], 200);
   t.ok(waitedMs < 2000, `not after all the retries (${stalled.received.length} tried)`);
+});
+
+t.test('a cancel while its files are being removed ends the upload, and nothing else is tried', async (t) => {
+  const server = await standIn(t, [503]);
+  const abort = new AbortController();
+  const { workRoot, log, upload } = job(t, abort.signal);
+  const uploading = uploadOutputs({ server: server.url, workerKey: 'vpw_key', workRoot, log }, upload);
+  // The first try is refused (503) and a retry waits; meanwhile the job is cancelled and its work dir cleaned up.
+  while (server.received.length === 0) await delay(10);
+  rmSync(join(workRoot, 'jobs'), { recursive: true });
+  abort.abort('cancelled by a user');
+  await t.rejects(uploading);
+  await delay(1500);
+  t.equal(server.received.length, 1, 'no try after the cancel');
 });
 
 t.test(

@@ -1,7 +1,8 @@
 // A job's files to and from the control plane (or the store its URLs name), by node:http(s). undici's fetch moved them
 // at half the speed on 2 cores: 5.5 MB of weights streamed into a file in 79–118 ms against 28–55 ms, time on every
 // export's critical path.
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream/promises';
@@ -29,24 +30,32 @@ export async function uploadFrom(
   headers: OutgoingHttpHeaders,
   signal: AbortSignal,
 ): Promise<{ status: number; body: string }> {
-  let sent: Promise<void> = Promise.resolve();
-  const response = await send(url, { method: 'PUT', headers, signal }, (outgoing) => {
-    sent = pipeline(createReadStream(file, { highWaterMark: CHUNK_BYTES }), outgoing);
-    // Handled from the start: a request that fails outright rejects below, and this with it.
-    sent.catch(() => undefined);
-  });
-  // The server may answer (an error) before the body is all sent: that answer counts, not the cut upload.
-  await sent.catch(() => undefined);
-  const status = response.statusCode ?? 0;
-  if (status >= 200 && status < 300) {
-    response.resume();
-    return { status, body: '' };
+  signal.throwIfAborted();
+  // Opened before the request: a stream that opens its own file and is destroyed first (a cancel aborting the
+  // request) emits the open's failure (the job's dir removed meanwhile) to no listener, and that ends the agent.
+  const handle = await open(file);
+  try {
+    let sent: Promise<void> = Promise.resolve();
+    const response = await send(url, { method: 'PUT', headers, signal }, (outgoing) => {
+      sent = pipeline(handle.createReadStream({ highWaterMark: CHUNK_BYTES, autoClose: false }), outgoing);
+      // Handled from the start: a request that fails outright rejects below, and this with it.
+      sent.catch(() => undefined);
+    });
+    // The server may answer (an error) before the body is all sent: that answer counts, not the cut upload.
+    await sent.catch(() => undefined);
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) {
+      response.resume();
+      return { status, body: '' };
+    }
+    let body = '';
+    for await (const chunk of response) {
+      if (body.length < MAX_ERROR_BODY_BYTES) body += String(chunk);
+    }
+    return { status, body: body.slice(0, MAX_ERROR_BODY_BYTES) };
+  } finally {
+    await handle.close();
   }
-  let body = '';
-  for await (const chunk of response) {
-    if (body.length < MAX_ERROR_BODY_BYTES) body += String(chunk);
-  }
-  return { status, body: body.slice(0, MAX_ERROR_BODY_BYTES) };
 }
 
 function send(

@@ -139,7 +139,8 @@ async function upload(
       if (!(error instanceof TransientUploadError) || ++failures >= UPLOAD_TRIES) throw error;
       options.log('warn', 'an output upload failed; retrying', { jobId: job.jobId, name, error: error.message });
       options.onRetry?.();
-      await new Promise((settle) => setTimeout(settle, RETRY_BASE_MS * 2 ** (failures - 1)));
+      // As above: a cancel ends the wait, and the next try stops on the aborted signal.
+      await delay(RETRY_BASE_MS * 2 ** (failures - 1), undefined, { signal: job.signal }).catch(() => undefined);
     }
   }
 }
