@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type Page } from 'playwright';
-import { api, buildZip, jobEnded, uploadArchive } from './generated-dataset.ts';
+import { api, buildZip, ingestedDataset } from './generated-dataset.ts';
 import { adminQuery, positiveInt, recordResult, runBenchmark, startControlPlane, type Figure } from './lib.ts';
 import { measureMap, seedLayout } from './console-map.ts';
 import {
@@ -61,22 +61,13 @@ const percentile = (values: number[], p: number) => {
 };
 
 /** A dataset filled from the generated ZIP through the upload and ingest APIs. */
-async function ingestZip(base: string, key: string, owner: string, slug: string, task: string): Promise<string> {
-  const zipPath = join(work, 'files.zip');
-  const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', {
+const ingestZip = (base: string, key: string, owner: string, slug: string, task: string) =>
+  ingestedDataset(base, key, owner, join(work, 'files.zip'), {
     dataset: slug,
     name: slug,
     task,
     classNames: SEEDED_CLASSES,
   });
-  const sessionId = await uploadArchive(base, key, id, zipPath);
-  const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/${slug}/ingest`, {
-    sessionId,
-  });
-  const job = await jobEnded(base, key, jobId, `ingest ${slug}`);
-  if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
-  return id;
-}
 
 /** Replaces the ingested rows with IMAGES seeded rows that share the ingested files. */
 async function seedMillion(datasetId: string): Promise<void> {

@@ -109,6 +109,24 @@ export interface BenchJob {
   progress: { percent: number } | null;
 }
 
+/** A new dataset (`fields`: its slug, name, …) filled from the ZIP through the upload and ingest APIs; its id. */
+export async function ingestedDataset(
+  base: string,
+  key: string,
+  owner: string,
+  zipPath: string,
+  fields: { dataset: string; name: string; task?: string; classNames?: string[] },
+): Promise<string> {
+  const { id } = await api<{ id: string }>(base, key, 'POST', '/api/datasets', fields);
+  const sessionId = await uploadArchive(base, key, id, zipPath);
+  const { jobId } = await api<{ jobId: string }>(base, key, 'POST', `/api/datasets/${owner}/${fields.dataset}/ingest`, {
+    sessionId,
+  });
+  const job = await jobEnded(base, key, jobId, `ingest ${fields.dataset}`);
+  if (job.status !== 'completed') throw new Error(`ingest ${job.status}: ${job.error}`);
+  return id;
+}
+
 /** Polls a job until it has ended, its percent on stderr every 10%; the job as it ended. */
 export async function jobEnded(base: string, key: string, jobId: string, label: string): Promise<BenchJob> {
   let shown = -1;
