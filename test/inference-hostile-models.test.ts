@@ -269,7 +269,8 @@ t.test(
   'a graph that computes without answering is stopped when its worker stalls; another partition keeps answering',
   async (t) => {
     // Forty products of 2048 × 2048 matrices made from the input (so nothing is folded at load): 16 MB each, and several
-    // seconds of work even where one core multiplies at 100 GFLOP/s, well past the 1.5 s the pool waits.
+    // seconds of work even where one core multiplies at 100 GFLOP/s, well past the 3 s the pool waits (long enough that
+    // the friendly partition's tiny runs are never taken for a stall on a loaded machine).
     const products = Array.from({ length: 40 }, (_, i) => ({
       op: 'MatMul',
       inputs: [i === 0 ? 'square' : `p${i - 1}`, 'square'],
@@ -297,7 +298,7 @@ t.test(
       intraOpThreads: 1,
       spinning: false,
       cacheBytes: 2 ** 30,
-      workerStallMs: 1500,
+      workerStallMs: 3000,
     });
     t.teardown(() => pool.close());
     const options = { conf: 0.25, iou: 0.7, imgsz: 64 };
@@ -327,9 +328,10 @@ t.test(
     const took = performance.now() - started;
     done = true;
     await friendlyLoop;
-    t.match(failed, { kind: 'model', message: /gave no answer for 1.5 s, and was stopped/ }, 'stopped as the model’s');
-    t.ok(took < 10_000, `after ${Math.round(took)} ms`);
-    t.ok(worst < 1000, `the other partition answered meanwhile, the slowest in ${Math.round(worst)} ms`);
+    t.match(failed, { kind: 'model', message: /gave no answer for 3 s, and was stopped/ }, 'stopped as the model’s');
+    t.ok(took < 20_000, `after ${Math.round(took)} ms`);
+    // Against the stalled one's wait, not a clock: a loaded machine slows both alike.
+    t.ok(worst < took / 3, `the other partition answered meanwhile, the slowest in ${Math.round(worst)} ms`);
   },
 );
 

@@ -124,12 +124,7 @@ const configFor = (server: string, dir: string, workerKey = KEY): WorkerConfig =
 });
 
 /** A connection whose log is kept for assertions; stopped at teardown. */
-function connect(
-  t: Fixtures,
-  server: string,
-  timing: Partial<ConnectionTiming> = {},
-  capabilities?: Promise<Capabilities>,
-) {
+function connect(t: Fixtures, server: string, timing: Partial<ConnectionTiming> = {}, capabilities?: Capabilities) {
   const logs: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
   const log: Logger = (level, msg, fields) => logs.push({ level, msg, fields });
   const connection = new WorkerConnection(configFor(server, t.testdir()), log, timing);
@@ -189,33 +184,32 @@ t.test(
 );
 
 t.test(
-  'capabilities: sent after each welcome of protocol 2, once the probe answered; never to a control plane speaking 1',
+  'capabilities: sent after each welcome of protocol 2 once the probe answered, a later answer at once; never to a control plane speaking 1',
   async (t) => {
     const capabilities: Capabilities = {
       exporters: ['onnx'],
       missingExporters: { engine: 'TensorRT is not installed' },
     };
-    let answer!: (value: Capabilities) => void;
     const server = await fakeControlPlane(t);
-    const { connection } = connect(
-      t,
-      server.url,
-      { backoffBaseMs: 50, backoffCapMs: 200 },
-      new Promise((resolve) => (answer = resolve)),
-    );
+    const { connection } = connect(t, server.url, { backoffBaseMs: 50, backoffCapMs: 200 });
     await once(connection, 'welcome');
     await new Promise((resolve) => setTimeout(resolve, 100));
     t.equal(server.of('capabilities').length, 0, 'not before the probe answered');
-    answer(capabilities);
+    connection.setCapabilities(capabilities);
     await server.until(() => server.of('capabilities').length === 1);
     t.same(server.of('capabilities')[0].message, { type: 'capabilities', ...capabilities });
     server.sockets[0].terminate();
     await once(connection, 'welcome');
     await server.until(() => server.of('capabilities').length === 2);
     t.equal(server.of('capabilities')[1].socket, 1, 'again on the new socket, from the same probe');
+    const retried: Capabilities = { exporters: ['onnx', 'openvino'], missingExporters: {} };
+    connection.setCapabilities(retried);
+    await server.until(() => server.of('capabilities').length === 3);
+    const [, , later] = server.of('capabilities');
+    t.same([later.socket, later.message], [1, { type: 'capabilities', ...retried }], 'a later answer, at once');
 
     const old = await fakeControlPlane(t, { protocolVersion: 1, heartbeatSeconds: 1 });
-    const { connection: toOld } = connect(t, old.url, {}, Promise.resolve(capabilities));
+    const { connection: toOld } = connect(t, old.url, {}, capabilities);
     const [welcome] = (await once(toOld, 'welcome')) as [Welcome];
     t.equal(welcome.protocolVersion, 1);
     await old.until(() => old.of('heartbeat').length >= 1);

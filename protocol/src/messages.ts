@@ -213,8 +213,9 @@ export const AgentMessage = z.discriminatedUnion('type', [
     load: HostLoad.optional(),
   }),
   /**
-   * Protocol 2, sent once right after the welcome: the model formats this host's trainer environment can export to
-   * (probed at the agent's start), and for the others why not (a missing toolchain), for the control plane to say.
+   * Protocol 2, sent after each welcome once the agent's probe answered, and again when a later probe answers (one that
+   * failed is retried): the model formats this host's trainer environment can export to, and for the others why not
+   * (a missing toolchain), for the control plane to say. Each replaces the last.
    */
   z.strictObject({
     type: z.literal('capabilities'),

@@ -130,8 +130,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   readonly #timing: ConnectionTiming;
   #jobs: ConnectionJobs | undefined;
   #folders: FolderRequests | undefined;
-  /** The exporter probe's answer (probed once at start), sent after each welcome of protocol 2 or later. */
-  #capabilities: Promise<Capabilities> | undefined;
+  /** The exporter probe's latest answer, sent after each welcome of protocol 2 or later and whenever it changes. */
+  #capabilities: Capabilities | undefined;
   #state: ConnectionState = 'connecting';
   #socket: WebSocket | undefined;
   #hardware: Hardware | undefined;
@@ -180,9 +180,20 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     this.#folders = folders;
   }
 
-  /** Set before run(): without it no `capabilities` are sent, and the control plane gives this host no export. */
-  setCapabilities(capabilities: Promise<Capabilities>): void {
+  /**
+   * The host's capabilities as last probed: sent now when connected, and after each later welcome. Until the first
+   * call none are sent, and the control plane gives this host no export and no deployment.
+   */
+  setCapabilities(capabilities: Capabilities): void {
     this.#capabilities = capabilities;
+    this.#sendCapabilities();
+  }
+
+  /** A version-1 control plane would refuse the message; services are protocol 3 (an older one refuses them). */
+  #sendCapabilities(): void {
+    if (!this.#capabilities || this.#state !== 'ready' || this.#protocolVersion < 2) return;
+    const { services, ...formats } = this.#capabilities;
+    this.#send({ type: 'capabilities', ...(this.#protocolVersion >= 3 ? { ...formats, services } : formats) });
   }
 
   /**
@@ -374,15 +385,8 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
     });
     this.#every(welcome.heartbeatSeconds * 1000, () => this.#heartbeat(socket));
     this.#setState('ready');
-    // A version-1 control plane would refuse the message; the probe may still be running (it is waited for, not redone).
-    if (welcome.protocolVersion >= 2) {
-      void this.#capabilities?.then((capabilities) => {
-        // Services are protocol 3: an older control plane would refuse the message with them.
-        const { services, ...formats } = capabilities;
-        const sent = welcome.protocolVersion >= 3 ? { ...formats, services } : formats;
-        if (this.#socket === socket && this.#state === 'ready') this.#send({ type: 'capabilities', ...sent });
-      });
-    }
+    // The probe may still be running: its answer is sent when it comes (setCapabilities).
+    this.#sendCapabilities();
     this.#jobs?.connected();
     this.emit('welcome', welcome);
   }

@@ -1,6 +1,7 @@
 // Which model formats this host's trainer environment can export to: its `vp-probe-exporters` command (installed
-// with the trainer) prints `{"exporters": [...], "missing": {format: reason}}`. Run once at the agent's start, bounded
-// in time and output; a probe that fails or prints nonsense means no exporters (logged), never a stopped agent.
+// with the trainer) prints `{"exporters": [...], "missing": {format: reason}}`. Run at the agent's start, bounded in time
+// and output; a probe that fails or prints nonsense means no exporters (logged), never a stopped agent, and is tried
+// again later: a host busy at the start (a training job on every core) can outrun the bound with its toolchains there.
 import { AgentMessage } from '@vp/protocol';
 import type { Logger } from './log.ts';
 
@@ -13,7 +14,10 @@ export const PROBE_MAX_OUTPUT_BYTES = 256 * 1024;
 /** The protocol's limit on one reason; a longer one is cut rather than losing the whole answer. */
 const MAX_REASON_CHARS = 512;
 
-export const NO_EXPORTERS: Capabilities = { exporters: [], missingExporters: {} };
+/** What a failed probe answers: this very object, so a caller can tell a failure from an environment exporting nothing. */
+export const NO_EXPORTERS: Capabilities = Object.freeze({ exporters: [], missingExporters: {} });
+/** After a failed probe the next waits this long, doubling after each failure up to the cap. */
+export const PROBE_RETRY = { firstMs: 30_000, capMs: 30 * 60_000 };
 
 /** The probe's stdout as a `capabilities` message's fields; throws saying what is wrong with it. */
 export function parseProbeOutput(stdout: string): Capabilities {
@@ -53,4 +57,34 @@ export async function probeExporters(run: () => Promise<string>, log: Logger): P
     log('warn', `no exporters: the ${PROBE_COMMAND} probe failed`, { error: (error as Error).message });
     return NO_EXPORTERS;
   }
+}
+
+/**
+ * Probes until an answer parses, reporting each result: a failure reports no exporters at once (the host's other
+ * capabilities are not held back) and the probe runs again after PROBE_RETRY's back-off. stop() ends the retries, and
+ * an answer that comes after it is not reported.
+ */
+export function keepProbingExporters(
+  run: () => Promise<string>,
+  log: Logger,
+  report: (capabilities: Capabilities) => void,
+  retry = PROBE_RETRY,
+): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const attempt = async (delayMs: number): Promise<void> => {
+    const capabilities = await probeExporters(run, log);
+    if (stopped) return;
+    report(capabilities);
+    if (capabilities !== NO_EXPORTERS) return;
+    log('info', 'probing the exporters again later', { delayMs });
+    timer = setTimeout(() => void attempt(Math.min(delayMs * 2, retry.capMs)), delayMs);
+  };
+  void attempt(retry.firstMs);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

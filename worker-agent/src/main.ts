@@ -8,7 +8,7 @@ import { AGENT_VERSION, WorkerConnection, type ConnectionOutcome } from './conne
 import { enroll } from './enroll.ts';
 import { FolderRequests } from './folder-requests.ts';
 import { SharedFolders } from './shared-folders.ts';
-import { probeExporters } from './exporter-probe.ts';
+import { keepProbingExporters } from './exporter-probe.ts';
 import { JobManager } from './job-manager.ts';
 import { checkWorkerKey, reenrollAdvice } from './key-check.ts';
 import { jsonLinesLogger, type Logger } from './log.ts';
@@ -90,6 +90,7 @@ async function run(configFile: string | undefined): Promise<number> {
   let jobs: JobManager;
   let metrics: AgentMetrics;
   let metricsServer: Server | undefined;
+  let probing: { stop(): void } | undefined;
   try {
     const config = loadWorkerConfig(configFile ? { ...process.env, VP_WORKER_CONFIG: configFile } : process.env);
     connection = new WorkerConnection(config, log);
@@ -112,11 +113,12 @@ async function run(configFile: string | undefined): Promise<number> {
       inUse: () => jobs.workDirs(),
     });
     const runtime = runtimeFromConfig(config);
-    // Not awaited: the agent connects (and adopts its jobs) while the probe runs; its answer follows the welcome.
-    connection.setCapabilities(
-      Promise.all([probeExporters(() => runtime.runExporterProbe(), log), serviceKinds(runtime, log)]).then(
-        ([formats, services]) => ({ ...formats, services }),
-      ),
+    // The agent connects (and adopts its jobs) while the probe runs; each of its answers follows the welcome.
+    const services = serviceKinds(runtime, log);
+    probing = keepProbingExporters(
+      () => runtime.runExporterProbe(),
+      log,
+      (formats) => void services.then((kinds) => connection.setCapabilities({ ...formats, services: kinds })),
     );
     const serviceHost = () => config.serviceHost ?? connection.localAddress;
     jobs = new JobManager(runtime, log, (message) => connection.send(message), {
@@ -163,6 +165,7 @@ async function run(configFile: string | undefined): Promise<number> {
   } finally {
     process.off('SIGINT', stop).off('SIGTERM', stop);
     metricsServer?.close();
+    probing?.stop();
   }
 }
 
