@@ -130,7 +130,7 @@ export class WorkerConnection extends EventEmitter<{ welcome: [Welcome]; state: 
   readonly #timing: ConnectionTiming;
   #jobs: ConnectionJobs | undefined;
   #folders: FolderRequests | undefined;
-  /** The exporter probe's latest answer, sent after each welcome of protocol 2 or later and whenever it changes. */
+  /** The exporter probe's latest answer, sent after each welcome of protocol 2 or later and each time it is set. */
   #capabilities: Capabilities | undefined;
   #state: ConnectionState = 'connecting';
   #socket: WebSocket | undefined;
