@@ -76,6 +76,7 @@ async function train(name: string, epochs: number, seed: number): Promise<string
 t.test(
   "the probe lists the CI formats and names what is missing for the others, within the agent's bound",
   async (t) => {
+    const started = Date.now();
     const probe = await run(join(VENV, 'bin/vp-probe-exporters'), [], dir, PROBE_TIMEOUT_MS);
     t.equal(probe.code, 0, probe.stderr);
     const result = JSON.parse(probe.stdout) as {
@@ -96,6 +97,9 @@ t.test(
     t.notOk(result.exporters.includes('engine'), 'no TensorRT export without tensorrt and a CUDA device');
     for (const format of result.exporters)
       t.ok((EXPORT_FORMAT_IDS as string[]).includes(format), `the control plane knows the format ${format}`);
+    // The agent's bound, not a speed: a slower answer would give its host no exporters until the retry.
+    const took = Date.now() - started;
+    t.ok(took < PROBE_TIMEOUT_MS, `probe took ${took} ms, within the agent's ${PROBE_TIMEOUT_MS / 1000} s`);
   },
 );
 
