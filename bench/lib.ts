@@ -159,6 +159,7 @@ export async function startControlPlane(
       // As `npm start` and the container image run it (see README, Memory).
       MALLOC_ARENA_MAX: '2',
       MALLOC_MMAP_THRESHOLD_: '131072',
+      NODE_COMPILE_CACHE: join(ROOT, '.cache', 'node-compile-cache'),
       ...options.env,
     },
     /^Vision Platform API: (\S+)\/api\b/,

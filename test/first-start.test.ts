@@ -2,7 +2,7 @@
 // user `admin` and one owner key in <DATA_DIR>/initial-api-key (mode 0600), logged as a path only;
 // with DATABASE_URL on an empty database, and with the embedded PostgreSQL default.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,16 +52,33 @@ function readInitialKey(t: Assert, dataDir: string): string {
   return content.trim();
 }
 
+/** The compile cache's files and when each was written. */
+function cacheEntries(dir: string): Map<string, number> {
+  if (!existsSync(dir)) return new Map();
+  const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+  return new Map(
+    files.map((file) => [join(file.parentPath, file.name), statSync(join(file.parentPath, file.name)).mtimeMs]),
+  );
+}
+
 type Assert = Pick<typeof t, 'ok' | 'equal' | 'match'>;
 
 t.test('first start on an empty database (DATABASE_URL)', async (t) => {
   const db = await createEmptyDatabase();
   t.teardown(db.drop);
   const dataDir = tmpDataDir(t);
-  const env = { DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(await freePort()) };
+  const compileCache = join(dataDir, '.cache', 'node-compile-cache');
+  // As npm start, the image and the installed appliance run it (README, Memory).
+  const env = {
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    NODE_COMPILE_CACHE: compileCache,
+  };
 
   const first = await startMain(t, env);
   t.comment(`first start (migrations + bootstrap) in ${first.startMs} ms`);
+  t.ok(cacheEntries(compileCache).size > 100, 'its compiled modules are cached once it listens, not only at its exit');
   t.match(first.url, `:${env.PORT}`);
   const key = readInitialKey(t, dataDir);
   const summary = await call(first, 'GET', '/api/account/summary', { key });
@@ -80,7 +97,9 @@ t.test('first start on an empty database (DATABASE_URL)', async (t) => {
 
   // The operator has stored the key and deleted the file; a restart creates neither again.
   unlinkSync(join(dataDir, 'initial-api-key'));
+  const cachedBefore = cacheEntries(compileCache);
   const second = await startMain(t, env);
+  t.same(cacheEntries(compileCache), cachedBefore, 'a restart reads every module from the cache: none compiled again');
   t.notOk(existsSync(join(dataDir, 'initial-api-key')), 'no second key file');
   t.equal((await call(second, 'GET', '/api/account/summary', { key })).status, 200, 'the first key still works');
   t.equal(await second.stop(), 0);

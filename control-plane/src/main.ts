@@ -1,4 +1,5 @@
 import './threadpool.ts';
+import { flushCompileCache } from 'node:module';
 import { ConfigError, loadConfig } from '@vp/config';
 import { ensureConsoleBuilt } from './console/console-build.ts';
 import { createLogger, startServer } from './server.ts';
@@ -16,6 +17,9 @@ const log = createLogger(config);
 try {
   await ensureConsoleBuilt(log);
   const running = await startServer(config, { log });
+  // With NODE_COMPILE_CACHE set (npm start, the image, the appliance: README, Memory) the modules' stripped and compiled
+  // code is written now, not only at a clean exit: later starts neither strip nor compile them again (README, Memory).
+  flushCompileCache();
   log.info({ url: running.url, docs: `${running.url}/api/docs` }, 'Vision Platform API listening');
   console.log(`Vision Platform API: ${running.url}/api  (reference: ${running.url}/api/docs)`);
   const shutdown = (signal: string) => {

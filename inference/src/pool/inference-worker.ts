@@ -2,8 +2,13 @@
 // process serving requests (the control plane, a deployment's inference server), and so that what a model does to
 // memory or to its process stays there. Which sessions it holds is decided by the pool (inference-pool.ts): it loads
 // a session on its first run and releases it when told.
+import { flushCompileCache } from 'node:module';
 import { decodeImage, InvalidImage, InvalidModel, OnnxModel } from '../index.ts';
 import type { LoadReply, WorkerFailure, WorkerReply, WorkerRequest, WorkerSetup } from './inference-messages.ts';
+
+// Its modules are loaded: cached now (with NODE_COMPILE_CACHE, inherited from the control plane), as the pool ends its
+// processes with SIGKILL, before any exit would write them.
+flushCompileCache();
 
 const { intraOpThreads, spinning, executionProvider } = JSON.parse(process.argv[2]!) as WorkerSetup;
 const sessions = new Map<string, Promise<OnnxModel>>();
