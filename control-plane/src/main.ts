@@ -18,7 +18,7 @@ try {
   await ensureConsoleBuilt(log);
   const running = await startServer(config, { log });
   // With NODE_COMPILE_CACHE set (npm start, the image, the appliance: README, Memory) the modules' stripped and compiled
-  // code is written now, not only at a clean exit: later starts neither strip nor compile them again (README, Memory).
+  // code is written now, not only at a clean exit: later starts neither strip nor compile them again.
   flushCompileCache();
   log.info({ url: running.url, docs: `${running.url}/api/docs` }, 'Vision Platform API listening');
   console.log(`Vision Platform API: ${running.url}/api  (reference: ${running.url}/api/docs)`);
