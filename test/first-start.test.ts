@@ -56,9 +56,8 @@ function readInitialKey(t: Assert, dataDir: string): string {
 function cacheEntries(dir: string): Map<string, number> {
   if (!existsSync(dir)) return new Map();
   const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
-  return new Map(
-    files.map((file) => [join(file.parentPath, file.name), statSync(join(file.parentPath, file.name)).mtimeMs]),
-  );
+  const paths = files.map((file) => join(file.parentPath, file.name));
+  return new Map(paths.map((path) => [path, statSync(path).mtimeMs]));
 }
 
 type Assert = Pick<typeof t, 'ok' | 'equal' | 'match'>;
